@@ -1,0 +1,235 @@
+// Plain-JSON shapes of the Kubernetes objects this project reads and writes. Shared by every layer
+// (cluster, runtime, controller, hostpath): objects are always plain JSON, never client-node model classes,
+// so timestamps are strings and unknown fields survive a round trip.
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: OwnerReference[];
+  managedFields?: unknown[];
+}
+
+/** Any Kubernetes object: apiVersion, kind, metadata, and whatever else it carries. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  [field: string]: unknown;
+}
+
+export interface ListMeta {
+  resourceVersion?: string;
+  continue?: string;
+  remainingItemCount?: number;
+}
+
+export interface KubeList<T extends KubeObject = KubeObject> {
+  apiVersion: string;
+  kind: string;
+  metadata: ListMeta;
+  items: T[];
+}
+
+export interface ObjectReference {
+  apiVersion?: string;
+  kind?: string;
+  namespace?: string;
+  name?: string;
+  uid?: string;
+  resourceVersion?: string;
+  fieldPath?: string;
+}
+
+export type AccessMode = 'ReadWriteOnce' | 'ReadOnlyMany' | 'ReadWriteMany' | 'ReadWriteOncePod';
+export type VolumeMode = 'Filesystem' | 'Block';
+export type ReclaimPolicy = 'Delete' | 'Retain' | 'Recycle';
+
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values?: string[];
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+export interface NodeSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+  values?: string[];
+}
+
+export interface NodeSelectorTerm {
+  matchExpressions?: NodeSelectorRequirement[];
+  matchFields?: NodeSelectorRequirement[];
+}
+
+export interface NodeSelector {
+  nodeSelectorTerms: NodeSelectorTerm[];
+}
+
+export interface PersistentVolumeClaimSpec {
+  accessModes?: AccessMode[];
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  storageClassName?: string | null;
+  volumeName?: string;
+  volumeMode?: VolumeMode;
+  selector?: LabelSelector;
+  dataSource?: { apiGroup?: string; kind: string; name: string };
+  dataSourceRef?: { apiGroup?: string; kind: string; name: string; namespace?: string };
+  volumeAttributesClassName?: string;
+}
+
+export interface PersistentVolumeClaimStatus {
+  phase?: 'Pending' | 'Bound' | 'Lost';
+  accessModes?: AccessMode[];
+  capacity?: Record<string, string>;
+  conditions?: Array<Record<string, unknown>>;
+}
+
+export interface PersistentVolumeClaim extends KubeObject {
+  spec: PersistentVolumeClaimSpec;
+  status?: PersistentVolumeClaimStatus;
+}
+
+export interface PersistentVolumeSpec {
+  capacity?: Record<string, string>;
+  accessModes?: AccessMode[];
+  claimRef?: ObjectReference;
+  persistentVolumeReclaimPolicy?: ReclaimPolicy;
+  storageClassName?: string;
+  mountOptions?: string[];
+  volumeMode?: VolumeMode;
+  nodeAffinity?: { required?: NodeSelector };
+  hostPath?: { path: string; type?: string };
+  local?: { path: string; fsType?: string };
+  nfs?: { server: string; path: string; readOnly?: boolean };
+  csi?: { driver: string; volumeHandle: string; [k: string]: unknown };
+  [source: string]: unknown;
+}
+
+export interface PersistentVolumeStatus {
+  phase?: 'Pending' | 'Available' | 'Bound' | 'Released' | 'Failed';
+  message?: string;
+  reason?: string;
+  lastPhaseTransitionTime?: string;
+}
+
+export interface PersistentVolume extends KubeObject {
+  spec: PersistentVolumeSpec;
+  status?: PersistentVolumeStatus;
+}
+
+export interface TopologySelectorTerm {
+  matchLabelExpressions?: Array<{ key: string; values: string[] }>;
+}
+
+export interface StorageClass extends KubeObject {
+  provisioner: string;
+  parameters?: Record<string, string>;
+  reclaimPolicy?: ReclaimPolicy;
+  mountOptions?: string[];
+  allowVolumeExpansion?: boolean;
+  volumeBindingMode?: 'Immediate' | 'WaitForFirstConsumer';
+  allowedTopologies?: TopologySelectorTerm[];
+}
+
+export interface Node extends KubeObject {
+  spec?: { unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }> };
+  status?: {
+    conditions?: Array<{ type: string; status: string; [k: string]: unknown }>;
+    capacity?: Record<string, string>;
+    allocatable?: Record<string, string>;
+    addresses?: Array<{ type: string; address: string }>;
+  };
+}
+
+export interface PodVolume {
+  name: string;
+  persistentVolumeClaim?: { claimName: string; readOnly?: boolean };
+  [source: string]: unknown;
+}
+
+export interface Pod extends KubeObject {
+  spec: {
+    nodeName?: string;
+    nodeSelector?: Record<string, string>;
+    volumes?: PodVolume[];
+    containers: Array<{ name: string; image?: string; [k: string]: unknown }>;
+    affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: NodeSelector } };
+    [k: string]: unknown;
+  };
+  status?: { phase?: 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown'; [k: string]: unknown };
+}
+
+export interface Lease extends KubeObject {
+  spec: {
+    holderIdentity?: string | null;
+    leaseDurationSeconds?: number;
+    acquireTime?: string | null;
+    renewTime?: string | null;
+    leaseTransitions?: number;
+    [k: string]: unknown;
+  };
+}
+
+export interface CoreEvent extends KubeObject {
+  involvedObject: ObjectReference;
+  reason?: string;
+  message?: string;
+  type?: 'Normal' | 'Warning';
+  count?: number;
+  firstTimestamp?: string | null;
+  lastTimestamp?: string | null;
+  eventTime?: string | null;
+  source?: { component?: string; host?: string };
+  reportingComponent?: string;
+  reportingInstance?: string;
+  action?: string;
+}
+
+export interface StatusCause {
+  reason?: string;
+  message?: string;
+  field?: string;
+}
+
+/** metav1.Status, the body of every API error. */
+export interface Status {
+  kind: 'Status';
+  apiVersion: 'v1';
+  metadata: Record<string, never> | ListMeta;
+  status: 'Success' | 'Failure';
+  message?: string;
+  reason?: string;
+  details?: { name?: string; group?: string; kind?: string; uid?: string; causes?: StatusCause[]; retryAfterSeconds?: number };
+  code: number;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+export interface WatchEvent<T = KubeObject> {
+  type: WatchEventType;
+  object: T;
+}

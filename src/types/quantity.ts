@@ -1,0 +1,51 @@
+// resource.Quantity parsing: "10Gi", "1.5G", "500m", "1e3". Values are exact BigInts (storage sizes
+// past 2^53 are real), rounded up to a whole unit as Quantity.Value() does.
+
+const BINARY: Record<string, bigint> = {
+  Ki: 1n << 10n, Mi: 1n << 20n, Gi: 1n << 30n, Ti: 1n << 40n, Pi: 1n << 50n, Ei: 1n << 60n,
+};
+const DECIMAL_EXP: Record<string, number> = { n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+
+const QUANTITY_RE = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$/;
+
+/** Thrown for a string that is not a Kubernetes quantity. */
+export class QuantityError extends Error {
+  override name = 'QuantityError';
+}
+
+/** True when `s` is a syntactically valid quantity. */
+export function isQuantity(s: unknown): s is string {
+  return typeof s === 'string' && QUANTITY_RE.test(s);
+}
+
+/** Parses a quantity into its integer value, rounding fractions up (e.g. "1.5" -> 2, "500m" -> 1). */
+export function parseQuantity(s: string): bigint {
+  const m = QUANTITY_RE.exec(s);
+  if (!m) throw new QuantityError(`quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': ${JSON.stringify(s)}`);
+  const [, sign, num, suffix = ''] = m;
+  const [intPart, fracPart = ''] = num.split('.');
+  // value = digits * 10^(exp - fracLen) * multiplier
+  let digits = BigInt((intPart || '0') + fracPart);
+  let exp10 = -fracPart.length;
+  let mult = 1n;
+  if (suffix in BINARY) mult = BINARY[suffix];
+  else if (suffix in DECIMAL_EXP) exp10 += DECIMAL_EXP[suffix];
+  else exp10 += Number(suffix.slice(1));
+  digits *= mult;
+  let value: bigint;
+  if (exp10 >= 0) value = digits * 10n ** BigInt(exp10);
+  else {
+    const div = 10n ** BigInt(-exp10);
+    value = digits / div + (digits % div === 0n ? 0n : 1n);
+  }
+  return sign === '-' ? -value : value;
+}
+
+/** Formats a byte count the way people read storage sizes: the largest exact binary unit. */
+export function formatBytes(n: bigint): string {
+  for (const unit of ['Ei', 'Pi', 'Ti', 'Gi', 'Mi', 'Ki']) {
+    const m = BINARY[unit];
+    if (n !== 0n && n % m === 0n) return `${n / m}${unit}`;
+  }
+  return n.toString();
+}
