@@ -1,0 +1,250 @@
+// The hostpath provisioner's configuration: local-path's shape (nodePathMap with the default-node entry,
+// sharedFileSystemPath, storageClassConfigs) in JSON or YAML, plus a per-path `capacity` of our own.
+// Parsing is pure and lexical; checkConfigPaths() adds the filesystem checks for the paths this
+// instance will use. The file watcher lives in config-source.ts.
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import YAML from 'yaml';
+import { parseQuantity, isQuantity } from '../types/quantity.ts';
+import { checkBasePath, isStrictlyUnder, UnsafePathError } from './path-safety.ts';
+
+/** local-path's name for the entry that applies to every node not listed by name. */
+export const DEFAULT_NODE = 'DEFAULT_PATH_FOR_NON_LISTED_NODES';
+
+/** A base directory volumes are created in, with an optional capacity (bytes) for allocation accounting. */
+export interface BasePath {
+  path: string;
+  capacity?: bigint;
+}
+
+export interface NodePaths {
+  /** A node name, or DEFAULT_NODE. */
+  node: string;
+  /** Empty: this node gets no volumes (claims are rescheduled elsewhere). */
+  paths: BasePath[];
+}
+
+/** Where volumes go: node-local paths, or one shared filesystem path (exclusive). */
+export interface PathSet {
+  nodePathMap: NodePaths[];
+  sharedFileSystemPath?: BasePath;
+}
+
+export interface HostPathConfig extends PathSet {
+  /** Per-class path sets; when non-empty, classes not listed are refused (as local-path does). */
+  storageClassConfigs: Record<string, PathSet>;
+  /** Keys accepted for compatibility but without effect here (local-path's helper-pod settings). */
+  warnings: string[];
+}
+
+/** An invalid configuration; `issues` lists every problem found, each naming its key. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  constructor(readonly issues: string[], source = 'config') {
+    super(`invalid hostpath ${source}: ${issues.join('; ')}`);
+  }
+}
+
+const IGNORED_KEYS = ['setupCommand', 'teardownCommand', 'cmdTimeoutSeconds'];
+
+/** Parses and validates (lexically) a JSON or YAML configuration text. Throws ConfigError. */
+export function parseHostPathConfig(text: string, source = 'config'): HostPathConfig {
+  let raw: unknown;
+  try {
+    raw = YAML.parse(text, { uniqueKeys: true, maxAliasCount: 100 });
+  } catch (e) {
+    throw new ConfigError([`not valid JSON or YAML: ${(e as Error).message}`], source);
+  }
+  return validateHostPathConfig(raw, source);
+}
+
+/** Validates an already-decoded configuration object. Throws ConfigError. */
+export function validateHostPathConfig(raw: unknown, source = 'config'): HostPathConfig {
+  const issues: string[] = [];
+  const warnings: string[] = [];
+  if (!isRecord(raw)) throw new ConfigError(['must be an object'], source);
+  for (const key of Object.keys(raw)) {
+    if (IGNORED_KEYS.includes(key)) warnings.push(`${key} has no effect: kube-provisioner uses no helper pods`);
+    else if (!['nodePathMap', 'sharedFileSystemPath', 'storageClassConfigs'].includes(key)) issues.push(`${key}: unknown key`);
+  }
+  const global = pathSet(raw, '', issues);
+  const storageClassConfigs: Record<string, PathSet> = {};
+  if (raw.storageClassConfigs !== undefined && raw.storageClassConfigs !== null) {
+    if (!isRecord(raw.storageClassConfigs)) issues.push('storageClassConfigs: must be a map of class name to {nodePathMap | sharedFileSystemPath}');
+    else {
+      for (const [name, value] of Object.entries(raw.storageClassConfigs)) {
+        const where = `storageClassConfigs.${name}`;
+        if (!isRecord(value)) {
+          issues.push(`${where}: must be an object`);
+          continue;
+        }
+        for (const key of Object.keys(value)) if (key !== 'nodePathMap' && key !== 'sharedFileSystemPath') issues.push(`${where}.${key}: unknown key`);
+        const set = pathSet(value, `${where}.`, issues);
+        if (isEmpty(set)) issues.push(`${where}: needs nodePathMap or sharedFileSystemPath`);
+        storageClassConfigs[name] = set;
+      }
+    }
+  }
+  if (isEmpty(global) && Object.keys(storageClassConfigs).length === 0) {
+    issues.push('no paths: set nodePathMap, sharedFileSystemPath or storageClassConfigs');
+  }
+  checkNesting([global, ...Object.values(storageClassConfigs)], issues);
+  if (issues.length > 0) throw new ConfigError(issues, source);
+  return { ...global, storageClassConfigs, warnings };
+}
+
+function pathSet(raw: Record<string, unknown>, where: string, issues: string[]): PathSet {
+  const set: PathSet = { nodePathMap: [] };
+  const shared = raw.sharedFileSystemPath;
+  if (shared !== undefined && shared !== null && shared !== '') {
+    const bp = basePath(shared, `${where}sharedFileSystemPath`, issues);
+    if (bp) set.sharedFileSystemPath = bp;
+  }
+  const map = raw.nodePathMap;
+  if (map === undefined || map === null) return set;
+  if (!Array.isArray(map)) {
+    issues.push(`${where}nodePathMap: must be a list of {node, paths}`);
+    return set;
+  }
+  if (map.length > 0 && set.sharedFileSystemPath) {
+    issues.push(`${where}nodePathMap and ${where}sharedFileSystemPath are exclusive: nodePathMap must be empty when a shared path is set`);
+  }
+  const nodes = new Set<string>();
+  map.forEach((entry: unknown, i) => {
+    const at = `${where}nodePathMap[${i}]`;
+    if (!isRecord(entry) || typeof entry.node !== 'string' || entry.node === '') {
+      issues.push(`${at}: needs a non-empty "node"`);
+      return;
+    }
+    for (const key of Object.keys(entry)) if (key !== 'node' && key !== 'paths') issues.push(`${at}.${key}: unknown key`);
+    if (nodes.has(entry.node)) issues.push(`${at}: node ${entry.node} is listed twice`);
+    nodes.add(entry.node);
+    if (!Array.isArray(entry.paths)) {
+      issues.push(`${at}.paths: must be a list (empty to give node ${entry.node} no volumes)`);
+      return;
+    }
+    const paths: BasePath[] = [];
+    entry.paths.forEach((p: unknown, j) => {
+      const bp = basePath(p, `${at}.paths[${j}]`, issues);
+      if (!bp) return;
+      if (paths.some((q) => q.path === bp.path)) issues.push(`${at}.paths[${j}]: ${bp.path} is listed twice for node ${entry.node}`);
+      else paths.push(bp);
+    });
+    set.nodePathMap.push({ node: entry.node, paths });
+  });
+  return set;
+}
+
+function basePath(raw: unknown, at: string, issues: string[]): BasePath | undefined {
+  let p: unknown = raw;
+  let capacity: bigint | undefined;
+  if (isRecord(raw)) {
+    for (const key of Object.keys(raw)) if (key !== 'path' && key !== 'capacity') issues.push(`${at}.${key}: unknown key`);
+    p = raw.path;
+    if (raw.capacity !== undefined) {
+      const c = typeof raw.capacity === 'number' ? String(raw.capacity) : raw.capacity;
+      if (!isQuantity(c) || parseQuantity(c) <= 0n) issues.push(`${at}.capacity: ${JSON.stringify(raw.capacity)} is not a positive quantity such as "100Gi"`);
+      else capacity = parseQuantity(c);
+    }
+  }
+  if (typeof p !== 'string') {
+    issues.push(`${at}: must be a path string or {path, capacity}`);
+    return undefined;
+  }
+  try {
+    checkBasePath(p);
+  } catch (e) {
+    if (!(e instanceof UnsafePathError)) throw e;
+    issues.push(`${at}: ${JSON.stringify(p)} must be an absolute, normalised path other than /`);
+    return undefined;
+  }
+  return capacity === undefined ? { path: p } : { path: p, capacity };
+}
+
+// Two base paths where one contains the other would let one path's volumes land inside the other's.
+function checkNesting(sets: PathSet[], issues: string[]): void {
+  const nodePaths = new Set<string>();
+  const sharedPaths = new Set<string>();
+  for (const s of sets) {
+    for (const n of s.nodePathMap) for (const p of n.paths) nodePaths.add(p.path);
+    if (s.sharedFileSystemPath) sharedPaths.add(s.sharedFileSystemPath.path);
+  }
+  const all = [...new Set([...nodePaths, ...sharedPaths])].sort();
+  for (let i = 0; i < all.length; i++) {
+    for (let j = i + 1; j < all.length && all[j].startsWith(all[i]); j++) {
+      if (isStrictlyUnder(all[i], all[j])) issues.push(`paths must not be nested: ${all[j]} is inside ${all[i]}`);
+    }
+  }
+  for (const p of sharedPaths) if (nodePaths.has(p)) issues.push(`${p} cannot be both a shared path and a node path`);
+}
+
+/** The path set for a class: its storageClassConfigs entry, or the global one when none are configured. */
+export function pathSetForClass(config: HostPathConfig, className: string): PathSet | undefined {
+  if (Object.keys(config.storageClassConfigs).length > 0) {
+    return Object.prototype.hasOwnProperty.call(config.storageClassConfigs, className) ? config.storageClassConfigs[className] : undefined;
+  }
+  return config;
+}
+
+/** The base paths of `node` in a path set (its own entry, else the default entry); undefined when neither. */
+export function nodeBasePaths(set: PathSet, node: string): BasePath[] | undefined {
+  return (set.nodePathMap.find((n) => n.node === node) ?? set.nodePathMap.find((n) => n.node === DEFAULT_NODE))?.paths;
+}
+
+/** Every base path this instance may hold volumes in: the node's paths (when known) and all shared paths. */
+export function localBasePaths(config: HostPathConfig, nodeName?: string): BasePath[] {
+  const out = new Map<string, BasePath>();
+  for (const set of [config, ...Object.values(config.storageClassConfigs)]) {
+    if (set.sharedFileSystemPath) out.set(set.sharedFileSystemPath.path, set.sharedFileSystemPath);
+    if (nodeName !== undefined) for (const p of nodeBasePaths(set, nodeName) ?? []) out.set(p.path, p);
+  }
+  return [...out.values()];
+}
+
+/** Every base path named anywhere in the configuration (any node). */
+export function allBasePaths(config: HostPathConfig): string[] {
+  const out = new Set<string>();
+  for (const set of [config, ...Object.values(config.storageClassConfigs)]) {
+    if (set.sharedFileSystemPath) out.add(set.sharedFileSystemPath.path);
+    for (const n of set.nodePathMap) for (const p of n.paths) out.add(p.path);
+  }
+  return [...out];
+}
+
+/**
+ * Filesystem checks for the paths this instance uses (localBasePaths): each must be a real directory (not
+ * a symlink, not a file), or missing with an existing directory above it (creatable). Throws ConfigError.
+ */
+export async function checkConfigPaths(config: HostPathConfig, opts: { nodeName?: string; source?: string } = {}): Promise<void> {
+  const issues: string[] = [];
+  for (const { path: p } of localBasePaths(config, opts.nodeName)) {
+    const st = await fsp.lstat(p).catch(() => undefined);
+    if (st?.isSymbolicLink()) issues.push(`${p}: is a symlink (use the real path)`);
+    else if (st && !st.isDirectory()) issues.push(`${p}: is not a directory`);
+    else if (!st) {
+      let up = path.dirname(p);
+      let ust = await fsp.stat(up).catch(() => undefined);
+      while (!ust && up !== '/') {
+        up = path.dirname(up);
+        ust = await fsp.stat(up).catch(() => undefined);
+      }
+      if (!ust?.isDirectory()) issues.push(`${p}: does not exist and cannot be created (${up} is not a directory)`);
+    }
+  }
+  if (issues.length > 0) throw new ConfigError(issues, opts.source);
+}
+
+/** Parses, validates and checks the filesystem in one call. */
+export async function loadHostPathConfig(text: string, opts: { nodeName?: string; source?: string } = {}): Promise<HostPathConfig> {
+  const config = parseHostPathConfig(text, opts.source);
+  await checkConfigPaths(config, opts);
+  return config;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isEmpty(set: PathSet): boolean {
+  return !set.sharedFileSystemPath && set.nodePathMap.length === 0;
+}

@@ -1,0 +1,182 @@
+// Lexical path safety: the rules a rendered volume path must pass before anything touches the disk
+// (hostpath-anchors.md section 8). PVC labels and annotations are tenant input, so every rule fails
+// closed. What the lexical rules cannot see (symlinked parents, swaps between check and use) is handled
+// by fs-ops.ts, which never follows a symlink below a base path.
+import path from 'node:path';
+
+/** Linux NAME_MAX: the most bytes one path component may have. */
+export const MAX_SEGMENT_BYTES = 255;
+/** Linux PATH_MAX (4096) minus the terminating NUL: the most bytes a full volume path may have. */
+export const MAX_PATH_BYTES = 4095;
+/** The deepest relative path we accept (deeper is never a sensible layout, and costs fds on delete). */
+export const MAX_DEPTH = 32;
+/** Names the provisioner keeps for itself in a base path: never produced by a pattern. */
+export const RESERVED_PREFIXES = ['.kube-provisioner', 'archived-'] as const;
+
+/** Which rule a path broke: stable codes for tests, events and metrics. */
+export type UnsafePathRule =
+  | 'empty' | 'absolute' | 'control-character' | 'malformed-unicode' | 'backslash' | 'dot-segment'
+  | 'empty-segment' | 'segment-too-long' | 'path-too-long' | 'too-deep' | 'reserved-name'
+  | 'missing-unique-component' | 'invalid-base-path' | 'outside-root' | 'is-base-path' | 'overlaps-volume'
+  | 'symlink' | 'not-directory';
+
+/** A path that must not be used. `rule` says why; never match on the message. */
+export class UnsafePathError extends Error {
+  override name = 'UnsafePathError';
+  constructor(readonly rule: UnsafePathRule, readonly path: string, detail: string) {
+    super(`unsafe volume path ${JSON.stringify(path)}: ${detail}`);
+  }
+}
+
+// C0 and C1 controls, DEL, and the bidi overrides that make names display differently from their bytes.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
+// A lone surrogate would be written as U+FFFD: two different strings, one directory.
+const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+export interface RelativePathRules {
+  /** A string that must appear inside one segment: the PV name, so two claims never share a directory. */
+  uniqueComponent: string;
+  maxSegmentBytes?: number;
+  maxDepth?: number;
+}
+
+/**
+ * Checks a rendered relative volume path (e.g. `ns/claim/pvc-123`) and returns its segments.
+ * Throws UnsafePathError for: empty, absolute, control characters or malformed unicode, backslashes,
+ * `.`/`..`/empty segments, over-long segments, too many segments, reserved names, no unique component.
+ */
+export function checkRelativeVolumePath(rel: string, rules: RelativePathRules): string[] {
+  if (typeof rel !== 'string' || rel === '') throw new UnsafePathError('empty', String(rel), 'the path is empty');
+  if (CONTROL_RE.test(rel)) throw new UnsafePathError('control-character', rel, 'contains a control character');
+  if (LONE_SURROGATE_RE.test(rel)) throw new UnsafePathError('malformed-unicode', rel, 'contains malformed unicode');
+  if (rel.startsWith('/')) throw new UnsafePathError('absolute', rel, 'must be relative to the base path');
+  if (rel.includes('\\')) throw new UnsafePathError('backslash', rel, 'backslashes are not allowed');
+  const segments = rel.split('/');
+  const maxDepth = rules.maxDepth ?? MAX_DEPTH;
+  if (segments.length > maxDepth) throw new UnsafePathError('too-deep', rel, `more than ${maxDepth} segments`);
+  const maxBytes = rules.maxSegmentBytes ?? MAX_SEGMENT_BYTES;
+  for (const seg of segments) {
+    if (seg === '') throw new UnsafePathError('empty-segment', rel, 'has an empty segment (a missing value or "//")');
+    if (seg === '.' || seg === '..') throw new UnsafePathError('dot-segment', rel, `"${seg}" segments are not allowed`);
+    if (Buffer.byteLength(seg, 'utf8') > maxBytes) {
+      throw new UnsafePathError('segment-too-long', rel, `a segment is longer than ${maxBytes} bytes`);
+    }
+    if (RESERVED_PREFIXES.some((p) => seg.startsWith(p))) {
+      throw new UnsafePathError('reserved-name', rel, `segments starting with ${RESERVED_PREFIXES.map((p) => `"${p}"`).join(' or ')} are reserved`);
+    }
+  }
+  if (!rules.uniqueComponent || !segments.some((s) => s.includes(rules.uniqueComponent))) {
+    throw new UnsafePathError('missing-unique-component', rel,
+      `must contain the volume name ${JSON.stringify(rules.uniqueComponent)} (add \${.PV.name} or {{ .PV.Name }} to pathPattern)`);
+  }
+  return segments;
+}
+
+/** Checks a configured base path lexically: absolute, normalised, not `/`, no control characters. */
+export function checkBasePath(base: string): void {
+  if (typeof base !== 'string' || !path.isAbsolute(base)) throw new UnsafePathError('invalid-base-path', String(base), 'must be absolute');
+  if (base === '/') throw new UnsafePathError('invalid-base-path', base, 'must not be the filesystem root');
+  if (path.normalize(base) !== base || base.endsWith('/')) {
+    throw new UnsafePathError('invalid-base-path', base, `must be normalised (${JSON.stringify(path.normalize(base).replace(/\/$/, ''))})`);
+  }
+  if (CONTROL_RE.test(base) || LONE_SURROGATE_RE.test(base)) throw new UnsafePathError('invalid-base-path', base, 'contains a control character');
+}
+
+/** True when `p` is strictly below `root` (lexically; both absolute and normalised). */
+export function isStrictlyUnder(root: string, p: string): boolean {
+  if (root === '/') return p.length > 1 && p.startsWith('/');
+  return p.length > root.length + 1 && p.startsWith(root) && p[root.length] === '/';
+}
+
+/**
+ * Joins a base path and a checked relative path, and re-verifies the result lexically:
+ * strictly under the base, within PATH_MAX.
+ */
+export function resolveVolumePath(base: string, rel: string, rules: RelativePathRules): { path: string; segments: string[] } {
+  checkBasePath(base);
+  const segments = checkRelativeVolumePath(rel, rules);
+  const full = `${base}/${segments.join('/')}`;
+  if (path.normalize(full) !== full || !isStrictlyUnder(base, full)) throw new UnsafePathError('outside-root', full, `not under ${base}`);
+  if (Buffer.byteLength(full, 'utf8') > MAX_PATH_BYTES) throw new UnsafePathError('path-too-long', full, `longer than ${MAX_PATH_BYTES} bytes`);
+  return { path: full, segments };
+}
+
+/**
+ * Checks a volume path taken from a PV (delete time): absolute, normalised, strictly under `base`, and its
+ * relative part passes the same rules as at provision time. Returns the segments below the base.
+ */
+export function checkExistingVolumePath(base: string, volumePath: string, pvName: string): string[] {
+  checkBasePath(base);
+  if (typeof volumePath !== 'string' || volumePath !== path.normalize(volumePath) || !path.isAbsolute(volumePath)) {
+    throw new UnsafePathError('outside-root', String(volumePath), 'not an absolute normalised path');
+  }
+  if (volumePath === base) throw new UnsafePathError('is-base-path', volumePath, 'is the base path itself');
+  if (!isStrictlyUnder(base, volumePath)) throw new UnsafePathError('outside-root', volumePath, `not under ${base}`);
+  return checkRelativeVolumePath(volumePath.slice(base.length + 1), { uniqueComponent: pvName });
+}
+
+/**
+ * The live volume paths, indexed so "is this candidate equal to, above or below a live volume or a base path"
+ * costs O(depth), not O(volumes): every ancestor of every live path is counted.
+ */
+export class VolumePathIndex {
+  private readonly byVolume = new Map<string, string>();
+  private readonly owners = new Map<string, string>();
+  private readonly ancestorCount = new Map<string, number>();
+
+  /** Records (or moves) the path of a volume. */
+  add(pvName: string, volumePath: string): void {
+    this.remove(pvName);
+    this.byVolume.set(pvName, volumePath);
+    this.owners.set(volumePath, pvName);
+    for (const a of ancestors(volumePath)) this.ancestorCount.set(a, (this.ancestorCount.get(a) ?? 0) + 1);
+  }
+
+  remove(pvName: string): void {
+    const p = this.byVolume.get(pvName);
+    if (p === undefined) return;
+    this.byVolume.delete(pvName);
+    if (this.owners.get(p) === pvName) this.owners.delete(p);
+    for (const a of ancestors(p)) {
+      const n = (this.ancestorCount.get(a) ?? 0) - 1;
+      if (n <= 0) this.ancestorCount.delete(a);
+      else this.ancestorCount.set(a, n);
+    }
+  }
+
+  pathOf(pvName: string): string | undefined {
+    return this.byVolume.get(pvName);
+  }
+
+  get size(): number {
+    return this.byVolume.size;
+  }
+
+  /**
+   * Throws UnsafePathError when `candidate` is a base path (or above one), or equal to / an ancestor of /
+   * a descendant of a live volume other than `pvName`'s own.
+   */
+  checkFree(candidate: string, pvName: string, basePaths: Iterable<string>): void {
+    for (const base of basePaths) {
+      if (candidate === base || isStrictlyUnder(candidate, base)) {
+        throw new UnsafePathError('is-base-path', candidate, `is (or contains) the base path ${base}`);
+      }
+    }
+    const owner = this.owners.get(candidate);
+    if (owner !== undefined && owner !== pvName) {
+      throw new UnsafePathError('overlaps-volume', candidate, `is already the path of volume ${owner}`);
+    }
+    const below = this.ancestorCount.get(candidate) ?? 0;
+    const ownIsBelow = this.byVolume.has(pvName) && isStrictlyUnder(candidate, this.byVolume.get(pvName)!) ? 1 : 0;
+    if (below - ownIsBelow > 0) throw new UnsafePathError('overlaps-volume', candidate, 'contains the directory of another volume');
+    for (const a of ancestors(candidate)) {
+      const o = this.owners.get(a);
+      if (o !== undefined && o !== pvName) throw new UnsafePathError('overlaps-volume', candidate, `is inside the directory of volume ${o}`);
+    }
+  }
+}
+
+function* ancestors(p: string): Generator<string> {
+  for (let i = p.lastIndexOf('/'); i > 0; i = p.lastIndexOf('/', i - 1)) yield p.slice(0, i);
+}

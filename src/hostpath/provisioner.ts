@@ -1,0 +1,414 @@
+// HostPathProvisioner: directories as volumes, on a node's disks or a shared filesystem. It implements the
+// Provisioner contract: provision() picks a base path, renders and checks the directory, accounts capacity,
+// creates the directory without following symlinks and returns the PV; delete() applies the onDelete policy
+// to paths it re-checks against the configured roots. In `daemonset` mode each instance serves only its
+// node (IgnoredError for the others); `deployment` mode assumes every configured path is reachable here.
+import type { PersistentVolume, PersistentVolumeClaim, AccessMode } from '../types/k8s.ts';
+import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
+import { parseQuantity, isQuantity, formatBytes } from '../types/quantity.ts';
+import {
+  IgnoredError, InfeasibleError, ProvisioningError,
+  type Provisioner, type ProvisionOptions, type ProvisionResult,
+} from '../controller/provisioner.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { realClock } from '../runtime/clock.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { silentLogger } from '../runtime/logger.ts';
+import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath } from './config.ts';
+import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
+import { defaultVolumeDirName, PathTemplateError } from './path-template.ts';
+import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError } from './path-safety.ts';
+import { createVolumeDir, removeVolumeDir, archiveVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
+import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
+import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord } from './volume-records.ts';
+import { buildVolume, readVolumeLocation, allocationOfVolume, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
+
+export type HostPathMode = 'deployment' | 'daemonset';
+
+/** Anything that has a current configuration (ConfigFileSource, or a ConfigMap-backed holder). */
+export interface ConfigHolder {
+  current(): HostPathConfig;
+}
+
+export interface HostPathProvisionerOptions {
+  /** The configuration, or a holder whose current() is read on every call (hot reload). */
+  config: HostPathConfig | ConfigHolder;
+  /** Default `deployment`. `daemonset` requires nodeName. */
+  mode?: HostPathMode;
+  /** The node this instance runs on (daemonset: the only node it serves; deployment: default node for Immediate claims). */
+  nodeName?: string;
+  /**
+   * The PVs in the cluster (typically read from the controller's informer cache): allocation accounting is
+   * rebuilt from them before the first operation and then at most every knownVolumesRefreshMs.
+   */
+  knownVolumes?: (signal: AbortSignal) => PersistentVolume[] | Promise<PersistentVolume[]>;
+  /** Default 60 s. */
+  knownVolumesRefreshMs?: number;
+  logger?: Logger;
+  clock?: Clock;
+  fs?: FsOpsOptions;
+}
+
+/** Allocation of a base path with its configured capacity (undefined = unlimited). */
+export interface BasePathStatus extends BasePathAllocation {
+  capacity?: bigint;
+}
+
+const PV_NAME_RE = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+const NODE_ONLY_MODES: AccessMode[] = ['ReadWriteOnce', 'ReadWriteOncePod'];
+
+interface Placement {
+  scope: string;
+  base: BasePath;
+  path: string;
+  segments: string[];
+  isNew: boolean;
+}
+
+export class HostPathProvisioner implements Provisioner {
+  private readonly mode: HostPathMode;
+  private readonly nodeName?: string;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private readonly ledger = new VolumeLedger();
+  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly scannedBases = new Set<string>();
+  private scanning: Promise<void> = Promise.resolve();
+  private lastApiRefresh = -Infinity;
+
+  constructor(private readonly opts: HostPathProvisionerOptions) {
+    this.mode = opts.mode ?? 'deployment';
+    if (this.mode !== 'deployment' && this.mode !== 'daemonset') throw new Error(`HostPathProvisioner: mode must be deployment or daemonset, not ${String(this.mode)}`);
+    if (this.mode === 'daemonset' && !opts.nodeName) throw new Error('HostPathProvisioner: daemonset mode needs nodeName');
+    this.nodeName = opts.nodeName;
+    this.logger = (opts.logger ?? silentLogger).child({ component: 'hostpath', node: opts.nodeName });
+    this.clock = opts.clock ?? realClock;
+  }
+
+  private config(): HostPathConfig {
+    const c = this.opts.config;
+    return 'current' in c && typeof c.current === 'function' ? c.current() : (c as HostPathConfig);
+  }
+
+  supportsBlock(): boolean {
+    return false;
+  }
+
+  /** daemonset mode: only claims scheduled to this node are ours. */
+  shouldProvision(claim: PersistentVolumeClaim): boolean {
+    if (this.mode !== 'daemonset') return true;
+    return claim.metadata.annotations?.[ANN_SELECTED_NODE] === this.nodeName;
+  }
+
+  async provision(options: ProvisionOptions, signal: AbortSignal): Promise<ProvisionResult> {
+    return this.locked(options.pvName, () => this.provisionLocked(options, signal));
+  }
+
+  private async provisionLocked(o: ProvisionOptions, signal: AbortSignal): Promise<ProvisionResult> {
+    signal.throwIfAborted();
+    const { claim, storageClass, pvName } = o;
+    const className = storageClass.metadata.name ?? '';
+    if (this.mode === 'daemonset' && o.selectedNodeName !== this.nodeName) {
+      throw new IgnoredError(`claim is ${o.selectedNodeName ? `scheduled to node ${o.selectedNodeName}` : 'not scheduled to a node'}; this instance serves node ${this.nodeName}`);
+    }
+    if (!PV_NAME_RE.test(pvName)) throw new InfeasibleError(`volume name ${JSON.stringify(pvName)} is not a valid DNS subdomain`);
+    if (claim.spec.volumeMode === 'Block') throw new InfeasibleError('volumeMode Block is not supported by the hostpath provisioner: its volumes are directories');
+    if (claim.spec.dataSource || claim.spec.dataSourceRef) throw new InfeasibleError('claims with a dataSource (clones, snapshots, populators) are not supported by the hostpath provisioner');
+    if (claim.spec.selector) throw new InfeasibleError('claims with a label selector cannot be provisioned: hostpath volumes are created, not matched');
+    const params = infeasibleOn(() => parseClassParameters(storageClass.parameters));
+    const accessModes = claim.spec.accessModes ?? [];
+    if (accessModes.length === 0) throw new InfeasibleError('the claim has no accessModes');
+    const request = claim.spec.resources?.requests?.storage;
+    if (!isQuantity(request) || parseQuantity(request) <= 0n) throw new InfeasibleError(`the claim's storage request ${JSON.stringify(request)} is not a positive quantity`);
+    const bytes = parseQuantity(request);
+
+    const config = this.config();
+    const set = pathSetForClass(config, className);
+    if (!set) throw new InfeasibleError(`storage class ${className} is not listed in the hostpath configuration's storageClassConfigs`);
+    await this.ensureLedger(signal);
+
+    const shared = set.sharedFileSystemPath;
+    const node = o.selectedNodeName ?? (this.mode === 'deployment' ? this.nodeName : undefined);
+    let candidates: BasePath[];
+    let scope: string;
+    if (shared) {
+      candidates = [shared];
+      scope = SHARED_SCOPE;
+    } else {
+      if (!node) throw new InfeasibleError(`storage class ${className} uses node-local paths: it needs volumeBindingMode WaitForFirstConsumer (no node was selected)`);
+      const bad = accessModes.filter((m) => !NODE_ONLY_MODES.includes(m));
+      if (bad.length > 0) throw new InfeasibleError(`access mode ${bad.join(', ')} is not possible on node-local paths (only ReadWriteOnce, ReadWriteOncePod; use sharedFileSystemPath for shared volumes)`);
+      candidates = nodeBasePaths(set, node) ?? [];
+      scope = node;
+      if (candidates.length === 0) this.rescheduleOrInfeasible(o, `node ${node} has no paths for storage class ${className}`);
+    }
+    const volumeType = params.volumeType ?? (shared ? 'hostPath' : 'local');
+    if (shared && volumeType === 'local') throw new InfeasibleError('volumeType local needs node affinity; volumes on the shared path are hostPath volumes');
+    if (params.nodePath !== undefined) {
+      candidates = candidates.filter((c) => c.path === params.nodePath);
+      if (candidates.length === 0) {
+        const anywhere = shared ? shared.path === params.nodePath : set.nodePathMap.some((n) => n.paths.some((p) => p.path === params.nodePath));
+        if (!anywhere) throw new InfeasibleError(`nodePath ${params.nodePath} is not a configured path for storage class ${className}`);
+        this.rescheduleOrInfeasible(o, `nodePath ${params.nodePath} is not configured on node ${node}`);
+      }
+    }
+    const affinity = shared ? undefined : { key: params.nodeAffinityKey, value: affinityValue(o, params, node!) };
+
+    // From here to reserve(): no await, so concurrent provisions cannot both take the last free bytes.
+    const placement = this.place(o, params, candidates, scope, bytes, config);
+    if (placement.isNew) {
+      this.ledger.reserve({ pvName, scope, basePath: placement.base.path, path: placement.path, bytes });
+    }
+    const log = this.logger.child({ pv: pvName, pvc: `${claim.metadata.namespace}/${claim.metadata.name}`, storageClass: className });
+    try {
+      signal.throwIfAborted();
+      await writeVolumeRecord(placement.base.path, {
+        pvName, relativePath: placement.segments.join('/'), bytes: bytes.toString(), scope, createdAt: new Date(this.clock.now()).toISOString(),
+      }, this.opts.fs);
+      await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid });
+    } catch (e) {
+      if (placement.isNew) {
+        this.ledger.release(pvName);
+        await removeVolumeRecord(placement.base.path, pvName).catch(() => {});
+      }
+      log.warn({ err: (e as Error).message, path: placement.path }, 'creating the volume directory failed');
+      if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
+      throw e;
+    }
+    log.info({ path: placement.path, basePath: placement.base.path, bytes: bytes.toString() }, 'volume directory ready');
+    const volume = buildVolume({
+      pvName, path: placement.path, basePath: placement.base.path, kind: shared ? 'shared' : 'node',
+      node: shared ? this.nodeName ?? o.selectedNodeName : node, affinity, volumeType, capacity: request, accessModes,
+      reclaimPolicy: storageClass.reclaimPolicy ?? 'Delete', storageClassName: className || undefined, onDelete: params.onDelete,
+    });
+    return { volume, state: 'Finished' };
+  }
+
+  private place(o: ProvisionOptions, params: ClassParameters, candidates: BasePath[], scope: string, bytes: bigint, config: HostPathConfig): Placement {
+    const { pvName, claim } = o;
+    const existing = this.ledger.get(pvName);
+    if (existing && existing.scope === scope) {
+      const base = candidates.find((c) => c.path === existing.basePath);
+      if (base) {
+        const segments = infeasibleOn(() => checkExistingVolumePath(base.path, existing.path, pvName));
+        return { scope, base, path: existing.path, segments, isNew: false };
+      }
+    }
+    const data = {
+      pvName,
+      claim: { namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', labels: claim.metadata.labels, annotations: claim.metadata.annotations },
+    };
+    const rel = infeasibleOn(() => (params.pathPattern ? params.pathPattern.render(data) : defaultVolumeDirName(data)));
+    const fitting = candidates.filter((c) => this.ledger.fits(scope, c.path, c.capacity, bytes, pvName));
+    if (fitting.length === 0) {
+      const all = this.allPathsOfClass(o, config);
+      const fitsSomewhere = all.some((p) => p.capacity === undefined || p.capacity >= bytes);
+      const msg = `no base path has ${request(o)} free for this claim (${candidates.map((c) => `${c.path}: ${freeText(this.ledger.free(scope, c.path, c.capacity, pvName))} free`).join(', ')})`;
+      if (!fitsSomewhere) throw new InfeasibleError(`the claim asks for ${request(o)}, more than the capacity of any configured path`);
+      // Every node sees the same shared path: another node would not help.
+      if (scope === SHARED_SCOPE) throw new InfeasibleError(msg);
+      this.rescheduleOrInfeasible(o, msg);
+    }
+    // Most free space first (unlimited counts as most), then least allocated, then configuration order.
+    const ranked = fitting.map((c, i) => ({ c, i, free: this.ledger.free(scope, c.path, c.capacity, pvName), alloc: this.ledger.allocated(scope, c.path) }));
+    ranked.sort((a, b) => cmpFree(b.free, a.free) || (a.alloc < b.alloc ? -1 : a.alloc > b.alloc ? 1 : 0) || a.i - b.i);
+    const base = ranked[0].c;
+    const { path, segments } = infeasibleOn(() => resolveVolumePath(base.path, rel, { uniqueComponent: pvName }));
+    infeasibleOn(() => this.ledger.paths(scope).checkFree(path, pvName, allBasePaths(config)));
+    return { scope, base, path, segments, isNew: true };
+  }
+
+  private allPathsOfClass(o: ProvisionOptions, config: HostPathConfig): BasePath[] {
+    const set = pathSetForClass(config, o.storageClass.metadata.name ?? '');
+    if (!set) return [];
+    return set.sharedFileSystemPath ? [set.sharedFileSystemPath] : set.nodePathMap.flatMap((n) => n.paths);
+  }
+
+  // With a selected node, another node may do: Reschedule (the controller clears selected-node). Without, give up.
+  private rescheduleOrInfeasible(o: ProvisionOptions, message: string): never {
+    if (o.selectedNodeName) throw new ProvisioningError(`${message}; asking the scheduler for another node`, 'Reschedule');
+    throw new InfeasibleError(message);
+  }
+
+  async delete(volume: PersistentVolume, signal: AbortSignal): Promise<void> {
+    const pvName = volume.metadata.name ?? '';
+    return this.locked(pvName, () => this.deleteLocked(volume, pvName, signal));
+  }
+
+  private async deleteLocked(volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    let loc = readVolumeLocation(volume);
+    let vpath: string;
+    if (!loc.path) {
+      // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
+      // A PV we published always has a path, so one with our annotations and none is refused.
+      if (loc.basePath !== undefined) throw new Error(`volume ${pvName} has no local or hostPath path; refusing to guess`);
+      const found = await this.findRecord(pvName);
+      if (!found) {
+        if (this.mode === 'daemonset') throw new IgnoredError(`volume ${pvName} has no path and no record on node ${this.nodeName}`);
+        throw new Error(`volume ${pvName} has no local or hostPath path and no record: not a hostpath volume`);
+      }
+      loc = { path: found.path, basePath: found.basePath, node: this.nodeName, onDelete: 'delete' };
+      vpath = found.path;
+    } else {
+      if (this.mode === 'daemonset' && loc.node !== this.nodeName) {
+        throw new IgnoredError(`volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${this.nodeName}`);
+      }
+      vpath = loc.path;
+    }
+    if (loc.onDelete === undefined) throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
+    const roots = this.configuredRoots();
+    const base = loc.basePath ?? roots.filter((r) => isStrictlyUnder(r, vpath)).sort((a, b) => b.length - a.length)[0];
+    if (!base || !roots.includes(base)) {
+      throw new UnsafePathError('outside-root', vpath, `is not under a configured base path (${base ?? 'none'} is not configured here); refusing to touch it`);
+    }
+    const segments = checkExistingVolumePath(base, vpath, pvName);
+    await this.ensureLedger(signal);
+    const log = this.logger.child({ pv: pvName, path: vpath });
+    if (loc.onDelete === 'retain') {
+      log.info({}, 'onDelete retain: keeping the directory');
+    } else if (loc.onDelete === 'archive') {
+      const r = await archiveVolumeDir(base, segments, { ...this.opts.fs, pvName, now: new Date(this.clock.now()) });
+      if (r.archivedPath) log.info({ archivedPath: r.archivedPath }, 'volume directory archived');
+      else log.warn({}, 'volume directory was already gone; nothing to archive');
+    } else {
+      const r = await removeVolumeDir(base, segments, { ...this.opts.fs, signal });
+      if (r.existed) log.info({}, 'volume directory deleted');
+      else log.warn({}, 'volume directory was already gone');
+    }
+    await removeVolumeRecord(base, pvName);
+    this.ledger.release(pvName);
+  }
+
+  // The roots delete() may touch: those reachable from this instance.
+  private configuredRoots(): string[] {
+    const config = this.config();
+    return this.mode === 'daemonset' ? localBasePaths(config, this.nodeName).map((b) => b.path) : allBasePaths(config);
+  }
+
+  private async findRecord(pvName: string): Promise<{ basePath: string; path: string } | undefined> {
+    for (const base of this.configuredRoots()) {
+      const r = await readVolumeRecord(base, pvName);
+      if (r && r.pvName === pvName) return { basePath: base, path: `${base}/${r.relativePath}` };
+    }
+    return undefined;
+  }
+
+  /** The volumes the backend holds (from the on-disk records of the reachable base paths), for the leak inventory. */
+  async listVolumes(signal: AbortSignal): Promise<Array<{ name: string; createdAt?: Date }>> {
+    const out = new Map<string, { name: string; createdAt?: Date }>();
+    for (const base of this.configuredRoots()) {
+      signal.throwIfAborted();
+      for (const r of await readVolumeRecords(base)) {
+        const t = Date.parse(r.createdAt);
+        out.set(r.pvName, Number.isNaN(t) ? { name: r.pvName } : { name: r.pvName, createdAt: new Date(t) });
+      }
+    }
+    return [...out.values()];
+  }
+
+  /** Rebuilds allocation accounting from PVs (ours are recognised by their base-path annotation). */
+  rebuildFromVolumes(volumes: Iterable<PersistentVolume>): void {
+    const allocations: Allocation[] = [];
+    for (const pv of volumes) {
+      const a = allocationOfVolume(pv);
+      if (a) allocations.push(a);
+    }
+    this.ledger.rebuild('api', allocations);
+  }
+
+  /** Allocated bytes and capacity per base path (for metrics). */
+  allocations(): BasePathStatus[] {
+    const config = this.config();
+    const capacity = new Map<string, bigint | undefined>();
+    for (const set of [config, ...Object.values(config.storageClassConfigs)]) {
+      if (set.sharedFileSystemPath) capacity.set(set.sharedFileSystemPath.path, set.sharedFileSystemPath.capacity);
+      for (const n of set.nodePathMap) for (const p of n.paths) if (!capacity.has(p.path) || p.capacity !== undefined) capacity.set(p.path, p.capacity);
+    }
+    return this.ledger.snapshot().map((a) => ({ ...a, capacity: capacity.get(a.basePath) }));
+  }
+
+  /** Disk usage of a volume's directory (bounded walk, never following symlinks). */
+  async volumeUsage(volume: PersistentVolume, opts: { maxEntries?: number; signal?: AbortSignal } = {}): Promise<DirectoryUsage> {
+    const loc = readVolumeLocation(volume);
+    if (!loc.path || !loc.basePath || !this.configuredRoots().includes(loc.basePath)) throw new Error(`volume ${volume.metadata.name} is not under a configured base path`);
+    checkExistingVolumePath(loc.basePath, loc.path, volume.metadata.name ?? '');
+    return directoryUsage(loc.path, opts);
+  }
+
+  // Disk records of every reachable base path once (restart; a base added by a reload is scanned when it
+  // appears), then the API's PVs when a source is given and the last refresh is old.
+  private async ensureLedger(signal: AbortSignal): Promise<void> {
+    if (this.configuredRoots().some((b) => !this.scannedBases.has(b))) {
+      this.scanning = this.scanning.then(() => this.scanDiskRecords(), () => this.scanDiskRecords());
+    }
+    await this.scanning;
+    const src = this.opts.knownVolumes;
+    if (!src || this.clock.now() - this.lastApiRefresh < (this.opts.knownVolumesRefreshMs ?? 60_000)) return;
+    this.lastApiRefresh = this.clock.now();
+    try {
+      this.rebuildFromVolumes(await src(signal));
+    } catch (e) {
+      this.logger.warn({ err: (e as Error).message }, 'could not list volumes to rebuild capacity accounting');
+    }
+  }
+
+  private async scanDiskRecords(): Promise<void> {
+    for (const base of this.configuredRoots()) {
+      if (this.scannedBases.has(base)) continue;
+      for (const r of await readVolumeRecords(base)) {
+        try {
+          checkRelativeVolumePath(r.relativePath, { uniqueComponent: r.pvName });
+        } catch {
+          this.logger.warn({ pv: r.pvName, basePath: base }, 'ignoring a volume record with an unsafe path');
+          continue;
+        }
+        this.ledger.observe('disk', { pvName: r.pvName, scope: r.scope, basePath: base, path: `${base}/${r.relativePath}`, bytes: BigInt(r.bytes) });
+      }
+      this.scannedBases.add(base);
+    }
+  }
+
+  // One operation per volume name at a time (a retried provision waits for the first to finish).
+  private async locked<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(key) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.then(() => undefined, () => undefined);
+    this.locks.set(key, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.locks.get(key) === tail) this.locks.delete(key);
+    }
+  }
+}
+
+function affinityValue(o: ProvisionOptions, params: ClassParameters, node: string): string {
+  const labels = o.selectedNode?.metadata.labels ?? {};
+  const v = Object.prototype.hasOwnProperty.call(labels, params.nodeAffinityKey) ? labels[params.nodeAffinityKey] : undefined;
+  if (v) return v;
+  if (params.nodeAffinityKey === LABEL_HOSTNAME) return node;
+  throw new InfeasibleError(`node ${node} has no label ${params.nodeAffinityKey} (the class's nodeAffinityKey)`);
+}
+
+// Configuration and tenant-input errors can never succeed as they stand: InfeasibleError, with the cause.
+function infeasibleOn<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof StorageClassParameterError || e instanceof PathTemplateError || e instanceof UnsafePathError) {
+      throw new InfeasibleError(e.message, { cause: e });
+    }
+    throw e;
+  }
+}
+
+function cmpFree(a: bigint | undefined, b: bigint | undefined): number {
+  if (a === b) return 0;
+  if (a === undefined) return 1;
+  if (b === undefined) return -1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+const request = (o: ProvisionOptions) => o.claim.spec.resources?.requests?.storage ?? '?';
+const freeText = (f: bigint | undefined) => (f === undefined ? 'unlimited' : f <= 0n ? '0' : formatBytes(f));

@@ -1,0 +1,82 @@
+// On-disk records of the volumes in a base path: `<base>/.kube-provisioner/volumes/<pv>.json`, written before
+// the volume directory is created and removed after it is deleted. They make the backend's own inventory
+// exact whatever the pathPattern (listVolumes for the leak inventory) and let capacity accounting survive a
+// restart without the API. `.kube-provisioner` is a reserved name no pattern can produce.
+import fsp from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { createVolumeDir, type FsOpsOptions } from './fs-ops.ts';
+
+export const RECORDS_SEGMENTS = ['.kube-provisioner', 'volumes'];
+
+export interface VolumeRecord {
+  pvName: string;
+  /** The volume directory relative to the base path. */
+  relativePath: string;
+  /** Allocated bytes, as a decimal string (BigInt in JSON). */
+  bytes: string;
+  /** Node name for node-local paths, '' for the shared path. */
+  scope: string;
+  createdAt: string;
+}
+
+const recordsDir = (basePath: string) => `${basePath}/${RECORDS_SEGMENTS.join('/')}`;
+
+// PV names are DNS subdomains (<= 253 chars): long ones are hashed so the file name fits 255 bytes.
+function fileName(pvName: string): string {
+  return pvName.length <= 240 ? `${pvName}.json` : `${createHash('sha256').update(pvName).digest('hex')}.json`;
+}
+
+/** Writes (atomically) the record of a volume. */
+export async function writeVolumeRecord(basePath: string, record: VolumeRecord, fsOpts?: FsOpsOptions): Promise<void> {
+  const target = `${recordsDir(basePath)}/${fileName(record.pvName)}`;
+  const tmp = `${recordsDir(basePath)}/.tmp-${randomBytes(6).toString('hex')}`;
+  const write = () => fsp.writeFile(tmp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
+  try {
+    await write();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    // First record in this base path: create the directory (no symlinks followed), then write.
+    await createVolumeDir(basePath, RECORDS_SEGMENTS, { ...fsOpts, mode: 0o700, parentMode: 0o700 });
+    await write();
+  }
+  try {
+    await fsp.rename(tmp, target);
+  } catch (e) {
+    await fsp.rm(tmp, { force: true });
+    throw e;
+  }
+}
+
+/** Removes the record of a volume (no error when absent). */
+export async function removeVolumeRecord(basePath: string, pvName: string): Promise<void> {
+  await fsp.rm(`${recordsDir(basePath)}/${fileName(pvName)}`, { force: true });
+}
+
+/** Reads one record, or undefined. */
+export async function readVolumeRecord(basePath: string, pvName: string): Promise<VolumeRecord | undefined> {
+  const text = await fsp.readFile(`${recordsDir(basePath)}/${fileName(pvName)}`, 'utf8').catch(() => undefined);
+  return text === undefined ? undefined : parseRecord(text);
+}
+
+/** All records of a base path (none when the base or the records directory is missing). Corrupt files are skipped. */
+export async function readVolumeRecords(basePath: string): Promise<VolumeRecord[]> {
+  const names = await fsp.readdir(recordsDir(basePath)).catch(() => [] as string[]);
+  const out: VolumeRecord[] = [];
+  for (const n of names) {
+    if (!n.endsWith('.json')) continue;
+    const text = await fsp.readFile(`${recordsDir(basePath)}/${n}`, 'utf8').catch(() => undefined);
+    const r = text === undefined ? undefined : parseRecord(text);
+    if (r) out.push(r);
+  }
+  return out;
+}
+
+function parseRecord(text: string): VolumeRecord | undefined {
+  try {
+    const r = JSON.parse(text) as Partial<VolumeRecord>;
+    if (typeof r.pvName !== 'string' || typeof r.relativePath !== 'string' || typeof r.bytes !== 'string' || !/^\d+$/.test(r.bytes)) return undefined;
+    return { pvName: r.pvName, relativePath: r.relativePath, bytes: r.bytes, scope: typeof r.scope === 'string' ? r.scope : '', createdAt: String(r.createdAt ?? '') };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,109 @@
+// The PV objects the hostpath provisioner publishes, and what it reads back from them at delete time.
+// Everything delete() needs is recorded on the PV itself (node, base path, onDelete policy), because the
+// StorageClass may be changed or gone by then.
+import type { AccessMode, PersistentVolume, ReclaimPolicy } from '../types/k8s.ts';
+import { LABEL_HOSTNAME } from '../types/annotations.ts';
+import { parseQuantity, isQuantity } from '../types/quantity.ts';
+import type { OnDeletePolicy, VolumeType } from './class-parameters.ts';
+import { SHARED_SCOPE, type Allocation } from './capacity.ts';
+
+/** The node whose disk holds the volume, or that provisioned it (shared path). */
+export const ANN_HOSTPATH_NODE = 'hostpath.kube-provisioner.io/node';
+/** The configured base path the volume lives under. */
+export const ANN_HOSTPATH_BASE_PATH = 'hostpath.kube-provisioner.io/base-path';
+/** `node` (node-local path) or `shared` (sharedFileSystemPath). */
+export const ANN_HOSTPATH_KIND = 'hostpath.kube-provisioner.io/path-kind';
+/** delete | retain | archive, from the class at provision time. */
+export const ANN_HOSTPATH_ON_DELETE = 'hostpath.kube-provisioner.io/on-delete';
+
+export type PathKind = 'node' | 'shared';
+
+export interface VolumeSpecInput {
+  pvName: string;
+  path: string;
+  basePath: string;
+  kind: PathKind;
+  /** The node (node paths) or the provisioning instance's node (shared path), when known. */
+  node?: string;
+  /** Node affinity for node paths: label key and value. */
+  affinity?: { key: string; value: string };
+  volumeType: VolumeType;
+  capacity: string;
+  accessModes: AccessMode[];
+  reclaimPolicy: ReclaimPolicy;
+  storageClassName?: string;
+  onDelete: OnDeletePolicy;
+}
+
+/** Builds the PV for a created directory. The controller adds claimRef, provisioned-by and finalizers. */
+export function buildVolume(v: VolumeSpecInput): PersistentVolume {
+  const annotations: Record<string, string> = {
+    [ANN_HOSTPATH_BASE_PATH]: v.basePath,
+    [ANN_HOSTPATH_KIND]: v.kind,
+    [ANN_HOSTPATH_ON_DELETE]: v.onDelete,
+  };
+  if (v.node) annotations[ANN_HOSTPATH_NODE] = v.node;
+  const pv: PersistentVolume = {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: v.pvName, annotations },
+    spec: {
+      capacity: { storage: v.capacity },
+      accessModes: [...v.accessModes],
+      persistentVolumeReclaimPolicy: v.reclaimPolicy,
+      volumeMode: 'Filesystem',
+      // `Directory`, never `DirectoryOrCreate`: an unmounted disk must not silently get an empty directory.
+      ...(v.volumeType === 'local' ? { local: { path: v.path } } : { hostPath: { path: v.path, type: 'Directory' } }),
+    },
+  };
+  if (v.storageClassName) pv.spec.storageClassName = v.storageClassName;
+  if (v.affinity) {
+    pv.spec.nodeAffinity = { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: v.affinity.key, operator: 'In', values: [v.affinity.value] }] }] } };
+  }
+  return pv;
+}
+
+/** What delete() reads from a PV. `node` falls back to a single-valued hostname affinity. */
+export interface VolumeLocation {
+  path?: string;
+  basePath?: string;
+  kind?: PathKind;
+  node?: string;
+  /** Missing annotation: `delete` (the reclaim policy said Delete); an unrecognised value: undefined. */
+  onDelete: OnDeletePolicy | undefined;
+}
+
+export function readVolumeLocation(pv: PersistentVolume): VolumeLocation {
+  const ann = pv.metadata.annotations ?? {};
+  const path = pv.spec.local?.path ?? pv.spec.hostPath?.path;
+  const od = ann[ANN_HOSTPATH_ON_DELETE];
+  const kind = ann[ANN_HOSTPATH_KIND];
+  return {
+    path: typeof path === 'string' ? path : undefined,
+    basePath: ann[ANN_HOSTPATH_BASE_PATH],
+    kind: kind === 'node' || kind === 'shared' ? kind : undefined,
+    node: ann[ANN_HOSTPATH_NODE] ?? affinityHostname(pv),
+    onDelete: od === undefined ? 'delete' : od === 'delete' || od === 'retain' || od === 'archive' ? od : undefined,
+  };
+}
+
+function affinityHostname(pv: PersistentVolume): string | undefined {
+  const terms = pv.spec.nodeAffinity?.required?.nodeSelectorTerms ?? [];
+  for (const t of terms) {
+    for (const e of t.matchExpressions ?? []) {
+      if (e.key === LABEL_HOSTNAME && e.operator === 'In' && e.values?.length === 1) return e.values[0];
+    }
+  }
+  return undefined;
+}
+
+/** The allocation a PV of ours stands for (recognised by its base-path annotation), for rebuilding accounting. */
+export function allocationOfVolume(pv: PersistentVolume): Allocation | undefined {
+  const ann = pv.metadata.annotations ?? {};
+  const basePath = ann[ANN_HOSTPATH_BASE_PATH];
+  const path = pv.spec.local?.path ?? pv.spec.hostPath?.path;
+  const storage = pv.spec.capacity?.storage;
+  if (!basePath || typeof path !== 'string' || !pv.metadata.name || !isQuantity(storage)) return undefined;
+  const scope = ann[ANN_HOSTPATH_KIND] === 'shared' ? SHARED_SCOPE : ann[ANN_HOSTPATH_NODE] ?? SHARED_SCOPE;
+  return { pvName: pv.metadata.name, scope, basePath, path, bytes: parseQuantity(storage) };
+}
