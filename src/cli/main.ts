@@ -1,0 +1,15 @@
+// Entry point of the `kube-provisioner` command: one commander program, each subcommand registered from its
+// own module.
+import { Command } from 'commander';
+import { registerClusterCommand } from './cluster.ts';
+
+const program = new Command();
+program.name('kube-provisioner').description('Kubernetes dynamic volume provisioning for TypeScript');
+registerClusterCommand(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  process.stderr.write(`kube-provisioner: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+}

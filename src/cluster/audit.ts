@@ -1,0 +1,51 @@
+// The audit counter: API requests counted by (client, verb, resource, status code). Benchmarks use it to count
+// API calls per claim, and the RBAC check uses it to list what the provisioner actually called.
+
+export interface AuditKey {
+  /** The X-Client-Name header if sent, else the User-Agent, else "unknown". */
+  client: string;
+  verb: string;
+  /** Resource plural with `/subresource` when there is one; "" for non-resource paths. */
+  resource: string;
+  code: number;
+}
+
+export interface AuditRecord extends AuditKey {
+  count: number;
+}
+
+/** Counts of served API requests. */
+export class Audit {
+  readonly #counts = new Map<string, AuditRecord>();
+
+  record(client: string, verb: string, resource: string, code: number): void {
+    const key = `${client}\u0000${verb}\u0000${resource}\u0000${code}`;
+    const rec = this.#counts.get(key);
+    if (rec) rec.count++;
+    else this.#counts.set(key, { client, verb, resource, code, count: 1 });
+  }
+
+  /** Every counter, sorted by client, resource, verb, code. */
+  records(): AuditRecord[] {
+    return [...this.#counts.values()]
+      .map((r) => ({ ...r }))
+      .sort((a, b) => a.client.localeCompare(b.client) || a.resource.localeCompare(b.resource) || a.verb.localeCompare(b.verb) || a.code - b.code);
+  }
+
+  /** Sum of the counters matching every given field (`client` also matches as a prefix, e.g. "kube-provisioner"). */
+  count(filter: Partial<AuditKey> = {}): number {
+    let n = 0;
+    for (const r of this.#counts.values()) {
+      if (filter.client !== undefined && !r.client.startsWith(filter.client)) continue;
+      if (filter.verb !== undefined && r.verb !== filter.verb) continue;
+      if (filter.resource !== undefined && r.resource !== filter.resource) continue;
+      if (filter.code !== undefined && r.code !== filter.code) continue;
+      n += r.count;
+    }
+    return n;
+  }
+
+  reset(): void {
+    this.#counts.clear();
+  }
+}

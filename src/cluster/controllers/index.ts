@@ -1,0 +1,73 @@
+// The embedded cluster's own controllers, started together on a store: the PV binder, pvc/pv protection
+// (admission + controllers), DefaultStorageClass admission, the scheduler stand-in and the local Node.
+// They are ordinary store clients sharing one cache; stop() leaves no timers or watches behind.
+import type { Logger } from '../../runtime/logger.ts';
+import { silentLogger } from '../../runtime/logger.ts';
+import type { ClusterStore } from '../store.ts';
+import { ClusterCache } from './cluster-cache.ts';
+import { installDefaultClassAdmission } from './default-class.ts';
+import { ClusterEventRecorder } from './event-recorder.ts';
+import { ensureLocalNode, localNodeName } from './local-node.ts';
+import { installProtectionAdmission, ProtectionController } from './protection.ts';
+import { PvBinder } from './pv-binder.ts';
+import { SchedulerStandIn } from './scheduler.ts';
+
+export { localNodeName } from './local-node.ts';
+
+/** The PV controller's event source component, as kube-controller-manager names it. */
+export const PV_CONTROLLER_COMPONENT = 'persistentvolume-controller';
+
+export interface ClusterControllersOptions {
+  /** Period of the full resync of claims and volumes (default 15,000 ms, kube-controller-manager's). */
+  resyncMs?: number;
+  logger?: Logger;
+  /** Name of the local Node (default: this machine's hostname). */
+  nodeName?: string;
+  /** Clock for event timestamps (default Date.now). */
+  now?: () => number;
+}
+
+export interface ClusterControllers {
+  /** Resolves once every controller queue is empty (for tests and benchmarks). */
+  idle(): Promise<void>;
+  /** Re-queues everything now, as the periodic resync does. */
+  resync(): void;
+  stop(): Promise<void>;
+}
+
+/** Starts the controllers on `store`; objects already stored are synced at once. */
+export function startClusterControllers(store: ClusterStore, opts: ClusterControllersOptions = {}): ClusterControllers {
+  const logger = (opts.logger ?? silentLogger).child({ component: 'cluster-controllers' });
+  const cache = new ClusterCache();
+  const recorder = new ClusterEventRecorder(store, PV_CONTROLLER_COMPONENT, { now: opts.now, logger });
+  const admissions = [installProtectionAdmission(store), installDefaultClassAdmission(store, cache)];
+  const binder = new PvBinder({ store, cache, recorder, logger: logger.child({ controller: 'persistentvolume-binder' }) });
+  const protection = new ProtectionController({ store, cache, logger: logger.child({ controller: 'storage-protection' }) });
+  const scheduler = new SchedulerStandIn({ store, cache, logger: logger.child({ controller: 'scheduler' }) });
+  const controllers = [binder, protection, scheduler];
+  ensureLocalNode(store, opts.nodeName ?? localNodeName(), (opts.now ?? Date.now)());
+  cache.start(store);
+  const timer = setInterval(() => {
+    for (const c of controllers) c.resync();
+  }, opts.resyncMs ?? 15_000);
+  timer.unref?.();
+  let stopped = false;
+  return {
+    async idle() {
+      // Controllers feed each other (a binder write wakes the scheduler...): wait until all are quiet at once.
+      do await Promise.all(controllers.map((c) => c.idle()));
+      while (controllers.some((c) => c.busy));
+    },
+    resync() {
+      for (const c of controllers) c.resync();
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(timer);
+      for (const a of admissions) a.disable();
+      cache.stop();
+      for (const c of controllers) c.stop();
+    },
+  };
+}

@@ -1,0 +1,161 @@
+// Watch over HTTP: newline-delimited JSON events written (and so flushed) one per event, initial ADDED events
+// for resourceVersion ""/"0", replay after "N", 410 Expired as an ERROR event, BOOKMARKs with
+// allowWatchBookmarks, sendInitialEvents, timeoutSeconds, and per-event Tables for kubectl get -w.
+import type { StatusCause } from '../types/k8s.ts';
+import { ApiError, badRequest, invalid } from './errors.ts';
+import { apiVersionOf } from './registry.ts';
+import { includeObjectParam, storageResource, viewObject, type RequestScope } from './resource-handlers.ts';
+import { toTable } from './tables.ts';
+import { watchLine, type FilteredEvent } from './watch-cache.ts';
+
+export interface WatchStreamOptions {
+  /** Interval between BOOKMARK events for watches that allow them (kube-apiserver: ~60 s). */
+  bookmarkIntervalMs: number;
+  /** A watcher whose unsent output exceeds this is closed (it re-watches from its last resourceVersion). */
+  maxBufferedBytes: number;
+}
+
+/** The open watch streams of one server, so they can all be closed (admin close-watches, shutdown). */
+export class WatchRegistry {
+  readonly #open = new Set<() => void>();
+  add(close: () => void): () => void {
+    this.#open.add(close);
+    return () => this.#open.delete(close);
+  }
+  get size(): number {
+    return this.#open.size;
+  }
+  closeAll(): void {
+    for (const close of [...this.#open]) close();
+  }
+}
+
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
+/** Serves a watch request. @throws ApiError (before any byte is written) for invalid parameters. */
+export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: WatchStreamOptions): void {
+  const { rt, namespace, name } = s.request;
+  const q = s.query;
+  let fieldSelector = q.get('fieldSelector') ?? undefined;
+  if (name !== undefined) {
+    const m = fieldSelector ? /(?:^|,)metadata\.name==?([^,]*)/.exec(fieldSelector) : null;
+    if (m && m[1] !== name) throw badRequest(`fieldSelector metadata.name doesn't match requested name: ${m[1]} != ${name}`);
+    fieldSelector = fieldSelector ? `${fieldSelector},metadata.name=${name}` : `metadata.name=${name}`;
+  }
+  const rvParam = q.get('resourceVersion') ?? undefined;
+  if (rvParam !== undefined && rvParam !== '' && !/^\d+$/.test(rvParam)) {
+    const cause: StatusCause = {
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: "${rvParam}": strconv.ParseUint: parsing "${rvParam}": invalid syntax`,
+      field: 'resourceVersion',
+    };
+    throw invalid({ group: rt.group, resource: rt.resource, kind: rt.resource }, '', [cause]);
+  }
+  const sendInitial = q.get('sendInitialEvents');
+  if (sendInitial !== null && q.get('resourceVersionMatch') !== 'NotOlderThan') {
+    throw invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', [
+      {
+        reason: 'FieldValueForbidden',
+        message: "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        field: 'resourceVersionMatch',
+      },
+    ]);
+  }
+  const bookmarks = q.get('allowWatchBookmarks') === 'true';
+  const timeoutParam = Number(q.get('timeoutSeconds') ?? '');
+  const timeoutMs = Number.isFinite(timeoutParam) && timeoutParam > 0 ? timeoutParam * 1000 : 1_800_000 * (1 + Math.random());
+  const resource = storageResource(rt);
+  const filter = s.store.filter(resource, { namespace, labelSelector: q.get('labelSelector') ?? undefined, fieldSelector });
+  let startRv = rvParam;
+  if (sendInitial === 'true') startRv = '0';
+  else if (sendInitial === 'false' && (!rvParam || rvParam === '0')) startRv = String(s.store.resourceVersion);
+
+  const res = s.res;
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
+  res.flushHeaders();
+
+  const apiVersion = apiVersionOf(rt);
+  const table = s.negotiated.table;
+  const includeObject = includeObjectParam(q);
+  let tableHeaderSent = false;
+  const lineOf = (f: FilteredEvent): string => {
+    if (table) {
+      const t = toTable(rt, [viewObject(rt, f.entry)], { resourceVersion: String(f.entry.rv) }, includeObject, s.now()) as Record<string, unknown>;
+      if (tableHeaderSent) delete t.columnDefinitions;
+      tableHeaderSent = true;
+      return watchLine(f.type, JSON.stringify(t));
+    }
+    if (rt.view) return watchLine(f.type, JSON.stringify(rt.view.fromStorage(f.entry.obj)));
+    return f.sharedLine ?? watchLine(f.type, f.entry.json);
+  };
+  const bookmarkLine = (initialEnd: boolean): string => {
+    const annotations = initialEnd ? `,"annotations":{"${INITIAL_EVENTS_END}":"true"}` : '';
+    const obj = `{"kind":"${rt.kind}","apiVersion":"${apiVersion}","metadata":{"resourceVersion":"${s.store.resourceVersion}","creationTimestamp":null${annotations}}}`;
+    return watchLine('BOOKMARK', obj);
+  };
+
+  let closed = false;
+  // Filled in as the stream starts; close() may run at any point (client gone, admin, shutdown).
+  const parts: { unsubscribe?: () => void; bookmarkTimer?: NodeJS.Timeout; timeoutTimer?: NodeJS.Timeout; unregister?: () => void } = {};
+  const close = (): void => {
+    if (closed) return;
+    closed = true;
+    parts.unsubscribe?.();
+    clearInterval(parts.bookmarkTimer);
+    clearTimeout(parts.timeoutTimer);
+    parts.unregister?.();
+    if (!res.writableEnded) res.end();
+  };
+  // Events committed in the same tick (a burst of pipelined writes) leave in one TLS record / syscall: the
+  // stream is corked on the first event of a tick and uncorked on the next tick, so every event is still
+  // flushed without waiting for anything else.
+  let corked = false;
+  const uncork = (): void => {
+    corked = false;
+    res.uncork();
+  };
+  const write = (line: string): void => {
+    if (closed) return;
+    if (!corked) {
+      corked = true;
+      res.cork();
+      process.nextTick(uncork);
+    }
+    res.write(line);
+    if (res.writableLength > opts.maxBufferedBytes) close();
+  };
+
+  try {
+    parts.unsubscribe = s.store.watchEntries(resource, filter, startRv, (f) => write(lineOf(f)));
+  } catch (err) {
+    if (err instanceof ApiError) {
+      write(watchLine('ERROR', JSON.stringify(err.status)));
+      close();
+      return;
+    }
+    close();
+    throw err;
+  }
+  if (sendInitial === 'true' && bookmarks) write(bookmarkLine(true));
+  if (closed) {
+    // Closed while replaying (client too slow): the subscription did not exist yet when close() ran.
+    parts.unsubscribe?.();
+    return;
+  }
+  parts.unregister = registry.add(close);
+  if (bookmarks) {
+    parts.bookmarkTimer = setInterval(() => write(bookmarkLine(false)), opts.bookmarkIntervalMs);
+    parts.bookmarkTimer.unref();
+  }
+  parts.timeoutTimer = setTimeout(() => {
+    if (bookmarks) write(bookmarkLine(false));
+    close();
+  }, timeoutMs);
+  parts.timeoutTimer.unref();
+  res.on('close', close);
+  // A write racing a reset connection must not become an unhandled 'error' event.
+  res.on('error', close);
+  s.req.on('close', () => {
+    if (s.req.destroyed) close();
+  });
+}

@@ -1,0 +1,120 @@
+// Bad input never breaks the server: each malformed request gets the Status kube-apiserver would answer
+// (400/401/404/405/409/413/422/500) and the next request is served normally, with nothing lost.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startCluster, type TestCluster } from '../../src/testing/index.ts';
+import type { Status } from '../../src/types/k8s.ts';
+import { pvcBody, raw } from './api-harness.ts';
+
+let c: TestCluster;
+const PVCS = '/api/v1/namespaces/default/persistentvolumeclaims';
+
+before(async () => {
+  c = await startCluster({ controllers: false });
+  const res = await raw(c, 'POST', PVCS, { body: JSON.stringify(pvcBody('keep')) });
+  assert.equal(res.status, 201);
+});
+after(() => c.stop());
+
+async function expectStatus(res: Promise<{ status: number; json<T>(): T }>, code: number, reason?: string): Promise<Status> {
+  const r = await res;
+  assert.equal(r.status, code);
+  const body = r.json<Status>();
+  assert.equal(body.kind, 'Status');
+  assert.equal(body.code, code);
+  if (reason !== undefined) assert.equal(body.reason, reason);
+  return body;
+}
+
+describe('bad input', () => {
+  it('401 without a token or with a wrong one', async () => {
+    await expectStatus(raw(c, 'GET', PVCS, { token: null }), 401, 'Unauthorized');
+    await expectStatus(raw(c, 'GET', PVCS, { token: 'wrong' }), 401, 'Unauthorized');
+    await expectStatus(raw(c, 'GET', '/admin/audit', { token: null }), 401, 'Unauthorized');
+  });
+
+  it('400 for malformed JSON and YAML', async () => {
+    const s = await expectStatus(raw(c, 'POST', PVCS, { body: '{"metadata": {' }), 400, 'BadRequest');
+    assert.match(s.message!, /json parse error/);
+    await expectStatus(raw(c, 'POST', PVCS, { body: 'metadata: [unclosed', contentType: 'application/yaml' }), 400, 'BadRequest');
+    const yamlOk = await raw(c, 'POST', PVCS, {
+      contentType: 'application/yaml',
+      body: 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: from-yaml\nspec:\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: 1Gi\n',
+    });
+    assert.equal(yamlOk.status, 201);
+    await expectStatus(raw(c, 'POST', PVCS, { body: '[1,2]' }), 400, 'BadRequest');
+  });
+
+  it('400 when kind or apiVersion do not match the URL, or name/namespace differ', async () => {
+    const kind = await expectStatus(raw(c, 'POST', PVCS, { body: JSON.stringify({ ...pvcBody('k'), kind: 'PersistentVolume' }) }), 400, 'BadRequest');
+    assert.match(kind.message!, /PersistentVolume/);
+    const version = await expectStatus(
+      raw(c, 'POST', PVCS, { body: JSON.stringify({ ...pvcBody('k'), apiVersion: 'storage.k8s.io/v1' }) }),
+      400,
+      'BadRequest',
+    );
+    assert.equal(version.message, 'the API version in the data (storage.k8s.io/v1) does not match the expected API version (v1)');
+    const ns = await expectStatus(
+      raw(c, 'POST', PVCS, { body: JSON.stringify(pvcBody('k', { metadata: { name: 'k', namespace: 'other' } })) }),
+      400,
+      'BadRequest',
+    );
+    assert.equal(ns.message, 'the namespace of the provided object does not match the namespace sent on the request');
+    const name = await expectStatus(raw(c, 'PUT', `${PVCS}/keep`, { body: JSON.stringify(pvcBody('other')) }), 400, 'BadRequest');
+    assert.equal(name.message, 'the name of the object (other) does not match the name on the URL (keep)');
+  });
+
+  it('404 for unknown resources, 405 for unsupported methods', async () => {
+    const unknown = await expectStatus(raw(c, 'GET', '/api/v1/widgets'), 404, 'NotFound');
+    assert.equal(unknown.message, 'the server could not find the requested resource');
+    const plain = await raw(c, 'GET', '/apis/nope.example.com/v1/things');
+    assert.equal(plain.status, 404);
+    await expectStatus(raw(c, 'GET', `${PVCS}/missing`), 404, 'NotFound');
+    await expectStatus(raw(c, 'POST', `${PVCS}/keep`, { body: '{}' }), 405, 'MethodNotAllowed');
+  });
+
+  it('413 for a body over 3 MiB, and the server keeps serving', async () => {
+    const big = JSON.stringify({ ...pvcBody('big'), metadata: { name: 'big', annotations: { blob: 'x'.repeat(3 * 1024 * 1024 + 10) } } });
+    await expectStatus(raw(c, 'POST', PVCS, { body: big }), 413, 'RequestEntityTooLarge');
+    assert.equal((await raw(c, 'GET', `${PVCS}/keep`)).status, 200);
+  });
+
+  it('422 for invalid names, with field causes', async () => {
+    const s = await expectStatus(raw(c, 'POST', PVCS, { body: JSON.stringify(pvcBody('Not_Valid')) }), 422, 'Invalid');
+    assert.equal(s.details!.kind, 'PersistentVolumeClaim');
+    assert.ok(s.details!.causes!.some((cause) => cause.field === 'metadata.name'));
+    await expectStatus(raw(c, 'POST', PVCS, { body: JSON.stringify({ ...pvcBody(''), metadata: {} }) }), 422, 'Invalid');
+  });
+
+  it('garbage and stale resourceVersions', async () => {
+    await expectStatus(raw(c, 'GET', `${PVCS}?resourceVersion=abc`), 400, 'BadRequest');
+    await expectStatus(raw(c, 'GET', `${PVCS}?watch=true&resourceVersion=abc`), 422, 'Invalid');
+    const current = (await raw(c, 'GET', `${PVCS}/keep`)).json<{ metadata: { resourceVersion: string } }>();
+    const body = JSON.stringify({ ...pvcBody('keep'), metadata: { name: 'keep', resourceVersion: 'abc' } });
+    await expectStatus(raw(c, 'PUT', `${PVCS}/keep`, { body }), 400, 'BadRequest');
+    const stale = JSON.stringify({ ...pvcBody('keep'), metadata: { name: 'keep', resourceVersion: '1', labels: { a: 'b' } } });
+    await expectStatus(raw(c, 'PUT', `${PVCS}/keep`, { body: stale }), 409, 'Conflict');
+    const future = Number(current.metadata.resourceVersion) + 1000;
+    await expectStatus(raw(c, 'GET', `${PVCS}?resourceVersion=${future}`), 504, 'Timeout');
+    await expectStatus(raw(c, 'GET', `${PVCS}?resourceVersionMatch=NotOlderThan`), 422, 'Invalid');
+    const withRv = JSON.stringify({ ...pvcBody('rv-set'), metadata: { name: 'rv-set', resourceVersion: '5' } });
+    const s = await expectStatus(raw(c, 'POST', PVCS, { body: withRv }), 500);
+    assert.equal(s.message, 'resourceVersion should not be set on objects to be created');
+  });
+
+  it('400 for broken selectors on list and watch', async () => {
+    await expectStatus(raw(c, 'GET', `${PVCS}?labelSelector=${encodeURIComponent('a in (b')}`), 400, 'BadRequest');
+    await expectStatus(raw(c, 'GET', `${PVCS}?watch=true&fieldSelector=${encodeURIComponent('spec.foo=bar')}`), 400, 'BadRequest');
+  });
+
+  it('400 for a MicroTime without six fractional digits', async () => {
+    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l' }, spec: { renewTime: new Date(0).toISOString() } };
+    const s = await expectStatus(raw(c, 'POST', '/apis/coordination.k8s.io/v1/namespaces/default/leases', { body: JSON.stringify(lease) }), 400, 'BadRequest');
+    assert.match(s.message!, /cannot parse "\.000Z" as "\.000000"/);
+  });
+
+  it('still has every object after all of the above', async () => {
+    const list = (await raw(c, 'GET', PVCS)).json<{ items: Array<{ metadata: { name: string } }> }>();
+    assert.deepEqual(list.items.map((i) => i.metadata.name).sort(), ['from-yaml', 'keep']);
+  });
+});

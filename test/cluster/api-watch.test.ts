@@ -1,0 +1,187 @@
+// Watch semantics through client-node's Watch over HTTPS: initial ADDED events, replay from a
+// resourceVersion, 410 Expired after compaction, bookmarks, timeoutSeconds, selector transitions, no events for
+// no-op writes, MODIFIED on deletionTimestamp and DELETED with the last state.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  CoreV1Api,
+  makeInformer,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1PersistentVolume,
+  type V1PersistentVolumeClaim,
+} from '@kubernetes/client-node';
+import { startCluster, type TestCluster } from '../../src/testing/index.ts';
+import { collectWatch, pvBody, pvcBody, raw, waitFor } from './api-harness.ts';
+
+let c: TestCluster;
+let core: CoreV1Api;
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+before(async () => {
+  c = await startCluster({ controllers: false, bookmarkIntervalMs: 50 });
+  core = c.kubeConfig.makeApiClient(CoreV1Api);
+});
+after(() => c.stop());
+
+const PVCS = '/api/v1/namespaces/default/persistentvolumeclaims';
+
+function createPvc(name: string, extra: Record<string, unknown> = {}): Promise<V1PersistentVolumeClaim> {
+  return core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: pvcBody(name, extra) as V1PersistentVolumeClaim });
+}
+
+describe('watch', () => {
+  it('starts with ADDED for existing objects, then streams changes; deletion is MODIFIED then DELETED with the last state', async () => {
+    await createPvc('w-existing');
+    const w = await collectWatch(c.kubeConfig, PVCS, { fieldSelector: 'metadata.name=w-existing' });
+    try {
+      await w.until((e) => e.length === 1);
+      assert.equal(w.events[0].type, 'ADDED');
+      await core.patchNamespacedPersistentVolumeClaim(
+        { name: 'w-existing', namespace: 'default', body: { metadata: { finalizers: ['example.com/f'] } } },
+        merge,
+      );
+      await core.deleteNamespacedPersistentVolumeClaim({ name: 'w-existing', namespace: 'default' });
+      await core.patchNamespacedPersistentVolumeClaim({ name: 'w-existing', namespace: 'default', body: { metadata: { finalizers: null } } }, merge);
+      await w.until((e) => e.length === 4);
+      assert.deepEqual(
+        w.events.map((e) => e.type),
+        ['ADDED', 'MODIFIED', 'MODIFIED', 'DELETED'],
+      );
+      const marked = w.events[2].object;
+      const deleted = w.events[3].object;
+      assert.ok(marked.metadata.deletionTimestamp);
+      assert.deepEqual(deleted.metadata.finalizers, ['example.com/f'], 'DELETED carries the last stored state');
+      assert.ok(Number(deleted.metadata.resourceVersion) > Number(marked.metadata.resourceVersion));
+    } finally {
+      w.stop();
+    }
+  });
+
+  it('replays only the events after the requested resourceVersion, and sends nothing for no-op writes', async () => {
+    const a = await createPvc('w-replay-a');
+    const rv = a.metadata!.resourceVersion!;
+    await createPvc('w-replay-b');
+    const w = await collectWatch(c.kubeConfig, PVCS, { resourceVersion: rv, labelSelector: '!ignored' });
+    try {
+      await w.until((e) => e.some((x) => x.object.metadata.name === 'w-replay-b'));
+      assert.ok(!w.events.some((e) => e.object.metadata.name === 'w-replay-a'));
+      const current = await core.readNamespacedPersistentVolumeClaim({ name: 'w-replay-b', namespace: 'default' });
+      await core.replaceNamespacedPersistentVolumeClaim({ name: 'w-replay-b', namespace: 'default', body: current });
+      await core.patchNamespacedPersistentVolumeClaim({ name: 'w-replay-b', namespace: 'default', body: { metadata: { labels: { step: '1' } } } }, merge);
+      await w.until((e) => e.some((x) => x.object.metadata.labels?.step === '1'));
+      const forB = w.events.filter((e) => e.object.metadata.name === 'w-replay-b').map((e) => e.type);
+      assert.deepEqual(forB, ['ADDED', 'MODIFIED']);
+    } finally {
+      w.stop();
+    }
+  });
+
+  it('sends a 410 Expired ERROR event when the resourceVersion predates the retained history', async () => {
+    const pvc = await createPvc('w-old');
+    await core.patchNamespacedPersistentVolumeClaim({ name: 'w-old', namespace: 'default', body: { metadata: { labels: { v: '2' } } } }, merge);
+    const compact = await raw(c, 'POST', '/admin/compact');
+    assert.equal(compact.status, 200);
+    const w = await collectWatch(c.kubeConfig, PVCS, { resourceVersion: pvc.metadata!.resourceVersion });
+    await w.done;
+    assert.equal(w.events.length, 1);
+    assert.equal(w.events[0].type, 'ERROR');
+    const status = w.events[0].object;
+    assert.equal(status.kind, 'Status');
+    assert.equal(status.code, 410);
+    assert.equal(status.reason, 'Expired');
+    assert.match(status.message, new RegExp(`^too old resource version: ${pvc.metadata!.resourceVersion} \\(\\d+\\)$`));
+  });
+
+  it('sends BOOKMARK events only when allowed', async () => {
+    const with_ = await collectWatch(c.kubeConfig, '/api/v1/persistentvolumes', { allowWatchBookmarks: true });
+    const without = await collectWatch(c.kubeConfig, '/api/v1/nodes', {});
+    try {
+      await with_.until((e) => e.some((x) => x.type === 'BOOKMARK'));
+      const bm = with_.events.find((e) => e.type === 'BOOKMARK')!.object;
+      assert.equal(bm.kind, 'PersistentVolume');
+      assert.match(bm.metadata.resourceVersion, /^\d+$/);
+      await new Promise((r) => setTimeout(r, 150));
+      assert.equal(without.events.length, 0);
+    } finally {
+      with_.stop();
+      without.stop();
+    }
+  });
+
+  it('ends the initial events with an annotated BOOKMARK for sendInitialEvents', async () => {
+    await createPvc('w-initial');
+    const w = await collectWatch(c.kubeConfig, PVCS, {
+      sendInitialEvents: true,
+      resourceVersionMatch: 'NotOlderThan',
+      allowWatchBookmarks: true,
+      fieldSelector: 'metadata.name=w-initial',
+    });
+    try {
+      await w.until((e) => e.some((x) => x.type === 'BOOKMARK'));
+      assert.equal(w.events[0].type, 'ADDED');
+      assert.equal(w.events[1].type, 'BOOKMARK');
+      assert.equal(w.events[1].object.metadata.annotations['k8s.io/initial-events-end'], 'true');
+    } finally {
+      w.stop();
+    }
+    const refused = await raw(c, 'GET', `${PVCS}?watch=true&sendInitialEvents=true`);
+    assert.equal(refused.status, 422);
+  });
+
+  it('ends the stream after timeoutSeconds', async () => {
+    const w = await collectWatch(c.kubeConfig, '/api/v1/configmaps', { timeoutSeconds: 1 });
+    const err = await w.done;
+    assert.equal(err, null);
+  });
+
+  it('turns selector transitions into ADDED and DELETED', async () => {
+    await core.createPersistentVolume({ body: pvBody('w-sel', { tier: 'gold' }) as V1PersistentVolume });
+    const w = await collectWatch(c.kubeConfig, '/api/v1/persistentvolumes', { labelSelector: 'tier=gold' });
+    try {
+      await w.until((e) => e.length === 1);
+      await core.patchPersistentVolume({ name: 'w-sel', body: { metadata: { labels: { tier: 'silver' } } } }, merge);
+      await core.patchPersistentVolume({ name: 'w-sel', body: { metadata: { labels: { tier: 'gold' } } } }, merge);
+      await w.until((e) => e.length === 3);
+      assert.deepEqual(
+        w.events.map((e) => e.type),
+        ['ADDED', 'DELETED', 'ADDED'],
+      );
+      assert.equal(w.events[1].object.metadata.labels.tier, 'gold', 'DELETED carries the previous (matching) state');
+    } finally {
+      w.stop();
+    }
+  });
+
+  it('is closed by the admin endpoint, and the client can resume from its last resourceVersion', async () => {
+    const w = await collectWatch(c.kubeConfig, '/api/v1/secrets', {});
+    const res = await raw(c, 'POST', '/admin/close-watches');
+    assert.equal(res.status, 200);
+    assert.ok(res.json<{ closed: number }>().closed >= 1);
+    assert.equal(await w.done, null);
+  });
+});
+
+describe('client-node informer', () => {
+  it('lists, watches and follows adds, updates and deletes', async () => {
+    const informer = makeInformer(c.kubeConfig, '/api/v1/namespaces/default/configmaps', () =>
+      core.listNamespacedConfigMap({ namespace: 'default' }),
+    );
+    const seen: string[] = [];
+    informer.on('add', (o) => seen.push(`add ${o.metadata!.name}`));
+    informer.on('update', (o) => seen.push(`update ${o.metadata!.name}`));
+    informer.on('delete', (o) => seen.push(`delete ${o.metadata!.name}`));
+    await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'inf-a' }, data: { k: 'v' } } });
+    await informer.start();
+    try {
+      await waitFor(() => seen.includes('add inf-a'));
+      await core.patchNamespacedConfigMap({ name: 'inf-a', namespace: 'default', body: { data: { k: 'w' } } }, merge);
+      await core.deleteNamespacedConfigMap({ name: 'inf-a', namespace: 'default' });
+      await waitFor(() => seen.includes('delete inf-a'));
+      assert.deepEqual(seen, ['add inf-a', 'update inf-a', 'delete inf-a']);
+      assert.equal(informer.list().length, 0);
+    } finally {
+      await informer.stop();
+    }
+  });
+});
