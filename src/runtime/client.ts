@@ -1,0 +1,411 @@
+// The runtime's Kubernetes REST client: plain JSON over node:http(s) with one keep-alive agent, auth from a
+// client-node KubeConfig, a client-side QPS/burst budget, per-request timeouts, safe retries, and typed errors.
+// client-node's generated clients are not used: they drop unknown fields and change timestamp types.
+import http from 'node:http';
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeList, KubeObject, Status } from '../types/k8s.ts';
+import { realClock, type Clock } from './clock.ts';
+import {
+  ApiError, errorFromStatus, GoneError, NetworkError, parseStatus, ServerError, syntheticStatus,
+  TimeoutError, TooManyRequestsError,
+} from './errors.ts';
+import { apiVersionOf, resourcePath, type ApiResource } from './resources.ts';
+import { TokenBucket } from './token-bucket.ts';
+import { WatchStream } from './watch-stream.ts';
+
+/** Default client-side budget: client-go's defaults (5/10) are too low for a controller doing bursts of binds. */
+export const DEFAULT_QPS = 20;
+export const DEFAULT_BURST = 30;
+export const DEFAULT_TIMEOUT_MS = 30_000;
+export const DEFAULT_MAX_RETRIES = 5;
+export const DEFAULT_USER_AGENT = 'kube-provisioner';
+
+export interface KubeClientOptions {
+  kubeConfig: KubeConfig;
+  /** Sent as User-Agent (the embedded cluster's audit counter and real audit logs key on it). */
+  userAgent?: string;
+  /** Requests per second allowed by the client-side bucket (default 20); 0 = unlimited. */
+  qps?: number;
+  /** Bucket size (default 30). */
+  burst?: number;
+  /** Use this bucket instead of building one from qps/burst (e.g. share one among clients, or a dedicated one). */
+  bucket?: TokenBucket;
+  /** Per-request timeout in ms (default 30 s); 0 = none. Watches use it for the response headers only. */
+  timeoutMs?: number;
+  /** Retries of a retryable failure (default 5). */
+  maxRetries?: number;
+  /** First retry delay when the server sent no Retry-After (default 250 ms, doubling, capped at 8 s, jittered). */
+  retryBaseDelayMs?: number;
+  /** Clock for retry sleeps and the bucket (default real time). */
+  clock?: Clock;
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+  /** Overrides the client's per-request timeout. */
+  timeoutMs?: number;
+}
+export interface NamespacedOptions extends RequestOptions {
+  namespace?: string;
+}
+export interface ListOptions extends NamespacedOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: 'Exact' | 'NotOlderThan';
+}
+export interface WriteOptions extends NamespacedOptions {
+  fieldManager?: string;
+  dryRun?: boolean;
+  subresource?: 'status' | string;
+}
+export type PatchType = 'merge' | 'json' | 'strategic';
+export interface PatchOptions extends WriteOptions {
+  /** Default `merge` (application/merge-patch+json). */
+  type?: PatchType;
+}
+export interface DeleteOptions extends NamespacedOptions {
+  preconditions?: { uid?: string; resourceVersion?: string };
+  propagationPolicy?: 'Background' | 'Foreground' | 'Orphan';
+  gracePeriodSeconds?: number;
+}
+export interface WatchOptions extends NamespacedOptions {
+  resourceVersion?: string;
+  allowWatchBookmarks?: boolean;
+  timeoutSeconds?: number;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Fail the stream with TimeoutError when no byte arrives for this long (default 0 = off). */
+  idleTimeoutMs?: number;
+}
+
+const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+};
+
+interface Call {
+  verb: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  opts: RequestOptions;
+}
+
+interface Shared {
+  kc: KubeConfig;
+  server: URL;
+  agent: http.Agent | undefined;
+}
+
+/**
+ * A Kubernetes REST client working in plain JSON. Reads (GET/LIST) are retried on 429, 5xx, timeouts and
+ * network errors; writes only on 429 and on failures that happened before the request was sent.
+ * Create one per process (they share nothing global); derive variants with {@link KubeClient.withOptions}.
+ */
+export class KubeClient {
+  readonly userAgent: string;
+  readonly bucket: TokenBucket | undefined;
+  private readonly shared: Shared;
+  private readonly timeoutMs: number;
+  private readonly maxRetries: number;
+  private readonly retryBaseDelayMs: number;
+  private readonly clock: Clock;
+  private readonly options: KubeClientOptions;
+
+  constructor(options: KubeClientOptions, shared?: Shared) {
+    this.options = options;
+    const cluster = options.kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error('KubeConfig has no current cluster');
+    this.shared = shared ?? { kc: options.kubeConfig, server: new URL(cluster.server), agent: undefined };
+    this.userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
+    this.clock = options.clock ?? realClock;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    this.retryBaseDelayMs = options.retryBaseDelayMs ?? 250;
+    const qps = options.qps ?? DEFAULT_QPS;
+    this.bucket = options.bucket ?? (qps > 0 ? new TokenBucket(qps, options.burst ?? DEFAULT_BURST, this.clock) : undefined);
+  }
+
+  /**
+   * A client sharing this one's connection pool and credentials but with its own options: e.g. a leader
+   * elector's client with a dedicated bucket, so workers' QPS cannot starve lease renewals.
+   */
+  withOptions(overrides: Omit<Partial<KubeClientOptions>, 'kubeConfig'>): KubeClient {
+    const merged: KubeClientOptions = { ...this.options, ...overrides };
+    // Without a new budget the derived client shares this one's bucket; with qps/burst it gets a fresh one.
+    const newBudget = overrides.bucket !== undefined || overrides.qps !== undefined || overrides.burst !== undefined;
+    if (!newBudget) merged.bucket = this.bucket;
+    else if (!overrides.bucket) delete merged.bucket;
+    if (!newBudget && !this.bucket) merged.qps = 0;
+    return new KubeClient(merged, this.shared);
+  }
+
+  /** Closes idle keep-alive sockets. Open watches end with a NetworkError. */
+  close(): void {
+    this.shared.agent?.destroy();
+    this.shared.agent = undefined;
+  }
+
+  async get<T extends KubeObject = KubeObject>(r: ApiResource, name: string, opts: NamespacedOptions & { subresource?: string } = {}): Promise<T> {
+    return this.call<T>({ verb: 'GET', path: resourcePath(r, opts.namespace, name, opts.subresource), opts });
+  }
+
+  /** One page (or the whole list, without `limit`). Items get `kind`/`apiVersion` filled in when the server omits them. */
+  async list<T extends KubeObject = KubeObject>(r: ApiResource, opts: ListOptions = {}): Promise<KubeList<T>> {
+    const list = await this.call<KubeList<T>>({
+      verb: 'GET',
+      path: resourcePath(r, opts.namespace),
+      query: {
+        labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, limit: opts.limit,
+        continue: opts.continue, resourceVersion: opts.resourceVersion, resourceVersionMatch: opts.resourceVersionMatch,
+      },
+      opts,
+    });
+    const apiVersion = apiVersionOf(r);
+    for (const item of list.items ?? []) {
+      item.kind ??= r.kind;
+      item.apiVersion ??= apiVersion;
+    }
+    list.items ??= [];
+    return list;
+  }
+
+  /**
+   * Every page of a list (`limit` per page, default 500), as one consistent snapshot. If a continue token
+   * expires mid-way (410), falls back to one unpaginated list, as client-go's pager does.
+   */
+  async listAll<T extends KubeObject = KubeObject>(r: ApiResource, opts: ListOptions = {}): Promise<{ items: T[]; resourceVersion: string }> {
+    const limit = opts.limit ?? 500;
+    const items: T[] = [];
+    let cont: string | undefined;
+    let resourceVersion = '';
+    do {
+      let page: KubeList<T>;
+      try {
+        page = await this.list<T>(r, { ...opts, limit, continue: cont });
+      } catch (err) {
+        if (!(err instanceof GoneError) || cont === undefined) throw err;
+        const full = await this.list<T>(r, { ...opts, limit: undefined, continue: undefined });
+        return { items: full.items, resourceVersion: full.metadata.resourceVersion ?? '' };
+      }
+      items.push(...page.items);
+      resourceVersion = page.metadata.resourceVersion ?? resourceVersion;
+      cont = page.metadata.continue || undefined;
+    } while (cont);
+    return { items, resourceVersion };
+  }
+
+  async create<T extends KubeObject = KubeObject>(r: ApiResource, obj: T, opts: WriteOptions = {}): Promise<T> {
+    const namespace = opts.namespace ?? obj.metadata.namespace;
+    return this.call<T>({
+      verb: 'POST', path: resourcePath(r, namespace, undefined, undefined), body: withTypeMeta(r, obj),
+      query: writeQuery(opts), opts,
+    });
+  }
+
+  /** PUT of a whole object; `metadata.resourceVersion` makes it conditional (409 ConflictError when stale). */
+  async update<T extends KubeObject = KubeObject>(r: ApiResource, obj: T, opts: WriteOptions = {}): Promise<T> {
+    const namespace = opts.namespace ?? obj.metadata.namespace;
+    const name = obj.metadata.name;
+    if (!name) throw new TypeError('update needs metadata.name');
+    return this.call<T>({
+      verb: 'PUT', path: resourcePath(r, namespace, name, opts.subresource), body: withTypeMeta(r, obj),
+      query: writeQuery(opts), opts,
+    });
+  }
+
+  /** PATCH, merge-patch by default; `type: 'json'` for RFC 6902 (with `test` guards), `'strategic'` for SMP. */
+  async patch<T extends KubeObject = KubeObject>(r: ApiResource, name: string, patch: unknown, opts: PatchOptions = {}): Promise<T> {
+    return this.call<T>({
+      verb: 'PATCH', path: resourcePath(r, opts.namespace, name, opts.subresource), body: patch,
+      contentType: PATCH_CONTENT_TYPES[opts.type ?? 'merge'], query: writeQuery(opts), opts,
+    });
+  }
+
+  /** DELETE; returns the object (now terminating or gone) or the server's Success Status. */
+  async delete<T extends KubeObject = KubeObject>(r: ApiResource, name: string, opts: DeleteOptions = {}): Promise<T | Status> {
+    const body: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'v1' };
+    if (opts.preconditions) body.preconditions = opts.preconditions;
+    if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
+    if (opts.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = opts.gracePeriodSeconds;
+    return this.call<T | Status>({ verb: 'DELETE', path: resourcePath(r, opts.namespace, name), body, opts });
+  }
+
+  /**
+   * Opens a watch. Resolves once the server answered 200 (an HTTP error such as 410 rejects here as a typed
+   * error); then iterate the stream. Not retried: reconnecting is the reflector's job.
+   */
+  async watch<T extends KubeObject = KubeObject>(r: ApiResource, opts: WatchOptions = {}): Promise<WatchStream<T>> {
+    const path = resourcePath(r, opts.namespace);
+    const query = {
+      watch: 'true', resourceVersion: opts.resourceVersion, allowWatchBookmarks: opts.allowWatchBookmarks || undefined,
+      timeoutSeconds: opts.timeoutSeconds, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector,
+    };
+    const call: Call = { verb: 'GET', path, query, opts };
+    await this.bucket?.take(opts.signal);
+    const res = await this.send(call, true);
+    return new WatchStream<T>(res, { verb: 'WATCH', path }, opts.idleTimeoutMs ?? 0);
+  }
+
+  // ---- request machinery ----
+
+  private async call<T>(call: Call): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      await this.bucket?.take(call.opts.signal);
+      try {
+        const res = await this.send(call, false);
+        return (await readJson(res, call)) as T;
+      } catch (err) {
+        if (attempt >= this.maxRetries || !isRetryable(call.verb, err)) throw err;
+        await this.clock.sleep(this.retryDelay(attempt, err as ApiError), call.opts.signal);
+      }
+    }
+  }
+
+  private retryDelay(attempt: number, err: ApiError): number {
+    if (err.retryAfterSeconds !== undefined && err.retryAfterSeconds >= 0) return Math.min(err.retryAfterSeconds * 1000, 30_000);
+    const base = Math.min(this.retryBaseDelayMs * 2 ** attempt, 8_000);
+    return base / 2 + Math.random() * (base / 2);
+  }
+
+  /** Sends one request; resolves with a 2xx response (body unread) or rejects with a typed error. */
+  private async send(call: Call, streaming: boolean): Promise<http.IncomingMessage> {
+    const { kc, server } = this.shared;
+    const reqOpts: https.RequestOptions = { headers: {} };
+    await kc.applyToHTTPSOptions(reqOpts);
+    const url = new URL(server.href.replace(/\/$/, '') + call.path);
+    for (const [k, v] of Object.entries(call.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    const payload = call.body === undefined ? undefined : Buffer.from(JSON.stringify(call.body));
+    const headers: http.OutgoingHttpHeaders = {
+      ...(reqOpts.headers as http.OutgoingHttpHeaders),
+      Accept: 'application/json',
+      'User-Agent': this.userAgent,
+    };
+    if (payload) {
+      headers['Content-Type'] = call.contentType ?? 'application/json';
+      headers['Content-Length'] = payload.length;
+    }
+    const timeoutMs = call.opts.timeoutMs ?? this.timeoutMs;
+    const request = { verb: call.verb, path: call.path };
+    const agent = this.agentFor(reqOpts);
+    const mod = url.protocol === 'http:' ? http : https;
+
+    return new Promise<http.IncomingMessage>((resolve, reject) => {
+      let settled = false;
+      let response: http.IncomingMessage | undefined;
+      const settle = (fn: () => void) => {
+        if (!settled) {
+          settled = true;
+          fn();
+        }
+      };
+      // Covers connect, headers and (for non-watch calls) the body: the timer destroys whichever is in flight.
+      const timer = timeoutMs > 0
+        ? setTimeout(() => {
+          const err = new TimeoutError(syntheticStatus(0, 'Timeout', `${call.verb} ${call.path}: no response in ${timeoutMs} ms`), request);
+          if (response) response.destroy(err);
+          else req.destroy(err);
+        }, timeoutMs)
+        : undefined;
+      timer?.unref();
+      const req = mod.request(url, { method: call.verb, headers, agent, auth: reqOpts.auth, signal: call.opts.signal });
+      req.on('response', (res) => {
+        response = res;
+        if (timer) {
+          if (streaming) clearTimeout(timer);
+          else res.on('close', () => clearTimeout(timer));
+        }
+        const code = res.statusCode ?? 0;
+        if (code >= 200 && code < 300) return settle(() => resolve(res));
+        collect(res)
+          .then((body) => {
+            const retryAfter = parseRetryAfter(res.headers['retry-after']);
+            settle(() => reject(errorFromStatus(parseStatus(code, body), request, retryAfter)));
+          })
+          .catch((err: unknown) => settle(() => reject(err instanceof ApiError ? err : toNetworkError(err, request, true))));
+      });
+      req.on('error', (err) => {
+        if (timer) clearTimeout(timer);
+        if (err instanceof ApiError || err.name === 'AbortError') return settle(() => reject(err));
+        const errno = (err as NodeJS.ErrnoException).code;
+        // ECONNREFUSED: nothing was sent. ECONNRESET on a reused keep-alive socket before any response: the
+        // server closed an idle connection as we wrote (Node's documented retry case), so it processed nothing.
+        const notSent = errno === 'ECONNREFUSED' || (!response && errno === 'ECONNRESET' && req.reusedSocket);
+        settle(() => reject(toNetworkError(err, request, !notSent)));
+      });
+      req.end(payload);
+    });
+  }
+
+  private agentFor(reqOpts: https.RequestOptions): http.Agent | undefined {
+    const cluster = this.shared.kc.getCurrentCluster();
+    if (cluster?.proxyUrl) return reqOpts.agent as http.Agent; // client-node's proxy agent
+    if (!this.shared.agent) {
+      const tls: https.AgentOptions = {
+        keepAlive: true, ca: reqOpts.ca, cert: reqOpts.cert, key: reqOpts.key, servername: reqOpts.servername,
+      };
+      if (reqOpts.rejectUnauthorized !== undefined) tls.rejectUnauthorized = reqOpts.rejectUnauthorized;
+      this.shared.agent = this.shared.server.protocol === 'http:' ? new http.Agent({ keepAlive: true }) : new https.Agent(tls);
+    }
+    return this.shared.agent;
+  }
+}
+
+function isRetryable(verb: Call['verb'], err: unknown): boolean {
+  if (err instanceof TooManyRequestsError) return true;
+  if (err instanceof NetworkError && !err.sent) return true;
+  if (verb !== 'GET') return false;
+  if (err instanceof ServerError) return err.code !== 501;
+  return err instanceof TimeoutError || err instanceof NetworkError;
+}
+
+function writeQuery(opts: WriteOptions): Call['query'] {
+  return { fieldManager: opts.fieldManager, dryRun: opts.dryRun ? 'All' : undefined };
+}
+
+function withTypeMeta<T extends KubeObject>(r: ApiResource, obj: T): T {
+  if (obj.kind && obj.apiVersion) return obj;
+  return { ...obj, kind: obj.kind ?? r.kind, apiVersion: obj.apiVersion ?? apiVersionOf(r) };
+}
+
+function parseRetryAfter(value: string | string[] | undefined): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (v === undefined) return undefined;
+  const seconds = Number(v);
+  if (Number.isFinite(seconds)) return seconds;
+  const date = Date.parse(v);
+  return Number.isNaN(date) ? undefined : Math.max(0, (date - Date.now()) / 1000);
+}
+
+function toNetworkError(err: unknown, request: { verb: string; path: string }, sent: boolean): NetworkError {
+  const e = err as NodeJS.ErrnoException;
+  return new NetworkError(`${request.verb} ${request.path}: ${e.message}`, sent, e.code, request, { cause: err });
+}
+
+async function collect(res: http.IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of res as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function readJson(res: http.IncomingMessage, call: Call): Promise<unknown> {
+  let body: string;
+  try {
+    body = await collect(res);
+  } catch (err) {
+    if (err instanceof ApiError || (err as Error).name === 'AbortError') throw err;
+    throw toNetworkError(err, { verb: call.verb, path: call.path }, true);
+  }
+  if (!body) return {};
+  try {
+    return JSON.parse(body);
+  } catch (err) {
+    throw new ApiError(syntheticStatus(res.statusCode ?? 0, 'BadResponse', `${call.verb} ${call.path}: response is not JSON`), { verb: call.verb, path: call.path }, undefined, { cause: err });
+  }
+}

@@ -1,0 +1,21 @@
+// The runtime's public surface (generic controller machinery, nothing storage-specific): re-exports only.
+export * from './clock.ts';
+export * from './logger.ts';
+// API-facing half: client, errors, kubeconfig, resources, watch, cache, informer, leader election, events.
+export * from './errors.ts';
+export * from './kubeconfig.ts';
+export * from './resources.ts';
+export * from './client.ts';
+export * from './watch-stream.ts';
+export * from './object-store.ts';
+export * from './reflector.ts';
+export * from './informer.ts';
+export * from './leader-election.ts';
+export * from './event-recorder.ts';
+// Scheduling half: work queue, rate limiters, token bucket, metrics, health server, event correlator.
+export * from './token-bucket.ts';
+export * from './rate-limiters.ts';
+export * from './workqueue.ts';
+export * from './metrics.ts';
+export * from './health-server.ts';
+export * from './event-correlator.ts';

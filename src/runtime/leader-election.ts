@@ -1,0 +1,311 @@
+// Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics (tools/leaderelection):
+// optimistic concurrency on the Lease, expiry judged by the locally observed time of the last record change
+// (immune to clock skew between candidates), leaseTransitions counted on takeover, step-down when renewals
+// fail for renewDeadline, and release on shutdown so a standby takes over at once.
+import type { Lease } from '../types/k8s.ts';
+import { realClock, type Clock } from './clock.ts';
+import type { KubeClient } from './client.ts';
+import { AlreadyExistsError, ConflictError, NotFoundError } from './errors.ts';
+import { silentLogger, type Logger } from './logger.ts';
+import { leases } from './resources.ts';
+
+/** A Kubernetes MicroTime: RFC 3339 with exactly six fractional digits. */
+export function formatMicroTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/Z$/, '000Z');
+}
+
+export class LeaderElectionConfigError extends Error {
+  override readonly name = 'LeaderElectionConfigError';
+}
+
+export interface LeaderCallbacks {
+  /** Called when this candidate becomes leader; `signal` aborts when leadership ends. Errors are logged. */
+  onStartedLeading?(signal: AbortSignal): void | Promise<void>;
+  /** Called once when leadership ends (lost, or stopped), only if this candidate led. */
+  onStoppedLeading?(): void;
+  /** Called when the observed holder changes (including to this candidate); '' when nobody holds it. */
+  onNewLeader?(identity: string): void;
+}
+
+/** Where leader-election events go (an EventRecorder fits). */
+export interface LeaderEventSink {
+  event(obj: Lease, type: 'Normal' | 'Warning', reason: string, message: string): void;
+}
+
+export interface LeaderElectorOptions {
+  client: KubeClient;
+  namespace: string;
+  name: string;
+  identity: string;
+  /** How long a lease is valid without renewal (default 15 s). */
+  leaseDurationMs?: number;
+  /** How long the leader keeps retrying a failing renewal before stepping down (default 10 s). */
+  renewDeadlineMs?: number;
+  /** Interval between attempts (default 2 s). */
+  retryPeriodMs?: number;
+  /** Clear the lease on stop so a standby takes over at once (default true). */
+  releaseOnCancel?: boolean;
+  /**
+   * Client-side budget of the elector's own requests. The elector derives its own client with a dedicated
+   * bucket (default 5 qps, burst 10) so workers sharing the parent client cannot starve renewals.
+   */
+  qps?: number;
+  burst?: number;
+  callbacks?: LeaderCallbacks;
+  events?: LeaderEventSink;
+  clock?: Clock;
+  logger?: Logger;
+  random?: () => number;
+}
+
+const JITTER_FACTOR = 1.2;
+
+/** Validates client-go's constraint leaseDuration > renewDeadline > 1.2 * retryPeriod (all > 0). */
+export function validateLeaderElectionTimings(leaseDurationMs: number, renewDeadlineMs: number, retryPeriodMs: number): void {
+  if (!(retryPeriodMs > 0)) throw new LeaderElectionConfigError('retryPeriod must be greater than zero');
+  if (!(leaseDurationMs > renewDeadlineMs)) throw new LeaderElectionConfigError('leaseDuration must be greater than renewDeadline');
+  if (!(renewDeadlineMs > JITTER_FACTOR * retryPeriodMs)) {
+    throw new LeaderElectionConfigError(`renewDeadline must be greater than retryPeriod*${JITTER_FACTOR}`);
+  }
+}
+
+export class LeaderElector {
+  private readonly client: KubeClient;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly random: () => number;
+  private readonly leaseDurationMs: number;
+  private readonly renewDeadlineMs: number;
+  private readonly retryPeriodMs: number;
+  private observed: Lease | undefined;
+  private observedKey = '';
+  private observedTime = 0;
+  private leading = false;
+  private reportedLeader: string | undefined;
+
+  constructor(private readonly opts: LeaderElectorOptions) {
+    this.leaseDurationMs = opts.leaseDurationMs ?? 15_000;
+    this.renewDeadlineMs = opts.renewDeadlineMs ?? 10_000;
+    this.retryPeriodMs = opts.retryPeriodMs ?? 2_000;
+    validateLeaderElectionTimings(this.leaseDurationMs, this.renewDeadlineMs, this.retryPeriodMs);
+    if (!opts.identity) throw new LeaderElectionConfigError('identity must not be empty');
+    this.client = opts.client.withOptions({ qps: opts.qps ?? 5, burst: opts.burst ?? 10 });
+    this.clock = opts.clock ?? realClock;
+    this.random = opts.random ?? Math.random;
+    this.logger = (opts.logger ?? silentLogger).child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
+  }
+
+  /** True while this candidate holds the lease. */
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Holder identity last observed ('' when none). */
+  getLeader(): string {
+    return this.observed?.spec.holderIdentity ?? '';
+  }
+
+  /**
+   * Health check (client-go's HealthzAdaptor): fails only when this candidate believes it leads but its last
+   * successful renewal is older than leaseDuration + maxLateMs.
+   */
+  healthy(maxLateMs = 0): boolean {
+    if (!this.leading) return true;
+    return this.clock.now() - this.observedTime <= this.leaseDurationMs + maxLateMs;
+  }
+
+  /**
+   * Campaigns until leader, leads until the lease is lost or `signal` aborts, then returns (like client-go's
+   * Run). Callers decide whether to campaign again or exit. Never rejects for API errors.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    if (!(await this.acquire(signal))) return;
+    const leadership = new AbortController();
+    const onAbort = () => leadership.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    this.leading = true;
+    this.logger.info({}, 'became leader');
+    this.opts.events?.event(this.observed as Lease, 'Normal', 'LeaderElection', `${this.opts.identity} became leader`);
+    void Promise.resolve()
+      .then(() => this.opts.callbacks?.onStartedLeading?.(leadership.signal))
+      .catch((err: unknown) => this.logger.error({ err: (err as Error).message }, 'onStartedLeading failed'));
+    try {
+      await this.renewLoop(signal);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      leadership.abort(new Error('leadership lost'));
+      // Release only on cancel: after a missed renew deadline the lease is not ours to clear.
+      if ((this.opts.releaseOnCancel ?? true) && signal.aborted) await this.release();
+      this.leading = false;
+      this.logger.info({}, 'stopped leading');
+      this.opts.events?.event(this.observed as Lease, 'Normal', 'LeaderElection', `${this.opts.identity} stopped leading`);
+      try {
+        this.opts.callbacks?.onStoppedLeading?.();
+      } catch (err) {
+        this.logger.error({ err: (err as Error).message }, 'onStoppedLeading failed');
+      }
+    }
+  }
+
+  private async acquire(signal: AbortSignal): Promise<boolean> {
+    while (!signal.aborted) {
+      if (await this.tryAcquireOrRenew(signal)) return true;
+      try {
+        await this.clock.sleep(this.retryPeriodMs * (1 + this.random() * JITTER_FACTOR), signal);
+      } catch {
+        return false;
+      }
+    }
+    return false;
+  }
+
+  /** Renews every retryPeriod; returns when a renewal round misses renewDeadline or `signal` aborts. */
+  private async renewLoop(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const deadline = this.clock.now() + this.renewDeadlineMs;
+      let renewed = false;
+      while (!signal.aborted && this.clock.now() < deadline) {
+        const attempt = new AbortController();
+        const timer = this.clock.setTimeout(() => attempt.abort(new Error('renew deadline')), deadline - this.clock.now());
+        const onAbort = () => attempt.abort(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        try {
+          renewed = await this.tryAcquireOrRenew(attempt.signal);
+        } finally {
+          timer.cancel();
+          signal.removeEventListener('abort', onAbort);
+        }
+        if (renewed || signal.aborted) break;
+        const wait = Math.min(this.retryPeriodMs, deadline - this.clock.now());
+        if (wait > 0) await this.clock.sleep(wait, signal).catch(() => {});
+      }
+      if (signal.aborted) return;
+      if (!renewed) {
+        this.logger.warn({}, 'failed to renew lease within the renew deadline');
+        return;
+      }
+      await this.clock.sleep(this.retryPeriodMs, signal).catch(() => {});
+    }
+  }
+
+  private spec(now: number, transitions: number, acquireTime: string): Lease['spec'] {
+    return {
+      holderIdentity: this.opts.identity,
+      leaseDurationSeconds: Math.max(1, Math.ceil(this.leaseDurationMs / 1000)),
+      acquireTime,
+      renewTime: formatMicroTime(now),
+      leaseTransitions: transitions,
+    };
+  }
+
+  /** One attempt (client-go's tryAcquireOrRenew). */
+  private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
+    const { namespace, name, identity } = this.opts;
+    const now = this.clock.now();
+    try {
+      // Fast path: still leader and the cached lease still valid, renew without a GET.
+      if (this.leading && this.observed && this.leaseValid(now)) {
+        const lease = structuredClone(this.observed);
+        lease.spec = { ...lease.spec, ...this.spec(now, lease.spec.leaseTransitions ?? 0, lease.spec.acquireTime ?? formatMicroTime(now)) };
+        try {
+          this.observe(await this.client.update<Lease>(leases, lease, { signal }), this.clock.now());
+          return true;
+        } catch (err) {
+          if (signal.aborted) return false;
+          this.logger.debug({ err: (err as Error).message }, 'fast renew failed, re-reading the lease');
+        }
+      }
+      let current: Lease;
+      try {
+        current = await this.client.get<Lease>(leases, name, { namespace, signal });
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+        const created = await this.client.create<Lease>(leases, {
+          apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace },
+          spec: this.spec(now, 0, formatMicroTime(now)),
+        }, { signal });
+        this.observe(created, this.clock.now());
+        return true;
+      }
+      this.observe(current, this.clock.now());
+      const holder = current.spec.holderIdentity ?? '';
+      if (holder && holder !== identity && this.leaseValid(this.clock.now())) return false;
+      const mine = holder === identity;
+      const lease = structuredClone(current);
+      lease.spec = {
+        ...lease.spec,
+        ...this.spec(
+          now,
+          mine ? (current.spec.leaseTransitions ?? 0) : (current.spec.leaseTransitions ?? 0) + 1,
+          mine && current.spec.acquireTime ? current.spec.acquireTime : formatMicroTime(now),
+        ),
+      };
+      this.observe(await this.client.update<Lease>(leases, lease, { signal }), this.clock.now());
+      return true;
+    } catch (err) {
+      if (!(err instanceof AlreadyExistsError) && !signal.aborted) {
+        this.logger.debug({ err: (err as Error).message }, 'lease acquire/renew attempt failed');
+      }
+      return false;
+    }
+  }
+
+  /** Valid = the holder changed the record less than its leaseDurationSeconds ago, by our own clock. */
+  private leaseValid(now: number): boolean {
+    const seconds = this.observed?.spec.leaseDurationSeconds;
+    const duration = seconds ? seconds * 1000 : this.leaseDurationMs;
+    return this.observedTime + duration > now;
+  }
+
+  private observe(lease: Lease, now: number): void {
+    const s = lease.spec;
+    const key = `${s.holderIdentity ?? ''}|${s.renewTime ?? ''}|${s.acquireTime ?? ''}|${s.leaseDurationSeconds ?? ''}|${s.leaseTransitions ?? ''}`;
+    if (key !== this.observedKey) {
+      this.observedKey = key;
+      this.observedTime = now;
+    }
+    this.observed = lease;
+    const holder = s.holderIdentity ?? '';
+    if (holder !== this.reportedLeader) {
+      this.reportedLeader = holder;
+      try {
+        this.opts.callbacks?.onNewLeader?.(holder);
+      } catch (err) {
+        this.logger.error({ err: (err as Error).message }, 'onNewLeader failed');
+      }
+    }
+  }
+
+  /**
+   * Clears the holder (client-go ReleaseOnCancel): holderIdentity '', leaseDurationSeconds 1, transitions kept.
+   * A renewal aborted by the stop may still have been applied, leaving our cached resourceVersion stale, so
+   * on a conflict the lease is re-read and released again if it is still ours.
+   */
+  private async release(): Promise<void> {
+    const timeoutMs = this.renewDeadlineMs;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (!this.observed || this.observed.spec.holderIdentity !== this.opts.identity) return;
+      const now = this.clock.now();
+      const lease = structuredClone(this.observed);
+      lease.spec = {
+        ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1,
+        acquireTime: formatMicroTime(now), renewTime: formatMicroTime(now),
+      };
+      try {
+        this.observe(await this.client.update<Lease>(leases, lease, { timeoutMs }), this.clock.now());
+        return;
+      } catch (err) {
+        if (!(err instanceof ConflictError)) {
+          this.logger.warn({ err: (err as Error).message }, 'failed to release the lease');
+          return;
+        }
+        try {
+          this.observe(await this.client.get<Lease>(leases, this.opts.name, { namespace: this.opts.namespace, timeoutMs }), this.clock.now());
+        } catch (getErr) {
+          this.logger.warn({ err: (getErr as Error).message }, 'failed to re-read the lease for release');
+          return;
+        }
+      }
+    }
+  }
+}
