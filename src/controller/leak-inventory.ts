@@ -1,0 +1,103 @@
+// Leak inventory (beyond the Go library): compare the backend's volumes (provisioner.listVolumes) with the PVs and
+// report backend volumes that have no PV and are older than a grace period: the volumes leaked by restarts before
+// a PV was saved, or by deletes racing creates. Reported as a metric, a Warning event and a log line; deleted only
+// with the opt-in `deleteLeaked`. Volumes we are still saving or provisioning are never reported.
+import { ANN_DYNAMICALLY_PROVISIONED } from '../types/annotations.ts';
+import type { PersistentVolume } from '../types/k8s.ts';
+import { errorMessage, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+import { IgnoredError } from './provisioner.ts';
+
+export interface BackendVolume {
+  name: string;
+  createdAt?: Date;
+}
+
+export interface LeakReport {
+  /** Backend volumes without a PV, older than the grace period. */
+  leaked: string[];
+  /** Of those, the ones deleted (deleteLeaked). */
+  deleted: string[];
+  /** Backend volumes listed. */
+  total: number;
+}
+
+/**
+ * The pure comparison. `firstSeen` remembers when a volume without createdAt was first listed (updated in place),
+ * so its age counts from then; `protectedNames` are PV names being provisioned or saved right now.
+ */
+export function findLeakedVolumes(args: {
+  backend: readonly BackendVolume[];
+  volumeNames: ReadonlySet<string>;
+  protectedNames: ReadonlySet<string>;
+  firstSeen: Map<string, number>;
+  now: number;
+  gracePeriodMs: number;
+}): string[] {
+  const leaked: string[] = [];
+  const listed = new Set<string>();
+  for (const v of args.backend) {
+    listed.add(v.name);
+    if (args.volumeNames.has(v.name) || args.protectedNames.has(v.name)) {
+      args.firstSeen.delete(v.name);
+      continue;
+    }
+    let since = v.createdAt?.getTime();
+    if (since === undefined || Number.isNaN(since)) {
+      since = args.firstSeen.get(v.name) ?? args.now;
+      args.firstSeen.set(v.name, since);
+    }
+    if (args.now - since >= args.gracePeriodMs) leaked.push(v.name);
+  }
+  for (const name of [...args.firstSeen.keys()]) if (!listed.has(name)) args.firstSeen.delete(name);
+  return leaked.sort();
+}
+
+/** A minimal PV standing for a leaked backend volume (what delete() and the events get). */
+function leakedVolumeObject(s: ControllerShared, name: string): PersistentVolume {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name, annotations: { [ANN_DYNAMICALLY_PROVISIONED]: s.provisionerName } },
+    spec: { persistentVolumeReclaimPolicy: 'Delete' },
+  };
+}
+
+/** Takes one inventory: lists the backend, reports, and deletes when enabled. */
+export async function runLeakInventory(s: ControllerShared, t: ControllerTerm, firstSeen: Map<string, number>): Promise<LeakReport> {
+  const list = s.provisioner.listVolumes;
+  if (!list) return { leaked: [], deleted: [], total: 0 };
+  const backend = await list.call(s.provisioner, t.signal);
+  const protectedNames = new Set<string>([...s.savedVolumes.keys(), ...s.volumeStore.pending()]);
+  for (const claim of s.inProgress.values()) protectedNames.add(s.options.volumeNameHook(claim));
+  // Claims being provisioned right now (pending, ours or not) may have a backend volume before their PV exists.
+  for (const claim of t.claims.list()) if (!claim.spec.volumeName) protectedNames.add(s.options.volumeNameHook(claim));
+  const leaked = findLeakedVolumes({
+    backend,
+    volumeNames: new Set(t.volumes.keys()),
+    protectedNames,
+    firstSeen,
+    now: s.clock.now(),
+    gracePeriodMs: s.options.leakInventory.gracePeriodMs,
+  });
+  s.metrics.leakedVolumes.set({ provisioner: s.provisionerName }, leaked.length);
+  const deleted: string[] = [];
+  for (const name of leaked) {
+    const obj = leakedVolumeObject(s, name);
+    s.logger.warn({ pv: name }, 'backend volume has no PersistentVolume (leaked)');
+    if (!s.options.leakInventory.deleteLeaked) {
+      s.events.event(obj, 'Warning', 'VolumeLeaked', `Backend volume ${name} has no PersistentVolume; delete it, or enable leakInventory.deleteLeaked`);
+      continue;
+    }
+    try {
+      await s.provisioner.delete(obj, t.signal);
+      deleted.push(name);
+      firstSeen.delete(name);
+      s.metrics.leakedVolumesDeletedTotal.inc({ provisioner: s.provisionerName });
+      s.events.event(obj, 'Normal', 'LeakedVolumeDeleted', `Deleted backend volume ${name}, which had no PersistentVolume`);
+    } catch (err) {
+      if (err instanceof IgnoredError) continue;
+      s.events.event(obj, 'Warning', 'VolumeLeaked', `Backend volume ${name} has no PersistentVolume and could not be deleted: ${errorMessage(err)}`);
+    }
+  }
+  return { leaked, deleted, total: backend.length };
+}

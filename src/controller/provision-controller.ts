@@ -1,0 +1,345 @@
+// ProvisionController: wires informers (claims, volumes, classes), two work queues and their workers, the
+// volume store, events, metrics and leader election ('lease' / 'none' / 'per-claim') around the claim and
+// volume flows. Nothing here exits the process: losing the lease ends the term and the controller campaigns
+// again; run(signal) returns after a graceful stop (workers drained, Lease released, events flushed).
+import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import { hostname } from 'node:os';
+import type { Registry } from 'prom-client';
+import { realClock, type Clock } from '../runtime/clock.ts';
+import type { KubeClient } from '../runtime/client.ts';
+import { EventRecorder } from '../runtime/event-recorder.ts';
+import { Informer } from '../runtime/informer.ts';
+import { LeaderElector } from '../runtime/leader-election.ts';
+import { createLogger, type Logger } from '../runtime/logger.ts';
+import { createMetricsRegistry, DuplicateQueueNameError } from '../runtime/metrics.ts';
+import { BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter } from '../runtime/rate-limiters.ts';
+import { nodes, persistentVolumeClaims, persistentVolumes, storageClasses } from '../runtime/resources.ts';
+import { WorkQueue } from '../runtime/workqueue.ts';
+import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
+import { ClaimLock } from './claim-lock.ts';
+import { syncClaim } from './claim-sync.ts';
+import { errorMessage, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+import { claimClassName } from './decide-claim.ts';
+import { explainCachedClaim, type ClaimExplanation } from './explain.ts';
+import { wireHandlers } from './informer-handlers.ts';
+import { runLeakInventory, type LeakReport } from './leak-inventory.ts';
+import { createControllerMetrics } from './metrics.ts';
+import { leaseNameFor, resolveOptions, validateProvisionerName, type ProvisionControllerOptions, type ResolvedOptions } from './options.ts';
+import type { Provisioner } from './provisioner.ts';
+import { syncVolume } from './volume-sync.ts';
+import { VolumeStore, type EventSink } from './volume-store.ts';
+
+/** Dependencies a ProvisionController takes besides its options (all optional). */
+export interface ProvisionControllerDeps {
+  /** Structured logger (default: pino on stderr). */
+  logger?: Logger;
+  /** Time source (default: the wall clock; tests pass a TestClock). */
+  clock?: Clock;
+  /** Prometheus registry the controller and its queues report on (default: a fresh one, see `registry`). */
+  registry?: Registry;
+  /** Leader-election and lock identity (default `<hostname>_<uuid>`). */
+  identity?: string;
+  /** Where events go (default: an EventRecorder on the client, component `<provisionerName>_<identity>`). */
+  events?: EventSink;
+}
+
+export type ProvisionControllerConfig = ProvisionControllerOptions & ProvisionControllerDeps;
+
+export class ControllerAlreadyRunningError extends Error {
+  override name = 'ControllerAlreadyRunningError';
+}
+
+/**
+ * The provisioning control loop for one provisioner name. Construct it with a client, the name, the backend and
+ * options; call run(signal). Two controllers may live in one process (nothing global).
+ */
+export class ProvisionController {
+  readonly identity: string;
+  readonly options: ResolvedOptions;
+  readonly registry: Registry;
+  private readonly shared: ControllerShared;
+  private readonly ownRecorder: EventRecorder | undefined;
+  private term: ControllerTerm | undefined;
+  private elector: LeaderElector | undefined;
+  private running: Promise<void> | undefined;
+  private readonly stopController = new AbortController();
+  /** When each undated backend volume without a PV was first listed (leak inventory). */
+  private readonly leakFirstSeen = new Map<string, number>();
+
+  constructor(client: KubeClient, provisionerName: string, provisioner: Provisioner, config: ProvisionControllerConfig = {}) {
+    validateProvisionerName(provisionerName);
+    const options = resolveOptions(config);
+    this.options = options;
+    this.identity = config.identity ?? `${hostname()}_${randomUUID()}`;
+    const clock = config.clock ?? realClock;
+    const logger = (config.logger ?? createLogger({ name: 'kube-provisioner' })).child({ provisioner: provisionerName });
+    this.registry = config.registry ?? createMetricsRegistry();
+    this.ownRecorder = config.events
+      ? undefined
+      : // A burst of claims makes two events each: client-go's 1000-event queue would drop most of them.
+        new EventRecorder({ client, component: `${provisionerName}_${this.identity}`, host: hostname(), queueSize: 20_000, clock, logger });
+    const events: EventSink = config.events ?? (this.ownRecorder as EventRecorder);
+    const shared: ControllerShared = {
+      client,
+      provisionerName,
+      provisioner,
+      options,
+      identity: this.identity,
+      events,
+      metrics: createControllerMetrics(this.registry),
+      clock,
+      logger,
+      claimFailures: new Map(),
+      volumeFailures: new Map(),
+      inProgress: new Map(),
+      savedVolumes: new Map(),
+      deletedBackends: new Set(),
+      lastDecisionEvent: new Map(),
+      staleClaimVersions: new Map(),
+      claimLock:
+        options.leaderElection === 'per-claim'
+          ? new ClaimLock({ client, identity: this.identity, leaseDurationMs: options.leaseDurationMs, clock, logger })
+          : undefined,
+      volumeStore: undefined as unknown as VolumeStore,
+    };
+    shared.volumeStore = new VolumeStore({
+      client,
+      provisioner,
+      events,
+      clock,
+      logger,
+      save: options.volumeSave,
+      getClaimByUid: (uid) => this.term?.claims.getByUid(uid),
+      onSaved: (volume) => {
+        if (!this.term?.volumes.get(volume.metadata.name ?? '')) shared.savedVolumes.set(volume.metadata.name ?? '', volume);
+      },
+    });
+    this.shared = shared;
+  }
+
+  /** The provisioner name this controller serves. */
+  get provisionerName(): string {
+    return this.shared.provisionerName;
+  }
+
+  /** True while this instance works on claims (always, in modes 'none' and 'per-claim', once started). */
+  isLeader(): boolean {
+    return this.term !== undefined;
+  }
+
+  /** True once the current term's caches completed their first list. */
+  hasSynced(): boolean {
+    return this.term !== undefined && this.synced;
+  }
+  private synced = false;
+
+  /** Uids of the claims whose provisioning may still run in the backend. */
+  claimsInProgress(): string[] {
+    return [...this.shared.inProgress.keys()];
+  }
+
+  /** Health checks for the runtime's health server: liveness (lease renewals on time) and readiness (caches). */
+  healthChecks(): { healthz: Record<string, () => boolean | string>; readyz: Record<string, () => boolean | string> } {
+    return {
+      healthz: { leaderElection: () => this.elector?.healthy(this.options.renewDeadlineMs) ?? true },
+      readyz: {
+        informers: () => (this.options.leaderElection === 'lease' && !this.term ? true : this.synced || 'caches not synced'),
+      },
+    };
+  }
+
+  /** Runs until `signal` aborts or stop() is called. Resolves after a graceful shutdown. */
+  run(signal?: AbortSignal): Promise<void> {
+    if (this.running) throw new ControllerAlreadyRunningError('ProvisionController.run() was already called');
+    if (signal?.aborted) this.stopController.abort(signal.reason);
+    else signal?.addEventListener('abort', () => this.stopController.abort(signal.reason), { once: true });
+    setMaxListeners(0, this.stopController.signal);
+    this.running = this.runAll(this.stopController.signal);
+    return this.running;
+  }
+
+  /** Stops and waits for the shutdown to complete. */
+  async stop(): Promise<void> {
+    this.stopController.abort(new Error('ProvisionController stopped'));
+    await this.running;
+  }
+
+  /** Why a claim is (not) being provisioned, from this controller's caches and failure records. */
+  explain(namespace: string, name: string): ClaimExplanation | undefined {
+    const term = this.term;
+    if (!term) return undefined;
+    const claim = term.claims.get(namespace, name);
+    return claim ? explainCachedClaim(this.shared, term, claim) : undefined;
+  }
+
+  /** Takes a leak inventory now (needs provisioner.listVolumes and a running term). */
+  async takeLeakInventory(): Promise<LeakReport | undefined> {
+    const term = this.term;
+    return term ? runLeakInventory(this.shared, term, this.leakFirstSeen) : undefined;
+  }
+
+  private async runAll(signal: AbortSignal): Promise<void> {
+    const s = this.shared;
+    s.logger.info({ component: `${s.provisionerName}_${this.identity}`, mode: this.options.leaderElection }, 'starting provisioner controller');
+    s.volumeStore.run(signal);
+    try {
+      if (this.options.leaderElection === 'lease') await this.runElected(signal);
+      else await this.runTerm(signal);
+    } finally {
+      await s.volumeStore.stopped();
+      await this.ownRecorder?.stop();
+      s.metrics.isLeader.set({ provisioner: s.provisionerName }, 0);
+      s.logger.info({}, 'provisioner controller stopped');
+    }
+  }
+
+  private async runElected(signal: AbortSignal): Promise<void> {
+    const s = this.shared;
+    while (!signal.aborted) {
+      let term: Promise<void> | undefined;
+      const elector = new LeaderElector({
+        client: s.client,
+        namespace: this.options.leaderElectionNamespace,
+        name: leaseNameFor(s.provisionerName),
+        identity: this.identity,
+        leaseDurationMs: this.options.leaseDurationMs,
+        renewDeadlineMs: this.options.renewDeadlineMs,
+        retryPeriodMs: this.options.retryPeriodMs,
+        releaseOnCancel: true,
+        events: s.events,
+        clock: s.clock,
+        logger: s.logger,
+        callbacks: {
+          onStartedLeading: (leaderSignal) => {
+            term = this.runTerm(leaderSignal);
+          },
+        },
+      });
+      this.elector = elector;
+      await elector.run(signal);
+      await term;
+      if (!signal.aborted) {
+        s.logger.warn({}, 'leader election lost; campaigning again');
+        await s.clock.sleep(this.options.retryPeriodMs, signal).catch(() => {});
+      }
+    }
+  }
+
+  /** One term: caches, queues and workers, until `signal` aborts. */
+  private async runTerm(signal: AbortSignal): Promise<void> {
+    const s = this.shared;
+    const o = this.options;
+    // Every in-flight request and sleep of every worker listens on the term's signal: not a leak.
+    setMaxListeners(0, signal);
+    const informer = <T extends PersistentVolumeClaim | PersistentVolume | StorageClass | Node>(resource: typeof persistentVolumes) =>
+      new Informer<T>({ client: s.client, resource, resyncMs: o.resyncPeriodMs, clock: s.clock, logger: s.logger });
+    const claims = informer<PersistentVolumeClaim>(persistentVolumeClaims);
+    const volumes = informer<PersistentVolume>(persistentVolumes);
+    const classes = informer<StorageClass>(storageClasses);
+    const nodeInformer = o.nodeCache ? informer<Node>(nodes) : undefined;
+    const informers = [claims, volumes, classes, ...(nodeInformer ? [nodeInformer] : [])];
+    claims.addIndex('class', (c) => [claimClassName(c)]);
+    claims.addIndex('pvName', (c) => [o.volumeNameHook(c)]);
+    const t: ControllerTerm = {
+      claims: claims.store,
+      volumes: volumes.store,
+      classes: classes.store,
+      nodes: nodeInformer?.store,
+      claimQueue: this.makeQueue('claims'),
+      volumeQueue: this.makeQueue('volumes'),
+      signal,
+    };
+    wireHandlers(s, t, claims, volumes, classes);
+    for (const inf of informers) inf.start(signal);
+    this.term = t;
+    s.metrics.isLeader.set({ provisioner: s.provisionerName }, 1);
+    const workers: Promise<void>[] = [];
+    let leakTimer: { cancel(): void } | undefined;
+    try {
+      await Promise.all(informers.map((inf) => inf.synced));
+      this.synced = true;
+      for (let i = 0; i < o.threadiness; i++) {
+        workers.push(this.worker(t.claimQueue, (key) => syncClaim(s, t, key)));
+        workers.push(this.worker(t.volumeQueue, (key) => syncVolume(s, t, key)));
+      }
+      s.logger.info({ threadiness: o.threadiness }, 'started provisioner controller');
+      leakTimer = this.scheduleLeakInventory(t);
+      await new Promise<void>((resolve) => {
+        if (signal.aborted) resolve();
+        else signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    } catch (err) {
+      if (!signal.aborted) s.logger.error({ err: errorMessage(err) }, 'controller term failed');
+    } finally {
+      leakTimer?.cancel();
+      t.claimQueue.shutdown();
+      t.volumeQueue.shutdown();
+      await this.drain(workers);
+      await Promise.all(informers.map((inf) => inf.stop()));
+      this.term = undefined;
+      this.synced = false;
+      s.metrics.isLeader.set({ provisioner: s.provisionerName }, 0);
+    }
+  }
+
+  /** Waits for the workers, at most shutdownTimeoutMs: a provisioner ignoring its AbortSignal must not hang stop(). */
+  private async drain(workers: Promise<void>[]): Promise<void> {
+    const s = this.shared;
+    const grace = new AbortController();
+    const done = Promise.all(workers).then(() => true);
+    const timedOut = s.clock.sleep(this.options.shutdownTimeoutMs, grace.signal).then(() => false, () => true);
+    const finished = await Promise.race([done, timedOut]);
+    grace.abort();
+    if (!finished) s.logger.warn({ timeoutMs: this.options.shutdownTimeoutMs }, 'workers still busy after the shutdown timeout; not waiting any longer');
+  }
+
+  private makeQueue(name: string): WorkQueue<string> {
+    const o = this.options;
+    const s = this.shared;
+    // Separate limiter instances per queue (the Go library shared one 10 qps bucket between both queues).
+    const rateLimiter = new MaxOfRateLimiter<string>(
+      new ItemExponentialFailureRateLimiter<string>(o.backoffBaseMs, o.exponentialBackoffOnError ? o.backoffMaxMs : o.backoffBaseMs),
+      new BucketRateLimiter<string>(o.queueQps, o.queueBurst, s.clock),
+    );
+    try {
+      return new WorkQueue<string>({ name, clock: s.clock, rateLimiter, registry: this.registry });
+    } catch (err) {
+      if (!(err instanceof DuplicateQueueNameError)) throw err;
+      // Another controller on the same registry already reports a queue of that name.
+      return new WorkQueue<string>({ name: `${name}-${this.identity.slice(-8)}`, clock: s.clock, rateLimiter, registry: this.registry });
+    }
+  }
+
+  private async worker(queue: WorkQueue<string>, sync: (key: string) => Promise<void>): Promise<void> {
+    for (;;) {
+      const item = await queue.get();
+      if (item.shutdown) return;
+      try {
+        await sync(item.key);
+      } catch (err) {
+        this.shared.logger.error({ key: item.key, queue: queue.name, err: errorMessage(err) }, 'sync failed');
+        queue.addRateLimited(item.key);
+      } finally {
+        queue.done(item.key);
+      }
+    }
+  }
+
+  private scheduleLeakInventory(t: ControllerTerm): { cancel(): void } | undefined {
+    const s = this.shared;
+    const inv = this.options.leakInventory;
+    if (!inv.enabled || !s.provisioner.listVolumes) return undefined;
+    const firstSeen = this.leakFirstSeen;
+    let timer: { cancel(): void } | undefined;
+    const tick = () => {
+      runLeakInventory(s, t, firstSeen)
+        .catch((err: unknown) => s.logger.warn({ err: errorMessage(err) }, 'leak inventory failed'))
+        .finally(() => {
+          if (!t.signal.aborted) timer = s.clock.setTimeout(tick, inv.intervalMs, { unref: true });
+        });
+    };
+    timer = s.clock.setTimeout(tick, inv.intervalMs, { unref: true });
+    return { cancel: () => timer?.cancel() };
+  }
+}

@@ -1,0 +1,148 @@
+// Test harness for the controller's integration tests: an embedded cluster, a runtime client, an in-memory
+// provisioner with fault hooks, object builders and a polling wait (timeouts only, no timing assertions).
+import { KubeClient } from '../../src/runtime/client.ts';
+import { silentLogger } from '../../src/runtime/logger.ts';
+import { persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
+import { startCluster, type TestCluster } from '../../src/testing/index.ts';
+import type { Provisioner, ProvisionOptions, ProvisionResult } from '../../src/controller/provisioner.ts';
+import { ANN_STORAGE_PROVISIONER } from '../../src/types/annotations.ts';
+import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
+
+export const PROVISIONER = 'test.kube-provisioner.io/memory';
+
+export interface Env {
+  cluster: TestCluster;
+  client: KubeClient;
+  stop(): Promise<void>;
+}
+
+export async function startEnv(opts: { controllers?: boolean } = {}): Promise<Env> {
+  const cluster = await startCluster({ controllers: opts.controllers ?? false });
+  const client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: 'controller-test' });
+  return {
+    cluster,
+    client,
+    stop: async () => {
+      client.close();
+      await cluster.stop();
+    },
+  };
+}
+
+/** Options that make a controller fast in tests (small backoffs, short leases). */
+export const FAST = {
+  leaderElection: 'none' as const,
+  backoffBaseMs: 20,
+  backoffMaxMs: 200,
+  volumeSave: { mode: 'retry' as const, retryCount: 3, intervalMs: 20 },
+  logger: silentLogger,
+};
+
+type ProvisionHook = (o: ProvisionOptions, signal: AbortSignal) => Promise<ProvisionResult | undefined> | ProvisionResult | undefined;
+
+/** A backend keeping volumes in a map. `onProvision`/`onDelete` hooks may throw or delay. */
+export class MemoryProvisioner implements Provisioner {
+  readonly volumes = new Map<string, { claimUid: string; createdAt: Date }>();
+  provisionCalls: string[] = [];
+  deleteCalls: string[] = [];
+  /** Per provision() call: the name of the Node object passed as selectedNode (nodeCache option), if any. */
+  selectedNodeObjects: Array<string | undefined> = [];
+  onProvision: ProvisionHook | undefined;
+  onDelete: ((v: PersistentVolume) => Promise<void> | void) | undefined;
+  supportsBlockVolumes = false;
+  /** DeletionGuard: names listed here are never deleted. */
+  readonly protectedVolumes = new Set<string>();
+
+  async provision(o: ProvisionOptions, signal: AbortSignal): Promise<ProvisionResult> {
+    this.provisionCalls.push(o.pvName);
+    this.selectedNodeObjects.push(o.selectedNode?.metadata.name);
+    const hooked = await this.onProvision?.(o, signal);
+    if (hooked) return hooked;
+    if (!this.volumes.has(o.pvName)) this.volumes.set(o.pvName, { claimUid: o.claim.metadata.uid ?? '', createdAt: new Date() });
+    return {
+      volume: {
+        metadata: { name: o.pvName },
+        spec: {
+          capacity: { storage: o.claim.spec.resources?.requests?.storage ?? '1Mi' },
+          accessModes: o.claim.spec.accessModes,
+          persistentVolumeReclaimPolicy: o.storageClass.reclaimPolicy ?? 'Delete',
+          hostPath: { path: `/tmp/memory/${o.pvName}` },
+          ...(o.selectedNodeName ? { nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [o.selectedNodeName] }] }] } } } : {}),
+        },
+      },
+    };
+  }
+
+  async delete(v: PersistentVolume): Promise<void> {
+    this.deleteCalls.push(v.metadata.name ?? '');
+    await this.onDelete?.(v);
+    this.volumes.delete(v.metadata.name ?? '');
+  }
+
+  shouldDelete(v: PersistentVolume): boolean {
+    return !this.protectedVolumes.has(v.metadata.name ?? '');
+  }
+
+  supportsBlock(): boolean {
+    return this.supportsBlockVolumes;
+  }
+
+  async listVolumes(): Promise<Array<{ name: string; createdAt?: Date }>> {
+    return [...this.volumes].map(([name, v]) => ({ name, createdAt: v.createdAt }));
+  }
+}
+
+export function storageClass(name: string, extra: Partial<StorageClass> = {}): StorageClass {
+  return { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: PROVISIONER, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate', ...extra };
+}
+
+/** A claim already handed to our provisioner (as the PV binder would annotate it). */
+export function claim(name: string, className: string, extra: { annotations?: Record<string, string>; namespace?: string; spec?: Partial<PersistentVolumeClaim['spec']> } = {}): PersistentVolumeClaim {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace: extra.namespace ?? 'default', annotations: { [ANN_STORAGE_PROVISIONER]: PROVISIONER, ...(extra.annotations ?? {}) } },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } }, storageClassName: className, ...(extra.spec ?? {}) },
+  };
+}
+
+export async function createClass(env: Env, sc: StorageClass): Promise<StorageClass> {
+  return env.client.create(storageClasses, sc);
+}
+
+export async function createClaim(env: Env, c: PersistentVolumeClaim): Promise<PersistentVolumeClaim> {
+  return env.client.create(persistentVolumeClaims, c, { namespace: c.metadata.namespace });
+}
+
+/** Polls `fn` until it returns a truthy value; throws with `what` after `timeoutMs`. */
+export async function waitFor<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Events about the object named `name` in the cluster store (any namespace). */
+export function eventsFor(env: Env, name: string): CoreEvent[] {
+  return (env.cluster.store.list('events').items as CoreEvent[]).filter((e) => e.involvedObject.name === name);
+}
+
+export function reasons(env: Env, name: string): string[] {
+  return eventsFor(env, name).map((e) => e.reason ?? '');
+}
+
+export function getPV(env: Env, name: string): PersistentVolume | undefined {
+  return env.cluster.store.get('persistentvolumes', undefined, name) as PersistentVolume | undefined;
+}
+
+export function getPVC(env: Env, namespace: string, name: string): PersistentVolumeClaim | undefined {
+  return env.cluster.store.get('persistentvolumeclaims', namespace, name) as PersistentVolumeClaim | undefined;
+}
