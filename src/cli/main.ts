@@ -2,10 +2,16 @@
 // own module.
 import { Command } from 'commander';
 import { registerClusterCommand } from './cluster.ts';
+import { registerDevCommand } from './dev.ts';
+import { registerExplainCommand } from './explain.ts';
+import { registerRunCommand } from './run-hostpath.ts';
 
 const program = new Command();
 program.name('kube-provisioner').description('Kubernetes dynamic volume provisioning for TypeScript');
 registerClusterCommand(program);
+registerDevCommand(program);
+registerRunCommand(program);
+registerExplainCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,204 @@
+// `kube-provisioner dev`: a complete local setup in one process: the embedded cluster (persistent under
+// --data-dir, kubeconfig at DIR/kubeconfig) with its controllers and this machine as a node, StorageClasses
+// `hostpath` (default, Immediate, shared path) and `hostpath-local` (WaitForFirstConsumer, node path), and
+// the hostpath provisioner with volumes under DIR/volumes and its configuration in DIR/hostpath-config.json
+// (hot-reloaded). Prints a short guide, then serves until SIGINT/SIGTERM, or with --demo N creates N claims,
+// prints a summary (and with --demo-compare the same against an instant in-memory provisioner) and exits.
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, relative, resolve } from 'node:path';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { startEmbeddedCluster } from '../cluster/embedded-cluster.ts';
+import { localNodeName } from '../cluster/controllers/index.ts';
+import { DEFAULT_NODE } from '../hostpath/config.ts';
+import { KubeClient } from '../runtime/client.ts';
+import { AlreadyExistsError } from '../runtime/errors.ts';
+import { loadKubeConfig } from '../runtime/kubeconfig.ts';
+import { createLogger } from '../runtime/logger.ts';
+import { storageClasses } from '../runtime/resources.ts';
+import type { StorageClass } from '../types/k8s.ts';
+import { ANN_DEFAULT_STORAGE_CLASS } from '../types/annotations.ts';
+import { formatDemoSummary, runDemo, type DemoResult } from './demo.ts';
+import { formatComparison, runMemoryDemo } from './demo-compare.ts';
+import { startHostPathService } from './hostpath-service.ts';
+import { DEFAULT_PROVISIONER_NAME, LOG_LEVELS, type LogLevel } from './options.ts';
+import { abortOnSignals } from './signals.ts';
+
+export interface DevOptions {
+  dataDir: string;
+  port: number;
+  host: string;
+  /** Create this many claims, print a summary, exit. */
+  demo?: number;
+  /** Also run the demo against an instant in-memory provisioner and print the comparison. */
+  demoCompare?: boolean;
+  demoTimeoutMs: number;
+  workerThreads: number;
+  /** `host:port` for /healthz, /readyz and /metrics of the provisioner; undefined = off. */
+  metricsAddress?: string;
+  logLevel: LogLevel;
+}
+
+export interface DevIo {
+  out(line: string): void;
+  /** The progress bar's stream. */
+  progress: { write(text: string): void; isTTY?: boolean; columns?: number };
+}
+
+/** Class names and where their volumes go, relative to DIR/volumes. */
+export const DEV_CLASSES = { shared: 'hostpath', local: 'hostpath-local' } as const;
+
+/** The StorageClasses `dev` creates (also used by tests). */
+export function devStorageClasses(provisioner: string): StorageClass[] {
+  const base = { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', provisioner, reclaimPolicy: 'Delete' as const };
+  return [
+    {
+      ...base,
+      metadata: { name: DEV_CLASSES.shared, annotations: { [ANN_DEFAULT_STORAGE_CLASS]: 'true' } },
+      volumeBindingMode: 'Immediate',
+      parameters: { pathPattern: '${.PVC.namespace}/${.PVC.name}-${.PV.name}' },
+    },
+    {
+      ...base,
+      metadata: { name: DEV_CLASSES.local },
+      volumeBindingMode: 'WaitForFirstConsumer',
+      parameters: { pathPattern: '${.PVC.namespace}/${.PVC.name}-${.PV.name}' },
+    },
+  ];
+}
+
+/** The first-run configuration: the shared path for `hostpath`, this node's path for `hostpath-local`. */
+export function devConfig(volumesDir: string): object {
+  return {
+    storageClassConfigs: {
+      [DEV_CLASSES.shared]: { sharedFileSystemPath: join(volumesDir, 'shared') },
+      [DEV_CLASSES.local]: { nodePathMap: [{ node: DEFAULT_NODE, paths: [join(volumesDir, 'local')] }] },
+    },
+  };
+}
+
+/** What a demo run measured: the hostpath run, and the in-memory baseline with --demo-compare. */
+export interface DevDemoResults {
+  hostpath: DemoResult;
+  memory?: DemoResult;
+}
+
+/** Runs dev until `signal` aborts (or the demo ends). Returns the demo results, if any. */
+export async function runDev(o: DevOptions, io: DevIo, signal: AbortSignal): Promise<DevDemoResults | undefined> {
+  const logger = createLogger({ level: o.logLevel, name: 'kube-provisioner' });
+  const dataDir = resolve(o.dataDir);
+  const volumesDir = join(dataDir, 'volumes');
+  await mkdir(join(volumesDir, 'shared'), { recursive: true });
+  await mkdir(join(volumesDir, 'local'), { recursive: true });
+  const configFile = join(dataDir, 'hostpath-config.json');
+  if (!existsSync(configFile)) await writeFile(configFile, `${JSON.stringify(devConfig(volumesDir), null, 2)}\n`);
+
+  const cluster = await startEmbeddedCluster({
+    dataDir,
+    port: o.port,
+    host: o.host,
+    onError: (err) => logger.error({ err: err instanceof Error ? err.message : String(err) }, 'embedded cluster error'),
+  });
+  const stopService = new AbortController();
+  const onAbort = () => stopService.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  let client: KubeClient | undefined;
+  try {
+    const { kubeConfig } = loadKubeConfig({ path: cluster.kubeconfigPath });
+    // The cluster is local: no client-side rate limit.
+    client = new KubeClient({ kubeConfig, qps: 0, userAgent: `kube-provisioner/0.1.0 (${DEFAULT_PROVISIONER_NAME}, dev)` });
+    for (const sc of devStorageClasses(DEFAULT_PROVISIONER_NAME)) {
+      await client.create(storageClasses, sc).catch((err: unknown) => {
+        if (!(err instanceof AlreadyExistsError)) throw err;
+      });
+    }
+    const nodeName = localNodeName();
+    const service = await startHostPathService(
+      {
+        client,
+        provisionerName: DEFAULT_PROVISIONER_NAME,
+        mode: 'deployment',
+        nodeName,
+        config: { file: configFile },
+        controller: { leaderElection: 'none', threadiness: o.workerThreads },
+        healthAddress: o.metricsAddress,
+        metricsAddress: o.metricsAddress,
+        logger,
+      },
+      stopService.signal,
+    );
+    // Short paths when under the working directory (the default), absolute ones otherwise.
+    const show = (p: string) => {
+      const r = relative(process.cwd(), p);
+      return r && !r.startsWith('..') ? r : p;
+    };
+    io.out(`kube-provisioner dev: cluster ready at ${cluster.url}, node ${nodeName}`);
+    io.out(`  export KUBECONFIG=${cluster.kubeconfigPath}`);
+    io.out('  kubectl get storageclass,nodes');
+    io.out('  kubectl apply -f examples/pvc.yaml && kubectl get pvc,pv');
+    io.out(`  volumes: ${show(join(volumesDir, 'shared'))} (class ${DEV_CLASSES.shared}, default), ${show(join(volumesDir, 'local'))} (class ${DEV_CLASSES.local})`);
+    io.out(`  configuration (hot-reloaded): ${show(configFile)}`);
+    if (service.metricsUrl) io.out(`  metrics: ${service.metricsUrl}`);
+
+    let result: DevDemoResults | undefined;
+    if (o.demo !== undefined) {
+      const demo = { client, count: o.demo, timeoutMs: o.demoTimeoutMs, progress: io.progress, signal };
+      result = { hostpath: await runDemo({ ...demo, storageClassName: DEV_CLASSES.shared }) };
+      io.out(formatDemoSummary(result.hostpath));
+      if (o.demoCompare && !signal.aborted) {
+        result.memory = await runMemoryDemo({ ...demo, registry: service.registry, logger, threadiness: o.workerThreads });
+        io.out(`demo (instant in-memory provisioner): ${formatDemoSummary(result.memory).replace(/^demo: /, '')}`);
+        io.out(formatComparison(result.hostpath, result.memory));
+      }
+      stopService.abort(new Error('demo finished'));
+    } else {
+      io.out('  Ctrl-C to stop');
+    }
+    await service.done;
+    return result;
+  } finally {
+    stopService.abort(new Error('dev stopping'));
+    signal.removeEventListener('abort', onAbort);
+    client?.close();
+    await cluster.stop();
+  }
+}
+
+function intArg(min: number): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || n < min) throw new InvalidArgumentError(`"${v}" is not an integer >= ${min}`);
+    return n;
+  };
+}
+
+/** Registers `dev`. */
+export function registerDevCommand(program: Command): void {
+  const dev = new Command('dev')
+    .description('run the embedded cluster, this machine as a node, and the hostpath provisioner, all in one process')
+    .addOption(new Option('--data-dir <dir>', 'cluster data, kubeconfig and volumes (kept between runs)').default('.kube-provisioner'))
+    .addOption(new Option('--port <n>', 'API server port (0 = any free port)').argParser(intArg(0)).default(6443))
+    .addOption(new Option('--host <address>', 'API server bind address').default('127.0.0.1'))
+    .addOption(new Option('--demo <n>', 'create N claims, print claims/s and p50/p99 time to Bound, then exit').argParser(intArg(1)))
+    .addOption(new Option('--demo-compare', 'after the demo, run it again against an instant in-memory provisioner and compare'))
+    .addOption(new Option('--demo-timeout <seconds>', 'give up waiting for the demo claims after this').argParser(intArg(1)).default(120))
+    .addOption(new Option('--worker-threads <n>', 'provisioner claim workers').argParser(intArg(1)).default(4))
+    .addOption(new Option('--metrics-address <host:port>', 'serve the provisioner\'s /metrics, /healthz and /readyz here'))
+    .addOption(new Option('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('warn'));
+  dev.action(async (f: { dataDir: string; port: number; host: string; demo?: number; demoCompare?: boolean; demoTimeout: number; workerThreads: number; metricsAddress?: string; logLevel: LogLevel }) => {
+    const stop = new AbortController();
+    const removeHandlers = abortOnSignals(stop, createLogger({ level: f.logLevel }), (line) => process.stderr.write(`${line}\n`));
+    try {
+      const result = await runDev(
+        { ...f, demoTimeoutMs: f.demoTimeout * 1000 },
+        { out: (line) => process.stdout.write(`${line}\n`), progress: process.stderr },
+        stop.signal,
+      );
+      const incomplete = (r?: DemoResult) => r !== undefined && r.bound < r.requested;
+      if (result && (incomplete(result.hostpath) || incomplete(result.memory))) process.exitCode = 1;
+    } finally {
+      removeHandlers();
+    }
+  });
+  program.addCommand(dev);
+}

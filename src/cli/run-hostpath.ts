@@ -1,0 +1,73 @@
+// `kube-provisioner run hostpath`: the hostpath provisioner against a real (or embedded) cluster, configured by
+// flags with environment fallbacks (options.ts), until SIGINT/SIGTERM, then a graceful shutdown that releases
+// the Lease. Exit code 0 after a clean stop, 1 when it cannot start.
+import type { Command } from 'commander';
+import { KubeClient } from '../runtime/client.ts';
+import { loadKubeConfig } from '../runtime/kubeconfig.ts';
+import { createLogger } from '../runtime/logger.ts';
+import { startHostPathService } from './hostpath-service.ts';
+import { addRunHostPathOptions, resolveRunHostPathOptions, type RawRunHostPathFlags, type RunHostPathOptions } from './options.ts';
+import { abortOnSignals } from './signals.ts';
+
+/** The user agent of the provisioner's requests (visible in audit logs). */
+export function userAgent(provisionerName: string): string {
+  return `kube-provisioner/0.1.0 (${provisionerName})`;
+}
+
+/** Runs until `signal` aborts; resolves after a clean stop. Throws when it cannot start. */
+export async function runHostPath(o: RunHostPathOptions, signal: AbortSignal, io: { out(line: string): void } = { out: () => {} }): Promise<void> {
+  const logger = createLogger({ level: o.logLevel, name: 'kube-provisioner' });
+  const { kubeConfig, source } = loadKubeConfig({ path: o.kubeconfig, context: o.context });
+  const client = new KubeClient({
+    kubeConfig,
+    userAgent: userAgent(o.provisionerName),
+    qps: o.kubeApiQps,
+    burst: o.kubeApiBurst,
+    timeoutMs: o.kubeApiTimeoutMs,
+  });
+  try {
+    logger.info({ kubeconfig: source, server: kubeConfig.getCurrentCluster()?.server }, 'connecting');
+    const service = await startHostPathService(
+      {
+        client,
+        provisionerName: o.provisionerName,
+        mode: o.mode,
+        nodeName: o.nodeName,
+        config: o.configMap ? { configMap: o.configMap } : { file: o.configFile ?? '' },
+        controller: o.controller,
+        healthAddress: o.healthAddress,
+        metricsAddress: o.metricsAddress,
+        volumeUsageIntervalMs: o.volumeUsageIntervalMs,
+        logger,
+      },
+      signal,
+    );
+    io.out(
+      `kube-provisioner run hostpath: provisioner ${o.provisionerName} (${o.mode}, leader election ${service.controller.options.leaderElection})` +
+        (service.healthUrl ? `, health ${service.healthUrl}/healthz` : '') +
+        (service.metricsUrl ? `, metrics ${service.metricsUrl}` : ''),
+    );
+    await service.done;
+    io.out('kube-provisioner run hostpath: stopped');
+  } finally {
+    client.close();
+  }
+}
+
+/** Registers `run` and its `hostpath` subcommand. */
+export function registerRunCommand(program: Command): void {
+  const run = program.command('run').description('run a provisioner against a cluster');
+  const hostpath = run
+    .command('hostpath')
+    .description('provision directories as volumes, on node-local paths (daemonset) or a shared filesystem (deployment)');
+  addRunHostPathOptions(hostpath).action(async (flags: RawRunHostPathFlags) => {
+    const options = resolveRunHostPathOptions(flags);
+    const stop = new AbortController();
+    const removeHandlers = abortOnSignals(stop, createLogger({ level: options.logLevel }), (line) => process.stderr.write(`${line}\n`));
+    try {
+      await runHostPath(options, stop.signal, { out: (line) => process.stdout.write(`${line}\n`) });
+    } finally {
+      removeHandlers();
+    }
+  });
+}

@@ -1,0 +1,118 @@
+// Flags of `run hostpath`: defaults, environment fallbacks (flag wins over env), durations, and the checks of
+// flag combinations, through the same commander definition the command uses.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigurationError, DEFAULTS, resolveOptions } from '../../src/controller/options.ts';
+import { CliOptionError, DEFAULT_PROVISIONER_NAME, envName, parseConfigMapRef, parseDuration, parseRunHostPathArgs } from '../../src/cli/options.ts';
+
+describe('run hostpath flags', () => {
+  it('defaults match the controller defaults', () => {
+    const o = parseRunHostPathArgs(['--config', '/etc/kp/config.json']);
+    assert.equal(o.provisionerName, DEFAULT_PROVISIONER_NAME);
+    assert.equal(o.mode, 'deployment');
+    assert.equal(o.configFile, '/etc/kp/config.json');
+    assert.equal(o.healthAddress, ':8080');
+    assert.equal(o.metricsAddress, ':8080', 'metrics default to the health address');
+    assert.equal(o.logLevel, 'info');
+    assert.equal(o.kubeApiQps, 20);
+    assert.equal(o.kubeApiBurst, 30);
+    assert.equal(o.kubeApiTimeoutMs, 30_000);
+    const c = o.controller;
+    assert.equal(c.threadiness, DEFAULTS.threadiness);
+    assert.equal(c.resyncPeriodMs, DEFAULTS.resyncPeriodMs);
+    assert.equal(c.failedProvisionThreshold, DEFAULTS.failedProvisionThreshold);
+    assert.equal(c.failedDeleteThreshold, DEFAULTS.failedDeleteThreshold);
+    assert.equal(c.backoffBaseMs, DEFAULTS.backoffBaseMs);
+    assert.equal(c.backoffMaxMs, DEFAULTS.backoffMaxMs);
+    assert.equal(c.queueQps, DEFAULTS.queueQps);
+    assert.equal(c.queueBurst, DEFAULTS.queueBurst);
+    assert.equal(c.leaderElection, DEFAULTS.leaderElection);
+    assert.equal(c.leaseDurationMs, DEFAULTS.leaseDurationMs);
+    assert.equal(c.renewDeadlineMs, DEFAULTS.renewDeadlineMs);
+    assert.equal(c.retryPeriodMs, DEFAULTS.retryPeriodMs);
+    assert.equal(c.retryIntervalMaxMs, DEFAULTS.retryIntervalMaxMs);
+    assert.equal(c.exponentialBackoffOnError, true);
+    assert.deepEqual(c.volumeSave, { mode: 'retry', retryCount: DEFAULTS.saveRetryCount, intervalMs: DEFAULTS.saveIntervalMs });
+    assert.equal(c.leaderElectionNamespace, undefined, 'left to resolveOptions ($POD_NAMESPACE, service account, default)');
+  });
+
+  it('every controller option has a flag (a new option without one fails here)', () => {
+    const o = parseRunHostPathArgs(['--config', 'a']);
+    const resolved = resolveOptions(o.controller, {});
+    const withFlags = new Set(Object.keys(o.controller));
+    const missing = Object.keys(resolved).filter((k) => !withFlags.has(k) && k !== 'volumeNameHook');
+    assert.deepEqual(missing, []);
+    assert.equal(resolved.shutdownTimeoutMs, DEFAULTS.shutdownTimeoutMs);
+    assert.equal(resolved.selectorPolicy, DEFAULTS.selectorPolicy);
+  });
+
+  it('every flag is read; environment variables fill what the command line leaves out', () => {
+    const o = parseRunHostPathArgs(
+      [
+        '--config-map', 'kp/cfg', '--config-key', 'shared.json', '--mode', 'daemonset', '--worker-threads', '8',
+        '--resync-period', '1m30s', '--failed-provision-threshold', '0', '--leader-election', 'per-claim',
+        '--lease-duration', '20s', '--renew-deadline', '15s', '--retry-period', '3s', '--exponential-backoff=false',
+        '--volume-save', 'background', '--additional-provisioner-names', 'a.io/x, b.io/y', '--add-finalizer',
+        '--leak-inventory', '--delete-leaked', '--health-address', '127.0.0.1:0', '--metrics-address', 'off',
+        '--kube-api-qps', '0', '--provision-timeout', '2m',
+      ],
+      { NODE_NAME: 'node-7', PROVISIONER_NAME: 'example.com/hp', KUBE_PROVISIONER_LOG_LEVEL: 'debug', KUBE_PROVISIONER_WORKER_THREADS: '99' },
+    );
+    assert.equal(o.nodeName, 'node-7');
+    assert.equal(o.provisionerName, 'example.com/hp');
+    assert.equal(o.logLevel, 'debug');
+    assert.equal(o.controller.threadiness, 8, 'the flag wins over the environment');
+    assert.deepEqual(o.configMap, { namespace: 'kp', name: 'cfg', key: 'shared.json' });
+    assert.equal(o.mode, 'daemonset');
+    assert.equal(o.controller.resyncPeriodMs, 90_000);
+    assert.equal(o.controller.failedProvisionThreshold, 0);
+    assert.equal(o.controller.leaderElection, 'per-claim');
+    assert.equal(o.controller.leaseDurationMs, 20_000);
+    assert.equal(o.controller.exponentialBackoffOnError, false);
+    assert.deepEqual(o.controller.volumeSave, { mode: 'background' });
+    assert.deepEqual(o.controller.additionalProvisionerNames, ['a.io/x', 'b.io/y']);
+    assert.equal(o.controller.addFinalizer, true);
+    assert.deepEqual(o.controller.leakInventory, { enabled: true, intervalMs: 600_000, gracePeriodMs: 3_600_000, deleteLeaked: true });
+    assert.equal(o.healthAddress, '127.0.0.1:0');
+    assert.equal(o.metricsAddress, undefined);
+    assert.equal(o.kubeApiQps, 0);
+    assert.equal(o.controller.provisionTimeoutMs, 120_000);
+  });
+
+  it('switches take an optional value, so FOO=false in the environment means false', () => {
+    const fromEnv = parseRunHostPathArgs(['--config', 'a'], { KUBE_PROVISIONER_ADD_FINALIZER: 'false', KUBE_PROVISIONER_LEAK_INVENTORY: 'true', KUBE_PROVISIONER_EXPONENTIAL_BACKOFF: 'no' });
+    assert.equal(fromEnv.controller.addFinalizer, false);
+    assert.equal(fromEnv.controller.leakInventory?.enabled, true);
+    assert.equal(fromEnv.controller.exponentialBackoffOnError, false);
+    const fromFlags = parseRunHostPathArgs(['--add-finalizer', '--config', 'a', '--leak-inventory=false'], { KUBE_PROVISIONER_LEAK_INVENTORY: 'true' });
+    assert.equal(fromFlags.controller.addFinalizer, true);
+    assert.equal(fromFlags.controller.leakInventory?.enabled, false, 'the flag wins');
+    assert.throws(() => parseRunHostPathArgs(['--config', 'a'], { KUBE_PROVISIONER_ADD_FINALIZER: 'maybe' }));
+  });
+
+  it('refuses contradictory or incomplete combinations', () => {
+    assert.throws(() => parseRunHostPathArgs([]), (e: unknown) => e instanceof CliOptionError && e.flag === '--config');
+    assert.throws(() => parseRunHostPathArgs(['--config', 'a', '--config-map', 'b/c']), CliOptionError);
+    assert.throws(() => parseRunHostPathArgs(['--config', 'a', '--mode', 'daemonset']), (e: unknown) => e instanceof CliOptionError && e.flag === '--node-name');
+    assert.throws(() => parseRunHostPathArgs(['--config', 'a', '--provisioner-name', 'kubernetes.io/x']), ConfigurationError);
+    // commander's own per-flag checks
+    assert.throws(() => parseRunHostPathArgs(['--config', 'a', '--mode', 'sometimes']));
+    assert.throws(() => parseRunHostPathArgs(['--config', 'a', '--worker-threads', '0']));
+    assert.throws(() => parseRunHostPathArgs(['--config', 'a', '--resync-period', '15']));
+    assert.throws(() => parseRunHostPathArgs(['--config', 'a', '--health-address', 'localhost']));
+    assert.throws(() => parseRunHostPathArgs(['--config', 'a', '--no-such-flag']));
+  });
+
+  it('durations, ConfigMap references and env names', () => {
+    assert.equal(parseDuration('250ms'), 250);
+    assert.equal(parseDuration('1h2m3s'), 3_723_000);
+    assert.equal(parseDuration('1.5s'), 1500);
+    assert.equal(parseDuration('0'), 0);
+    for (const bad of ['', '15', 's', '1d', '1s junk', '-1s']) assert.throws(() => parseDuration(bad), bad);
+    assert.deepEqual(parseConfigMapRef('cfg', 'config.json', { POD_NAMESPACE: 'kp' }), { namespace: 'kp', name: 'cfg', key: 'config.json' });
+    assert.deepEqual(parseConfigMapRef('cfg', 'config.json', {}), { namespace: 'default', name: 'cfg', key: 'config.json' });
+    assert.throws(() => parseConfigMapRef('a/b/c', 'k', {}), CliOptionError);
+    assert.throws(() => parseConfigMapRef('a/b', 'bad key', {}), CliOptionError);
+    assert.equal(envName('worker-threads'), 'KUBE_PROVISIONER_WORKER_THREADS');
+  });
+});
