@@ -120,6 +120,11 @@ export function methodNotAllowed(verb: string, r: ResourceRef): ApiError {
   return failure(405, 'MethodNotAllowed', `${verb} is not supported on resources of kind "${qualifiedResource(r)}"`, resourceDetails(r, undefined));
 }
 
+/** A method the URL has no route for: go-restful's ServiceErrorHandler answers NewGenericServerResponse(405). */
+export function methodNotRouted(): ApiError {
+  return failure(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource', {});
+}
+
 export function notAcceptable(message: string): ApiError {
   return failure(406, 'NotAcceptable', message);
 }

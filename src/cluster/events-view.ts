@@ -39,5 +39,7 @@ export function eventFromStorage(obj: KubeObject): KubeObject {
   );
   // Zero-valued core fields are not part of the v1 shape.
   if (out.deprecatedCount === 0) delete out.deprecatedCount;
+  if (out.reportingController === '') delete out.reportingController;
+  if (out.reportingInstance === '') delete out.reportingInstance;
   return out;
 }

@@ -4,6 +4,7 @@
 import type { KubeObject, StatusCause } from '../types/k8s.ts';
 import { fieldString, formatTime, readPath } from './meta.ts';
 import { eventFromStorage, eventToStorage } from './events-view.ts';
+import { canonicalizeQuantityMaps } from './quantity-canonical.ts';
 import {
   validateConfigMap,
   validateEvent,
@@ -106,6 +107,7 @@ const persistentVolumes: ResourceType = {
   hasStatus: true,
   validate: (o, old) => validatePersistentVolume(o, old),
   defaults(o) {
+    canonicalizeQuantityMaps(o, ['spec.capacity']);
     const spec = section(o, 'spec');
     setDefault(spec, 'persistentVolumeReclaimPolicy', 'Retain');
     setDefault(spec, 'volumeMode', 'Filesystem');
@@ -139,6 +141,7 @@ const persistentVolumeClaims: ResourceType = {
   hasStatus: true,
   validate: (o, old) => validatePersistentVolumeClaim(o, old),
   defaults(o) {
+    canonicalizeQuantityMaps(o, ['spec.resources.requests', 'spec.resources.limits', 'status.capacity', 'status.allocatedResources']);
     setDefault(section(o, 'spec'), 'volumeMode', 'Filesystem');
     setDefault(section(o, 'status'), 'phase', 'Pending');
   },
@@ -207,6 +210,7 @@ const nodes: ResourceType = {
   verbs: ALL_VERBS,
   hasStatus: true,
   validate: (o, old) => validateNode(o, old),
+  defaults: (o) => canonicalizeQuantityMaps(o, ['status.capacity', 'status.allocatable']),
   fieldSelectors: { 'spec.unschedulable': boolPath('spec.unschedulable') },
 };
 
@@ -305,6 +309,12 @@ const coreEvents: ResourceType = {
   verbs: ALL_VERBS,
   hasStatus: false,
   validate: (o, old) => validateEvent(o, old),
+  defaults(o) {
+    // Go serializes these core/v1 fields even when zero: a MicroTime as null, plain strings as "".
+    o.eventTime ??= null;
+    o.reportingComponent ??= '';
+    o.reportingInstance ??= '';
+  },
   fieldSelectors: eventFieldSelectors,
   allowCreateOnUpdate: true,
   microTimeFields: ['eventTime', 'series.lastObservedTime'],

@@ -2,14 +2,15 @@
 // rules), create, update, patch, delete and deletecollection, including the events.k8s.io view conversion
 // and server-side Tables. Watch lives in watch-stream.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { KubeObject } from '../types/k8s.ts';
+import type { KubeObject, StatusCause } from '../types/k8s.ts';
 import {
   ApiError,
   badRequest,
   expired,
   invalid,
-  methodNotAllowed,
+  methodNotRouted,
   notFound,
+  plainServerError,
   serverTimeout,
   statusError,
   unsupportedMediaType,
@@ -18,7 +19,7 @@ import { decodeBody, mediaType, readBody, sendJson, type Negotiated } from './ht
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { apiVersionOf, type ResourceType } from './registry.ts';
 import type { ResourceRequest } from './routing.ts';
-import { parseResourceVersion, type ClusterStore, type PatchType, type StoredEntry } from './store.ts';
+import type { ClusterStore, PatchType, StoredEntry } from './store.ts';
 import { toTable, type IncludeObject } from './tables.ts';
 
 /** Everything a verb handler needs about one request. */
@@ -62,9 +63,19 @@ function sendObject(s: RequestScope, code: number, e: StoredEntry): void {
   }
 }
 
+/**
+ * The resourceVersion of a get/list. kube-apiserver hands the storage layer's InvalidError back unconverted
+ * (storeerr.InterpretGetError/InterpretListError do not map it), so a garbage value is a plain 500.
+ */
+function readResourceVersion(rv: string | undefined): number {
+  if (rv === undefined || rv === '') return 0;
+  if (!/^\d+$/.test(rv)) throw plainServerError(`resourceVersion: Invalid value: "${rv}": strconv.ParseUint: parsing "${rv}": invalid syntax`);
+  return Number(rv);
+}
+
 export async function handleGet(s: RequestScope): Promise<void> {
   const { rt, namespace, name } = s.request;
-  parseResourceVersion(s.query.get('resourceVersion') ?? undefined);
+  readResourceVersion(s.query.get('resourceVersion') ?? undefined);
   const e = s.store.getEntry(storageResource(rt), namespace, name!);
   if (!e) throw notFound(rt, name!);
   sendObject(s, 200, e);
@@ -96,14 +107,20 @@ export async function handleList(s: RequestScope): Promise<void> {
   const q = s.query;
   const rvParam = q.get('resourceVersion') ?? undefined;
   const rvMatch = q.get('resourceVersionMatch') ?? undefined;
-  const requestedRv = parseResourceVersion(rvParam);
-  if (rvMatch && !rvParam) {
-    throw listInvalid('resourceVersionMatch', 'FieldValueForbidden', 'Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided');
+  // ValidateListOptions (apimachinery internalversion/validation): every violation is one cause of a single 422.
+  const causes: StatusCause[] = [];
+  const forbid = (field: string, message: string) => causes.push({ reason: 'FieldValueForbidden', message: `Forbidden: ${message}`, field });
+  if (rvMatch) {
+    if (!rvParam) forbid('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided');
+    if (q.get('continue')) forbid('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided');
+    if (rvMatch !== 'NotOlderThan' && rvMatch !== 'Exact') {
+      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: "${rvMatch}": supported values: "Exact", "NotOlderThan", ""`, field: 'resourceVersionMatch' });
+    }
+    if (rvMatch === 'Exact' && rvParam === '0') forbid('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
   }
-  if (rvMatch && rvMatch !== 'NotOlderThan' && rvMatch !== 'Exact') {
-    throw listInvalid('resourceVersionMatch', 'FieldValueNotSupported', `Unsupported value: "${rvMatch}": supported values: "Exact", "NotOlderThan"`);
-  }
-  if (q.get('sendInitialEvents') !== null) throw listInvalid('sendInitialEvents', 'FieldValueForbidden', 'Forbidden: sendInitialEvents is forbidden for list');
+  if (q.get('sendInitialEvents') !== null) forbid('sendInitialEvents', 'sendInitialEvents is forbidden for list');
+  if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', causes);
+  const requestedRv = readResourceVersion(rvParam);
   const filter = s.store.filter(storageResource(rt), {
     namespace,
     labelSelector: q.get('labelSelector') ?? undefined,
@@ -154,10 +171,6 @@ export async function handleList(s: RequestScope): Promise<void> {
   sendJson(s.res, 200, `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{${meta}},"items":[${items}]}`);
 }
 
-function listInvalid(field: string, reason: string, message: string): ApiError {
-  return invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', [{ reason, message, field }]);
-}
-
 /** Reads and decodes a JSON/YAML object body for create/update, checking kind and apiVersion against the URL. */
 async function readObject(s: RequestScope): Promise<KubeObject> {
   const { rt } = s.request;
@@ -198,26 +211,42 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
   return rt.view ? rt.view.toStorage(obj) : obj;
 }
 
-/** `?dryRun=All` (the only value kube accepts). @throws ApiError 400 for other values. */
-function dryRunOf(values: string[]): boolean {
-  if (values.length === 0) return false;
-  if (values.every((v) => v === 'All')) return true;
-  throw badRequest(`Invalid dryRun value: ${JSON.stringify(values)}: the only supported value is "All"`);
+type OptionsKind = 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteOptions';
+
+/**
+ * ValidateCreate/Update/PatchOptions: `dryRun` may only be "All" and `fieldValidation` one of the four
+ * directives, else 422 `<Kind>Options.meta.k8s.io "" is invalid`. Returns whether this is a dry run.
+ */
+function writeOptions(kind: OptionsKind, dryRun: string[], fieldValidation: string | null): boolean {
+  const causes: StatusCause[] = [];
+  if (!dryRun.every((v) => v === 'All')) {
+    causes.push({ reason: 'FieldValueNotSupported', field: 'dryRun', message: `Unsupported value: []string{${dryRun.map((v) => JSON.stringify(v)).join(', ')}}: supported values: "All"` });
+  }
+  if (fieldValidation !== null && !['', 'Ignore', 'Warn', 'Strict'].includes(fieldValidation)) {
+    causes.push({ reason: 'FieldValueNotSupported', field: 'fieldValidation', message: `Unsupported value: ${JSON.stringify(fieldValidation)}: supported values: "", "Ignore", "Strict", "Warn"` });
+  }
+  if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: kind.toLowerCase(), kind }, '', causes);
+  return dryRun.length > 0;
+}
+
+function queryWriteOptions(s: RequestScope, kind: OptionsKind): boolean {
+  return writeOptions(kind, s.query.getAll('dryRun'), s.query.get('fieldValidation'));
 }
 
 export async function handleCreate(s: RequestScope): Promise<void> {
   const { rt, namespace } = s.request;
-  if (rt.namespaced && namespace === undefined) throw methodNotAllowed('create', rt);
+  if (rt.namespaced && namespace === undefined) throw methodNotRouted();
+  const dryRun = queryWriteOptions(s, 'CreateOptions');
   const obj = await readObject(s);
-  sendObject(s, 201, s.store.createEntry(storageResource(rt), obj, { user: s.client, dryRun: dryRunOf(s.query.getAll('dryRun')) }));
+  sendObject(s, 201, s.store.createEntry(storageResource(rt), obj, { user: s.client, dryRun }));
 }
 
 export async function handleUpdate(s: RequestScope): Promise<void> {
   const { rt, name, subresource } = s.request;
+  const dryRun = queryWriteOptions(s, 'UpdateOptions');
   const obj = await readObject(s);
   if (obj.metadata.name !== name) throw badRequest(`the name of the object (${obj.metadata.name ?? ''}) does not match the name on the URL (${name})`);
   const sub = subresource === 'status' ? 'status' : undefined;
-  const dryRun = dryRunOf(s.query.getAll('dryRun'));
   const { entry, created } = s.store.updateEntry(storageResource(rt), obj, { subresource: sub, user: s.client, dryRun });
   sendObject(s, created ? 201 : 200, entry);
 }
@@ -235,6 +264,7 @@ export async function handlePatch(s: RequestScope): Promise<void> {
     s.req.resume();
     throw unsupportedMediaType();
   }
+  const dryRun = queryWriteOptions(s, 'PatchOptions');
   const raw = await readBody(s.req);
   let patch: unknown;
   try {
@@ -246,7 +276,7 @@ export async function handlePatch(s: RequestScope): Promise<void> {
     subresource: subresource === 'status' ? 'status' : undefined,
     user: s.client,
     view: rt.view,
-    dryRun: dryRunOf(s.query.getAll('dryRun')),
+    dryRun,
   });
   sendObject(s, 200, entry);
 }
@@ -283,7 +313,7 @@ export async function handleDelete(s: RequestScope): Promise<void> {
   const { rt, namespace, name } = s.request;
   const opts = await readDeleteOptions(s);
   // Propagation policies are all treated as Background: there is no garbage collector to honour orphan/foreground.
-  const dryRun = dryRunOf([...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])]);
+  const dryRun = writeOptions('DeleteOptions', [...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])], null);
   const { entry, deleted } = s.store.deleteEntry(storageResource(rt), namespace, name!, { preconditions: opts.preconditions, user: s.client, dryRun });
   if (deleted && !rt.returnDeletedObject) {
     const details: Record<string, string> = { name: name! };
@@ -299,7 +329,7 @@ export async function handleDelete(s: RequestScope): Promise<void> {
 export async function handleDeleteCollection(s: RequestScope): Promise<void> {
   const { rt, namespace } = s.request;
   const opts = await readDeleteOptions(s);
-  const dryRun = dryRunOf([...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])]);
+  const dryRun = writeOptions('DeleteOptions', [...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])], null);
   const resource = storageResource(rt);
   const filter = s.store.filter(resource, {
     namespace,

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { handleAdmin } from './admin.ts';
 import { Audit } from './audit.ts';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.ts';
-import { ApiError, internalError, methodNotAllowed, statusError, unauthorized } from './errors.ts';
+import { ApiError, internalError, methodNotRouted, statusError, unauthorized } from './errors.ts';
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, sendPlainNotFound, sendText, tooLargeError } from './http-io.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
@@ -138,7 +138,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     }
     if (route.kind === 'methodNotAllowed') {
       req.resume();
-      return sendError(res, methodNotAllowed(route.verb, route.rt));
+      return sendError(res, methodNotRouted());
     }
     const request: ResourceRequest = route.request;
     auditLabel = { verb: request.verb, resource: request.subresource ? `${request.rt.resource}/${request.subresource}` : request.rt.resource };

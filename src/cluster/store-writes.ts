@@ -123,7 +123,10 @@ export class WriteRules {
     const existing = table.items.get(key);
     checkMicroTimes(rt, obj);
     if (!existing) {
-      if (rt.allowCreateOnUpdate && !opts.subresource && !opts.fromPatch && !meta.resourceVersion) {
+      if (rt.allowCreateOnUpdate && !opts.subresource && !opts.fromPatch) {
+        // Even with a (stale) resourceVersion: the store's create-on-update path ignores it (GuaranteedUpdate
+        // clears it before storing), e.g. a leader's cached Lease PUT after someone deleted the Lease.
+        delete meta.resourceVersion;
         return { entry: this.create(resource, obj, opts), created: true };
       }
       throw notFound(rt, name);
@@ -368,7 +371,6 @@ function patchFailure(err: PatchError, rt: ResourceType, name: string): ApiError
   if (err.code === 409) return conflict(rt, name, err.message);
   if (err.code === 400) return badRequest(err.message);
   if (err.code === 413) return statusError(413, 'RequestEntityTooLarge', err.message);
-  return statusError(422, 'Invalid', 'the server rejected our request due to an error in our request', {
-    causes: [{ reason: 'UnexpectedServerResponse', message: err.message }],
-  });
+  // NewGenericServerResponse(422, ..., isUnexpectedResponse=false): the patch error itself is not reported.
+  return statusError(422, 'Invalid', 'the server rejected our request due to an error in our request', {});
 }

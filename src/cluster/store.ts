@@ -4,7 +4,7 @@
 // Stored objects are immutable once committed; readers get copies, the HTTP layer reuses each version's JSON.
 import { randomUUID } from 'node:crypto';
 import type { KubeObject, WatchEvent } from '../types/k8s.ts';
-import { ApiError, badRequest, expired, statusError } from './errors.ts';
+import { ApiError, badRequest, expired, serverTimeout, statusError } from './errors.ts';
 import { objectKey } from './meta.ts';
 import { RESOURCES, type ResourceType } from './registry.ts';
 import { compileFilter, type CompiledFilter, type ListFilterOptions } from './store-filter.ts';
@@ -277,14 +277,20 @@ export class ClusterStore {
     if (fromRv === 0) {
       for (const e of this.listEntries(resource, filter).entries) deliver({ type: 'ADDED', entry: e, sharedLine: undefined }, undefined);
     } else {
+      // A resourceVersion this store never issued (e.g. a client that outlived an in-memory cluster): kube's
+      // cacher waits up to 3 s for it, then fails the watch; here nothing can arrive meanwhile, so fail now.
+      if (fromRv > this.#rv) {
+        throw serverTimeout(`Timeout: Too large resource version: ${fromRv}, current: ${this.#rv}`, {
+          retryAfterSeconds: 1,
+          causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+        });
+      }
       const events = t.ring.since(fromRv);
       if (!events) throw expired(`too old resource version: ${fromRv} (${t.ring.compactedRv})`);
       for (const ev of events) {
         const f = filterEvent(ev, filter.namespace, filter.matches);
         if (f) deliver(sharedIfUnchanged(f, ev), ev);
       }
-      // A watch from a future resourceVersion only sees events after it.
-      watcher.afterRv = Math.max(this.#rv, fromRv);
     }
     t.watchers.add(watcher);
     return () => {

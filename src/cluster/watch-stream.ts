@@ -52,15 +52,19 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
     throw invalid({ group: rt.group, resource: rt.resource, kind: rt.resource }, '', [cause]);
   }
   const sendInitial = q.get('sendInitialEvents');
-  if (sendInitial !== null && q.get('resourceVersionMatch') !== 'NotOlderThan') {
-    throw invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', [
-      {
-        reason: 'FieldValueForbidden',
-        message: "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-        field: 'resourceVersionMatch',
-      },
-    ]);
+  // validateWatchOptions (apimachinery internalversion/validation), with the WatchList gate on as in 1.32.
+  const match = q.get('resourceVersionMatch') ?? '';
+  const causes: StatusCause[] = [];
+  const forbid = (message: string) => causes.push({ reason: 'FieldValueForbidden', message: `Forbidden: ${message}`, field: 'resourceVersionMatch' });
+  if (sendInitial !== null && match !== 'NotOlderThan') forbid('sendInitialEvents requires setting resourceVersionMatch to NotOlderThan');
+  if (match !== '') {
+    if (sendInitial === null) forbid('resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided');
+    if (match !== 'NotOlderThan') {
+      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: ${JSON.stringify(match)}: supported values: "NotOlderThan"`, field: 'resourceVersionMatch' });
+    }
+    if (q.get('continue')) forbid('resourceVersionMatch is forbidden when continue is provided');
   }
+  if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', causes);
   const bookmarks = q.get('allowWatchBookmarks') === 'true';
   const timeoutParam = Number(q.get('timeoutSeconds') ?? '');
   const timeoutMs = Number.isFinite(timeoutParam) && timeoutParam > 0 ? timeoutParam * 1000 : 1_800_000 * (1 + Math.random());
@@ -136,7 +140,10 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
     close();
     throw err;
   }
-  if (sendInitial === 'true' && bookmarks) write(bookmarkLine(true));
+  // SetListOptionsDefaults (WatchList, on by default in 1.32): a watch from ""/"0" without sendInitialEvents or
+  // resourceVersionMatch is served as sendInitialEvents=true, so it too ends its initial events with the marker.
+  const defaultedInitial = sendInitial === null && match === '' && (!rvParam || rvParam === '0');
+  if ((sendInitial === 'true' || defaultedInitial) && bookmarks) write(bookmarkLine(true));
   if (closed) {
     // Closed while replaying (client too slow): the subscription did not exist yet when close() ran.
     parts.unsubscribe?.();

@@ -5,7 +5,7 @@
 import type { KubeObject } from '../types/k8s.ts';
 import { realClock, type Clock } from './clock.ts';
 import type { KubeClient } from './client.ts';
-import { GoneError } from './errors.ts';
+import { ApiError, GoneError } from './errors.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { objectKey, type ObjectStore } from './object-store.ts';
 import type { ApiResource } from './resources.ts';
@@ -101,8 +101,10 @@ export class Reflector<T extends KubeObject = KubeObject> {
         healthyClose = await this.watchOnce(signal);
       } catch (err) {
         if (signal.aborted) break;
-        if (err instanceof GoneError) {
-          this.logger.info({ rv: this.rv }, 'resourceVersion expired, relisting');
+        if (err instanceof GoneError || isResourceVersionTooLarge(err)) {
+          // 410: our version was compacted away. 504 ResourceVersionTooLarge: the server is behind our version
+          // (it restarted without its history); client-go relists on both rather than waiting for it to catch up.
+          this.logger.info({ rv: this.rv }, 'resourceVersion expired or unknown to the server, relisting');
           this.rv = '';
         } else {
           this.logger.warn({ err: (err as Error).message, rv: this.rv }, 'list/watch failed, backing off');
@@ -187,4 +189,8 @@ export class Reflector<T extends KubeObject = KubeObject> {
     // Servers may close a little before the deadline; anything much earlier is a failure worth backing off.
     return this.clock.now() - started >= (timeoutSeconds - 2) * 1000;
   }
+}
+
+function isResourceVersionTooLarge(err: unknown): boolean {
+  return err instanceof ApiError && err.causes.some((c) => c.reason === 'ResourceVersionTooLarge');
 }

@@ -70,7 +70,31 @@ describe('bad input', () => {
     const plain = await raw(c, 'GET', '/apis/nope.example.com/v1/things');
     assert.equal(plain.status, 404);
     await expectStatus(raw(c, 'GET', `${PVCS}/missing`), 404, 'NotFound');
-    await expectStatus(raw(c, 'POST', `${PVCS}/keep`, { body: '{}' }), 405, 'MethodNotAllowed');
+    // No route for the method: go-restful's generic 405 (NewGenericServerResponse), same for every case.
+    for (const [method, path] of [['POST', `${PVCS}/keep`], ['POST', '/api/v1/persistentvolumeclaims'], ['DELETE', '/api/v1/namespaces']]) {
+      const s = await expectStatus(raw(c, method, path, { body: '{}' }), 405, 'MethodNotAllowed');
+      assert.equal(s.message, 'the server does not allow this method on the requested resource', `${method} ${path}`);
+      assert.deepEqual(s.details, {});
+    }
+  });
+
+  it('422 for an unknown dryRun or fieldValidation value, naming the options kind', async () => {
+    const created = await expectStatus(raw(c, 'POST', `${PVCS}?fieldValidation=Loose`, { body: JSON.stringify(pvcBody('fv')) }), 422, 'Invalid');
+    assert.equal(created.message, 'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Loose": supported values: "", "Ignore", "Strict", "Warn"');
+    const patched = await expectStatus(raw(c, 'PATCH', `${PVCS}/keep?dryRun=Some`, { body: '{}', contentType: 'application/merge-patch+json' }), 422, 'Invalid');
+    assert.equal(patched.message, 'PatchOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Some"}: supported values: "All"');
+    assert.equal((await raw(c, 'GET', `${PVCS}/fv`)).status, 404, 'nothing was created');
+    for (const v of ['Strict', 'Warn', 'Ignore']) {
+      const ok = await raw(c, 'PATCH', `${PVCS}/keep?fieldValidation=${v}`, { body: '{}', contentType: 'application/merge-patch+json' });
+      assert.equal(ok.status, 200, v);
+    }
+  });
+
+  it('422 without causes when a JSON patch operation fails', async () => {
+    const body = JSON.stringify([{ op: 'test', path: '/metadata/name', value: 'other' }]);
+    const s = await expectStatus(raw(c, 'PATCH', `${PVCS}/keep`, { body, contentType: 'application/json-patch+json' }), 422, 'Invalid');
+    assert.equal(s.message, 'the server rejected our request due to an error in our request');
+    assert.deepEqual(s.details, {});
   });
 
   it('413 for a body over 3 MiB, and the server keeps serving', async () => {
@@ -87,7 +111,12 @@ describe('bad input', () => {
   });
 
   it('garbage and stale resourceVersions', async () => {
-    await expectStatus(raw(c, 'GET', `${PVCS}?resourceVersion=abc`), 400, 'BadRequest');
+    // The storage layer's InvalidError reaches the client unconverted: a plain 500 without reason.
+    for (const path of [`${PVCS}?resourceVersion=abc`, `${PVCS}/keep?resourceVersion=abc`]) {
+      const s = await expectStatus(raw(c, 'GET', path), 500);
+      assert.equal(s.reason, undefined);
+      assert.equal(s.message, 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax');
+    }
     await expectStatus(raw(c, 'GET', `${PVCS}?watch=true&resourceVersion=abc`), 422, 'Invalid');
     const current = (await raw(c, 'GET', `${PVCS}/keep`)).json<{ metadata: { resourceVersion: string } }>();
     const body = JSON.stringify({ ...pvcBody('keep'), metadata: { name: 'keep', resourceVersion: 'abc' } });
@@ -97,6 +126,12 @@ describe('bad input', () => {
     const future = Number(current.metadata.resourceVersion) + 1000;
     await expectStatus(raw(c, 'GET', `${PVCS}?resourceVersion=${future}`), 504, 'Timeout');
     await expectStatus(raw(c, 'GET', `${PVCS}?resourceVersionMatch=NotOlderThan`), 422, 'Invalid');
+    const exact0 = await expectStatus(raw(c, 'GET', `${PVCS}?resourceVersion=0&resourceVersionMatch=Exact`), 422, 'Invalid');
+    assert.equal(exact0.message, 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
+    const withContinue = await expectStatus(raw(c, 'GET', `${PVCS}?resourceVersion=1&resourceVersionMatch=NotOlderThan&continue=abc`), 422, 'Invalid');
+    assert.equal(withContinue.message, 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided');
+    const unsupported = await expectStatus(raw(c, 'GET', `${PVCS}?resourceVersion=1&resourceVersionMatch=Newest`), 422, 'Invalid');
+    assert.equal(unsupported.details?.causes?.[0]?.message, 'Unsupported value: "Newest": supported values: "Exact", "NotOlderThan", ""');
     const withRv = JSON.stringify({ ...pvcBody('rv-set'), metadata: { name: 'rv-set', resourceVersion: '5' } });
     const s = await expectStatus(raw(c, 'POST', PVCS, { body: withRv }), 500);
     assert.equal(s.message, 'resourceVersion should not be set on objects to be created');

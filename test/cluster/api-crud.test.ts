@@ -142,6 +142,14 @@ describe('update', () => {
     });
     assert.equal(res.status, 201);
     assert.equal(res.json<{ spec: { renewTime: string } }>().spec.renewTime, '2025-01-02T03:04:05.123456Z');
+    // A leader's cached Lease (with its old resourceVersion) PUT after the Lease was deleted: created, not 404.
+    const cached = { ...created, metadata: { ...created.metadata, resourceVersion: created.metadata!.resourceVersion } };
+    await coord.deleteNamespacedLease({ name: 'leader', namespace: 'default' });
+    const recreated = await raw(c, 'PUT', '/apis/coordination.k8s.io/v1/namespaces/default/leases/leader', { body: JSON.stringify(cached) });
+    assert.equal(recreated.status, 201);
+    const body = recreated.json<{ metadata: { uid: string; resourceVersion: string } }>();
+    assert.notEqual(body.metadata.uid, created.metadata!.uid);
+    assert.ok(Number(body.metadata.resourceVersion) > Number(created.metadata!.resourceVersion));
   });
 });
 

@@ -114,6 +114,20 @@ describe('list', () => {
     assert.equal(core1.involvedObject.name, 'data2');
     assert.equal(core1.reportingComponent, 'example.com/tester');
   });
+
+  it('serializes the zero-valued core/v1 Event fields as Go does (eventTime null, reporting fields "")', async () => {
+    const res = await raw(c, 'POST', '/api/v1/namespaces/default/events', {
+      body: JSON.stringify({ apiVersion: 'v1', kind: 'Event', metadata: { name: 'legacy' }, involvedObject: { kind: 'Pod', name: 'p', namespace: 'default' }, reason: 'R', message: 'm', type: 'Normal' }),
+    });
+    assert.equal(res.status, 201, res.text);
+    const ev = res.json<Record<string, unknown>>();
+    assert.equal(ev.eventTime, null);
+    assert.equal(ev.reportingComponent, '');
+    assert.equal(ev.reportingInstance, '');
+    const view = (await raw(c, 'GET', '/apis/events.k8s.io/v1/namespaces/default/events/legacy')).json<Record<string, unknown>>();
+    assert.equal(view.eventTime, null);
+    assert.ok(!('reportingController' in view) && !('reportingInstance' in view), 'omitempty in events.k8s.io/v1');
+  });
 });
 
 describe('discovery and tables', () => {

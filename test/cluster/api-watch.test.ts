@@ -93,6 +93,21 @@ describe('watch', () => {
     assert.match(status.message, new RegExp(`^too old resource version: ${pvc.metadata!.resourceVersion} \\(\\d+\\)$`));
   });
 
+  it('fails a watch from a resourceVersion the server never issued with a 504 Timeout ERROR event', async () => {
+    // e.g. an informer that outlived an in-memory cluster: silently skipping events up to that version would
+    // hide every change until the counter caught up.
+    const future = String(Number((await createPvc('w-future')).metadata!.resourceVersion) + 1000);
+    const w = await collectWatch(c.kubeConfig, PVCS, { resourceVersion: future });
+    await w.done;
+    assert.equal(w.events.length, 1);
+    assert.equal(w.events[0].type, 'ERROR');
+    const status = w.events[0].object;
+    assert.equal(status.code, 504);
+    assert.equal(status.reason, 'Timeout');
+    assert.match(status.message, new RegExp(`^Timeout: Too large resource version: ${future}, current: \\d+$`));
+    assert.equal(status.details.causes[0].reason, 'ResourceVersionTooLarge');
+  });
+
   it('sends BOOKMARK events only when allowed', async () => {
     const with_ = await collectWatch(c.kubeConfig, '/api/v1/persistentvolumes', { allowWatchBookmarks: true });
     const without = await collectWatch(c.kubeConfig, '/api/v1/nodes', {});
@@ -125,8 +140,35 @@ describe('watch', () => {
     } finally {
       w.stop();
     }
+    // A legacy watch from "" is defaulted to sendInitialEvents=true (WatchList, 1.32): same marker; from "N" none.
+    const legacy = await collectWatch(c.kubeConfig, PVCS, { allowWatchBookmarks: true, fieldSelector: 'metadata.name=w-initial' });
+    let fromRv: Awaited<ReturnType<typeof collectWatch>> | undefined;
+    try {
+      await legacy.until((e) => e.some((x) => x.type === 'BOOKMARK'));
+      assert.deepEqual(legacy.events.slice(0, 2).map((e) => e.type), ['ADDED', 'BOOKMARK']);
+      assert.equal(legacy.events[1].object.metadata.annotations['k8s.io/initial-events-end'], 'true');
+      fromRv = await collectWatch(c.kubeConfig, PVCS, { allowWatchBookmarks: true, resourceVersion: legacy.events[0].object.metadata.resourceVersion });
+      await fromRv.until((e) => e.some((x) => x.type === 'BOOKMARK'));
+      assert.ok(fromRv.events.every((e) => e.object.metadata?.annotations?.['k8s.io/initial-events-end'] === undefined));
+    } finally {
+      legacy.stop();
+      fromRv?.stop();
+    }
     const refused = await raw(c, 'GET', `${PVCS}?watch=true&sendInitialEvents=true`);
     assert.equal(refused.status, 422);
+    // validateWatchOptions: resourceVersionMatch on a watch only comes with sendInitialEvents, and only NotOlderThan.
+    const matchOnly = await raw(c, 'GET', `${PVCS}?watch=true&resourceVersion=1&resourceVersionMatch=NotOlderThan`);
+    assert.equal(matchOnly.status, 422);
+    assert.equal(
+      matchOnly.json<{ message: string }>().message,
+      'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided',
+    );
+    const exact = await raw(c, 'GET', `${PVCS}?watch=true&sendInitialEvents=true&resourceVersionMatch=Exact`);
+    assert.equal(
+      exact.json<{ message: string }>().message,
+      'ListOptions.meta.k8s.io "" is invalid: [resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan, ' +
+        'resourceVersionMatch: Unsupported value: "Exact": supported values: "NotOlderThan"]',
+    );
   });
 
   it('ends the stream after timeoutSeconds', async () => {

@@ -206,8 +206,11 @@ function syncUnboundClaim(claim: PersistentVolumeClaim, view: BinderView): Binde
     return bind(volume, claim);
   }
   if (isVolumeBoundToClaim(volume, claim)) return bind(volume, claim);
-  if (claim.metadata.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined) return claimStatus(claim, 'Pending', undefined);
-  return [ev(claim, 'Warning', 'FailedBinding', `volume ${JSON.stringify(volume.metadata.name)} already bound to a different claim.`)];
+  // The user asked for a volume another claim holds: Warning, stay Pending, retry on the next sync. With
+  // bound-by-controller (someone removed bind-completed) kube only warns and returns an error.
+  const taken = ev(claim, 'Warning', 'FailedBinding', `volume ${JSON.stringify(volume.metadata.name)} already bound to a different claim.`);
+  if (claim.metadata.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined) return [taken, ...claimStatus(claim, 'Pending', undefined)];
+  return [taken];
 }
 
 /** provisionClaim for an external provisioner: annotate the claim, then ExternalProvisioning (every sync). */
@@ -255,10 +258,8 @@ export function syncVolume(volume: PersistentVolume, view: BinderView): BinderAc
   if (claim && claim.metadata.uid !== ref.uid) claim = undefined;
   if (!claim) {
     let pv = volume;
+    // kube-controller-manager only logs here (no event), whether the claim was deleted or never existed.
     if (pv.status?.phase !== 'Released' && pv.status?.phase !== 'Failed') {
-      if (pv.status?.phase !== 'Bound' && pv.metadata.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined) {
-        actions.push(ev(pv, 'Warning', 'FailedBinding', `claimRef names claim ${JSON.stringify(key)} (uid ${ref.uid}) which does not exist; the volume is released`));
-      }
       const phased = volumePhase(pv, 'Released');
       pv = phased.volume;
       actions.push(...phased.actions);
@@ -275,8 +276,7 @@ export function syncVolume(volume: PersistentVolume, view: BinderView): BinderAc
     return [...actions, { kind: 'enqueueClaim', key }];
   }
   if (claim.spec.volumeName === volume.metadata.name) return [...actions, ...volumePhase(volume, 'Bound').actions];
-  // The claim is bound to another volume.
-  actions.push(ev(volume, 'Warning', 'FailedBinding', `claim ${JSON.stringify(key)} is bound to another volume ${JSON.stringify(claim.spec.volumeName)}`));
+  // The claim is bound to another volume (two PVs for one claim): kube-controller-manager fixes this silently.
   if (volume.metadata.annotations?.[ANN_DYNAMICALLY_PROVISIONED] !== undefined && volume.spec.persistentVolumeReclaimPolicy === 'Delete') {
     // Provisioned for this claim but not needed any more: release it to its deleter.
     let pv = volume;
