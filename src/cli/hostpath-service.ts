@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
 import { ProvisionController } from '../controller/provision-controller.ts';
 import type { ProvisionControllerOptions } from '../controller/options.ts';
+import { MAX_EVENT_MESSAGE_BYTES, shortenText } from '../controller/event-bounds.ts';
 import { ConfigFileSource } from '../hostpath/config-source.ts';
 import type { HostPathConfig } from '../hostpath/config.ts';
 import { HostPathProvisioner, type ConfigHolder, type HostPathMode } from '../hostpath/provisioner.ts';
@@ -14,8 +15,8 @@ import { startHealthServer, type HealthCheck, type HealthServer } from '../runti
 import type { Logger } from '../runtime/logger.ts';
 import { createMetricsRegistry } from '../runtime/metrics.ts';
 import { persistentVolumes } from '../runtime/resources.ts';
-import type { PersistentVolume } from '../types/k8s.ts';
-import { ConfigMapSource } from './config-map-source.ts';
+import type { KubeObject, PersistentVolume } from '../types/k8s.ts';
+import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from './config-map-source.ts';
 import { createHostPathMetrics } from './hostpath-metrics.ts';
 import type { ConfigMapRef } from './options.ts';
 
@@ -143,7 +144,22 @@ async function startConfigSource(
   }
   const callbacks = { onChange: () => reloads.applied(), onInvalid: () => reloads.invalid() };
   if ('file' in o.config) {
-    const source = new ConfigFileSource({ path: o.config.file, nodeName: o.nodeName, logger: o.logger, ...callbacks });
+    const file = o.config.file;
+    // A file has no API object of its own: its events go on this instance's Node (none without a node name).
+    const node: KubeObject | undefined = o.nodeName ? { apiVersion: 'v1', kind: 'Node', metadata: { name: o.nodeName } } : undefined;
+    const source = new ConfigFileSource({
+      path: file,
+      nodeName: o.nodeName,
+      logger: o.logger,
+      onChange: () => {
+        reloads.applied();
+        if (node) events.event(node, 'Normal', REASON_CONFIG_RELOADED, `hostpath configuration file ${file} applied`);
+      },
+      onInvalid: (err) => {
+        reloads.invalid();
+        if (node) events.event(node, 'Warning', REASON_INVALID_CONFIG, `invalid hostpath configuration file ${file}, keeping the last good configuration: ${shortenText(err.message, MAX_EVENT_MESSAGE_BYTES - 512)}`);
+      },
+    });
     await source.start();
     return source;
   }

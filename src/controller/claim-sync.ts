@@ -15,6 +15,7 @@ import {
   type ControllerTerm,
 } from './controller-state.ts';
 import { ANN_ALPHA_SELECTED_NODE, claimKey, decideClaim, selectedNodeName, type ClaimDecision } from './decide-claim.ts';
+import { shortenText } from './event-bounds.ts';
 import { recordFailure, thresholdReached } from './failures.ts';
 import { IgnoredError, InfeasibleError, ProvisioningError, type ProvisioningState, type ProvisionResult } from './provisioner.ts';
 
@@ -148,6 +149,12 @@ async function provisionClaim(
   const storageClass = d.storageClass;
   const pvName = d.pvName ?? '';
   if (!storageClass) throw new Error('provision decision without a StorageClass');
+  const badNode = checkSelectedNode(t, d.selectedNodeName);
+  if (badNode) {
+    // Before the Provisioning event and before provision(): the backend never sees a node name it cannot trust.
+    await handleProvisionError(s, t, claim, d, badNode, labels, claimDeleted, log);
+    return false;
+  }
   s.events.event(claimObject(claim), 'Normal', 'Provisioning', `External provisioner is provisioning volume for claim "${claimKey(claim)}"`);
   log.debug({ pv: pvName }, 'provision started');
   const started = s.clock.now();
@@ -316,6 +323,24 @@ function countFailure(
   }
   log.info({ failures: record.failures, threshold, err: message }, 'retrying syncing claim');
   t.claimQueue.addRateLimited(uid);
+}
+
+// DNS-1123 subdomain, what the API server requires of a Node name.
+const NODE_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * The selected-node annotation is writable by anyone who can edit the claim, and backends put the name into node
+ * affinities, paths and scopes. A name no Node can have is infeasible; a valid name the node cache does not hold
+ * (only with the nodeCache option; its informer has synced before workers start) is a Reschedule, as in the Go
+ * library: the scheduler picks again.
+ */
+function checkSelectedNode(t: ControllerTerm, node: string | undefined): Error | undefined {
+  if (node === undefined) return undefined;
+  if (node.length > 253 || !NODE_NAME_RE.test(node)) {
+    return new InfeasibleError(`the claim's selected node ${JSON.stringify(shortenText(node, 256))} is not a valid node name (a DNS-1123 subdomain); nothing was provisioned`);
+  }
+  if (t.nodes && !t.nodes.get(node)) return new ProvisioningError(`selected node ${node} does not exist; asking the scheduler for another node`, 'Reschedule');
+  return undefined;
 }
 
 /** Reschedule: drop the scheduler's node choice (GA and alpha keys) so it picks again. */

@@ -21,6 +21,7 @@ import { ClaimLock } from './claim-lock.ts';
 import { syncClaim } from './claim-sync.ts';
 import { errorMessage, type ControllerShared, type ControllerTerm } from './controller-state.ts';
 import { claimClassName } from './decide-claim.ts';
+import { boundedEventSink } from './event-bounds.ts';
 import { explainCachedClaim, type ClaimExplanation } from './explain.ts';
 import { wireHandlers } from './informer-handlers.ts';
 import { runLeakInventory, type LeakReport } from './leak-inventory.ts';
@@ -78,8 +79,9 @@ export class ProvisionController {
     this.ownRecorder = config.events
       ? undefined
       : // A burst of claims makes two events each: client-go's 1000-event queue would drop most of them.
-        new EventRecorder({ client, component: `${provisionerName}_${this.identity}`, host: hostname(), queueSize: 20_000, clock, logger });
-    const events: EventSink = config.events ?? (this.ownRecorder as EventRecorder);
+        new EventRecorder({ client, component: `${provisionerName}_${this.identity}`, host: hostname(), clock, logger });
+    // Every event of the claim and volume flows, the volume store and the leak inventory goes through this one sink.
+    const events: EventSink = boundedEventSink(config.events ?? (this.ownRecorder as EventRecorder));
     const shared: ControllerShared = {
       client,
       provisionerName,

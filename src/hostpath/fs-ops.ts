@@ -20,6 +20,11 @@ export class BasePathError extends Error {
 export interface FsOpsOptions {
   /** Use /proc/self/fd for race-free relative operations (default: on Linux). */
   procFd?: boolean;
+  /**
+   * Changes the owner of the open volume directory (default: `handle.chown`). Injectable so tests can make it fail
+   * even when running as root, where a real chown cannot.
+   */
+  chown?: (handle: FileHandle, uid: number, gid: number) => Promise<void>;
 }
 
 const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
@@ -127,7 +132,10 @@ export async function createVolumeDir(basePath: string, segments: string[], opts
       open.push(child);
       dir = child;
     }
-    if (opts.uid !== undefined || opts.gid !== undefined) await dir.handle.chown(opts.uid ?? -1, opts.gid ?? -1);
+    if (opts.uid !== undefined || opts.gid !== undefined) {
+      const handle = dir.handle;
+      await (opts.chown ? opts.chown(handle, opts.uid ?? -1, opts.gid ?? -1) : handle.chown(opts.uid ?? -1, opts.gid ?? -1));
+    }
     await dir.handle.chmod(opts.mode ?? 0o777);
     return { created: created.length > 0 };
   } catch (e) {

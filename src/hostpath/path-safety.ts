@@ -3,6 +3,7 @@
 // closed. What the lexical rules cannot see (symlinked parents, swaps between check and use) is handled
 // by fs-ops.ts, which never follows a symlink below a base path.
 import path from 'node:path';
+import { shortenText, MAX_QUOTED_INPUT_BYTES } from '../controller/event-bounds.ts';
 
 /** Linux NAME_MAX: the most bytes one path component may have. */
 export const MAX_SEGMENT_BYTES = 255;
@@ -24,7 +25,8 @@ export type UnsafePathRule =
 export class UnsafePathError extends Error {
   override name = 'UnsafePathError';
   constructor(readonly rule: UnsafePathRule, readonly path: string, detail: string) {
-    super(`unsafe volume path ${JSON.stringify(path)}: ${detail}`);
+    // The path can be 200 KB of tenant input: the message (and so the claim's event) quotes at most 1 KiB of it.
+    super(`unsafe volume path ${shortenText(JSON.stringify(path), MAX_QUOTED_INPUT_BYTES)}: ${detail}`);
   }
 }
 

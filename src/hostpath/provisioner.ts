@@ -10,6 +10,7 @@ import {
   IgnoredError, InfeasibleError, ProvisioningError,
   type Provisioner, type ProvisionOptions, type ProvisionResult,
 } from '../controller/provisioner.ts';
+import { shortenText } from '../controller/event-bounds.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
@@ -55,6 +56,8 @@ export interface BasePathStatus extends BasePathAllocation {
 }
 
 const PV_NAME_RE = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+// DNS-1123 subdomain: what the API server requires of a Node name.
+const NODE_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const NODE_ONLY_MODES: AccessMode[] = ['ReadWriteOnce', 'ReadWriteOncePod'];
 
 interface Placement {
@@ -75,6 +78,7 @@ export class HostPathProvisioner implements Provisioner {
   private readonly scannedBases = new Set<string>();
   private scanning: Promise<void> = Promise.resolve();
   private lastApiRefresh = -Infinity;
+  private apiRefresh: Promise<void> | undefined;
 
   constructor(private readonly opts: HostPathProvisionerOptions) {
     this.mode = opts.mode ?? 'deployment';
@@ -110,6 +114,10 @@ export class HostPathProvisioner implements Provisioner {
     const className = storageClass.metadata.name ?? '';
     if (this.mode === 'daemonset' && o.selectedNodeName !== this.nodeName) {
       throw new IgnoredError(`claim is ${o.selectedNodeName ? `scheduled to node ${o.selectedNodeName}` : 'not scheduled to a node'}; this instance serves node ${this.nodeName}`);
+    }
+    // Tenant-writable annotation that ends up in the node affinity, the ledger scope and the path lookup.
+    if (o.selectedNodeName !== undefined && (o.selectedNodeName.length > 253 || !NODE_NAME_RE.test(o.selectedNodeName))) {
+      throw new InfeasibleError(`the claim's selected node ${shortenText(JSON.stringify(o.selectedNodeName), 256)} is not a valid node name (a DNS-1123 subdomain)`);
     }
     if (!PV_NAME_RE.test(pvName)) throw new InfeasibleError(`volume name ${JSON.stringify(pvName)} is not a valid DNS subdomain`);
     if (claim.spec.volumeMode === 'Block') throw new InfeasibleError('volumeMode Block is not supported by the hostpath provisioner: its volumes are directories');
@@ -344,13 +352,21 @@ export class HostPathProvisioner implements Provisioner {
     }
     await this.scanning;
     const src = this.opts.knownVolumes;
-    if (!src || this.clock.now() - this.lastApiRefresh < (this.opts.knownVolumesRefreshMs ?? 60_000)) return;
+    if (!src) return;
+    // Concurrent callers wait for the list in flight: after a restart, a second provision must not place a
+    // volume on the still-empty ledger while the first is fetching the PVs (that overcommitted a base path).
+    if (this.apiRefresh) return this.apiRefresh;
+    if (this.clock.now() - this.lastApiRefresh < (this.opts.knownVolumesRefreshMs ?? 60_000)) return;
     this.lastApiRefresh = this.clock.now();
-    try {
-      this.rebuildFromVolumes(await src(signal));
-    } catch (e) {
-      this.logger.warn({ err: (e as Error).message }, 'could not list volumes to rebuild capacity accounting');
-    }
+    // Always asynchronous (even when src throws at once), so the finally below runs after the assignment.
+    this.apiRefresh = Promise.resolve()
+      .then(() => src(signal))
+      .then((volumes) => this.rebuildFromVolumes(volumes))
+      .catch((e: unknown) => this.logger.warn({ err: (e as Error).message }, 'could not list volumes to rebuild capacity accounting'))
+      .finally(() => {
+        this.apiRefresh = undefined;
+      });
+    return this.apiRefresh;
   }
 
   private async scanDiskRecords(): Promise<void> {

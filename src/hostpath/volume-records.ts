@@ -30,15 +30,10 @@ function fileName(pvName: string): string {
 export async function writeVolumeRecord(basePath: string, record: VolumeRecord, fsOpts?: FsOpsOptions): Promise<void> {
   const target = `${recordsDir(basePath)}/${fileName(record.pvName)}`;
   const tmp = `${recordsDir(basePath)}/.tmp-${randomBytes(6).toString('hex')}`;
-  const write = () => fsp.writeFile(tmp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
-  try {
-    await write();
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    // First record in this base path: create the directory (no symlinks followed), then write.
-    await createVolumeDir(basePath, RECORDS_SEGMENTS, { ...fsOpts, mode: 0o700, parentMode: 0o700 });
-    await write();
-  }
+  // Every time, not only for the first record: the walk refuses a base path that is missing, a file or a symlink
+  // (BasePathError, a clear message) and a records directory swapped for a symlink, before anything is written.
+  await createVolumeDir(basePath, RECORDS_SEGMENTS, { ...fsOpts, mode: 0o700, parentMode: 0o700 });
+  await fsp.writeFile(tmp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
   try {
     await fsp.rename(tmp, target);
   } catch (e) {

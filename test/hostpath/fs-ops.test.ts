@@ -63,7 +63,21 @@ test('uid/gid are applied (to our own ids when unprivileged)', async () => {
   assert.equal(st.gid, process.getgid!());
 });
 
-test('a failed chown leaves nothing half-created', { skip: process.getuid?.() === 0 ? 'running as root' : false }, async () => {
+test('a failed chown leaves nothing half-created', async () => {
+  // Injected, so it fails as root too (CI runs as root, where a real chown to any id succeeds).
+  const base = await fsp.mkdtemp(path.join(root, 'b-'));
+  await fsp.mkdir(path.join(base, 'existing'));
+  const calls: Array<[number, number]> = [];
+  const chown = async (_h: unknown, uid: number, gid: number) => {
+    calls.push([uid, gid]);
+    throw Object.assign(new Error('EPERM: operation not permitted, fchown'), { code: 'EPERM' });
+  };
+  await assert.rejects(createVolumeDir(base, ['existing', 'ns', 'pvc-x'], { uid: 1234, gid: 5678, chown }), (e: NodeJS.ErrnoException) => e.code === 'EPERM');
+  assert.deepEqual(calls, [[1234, 5678]], 'the chown of the volume directory was attempted');
+  assert.deepEqual(await snapshot(base), ['existing'], 'what the call created is gone; what existed before is kept');
+});
+
+test('a real chown refused by the kernel leaves nothing half-created (unprivileged only)', { skip: process.getuid?.() === 0 ? 'running as root: chown cannot fail; the injected variant above covers it' : false }, async () => {
   const base = await fsp.mkdtemp(path.join(root, 'b-'));
   await assert.rejects(createVolumeDir(base, ['ns', 'pvc-x'], { uid: 0 }), (e: NodeJS.ErrnoException) => e.code === 'EPERM');
   assert.deepEqual(await snapshot(base), []);

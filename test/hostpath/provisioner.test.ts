@@ -329,3 +329,61 @@ test('a config holder is read on every call: reloads apply at once; a removed ro
   await restarted.delete(volume, signal());
   await restarted.provision(provisionOptions(claim({ size: '1Gi' }), sc), signal());
 });
+
+test('a failed chown (injected, so it fails as root too) leaves no directory, no record and no allocation', async () => {
+  const { dir, config } = await setup('chown-fails', (d) => ({ nodePathMap: [{ node: 'n1', paths: [{ path: d, capacity: '1Gi' }] }] }));
+  let failing = true;
+  const chown = async () => {
+    if (failing) throw Object.assign(new Error('EPERM: operation not permitted, fchown'), { code: 'EPERM' });
+  };
+  const p = new HostPathProvisioner({ config, fs: { chown } });
+  const sc = storageClass('own', { uid: '1234', gid: '5678', pathPattern: '{{ .PVC.Namespace }}/${.PV.name}' });
+  const opts = provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc);
+  await assert.rejects(p.provision(opts, signal()), (e: NodeJS.ErrnoException) => e.code === 'EPERM');
+  assert.deepEqual((await snapshot(dir)).filter((e) => !e.startsWith('.kube-provisioner')), [], 'no volume directory, no parent left behind');
+  assert.deepEqual(await p.listVolumes(signal()), [], 'no record');
+  assert.deepEqual(p.allocations(), [], 'the reservation was released');
+  failing = false;
+  const { volume } = await p.provision(opts, signal());
+  assert.equal(volume.spec.local?.path, `${dir}/team-a/${opts.pvName}`, 'the whole capacity is free again for the retry');
+});
+
+test('a selected node that is not a valid node name is infeasible before anything is created', async () => {
+  const { dir, config } = await setup('bad-node', (d) => ({ nodePathMap: [{ node: DEFAULT_NODE, paths: [d] }] }));
+  const p = new HostPathProvisioner({ config });
+  for (const node of ['../../etc', 'a/b', 'UPPER', `n${'x'.repeat(253)}`, 'a\u0000b', '.']) {
+    const c = claim({ annotations: { 'volume.kubernetes.io/selected-node': node } });
+    await assert.rejects(p.provision({ ...provisionOptions(c, storageClass('local')), selectedNodeName: node }, signal()), isInfeasible, JSON.stringify(node));
+  }
+  assert.deepEqual(await snapshot(dir), []);
+  assert.deepEqual(p.allocations(), []);
+});
+
+test('an unsafe path error quotes at most 1 KiB of a huge path', async () => {
+  const { dir, config } = await setup('huge-path', (d) => ({ sharedFileSystemPath: d }));
+  const p = new HostPathProvisioner({ config });
+  const c = claim({ annotations: { dir: 'h'.repeat(200_000) } });
+  const sc = storageClass('huge', { pathPattern: '${.PVC.annotations.dir}/${.PV.name}' });
+  const err = await p.provision(provisionOptions(c, sc), signal()).then(() => undefined, (e: unknown) => e);
+  assert.ok(err instanceof InfeasibleError);
+  assert.ok(err.cause instanceof UnsafePathError && err.cause.rule === 'segment-too-long');
+  assert.ok(Buffer.byteLength(err.message) < 1200, `message of ${Buffer.byteLength(err.message)} bytes`);
+  assert.match(err.message, /shortened/);
+  assert.equal(err.cause.path.length > 200_000, true, 'the error still carries the whole path for callers');
+  assert.deepEqual(await snapshot(dir), []);
+});
+
+test('after a restart, provisions running while the PVs are being listed wait for the list (no overcommit)', async () => {
+  const { dir, config } = await setup('restart-race', (d) => ({ sharedFileSystemPath: { path: d, capacity: '10Gi' } }));
+  const sc = storageClass('cap');
+  const { volume } = await new HostPathProvisioner({ config }).provision(provisionOptions(claim({ size: '6Gi' }), sc), signal());
+  await fsp.rm(path.join(dir, '.kube-provisioner'), { recursive: true });
+  const restarted = new HostPathProvisioner({ config, knownVolumes: () => new Promise((r) => setTimeout(() => r([volume]), 50)) });
+  const [small, big] = await Promise.allSettled([
+    restarted.provision(provisionOptions(claim({ size: '3Gi' }), sc), signal()),
+    restarted.provision(provisionOptions(claim({ size: '5Gi' }), sc), signal()),
+  ]);
+  assert.equal(small.status, 'fulfilled');
+  assert.ok(big.status === 'rejected' && isInfeasible(big.reason), 'the 5Gi claim does not fit next to the listed 6Gi volume');
+  assert.deepEqual(restarted.allocations().map((a) => a.allocated), [9n << 30n]);
+});
