@@ -1,0 +1,123 @@
+// The controller side of the controller benchmark, run as a child process of bench/controller.ts so that its RSS
+// and CPU are measured apart from the embedded cluster's. It runs one ProvisionController with an instant
+// in-memory provisioner (a hostPath PV returned at once, no I/O) and answers the parent over IPC:
+// `ready` once the caches are synced, then `stats` (RSS, CPU, event recorder counters) on request.
+// Configuration comes as JSON in $BENCH_CONTROLLER (see ControllerProcessConfig).
+import { hostname } from 'node:os';
+import { ProvisionController, type ProvisionControllerOptions } from '../src/index.ts';
+import type { Provisioner, ProvisionOptions, ProvisionResult } from '../src/controller/provisioner.ts';
+import { KubeClient } from '../src/runtime/client.ts';
+import { EventRecorder, type EventRecorderStats } from '../src/runtime/event-recorder.ts';
+import { loadKubeConfig } from '../src/runtime/kubeconfig.ts';
+import { silentLogger } from '../src/runtime/logger.ts';
+import type { PersistentVolume } from '../src/types/k8s.ts';
+
+/** What the parent passes in $BENCH_CONTROLLER. */
+export interface ControllerProcessConfig {
+  kubeconfigPath: string;
+  provisionerName: string;
+  /** User-Agent of every request this controller makes: the audit counter's client name. */
+  clientName: string;
+  /** Client-side QPS (0 = unlimited) and burst. */
+  qps: number;
+  burst: number;
+  options: ProvisionControllerOptions;
+}
+
+/** Messages from the parent. */
+export type ParentMessage = { type: 'stats'; gc?: boolean } | { type: 'flush' } | { type: 'stop' };
+
+/** Messages to the parent. */
+export type ChildMessage =
+  | { type: 'ready'; startupMs: number }
+  | { type: 'flushed' }
+  | { type: 'stats'; rssBytes: number; heapUsedBytes: number; retainedHeapBytes?: number; cpuUserMs: number; cpuSystemMs: number; events: EventRecorderStats; provisionCalls: number }
+  | { type: 'stopped' }
+  | { type: 'error'; message: string };
+
+/** The benchmark's backend: every claim gets a hostPath PV at once, and delete() forgets it. */
+export class InstantProvisioner implements Provisioner {
+  provisionCalls = 0;
+
+  async provision(o: ProvisionOptions): Promise<ProvisionResult> {
+    this.provisionCalls++;
+    const volume: PersistentVolume = {
+      metadata: { name: o.pvName },
+      spec: {
+        capacity: { storage: o.claim.spec.resources?.requests?.storage ?? '1Mi' },
+        accessModes: o.claim.spec.accessModes ?? ['ReadWriteOnce'],
+        volumeMode: 'Filesystem',
+        hostPath: { path: `/var/lib/bench/${o.pvName}`, type: 'DirectoryOrCreate' },
+      },
+    };
+    return { volume };
+  }
+
+  async delete(): Promise<void> {}
+}
+
+function send(msg: ChildMessage): void {
+  process.send?.(msg);
+}
+
+async function main(): Promise<void> {
+  const raw = process.env.BENCH_CONTROLLER;
+  if (!raw || !process.send) throw new Error('bench/controller-process.ts is started by bench/controller.ts');
+  const cfg = JSON.parse(raw) as ControllerProcessConfig;
+  const started = performance.now();
+  const { kubeConfig } = loadKubeConfig({ path: cfg.kubeconfigPath, inCluster: false });
+  const client = new KubeClient({ kubeConfig, userAgent: cfg.clientName, qps: cfg.qps, burst: cfg.burst });
+  const provisioner = new InstantProvisioner();
+  const identity = `${hostname()}_${cfg.clientName}`;
+  // The same recorder the controller would build for itself (same component and defaults), held here so the
+  // benchmark can flush it before counting and report what it dropped.
+  const events = new EventRecorder({ client, component: `${cfg.provisionerName}_${identity}`, host: hostname(), logger: silentLogger });
+  const controller = new ProvisionController(client, cfg.provisionerName, provisioner, {
+    ...cfg.options,
+    identity,
+    events,
+    logger: silentLogger,
+  });
+  const running = controller.run();
+  running.catch((err: unknown) => send({ type: 'error', message: String(err) }));
+  while (!controller.hasSynced()) await new Promise((r) => setTimeout(r, 10));
+  send({ type: 'ready', startupMs: performance.now() - started });
+
+  process.on('message', (msg: ParentMessage) => {
+    void (async () => {
+      if (msg.type === 'flush') {
+        await events.flush();
+        send({ type: 'flushed' });
+      } else if (msg.type === 'stats') {
+        const cpu = process.cpuUsage();
+        const mem = process.memoryUsage();
+        // Retained heap: what the caches and bookkeeping hold, garbage excluded (needs --expose-gc).
+        const gc = (globalThis as { gc?: () => void }).gc;
+        if (msg.gc && gc) gc();
+        const retainedHeapBytes = msg.gc && gc ? process.memoryUsage().heapUsed : undefined;
+        send({
+          type: 'stats',
+          rssBytes: mem.rss,
+          heapUsedBytes: mem.heapUsed,
+          ...(retainedHeapBytes !== undefined ? { retainedHeapBytes } : {}),
+          cpuUserMs: cpu.user / 1000,
+          cpuSystemMs: cpu.system / 1000,
+          events: { ...events.stats },
+          provisionCalls: provisioner.provisionCalls,
+        });
+      } else if (msg.type === 'stop') {
+        await controller.stop();
+        await events.stop();
+        client.close();
+        send({ type: 'stopped' });
+        process.disconnect();
+      }
+    })().catch((err: unknown) => send({ type: 'error', message: String(err) }));
+  });
+}
+
+main().catch((err: unknown) => {
+  send({ type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  process.exitCode = 1;
+  process.disconnect?.();
+});
