@@ -1,8 +1,11 @@
 // The resource registry of the embedded API server: one ResourceType entry per served resource (scope, kind,
 // validation, defaulting, status subresource, field selectors, update/delete strategy). The store, the router,
-// discovery, OpenAPI and tables are all driven by RESOURCES, so adding a resource is adding one entry here.
+// discovery, OpenAPI and tables are all driven by RESOURCES, so adding a resource is adding one entry here
+// (the RBAC, apps and ServiceAccount entries live in registry-apps-rbac.ts) plus, optionally, its columns.
 import type { KubeObject, StatusCause } from '../types/k8s.ts';
 import { fieldString, formatTime, readPath } from './meta.ts';
+import { ALL_VERBS, boolPath, defaultPodSpec, path, section, setDefault, type FieldGetter } from './registry-helpers.ts';
+import { APPS_RBAC_RESOURCES, SERVICE_ACCOUNTS } from './registry-apps-rbac.ts';
 import { eventFromStorage, eventToStorage } from './events-view.ts';
 import { canonicalizeQuantityMaps } from './quantity-canonical.ts';
 import {
@@ -18,8 +21,7 @@ import {
   validateStorageClass,
 } from './validation.ts';
 
-/** How the store reads a field for field selectors; undefined compares as "". */
-export type FieldGetter = (obj: KubeObject) => string | undefined;
+export type { FieldGetter } from './registry-helpers.ts';
 
 /** A resource served under another resource's storage (events.k8s.io/v1 Event over core/v1 Event). */
 export interface StorageView {
@@ -68,31 +70,6 @@ export interface ResourceType {
   /** Set when this resource is a view over another resource's storage. */
   view?: StorageView;
 }
-
-const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
-
-function setDefault(obj: Record<string, unknown>, key: string, value: unknown): void {
-  if (obj[key] === undefined || obj[key] === null || obj[key] === '') obj[key] = value;
-}
-
-function section(obj: KubeObject, key: string): Record<string, unknown> {
-  let v = obj[key];
-  if (v === undefined || v === null || typeof v !== 'object' || Array.isArray(v)) {
-    v = {};
-    obj[key] = v;
-  }
-  return v as Record<string, unknown>;
-}
-
-const path =
-  (p: string): FieldGetter =>
-  (o) =>
-    fieldString(readPath(o, p));
-
-const boolPath =
-  (p: string): FieldGetter =>
-  (o) =>
-    readPath(o, p) === true ? 'true' : 'false';
 
 const persistentVolumes: ResourceType = {
   group: '',
@@ -228,11 +205,7 @@ const pods: ResourceType = {
   hasStatus: true,
   validate: (o, old) => validatePod(o, old),
   defaults(o) {
-    const spec = section(o, 'spec');
-    setDefault(spec, 'restartPolicy', 'Always');
-    setDefault(spec, 'schedulerName', 'default-scheduler');
-    setDefault(spec, 'dnsPolicy', 'ClusterFirst');
-    setDefault(spec, 'terminationGracePeriodSeconds', 30);
+    defaultPodSpec(section(o, 'spec'));
     setDefault(section(o, 'status'), 'phase', 'Pending');
   },
   prepareForCreate(o) {
@@ -352,10 +325,12 @@ export const RESOURCES: readonly ResourceType[] = [
   persistentVolumeClaims,
   configMaps,
   secrets,
+  SERVICE_ACCOUNTS,
   coreEvents,
   eventsV1,
   storageClasses,
   leases,
+  ...APPS_RBAC_RESOURCES,
 ];
 
 /** The apiVersion string of a resource type (`v1`, `storage.k8s.io/v1`). */

@@ -78,9 +78,20 @@ function validateContainers(v: unknown, p: FieldPath, requireOne: boolean, volum
 /** Pod: containers required (names, images), volumes (names, PVC claimName), restartPolicy; update limits. */
 export function validatePod(obj: KubeObject, old?: KubeObject): StatusCause[] {
   const p = FieldPath.root('spec');
-  const typeErrs = typeCheck(p, obj.spec, 'object');
+  const causes = validatePodSpec(obj.spec, p);
+  const spec = record(obj.spec);
+  if (old !== undefined && spec) causes.push(...validatePodUpdate(spec, record(old.spec) ?? {}));
+  return causes;
+}
+
+/**
+ * ValidatePodSpec at `p` (`spec` for a Pod, `spec.template.spec` for a workload's pod template): volumes,
+ * containers, init containers, restartPolicy, nodeName.
+ */
+export function validatePodSpec(value: unknown, p: FieldPath): StatusCause[] {
+  const typeErrs = typeCheck(p, value, 'object');
   if (typeErrs.length) return typeErrs;
-  const spec = record(obj.spec) ?? {};
+  const spec = record(value) ?? {};
   const causes: StatusCause[] = [];
   const volumeNames = new Set<string>();
   list(spec.volumes).forEach((raw, i) => {
@@ -103,7 +114,6 @@ export function validatePod(obj: KubeObject, old?: KubeObject): StatusCause[] {
   }
   const nodeName = spec.nodeName;
   if (typeof nodeName === 'string' && nodeName !== '') causes.push(...invalidEach(p.child('nodeName'), nodeName, isDNS1123Subdomain(nodeName)));
-  if (old !== undefined) causes.push(...validatePodUpdate(spec, record(old.spec) ?? {}));
   return causes;
 }
 

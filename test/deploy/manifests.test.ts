@@ -1,12 +1,16 @@
-// deploy/ cannot rot: every manifest is parsed, applied to the embedded cluster when it serves the kind (the
-// server validates it), and checked locally otherwise (RBAC, ServiceAccount, workloads: their pod templates
-// are created as Pods so the server validates the pod spec). Cross-references are checked too: bindings to
-// roles and service accounts, StorageClass provisioners to the workloads' --provisioner-name, StorageClass
-// parameters and the ConfigMap's configuration to the hostpath parsers, kustomizations to the files.
+// deploy/ cannot rot: every manifest is parsed and applied to the embedded cluster, which validates it as
+// kube-apiserver would (names, RBAC rules and roleRefs, workload selectors and pod templates...), through
+// client-node and, where kubectl is installed, through `kubectl apply`. What no server checks is checked
+// locally: least privilege, cross-references (bindings to roles and service accounts, workloads to their
+// service account, StorageClass provisioners to the workloads' --provisioner-name, StorageClass parameters
+// and the ConfigMap's configuration to the hostpath parsers) and kustomizations to the files.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
+import { ApiException, KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { parseClassParameters } from '../../src/hostpath/class-parameters.ts';
 import { parseHostPathConfig } from '../../src/hostpath/config.ts';
@@ -24,17 +28,6 @@ import {
   rec,
   type Manifest,
 } from './manifest-checks.ts';
-
-/** Exposes discovery (protected in client-node) to tell served kinds from unserved ones. */
-class DiscoveringObjectApi extends KubernetesObjectApi {
-  async serves(apiVersion: string, kind: string): Promise<boolean> {
-    try {
-      return (await this.resource(apiVersion, kind)) !== undefined;
-    } catch {
-      return false; // the whole group/version is unknown (404 from discovery)
-    }
-  }
-}
 
 const manifests = loadManifests();
 const resources = manifests.filter((m) => m.obj.kind !== 'Kustomization');
@@ -85,12 +78,12 @@ describe('deploy/ manifests (local checks)', () => {
     assert.deepEqual(kinds(build('shared') ?? ''), ['Deployment/kube-provisioner-shared', 'StorageClass/hostpath-shared']);
   });
 
-  it('RBAC: rules are explicit and bindings point at roles and service accounts in deploy/', () => {
+  it('RBAC: rules are least privilege and bindings point at roles and service accounts in deploy/', () => {
     assert.deepEqual(ofKind('Role', 'ClusterRole').flatMap(checkRole), []);
     assert.deepEqual(ofKind('RoleBinding', 'ClusterRoleBinding').flatMap((m) => checkBinding(m, resources)), []);
   });
 
-  it('workloads: selectors, mounts, service accounts, probes and downward-API env are consistent', () => {
+  it('workloads: service accounts, probe ports and downward-API env are consistent', () => {
     assert.deepEqual(ofKind('Deployment', 'DaemonSet').flatMap((m) => checkWorkload(m, resources)), []);
   });
 
@@ -145,61 +138,112 @@ describe('deploy/ manifests (local checks)', () => {
   });
 });
 
+/** Namespaces first, then everything else in file order (what `kubectl apply -k` does too). */
+const applyOrder = () => [...ofKind('Namespace'), ...resources.filter((m) => m.obj.kind !== 'Namespace')];
+/** client-node hands back model class instances for known kinds; compare their JSON. */
+const plain = (v: unknown): unknown => (v === undefined ? undefined : JSON.parse(JSON.stringify(v)));
+const refOf = (m: Manifest) => ({
+  apiVersion: String(m.obj.apiVersion),
+  kind: String(m.obj.kind),
+  metadata: { name: nameOf(m), namespace: rec(m.obj.metadata).namespace as string | undefined },
+});
+
 describe('deploy/ manifests (embedded cluster)', () => {
   let cluster: TestCluster;
-  let api: DiscoveringObjectApi;
-  const unserved = new Set<string>();
+  let api: KubernetesObjectApi;
 
   before(async () => {
     cluster = await startCluster();
-    api = cluster.kubeConfig.makeApiClient(DiscoveringObjectApi);
+    api = cluster.kubeConfig.makeApiClient(KubernetesObjectApi);
   });
   after(async () => {
     await cluster?.stop();
   });
 
-  it('applies every manifest of a served kind (namespaces first) and the server accepts it', async (t) => {
-    const ordered = [...ofKind('Namespace'), ...resources.filter((m) => m.obj.kind !== 'Namespace')];
-    let applied = 0;
-    for (const m of ordered) {
-      if (!(await api.serves(String(m.obj.apiVersion), String(m.obj.kind)))) {
-        unserved.add(`${String(m.obj.apiVersion)}/${String(m.obj.kind)}`);
-        continue;
+  it('applies every manifest and the server accepts each one', async () => {
+    for (const m of applyOrder()) {
+      const where = `${m.file}[${m.index}] ${String(m.obj.kind)}`;
+      let created: KubernetesObject;
+      try {
+        created = await api.create(m.obj as KubernetesObject);
+      } catch (err) {
+        assert.fail(`${where} rejected: ${err instanceof ApiException ? String(err.body) : String(err)}`);
       }
-      const created = await api.create(m.obj as KubernetesObject);
-      assert.equal(created.metadata?.name, nameOf(m), `${m.file}[${m.index}]`);
-      const read = await api.read({ apiVersion: String(m.obj.apiVersion), kind: String(m.obj.kind), metadata: { name: nameOf(m), namespace: rec(m.obj.metadata).namespace as string | undefined } });
-      assert.ok(read.metadata?.uid, `${m.file}[${m.index}]: no uid after create`);
-      applied++;
+      assert.equal(created.metadata?.name, nameOf(m), where);
+      const read = await api.read(refOf(m));
+      assert.ok(read.metadata?.uid, `${where}: no uid after create`);
     }
-    // Namespace, ConfigMap and StorageClass are served by the embedded cluster today.
-    assert.ok(applied >= 4, `only ${applied} manifests applied`);
-    t.diagnostic(`applied ${applied} manifests; kinds the embedded cluster does not serve (checked locally): ${[...unserved].sort().join(', ') || 'none'}`);
+    assert.ok(resources.length >= 10);
   });
 
-  it('StorageClasses read back with their binding mode and provisioner', async () => {
+  it('reads back what the manifests mean: binding modes, roleRefs, selectors and defaults', async () => {
     for (const sc of ofKind('StorageClass')) {
-      const read = (await api.read({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: nameOf(sc) } })) as KubernetesObject & {
-        provisioner?: string;
-        volumeBindingMode?: string;
-      };
+      const read = (await api.read(refOf(sc))) as KubernetesObject & { provisioner?: string; volumeBindingMode?: string };
       assert.equal(read.provisioner, sc.obj.provisioner);
       assert.equal(read.volumeBindingMode, sc.obj.volumeBindingMode);
     }
+    for (const b of ofKind('RoleBinding', 'ClusterRoleBinding')) {
+      const read = (await api.read(refOf(b))) as KubernetesObject & { roleRef?: unknown };
+      assert.deepEqual(plain(read.roleRef), b.obj.roleRef);
+    }
+    for (const w of ofKind('Deployment', 'DaemonSet')) {
+      const read = (await api.read(refOf(w))) as KubernetesObject & { spec?: Record<string, unknown> };
+      assert.deepEqual(plain(read.spec?.selector), rec(w.obj.spec).selector);
+      assert.equal(rec(rec(rec(plain(read.spec)).template).spec).restartPolicy, 'Always', 'the pod template got the Pod defaults');
+      assert.equal(read.metadata?.generation, 1);
+    }
   });
 
-  it('the pod templates of the workloads are valid Pods for the server', async () => {
-    for (const w of ofKind('Deployment', 'DaemonSet')) {
-      const template = rec(rec(w.obj.spec).template);
-      const pod = {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { ...rec(template.metadata), name: `${nameOf(w)}-template-check`, namespace: String(rec(w.obj.metadata).namespace) },
-        spec: template.spec,
-      };
-      const created = await api.create(pod as KubernetesObject);
-      assert.equal(created.metadata?.name, pod.metadata.name);
-      await api.delete({ apiVersion: 'v1', kind: 'Pod', metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace } });
+  it('the server rejects a broken manifest (a workload whose selector no longer matches its labels)', async () => {
+    const [w] = ofKind('Deployment', 'DaemonSet');
+    const broken = structuredClone(w.obj);
+    rec(rec(rec(broken.spec).template).metadata).labels = { 'app.kubernetes.io/name': 'something-else' };
+    rec(broken.metadata).name = `${nameOf(w)}-broken`;
+    await assert.rejects(api.create(broken as KubernetesObject), (err: unknown) => {
+      assert.ok(err instanceof ApiException, String(err));
+      assert.equal(err.code, 422);
+      assert.match(String(err.body), /spec\.template\.metadata\.labels/);
+      return true;
+    });
+  });
+});
+
+/** Runs kubectl without blocking the event loop (the cluster serves from this process). */
+function kubectl(args: string[]): Promise<{ ok: boolean; missing: boolean; out: string }> {
+  return new Promise((resolve) => {
+    execFile('kubectl', args, { encoding: 'utf8' }, (err, stdout, stderr) => {
+      const missing = (err as NodeJS.ErrnoException | null)?.code === 'ENOENT';
+      resolve({ ok: !err, missing, out: `${stdout}${stderr}` });
+    });
+  });
+}
+
+describe('deploy/ manifests (kubectl apply against the embedded cluster)', () => {
+  let cluster: TestCluster;
+  let dir: string;
+
+  before(async () => {
+    cluster = await startCluster();
+    dir = await mkdtemp(join(tmpdir(), 'deploy-kubectl-'));
+  });
+  after(async () => {
+    await cluster?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('`kubectl apply -k deploy/` and `-k deploy/shared` create everything, and re-applying changes nothing (skipped without kubectl)', async (t) => {
+    const k = (...args: string[]) => kubectl(['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', join(dir, 'cache'), ...args]);
+    const first = await k('apply', '-k', DEPLOY_DIR);
+    if (first.missing) return t.skip('kubectl not installed');
+    assert.ok(first.ok, first.out);
+    const shared = await k('apply', '-k', `${DEPLOY_DIR}shared`);
+    assert.ok(shared.ok, shared.out);
+    const created = `${first.out}${shared.out}`;
+    for (const m of resources) {
+      assert.match(created, new RegExp(`/${nameOf(m)} created`), `${m.file}[${m.index}] ${String(m.obj.kind)} not created: ${created}`);
     }
+    const again = await k('apply', '-k', DEPLOY_DIR);
+    assert.ok(again.ok, again.out);
+    assert.doesNotMatch(again.out, / (created|configured)$/m, again.out);
   });
 });
