@@ -1,0 +1,319 @@
+// Hostile input against a running hostpath provisioner: an in-process ProvisionController + HostPathProvisioner
+// against the embedded cluster (with its PV binder) on real temp directories. Every row of hostile-rows.ts is a
+// claim or class a tenant can create; objects the API must refuse are checked for their Status; forged PVs,
+// symlink swaps (before, during and at delete time), classes that appear or change mid-flight and invalid
+// configuration reloads complete the table. After everything: a sibling "outside" tree is byte-for-byte the
+// same (names, types, modes, mtimes), the roots hold exactly the directories and records of live PVs, and a
+// good claim created last is still Bound (the controller kept serving).
+import assert from 'node:assert/strict';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ProvisionController } from '../../src/controller/provision-controller.ts';
+import { ConfigFileSource } from '../../src/hostpath/config-source.ts';
+import { DEFAULT_NODE } from '../../src/hostpath/config.ts';
+import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
+import { ANN_HOSTPATH_BASE_PATH } from '../../src/hostpath/volume-spec.ts';
+import { KubeClient } from '../../src/runtime/client.ts';
+import { ApiError } from '../../src/runtime/errors.ts';
+import { silentLogger } from '../../src/runtime/logger.ts';
+import { namespaces, persistentVolumeClaims, persistentVolumes, storageClasses } from '../../src/runtime/resources.ts';
+import { startCluster, type TestCluster } from '../../src/testing/index.ts';
+import type { CoreEvent, PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
+import { apiErrorOf, claim, diffSnapshots, directoriesBelow, eventsOf, expectedDirectories, storageClass, treeSnapshot, volumePath, volumeRecords, waitFor } from './helpers.ts';
+import { CLAIM_ROWS, CLASSES, NODE_LOCAL_CLASSES, REJECTED_ROWS, UNLISTED_CLASS, type ClaimRow } from './hostile-rows.ts';
+
+const PROVISIONER = 'reliability.kube-provisioner.io/hostpath';
+const NS = 'hostile';
+const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
+
+describe('hostile input: claims, classes, configs and API objects', () => {
+  let tmp: string;
+  let shared: string;
+  let nodes: string;
+  let raceRoot: string;
+  let outside: string;
+  let configFile: string;
+  let cluster: TestCluster;
+  let client: KubeClient;
+  let source: ConfigFileSource;
+  let controller: ProvisionController;
+  let outsideBefore: Map<string, string>;
+  let tmpEntriesBefore: string[];
+  const invalidConfigs: Error[] = [];
+  const uids = new Map<string, string>();
+
+  const store = () => cluster.store;
+  const events = () => store().list('events').items as CoreEvent[];
+  const ourEvents = (name: string) => eventsOf(events(), name, PROVISIONER);
+  const getClaim = (name: string) => store().get('persistentvolumeclaims', NS, name) as PersistentVolumeClaim | undefined;
+  const getVolume = (name: string) => store().get('persistentvolumes', undefined, name) as PersistentVolume | undefined;
+  const volumes = () => store().list('persistentvolumes').items as PersistentVolume[];
+
+  function goodConfig(): unknown {
+    const classConfigs: Record<string, unknown> = {};
+    for (const name of [...Object.keys(CLASSES), 'late', 'midflight', 'final']) {
+      classConfigs[name] = NODE_LOCAL_CLASSES.includes(name)
+        ? { nodePathMap: [{ node: DEFAULT_NODE, paths: [nodes] }] }
+        : { sharedFileSystemPath: { path: shared, capacity: '100Gi' } };
+    }
+    classConfigs.race = { sharedFileSystemPath: raceRoot };
+    return { storageClassConfigs: classConfigs };
+  }
+
+  before(async () => {
+    tmp = await fsp.realpath(await fsp.mkdtemp(path.join(os.tmpdir(), 'kp-hostile-')));
+    shared = path.join(tmp, 'roots', 'shared');
+    nodes = path.join(tmp, 'roots', 'nodes');
+    raceRoot = path.join(tmp, 'roots', 'race');
+    outside = path.join(tmp, 'outside');
+    for (const d of [shared, nodes, raceRoot, path.join(outside, 'etc'), path.join(outside, 'victim'), path.join(outside, 'swap-target')]) {
+      await fsp.mkdir(d, { recursive: true });
+    }
+    await fsp.writeFile(path.join(outside, 'etc', 'passwd'), 'root:x:0:0\n');
+    await fsp.writeFile(path.join(outside, 'victim', 'precious'), 'do not delete\n');
+    await fsp.writeFile(path.join(outside, 'swap-target', 'canary'), 'canary\n');
+    await fsp.symlink(path.join(outside, 'swap-target'), path.join(shared, 'linked'));
+    configFile = path.join(tmp, 'config.json');
+    await fsp.writeFile(configFile, JSON.stringify(goodConfig()));
+    outsideBefore = await treeSnapshot(outside);
+    tmpEntriesBefore = (await fsp.readdir(tmp)).sort();
+
+    cluster = await startCluster();
+    client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: 'reliability-hostile-test' });
+    await client.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    source = new ConfigFileSource({ path: configFile, pollIntervalMs: 50, settleMs: 20, watch: false, onInvalid: (e) => invalidConfigs.push(e) });
+    await source.start();
+    const provisioner = new HostPathProvisioner({ config: source, mode: 'deployment', nodeName: 'node-1', logger: silentLogger });
+    controller = new ProvisionController(client, PROVISIONER, provisioner, {
+      leaderElection: 'none',
+      threadiness: 4,
+      backoffBaseMs: 50,
+      backoffMaxMs: 500,
+      // Infeasible claims are not retried during the test unless they or their class change.
+      retryIntervalMaxMs: 600_000,
+      volumeSave: { mode: 'retry', retryCount: 3, intervalMs: 50 },
+      logger: silentLogger,
+      identity: 'hostile-test',
+    });
+    void controller.run();
+
+    for (const [name, parameters] of Object.entries(CLASSES)) {
+      const extra = NODE_LOCAL_CLASSES.includes(name) ? { volumeBindingMode: 'WaitForFirstConsumer' as const } : {};
+      await client.create(storageClasses, storageClass(name, PROVISIONER, { ...(parameters ? { parameters } : {}), ...extra }));
+    }
+    await client.create(storageClasses, storageClass(UNLISTED_CLASS, PROVISIONER));
+    for (const row of CLAIM_ROWS) {
+      const created = await client.create<PersistentVolumeClaim>(persistentVolumeClaims, claim(row.name, NS, row.className, row), { namespace: NS });
+      uids.set(row.name, created.metadata.uid ?? '');
+    }
+  });
+
+  after(async () => {
+    await controller?.stop();
+    await source?.stop();
+    client?.close();
+    await cluster?.stop();
+    if (tmp) await fsp.rm(tmp, { recursive: true, force: true });
+  });
+
+  /** Bound, with a PV whose directory is a real directory (no symlink on the way) strictly inside a root. */
+  async function assertBoundInside(name: string): Promise<PersistentVolume> {
+    const c = await waitFor(`claim ${name} Bound`, () => getClaim(name)?.status?.phase === 'Bound' && getClaim(name));
+    const pv = getVolume(c.spec.volumeName ?? '');
+    assert.ok(pv, `PV of ${name}`);
+    const p = volumePath(pv) ?? '';
+    const root = [shared, nodes, raceRoot].find((r) => p.startsWith(`${r}/`));
+    assert.ok(root, `${name}: volume path ${JSON.stringify(p)} is not inside a root`);
+    assert.equal(path.normalize(p), p);
+    let walk = root;
+    for (const seg of p.slice(root.length + 1).split('/')) {
+      walk = `${walk}/${seg}`;
+      assert.ok((await fsp.lstat(walk)).isDirectory(), `${walk} is a real directory`);
+    }
+    return pv;
+  }
+
+  async function assertRefused(row: ClaimRow, pattern: RegExp): Promise<void> {
+    const ev = await waitFor(`ProvisioningFailed event on ${row.name}`, () => ourEvents(row.name).find((e) => e.reason === 'ProvisioningFailed'));
+    assert.equal(ev.type, 'Warning');
+    assert.match(ev.message ?? '', pattern, `${row.name} (${row.why})`);
+    assert.notEqual(getClaim(row.name)?.status?.phase, 'Bound');
+    assert.equal(getVolume(`pvc-${uids.get(row.name)}`), undefined, `${row.name}: no PV`);
+  }
+
+  for (const row of CLAIM_ROWS) {
+    it(`claim ${row.name}: ${row.why}`, { todo: row.knownBug }, async () => {
+      if ('bound' in row.expect) await assertBoundInside(row.name);
+      else if ('refused' in row.expect) await assertRefused(row, row.expect.refused);
+      else {
+        const outcome = await waitFor(`claim ${row.name} Bound or refused`, () =>
+          getClaim(row.name)?.status?.phase === 'Bound' ? 'bound' : ourEvents(row.name).some((e) => e.reason === 'ProvisioningFailed') ? 'refused' : undefined);
+        if (outcome === 'bound') await assertBoundInside(row.name);
+      }
+    });
+  }
+
+  for (const row of REJECTED_ROWS) {
+    it(`the API refuses ${row.kind} ${row.name}: ${row.why}`, async () => {
+      const resource = row.kind === 'claim' ? persistentVolumeClaims : row.kind === 'class' ? storageClasses : persistentVolumes;
+      const err = await apiErrorOf(() => client.create(resource, row.body as never, row.kind === 'claim' ? { namespace: NS } : {}), isApiError);
+      assert.ok(row.codes.includes(err.code), `${row.name}: got ${err.code} ${err.reason}: ${err.message}`);
+      assert.equal(err.status.kind, 'Status');
+    });
+  }
+
+  it('event messages stay bounded (4 KiB) whatever the size of the tenant input', async () => {
+    await waitFor('refusal events', () => ourEvents('ann-huge-used').length > 0 && ourEvents('ann-path-too-long').length > 0);
+    const long = events().filter((e) => (e.message ?? '').length > 4096).map((e) => `${e.involvedObject.name}: ${e.message?.length}`);
+    assert.deepEqual(long, []);
+  });
+
+  it('forged PVs naming our provisioner never make it delete outside the roots or another volume', async () => {
+    const good = await assertBoundInside('good-first');
+    const goodPath = volumePath(good) ?? '';
+    const forge = (name: string, p: string, annotations: Record<string, string> = {}): PersistentVolume => ({
+      apiVersion: 'v1', kind: 'PersistentVolume',
+      metadata: { name, annotations: { 'pv.kubernetes.io/provisioned-by': PROVISIONER, ...annotations } },
+      spec: {
+        capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', storageClassName: 'plain',
+        hostPath: { path: p }, claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: NS, name: `ghost-${name}`, uid: '00000000-dead-beef-0000-000000000000' },
+      },
+    });
+    const forged = [
+      forge('forged-outside', path.join(outside, 'victim')),
+      forge('forged-base-annotation', path.join(outside, 'victim'), { [ANN_HOSTPATH_BASE_PATH]: outside }),
+      forge('forged-sibling', goodPath),
+      forge('forged-under-other-root', path.join(nodes, 'pvc-forged'), { [ANN_HOSTPATH_BASE_PATH]: shared }),
+      forge('forged-root', shared, { [ANN_HOSTPATH_BASE_PATH]: shared }),
+    ];
+    for (const pv of forged) await client.create(persistentVolumes, pv);
+    for (const pv of forged) {
+      const name = pv.metadata.name ?? '';
+      await waitFor(`VolumeFailedDelete on ${name}`, () => ourEvents(name).find((e) => e.reason === 'VolumeFailedDelete'));
+      assert.ok(getVolume(name), `${name} is kept`);
+    }
+    assert.ok((await fsp.lstat(goodPath)).isDirectory(), 'the real volume the sibling forgery pointed at is intact');
+    assert.ok((await fsp.lstat(path.join(outside, 'victim', 'precious'))).isFile());
+    for (const pv of forged) await client.delete(persistentVolumes, pv.metadata.name ?? '');
+  });
+
+  it('a claim whose class appears later is provisioned once the class exists', async () => {
+    await client.create(persistentVolumeClaims, claim('class-late', NS, 'late'), { namespace: NS });
+    await waitFor('the binder reports the missing class', () => eventsOf(events(), 'class-late').some((e) => /not found/.test(e.message ?? '')));
+    assert.equal(ourEvents('class-late').length, 0, 'the provisioner had nothing to say before the class existed');
+    await client.create(storageClasses, storageClass('late', PROVISIONER));
+    await assertBoundInside('class-late');
+  });
+
+  it('a class fixed mid-flight (deleted and recreated) retries the refused claim at once', async () => {
+    await client.create(storageClasses, storageClass('midflight', PROVISIONER, { parameters: { pathPattern: '../${.PV.name}' } }));
+    await client.create(persistentVolumeClaims, claim('class-midflight', NS, 'midflight'), { namespace: NS });
+    await waitFor('refused with the bad class', () => ourEvents('class-midflight').some((e) => e.reason === 'ProvisioningFailed'));
+    await client.delete(storageClasses, 'midflight');
+    await client.create(storageClasses, storageClass('midflight', PROVISIONER, { parameters: { pathPattern: 'fixed/${.PV.name}' } }));
+    // retryIntervalMaxMs is 10 minutes: only the class change can make this happen within the wait.
+    const pv = await assertBoundInside('class-midflight');
+    assert.ok(volumePath(pv)?.startsWith(`${shared}/fixed/`));
+  });
+
+  it('invalid configuration reloads are refused; the last good configuration keeps serving', async () => {
+    const good = source.current();
+    const bad: Array<[string, string]> = [
+      ['relative path', JSON.stringify({ sharedFileSystemPath: '../etc' })],
+      ['the filesystem root', JSON.stringify({ sharedFileSystemPath: '/' })],
+      ['nested paths', JSON.stringify({ nodePathMap: [{ node: DEFAULT_NODE, paths: [shared, `${shared}/inner`] }] })],
+      ['a base path that is a symlink', JSON.stringify({ sharedFileSystemPath: path.join(shared, 'linked') })],
+      ['a base path that is a file', JSON.stringify({ sharedFileSystemPath: path.join(outside, 'etc', 'passwd') })],
+      ['not JSON or YAML', '{"sharedFileSystemPath": '],
+      ['unknown key', JSON.stringify({ sharedFileSystemPath: shared, helperPod: 'evil' })],
+      ['negative capacity', JSON.stringify({ sharedFileSystemPath: { path: shared, capacity: '-1Gi' } })],
+      ['a NUL in a path', JSON.stringify({ sharedFileSystemPath: `${shared}/a\u0000b` })],
+    ];
+    for (const [why, text] of bad) {
+      const seen = invalidConfigs.length;
+      await fsp.writeFile(configFile, text);
+      await waitFor(`the reload of ${why} is refused`, () => invalidConfigs.length > seen);
+      assert.deepEqual(source.current(), good, why);
+    }
+    await fsp.writeFile(configFile, JSON.stringify(goodConfig()));
+  });
+
+  it('a symlink swapped in and out of a parent while claims are provisioned never lets a write escape', async () => {
+    await client.create(storageClasses, storageClass('race', PROVISIONER, { parameters: { pathPattern: '${.PVC.annotations.dir}/${.PV.name}' } }));
+    const race = path.join(raceRoot, 'swap');
+    const stash = path.join(raceRoot, 'stash');
+    let swapping = true;
+    let swaps = 0;
+    const swapper = (async () => {
+      while (swapping) {
+        // Real directory -> symlink to outside -> real directory again, as fast as the event loop allows.
+        await fsp.rename(race, stash).catch(() => {});
+        await fsp.symlink(path.join(outside, 'swap-target'), race).catch(() => {});
+        await new Promise((r) => setImmediate(r));
+        await fsp.unlink(race).catch(() => {});
+        await fsp.rename(stash, race).catch(() => {});
+        await fsp.mkdir(race).catch(() => {});
+        swaps++;
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    const names = Array.from({ length: 8 }, (_, i) => `race-${i}`);
+    try {
+      for (const name of names) await client.create(persistentVolumeClaims, claim(name, NS, 'race', { annotations: { dir: 'swap' } }), { namespace: NS });
+      await waitFor('every racing claim Bound or refused', () =>
+        names.every((n) => getClaim(n)?.status?.phase === 'Bound' || ourEvents(n).some((e) => e.reason === 'ProvisioningFailed')), 20_000);
+    } finally {
+      swapping = false;
+      await swapper;
+    }
+    assert.ok(swaps > 0);
+    // The only proof that matters here: nothing appeared in (or vanished from) the symlink's target.
+    assert.deepEqual(diffSnapshots(outsideBefore, await treeSnapshot(outside)), []);
+  });
+
+  it('a parent swapped for a symlink before delete: the delete is refused, then completes once the path is sane', async () => {
+    await client.create(persistentVolumeClaims, claim('swap-on-delete', NS, 'by-annotation', { annotations: { dir: 'victimparent' } }), { namespace: NS });
+    const pv = await assertBoundInside('swap-on-delete');
+    const pvName = pv.metadata.name ?? '';
+    const parent = path.join(shared, 'victimparent');
+    const decoy = path.join(tmp, 'decoy');
+    await fsp.mkdir(path.join(decoy, pvName), { recursive: true });
+    await fsp.writeFile(path.join(decoy, pvName, 'precious'), 'keep me\n');
+    const decoyBefore = await treeSnapshot(decoy);
+    await fsp.rename(parent, `${parent}.moved`);
+    await fsp.symlink(decoy, parent);
+    await client.delete(persistentVolumeClaims, 'swap-on-delete', { namespace: NS });
+    await waitFor('VolumeFailedDelete', () => ourEvents(pvName).find((e) => e.reason === 'VolumeFailedDelete' && /symlink/.test(e.message ?? '')));
+    assert.deepEqual(diffSnapshots(decoyBefore, await treeSnapshot(decoy)), [], 'the symlink target is untouched');
+    await fsp.unlink(parent);
+    await fsp.rename(`${parent}.moved`, parent);
+    await waitFor('PV deleted after the retry', () => !getVolume(pvName), 20_000);
+    await assert.rejects(fsp.lstat(path.join(parent, pvName)), { code: 'ENOENT' });
+    await fsp.rm(decoy, { recursive: true });
+  });
+
+  it('afterwards: the controller still serves, nothing outside the roots changed, nothing half-created', async () => {
+    await client.create(storageClasses, storageClass('final', PROVISIONER));
+    await client.create(persistentVolumeClaims, claim('good-last', NS, 'final'), { namespace: NS });
+    await assertBoundInside('good-last');
+    await waitFor('forged PVs gone', () => !volumes().some((v) => v.metadata.name?.startsWith('forged-')));
+    // The known-bug rows may still be churning (create, fail, clean up): delete them and let the cleanup finish.
+    for (const row of CLAIM_ROWS.filter((r) => r.knownBug)) await client.delete(persistentVolumeClaims, row.name, { namespace: NS });
+    await waitFor('known-bug claims gone', () => CLAIM_ROWS.every((r) => !r.knownBug || !getClaim(r.name)));
+    await waitFor('node root settled', async () => (await directoriesBelow(nodes)).length === expectedDirectories(nodes, volumes()).size);
+
+    assert.deepEqual(diffSnapshots(outsideBefore, await treeSnapshot(outside)), [], 'outside tree unchanged');
+    assert.deepEqual((await fsp.readdir(tmp)).sort(), tmpEntriesBefore, 'no new entries next to the roots');
+    const live = volumes().filter((v) => volumePath(v)?.startsWith(`${shared}/`));
+    // Directories of deleted volumes' parents stay (only the volume directory itself is removed).
+    const allowed = expectedDirectories(shared, live);
+    allowed.add(path.join(shared, 'victimparent'));
+    const unexpected = (await directoriesBelow(shared)).filter((d) => !allowed.has(d));
+    assert.deepEqual(unexpected, [], 'every directory in the shared root belongs to a live PV');
+    assert.deepEqual(await volumeRecords(shared), live.map((v) => v.metadata.name ?? '').sort(), 'one record per live PV, no stale ones');
+    for (const pv of live) assert.ok((await fsp.lstat(volumePath(pv) ?? '')).isDirectory(), `${pv.metadata.name} has its directory`);
+    assert.deepEqual(await directoriesBelow(nodes), expectedDirectories(nodes, volumes()).size ? [...expectedDirectories(nodes, volumes())].sort() : []);
+  });
+});
