@@ -3,6 +3,7 @@
 // "0.5Gi" as "512Mi", "1000M" as "1G" and "1.5" as "1500m". Clients that compare quantity strings (claim
 // request vs volume capacity) must see the same text here as on a real cluster.
 import type { KubeObject } from '../types/k8s.ts';
+import { isQuantity } from '../types/quantity.ts';
 import { readPath } from './meta.ts';
 
 const QUANTITY_RE = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$/;
@@ -19,7 +20,8 @@ type Format = 'BinarySI' | 'DecimalSI' | 'DecimalExponent';
  * reports it). Values are rounded up to nano units first, like resource.ParseQuantity.
  */
 export function canonicalQuantity(s: string): string | undefined {
-  const m = QUANTITY_RE.exec(s);
+  // isQuantity also refuses absurd magnitudes ("1e99999999") before any BigInt is built.
+  const m = isQuantity(s) ? QUANTITY_RE.exec(s) : null;
   if (!m) return undefined;
   const [, sign, num, suffix = ''] = m;
   const [intPart, fracPart = ''] = num.split('.');

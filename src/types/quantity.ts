@@ -6,6 +6,11 @@ const BINARY: Record<string, bigint> = {
 };
 const DECIMAL_EXP: Record<string, number> = { n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
 
+/** Values past 10^40 are refused (the largest suffix, Ei, is about 10^18). */
+const MAX_DECIMAL_DIGITS = 40;
+/** Longer strings are refused before any parsing (kube-apiserver's own quantities are short). */
+const MAX_LENGTH = 100;
+
 const QUANTITY_RE = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$/;
 
 /** Thrown for a string that is not a Kubernetes quantity. */
@@ -13,13 +18,20 @@ export class QuantityError extends Error {
   override name = 'QuantityError';
 }
 
-/** True when `s` is a syntactically valid quantity. */
+/** True when `s` is a valid quantity that parseQuantity accepts (syntax, and within the size bounds). */
 export function isQuantity(s: unknown): s is string {
-  return typeof s === 'string' && QUANTITY_RE.test(s);
+  if (typeof s !== 'string' || s.length > MAX_LENGTH || !QUANTITY_RE.test(s)) return false;
+  try {
+    parseQuantity(s);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Parses a quantity into its integer value, rounding fractions up (e.g. "1.5" -> 2, "500m" -> 1). */
 export function parseQuantity(s: string): bigint {
+  if (s.length > MAX_LENGTH) throw new QuantityError(`quantity too long (${s.length} characters): ${JSON.stringify(s.slice(0, 64) + '…')}`);
   const m = QUANTITY_RE.exec(s);
   if (!m) throw new QuantityError(`quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': ${JSON.stringify(s)}`);
   const [, sign, num, suffix = ''] = m;
@@ -31,6 +43,11 @@ export function parseQuantity(s: string): bigint {
   if (suffix in BINARY) mult = BINARY[suffix];
   else if (suffix in DECIMAL_EXP) exp10 += DECIMAL_EXP[suffix];
   else exp10 += Number(suffix.slice(1));
+  // Bound the work before building BigInts: "1e99999999" would otherwise allocate a 100-million-digit number and
+  // stall whoever parses it (a tenant controls claim sizes). Kubernetes itself caps quantities far below this.
+  const magnitude = intPart.replace(/^0+/, '').length + exp10 + fracPart.length + (mult > 1n ? 19 : 0);
+  if (magnitude > MAX_DECIMAL_DIGITS) throw new QuantityError(`quantity too large: ${JSON.stringify(s.length > 64 ? s.slice(0, 64) + '…' : s)}`);
+  if (exp10 < -2 * MAX_DECIMAL_DIGITS) return digits === 0n || sign === '-' ? 0n : 1n; // a positive sliver rounds up to 1
   digits *= mult;
   let value: bigint;
   if (exp10 >= 0) value = digits * 10n ** BigInt(exp10);

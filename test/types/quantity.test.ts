@@ -24,3 +24,14 @@ test('formats with the largest exact binary unit', () => {
   assert.equal(formatBytes(1536n * 1024n * 1024n), '1536Mi');
   assert.equal(formatBytes(1000n), '1000');
 });
+
+test('hostile quantities are refused or bounded at once, never turned into huge numbers', () => {
+  for (const bad of ['1e99999999', '9'.repeat(41), '1e41', '1Ei'.replace('1', '9'.repeat(30)), '1'.repeat(200)]) {
+    assert.throws(() => parseQuantity(bad), QuantityError, bad);
+    assert.equal(isQuantity(bad), false, bad);
+  }
+  assert.equal(parseQuantity('1e-99999999'), 1n, 'a positive sliver rounds up without computing 10^99999999');
+  assert.equal(parseQuantity('0e-99999999'), 0n);
+  assert.equal(parseQuantity('1e30'), 10n ** 30n, 'large but sane values still parse exactly');
+  assert.equal(parseQuantity('0.5e1'), 5n);
+});
