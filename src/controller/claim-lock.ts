@@ -5,13 +5,15 @@
 // renewals only while a provision() outlasts half a lease, and a release only after a failure (after a success
 // the PV exists and the lock simply expires). A holder that died mid-provision is taken over once its record has
 // not changed for a full lease, judged by local observation time as client-go does (immune to clock skew).
+// The same record on a PV (acquireVolume, written with a merge patch guarded by the resourceVersion, so only the
+// `patch` verb is needed) makes one replica at a time call delete() for a Released PV.
 import type { Clock } from '../runtime/clock.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { ConflictError, NotFoundError } from '../runtime/errors.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { persistentVolumeClaims } from '../runtime/resources.ts';
+import { persistentVolumeClaims, persistentVolumes } from '../runtime/resources.ts';
 import { ANN_CONTROL_PLANE_LEADER } from '../types/annotations.ts';
-import type { PersistentVolumeClaim } from '../types/k8s.ts';
+import type { KubeObject, PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 
 /** client-go's LeaderElectionRecord as the seed stored it (times are RFC 3339, second precision). */
 export interface LeaderElectionRecord {
@@ -22,8 +24,8 @@ export interface LeaderElectionRecord {
   leaderTransitions: number;
 }
 
-/** Parses the lock annotation; undefined when absent or not a record. */
-export function parseLockRecord(claim: PersistentVolumeClaim): LeaderElectionRecord | undefined {
+/** Parses the lock annotation (of a claim, or of a PV being deleted); undefined when absent or not a record. */
+export function parseLockRecord(claim: KubeObject): LeaderElectionRecord | undefined {
   const raw = claim.metadata.annotations?.[ANN_CONTROL_PLANE_LEADER];
   if (!raw) return undefined;
   try {
@@ -53,6 +55,9 @@ export type LockState =
   | { state: 'held'; holder: string; expiresInMs: number }
   | { state: 'expired'; holder: string; record: LeaderElectionRecord };
 
+/** The outcome of a lock attempt: a handle, or who holds it (retry after `retryAfterMs`; 0 after a write conflict). */
+export type LockAttempt = { acquired: true; handle: ClaimLockHandle } | { acquired: false; holder: string; retryAfterMs: number };
+
 /** A held lock, to renew while provision() runs and to release after a failure. */
 export interface ClaimLockHandle {
   /** Stops renewing; clears the holder when `release` is true (after a failure, so any replica may retry). */
@@ -67,6 +72,12 @@ export interface ClaimLockOptions {
   logger: Logger;
 }
 
+/** How the lock record is written to and re-read from one kind of object. */
+interface LockTarget<T extends KubeObject> {
+  write(obj: T, record: LeaderElectionRecord, signal: AbortSignal): Promise<T>;
+  read(obj: T, signal: AbortSignal): Promise<T>;
+}
+
 interface Observation {
   raw: string;
   at: number;
@@ -76,10 +87,34 @@ export class ClaimLock {
   /** uid -> the lock annotation last seen and when it was first seen (local time). */
   private readonly observed = new Map<string, Observation>();
 
-  constructor(private readonly opts: ClaimLockOptions) {}
+  private readonly claimTarget: LockTarget<PersistentVolumeClaim>;
+  private readonly volumeTarget: LockTarget<PersistentVolume>;
 
-  /** Where the lock of `claim` (the informer's copy) stands now. */
-  inspect(claim: PersistentVolumeClaim): LockState {
+  constructor(private readonly opts: ClaimLockOptions) {
+    this.claimTarget = {
+      write: (claim, record, signal) => {
+        const copy = structuredClone(claim) as PersistentVolumeClaim;
+        copy.metadata.annotations = { ...(copy.metadata.annotations ?? {}), [ANN_CONTROL_PLANE_LEADER]: JSON.stringify(record) };
+        return opts.client.update<PersistentVolumeClaim>(persistentVolumeClaims, copy, { namespace: claim.metadata.namespace, signal });
+      },
+      read: (claim, signal) =>
+        opts.client.get<PersistentVolumeClaim>(persistentVolumeClaims, claim.metadata.name ?? '', { namespace: claim.metadata.namespace, signal }),
+    };
+    this.volumeTarget = {
+      // A merge patch carrying resourceVersion and uid is as optimistic as an update (409 when stale).
+      write: (volume, record, signal) =>
+        opts.client.patch<PersistentVolume>(
+          persistentVolumes,
+          volume.metadata.name ?? '',
+          { metadata: { uid: volume.metadata.uid, resourceVersion: volume.metadata.resourceVersion, annotations: { [ANN_CONTROL_PLANE_LEADER]: JSON.stringify(record) } } },
+          { type: 'merge', signal },
+        ),
+      read: (volume, signal) => opts.client.get<PersistentVolume>(persistentVolumes, volume.metadata.name ?? '', { signal }),
+    };
+  }
+
+  /** Where the lock of `claim` (the informer's copy; or of a PV) stands now. */
+  inspect(claim: KubeObject): LockState {
     const record = parseLockRecord(claim);
     const uid = claim.metadata.uid ?? '';
     if (!record || record.holderIdentity === '') {
@@ -108,10 +143,19 @@ export class ClaimLock {
    * Takes the lock with one optimistic write (update with the cached resourceVersion). Resolves to a handle, or
    * to the reason it is not ours (held by a live holder, or a write conflict: the caller retries later).
    */
-  async acquire(
-    claim: PersistentVolumeClaim,
-    signal: AbortSignal,
-  ): Promise<{ acquired: true; handle: ClaimLockHandle } | { acquired: false; holder: string; retryAfterMs: number }> {
+  acquire(claim: PersistentVolumeClaim, signal: AbortSignal): Promise<LockAttempt> {
+    return this.acquireOn(claim, this.claimTarget, signal);
+  }
+
+  /**
+   * Takes the lock of a Released PV around provisioner.delete() (per-claim mode: every replica syncs every PV).
+   * End the handle with release=false after a successful delete() (the PV goes), true after a failure.
+   */
+  acquireVolume(volume: PersistentVolume, signal: AbortSignal): Promise<LockAttempt> {
+    return this.acquireOn(volume, this.volumeTarget, signal);
+  }
+
+  private async acquireOn<T extends KubeObject>(claim: T, target: LockTarget<T>, signal: AbortSignal): Promise<LockAttempt> {
     const state = this.inspect(claim);
     if (state.state === 'held') return { acquired: false, holder: state.holder, retryAfterMs: state.expiresInMs };
     const now = this.opts.clock.now();
@@ -123,9 +167,9 @@ export class ClaimLock {
       renewTime: formatTime(now),
       leaderTransitions: (previous?.leaderTransitions ?? 0) + (state.state === 'expired' ? 1 : 0),
     };
-    let written: PersistentVolumeClaim;
+    let written: T;
     try {
-      written = await this.write(claim, record, signal);
+      written = await target.write(claim, record, signal);
     } catch (err) {
       if (err instanceof ConflictError || err instanceof NotFoundError) {
         return { acquired: false, holder: '', retryAfterMs: 0 };
@@ -133,18 +177,13 @@ export class ClaimLock {
       throw err;
     }
     if (state.state === 'expired') {
-      this.opts.logger.info({ pvc: `${claim.metadata.namespace}/${claim.metadata.name}`, previousHolder: state.holder }, 'took over an expired claim lock');
+      const object = claim.metadata.namespace ? `${claim.metadata.namespace}/${claim.metadata.name}` : claim.metadata.name;
+      this.opts.logger.info({ object, previousHolder: state.holder }, 'took over an expired lock');
     }
-    return { acquired: true, handle: this.startRenewing(written, record, signal) };
+    return { acquired: true, handle: this.startRenewing(written, target, record, signal) };
   }
 
-  private async write(claim: PersistentVolumeClaim, record: LeaderElectionRecord, signal: AbortSignal): Promise<PersistentVolumeClaim> {
-    const copy = structuredClone(claim) as PersistentVolumeClaim;
-    copy.metadata.annotations = { ...(copy.metadata.annotations ?? {}), [ANN_CONTROL_PLANE_LEADER]: JSON.stringify(record) };
-    return this.opts.client.update<PersistentVolumeClaim>(persistentVolumeClaims, copy, { namespace: claim.metadata.namespace, signal });
-  }
-
-  private startRenewing(claim: PersistentVolumeClaim, record: LeaderElectionRecord, signal: AbortSignal): ClaimLockHandle {
+  private startRenewing<T extends KubeObject>(claim: T, target: LockTarget<T>, record: LeaderElectionRecord, signal: AbortSignal): ClaimLockHandle {
     let current = claim;
     let ended = false;
     let renewing: Promise<void> = Promise.resolve();
@@ -152,7 +191,7 @@ export class ClaimLock {
     const schedule = (): { cancel(): void } =>
       this.opts.clock.setTimeout(() => {
         if (ended || signal.aborted) return;
-        renewing = this.renew(current, record, signal).then((c) => {
+        renewing = this.renew(current, target, record, signal).then((c) => {
           if (c) current = c;
           if (!ended) timer = schedule();
         });
@@ -165,7 +204,7 @@ export class ClaimLock {
         await renewing;
         if (!release) return;
         try {
-          await this.write(current, { ...record, holderIdentity: '', renewTime: formatTime(this.opts.clock.now()) }, signal);
+          await target.write(current, { ...record, holderIdentity: '', renewTime: formatTime(this.opts.clock.now()) }, signal);
         } catch (err) {
           // A failed release only delays other replicas by one lease.
           this.opts.logger.debug({ err: (err as Error).message }, 'claim lock release failed');
@@ -175,10 +214,10 @@ export class ClaimLock {
   }
 
   /** Renews with the claim we last wrote; on a conflict re-reads it and renews only if the lock is still ours. */
-  private async renew(claim: PersistentVolumeClaim, record: LeaderElectionRecord, signal: AbortSignal): Promise<PersistentVolumeClaim | undefined> {
+  private async renew<T extends KubeObject>(claim: T, target: LockTarget<T>, record: LeaderElectionRecord, signal: AbortSignal): Promise<T | undefined> {
     record.renewTime = formatTime(this.opts.clock.now());
     try {
-      return await this.write(claim, record, signal);
+      return await target.write(claim, record, signal);
     } catch (err) {
       if (!(err instanceof ConflictError)) {
         this.opts.logger.warn({ err: (err as Error).message }, 'claim lock renewal failed');
@@ -186,12 +225,9 @@ export class ClaimLock {
       }
     }
     try {
-      const fresh = await this.opts.client.get<PersistentVolumeClaim>(persistentVolumeClaims, claim.metadata.name ?? '', {
-        namespace: claim.metadata.namespace,
-        signal,
-      });
+      const fresh = await target.read(claim, signal);
       if (parseLockRecord(fresh)?.holderIdentity !== this.opts.identity) return undefined;
-      return await this.write(fresh, record, signal);
+      return await target.write(fresh, record, signal);
     } catch (err) {
       this.opts.logger.warn({ err: (err as Error).message }, 'claim lock renewal failed');
       return undefined;

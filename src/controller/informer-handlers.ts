@@ -1,11 +1,15 @@
 // Informer event handlers of one term: which keys to enqueue for which changes. Bound claims are skipped (no
 // work and no API calls at resync), our own lock writes are filtered out, a deleted claim still in progress is
-// carried on, a deleted PV unblocks claims refused for its name, and class changes re-queue their claims.
+// carried on, a deleted claim re-queues its volume, a deleted PV unblocks claims refused for its name, and class
+// changes re-queue their claims.
 import type { Informer } from '../runtime/informer.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { isOnlyLockUpdate } from './claim-lock.ts';
 import { forgetClaim } from './claim-sync.ts';
 import type { ControllerShared, ControllerTerm } from './controller-state.ts';
+
+/** Volume cache index: PVs by their claimRef's uid. */
+export const VOLUME_CLAIM_UID_INDEX = 'claimUid';
 
 /** Registers the handlers that turn informer events into queue keys. */
 export function wireHandlers(
@@ -15,6 +19,7 @@ export function wireHandlers(
   volumes: Informer<PersistentVolume>,
   classes: Informer<StorageClass>,
 ): void {
+  volumes.addIndex(VOLUME_CLAIM_UID_INDEX, (v) => (v.spec.claimRef?.uid ? [v.spec.claimRef.uid] : []));
   const enqueueClaim = (c: PersistentVolumeClaim) => {
     const uid = c.metadata.uid ?? '';
     // Bound claims need nothing (unless an operation of ours is still in progress for them).
@@ -29,6 +34,11 @@ export function wireHandlers(
     },
     onDelete: (c) => {
       const uid = c.metadata.uid ?? '';
+      // The PV's Released event may have come while this cache still held the claim (ClaimStillExists): without
+      // this the volume would wait for the next resync. Both the claim's volumeName and PVs whose claimRef is it.
+      const volumeNames = new Set(t.volumes.indexKeys(VOLUME_CLAIM_UID_INDEX, uid));
+      if (c.spec.volumeName) volumeNames.add(c.spec.volumeName);
+      for (const name of volumeNames) t.volumeQueue.add(name);
       if (s.inProgress.has(uid)) {
         // Carry on with the in-progress copy: the backend may be creating the volume right now.
         t.claimQueue.add(uid);
@@ -55,6 +65,7 @@ export function wireHandlers(
       t.volumeQueue.forget(name);
       s.volumeFailures.delete(name);
       s.deletedBackends.delete(v.metadata.uid ?? '');
+      s.claimLock?.forget(v.metadata.uid ?? ''); // the PV's delete lock (per-claim mode)
       s.savedVolumes.delete(name);
       // A claim refused because this name was taken may proceed now.
       reenqueueWaiting('pvName', name);

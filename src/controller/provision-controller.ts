@@ -178,7 +178,7 @@ export class ProvisionController {
   /** Takes a leak inventory now (needs provisioner.listVolumes and a running term). */
   async takeLeakInventory(): Promise<LeakReport | undefined> {
     const term = this.term;
-    return term ? runLeakInventory(this.shared, term, this.leakFirstSeen) : undefined;
+    return term ? runLeakInventory(this.shared, term, this.leakFirstSeen, this.synced) : undefined;
   }
 
   private async runAll(signal: AbortSignal): Promise<void> {
@@ -335,7 +335,7 @@ export class ProvisionController {
     const firstSeen = this.leakFirstSeen;
     let timer: { cancel(): void } | undefined;
     const tick = () => {
-      runLeakInventory(s, t, firstSeen)
+      runLeakInventory(s, t, firstSeen, this.synced)
         .catch((err: unknown) => s.logger.warn({ err: errorMessage(err) }, 'leak inventory failed'))
         .finally(() => {
           if (!t.signal.aborted) timer = s.clock.setTimeout(tick, inv.intervalMs, { unref: true });

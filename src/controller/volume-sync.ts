@@ -1,11 +1,13 @@
 // The volume flow's effects: decideVolume on the cached PV, then the finalizer patch, provisioner.delete() (once
-// per PV uid), the PV deletion with a uid precondition (never deletes a same-named successor), our finalizer's
-// removal, VolumeFailedDelete events, delete metrics and the failure threshold.
+// per PV uid), the PV deletion with a uid precondition (never deletes a same-named successor; other conflicts are
+// retried), our finalizer's removal, the per-claim-mode volume lock around delete(), VolumeFailedDelete events,
+// delete metrics and the failure threshold.
 import { ConflictError, NotFoundError } from '../runtime/errors.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { persistentVolumes } from '../runtime/resources.ts';
 import { FINALIZER_EXTERNAL_PROVISIONER } from '../types/annotations.ts';
 import type { PersistentVolume } from '../types/k8s.ts';
+import type { ClaimLockHandle } from './claim-lock.ts';
 import { errorMessage, timeoutSignal, volumeObject, type ControllerShared, type ControllerTerm } from './controller-state.ts';
 import { decideVolume, hasOurFinalizer, type VolumeDecision } from './decide-volume.ts';
 import { recordFailure, thresholdReached } from './failures.ts';
@@ -82,10 +84,24 @@ async function deleteVolume(s: ControllerShared, t: ControllerTerm, volume: Pers
   const name = volume.metadata.name ?? '';
   const labels = { class: volume.spec.storageClassName ?? '' };
   const started = s.clock.now();
+  // Per-claim mode: every replica syncs this PV; only the one holding its lock calls delete(), the others requeue.
+  let lock: ClaimLockHandle | undefined;
+  if (s.claimLock) {
+    const got = await s.claimLock.acquireVolume(volume, t.signal);
+    if (!got.acquired) {
+      log.debug({ holder: got.holder, retryAfterMs: got.retryAfterMs }, 'volume lock held elsewhere; not deleting');
+      if (got.retryAfterMs > 0) t.volumeQueue.addAfter(name, got.retryAfterMs);
+      else t.volumeQueue.addRateLimited(name);
+      return;
+    }
+    lock = got.handle;
+  }
   const timeout = timeoutSignal(t.signal, s.options.deletionTimeoutMs, s.clock);
   log.debug({}, 'delete started');
+  let deleted = false;
   try {
     await s.provisioner.delete(volumeObject(volume), timeout.signal);
+    deleted = true;
   } catch (err) {
     if (err instanceof IgnoredError) {
       log.debug({ reason: err.reason }, 'volume deletion ignored');
@@ -115,6 +131,8 @@ async function deleteVolume(s: ControllerShared, t: ControllerTerm, volume: Pers
     return;
   } finally {
     timeout.dispose();
+    // After a success the PV goes away with its lock; after a failure any replica may retry.
+    await lock?.end(!deleted);
   }
   s.deletedBackends.add(volume.metadata.uid ?? '');
   log.debug({}, 'backend volume deleted');
@@ -130,8 +148,9 @@ async function finishDelete(s: ControllerShared, t: ControllerTerm, volume: Pers
       try {
         await s.client.delete(persistentVolumes, name, { preconditions: { uid: volume.metadata.uid }, signal: t.signal });
       } catch (err) {
-        // NotFound: already gone. Conflict: the name now belongs to a new PV (uid precondition), not ours to delete.
-        if (!(err instanceof NotFoundError || err instanceof ConflictError)) throw err;
+        // NotFound: already gone. A Conflict is done only when the name now belongs to a new PV (the uid
+        // precondition failed) or ours is already being deleted; any other 409 is retried.
+        if (!(err instanceof NotFoundError) && !(err instanceof ConflictError && (await replacedOrDeleting(s, volume, t.signal)))) throw err;
       }
     }
     if (hasOurFinalizer(volume)) {
@@ -152,4 +171,15 @@ async function finishDelete(s: ControllerShared, t: ControllerTerm, volume: Pers
   s.volumeFailures.delete(name);
   t.volumeQueue.forget(name);
   log.info({}, 'volume deleted');
+}
+
+/** After a 409 on the PV delete: whether the PV we meant is gone, replaced by a same-named one, or terminating. */
+async function replacedOrDeleting(s: ControllerShared, volume: PersistentVolume, signal: AbortSignal): Promise<boolean> {
+  try {
+    const fresh = await s.client.get<PersistentVolume>(persistentVolumes, volume.metadata.name ?? '', { signal });
+    return fresh.metadata.uid !== volume.metadata.uid || fresh.metadata.deletionTimestamp !== undefined;
+  } catch (err) {
+    if (err instanceof NotFoundError) return true;
+    throw err;
+  }
 }
