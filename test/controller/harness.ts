@@ -7,6 +7,7 @@ import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { Provisioner, ProvisionOptions, ProvisionResult } from '../../src/controller/provisioner.ts';
 import { ANN_STORAGE_PROVISIONER } from '../../src/types/annotations.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
+import { waitFor as poll, type Probe } from '../support/wait.ts';
 
 export const PROVISIONER = 'test.kube-provisioner.io/memory';
 
@@ -114,21 +115,8 @@ export async function createClaim(env: Env, c: PersistentVolumeClaim): Promise<P
   return env.client.create(persistentVolumeClaims, c, { namespace: c.metadata.namespace });
 }
 
-/** Polls `fn` until it returns a truthy value; throws with `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** Polls `fn` until it returns a truthy value (default timeout 10,000 ms here). */
+export const waitFor = <T>(what: string, fn: Probe<T>, timeoutMs = 10_000): Promise<T> => poll(what, fn, timeoutMs);
 
 /** Events about the object named `name` in the cluster store (any namespace). */
 export function eventsFor(env: Env, name: string): CoreEvent[] {

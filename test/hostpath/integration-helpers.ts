@@ -13,6 +13,7 @@ import { silentLogger } from '../../src/runtime/logger.ts';
 import { persistentVolumeClaims, persistentVolumes, pods, storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '../../src/types/k8s.ts';
+import { waitFor as poll, type Probe } from '../support/wait.ts';
 
 export const NS = 'default';
 
@@ -189,18 +190,5 @@ export async function entriesBelow(dir: string): Promise<string[]> {
   return out.sort();
 }
 
-/** Polls `fn` until it returns a truthy value; throws with `what` (and the last error) after `timeoutMs`. */
-export async function waitFor<T>(what: string, fn: () => T | undefined | false | null | Promise<T | undefined | false | null>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** Polls `fn` until it returns a truthy value (default timeout 15,000 ms here). */
+export const waitFor = <T>(what: string, fn: Probe<T>, timeoutMs = 15_000): Promise<T> => poll(what, fn, timeoutMs);

@@ -5,6 +5,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { ApiError } from '../../src/runtime/errors.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
+import { waitFor as poll, type Probe } from '../support/wait.ts';
 
 /** lstat of every entry below `dir` (and `dir` itself as "."): relative path -> "type mode mtime size". */
 export async function treeSnapshot(dir: string): Promise<Map<string, string>> {
@@ -106,21 +107,8 @@ export function eventsOf(events: CoreEvent[], name: string, component?: string):
   return events.filter((e) => e.involvedObject.name === name && (component === undefined || (e.reportingComponent ?? e.source?.component ?? '').startsWith(component)));
 }
 
-/** Polls `fn` until it returns a truthy value; throws with `what` (and the last error) after `timeoutMs`. */
-export async function waitFor<T>(what: string, fn: () => T | undefined | false | null | Promise<T | undefined | false | null>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** Polls `fn` until it returns a truthy value (default timeout 30,000 ms here). */
+export const waitFor = <T>(what: string, fn: Probe<T>, timeoutMs = 30_000): Promise<T> => poll(what, fn, timeoutMs);
 
 /** Runs `fn` and returns the ApiError it threw (fails the test when it did not throw one). */
 export async function apiErrorOf(fn: () => Promise<unknown>, isApiError: (e: unknown) => e is ApiError): Promise<ApiError> {
