@@ -3,7 +3,7 @@
 // @kubernetes/client-node KubeConfig, plus fault injection and the audit counter.
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Audit } from '../cluster/audit.ts';
-import { startEmbeddedCluster } from '../cluster/embedded-cluster.ts';
+import { startEmbeddedCluster, type EmbeddedClusterOptions } from '../cluster/embedded-cluster.ts';
 import type { Faults } from '../cluster/faults.ts';
 import type { ClusterStore } from '../cluster/store.ts';
 
@@ -12,24 +12,8 @@ export type { FaultRule, Faults } from '../cluster/faults.ts';
 export type { ClusterStore } from '../cluster/store.ts';
 export { ApiError } from '../cluster/errors.ts';
 
-export interface StartClusterOptions {
-  /** Persist objects (SQLite), certificates, token and kubeconfig here; default: in memory. */
-  dataDir?: string;
-  /** Default 0: a free port. */
-  port?: number;
-  /** Default 127.0.0.1. */
-  host?: string;
-  /** Plain HTTP instead of HTTPS (debugging only). */
-  insecureHttp?: boolean;
-  /** The cluster's controllers (PV binder, protection finalizers, default class, scheduler stand-in); default on. */
-  controllers?: boolean | { resyncMs?: number };
-  /** Watch history retained per resource (default 10,000 events). */
-  watchCacheSize?: number;
-  /** BOOKMARK interval for watches that allow bookmarks (default 60 s). */
-  bookmarkIntervalMs?: number;
-  /** Events expire this long after their last timestamp (default 1 h, like --event-ttl). */
-  eventTtlMs?: number;
-}
+/** The embedded cluster's options, less the server-error hook (tests see errors as failed requests). */
+export type StartClusterOptions = Omit<EmbeddedClusterOptions, 'onError'>;
 
 export interface TestCluster {
   /** The API server URL (https://127.0.0.1:PORT). */
