@@ -18,7 +18,7 @@ import { ClusterProcess, freePort } from './cluster-process.ts';
 import { checkInvariants, parseLogs, snapshotTree, type Violation } from './invariants.ts';
 import { Prng } from './prng.ts';
 import { ProvisionerPool } from './provisioners.ts';
-import { DELETE_CLASS, NAMESPACE, RETAIN_CLASS, Workload } from './workload.ts';
+import { DELETE_CLASS, NAMESPACE, RETAIN_CLASS, Workload, sleep } from './workload.ts';
 
 export interface ChaosOptions {
   claims: number;
@@ -73,17 +73,6 @@ export interface ChaosReport {
 }
 
 const PROVISIONER = 'chaos.kube-provisioner.io/hostpath';
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, Math.max(0, ms));
-    signal?.addEventListener('abort', done, { once: true });
-  });
 
 /** Sorted random moments (ms) within [0.05, 0.95] of the phase, spread so they do not bunch up. */
 function plan(prng: Prng, count: number, phaseMs: number): number[] {

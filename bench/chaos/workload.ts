@@ -41,7 +41,8 @@ export interface WorkloadOptions {
   signal: AbortSignal;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
+/** Resolves after `ms`, or at once when `signal` aborts (never rejects: the chaos loops just stop). */
+export const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (signal?.aborted) return resolve();
     const done = () => {

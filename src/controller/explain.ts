@@ -8,6 +8,7 @@ import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../t
 import { parseLockRecord } from './claim-lock.ts';
 import type { ControllerShared, ControllerTerm } from './controller-state.ts';
 import { claimClassName, claimKey, claimProvisionerName, decideClaim, selectedNodeName, type ClaimDecision } from './decide-claim.ts';
+import { decideCachedClaim } from './claim-sync.ts';
 import type { FailureRecord } from './failures.ts';
 import { resolveOptions, type ProvisionControllerOptions } from './options.ts';
 import type { Provisioner } from './provisioner.ts';
@@ -85,17 +86,7 @@ export function formatExplanation(e: ClaimExplanation): string {
 /** Explanation from a running controller's caches and records. */
 export function explainCachedClaim(s: ControllerShared, t: ControllerTerm, claim: PersistentVolumeClaim): ClaimExplanation {
   const uid = claim.metadata.uid ?? '';
-  const decision = decideClaim({
-    claim,
-    provisionerName: s.provisionerName,
-    options: s.options,
-    getStorageClass: (n) => t.classes.get(n),
-    getVolume: (n) => t.volumes.get(n) ?? s.savedVolumes.get(n),
-    provisioner: s.provisioner,
-    failures: s.claimFailures.get(uid),
-    inProgress: s.inProgress.has(uid),
-    now: s.clock.now(),
-  });
+  const decision = decideCachedClaim(s, t, claim);
   return explainDecision({
     claim,
     provisionerName: s.provisionerName,
