@@ -136,9 +136,13 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
     setMaxListeners(0, phase.signal, hard.signal);
     const phaseMs = o.durationS * 1000;
     const started = Date.now();
-    const faultRules = ['create', 'update', 'patch', 'delete'].flatMap((verb) =>
-      [500, 429, 409, 504].map((status) => ({ verb, status, probability: o.writeFaultRate / 4, retryAfterSeconds: 1 })));
-    const installFaults = () => cluster.admin('POST', '/admin/faults', faultRules);
+    // Six kinds of write faults in equal shares: four refused writes, and two applied writes whose response is lost.
+    const faultRules = ['create', 'update', 'patch', 'delete'].flatMap((verb) => [
+      ...[500, 429, 409, 504].map((status) => ({ verb, status, probability: o.writeFaultRate / 6, retryAfterSeconds: 1 })),
+      ...(['timeout', 'reset'] as const).map((lostResponse) => ({ verb, lostResponse, probability: o.writeFaultRate / 6 })),
+    ]);
+    // The cluster's draws are seeded from the run seed (and the restart count), so a run can be replayed.
+    const installFaults = () => cluster.admin('POST', '/admin/faults', { rules: faultRules, seed: o.seed * 100 + cluster.restarts });
     await installFaults();
     const counters = { watchCuts: 0, compactions: 0, leaderKillsSkipped: 0 };
     const workload = new Workload({
