@@ -3,11 +3,13 @@
 // out-of-range protobuf times. Each case checks the answer, that nothing was stored or half-stored, that the
 // retained state stays bounded (counts, not times), and that the server logged no internal error.
 import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { Audit } from '../../src/cluster/audit.ts';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
 import { MAX_TIMER_MS, setLongTimeout, watchTimeoutMs } from '../../src/cluster/long-timeout.ts';
 import { applyJsonPatch, PatchError } from '../../src/cluster/patch.ts';
+import { answerSafely } from '../../src/cluster/server.ts';
 import { waitFor } from '../support/wait.ts';
 import { call, connectTls, keepAliveAgent, rawStatus, statusOf, type Endpoint } from './raw-http.ts';
 
@@ -82,6 +84,15 @@ describe('JSON patch amplification', () => {
     assert.throws(() => applyJsonPatch({}, selfCopies(4), 10 * 1024), (err: unknown) => err instanceof PatchError && err.code === 422);
     const small = applyJsonPatch({} as { x?: unknown[] }, selfCopies(4));
     assert.equal(small.x?.length, 104);
+  });
+
+  it('an exception while writing a response destroys that connection instead of escaping', () => {
+    const calls: string[] = [];
+    const res = { destroy: () => calls.push('destroy') } as unknown as ServerResponse;
+    answerSafely(res, () => {
+      throw new RangeError('Invalid string length');
+    }, (err) => calls.push(`onError ${(err as Error).message}`));
+    assert.deepEqual(calls, ['onError Invalid string length', 'destroy']);
   });
 
   it('more than 10,000 operations are refused with 413', async () => {
