@@ -246,7 +246,12 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
 
     const audit = cluster.auditTotals();
     const apiErrorResponses: Record<string, number> = {};
-    for (const a of audit) if ([409, 429, 500, 504].includes(a.code) && ['create', 'update', 'patch', 'delete'].includes(a.verb)) apiErrorResponses[a.code] = (apiErrorResponses[a.code] ?? 0) + a.count;
+    // Code 0: a lost response whose connection was reset (the write was applied, no status was sent).
+    for (const a of audit) {
+      if (![0, 409, 429, 500, 504].includes(a.code) || !['create', 'update', 'patch', 'delete'].includes(a.verb)) continue;
+      const key = a.code === 0 ? 'reset' : String(a.code);
+      apiErrorResponses[key] = (apiErrorResponses[key] ?? 0) + a.count;
+    }
     const claims = [...workload.claims.values()];
     const report: ChaosReport = {
       options: { claims: o.claims, durationS: o.durationS, seed: o.seed, mode: o.mode, provisioners: o.provisioners, leaderKills: o.leaderKills, clusterRestarts: o.clusterRestarts,

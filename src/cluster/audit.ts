@@ -9,6 +9,7 @@ export interface AuditKey {
   verb: string;
   /** Resource plural with `/subresource` when there is one; "" for non-resource paths. */
   resource: string;
+  /** HTTP status; 0 when the connection was reset without one (an injected lost response). */
   code: number;
 }
 

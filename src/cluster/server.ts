@@ -174,7 +174,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     const target = lost ? new ServerResponse(req) : res;
     const scope: RequestScope = { store, req, res: target, query: url.searchParams, request, negotiated: negotiate(req.headers.accept), client, now, limits };
     await serveVerb(scope);
-    if (lost === 'reset') req.socket.destroy();
+    if (lost === 'reset') {
+      // No status reaches the client: the audit records 0 for it.
+      res.statusCode = 0;
+      req.socket.destroy();
+    }
     else if (lost === 'timeout') sendError(res, serverTimeout('Timeout: request did not complete within the allowed duration (injected lost response)', { retryAfterSeconds: 1 }));
   };
 

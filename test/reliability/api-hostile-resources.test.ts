@@ -151,6 +151,7 @@ describe('lost responses and seeded faults', () => {
     c.faults.add({ verb: 'delete', resource: 'configmaps', lostResponse: 'reset', count: 1 });
     await assert.rejects(call(e, 'DELETE', `${CMS}/lost-504`), /socket hang up|ECONNRESET/);
     assert.equal((await call(e, 'GET', `${CMS}/lost-504`)).status, 404, 'the delete was applied');
+    await waitFor('the audit entry of the reset', () => c.audit.count({ verb: 'delete', resource: 'configmaps', code: 0 }) === 1);
   });
 
   it('the admin endpoint takes lost-response rules and a seed; equal seeds draw equal faults', async () => {
