@@ -136,9 +136,13 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
     setMaxListeners(0, phase.signal, hard.signal);
     const phaseMs = o.durationS * 1000;
     const started = Date.now();
-    const faultRules = ['create', 'update', 'patch', 'delete'].flatMap((verb) =>
-      [500, 429, 409, 504].map((status) => ({ verb, status, probability: o.writeFaultRate / 4, retryAfterSeconds: 1 })));
-    const installFaults = () => cluster.admin('POST', '/admin/faults', faultRules);
+    // Six kinds of write faults in equal shares: four refused writes, and two applied writes whose response is lost.
+    const faultRules = ['create', 'update', 'patch', 'delete'].flatMap((verb) => [
+      ...[500, 429, 409, 504].map((status) => ({ verb, status, probability: o.writeFaultRate / 6, retryAfterSeconds: 1 })),
+      ...(['timeout', 'reset'] as const).map((lostResponse) => ({ verb, lostResponse, probability: o.writeFaultRate / 6 })),
+    ]);
+    // The cluster's draws are seeded from the run seed (and the restart count), so a run can be replayed.
+    const installFaults = () => cluster.admin('POST', '/admin/faults', { rules: faultRules, seed: o.seed * 100 + cluster.restarts });
     await installFaults();
     const counters = { watchCuts: 0, compactions: 0, leaderKillsSkipped: 0 };
     const workload = new Workload({
@@ -242,7 +246,12 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
 
     const audit = cluster.auditTotals();
     const apiErrorResponses: Record<string, number> = {};
-    for (const a of audit) if ([409, 429, 500, 504].includes(a.code) && ['create', 'update', 'patch', 'delete'].includes(a.verb)) apiErrorResponses[a.code] = (apiErrorResponses[a.code] ?? 0) + a.count;
+    // Code 0: a lost response whose connection was reset (the write was applied, no status was sent).
+    for (const a of audit) {
+      if (![0, 409, 429, 500, 504].includes(a.code) || !['create', 'update', 'patch', 'delete'].includes(a.verb)) continue;
+      const key = a.code === 0 ? 'reset' : String(a.code);
+      apiErrorResponses[key] = (apiErrorResponses[key] ?? 0) + a.count;
+    }
     const claims = [...workload.claims.values()];
     const report: ChaosReport = {
       options: { claims: o.claims, durationS: o.durationS, seed: o.seed, mode: o.mode, provisioners: o.provisioners, leaderKills: o.leaderKills, clusterRestarts: o.clusterRestarts,

@@ -1,17 +1,10 @@
 // A small seeded PRNG (mulberry32) so a chaos run's schedule (claims, lifetimes, fault times) is the same for a
 // given seed. Timing still varies from run to run; the decisions do not.
 
-/** Returns a function yielding floats in [0, 1), deterministic for `seed`. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../src/cluster/seeded-random.ts';
+
+/** Returns a function yielding floats in [0, 1), deterministic for `seed` (the cluster's fault draws use the same). */
+export const mulberry32 = seededRandom;
 
 /** A seeded random source with the helpers the harness needs. */
 export class Prng {

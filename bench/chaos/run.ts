@@ -5,6 +5,21 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { runChaos, type ChaosReport } from './harness.ts';
 
+const USAGE = `usage: npm run chaos -- [options]
+  --claims N              claims created during the fault phase (default 300)
+  --duration S            length of the fault phase in seconds (default 120)
+  --seed X                seed of every decision, including the cluster's fault draws (default 1)
+  --mode lease|per-claim  leader election mode of the provisioner replicas (default lease)
+  --leader-kills N        replica kills (default one per 25 s)
+  --cluster-restarts N    cluster process restarts (default 3)
+  --settle-timeout S      time allowed to settle after the faults (default 180)
+  --keep                  keep the work directory (always kept when an invariant fails)
+  --json FILE             write the full report as JSON
+  --provisioner-arg=ARG   extra flag for every replica (repeatable)
+Write faults: 500, 429, 409 and 504 before the write, and lost responses (the write applied, then a 504 or a
+reset connection), in equal shares of 5 % of API writes.
+`;
+
 function summary(r: ChaosReport): string {
   const lines = [
     `chaos run (${r.options.mode}, seed ${r.options.seed}): ${r.ok ? 'OK, 0 invariant violations' : `${r.violations.length} INVARIANT VIOLATIONS`}`,
@@ -37,8 +52,13 @@ async function main(): Promise<number> {
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
       'provisioner-arg': { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h', default: false },
     },
   });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
   const mode = values.mode;
   if (mode !== 'lease' && mode !== 'per-claim') throw new Error(`--mode must be lease or per-claim, not ${mode}`);
   const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));

@@ -1,6 +1,6 @@
 // The authenticated /admin/ endpoints of the embedded cluster (not part of the Kubernetes API): fault rules,
 // closing every watch, compacting the watch cache, and reading the audit counters.
-//   GET|POST|DELETE /admin/faults, DELETE /admin/faults/<id>, POST /admin/close-watches, POST /admin/compact,
+//   GET|POST|DELETE /admin/faults (POST: a rule, a list, or {rules, seed} to reseed the probability draws), DELETE /admin/faults/<id>, POST /admin/close-watches, POST /admin/compact,
 //   GET|DELETE /admin/audit
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Audit } from './audit.ts';
@@ -31,13 +31,16 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, pat
     }
     if (method === 'POST') {
       const body = decodeBody(await readBody(req), 'application/json');
-      const raw = Array.isArray(body) ? body : body && typeof body === 'object' && Array.isArray((body as { rules?: unknown }).rules) ? (body as { rules: unknown[] }).rules : [body];
+      const wrapped = body && typeof body === 'object' && !Array.isArray(body) && ('rules' in body || 'seed' in body) ? (body as { rules?: unknown; seed?: unknown }) : undefined;
+      const raw = Array.isArray(body) ? body : wrapped ? (Array.isArray(wrapped.rules) ? wrapped.rules : []) : [body];
+      if (wrapped?.seed !== undefined && (typeof wrapped.seed !== 'number' || !Number.isSafeInteger(wrapped.seed))) throw badRequest('seed must be an integer');
       let rules;
       try {
         rules = raw.map(parseFaultRule);
       } catch (err) {
         throw badRequest(`invalid fault rule: ${(err as Error).message}`);
       }
+      if (typeof wrapped?.seed === 'number') scope.faults.reseed(wrapped.seed);
       return send({ ids: rules.map((r) => scope.faults.add(r)) });
     }
     throw methodNotAllowed(method, ADMIN_REF);

@@ -2,7 +2,7 @@
 // token, HTTPS API server, kubeconfig file, the default namespaces, and the cluster's own controllers.
 // Used by `kube-provisioner cluster` and by the public test harness (src/testing).
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeObject } from '../types/k8s.ts';
@@ -10,6 +10,7 @@ import { Audit } from './audit.ts';
 import { ApiError } from './errors.ts';
 import { Faults } from './faults.ts';
 import { openSqliteBackend } from './persistence.ts';
+import { resolveLimits, type ServerLimits } from './request-limits.ts';
 import { startApiServer, type ApiServer } from './server.ts';
 import { ClusterStore } from './store.ts';
 import { buildKubeconfig, ensureServingCertificates } from './tls.ts';
@@ -34,6 +35,8 @@ export interface EmbeddedClusterOptions {
   onError?: (err: unknown) => void;
   /** Events older than this (by their last timestamp) are deleted, like kube-apiserver's --event-ttl (default 1 h). */
   eventTtlMs?: number;
+  /** Bounds on what clients can make the cluster hold (defaults in request-limits.ts). */
+  limits?: Partial<ServerLimits>;
 }
 
 export interface EmbeddedCluster {
@@ -112,10 +115,20 @@ function ensureNamespaces(store: ClusterStore): void {
 export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): Promise<EmbeddedCluster> {
   const host = opts.host ?? '127.0.0.1';
   const dataDir = opts.dataDir;
-  if (dataDir) await mkdir(dataDir, { recursive: true });
+  const limits = resolveLimits(opts.limits);
+  if (dataDir) {
+    // The data dir holds every Secret, the token and the CA key: owner only, also when an older version made it.
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await chmod(dataDir, 0o700);
+  }
   const workDir = dataDir ?? (await mkdtemp(join(tmpdir(), 'kube-provisioner-cluster-')));
   const backend = dataDir ? openSqliteBackend(join(dataDir, 'cluster.db')) : undefined;
-  const store = new ClusterStore({ backend, watchCacheSize: opts.watchCacheSize, onWatcherError: opts.onError });
+  const store = new ClusterStore({
+    backend,
+    watchCacheSize: opts.watchCacheSize,
+    onWatcherError: opts.onError,
+    limits: { maxObjectBytes: limits.maxObjectBytes, maxJsonDepth: limits.maxJsonDepth },
+  });
   const cleanups: Array<() => Promise<void> | void> = [() => store.close()];
   if (!dataDir) cleanups.push(() => rm(workDir, { recursive: true, force: true }));
   const runCleanups = async () => {
@@ -130,7 +143,7 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
       ? undefined
       : await ensureServingCertificates(dataDir ? join(dataDir, 'pki') : undefined, [...new Set([clientHost, 'localhost', '127.0.0.1'])]);
     const faults = new Faults();
-    const audit = new Audit();
+    const audit = new Audit({ maxClients: limits.maxAuditClients, maxClientNameLength: limits.maxClientNameLength });
     const server = await startApiServer({
       store,
       token,
@@ -141,6 +154,7 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
       audit,
       bookmarkIntervalMs: opts.bookmarkIntervalMs,
       onError: opts.onError,
+      limits,
     });
     cleanups.push(() => server.close());
     const url = `${opts.insecureHttp ? 'http' : 'https'}://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${server.port}`;

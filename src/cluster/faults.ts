@@ -1,6 +1,9 @@
 // Fault injection for tests and chaos runs: rules that make matching API requests fail with a chosen status
-// (500, 429 + Retry-After, 409, 504...) by count or probability, or add latency; plus hooks to close every open
-// watch and to compact the watch cache. Used through this class or the authenticated /admin/ endpoints.
+// (500, 429 + Retry-After, 409, 504...) by count or probability, lose the response of a request that was applied
+// (504 or a reset connection, as real clusters do behind load balancers), or add latency; plus hooks to close
+// every open watch and to compact the watch cache. Probability draws come from a seeded generator so a chaos run
+// can be replayed. Used through this class or the authenticated /admin/ endpoints.
+import { seededRandom } from './seeded-random.ts';
 import { conflict, internalError, serverTimeout, serviceUnavailable, statusError, STALE_OBJECT_CAUSE, tooManyRequests, type ApiError } from './errors.ts';
 
 /** A fault rule; unset match fields match everything. */
@@ -23,7 +26,15 @@ export interface FaultRule {
   probability?: number;
   /** Delay before the request is handled (or fails). */
   latencyMs?: number;
+  /**
+   * Apply the request, then lose its response: `timeout` answers 504 instead, `reset` destroys the connection.
+   * Ignored for watches. A rule has either this or a status.
+   */
+  lostResponse?: LostResponse;
 }
+
+/** How an applied request's response is lost. */
+export type LostResponse = 'timeout' | 'reset';
 
 /** A request as the fault matcher sees it. */
 export interface FaultTarget {
@@ -37,18 +48,26 @@ export interface FaultTarget {
 export interface FaultDecision {
   latencyMs: number;
   error: ApiError | undefined;
+  /** Set when the request must be applied and its response lost. */
+  lostResponse?: LostResponse;
 }
 
 /** Active fault rules and the admin hooks of one cluster. */
 export class Faults {
   readonly #rules = new Map<number, FaultRule & { remaining?: number }>();
   #nextId = 1;
-  readonly #random: () => number;
+  #random: () => number;
   readonly #closeWatchHooks = new Set<() => void>();
   readonly #compactHooks = new Set<() => void>();
 
-  constructor(opts: { random?: () => number } = {}) {
-    this.#random = opts.random ?? Math.random;
+  /** `seed` makes the probability draws reproducible; `random` replaces the generator altogether. */
+  constructor(opts: { random?: () => number; seed?: number } = {}) {
+    this.#random = opts.random ?? (opts.seed !== undefined ? seededRandom(opts.seed) : Math.random);
+  }
+
+  /** Restarts the probability draws from `seed` (a chaos run passes its run seed, so a run can be replayed). */
+  reseed(seed: number): void {
+    this.#random = seededRandom(seed);
   }
 
   /** Adds a rule; returns its id (for remove). */
@@ -80,6 +99,7 @@ export class Faults {
     if (this.#rules.size === 0) return undefined;
     let latencyMs = 0;
     let error: ApiError | undefined;
+    let lostResponse: LostResponse | undefined;
     for (const [id, r] of this.#rules) {
       if (!matches(r, t)) continue;
       if (r.probability !== undefined && this.#random() >= r.probability) continue;
@@ -90,8 +110,11 @@ export class Faults {
       }
       latencyMs += r.latencyMs ?? 0;
       if (r.status !== undefined && !error) error = faultError(r, t);
+      if (r.lostResponse !== undefined) lostResponse ??= r.lostResponse;
     }
-    return latencyMs || error ? { latencyMs, error } : undefined;
+    // A request that fails outright is not applied, so it has no response to lose.
+    if (error) lostResponse = undefined;
+    return latencyMs || error || lostResponse ? { latencyMs, error, ...(lostResponse ? { lostResponse } : {}) } : undefined;
   }
 
   /** Closes every open watch stream (clients see the body end and re-watch). */
@@ -160,8 +183,13 @@ export function parseFaultRule(v: unknown): FaultRule {
     if (typeof o[k] !== 'number' || !Number.isFinite(o[k]) || o[k] < 0) throw new Error(`${k} must be a non-negative number`);
     rule[k] = o[k];
   }
+  if (o.lostResponse !== undefined) {
+    if (o.lostResponse !== 'timeout' && o.lostResponse !== 'reset') throw new Error('lostResponse must be "timeout" or "reset"');
+    rule.lostResponse = o.lostResponse;
+  }
   if (rule.status !== undefined && (rule.status < 400 || rule.status > 599)) throw new Error('status must be an HTTP error code (400-599)');
+  if (rule.status !== undefined && rule.lostResponse !== undefined) throw new Error('a fault rule has either a status or a lostResponse');
   if (rule.probability !== undefined && rule.probability > 1) throw new Error('probability must be between 0 and 1');
-  if (rule.status === undefined && !rule.latencyMs) throw new Error('a fault rule needs a status or a latencyMs');
+  if (rule.status === undefined && rule.lostResponse === undefined && !rule.latencyMs) throw new Error('a fault rule needs a status, a lostResponse or a latencyMs');
   return rule;
 }

@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import { ApiError, badRequest, notAcceptable, requestEntityTooLarge } from './errors.ts';
+import { checkJsonValue, JsonTooDeepError, MAX_JSON_DEPTH, parseJsonText } from './json-safety.ts';
 
 /** kube-apiserver's request body limit (3 MiB). */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -66,20 +67,41 @@ export function mediaType(header: string | undefined): string {
  * kube-apiserver does (`couldn't get version/kind; json parse error: ...`).
  * @throws ApiError 400
  */
-export function decodeBody(body: Buffer, contentType: string): unknown {
+export function decodeBody(body: Buffer, contentType: string, depthLimit = MAX_JSON_DEPTH): unknown {
   const text = body.toString('utf8');
   const type = mediaType(contentType);
   if (type === 'application/yaml' || type === 'application/x-yaml' || type === 'text/yaml') {
+    let doc: unknown;
     try {
-      return parseYaml(text);
+      doc = parseYaml(text);
     } catch (err) {
       throw badRequest(`couldn't get version/kind; yaml parse error: ${(err as Error).message.split('\n')[0]}`);
     }
+    return checkedDepth(doc, depthLimit, 'yaml');
   }
   try {
-    return JSON.parse(text) as unknown;
+    return parseJsonText(text, depthLimit);
   } catch (err) {
     throw badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
+  }
+}
+
+function checkedDepth(doc: unknown, depthLimit: number, what: string): unknown {
+  try {
+    checkJsonValue(doc, { maxDepth: depthLimit });
+  } catch (err) {
+    if (err instanceof JsonTooDeepError) throw badRequest(`couldn't get version/kind; ${what} parse error: ${err.message}`);
+    throw err;
+  }
+  return doc;
+}
+
+/** Parses a PATCH body (JSON for every patch type). @throws ApiError 400 for malformed or too deeply nested JSON. */
+export function decodePatchBody(raw: Buffer, depthLimit = MAX_JSON_DEPTH): unknown {
+  try {
+    return parseJsonText(raw.toString('utf8'), depthLimit);
+  } catch (err) {
+    throw badRequest(`error decoding patch: ${(err as Error).message}`);
   }
 }
 

@@ -2,10 +2,15 @@
 // (RFC 7386); the strategic merge patch lives in strategic-merge-patch.ts and is re-exported here so the API
 // layer has one import. Every function is pure: inputs are never mutated, results are fresh objects.
 
+import { MAX_BODY_BYTES } from './http-io.ts';
+import { checkJsonValue, getOwn, JsonTooLargeError, setOwn } from './json-safety.ts';
 import { PatchError, isJsonObject, jsonEqual } from './patch-error.ts';
 
 export { PatchError } from './patch-error.ts';
 export { applyStrategicMergePatch } from './strategic-merge-patch.ts';
+
+/** Default accumulated copy size of one JSON patch: kube-apiserver's request body limit (3 MiB). */
+export const DEFAULT_MAX_COPY_BYTES = MAX_BODY_BYTES;
 
 /** kube-apiserver's limit on operations in one JSON patch (413 beyond it). */
 export const MAX_JSON_PATCH_OPERATIONS = 10_000;
@@ -61,8 +66,24 @@ function getValue(doc: unknown, path: string): { found: boolean; value?: unknown
   return has(parent, key) ? { found: true, value: parent[key] } : { found: false };
 }
 
+/** The copy budget of one JSON patch (evanphx/json-patch's AccumulatedCopySizeLimit). */
+interface CopyBudget {
+  limit: number;
+  used: number;
+}
+
+/** Charges the serialized size of a copied value; stops measuring as soon as the budget is spent. */
+function chargeCopy(budget: CopyBudget, value: unknown): void {
+  try {
+    budget.used += checkJsonValue(value, { maxBytes: budget.limit - budget.used, maxDepth: Infinity });
+  } catch (err) {
+    if (!(err instanceof JsonTooLargeError)) throw err;
+    throw new PatchError(`Unable to complete the copy, the accumulated size increase of copy exceeds the limit ${budget.limit}`, 422);
+  }
+}
+
 /** Applies one operation to `doc` (already a private copy) and returns the new document root. */
-function applyOperation(doc: unknown, op: Record<string, unknown>): unknown {
+function applyOperation(doc: unknown, op: Record<string, unknown>, budget: CopyBudget): unknown {
   const kind = op.op;
   const path = op.path;
   if (typeof path !== 'string') throw new PatchError(`operation missing path: ${JSON.stringify(op)}`, 422);
@@ -83,7 +104,7 @@ function applyOperation(doc: unknown, op: Record<string, unknown>): unknown {
         throw new PatchError(`replace operation does not apply: doc is missing key: ${path}: missing value`, 422);
       }
       if (Array.isArray(parent)) parent[arrayIndex(key, parent.length, false)] = structuredClone(op.value);
-      else parent[key] = structuredClone(op.value);
+      else setOwn(parent, key, structuredClone(op.value));
       return doc;
     }
     case 'move': {
@@ -100,6 +121,7 @@ function applyOperation(doc: unknown, op: Record<string, unknown>): unknown {
       const from = op.from as string;
       const got = getValue(doc, from);
       if (!got.found) throw new PatchError(`copy operation does not apply: doc is missing from path: ${from}: missing value`, 422);
+      chargeCopy(budget, got.value);
       return add(doc, path, structuredClone(got.value), 'copy');
     }
     case 'test': {
@@ -122,7 +144,7 @@ function add(doc: unknown, path: string, value: unknown, opName: string): unknow
   if (parent === undefined) throw new PatchError(`${opName} operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`, 422);
   const key = tokens[tokens.length - 1];
   if (Array.isArray(parent)) parent.splice(arrayIndex(key, parent.length, true), 0, value);
-  else parent[key] = value;
+  else setOwn(parent, key, value);
   return doc;
 }
 
@@ -147,10 +169,13 @@ function remove(doc: unknown, path: string): { doc: unknown; value: unknown } {
 /**
  * Applies an RFC 6902 JSON patch (add, remove, replace, move, copy, test; `~0`/`~1` escapes; `-` appends).
  * Operations apply in order to a private copy; the first failure aborts the whole patch.
+ * `maxCopyBytes` bounds the total serialized size of the values `copy` operations duplicate (kube-apiserver
+ * sets it to the request body limit), so a small patch cannot copy a value into itself until memory runs out.
  * @throws PatchError 400 when `ops` is not an array of objects, 413 beyond 10,000 operations,
- *   422 when an operation does not apply (failed test, missing path, bad index, unknown op).
+ *   422 when an operation does not apply (failed test, missing path, bad index, unknown op) or the copies
+ *   exceed `maxCopyBytes`.
  */
-export function applyJsonPatch<T>(doc: T, ops: unknown): T {
+export function applyJsonPatch<T>(doc: T, ops: unknown, maxCopyBytes = DEFAULT_MAX_COPY_BYTES): T {
   if (!Array.isArray(ops)) throw new PatchError('json: cannot unmarshal into Go value of type jsonpatch.Patch: the patch must be a JSON array', 400);
   if (ops.length > MAX_JSON_PATCH_OPERATIONS) {
     throw new PatchError(`The allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${ops.length}`, 413);
@@ -159,7 +184,8 @@ export function applyJsonPatch<T>(doc: T, ops: unknown): T {
     if (!isJsonObject(op)) throw new PatchError('json: cannot unmarshal into Go value of type jsonpatch.Operation: each operation must be a JSON object', 400);
   }
   let out: unknown = structuredClone(doc);
-  for (const op of ops as Array<Record<string, unknown>>) out = applyOperation(out, op);
+  const budget: CopyBudget = { limit: maxCopyBytes, used: 0 };
+  for (const op of ops as Array<Record<string, unknown>>) out = applyOperation(out, op, budget);
   return out as T;
 }
 
@@ -168,7 +194,7 @@ function mergePatchValue(target: unknown, patch: unknown): unknown {
   const out: Record<string, unknown> = isJsonObject(target) ? { ...target } : {};
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
-    else out[k] = mergePatchValue(out[k], v);
+    else setOwn(out, k, mergePatchValue(getOwn(out, k), v));
   }
   return out;
 }

@@ -3,6 +3,7 @@
 // commands use, into the same plain JSON the rest of the server handles. Responses stay JSON (clients accept it).
 import { badRequest, statusError } from './errors.ts';
 import type { KubeObject } from '../types/k8s.ts';
+import { protobufTimeToString, ProtobufTimeRangeError } from './protobuf-time.ts';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
@@ -76,7 +77,7 @@ function mapEntry(f: Field, valueAsBase64: boolean): [string, string] {
 function time(f: Field): string {
   let seconds = 0n;
   for (const e of fields(f.bytes ?? Buffer.alloc(0))) if (e.no === 1) seconds = e.num ?? 0n;
-  return new Date(Number(seconds) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return protobufTimeToString(seconds);
 }
 
 function objectMeta(buf: Buffer): KubeObject['metadata'] {
@@ -182,7 +183,7 @@ export function decodeProtobufObject(body: Buffer): KubeObject {
     decode(fs, obj);
     return obj;
   } catch (err) {
-    if (err instanceof DecodeError) throw badRequest(`the protobuf body could not be decoded: ${err.message}`);
+    if (err instanceof DecodeError || err instanceof ProtobufTimeRangeError) throw badRequest(`the protobuf body could not be decoded: ${err.message}`);
     throw err;
   }
 }

@@ -15,9 +15,10 @@ import {
   statusError,
   unsupportedMediaType,
 } from './errors.ts';
-import { decodeBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
+import { decodeBody, decodePatchBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { apiVersionOf, type ResourceType } from './registry.ts';
+import type { ServerLimits } from './request-limits.ts';
 import type { ResourceRequest } from './routing.ts';
 import type { ClusterStore, PatchType, StoredEntry } from './store.ts';
 import { toTable, type IncludeObject } from './tables.ts';
@@ -32,6 +33,8 @@ export interface RequestScope {
   negotiated: Negotiated;
   client: string;
   now(): number;
+  /** The server's bounds (body depth, patch copy work). */
+  limits: Pick<ServerLimits, 'maxJsonDepth' | 'maxPatchCopyBytes'>;
 }
 
 /** The stored resource behind a (possibly view) resource type. */
@@ -179,7 +182,7 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
   if (type === PROTOBUF_MEDIA_TYPE) {
     body = decodeProtobufObject(await readBody(s.req));
   } else if (!type || type === 'application/json' || type === 'application/yaml' || type === 'application/x-yaml' || type === '*/*') {
-    body = decodeBody(await readBody(s.req), type);
+    body = decodeBody(await readBody(s.req), type, s.limits.maxJsonDepth);
   } else {
     s.req.resume();
     throw statusError(
@@ -265,18 +268,13 @@ export async function handlePatch(s: RequestScope): Promise<void> {
     throw unsupportedMediaType();
   }
   const dryRun = queryWriteOptions(s, 'PatchOptions');
-  const raw = await readBody(s.req);
-  let patch: unknown;
-  try {
-    patch = JSON.parse(raw.toString('utf8'));
-  } catch (err) {
-    throw badRequest(`error decoding patch: ${(err as Error).message}`);
-  }
+  const patch = decodePatchBody(await readBody(s.req), s.limits.maxJsonDepth);
   const entry = s.store.patchEntry(storageResource(rt), namespace, name!, type, patch, {
     subresource: subresource === 'status' ? 'status' : undefined,
     user: s.client,
     view: rt.view,
     dryRun,
+    maxCopyBytes: s.limits.maxPatchCopyBytes,
   });
   sendObject(s, 200, entry);
 }
@@ -292,7 +290,7 @@ async function readDeleteOptions(s: RequestScope): Promise<DeleteOptionsBody> {
   const raw = await readBody(s.req);
   let opts: DeleteOptionsBody = {};
   if (raw.length > 0) {
-    const body = decodeBody(raw, s.req.headers['content-type'] ?? 'application/json');
+    const body = decodeBody(raw, s.req.headers['content-type'] ?? 'application/json', s.limits.maxJsonDepth);
     if (body !== null && typeof body === 'object' && !Array.isArray(body)) opts = body as DeleteOptionsBody;
     else throw badRequest('DeleteOptions in version "v1" cannot be handled as a DeleteOptions: the body must be a JSON object');
   }

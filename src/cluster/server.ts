@@ -1,13 +1,13 @@
 // The embedded API server's HTTP(S) front: bearer-token authentication, dispatch to discovery, OpenAPI, admin
 // and resource handlers, fault injection, audit counting, and a clean shutdown that ends every watch.
 import { timingSafeEqual } from 'node:crypto';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { handleAdmin } from './admin.ts';
 import { Audit } from './audit.ts';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.ts';
-import { ApiError, internalError, methodNotRouted, statusError, unauthorized } from './errors.ts';
+import { ApiError, badRequest, internalError, methodNotRouted, serverTimeout, statusError, unauthorized } from './errors.ts';
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, sendPlainNotFound, sendText, tooLargeError } from './http-io.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
@@ -22,6 +22,7 @@ import {
   handleUpdate,
   type RequestScope,
 } from './resource-handlers.ts';
+import { ConnectionGuard, resolveLimits, type ServerLimits } from './request-limits.ts';
 import { routeResource, ResourceIndex, type ResourceRequest } from './routing.ts';
 import type { ClusterStore } from './store.ts';
 import { serveWatch, WatchRegistry } from './watch-stream.ts';
@@ -45,6 +46,18 @@ export interface ApiServerOptions {
   /** Called with unexpected (500) errors. */
   onError?: (err: unknown) => void;
   now?: () => number;
+  /** Bounds on what clients can make the server hold (defaults in request-limits.ts). */
+  limits?: Partial<ServerLimits>;
+}
+
+/** What the server holds right now, for tests and diagnostics. */
+export interface ApiServerStats {
+  /** Open TCP connections. */
+  connections: number;
+  /** Open connections that have not sent an authenticated request. */
+  unauthenticatedConnections: number;
+  /** Unsent watch bytes buffered in the server. */
+  watchBufferedBytes: number;
 }
 
 export interface ApiServer {
@@ -55,6 +68,7 @@ export interface ApiServer {
   readonly faults: Faults;
   readonly audit: Audit;
   readonly watches: WatchRegistry;
+  stats(): ApiServerStats;
   /** Ends every watch, stops accepting connections and closes idle keep-alive connections. */
   close(): Promise<void>;
 }
@@ -70,24 +84,29 @@ const HEALTH_PATHS = new Set(['/healthz', '/livez', '/readyz']);
 /** Starts the API server and resolves once it listens. */
 export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer> {
   const store = opts.store;
+  const limits = resolveLimits(opts.limits);
   const faults = opts.faults ?? new Faults();
-  const audit = opts.audit ?? new Audit();
+  const audit = opts.audit ?? new Audit({ maxClients: limits.maxAuditClients, maxClientNameLength: limits.maxClientNameLength });
   const index = new ResourceIndex(opts.resources ?? RESOURCES);
-  const watches = new WatchRegistry();
+  const watches = new WatchRegistry(limits.maxTotalWatchBufferBytes);
+  const guard = new ConnectionGuard(limits.maxUnauthenticatedConnections);
   const expectedToken = Buffer.from(opts.token);
   const now = opts.now ?? Date.now;
   const onError = opts.onError ?? (() => {});
-  const watchOpts = { bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000, maxBufferedBytes: 16 * 1024 * 1024 };
+  const watchOpts = { bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000, maxBufferedBytes: limits.maxWatchBufferBytes };
   const host = opts.host ?? '127.0.0.1';
   let serverAddress = host;
   const unhookClose = faults.onCloseWatches(() => watches.closeAll());
   const unhookCompact = faults.onCompact(() => store.compact());
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    const url = requestUrl(req.url);
     const path = url.pathname.length > 1 && url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname;
-    const client = (req.headers['x-client-name'] as string | undefined) ?? req.headers['user-agent'] ?? 'unknown';
     if (HEALTH_PATHS.has(path)) return sendText(res, 200, 'ok');
+    // Nothing is kept for a request (not even an audit entry) before it is authenticated.
+    if (!tokenMatches(req.headers.authorization, expectedToken)) return sendError(res, unauthorized(), { Connection: 'close' });
+    guard.authenticated(req.socket);
+    const client = (req.headers['x-client-name'] as string | undefined) ?? req.headers['user-agent'] ?? 'unknown';
     let auditLabel = { verb: (req.method ?? 'GET').toLowerCase(), resource: '' };
     let audited = false;
     const recordAudit = () => {
@@ -98,10 +117,6 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     // 'finish' fires on the tick the response is handed to the socket; 'close' covers aborted streams.
     res.once('finish', recordAudit);
     res.once('close', recordAudit);
-    if (!tokenMatches(req.headers.authorization, expectedToken)) {
-      req.resume();
-      return sendError(res, unauthorized());
-    }
     if (path.startsWith('/admin/')) {
       auditLabel = { verb: auditLabel.verb, resource: 'admin' };
       return handleAdmin(req, res, path, {
@@ -154,7 +169,21 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       req.resume();
       return sendError(res, decision.error);
     }
-    const scope: RequestScope = { store, req, res, query: url.searchParams, request, negotiated: negotiate(req.headers.accept), client, now };
+    const lost = decision?.lostResponse && request.verb !== 'watch' ? decision.lostResponse : undefined;
+    // A lost response: the verb runs against a response nobody reads, then the client gets a 504 or a reset.
+    const target = lost ? new ServerResponse(req) : res;
+    const scope: RequestScope = { store, req, res: target, query: url.searchParams, request, negotiated: negotiate(req.headers.accept), client, now, limits };
+    await serveVerb(scope);
+    if (lost === 'reset') {
+      // No status reaches the client: the audit records 0 for it.
+      res.statusCode = 0;
+      req.socket.destroy();
+    }
+    else if (lost === 'timeout') sendError(res, serverTimeout('Timeout: request did not complete within the allowed duration (injected lost response)', { retryAfterSeconds: 1 }));
+  };
+
+  const serveVerb = (scope: RequestScope): Promise<void> | void => {
+    const { request } = scope;
     switch (request.verb) {
       case 'get':
         return handleGet(scope);
@@ -199,19 +228,24 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     return true;
   };
 
-  const listener = (req: IncomingMessage, res: ServerResponse): void => {
-    handle(req, res).catch((err: unknown) => {
-      if (err instanceof ClientAbortedError) return;
-      if (err instanceof BodyTooLargeError) return sendError(res, tooLargeError(), { Connection: 'close' });
-      if (err instanceof ApiError) return sendError(res, err);
-      onError(err);
-      sendError(res, internalError(err instanceof Error ? err.message : String(err)));
-    });
+  const answerFailure = (res: ServerResponse, err: unknown): void => {
+    if (err instanceof ClientAbortedError) return;
+    if (err instanceof BodyTooLargeError) return sendError(res, tooLargeError(), { Connection: 'close' });
+    if (err instanceof ApiError) return sendError(res, err);
+    onError(err);
+    sendError(res, internalError(err instanceof Error ? err.message : String(err)));
   };
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    handle(req, res).catch((err: unknown) => answerSafely(res, () => answerFailure(res, err), onError));
+  };
+  const timeouts = { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs) };
   const server: Server = opts.tls
-    ? createHttpsServer({ cert: opts.tls.certPem, key: opts.tls.keyPem, keepAlive: true, noDelay: true }, listener)
-    : createHttpServer({ keepAlive: true, noDelay: true }, listener);
+    ? createHttpsServer({ cert: opts.tls.certPem, key: opts.tls.keyPem, keepAlive: true, noDelay: true, handshakeTimeout: limits.headersTimeoutMs, ...timeouts }, listener)
+    : createHttpServer({ keepAlive: true, noDelay: true, ...timeouts }, listener);
   server.keepAliveTimeout = 65_000;
+  server.on('connection', (socket: Socket) => guard.admit(socket));
+  // Failed handshakes (including handshake timeouts) are the client's problem, not an internal error.
+  server.on('tlsClientError', (_err: Error, socket: Socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, host, () => {
@@ -230,6 +264,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     faults,
     audit,
     watches,
+    stats: () => ({ connections: guard.open, unauthenticatedConnections: guard.unauthenticated, watchBufferedBytes: watches.bufferedBytes }),
     close() {
       closing ??= new Promise<void>((resolve) => {
         unhookClose();
@@ -243,4 +278,26 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       return closing;
     },
   };
+}
+
+/** The request target as a URL; an unparsable one (`//[`, `http://[`) is the client's error, not ours. */
+function requestUrl(target: string | undefined): URL {
+  try {
+    return new URL(target ?? '/', 'http://localhost');
+  } catch {
+    throw badRequest(`the request target ${JSON.stringify((target ?? '').slice(0, 100))} is not a valid URL`);
+  }
+}
+
+/**
+ * Runs the writing of a response so that nothing thrown while writing it (a body too large for one string, a
+ * socket torn down mid-write) can escape and end the process: the connection is destroyed instead.
+ */
+export function answerSafely(res: ServerResponse, write: () => void, onError: (err: unknown) => void): void {
+  try {
+    write();
+  } catch (err) {
+    onError(err);
+    res.destroy();
+  }
 }

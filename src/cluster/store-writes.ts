@@ -20,6 +20,7 @@ import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError }
 import { apiVersionOf, type ResourceType } from './registry.ts';
 import { validateObjectMeta } from './validation.ts';
 import { StoredEntry } from './watch-cache.ts';
+import { checkPatchResult, type ObjectLimits } from './write-limits.ts';
 import type { ResourceTable } from './store.ts';
 
 export type PatchType = 'json' | 'merge' | 'strategic';
@@ -46,6 +47,8 @@ export interface UpdateOptions extends WriteOptions {
 /** Patch options: `view` applies the patch to another representation of the stored object (events.k8s.io). */
 export interface PatchOptions extends UpdateOptions {
   view?: { toStorage(obj: KubeObject): KubeObject; fromStorage(obj: KubeObject): KubeObject };
+  /** Accumulated size of the values a JSON patch may copy (default: the request body limit). */
+  maxCopyBytes?: number;
 }
 
 export interface DeleteOptions extends WriteOptions {
@@ -65,6 +68,7 @@ interface WriteDeps {
     dryRun?: boolean,
   ): StoredEntry;
   newUid(): string;
+  limits: ObjectLimits;
 }
 
 /** Namespaces kube-apiserver refuses to delete. */
@@ -190,7 +194,7 @@ export class WriteRules {
     const base = opts.view ? opts.view.fromStorage(stored) : stored;
     let patched: unknown;
     try {
-      if (type === 'json') patched = applyJsonPatch(base, patch);
+      if (type === 'json') patched = applyJsonPatch(base, patch, opts.maxCopyBytes);
       else if (type === 'merge') patched = applyMergePatch(base, patch);
       else patched = applyStrategicMergePatch(base, patch);
     } catch (err) {
@@ -198,6 +202,7 @@ export class WriteRules {
       throw err;
     }
     if (patched === null || typeof patched !== 'object' || Array.isArray(patched)) throw badRequest('the patch must produce a JSON object');
+    checkPatchResult(patched, this.#d.limits);
     const obj = opts.view ? opts.view.toStorage(patched as KubeObject) : (patched as KubeObject);
     if (!obj.metadata || typeof obj.metadata !== 'object') obj.metadata = {};
     const causes: StatusCause[] = [];

@@ -10,6 +10,7 @@ import { RESOURCES, type ResourceType } from './registry.ts';
 import { compileFilter, type CompiledFilter, type ListFilterOptions } from './store-filter.ts';
 import { WriteRules, type AdmissionPlugin, type DeleteOptions, type PatchOptions, type UpdateOptions, type PatchType, type WriteOptions } from './store-writes.ts';
 import { EventRing, filterEvent, StoreEvent, StoredEntry, type FilteredEvent } from './watch-cache.ts';
+import { DEFAULT_OBJECT_LIMITS, guardWrite, serializeForCommit, type ObjectLimits } from './write-limits.ts';
 
 export { ApiError } from './errors.ts';
 export type { AdmissionPlugin, DeleteOptions, PatchOptions, PatchType, UpdateOptions, WriteOptions } from './store-writes.ts';
@@ -18,7 +19,7 @@ export { StoredEntry, StoreEvent } from './watch-cache.ts';
 /** Where a persistent store keeps its objects (see persistence.ts); every call is synchronous. */
 export interface StoreBackend {
   /** Everything persisted: the last resourceVersion handed out and every live object. */
-  load(): { resourceVersion: number; objects: Array<{ resource: string; rv: number; json: string }> };
+  load(): { resourceVersion: number; objects: Array<{ resource: string; rv: number; json: string; obj?: unknown }> };
   put(resource: string, key: string, rv: number, json: string): void;
   remove(resource: string, key: string, rv: number): void;
   close(): void;
@@ -35,6 +36,8 @@ export interface ClusterStoreOptions {
   resources?: readonly ResourceType[];
   /** Called when a watch callback throws (the error is otherwise swallowed so other watchers still get the event). */
   onWatcherError?: (err: unknown) => void;
+  /** Size and nesting bounds of stored objects (defaults in write-limits.ts). */
+  limits?: Partial<ObjectLimits>;
 }
 
 /** One resource's objects, history and watchers. */
@@ -91,6 +94,7 @@ export class ClusterStore {
   readonly #backend: StoreBackend | undefined;
   readonly #onWatcherError: (err: unknown) => void;
   readonly #writes: WriteRules;
+  readonly #limits: ObjectLimits;
   #rv = 0;
   #dispatching = false;
   readonly #pending: Array<{ table: ResourceTable; ev: StoreEvent }> = [];
@@ -99,6 +103,7 @@ export class ClusterStore {
     this.#now = opts.now ?? Date.now;
     this.#backend = opts.backend;
     this.#onWatcherError = opts.onWatcherError ?? (() => {});
+    this.#limits = { ...DEFAULT_OBJECT_LIMITS, ...Object.fromEntries(Object.entries(opts.limits ?? {}).filter(([, v]) => v !== undefined)) };
     const loaded = this.#backend?.load();
     if (loaded) this.#rv = loaded.resourceVersion;
     const size = opts.watchCacheSize ?? 10_000;
@@ -116,7 +121,7 @@ export class ClusterStore {
     for (const o of loaded?.objects ?? []) {
       const table = this.#tables.get(o.resource);
       if (!table) continue;
-      const obj = JSON.parse(o.json) as KubeObject;
+      const obj = (o.obj ?? JSON.parse(o.json)) as KubeObject;
       table.items.set(objectKey(obj.metadata.namespace, obj.metadata.name ?? ''), new StoredEntry(obj, o.rv, o.json));
       if (o.rv > this.#rv) this.#rv = o.rv;
     }
@@ -126,6 +131,7 @@ export class ClusterStore {
       tables: () => [...this.#tables.values()],
       commit: (table, type, key, obj, prev, dryRun) => this.#commit(table, type, key, obj, prev, dryRun),
       newUid: () => randomUUID(),
+      limits: this.#limits,
     });
   }
 
@@ -212,20 +218,20 @@ export class ClusterStore {
 
   /** Creates an object; takes ownership of `obj`. @throws ApiError */
   createEntry(resource: string, obj: KubeObject, opts: WriteOptions = {}): StoredEntry {
-    return this.#writes.create(resource, obj, opts);
+    return guardWrite(() => this.#writes.create(resource, obj, opts));
   }
 
   create(resource: string, obj: KubeObject, opts: WriteOptions = {}): KubeObject {
-    return copyOut(this.createEntry(resource, structuredClone(obj), opts));
+    return copyOut(guardWrite(() => this.createEntry(resource, structuredClone(obj), opts)));
   }
 
   /** PUT semantics; takes ownership of `obj`. `created` when a missing Lease/Event was created. @throws ApiError */
   updateEntry(resource: string, obj: KubeObject, opts: UpdateOptions = {}): { entry: StoredEntry; created: boolean } {
-    return this.#writes.update(resource, obj, opts);
+    return guardWrite(() => this.#writes.update(resource, obj, opts));
   }
 
   update(resource: string, obj: KubeObject, opts: UpdateOptions = {}): KubeObject {
-    return copyOut(this.updateEntry(resource, structuredClone(obj), opts).entry);
+    return copyOut(guardWrite(() => this.updateEntry(resource, structuredClone(obj), opts)).entry);
   }
 
   /** Applies a patch to the latest stored version, then runs the update rules. @throws ApiError */
@@ -237,7 +243,7 @@ export class ClusterStore {
     patch: unknown,
     opts: PatchOptions = {},
   ): StoredEntry {
-    return this.#writes.patch(resource, namespace, name, type, patch, opts);
+    return guardWrite(() => this.#writes.patch(resource, namespace, name, type, patch, opts));
   }
 
   patch(resource: string, namespace: string | undefined, name: string, type: PatchType, patch: unknown, opts: UpdateOptions = {}): KubeObject {
@@ -246,7 +252,7 @@ export class ClusterStore {
 
   /** DELETE semantics: `deleted` is false when finalizers only set deletionTimestamp. @throws ApiError */
   deleteEntry(resource: string, namespace: string | undefined, name: string, opts: DeleteOptions = {}): { entry: StoredEntry; deleted: boolean } {
-    return this.#writes.delete(resource, namespace, name, opts);
+    return guardWrite(() => this.#writes.delete(resource, namespace, name, opts));
   }
 
   delete(resource: string, namespace: string | undefined, name: string, opts: DeleteOptions = {}): KubeObject {
@@ -332,7 +338,10 @@ export class ClusterStore {
     }
     const rv = this.#rv + 1;
     obj.metadata.resourceVersion = String(rv);
-    const entry = new StoredEntry(obj, rv);
+    // Serialized before anything changes: an object that cannot be serialized (or is over the limits) leaves
+    // neither store touched, instead of being stored and then failing every LIST.
+    // A deletion stores nothing new, so an object stored under older (larger) limits can always be deleted.
+    const entry = new StoredEntry(obj, rv, type === 'DELETED' ? JSON.stringify(obj) : serializeForCommit(obj, this.#limits));
     if (this.#backend) {
       try {
         if (type === 'DELETED') this.#backend.remove(table.rt.resource, key, rv);

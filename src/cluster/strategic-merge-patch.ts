@@ -2,6 +2,7 @@
 // MergeParallelList + IgnoreUnmatchedNulls). Without Go struct tags we carry the patch metadata of the fields
 // our kinds use in a path table (LIST_STRATEGIES); every other list is replaced and every map merged.
 
+import { getOwn, setOwn } from './json-safety.ts';
 import { PatchError, isJsonObject } from './patch-error.ts';
 
 type JsonMap = Record<string, unknown>;
@@ -65,7 +66,7 @@ function discardNulls(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(discardNulls);
   if (!isJsonObject(v)) return v;
   const out: JsonMap = {};
-  for (const [k, x] of Object.entries(v)) if (x !== null) out[k] = discardNulls(x);
+  for (const [k, x] of Object.entries(v)) if (x !== null) setOwn(out, k, discardNulls(x));
   return out;
 }
 
@@ -108,15 +109,15 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
     if (!Array.isArray(order) || field === '') throw bad('invalid patch: $setElementOrder must be followed by a field name and carry a list');
     const childPath = [...path, field];
     const strategy = listStrategyAt(childPath);
-    const origList = out[field];
-    const patchList = todo[field];
+    const origList = getOwn(out, field);
+    const patchList = getOwn(todo, field);
     if (origList !== undefined && !Array.isArray(origList)) throw bad(`invalid patch: ${field} is not a list`);
     if (patchList !== undefined && !Array.isArray(patchList)) throw bad(`invalid patch: ${field} is not a list`);
     if (origList === undefined && patchList === undefined) continue;
     let merged: unknown[];
     if (origList !== undefined && patchList !== undefined) merged = mergeList(origList, patchList, childPath, false);
     else merged = origList ?? stripListDirectives(patchList as unknown[], strategy);
-    out[field] = normalizeOrder(merged, order, origList ?? [], strategy?.mergeKey);
+    setOwn(out, field, normalizeOrder(merged, order, origList ?? [], strategy?.mergeKey));
     delete todo[field];
   }
 
@@ -133,20 +134,21 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
       continue;
     }
     const childPath = [...path, key];
-    const origV = out[key];
+    // Own properties only: `__proto__`, `constructor` and `prototype` are plain keys here.
+    const origV = getOwn(out, key);
     if (origV === undefined) {
       if (isDeleteList) continue;
-      out[key] = fresh(patchV, childPath);
+      setOwn(out, key, fresh(patchV, childPath));
       continue;
     }
     const kind = kindOf(origV);
     if (kind !== kindOf(patchV)) {
-      if (!isDeleteList) out[key] = fresh(patchV, childPath);
+      if (!isDeleteList) setOwn(out, key, fresh(patchV, childPath));
       continue;
     }
-    if (kind === 'map') out[key] = mergeMap(origV as JsonMap, patchV as JsonMap, childPath);
-    else if (kind === 'list') out[key] = mergeList(origV as unknown[], patchV as unknown[], childPath, isDeleteList);
-    else out[key] = patchV;
+    if (kind === 'map') setOwn(out, key, mergeMap(origV as JsonMap, patchV as JsonMap, childPath));
+    else if (kind === 'list') setOwn(out, key, mergeList(origV as unknown[], patchV as unknown[], childPath, isDeleteList));
+    else setOwn(out, key, patchV);
   }
   return out;
 }

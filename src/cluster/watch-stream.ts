@@ -5,25 +5,44 @@ import type { StatusCause } from '../types/k8s.ts';
 import { ApiError, badRequest, invalid } from './errors.ts';
 import { apiVersionOf } from './registry.ts';
 import { includeObjectParam, storageResource, viewObject, type RequestScope } from './resource-handlers.ts';
+import { setLongTimeout, watchTimeoutMs } from './long-timeout.ts';
 import { toTable } from './tables.ts';
 import { watchLine, type FilteredEvent } from './watch-cache.ts';
 
 export interface WatchStreamOptions {
   /** Interval between BOOKMARK events for watches that allow them (kube-apiserver: ~60 s). */
   bookmarkIntervalMs: number;
-  /** A watcher whose unsent output exceeds this is closed (it re-watches from its last resourceVersion). */
+  /**
+   * A watcher whose unsent output exceeds this has its connection destroyed (kube-apiserver drops slow
+   * watchers too); the client re-watches from its last resourceVersion. Ending it gracefully would keep the
+   * buffer until the client reads it, which a stalled client never does.
+   */
   maxBufferedBytes: number;
 }
 
-/** The open watch streams of one server, so they can all be closed (admin close-watches, shutdown). */
+/**
+ * The open watch streams of one server, so they can all be closed (admin close-watches, shutdown), and the
+ * server-wide account of their unsent bytes: the watch that pushes the total past the bound is destroyed.
+ */
 export class WatchRegistry {
   readonly #open = new Set<() => void>();
+  #buffered = 0;
+  constructor(readonly maxTotalBufferedBytes = Infinity) {}
   add(close: () => void): () => void {
     this.#open.add(close);
     return () => this.#open.delete(close);
   }
   get size(): number {
     return this.#open.size;
+  }
+  /** Unsent bytes of every open watch, as last reported. */
+  get bufferedBytes(): number {
+    return this.#buffered;
+  }
+  /** A watch's buffer went from `before` to `after` bytes; false when the server-wide bound is exceeded. */
+  account(before: number, after: number): boolean {
+    this.#buffered += after - before;
+    return this.#buffered <= this.maxTotalBufferedBytes;
   }
   closeAll(): void {
     for (const close of [...this.#open]) close();
@@ -66,8 +85,7 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   }
   if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', causes);
   const bookmarks = q.get('allowWatchBookmarks') === 'true';
-  const timeoutParam = Number(q.get('timeoutSeconds') ?? '');
-  const timeoutMs = Number.isFinite(timeoutParam) && timeoutParam > 0 ? timeoutParam * 1000 : 1_800_000 * (1 + Math.random());
+  const timeoutMs = watchTimeoutMs(q.get('timeoutSeconds'), Math.random);
   const resource = storageResource(rt);
   const filter = s.store.filter(resource, { namespace, labelSelector: q.get('labelSelector') ?? undefined, fieldSelector });
   let startRv = rvParam;
@@ -99,16 +117,30 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   };
 
   let closed = false;
+  // This watch's share of the registry's buffered bytes.
+  let accounted = 0;
+  const account = (): boolean => {
+    const now = closed ? 0 : res.writableLength;
+    const ok = registry.account(accounted, now);
+    accounted = now;
+    return ok;
+  };
   // Filled in as the stream starts; close() may run at any point (client gone, admin, shutdown).
-  const parts: { unsubscribe?: () => void; bookmarkTimer?: NodeJS.Timeout; timeoutTimer?: NodeJS.Timeout; unregister?: () => void } = {};
+  const parts: { unsubscribe?: () => void; bookmarkTimer?: NodeJS.Timeout; cancelTimeout?: () => void; unregister?: () => void } = {};
   const close = (): void => {
     if (closed) return;
     closed = true;
     parts.unsubscribe?.();
     clearInterval(parts.bookmarkTimer);
-    clearTimeout(parts.timeoutTimer);
+    parts.cancelTimeout?.();
     parts.unregister?.();
+    account();
     if (!res.writableEnded) res.end();
+  };
+  /** A stalled client: its buffered bytes are released only by destroying the connection. */
+  const drop = (): void => {
+    close();
+    res.destroy();
   };
   // Events committed in the same tick (a burst of pipelined writes) leave in one TLS record / syscall: the
   // stream is corked on the first event of a tick and uncorked on the next tick, so every event is still
@@ -126,8 +158,12 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
       process.nextTick(uncork);
     }
     res.write(line);
-    if (res.writableLength > opts.maxBufferedBytes) close();
+    const withinTotal = account();
+    if (!withinTotal || res.writableLength > opts.maxBufferedBytes) drop();
   };
+  res.on('drain', () => {
+    if (!closed) account();
+  });
 
   try {
     parts.unsubscribe = s.store.watchEntries(resource, filter, startRv, (f) => write(lineOf(f)));
@@ -154,11 +190,10 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
     parts.bookmarkTimer = setInterval(() => write(bookmarkLine(false)), opts.bookmarkIntervalMs);
     parts.bookmarkTimer.unref();
   }
-  parts.timeoutTimer = setTimeout(() => {
+  parts.cancelTimeout = setLongTimeout(() => {
     if (bookmarks) write(bookmarkLine(false));
     close();
   }, timeoutMs);
-  parts.timeoutTimer.unref();
   res.on('close', close);
   // A write racing a reset connection must not become an unhandled 'error' event.
   res.on('error', close);
