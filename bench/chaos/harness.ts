@@ -170,13 +170,20 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
         if (await cluster.admin('POST', '/admin/compact').then(() => true, () => false)) counters.compactions++;
       }
     })());
-    guard((async () => {
+    // Kills and cluster restarts are obligations, not chances: on a loaded machine there can be no single leader
+    // for long stretches, so a kill waits for one (however long) and the phase is extended until every planned
+    // kill and restart has happened (up to a cap). A run's injected counts then do not depend on machine speed.
+    const obligations: Array<Promise<unknown>> = [];
+    const mustInject = (p: Promise<unknown>) => {
+      obligations.push(p);
+      guard(p);
+    };
+    mustInject((async () => {
       for (const t of plan(prng, o.leaderKills, phaseMs)) {
         if (!(await at(t))) return;
         let victim: number | undefined;
         if (o.mode === 'lease') {
-          const deadline = Date.now() + 5_000;
-          while (victim === undefined && Date.now() < deadline && !phase.signal.aborted) {
+          while (victim === undefined && !phase.signal.aborted) {
             const leaders = await pool.leaders();
             if (leaders.length === 1) victim = leaders[0];
             else await sleep(250, phase.signal);
@@ -189,7 +196,7 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
         else await pool.kill(victim, prng.between(500, 2_000));
       }
     })());
-    guard((async () => {
+    mustInject((async () => {
       for (const [i, t] of plan(prng, o.clusterRestarts, phaseMs).entries()) {
         if (!(await at(t))) return;
         const signal = i % 2 === 0 ? 'SIGKILL' : 'SIGTERM';
@@ -206,6 +213,9 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
       log(`t=${Math.round((Date.now() - started) / 1000)}s claims ${c.length} (bound seen ${c.filter((r) => r.boundTo).length}, deleted ${c.filter((r) => r.deleted).length}) kills ${pool.kills} crash-restarts ${pool.crashRestarts} cluster restarts ${cluster.restarts}`);
     }, 15_000);
     await sleep(phaseMs, phase.signal);
+    const overrun = new AbortController();
+    await Promise.race([Promise.all(obligations), sleep(Math.max(60_000, phaseMs), AbortSignal.any([phase.signal, overrun.signal]))]);
+    overrun.abort();
     phase.abort();
     await Promise.all(loops);
     clearInterval(progress);
