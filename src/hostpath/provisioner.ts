@@ -3,7 +3,7 @@
 // creates the directory without following symlinks and returns the PV; delete() applies the onDelete policy
 // to paths it re-checks against the configured roots. In `daemonset` mode each instance serves only its
 // node (IgnoredError for the others); `deployment` mode assumes every configured path is reachable here.
-import type { PersistentVolume, PersistentVolumeClaim, AccessMode } from '../types/k8s.ts';
+import type { PersistentVolume, PersistentVolumeClaim, AccessMode, StorageClass } from '../types/k8s.ts';
 import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
 import { parseQuantity, isQuantity, formatBytes } from '../types/quantity.ts';
 import {
@@ -16,13 +16,15 @@ import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
 import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath } from './config.ts';
-import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
+import { parseClassParameters, StorageClassParameterError, type ClassParameters, type OnDeletePolicy } from './class-parameters.ts';
 import { defaultVolumeDirName, PathTemplateError } from './path-template.ts';
-import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError } from './path-safety.ts';
+import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
 import { createVolumeDir, removeVolumeDir, archiveVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
-import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord } from './volume-records.ts';
+import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord, type VolumeRecord } from './volume-records.ts';
 import { buildVolume, readVolumeLocation, allocationOfVolume, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
+import { proveVolumeIdentity } from './delete-identity.ts';
+import { adoptedAllocation, longestRootOf } from './volume-source.ts';
 
 export type HostPathMode = 'deployment' | 'daemonset';
 
@@ -45,9 +47,24 @@ export interface HostPathProvisionerOptions {
   knownVolumes?: (signal: AbortSignal) => PersistentVolume[] | Promise<PersistentVolume[]>;
   /** Default 60 s. */
   knownVolumesRefreshMs?: number;
+  /**
+   * Where the provisioner reports what the controller cannot know (a reused directory): typically an
+   * EventRecorder. Optional: without it those facts are only logged.
+   */
+  events?: VolumeEventSink;
+  /**
+   * Looks a StorageClass up by name (the controller's cache or a GET). PVs adopted from another provisioner carry
+   * no onDelete annotation: their class decides delete, archive or retain. Without it, such PVs are deleted.
+   */
+  storageClass?: (name: string, signal: AbortSignal) => StorageClass | undefined | Promise<StorageClass | undefined>;
   logger?: Logger;
   clock?: Clock;
   fs?: FsOpsOptions;
+}
+
+/** The narrow part of an EventRecorder the provisioner uses. */
+export interface VolumeEventSink {
+  event(obj: PersistentVolumeClaim | PersistentVolume, type: 'Normal' | 'Warning', reason: string, message: string): void;
 }
 
 /** Allocation of a base path with its configured capacity (undefined = unlimited). */
@@ -168,12 +185,17 @@ export class HostPathProvisioner implements Provisioner {
       this.ledger.reserve({ pvName, scope, basePath: placement.base.path, path: placement.path, bytes });
     }
     const log = this.logger.child({ pv: pvName, pvc: `${claim.metadata.namespace}/${claim.metadata.name}`, storageClass: className });
+    let created = true;
     try {
       signal.throwIfAborted();
+      const relativePath = placement.segments.join('/');
       await writeVolumeRecord(placement.base.path, {
-        pvName, relativePath: placement.segments.join('/'), bytes: bytes.toString(), scope, createdAt: new Date(this.clock.now()).toISOString(),
+        pvName, claimUid: claim.metadata.uid, relativePath, bytes: bytes.toString(), scope, createdAt: new Date(this.clock.now()).toISOString(),
       }, this.opts.fs);
-      await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid });
+      // Another instance (per-claim replicas) may be placing a claim in the same directory: whoever sees the
+      // other's record backs off and retries, so two volumes never share a directory.
+      if (placement.isNew) await this.checkNoOtherRecord(placement.base.path, relativePath, pvName);
+      created = (await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid })).created;
     } catch (e) {
       if (placement.isNew) {
         this.ledger.release(pvName);
@@ -183,7 +205,12 @@ export class HostPathProvisioner implements Provisioner {
       if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
       throw e;
     }
-    log.info({ path: placement.path, basePath: placement.base.path, bytes: bytes.toString() }, 'volume directory ready');
+    log.info({ path: placement.path, basePath: placement.base.path, bytes: bytes.toString(), reused: placement.isNew && !created }, 'volume directory ready');
+    if (placement.isNew && !created) {
+      // Stable names: a directory no live volume uses is given to the claim with whatever it holds.
+      this.opts.events?.event(claim, 'Normal', 'VolumeDirectoryReused',
+        `The directory ${shortenText(placement.path, 1024)} already existed and no live volume uses it: volume ${pvName} reuses it with its contents`);
+    }
     const volume = buildVolume({
       pvName, path: placement.path, basePath: placement.base.path, kind: shared ? 'shared' : 'node',
       node: shared ? this.nodeName ?? o.selectedNodeName : node, affinity, volumeType, capacity: request, accessModes,
@@ -198,7 +225,7 @@ export class HostPathProvisioner implements Provisioner {
     if (existing && existing.scope === scope) {
       const base = candidates.find((c) => c.path === existing.basePath);
       if (base) {
-        const segments = infeasibleOn(() => checkExistingVolumePath(base.path, existing.path, pvName));
+        const segments = infeasibleOn(() => checkExistingVolumePath(base.path, existing.path));
         return { scope, base, path: existing.path, segments, isNew: false };
       }
     }
@@ -221,8 +248,8 @@ export class HostPathProvisioner implements Provisioner {
     const ranked = fitting.map((c, i) => ({ c, i, free: this.ledger.free(scope, c.path, c.capacity, pvName), alloc: this.ledger.allocated(scope, c.path) }));
     ranked.sort((a, b) => cmpFree(b.free, a.free) || (a.alloc < b.alloc ? -1 : a.alloc > b.alloc ? 1 : 0) || a.i - b.i);
     const base = ranked[0].c;
-    const { path, segments } = infeasibleOn(() => resolveVolumePath(base.path, rel, { uniqueComponent: pvName }));
-    infeasibleOn(() => this.ledger.paths(scope).checkFree(path, pvName, allBasePaths(config)));
+    const { path, segments } = infeasibleOn(() => resolveVolumePath(base.path, rel));
+    for (const index of this.reachableIndexes(scope)) infeasibleOn(() => index.checkFree(path, pvName, allBasePaths(config)));
     return { scope, base, path, segments, isNew: true };
   }
 
@@ -245,37 +272,26 @@ export class HostPathProvisioner implements Provisioner {
 
   private async deleteLocked(volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
-    let loc = readVolumeLocation(volume);
-    let vpath: string;
-    if (!loc.path) {
-      // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
-      // A PV we published always has a path, so one with our annotations and none is refused.
-      if (loc.basePath !== undefined) throw new Error(`volume ${pvName} has no local or hostPath path; refusing to guess`);
-      const found = await this.findRecord(pvName);
-      if (!found) {
-        if (this.mode === 'daemonset') throw new IgnoredError(`volume ${pvName} has no path and no record on node ${this.nodeName}`);
-        throw new Error(`volume ${pvName} has no local or hostPath path and no record: not a hostpath volume`);
-      }
-      loc = { path: found.path, basePath: found.basePath, node: this.nodeName, onDelete: 'delete' };
-      vpath = found.path;
-    } else {
-      if (this.mode === 'daemonset' && loc.node !== this.nodeName) {
-        throw new IgnoredError(`volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${this.nodeName}`);
-      }
-      vpath = loc.path;
-    }
-    if (loc.onDelete === undefined) throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
-    const roots = this.configuredRoots();
-    const base = loc.basePath ?? roots.filter((r) => isStrictlyUnder(r, vpath)).sort((a, b) => b.length - a.length)[0];
-    if (!base || !roots.includes(base)) {
-      throw new UnsafePathError('outside-root', vpath, `is not under a configured base path (${base ?? 'none'} is not configured here); refusing to touch it`);
-    }
-    const segments = checkExistingVolumePath(base, vpath, pvName);
+    const target = await this.deleteTarget(volume, pvName, signal);
+    const { base, path: vpath, segments } = target;
     await this.ensureLedger(signal);
-    const log = this.logger.child({ pv: pvName, path: vpath });
-    if (loc.onDelete === 'retain') {
+    const record = target.record ?? (await readVolumeRecord(base, pvName));
+    // Without a record that names this PV and its claim, the leaf rule needs the live volumes as they are now.
+    const proof = await proveVolumeIdentity({
+      pvName, claimUid: target.nameOnly ? undefined : volume.spec.claimRef?.uid ?? '', path: vpath, basePath: base,
+      record: record?.pvName === pvName ? record : undefined,
+      records: () => readVolumeRecords(base),
+      liveVolumes: async () => {
+        await this.ensureLedger(signal, true);
+        return this.reachableIndexes(undefined);
+      },
+      basePaths: allBasePaths(this.config()),
+    });
+    const onDelete = target.onDelete ?? (await this.adoptedOnDelete(volume, signal));
+    const log = this.logger.child({ pv: pvName, path: vpath, proof });
+    if (onDelete === 'retain') {
       log.info({}, 'onDelete retain: keeping the directory');
-    } else if (loc.onDelete === 'archive') {
+    } else if (onDelete === 'archive') {
       const r = await archiveVolumeDir(base, segments, { ...this.opts.fs, pvName, now: new Date(this.clock.now()) });
       if (r.archivedPath) log.info({ archivedPath: r.archivedPath }, 'volume directory archived');
       else log.warn({}, 'volume directory was already gone; nothing to archive');
@@ -288,18 +304,83 @@ export class HostPathProvisioner implements Provisioner {
     this.ledger.release(pvName);
   }
 
+  // The directory a delete would touch, checked against the configured roots (not yet against other volumes).
+  private async deleteTarget(volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<DeleteTarget> {
+    const loc = readVolumeLocation(volume);
+    if (!loc.path) {
+      // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
+      // A PV we published always has a path, so one with our annotations and none is refused.
+      if (loc.basePath !== undefined) throw new Error(`volume ${pvName} has no local or hostPath path; refusing to guess`);
+      const found = await this.findRecord(pvName);
+      if (!found) {
+        if (this.mode === 'daemonset') throw new IgnoredError(`volume ${pvName} has no path and no record on node ${this.nodeName}`);
+        throw new Error(noLocalPathMessage(volume));
+      }
+      const segments = checkExistingVolumePath(found.basePath, found.path);
+      return { base: found.basePath, path: found.path, segments, onDelete: 'delete', record: found.record, nameOnly: true };
+    }
+    if (this.mode === 'daemonset' && loc.node !== this.nodeName) {
+      throw new IgnoredError(`volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${this.nodeName}`);
+    }
+    if (loc.onDelete === undefined) throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
+    signal.throwIfAborted();
+    const roots = this.configuredRoots();
+    const base = loc.basePath ?? longestRootOf(loc.path, roots);
+    if (!base || !roots.includes(base)) {
+      throw new UnsafePathError('outside-root', loc.path, `is not under a configured base path (${base ?? 'none'} is not configured here); refusing to touch it`);
+    }
+    const segments = checkExistingVolumePath(base, loc.path);
+    const annotated = volume.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE] !== undefined;
+    return { base, path: loc.path, segments, onDelete: annotated ? loc.onDelete : undefined, nameOnly: false };
+  }
+
+  // A PV without our onDelete annotation (an older version's, or adopted from local-path / nfs-subdir): its
+  // class decides, as it did for the provisioner that created it. No class lookup configured: delete.
+  private async adoptedOnDelete(volume: PersistentVolume, signal: AbortSignal): Promise<OnDeletePolicy> {
+    const lookup = this.opts.storageClass;
+    if (!lookup) return 'delete';
+    const name = volume.spec.storageClassName ?? '';
+    const sc = name ? await lookup(name, signal) : undefined;
+    if (!sc) {
+      throw new Error(`volume ${volume.metadata.name} has no onDelete annotation and its storage class ${JSON.stringify(name)} does not exist, so whether to delete, archive or retain its directory is unknown; refusing to guess (recreate the class, or annotate the volume with ${ANN_HOSTPATH_ON_DELETE})`);
+    }
+    return parseClassParameters(sc.parameters).onDelete;
+  }
+
   // The roots delete() may touch: those reachable from this instance.
   private configuredRoots(): string[] {
     const config = this.config();
     return this.mode === 'daemonset' ? localBasePaths(config, this.nodeName).map((b) => b.path) : allBasePaths(config);
   }
 
-  private async findRecord(pvName: string): Promise<{ basePath: string; path: string } | undefined> {
+  private async findRecord(pvName: string): Promise<{ basePath: string; path: string; record: VolumeRecord } | undefined> {
     for (const base of this.configuredRoots()) {
       const r = await readVolumeRecord(base, pvName);
-      if (r && r.pvName === pvName) return { basePath: base, path: `${base}/${r.relativePath}` };
+      if (r && r.pvName === pvName) return { basePath: base, path: `${base}/${r.relativePath}`, record: r };
     }
     return undefined;
+  }
+
+  // The live-volume indexes a directory in `scope` can collide with: in deployment mode every configured path is
+  // on this machine, so every scope; in daemonset mode this node's paths and the shared ones.
+  private reachableIndexes(scope: string | undefined): VolumePathIndex[] {
+    if (this.mode === 'deployment') return this.ledger.pathIndexesOf();
+    const scopes = [this.nodeName ?? '', SHARED_SCOPE];
+    if (scope !== undefined && !scopes.includes(scope)) scopes.push(scope);
+    return this.ledger.pathIndexesOf(scopes);
+  }
+
+  // After writing our record: another record for the same directory, or one above or below it, means another
+  // instance is placing (or holds) a volume there.
+  private async checkNoOtherRecord(basePath: string, relativePath: string, pvName: string): Promise<void> {
+    const mine = `${basePath}/${relativePath}`;
+    for (const r of await readVolumeRecords(basePath)) {
+      if (r.pvName === pvName) continue;
+      const other = `${basePath}/${r.relativePath}`;
+      if (other === mine || isStrictlyUnder(mine, other) || isStrictlyUnder(other, mine)) {
+        throw new Error(`the directory ${mine} overlaps the directory ${other} of volume ${r.pvName} (its record is on disk); retrying later`);
+      }
+    }
   }
 
   /** The volumes the backend holds (from the on-disk records of the reachable base paths), for the leak inventory. */
@@ -315,11 +396,16 @@ export class HostPathProvisioner implements Provisioner {
     return [...out.values()];
   }
 
-  /** Rebuilds allocation accounting from PVs (ours are recognised by their base-path annotation). */
+  /**
+   * Rebuilds allocation accounting from PVs: ours (recognised by their base-path annotation), and any other PV
+   * whose directory is under a configured root (adopted or static volumes occupy their directory just the same).
+   */
   rebuildFromVolumes(volumes: Iterable<PersistentVolume>): void {
     const allocations: Allocation[] = [];
+    const config = this.config();
+    const roots = allBasePaths(config);
     for (const pv of volumes) {
-      const a = allocationOfVolume(pv);
+      const a = allocationOfVolume(pv) ?? adoptedAllocation(pv, roots, config);
       if (a) allocations.push(a);
     }
     this.ledger.rebuild('api', allocations);
@@ -340,13 +426,14 @@ export class HostPathProvisioner implements Provisioner {
   async volumeUsage(volume: PersistentVolume, opts: { maxEntries?: number; signal?: AbortSignal } = {}): Promise<DirectoryUsage> {
     const loc = readVolumeLocation(volume);
     if (!loc.path || !loc.basePath || !this.configuredRoots().includes(loc.basePath)) throw new Error(`volume ${volume.metadata.name} is not under a configured base path`);
-    checkExistingVolumePath(loc.basePath, loc.path, volume.metadata.name ?? '');
+    checkExistingVolumePath(loc.basePath, loc.path);
     return directoryUsage(loc.path, opts);
   }
 
   // Disk records of every reachable base path once (restart; a base added by a reload is scanned when it
   // appears), then the API's PVs when a source is given and the last refresh is old.
-  private async ensureLedger(signal: AbortSignal): Promise<void> {
+  // `fresh`: list the PVs now whatever the refresh interval (delete identity without a record).
+  private async ensureLedger(signal: AbortSignal, fresh = false): Promise<void> {
     if (this.configuredRoots().some((b) => !this.scannedBases.has(b))) {
       this.scanning = this.scanning.then(() => this.scanDiskRecords(), () => this.scanDiskRecords());
     }
@@ -356,7 +443,7 @@ export class HostPathProvisioner implements Provisioner {
     // Concurrent callers wait for the list in flight: after a restart, a second provision must not place a
     // volume on the still-empty ledger while the first is fetching the PVs (that overcommitted a base path).
     if (this.apiRefresh) return this.apiRefresh;
-    if (this.clock.now() - this.lastApiRefresh < (this.opts.knownVolumesRefreshMs ?? 60_000)) return;
+    if (!fresh && this.clock.now() - this.lastApiRefresh < (this.opts.knownVolumesRefreshMs ?? 60_000)) return;
     this.lastApiRefresh = this.clock.now();
     // Always asynchronous (even when src throws at once), so the finally below runs after the assignment.
     this.apiRefresh = Promise.resolve()
@@ -374,7 +461,7 @@ export class HostPathProvisioner implements Provisioner {
       if (this.scannedBases.has(base)) continue;
       for (const r of await readVolumeRecords(base)) {
         try {
-          checkRelativeVolumePath(r.relativePath, { uniqueComponent: r.pvName });
+          checkRelativeVolumePath(r.relativePath);
         } catch {
           this.logger.warn({ pv: r.pvName, basePath: base }, 'ignoring a volume record with an unsafe path');
           continue;
@@ -397,6 +484,27 @@ export class HostPathProvisioner implements Provisioner {
       if (this.locks.get(key) === tail) this.locks.delete(key);
     }
   }
+}
+
+interface DeleteTarget {
+  base: string;
+  path: string;
+  segments: string[];
+  /** From our annotation; undefined: the PV has none (adopted), its class decides. */
+  onDelete: OnDeletePolicy | undefined;
+  record?: VolumeRecord;
+  /** Found through its record (leak inventory): no claimRef to compare. */
+  nameOnly: boolean;
+}
+
+// Why a PV has no directory here, in words that fit an existing PV (not a pathPattern hint).
+function noLocalPathMessage(pv: PersistentVolume): string {
+  const name = pv.metadata.name ?? '';
+  const nfs = pv.spec.nfs;
+  if (nfs) {
+    return `volume ${name} is an nfs volume (${shortenText(`${nfs.server}:${nfs.path}`, 512)}) and no configured shared path is the mount of that export, so its directory cannot be found here; nothing was touched`;
+  }
+  return `volume ${name} has no local or hostPath path and no record in any configured base path, so it is not a hostpath volume this provisioner can find; nothing was touched`;
 }
 
 function affinityValue(o: ProvisionOptions, params: ClassParameters, node: string): string {
