@@ -10,7 +10,7 @@ import type { VolumeRecord } from './volume-records.ts';
 
 /** Why a directory could not be proven to be the volume's. Stable codes for tests and logs. */
 export type IdentityRule =
-  /** This PV's record says its directory is elsewhere. */
+  /** This PV's record says its directory is elsewhere, or that it was made for another claim. */
   | 'record-mismatch'
   /** The directory is (or contains) a configured base path. */
   | 'is-base-path'
@@ -30,7 +30,7 @@ export type IdentityProof = 'record' | 'leaf';
 
 export interface IdentityEvidence {
   pvName: string;
-  /** The PV's spec.claimRef.uid; undefined for a name-only volume (the leak inventory, found through its record). */
+  /** The PV's spec.claimRef.uid; undefined when it has none (a name-only volume from the leak inventory). */
   claimUid: string | undefined;
   /** The directory (absolute, normalised, strictly under basePath: checked before). */
   path: string;
@@ -58,9 +58,12 @@ export async function proveVolumeIdentity(e: IdentityEvidence): Promise<Identity
       throw new VolumeIdentityError('record-mismatch', e.pvName, e.path,
         `the record written when ${e.pvName} was provisioned says its directory is ${e.basePath}/${e.record.relativePath}`);
     }
-    // A record without a claim uid (older versions) or for another claim (a PV re-created under the same name)
-    // proves the name only: the leaf rule decides.
-    if (e.claimUid === undefined || (e.record.claimUid !== undefined && e.record.claimUid === e.claimUid)) proof = 'record';
+    if (e.record.claimUid !== undefined && e.claimUid !== undefined && e.record.claimUid !== e.claimUid) {
+      throw new VolumeIdentityError('record-mismatch', e.pvName, e.path,
+        `the record written when ${e.pvName} was provisioned names claim uid ${e.record.claimUid}, and this volume is bound to claim uid ${JSON.stringify(e.claimUid)}`);
+    }
+    // A record without a claim uid (older versions) proves the name only: the leaf rule decides.
+    if (e.claimUid === undefined || e.record.claimUid !== undefined) proof = 'record';
   }
   for (const index of await e.liveVolumes()) {
     try {

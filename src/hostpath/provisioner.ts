@@ -278,7 +278,9 @@ export class HostPathProvisioner implements Provisioner {
     const record = target.record ?? (await readVolumeRecord(base, pvName));
     // Without a record that names this PV and its claim, the leaf rule needs the live volumes as they are now.
     const proof = await proveVolumeIdentity({
-      pvName, claimUid: target.nameOnly ? undefined : volume.spec.claimRef?.uid ?? '', path: vpath, basePath: base,
+      // No claimRef (a name-only volume, or a PV never bound: the controller deletes only released ones): the
+      // record's name and path must still match.
+      pvName, claimUid: target.nameOnly ? undefined : volume.spec.claimRef?.uid, path: vpath, basePath: base,
       record: record?.pvName === pvName ? record : undefined,
       records: () => readVolumeRecords(base),
       liveVolumes: async () => {

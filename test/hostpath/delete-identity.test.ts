@@ -100,6 +100,9 @@ test('a PV whose name has a record is deleted only at the recorded path; another
   moved.spec.hostPath!.path = `${root}/elsewhere`;
   await assert.rejects(p.delete(moved, signal()), (e: unknown) => refused(e) && (e as VolumeIdentityError).rule === 'record-mismatch');
   await assert.rejects(p.delete(forged('impostor', a.spec.hostPath!.path, { base: root }), signal()), refused);
+  // Same name and path, another claim: a PV re-created under that name is not the volume the record describes.
+  await assert.rejects(p.delete(forged(a.metadata.name ?? '', a.spec.hostPath!.path, { base: root }), signal()),
+    (e: unknown) => refused(e) && (e as VolumeIdentityError).rule === 'record-mismatch');
   assert.deepEqual(await snapshot(root), before);
   await p.delete(a, signal());
   assert.equal(await fsp.lstat(a.spec.hostPath!.path).catch(() => undefined), undefined);
