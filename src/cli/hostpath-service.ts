@@ -15,7 +15,7 @@ import { startHealthServer, type HealthCheck, type HealthServer } from '../runti
 import type { Logger } from '../runtime/logger.ts';
 import { createMetricsRegistry } from '../runtime/metrics.ts';
 import { NotFoundError } from '../runtime/errors.ts';
-import { persistentVolumes, storageClasses } from '../runtime/resources.ts';
+import { nodes, persistentVolumes, storageClasses } from '../runtime/resources.ts';
 import type { KubeObject, PersistentVolume, StorageClass } from '../types/k8s.ts';
 import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from './config-map-source.ts';
 import { createHostPathMetrics } from './hostpath-metrics.ts';
@@ -37,6 +37,8 @@ export interface HostPathServiceOptions {
   registry?: Registry;
   /** Per-volume disk usage refresh interval (ms); 0 = no usage metrics. Default 60 s. */
   volumeUsageIntervalMs?: number;
+  /** daemonset mode: how long a volume's Node must be missing before its PV is let go. Default 10 minutes. */
+  goneNodeGraceMs?: number;
 }
 
 /** A started service: `done` settles once run() returned after the signal aborted. */
@@ -81,12 +83,18 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     logger,
     // Capacity accounting and delete identity are checked against the PVs (the records on disk cover the rest).
     knownVolumes: listVolumes,
-    // Adopted PVs (local-path, nfs-subdir) carry no onDelete annotation: their class decides.
-    storageClass: (name, s) => o.client.get<StorageClass>(storageClasses, name, { signal: s }).catch((e: unknown) => {
-      if (e instanceof NotFoundError) return undefined;
-      throw e;
-    }),
+    // Adopted PVs (local-path, nfs-subdir) carry no onDelete annotation: their class decides. A list by name
+    // needs only the list permission the class informer already has.
+    storageClass: async (name, s) =>
+      (await o.client.list<StorageClass>(storageClasses, { fieldSelector: `metadata.name=${name}`, signal: s })).items[0],
     events: volumeEvents,
+    // Gone nodes (daemonset mode): a Node that cannot be read (no permission, API error) counts as present.
+    nodeExists: (name, s) => o.client.get(nodes, name, { signal: s }).then(() => true, (e: unknown) => {
+      if (e instanceof NotFoundError) return false;
+      logger.debug({ node: name, err: (e as Error).message }, 'could not tell whether the node exists');
+      return undefined;
+    }),
+    goneNodeGraceMs: o.goneNodeGraceMs,
   });
   const metrics = createHostPathMetrics({
     registry,

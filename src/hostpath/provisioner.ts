@@ -25,6 +25,7 @@ import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRec
 import { buildVolume, readVolumeLocation, allocationOfVolume, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
 import { proveVolumeIdentity } from './delete-identity.ts';
 import { adoptedAllocation, longestRootOf } from './volume-source.ts';
+import { GoneNodePolicy, REASON_NODE_GONE, type NodeExists } from './gone-node.ts';
 
 export type HostPathMode = 'deployment' | 'daemonset';
 
@@ -57,6 +58,13 @@ export interface HostPathProvisionerOptions {
    * no onDelete annotation: their class decides delete, archive or retain. Without it, such PVs are deleted.
    */
   storageClass?: (name: string, signal: AbortSignal) => StorageClass | undefined | Promise<StorageClass | undefined>;
+  /**
+   * daemonset mode: whether a Node exists. With it, a node-local volume of ours whose node has been missing for
+   * goneNodeGraceMs is let go (the PV is deleted, its directory is not: see gone-node.ts).
+   */
+  nodeExists?: NodeExists;
+  /** Default 10 minutes. */
+  goneNodeGraceMs?: number;
   logger?: Logger;
   clock?: Clock;
   fs?: FsOpsOptions;
@@ -96,6 +104,7 @@ export class HostPathProvisioner implements Provisioner {
   private scanning: Promise<void> = Promise.resolve();
   private lastApiRefresh = -Infinity;
   private apiRefresh: Promise<void> | undefined;
+  private readonly goneNodes?: GoneNodePolicy;
 
   constructor(private readonly opts: HostPathProvisionerOptions) {
     this.mode = opts.mode ?? 'deployment';
@@ -104,6 +113,7 @@ export class HostPathProvisioner implements Provisioner {
     this.nodeName = opts.nodeName;
     this.logger = (opts.logger ?? silentLogger).child({ component: 'hostpath', node: opts.nodeName });
     this.clock = opts.clock ?? realClock;
+    if (opts.nodeExists) this.goneNodes = new GoneNodePolicy({ nodeExists: opts.nodeExists, graceMs: opts.goneNodeGraceMs, clock: this.clock, logger: this.logger });
   }
 
   private config(): HostPathConfig {
@@ -273,6 +283,11 @@ export class HostPathProvisioner implements Provisioner {
   private async deleteLocked(volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
     const target = await this.deleteTarget(volume, pvName, signal);
+    if ('goneNode' in target) {
+      this.opts.events?.event(volume, 'Warning', REASON_NODE_GONE, target.message);
+      this.ledger.release(pvName);
+      return;
+    }
     const { base, path: vpath, segments } = target;
     await this.ensureLedger(signal);
     const record = target.record ?? (await readVolumeRecord(base, pvName));
@@ -307,7 +322,7 @@ export class HostPathProvisioner implements Provisioner {
   }
 
   // The directory a delete would touch, checked against the configured roots (not yet against other volumes).
-  private async deleteTarget(volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<DeleteTarget> {
+  private async deleteTarget(volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<DeleteTarget | { goneNode: string; message: string }> {
     const loc = readVolumeLocation(volume);
     if (!loc.path) {
       // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
@@ -322,7 +337,9 @@ export class HostPathProvisioner implements Provisioner {
       return { base: found.basePath, path: found.path, segments, onDelete: 'delete', record: found.record, nameOnly: true };
     }
     if (this.mode === 'daemonset' && loc.node !== this.nodeName) {
-      throw new IgnoredError(`volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${this.nodeName}`);
+      const verdict = await this.goneNodes?.check(volume, signal);
+      if (verdict?.gone) return { goneNode: verdict.node, message: verdict.message };
+      throw new IgnoredError(`volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${this.nodeName}${verdict ? ` (${verdict.reason})` : ''}`);
     }
     if (loc.onDelete === undefined) throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
     signal.throwIfAborted();
