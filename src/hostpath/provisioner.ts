@@ -1,8 +1,10 @@
 // HostPathProvisioner: directories as volumes, on a node's disks or a shared filesystem. It implements the
 // Provisioner contract: provision() picks a base path, renders and checks the directory, accounts capacity,
-// creates the directory without following symlinks and returns the PV; delete() applies the onDelete policy
-// to paths it re-checks against the configured roots. In `daemonset` mode each instance serves only its
-// node (IgnoredError for the others); `deployment` mode assumes every configured path is reachable here.
+// creates the directory without following symlinks (never one a live volume uses, above or below) and returns
+// the PV; delete() (volume-delete.ts) proves the directory is that volume's before applying its onDelete policy.
+// It keeps the ledger of live volumes (API PVs, records on disk, its own reservations) both rely on. In
+// `daemonset` mode each instance serves only its node (IgnoredError for the others, gone nodes aside);
+// `deployment` mode assumes every configured path is reachable here.
 import type { PersistentVolume, PersistentVolumeClaim, AccessMode, StorageClass } from '../types/k8s.ts';
 import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
 import { parseQuantity, isQuantity, formatBytes } from '../types/quantity.ts';
@@ -16,16 +18,18 @@ import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
 import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath } from './config.ts';
-import { parseClassParameters, StorageClassParameterError, type ClassParameters, type OnDeletePolicy } from './class-parameters.ts';
+import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
 import { defaultVolumeDirName, PathTemplateError } from './path-template.ts';
 import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
-import { createVolumeDir, removeVolumeDir, archiveVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
+import { createVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
 import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord, type VolumeRecord } from './volume-records.ts';
-import { buildVolume, readVolumeLocation, allocationOfVolume, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
-import { proveVolumeIdentity } from './delete-identity.ts';
-import { adoptedAllocation, longestRootOf } from './volume-source.ts';
-import { GoneNodePolicy, REASON_NODE_GONE, type NodeExists } from './gone-node.ts';
+import { buildVolume, readVolumeLocation, allocationOfVolume } from './volume-spec.ts';
+import { adoptedAllocation } from './volume-source.ts';
+import { GoneNodePolicy, type NodeExists } from './gone-node.ts';
+import { deleteVolumeDirectory, type DeleteContext, type VolumeEventSink } from './volume-delete.ts';
+
+export type { VolumeEventSink } from './volume-delete.ts';
 
 export type HostPathMode = 'deployment' | 'daemonset';
 
@@ -70,10 +74,6 @@ export interface HostPathProvisionerOptions {
   fs?: FsOpsOptions;
 }
 
-/** The narrow part of an EventRecorder the provisioner uses. */
-export interface VolumeEventSink {
-  event(obj: PersistentVolumeClaim | PersistentVolume, type: 'Normal' | 'Warning', reason: string, message: string): void;
-}
 
 /** Allocation of a base path with its configured capacity (undefined = unlimited). */
 export interface BasePathStatus extends BasePathAllocation {
@@ -277,93 +277,20 @@ export class HostPathProvisioner implements Provisioner {
 
   async delete(volume: PersistentVolume, signal: AbortSignal): Promise<void> {
     const pvName = volume.metadata.name ?? '';
-    return this.locked(pvName, () => this.deleteLocked(volume, pvName, signal));
+    return this.locked(pvName, () => deleteVolumeDirectory(this.deleteContext(), volume, pvName, signal));
   }
 
-  private async deleteLocked(volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<void> {
-    signal.throwIfAborted();
-    const target = await this.deleteTarget(volume, pvName, signal);
-    if ('goneNode' in target) {
-      this.opts.events?.event(volume, 'Warning', REASON_NODE_GONE, target.message);
-      this.ledger.release(pvName);
-      return;
-    }
-    const { base, path: vpath, segments } = target;
-    await this.ensureLedger(signal);
-    const record = target.record ?? (await readVolumeRecord(base, pvName));
-    // Without a record that names this PV and its claim, the leaf rule needs the live volumes as they are now.
-    const proof = await proveVolumeIdentity({
-      // No claimRef (a name-only volume, or a PV never bound: the controller deletes only released ones): the
-      // record's name and path must still match.
-      pvName, claimUid: target.nameOnly ? undefined : volume.spec.claimRef?.uid, path: vpath, basePath: base,
-      record: record?.pvName === pvName ? record : undefined,
-      records: () => readVolumeRecords(base),
-      liveVolumes: async () => {
-        await this.ensureLedger(signal, true);
-        return this.reachableIndexes(undefined);
-      },
-      basePaths: allBasePaths(this.config()),
-    });
-    const onDelete = target.onDelete ?? (await this.adoptedOnDelete(volume, signal));
-    const log = this.logger.child({ pv: pvName, path: vpath, proof });
-    if (onDelete === 'retain') {
-      log.info({}, 'onDelete retain: keeping the directory');
-    } else if (onDelete === 'archive') {
-      const r = await archiveVolumeDir(base, segments, { ...this.opts.fs, pvName, now: new Date(this.clock.now()) });
-      if (r.archivedPath) log.info({ archivedPath: r.archivedPath }, 'volume directory archived');
-      else log.warn({}, 'volume directory was already gone; nothing to archive');
-    } else {
-      const r = await removeVolumeDir(base, segments, { ...this.opts.fs, signal });
-      if (r.existed) log.info({}, 'volume directory deleted');
-      else log.warn({}, 'volume directory was already gone');
-    }
-    await removeVolumeRecord(base, pvName);
-    this.ledger.release(pvName);
-  }
-
-  // The directory a delete would touch, checked against the configured roots (not yet against other volumes).
-  private async deleteTarget(volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<DeleteTarget | { goneNode: string; message: string }> {
-    const loc = readVolumeLocation(volume);
-    if (!loc.path) {
-      // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
-      // A PV we published always has a path, so one with our annotations and none is refused.
-      if (loc.basePath !== undefined) throw new Error(`volume ${pvName} has no local or hostPath path; refusing to guess`);
-      const found = await this.findRecord(pvName);
-      if (!found) {
-        if (this.mode === 'daemonset') throw new IgnoredError(`volume ${pvName} has no path and no record on node ${this.nodeName}`);
-        throw new Error(noLocalPathMessage(volume));
-      }
-      const segments = checkExistingVolumePath(found.basePath, found.path);
-      return { base: found.basePath, path: found.path, segments, onDelete: 'delete', record: found.record, nameOnly: true };
-    }
-    if (this.mode === 'daemonset' && loc.node !== this.nodeName) {
-      const verdict = await this.goneNodes?.check(volume, signal);
-      if (verdict?.gone) return { goneNode: verdict.node, message: verdict.message };
-      throw new IgnoredError(`volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${this.nodeName}${verdict ? ` (${verdict.reason})` : ''}`);
-    }
-    if (loc.onDelete === undefined) throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
-    signal.throwIfAborted();
-    const roots = this.configuredRoots();
-    const base = loc.basePath ?? longestRootOf(loc.path, roots);
-    if (!base || !roots.includes(base)) {
-      throw new UnsafePathError('outside-root', loc.path, `is not under a configured base path (${base ?? 'none'} is not configured here); refusing to touch it`);
-    }
-    const segments = checkExistingVolumePath(base, loc.path);
-    const annotated = volume.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE] !== undefined;
-    return { base, path: loc.path, segments, onDelete: annotated ? loc.onDelete : undefined, nameOnly: false };
-  }
-
-  // A PV without our onDelete annotation (an older version's, or adopted from local-path / nfs-subdir): its
-  // class decides, as it did for the provisioner that created it. No class lookup configured: delete.
-  private async adoptedOnDelete(volume: PersistentVolume, signal: AbortSignal): Promise<OnDeletePolicy> {
-    const lookup = this.opts.storageClass;
-    if (!lookup) return 'delete';
-    const name = volume.spec.storageClassName ?? '';
-    const sc = name ? await lookup(name, signal) : undefined;
-    if (!sc) {
-      throw new Error(`volume ${volume.metadata.name} has no onDelete annotation and its storage class ${JSON.stringify(name)} does not exist, so whether to delete, archive or retain its directory is unknown; refusing to guess (recreate the class, or annotate the volume with ${ANN_HOSTPATH_ON_DELETE})`);
-    }
-    return parseClassParameters(sc.parameters).onDelete;
+  private deleteContext(): DeleteContext {
+    return {
+      mode: this.mode, nodeName: this.nodeName, logger: this.logger, clock: this.clock, fs: this.opts.fs, events: this.opts.events,
+      storageClass: this.opts.storageClass, goneNodes: this.goneNodes,
+      config: () => this.config(),
+      configuredRoots: () => this.configuredRoots(),
+      ensureLedger: (signal, fresh) => this.ensureLedger(signal, fresh),
+      reachableIndexes: () => this.reachableIndexes(undefined),
+      release: (pvName) => this.ledger.release(pvName),
+      findRecord: (pvName) => this.findRecord(pvName),
+    };
   }
 
   // The roots delete() may touch: those reachable from this instance.
@@ -503,27 +430,6 @@ export class HostPathProvisioner implements Provisioner {
       if (this.locks.get(key) === tail) this.locks.delete(key);
     }
   }
-}
-
-interface DeleteTarget {
-  base: string;
-  path: string;
-  segments: string[];
-  /** From our annotation; undefined: the PV has none (adopted), its class decides. */
-  onDelete: OnDeletePolicy | undefined;
-  record?: VolumeRecord;
-  /** Found through its record (leak inventory): no claimRef to compare. */
-  nameOnly: boolean;
-}
-
-// Why a PV has no directory here, in words that fit an existing PV (not a pathPattern hint).
-function noLocalPathMessage(pv: PersistentVolume): string {
-  const name = pv.metadata.name ?? '';
-  const nfs = pv.spec.nfs;
-  if (nfs) {
-    return `volume ${name} is an nfs volume (${shortenText(`${nfs.server}:${nfs.path}`, 512)}) and no configured shared path is the mount of that export, so its directory cannot be found here; nothing was touched`;
-  }
-  return `volume ${name} has no local or hostPath path and no record in any configured base path, so it is not a hostpath volume this provisioner can find; nothing was touched`;
 }
 
 function affinityValue(o: ProvisionOptions, params: ClassParameters, node: string): string {
