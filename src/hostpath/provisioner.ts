@@ -6,8 +6,8 @@
 // `daemonset` mode each instance serves only its node (IgnoredError for the others, gone nodes aside);
 // `deployment` mode assumes every configured path is reachable here.
 import type { PersistentVolume, PersistentVolumeClaim, AccessMode, StorageClass } from '../types/k8s.ts';
-import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
-import { parseQuantity, isQuantity, formatBytes } from '../types/quantity.ts';
+import { ANN_SELECTED_NODE } from '../types/annotations.ts';
+import { parseQuantity, isQuantity } from '../types/quantity.ts';
 import {
   IgnoredError, InfeasibleError, ProvisioningError,
   type Provisioner, type ProvisionOptions, type ProvisionResult,
@@ -18,12 +18,13 @@ import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
 import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath } from './config.ts';
-import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
-import { defaultVolumeDirName, PathTemplateError } from './path-template.ts';
-import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
+import { parseClassParameters, type ClassParameters } from './class-parameters.ts';
+import { defaultVolumeDirName } from './path-template.ts';
+import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
 import { createVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
-import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord, type VolumeRecord } from './volume-records.ts';
+import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord, findOverlappingRecord, type VolumeRecord } from './volume-records.ts';
+import { affinityValue, infeasibleOn, cmpFree, requestOf, freeText } from './provision-helpers.ts';
 import { buildVolume, readVolumeLocation, allocationOfVolume } from './volume-spec.ts';
 import { adoptedAllocation } from './volume-source.ts';
 import { GoneNodePolicy, type NodeExists } from './gone-node.ts';
@@ -204,7 +205,10 @@ export class HostPathProvisioner implements Provisioner {
       }, this.opts.fs);
       // Another instance (per-claim replicas) may be placing a claim in the same directory: whoever sees the
       // other's record backs off and retries, so two volumes never share a directory.
-      if (placement.isNew) await this.checkNoOtherRecord(placement.base.path, relativePath, pvName);
+      const other = placement.isNew ? await findOverlappingRecord(placement.base.path, relativePath, pvName) : undefined;
+      if (other) {
+        throw new Error(`the directory ${placement.path} overlaps the directory ${placement.base.path}/${other.relativePath} of volume ${other.pvName} (its record is on disk); retrying later`);
+      }
       created = (await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid })).created;
     } catch (e) {
       if (placement.isNew) {
@@ -248,8 +252,8 @@ export class HostPathProvisioner implements Provisioner {
     if (fitting.length === 0) {
       const all = this.allPathsOfClass(o, config);
       const fitsSomewhere = all.some((p) => p.capacity === undefined || p.capacity >= bytes);
-      const msg = `no base path has ${request(o)} free for this claim (${candidates.map((c) => `${c.path}: ${freeText(this.ledger.free(scope, c.path, c.capacity, pvName))} free`).join(', ')})`;
-      if (!fitsSomewhere) throw new InfeasibleError(`the claim asks for ${request(o)}, more than the capacity of any configured path`);
+      const msg = `no base path has ${requestOf(o)} free for this claim (${candidates.map((c) => `${c.path}: ${freeText(this.ledger.free(scope, c.path, c.capacity, pvName))} free`).join(', ')})`;
+      if (!fitsSomewhere) throw new InfeasibleError(`the claim asks for ${requestOf(o)}, more than the capacity of any configured path`);
       // Every node sees the same shared path: another node would not help.
       if (scope === SHARED_SCOPE) throw new InfeasibleError(msg);
       this.rescheduleOrInfeasible(o, msg);
@@ -314,19 +318,6 @@ export class HostPathProvisioner implements Provisioner {
     const scopes = [this.nodeName ?? '', SHARED_SCOPE];
     if (scope !== undefined && !scopes.includes(scope)) scopes.push(scope);
     return this.ledger.pathIndexesOf(scopes);
-  }
-
-  // After writing our record: another record for the same directory, or one above or below it, means another
-  // instance is placing (or holds) a volume there.
-  private async checkNoOtherRecord(basePath: string, relativePath: string, pvName: string): Promise<void> {
-    const mine = `${basePath}/${relativePath}`;
-    for (const r of await readVolumeRecords(basePath)) {
-      if (r.pvName === pvName) continue;
-      const other = `${basePath}/${r.relativePath}`;
-      if (other === mine || isStrictlyUnder(mine, other) || isStrictlyUnder(other, mine)) {
-        throw new Error(`the directory ${mine} overlaps the directory ${other} of volume ${r.pvName} (its record is on disk); retrying later`);
-      }
-    }
   }
 
   /** The volumes the backend holds (from the on-disk records of the reachable base paths), for the leak inventory. */
@@ -431,33 +422,3 @@ export class HostPathProvisioner implements Provisioner {
     }
   }
 }
-
-function affinityValue(o: ProvisionOptions, params: ClassParameters, node: string): string {
-  const labels = o.selectedNode?.metadata.labels ?? {};
-  const v = Object.prototype.hasOwnProperty.call(labels, params.nodeAffinityKey) ? labels[params.nodeAffinityKey] : undefined;
-  if (v) return v;
-  if (params.nodeAffinityKey === LABEL_HOSTNAME) return node;
-  throw new InfeasibleError(`node ${node} has no label ${params.nodeAffinityKey} (the class's nodeAffinityKey)`);
-}
-
-// Configuration and tenant-input errors can never succeed as they stand: InfeasibleError, with the cause.
-function infeasibleOn<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (e) {
-    if (e instanceof StorageClassParameterError || e instanceof PathTemplateError || e instanceof UnsafePathError) {
-      throw new InfeasibleError(e.message, { cause: e });
-    }
-    throw e;
-  }
-}
-
-function cmpFree(a: bigint | undefined, b: bigint | undefined): number {
-  if (a === b) return 0;
-  if (a === undefined) return 1;
-  if (b === undefined) return -1;
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-const request = (o: ProvisionOptions) => o.claim.spec.resources?.requests?.storage ?? '?';
-const freeText = (f: bigint | undefined) => (f === undefined ? 'unlimited' : f <= 0n ? '0' : formatBytes(f));

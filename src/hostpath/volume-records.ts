@@ -72,6 +72,19 @@ export async function readVolumeRecords(basePath: string): Promise<VolumeRecord[
   return out;
 }
 
+/**
+ * Another volume's record whose directory is `relativePath`, or above or below it (read now: another instance may
+ * have just written it), or undefined.
+ */
+export async function findOverlappingRecord(basePath: string, relativePath: string, pvName: string): Promise<VolumeRecord | undefined> {
+  const under = (a: string, b: string) => b.startsWith(`${a}/`);
+  for (const r of await readVolumeRecords(basePath)) {
+    if (r.pvName === pvName) continue;
+    if (r.relativePath === relativePath || under(r.relativePath, relativePath) || under(relativePath, r.relativePath)) return r;
+  }
+  return undefined;
+}
+
 function parseRecord(text: string): VolumeRecord | undefined {
   try {
     const r = JSON.parse(text) as Partial<VolumeRecord>;
