@@ -102,8 +102,9 @@ async function deleteTarget(ctx: DeleteContext, volume: PersistentVolume, pvName
   }
   if (ctx.mode === 'daemonset' && loc.node !== ctx.nodeName) {
     const verdict = await ctx.goneNodes?.check(volume, signal);
-    if (verdict?.gone) return { goneNode: verdict.node, message: verdict.message };
-    throw new IgnoredError(`volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${ctx.nodeName}${verdict ? ` (${verdict.reason})` : ''}`);
+    if (verdict?.gone && !verdict.reachable) return { goneNode: verdict.node, message: verdict.message };
+    // A shared-path volume of a gone node: its directory is here too, and goes through the usual checks.
+    if (!verdict?.gone) throw new IgnoredError(`volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${ctx.nodeName}${verdict ? ` (${verdict.reason})` : ''}`);
   }
   if (loc.onDelete === undefined) throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
   signal.throwIfAborted();

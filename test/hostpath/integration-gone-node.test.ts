@@ -1,7 +1,8 @@
 // Integration: gone nodes in daemonset mode. A Released Delete-policy node-local PV of ours whose Node has been
 // missing for the grace period (an injected clock, so no waiting) is deleted from the API by another node's
 // instance, with a VolumeNodeGone Warning naming the directory it could not reach; the directory is not touched.
-// A PV whose node exists is left to that node's instance, however long it waits.
+// A shared-path PV of the gone node is deleted as usual (its directory is reachable). A PV whose node exists is
+// left to that node's instance, however long it waits.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
@@ -21,14 +22,19 @@ const GRACE_MS = 10 * 60_000;
 describe('hostpath integration: volumes of gone nodes (daemonset mode)', () => {
   let env: HostPathEnv;
   let disk: string;
+  let shared: string;
   let instance: Instance;
   const clock = new TestClock();
 
   before(async () => {
     env = await startHostPathEnv('kp-int-gone-');
     disk = path.join(env.tmp, 'disk');
+    shared = path.join(env.tmp, 'shared');
     await fsp.mkdir(disk);
-    const config = validateHostPathConfig({ nodePathMap: [{ node: DEFAULT_NODE, paths: [disk] }] });
+    await fsp.mkdir(shared);
+    const config = validateHostPathConfig({
+      storageClassConfigs: { local: { nodePathMap: [{ node: DEFAULT_NODE, paths: [disk] }] }, shared: { sharedFileSystemPath: shared } },
+    });
     instance = startInstance(env, {
       provisionerName: LOCAL, config, mode: 'daemonset', nodeName: env.localNode,
       // Resync revisits the volumes other nodes own: that is when a gone node's grace period is checked again.
@@ -48,8 +54,9 @@ describe('hostpath integration: volumes of gone nodes (daemonset mode)', () => {
   });
 
   /** A Released node-local PV of ours on `node`, with its directory (standing in for that node's disk). */
-  async function releasedVolume(name: string, node: string): Promise<string> {
-    const dir = path.join(disk, name);
+  async function releasedVolume(name: string, node: string, kind: 'node' | 'shared' = 'node'): Promise<string> {
+    const base = kind === 'node' ? disk : shared;
+    const dir = path.join(base, name);
     await fsp.mkdir(dir);
     await fsp.writeFile(path.join(dir, 'data'), 'on the node disk');
     const pv: PersistentVolume = {
@@ -57,8 +64,8 @@ describe('hostpath integration: volumes of gone nodes (daemonset mode)', () => {
       metadata: {
         name,
         annotations: {
-          'pv.kubernetes.io/provisioned-by': LOCAL, [ANN_HOSTPATH_NODE]: node, [ANN_HOSTPATH_KIND]: 'node',
-          [ANN_HOSTPATH_BASE_PATH]: disk, [ANN_HOSTPATH_ON_DELETE]: 'delete',
+          'pv.kubernetes.io/provisioned-by': LOCAL, [ANN_HOSTPATH_NODE]: node, [ANN_HOSTPATH_KIND]: kind,
+          [ANN_HOSTPATH_BASE_PATH]: base, [ANN_HOSTPATH_ON_DELETE]: 'delete',
         },
       },
       spec: {
@@ -76,9 +83,13 @@ describe('hostpath integration: volumes of gone nodes (daemonset mode)', () => {
   it('after the grace period the PV of a gone node is deleted, its directory kept, and a Warning says so', async () => {
     const goneDir = await releasedVolume('pvc-on-gone-node', 'node-gone');
     const presentDir = await releasedVolume('pvc-on-present-node', 'node-present');
-    await waitFor('both volumes seen and left alone', () => ignoredCalls('pvc-on-gone-node') > 0 && ignoredCalls('pvc-on-present-node') > 0);
+    const sharedDir = await releasedVolume('pvc-shared-of-gone-node', 'node-gone', 'shared');
+    await waitFor('the volumes seen and left alone', () => ['pvc-on-gone-node', 'pvc-on-present-node', 'pvc-shared-of-gone-node'].every((n) => ignoredCalls(n) > 0));
     assert.ok(env.volume('pvc-on-gone-node'), 'within the grace period the PV stays');
     await clock.advance(GRACE_MS + 1000);
+    // A shared-path volume of the gone node is reachable here: it is deleted as usual, directory included.
+    await waitFor('the gone node\'s shared PV deleted', () => !env.volume('pvc-shared-of-gone-node'));
+    assert.equal(await exists(sharedDir), false);
     await waitFor('the gone node\'s PV deleted', () => !env.volume('pvc-on-gone-node'));
     const ev = await waitFor('VolumeNodeGone event', () => env.events('pvc-on-gone-node').find((e) => e.reason === REASON_NODE_GONE));
     assert.equal(ev.type, 'Warning');
