@@ -13,7 +13,7 @@ import { removeVolumeDir, archiveVolumeDir, type FsOpsOptions } from './fs-ops.t
 import { removeVolumeRecord, readVolumeRecords, readVolumeRecord, type VolumeRecord } from './volume-records.ts';
 import { readVolumeLocation, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
 import { proveVolumeIdentity } from './delete-identity.ts';
-import { longestRootOf } from './volume-source.ts';
+import { localDirectoryOf, longestRootOf } from './volume-source.ts';
 import { REASON_NODE_GONE, type GoneNodePolicy } from './gone-node.ts';
 
 /** The narrow part of an EventRecorder the provisioner uses. */
@@ -88,7 +88,8 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
 // The directory a delete would touch, checked against the configured roots (not yet against other volumes).
 async function deleteTarget(ctx: DeleteContext, volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<DeleteTarget | { goneNode: string; message: string }> {
   const loc = readVolumeLocation(volume);
-  if (!loc.path) {
+  const dir = localDirectoryOf(volume);
+  if (!dir) {
     // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
     // A PV we published always has a path, so one with our annotations and none is refused.
     if (loc.basePath !== undefined) throw new Error(`volume ${pvName} has no local or hostPath path; refusing to guess`);
@@ -109,13 +110,13 @@ async function deleteTarget(ctx: DeleteContext, volume: PersistentVolume, pvName
   if (loc.onDelete === undefined) throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
   signal.throwIfAborted();
   const roots = ctx.configuredRoots();
-  const base = loc.basePath ?? longestRootOf(loc.path, roots);
+  const base = loc.basePath ?? longestRootOf(dir, roots);
   if (!base || !roots.includes(base)) {
-    throw new UnsafePathError('outside-root', loc.path, `is not under a configured base path (${base ?? 'none'} is not configured here); refusing to touch it`);
+    throw new UnsafePathError('outside-root', dir, `is not under a configured base path (${base ?? 'none'} is not configured here); refusing to touch it`);
   }
-  const segments = checkExistingVolumePath(base, loc.path);
+  const segments = checkExistingVolumePath(base, dir);
   const annotated = volume.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE] !== undefined;
-  return { base, path: loc.path, segments, onDelete: annotated ? loc.onDelete : undefined, nameOnly: false };
+  return { base, path: dir, segments, onDelete: annotated ? loc.onDelete : undefined, nameOnly: false };
 }
 
 // A PV without our onDelete annotation (an older version's, or adopted from local-path / nfs-subdir): its

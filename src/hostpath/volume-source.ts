@@ -27,17 +27,28 @@ export function sharedBasePaths(config: HostPathConfig): Set<string> {
 }
 
 /**
+ * The local directory a PV's volume source stands for: its `local` or `hostPath` path. An `nfs` source has none
+ * until a configured shared path is declared as the mount of that export; mapping it belongs here, so every
+ * caller (delete, accounting, live-volume checks) sees the same directory.
+ */
+export function localDirectoryOf(pv: PersistentVolume): string | undefined {
+  const p = pv.spec.local?.path ?? pv.spec.hostPath?.path;
+  return typeof p === 'string' ? p : undefined;
+}
+
+/**
  * Resolves a PV's source to a local directory under one of `roots`, or undefined (no local/hostPath path, or a
  * path under none of the roots). An annotated base path must itself be one of the roots.
  */
 export function resolveVolumeSource(pv: PersistentVolume, roots: readonly string[], config: HostPathConfig): ResolvedVolumeSource | undefined {
   const loc = readVolumeLocation(pv);
-  if (!loc.path) return undefined;
+  const dir = localDirectoryOf(pv);
+  if (!dir) return undefined;
   const annotated = pv.metadata.annotations?.[ANN_HOSTPATH_BASE_PATH];
-  const basePath = annotated ?? longestRootOf(loc.path, roots);
-  if (!basePath || !roots.includes(basePath) || !isStrictlyUnder(basePath, loc.path)) return undefined;
+  const basePath = annotated ?? longestRootOf(dir, roots);
+  if (!basePath || !roots.includes(basePath) || !isStrictlyUnder(basePath, dir)) return undefined;
   const shared = loc.kind ? loc.kind === 'shared' : sharedBasePaths(config).has(basePath);
-  return { path: loc.path, basePath, scope: shared ? SHARED_SCOPE : loc.node ?? SHARED_SCOPE, adopted: annotated === undefined };
+  return { path: dir, basePath, scope: shared ? SHARED_SCOPE : loc.node ?? SHARED_SCOPE, adopted: annotated === undefined };
 }
 
 /** The configured root that contains `p` most closely. */
