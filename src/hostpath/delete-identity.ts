@@ -39,8 +39,8 @@ export interface IdentityEvidence {
   record: VolumeRecord | undefined;
   /** Every record of basePath, read now (needed only when the record does not prove the identity). */
   records: () => Promise<VolumeRecord[]>;
-  /** The live volumes this instance can reach, current (forced refresh for a leaf proof). */
-  liveVolumes: () => Promise<VolumePathIndex[]>;
+  /** The live volumes this instance can reach; `fresh`: list the PVs now (a leaf proof), not from the last refresh. */
+  liveVolumes: (fresh: boolean) => Promise<VolumePathIndex[]>;
   /** Every configured base path. */
   basePaths: string[];
 }
@@ -65,7 +65,7 @@ export async function proveVolumeIdentity(e: IdentityEvidence): Promise<Identity
     // A record without a claim uid (older versions) proves the name only: the leaf rule decides.
     if (e.claimUid === undefined || e.record.claimUid !== undefined) proof = 'record';
   }
-  for (const index of await e.liveVolumes()) {
+  for (const index of await e.liveVolumes(proof === 'leaf')) {
     try {
       index.checkFree(e.path, e.pvName, e.basePaths);
     } catch (err) {

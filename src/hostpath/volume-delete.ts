@@ -62,8 +62,8 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
     pvName, claimUid: target.nameOnly ? undefined : volume.spec.claimRef?.uid, path: vpath, basePath: base,
     record: record?.pvName === pvName ? record : undefined,
     records: () => readVolumeRecords(base),
-    liveVolumes: async () => {
-      await ctx.ensureLedger(signal, true);
+    liveVolumes: async (fresh) => {
+      await ctx.ensureLedger(signal, fresh);
       return ctx.reachableIndexes();
     },
     basePaths: allBasePaths(ctx.config()),
