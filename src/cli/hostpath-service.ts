@@ -14,8 +14,9 @@ import { EventRecorder } from '../runtime/event-recorder.ts';
 import { startHealthServer, type HealthCheck, type HealthServer } from '../runtime/health-server.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { createMetricsRegistry } from '../runtime/metrics.ts';
-import { persistentVolumes } from '../runtime/resources.ts';
-import type { KubeObject, PersistentVolume } from '../types/k8s.ts';
+import { NotFoundError } from '../runtime/errors.ts';
+import { nodes, persistentVolumes, storageClasses } from '../runtime/resources.ts';
+import type { KubeObject, PersistentVolume, StorageClass } from '../types/k8s.ts';
 import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from './config-map-source.ts';
 import { createHostPathMetrics } from './hostpath-metrics.ts';
 import type { ConfigMapRef } from './options.ts';
@@ -36,6 +37,8 @@ export interface HostPathServiceOptions {
   registry?: Registry;
   /** Per-volume disk usage refresh interval (ms); 0 = no usage metrics. Default 60 s. */
   volumeUsageIntervalMs?: number;
+  /** daemonset mode: how long a volume's Node must be missing before its PV is let go. Default 10 minutes. */
+  goneNodeGraceMs?: number;
 }
 
 /** A started service: `done` settles once run() returned after the signal aborted. */
@@ -71,13 +74,27 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
   }
 
   const listVolumes = async (s: AbortSignal) => (await o.client.listAll<PersistentVolume>(persistentVolumes, { signal: s })).items;
+  // What the provisioner itself has to tell a claim (a reused stable-name directory).
+  const volumeEvents = new EventRecorder({ client: o.client, component: o.provisionerName, host: o.nodeName ?? hostname(), logger });
   const provisioner = new HostPathProvisioner({
     config: holder,
     mode: o.mode,
     nodeName: o.nodeName,
     logger,
-    // Capacity accounting is rebuilt from the PVs (the records on disk cover the rest).
+    // Capacity accounting and delete identity are checked against the PVs (the records on disk cover the rest).
     knownVolumes: listVolumes,
+    // Adopted PVs (local-path, nfs-subdir) carry no onDelete annotation: their class decides. A list by name
+    // needs only the list permission the class informer already has.
+    storageClass: async (name, s) =>
+      (await o.client.list<StorageClass>(storageClasses, { fieldSelector: `metadata.name=${name}`, signal: s })).items[0],
+    events: volumeEvents,
+    // Gone nodes (daemonset mode): a Node that cannot be read (no permission, API error) counts as present.
+    nodeExists: (name, s) => o.client.get(nodes, name, { signal: s }).then(() => true, (e: unknown) => {
+      if (e instanceof NotFoundError) return false;
+      logger.debug({ node: name, err: (e as Error).message }, 'could not tell whether the node exists');
+      return undefined;
+    }),
+    goneNodeGraceMs: o.goneNodeGraceMs,
   });
   const metrics = createHostPathMetrics({
     registry,
@@ -115,6 +132,7 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     await Promise.all(servers.map((s) => s.stop()));
     await holder.stop();
     await configEvents.stop();
+    await volumeEvents.stop();
     throw err;
   }
   logger.info({ provisioner: o.provisionerName, mode: o.mode, node: o.nodeName, health: healthUrl, metrics: metricsUrl }, 'hostpath provisioner starting');
@@ -127,6 +145,7 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
       await Promise.all(servers.map((s) => s.stop()));
       await holder.stop();
       await configEvents.stop();
+      await volumeEvents.stop();
     }
   })();
   return { controller, provisioner, registry, healthUrl, metricsUrl, done };

@@ -121,6 +121,11 @@ export class VolumeLedger {
     return idx;
   }
 
+  /** The overlap indexes of the given scopes, or of every scope. */
+  pathIndexesOf(scopes?: readonly Scope[]): VolumePathIndex[] {
+    return scopes ? scopes.map((s) => this.paths(s)) : [...this.pathIndexes.values()];
+  }
+
   /** Allocation per base path that has volumes. */
   snapshot(): BasePathAllocation[] {
     const out: BasePathAllocation[] = [];

@@ -68,10 +68,6 @@ export function parseClassParameters(params: Record<string, string> | undefined)
       if (e instanceof PathTemplateError) throw new StorageClassParameterError('pathPattern', e.message, { cause: e });
       throw e;
     }
-    if (!out.pathPattern.referencesPvName) {
-      throw new StorageClassParameterError('pathPattern',
-        `${JSON.stringify(p.pathPattern)} must include the volume name (\${.PV.name} or {{ .PV.Name }}) so that two claims never share a directory`);
-    }
   }
 
   if (p.archiveOnDelete !== undefined) {

@@ -18,13 +18,13 @@ export const RESERVED_PREFIXES = ['.kube-provisioner', 'archived-'] as const;
 export type UnsafePathRule =
   | 'empty' | 'absolute' | 'control-character' | 'malformed-unicode' | 'backslash' | 'dot-segment'
   | 'empty-segment' | 'segment-too-long' | 'path-too-long' | 'too-deep' | 'reserved-name'
-  | 'missing-unique-component' | 'invalid-base-path' | 'outside-root' | 'is-base-path' | 'overlaps-volume'
+  | 'invalid-base-path' | 'outside-root' | 'is-base-path' | 'overlaps-volume'
   | 'symlink' | 'not-directory';
 
 /** A path that must not be used. `rule` says why; never match on the message. */
 export class UnsafePathError extends Error {
   override name = 'UnsafePathError';
-  constructor(readonly rule: UnsafePathRule, readonly path: string, detail: string) {
+  constructor(readonly rule: UnsafePathRule, readonly path: string, readonly detail: string) {
     // The path can be 200 KB of tenant input: the message (and so the claim's event) quotes at most 1 KiB of it.
     super(`unsafe volume path ${shortenText(JSON.stringify(path), MAX_QUOTED_INPUT_BYTES)}: ${detail}`);
   }
@@ -36,9 +36,11 @@ const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
 // A lone surrogate would be written as U+FFFD: two different strings, one directory.
 const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/**
+ * Limits of a relative path. The PV name is not required in it: two live volumes never share a directory
+ * because placement checks the live volumes (VolumePathIndex), and delete proves identity (delete-identity.ts).
+ */
 export interface RelativePathRules {
-  /** A string that must appear inside one segment: the PV name, so two claims never share a directory. */
-  uniqueComponent: string;
   maxSegmentBytes?: number;
   maxDepth?: number;
 }
@@ -46,9 +48,9 @@ export interface RelativePathRules {
 /**
  * Checks a rendered relative volume path (e.g. `ns/claim/pvc-123`) and returns its segments.
  * Throws UnsafePathError for: empty, absolute, control characters or malformed unicode, backslashes,
- * `.`/`..`/empty segments, over-long segments, too many segments, reserved names, no unique component.
+ * `.`/`..`/empty segments, over-long segments, too many segments, reserved names.
  */
-export function checkRelativeVolumePath(rel: string, rules: RelativePathRules): string[] {
+export function checkRelativeVolumePath(rel: string, rules: RelativePathRules = {}): string[] {
   if (typeof rel !== 'string' || rel === '') throw new UnsafePathError('empty', String(rel), 'the path is empty');
   if (CONTROL_RE.test(rel)) throw new UnsafePathError('control-character', rel, 'contains a control character');
   if (LONE_SURROGATE_RE.test(rel)) throw new UnsafePathError('malformed-unicode', rel, 'contains malformed unicode');
@@ -67,10 +69,6 @@ export function checkRelativeVolumePath(rel: string, rules: RelativePathRules): 
     if (RESERVED_PREFIXES.some((p) => seg.startsWith(p))) {
       throw new UnsafePathError('reserved-name', rel, `segments starting with ${RESERVED_PREFIXES.map((p) => `"${p}"`).join(' or ')} are reserved`);
     }
-  }
-  if (!rules.uniqueComponent || !segments.some((s) => s.includes(rules.uniqueComponent))) {
-    throw new UnsafePathError('missing-unique-component', rel,
-      `must contain the volume name ${JSON.stringify(rules.uniqueComponent)} (add \${.PV.name} or {{ .PV.Name }} to pathPattern)`);
   }
   return segments;
 }
@@ -95,7 +93,7 @@ export function isStrictlyUnder(root: string, p: string): boolean {
  * Joins a base path and a checked relative path, and re-verifies the result lexically:
  * strictly under the base, within PATH_MAX.
  */
-export function resolveVolumePath(base: string, rel: string, rules: RelativePathRules): { path: string; segments: string[] } {
+export function resolveVolumePath(base: string, rel: string, rules: RelativePathRules = {}): { path: string; segments: string[] } {
   checkBasePath(base);
   const segments = checkRelativeVolumePath(rel, rules);
   const full = `${base}/${segments.join('/')}`;
@@ -106,32 +104,36 @@ export function resolveVolumePath(base: string, rel: string, rules: RelativePath
 
 /**
  * Checks a volume path taken from a PV (delete time): absolute, normalised, strictly under `base`, and its
- * relative part passes the same rules as at provision time. Returns the segments below the base.
+ * relative part passes the same rules as at provision time. Returns the segments below the base. Whose
+ * directory it is, is a separate question (delete-identity.ts).
  */
-export function checkExistingVolumePath(base: string, volumePath: string, pvName: string): string[] {
+export function checkExistingVolumePath(base: string, volumePath: string): string[] {
   checkBasePath(base);
   if (typeof volumePath !== 'string' || volumePath !== path.normalize(volumePath) || !path.isAbsolute(volumePath)) {
     throw new UnsafePathError('outside-root', String(volumePath), 'not an absolute normalised path');
   }
   if (volumePath === base) throw new UnsafePathError('is-base-path', volumePath, 'is the base path itself');
   if (!isStrictlyUnder(base, volumePath)) throw new UnsafePathError('outside-root', volumePath, `not under ${base}`);
-  return checkRelativeVolumePath(volumePath.slice(base.length + 1), { uniqueComponent: pvName });
+  return checkRelativeVolumePath(volumePath.slice(base.length + 1));
 }
 
 /**
  * The live volume paths, indexed so "is this candidate equal to, above or below a live volume or a base path"
- * costs O(depth), not O(volumes): every ancestor of every live path is counted.
+ * costs O(depth), not O(volumes): every ancestor of every live path is counted. A path may have several
+ * owners (a forged or stale PV pointing at another volume's directory): each one blocks the others.
  */
 export class VolumePathIndex {
   private readonly byVolume = new Map<string, string>();
-  private readonly owners = new Map<string, string>();
+  private readonly owners = new Map<string, Set<string>>();
   private readonly ancestorCount = new Map<string, number>();
 
   /** Records (or moves) the path of a volume. */
   add(pvName: string, volumePath: string): void {
     this.remove(pvName);
     this.byVolume.set(pvName, volumePath);
-    this.owners.set(volumePath, pvName);
+    let set = this.owners.get(volumePath);
+    if (!set) this.owners.set(volumePath, (set = new Set()));
+    set.add(pvName);
     for (const a of ancestors(volumePath)) this.ancestorCount.set(a, (this.ancestorCount.get(a) ?? 0) + 1);
   }
 
@@ -139,7 +141,9 @@ export class VolumePathIndex {
     const p = this.byVolume.get(pvName);
     if (p === undefined) return;
     this.byVolume.delete(pvName);
-    if (this.owners.get(p) === pvName) this.owners.delete(p);
+    const set = this.owners.get(p);
+    set?.delete(pvName);
+    if (set?.size === 0) this.owners.delete(p);
     for (const a of ancestors(p)) {
       const n = (this.ancestorCount.get(a) ?? 0) - 1;
       if (n <= 0) this.ancestorCount.delete(a);
@@ -165,18 +169,22 @@ export class VolumePathIndex {
         throw new UnsafePathError('is-base-path', candidate, `is (or contains) the base path ${base}`);
       }
     }
-    const owner = this.owners.get(candidate);
-    if (owner !== undefined && owner !== pvName) {
-      throw new UnsafePathError('overlaps-volume', candidate, `is already the path of volume ${owner}`);
-    }
+    const owner = otherOwner(this.owners.get(candidate), pvName);
+    if (owner !== undefined) throw new UnsafePathError('overlaps-volume', candidate, `is already the path of volume ${owner}`);
     const below = this.ancestorCount.get(candidate) ?? 0;
-    const ownIsBelow = this.byVolume.has(pvName) && isStrictlyUnder(candidate, this.byVolume.get(pvName)!) ? 1 : 0;
+    const own = this.byVolume.get(pvName);
+    const ownIsBelow = own !== undefined && isStrictlyUnder(candidate, own) ? 1 : 0;
     if (below - ownIsBelow > 0) throw new UnsafePathError('overlaps-volume', candidate, 'contains the directory of another volume');
     for (const a of ancestors(candidate)) {
-      const o = this.owners.get(a);
-      if (o !== undefined && o !== pvName) throw new UnsafePathError('overlaps-volume', candidate, `is inside the directory of volume ${o}`);
+      const o = otherOwner(this.owners.get(a), pvName);
+      if (o !== undefined) throw new UnsafePathError('overlaps-volume', candidate, `is inside the directory of volume ${o}`);
     }
   }
+}
+
+function otherOwner(owners: Set<string> | undefined, pvName: string): string | undefined {
+  for (const o of owners ?? []) if (o !== pvName) return o;
+  return undefined;
 }
 
 function* ancestors(p: string): Generator<string> {

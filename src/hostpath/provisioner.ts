@@ -1,11 +1,13 @@
 // HostPathProvisioner: directories as volumes, on a node's disks or a shared filesystem. It implements the
 // Provisioner contract: provision() picks a base path, renders and checks the directory, accounts capacity,
-// creates the directory without following symlinks and returns the PV; delete() applies the onDelete policy
-// to paths it re-checks against the configured roots. In `daemonset` mode each instance serves only its
-// node (IgnoredError for the others); `deployment` mode assumes every configured path is reachable here.
-import type { PersistentVolume, PersistentVolumeClaim, AccessMode } from '../types/k8s.ts';
-import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
-import { parseQuantity, isQuantity, formatBytes } from '../types/quantity.ts';
+// creates the directory without following symlinks (never one a live volume uses, above or below) and returns
+// the PV; delete() (volume-delete.ts) proves the directory is that volume's before applying its onDelete policy.
+// It keeps the ledger of live volumes (API PVs, records on disk, its own reservations) both rely on. In
+// `daemonset` mode each instance serves only its node (IgnoredError for the others, gone nodes aside);
+// `deployment` mode assumes every configured path is reachable here.
+import type { PersistentVolume, PersistentVolumeClaim, AccessMode, StorageClass } from '../types/k8s.ts';
+import { ANN_SELECTED_NODE } from '../types/annotations.ts';
+import { parseQuantity, isQuantity } from '../types/quantity.ts';
 import {
   IgnoredError, InfeasibleError, ProvisioningError,
   type Provisioner, type ProvisionOptions, type ProvisionResult,
@@ -16,13 +18,19 @@ import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
 import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath } from './config.ts';
-import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
-import { defaultVolumeDirName, PathTemplateError } from './path-template.ts';
-import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError } from './path-safety.ts';
-import { createVolumeDir, removeVolumeDir, archiveVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
+import { parseClassParameters, type ClassParameters } from './class-parameters.ts';
+import { defaultVolumeDirName } from './path-template.ts';
+import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
+import { createVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
-import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord } from './volume-records.ts';
-import { buildVolume, readVolumeLocation, allocationOfVolume, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
+import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord, findOverlappingRecord, type VolumeRecord } from './volume-records.ts';
+import { affinityValue, infeasibleOn, cmpFree, requestOf, freeText } from './provision-helpers.ts';
+import { buildVolume, readVolumeLocation, allocationOfVolume } from './volume-spec.ts';
+import { adoptedAllocation } from './volume-source.ts';
+import { GoneNodePolicy, type NodeExists } from './gone-node.ts';
+import { deleteVolumeDirectory, type DeleteContext, type VolumeEventSink } from './volume-delete.ts';
+
+export type { VolumeEventSink } from './volume-delete.ts';
 
 export type HostPathMode = 'deployment' | 'daemonset';
 
@@ -45,10 +53,28 @@ export interface HostPathProvisionerOptions {
   knownVolumes?: (signal: AbortSignal) => PersistentVolume[] | Promise<PersistentVolume[]>;
   /** Default 60 s. */
   knownVolumesRefreshMs?: number;
+  /**
+   * Where the provisioner reports what the controller cannot know (a reused directory): typically an
+   * EventRecorder. Optional: without it those facts are only logged.
+   */
+  events?: VolumeEventSink;
+  /**
+   * Looks a StorageClass up by name (the controller's cache or a GET). PVs adopted from another provisioner carry
+   * no onDelete annotation: their class decides delete, archive or retain. Without it, such PVs are deleted.
+   */
+  storageClass?: (name: string, signal: AbortSignal) => StorageClass | undefined | Promise<StorageClass | undefined>;
+  /**
+   * daemonset mode: whether a Node exists. With it, a node-local volume of ours whose node has been missing for
+   * goneNodeGraceMs is let go (the PV is deleted, its directory is not: see gone-node.ts).
+   */
+  nodeExists?: NodeExists;
+  /** Default 10 minutes. */
+  goneNodeGraceMs?: number;
   logger?: Logger;
   clock?: Clock;
   fs?: FsOpsOptions;
 }
+
 
 /** Allocation of a base path with its configured capacity (undefined = unlimited). */
 export interface BasePathStatus extends BasePathAllocation {
@@ -79,6 +105,7 @@ export class HostPathProvisioner implements Provisioner {
   private scanning: Promise<void> = Promise.resolve();
   private lastApiRefresh = -Infinity;
   private apiRefresh: Promise<void> | undefined;
+  private readonly goneNodes?: GoneNodePolicy;
 
   constructor(private readonly opts: HostPathProvisionerOptions) {
     this.mode = opts.mode ?? 'deployment';
@@ -87,6 +114,7 @@ export class HostPathProvisioner implements Provisioner {
     this.nodeName = opts.nodeName;
     this.logger = (opts.logger ?? silentLogger).child({ component: 'hostpath', node: opts.nodeName });
     this.clock = opts.clock ?? realClock;
+    if (opts.nodeExists) this.goneNodes = new GoneNodePolicy({ nodeExists: opts.nodeExists, graceMs: opts.goneNodeGraceMs, clock: this.clock, logger: this.logger });
   }
 
   private config(): HostPathConfig {
@@ -168,12 +196,20 @@ export class HostPathProvisioner implements Provisioner {
       this.ledger.reserve({ pvName, scope, basePath: placement.base.path, path: placement.path, bytes });
     }
     const log = this.logger.child({ pv: pvName, pvc: `${claim.metadata.namespace}/${claim.metadata.name}`, storageClass: className });
+    let created = true;
     try {
       signal.throwIfAborted();
+      const relativePath = placement.segments.join('/');
       await writeVolumeRecord(placement.base.path, {
-        pvName, relativePath: placement.segments.join('/'), bytes: bytes.toString(), scope, createdAt: new Date(this.clock.now()).toISOString(),
+        pvName, claimUid: claim.metadata.uid, relativePath, bytes: bytes.toString(), scope, createdAt: new Date(this.clock.now()).toISOString(),
       }, this.opts.fs);
-      await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid });
+      // Another instance (per-claim replicas) may be placing a claim in the same directory: whoever sees the
+      // other's record backs off and retries, so two volumes never share a directory.
+      const other = placement.isNew ? await findOverlappingRecord(placement.base.path, relativePath, pvName) : undefined;
+      if (other) {
+        throw new Error(`the directory ${placement.path} overlaps the directory ${placement.base.path}/${other.relativePath} of volume ${other.pvName} (its record is on disk); retrying later`);
+      }
+      created = (await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid })).created;
     } catch (e) {
       if (placement.isNew) {
         this.ledger.release(pvName);
@@ -183,7 +219,12 @@ export class HostPathProvisioner implements Provisioner {
       if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
       throw e;
     }
-    log.info({ path: placement.path, basePath: placement.base.path, bytes: bytes.toString() }, 'volume directory ready');
+    log.info({ path: placement.path, basePath: placement.base.path, bytes: bytes.toString(), reused: placement.isNew && !created }, 'volume directory ready');
+    if (placement.isNew && !created) {
+      // Stable names: a directory no live volume uses is given to the claim with whatever it holds.
+      this.opts.events?.event(claim, 'Normal', 'VolumeDirectoryReused',
+        `The directory ${shortenText(placement.path, 1024)} already existed and no live volume uses it: volume ${pvName} reuses it with its contents`);
+    }
     const volume = buildVolume({
       pvName, path: placement.path, basePath: placement.base.path, kind: shared ? 'shared' : 'node',
       node: shared ? this.nodeName ?? o.selectedNodeName : node, affinity, volumeType, capacity: request, accessModes,
@@ -198,7 +239,7 @@ export class HostPathProvisioner implements Provisioner {
     if (existing && existing.scope === scope) {
       const base = candidates.find((c) => c.path === existing.basePath);
       if (base) {
-        const segments = infeasibleOn(() => checkExistingVolumePath(base.path, existing.path, pvName));
+        const segments = infeasibleOn(() => checkExistingVolumePath(base.path, existing.path));
         return { scope, base, path: existing.path, segments, isNew: false };
       }
     }
@@ -211,8 +252,8 @@ export class HostPathProvisioner implements Provisioner {
     if (fitting.length === 0) {
       const all = this.allPathsOfClass(o, config);
       const fitsSomewhere = all.some((p) => p.capacity === undefined || p.capacity >= bytes);
-      const msg = `no base path has ${request(o)} free for this claim (${candidates.map((c) => `${c.path}: ${freeText(this.ledger.free(scope, c.path, c.capacity, pvName))} free`).join(', ')})`;
-      if (!fitsSomewhere) throw new InfeasibleError(`the claim asks for ${request(o)}, more than the capacity of any configured path`);
+      const msg = `no base path has ${requestOf(o)} free for this claim (${candidates.map((c) => `${c.path}: ${freeText(this.ledger.free(scope, c.path, c.capacity, pvName))} free`).join(', ')})`;
+      if (!fitsSomewhere) throw new InfeasibleError(`the claim asks for ${requestOf(o)}, more than the capacity of any configured path`);
       // Every node sees the same shared path: another node would not help.
       if (scope === SHARED_SCOPE) throw new InfeasibleError(msg);
       this.rescheduleOrInfeasible(o, msg);
@@ -221,8 +262,8 @@ export class HostPathProvisioner implements Provisioner {
     const ranked = fitting.map((c, i) => ({ c, i, free: this.ledger.free(scope, c.path, c.capacity, pvName), alloc: this.ledger.allocated(scope, c.path) }));
     ranked.sort((a, b) => cmpFree(b.free, a.free) || (a.alloc < b.alloc ? -1 : a.alloc > b.alloc ? 1 : 0) || a.i - b.i);
     const base = ranked[0].c;
-    const { path, segments } = infeasibleOn(() => resolveVolumePath(base.path, rel, { uniqueComponent: pvName }));
-    infeasibleOn(() => this.ledger.paths(scope).checkFree(path, pvName, allBasePaths(config)));
+    const { path, segments } = infeasibleOn(() => resolveVolumePath(base.path, rel));
+    for (const index of this.reachableIndexes(scope)) infeasibleOn(() => index.checkFree(path, pvName, allBasePaths(config)));
     return { scope, base, path, segments, isNew: true };
   }
 
@@ -240,52 +281,20 @@ export class HostPathProvisioner implements Provisioner {
 
   async delete(volume: PersistentVolume, signal: AbortSignal): Promise<void> {
     const pvName = volume.metadata.name ?? '';
-    return this.locked(pvName, () => this.deleteLocked(volume, pvName, signal));
+    return this.locked(pvName, () => deleteVolumeDirectory(this.deleteContext(), volume, pvName, signal));
   }
 
-  private async deleteLocked(volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<void> {
-    signal.throwIfAborted();
-    let loc = readVolumeLocation(volume);
-    let vpath: string;
-    if (!loc.path) {
-      // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
-      // A PV we published always has a path, so one with our annotations and none is refused.
-      if (loc.basePath !== undefined) throw new Error(`volume ${pvName} has no local or hostPath path; refusing to guess`);
-      const found = await this.findRecord(pvName);
-      if (!found) {
-        if (this.mode === 'daemonset') throw new IgnoredError(`volume ${pvName} has no path and no record on node ${this.nodeName}`);
-        throw new Error(`volume ${pvName} has no local or hostPath path and no record: not a hostpath volume`);
-      }
-      loc = { path: found.path, basePath: found.basePath, node: this.nodeName, onDelete: 'delete' };
-      vpath = found.path;
-    } else {
-      if (this.mode === 'daemonset' && loc.node !== this.nodeName) {
-        throw new IgnoredError(`volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${this.nodeName}`);
-      }
-      vpath = loc.path;
-    }
-    if (loc.onDelete === undefined) throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
-    const roots = this.configuredRoots();
-    const base = loc.basePath ?? roots.filter((r) => isStrictlyUnder(r, vpath)).sort((a, b) => b.length - a.length)[0];
-    if (!base || !roots.includes(base)) {
-      throw new UnsafePathError('outside-root', vpath, `is not under a configured base path (${base ?? 'none'} is not configured here); refusing to touch it`);
-    }
-    const segments = checkExistingVolumePath(base, vpath, pvName);
-    await this.ensureLedger(signal);
-    const log = this.logger.child({ pv: pvName, path: vpath });
-    if (loc.onDelete === 'retain') {
-      log.info({}, 'onDelete retain: keeping the directory');
-    } else if (loc.onDelete === 'archive') {
-      const r = await archiveVolumeDir(base, segments, { ...this.opts.fs, pvName, now: new Date(this.clock.now()) });
-      if (r.archivedPath) log.info({ archivedPath: r.archivedPath }, 'volume directory archived');
-      else log.warn({}, 'volume directory was already gone; nothing to archive');
-    } else {
-      const r = await removeVolumeDir(base, segments, { ...this.opts.fs, signal });
-      if (r.existed) log.info({}, 'volume directory deleted');
-      else log.warn({}, 'volume directory was already gone');
-    }
-    await removeVolumeRecord(base, pvName);
-    this.ledger.release(pvName);
+  private deleteContext(): DeleteContext {
+    return {
+      mode: this.mode, nodeName: this.nodeName, logger: this.logger, clock: this.clock, fs: this.opts.fs, events: this.opts.events,
+      storageClass: this.opts.storageClass, goneNodes: this.goneNodes,
+      config: () => this.config(),
+      configuredRoots: () => this.configuredRoots(),
+      ensureLedger: (signal, fresh) => this.ensureLedger(signal, fresh),
+      reachableIndexes: () => this.reachableIndexes(undefined),
+      release: (pvName) => this.ledger.release(pvName),
+      findRecord: (pvName) => this.findRecord(pvName),
+    };
   }
 
   // The roots delete() may touch: those reachable from this instance.
@@ -294,12 +303,21 @@ export class HostPathProvisioner implements Provisioner {
     return this.mode === 'daemonset' ? localBasePaths(config, this.nodeName).map((b) => b.path) : allBasePaths(config);
   }
 
-  private async findRecord(pvName: string): Promise<{ basePath: string; path: string } | undefined> {
+  private async findRecord(pvName: string): Promise<{ basePath: string; path: string; record: VolumeRecord } | undefined> {
     for (const base of this.configuredRoots()) {
       const r = await readVolumeRecord(base, pvName);
-      if (r && r.pvName === pvName) return { basePath: base, path: `${base}/${r.relativePath}` };
+      if (r && r.pvName === pvName) return { basePath: base, path: `${base}/${r.relativePath}`, record: r };
     }
     return undefined;
+  }
+
+  // The live-volume indexes a directory in `scope` can collide with: in deployment mode every configured path is
+  // on this machine, so every scope; in daemonset mode this node's paths and the shared ones.
+  private reachableIndexes(scope: string | undefined): VolumePathIndex[] {
+    if (this.mode === 'deployment') return this.ledger.pathIndexesOf();
+    const scopes = [this.nodeName ?? '', SHARED_SCOPE];
+    if (scope !== undefined && !scopes.includes(scope)) scopes.push(scope);
+    return this.ledger.pathIndexesOf(scopes);
   }
 
   /** The volumes the backend holds (from the on-disk records of the reachable base paths), for the leak inventory. */
@@ -315,11 +333,16 @@ export class HostPathProvisioner implements Provisioner {
     return [...out.values()];
   }
 
-  /** Rebuilds allocation accounting from PVs (ours are recognised by their base-path annotation). */
+  /**
+   * Rebuilds allocation accounting from PVs: ours (recognised by their base-path annotation), and any other PV
+   * whose directory is under a configured root (adopted or static volumes occupy their directory just the same).
+   */
   rebuildFromVolumes(volumes: Iterable<PersistentVolume>): void {
     const allocations: Allocation[] = [];
+    const config = this.config();
+    const roots = allBasePaths(config);
     for (const pv of volumes) {
-      const a = allocationOfVolume(pv);
+      const a = allocationOfVolume(pv) ?? adoptedAllocation(pv, roots, config);
       if (a) allocations.push(a);
     }
     this.ledger.rebuild('api', allocations);
@@ -340,13 +363,14 @@ export class HostPathProvisioner implements Provisioner {
   async volumeUsage(volume: PersistentVolume, opts: { maxEntries?: number; signal?: AbortSignal } = {}): Promise<DirectoryUsage> {
     const loc = readVolumeLocation(volume);
     if (!loc.path || !loc.basePath || !this.configuredRoots().includes(loc.basePath)) throw new Error(`volume ${volume.metadata.name} is not under a configured base path`);
-    checkExistingVolumePath(loc.basePath, loc.path, volume.metadata.name ?? '');
+    checkExistingVolumePath(loc.basePath, loc.path);
     return directoryUsage(loc.path, opts);
   }
 
   // Disk records of every reachable base path once (restart; a base added by a reload is scanned when it
   // appears), then the API's PVs when a source is given and the last refresh is old.
-  private async ensureLedger(signal: AbortSignal): Promise<void> {
+  // `fresh`: list the PVs now whatever the refresh interval (delete identity without a record).
+  private async ensureLedger(signal: AbortSignal, fresh = false): Promise<void> {
     if (this.configuredRoots().some((b) => !this.scannedBases.has(b))) {
       this.scanning = this.scanning.then(() => this.scanDiskRecords(), () => this.scanDiskRecords());
     }
@@ -356,7 +380,7 @@ export class HostPathProvisioner implements Provisioner {
     // Concurrent callers wait for the list in flight: after a restart, a second provision must not place a
     // volume on the still-empty ledger while the first is fetching the PVs (that overcommitted a base path).
     if (this.apiRefresh) return this.apiRefresh;
-    if (this.clock.now() - this.lastApiRefresh < (this.opts.knownVolumesRefreshMs ?? 60_000)) return;
+    if (!fresh && this.clock.now() - this.lastApiRefresh < (this.opts.knownVolumesRefreshMs ?? 60_000)) return;
     this.lastApiRefresh = this.clock.now();
     // Always asynchronous (even when src throws at once), so the finally below runs after the assignment.
     this.apiRefresh = Promise.resolve()
@@ -374,7 +398,7 @@ export class HostPathProvisioner implements Provisioner {
       if (this.scannedBases.has(base)) continue;
       for (const r of await readVolumeRecords(base)) {
         try {
-          checkRelativeVolumePath(r.relativePath, { uniqueComponent: r.pvName });
+          checkRelativeVolumePath(r.relativePath);
         } catch {
           this.logger.warn({ pv: r.pvName, basePath: base }, 'ignoring a volume record with an unsafe path');
           continue;
@@ -398,33 +422,3 @@ export class HostPathProvisioner implements Provisioner {
     }
   }
 }
-
-function affinityValue(o: ProvisionOptions, params: ClassParameters, node: string): string {
-  const labels = o.selectedNode?.metadata.labels ?? {};
-  const v = Object.prototype.hasOwnProperty.call(labels, params.nodeAffinityKey) ? labels[params.nodeAffinityKey] : undefined;
-  if (v) return v;
-  if (params.nodeAffinityKey === LABEL_HOSTNAME) return node;
-  throw new InfeasibleError(`node ${node} has no label ${params.nodeAffinityKey} (the class's nodeAffinityKey)`);
-}
-
-// Configuration and tenant-input errors can never succeed as they stand: InfeasibleError, with the cause.
-function infeasibleOn<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (e) {
-    if (e instanceof StorageClassParameterError || e instanceof PathTemplateError || e instanceof UnsafePathError) {
-      throw new InfeasibleError(e.message, { cause: e });
-    }
-    throw e;
-  }
-}
-
-function cmpFree(a: bigint | undefined, b: bigint | undefined): number {
-  if (a === b) return 0;
-  if (a === undefined) return 1;
-  if (b === undefined) return -1;
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-const request = (o: ProvisionOptions) => o.claim.spec.resources?.requests?.storage ?? '?';
-const freeText = (f: bigint | undefined) => (f === undefined ? 'unlimited' : f <= 0n ? '0' : formatBytes(f));

@@ -1,7 +1,8 @@
 // On-disk records of the volumes in a base path: `<base>/.kube-provisioner/volumes/<pv>.json`, written before
 // the volume directory is created and removed after it is deleted. They make the backend's own inventory
 // exact whatever the pathPattern (listVolumes for the leak inventory) and let capacity accounting survive a
-// restart without the API. `.kube-provisioner` is a reserved name no pattern can produce.
+// restart without the API, and they prove at delete time which PV a directory belongs to (delete-identity.ts).
+// `.kube-provisioner` is a reserved name no pattern can produce.
 import fsp from 'node:fs/promises';
 import { createHash, randomBytes } from 'node:crypto';
 import { createVolumeDir, type FsOpsOptions } from './fs-ops.ts';
@@ -10,6 +11,11 @@ export const RECORDS_SEGMENTS = ['.kube-provisioner', 'volumes'];
 
 export interface VolumeRecord {
   pvName: string;
+  /**
+   * The uid of the claim the volume was provisioned for: the PV carries it in spec.claimRef.uid (the PV's own
+   * uid does not exist yet when the record is written). Absent in records written by older versions.
+   */
+  claimUid?: string;
   /** The volume directory relative to the base path. */
   relativePath: string;
   /** Allocated bytes, as a decimal string (BigInt in JSON). */
@@ -66,11 +72,26 @@ export async function readVolumeRecords(basePath: string): Promise<VolumeRecord[
   return out;
 }
 
+/**
+ * Another volume's record whose directory is `relativePath`, or above or below it (read now: another instance may
+ * have just written it), or undefined.
+ */
+export async function findOverlappingRecord(basePath: string, relativePath: string, pvName: string): Promise<VolumeRecord | undefined> {
+  const under = (a: string, b: string) => b.startsWith(`${a}/`);
+  for (const r of await readVolumeRecords(basePath)) {
+    if (r.pvName === pvName) continue;
+    if (r.relativePath === relativePath || under(r.relativePath, relativePath) || under(relativePath, r.relativePath)) return r;
+  }
+  return undefined;
+}
+
 function parseRecord(text: string): VolumeRecord | undefined {
   try {
     const r = JSON.parse(text) as Partial<VolumeRecord>;
     if (typeof r.pvName !== 'string' || typeof r.relativePath !== 'string' || typeof r.bytes !== 'string' || !/^\d+$/.test(r.bytes)) return undefined;
-    return { pvName: r.pvName, relativePath: r.relativePath, bytes: r.bytes, scope: typeof r.scope === 'string' ? r.scope : '', createdAt: String(r.createdAt ?? '') };
+    const out: VolumeRecord = { pvName: r.pvName, relativePath: r.relativePath, bytes: r.bytes, scope: typeof r.scope === 'string' ? r.scope : '', createdAt: String(r.createdAt ?? '') };
+    if (typeof r.claimUid === 'string' && r.claimUid !== '') out.claimUid = r.claimUid;
+    return out;
   } catch {
     return undefined;
   }

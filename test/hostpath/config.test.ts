@@ -188,7 +188,6 @@ test('class parameters: every invalid value is a typed error naming the paramete
     [{ allowUnsafePathPattern: 'true' }, 'allowUnsafePathPattern'],
     [{ nodePath: 'relative' }, 'nodePath'],
     [{ nodePath: '/' }, 'nodePath'],
-    [{ pathPattern: '${.PVC.namespace}/${.PVC.name}' }, 'pathPattern'],
     [{ pathPattern: '{{ .PVC.UID }}' }, 'pathPattern'],
     [{ pathPattern: 'x'.repeat(1025) }, 'pathPattern'],
     [{ onDelete: 'shred' }, 'onDelete'],

@@ -1,5 +1,6 @@
 // Randomized end-to-end: hostile labels/annotations through the real provisioner on a real temp tree.
 // Whatever is accepted lands strictly inside the root (checked with realpath), and nothing outside changes.
+// Then forged PVs named after path segments, aimed at random directories, never reach a live volume's data.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
@@ -7,6 +8,10 @@ import path from 'node:path';
 import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
 import { validateHostPathConfig } from '../../src/hostpath/config.ts';
 import { InfeasibleError } from '../../src/controller/provisioner.ts';
+import { VolumeIdentityError } from '../../src/hostpath/delete-identity.ts';
+import { UnsafePathError } from '../../src/hostpath/path-safety.ts';
+import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpath/volume-spec.ts';
+import type { PersistentVolume } from '../../src/types/k8s.ts';
 import { claim, storageClass, provisionOptions, tempTree, snapshot, signal } from './provisioner-helpers.ts';
 
 function mulberry32(seed: number): () => number {
@@ -54,6 +59,58 @@ test('randomized: hostile claims never create or delete anything outside the roo
     assert.ok(accepted > 20, `seed ${seed}: only ${accepted} accepted`);
     assert.deepEqual(await snapshot(path.join(tmp, 'outside')), outsideBefore, `seed ${seed}: outside changed`);
     assert.equal((await fsp.lstat(path.join(root, 'link'))).isSymbolicLink(), true);
+  } finally {
+    await fsp.rm(tmp, { recursive: true, force: true });
+  }
+});
+
+test('randomized: forged PVs named after path segments never delete or archive a live volume\'s data', async () => {
+  const seed = Number(process.env.PATH_FUZZ_SEED ?? Date.now() % 100000);
+  const rand = mulberry32(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)];
+  const tmp = await tempTree('kp-fuzz-forged-');
+  try {
+    const root = path.join(tmp, 'root');
+    await fsp.mkdir(root);
+    const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }) });
+    // Layouts with and without the PV name, nested and flat, in both template syntaxes.
+    const classes = [
+      storageClass('flat'),
+      storageClass('ns-name', { pathPattern: '${.PVC.namespace}/${.PVC.name}' }),
+      storageClass('go-ns-name', { pathPattern: 'go/{{ .PVC.Namespace }}/{{ .PVC.Name }}' }),
+      storageClass('ns-pv', { pathPattern: '${.PVC.namespace}/${.PV.name}' }),
+    ];
+    const live: Array<{ dir: string; content: string }> = [];
+    for (let i = 0; i < 24; i++) {
+      const c = claim({ name: pick(['db', 'bob', 'sub', 'data', `app-${i}`]), namespace: pick(['default', 'shop', 'sub', 'bob']) });
+      try {
+        const { volume } = await p.provision(provisionOptions(c, classes[i % classes.length]), signal());
+        const dir = volume.spec.hostPath!.path;
+        await fsp.writeFile(path.join(dir, 'data'), `data of ${dir}`);
+        live.push({ dir, content: `data of ${dir}` });
+      } catch (e) {
+        assert.ok(e instanceof InfeasibleError, `seed ${seed}: ${String(e)}`); // a stable name already taken
+      }
+    }
+    assert.ok(live.length >= 10, `seed ${seed}: only ${live.length} volumes`);
+    const dirs = [root, ...(await snapshot(root)).filter((e) => !e.startsWith('.kube-provisioner')).map((e) => path.join(root, e))];
+    const names = [...new Set(dirs.flatMap((d) => d.slice(root.length + 1).split(/[/_]/)).filter((n) => /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(n)))];
+    for (let i = 0; i < 200; i++) {
+      const target = pick(dirs);
+      const pv: PersistentVolume = {
+        metadata: {
+          name: pick([...names, 'root', 'default', 'volumes']),
+          annotations: { ...(rand() < 0.5 ? { [ANN_HOSTPATH_BASE_PATH]: root } : {}), [ANN_HOSTPATH_ON_DELETE]: pick(['delete', 'archive']) },
+        },
+        spec: { hostPath: { path: target }, claimRef: { uid: 'forged' } },
+      };
+      try {
+        await p.delete(pv, signal());
+      } catch (e) {
+        assert.ok(e instanceof VolumeIdentityError || e instanceof UnsafePathError, `seed ${seed}: ${String(e)}`);
+      }
+    }
+    for (const v of live) assert.equal(await fsp.readFile(path.join(v.dir, 'data'), 'utf8'), v.content, `seed ${seed}: ${v.dir} lost its data`);
   } finally {
     await fsp.rm(tmp, { recursive: true, force: true });
   }

@@ -6,9 +6,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import type { ProvisionControllerOptions } from '../../src/controller/options.ts';
-import { HostPathProvisioner, type HostPathMode, type ConfigHolder } from '../../src/hostpath/provisioner.ts';
+import { HostPathProvisioner, type HostPathMode, type ConfigHolder, type HostPathProvisionerOptions } from '../../src/hostpath/provisioner.ts';
 import type { HostPathConfig } from '../../src/hostpath/config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
+import { EventRecorder } from '../../src/runtime/event-recorder.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { persistentVolumeClaims, persistentVolumes, pods, storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
@@ -84,10 +85,15 @@ export function startInstance(env: HostPathEnv, o: {
   nodeName?: string;
   identity?: string;
   controller?: ProvisionControllerOptions;
+  /** Extra provisioner options (gone-node policy, clock...). */
+  provisioner?: Partial<HostPathProvisionerOptions>;
 }): Instance {
+  const events = new EventRecorder({ client: env.client, component: o.provisionerName, host: o.nodeName ?? 'test', logger: silentLogger });
   const provisioner = new HostPathProvisioner({
-    config: o.config, mode: o.mode, nodeName: o.nodeName, logger: silentLogger,
+    config: o.config, mode: o.mode, nodeName: o.nodeName, logger: silentLogger, events,
     knownVolumes: async (signal) => (await env.client.listAll<PersistentVolume>(persistentVolumes, { signal })).items,
+    storageClass: (name) => env.cluster.store.get('storageclasses', undefined, name) as StorageClass | undefined,
+    ...(o.provisioner ?? {}),
   });
   const calls: Instance['calls'] = [];
   const record = <T>(op: 'provision' | 'delete', name: string, p: Promise<T>): Promise<T> =>
@@ -111,6 +117,7 @@ export function startInstance(env: HostPathEnv, o: {
     stop: async () => {
       await controller.stop();
       await running;
+      await events.stop();
     },
   };
 }

@@ -14,7 +14,7 @@ import { ProvisionController } from '../../src/controller/provision-controller.t
 import { ConfigFileSource } from '../../src/hostpath/config-source.ts';
 import { DEFAULT_NODE } from '../../src/hostpath/config.ts';
 import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
-import { ANN_HOSTPATH_BASE_PATH } from '../../src/hostpath/volume-spec.ts';
+import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpath/volume-spec.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { ApiError } from '../../src/runtime/errors.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
@@ -22,7 +22,7 @@ import { namespaces, persistentVolumeClaims, persistentVolumes, storageClasses }
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
 import { apiErrorOf, claim, diffSnapshots, directoriesBelow, eventsOf, expectedDirectories, storageClass, treeSnapshot, volumePath, volumeRecords, waitFor } from './helpers.ts';
-import { CLAIM_ROWS, CLASSES, NODE_LOCAL_CLASSES, REJECTED_ROWS, UNLISTED_CLASS, type ClaimRow } from './hostile-rows.ts';
+import { CLAIM_ROWS, CLASSES, FORGED_ROWS, NODE_LOCAL_CLASSES, REJECTED_ROWS, UNLISTED_CLASS, type ClaimRow } from './hostile-rows.ts';
 
 const PROVISIONER = 'reliability.kube-provisioner.io/hostpath';
 const NS = 'hostile';
@@ -170,33 +170,59 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     assert.deepEqual(long, []);
   });
 
-  it('forged PVs naming our provisioner never make it delete outside the roots or another volume', async () => {
+  it('forged PVs naming our provisioner never make it delete or archive outside the roots or another volume', async () => {
     const good = await assertBoundInside('good-first');
-    const goodPath = volumePath(good) ?? '';
-    const forge = (name: string, p: string, annotations: Record<string, string> = {}): PersistentVolume => ({
+    for (const row of CLAIM_ROWS.filter((r) => ['pattern-no-pv-name', 'pattern-go-no-pv-name', 'in-sub'].includes(r.name))) await assertBoundInside(row.name);
+    const t = { shared, outside, nodes, goodPath: volumePath(good) ?? '' };
+    const roots = { shared, nodes, outside };
+    await fsp.mkdir(path.join(shared, 'legacy-leaf'));
+    const forge = (row: (typeof FORGED_ROWS)[number]): PersistentVolume => ({
       apiVersion: 'v1', kind: 'PersistentVolume',
-      metadata: { name, annotations: { 'pv.kubernetes.io/provisioned-by': PROVISIONER, ...annotations } },
+      metadata: {
+        name: row.name,
+        annotations: {
+          'pv.kubernetes.io/provisioned-by': PROVISIONER,
+          ...(row.base ? { [ANN_HOSTPATH_BASE_PATH]: roots[row.base] } : {}),
+          ...(row.onDelete ? { [ANN_HOSTPATH_ON_DELETE]: row.onDelete } : {}),
+        },
+      },
       spec: {
         capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', storageClassName: 'plain',
-        hostPath: { path: p }, claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: NS, name: `ghost-${name}`, uid: '00000000-dead-beef-0000-000000000000' },
+        hostPath: { path: row.path(t) }, claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: NS, name: `ghost-${row.name}`, uid: '00000000-dead-beef-0000-000000000000' },
       },
     });
-    const forged = [
-      forge('forged-outside', path.join(outside, 'victim')),
-      forge('forged-base-annotation', path.join(outside, 'victim'), { [ANN_HOSTPATH_BASE_PATH]: outside }),
-      forge('forged-sibling', goodPath),
-      forge('forged-under-other-root', path.join(nodes, 'pvc-forged'), { [ANN_HOSTPATH_BASE_PATH]: shared }),
-      forge('forged-root', shared, { [ANN_HOSTPATH_BASE_PATH]: shared }),
-    ];
-    for (const pv of forged) await client.create(persistentVolumes, pv);
-    for (const pv of forged) {
-      const name = pv.metadata.name ?? '';
-      await waitFor(`VolumeFailedDelete on ${name}`, () => ourEvents(name).find((e) => e.reason === 'VolumeFailedDelete'));
-      assert.ok(getVolume(name), `${name} is kept`);
+    // Everything but the legacy leaf must be exactly as it was.
+    const sharedBefore = await treeSnapshot(shared);
+    for (const row of FORGED_ROWS) await client.create(persistentVolumes, forge(row));
+    for (const row of FORGED_ROWS) {
+      if (row.expect === 'deleted') {
+        await waitFor(`${row.name} deleted`, () => !getVolume(row.name));
+        await assert.rejects(fsp.lstat(row.path(t)), { code: 'ENOENT' });
+        continue;
+      }
+      const ev = await waitFor(`VolumeFailedDelete on ${row.name}`, () => ourEvents(row.name).find((e) => e.reason === 'VolumeFailedDelete'));
+      assert.equal(ev.type, 'Warning');
+      assert.ok(getVolume(row.name), `${row.name} (${row.why}) is kept`);
     }
-    assert.ok((await fsp.lstat(goodPath)).isDirectory(), 'the real volume the sibling forgery pointed at is intact');
+    // The root's own mtime moves with the legacy leaf's removal; records come and go in .kube-provisioner.
+    const changed = diffSnapshots(sharedBefore, await treeSnapshot(shared))
+      .filter((d) => !d.includes('legacy-leaf') && !d.includes('.kube-provisioner') && !d.startsWith('changed .:'));
+    assert.deepEqual(changed, [], 'no volume directory was deleted, renamed or archived');
     assert.ok((await fsp.lstat(path.join(outside, 'victim', 'precious'))).isFile());
-    for (const pv of forged) await client.delete(persistentVolumes, pv.metadata.name ?? '');
+    for (const row of FORGED_ROWS) if (getVolume(row.name)) await client.delete(persistentVolumes, row.name);
+  });
+
+  it('stable names: a directory a live volume uses is refused naming it; its inside is refused too', async () => {
+    await client.create(persistentVolumeClaims, claim('stable-a', NS, 'stable-dir', { annotations: { dir: 'app' } }), { namespace: NS });
+    const a = await assertBoundInside('stable-a');
+    assert.equal(volumePath(a), path.join(shared, 'stable', 'app'));
+    await client.create(persistentVolumeClaims, claim('stable-b', NS, 'stable-dir', { annotations: { dir: 'app' } }), { namespace: NS });
+    const ev = await waitFor('stable-b refused', () => ourEvents('stable-b').find((e) => e.reason === 'ProvisioningFailed'));
+    assert.match(ev.message ?? '', new RegExp(`already the path of volume ${a.metadata.name}`));
+    await client.create(persistentVolumeClaims, claim('stable-c', NS, 'stable-dir', { annotations: { dir: 'app/inner' } }), { namespace: NS });
+    const inner = await waitFor('stable-c refused', () => ourEvents('stable-c').find((e) => e.reason === 'ProvisioningFailed'));
+    assert.match(inner.message ?? '', new RegExp(`inside the directory of volume ${a.metadata.name}`));
+    for (const n of ['stable-b', 'stable-c']) await client.delete(persistentVolumeClaims, n, { namespace: NS });
   });
 
   it('a claim whose class appears later is provisioned once the class exists', async () => {

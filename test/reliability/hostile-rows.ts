@@ -14,6 +14,9 @@ export const CLASSES: Record<string, Record<string, string> | undefined> = {
   'pattern-absolute': { pathPattern: '/etc/${.PV.name}' },
   'pattern-trailing-dotdot': { pathPattern: '${.PV.name}/..' },
   'pattern-no-pv-name': { pathPattern: '${.PVC.namespace}/${.PVC.name}' },
+  'pattern-go-no-pv-name': { pathPattern: 'go/{{ .PVC.Namespace }}/{{ .PVC.Name }}' },
+  'by-sub': { pathPattern: 'sub/${.PV.name}' },
+  'stable-dir': { pathPattern: 'stable/${.PVC.annotations.dir}' },
   'pattern-syntax': { pathPattern: '${.PVC.name/${.PV.name}' },
   'pattern-reserved': { pathPattern: '.kube-provisioner/${.PV.name}' },
   'pattern-go-unknown': { pathPattern: '{{ .PVC.Spec }}/{{ .PV.Name }}' },
@@ -84,7 +87,9 @@ export const CLAIM_ROWS: ClaimRow[] = [
   { name: 'pattern-dotdot', why: 'class pattern with ..', className: 'pattern-dotdot', expect: { refused: /"\.\." segments are not allowed/ } },
   { name: 'pattern-absolute', why: 'class pattern with an absolute path', className: 'pattern-absolute', expect: { refused: /must be relative/ } },
   { name: 'pattern-trailing-dotdot', why: 'class pattern ending in ..', className: 'pattern-trailing-dotdot', expect: { refused: /"\.\." segments are not allowed/ } },
-  { name: 'pattern-no-pv-name', why: 'pattern without the unique component', className: 'pattern-no-pv-name', expect: { refused: /must include the volume name/ } },
+  { name: 'pattern-no-pv-name', why: "nfs-subdir syntax without the PV name (stable names)", className: 'pattern-no-pv-name', expect: { bound: true } },
+  { name: 'pattern-go-no-pv-name', why: "local-path syntax without the PV name (stable names)", className: 'pattern-go-no-pv-name', expect: { bound: true } },
+  { name: 'in-sub', why: 'a volume below a shared parent "sub" (the forged PV "sub" aims at that parent)', className: 'by-sub', expect: { bound: true } },
   { name: 'pattern-syntax', why: 'unterminated ${', className: 'pattern-syntax', expect: { refused: /invalid pathPattern/ } },
   { name: 'pattern-reserved', why: 'pattern into the records directory', className: 'pattern-reserved', expect: { refused: /reserved/ } },
   { name: 'pattern-go-unknown', why: 'a Go template field we do not know', className: 'pattern-go-unknown', expect: { refused: /invalid pathPattern/ } },
@@ -147,3 +152,34 @@ export const REJECTED_ROWS: RejectedRow[] = [
   { name: 'volume-no-source', why: 'PV without a volume source', kind: 'volume', body: { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'no-source' }, spec: { accessModes: ['ReadWriteOnce'], capacity: { storage: '1Gi' } } }, codes: [422] },
 ];
 
+
+/**
+ * A Released, Delete-policy PV naming our provisioner, forged to make delete or archive hit something that is
+ * not its own directory. `path` is computed from the live test tree; every row but `expect: 'deleted'` must be
+ * refused with a VolumeFailedDelete event and nothing touched.
+ */
+export interface ForgedRow {
+  name: string;
+  why: string;
+  path: (t: { shared: string; outside: string; nodes: string; goodPath: string }) => string;
+  /** Set our base-path annotation to this root (`shared`, `nodes`, `outside`). */
+  base?: 'shared' | 'nodes' | 'outside';
+  onDelete?: 'archive' | 'delete';
+  /** `deleted`: a leaf with no record and no other volume: an older or adopted volume, deleted as asked. */
+  expect?: 'refused' | 'deleted';
+}
+
+export const FORGED_ROWS: ForgedRow[] = [
+  { name: 'forged-outside', why: 'a directory outside every root', path: (t) => `${t.outside}/victim` },
+  { name: 'forged-base-annotation', why: 'outside, with a base-path annotation naming it', path: (t) => `${t.outside}/victim`, base: 'outside' },
+  { name: 'forged-sibling', why: "another volume's directory", path: (t) => t.goodPath },
+  { name: 'forged-under-other-root', why: 'a path under a root other than its annotation', path: (t) => `${t.nodes}/pvc-forged`, base: 'shared' },
+  { name: 'forged-root', why: 'the base path itself', path: (t) => t.shared, base: 'shared' },
+  { name: 'good-first', why: "named like a claim: a substring of that claim's volume directory", path: (t) => t.goodPath },
+  { name: 'pattern-no-pv-name', why: 'named like a claim, at that claim\'s stable-name directory (no record of its own)', path: (t) => `${t.shared}/hostile/pattern-no-pv-name`, base: 'shared' },
+  { name: 'sub', why: 'named like the parent directory of volumes', path: (t) => `${t.shared}/sub` },
+  { name: 'hostile', why: 'named like the namespace, onDelete archive: would rename every volume of the namespace', path: (t) => `${t.shared}/hostile`, base: 'shared', onDelete: 'archive' },
+  { name: 'go', why: 'named like a pattern\'s constant parent, holding a Bound volume', path: (t) => `${t.shared}/go`, base: 'shared', onDelete: 'delete' },
+  { name: 'shared', why: 'named like the base path', path: (t) => t.shared },
+  { name: 'legacy-leaf', why: 'no record, a leaf no volume uses: an older or adopted volume', path: (t) => `${t.shared}/legacy-leaf`, expect: 'deleted' },
+];

@@ -1,0 +1,154 @@
+// delete() of the hostpath provisioner: find the directory a PV stands for (ours, adopted, or name-only from the
+// leak inventory), let a gone node's PV go, prove the directory is exactly that volume's, then apply its
+// onDelete policy (delete, archive, retain; adopted PVs take it from their class) and forget its record.
+import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
+import { IgnoredError } from '../controller/provisioner.ts';
+import { shortenText } from '../controller/event-bounds.ts';
+import type { Clock } from '../runtime/clock.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { allBasePaths, type HostPathConfig } from './config.ts';
+import { parseClassParameters, type OnDeletePolicy } from './class-parameters.ts';
+import { checkExistingVolumePath, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
+import { removeVolumeDir, archiveVolumeDir, type FsOpsOptions } from './fs-ops.ts';
+import { removeVolumeRecord, readVolumeRecords, readVolumeRecord, type VolumeRecord } from './volume-records.ts';
+import { readVolumeLocation, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
+import { proveVolumeIdentity } from './delete-identity.ts';
+import { localDirectoryOf, longestRootOf } from './volume-source.ts';
+import { REASON_NODE_GONE, type GoneNodePolicy } from './gone-node.ts';
+
+/** The narrow part of an EventRecorder the provisioner uses. */
+export interface VolumeEventSink {
+  event(obj: PersistentVolumeClaim | PersistentVolume, type: 'Normal' | 'Warning', reason: string, message: string): void;
+}
+
+/** What delete needs from the provisioner: its mode, options, configuration and live-volume ledger. */
+export interface DeleteContext {
+  mode: 'deployment' | 'daemonset';
+  nodeName?: string;
+  logger: Logger;
+  clock: Clock;
+  fs?: FsOpsOptions;
+  events?: VolumeEventSink;
+  storageClass?: (name: string, signal: AbortSignal) => StorageClass | undefined | Promise<StorageClass | undefined>;
+  goneNodes?: GoneNodePolicy;
+  config(): HostPathConfig;
+  /** The roots delete may touch: those reachable from this instance. */
+  configuredRoots(): string[];
+  /** Brings the live-volume ledger up to date; `fresh` lists the PVs now. */
+  ensureLedger(signal: AbortSignal, fresh?: boolean): Promise<void>;
+  /** Every live-volume index a directory here can collide with. */
+  reachableIndexes(): VolumePathIndex[];
+  /** Forgets a volume in the ledger. */
+  release(pvName: string): void;
+  findRecord(pvName: string): Promise<{ basePath: string; path: string; record: VolumeRecord } | undefined>;
+}
+
+/** Applies the volume's onDelete policy to its directory once its identity is proven (see delete-identity.ts). */
+export async function deleteVolumeDirectory(ctx: DeleteContext, volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+  const target = await deleteTarget(ctx, volume, pvName, signal);
+  if ('goneNode' in target) {
+    ctx.events?.event(volume, 'Warning', REASON_NODE_GONE, target.message);
+    ctx.release(pvName);
+    return;
+  }
+  const { base, path: vpath, segments } = target;
+  await ctx.ensureLedger(signal);
+  const record = target.record ?? (await readVolumeRecord(base, pvName));
+  // Without a record that names this PV and its claim, the leaf rule needs the live volumes as they are now.
+  const proof = await proveVolumeIdentity({
+    // No claimRef (a name-only volume, or a PV never bound: the controller deletes only released ones): the
+    // record's name and path must still match.
+    pvName, claimUid: target.nameOnly ? undefined : volume.spec.claimRef?.uid, path: vpath, basePath: base,
+    record: record?.pvName === pvName ? record : undefined,
+    records: () => readVolumeRecords(base),
+    liveVolumes: async (fresh) => {
+      await ctx.ensureLedger(signal, fresh);
+      return ctx.reachableIndexes();
+    },
+    basePaths: allBasePaths(ctx.config()),
+  });
+  const onDelete = target.onDelete ?? (await adoptedOnDelete(ctx, volume, signal));
+  const log = ctx.logger.child({ pv: pvName, path: vpath, proof });
+  if (onDelete === 'retain') {
+    log.info({}, 'onDelete retain: keeping the directory');
+  } else if (onDelete === 'archive') {
+    const r = await archiveVolumeDir(base, segments, { ...ctx.fs, pvName, now: new Date(ctx.clock.now()) });
+    if (r.archivedPath) log.info({ archivedPath: r.archivedPath }, 'volume directory archived');
+    else log.warn({}, 'volume directory was already gone; nothing to archive');
+  } else {
+    const r = await removeVolumeDir(base, segments, { ...ctx.fs, signal });
+    if (r.existed) log.info({}, 'volume directory deleted');
+    else log.warn({}, 'volume directory was already gone');
+  }
+  await removeVolumeRecord(base, pvName);
+  ctx.release(pvName);
+}
+
+// The directory a delete would touch, checked against the configured roots (not yet against other volumes).
+async function deleteTarget(ctx: DeleteContext, volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<DeleteTarget | { goneNode: string; message: string }> {
+  const loc = readVolumeLocation(volume);
+  const dir = localDirectoryOf(volume);
+  if (!dir) {
+    // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
+    // A PV we published always has a path, so one with our annotations and none is refused.
+    if (loc.basePath !== undefined) throw new Error(`volume ${pvName} has no local or hostPath path; refusing to guess`);
+    const found = await ctx.findRecord(pvName);
+    if (!found) {
+      if (ctx.mode === 'daemonset') throw new IgnoredError(`volume ${pvName} has no path and no record on node ${ctx.nodeName}`);
+      throw new Error(noLocalPathMessage(volume));
+    }
+    const segments = checkExistingVolumePath(found.basePath, found.path);
+    return { base: found.basePath, path: found.path, segments, onDelete: 'delete', record: found.record, nameOnly: true };
+  }
+  if (ctx.mode === 'daemonset' && loc.node !== ctx.nodeName) {
+    const verdict = await ctx.goneNodes?.check(volume, signal);
+    if (verdict?.gone && !verdict.reachable) return { goneNode: verdict.node, message: verdict.message };
+    // A shared-path volume of a gone node: its directory is here too, and goes through the usual checks.
+    if (!verdict?.gone) throw new IgnoredError(`volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${ctx.nodeName}${verdict ? ` (${verdict.reason})` : ''}`);
+  }
+  if (loc.onDelete === undefined) throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
+  signal.throwIfAborted();
+  const roots = ctx.configuredRoots();
+  const base = loc.basePath ?? longestRootOf(dir, roots);
+  if (!base || !roots.includes(base)) {
+    throw new UnsafePathError('outside-root', dir, `is not under a configured base path (${base ?? 'none'} is not configured here); refusing to touch it`);
+  }
+  const segments = checkExistingVolumePath(base, dir);
+  const annotated = volume.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE] !== undefined;
+  return { base, path: dir, segments, onDelete: annotated ? loc.onDelete : undefined, nameOnly: false };
+}
+
+// A PV without our onDelete annotation (an older version's, or adopted from local-path / nfs-subdir): its
+// class decides, as it did for the provisioner that created it. No class lookup configured: delete.
+async function adoptedOnDelete(ctx: DeleteContext, volume: PersistentVolume, signal: AbortSignal): Promise<OnDeletePolicy> {
+  const lookup = ctx.storageClass;
+  if (!lookup) return 'delete';
+  const name = volume.spec.storageClassName ?? '';
+  const sc = name ? await lookup(name, signal) : undefined;
+  if (!sc) {
+    throw new Error(`volume ${volume.metadata.name} has no onDelete annotation and its storage class ${JSON.stringify(name)} does not exist, so whether to delete, archive or retain its directory is unknown; refusing to guess (recreate the class, or annotate the volume with ${ANN_HOSTPATH_ON_DELETE})`);
+  }
+  return parseClassParameters(sc.parameters).onDelete;
+}
+
+interface DeleteTarget {
+  base: string;
+  path: string;
+  segments: string[];
+  /** From our annotation; undefined: the PV has none (adopted), its class decides. */
+  onDelete: OnDeletePolicy | undefined;
+  record?: VolumeRecord;
+  /** Found through its record (leak inventory): no claimRef to compare. */
+  nameOnly: boolean;
+}
+
+// Why a PV has no directory here, in words that fit an existing PV (not a pathPattern hint).
+function noLocalPathMessage(pv: PersistentVolume): string {
+  const name = pv.metadata.name ?? '';
+  const nfs = pv.spec.nfs;
+  if (nfs) {
+    return `volume ${name} is an nfs volume (${shortenText(`${nfs.server}:${nfs.path}`, 512)}) and no configured shared path is the mount of that export, so its directory cannot be found here; nothing was touched`;
+  }
+  return `volume ${name} has no local or hostPath path and no record in any configured base path, so it is not a hostpath volume this provisioner can find; nothing was touched`;
+}
