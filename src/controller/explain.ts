@@ -10,6 +10,7 @@ import type { ControllerShared, ControllerTerm } from './controller-state.ts';
 import { claimClassName, claimKey, claimProvisionerName, decideClaim, selectedNodeName, type ClaimDecision } from './decide-claim.ts';
 import { decideCachedClaim } from './claim-sync.ts';
 import type { FailureRecord } from './failures.ts';
+import { resizeFacts, type ResizeDecision } from './decide-resize.ts';
 import { resolveOptions, type ProvisionControllerOptions } from './options.ts';
 import type { Provisioner } from './provisioner.ts';
 
@@ -25,6 +26,8 @@ export interface ClaimExplanation {
   facts: string[];
   failures?: FailureRecord;
   inProgress: boolean;
+  /** The resize decision (a running controller whose provisioner implements expand()). */
+  resize?: ResizeDecision;
 }
 
 export interface ExplainFacts {
@@ -58,6 +61,7 @@ export function explainDecision(f: ExplainFacts): ClaimExplanation {
     facts.push(`failed attempts: ${f.failures.failures}${f.failures.lastError ? ` (last: ${f.failures.lastError})` : ''}`);
     if (f.failures.infeasibleUntil) facts.push(`infeasible: next attempt after ${new Date(f.failures.infeasibleUntil).toISOString()}`);
   }
+  facts.push(...resizeFacts(claim, claim.spec.volumeName && f.volume?.metadata.name === claim.spec.volumeName ? f.volume : undefined));
   if (ann['volume.kubernetes.io/storage-resizer']) facts.push(`resizer: ${ann['volume.kubernetes.io/storage-resizer']}`);
   return {
     claim: claimKey(claim),
@@ -78,6 +82,7 @@ export function formatExplanation(e: ClaimExplanation): string {
     `Decision: ${e.decision.action} (${e.decision.code}) for provisioner ${e.provisionerName}`,
     `Why: ${e.decision.reason}`,
   ];
+  if (e.resize && e.resize.code !== 'NotBound') lines.push(`Resize: ${e.resize.action} (${e.resize.code}): ${e.resize.reason}`);
   if (e.decision.event) lines.push(`Event: ${e.decision.event.type} ${e.decision.event.reason}: ${e.decision.event.message}`);
   lines.push('Facts:', ...e.facts.map((f) => `  - ${f}`));
   return lines.join('\n');

@@ -23,6 +23,8 @@ import { createVolumeDir, removeVolumeDir, archiveVolumeDir, directoryUsage, typ
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
 import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord } from './volume-records.ts';
 import { buildVolume, readVolumeLocation, allocationOfVolume, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
+import { expandHostPathVolume } from './expand.ts';
+import type { ExpandResult } from '../controller/provisioner.ts';
 
 export type HostPathMode = 'deployment' | 'daemonset';
 
@@ -286,6 +288,15 @@ export class HostPathProvisioner implements Provisioner {
     }
     await removeVolumeRecord(base, pvName);
     this.ledger.release(pvName);
+  }
+
+  /** Grows the volume's accounting to `newSize` (infeasible when its base path cannot hold it). */
+  async expand(volume: PersistentVolume, newSize: string, signal: AbortSignal): Promise<ExpandResult> {
+    return this.locked(volume.metadata.name ?? '', async () => {
+      await this.ensureLedger(signal);
+      const ctx = { ledger: this.ledger, config: this.config(), roots: this.configuredRoots(), now: this.clock.now(), fs: this.opts.fs };
+      return expandHostPathVolume(this.mode === 'daemonset' ? { ...ctx, servedNode: this.nodeName } : ctx, volume, newSize, signal);
+    });
   }
 
   // The roots delete() may touch: those reachable from this instance.
