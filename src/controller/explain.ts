@@ -11,6 +11,8 @@ import { claimClassName, claimKey, claimProvisionerName, decideClaim, selectedNo
 import { decideCachedClaim } from './claim-sync.ts';
 import type { FailureRecord } from './failures.ts';
 import { resizeFacts, type ResizeDecision } from './decide-resize.ts';
+import { ANN_VOLUME_USAGE, parseVolumeUsage } from '../types/volume-usage.ts';
+import { formatBytes } from '../types/quantity.ts';
 import { resolveOptions, type ProvisionControllerOptions } from './options.ts';
 import type { Provisioner } from './provisioner.ts';
 
@@ -61,7 +63,13 @@ export function explainDecision(f: ExplainFacts): ClaimExplanation {
     facts.push(`failed attempts: ${f.failures.failures}${f.failures.lastError ? ` (last: ${f.failures.lastError})` : ''}`);
     if (f.failures.infeasibleUntil) facts.push(`infeasible: next attempt after ${new Date(f.failures.infeasibleUntil).toISOString()}`);
   }
-  facts.push(...resizeFacts(claim, claim.spec.volumeName && f.volume?.metadata.name === claim.spec.volumeName ? f.volume : undefined));
+  const boundVolume = claim.spec.volumeName && f.volume?.metadata.name === claim.spec.volumeName ? f.volume : undefined;
+  facts.push(...resizeFacts(claim, boundVolume));
+  const usage = parseVolumeUsage(boundVolume?.metadata.annotations?.[ANN_VOLUME_USAGE]);
+  if (usage) {
+    const bound = usage.complete ? '' : 'at least ';
+    facts.push(`usage: ${bound}${formatBytes(BigInt(usage.bytes))} of ${boundVolume?.spec.capacity?.storage ?? '?'}, ${bound}${usage.inodes} inodes (measured ${usage.measuredAt})`);
+  }
   if (ann['volume.kubernetes.io/storage-resizer']) facts.push(`resizer: ${ann['volume.kubernetes.io/storage-resizer']}`);
   return {
     claim: claimKey(claim),

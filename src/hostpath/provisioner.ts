@@ -19,7 +19,8 @@ import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type Host
 import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
 import { defaultVolumeDirName, PathTemplateError } from './path-template.ts';
 import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError } from './path-safety.ts';
-import { createVolumeDir, removeVolumeDir, archiveVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
+import { createVolumeDir, removeVolumeDir, archiveVolumeDir, type FsOpsOptions } from './fs-ops.ts';
+import { directoryUsage, type DirectoryUsage, type UsageOptions } from './usage.ts';
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
 import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord } from './volume-records.ts';
 import { buildVolume, readVolumeLocation, allocationOfVolume, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
@@ -348,7 +349,7 @@ export class HostPathProvisioner implements Provisioner {
   }
 
   /** Disk usage of a volume's directory (bounded walk, never following symlinks). */
-  async volumeUsage(volume: PersistentVolume, opts: { maxEntries?: number; signal?: AbortSignal } = {}): Promise<DirectoryUsage> {
+  async volumeUsage(volume: PersistentVolume, opts: UsageOptions = {}): Promise<DirectoryUsage> {
     const loc = readVolumeLocation(volume);
     if (!loc.path || !loc.basePath || !this.configuredRoots().includes(loc.basePath)) throw new Error(`volume ${volume.metadata.name} is not under a configured base path`);
     checkExistingVolumePath(loc.basePath, loc.path, volume.metadata.name ?? '');
