@@ -10,7 +10,7 @@ import type { ControllerShared, ControllerTerm } from './controller-state.ts';
 import { claimClassName, claimKey, claimProvisionerName, decideClaim, selectedNodeName, type ClaimDecision } from './decide-claim.ts';
 import { decideCachedClaim } from './claim-sync.ts';
 import type { FailureRecord } from './failures.ts';
-import { resizeFacts, type ResizeDecision } from './decide-resize.ts';
+import { decideResize, resizeFacts, type ResizeDecision } from './decide-resize.ts';
 import { ANN_VOLUME_USAGE, parseVolumeUsage } from '../types/volume-usage.ts';
 import { formatBytes } from '../types/quantity.ts';
 import { resolveOptions, type ProvisionControllerOptions } from './options.ts';
@@ -138,6 +138,12 @@ export async function explainClaim(
   const pvName = options.volumeNameHook(claim);
   const volume = await getOrUndefined(client.get<PersistentVolume>(persistentVolumes, pvName, { signal: opts.signal }));
   const provisionerName = opts.provisionerName ?? claimProvisionerName(claim) ?? storageClass?.provisioner ?? '';
+  const bound = claim.spec.volumeName;
+  const boundVolume = bound && bound !== pvName ? await getOrUndefined(client.get<PersistentVolume>(persistentVolumes, bound, { signal: opts.signal })) : volume;
+  // Without the controller's failure records: what a controller that implements expand() would do next.
+  const resize = claim.status?.phase === 'Bound'
+    ? decideResize({ claim, volume: boundVolume, storageClass, provisionerName, additionalProvisionerNames: options.additionalProvisionerNames, canExpand: true, threshold: options.failedProvisionThreshold, now: opts.now ?? Date.now() })
+    : undefined;
   const decision = decideClaim({
     claim,
     provisionerName,
@@ -147,5 +153,7 @@ export async function explainClaim(
     provisioner: opts.provisioner ?? {},
     now: opts.now ?? Date.now(),
   });
-  return explainDecision({ claim, provisionerName, storageClass, volume, decision });
+  const explanation = explainDecision({ claim, provisionerName, storageClass, volume: boundVolume ?? volume, decision });
+  if (resize) explanation.resize = resize;
+  return explanation;
 }

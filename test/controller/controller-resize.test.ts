@@ -4,6 +4,7 @@
 // is retried without a second expand(); a leader change in the middle of expand() finishes on the new leader.
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { explainClaim, formatExplanation } from '../../src/controller/explain.ts';
 import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import { InfeasibleError, type ExpandResult, type Provisioner } from '../../src/controller/provisioner.ts';
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
@@ -118,6 +119,10 @@ describe('resize with the cluster controllers', () => {
     const explained = ctrl.explain('default', 'too-big');
     assert.equal(explained?.resize?.code, 'InfeasibleBackoff');
     assert.match(explained?.resize?.reason ?? '', /only 50Mi left/);
+    // `kube-provisioner explain` (objects from the API, no controller records) shows the status and the next step.
+    const text = formatExplanation(await explainClaim(env.client, 'default', 'too-big'));
+    assert.match(text, /resize status: ControllerResizeInfeasible, allocated 100Mi/);
+    assert.match(text, /Resize: expand \(Expand\): the claim asks for 100Mi, the volume has 1Mi/);
     // The slow retry (60 s here) is not waited for: lowering the request is a new attempt at once.
     await requestSize(env, 'too-big', '4Mi');
     const c = await waitFor('capacity 4Mi', () => getPVC(env, 'default', 'too-big')?.status?.capacity?.storage === '4Mi' && getPVC(env, 'default', 'too-big'));
