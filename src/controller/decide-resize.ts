@@ -33,6 +33,7 @@ export type ResizeDecisionCode =
   | 'NotBound'
   | 'VolumeMissing'
   | 'NotOurs'
+  | 'NotQualified'
   | 'ExpandNotSupported'
   | 'UpToDate'
   | 'NodeResizePending'
@@ -52,6 +53,8 @@ export interface ResizeDecisionInput {
   additionalProvisionerNames: readonly string[];
   /** Whether the provisioner implements expand(). */
   canExpand: boolean;
+  /** The provisioner's shouldExpand hook (absent: every volume of ours qualifies). */
+  shouldExpand?: (volume: PersistentVolume) => boolean;
   failures?: FailureRecord;
   /** failedProvisionThreshold (0 = never give up). */
   threshold: number;
@@ -111,6 +114,7 @@ export function decideResize(input: ResizeDecisionInput): ResizeDecision {
     return none('NotOurs', `volume ${volume.metadata.name} was provisioned by ${provisionedBy ?? 'nobody (static)'}, not ${input.provisionerName}`);
   }
   if (!input.canExpand) return none('ExpandNotSupported', 'the provisioner does not implement expand()');
+  if (input.shouldExpand && !input.shouldExpand(volume)) return none('NotQualified', `volume ${volume.metadata.name} is expanded by another instance (shouldExpand)`);
   const requestText = storageOf(claim.spec.resources?.requests);
   const request = bytes(requestText);
   const pvCapacityText = storageOf(volume.spec.capacity);

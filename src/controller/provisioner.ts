@@ -67,6 +67,11 @@ export interface Provisioner {
    * has `allowVolumeExpansion: true`.
    */
   expand?(volume: PersistentVolume, newSize: string, signal: AbortSignal): Promise<ExpandResult>;
+  /**
+   * Qualifier for expansion: false means another instance expands this volume (sharding, one instance per node):
+   * no status write, no event, no expand() call here.
+   */
+  shouldExpand?(volume: PersistentVolume): boolean;
 }
 
 /** The outcome of a successful expand(). */

@@ -44,6 +44,7 @@ export function decideCachedResize(s: ControllerShared, t: ControllerTerm, r: Re
     provisionerName: s.provisionerName,
     additionalProvisionerNames: s.options.additionalProvisionerNames,
     canExpand: typeof s.provisioner.expand === 'function',
+    ...(s.provisioner.shouldExpand ? { shouldExpand: (v: PersistentVolume) => s.provisioner.shouldExpand!(v) } : {}),
     failures: r.failures.get(claim.metadata.uid ?? ''),
     threshold: s.options.failedProvisionThreshold,
     now: s.clock.now(),

@@ -291,6 +291,13 @@ export class HostPathProvisioner implements Provisioner {
     this.ledger.release(pvName);
   }
 
+  /** daemonset mode: only this node's volumes (and shared ones) are expanded here. */
+  shouldExpand(volume: PersistentVolume): boolean {
+    if (this.mode !== 'daemonset') return true;
+    const loc = readVolumeLocation(volume);
+    return loc.kind === 'shared' || loc.node === this.nodeName;
+  }
+
   /** Grows the volume's accounting to `newSize` (infeasible when its base path cannot hold it). */
   async expand(volume: PersistentVolume, newSize: string, signal: AbortSignal): Promise<ExpandResult> {
     return this.locked(volume.metadata.name ?? '', async () => {

@@ -84,6 +84,12 @@ describe('decideResize', () => {
     assert.equal(decideResize(input({ request: '3Gi', failures })).code, 'Expand');
   });
 
+  it('shouldExpand false: another instance expands it', () => {
+    const d = decideResize({ ...input(), shouldExpand: (v) => v.metadata.name !== 'pv-1' });
+    assert.equal(d.action, 'none');
+    assert.equal(d.code, 'NotQualified');
+  });
+
   it('mayNeedResize filters informer events cheaply', () => {
     assert.equal(mayNeedResize(input().claim), true);
     assert.equal(mayNeedResize(input({ request: '1Gi' }).claim), false);
