@@ -40,6 +40,24 @@ test('expand: ledger and record grow; same size again is a no-op; over budget is
   assert.equal(allocated(), 10n * MI);
 });
 
+test('after a crash between expand and the PV write, a new instance counts the grown size (record) over the PV', async () => {
+  const base = path.join(tmp, 'restart');
+  await fsp.mkdir(base);
+  const config = validateHostPathConfig({ sharedFileSystemPath: { path: base, capacity: '10Mi' } });
+  const sc = storageClass('shared');
+  const first = new HostPathProvisioner({ config });
+  const { volume } = await first.provision(provisionOptions(claim({ size: '2Mi', modes: ['ReadWriteMany'] }), sc), signal());
+  await first.expand(volume, '6Mi', signal()); // the PV still says 2Mi: its write never happened
+  const second = new HostPathProvisioner({ config, knownVolumes: () => [volume] });
+  // 6Mi (record) + 4Mi fits 10Mi; 5Mi would not, whatever the stale PV says.
+  await assert.rejects(second.provision(provisionOptions(claim({ size: '5Mi', modes: ['ReadWriteMany'] }), sc), signal()), InfeasibleError);
+  assert.equal(second.allocations().find((x) => x.basePath === base)?.allocated, 6n * MI);
+  assert.deepEqual(await second.expand(volume, '6Mi', signal()), { capacity: '6Mi' }, 'the repeated expand is a no-op');
+  assert.equal(second.allocations().find((x) => x.basePath === base)?.allocated, 6n * MI);
+  second.rebuildFromVolumes([{ ...volume, spec: { ...volume.spec, capacity: { storage: '6Mi' } } }]);
+  assert.equal(second.allocations().find((x) => x.basePath === base)?.allocated, 6n * MI);
+});
+
 test('expand refuses archived (directory gone), released and deleting volumes', async () => {
   const base = path.join(tmp, 'refuse');
   await fsp.mkdir(base);
