@@ -7,6 +7,7 @@
 import { persistentVolumeClaims, persistentVolumes } from '../runtime/resources.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { isQuantity, parseQuantity } from '../types/quantity.ts';
+import type { LockAttempt } from './claim-lock.ts';
 import { claimObject, errorMessage, timeoutSignal, type ControllerShared, type ControllerTerm } from './controller-state.ts';
 import { claimClassName, claimKey } from './decide-claim.ts';
 import { CONDITION_FS_RESIZE_PENDING, CONDITION_RESIZING, decideResize, RESIZE_STATUS, resizeStatusOf, type ResizeDecision } from './decide-resize.ts';
@@ -73,7 +74,31 @@ export async function syncResize(s: ControllerShared, t: ControllerTerm, r: Resi
       return finishClaim(s, t, r, claim, volume!, result, undefined);
     }
     case 'expand':
-      return expandClaim(s, t, r, claim, volume!, d);
+      return s.claimLock ? expandWithLock(s, t, r, claim, volume!, d) : expandClaim(s, t, r, claim, volume!, d);
+  }
+}
+
+/**
+ * Per-claim election: every replica syncs every claim, so expand() runs under the PV's lock (the one volume deletes
+ * take). The lock write is optimistic on the cached PV, so a replica whose cache still shows
+ * the old capacity cannot take it after another finished.
+ */
+async function expandWithLock(s: ControllerShared, t: ControllerTerm, r: ResizeState, claim: PersistentVolumeClaim, volume: PersistentVolume, d: ResizeDecision): Promise<ResizeNext> {
+  let got: LockAttempt;
+  try {
+    got = await s.claimLock!.acquireVolume(volume, t.signal);
+  } catch (err) {
+    return apiFailure(s, r, claim, err, 'could not take the volume lock for the resize');
+  }
+  if (!got.acquired) return { kind: 'after', ms: got.retryAfterMs > 0 ? got.retryAfterMs + s.options.retryPeriodMs : s.options.retryPeriodMs };
+  let next: ResizeNext = { kind: 'backoff' };
+  try {
+    next = await expandClaim(s, t, r, claim, volume, d);
+    return next;
+  } finally {
+    // As after a provisioning: kept after a success (it expires by itself; the PV moved on, so a release write
+    // would only conflict), released after a failure so any replica may retry.
+    await got.handle.end(next.kind !== 'done');
   }
 }
 

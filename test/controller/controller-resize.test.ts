@@ -151,8 +151,32 @@ describe('resize with the cluster controllers', () => {
     };
     await requestSize(env, 'always-fails', '6Mi');
     await waitFor('given up', () => ctrl.explain('default', 'always-fails')?.resize?.code === 'GivenUp');
+    await waitFor('status infeasible', () => getPVC(env, 'default', 'always-fails')?.status?.allocatedResourceStatuses?.storage === 'ControllerResizeInfeasible');
     assert.equal(backend.expandCalls.filter((x) => x.pv === pvName).length, 3);
-    assert.equal(getPVC(env, 'default', 'always-fails')?.status?.allocatedResourceStatuses?.storage, 'ControllerResizeInfeasible');
+  });
+});
+
+describe('resize with per-claim election', () => {
+  it('two active replicas: expand() runs once, under the PV lock', async () => {
+    const env = await startEnv({ controllers: true });
+    const backend = new ExpandingProvisioner();
+    const opts = { ...FAST, leaderElection: 'per-claim' as const, leaseDurationMs: 2_000, renewDeadlineMs: 1_000, retryPeriodMs: 100 };
+    const a = new ProvisionController(env.client, PROVISIONER, backend, { ...opts, identity: 'replica-a' });
+    const b = new ProvisionController(env.client, PROVISIONER, backend, { ...opts, identity: 'replica-b' });
+    try {
+      void a.run();
+      void b.run();
+      await createClass(env, storageClass('grow', { allowVolumeExpansion: true }));
+      const pvName = await boundClaim(env, 'shared-work', 'grow');
+      await requestSize(env, 'shared-work', '9Mi');
+      await waitFor('capacity 9Mi', () => getPVC(env, 'default', 'shared-work')?.status?.capacity?.storage === '9Mi');
+      assert.deepEqual(backend.expandCalls, [{ pv: pvName, size: '9Mi' }]);
+      assert.match(getPV(env, pvName)?.metadata.annotations?.['control-plane.alpha.kubernetes.io/leader'] ?? '', /"holderIdentity":"replica-[ab]"/, 'expanded under the PV lock');
+    } finally {
+      await a.stop();
+      await b.stop();
+      await env.stop();
+    }
   });
 });
 
