@@ -6,7 +6,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { EventSink } from '../controller/volume-store.ts';
 import type { HostPathProvisioner } from '../hostpath/provisioner.ts';
-import { WalkBudget, type UsageFs } from '../hostpath/usage.ts';
+import { WalkBudget, type DirectoryUsage, type UsageFs } from '../hostpath/usage.ts';
 import { UsageWatch } from '../hostpath/usage-watch.ts';
 import { ANN_HOSTPATH_KIND, ANN_HOSTPATH_NODE } from '../hostpath/volume-spec.ts';
 import type { Clock, Timer } from '../runtime/clock.ts';
@@ -164,7 +164,7 @@ export function createHostPathMetrics(o: HostPathMetricsOptions): HostPathMetric
   };
 
   // The over-capacity Warning (once per crossing) and the published summary.
-  const afterMeasure = async (pv: PersistentVolume, usage: Awaited<ReturnType<HostPathProvisioner['volumeUsage']>>, signal: AbortSignal) => {
+  const afterMeasure = async (pv: PersistentVolume, usage: DirectoryUsage, signal: AbortSignal) => {
     const name = pv.metadata.name ?? '';
     const cap = pv.spec.capacity?.storage;
     const capacity = isQuantity(cap) ? parseQuantity(cap) : undefined;
