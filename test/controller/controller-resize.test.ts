@@ -144,6 +144,25 @@ describe('resize with the cluster controllers', () => {
     assert.deepEqual(backend.expandCalls.filter((x) => x.pv === pvName), [{ pv: pvName, size: '5Mi' }]);
   });
 
+  it('a failed claim status write after the PV write: the retry only records the capacity (no second expand())', async () => {
+    const pvName = await boundClaim(env, 'status-write', 'grow');
+    let rule: number | undefined;
+    backend.onExpand = () => {
+      // After the claim was marked in progress: the next status writes (the final one) fail twice.
+      rule = env.cluster.faults.add({ verb: 'patch', resource: 'persistentvolumeclaims', subresource: 'status', name: 'status-write', status: 500, count: 2 });
+      return undefined;
+    };
+    try {
+      await requestSize(env, 'status-write', '8Mi');
+      await waitFor('capacity 8Mi', () => getPVC(env, 'default', 'status-write')?.status?.capacity?.storage === '8Mi');
+    } finally {
+      if (rule !== undefined) env.cluster.faults.remove(rule);
+    }
+    assert.equal(getPV(env, pvName)?.spec.capacity?.storage, '8Mi');
+    assert.deepEqual(backend.expandCalls.filter((x) => x.pv === pvName), [{ pv: pvName, size: '8Mi' }]);
+    assert.deepEqual(conditionTypes(getPVC(env, 'default', 'status-write')), []);
+  });
+
   it('transient failures back off, then give up at the threshold with the status infeasible', async () => {
     const pvName = await boundClaim(env, 'always-fails', 'grow');
     backend.onExpand = () => {
