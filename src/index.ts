@@ -5,6 +5,7 @@ export {
   IgnoredError,
   InfeasibleError,
   ProvisioningError,
+  type ExpandResult,
   type Provisioner,
   type ProvisionOptions,
   type ProvisionResult,
@@ -48,6 +49,17 @@ export {
   type ClaimDecisionInput,
   type DecisionEvent,
 } from './controller/decide-claim.ts';
+export {
+  CONDITION_FS_RESIZE_PENDING,
+  CONDITION_RESIZING,
+  decideResize,
+  RESIZE_STATUS,
+  type ResizeAction,
+  type ResizeDecision,
+  type ResizeDecisionCode,
+  type ResizeDecisionInput,
+} from './controller/decide-resize.ts';
+export { RESIZE_METRIC_NAMES } from './controller/resize-metrics.ts';
 export {
   decideVolume,
   finalizerChange,

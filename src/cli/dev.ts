@@ -50,7 +50,7 @@ export const DEV_CLASSES = { shared: 'hostpath', local: 'hostpath-local' } as co
 
 /** The StorageClasses `dev` creates (also used by tests). */
 export function devStorageClasses(provisioner: string): StorageClass[] {
-  const base = { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', provisioner, reclaimPolicy: 'Delete' as const };
+  const base = { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', provisioner, reclaimPolicy: 'Delete' as const, allowVolumeExpansion: true };
   return [
     {
       ...base,

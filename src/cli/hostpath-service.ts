@@ -17,6 +17,7 @@ import { createMetricsRegistry } from '../runtime/metrics.ts';
 import { NotFoundError } from '../runtime/errors.ts';
 import { nodes, persistentVolumes, storageClasses } from '../runtime/resources.ts';
 import type { KubeObject, PersistentVolume, StorageClass } from '../types/k8s.ts';
+import { ANN_VOLUME_USAGE, formatVolumeUsage } from '../types/volume-usage.ts';
 import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from './config-map-source.ts';
 import { createHostPathMetrics } from './hostpath-metrics.ts';
 import type { ConfigMapRef } from './options.ts';
@@ -39,6 +40,8 @@ export interface HostPathServiceOptions {
   volumeUsageIntervalMs?: number;
   /** daemonset mode: how long a volume's Node must be missing before its PV is let go. Default 10 minutes. */
   goneNodeGraceMs?: number;
+  /** Entries per second the usage walk may visit, all volumes together. Default 1,000. */
+  volumeUsageWalkRate?: number;
 }
 
 /** A started service: `done` settles once run() returned after the signal aborted. */
@@ -74,7 +77,7 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
   }
 
   const listVolumes = async (s: AbortSignal) => (await o.client.listAll<PersistentVolume>(persistentVolumes, { signal: s })).items;
-  // What the provisioner itself has to tell a claim (a reused stable-name directory).
+  // What the provisioner itself has to tell a claim (a reused stable-name directory, usage over capacity).
   const volumeEvents = new EventRecorder({ client: o.client, component: o.provisionerName, host: o.nodeName ?? hostname(), logger });
   const provisioner = new HostPathProvisioner({
     config: holder,
@@ -104,6 +107,11 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     mode: o.mode,
     listVolumes,
     usageIntervalMs: o.metricsAddress ? (o.volumeUsageIntervalMs ?? 60_000) : 0,
+    walkEntriesPerSecond: o.volumeUsageWalkRate,
+    events: volumeEvents,
+    publishUsage: async (pv, value, s) => {
+      await o.client.patch(persistentVolumes, pv.metadata.name ?? '', { metadata: { annotations: { [ANN_VOLUME_USAGE]: formatVolumeUsage(value) } } }, { type: 'merge', signal: s });
+    },
     logger,
   });
   reloads.applied = metrics.configApplied;

@@ -45,6 +45,8 @@ export interface RunHostPathOptions {
   metricsAddress?: string;
   /** Per-volume disk usage refresh (ms); 0 = off. */
   volumeUsageIntervalMs: number;
+  /** Entries per second the usage walk visits, all volumes together. */
+  volumeUsageWalkRate: number;
   logLevel: LogLevel;
   kubeApiQps: number;
   kubeApiBurst: number;
@@ -178,6 +180,7 @@ export function addRunHostPathOptions(cmd: Command): Command {
       .addOption(opt('--health-address <host:port>', '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable').argParser(addressArg).default(':8080'))
       .addOption(opt('--metrics-address <host:port>', '/metrics address (default: the health address); off to disable').argParser(addressArg))
       .addOption(opt('--volume-usage-interval <duration>', 'refresh of the per-volume disk usage metric (0 = off)').argParser(parseDuration).default(60_000, '1m'))
+      .addOption(opt('--volume-usage-walk-rate <entries/s>', 'files and directories the usage walk visits per second, all volumes together').argParser(numberArg(1)).default(1_000))
       .addOption(opt('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('info'))
   );
 }
@@ -227,6 +230,7 @@ export interface RawRunHostPathFlags {
   healthAddress: string;
   metricsAddress?: string;
   volumeUsageInterval: number;
+  volumeUsageWalkRate: number;
   logLevel: LogLevel;
 }
 
@@ -290,6 +294,7 @@ export function resolveRunHostPathOptions(f: RawRunHostPathFlags, env: NodeJS.Pr
     healthAddress: health,
     metricsAddress: metrics,
     volumeUsageIntervalMs: f.volumeUsageInterval,
+    volumeUsageWalkRate: f.volumeUsageWalkRate,
     logLevel: f.logLevel,
     kubeApiQps: f.kubeApiQps,
     kubeApiBurst: f.kubeApiBurst,

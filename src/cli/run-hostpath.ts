@@ -38,6 +38,7 @@ export async function runHostPath(o: RunHostPathOptions, signal: AbortSignal, io
         healthAddress: o.healthAddress,
         metricsAddress: o.metricsAddress,
         volumeUsageIntervalMs: o.volumeUsageIntervalMs,
+        volumeUsageWalkRate: o.volumeUsageWalkRate,
         logger,
       },
       signal,

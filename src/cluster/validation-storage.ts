@@ -258,7 +258,12 @@ function validatePVCUpdate(obj: KubeObject, old: KubeObject): StatusCause[] {
   const newSize = newRequests.storage;
   const oldSize = oldRequests.storage;
   if (isQuantity(newSize) && isQuantity(oldSize) && parseQuantity(newSize) < parseQuantity(oldSize)) {
-    causes.push(forbidden(FieldPath.root('spec', 'resources', 'requests', 'storage'), 'field can not be less than previous value'));
+    // RecoverVolumeExpansionFailure (beta, on by default in 1.32): a request may come back down after a failed
+    // expansion, but never to status.capacity or below (Kubernetes does not shrink volumes).
+    const statusSize = record(record(old.status)?.capacity)?.storage;
+    if (parseQuantity(newSize) <= (isQuantity(statusSize) ? parseQuantity(statusSize) : 0n)) {
+      causes.push(forbidden(FieldPath.root('spec', 'resources', 'requests', 'storage'), 'field can not be less than status.capacity'));
+    }
   }
   causes.push(...immutable(FieldPath.root('volumeMode'), record(obj.spec)?.volumeMode, record(old.spec)?.volumeMode));
   return causes;

@@ -10,6 +10,9 @@ import type { ControllerShared, ControllerTerm } from './controller-state.ts';
 import { claimClassName, claimKey, claimProvisionerName, decideClaim, selectedNodeName, type ClaimDecision } from './decide-claim.ts';
 import { decideCachedClaim } from './claim-sync.ts';
 import type { FailureRecord } from './failures.ts';
+import { decideResize, resizeFacts, type ResizeDecision } from './decide-resize.ts';
+import { ANN_VOLUME_USAGE, parseVolumeUsage } from '../types/volume-usage.ts';
+import { formatBytes } from '../types/quantity.ts';
 import { resolveOptions, type ProvisionControllerOptions } from './options.ts';
 import type { Provisioner } from './provisioner.ts';
 
@@ -25,6 +28,8 @@ export interface ClaimExplanation {
   facts: string[];
   failures?: FailureRecord;
   inProgress: boolean;
+  /** The resize decision (a running controller whose provisioner implements expand()). */
+  resize?: ResizeDecision;
 }
 
 export interface ExplainFacts {
@@ -58,6 +63,13 @@ export function explainDecision(f: ExplainFacts): ClaimExplanation {
     facts.push(`failed attempts: ${f.failures.failures}${f.failures.lastError ? ` (last: ${f.failures.lastError})` : ''}`);
     if (f.failures.infeasibleUntil) facts.push(`infeasible: next attempt after ${new Date(f.failures.infeasibleUntil).toISOString()}`);
   }
+  const boundVolume = claim.spec.volumeName && f.volume?.metadata.name === claim.spec.volumeName ? f.volume : undefined;
+  facts.push(...resizeFacts(claim, boundVolume));
+  const usage = parseVolumeUsage(boundVolume?.metadata.annotations?.[ANN_VOLUME_USAGE]);
+  if (usage) {
+    const bound = usage.complete ? '' : 'at least ';
+    facts.push(`usage: ${bound}${formatBytes(BigInt(usage.bytes))} of ${boundVolume?.spec.capacity?.storage ?? '?'}, ${bound}${usage.inodes} inodes (measured ${usage.measuredAt})`);
+  }
   if (ann['volume.kubernetes.io/storage-resizer']) facts.push(`resizer: ${ann['volume.kubernetes.io/storage-resizer']}`);
   return {
     claim: claimKey(claim),
@@ -78,6 +90,7 @@ export function formatExplanation(e: ClaimExplanation): string {
     `Decision: ${e.decision.action} (${e.decision.code}) for provisioner ${e.provisionerName}`,
     `Why: ${e.decision.reason}`,
   ];
+  if (e.resize && e.resize.code !== 'NotBound') lines.push(`Resize: ${e.resize.action} (${e.resize.code}): ${e.resize.reason}`);
   if (e.decision.event) lines.push(`Event: ${e.decision.event.type} ${e.decision.event.reason}: ${e.decision.event.message}`);
   lines.push('Facts:', ...e.facts.map((f) => `  - ${f}`));
   return lines.join('\n');
@@ -125,6 +138,12 @@ export async function explainClaim(
   const pvName = options.volumeNameHook(claim);
   const volume = await getOrUndefined(client.get<PersistentVolume>(persistentVolumes, pvName, { signal: opts.signal }));
   const provisionerName = opts.provisionerName ?? claimProvisionerName(claim) ?? storageClass?.provisioner ?? '';
+  const bound = claim.spec.volumeName;
+  const boundVolume = bound && bound !== pvName ? await getOrUndefined(client.get<PersistentVolume>(persistentVolumes, bound, { signal: opts.signal })) : volume;
+  // Without the controller's failure records: what a controller that implements expand() would do next.
+  const resize = claim.status?.phase === 'Bound'
+    ? decideResize({ claim, volume: boundVolume, storageClass, provisionerName, additionalProvisionerNames: options.additionalProvisionerNames, canExpand: true, threshold: options.failedProvisionThreshold, now: opts.now ?? Date.now() })
+    : undefined;
   const decision = decideClaim({
     claim,
     provisionerName,
@@ -134,5 +153,7 @@ export async function explainClaim(
     provisioner: opts.provisioner ?? {},
     now: opts.now ?? Date.now(),
   });
-  return explainDecision({ claim, provisionerName, storageClass, volume, decision });
+  const explanation = explainDecision({ claim, provisionerName, storageClass, volume: boundVolume ?? volume, decision });
+  if (resize) explanation.resize = resize;
+  return explanation;
 }

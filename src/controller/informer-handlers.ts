@@ -7,6 +7,7 @@ import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../t
 import { isOnlyLockUpdate } from './claim-lock.ts';
 import { forgetClaim } from './claim-sync.ts';
 import type { ControllerShared, ControllerTerm } from './controller-state.ts';
+import type { ResizeHooks } from './resize-loop.ts';
 
 /** Volume cache index: PVs by their claimRef's uid. */
 export const VOLUME_CLAIM_UID_INDEX = 'claimUid';
@@ -18,10 +19,12 @@ export function wireHandlers(
   claims: Informer<PersistentVolumeClaim>,
   volumes: Informer<PersistentVolume>,
   classes: Informer<StorageClass>,
+  resize?: ResizeHooks,
 ): void {
   volumes.addIndex(VOLUME_CLAIM_UID_INDEX, (v) => (v.spec.claimRef?.uid ? [v.spec.claimRef.uid] : []));
   const enqueueClaim = (c: PersistentVolumeClaim) => {
     const uid = c.metadata.uid ?? '';
+    resize?.claimChanged(c);
     // Bound claims need nothing (unless an operation of ours is still in progress for them).
     if (c.spec.volumeName && !s.inProgress.has(uid)) return;
     t.claimQueue.add(uid);
@@ -34,6 +37,7 @@ export function wireHandlers(
     },
     onDelete: (c) => {
       const uid = c.metadata.uid ?? '';
+      resize?.claimDeleted(uid);
       // The PV's Released event may have come while this cache still held the claim (ClaimStillExists): without
       // this the volume would wait for the next resync. Both the claim's volumeName and PVs whose claimRef is it.
       const volumeNames = new Set(t.volumes.indexKeys(VOLUME_CLAIM_UID_INDEX, uid));
@@ -49,6 +53,7 @@ export function wireHandlers(
     },
   });
   const reenqueueWaiting = (index: 'class' | 'pvName', value: string) => {
+    if (index === 'class') resize?.classChanged(value);
     for (const c of t.claims.byIndex(index, value)) enqueueClaim(c);
   };
   volumes.addEventHandler({
@@ -57,6 +62,7 @@ export function wireHandlers(
       t.volumeQueue.add(v.metadata.name ?? '');
     },
     onUpdate: (_old, v) => {
+      resize?.volumeChanged(v);
       s.savedVolumes.delete(v.metadata.name ?? '');
       t.volumeQueue.add(v.metadata.name ?? '');
     },

@@ -39,7 +39,8 @@ export interface ControllerMetrics {
   isLeader: Gauge<'provisioner'>;
 }
 
-function reuse<T>(registry: Registry, name: string, make: () => T): T {
+/** The collector already registered under `name`, or a new one (two controllers may share a registry). */
+export function reuse<T>(registry: Registry, name: string, make: () => T): T {
   const existing = registry.getSingleMetric(name);
   return existing ? (existing as unknown as T) : make();
 }

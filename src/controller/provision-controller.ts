@@ -26,6 +26,9 @@ import { explainCachedClaim, type ClaimExplanation } from './explain.ts';
 import { wireHandlers } from './informer-handlers.ts';
 import { runLeakInventory, type LeakReport } from './leak-inventory.ts';
 import { createControllerMetrics } from './metrics.ts';
+import { applyResizeNext, resizeHooks } from './resize-loop.ts';
+import { createResizeMetrics } from './resize-metrics.ts';
+import { createResizeState, decideCachedResize, syncResize, type ResizeState } from './resize-sync.ts';
 import { leaseNameFor, resolveOptions, validateProvisionerName, type ProvisionControllerOptions, type ResolvedOptions } from './options.ts';
 import type { Provisioner } from './provisioner.ts';
 import { syncVolume } from './volume-sync.ts';
@@ -67,6 +70,8 @@ export class ProvisionController {
   private readonly stopController = new AbortController();
   /** When each undated backend volume without a PV was first listed (leak inventory). */
   private readonly leakFirstSeen = new Map<string, number>();
+  /** Resize state, when the provisioner implements expand(). */
+  private readonly resize: ResizeState | undefined;
 
   constructor(client: KubeClient, provisionerName: string, provisioner: Provisioner, config: ProvisionControllerConfig = {}) {
     validateProvisionerName(provisionerName);
@@ -118,6 +123,7 @@ export class ProvisionController {
       },
     });
     this.shared = shared;
+    this.resize = provisioner.expand ? createResizeState(createResizeMetrics(this.registry)) : undefined;
   }
 
   /** The provisioner name this controller serves. */
@@ -172,7 +178,10 @@ export class ProvisionController {
     const term = this.term;
     if (!term) return undefined;
     const claim = term.claims.get(namespace, name);
-    return claim ? explainCachedClaim(this.shared, term, claim) : undefined;
+    if (!claim) return undefined;
+    const explanation = explainCachedClaim(this.shared, term, claim);
+    if (this.resize) explanation.resize = decideCachedResize(this.shared, term, this.resize, claim);
+    return explanation;
   }
 
   /** Takes a leak inventory now (needs provisioner.listVolumes and a running term). */
@@ -252,7 +261,8 @@ export class ProvisionController {
       volumeQueue: this.makeQueue('volumes'),
       signal,
     };
-    wireHandlers(s, t, claims, volumes, classes);
+    const resizeQueue = this.resize ? this.makeQueue('resizes') : undefined;
+    wireHandlers(s, t, claims, volumes, classes, resizeQueue && resizeHooks(t, resizeQueue, this.resize!));
     for (const inf of informers) inf.start(signal);
     this.term = t;
     s.metrics.isLeader.set({ provisioner: s.provisionerName }, 1);
@@ -264,6 +274,7 @@ export class ProvisionController {
       for (let i = 0; i < o.threadiness; i++) {
         workers.push(this.worker(t.claimQueue, (key) => syncClaim(s, t, key)));
         workers.push(this.worker(t.volumeQueue, (key) => syncVolume(s, t, key)));
+        if (resizeQueue) workers.push(this.worker(resizeQueue, async (key) => applyResizeNext(resizeQueue, key, await syncResize(s, t, this.resize!, key))));
       }
       s.logger.info({ threadiness: o.threadiness }, 'started provisioner controller');
       leakTimer = this.scheduleLeakInventory(t);
@@ -277,6 +288,7 @@ export class ProvisionController {
       leakTimer?.cancel();
       t.claimQueue.shutdown();
       t.volumeQueue.shutdown();
+      resizeQueue?.shutdown();
       await this.drain(workers);
       await Promise.all(informers.map((inf) => inf.stop()));
       this.term = undefined;

@@ -58,6 +58,31 @@ export interface Provisioner {
    * controller reports (and optionally deletes) those without a PV after a grace period.
    */
   listVolumes?(signal: AbortSignal): Promise<Array<{ name: string; createdAt?: Date }>>;
+  /**
+   * Expansion (the external-resizer's job). Grows the backend volume of `volume` to at least `newSize` (a
+   * Kubernetes quantity, the claim's request) and returns the capacity it now has. Must be idempotent: after a
+   * restart or a leader change it may be called again with the same size. Throw InfeasibleError when it will not
+   * fit (slow retry until the claim or its class changes), IgnoredError when another instance owns the volume,
+   * anything else to be retried with backoff. When implemented, the controller resizes Bound claims whose class
+   * has `allowVolumeExpansion: true`.
+   */
+  expand?(volume: PersistentVolume, newSize: string, signal: AbortSignal): Promise<ExpandResult>;
+  /**
+   * Qualifier for expansion: false means another instance expands this volume (sharding, one instance per node):
+   * no status write, no event, no expand() call here.
+   */
+  shouldExpand?(volume: PersistentVolume): boolean;
+}
+
+/** The outcome of a successful expand(). */
+export interface ExpandResult {
+  /** The capacity the volume has now (a quantity, at least the size asked for); written to the PV's spec.capacity. */
+  capacity: string;
+  /**
+   * True when a filesystem resize on the node must follow (kubelet's part): the claim then gets the
+   * FileSystemResizePending condition and keeps its old status.capacity until the node finishes.
+   */
+  nodeExpansionRequired?: boolean;
 }
 
 /**

@@ -22,7 +22,8 @@ export interface Allocation {
 export type AllocationSource = 'api' | 'disk' | 'local';
 
 interface Entry extends Allocation {
-  sources: Set<AllocationSource>;
+  /** What each source says the volume's size is; `bytes` is the largest (a growth not yet in the PV still counts). */
+  sources: Map<AllocationSource, bigint>;
 }
 
 /** Allocation of one base path, for metrics and `explain`. */
@@ -49,23 +50,24 @@ export class VolumeLedger {
     const seen = new Set<string>();
     for (const a of allocations) {
       seen.add(a.pvName);
-      const existing = this.entries.get(a.pvName);
-      const sources = new Set(existing?.sources ?? []);
-      sources.add(source);
-      if (source === 'api') sources.delete('local');
+      const sources = new Map(this.entries.get(a.pvName)?.sources ?? []);
+      sources.set(source, a.bytes);
+      // The API confirms a local reservation or growth once its PV carries at least that size.
+      if (source === 'api' && (sources.get('local') ?? 0n) <= a.bytes) sources.delete('local');
       this.put({ ...a, sources });
     }
     for (const e of [...this.entries.values()]) {
       if (seen.has(e.pvName) || !e.sources.has(source)) continue;
       e.sources.delete(source);
       if (e.sources.size === 0) this.release(e.pvName);
+      else this.put({ ...e, sources: e.sources });
     }
   }
 
-  /** Adds what one source says about one volume, keeping what the others say. */
+  /** Sets what one source says about one volume, keeping what the others say. */
   observe(source: AllocationSource, a: Allocation): void {
-    const sources = new Set(this.entries.get(a.pvName)?.sources ?? []);
-    sources.add(source);
+    const sources = new Map(this.entries.get(a.pvName)?.sources ?? []);
+    sources.set(source, a.bytes);
     this.put({ ...a, sources });
   }
 
@@ -140,7 +142,10 @@ export class VolumeLedger {
     return this.entries.size;
   }
 
-  private put(e: Entry): void {
+  private put(given: Entry): void {
+    let bytes = 0n;
+    for (const b of given.sources.values()) if (b > bytes) bytes = b;
+    const e = { ...given, bytes };
     this.release(e.pvName);
     this.entries.set(e.pvName, e);
     const k = locKey(e.scope, e.basePath);

@@ -20,8 +20,10 @@ export {
   UnsafePathError, MAX_SEGMENT_BYTES, MAX_PATH_BYTES, MAX_DEPTH, RESERVED_PREFIXES,
 } from './path-safety.ts';
 export type { UnsafePathRule, RelativePathRules } from './path-safety.ts';
-export { createVolumeDir, removeVolumeDir, archiveVolumeDir, archiveName, directoryUsage, BasePathError } from './fs-ops.ts';
-export type { FsOpsOptions, CreateVolumeDirOptions, RemoveOptions, ArchiveOptions, UsageOptions, DirectoryUsage } from './fs-ops.ts';
+export { createVolumeDir, removeVolumeDir, archiveVolumeDir, archiveName, BasePathError } from './fs-ops.ts';
+export { directoryUsage, nodeUsageFs, WalkBudget, type UsageFs } from './usage.ts';
+export type { FsOpsOptions, CreateVolumeDirOptions, RemoveOptions, ArchiveOptions } from './fs-ops.ts';
+export type { UsageOptions, DirectoryUsage } from './usage.ts';
 export { VolumeLedger, SHARED_SCOPE } from './capacity.ts';
 export type { Allocation, AllocationSource, BasePathAllocation, Scope } from './capacity.ts';
 export {

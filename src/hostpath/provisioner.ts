@@ -21,7 +21,10 @@ import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type Host
 import { parseClassParameters, type ClassParameters } from './class-parameters.ts';
 import { defaultVolumeDirName } from './path-template.ts';
 import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
-import { createVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
+import { createVolumeDir, type FsOpsOptions } from './fs-ops.ts';
+import { directoryUsage, type DirectoryUsage, type UsageOptions } from './usage.ts';
+import { expandHostPathVolume } from './expand.ts';
+import type { ExpandResult } from '../controller/provisioner.ts';
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
 import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord, findOverlappingRecord, type VolumeRecord } from './volume-records.ts';
 import { affinityValue, infeasibleOn, cmpFree, requestOf, freeText } from './provision-helpers.ts';
@@ -297,6 +300,22 @@ export class HostPathProvisioner implements Provisioner {
     };
   }
 
+  /** daemonset mode: only this node's volumes (and shared ones) are expanded here. */
+  shouldExpand(volume: PersistentVolume): boolean {
+    if (this.mode !== 'daemonset') return true;
+    const loc = readVolumeLocation(volume);
+    return loc.kind === 'shared' || loc.node === this.nodeName;
+  }
+
+  /** Grows the volume's accounting to `newSize` (infeasible when its base path cannot hold it). */
+  async expand(volume: PersistentVolume, newSize: string, signal: AbortSignal): Promise<ExpandResult> {
+    return this.locked(volume.metadata.name ?? '', async () => {
+      await this.ensureLedger(signal);
+      const ctx = { ledger: this.ledger, config: this.config(), roots: this.configuredRoots(), now: this.clock.now(), fs: this.opts.fs };
+      return expandHostPathVolume(this.mode === 'daemonset' ? { ...ctx, servedNode: this.nodeName } : ctx, volume, newSize, signal);
+    });
+  }
+
   // The roots delete() may touch: those reachable from this instance.
   private configuredRoots(): string[] {
     const config = this.config();
@@ -360,7 +379,7 @@ export class HostPathProvisioner implements Provisioner {
   }
 
   /** Disk usage of a volume's directory (bounded walk, never following symlinks). */
-  async volumeUsage(volume: PersistentVolume, opts: { maxEntries?: number; signal?: AbortSignal } = {}): Promise<DirectoryUsage> {
+  async volumeUsage(volume: PersistentVolume, opts: UsageOptions = {}): Promise<DirectoryUsage> {
     const loc = readVolumeLocation(volume);
     if (!loc.path || !loc.basePath || !this.configuredRoots().includes(loc.basePath)) throw new Error(`volume ${volume.metadata.name} is not under a configured base path`);
     checkExistingVolumePath(loc.basePath, loc.path);

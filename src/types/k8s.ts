@@ -106,6 +106,10 @@ export interface PersistentVolumeClaimStatus {
   accessModes?: AccessMode[];
   capacity?: Record<string, string>;
   conditions?: Array<Record<string, unknown>>;
+  /** What a resize controller has committed to (set when a resize starts). */
+  allocatedResources?: Record<string, string>;
+  /** Resize progress per resource: ControllerResizeInProgress, ControllerResizeInfeasible, NodeResizePending... */
+  allocatedResourceStatuses?: Record<string, string>;
 }
 
 export interface PersistentVolumeClaim extends KubeObject {

@@ -5,8 +5,9 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  createVolumeDir, removeVolumeDir, archiveVolumeDir, archiveName, directoryUsage, BasePathError,
+  createVolumeDir, removeVolumeDir, archiveVolumeDir, archiveName, BasePathError,
 } from '../../src/hostpath/fs-ops.ts';
+import { directoryUsage } from '../../src/hostpath/usage.ts';
 import { UnsafePathError } from '../../src/hostpath/path-safety.ts';
 
 let tmp: string;

@@ -1,6 +1,6 @@
 // Least privilege, measured: `kube-provisioner run hostpath` processes (the deploy/ configurations: a shared
 // Deployment with Lease election and a node-local DaemonSet instance, both configured from a ConfigMap) go
-// through a claim lifecycle against the embedded cluster: provision, finalizer, a lost PV-create response,
+// through a claim lifecycle against the embedded cluster: provision, finalizer, resize, a lost PV-create response,
 // repeated events, configuration reload, reschedule, delete, shutdown. The cluster's audit counter lists every
 // (verb, resource) they used; deploy/ RBAC must grant each of them and nothing else. Per-claim election may
 // only add what the ClusterRole's comment documents. Also: the API refuses requests without the token or with
@@ -108,12 +108,15 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
     const node = nodeP;
 
     // Provision (PV create, finalizer patch).
-    await client.create(storageClasses, storageClass('audit-shared', SHARED));
+    await client.create(storageClasses, storageClass('audit-shared', SHARED, { allowVolumeExpansion: true }));
     await client.create(persistentVolumeClaims, claim('first', 'default', 'audit-shared'), { namespace: 'default' });
     const first = await bound('default', 'first');
     await waitUntil('finalizer on the PV', () => getVolume(first.metadata.name ?? '')?.metadata.finalizers?.includes('external-provisioner.volume.kubernetes.io/finalizer'));
     await client.create(persistentVolumeClaims, claim('second', 'default', 'audit-shared'), { namespace: 'default' });
     await bound('default', 'second');
+    // Resize (claim status patches, PV capacity patch).
+    await client.patch(persistentVolumeClaims, 'second', { spec: { resources: { requests: { storage: '2Mi' } } } }, { namespace: 'default', type: 'merge' });
+    await waitUntil('second resized', () => getClaim('default', 'second')?.status?.capacity?.storage === '2Mi', 60_000);
 
     // Two unelected replicas racing for one claim (slow PV creates make both save it): the loser meets
     // AlreadyExists and reads the PV back (get) to check it is this claim's.

@@ -11,6 +11,7 @@ import { ensureLocalNode, localNodeName } from './local-node.ts';
 import { installProtectionAdmission, ProtectionController } from './protection.ts';
 import { PvBinder } from './pv-binder.ts';
 import { SchedulerStandIn } from './scheduler.ts';
+import { EXPAND_CONTROLLER_COMPONENT, installResizeAdmission, watchExternalExpansion } from './volume-expand.ts';
 
 export { localNodeName } from './local-node.ts';
 
@@ -40,7 +41,8 @@ export function startClusterControllers(store: ClusterStore, opts: ClusterContro
   const logger = (opts.logger ?? silentLogger).child({ component: 'cluster-controllers' });
   const cache = new ClusterCache();
   const recorder = new ClusterEventRecorder(store, PV_CONTROLLER_COMPONENT, { now: opts.now, logger });
-  const admissions = [installProtectionAdmission(store), installDefaultClassAdmission(store, cache)];
+  const admissions = [installProtectionAdmission(store), installDefaultClassAdmission(store, cache), installResizeAdmission(store, cache)];
+  const expansion = watchExternalExpansion(cache, new ClusterEventRecorder(store, EXPAND_CONTROLLER_COMPONENT, { now: opts.now, logger }));
   const binder = new PvBinder({ store, cache, recorder, logger: logger.child({ controller: 'persistentvolume-binder' }) });
   const protection = new ProtectionController({ store, cache, logger: logger.child({ controller: 'storage-protection' }) });
   const scheduler = new SchedulerStandIn({ store, cache, logger: logger.child({ controller: 'scheduler' }) });
@@ -66,6 +68,7 @@ export function startClusterControllers(store: ClusterStore, opts: ClusterContro
       stopped = true;
       clearInterval(timer);
       for (const a of admissions) a.disable();
+      expansion.stop();
       cache.stop();
       for (const c of controllers) c.stop();
     },
