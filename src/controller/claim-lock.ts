@@ -8,7 +8,7 @@
 // The same record on a PV (acquireVolume, written with a merge patch guarded by the resourceVersion, so only the
 // `patch` verb is needed) makes one replica at a time call delete() for a Released PV.
 import type { Clock } from '../runtime/clock.ts';
-import type { KubeClient } from '../runtime/client.ts';
+import type { ObjectClient } from '../runtime/client.ts';
 import { ConflictError, NotFoundError } from '../runtime/errors.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { persistentVolumeClaims, persistentVolumes } from '../runtime/resources.ts';
@@ -65,7 +65,7 @@ export interface ClaimLockHandle {
 }
 
 export interface ClaimLockOptions {
-  client: KubeClient;
+  client: ObjectClient;
   identity: string;
   leaseDurationMs: number;
   clock: Clock;

@@ -10,7 +10,7 @@ import {
   IgnoredError, InfeasibleError, ProvisioningError,
   type Provisioner, type ProvisionOptions, type ProvisionResult,
 } from '../controller/provisioner.ts';
-import { shortenText } from '../controller/event-bounds.ts';
+import { shortenText } from '../types/text.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
