@@ -17,8 +17,8 @@ import type { Logger } from '../runtime/logger.ts';
 import { createMetricsRegistry } from '../runtime/metrics.ts';
 import { persistentVolumes } from '../runtime/resources.ts';
 import type { KubeObject, PersistentVolume } from '../types/k8s.ts';
-import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from './config-map-source.ts';
-import { createHostPathMetrics } from './hostpath-metrics.ts';
+import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from '../hostpath/config-map-source.ts';
+import { createHostPathMetrics } from '../hostpath/hostpath-metrics.ts';
 import type { ConfigMapRef } from './options.ts';
 
 export interface HostPathServiceOptions {

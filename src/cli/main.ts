@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { registerClusterCommand } from './cluster.ts';
 import { registerDevCommand } from './dev.ts';
 import { registerExplainCommand } from './explain.ts';
+import { errorMessage } from '../types/errors.ts';
 import { applyEnvironment } from './options.ts';
 import { registerRunCommand } from './run-hostpath.ts';
 
@@ -19,6 +20,6 @@ program.hook('preAction', (_program, action) => applyEnvironment(action, process
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
-  process.stderr.write(`kube-provisioner: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`kube-provisioner: ${errorMessage(err)}\n`);
   process.exitCode = 1;
 }

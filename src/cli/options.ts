@@ -8,6 +8,7 @@ import type { ProvisionControllerOptions } from '../controller/options.ts';
 import { validateProvisionerName } from '../controller/options.ts';
 import type { HostPathMode } from '../hostpath/provisioner.ts';
 import { parseListenAddress } from '../runtime/health-server.ts';
+import { isDnsLabel, isDnsSubdomain } from '../types/names.ts';
 
 /** The default provisioner name of `run hostpath` (StorageClass `provisioner:` field). */
 export const DEFAULT_PROVISIONER_NAME = 'kube-provisioner.io/hostpath';
@@ -253,9 +254,8 @@ function controllerOptionsFrom(f: RawRunHostPathFlags): ProvisionControllerOptio
 /** `ns/name` or `name` (namespace from $POD_NAMESPACE, else `default`). */
 export function parseConfigMapRef(ref: string, key: string, env: NodeJS.ProcessEnv = process.env): ConfigMapRef {
   const parts = ref.split('/');
-  const dns = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
   const [namespace, name] = parts.length === 2 ? parts : [env.POD_NAMESPACE || 'default', parts[0]];
-  if (parts.length > 2 || !dns.test(namespace) || !dns.test(name)) throw new CliOptionError('--config-map', `"${ref}" is not namespace/name`);
+  if (parts.length > 2 || !isDnsLabel(namespace) || !isDnsSubdomain(name)) throw new CliOptionError('--config-map', `"${ref}" is not namespace/name`);
   if (!/^[-._a-zA-Z0-9]+$/.test(key)) throw new CliOptionError('--config-key', `"${key}" is not a valid ConfigMap key`);
   return { namespace, name, key };
 }

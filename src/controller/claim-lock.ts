@@ -14,6 +14,7 @@ import type { Logger } from '../runtime/logger.ts';
 import { persistentVolumeClaims, persistentVolumes } from '../runtime/resources.ts';
 import { ANN_CONTROL_PLANE_LEADER } from '../types/annotations.ts';
 import type { KubeObject, PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
+import { formatTime } from '../types/time.ts';
 
 /** client-go's LeaderElectionRecord as the seed stored it (times are RFC 3339, second precision). */
 export interface LeaderElectionRecord {
@@ -43,10 +44,6 @@ export function parseLockRecord(claim: KubeObject): LeaderElectionRecord | undef
   }
 }
 
-/** metav1.Time: RFC 3339 with second precision. */
-export function formatTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
 
 /** The lock as this instance sees it. */
 export type LockState =

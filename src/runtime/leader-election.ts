@@ -2,17 +2,15 @@
 // optimistic concurrency on the Lease, expiry judged by the locally observed time of the last record change
 // (immune to clock skew between candidates), leaseTransitions counted on takeover, step-down when renewals
 // fail for renewDeadline, and release on shutdown so a standby takes over at once.
+import type { EventSink } from '../types/events.ts';
 import type { Lease } from '../types/k8s.ts';
+import { formatMicroTime } from '../types/time.ts';
 import { realClock, type Clock } from './clock.ts';
 import type { KubeClient } from './client.ts';
 import { AlreadyExistsError, ConflictError, NotFoundError } from './errors.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { leases } from './resources.ts';
 
-/** A Kubernetes MicroTime: RFC 3339 with exactly six fractional digits. */
-export function formatMicroTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/Z$/, '000Z');
-}
 
 export class LeaderElectionConfigError extends Error {
   override readonly name = 'LeaderElectionConfigError';
@@ -28,9 +26,7 @@ export interface LeaderCallbacks {
 }
 
 /** Where leader-election events go (an EventRecorder fits). */
-export interface LeaderEventSink {
-  event(obj: Lease, type: 'Normal' | 'Warning', reason: string, message: string): void;
-}
+export type LeaderEventSink = EventSink<Lease>;
 
 export interface LeaderElectorOptions {
   client: KubeClient;

@@ -4,12 +4,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeClient } from '../../src/runtime/client.ts';
 import {
-  formatMicroTime, LeaderElectionConfigError, LeaderElector, validateLeaderElectionTimings, type LeaderElectorOptions,
+  LeaderElectionConfigError, LeaderElector, validateLeaderElectionTimings, type LeaderElectorOptions,
 } from '../../src/runtime/leader-election.ts';
 import { leases } from '../../src/runtime/resources.ts';
 import type { Lease } from '../../src/types/k8s.ts';
 import { startCluster } from '../../src/testing/index.ts';
 import { startFakeApi } from './fake-api.ts';
+import { formatMicroTime } from '../../src/types/time.ts';
 
 /** Where the electors run: the in-test fake (exact control) or the embedded cluster (real Lease semantics). */
 interface Backend {

@@ -3,8 +3,8 @@
 // of this instance's volumes, refreshed in the background: kubelet's volume stats are filesystem-wide for
 // directory volumes), and configuration reloads.
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { HostPathProvisioner } from '../hostpath/provisioner.ts';
-import { ANN_HOSTPATH_KIND, ANN_HOSTPATH_NODE } from '../hostpath/volume-spec.ts';
+import type { HostPathProvisioner } from './provisioner.ts';
+import { ANN_HOSTPATH_KIND, ANN_HOSTPATH_NODE } from './volume-spec.ts';
 import type { Clock, Timer } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
