@@ -4,7 +4,7 @@
 // - 'background' (the Go queueStore): one inline attempt, then a queue retries forever; the backend volume is never
 //   deleted, so nothing leaks either.
 // Unlike the Go library, AlreadyExists counts as saved only when the existing PV is bound to this claim's uid
-// (issue #55); a PV of another claim under our name is a conflict, and then we never delete the backend volume,
+// (the Go library's issue #55 in kubernetes-sigs/sig-storage-lib-external-provisioner); a PV of another claim under our name is a conflict, and then we never delete the backend volume,
 // because an idempotent provisioner may have handed us that other claim's volume.
 import type { Clock } from '../runtime/clock.ts';
 import type { ObjectClient } from '../runtime/client.ts';
