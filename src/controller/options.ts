@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import type { PersistentVolumeClaim } from '../types/k8s.ts';
 import { isDnsLabel } from '../types/names.ts';
-import { optionDefault, optionRow, type OptionRow } from './option-table.ts';
+import { CONTROLLER_OPTIONS, optionDefault, optionRow, type OptionRow } from './option-table.ts';
 
 /** Thrown by resolveOptions() (and the controller's constructor) when options are invalid or contradictory. */
 export class ConfigurationError extends Error {
@@ -301,32 +301,24 @@ export function resolveOptions(
     throw new ConfigurationError('leakInventory.deleteLeaked', 'requires leakInventory.enabled');
   }
 
+  // Every top-level row is checked and defaulted the same way; the options with rules of their own follow.
+  const rows: Record<string, unknown> = {};
+  for (const row of CONTROLLER_OPTIONS) {
+    if (!row.key.includes('.')) rows[row.key] = checked(row.key, (partial as Record<string, unknown>)[row.key]);
+  }
   return {
-    resyncPeriodMs: checked('resyncPeriodMs', partial.resyncPeriodMs),
-    threadiness: checked('threadiness', partial.threadiness),
-    exponentialBackoffOnError: checked('exponentialBackoffOnError', partial.exponentialBackoffOnError),
+    ...(rows as Omit<ResolvedOptions, 'volumeSave' | 'leakInventory' | 'volumeNameHook'>),
     backoffBaseMs,
     backoffMaxMs,
-    queueQps: checked('queueQps', partial.queueQps),
-    queueBurst: checked('queueBurst', partial.queueBurst),
-    failedProvisionThreshold: checked('failedProvisionThreshold', partial.failedProvisionThreshold),
-    failedDeleteThreshold: checked('failedDeleteThreshold', partial.failedDeleteThreshold),
     volumeSave: resolveVolumeSave(partial.volumeSave),
     leaderElection,
     leaderElectionNamespace: namespace,
     leaseDurationMs,
     renewDeadlineMs,
     retryPeriodMs,
-    provisionTimeoutMs: checked('provisionTimeoutMs', partial.provisionTimeoutMs),
-    deletionTimeoutMs: checked('deletionTimeoutMs', partial.deletionTimeoutMs),
     additionalProvisionerNames: [...additionalProvisionerNames],
-    addFinalizer: checked('addFinalizer', partial.addFinalizer),
     volumeNameHook,
-    retryIntervalMaxMs: checked('retryIntervalMaxMs', partial.retryIntervalMaxMs),
-    selectorPolicy: checked('selectorPolicy', partial.selectorPolicy),
     leakInventory,
-    nodeCache: checked('nodeCache', partial.nodeCache),
-    shutdownTimeoutMs: checked('shutdownTimeoutMs', partial.shutdownTimeoutMs),
   };
 }
 
