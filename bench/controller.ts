@@ -53,7 +53,7 @@ function parseArgs(argv: string[]): Args {
 
 /**
  * The modes. All share the short resync (the idle check needs resyncs to happen inside the idle window).
- * `seed` is our controller configured like the 2017 seed (provisioner-contract.md §2, §4.1): per-claim lock,
+ * `seed` is our controller configured like the 2017 seed (external-storage lib/controller): per-claim lock,
  * resync 15 s scaled down like the others, backoff 500 ms -> 2 m 2 s, thresholds 15, PV save 5 x 10 s, lease
  * 15/10/2 s, and no worker limit (a goroutine per claim) approximated by 100 workers. It does NOT reproduce the
  * seed's implementation (3 watches and 2 event lists per claim, lock renewals every 2 s).

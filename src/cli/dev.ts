@@ -18,6 +18,7 @@ import { createLogger } from '../runtime/logger.ts';
 import { storageClasses } from '../runtime/resources.ts';
 import type { StorageClass } from '../types/k8s.ts';
 import { ANN_DEFAULT_STORAGE_CLASS } from '../types/annotations.ts';
+import { errorMessage } from '../types/errors.ts';
 import { formatDemoSummary, runDemo, type DemoResult } from './demo.ts';
 import { formatComparison, runMemoryDemo } from './demo-compare.ts';
 import { startHostPathService } from './hostpath-service.ts';
@@ -97,7 +98,7 @@ export async function runDev(o: DevOptions, io: DevIo, signal: AbortSignal): Pro
     dataDir,
     port: o.port,
     host: o.host,
-    onError: (err) => logger.error({ err: err instanceof Error ? err.message : String(err) }, 'embedded cluster error'),
+    onError: (err) => logger.error({ err: errorMessage(err) }, 'embedded cluster error'),
   });
   const stopService = new AbortController();
   const onAbort = () => stopService.abort(signal.reason);

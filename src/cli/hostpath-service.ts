@@ -5,7 +5,8 @@ import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
 import { ProvisionController } from '../controller/provision-controller.ts';
 import type { ProvisionControllerOptions } from '../controller/options.ts';
-import { MAX_EVENT_MESSAGE_BYTES, shortenText } from '../controller/event-bounds.ts';
+import { MAX_EVENT_MESSAGE_BYTES } from '../controller/event-bounds.ts';
+import { shortenText } from '../types/text.ts';
 import { ConfigFileSource } from '../hostpath/config-source.ts';
 import type { HostPathConfig } from '../hostpath/config.ts';
 import { HostPathProvisioner, type ConfigHolder, type HostPathMode } from '../hostpath/provisioner.ts';
@@ -18,8 +19,8 @@ import { NotFoundError } from '../runtime/errors.ts';
 import { nodes, persistentVolumes, storageClasses } from '../runtime/resources.ts';
 import type { KubeObject, PersistentVolume, StorageClass } from '../types/k8s.ts';
 import { ANN_VOLUME_USAGE, formatVolumeUsage } from '../types/volume-usage.ts';
-import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from './config-map-source.ts';
-import { createHostPathMetrics } from './hostpath-metrics.ts';
+import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from '../hostpath/config-map-source.ts';
+import { createHostPathMetrics } from '../hostpath/hostpath-metrics.ts';
 import type { ConfigMapRef } from './options.ts';
 
 export interface HostPathServiceOptions {

@@ -4,6 +4,8 @@ import { Command } from 'commander';
 import { registerClusterCommand } from './cluster.ts';
 import { registerDevCommand } from './dev.ts';
 import { registerExplainCommand } from './explain.ts';
+import { errorMessage } from '../types/errors.ts';
+import { applyEnvironment } from './options.ts';
 import { registerRunCommand } from './run-hostpath.ts';
 
 const program = new Command();
@@ -12,10 +14,12 @@ registerClusterCommand(program);
 registerDevCommand(program);
 registerRunCommand(program);
 registerExplainCommand(program);
+// Environment fallbacks of the flags, read from process.env here and nowhere else.
+program.hook('preAction', (_program, action) => applyEnvironment(action, process.env));
 
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
-  process.stderr.write(`kube-provisioner: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`kube-provisioner: ${errorMessage(err)}\n`);
   process.exitCode = 1;
 }

@@ -1,11 +1,14 @@
-// Flag definitions of `kube-provisioner run hostpath` (every controller option, with environment-variable
-// fallbacks) and their conversion into typed options. Parsing is separate from running so that the flags are
-// testable without a cluster and the manifests' args can be checked against the real parser.
+// Flag definitions of `kube-provisioner run hostpath` (its own flags, and one flag per row of the controller's
+// option table), environment-variable fallbacks applied from an explicit environment, and their conversion into
+// typed options. Parsing is separate from running so that the flags are testable without a cluster and the
+// manifests' args can be checked against the real parser.
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { CONTROLLER_OPTIONS, formatDuration, type OptionRow } from '../controller/option-table.ts';
 import type { ProvisionControllerOptions } from '../controller/options.ts';
 import { validateProvisionerName } from '../controller/options.ts';
 import type { HostPathMode } from '../hostpath/provisioner.ts';
 import { parseListenAddress } from '../runtime/health-server.ts';
+import { isDnsLabel, isDnsSubdomain } from '../types/names.ts';
 
 /** The default provisioner name of `run hostpath` (StorageClass `provisioner:` field). */
 export const DEFAULT_PROVISIONER_NAME = 'kube-provisioner.io/hostpath';
@@ -114,12 +117,71 @@ export function envName(flag: string): string {
   return `KUBE_PROVISIONER_${flag.replace(/-/g, '_').toUpperCase()}`;
 }
 
+/** The environment variable of each option that has one (kept here, not in commander, which reads process.env). */
+const ENV_VARS = new WeakMap<Option, string>();
+
+/** The environment variable that sets `option`, if any. */
+export function envVarOf(option: Option): string | undefined {
+  return ENV_VARS.get(option);
+}
+
 /** One flag: `--name <value>` (or a boolean switch) with its env fallback. */
 function opt(flags: string, description: string, env?: string | false): Option {
-  const o = new Option(flags, description);
   const name = /--([a-z0-9-]+)/.exec(flags)?.[1] ?? '';
-  if (env !== false) o.env(env ?? envName(name));
+  const variable = env === false ? undefined : (env ?? envName(name));
+  const o = new Option(flags, variable ? `${description} (env: ${variable})` : description);
+  if (variable) ENV_VARS.set(o, variable);
   return o;
+}
+
+/**
+ * Fills options not given on the command line from `env` (flag wins), through each option's own parser and
+ * choices. Called before the action runs, with process.env by the command and an explicit map by tests.
+ */
+export function applyEnvironment(cmd: Command, env: NodeJS.ProcessEnv): void {
+  for (const o of cmd.options as Option[]) {
+    const variable = ENV_VARS.get(o);
+    const raw = variable ? env[variable] : undefined;
+    if (raw === undefined || cmd.getOptionValueSource(o.attributeName()) === 'cli') continue;
+    if (o.argChoices && !o.argChoices.includes(raw)) {
+      throw new CliOptionError(variable ?? '', `"${raw}" is not one of ${o.argChoices.join(', ')}`);
+    }
+    let value: unknown = raw;
+    try {
+      if (o.parseArg) value = o.parseArg(raw, undefined);
+    } catch (err) {
+      throw new CliOptionError(variable ?? '', err instanceof Error ? err.message : String(err));
+    }
+    cmd.setOptionValueWithSource(o.attributeName(), value, 'env');
+  }
+}
+
+/** The `run hostpath` flag of one controller option row. */
+function rowOption(row: OptionRow & { flag: string }): Option {
+  const k = row.kind;
+  const placeholder = row.placeholder ?? (k.type === 'duration' ? '<duration>' : k.type === 'boolean' ? '[bool]' : '<n>');
+  const o = opt(`--${row.flag} ${placeholder}`, row.help);
+  if (k.type === 'duration') o.argParser(parseDuration);
+  else if (k.type === 'integer') o.argParser(intArg(k.min));
+  else if (k.type === 'number') o.argParser(numberArg(k.min));
+  else if (k.type === 'boolean') o.argParser(parseBoolean);
+  else if (k.type === 'choice') o.choices([...k.values]);
+  else if (k.type === 'list') o.argParser(listArg);
+  if (row.default !== undefined) {
+    if (k.type === 'duration') o.default(row.default, formatDuration(row.default as number));
+    else o.default(row.default);
+  }
+  return o;
+}
+
+/** The controller option rows that have a flag. */
+export function controllerFlagRows(): Array<OptionRow & { flag: string }> {
+  return CONTROLLER_OPTIONS.filter((r): r is OptionRow & { flag: string } => r.flag !== undefined);
+}
+
+/** commander's attribute name of a flag (`worker-threads` -> `workerThreads`). */
+function attributeOf(flag: string): string {
+  return flag.replace(/-([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 }
 
 /** Adds the flags shared by commands that talk to an API server. */
@@ -135,6 +197,7 @@ export function addConnectionOptions(cmd: Command): Command {
 /** Adds every flag of `run hostpath` to `cmd`. */
 export function addRunHostPathOptions(cmd: Command): Command {
   addConnectionOptions(cmd);
+  for (const row of controllerFlagRows()) cmd.addOption(rowOption(row));
   return (
     cmd
       // Identity and topology.
@@ -145,37 +208,6 @@ export function addRunHostPathOptions(cmd: Command): Command {
       .addOption(opt('--config <file>', 'hostpath configuration file (JSON or YAML), watched and hot-reloaded'))
       .addOption(opt('--config-map <namespace/name>', 'hostpath configuration ConfigMap, watched through the API (namespace defaults to $POD_NAMESPACE)'))
       .addOption(opt('--config-key <key>', 'ConfigMap key holding the configuration').default(DEFAULT_CONFIG_KEY))
-      // Leader election.
-      .addOption(opt('--leader-election <mode>', 'lease: one active replica; none: always active; per-claim: active/active with a lock per claim').choices(['lease', 'none', 'per-claim']).default('lease'))
-      .addOption(opt('--leader-election-namespace <ns>', 'namespace of the Lease (default: $POD_NAMESPACE, the service account\'s, then default)'))
-      .addOption(opt('--lease-duration <duration>', 'lease (and per-claim lock) duration').argParser(parseDuration).default(15_000, '15s'))
-      .addOption(opt('--renew-deadline <duration>', 'the leader gives up if it cannot renew within this').argParser(parseDuration).default(10_000, '10s'))
-      .addOption(opt('--retry-period <duration>', 'interval between lease attempts').argParser(parseDuration).default(2_000, '2s'))
-      // Work.
-      .addOption(opt('--worker-threads <n>', 'claim workers (and as many volume workers)').argParser(intArg(1)).default(4))
-      .addOption(opt('--resync-period <duration>', 'every object is re-evaluated this often').argParser(parseDuration).default(900_000, '15m'))
-      .addOption(opt('--failed-provision-threshold <n>', 'failed attempts before a claim is given up (0 = retry forever)').argParser(intArg(0)).default(15))
-      .addOption(opt('--failed-delete-threshold <n>', 'failed attempts before a volume deletion is given up (0 = retry forever)').argParser(intArg(0)).default(15))
-      .addOption(opt('--backoff-base <duration>', 'first retry delay after an error').argParser(parseDuration).default(15_000, '15s'))
-      .addOption(opt('--backoff-max <duration>', 'retry delay cap').argParser(parseDuration).default(1_000_000, '1000s'))
-      .addOption(opt('--exponential-backoff [bool]', 'double the retry delay after each error (false: a fixed --backoff-base)').argParser(parseBoolean).default(true))
-      .addOption(opt('--queue-qps <n>', 'rate limit of retries per queue').argParser(numberArg(Number.MIN_VALUE)).default(10))
-      .addOption(opt('--queue-burst <n>', 'burst of retries per queue').argParser(intArg(1)).default(100))
-      .addOption(opt('--retry-interval-max <duration>', 'earliest retry of an infeasible claim (unless it or its class changes)').argParser(parseDuration).default(300_000, '5m'))
-      .addOption(opt('--provision-timeout <duration>', 'abort one provisioning attempt after this (0 = none)').argParser(parseDuration).default(0, '0'))
-      .addOption(opt('--deletion-timeout <duration>', 'abort one deletion attempt after this (0 = none)').argParser(parseDuration).default(0, '0'))
-      .addOption(opt('--volume-save <mode>', 'retry: save the PV a few times, then delete the directory and retry; background: retry saving forever').choices(['retry', 'background']).default('retry'))
-      .addOption(opt('--volume-save-retries <n>', '(retry) PV create attempts').argParser(intArg(1)).default(5))
-      .addOption(opt('--volume-save-interval <duration>', '(retry) delay between PV create attempts').argParser(parseDuration).default(10_000, '10s'))
-      .addOption(opt('--selector-policy <policy>', 'claims with spec.selector: reject (Warning event) or allow (hand to the provisioner)').choices(['reject', 'allow']).default('reject'))
-      .addOption(opt('--node-cache [bool]', 'watch Nodes and hand the selected node\'s object to the provisioner (needs list/watch on nodes)').argParser(parseBoolean).default(false))
-      .addOption(opt('--shutdown-timeout <duration>', 'on shutdown, how long to wait for in-flight provision/delete calls').argParser(parseDuration).default(30_000, '30s'))
-      .addOption(opt('--additional-provisioner-names <names>', 'comma-separated extra names treated as ours (migrated classes)').argParser(listArg))
-      .addOption(opt('--add-finalizer [bool]', 'put external-provisioner.volume.kubernetes.io/finalizer on Delete-policy PVs').argParser(parseBoolean).default(false))
-      .addOption(opt('--leak-inventory [bool]', 'periodically report directories that have no PV').argParser(parseBoolean).default(false))
-      .addOption(opt('--leak-inventory-interval <duration>', 'how often to take the leak inventory').argParser(parseDuration).default(600_000, '10m'))
-      .addOption(opt('--leak-inventory-grace-period <duration>', 'a directory younger than this is never reported').argParser(parseDuration).default(3_600_000, '1h'))
-      .addOption(opt('--delete-leaked [bool]', 'delete the leaked directories the inventory finds (needs --leak-inventory)').argParser(parseBoolean).default(false))
       // Observability.
       .addOption(opt('--health-address <host:port>', '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable').argParser(addressArg).default(':8080'))
       .addOption(opt('--metrics-address <host:port>', '/metrics address (default: the health address); off to disable').argParser(addressArg))
@@ -185,7 +217,7 @@ export function addRunHostPathOptions(cmd: Command): Command {
   );
 }
 
-/** Raw commander values of `run hostpath` (what `cmd.opts()` returns). */
+/** Raw commander values of `run hostpath` (what `cmd.opts()` returns): its own flags, plus one per controller row. */
 export interface RawRunHostPathFlags {
   kubeconfig?: string;
   context?: string;
@@ -198,48 +230,36 @@ export interface RawRunHostPathFlags {
   config?: string;
   configMap?: string;
   configKey: string;
-  leaderElection: 'lease' | 'none' | 'per-claim';
-  leaderElectionNamespace?: string;
-  leaseDuration: number;
-  renewDeadline: number;
-  retryPeriod: number;
-  workerThreads: number;
-  resyncPeriod: number;
-  failedProvisionThreshold: number;
-  failedDeleteThreshold: number;
-  backoffBase: number;
-  backoffMax: number;
-  exponentialBackoff: boolean;
-  queueQps: number;
-  queueBurst: number;
-  retryIntervalMax: number;
-  provisionTimeout: number;
-  deletionTimeout: number;
-  volumeSave: 'retry' | 'background';
-  volumeSaveRetries: number;
-  volumeSaveInterval: number;
-  selectorPolicy: 'reject' | 'allow';
-  nodeCache?: boolean;
-  shutdownTimeout: number;
-  additionalProvisionerNames?: string[];
-  addFinalizer?: boolean;
-  leakInventory?: boolean;
-  leakInventoryInterval: number;
-  leakInventoryGracePeriod: number;
-  deleteLeaked?: boolean;
   healthAddress: string;
   metricsAddress?: string;
   volumeUsageInterval: number;
   volumeUsageWalkRate: number;
   logLevel: LogLevel;
+  /** The controller rows' flags, by attribute name. */
+  [controllerFlag: string]: unknown;
+}
+
+/** The controller options the flags set: each row's flag value at the row's path. */
+function controllerOptionsFrom(f: RawRunHostPathFlags): ProvisionControllerOptions {
+  const out: Record<string, unknown> = {};
+  for (const row of controllerFlagRows()) {
+    const value = f[attributeOf(row.flag)];
+    if (value === undefined) continue;
+    const [head, leaf] = row.key.split('.');
+    if (leaf === undefined) out[head] = value;
+    else out[head] = { ...(out[head] as object | undefined), [leaf]: value };
+  }
+  // The retry fields belong to mode 'retry' only (resolveOptions refuses them with 'background').
+  const save = out.volumeSave as { mode?: string } | undefined;
+  if (save?.mode === 'background') out.volumeSave = { mode: 'background' };
+  return out as ProvisionControllerOptions;
 }
 
 /** `ns/name` or `name` (namespace from $POD_NAMESPACE, else `default`). */
 export function parseConfigMapRef(ref: string, key: string, env: NodeJS.ProcessEnv = process.env): ConfigMapRef {
   const parts = ref.split('/');
-  const dns = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
   const [namespace, name] = parts.length === 2 ? parts : [env.POD_NAMESPACE || 'default', parts[0]];
-  if (parts.length > 2 || !dns.test(namespace) || !dns.test(name)) throw new CliOptionError('--config-map', `"${ref}" is not namespace/name`);
+  if (parts.length > 2 || !isDnsLabel(namespace) || !isDnsSubdomain(name)) throw new CliOptionError('--config-map', `"${ref}" is not namespace/name`);
   if (!/^[-._a-zA-Z0-9]+$/.test(key)) throw new CliOptionError('--config-key', `"${key}" is not a valid ConfigMap key`);
   return { namespace, name, key };
 }
@@ -250,37 +270,7 @@ export function resolveRunHostPathOptions(f: RawRunHostPathFlags, env: NodeJS.Pr
   if (!f.config && !f.configMap) throw new CliOptionError('--config', 'a configuration is required: --config FILE or --config-map NAMESPACE/NAME');
   if (f.mode === 'daemonset' && !f.nodeName) throw new CliOptionError('--node-name', 'required with --mode daemonset (or set NODE_NAME)');
   validateProvisionerName(f.provisionerName, '--provisioner-name');
-  const controller: ProvisionControllerOptions = {
-    resyncPeriodMs: f.resyncPeriod,
-    threadiness: f.workerThreads,
-    exponentialBackoffOnError: f.exponentialBackoff,
-    backoffBaseMs: f.backoffBase,
-    backoffMaxMs: f.backoffMax,
-    queueQps: f.queueQps,
-    queueBurst: f.queueBurst,
-    failedProvisionThreshold: f.failedProvisionThreshold,
-    failedDeleteThreshold: f.failedDeleteThreshold,
-    volumeSave: f.volumeSave === 'background' ? { mode: 'background' } : { mode: 'retry', retryCount: f.volumeSaveRetries, intervalMs: f.volumeSaveInterval },
-    leaderElection: f.leaderElection,
-    leaderElectionNamespace: f.leaderElectionNamespace,
-    leaseDurationMs: f.leaseDuration,
-    renewDeadlineMs: f.renewDeadline,
-    retryPeriodMs: f.retryPeriod,
-    provisionTimeoutMs: f.provisionTimeout,
-    deletionTimeoutMs: f.deletionTimeout,
-    additionalProvisionerNames: f.additionalProvisionerNames ?? [],
-    addFinalizer: f.addFinalizer ?? false,
-    retryIntervalMaxMs: f.retryIntervalMax,
-    selectorPolicy: f.selectorPolicy,
-    nodeCache: f.nodeCache ?? false,
-    shutdownTimeoutMs: f.shutdownTimeout,
-    leakInventory: {
-      enabled: f.leakInventory ?? false,
-      intervalMs: f.leakInventoryInterval,
-      gracePeriodMs: f.leakInventoryGracePeriod,
-      deleteLeaked: f.deleteLeaked ?? false,
-    },
-  };
+  const controller = controllerOptionsFrom(f);
   const health = f.healthAddress === 'off' ? undefined : f.healthAddress;
   const metrics = f.metricsAddress === undefined ? health : f.metricsAddress === 'off' ? undefined : f.metricsAddress;
   return {
@@ -306,15 +296,7 @@ export function resolveRunHostPathOptions(f: RawRunHostPathFlags, env: NodeJS.Pr
 /** Parses `run hostpath` arguments (without `run hostpath`) as the command would; for tests and manifest checks. */
 export function parseRunHostPathArgs(args: string[], env: NodeJS.ProcessEnv = {}): RunHostPathOptions {
   const cmd = addRunHostPathOptions(new Command('hostpath')).exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
-  const saved = { ...process.env };
-  // commander reads option env fallbacks from process.env: swap in the given environment for the parse.
-  for (const k of Object.keys(process.env)) delete process.env[k];
-  Object.assign(process.env, env);
-  try {
-    cmd.parse(args, { from: 'user' });
-  } finally {
-    for (const k of Object.keys(process.env)) delete process.env[k];
-    Object.assign(process.env, saved);
-  }
+  cmd.parse(args, { from: 'user' });
+  applyEnvironment(cmd, env);
   return resolveRunHostPathOptions(cmd.opts<RawRunHostPathFlags>(), env);
 }

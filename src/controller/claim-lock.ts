@@ -1,5 +1,6 @@
-// The per-claim lock of `leaderElection: 'per-claim'` (active/active replicas): the 2017 seed's
-// ProvisionPVCLock format, a client-go LeaderElectionRecord as JSON in the claim's
+// The per-claim lock of `leaderElection: 'per-claim'` (active/active replicas): the runtime's leader-election
+// algorithm (resource-lock.ts) over an annotation lock. The 2017 seed's ProvisionPVCLock format, a client-go
+// LeaderElectionRecord as JSON in the claim's
 // `control-plane.alpha.kubernetes.io/leader` annotation, so existing tooling recognises it. Made cheap: no watches
 // and no lists (the claim informer's copy is the read), one optimistic write to take the lock before provision(),
 // renewals only while a provision() outlasts half a lease, and a release only after a failure (after a success
@@ -8,21 +9,17 @@
 // The same record on a PV (acquireVolume, written with a merge patch guarded by the resourceVersion, so only the
 // `patch` verb is needed) makes one replica at a time call delete() for a Released PV.
 import type { Clock } from '../runtime/clock.ts';
-import type { KubeClient } from '../runtime/client.ts';
-import { ConflictError, NotFoundError } from '../runtime/errors.ts';
+import type { ObjectClient } from '../runtime/client.ts';
+import { ConflictError, NotFoundError, syntheticStatus } from '../runtime/errors.ts';
 import type { Logger } from '../runtime/logger.ts';
+import { LockObservation, releasedRecord, tryAcquireOrRenew, type Candidate, type LockRecord, type ResourceLock } from '../runtime/resource-lock.ts';
 import { persistentVolumeClaims, persistentVolumes } from '../runtime/resources.ts';
 import { ANN_CONTROL_PLANE_LEADER } from '../types/annotations.ts';
 import type { KubeObject, PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
+import { formatTime } from '../types/time.ts';
 
 /** client-go's LeaderElectionRecord as the seed stored it (times are RFC 3339, second precision). */
-export interface LeaderElectionRecord {
-  holderIdentity: string;
-  leaseDurationSeconds: number;
-  acquireTime: string;
-  renewTime: string;
-  leaderTransitions: number;
-}
+export type LeaderElectionRecord = LockRecord;
 
 /** Parses the lock annotation (of a claim, or of a PV being deleted); undefined when absent or not a record. */
 export function parseLockRecord(claim: KubeObject): LeaderElectionRecord | undefined {
@@ -43,11 +40,6 @@ export function parseLockRecord(claim: KubeObject): LeaderElectionRecord | undef
   }
 }
 
-/** metav1.Time: RFC 3339 with second precision. */
-export function formatTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
 /** The lock as this instance sees it. */
 export type LockState =
   | { state: 'free' }
@@ -65,7 +57,7 @@ export interface ClaimLockHandle {
 }
 
 export interface ClaimLockOptions {
-  client: KubeClient;
+  client: ObjectClient;
   identity: string;
   leaseDurationMs: number;
   clock: Clock;
@@ -78,19 +70,39 @@ interface LockTarget<T extends KubeObject> {
   read(obj: T, signal: AbortSignal): Promise<T>;
 }
 
-interface Observation {
-  raw: string;
-  at: number;
+/** The lock record in the annotation of one object (a ResourceLock over that object). */
+class AnnotationLock<T extends KubeObject> implements ResourceLock {
+  constructor(public current: T, private readonly target: LockTarget<T>) {}
+
+  async get(signal: AbortSignal): Promise<LockRecord | undefined> {
+    this.current = await this.target.read(this.current, signal);
+    return parseLockRecord(this.current);
+  }
+
+  /** The object carrying the annotation is the user's: it is never created for a lock. */
+  async create(): Promise<void> {
+    throw new NotFoundError(syntheticStatus(404, 'NotFound', `${this.current.metadata.name ?? ''} no longer exists`));
+  }
+
+  async update(record: LockRecord, signal: AbortSignal): Promise<void> {
+    this.current = await this.target.write(this.current, record, signal);
+  }
+
+  formatTime(ms: number): string {
+    return formatTime(ms);
+  }
 }
 
 export class ClaimLock {
-  /** uid -> the lock annotation last seen and when it was first seen (local time). */
-  private readonly observed = new Map<string, Observation>();
+  /** uid -> what this instance last saw of the object's lock, and when it last changed (local time). */
+  private readonly observed = new Map<string, LockObservation>();
 
   private readonly claimTarget: LockTarget<PersistentVolumeClaim>;
   private readonly volumeTarget: LockTarget<PersistentVolume>;
+  private readonly candidate: Candidate;
 
   constructor(private readonly opts: ClaimLockOptions) {
+    this.candidate = { identity: opts.identity, leaseDurationMs: opts.leaseDurationMs, clock: opts.clock };
     this.claimTarget = {
       write: (claim, record, signal) => {
         const copy = structuredClone(claim) as PersistentVolumeClaim;
@@ -113,6 +125,15 @@ export class ClaimLock {
     };
   }
 
+  private observation(uid: string): LockObservation {
+    let seen = this.observed.get(uid);
+    if (!seen) {
+      seen = new LockObservation();
+      this.observed.set(uid, seen);
+    }
+    return seen;
+  }
+
   /** Where the lock of `claim` (the informer's copy; or of a PV) stands now. */
   inspect(claim: KubeObject): LockState {
     const record = parseLockRecord(claim);
@@ -122,15 +143,10 @@ export class ClaimLock {
       return { state: 'free' };
     }
     if (record.holderIdentity === this.opts.identity) return { state: 'ours', record };
-    const raw = claim.metadata.annotations?.[ANN_CONTROL_PLANE_LEADER] ?? '';
     const now = this.opts.clock.now();
-    let seen = this.observed.get(uid);
-    if (!seen || seen.raw !== raw) {
-      seen = { raw, at: now };
-      this.observed.set(uid, seen);
-    }
-    const leaseMs = (record.leaseDurationSeconds > 0 ? record.leaseDurationSeconds * 1000 : this.opts.leaseDurationMs);
-    const expiresInMs = seen.at + leaseMs - now;
+    const seen = this.observation(uid);
+    seen.observe(record, now);
+    const expiresInMs = seen.expiresInMs(now, this.opts.leaseDurationMs);
     return expiresInMs > 0 ? { state: 'held', holder: record.holderIdentity, expiresInMs } : { state: 'expired', holder: record.holderIdentity, record };
   }
 
@@ -155,44 +171,36 @@ export class ClaimLock {
     return this.acquireOn(volume, this.volumeTarget, signal);
   }
 
-  private async acquireOn<T extends KubeObject>(claim: T, target: LockTarget<T>, signal: AbortSignal): Promise<LockAttempt> {
-    const state = this.inspect(claim);
+  private async acquireOn<T extends KubeObject>(obj: T, target: LockTarget<T>, signal: AbortSignal): Promise<LockAttempt> {
+    const state = this.inspect(obj);
     if (state.state === 'held') return { acquired: false, holder: state.holder, retryAfterMs: state.expiresInMs };
-    const now = this.opts.clock.now();
-    const previous = parseLockRecord(claim);
-    const record: LeaderElectionRecord = {
-      holderIdentity: this.opts.identity,
-      leaseDurationSeconds: Math.max(1, Math.ceil(this.opts.leaseDurationMs / 1000)),
-      acquireTime: state.state === 'ours' ? state.record.acquireTime : formatTime(now),
-      renewTime: formatTime(now),
-      leaderTransitions: (previous?.leaderTransitions ?? 0) + (state.state === 'expired' ? 1 : 0),
-    };
-    let written: T;
+    const uid = obj.metadata.uid ?? '';
+    const lock = new AnnotationLock(obj, target);
+    // The informer's copy is the read: no GET before the one optimistic write.
+    const known = { record: parseLockRecord(obj) };
+    let result: Awaited<ReturnType<typeof tryAcquireOrRenew>>;
     try {
-      written = await target.write(claim, record, signal);
+      result = await tryAcquireOrRenew(lock, this.observation(uid), this.candidate, signal, known);
     } catch (err) {
-      if (err instanceof ConflictError || err instanceof NotFoundError) {
-        return { acquired: false, holder: '', retryAfterMs: 0 };
-      }
+      if (err instanceof ConflictError || err instanceof NotFoundError) return { acquired: false, holder: '', retryAfterMs: 0 };
       throw err;
     }
-    if (state.state === 'expired') {
-      const object = claim.metadata.namespace ? `${claim.metadata.namespace}/${claim.metadata.name}` : claim.metadata.name;
-      this.opts.logger.info({ object, previousHolder: state.holder }, 'took over an expired lock');
+    if (!result.acquired) return { acquired: false, holder: result.holder, retryAfterMs: result.expiresInMs };
+    if (result.tookOverFrom) {
+      const object = obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
+      this.opts.logger.info({ object, previousHolder: result.tookOverFrom }, 'took over an expired lock');
     }
-    return { acquired: true, handle: this.startRenewing(written, target, record, signal) };
+    return { acquired: true, handle: this.startRenewing(lock, this.observation(uid), signal) };
   }
 
-  private startRenewing<T extends KubeObject>(claim: T, target: LockTarget<T>, record: LeaderElectionRecord, signal: AbortSignal): ClaimLockHandle {
-    let current = claim;
+  private startRenewing(lock: ResourceLock, seen: LockObservation, signal: AbortSignal): ClaimLockHandle {
     let ended = false;
     let renewing: Promise<void> = Promise.resolve();
     const every = Math.max(1, Math.floor(this.opts.leaseDurationMs / 2));
     const schedule = (): { cancel(): void } =>
       this.opts.clock.setTimeout(() => {
         if (ended || signal.aborted) return;
-        renewing = this.renew(current, target, record, signal).then((c) => {
-          if (c) current = c;
+        renewing = this.renew(lock, seen, signal).then(() => {
           if (!ended) timer = schedule();
         });
       }, every, { unref: true });
@@ -202,9 +210,10 @@ export class ClaimLock {
         ended = true;
         timer.cancel();
         await renewing;
-        if (!release) return;
+        const current = seen.record;
+        if (!release || current?.holderIdentity !== this.opts.identity) return;
         try {
-          await target.write(current, { ...record, holderIdentity: '', renewTime: formatTime(this.opts.clock.now()) }, signal);
+          await lock.update(releasedRecord(lock, this.candidate, current), signal);
         } catch (err) {
           // A failed release only delays other replicas by one lease.
           this.opts.logger.debug({ err: (err as Error).message }, 'claim lock release failed');
@@ -213,24 +222,23 @@ export class ClaimLock {
     };
   }
 
-  /** Renews with the claim we last wrote; on a conflict re-reads it and renews only if the lock is still ours. */
-  private async renew<T extends KubeObject>(claim: T, target: LockTarget<T>, record: LeaderElectionRecord, signal: AbortSignal): Promise<T | undefined> {
-    record.renewTime = formatTime(this.opts.clock.now());
+  /** Renews over the object we last wrote; on a conflict re-reads it and renews only if the lock is still ours. */
+  private async renew(lock: ResourceLock, seen: LockObservation, signal: AbortSignal): Promise<void> {
     try {
-      return await target.write(claim, record, signal);
+      await tryAcquireOrRenew(lock, seen, this.candidate, signal, { record: seen.record });
+      return;
     } catch (err) {
       if (!(err instanceof ConflictError)) {
         this.opts.logger.warn({ err: (err as Error).message }, 'claim lock renewal failed');
-        return undefined;
+        return;
       }
     }
     try {
-      const fresh = await target.read(claim, signal);
-      if (parseLockRecord(fresh)?.holderIdentity !== this.opts.identity) return undefined;
-      return await target.write(fresh, record, signal);
+      const fresh = await lock.get(signal);
+      if (fresh?.holderIdentity !== this.opts.identity) return;
+      await tryAcquireOrRenew(lock, seen, this.candidate, signal, { record: fresh });
     } catch (err) {
       this.opts.logger.warn({ err: (err as Error).message }, 'claim lock renewal failed');
-      return undefined;
     }
   }
 }

@@ -1,22 +1,23 @@
 // What the claim and volume flows share: the dependencies (client, provisioner, events, metrics, clock, logger),
-// the state that outlives a leadership term (failure records, claims in progress, the "just saved" overlay,
-// backends already deleted) and the per-term caches and queues. Plain data: the flows are functions over it.
+// the state that outlives a leadership term (one record per claim and per PV, the overlay of our own writes)
+// and the per-term caches and queues. Plain data: the flows are functions over it.
 import type { Clock } from '../runtime/clock.ts';
-import type { KubeClient } from '../runtime/client.ts';
+import type { ObjectClient } from '../runtime/client.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { ReadonlyObjectStore } from '../runtime/object-store.ts';
-import type { WorkQueue } from '../runtime/workqueue.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import type { ClaimLock } from './claim-lock.ts';
-import type { FailureRecord } from './failures.ts';
+import type { ClaimRecords, Records, VolumeRecord } from './object-records.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { ResolvedOptions } from './options.ts';
 import type { Provisioner } from './provisioner.ts';
+import type { OwnWrites } from './own-writes.ts';
 import type { EventSink, VolumeStore } from './volume-store.ts';
 
 /** Long-lived state and dependencies of one ProvisionController. */
 export interface ControllerShared {
-  client: KubeClient;
+  /** The API calls the flows make (informers take the full client). */
+  client: ObjectClient;
   provisionerName: string;
   provisioner: Provisioner;
   options: ResolvedOptions;
@@ -25,26 +26,24 @@ export interface ControllerShared {
   metrics: ControllerMetrics;
   clock: Clock;
   logger: Logger;
-  /** Failure records by claim uid. */
-  claimFailures: Map<string, FailureRecord>;
-  /** Failure records by PV name. */
-  volumeFailures: Map<string, FailureRecord>;
-  /** Claims whose provision() may still run in the backend (InBackground), by uid: the copy to carry on with. */
-  inProgress: Map<string, PersistentVolumeClaim>;
+  /** What the controller remembers per claim (by uid): failures, in-progress copy, last decision event. */
+  claimRecords: ClaimRecords;
+  /** What the controller remembers per PV (by name): failures, backend already deleted. */
+  volumeRecords: Records<VolumeRecord>;
   /** PVs we saved that the volume informer has not delivered yet, by name (prevents duplicate provision() calls). */
-  savedVolumes: Map<string, PersistentVolume>;
-  /** PV uids whose backend volume delete() already removed (so delete() is called once). */
-  deletedBackends: Set<string>;
-  /** The last event emitted per claim uid for a reject/wait decision, so resyncs do not repeat it. */
-  lastDecisionEvent: Map<string, string>;
-  /**
-   * Claims we changed ourselves (Reschedule), by uid: the resourceVersion the cache still shows until our write
-   * arrives. A sync seeing that version waits for the update instead of acting on the stale copy.
-   */
-  staleClaimVersions: Map<string, string>;
+  savedVolumes: OwnWrites<PersistentVolume>;
+  /** Claims we rewrote ourselves (Reschedule), by uid: a sync waits for the cache to deliver our write. */
+  writtenClaims: OwnWrites<PersistentVolumeClaim>;
   /** Per-claim lock (leaderElection 'per-claim' only). */
   claimLock: ClaimLock | undefined;
-  volumeStore: VolumeStore;
+  /** Saves provisioned PVs (the VolumeStore). */
+  volumeStore: Pick<VolumeStore, 'save' | 'pending'>;
+}
+
+/** What the informer handlers do to a work queue (a WorkQueue fits). */
+export interface KeyQueue {
+  add(key: string): void;
+  forget(key: string): void;
 }
 
 /** The caches and queues of one leadership term (or of the whole run without leader election). */
@@ -54,10 +53,10 @@ export interface ControllerTerm {
   classes: ReadonlyObjectStore<StorageClass>;
   /** Only with the nodeCache option. */
   nodes: ReadonlyObjectStore<Node> | undefined;
-  /** Keyed by claim uid. */
-  claimQueue: WorkQueue<string>;
+  /** Keyed by claim uid. Informer handlers add keys; only the worker applies a sync's Next. */
+  claimQueue: KeyQueue;
   /** Keyed by PV name. */
-  volumeQueue: WorkQueue<string>;
+  volumeQueue: KeyQueue;
   /** Aborts when the term ends (leadership lost or controller stopped). */
   signal: AbortSignal;
 }
@@ -87,9 +86,4 @@ export function timeoutSignal(parent: AbortSignal, timeoutMs: number, clock: Clo
       parent.removeEventListener('abort', onAbort);
     },
   };
-}
-
-/** Error message of anything thrown. */
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

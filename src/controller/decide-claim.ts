@@ -1,6 +1,6 @@
 // The claim decision: given the current objects (from caches) and the failure record, what to do with one
 // PVC and why. Pure: no I/O, no clock reads (time is an input), so the table tests can cover every row of the
-// reference's shouldProvision / provisionClaimOperation (provisioner-contract.md §3.5-3.7, §3.11).
+// Go library's shouldProvision / provisionClaimOperation (sig-storage-lib-external-provisioner's controller.go).
 import {
   ANN_BETA_STORAGE_CLASS,
   ANN_BETA_STORAGE_PROVISIONER,

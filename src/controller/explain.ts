@@ -8,7 +8,7 @@ import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../t
 import { parseLockRecord } from './claim-lock.ts';
 import type { ControllerShared, ControllerTerm } from './controller-state.ts';
 import { claimClassName, claimKey, claimProvisionerName, decideClaim, selectedNodeName, type ClaimDecision } from './decide-claim.ts';
-import { decideCachedClaim } from './claim-sync.ts';
+import { decideCachedClaim } from './cached-decisions.ts';
 import type { FailureRecord } from './failures.ts';
 import { decideResize, resizeFacts, type ResizeDecision } from './decide-resize.ts';
 import { ANN_VOLUME_USAGE, parseVolumeUsage } from '../types/volume-usage.ts';
@@ -106,8 +106,8 @@ export function explainCachedClaim(s: ControllerShared, t: ControllerTerm, claim
     storageClass: decision.storageClass ?? t.classes.get(claimClassName(claim)),
     volume: decision.pvName ? t.volumes.get(decision.pvName) : undefined,
     decision,
-    failures: s.claimFailures.get(uid),
-    inProgress: s.inProgress.has(uid),
+    failures: s.claimRecords.get(uid)?.failures,
+    inProgress: s.claimRecords.inProgress(uid) !== undefined,
   });
 }
 

@@ -3,22 +3,25 @@
 // carried on, a deleted claim re-queues its volume, a deleted PV unblocks claims refused for its name, and class
 // changes re-queue their claims.
 import type { Informer } from '../runtime/informer.ts';
-import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
+import type { KubeObject, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { isOnlyLockUpdate } from './claim-lock.ts';
-import { forgetClaim } from './claim-sync.ts';
+import { forgetClaim, forgetVolume } from './cached-decisions.ts';
 import type { ControllerShared, ControllerTerm } from './controller-state.ts';
 import type { ResizeHooks } from './resize-loop.ts';
 
 /** Volume cache index: PVs by their claimRef's uid. */
 export const VOLUME_CLAIM_UID_INDEX = 'claimUid';
 
+/** What the handlers need of an informer (an Informer fits). */
+export type InformerEvents<T extends KubeObject> = Pick<Informer<T>, 'addIndex' | 'addEventHandler'>;
+
 /** Registers the handlers that turn informer events into queue keys. */
 export function wireHandlers(
   s: ControllerShared,
   t: ControllerTerm,
-  claims: Informer<PersistentVolumeClaim>,
-  volumes: Informer<PersistentVolume>,
-  classes: Informer<StorageClass>,
+  claims: InformerEvents<PersistentVolumeClaim>,
+  volumes: InformerEvents<PersistentVolume>,
+  classes: InformerEvents<StorageClass>,
   resize?: ResizeHooks,
 ): void {
   volumes.addIndex(VOLUME_CLAIM_UID_INDEX, (v) => (v.spec.claimRef?.uid ? [v.spec.claimRef.uid] : []));
@@ -26,7 +29,7 @@ export function wireHandlers(
     const uid = c.metadata.uid ?? '';
     resize?.claimChanged(c);
     // Bound claims need nothing (unless an operation of ours is still in progress for them).
-    if (c.spec.volumeName && !s.inProgress.has(uid)) return;
+    if (c.spec.volumeName && !s.claimRecords.inProgress(uid)) return;
     t.claimQueue.add(uid);
   };
   claims.addEventHandler({
@@ -43,7 +46,7 @@ export function wireHandlers(
       const volumeNames = new Set(t.volumes.indexKeys(VOLUME_CLAIM_UID_INDEX, uid));
       if (c.spec.volumeName) volumeNames.add(c.spec.volumeName);
       for (const name of volumeNames) t.volumeQueue.add(name);
-      if (s.inProgress.has(uid)) {
+      if (s.claimRecords.inProgress(uid)) {
         // Carry on with the in-progress copy: the backend may be creating the volume right now.
         t.claimQueue.add(uid);
         return;
@@ -58,26 +61,23 @@ export function wireHandlers(
   };
   volumes.addEventHandler({
     onAdd: (v) => {
-      s.savedVolumes.delete(v.metadata.name ?? '');
+      s.savedVolumes.observe(v.metadata.name ?? '', v);
       t.volumeQueue.add(v.metadata.name ?? '');
     },
     onUpdate: (_old, v) => {
       resize?.volumeChanged(v);
-      s.savedVolumes.delete(v.metadata.name ?? '');
+      s.savedVolumes.observe(v.metadata.name ?? '', v);
       t.volumeQueue.add(v.metadata.name ?? '');
     },
     onDelete: (v) => {
       const name = v.metadata.name ?? '';
       t.volumeQueue.forget(name);
-      s.volumeFailures.delete(name);
-      s.deletedBackends.delete(v.metadata.uid ?? '');
-      s.claimLock?.forget(v.metadata.uid ?? ''); // the PV's delete lock (per-claim mode)
-      s.savedVolumes.delete(name);
+      forgetVolume(s, v);
       // A claim refused because this name was taken may proceed now.
       reenqueueWaiting('pvName', name);
     },
   });
-  // The Go library had no class handlers (defect 13): creating or fixing a class re-evaluates its claims now.
+  // Creating or fixing a class re-evaluates its claims now (the Go library had no class handlers).
   classes.addEventHandler({
     onAdd: (c) => reenqueueWaiting('class', c.metadata.name ?? ''),
     onUpdate: (oldClass, c) => {

@@ -8,7 +8,8 @@ import { NotFoundError } from '../runtime/errors.ts';
 import { persistentVolumes } from '../runtime/resources.ts';
 import { ANN_DYNAMICALLY_PROVISIONED } from '../types/annotations.ts';
 import type { PersistentVolume } from '../types/k8s.ts';
-import { errorMessage, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+import { errorMessage } from '../types/errors.ts';
+import { type ControllerShared, type ControllerTerm } from './controller-state.ts';
 import { IgnoredError } from './provisioner.ts';
 
 export interface BackendVolume {
@@ -69,7 +70,7 @@ function leakedVolumeObject(s: ControllerShared, name: string): PersistentVolume
 /** PV names nothing may delete right now: saves pending, claims in progress, names claims point at. */
 function protectedVolumeNames(s: ControllerShared, t: ControllerTerm): Set<string> {
   const names = new Set<string>([...s.savedVolumes.keys(), ...s.volumeStore.pending()]);
-  for (const claim of s.inProgress.values()) names.add(s.options.volumeNameHook(claim));
+  for (const claim of s.claimRecords.inProgressClaims()) names.add(s.options.volumeNameHook(claim));
   for (const claim of t.claims.list()) {
     // Claims being provisioned right now (pending, ours or not) may have a backend volume before their PV exists;
     // a bound claim's volume exists even when the volume cache has not delivered its PV yet.

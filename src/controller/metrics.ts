@@ -1,5 +1,5 @@
 // The controller's Prometheus metrics: the Go library's six collectors with their exact names and labels
-// (provisioner-contract.md §5.1), plus what the Go library lacks: given-up counters, claims in progress, leaked
+// (docs/metrics.md lists them), plus what the Go library lacks: given-up counters, claims in progress, leaked
 // volumes and leadership. Registered on a registry the caller owns; two controllers may share one registry
 // (the collectors are reused, not registered twice).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';

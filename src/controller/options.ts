@@ -1,7 +1,10 @@
-// ProvisionController options: the Go library's defaults table (provisioner-contract.md §2), validated once at
-// construction. Invalid combinations throw a typed ConfigurationError; nothing here ever exits the process.
+// ProvisionController options: the public option types, and resolveOptions, which applies the defaults and checks
+// every value from the option table (option-table.ts, the Go library's defaults) plus the rules between options,
+// once at construction. Invalid options throw a typed ConfigurationError; nothing here ever exits the process.
 import { readFileSync } from 'node:fs';
 import type { PersistentVolumeClaim } from '../types/k8s.ts';
+import { isDnsLabel } from '../types/names.ts';
+import { CONTROLLER_OPTIONS, optionDefault, optionRow, type OptionRow } from './option-table.ts';
 
 /** Thrown by resolveOptions() (and the controller's constructor) when options are invalid or contradictory. */
 export class ConfigurationError extends Error {
@@ -42,141 +45,117 @@ export type VolumeSaveOptions =
 
 /** Leak inventory: compares provisioner.listVolumes() with the PVs and reports backend volumes without a PV. */
 export interface LeakInventoryOptions {
-  /** Off by default; needs provisioner.listVolumes(). */
+  /** Needs provisioner.listVolumes(). */
   enabled?: boolean;
-  /** How often to take the inventory. Default 10 minutes. */
+  /** How often to take the inventory. */
   intervalMs?: number;
-  /** A backend volume younger than this is never reported (its PV may be on its way). Default 1 hour. */
+  /** A backend volume younger than this is never reported (its PV may be on its way). */
   gracePeriodMs?: number;
-  /** Opt-in: call provisioner.delete() on leaked volumes (with a minimal PV describing them). Default false. */
+  /** Opt-in: call provisioner.delete() on leaked volumes (with a minimal PV describing them). */
   deleteLeaked?: boolean;
 }
 
-/** Options of a ProvisionController. Durations are milliseconds. Every field is optional. */
+/**
+ * Options of a ProvisionController. Durations are milliseconds. Every field is optional; the defaults are in the
+ * option table (CONTROLLER_OPTIONS, listed in docs/configuration.md).
+ */
 export interface ProvisionControllerOptions {
-  /** Informer resync: every object is re-evaluated this often. Default 15 min. */
+  /** Informer resync: every object is re-evaluated this often. */
   resyncPeriodMs?: number;
-  /** Claim workers, and as many volume workers. Default 4. */
+  /** Claim workers, and as many volume workers. */
   threadiness?: number;
-  /** Exponential per-item backoff on errors (true, default) or a fixed delay of `backoffBaseMs` (false). */
+  /** Exponential per-item backoff on errors (true) or a fixed delay of `backoffBaseMs` (false). */
   exponentialBackoffOnError?: boolean;
-  /** First retry delay after an error. Default 15 s. */
+  /** First retry delay after an error. */
   backoffBaseMs?: number;
-  /** Retry delay cap. Default 1000 s. */
+  /** Retry delay cap. */
   backoffMaxMs?: number;
-  /** Overall queue rate limit (token bucket) shared by retries of one queue: qps. Default 10. */
+  /** Overall queue rate limit (token bucket) shared by retries of one queue: qps. */
   queueQps?: number;
-  /** Token bucket burst. Default 100. */
+  /** Token bucket burst. */
   queueBurst?: number;
   /**
    * Failed provisioning attempts of one claim before it is given up (Warning event + metric). A given-up claim is
    * not retried, not even by resync, until its spec, its annotations or its StorageClass change. 0 = retry forever.
-   * Default 15.
    */
   failedProvisionThreshold?: number;
-  /** Same for deleting volumes. Default 15. */
+  /** Same for deleting volumes. */
   failedDeleteThreshold?: number;
-  /** PV save mode. Default `{ mode: 'retry', retryCount: 5, intervalMs: 10_000 }`. */
+  /** PV save mode (mode 'retry' unless set). */
   volumeSave?: VolumeSaveOptions;
-  /** Default 'lease'. */
+  /** How leadership is shared between replicas. */
   leaderElection?: LeaderElectionMode;
-  /** Namespace of the Lease. Default: $POD_NAMESPACE, then the service account's namespace file, then 'default'. */
+  /** Namespace of the Lease; unset: $POD_NAMESPACE, then the service account's namespace file, then 'default'. */
   leaderElectionNamespace?: string;
-  /** Default 15 s (also the per-claim lock's lease). */
+  /** How long a Lease (and a per-claim lock) is valid without renewal. */
   leaseDurationMs?: number;
-  /** Default 10 s. */
+  /** The leader steps down when it cannot renew within this. */
   renewDeadlineMs?: number;
-  /** Default 2 s. */
+  /** Interval between acquire/renew attempts. */
   retryPeriodMs?: number;
-  /** Abort signal timeout around one claim sync (provision() included). 0 = none (default). */
+  /** Abort signal timeout around one claim sync (provision() included). 0 = none. */
   provisionTimeoutMs?: number;
-  /** Same around one volume sync (delete() included). 0 = none (default). */
+  /** Same around one volume sync (delete() included). 0 = none. */
   deletionTimeoutMs?: number;
   /** Extra names treated as ours (CSI migration: the in-tree name, e.g. `kubernetes.io/aws-ebs`). */
   additionalProvisionerNames?: string[];
-  /** Put `external-provisioner.volume.kubernetes.io/finalizer` on Bound PVs with reclaim policy Delete. Default false. */
+  /** Put `external-provisioner.volume.kubernetes.io/finalizer` on Bound PVs with reclaim policy Delete. */
   addFinalizer?: boolean;
-  /** PV name for a claim; must be deterministic and unique. Default `pvc-<claim uid>`. */
+  /** PV name for a claim; must be deterministic and unique (unset: `pvc-<claim uid>`). */
   volumeNameHook?: (claim: PersistentVolumeClaim) => string;
   /**
    * Slow retry after an InfeasibleError: the claim is not provisioned again before this delay, unless the claim or
-   * its class changes. Default 5 min. (In the Go library the option had no effect; here it does.)
+   * its class changes. (In the Go library the option had no effect; here it does.)
    */
   retryIntervalMaxMs?: number;
-  /** Default 'reject'. */
+  /** What to do with claims that have `spec.selector`. */
   selectorPolicy?: SelectorPolicy;
-  /** Default: disabled. */
+  /** Leak inventory (off unless enabled). */
   leakInventory?: LeakInventoryOptions;
   /**
    * Keep a cache of Nodes (one more informer) and pass the selected node's object to provision() as
-   * `selectedNode`. Default false (v13 of the Go library dropped its node lister: provisioners look nodes up).
+   * `selectedNode` (v13 of the Go library dropped its node lister: provisioners look nodes up).
    */
   nodeCache?: boolean;
   /**
    * On stop, how long to wait for in-flight provision()/delete() calls to return after their signal aborted, before
-   * run() resolves anyway (a provisioner that ignores its AbortSignal must not hang shutdown). Default 30 s.
+   * run() resolves anyway (a provisioner that ignores its AbortSignal must not hang shutdown).
    */
   shutdownTimeoutMs?: number;
 }
 
-/** Options with every default applied, as the controller uses them. */
-export interface ResolvedOptions {
-  resyncPeriodMs: number;
-  threadiness: number;
-  exponentialBackoffOnError: boolean;
-  backoffBaseMs: number;
-  backoffMaxMs: number;
-  queueQps: number;
-  queueBurst: number;
-  failedProvisionThreshold: number;
-  failedDeleteThreshold: number;
+/** Options with every default applied, as the controller uses them (derived from the options type). */
+export type ResolvedOptions = Required<Omit<ProvisionControllerOptions, 'volumeSave' | 'leakInventory'>> & {
   volumeSave:
     | { mode: 'retry'; retryCount: number; intervalMs: number }
     | { mode: 'background'; baseDelayMs: number; maxDelayMs: number };
-  leaderElection: LeaderElectionMode;
-  leaderElectionNamespace: string;
-  leaseDurationMs: number;
-  renewDeadlineMs: number;
-  retryPeriodMs: number;
-  provisionTimeoutMs: number;
-  deletionTimeoutMs: number;
-  additionalProvisionerNames: string[];
-  addFinalizer: boolean;
-  volumeNameHook: (claim: PersistentVolumeClaim) => string;
-  retryIntervalMaxMs: number;
-  selectorPolicy: SelectorPolicy;
   leakInventory: Required<LeakInventoryOptions>;
-  shutdownTimeoutMs: number;
-  nodeCache: boolean;
-}
+};
 
-const SECOND = 1000;
-const MINUTE = 60 * SECOND;
-
-/** The defaults of the reference's table (sig-storage-lib-external-provisioner v13). */
+/** The defaults, read from the option table (kept under these names for existing callers). */
 export const DEFAULTS = Object.freeze({
-  resyncPeriodMs: 15 * MINUTE,
-  threadiness: 4,
-  exponentialBackoffOnError: true,
-  backoffBaseMs: 15 * SECOND,
-  backoffMaxMs: 1000 * SECOND,
-  queueQps: 10,
-  queueBurst: 100,
-  failedProvisionThreshold: 15,
-  failedDeleteThreshold: 15,
-  saveRetryCount: 5,
-  saveIntervalMs: 10 * SECOND,
-  backgroundSaveBaseDelayMs: 5,
-  backgroundSaveMaxDelayMs: 1000 * SECOND,
-  leaderElection: 'lease' as LeaderElectionMode,
-  leaseDurationMs: 15 * SECOND,
-  renewDeadlineMs: 10 * SECOND,
-  retryPeriodMs: 2 * SECOND,
-  retryIntervalMaxMs: 5 * MINUTE,
-  selectorPolicy: 'reject' as SelectorPolicy,
-  leakInventoryIntervalMs: 10 * MINUTE,
-  leakInventoryGracePeriodMs: 60 * MINUTE,
-  shutdownTimeoutMs: 30 * SECOND,
+  resyncPeriodMs: optionDefault<number>('resyncPeriodMs'),
+  threadiness: optionDefault<number>('threadiness'),
+  exponentialBackoffOnError: optionDefault<boolean>('exponentialBackoffOnError'),
+  backoffBaseMs: optionDefault<number>('backoffBaseMs'),
+  backoffMaxMs: optionDefault<number>('backoffMaxMs'),
+  queueQps: optionDefault<number>('queueQps'),
+  queueBurst: optionDefault<number>('queueBurst'),
+  failedProvisionThreshold: optionDefault<number>('failedProvisionThreshold'),
+  failedDeleteThreshold: optionDefault<number>('failedDeleteThreshold'),
+  saveRetryCount: optionDefault<number>('volumeSave.retryCount'),
+  saveIntervalMs: optionDefault<number>('volumeSave.intervalMs'),
+  backgroundSaveBaseDelayMs: optionDefault<number>('volumeSave.baseDelayMs'),
+  backgroundSaveMaxDelayMs: optionDefault<number>('volumeSave.maxDelayMs'),
+  leaderElection: optionDefault<LeaderElectionMode>('leaderElection'),
+  leaseDurationMs: optionDefault<number>('leaseDurationMs'),
+  renewDeadlineMs: optionDefault<number>('renewDeadlineMs'),
+  retryPeriodMs: optionDefault<number>('retryPeriodMs'),
+  retryIntervalMaxMs: optionDefault<number>('retryIntervalMaxMs'),
+  selectorPolicy: optionDefault<SelectorPolicy>('selectorPolicy'),
+  leakInventoryIntervalMs: optionDefault<number>('leakInventory.intervalMs'),
+  leakInventoryGracePeriodMs: optionDefault<number>('leakInventory.gracePeriodMs'),
+  shutdownTimeoutMs: optionDefault<number>('shutdownTimeoutMs'),
 });
 
 /** The default PV name: `pvc-<claim uid>`. */
@@ -203,27 +182,33 @@ export function processEnvironment(): OptionsEnvironment {
   return { podNamespace: process.env.POD_NAMESPACE || undefined, serviceAccountNamespace };
 }
 
-function duration(name: string, value: number | undefined, fallback: number, opts: { min?: number } = {}): number {
-  const v = value ?? fallback;
-  const min = opts.min ?? 0;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < min) {
-    throw new ConfigurationError(name, `expected a finite number of milliseconds >= ${min}, got ${String(v)}`);
+/** `value` (or the row's default) checked against the row's kind; ConfigurationError names the option. */
+function checked<T>(key: string, value: T | undefined): T {
+  const row: OptionRow = optionRow(key);
+  const v = (value ?? row.default) as unknown;
+  const k = row.kind;
+  const fail = (expected: string): never => {
+    throw new ConfigurationError(key, `expected ${expected}, got ${String(v)}`);
+  };
+  switch (k.type) {
+    case 'duration':
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < (k.min ?? 0)) fail(`a finite number of milliseconds >= ${k.min ?? 0}`);
+      break;
+    case 'number':
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < k.min) fail(`a finite number of milliseconds >= ${k.min}`);
+      break;
+    case 'integer':
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < k.min) fail(`an integer >= ${k.min}`);
+      break;
+    case 'choice':
+      if (typeof v !== 'string' || !k.values.includes(v)) fail(`one of ${k.values.join(', ')}`);
+      break;
+    case 'boolean':
+    case 'list':
+    case 'string':
+      break;
   }
-  return v;
-}
-
-function integer(name: string, value: number | undefined, fallback: number, min: number): number {
-  const v = value ?? fallback;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min) {
-    throw new ConfigurationError(name, `expected an integer >= ${min}, got ${String(v)}`);
-  }
-  return v;
-}
-
-function oneOf<T extends string>(name: string, value: T | undefined, fallback: T, allowed: readonly T[]): T {
-  const v = value ?? fallback;
-  if (!allowed.includes(v)) throw new ConfigurationError(name, `expected one of ${allowed.join(', ')}, got ${String(v)}`);
-  return v;
+  return v as T;
 }
 
 const PROVISIONER_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?(\/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
@@ -249,8 +234,8 @@ function resolveVolumeSave(save: VolumeSaveOptions | undefined): ResolvedOptions
     }
     return {
       mode: 'retry',
-      retryCount: integer('volumeSave.retryCount', save?.retryCount, DEFAULTS.saveRetryCount, 1),
-      intervalMs: duration('volumeSave.intervalMs', save?.intervalMs, DEFAULTS.saveIntervalMs),
+      retryCount: checked('volumeSave.retryCount', save?.retryCount),
+      intervalMs: checked('volumeSave.intervalMs', save?.intervalMs),
     };
   }
   if (save.mode === 'background') {
@@ -258,8 +243,8 @@ function resolveVolumeSave(save: VolumeSaveOptions | undefined): ResolvedOptions
       // The Go library errors on CreateProvisionedPVLimiter combined with RetryCount/Interval: same here.
       throw new ConfigurationError('volumeSave', "retryCount/intervalMs belong to mode 'retry'");
     }
-    const baseDelayMs = duration('volumeSave.baseDelayMs', save.baseDelayMs, DEFAULTS.backgroundSaveBaseDelayMs, { min: 1 });
-    const maxDelayMs = duration('volumeSave.maxDelayMs', save.maxDelayMs, DEFAULTS.backgroundSaveMaxDelayMs, { min: 1 });
+    const baseDelayMs = checked('volumeSave.baseDelayMs', save.baseDelayMs);
+    const maxDelayMs = checked('volumeSave.maxDelayMs', save.maxDelayMs);
     if (maxDelayMs < baseDelayMs) throw new ConfigurationError('volumeSave.maxDelayMs', 'must be >= baseDelayMs');
     return { mode: 'background', baseDelayMs, maxDelayMs };
   }
@@ -274,10 +259,10 @@ export function resolveOptions(
   partial: ProvisionControllerOptions = {},
   environment: OptionsEnvironment = processEnvironment(),
 ): ResolvedOptions {
-  const leaderElection = oneOf('leaderElection', partial.leaderElection, DEFAULTS.leaderElection, ['lease', 'none', 'per-claim']);
-  const leaseDurationMs = duration('leaseDurationMs', partial.leaseDurationMs, DEFAULTS.leaseDurationMs, { min: 1 });
-  const renewDeadlineMs = duration('renewDeadlineMs', partial.renewDeadlineMs, DEFAULTS.renewDeadlineMs, { min: 1 });
-  const retryPeriodMs = duration('retryPeriodMs', partial.retryPeriodMs, DEFAULTS.retryPeriodMs, { min: 1 });
+  const leaderElection = checked('leaderElection', partial.leaderElection);
+  const leaseDurationMs = checked('leaseDurationMs', partial.leaseDurationMs);
+  const renewDeadlineMs = checked('renewDeadlineMs', partial.renewDeadlineMs);
+  const retryPeriodMs = checked('retryPeriodMs', partial.retryPeriodMs);
   if (leaderElection !== 'none') {
     // client-go's rule: leaseDuration > renewDeadline > 1.2 x retryPeriod (JitterFactor).
     if (!(leaseDurationMs > renewDeadlineMs)) {
@@ -288,15 +273,13 @@ export function resolveOptions(
     }
   }
   const namespace = partial.leaderElectionNamespace ?? environment.podNamespace ?? environment.serviceAccountNamespace ?? 'default';
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace) || namespace.length > 63) {
+  if (!isDnsLabel(namespace)) {
     throw new ConfigurationError('leaderElectionNamespace', `"${namespace}" is not a valid namespace name`);
   }
 
-  const backoffBaseMs = duration('backoffBaseMs', partial.backoffBaseMs, DEFAULTS.backoffBaseMs, { min: 1 });
-  const backoffMaxMs = duration('backoffMaxMs', partial.backoffMaxMs, DEFAULTS.backoffMaxMs, { min: 1 });
+  const backoffBaseMs = checked('backoffBaseMs', partial.backoffBaseMs);
+  const backoffMaxMs = checked('backoffMaxMs', partial.backoffMaxMs);
   if (backoffMaxMs < backoffBaseMs) throw new ConfigurationError('backoffMaxMs', 'must be >= backoffBaseMs');
-  const queueQps = duration('queueQps', partial.queueQps, DEFAULTS.queueQps, { min: Number.MIN_VALUE });
-  const queueBurst = integer('queueBurst', partial.queueBurst, DEFAULTS.queueBurst, 1);
 
   const additionalProvisionerNames = partial.additionalProvisionerNames ?? [];
   if (!Array.isArray(additionalProvisionerNames)) {
@@ -309,41 +292,33 @@ export function resolveOptions(
 
   const leak = partial.leakInventory ?? {};
   const leakInventory: Required<LeakInventoryOptions> = {
-    enabled: leak.enabled ?? false,
-    intervalMs: duration('leakInventory.intervalMs', leak.intervalMs, DEFAULTS.leakInventoryIntervalMs, { min: 1 }),
-    gracePeriodMs: duration('leakInventory.gracePeriodMs', leak.gracePeriodMs, DEFAULTS.leakInventoryGracePeriodMs),
-    deleteLeaked: leak.deleteLeaked ?? false,
+    enabled: checked('leakInventory.enabled', leak.enabled),
+    intervalMs: checked('leakInventory.intervalMs', leak.intervalMs),
+    gracePeriodMs: checked('leakInventory.gracePeriodMs', leak.gracePeriodMs),
+    deleteLeaked: checked('leakInventory.deleteLeaked', leak.deleteLeaked),
   };
   if (leakInventory.deleteLeaked && !leakInventory.enabled) {
     throw new ConfigurationError('leakInventory.deleteLeaked', 'requires leakInventory.enabled');
   }
 
+  // Every top-level row is checked and defaulted the same way; the options with rules of their own follow.
+  const rows: Record<string, unknown> = {};
+  for (const row of CONTROLLER_OPTIONS) {
+    if (!row.key.includes('.')) rows[row.key] = checked(row.key, (partial as Record<string, unknown>)[row.key]);
+  }
   return {
-    resyncPeriodMs: duration('resyncPeriodMs', partial.resyncPeriodMs, DEFAULTS.resyncPeriodMs),
-    threadiness: integer('threadiness', partial.threadiness, DEFAULTS.threadiness, 1),
-    exponentialBackoffOnError: partial.exponentialBackoffOnError ?? DEFAULTS.exponentialBackoffOnError,
+    ...(rows as Omit<ResolvedOptions, 'volumeSave' | 'leakInventory' | 'volumeNameHook'>),
     backoffBaseMs,
     backoffMaxMs,
-    queueQps,
-    queueBurst,
-    failedProvisionThreshold: integer('failedProvisionThreshold', partial.failedProvisionThreshold, DEFAULTS.failedProvisionThreshold, 0),
-    failedDeleteThreshold: integer('failedDeleteThreshold', partial.failedDeleteThreshold, DEFAULTS.failedDeleteThreshold, 0),
     volumeSave: resolveVolumeSave(partial.volumeSave),
     leaderElection,
     leaderElectionNamespace: namespace,
     leaseDurationMs,
     renewDeadlineMs,
     retryPeriodMs,
-    provisionTimeoutMs: duration('provisionTimeoutMs', partial.provisionTimeoutMs, 0),
-    deletionTimeoutMs: duration('deletionTimeoutMs', partial.deletionTimeoutMs, 0),
     additionalProvisionerNames: [...additionalProvisionerNames],
-    addFinalizer: partial.addFinalizer ?? false,
     volumeNameHook,
-    retryIntervalMaxMs: duration('retryIntervalMaxMs', partial.retryIntervalMaxMs, DEFAULTS.retryIntervalMaxMs),
-    selectorPolicy: oneOf('selectorPolicy', partial.selectorPolicy, DEFAULTS.selectorPolicy, ['reject', 'allow']),
     leakInventory,
-    nodeCache: partial.nodeCache ?? false,
-    shutdownTimeoutMs: duration('shutdownTimeoutMs', partial.shutdownTimeoutMs, DEFAULTS.shutdownTimeoutMs),
   };
 }
 

@@ -17,22 +17,26 @@ import { BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter 
 import { nodes, persistentVolumeClaims, persistentVolumes, storageClasses } from '../runtime/resources.ts';
 import { WorkQueue } from '../runtime/workqueue.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
+import { errorMessage } from '../types/errors.ts';
 import { ClaimLock } from './claim-lock.ts';
 import { syncClaim } from './claim-sync.ts';
-import { errorMessage, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+import type { ControllerShared, ControllerTerm } from './controller-state.ts';
 import { claimClassName } from './decide-claim.ts';
 import { boundedEventSink } from './event-bounds.ts';
 import { explainCachedClaim, type ClaimExplanation } from './explain.ts';
 import { wireHandlers } from './informer-handlers.ts';
 import { runLeakInventory, type LeakReport } from './leak-inventory.ts';
 import { createControllerMetrics } from './metrics.ts';
-import { applyResizeNext, resizeHooks } from './resize-loop.ts';
+import { resizeHooks } from './resize-loop.ts';
 import { createResizeMetrics } from './resize-metrics.ts';
 import { createResizeState, decideCachedResize, syncResize, type ResizeState } from './resize-sync.ts';
 import { leaseNameFor, resolveOptions, validateProvisionerName, type ProvisionControllerOptions, type ResolvedOptions } from './options.ts';
 import type { Provisioner } from './provisioner.ts';
 import { syncVolume } from './volume-sync.ts';
 import { VolumeStore, type EventSink } from './volume-store.ts';
+import { applyNext, backoff, type Next } from './next.ts';
+import { ClaimRecords, Records, type VolumeRecord } from './object-records.ts';
+import { OwnWrites } from './own-writes.ts';
 
 /** Dependencies a ProvisionController takes besides its options (all optional). */
 export interface ProvisionControllerDeps {
@@ -63,6 +67,9 @@ export class ProvisionController {
   readonly options: ResolvedOptions;
   readonly registry: Registry;
   private readonly shared: ControllerShared;
+  /** The full client: informers list and watch (the flows only get, create, update, patch and delete). */
+  private readonly client: KubeClient;
+  private readonly volumeStore: VolumeStore;
   private readonly ownRecorder: EventRecorder | undefined;
   private term: ControllerTerm | undefined;
   private elector: LeaderElector | undefined;
@@ -75,6 +82,7 @@ export class ProvisionController {
 
   constructor(client: KubeClient, provisionerName: string, provisioner: Provisioner, config: ProvisionControllerConfig = {}) {
     validateProvisionerName(provisionerName);
+    this.client = client;
     const options = resolveOptions(config);
     this.options = options;
     this.identity = config.identity ?? `${hostname()}_${randomUUID()}`;
@@ -87,7 +95,9 @@ export class ProvisionController {
         new EventRecorder({ client, component: `${provisionerName}_${this.identity}`, host: hostname(), clock, logger });
     // Every event of the claim and volume flows, the volume store and the leak inventory goes through this one sink.
     const events: EventSink = boundedEventSink(config.events ?? (this.ownRecorder as EventRecorder));
-    const shared: ControllerShared = {
+    const savedVolumes = new OwnWrites<PersistentVolume>();
+    this.volumeStore = new VolumeStore({ client, provisioner, events, clock, logger, save: options.volumeSave, savedVolumes });
+    this.shared = {
       client,
       provisionerName,
       provisioner,
@@ -97,32 +107,16 @@ export class ProvisionController {
       metrics: createControllerMetrics(this.registry),
       clock,
       logger,
-      claimFailures: new Map(),
-      volumeFailures: new Map(),
-      inProgress: new Map(),
-      savedVolumes: new Map(),
-      deletedBackends: new Set(),
-      lastDecisionEvent: new Map(),
-      staleClaimVersions: new Map(),
+      claimRecords: new ClaimRecords(),
+      volumeRecords: new Records<VolumeRecord>(),
+      savedVolumes,
+      writtenClaims: new OwnWrites<PersistentVolumeClaim>(),
       claimLock:
         options.leaderElection === 'per-claim'
           ? new ClaimLock({ client, identity: this.identity, leaseDurationMs: options.leaseDurationMs, clock, logger })
           : undefined,
-      volumeStore: undefined as unknown as VolumeStore,
+      volumeStore: this.volumeStore,
     };
-    shared.volumeStore = new VolumeStore({
-      client,
-      provisioner,
-      events,
-      clock,
-      logger,
-      save: options.volumeSave,
-      getClaimByUid: (uid) => this.term?.claims.getByUid(uid),
-      onSaved: (volume) => {
-        if (!this.term?.volumes.get(volume.metadata.name ?? '')) shared.savedVolumes.set(volume.metadata.name ?? '', volume);
-      },
-    });
-    this.shared = shared;
     this.resize = provisioner.expand ? createResizeState(createResizeMetrics(this.registry)) : undefined;
   }
 
@@ -144,7 +138,7 @@ export class ProvisionController {
 
   /** Uids of the claims whose provisioning may still run in the backend. */
   claimsInProgress(): string[] {
-    return [...this.shared.inProgress.keys()];
+    return this.shared.claimRecords.inProgressKeys();
   }
 
   /** Health checks for the runtime's health server: liveness (lease renewals on time) and readiness (caches). */
@@ -193,12 +187,12 @@ export class ProvisionController {
   private async runAll(signal: AbortSignal): Promise<void> {
     const s = this.shared;
     s.logger.info({ component: `${s.provisionerName}_${this.identity}`, mode: this.options.leaderElection }, 'starting provisioner controller');
-    s.volumeStore.run(signal);
+    this.volumeStore.run(signal);
     try {
       if (this.options.leaderElection === 'lease') await this.runElected(signal);
       else await this.runTerm(signal);
     } finally {
-      await s.volumeStore.stopped();
+      await this.volumeStore.stopped();
       await this.ownRecorder?.stop();
       s.metrics.isLeader.set({ provisioner: s.provisionerName }, 0);
       s.logger.info({}, 'provisioner controller stopped');
@@ -210,7 +204,7 @@ export class ProvisionController {
     while (!signal.aborted) {
       let term: Promise<void> | undefined;
       const elector = new LeaderElector({
-        client: s.client,
+        client: this.client,
         namespace: this.options.leaderElectionNamespace,
         name: leaseNameFor(s.provisionerName),
         identity: this.identity,
@@ -244,7 +238,7 @@ export class ProvisionController {
     // Every in-flight request and sleep of every worker listens on the term's signal: not a leak.
     setMaxListeners(0, signal);
     const informer = <T extends PersistentVolumeClaim | PersistentVolume | StorageClass | Node>(resource: typeof persistentVolumes) =>
-      new Informer<T>({ client: s.client, resource, resyncMs: o.resyncPeriodMs, clock: s.clock, logger: s.logger });
+      new Informer<T>({ client: this.client, resource, resyncMs: o.resyncPeriodMs, clock: s.clock, logger: s.logger });
     const claims = informer<PersistentVolumeClaim>(persistentVolumeClaims);
     const volumes = informer<PersistentVolume>(persistentVolumes);
     const classes = informer<StorageClass>(storageClasses);
@@ -252,13 +246,15 @@ export class ProvisionController {
     const informers = [claims, volumes, classes, ...(nodeInformer ? [nodeInformer] : [])];
     claims.addIndex('class', (c) => [claimClassName(c)]);
     claims.addIndex('pvName', (c) => [o.volumeNameHook(c)]);
+    const claimQueue = this.makeQueue('claims');
+    const volumeQueue = this.makeQueue('volumes');
     const t: ControllerTerm = {
       claims: claims.store,
       volumes: volumes.store,
       classes: classes.store,
       nodes: nodeInformer?.store,
-      claimQueue: this.makeQueue('claims'),
-      volumeQueue: this.makeQueue('volumes'),
+      claimQueue,
+      volumeQueue,
       signal,
     };
     const resizeQueue = this.resize ? this.makeQueue('resizes') : undefined;
@@ -272,9 +268,9 @@ export class ProvisionController {
       await Promise.all(informers.map((inf) => inf.synced));
       this.synced = true;
       for (let i = 0; i < o.threadiness; i++) {
-        workers.push(this.worker(t.claimQueue, (key) => syncClaim(s, t, key)));
-        workers.push(this.worker(t.volumeQueue, (key) => syncVolume(s, t, key)));
-        if (resizeQueue) workers.push(this.worker(resizeQueue, async (key) => applyResizeNext(resizeQueue, key, await syncResize(s, t, this.resize!, key))));
+        workers.push(this.worker(claimQueue, (key) => syncClaim(s, t, key)));
+        workers.push(this.worker(volumeQueue, (key) => syncVolume(s, t, key)));
+        if (resizeQueue) workers.push(this.worker(resizeQueue, (key) => syncResize(s, t, this.resize!, key)));
       }
       s.logger.info({ threadiness: o.threadiness }, 'started provisioner controller');
       leakTimer = this.scheduleLeakInventory(t);
@@ -286,8 +282,8 @@ export class ProvisionController {
       if (!signal.aborted) s.logger.error({ err: errorMessage(err) }, 'controller term failed');
     } finally {
       leakTimer?.cancel();
-      t.claimQueue.shutdown();
-      t.volumeQueue.shutdown();
+      claimQueue.shutdown();
+      volumeQueue.shutdown();
       resizeQueue?.shutdown();
       await this.drain(workers);
       await Promise.all(informers.map((inf) => inf.stop()));
@@ -325,15 +321,17 @@ export class ProvisionController {
     }
   }
 
-  private async worker(queue: WorkQueue<string>, sync: (key: string) => Promise<void>): Promise<void> {
+  /** Takes keys, runs the sync and applies the Next it returns: the only code that retries or forgets a key. */
+  private async worker(queue: WorkQueue<string>, sync: (key: string) => Promise<Next>): Promise<void> {
     for (;;) {
       const item = await queue.get();
       if (item.shutdown) return;
       try {
-        await sync(item.key);
+        applyNext(queue, item.key, await sync(item.key));
       } catch (err) {
+        // The error policy of an unexpected throw: retry with backoff.
         this.shared.logger.error({ key: item.key, queue: queue.name, err: errorMessage(err) }, 'sync failed');
-        queue.addRateLimited(item.key);
+        applyNext(queue, item.key, backoff);
       } finally {
         queue.done(item.key);
       }

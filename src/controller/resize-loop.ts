@@ -1,10 +1,10 @@
-// The resize flow's plumbing: which informer events put a claim uid on the resize queue, and how a sync's
-// ResizeNext becomes a queue operation (the worker's side, so syncResize itself never touches the queue).
+// The resize flow's plumbing: which informer events put a claim uid on the resize queue (syncResize returns a
+// Next that the controller's worker applies, like the claim and volume flows).
 import type { WorkQueue } from '../runtime/workqueue.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import type { ControllerTerm } from './controller-state.ts';
 import { mayNeedResize } from './decide-resize.ts';
-import { forgetResize, type ResizeNext, type ResizeState } from './resize-sync.ts';
+import { forgetResize, type ResizeState } from './resize-sync.ts';
 
 /** What the informer handlers tell the resize flow. */
 export interface ResizeHooks {
@@ -32,21 +32,4 @@ export function resizeHooks(t: ControllerTerm, queue: WorkQueue<string>, state: 
       for (const c of t.claims.byIndex('class', name)) consider(c);
     },
   };
-}
-
-/** Applies a sync's outcome to the queue. */
-export function applyResizeNext(queue: WorkQueue<string>, key: string, next: ResizeNext): void {
-  switch (next.kind) {
-    case 'done':
-    case 'giveUp':
-      queue.forget(key);
-      return;
-    case 'after':
-      queue.forget(key);
-      queue.addAfter(key, next.ms);
-      return;
-    case 'backoff':
-      queue.addRateLimited(key);
-      return;
-  }
 }

@@ -2,21 +2,21 @@
 // cached claim, PV and class, then mark the claim (allocatedResources, ControllerResizeInProgress, Resizing),
 // call expand(), write the PV's capacity, then the claim's (or FileSystemResizePending when the node must finish),
 // with the Resizing / VolumeResizeSuccessful / VolumeResizeFailed events and the resize metrics. It returns what
-// should happen next as a value (ResizeNext); it never touches a queue. A successful expand() whose PV write failed
+// should happen next as a Next value (the worker applies it); it never touches a queue. A successful expand() whose
+// PV write failed
 // is remembered, so the retry writes the PV without expanding again.
 import { persistentVolumeClaims, persistentVolumes } from '../runtime/resources.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { isQuantity, parseQuantity } from '../types/quantity.ts';
 import type { LockAttempt } from './claim-lock.ts';
-import { claimObject, errorMessage, timeoutSignal, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+import { errorMessage } from '../types/errors.ts';
 import { claimClassName, claimKey } from './decide-claim.ts';
 import { CONDITION_FS_RESIZE_PENDING, CONDITION_RESIZING, decideResize, RESIZE_STATUS, resizeStatusOf, type ResizeDecision } from './decide-resize.ts';
-import { recordFailure, thresholdReached, type FailureRecord } from './failures.ts';
+import { recordFailure, type FailureRecord } from './failures.ts';
+import { after, backoff, done, failurePolicy, giveUp, type Next } from './next.ts';
 import { IgnoredError, InfeasibleError, type ExpandResult } from './provisioner.ts';
 import type { ResizeMetrics } from './resize-metrics.ts';
-
-/** What the worker should do with the claim's key after a sync. */
-export type ResizeNext = { kind: 'done' } | { kind: 'after'; ms: number } | { kind: 'backoff' } | { kind: 'giveUp' };
 
 /** Resize state that outlives a leadership term, by claim uid. */
 export interface ResizeState {
@@ -53,21 +53,21 @@ export function decideCachedResize(s: ControllerShared, t: ControllerTerm, r: Re
 }
 
 /** Processes one claim uid on the resize path. */
-export async function syncResize(s: ControllerShared, t: ControllerTerm, r: ResizeState, uid: string): Promise<ResizeNext> {
+export async function syncResize(s: ControllerShared, t: ControllerTerm, r: ResizeState, uid: string): Promise<Next> {
   const claim = t.claims.getByUid(uid);
   if (!claim) {
     forgetResize(r, uid);
-    return { kind: 'done' };
+    return done;
   }
   const d = decideCachedResize(s, t, r, claim);
   s.logger.debug({ pvc: claimKey(claim), action: d.action, code: d.code, reason: d.reason }, 'resize decision');
   const volume = t.volumes.get(claim.spec.volumeName ?? '');
   switch (d.action) {
     case 'none':
-      return { kind: 'done' };
+      return done;
     case 'wait':
-      if (d.code === 'InfeasibleBackoff' && d.retryAfterMs !== undefined) return { kind: 'after', ms: d.retryAfterMs };
-      return d.code === 'GivenUp' ? { kind: 'giveUp' } : { kind: 'done' };
+      if (d.code === 'InfeasibleBackoff' && d.retryAfterMs !== undefined) return after(d.retryAfterMs);
+      return d.code === 'GivenUp' ? giveUp : done;
     case 'finish': {
       const memo = r.expanded.get(uid);
       const result = memo && memo.pvName === volume?.metadata.name ? memo.result : { capacity: d.targetSize ?? '' };
@@ -83,15 +83,15 @@ export async function syncResize(s: ControllerShared, t: ControllerTerm, r: Resi
  * take). The lock write is optimistic on the cached PV, so a replica whose cache still shows
  * the old capacity cannot take it after another finished.
  */
-async function expandWithLock(s: ControllerShared, t: ControllerTerm, r: ResizeState, claim: PersistentVolumeClaim, volume: PersistentVolume, d: ResizeDecision): Promise<ResizeNext> {
+async function expandWithLock(s: ControllerShared, t: ControllerTerm, r: ResizeState, claim: PersistentVolumeClaim, volume: PersistentVolume, d: ResizeDecision): Promise<Next> {
   let got: LockAttempt;
   try {
     got = await s.claimLock!.acquireVolume(volume, t.signal);
   } catch (err) {
     return apiFailure(s, r, claim, err, 'could not take the volume lock for the resize');
   }
-  if (!got.acquired) return { kind: 'after', ms: got.retryAfterMs > 0 ? got.retryAfterMs + s.options.retryPeriodMs : s.options.retryPeriodMs };
-  let next: ResizeNext = { kind: 'backoff' };
+  if (!got.acquired) return after(got.retryAfterMs > 0 ? got.retryAfterMs + s.options.retryPeriodMs : s.options.retryPeriodMs);
+  let next: Next = backoff;
   try {
     next = await expandClaim(s, t, r, claim, volume, d);
     return next;
@@ -102,7 +102,7 @@ async function expandWithLock(s: ControllerShared, t: ControllerTerm, r: ResizeS
   }
 }
 
-async function expandClaim(s: ControllerShared, t: ControllerTerm, r: ResizeState, claim: PersistentVolumeClaim, volume: PersistentVolume, d: ResizeDecision): Promise<ResizeNext> {
+async function expandClaim(s: ControllerShared, t: ControllerTerm, r: ResizeState, claim: PersistentVolumeClaim, volume: PersistentVolume, d: ResizeDecision): Promise<Next> {
   const uid = claim.metadata.uid ?? '';
   const target = d.targetSize ?? '';
   const pvName = volume.metadata.name ?? '';
@@ -174,7 +174,7 @@ async function finishClaim(
   volume: PersistentVolume,
   result: ExpandResult,
   started: number | undefined,
-): Promise<ResizeNext> {
+): Promise<Next> {
   const uid = claim.metadata.uid ?? '';
   const others = (claim.status?.conditions ?? []).filter((c) => c.type !== CONDITION_RESIZING && c.type !== CONDITION_FS_RESIZE_PENDING);
   const pvName = volume.metadata.name ?? '';
@@ -211,7 +211,7 @@ async function finishClaim(
   r.expanded.delete(uid);
   r.failures.delete(uid);
   s.logger.info({ pvc: claimKey(claim), pv: pvName, capacity: result.capacity, nodeExpansionRequired: result.nodeExpansionRequired ?? false }, 'resize finished');
-  return { kind: 'done' };
+  return done;
 }
 
 async function expandFailed(
@@ -222,16 +222,16 @@ async function expandFailed(
   d: ResizeDecision,
   err: unknown,
   log: ControllerShared['logger'],
-): Promise<ResizeNext> {
+): Promise<Next> {
   const uid = claim.metadata.uid ?? '';
   if (t.signal.aborted) {
     // Shutdown or lost leadership: not a failure. Whoever works next calls expand() again with the same size.
     log.info({ err: errorMessage(err) }, 'resize interrupted by shutdown');
-    return { kind: 'done' };
+    return done;
   }
   if (err instanceof IgnoredError) {
     log.debug({ reason: err.reason }, 'resize ignored');
-    return { kind: 'done' };
+    return done;
   }
   const message = errorMessage(err);
   const infeasible = err instanceof InfeasibleError;
@@ -243,14 +243,15 @@ async function expandFailed(
   const pvName = claim.spec.volumeName ?? '';
   s.events.event(claimObject(claim), 'Warning', 'VolumeResizeFailed', `resize volume "${pvName}" by resizer "${s.provisionerName}" failed: ${message}`);
   const threshold = s.options.failedProvisionThreshold;
-  const givenUp = !infeasible && thresholdReached(record, threshold);
+  const next = failurePolicy(record, threshold, infeasible ? 'infeasible' : 'final', s.options.retryIntervalMaxMs);
+  const givenUp = next.kind === 'giveUp';
   if (infeasible || givenUp) {
     // A final answer: ControllerResizeInfeasible lets the user lower the request again (RecoverVolumeExpansionFailure).
     await markInfeasible(s, t, claim).catch((e: unknown) => log.warn({ err: errorMessage(e) }, 'could not mark the resize infeasible'));
   }
   if (infeasible) {
     log.warn({ err: message }, 'resize infeasible; retrying slowly');
-    return { kind: 'after', ms: s.options.retryIntervalMaxMs };
+    return next;
   }
   if (givenUp) {
     log.error({ failures: record.failures, threshold, err: message }, 'giving up resizing because failures >= threshold');
@@ -261,10 +262,10 @@ async function expandFailed(
       `Giving up resizing after ${record.failures} failed attempts (failedProvisionThreshold ${threshold}); last error: ${message}. Change the request or the StorageClass to retry.`,
     );
     r.metrics.resizeGivenUpTotal.inc(labels);
-    return { kind: 'giveUp' };
+    return next;
   }
   log.info({ failures: record.failures, err: message }, 'resize failed; retrying');
-  return { kind: 'backoff' };
+  return next;
 }
 
 async function markInfeasible(s: ControllerShared, t: ControllerTerm, claim: PersistentVolumeClaim): Promise<void> {
@@ -272,10 +273,10 @@ async function markInfeasible(s: ControllerShared, t: ControllerTerm, claim: Per
   await patchClaimStatus(s, t, claim, { allocatedResourceStatuses: { storage: RESIZE_STATUS.controllerInfeasible }, conditions });
 }
 
-function apiFailure(s: ControllerShared, r: ResizeState, claim: PersistentVolumeClaim, err: unknown, what: string): ResizeNext {
+function apiFailure(s: ControllerShared, r: ResizeState, claim: PersistentVolumeClaim, err: unknown, what: string): Next {
   r.metrics.resizeFailedTotal.inc({ class: claimClassName(claim), reason: 'api' });
   s.logger.warn({ pvc: claimKey(claim), err: errorMessage(err) }, what);
-  return { kind: 'backoff' };
+  return backoff;
 }
 
 /** A merge patch of the claim's status, conditional on the version we decided on (a conflict retries with backoff). */

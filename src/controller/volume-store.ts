@@ -1,27 +1,27 @@
-// Saving the PV that provision() returned (provisioner-contract.md §3.8), in one of two modes:
+// Saving the PV that provision() returned, in one of two modes:
 // - 'retry' (the Go backoffStore): N create attempts, then delete the backend volume so nothing leaks, with
 //   ProvisioningCleanupFailed when even that fails; the claim is retried;
 // - 'background' (the Go queueStore): one inline attempt, then a queue retries forever; the backend volume is never
 //   deleted, so nothing leaks either.
 // Unlike the Go library, AlreadyExists counts as saved only when the existing PV is bound to this claim's uid
-// (issue #55); a PV of another claim under our name is a conflict, and then we never delete the backend volume,
+// (the Go library's issue #55 in kubernetes-sigs/sig-storage-lib-external-provisioner); a PV of another claim under our name is a conflict, and then we never delete the backend volume,
 // because an idempotent provisioner may have handed us that other claim's volume.
 import type { Clock } from '../runtime/clock.ts';
-import type { KubeClient } from '../runtime/client.ts';
+import type { ObjectClient } from '../runtime/client.ts';
 import { AlreadyExistsError } from '../runtime/errors.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { ItemExponentialFailureRateLimiter } from '../runtime/rate-limiters.ts';
 import { persistentVolumes } from '../runtime/resources.ts';
 import { WorkQueue } from '../runtime/workqueue.ts';
-import type { KubeObject, PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
+import type { EventSink } from '../types/events.ts';
+import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { claimKey } from './decide-claim.ts';
 import type { ResolvedOptions } from './options.ts';
+import type { OwnWrites } from './own-writes.ts';
 import { IgnoredError, type Provisioner } from './provisioner.ts';
 
 /** Where the controller's events go (the runtime EventRecorder fits). */
-export interface EventSink {
-  event(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): void;
-}
+export type { EventSink };
 
 /** Thrown (as SaveOutcome.error) when our PV name is taken by a PV of another claim. */
 export class VolumeConflictError extends Error {
@@ -32,24 +32,22 @@ export class VolumeConflictError extends Error {
 }
 
 export type SaveOutcome =
-  /** The PV exists now (created, or already there for this claim). */
-  | { kind: 'saved' }
+  /** The PV exists now (created, or already there for this claim): the API server's copy. */
+  | { kind: 'saved'; volume: PersistentVolume }
   /** Background mode: the PV will be created by the background queue. */
   | { kind: 'queued' }
   /** Not saved. `cleanedUp`: the backend volume was deleted again. */
   | { kind: 'failed'; error: Error; cleanedUp: boolean };
 
 export interface VolumeStoreDeps {
-  client: KubeClient;
+  client: ObjectClient;
   provisioner: Provisioner;
   events: EventSink;
   clock: Clock;
   logger: Logger;
   save: ResolvedOptions['volumeSave'];
-  /** Finds the live claim for the background success event. */
-  getClaimByUid(uid: string): PersistentVolumeClaim | undefined;
-  /** Told about every PV that is known to exist now (feeds the controller's "just saved" overlay). */
-  onSaved(volume: PersistentVolume): void;
+  /** Where PVs saved by the background queue are recorded until the volume informer delivers them. */
+  savedVolumes: OwnWrites<PersistentVolume>;
 }
 
 interface Unsaved {
@@ -112,7 +110,7 @@ export class VolumeStore {
     const log = this.deps.logger.child({ pvc: claimKey(claim), pv: volume.metadata.name });
     if (save.mode === 'background') {
       const first = await this.create(claim, volume, signal).catch((err: unknown) => err as Error);
-      if (first === undefined) return { kind: 'saved' };
+      if (!(first instanceof Error)) return { kind: 'saved', volume: first };
       if (first instanceof VolumeConflictError) return this.conflict(claim, first);
       log.info({ err: first.message }, 'saving PV failed; retrying in the background');
       this.unsaved.set(volume.metadata.name ?? '', { volume, claim });
@@ -123,8 +121,7 @@ export class VolumeStore {
     let lastError: Error = new Error('no attempt made');
     for (let attempt = 1; attempt <= save.retryCount; attempt++) {
       try {
-        await this.create(claim, volume, signal);
-        return { kind: 'saved' };
+        return { kind: 'saved', volume: await this.create(claim, volume, signal) };
       } catch (err) {
         if (err instanceof VolumeConflictError) return this.conflict(claim, err);
         lastError = err as Error;
@@ -170,24 +167,23 @@ export class VolumeStore {
     return { kind: 'failed', error: err, cleanedUp: false };
   }
 
-  /** One create. Resolves when the PV exists for this claim; throws VolumeConflictError or the API error. */
-  private async create(claim: PersistentVolumeClaim, volume: PersistentVolume, signal: AbortSignal): Promise<undefined> {
+  /** One create. Resolves to the PV once it exists for this claim; throws VolumeConflictError or the API error. */
+  private async create(claim: PersistentVolumeClaim, volume: PersistentVolume, signal: AbortSignal): Promise<PersistentVolume> {
     const name = volume.metadata.name ?? '';
+    let created: PersistentVolume;
     try {
-      await this.deps.client.create(persistentVolumes, volume, { signal });
+      created = await this.deps.client.create(persistentVolumes, volume, { signal });
     } catch (err) {
       if (!(err instanceof AlreadyExistsError)) throw err;
       const existing = await this.deps.client.get<PersistentVolume>(persistentVolumes, name, { signal });
       const ownerUid = existing.spec.claimRef?.uid;
       if (ownerUid !== claim.metadata.uid) throw new VolumeConflictError(name, ownerUid);
       this.deps.logger.debug({ pv: name }, 'PV already exists for this claim, reusing it');
-      this.deps.onSaved(existing);
       this.succeeded(claim, name);
-      return undefined;
+      return existing;
     }
-    this.deps.onSaved(volume);
     this.succeeded(claim, name);
-    return undefined;
+    return created;
   }
 
   private succeeded(claim: PersistentVolumeClaim, name: string): void {
@@ -197,9 +193,9 @@ export class VolumeStore {
   private async retryUnsaved(name: string, signal: AbortSignal): Promise<void> {
     const entry = this.unsaved.get(name);
     if (!entry || !this.queue) return;
-    const claim = this.deps.getClaimByUid(entry.claim.metadata.uid ?? '') ?? entry.claim;
+    const claim = entry.claim;
     try {
-      await this.create(claim, entry.volume, signal);
+      this.deps.savedVolumes.record(name, await this.create(claim, entry.volume, signal));
       this.unsaved.delete(name);
       this.queue.forget(name);
     } catch (err) {

@@ -1,66 +1,59 @@
 // The volume flow's effects: decideVolume on the cached PV, then the finalizer patch, provisioner.delete() (once
 // per PV uid), the PV deletion with a uid precondition (never deletes a same-named successor; other conflicts are
 // retried), our finalizer's removal, the per-claim-mode volume lock around delete(), VolumeFailedDelete events,
-// delete metrics and the failure threshold.
+// delete metrics and the failure policy. Returns what should happen next; the worker applies it to the queue.
 import { ConflictError, NotFoundError } from '../runtime/errors.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { persistentVolumes } from '../runtime/resources.ts';
 import { FINALIZER_EXTERNAL_PROVISIONER } from '../types/annotations.ts';
 import type { PersistentVolume } from '../types/k8s.ts';
+import { errorMessage } from '../types/errors.ts';
+import { decideCachedVolume } from './cached-decisions.ts';
 import type { ClaimLockHandle } from './claim-lock.ts';
-import { errorMessage, timeoutSignal, volumeObject, type ControllerShared, type ControllerTerm } from './controller-state.ts';
-import { decideVolume, hasOurFinalizer, type VolumeDecision } from './decide-volume.ts';
-import { recordFailure, thresholdReached } from './failures.ts';
+import { timeoutSignal, volumeObject, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+import { hasOurFinalizer, type VolumeDecision } from './decide-volume.ts';
+import { recordFailure } from './failures.ts';
+import { after, backoff, done, failurePolicy, type Next } from './next.ts';
 import { IgnoredError } from './provisioner.ts';
 
-/** The decision for one PV from the term's caches. */
-export function decideCachedVolume(s: ControllerShared, t: ControllerTerm, volume: PersistentVolume): VolumeDecision {
-  return decideVolume({
-    volume,
-    provisionerName: s.provisionerName,
-    options: s.options,
-    provisioner: s.provisioner,
-    getClaim: (namespace, name) => t.claims.get(namespace, name),
-    failures: s.volumeFailures.get(volume.metadata.name ?? ''),
-    backendDeleted: s.deletedBackends.has(volume.metadata.uid ?? ''),
-  });
+/** One attempt to delete one PV: everything the effects need, in one value. */
+interface VolumeAttempt {
+  s: ControllerShared;
+  t: ControllerTerm;
+  volume: PersistentVolume;
+  decision: VolumeDecision;
+  log: Logger;
+  labels: { class: string };
 }
 
-/** Processes one PV key (name). Handles requeueing itself. */
-export async function syncVolume(s: ControllerShared, t: ControllerTerm, name: string): Promise<void> {
+/** Processes one PV key (name) and says what should happen next. */
+export async function syncVolume(s: ControllerShared, t: ControllerTerm, name: string): Promise<Next> {
   const volume = t.volumes.get(name);
   if (!volume) {
-    t.volumeQueue.forget(name);
-    s.volumeFailures.delete(name);
-    return;
+    s.volumeRecords.set(name, 'failures', undefined);
+    return done;
   }
-  const d = decideCachedVolume(s, t, volume);
+  const decision = decideCachedVolume(s, t, volume);
   const log = s.logger.child({ pv: name, storageClass: volume.spec.storageClassName });
-  log.debug({ action: d.action, code: d.code, reason: d.reason, finalizer: d.finalizer }, 'volume decision');
-  if (d.finalizer) {
+  log.debug({ action: decision.action, code: decision.code, reason: decision.reason, finalizer: decision.finalizer }, 'volume decision');
+  if (decision.finalizer) {
     try {
-      await patchFinalizer(s, volume, d.finalizer, t.signal);
+      await patchFinalizer(s, volume, decision.finalizer, t.signal);
     } catch (err) {
-      if (err instanceof NotFoundError) {
-        t.volumeQueue.forget(name);
-        return;
-      }
-      log.warn({ err: errorMessage(err), finalizer: d.finalizer }, 'could not change the PV finalizer');
-      t.volumeQueue.addRateLimited(name);
-      return;
+      if (err instanceof NotFoundError) return done;
+      log.warn({ err: errorMessage(err), finalizer: decision.finalizer }, 'could not change the PV finalizer');
+      return backoff;
     }
   }
-  switch (d.action) {
+  const a: VolumeAttempt = { s, t, volume, decision, log, labels: { class: volume.spec.storageClassName ?? '' } };
+  switch (decision.action) {
     case 'ignore':
     case 'give-up':
-      t.volumeQueue.forget(name);
-      return;
+      return done;
     case 'delete':
-      await deleteVolume(s, t, volume, d, log);
-      return;
+      return deleteVolume(a);
     case 'finish-delete':
-      await finishDelete(s, t, volume, log, undefined);
-      return;
+      return finishDelete(a, undefined);
   }
 }
 
@@ -80,9 +73,8 @@ async function patchFinalizer(s: ControllerShared, volume: PersistentVolume, cha
   await s.client.patch(persistentVolumes, volume.metadata.name ?? '', ops, { type: 'json', signal });
 }
 
-async function deleteVolume(s: ControllerShared, t: ControllerTerm, volume: PersistentVolume, d: VolumeDecision, log: Logger): Promise<void> {
-  const name = volume.metadata.name ?? '';
-  const labels = { class: volume.spec.storageClassName ?? '' };
+async function deleteVolume(a: VolumeAttempt): Promise<Next> {
+  const { s, t, volume, log } = a;
   const started = s.clock.now();
   // Per-claim mode: every replica syncs this PV; only the one holding its lock calls delete(), the others requeue.
   let lock: ClaimLockHandle | undefined;
@@ -90,9 +82,7 @@ async function deleteVolume(s: ControllerShared, t: ControllerTerm, volume: Pers
     const got = await s.claimLock.acquireVolume(volume, t.signal);
     if (!got.acquired) {
       log.debug({ holder: got.holder, retryAfterMs: got.retryAfterMs }, 'volume lock held elsewhere; not deleting');
-      if (got.retryAfterMs > 0) t.volumeQueue.addAfter(name, got.retryAfterMs);
-      else t.volumeQueue.addRateLimited(name);
-      return;
+      return got.retryAfterMs > 0 ? after(got.retryAfterMs) : backoff;
     }
     lock = got.handle;
   }
@@ -105,44 +95,48 @@ async function deleteVolume(s: ControllerShared, t: ControllerTerm, volume: Pers
   } catch (err) {
     if (err instanceof IgnoredError) {
       log.debug({ reason: err.reason }, 'volume deletion ignored');
-      t.volumeQueue.forget(name);
-      return;
+      return done;
     }
-    const message = errorMessage(err);
-    s.events.event(volumeObject(volume), 'Warning', 'VolumeFailedDelete', message);
-    s.metrics.deleteFailedTotal.inc(labels);
-    const record = recordFailure(s.volumeFailures.get(name), d.fingerprint ?? '', message);
-    s.volumeFailures.set(name, record);
-    const threshold = s.options.failedDeleteThreshold;
-    if (thresholdReached(record, threshold)) {
-      log.error({ failures: record.failures, threshold, err: message }, 'giving up deleting volume because failures >= threshold');
-      s.events.event(
-        volumeObject(volume),
-        'Warning',
-        'VolumeDeleteGivenUp',
-        `Giving up deleting the volume after ${record.failures} failed attempts (failedDeleteThreshold ${threshold}); last error: ${message}. Change the volume to retry.`,
-      );
-      s.metrics.deleteGivenUpTotal.inc(labels);
-      t.volumeQueue.forget(name);
-      return;
-    }
-    log.info({ failures: record.failures, threshold, err: message }, 'retrying syncing volume');
-    t.volumeQueue.addRateLimited(name);
-    return;
+    return deleteFailed(a, errorMessage(err));
   } finally {
     timeout.dispose();
     // After a success the PV goes away with its lock; after a failure any replica may retry.
     await lock?.end(!deleted);
   }
-  s.deletedBackends.add(volume.metadata.uid ?? '');
+  s.volumeRecords.set(volume.metadata.name ?? '', 'backendDeletedUid', volume.metadata.uid ?? '');
   log.debug({}, 'backend volume deleted');
-  await finishDelete(s, t, volume, log, started);
+  return finishDelete(a, started);
+}
+
+/** A failed delete(): the event, the metric, the failure record and the failure policy. */
+function deleteFailed(a: VolumeAttempt, message: string): Next {
+  const { s, volume, log } = a;
+  const name = volume.metadata.name ?? '';
+  s.events.event(volumeObject(volume), 'Warning', 'VolumeFailedDelete', message);
+  s.metrics.deleteFailedTotal.inc(a.labels);
+  const record = recordFailure(s.volumeRecords.get(name)?.failures, a.decision.fingerprint ?? '', message);
+  s.volumeRecords.set(name, 'failures', record);
+  const threshold = s.options.failedDeleteThreshold;
+  const next = failurePolicy(record, threshold, 'final');
+  if (next.kind === 'giveUp') {
+    log.error({ failures: record.failures, threshold, err: message }, 'giving up deleting volume because failures >= threshold');
+    s.events.event(
+      volumeObject(volume),
+      'Warning',
+      'VolumeDeleteGivenUp',
+      `Giving up deleting the volume after ${record.failures} failed attempts (failedDeleteThreshold ${threshold}); last error: ${message}. Change the volume to retry.`,
+    );
+    s.metrics.deleteGivenUpTotal.inc(a.labels);
+  } else {
+    log.info({ failures: record.failures, threshold, err: message }, 'retrying syncing volume');
+  }
+  return next;
 }
 
 /** Deletes the PV object (uid precondition) and drops our finalizer. `started` set: record the duration too. */
-async function finishDelete(s: ControllerShared, t: ControllerTerm, volume: PersistentVolume, log: Logger, started: number | undefined): Promise<void> {
+async function finishDelete(a: VolumeAttempt, started: number | undefined): Promise<Next> {
+  const { s, t, volume, log, labels } = a;
   const name = volume.metadata.name ?? '';
-  const labels = { class: volume.spec.storageClassName ?? '' };
   try {
     if (volume.metadata.deletionTimestamp === undefined) {
       try {
@@ -163,14 +157,13 @@ async function finishDelete(s: ControllerShared, t: ControllerTerm, volume: Pers
   } catch (err) {
     log.warn({ err: errorMessage(err) }, 'deleting the PV object failed; the backend volume is already gone');
     s.metrics.deleteFailedTotal.inc(labels);
-    t.volumeQueue.addRateLimited(name);
-    return;
+    return backoff;
   }
   s.metrics.deleteTotal.inc(labels);
   if (started !== undefined) s.metrics.deleteDuration.observe(labels, (s.clock.now() - started) / 1000);
-  s.volumeFailures.delete(name);
-  t.volumeQueue.forget(name);
+  s.volumeRecords.set(name, 'failures', undefined);
   log.info({}, 'volume deleted');
+  return done;
 }
 
 /** After a 409 on the PV delete: whether the PV we meant is gone, replaced by a same-named one, or terminating. */

@@ -1,5 +1,6 @@
-// StorageClass `parameters` of the hostpath provisioner: parsed strictly into typed values. Names follow
-// local-path (nodePath, pathPattern, nodeAffinityKey, volumeType) and nfs-subdir (onDelete,
+// StorageClass `parameters` of the hostpath provisioner: one row per parameter (name, field, default, parser,
+// documentation), parsed strictly into typed values; docs/configuration.md's table is checked against the rows.
+// Names follow local-path (nodePath, pathPattern, nodeAffinityKey, volumeType) and nfs-subdir (onDelete,
 // archiveOnDelete) so existing classes carry over; an unknown or invalid parameter is an error (the
 // provisioner reports it as InfeasibleError with this message), never silently ignored.
 import { compilePathPattern, PathTemplateError, type CompiledPathPattern } from './path-template.ts';
@@ -36,7 +37,139 @@ export class StorageClassParameterError extends Error {
 
 export const DEFAULT_VOLUME_MODE_BITS = 0o777;
 const MAX_ID = 4294967294; // (uid_t)-1 means "unchanged" to chown, so it is not a valid id
-const KNOWN = ['nodePath', 'pathPattern', 'onDelete', 'archiveOnDelete', 'mode', 'uid', 'gid', 'volumeType', 'nodeAffinityKey'];
+
+/** One StorageClass parameter: its name, the field it sets, its default, its parser and its documentation. */
+export interface ParameterRow {
+  name: string;
+  /** The docs table's Default column. */
+  docDefault: string;
+  /** The docs table's Meaning column. */
+  doc: string;
+  /** Sets the default (when the parameter has one) on a fresh ClassParameters. */
+  applyDefault(out: ClassParameters): void;
+  /** Parses the given value into `out`; throws StorageClassParameterError. */
+  apply(out: ClassParameters, value: string): void;
+}
+
+/** A row for a parameter that sets `field` (defaults and parsers are type-checked against ClassParameters). */
+function parameter<K extends keyof ClassParameters>(row: {
+  name: string;
+  field: K;
+  default?: ClassParameters[K];
+  docDefault: string;
+  doc: string;
+  parse(value: string): ClassParameters[K];
+}): ParameterRow {
+  return {
+    name: row.name,
+    docDefault: row.docDefault,
+    doc: row.doc,
+    applyDefault: (out) => {
+      if (row.default !== undefined) out[row.field] = row.default;
+    },
+    apply: (out, value) => {
+      out[row.field] = row.parse(value);
+    },
+  };
+}
+
+/** Every parameter, in the order they are applied (onDelete after archiveOnDelete: nfs-subdir's onDelete wins). */
+export const CLASS_PARAMETERS: readonly ParameterRow[] = [
+  parameter({
+    name: 'nodePath',
+    field: 'nodePath',
+    docDefault: 'any configured path: the one with the most free space (unlimited first), then the least allocated, then configuration order',
+    doc: 'use only this base path; it must be configured for the node (or be the shared path)',
+    parse: (v) => {
+      try {
+        checkBasePath(v);
+      } catch (e) {
+        if (e instanceof UnsafePathError) throw new StorageClassParameterError('nodePath', `${JSON.stringify(v)} must be an absolute, normalised path other than /`, { cause: e });
+        throw e;
+      }
+      return v;
+    },
+  }),
+  parameter({
+    name: 'pathPattern',
+    field: 'pathPattern',
+    docDefault: "`<pv>_<namespace>_<claim>` (local-path's)",
+    doc: "the directory below the base path. Variables: nfs-subdir's `${.PVC.namespace}`, `${.PVC.name}`, `${.PVC.labels.KEY}`, `${.PVC.annotations.KEY}`, `${.PV.name}`, or local-path's `{{ .PVC.Namespace }}`, `{{ .PVC.Name }}`, `{{ .PVC.Labels.KEY }}`, `{{ .PVC.Annotations.KEY }}`, `{{ .PV.Name }}`, `{{ .PVName }}`, `{{ index .PVC.Labels \"KEY\" }}`. `/` makes subdirectories. The PV name is optional: without it a claim gets a stable directory (see \"Stable names, delete identity, adopted volumes\" below). A missing or empty value is an error (never `<no value>` or an empty segment). The result is checked: no absolute path, no `..`, `.` or empty segment, no control characters, segments ≤ 255 bytes, not a base path, not inside or above another live volume, no symlinked parent. There is no `allowUnsafePathPattern`.",
+    parse: (v) => {
+      if (v.length > 1024) throw new StorageClassParameterError('pathPattern', 'is longer than 1024 characters');
+      let pattern: CompiledPathPattern;
+      try {
+        pattern = compilePathPattern(v);
+      } catch (e) {
+        if (e instanceof PathTemplateError) throw new StorageClassParameterError('pathPattern', e.message, { cause: e });
+        throw e;
+      }
+      return pattern;
+    },
+  }),
+  parameter({
+    name: 'archiveOnDelete',
+    field: 'onDelete',
+    docDefault: '—',
+    doc: "nfs-subdir's form: `\"true\"` = `onDelete: archive`, `\"false\"` = `delete`; `onDelete` wins",
+    parse: (v) => {
+      if (v !== 'true' && v !== 'false') throw new StorageClassParameterError('archiveOnDelete', 'must be "true" or "false"');
+      return v === 'true' ? 'archive' : 'delete';
+    },
+  }),
+  parameter({
+    name: 'onDelete',
+    field: 'onDelete',
+    default: 'delete',
+    docDefault: '`delete`',
+    doc: 'when a Delete-policy PV is released: `delete` the directory, `retain` it, or `archive` it (renamed `archived-<pv>-<UTC time>-<random>` in place, so archives never collide)',
+    parse: (v) => {
+      if (v !== 'delete' && v !== 'retain' && v !== 'archive') {
+        throw new StorageClassParameterError('onDelete', `${JSON.stringify(v)} is not one of delete, retain, archive`);
+      }
+      return v;
+    },
+  }),
+  parameter({
+    name: 'mode',
+    field: 'mode',
+    default: DEFAULT_VOLUME_MODE_BITS,
+    docDefault: '`0777`',
+    doc: 'permission bits of the volume directory, octal (`"0770"`, `"2775"`); applied exactly with chmod after mkdir (the umask does not apply); parent directories a pattern creates get `0755`',
+    parse: (v) => {
+      if (!/^0?[0-7]{3,4}$/.test(v)) throw new StorageClassParameterError('mode', `${JSON.stringify(v)} must be an octal permission string such as "0770" or "2775"`);
+      return parseInt(v, 8);
+    },
+  }),
+  parameter({ name: 'uid', field: 'uid', docDefault: "unchanged (the provisioner's)", doc: 'numeric owner of the volume directory', parse: (v) => parseId('uid', v) }),
+  parameter({ name: 'gid', field: 'gid', docDefault: "unchanged (the provisioner's)", doc: 'numeric group of the volume directory', parse: (v) => parseId('gid', v) }),
+  parameter({
+    name: 'volumeType',
+    field: 'volumeType',
+    docDefault: '`local` for node paths, `hostPath` for the shared path',
+    doc: 'the PV source: `local` (fsGroup and kubelet volume stats work) or `hostPath` (type `Directory`, never `DirectoryOrCreate`)',
+    parse: (value) => {
+      const v = value.toLowerCase();
+      if (v !== 'local' && v !== 'hostpath') throw new StorageClassParameterError('volumeType', `${JSON.stringify(value)} is not one of local, hostPath`);
+      return v === 'local' ? 'local' : 'hostPath';
+    },
+  }),
+  parameter({
+    name: 'nodeAffinityKey',
+    field: 'nodeAffinityKey',
+    default: 'kubernetes.io/hostname',
+    docDefault: '`kubernetes.io/hostname`',
+    doc: "node label used in the PV's node affinity (node paths)",
+    parse: (v) => {
+      if (!/^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(v)) {
+        throw new StorageClassParameterError('nodeAffinityKey', `${JSON.stringify(v)} is not a valid label key`);
+      }
+      return v;
+    },
+  }),
+];
+
+const KNOWN = CLASS_PARAMETERS.map((r) => r.name);
 
 /** Parses a class's parameters. Throws StorageClassParameterError for anything unknown or invalid. */
 export function parseClassParameters(params: Record<string, string> | undefined): ClassParameters {
@@ -48,58 +181,11 @@ export function parseClassParameters(params: Record<string, string> | undefined)
     if (!KNOWN.includes(key)) throw new StorageClassParameterError(key, `unknown parameter (known: ${KNOWN.join(', ')})`);
     if (typeof p[key] !== 'string') throw new StorageClassParameterError(key, 'must be a string');
   }
-  const out: ClassParameters = { onDelete: 'delete', mode: DEFAULT_VOLUME_MODE_BITS, nodeAffinityKey: 'kubernetes.io/hostname' };
-
-  if (p.nodePath !== undefined) {
-    try {
-      checkBasePath(p.nodePath);
-    } catch (e) {
-      if (e instanceof UnsafePathError) throw new StorageClassParameterError('nodePath', `${JSON.stringify(p.nodePath)} must be an absolute, normalised path other than /`, { cause: e });
-      throw e;
-    }
-    out.nodePath = p.nodePath;
-  }
-
-  if (p.pathPattern !== undefined) {
-    if (p.pathPattern.length > 1024) throw new StorageClassParameterError('pathPattern', 'is longer than 1024 characters');
-    try {
-      out.pathPattern = compilePathPattern(p.pathPattern);
-    } catch (e) {
-      if (e instanceof PathTemplateError) throw new StorageClassParameterError('pathPattern', e.message, { cause: e });
-      throw e;
-    }
-  }
-
-  if (p.archiveOnDelete !== undefined) {
-    if (p.archiveOnDelete !== 'true' && p.archiveOnDelete !== 'false') throw new StorageClassParameterError('archiveOnDelete', 'must be "true" or "false"');
-    out.onDelete = p.archiveOnDelete === 'true' ? 'archive' : 'delete';
-  }
-  if (p.onDelete !== undefined) {
-    // nfs-subdir: onDelete wins over archiveOnDelete.
-    if (p.onDelete !== 'delete' && p.onDelete !== 'retain' && p.onDelete !== 'archive') {
-      throw new StorageClassParameterError('onDelete', `${JSON.stringify(p.onDelete)} is not one of delete, retain, archive`);
-    }
-    out.onDelete = p.onDelete;
-  }
-
-  if (p.mode !== undefined) {
-    if (!/^0?[0-7]{3,4}$/.test(p.mode)) throw new StorageClassParameterError('mode', `${JSON.stringify(p.mode)} must be an octal permission string such as "0770" or "2775"`);
-    out.mode = parseInt(p.mode, 8);
-  }
-  if (p.uid !== undefined) out.uid = parseId('uid', p.uid);
-  if (p.gid !== undefined) out.gid = parseId('gid', p.gid);
-
-  if (p.volumeType !== undefined) {
-    const v = p.volumeType.toLowerCase();
-    if (v !== 'local' && v !== 'hostpath') throw new StorageClassParameterError('volumeType', `${JSON.stringify(p.volumeType)} is not one of local, hostPath`);
-    out.volumeType = v === 'local' ? 'local' : 'hostPath';
-  }
-
-  if (p.nodeAffinityKey !== undefined) {
-    if (!/^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(p.nodeAffinityKey)) {
-      throw new StorageClassParameterError('nodeAffinityKey', `${JSON.stringify(p.nodeAffinityKey)} is not a valid label key`);
-    }
-    out.nodeAffinityKey = p.nodeAffinityKey;
+  const out = {} as ClassParameters;
+  for (const row of CLASS_PARAMETERS) row.applyDefault(out);
+  for (const row of CLASS_PARAMETERS) {
+    const value = p[row.name];
+    if (value !== undefined) row.apply(out, value);
   }
   return out;
 }

@@ -4,7 +4,7 @@
 // not a base path, not another volume's directory, not inside one, and no volume (live PV or record on disk)
 // below it. A PV name found somewhere in the path proves nothing: `bob`, `sub` or `default` are substrings
 // or parents of other volumes' directories. Anything unproven is refused and nothing is touched.
-import { shortenText, MAX_QUOTED_INPUT_BYTES } from '../controller/event-bounds.ts';
+import { shortenText, MAX_QUOTED_INPUT_BYTES } from '../types/text.ts';
 import { isStrictlyUnder, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
 import type { VolumeRecord } from './volume-records.ts';
 

@@ -3,7 +3,7 @@
 // closed. What the lexical rules cannot see (symlinked parents, swaps between check and use) is handled
 // by fs-ops.ts, which never follows a symlink below a base path.
 import path from 'node:path';
-import { shortenText, MAX_QUOTED_INPUT_BYTES } from '../controller/event-bounds.ts';
+import { shortenText, MAX_QUOTED_INPUT_BYTES } from '../types/text.ts';
 
 /** Linux NAME_MAX: the most bytes one path component may have. */
 export const MAX_SEGMENT_BYTES = 255;

@@ -12,7 +12,8 @@ import {
   IgnoredError, InfeasibleError, ProvisioningError,
   type Provisioner, type ProvisionOptions, type ProvisionResult,
 } from '../controller/provisioner.ts';
-import { shortenText } from '../controller/event-bounds.ts';
+import { isDnsSubdomain } from '../types/names.ts';
+import { shortenText } from '../types/text.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
@@ -85,8 +86,6 @@ export interface BasePathStatus extends BasePathAllocation {
 }
 
 const PV_NAME_RE = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-// DNS-1123 subdomain: what the API server requires of a Node name.
-const NODE_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const NODE_ONLY_MODES: AccessMode[] = ['ReadWriteOnce', 'ReadWriteOncePod'];
 
 interface Placement {
@@ -147,7 +146,7 @@ export class HostPathProvisioner implements Provisioner {
       throw new IgnoredError(`claim is ${o.selectedNodeName ? `scheduled to node ${o.selectedNodeName}` : 'not scheduled to a node'}; this instance serves node ${this.nodeName}`);
     }
     // Tenant-writable annotation that ends up in the node affinity, the ledger scope and the path lookup.
-    if (o.selectedNodeName !== undefined && (o.selectedNodeName.length > 253 || !NODE_NAME_RE.test(o.selectedNodeName))) {
+    if (o.selectedNodeName !== undefined && !isDnsSubdomain(o.selectedNodeName)) {
       throw new InfeasibleError(`the claim's selected node ${shortenText(JSON.stringify(o.selectedNodeName), 256)} is not a valid node name (a DNS-1123 subdomain)`);
     }
     if (!PV_NAME_RE.test(pvName)) throw new InfeasibleError(`volume name ${JSON.stringify(pvName)} is not a valid DNS subdomain`);

@@ -3,7 +3,7 @@
 // onDelete policy (delete, archive, retain; adopted PVs take it from their class) and forget its record.
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { IgnoredError } from '../controller/provisioner.ts';
-import { shortenText } from '../controller/event-bounds.ts';
+import { shortenText } from '../types/text.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { allBasePaths, type HostPathConfig } from './config.ts';

@@ -104,6 +104,12 @@ interface Shared {
 }
 
 /**
+ * The single-object calls of a client (a KubeClient fits): what code that reads and writes objects but never lists
+ * or watches depends on, so its test fakes implement five methods, not the whole client.
+ */
+export type ObjectClient = Pick<KubeClient, 'get' | 'create' | 'update' | 'patch' | 'delete'>;
+
+/**
  * A Kubernetes REST client working in plain JSON. Reads (GET/LIST) are retried on 429, 5xx, timeouts and
  * network errors; writes only on 429 and on failures that happened before the request was sent.
  * Create one per process (they share nothing global); derive variants with {@link KubeClient.withOptions}.

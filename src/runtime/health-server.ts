@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { errorMessage } from '../types/errors.ts';
 
 /**
  * A named check: `true` means healthy; `false` or a string (the reason) means failing; a throw counts
@@ -58,7 +59,7 @@ async function runCheck(name: string, check: HealthCheck): Promise<CheckResult> 
     if (result === true) return { name, ok: true };
     return { name, ok: false, reason: typeof result === 'string' && result !== '' ? result : undefined };
   } catch (err) {
-    return { name, ok: false, reason: err instanceof Error ? err.message : String(err) };
+    return { name, ok: false, reason: errorMessage(err) };
   }
 }
 
@@ -114,7 +115,7 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) sendText(res, 500, `internal server error: ${err instanceof Error ? err.message : String(err)}\n`);
+      if (!res.headersSent) sendText(res, 500, `internal server error: ${errorMessage(err)}\n`);
       else res.destroy();
     });
   });

@@ -1,18 +1,16 @@
-// Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics (tools/leaderelection):
-// optimistic concurrency on the Lease, expiry judged by the locally observed time of the last record change
-// (immune to clock skew between candidates), leaseTransitions counted on takeover, step-down when renewals
-// fail for renewDeadline, and release on shutdown so a standby takes over at once.
+// Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics (tools/leaderelection): the
+// acquire/renew algorithm of resource-lock.ts over a LeaseLock (optimistic concurrency on the Lease, expiry judged
+// by the locally observed time of the last record change, leaseTransitions counted on takeover), plus the elector's
+// own loop: step-down when renewals fail for renewDeadline, and release on shutdown so a standby takes over at once.
+import type { EventSink } from '../types/events.ts';
 import type { Lease } from '../types/k8s.ts';
 import { realClock, type Clock } from './clock.ts';
 import type { KubeClient } from './client.ts';
-import { AlreadyExistsError, ConflictError, NotFoundError } from './errors.ts';
+import { AlreadyExistsError, ConflictError } from './errors.ts';
+import { LeaseLock } from './lease-lock.ts';
 import { silentLogger, type Logger } from './logger.ts';
-import { leases } from './resources.ts';
+import { LockObservation, releasedRecord, tryAcquireOrRenew, type Candidate } from './resource-lock.ts';
 
-/** A Kubernetes MicroTime: RFC 3339 with exactly six fractional digits. */
-export function formatMicroTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/Z$/, '000Z');
-}
 
 export class LeaderElectionConfigError extends Error {
   override readonly name = 'LeaderElectionConfigError';
@@ -28,9 +26,7 @@ export interface LeaderCallbacks {
 }
 
 /** Where leader-election events go (an EventRecorder fits). */
-export interface LeaderEventSink {
-  event(obj: Lease, type: 'Normal' | 'Warning', reason: string, message: string): void;
-}
+export type LeaderEventSink = EventSink<Lease>;
 
 export interface LeaderElectorOptions {
   client: KubeClient;
@@ -70,16 +66,14 @@ export function validateLeaderElectionTimings(leaseDurationMs: number, renewDead
 }
 
 export class LeaderElector {
-  private readonly client: KubeClient;
+  private readonly lock: LeaseLock;
+  private readonly seen = new LockObservation();
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly random: () => number;
   private readonly leaseDurationMs: number;
   private readonly renewDeadlineMs: number;
   private readonly retryPeriodMs: number;
-  private observed: Lease | undefined;
-  private observedKey = '';
-  private observedTime = 0;
   private leading = false;
   private reportedLeader: string | undefined;
 
@@ -89,7 +83,7 @@ export class LeaderElector {
     this.retryPeriodMs = opts.retryPeriodMs ?? 2_000;
     validateLeaderElectionTimings(this.leaseDurationMs, this.renewDeadlineMs, this.retryPeriodMs);
     if (!opts.identity) throw new LeaderElectionConfigError('identity must not be empty');
-    this.client = opts.client.withOptions({ qps: opts.qps ?? 5, burst: opts.burst ?? 10 });
+    this.lock = new LeaseLock(opts.client.withOptions({ qps: opts.qps ?? 5, burst: opts.burst ?? 10 }), opts.namespace, opts.name);
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;
     this.logger = (opts.logger ?? silentLogger).child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
@@ -102,7 +96,7 @@ export class LeaderElector {
 
   /** Holder identity last observed ('' when none). */
   getLeader(): string {
-    return this.observed?.spec.holderIdentity ?? '';
+    return this.seen.record?.holderIdentity ?? '';
   }
 
   /**
@@ -111,7 +105,7 @@ export class LeaderElector {
    */
   healthy(maxLateMs = 0): boolean {
     if (!this.leading) return true;
-    return this.clock.now() - this.observedTime <= this.leaseDurationMs + maxLateMs;
+    return this.clock.now() - this.seen.observedAt <= this.leaseDurationMs + maxLateMs;
   }
 
   /**
@@ -125,7 +119,7 @@ export class LeaderElector {
     signal.addEventListener('abort', onAbort, { once: true });
     this.leading = true;
     this.logger.info({}, 'became leader');
-    this.opts.events?.event(this.observed as Lease, 'Normal', 'LeaderElection', `${this.opts.identity} became leader`);
+    this.leaseEvent(`${this.opts.identity} became leader`);
     void Promise.resolve()
       .then(() => this.opts.callbacks?.onStartedLeading?.(leadership.signal))
       .catch((err: unknown) => this.logger.error({ err: (err as Error).message }, 'onStartedLeading failed'));
@@ -138,7 +132,7 @@ export class LeaderElector {
       if ((this.opts.releaseOnCancel ?? true) && signal.aborted) await this.release();
       this.leading = false;
       this.logger.info({}, 'stopped leading');
-      this.opts.events?.event(this.observed as Lease, 'Normal', 'LeaderElection', `${this.opts.identity} stopped leading`);
+      this.leaseEvent(`${this.opts.identity} stopped leading`);
       try {
         this.opts.callbacks?.onStoppedLeading?.();
       } catch (err) {
@@ -188,91 +182,47 @@ export class LeaderElector {
     }
   }
 
-  private spec(now: number, transitions: number, acquireTime: string): Lease['spec'] {
-    return {
-      holderIdentity: this.opts.identity,
-      leaseDurationSeconds: Math.max(1, Math.ceil(this.leaseDurationMs / 1000)),
-      acquireTime,
-      renewTime: formatMicroTime(now),
-      leaseTransitions: transitions,
-    };
+  private leaseEvent(message: string): void {
+    if (this.lock.current) this.opts.events?.event(this.lock.current, 'Normal', 'LeaderElection', message);
   }
 
-  /** One attempt (client-go's tryAcquireOrRenew). */
+  private candidate(): Candidate {
+    return { identity: this.opts.identity, leaseDurationMs: this.leaseDurationMs, clock: this.clock };
+  }
+
+  /** One attempt; false on any API error (logged), never throws. */
   private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
-    const { namespace, name, identity } = this.opts;
-    const now = this.clock.now();
     try {
-      // Fast path: still leader and the cached lease still valid, renew without a GET.
-      if (this.leading && this.observed && this.leaseValid(now)) {
-        const lease = structuredClone(this.observed);
-        lease.spec = { ...lease.spec, ...this.spec(now, lease.spec.leaseTransitions ?? 0, lease.spec.acquireTime ?? formatMicroTime(now)) };
+      // Fast path: still leader and the lease we last wrote still valid: renew without a GET.
+      const known = this.seen.record;
+      if (this.leading && known && this.seen.expiresInMs(this.clock.now(), this.leaseDurationMs) > 0) {
         try {
-          this.observe(await this.client.update<Lease>(leases, lease, { signal }), this.clock.now());
-          return true;
+          return (await tryAcquireOrRenew(this.lock, this.seen, this.candidate(), signal, { record: known })).acquired;
         } catch (err) {
           if (signal.aborted) return false;
           this.logger.debug({ err: (err as Error).message }, 'fast renew failed, re-reading the lease');
         }
       }
-      let current: Lease;
-      try {
-        current = await this.client.get<Lease>(leases, name, { namespace, signal });
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw err;
-        const created = await this.client.create<Lease>(leases, {
-          apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace },
-          spec: this.spec(now, 0, formatMicroTime(now)),
-        }, { signal });
-        this.observe(created, this.clock.now());
-        return true;
-      }
-      this.observe(current, this.clock.now());
-      const holder = current.spec.holderIdentity ?? '';
-      if (holder && holder !== identity && this.leaseValid(this.clock.now())) return false;
-      const mine = holder === identity;
-      const lease = structuredClone(current);
-      lease.spec = {
-        ...lease.spec,
-        ...this.spec(
-          now,
-          mine ? (current.spec.leaseTransitions ?? 0) : (current.spec.leaseTransitions ?? 0) + 1,
-          mine && current.spec.acquireTime ? current.spec.acquireTime : formatMicroTime(now),
-        ),
-      };
-      this.observe(await this.client.update<Lease>(leases, lease, { signal }), this.clock.now());
-      return true;
+      return (await tryAcquireOrRenew(this.lock, this.seen, this.candidate(), signal)).acquired;
     } catch (err) {
       if (!(err instanceof AlreadyExistsError) && !signal.aborted) {
         this.logger.debug({ err: (err as Error).message }, 'lease acquire/renew attempt failed');
       }
       return false;
+    } finally {
+      this.noteLeader();
     }
   }
 
-  /** Valid = the holder changed the record less than its leaseDurationSeconds ago, by our own clock. */
-  private leaseValid(now: number): boolean {
-    const seconds = this.observed?.spec.leaseDurationSeconds;
-    const duration = seconds ? seconds * 1000 : this.leaseDurationMs;
-    return this.observedTime + duration > now;
-  }
-
-  private observe(lease: Lease, now: number): void {
-    const s = lease.spec;
-    const key = `${s.holderIdentity ?? ''}|${s.renewTime ?? ''}|${s.acquireTime ?? ''}|${s.leaseDurationSeconds ?? ''}|${s.leaseTransitions ?? ''}`;
-    if (key !== this.observedKey) {
-      this.observedKey = key;
-      this.observedTime = now;
-    }
-    this.observed = lease;
-    const holder = s.holderIdentity ?? '';
-    if (holder !== this.reportedLeader) {
-      this.reportedLeader = holder;
-      try {
-        this.opts.callbacks?.onNewLeader?.(holder);
-      } catch (err) {
-        this.logger.error({ err: (err as Error).message }, 'onNewLeader failed');
-      }
+  /** Tells onNewLeader when the observed holder changed. */
+  private noteLeader(): void {
+    const holder = this.seen.record?.holderIdentity ?? '';
+    if (holder === this.reportedLeader) return;
+    this.reportedLeader = holder;
+    try {
+      this.opts.callbacks?.onNewLeader?.(holder);
+    } catch (err) {
+      this.logger.error({ err: (err as Error).message }, 'onNewLeader failed');
     }
   }
 
@@ -282,17 +232,16 @@ export class LeaderElector {
    * on a conflict the lease is re-read and released again if it is still ours.
    */
   private async release(): Promise<void> {
-    const timeoutMs = this.renewDeadlineMs;
     for (let attempt = 0; attempt < 3; attempt++) {
-      if (!this.observed || this.observed.spec.holderIdentity !== this.opts.identity) return;
-      const now = this.clock.now();
-      const lease = structuredClone(this.observed);
-      lease.spec = {
-        ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1,
-        acquireTime: formatMicroTime(now), renewTime: formatMicroTime(now),
-      };
+      const current = this.seen.record;
+      if (!current || current.holderIdentity !== this.opts.identity) return;
+      // The run signal has aborted by now: the release gets its own deadline.
+      const signal = AbortSignal.timeout(this.renewDeadlineMs);
       try {
-        this.observe(await this.client.update<Lease>(leases, lease, { timeoutMs }), this.clock.now());
+        const record = releasedRecord(this.lock, this.candidate(), current);
+        await this.lock.update(record, signal);
+        this.seen.observe(record, this.clock.now());
+        this.noteLeader();
         return;
       } catch (err) {
         if (!(err instanceof ConflictError)) {
@@ -300,7 +249,8 @@ export class LeaderElector {
           return;
         }
         try {
-          this.observe(await this.client.get<Lease>(leases, this.opts.name, { namespace: this.opts.namespace, timeoutMs }), this.clock.now());
+          this.seen.observe(await this.lock.get(signal), this.clock.now());
+          this.noteLeader();
         } catch (getErr) {
           this.logger.warn({ err: (getErr as Error).message }, 'failed to re-read the lease for release');
           return;

@@ -1,6 +1,8 @@
 // How the runtime client names a resource type (group/version/plural/scope) and builds its REST paths.
 // Descriptors are plain data, so callers can address any resource, including custom ones, without codegen.
 
+import { apiVersionOf } from '../types/api-version.ts';
+
 /** A resource type as the REST API addresses it. */
 export interface ApiResource {
   /** `''` for the core group. */
@@ -27,10 +29,7 @@ export const secrets = res('', 'v1', 'secrets', 'Secret', true);
 export const coreEvents = res('', 'v1', 'events', 'Event', true);
 export const leases = res('coordination.k8s.io', 'v1', 'leases', 'Lease', true);
 
-/** `apiVersion` string of a resource (`v1`, `storage.k8s.io/v1`). */
-export function apiVersionOf(r: ApiResource): string {
-  return r.group ? `${r.group}/${r.version}` : r.version;
-}
+export { apiVersionOf };
 
 /**
  * REST path of a collection (no name) or of one object. Namespaced resources without a namespace address

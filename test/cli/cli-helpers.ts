@@ -1,6 +1,7 @@
 // Helpers of the CLI tests: spawn `kube-provisioner` as a child process and collect its output, and poll
 // for a condition.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { waitFor as poll, type Probe } from '../support/wait.ts';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -41,18 +42,5 @@ export async function runCli(args: string[], opts: { env?: NodeJS.ProcessEnv; ti
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }
 
-/** Polls `check` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== null && v !== false) return v;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** The shared polling helper with the CLI tests' longer default (a child process starts first). */
+export const waitFor = <T>(what: string, check: Probe<T>, timeoutMs = 20_000): Promise<T> => poll(what, check, timeoutMs, 50);

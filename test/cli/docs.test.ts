@@ -14,7 +14,9 @@ import { parseAllDocuments } from 'yaml';
 import { devStorageClasses, devConfig, registerDevCommand } from '../../src/cli/dev.ts';
 import { registerExplainCommand } from '../../src/cli/explain.ts';
 import { startHostPathService } from '../../src/cli/hostpath-service.ts';
-import { DEFAULT_PROVISIONER_NAME } from '../../src/cli/options.ts';
+import { controllerOptionsTable } from '../../src/cli/options-docs.ts';
+import { DEFAULT_PROVISIONER_NAME, envVarOf } from '../../src/cli/options.ts';
+import { CONTROLLER_OPTIONS } from '../../src/controller/option-table.ts';
 import { registerRunCommand } from '../../src/cli/run-hostpath.ts';
 import { parseHostPathConfig } from '../../src/hostpath/config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
@@ -48,7 +50,8 @@ describe('docs/configuration.md', () => {
       for (const o of cmd.options as Option[]) {
         const long = o.long ?? '';
         if (!new RegExp(`${long}(?![-a-z])`).test(configurationDoc)) missing.push(`${name} ${long}`);
-        if (name === 'run hostpath' && o.envVar && o.envVar !== 'KUBECONFIG' && !configurationDoc.includes(`\`${o.envVar}\``)) missing.push(`${name} ${long}: env ${o.envVar}`);
+        const env = envVarOf(o);
+        if (name === 'run hostpath' && env && !configurationDoc.includes(`\`${env}\``)) missing.push(`${name} ${long}: env ${env}`);
         if (name === 'run hostpath' && o.defaultValue !== undefined) {
           const shown = o.defaultValueDescription ?? String(o.defaultValue);
           const row = configurationDoc.split('\n').find((l) => l.startsWith(`| \`${long}`));
@@ -57,6 +60,14 @@ describe('docs/configuration.md', () => {
       }
     }
     assert.deepEqual(missing, []);
+  });
+
+  it('lists the controller options exactly as the option table has them', () => {
+    for (const section of new Set(CONTROLLER_OPTIONS.map((r) => r.section))) {
+      const table = controllerOptionsTable(section);
+      assert.ok(configurationDoc.includes(`<!-- controller-options:${section} `), `marker of ${section}`);
+      assert.ok(configurationDoc.includes(`\n${table}\n`), `docs/configuration.md's ${section} table differs from the option table; expected:\n${table}`);
+    }
   });
 });
 

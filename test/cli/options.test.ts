@@ -2,6 +2,7 @@
 // flag combinations, through the same commander definition the command uses.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { CONTROLLER_OPTIONS } from '../../src/controller/option-table.ts';
 import { ConfigurationError, DEFAULTS, resolveOptions } from '../../src/controller/options.ts';
 import { CliOptionError, DEFAULT_PROVISIONER_NAME, envName, parseConfigMapRef, parseDuration, parseRunHostPathArgs } from '../../src/cli/options.ts';
 
@@ -36,12 +37,13 @@ describe('run hostpath flags', () => {
     assert.equal(c.leaderElectionNamespace, undefined, 'left to resolveOptions ($POD_NAMESPACE, service account, default)');
   });
 
-  it('every controller option has a flag (a new option without one fails here)', () => {
+  it('every controller option has a row in the option table, and the flags default to the rows (a new option without one fails here)', () => {
     const o = parseRunHostPathArgs(['--config', 'a']);
     const resolved = resolveOptions(o.controller, {});
-    const withFlags = new Set(Object.keys(o.controller));
-    const missing = Object.keys(resolved).filter((k) => !withFlags.has(k) && k !== 'volumeNameHook');
+    const rows = new Set(CONTROLLER_OPTIONS.map((r) => r.key.split('.')[0]));
+    const missing = Object.keys(resolved).filter((k) => !rows.has(k) && k !== 'volumeNameHook');
     assert.deepEqual(missing, []);
+    assert.deepEqual(resolveOptions(o.controller, {}), { ...resolveOptions({}, {}), volumeNameHook: resolved.volumeNameHook });
     assert.equal(resolved.shutdownTimeoutMs, DEFAULTS.shutdownTimeoutMs);
     assert.equal(resolved.selectorPolicy, DEFAULTS.selectorPolicy);
   });

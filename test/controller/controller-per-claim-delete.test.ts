@@ -1,4 +1,4 @@
-// Integration: two controllers in 'per-claim' mode deleting Released PVs on the embedded cluster (known defect 3):
+// Integration: two controllers in 'per-claim' mode deleting Released PVs on the embedded cluster (docs/reliability.md):
 // only the replica holding the PV's lock calls delete(), also when delete() outlasts the lease (renewals) and
 // after a failed delete() (the volume is still deleted).
 import { after, before, describe, it } from 'node:test';

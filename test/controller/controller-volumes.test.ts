@@ -1,53 +1,38 @@
 // Integration: the volume flow in finalizer mode on the embedded cluster: our finalizer on Bound Delete PVs, the
 // deletion (backend once, PV with uid precondition, finalizer removed), HonorPVReclaimPolicy (PV deleted before its
 // claim), Retain PVs dropping our finalizer, VolumeFailedDelete, the DeletionGuard and the live-claim guard.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import { persistentVolumeClaims, persistentVolumes } from '../../src/runtime/resources.ts';
 import { ANN_DYNAMICALLY_PROVISIONED, FINALIZER_EXTERNAL_PROVISIONER as FIN } from '../../src/types/annotations.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
-import { claim, createClaim, createClass, FAST, getPV, MemoryProvisioner, PROVISIONER, reasons, startEnv, storageClass, waitFor, type Env } from './harness.ts';
+import { claim, createClaim, getPV, PROVISIONER, reasons, storageClass, useController, waitFor } from './harness.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('ProvisionController: volumes in finalizer mode', () => {
-  let env: Env;
-  let backend: MemoryProvisioner;
-  let ctrl: ProvisionController;
-
-  before(async () => {
-    env = await startEnv();
-    backend = new MemoryProvisioner();
-    ctrl = new ProvisionController(env.client, PROVISIONER, backend, { ...FAST, addFinalizer: true, failedDeleteThreshold: 0 });
-    void ctrl.run();
-    await createClass(env, storageClass('std'));
-  });
-  after(async () => {
-    await ctrl.stop();
-    await env.stop();
-  });
+  const f = useController({ options: { addFinalizer: true, failedDeleteThreshold: 0 }, classes: [storageClass('std')] });
 
   function setPhase(name: string, phase: 'Bound' | 'Released'): void {
-    const pv = getPV(env, name) as PersistentVolume;
-    env.cluster.store.update('persistentvolumes', { ...pv, status: { phase } }, { subresource: 'status' });
+    const pv = getPV(f.env, name) as PersistentVolume;
+    f.env.cluster.store.update('persistentvolumes', { ...pv, status: { phase } }, { subresource: 'status' });
   }
 
   async function provisioned(name: string): Promise<{ uid: string; pvName: string }> {
-    const c = await createClaim(env, claim(name, 'std'));
+    const c = await createClaim(f.env, claim(name, 'std'));
     const pvName = `pvc-${c.metadata.uid}`;
-    await waitFor(`PV for ${name}`, () => getPV(env, pvName));
+    await waitFor(`PV for ${name}`, () => getPV(f.env, pvName));
     return { uid: c.metadata.uid ?? '', pvName };
   }
 
   it('creates PVs with our finalizer and deletes them once Released: delete() once, finalizer removed, PV gone', async () => {
     const { pvName } = await provisioned('a');
-    assert.deepEqual(getPV(env, pvName)?.metadata.finalizers, [FIN]);
-    await env.client.delete(persistentVolumeClaims, 'a', { namespace: 'default' });
+    assert.deepEqual(getPV(f.env, pvName)?.metadata.finalizers, [FIN]);
+    await f.env.client.delete(persistentVolumeClaims, 'a', { namespace: 'default' });
     setPhase(pvName, 'Released');
-    await waitFor('PV gone', () => !getPV(env, pvName));
-    assert.equal(backend.deleteCalls.filter((n) => n === pvName).length, 1, 'delete() called exactly once');
-    assert.equal(backend.volumes.has(pvName), false);
+    await waitFor('PV gone', () => !getPV(f.env, pvName));
+    assert.equal(f.backend.deleteCalls.filter((n) => n === pvName).length, 1, 'delete() called exactly once');
+    assert.equal(f.backend.volumes.has(pvName), false);
   });
 
   it('adds the finalizer to a Bound PV of ours that lacks it', async () => {
@@ -57,9 +42,9 @@ describe('ProvisionController: volumes in finalizer mode', () => {
       metadata: { name: 'static-ours', annotations: { [ANN_DYNAMICALLY_PROVISIONED]: PROVISIONER } },
       spec: { capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', hostPath: { path: '/x' } },
     };
-    env.cluster.store.create('persistentvolumes', pv);
+    f.env.cluster.store.create('persistentvolumes', pv);
     setPhase('static-ours', 'Bound');
-    await waitFor('finalizer added', () => getPV(env, 'static-ours')?.metadata.finalizers?.includes(FIN));
+    await waitFor('finalizer added', () => getPV(f.env, 'static-ours')?.metadata.finalizers?.includes(FIN));
   });
 
   it('removes our finalizer from a Retain PV (never stuck Terminating)', async () => {
@@ -69,74 +54,65 @@ describe('ProvisionController: volumes in finalizer mode', () => {
       metadata: { name: 'kept', annotations: { [ANN_DYNAMICALLY_PROVISIONED]: PROVISIONER }, finalizers: [FIN] },
       spec: { capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', hostPath: { path: '/x' } },
     };
-    env.cluster.store.create('persistentvolumes', pv);
-    await waitFor('finalizer removed', () => getPV(env, 'kept')?.metadata.finalizers === undefined || getPV(env, 'kept')?.metadata.finalizers?.length === 0);
-    assert.equal(backend.deleteCalls.includes('kept'), false);
+    f.env.cluster.store.create('persistentvolumes', pv);
+    await waitFor('finalizer removed', () => getPV(f.env, 'kept')?.metadata.finalizers === undefined || getPV(f.env, 'kept')?.metadata.finalizers?.length === 0);
+    assert.equal(f.backend.deleteCalls.includes('kept'), false);
   });
 
   it('HonorPVReclaimPolicy: a PV deleted before its claim stays until the claim is gone, then its volume is deleted', async () => {
     const { pvName } = await provisioned('b');
     setPhase(pvName, 'Bound');
-    await env.client.delete(persistentVolumes, pvName);
+    await f.env.client.delete(persistentVolumes, pvName);
     await sleep(200);
-    assert.ok(getPV(env, pvName)?.metadata.deletionTimestamp, 'PV terminating, held by our finalizer');
-    assert.equal(backend.deleteCalls.includes(pvName), false);
-    await env.client.delete(persistentVolumeClaims, 'b', { namespace: 'default' });
+    assert.ok(getPV(f.env, pvName)?.metadata.deletionTimestamp, 'PV terminating, held by our finalizer');
+    assert.equal(f.backend.deleteCalls.includes(pvName), false);
+    await f.env.client.delete(persistentVolumeClaims, 'b', { namespace: 'default' });
     setPhase(pvName, 'Released');
-    await waitFor('PV gone', () => !getPV(env, pvName));
-    assert.equal(backend.deleteCalls.filter((n) => n === pvName).length, 1);
+    await waitFor('PV gone', () => !getPV(f.env, pvName));
+    assert.equal(f.backend.deleteCalls.filter((n) => n === pvName).length, 1);
   });
 
   it('records VolumeFailedDelete on the PV and retries', async () => {
     const { pvName } = await provisioned('c');
     let failures = 2;
-    backend.onDelete = (v) => {
+    f.backend.onDelete = (v) => {
       if (v.metadata.name === pvName && failures-- > 0) throw new Error('device busy');
     };
     try {
-      await env.client.delete(persistentVolumeClaims, 'c', { namespace: 'default' });
+      await f.env.client.delete(persistentVolumeClaims, 'c', { namespace: 'default' });
       setPhase(pvName, 'Released');
-      await waitFor('PV gone after retries', () => !getPV(env, pvName));
-      await waitFor('VolumeFailedDelete event', () => reasons(env, pvName).includes('VolumeFailedDelete'));
-      assert.equal(backend.deleteCalls.filter((n) => n === pvName).length, 3);
+      await waitFor('PV gone after retries', () => !getPV(f.env, pvName));
+      await waitFor('VolumeFailedDelete event', () => reasons(f.env, pvName).includes('VolumeFailedDelete'));
+      assert.equal(f.backend.deleteCalls.filter((n) => n === pvName).length, 3);
     } finally {
-      backend.onDelete = undefined;
+      f.backend.onDelete = undefined;
     }
   });
 
   it('never deletes a PV the DeletionGuard protects, nor one whose claim still exists', async () => {
     const guarded = await provisioned('d');
-    backend.protectedVolumes.add(guarded.pvName);
-    await env.client.delete(persistentVolumeClaims, 'd', { namespace: 'default' });
+    f.backend.protectedVolumes.add(guarded.pvName);
+    await f.env.client.delete(persistentVolumeClaims, 'd', { namespace: 'default' });
     setPhase(guarded.pvName, 'Released');
     // Stale phase: Released while its claim (same uid) still exists.
     const live = await provisioned('e');
     setPhase(live.pvName, 'Released');
     await sleep(300);
-    assert.ok(getPV(env, guarded.pvName));
-    assert.ok(getPV(env, live.pvName));
-    assert.equal(backend.deleteCalls.includes(guarded.pvName), false);
-    assert.equal(backend.deleteCalls.includes(live.pvName), false);
+    assert.ok(getPV(f.env, guarded.pvName));
+    assert.ok(getPV(f.env, live.pvName));
+    assert.equal(f.backend.deleteCalls.includes(guarded.pvName), false);
+    assert.equal(f.backend.deleteCalls.includes(live.pvName), false);
   });
 });
 
 describe('ProvisionController: delete failure threshold', () => {
-  let env: Env;
-  let backend: MemoryProvisioner;
-  let ctrl: ProvisionController;
-
-  before(async () => {
-    env = await startEnv();
-    backend = new MemoryProvisioner();
-    backend.onDelete = () => {
-      throw new Error('volume in use');
-    };
-    ctrl = new ProvisionController(env.client, PROVISIONER, backend, { ...FAST, failedDeleteThreshold: 2, resyncPeriodMs: 100 });
-    void ctrl.run();
-  });
-  after(async () => {
-    await ctrl.stop();
-    await env.stop();
+  const f = useController({
+    options: { failedDeleteThreshold: 2, resyncPeriodMs: 100 },
+    setup: (backend) => {
+      backend.onDelete = () => {
+        throw new Error('volume in use');
+      };
+    },
   });
 
   it('gives up after failedDeleteThreshold failures with VolumeDeleteGivenUp, and resync does not retry', async () => {
@@ -146,12 +122,12 @@ describe('ProvisionController: delete failure threshold', () => {
       metadata: { name: 'stubborn', annotations: { [ANN_DYNAMICALLY_PROVISIONED]: PROVISIONER } },
       spec: { capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', hostPath: { path: '/x' } },
     };
-    const created = env.cluster.store.create('persistentvolumes', pv) as PersistentVolume;
-    env.cluster.store.update('persistentvolumes', { ...created, status: { phase: 'Released' } }, { subresource: 'status' });
-    await waitFor('given-up event', () => reasons(env, 'stubborn').includes('VolumeDeleteGivenUp'));
-    assert.equal(backend.deleteCalls.length, 2);
+    const created = f.env.cluster.store.create('persistentvolumes', pv) as PersistentVolume;
+    f.env.cluster.store.update('persistentvolumes', { ...created, status: { phase: 'Released' } }, { subresource: 'status' });
+    await waitFor('given-up event', () => reasons(f.env, 'stubborn').includes('VolumeDeleteGivenUp'));
+    assert.equal(f.backend.deleteCalls.length, 2);
     await sleep(400);
-    assert.equal(backend.deleteCalls.length, 2, 'not retried by resync');
-    assert.ok(getPV(env, 'stubborn'));
+    assert.equal(f.backend.deleteCalls.length, 2, 'not retried by resync');
+    assert.ok(getPV(f.env, 'stubborn'));
   });
 });

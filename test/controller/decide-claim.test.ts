@@ -1,5 +1,5 @@
-// Table tests of decideClaim: every row of the reference's shouldProvision / provisionClaimOperation
-// (provisioner-contract.md §3.5-3.7, §3.11) and the applicable scenarios of the Go library's controller_test.go
+// Table tests of decideClaim: every row of the Go library's shouldProvision / provisionClaimOperation
+// (sig-storage-lib-external-provisioner's controller.go) and the applicable scenarios of the Go library's controller_test.go
 // (TestShouldProvision, TestCanProvision, TestController's "don't provision" rows, TestInfeasibleRetry).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -152,7 +152,7 @@ const rows: Row[] = [
     code: 'Provision',
   },
   {
-    name: 'delay binding mode: the alpha selected-node key counts too (Go defect 11)',
+    name: 'delay binding mode: the alpha selected-node key counts too (the Go library ignored the alpha key)',
     classes: [newStorageClass('class-1', 'foo.bar/baz', wffc)],
     claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', '', { 'volume.alpha.kubernetes.io/selected-node': 'node2' }),
     action: 'provision',

@@ -1,5 +1,5 @@
-// Table tests of decideVolume: the reference's isProvisionerForVolume, handleProtectionFinalizer and shouldDelete
-// (provisioner-contract.md §3.9-3.10), the Go library's TestShouldDelete, TestShouldDeleteWithFinalizer,
+// Table tests of decideVolume: the Go library's isProvisionerForVolume, handleProtectionFinalizer and shouldDelete,
+// the Go library's TestShouldDelete, TestShouldDeleteWithFinalizer,
 // TestIsProvisionerForVolume and TestController's volume rows, plus the defects we fix.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

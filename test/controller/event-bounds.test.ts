@@ -2,7 +2,8 @@
 // boundedEventSink applies the 4 KiB bound to every message it passes on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { boundedEventSink, shortenText, MAX_EVENT_MESSAGE_BYTES } from '../../src/controller/event-bounds.ts';
+import { boundedEventSink, MAX_EVENT_MESSAGE_BYTES } from '../../src/controller/event-bounds.ts';
+import { shortenText } from '../../src/types/text.ts';
 import type { KubeObject } from '../../src/types/k8s.ts';
 
 test('shortenText leaves short text alone and bounds long text by UTF-8 bytes, head and tail kept', () => {

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { KubeClient, ProvisionController, silentLogger, type CoreEvent, type PersistentVolumeClaim, type StorageClass } from 'kube-provisioner';
 import { startCluster, type TestCluster } from 'kube-provisioner/testing';
 import { DirectoryProvisioner } from '../../examples/directory-provisioner/provisioner.ts';
+import { waitFor } from '../support/wait.ts';
 
 const NAME = 'directory.example.com/local';
 
@@ -40,14 +41,7 @@ describe('example: directory provisioner', () => {
     await rm(baseDir, { recursive: true, force: true });
   });
 
-  async function until<T>(fn: () => T | undefined | false, what: string): Promise<T> {
-    for (let i = 0; i < 500; i++) {
-      const v = fn();
-      if (v) return v;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    throw new Error(`timed out waiting for ${what}`);
-  }
+  const until = <T>(fn: () => T | undefined | false, what: string): Promise<T> => waitFor(what, fn, 10_000);
 
   it('provisions a directory for a claim and removes it when the claim is deleted', async () => {
     const pvc: PersistentVolumeClaim = {

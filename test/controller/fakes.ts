@@ -1,56 +1,70 @@
 // In-process fakes for the controller's flow functions (no cluster): a ControllerShared over a scripted client,
 // a ControllerTerm over plain ObjectStores and recording queues. For races a real cluster cannot stage on demand:
-// a cache that lags the API server, a 409 of a given kind, two replicas deleting at once.
+// a cache that lags the API server, a 409 of a given kind, two replicas deleting at once. The fakes implement
+// the controller's narrow interfaces (ObjectClient, KeyQueue), so nothing is cast.
 import { Registry } from 'prom-client';
-import type { ControllerShared, ControllerTerm } from '../../src/controller/controller-state.ts';
+import type { ControllerShared, ControllerTerm, KeyQueue } from '../../src/controller/controller-state.ts';
 import { createControllerMetrics } from '../../src/controller/metrics.ts';
+import { ClaimRecords, Records, type VolumeRecord } from '../../src/controller/object-records.ts';
 import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
+import { OwnWrites } from '../../src/controller/own-writes.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
-import type { VolumeStore } from '../../src/controller/volume-store.ts';
-import type { KubeClient } from '../../src/runtime/client.ts';
+import type { ObjectClient } from '../../src/runtime/client.ts';
 import { TestClock } from '../../src/runtime/clock.ts';
 import { ConflictError, NotFoundError, syntheticStatus } from '../../src/runtime/errors.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { ObjectStore } from '../../src/runtime/object-store.ts';
-import type { WorkQueue } from '../../src/runtime/workqueue.ts';
-import type { KubeObject, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
+import type { ApiResource } from '../../src/runtime/resources.ts';
+import { ANN_DYNAMICALLY_PROVISIONED } from '../../src/types/annotations.ts';
+import type { KubeObject, PersistentVolume, PersistentVolumeClaim, Status, StorageClass } from '../../src/types/k8s.ts';
 
 export const notFound = () => new NotFoundError(syntheticStatus(404, 'NotFound', 'not found'));
 export const conflict = () => new ConflictError(syntheticStatus(409, 'Conflict', 'conflict'));
 
-/** What a fake client method does: return a value or throw. */
-export type Script = (name: string, arg?: unknown) => unknown;
+/** What a fake client method does: return an object or throw. */
+export type Script = (name: string, arg?: unknown) => KubeObject;
 
-/** A client whose get/delete/patch/update answer from scripts and record their calls. */
-export class ScriptedClient {
+/** A client whose calls answer from scripts and are recorded. */
+export class ScriptedClient implements ObjectClient {
   calls: Array<{ verb: string; name: string; arg?: unknown }> = [];
-  onGet: Script = () => { throw notFound(); };
-  onDelete: Script = () => ({});
-  onPatch: Script = (_name, patch) => patch;
-  async get(_r: unknown, name: string): Promise<unknown> {
+  onGet: Script = () => {
+    throw notFound();
+  };
+  onDelete: Script = () => ({ metadata: {} });
+  onPatch: Script = (name) => ({ metadata: { name } });
+  onWrite: Script = (_name, obj) => obj as KubeObject;
+  async get<T extends KubeObject>(_r: ApiResource, name: string): Promise<T> {
     this.calls.push({ verb: 'get', name });
-    return this.onGet(name);
+    return this.onGet(name) as T;
   }
-  async delete(_r: unknown, name: string, opts?: unknown): Promise<unknown> {
+  async create<T extends KubeObject>(_r: ApiResource, obj: T): Promise<T> {
+    this.calls.push({ verb: 'create', name: obj.metadata.name ?? '' });
+    return this.onWrite(obj.metadata.name ?? '', obj) as T;
+  }
+  async update<T extends KubeObject>(_r: ApiResource, obj: T): Promise<T> {
+    this.calls.push({ verb: 'update', name: obj.metadata.name ?? '' });
+    return this.onWrite(obj.metadata.name ?? '', obj) as T;
+  }
+  async delete<T extends KubeObject>(_r: ApiResource, name: string, opts?: unknown): Promise<T | Status> {
     this.calls.push({ verb: 'delete', name, arg: opts });
-    return this.onDelete(name, opts);
+    return this.onDelete(name, opts) as T;
   }
-  async patch(_r: unknown, name: string, patch: unknown, opts?: unknown): Promise<unknown> {
+  async patch<T extends KubeObject>(_r: ApiResource, name: string, patch: unknown, opts?: unknown): Promise<T> {
     this.calls.push({ verb: 'patch', name, arg: { patch, opts } });
-    return this.onPatch(name, patch);
+    return this.onPatch(name, patch) as T;
   }
 }
 
-/** A queue recording what the flows asked of it. */
-export class RecordingQueue {
+/** A queue recording the keys the informer handlers added and forgot. */
+export class RecordingQueue implements KeyQueue {
   added: string[] = [];
-  rateLimited: string[] = [];
-  after: Array<{ key: string; ms: number }> = [];
   forgotten: string[] = [];
-  add(key: string): void { this.added.push(key); }
-  addRateLimited(key: string): void { this.rateLimited.push(key); }
-  addAfter(key: string, ms: number): void { this.after.push({ key, ms }); }
-  forget(key: string): void { this.forgotten.push(key); }
+  add(key: string): void {
+    this.added.push(key);
+  }
+  forget(key: string): void {
+    this.forgotten.push(key);
+  }
 }
 
 export interface Fake {
@@ -63,6 +77,8 @@ export interface Fake {
   claimQueue: RecordingQueue;
   volumeQueue: RecordingQueue;
   clock: TestClock;
+  /** PV names the fake volume store reports as waiting to be saved. */
+  pendingSaves: string[];
 }
 
 export function fakeController(provisioner: Provisioner, options: ProvisionControllerOptions = {}, identity = 'replica-a'): Fake {
@@ -73,40 +89,49 @@ export function fakeController(provisioner: Provisioner, options: ProvisionContr
   const classes = new ObjectStore<StorageClass>(false);
   const claimQueue = new RecordingQueue();
   const volumeQueue = new RecordingQueue();
-  const resolved = resolveOptions({ leaderElection: 'none', ...options }, {});
+  const pendingSaves: string[] = [];
   const s: ControllerShared = {
-    client: client as unknown as KubeClient,
+    client,
     provisionerName: 'test.kube-provisioner.io/memory',
     provisioner,
-    options: resolved,
+    options: resolveOptions({ leaderElection: 'none', ...options }, {}),
     identity,
-    events: { event: () => {} } as unknown as ControllerShared['events'],
+    events: { event: () => {} },
     metrics: createControllerMetrics(new Registry()),
     clock,
     logger: silentLogger,
-    claimFailures: new Map(),
-    volumeFailures: new Map(),
-    inProgress: new Map(),
-    savedVolumes: new Map(),
-    deletedBackends: new Set(),
-    lastDecisionEvent: new Map(),
-    staleClaimVersions: new Map(),
+    claimRecords: new ClaimRecords(),
+    volumeRecords: new Records<VolumeRecord>(),
+    savedVolumes: new OwnWrites<PersistentVolume>(),
+    writtenClaims: new OwnWrites<PersistentVolumeClaim>(),
     claimLock: undefined,
-    volumeStore: { pending: () => [] } as unknown as VolumeStore,
+    volumeStore: {
+      pending: () => pendingSaves,
+      save: async () => ({ kind: 'failed', error: new Error('the fake volume store saves nothing'), cleanedUp: false }),
+    },
   };
-  const t: ControllerTerm = {
-    claims,
-    volumes,
-    classes,
-    nodes: undefined,
-    claimQueue: claimQueue as unknown as WorkQueue<string>,
-    volumeQueue: volumeQueue as unknown as WorkQueue<string>,
-    signal: new AbortController().signal,
-  };
-  return { s, t, client, claims, volumes, classes, claimQueue, volumeQueue, clock };
+  const t: ControllerTerm = { claims, volumes, classes, nodes: undefined, claimQueue, volumeQueue, signal: new AbortController().signal };
+  return { s, t, client, claims, volumes, classes, claimQueue, volumeQueue, clock, pendingSaves };
 }
 
 /** A stored-looking copy (uid, resourceVersion) of an object. */
 export function stored<T extends KubeObject>(obj: T, uid: string, resourceVersion = '1'): T {
   return { ...obj, metadata: { ...obj.metadata, uid, resourceVersion } };
+}
+
+/** A dynamically provisioned, Bound PV of ours, its claimRef pointing at claim `claimUid`. */
+export function boundVolume(name: string, claimUid: string): PersistentVolume {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name, uid: `uid-${name}`, resourceVersion: '5', annotations: { [ANN_DYNAMICALLY_PROVISIONED]: 'test.kube-provisioner.io/memory' } },
+    spec: {
+      persistentVolumeReclaimPolicy: 'Delete',
+      capacity: { storage: '1Mi' },
+      accessModes: ['ReadWriteOnce'],
+      hostPath: { path: `/tmp/${name}` },
+      claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'default', name: 'c', uid: claimUid },
+    },
+    status: { phase: 'Bound' },
+  };
 }

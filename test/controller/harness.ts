@@ -1,5 +1,9 @@
 // Test harness for the controller's integration tests: an embedded cluster, a runtime client, an in-memory
-// provisioner with fault hooks, object builders and a polling wait (timeouts only, no timing assertions).
+// provisioner with fault hooks, the controller fixture (useController), object builders and a polling wait
+// (timeouts only, no timing assertions).
+import { after, before } from 'node:test';
+import { Registry } from 'prom-client';
+import { ProvisionController, type ProvisionControllerConfig } from '../../src/controller/provision-controller.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
@@ -133,4 +137,37 @@ export function getPV(env: Env, name: string): PersistentVolume | undefined {
 
 export function getPVC(env: Env, namespace: string, name: string): PersistentVolumeClaim | undefined {
   return env.cluster.store.get('persistentvolumeclaims', namespace, name) as PersistentVolumeClaim | undefined;
+}
+
+/** What useController gives a test suite once its `before` hook ran. */
+export interface ControllerFixture {
+  env: Env;
+  backend: MemoryProvisioner;
+  ctrl: ProvisionController;
+  registry: Registry;
+}
+
+/**
+ * Registers the before/after hooks of a controller suite in the calling `describe`: an embedded cluster, a
+ * MemoryProvisioner (`setup` may script it), a running controller with FAST options plus `options`, and the
+ * StorageClasses `classes`. Everything is stopped after the suite. Read the fields inside tests (set in `before`).
+ */
+export function useController(
+  opts: { options?: ProvisionControllerConfig; classes?: StorageClass[]; setup?(backend: MemoryProvisioner): void } = {},
+): ControllerFixture {
+  const f = {} as ControllerFixture;
+  before(async () => {
+    f.env = await startEnv();
+    f.backend = new MemoryProvisioner();
+    opts.setup?.(f.backend);
+    f.registry = new Registry();
+    f.ctrl = new ProvisionController(f.env.client, PROVISIONER, f.backend, { ...FAST, registry: f.registry, ...opts.options });
+    void f.ctrl.run();
+    for (const sc of opts.classes ?? []) await createClass(f.env, sc);
+  });
+  after(async () => {
+    await f.ctrl?.stop();
+    await f.env?.stop();
+  });
+  return f;
 }

@@ -8,6 +8,7 @@ import {
 } from '../../src/hostpath/config.ts';
 import { ConfigFileSource } from '../../src/hostpath/config-source.ts';
 import { parseClassParameters, StorageClassParameterError } from '../../src/hostpath/class-parameters.ts';
+import { waitFor as poll } from '../support/wait.ts';
 
 test('parses local-path JSON as-is, with our per-path capacity extension', () => {
   const c = parseHostPathConfig(JSON.stringify({
@@ -157,8 +158,7 @@ test('ConfigFileSource.start() fails on an invalid first version', async () => {
 });
 
 async function waitFor(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 400 && !cond(); i++) await new Promise((r) => setTimeout(r, 25));
-  assert.ok(cond(), 'condition not reached within 10 s');
+  await poll('the condition', cond, 10_000, 25);
 }
 
 test('class parameters: defaults, every parameter, nfs-subdir archiveOnDelete', () => {

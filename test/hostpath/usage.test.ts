@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Registry } from 'prom-client';
-import { createHostPathMetrics } from '../../src/cli/hostpath-metrics.ts';
+import { createHostPathMetrics } from '../../src/hostpath/hostpath-metrics.ts';
 import { validateHostPathConfig } from '../../src/hostpath/config.ts';
 import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
 import { nodeUsageFs, type UsageFs } from '../../src/hostpath/usage.ts';

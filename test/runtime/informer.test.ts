@@ -13,20 +13,17 @@ import { persistentVolumes } from '../../src/runtime/resources.ts';
 import type { KubeObject, PersistentVolume } from '../../src/types/k8s.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { startFakeApi, type FakeApi } from './fake-api.ts';
+import { waitFor } from '../support/wait.ts';
 
 const pv = (name: string, sc = 'fast', extra: Record<string, unknown> = {}): PersistentVolume => ({
   apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name },
   spec: { storageClassName: sc, capacity: { storage: '1Gi' }, ...extra },
 });
 
-/** Polls until `cond` holds (bounded), so tests wait for asynchronous delivery without fixed sleeps. */
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** Polls until `cond` holds (bounded): the shared waitFor with this file's argument order. */
+const until = async (cond: () => boolean, what: string, ms = 10_000): Promise<void> => {
+  await waitFor(what, cond, ms, 5);
+};
 
 interface Recorded {
   events: string[];

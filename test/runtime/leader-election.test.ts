@@ -4,12 +4,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeClient } from '../../src/runtime/client.ts';
 import {
-  formatMicroTime, LeaderElectionConfigError, LeaderElector, validateLeaderElectionTimings, type LeaderElectorOptions,
+  LeaderElectionConfigError, LeaderElector, validateLeaderElectionTimings, type LeaderElectorOptions,
 } from '../../src/runtime/leader-election.ts';
 import { leases } from '../../src/runtime/resources.ts';
 import type { Lease } from '../../src/types/k8s.ts';
 import { startCluster } from '../../src/testing/index.ts';
 import { startFakeApi } from './fake-api.ts';
+import { formatMicroTime } from '../../src/types/time.ts';
+import { waitFor } from '../support/wait.ts';
 
 /** Where the electors run: the in-test fake (exact control) or the embedded cluster (real Lease semantics). */
 interface Backend {
@@ -52,13 +54,10 @@ async function clusterBackend(): Promise<Backend> {
 
 const backends: Array<[string, () => Promise<Backend>]> = [['fake', fakeBackend], ['cluster', clusterBackend]];
 
-async function until(cond: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** Polls until `cond` holds (bounded): the shared waitFor with this file's argument order. */
+const until = async (cond: () => boolean, what: string, ms = 15_000): Promise<void> => {
+  await waitFor(what, cond, ms, 5);
+};
 
 /** Candidates on one lease, with a monitor asserting that leadership intervals never overlap. */
 class Campaign {

@@ -11,19 +11,17 @@ import { Informer } from '../../src/runtime/informer.ts';
 import { persistentVolumes } from '../../src/runtime/resources.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import { startCluster } from '../../src/testing/index.ts';
+import { waitFor } from '../support/wait.ts';
 
 const pv = (name: string): PersistentVolume => ({
   apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name },
   spec: { storageClassName: 'x', capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: `/tmp/${name}` } },
 });
 
-async function until(cond: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+/** Polls until `cond` holds (bounded): the shared waitFor with this file's argument order. */
+const until = async (cond: () => boolean, what: string, ms = 15_000): Promise<void> => {
+  await waitFor(what, cond, ms, 10);
+};
 
 test('a cluster restarted without its history: the informer relists and follows the new objects', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'kp-reflector-'));

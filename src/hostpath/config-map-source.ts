@@ -2,14 +2,15 @@
 // edit applies within a second instead of after the kubelet's volume sync and a file poll. Like the file
 // source: an invalid version never replaces the last good one; it is logged and reported as a Warning event
 // on the ConfigMap. A deleted ConfigMap keeps the last configuration in force.
-import type { ConfigHolder } from '../hostpath/provisioner.ts';
-import { ConfigError, loadHostPathConfig, type HostPathConfig } from '../hostpath/config.ts';
-import { summarize } from '../hostpath/config-source.ts';
+import type { ConfigHolder } from './provisioner.ts';
+import { ConfigError, loadHostPathConfig, type HostPathConfig } from './config.ts';
+import { summarize } from './config-source.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { Informer } from '../runtime/informer.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
 import { configMaps } from '../runtime/resources.ts';
+import type { EventSink } from '../types/events.ts';
 import type { KubeObject } from '../types/k8s.ts';
 
 /** The part of a ConfigMap we read. */
@@ -18,9 +19,7 @@ interface ConfigMapObject extends KubeObject {
 }
 
 /** Where invalid configurations are reported (an EventRecorder fits). */
-export interface ConfigEventSink {
-  event(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): void;
-}
+export type ConfigEventSink = EventSink;
 
 export interface ConfigMapSourceOptions {
   client: KubeClient;

@@ -1,0 +1,114 @@
+// The layering rule, read from the imports of every file under src/: cli -> hostpath -> controller -> runtime ->
+// types; cluster -> types; testing -> cluster + runtime (src/index.ts re-exports the library). Also fails on any
+// import cycle between files that is not one of the known ones listed below (each with why it is still there).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+const SRC = resolve(import.meta.dirname, '..', '..', 'src');
+
+/** Which top-level folders each folder may import (besides itself). */
+const ALLOWED: Record<string, readonly string[]> = {
+  types: [],
+  runtime: ['types'],
+  controller: ['runtime', 'types'],
+  hostpath: ['controller', 'runtime', 'types'],
+  cluster: ['types'],
+  testing: ['cluster', 'runtime', 'types'],
+  cli: ['hostpath', 'controller', 'runtime', 'types', 'cluster', 'testing'],
+  'index.ts': ['controller', 'runtime', 'types', 'hostpath'],
+};
+
+/** Edges that break the rule today, each with why; the list may only shrink. */
+const EXCEPTIONS: ReadonlyArray<{ from: string; to: string; why: string }> = [
+  { from: 'cluster', to: 'runtime', why: "the cluster's own controllers take the runtime Logger type; removed in the cluster re-layout" },
+];
+
+/** Import cycles that exist today (files relative to src/, sorted); the list may only shrink. */
+const KNOWN_CYCLES: ReadonlyArray<readonly string[]> = [
+  // The embedded cluster's two cycles; removed in the cluster re-layout (storage at the bottom, registry per group).
+  ['cluster/registry-apps-rbac.ts', 'cluster/registry.ts'],
+  ['cluster/store-writes.ts', 'cluster/store.ts'],
+];
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+/** Relative imports of a file (static, re-exports and dynamic), resolved to absolute paths. */
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specs = [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map((m) => m[1]);
+  return specs.map((s) => resolve(dirname(file), s));
+}
+
+function folderOf(file: string): string {
+  return relative(SRC, file).split('/')[0];
+}
+
+const files = sourceFiles(SRC);
+const graph = new Map(files.map((f) => [f, importsOf(f).filter((t) => t.startsWith(SRC))]));
+
+/** Strongly connected components of more than one file (Tarjan), as sorted src-relative paths. */
+function cycles(): string[][] {
+  let index = 0;
+  const stack: string[] = [];
+  const meta = new Map<string, { index: number; low: number; onStack: boolean }>();
+  const out: string[][] = [];
+  const visit = (v: string) => {
+    meta.set(v, { index, low: index, onStack: true });
+    index++;
+    stack.push(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      const mw = meta.get(w);
+      if (!mw) {
+        visit(w);
+        meta.get(v)!.low = Math.min(meta.get(v)!.low, meta.get(w)!.low);
+      } else if (mw.onStack) meta.get(v)!.low = Math.min(meta.get(v)!.low, mw.index);
+    }
+    const mv = meta.get(v)!;
+    if (mv.low === mv.index) {
+      const component: string[] = [];
+      for (;;) {
+        const w = stack.pop()!;
+        meta.get(w)!.onStack = false;
+        component.push(relative(SRC, w));
+        if (w === v) break;
+      }
+      if (component.length > 1) out.push(component.sort());
+    }
+  };
+  for (const f of files) if (!meta.has(f)) visit(f);
+  return out;
+}
+
+describe('src/ layering', () => {
+  it('every import goes down the layers (or is a listed exception)', () => {
+    const violations: string[] = [];
+    for (const [file, targets] of graph) {
+      const from = folderOf(file);
+      for (const target of targets) {
+        const to = folderOf(target);
+        if (to === from || ALLOWED[from]?.includes(to)) continue;
+        if (EXCEPTIONS.some((e) => e.from === from && e.to === to)) continue;
+        violations.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
+      }
+    }
+    assert.deepEqual(violations, []);
+  });
+
+  it('has no import cycle besides the known ones', () => {
+    const known = new Set(KNOWN_CYCLES.map((c) => c.join(' ')));
+    const found = cycles().map((c) => c.join(' '));
+    assert.deepEqual(found.filter((c) => !known.has(c)), [], 'new import cycles');
+  });
+
+  it('reads real imports (a check that finds nothing cannot fail)', () => {
+    assert.ok(files.length > 50);
+    assert.ok((graph.get(join(SRC, 'controller', 'claim-sync.ts')) ?? []).includes(join(SRC, 'controller', 'next.ts')));
+  });
+});
