@@ -15,7 +15,11 @@ export interface ClassParameters {
   nodePath?: string;
   /** The directory layout below the base path; undefined = `<pv>_<namespace>_<claim>`. */
   pathPattern?: CompiledPathPattern;
-  onDelete: OnDeletePolicy;
+  /**
+   * From `onDelete`, else `archiveOnDelete` (false = delete, true = archive); undefined = neither is set, and
+   * the provisioner applies the path kind's default (shared path: archive, node path: delete).
+   */
+  onDelete?: OnDeletePolicy;
   /** Permission bits of the volume directory. Default 0o777 (hostPath ignores fsGroup: see docs). */
   mode: number;
   uid?: number;
@@ -48,7 +52,7 @@ export function parseClassParameters(params: Record<string, string> | undefined)
     if (!KNOWN.includes(key)) throw new StorageClassParameterError(key, `unknown parameter (known: ${KNOWN.join(', ')})`);
     if (typeof p[key] !== 'string') throw new StorageClassParameterError(key, 'must be a string');
   }
-  const out: ClassParameters = { onDelete: 'delete', mode: DEFAULT_VOLUME_MODE_BITS, nodeAffinityKey: 'kubernetes.io/hostname' };
+  const out: ClassParameters = { mode: DEFAULT_VOLUME_MODE_BITS, nodeAffinityKey: 'kubernetes.io/hostname' };
 
   if (p.nodePath !== undefined) {
     try {
@@ -75,8 +79,11 @@ export function parseClassParameters(params: Record<string, string> | undefined)
   }
 
   if (p.archiveOnDelete !== undefined) {
-    if (p.archiveOnDelete !== 'true' && p.archiveOnDelete !== 'false') throw new StorageClassParameterError('archiveOnDelete', 'must be "true" or "false"');
-    out.onDelete = p.archiveOnDelete === 'true' ? 'archive' : 'delete';
+    const archive = parseGoBool(p.archiveOnDelete);
+    if (archive === undefined) {
+      throw new StorageClassParameterError('archiveOnDelete', `${JSON.stringify(p.archiveOnDelete)} is not a boolean (one of ${GO_TRUE.join(', ')}, ${GO_FALSE.join(', ')})`);
+    }
+    out.onDelete = archive ? 'archive' : 'delete';
   }
   if (p.onDelete !== undefined) {
     // nfs-subdir: onDelete wins over archiveOnDelete.
@@ -106,6 +113,17 @@ export function parseClassParameters(params: Record<string, string> | undefined)
     out.nodeAffinityKey = p.nodeAffinityKey;
   }
   return out;
+}
+
+// Exactly the spellings Go's strconv.ParseBool accepts, which is how nfs-subdir reads archiveOnDelete.
+const GO_TRUE = ['1', 't', 'T', 'TRUE', 'true', 'True'];
+const GO_FALSE = ['0', 'f', 'F', 'FALSE', 'false', 'False'];
+
+/** Go's strconv.ParseBool: true, false, or undefined for anything else (no trimming, no other case mixes). */
+export function parseGoBool(value: string): boolean | undefined {
+  if (GO_TRUE.includes(value)) return true;
+  if (GO_FALSE.includes(value)) return false;
+  return undefined;
 }
 
 function parseId(name: 'uid' | 'gid', value: string): number {

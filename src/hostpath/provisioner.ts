@@ -187,7 +187,9 @@ export class HostPathProvisioner implements Provisioner {
     const volume = buildVolume({
       pvName, path: placement.path, basePath: placement.base.path, kind: shared ? 'shared' : 'node',
       node: shared ? this.nodeName ?? o.selectedNodeName : node, affinity, volumeType, capacity: request, accessModes,
-      reclaimPolicy: storageClass.reclaimPolicy ?? 'Delete', storageClassName: className || undefined, onDelete: params.onDelete,
+      reclaimPolicy: storageClass.reclaimPolicy ?? 'Delete', storageClassName: className || undefined,
+      // Never destroy what the anchor of that shape would have kept: nfs-subdir archives, local-path deletes.
+      onDelete: params.onDelete ?? (shared ? 'archive' : 'delete'),
     });
     return { volume, state: 'Finished' };
   }

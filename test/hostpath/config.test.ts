@@ -163,7 +163,7 @@ async function waitFor(cond: () => boolean): Promise<void> {
 
 test('class parameters: defaults, every parameter, nfs-subdir archiveOnDelete', () => {
   const d = parseClassParameters(undefined);
-  assert.deepEqual({ ...d }, { onDelete: 'delete', mode: 0o777, nodeAffinityKey: 'kubernetes.io/hostname' });
+  assert.deepEqual({ ...d }, { mode: 0o777, nodeAffinityKey: 'kubernetes.io/hostname' }, 'no onDelete: the path kind decides');
   const p = parseClassParameters({
     nodePath: '/data', pathPattern: '${.PVC.namespace}/${.PV.name}', onDelete: 'archive', mode: '2770', uid: '1000', gid: '0',
     volumeType: 'hostPath', nodeAffinityKey: 'topology.kubernetes.io/zone',
@@ -179,6 +179,9 @@ test('class parameters: defaults, every parameter, nfs-subdir archiveOnDelete', 
   assert.equal(parseClassParameters({ archiveOnDelete: 'true' }).onDelete, 'archive');
   assert.equal(parseClassParameters({ archiveOnDelete: 'false' }).onDelete, 'delete');
   assert.equal(parseClassParameters({ archiveOnDelete: 'true', onDelete: 'retain' }).onDelete, 'retain', 'onDelete wins');
+  // strconv.ParseBool, exactly: nfs-subdir users write "True" and "1".
+  for (const v of ['1', 't', 'T', 'TRUE', 'true', 'True']) assert.equal(parseClassParameters({ archiveOnDelete: v }).onDelete, 'archive', v);
+  for (const v of ['0', 'f', 'F', 'FALSE', 'false', 'False']) assert.equal(parseClassParameters({ archiveOnDelete: v }).onDelete, 'delete', v);
   assert.equal(parseClassParameters({ mode: '0755' }).mode, 0o755);
 });
 
@@ -193,6 +196,9 @@ test('class parameters: every invalid value is a typed error naming the paramete
     [{ pathPattern: 'x'.repeat(1025) }, 'pathPattern'],
     [{ onDelete: 'shred' }, 'onDelete'],
     [{ archiveOnDelete: 'yes' }, 'archiveOnDelete'],
+    [{ archiveOnDelete: 'tRUE' }, 'archiveOnDelete'],
+    [{ archiveOnDelete: ' true' }, 'archiveOnDelete'],
+    [{ archiveOnDelete: '' }, 'archiveOnDelete'],
     [{ mode: '777x' }, 'mode'],
     [{ mode: '8' }, 'mode'],
     [{ mode: '07777777' }, 'mode'],

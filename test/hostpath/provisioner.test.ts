@@ -115,7 +115,7 @@ test('onDelete policies: delete removes, retain keeps, archive renames in place;
   }
   assert.deepEqual(results.delete, ['data']);
   assert.equal(results.retain.length, 3, 'retained with its file');
-  assert.ok(results.archive.some((e) => /^data\/archived-pvc-[0-9a-f-]+-\d{8}T\d{6}Z-[0-9a-f]{16}\/file$/.test(e)), results.archive.join(','));
+  assert.ok(results.archive.some((e) => /^data\/archived-pvc-[0-9a-f-]+\/file$/.test(e)), results.archive.join(','));
   assert.deepEqual(await p.listVolumes(signal()), [], 'no record survives any policy');
   const retainClass = await p.provision(provisionOptions(claim(), storageClass('r', undefined, 'Retain')), signal());
   assert.equal(retainClass.volume.spec.persistentVolumeReclaimPolicy, 'Retain');
@@ -386,4 +386,24 @@ test('after a restart, provisions running while the PVs are being listed wait fo
   assert.equal(small.status, 'fulfilled');
   assert.ok(big.status === 'rejected' && isInfeasible(big.reason), 'the 5Gi claim does not fit next to the listed 6Gi volume');
   assert.deepEqual(restarted.allocations().map((a) => a.allocated), [9n << 30n]);
+});
+
+test('onDelete default follows the path kind: a shared path archives (nfs-subdir), a node path deletes (local-path)', async () => {
+  const { dir, config } = await setup('default-ondelete', (d) => ({
+    storageClassConfigs: { nfs: { sharedFileSystemPath: `${d}/export` }, local: { nodePathMap: [{ node: DEFAULT_NODE, paths: [`${d}/disk`] }] } },
+  }));
+  await fsp.mkdir(`${dir}/export`);
+  await fsp.mkdir(`${dir}/disk`);
+  const p = new HostPathProvisioner({ config });
+  const shared = await p.provision(provisionOptions(claim({ name: 'nfs-data', modes: ['ReadWriteMany'] }), storageClass('nfs')), signal());
+  assert.equal(shared.volume.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE], 'archive');
+  const sharedDir = shared.volume.spec.hostPath!.path;
+  await fsp.writeFile(`${sharedDir}/file`, 'keep');
+  await p.delete(shared.volume, signal());
+  assert.equal(await fsp.readFile(`${dir}/export/archived-${path.basename(sharedDir)}/file`, 'utf8'), 'keep', 'archived-<directory name>, no suffix');
+
+  const local = await p.provision(provisionOptions(claim({ name: 'node-data', node: 'n1' }), storageClass('local')), signal());
+  assert.equal(local.volume.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE], 'delete');
+  await p.delete(local.volume, signal());
+  assert.deepEqual((await snapshot(`${dir}/disk`)).filter((e) => !e.startsWith('.kube-provisioner')), []);
 });
