@@ -2,8 +2,11 @@
 // Provisioner contract: provision() picks a base path, renders and checks the directory, accounts capacity,
 // creates the directory without following symlinks and returns the PV; delete() applies the onDelete policy
 // to paths it re-checks against the configured roots. In `daemonset` mode each instance serves only its
-// node (IgnoredError for the others); `deployment` mode assumes every configured path is reachable here.
-import type { PersistentVolume, PersistentVolumeClaim, AccessMode } from '../types/k8s.ts';
+// node (IgnoredError for the others); `deployment` mode reaches the shared paths and only its own node's
+// paths: a node-local claim for another node is left to that node's instance or refused, never created here.
+// local-path's setup/teardown scripts run around create and delete (scripts.ts).
+import fsp from 'node:fs/promises';
+import type { PersistentVolume, PersistentVolumeClaim, AccessMode, Node } from '../types/k8s.ts';
 import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
 import { parseQuantity, isQuantity, formatBytes } from '../types/quantity.ts';
 import {
@@ -15,7 +18,7 @@ import type { Clock } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
-import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath } from './config.ts';
+import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath, type NfsExport, type PathSet } from './config.ts';
 import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
 import { defaultVolumeDirName, PathTemplateError } from './path-template.ts';
 import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError } from './path-safety.ts';
@@ -23,6 +26,8 @@ import { createVolumeDir, removeVolumeDir, archiveVolumeDir, directoryUsage, typ
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
 import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord } from './volume-records.ts';
 import { buildVolume, readVolumeLocation, allocationOfVolume, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
+import { chooseVolumeType, mountedExports, VolumeTypeAnnotationError, type MountedExport } from './volume-source.ts';
+import { runVolumeScript, VolumeScriptError, type ScriptName } from './scripts.ts';
 
 export type HostPathMode = 'deployment' | 'daemonset';
 
@@ -45,6 +50,21 @@ export interface HostPathProvisionerOptions {
   knownVolumes?: (signal: AbortSignal) => PersistentVolume[] | Promise<PersistentVolume[]>;
   /** Default 60 s. */
   knownVolumesRefreshMs?: number;
+  /**
+   * The NFS export the top-level sharedFileSystemPath is mounted from, when the configuration does not say
+   * (nfs-subdir's NFS_SERVER and NFS_PATH). Its PVs are then published as nfs volumes.
+   */
+  nfs?: NfsExport;
+  /**
+   * Looks a Node up (GET through the API) when the controller did not hand one over: nodeAffinityKey needs the
+   * selected node's labels. Without it only the hostname key works.
+   */
+  getNode?: (name: string, signal: AbortSignal) => Promise<Node | undefined>;
+  /**
+   * deployment mode, a node-local claim scheduled to another node: `refuse` (default; a Warning event says how
+   * to fix it) or `ignore` (IgnoredError: node-local instances of the same provisioner name serve it).
+   */
+  otherNodeClaims?: 'refuse' | 'ignore';
   logger?: Logger;
   clock?: Clock;
   fs?: FsOpsOptions;
@@ -150,8 +170,6 @@ export class HostPathProvisioner implements Provisioner {
       scope = node;
       if (candidates.length === 0) this.rescheduleOrInfeasible(o, `node ${node} has no paths for storage class ${className}`);
     }
-    const volumeType = params.volumeType ?? (shared ? 'hostPath' : 'local');
-    if (shared && volumeType === 'local') throw new InfeasibleError('volumeType local needs node affinity; volumes on the shared path are hostPath volumes');
     if (params.nodePath !== undefined) {
       candidates = candidates.filter((c) => c.path === params.nodePath);
       if (candidates.length === 0) {
@@ -160,7 +178,14 @@ export class HostPathProvisioner implements Provisioner {
         this.rescheduleOrInfeasible(o, `nodePath ${params.nodePath} is not configured on node ${node}`);
       }
     }
-    const affinity = shared ? undefined : { key: params.nodeAffinityKey, value: affinityValue(o, params, node!) };
+    if (!shared && this.mode === 'deployment' && node !== this.nodeName) this.otherNode(node!);
+    const volumeType = infeasibleOn(() => chooseVolumeType({
+      claimAnnotations: claim.metadata.annotations, classAnnotations: storageClass.metadata.annotations,
+      parameter: params.volumeType, shared: shared !== undefined, nfs: shared !== undefined && this.exportOf(set, config) !== undefined,
+    }));
+    if (shared && volumeType === 'local') throw new InfeasibleError('volumeType local needs node affinity; volumes on the shared path are hostPath volumes');
+    const nfsMount = volumeType === 'nfs' ? this.exportOf(set, config) : undefined;
+    const affinity = shared ? undefined : { key: params.nodeAffinityKey, value: await this.affinityValue(o, params, node!, signal) };
 
     // From here to reserve(): no await, so concurrent provisions cannot both take the last free bytes.
     const placement = this.place(o, params, candidates, scope, bytes, config);
@@ -173,7 +198,14 @@ export class HostPathProvisioner implements Provisioner {
       await writeVolumeRecord(placement.base.path, {
         pvName, relativePath: placement.segments.join('/'), bytes: bytes.toString(), scope, createdAt: new Date(this.clock.now()).toISOString(),
       }, this.opts.fs);
-      await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid });
+      const { created } = await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid });
+      if (config.scripts.setup !== undefined) {
+        await this.runScript('setup', config, placement.path, bytes, signal).catch(async (e: unknown) => {
+          // A failed setup leaves nothing behind that this attempt created (a retry starts clean).
+          if (created) await removeVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs }).catch(() => {});
+          throw e;
+        });
+      }
     } catch (e) {
       if (placement.isNew) {
         this.ledger.release(pvName);
@@ -181,12 +213,14 @@ export class HostPathProvisioner implements Provisioner {
       }
       log.warn({ err: (e as Error).message, path: placement.path }, 'creating the volume directory failed');
       if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
+      if (e instanceof VolumeScriptError) throw new ProvisioningError(shortenText(e.message, 2048), 'Finished', { cause: e });
       throw e;
     }
     log.info({ path: placement.path, basePath: placement.base.path, bytes: bytes.toString() }, 'volume directory ready');
     const volume = buildVolume({
       pvName, path: placement.path, basePath: placement.base.path, kind: shared ? 'shared' : 'node',
-      node: shared ? this.nodeName ?? o.selectedNodeName : node, affinity, volumeType, capacity: request, accessModes,
+      node: shared ? this.nodeName ?? o.selectedNodeName : node, affinity, volumeType, nfsMount, mountOptions: storageClass.mountOptions,
+      capacity: request, accessModes,
       reclaimPolicy: storageClass.reclaimPolicy ?? 'Delete', storageClassName: className || undefined,
       // Never destroy what the anchor of that shape would have kept: nfs-subdir archives, local-path deletes.
       onDelete: params.onDelete ?? (shared ? 'archive' : 'delete'),
@@ -247,7 +281,7 @@ export class HostPathProvisioner implements Provisioner {
 
   private async deleteLocked(volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
-    let loc = readVolumeLocation(volume);
+    let loc = readVolumeLocation(volume, this.exports());
     let vpath: string;
     if (!loc.path) {
       // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
@@ -282,6 +316,15 @@ export class HostPathProvisioner implements Provisioner {
       if (r.archivedPath) log.info({ archivedPath: r.archivedPath }, 'volume directory archived');
       else log.warn({}, 'volume directory was already gone; nothing to archive');
     } else {
+      // Teardown only for delete: a local-path teardown is typically `rm -rf`, which archive and retain must not run.
+      // It runs on the directory the identity check above accepted, and only while it is still a real directory.
+      const config = this.config();
+      if (config.scripts.teardown !== undefined && (await isRealDirectory(vpath))) {
+        await this.runScript('teardown', config, vpath, volumeBytes(volume), signal).catch((e: unknown) => {
+          log.warn({ err: (e as Error).message }, 'teardown script failed; the directory is kept and the deletion retried');
+          throw e;
+        });
+      }
       const r = await removeVolumeDir(base, segments, { ...this.opts.fs, signal });
       if (r.existed) log.info({}, 'volume directory deleted');
       else log.warn({}, 'volume directory was already gone');
@@ -320,8 +363,9 @@ export class HostPathProvisioner implements Provisioner {
   /** Rebuilds allocation accounting from PVs (ours are recognised by their base-path annotation). */
   rebuildFromVolumes(volumes: Iterable<PersistentVolume>): void {
     const allocations: Allocation[] = [];
+    const exports = this.exports();
     for (const pv of volumes) {
-      const a = allocationOfVolume(pv);
+      const a = allocationOfVolume(pv, exports);
       if (a) allocations.push(a);
     }
     this.ledger.rebuild('api', allocations);
@@ -340,7 +384,7 @@ export class HostPathProvisioner implements Provisioner {
 
   /** Disk usage of a volume's directory (bounded walk, never following symlinks). */
   async volumeUsage(volume: PersistentVolume, opts: { maxEntries?: number; signal?: AbortSignal } = {}): Promise<DirectoryUsage> {
-    const loc = readVolumeLocation(volume);
+    const loc = readVolumeLocation(volume, this.exports());
     if (!loc.path || !loc.basePath || !this.configuredRoots().includes(loc.basePath)) throw new Error(`volume ${volume.metadata.name} is not under a configured base path`);
     checkExistingVolumePath(loc.basePath, loc.path, volume.metadata.name ?? '');
     return directoryUsage(loc.path, opts);
@@ -387,6 +431,56 @@ export class HostPathProvisioner implements Provisioner {
     }
   }
 
+  /** The NFS exports of the configuration in force, mounted at their shared paths. */
+  exports(): MountedExport[] {
+    return mountedExports(this.config(), this.opts.nfs);
+  }
+
+  // The export a path set's shared path is mounted from (its own, or the flags' default for the top level).
+  private exportOf(set: PathSet, config: HostPathConfig): MountedExport | undefined {
+    const e = set.nfs ?? (set === config ? this.opts.nfs : undefined);
+    return e && set.sharedFileSystemPath ? { ...e, mountPath: set.sharedFileSystemPath.path } : undefined;
+  }
+
+  // A deployment-mode instance only reaches its own node's disks.
+  private otherNode(node: string): never {
+    const here = this.nodeName ? `runs on node ${this.nodeName}` : 'does not know its node (--node-name)';
+    if (this.opts.otherNodeClaims === 'ignore') throw new IgnoredError(`claim is scheduled to node ${node}; node-local volumes are created by that node's instance`);
+    throw new InfeasibleError(
+      `claim is scheduled to node ${node}, but this deployment-mode instance ${here} and cannot create a directory on another node's disk. ` +
+        'Fix: run the node-local DaemonSet (deploy/node-local) for this provisioner name and start the deployment with --other-node-claims=ignore, ' +
+        'or use a class on a shared path (sharedFileSystemPath)',
+    );
+  }
+
+  private async runScript(name: ScriptName, config: HostPathConfig, dir: string, bytes: bigint, signal: AbortSignal): Promise<void> {
+    const script = config.scripts[name];
+    if (script === undefined) return;
+    const log = this.logger.child({ path: dir, script: name });
+    try {
+      const { output } = await runVolumeScript({ script, name, volumeDir: dir, sizeBytes: bytes, timeoutMs: config.scripts.timeoutMs, signal, clock: this.clock });
+      if (output.trim()) log.debug({ output }, `${name} script output`);
+    } catch (e) {
+      if (e instanceof VolumeScriptError) log.warn({ output: e.output, ...e.outcome }, `${name} script failed`);
+      throw e;
+    }
+  }
+
+  // nodeAffinityKey: the selected node's label, from the controller's node or looked up through the API.
+  private async affinityValue(o: ProvisionOptions, params: ClassParameters, node: string, signal: AbortSignal): Promise<string> {
+    if (params.nodeAffinityKey === LABEL_HOSTNAME && !o.selectedNode) return node;
+    const nodeObject = o.selectedNode ?? (await this.opts.getNode?.(node, signal));
+    const labels = nodeObject?.metadata.labels ?? {};
+    const v = Object.prototype.hasOwnProperty.call(labels, params.nodeAffinityKey) ? labels[params.nodeAffinityKey] : undefined;
+    if (v) return v;
+    if (params.nodeAffinityKey === LABEL_HOSTNAME) return node;
+    if (!nodeObject) {
+      if (!this.opts.getNode) throw new InfeasibleError(`nodeAffinityKey ${params.nodeAffinityKey} needs the node's labels, and this provisioner has no way to look node ${node} up`);
+      throw new ProvisioningError(`node ${node} was not found; cannot read its label ${params.nodeAffinityKey} (the class's nodeAffinityKey)`, 'Reschedule');
+    }
+    throw new InfeasibleError(`node ${node} has no label ${params.nodeAffinityKey} (the class's nodeAffinityKey)`);
+  }
+
   // One operation per volume name at a time (a retried provision waits for the first to finish).
   private async locked<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.locks.get(key) ?? Promise.resolve();
@@ -401,12 +495,15 @@ export class HostPathProvisioner implements Provisioner {
   }
 }
 
-function affinityValue(o: ProvisionOptions, params: ClassParameters, node: string): string {
-  const labels = o.selectedNode?.metadata.labels ?? {};
-  const v = Object.prototype.hasOwnProperty.call(labels, params.nodeAffinityKey) ? labels[params.nodeAffinityKey] : undefined;
-  if (v) return v;
-  if (params.nodeAffinityKey === LABEL_HOSTNAME) return node;
-  throw new InfeasibleError(`node ${node} has no label ${params.nodeAffinityKey} (the class's nodeAffinityKey)`);
+// The script is handed a path, and `sh` follows symlinks: run it only when no component of that path is one.
+async function isRealDirectory(p: string): Promise<boolean> {
+  const st = await fsp.lstat(p).catch(() => undefined);
+  return st?.isDirectory() === true && (await fsp.realpath(p).catch(() => undefined)) === p;
+}
+
+function volumeBytes(pv: PersistentVolume): bigint {
+  const s = pv.spec.capacity?.storage;
+  return isQuantity(s) ? parseQuantity(s) : 0n;
 }
 
 // Configuration and tenant-input errors can never succeed as they stand: InfeasibleError, with the cause.
@@ -414,7 +511,7 @@ function infeasibleOn<T>(fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    if (e instanceof StorageClassParameterError || e instanceof PathTemplateError || e instanceof UnsafePathError) {
+    if (e instanceof StorageClassParameterError || e instanceof PathTemplateError || e instanceof UnsafePathError || e instanceof VolumeTypeAnnotationError) {
       throw new InfeasibleError(e.message, { cause: e });
     }
     throw e;

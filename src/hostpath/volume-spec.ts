@@ -4,8 +4,9 @@
 import type { AccessMode, PersistentVolume, ReclaimPolicy } from '../types/k8s.ts';
 import { LABEL_HOSTNAME } from '../types/annotations.ts';
 import { parseQuantity, isQuantity } from '../types/quantity.ts';
-import type { OnDeletePolicy, VolumeType } from './class-parameters.ts';
+import type { OnDeletePolicy } from './class-parameters.ts';
 import { SHARED_SCOPE, type Allocation } from './capacity.ts';
+import { localPathOfVolume, volumeSourceSpec, type MountedExport, type PublishedType } from './volume-source.ts';
 
 /** The node whose disk holds the volume, or that provisioned it (shared path). */
 export const ANN_HOSTPATH_NODE = 'hostpath.kube-provisioner.io/node';
@@ -27,7 +28,11 @@ export interface VolumeSpecInput {
   node?: string;
   /** Node affinity for node paths: label key and value. */
   affinity?: { key: string; value: string };
-  volumeType: VolumeType;
+  volumeType: PublishedType;
+  /** The export the shared path is mounted from (volumeType nfs). */
+  nfsMount?: MountedExport;
+  /** The class's mountOptions, copied as nfs-subdir copies them. */
+  mountOptions?: string[];
   capacity: string;
   accessModes: AccessMode[];
   reclaimPolicy: ReclaimPolicy;
@@ -52,10 +57,10 @@ export function buildVolume(v: VolumeSpecInput): PersistentVolume {
       accessModes: [...v.accessModes],
       persistentVolumeReclaimPolicy: v.reclaimPolicy,
       volumeMode: 'Filesystem',
-      // `Directory`, never `DirectoryOrCreate`: an unmounted disk must not silently get an empty directory.
-      ...(v.volumeType === 'local' ? { local: { path: v.path } } : { hostPath: { path: v.path, type: 'Directory' } }),
+      ...volumeSourceSpec(v.volumeType, v.path, v.nfsMount),
     },
   };
+  if (v.mountOptions && v.mountOptions.length > 0) pv.spec.mountOptions = [...v.mountOptions];
   if (v.storageClassName) pv.spec.storageClassName = v.storageClassName;
   if (v.affinity) {
     pv.spec.nodeAffinity = { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: v.affinity.key, operator: 'In', values: [v.affinity.value] }] }] } };
@@ -73,9 +78,10 @@ export interface VolumeLocation {
   onDelete: OnDeletePolicy | undefined;
 }
 
-export function readVolumeLocation(pv: PersistentVolume): VolumeLocation {
+/** `exports`: the mounted NFS exports, so an `nfs:` source maps back to its local directory. */
+export function readVolumeLocation(pv: PersistentVolume, exports: MountedExport[] = []): VolumeLocation {
   const ann = pv.metadata.annotations ?? {};
-  const path = pv.spec.local?.path ?? pv.spec.hostPath?.path;
+  const path = localPathOfVolume(pv, exports);
   const od = ann[ANN_HOSTPATH_ON_DELETE];
   const kind = ann[ANN_HOSTPATH_KIND];
   return {
@@ -98,10 +104,10 @@ function affinityHostname(pv: PersistentVolume): string | undefined {
 }
 
 /** The allocation a PV of ours stands for (recognised by its base-path annotation), for rebuilding accounting. */
-export function allocationOfVolume(pv: PersistentVolume): Allocation | undefined {
+export function allocationOfVolume(pv: PersistentVolume, exports: MountedExport[] = []): Allocation | undefined {
   const ann = pv.metadata.annotations ?? {};
   const basePath = ann[ANN_HOSTPATH_BASE_PATH];
-  const path = pv.spec.local?.path ?? pv.spec.hostPath?.path;
+  const path = localPathOfVolume(pv, exports);
   const storage = pv.spec.capacity?.storage;
   if (!basePath || typeof path !== 'string' || !pv.metadata.name || !isQuantity(storage)) return undefined;
   const scope = ann[ANN_HOSTPATH_KIND] === 'shared' ? SHARED_SCOPE : ann[ANN_HOSTPATH_NODE] ?? SHARED_SCOPE;

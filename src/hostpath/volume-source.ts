@@ -1,0 +1,118 @@
+// The PV source of a hostpath volume, both ways: which source a new PV gets (local, hostPath, or nfs when the
+// shared path is the mount of an NFS export), and which local directory an existing PV's source stands for
+// (for delete, usage and adoption of PVs that nfs-subdir-external-provisioner published). The reverse mapping
+// is lexical and fails closed: anything not exactly below a known export maps to nothing.
+import path from 'node:path';
+import type { PersistentVolume, PersistentVolumeSpec } from '../types/k8s.ts';
+import type { HostPathConfig, NfsExport } from './config.ts';
+import type { VolumeType } from './class-parameters.ts';
+
+/** An NFS export and the directory it is mounted at on this instance. */
+export interface MountedExport extends NfsExport {
+  mountPath: string;
+}
+
+/** How the PV publishes the directory. `hostPath-or-create` is local-path's hostPath type DirectoryOrCreate. */
+export type PublishedType = VolumeType | 'hostPath-or-create' | 'nfs';
+
+/** local-path's PVC annotation choosing the PV type of one claim. */
+export const ANN_VOLUME_TYPE = 'volumeType';
+/** local-path's StorageClass annotation choosing the default PV type of a class. */
+export const ANN_DEFAULT_VOLUME_TYPE = 'defaultVolumeType';
+
+/** A `volumeType` / `defaultVolumeType` annotation that is not local or hostPath. */
+export class VolumeTypeAnnotationError extends Error {
+  override name = 'VolumeTypeAnnotationError';
+  constructor(readonly annotation: string, readonly value: string, readonly on: 'claim' | 'class') {
+    super(`the ${on}'s ${annotation} annotation ${JSON.stringify(value.slice(0, 64))} is not one of local, hostPath`);
+  }
+}
+
+/**
+ * The PV type for a claim. Precedence: the claim's `volumeType` annotation, the class's `volumeType` parameter,
+ * the class's `defaultVolumeType` annotation, then the path kind's default (node: local, shared: hostPath, or
+ * nfs when the shared path is an NFS export). A type chosen by local-path's annotations is written as
+ * local-path writes it (hostPath type DirectoryOrCreate). Throws VolumeTypeAnnotationError.
+ */
+export function chooseVolumeType(o: {
+  claimAnnotations?: Record<string, string>;
+  classAnnotations?: Record<string, string>;
+  parameter?: VolumeType;
+  shared: boolean;
+  nfs: boolean;
+}): PublishedType {
+  const fromAnnotation = (ann: Record<string, string> | undefined, key: string, on: 'claim' | 'class'): PublishedType | undefined => {
+    const v = ann?.[key];
+    if (v === undefined) return undefined;
+    // local-path lower-cases the value before matching.
+    const lower = v.toLowerCase();
+    if (lower === 'local') return 'local';
+    if (lower === 'hostpath') return 'hostPath-or-create';
+    throw new VolumeTypeAnnotationError(key, v, on);
+  };
+  const claimChoice = fromAnnotation(o.claimAnnotations, ANN_VOLUME_TYPE, 'claim');
+  if (claimChoice) return claimChoice;
+  if (o.parameter) return o.parameter;
+  const classChoice = fromAnnotation(o.classAnnotations, ANN_DEFAULT_VOLUME_TYPE, 'class');
+  if (classChoice) return classChoice;
+  if (!o.shared) return 'local';
+  return o.nfs ? 'nfs' : 'hostPath';
+}
+
+/** The PV spec fields of the source: exactly one of local, hostPath, nfs. */
+export function volumeSourceSpec(type: PublishedType, localPath: string, mount?: MountedExport): Partial<PersistentVolumeSpec> {
+  switch (type) {
+    case 'local':
+      return { local: { path: localPath } };
+    case 'hostPath':
+      // `Directory`: an unmounted disk must not silently get an empty directory.
+      return { hostPath: { path: localPath, type: 'Directory' } };
+    case 'hostPath-or-create':
+      return { hostPath: { path: localPath, type: 'DirectoryOrCreate' } };
+    case 'nfs': {
+      if (!mount) throw new Error('an nfs volume source needs the mounted export');
+      const rel = path.posix.relative(mount.mountPath, localPath);
+      if (rel === '' || rel.startsWith('..') || path.posix.isAbsolute(rel)) throw new Error(`${localPath} is not below the export mount ${mount.mountPath}`);
+      return { nfs: { server: mount.server, path: mount.path === '/' ? `/${rel}` : `${mount.path}/${rel}` } };
+    }
+  }
+}
+
+/**
+ * The local directory an `nfs:` PV source stands for: `<mountPath>/<rest>` when the source names the export's
+ * server and a path at or below the export path, else undefined. Fails closed on anything not normalised
+ * (`..`, `.`, doubled or trailing slashes), so a crafted PV can never map outside the mount. The export root
+ * itself maps to mountPath (callers' delete-identity checks refuse it as a base path).
+ */
+export function localPathOfNfsSource(source: { server?: string; path?: string }, mount: MountedExport): string | undefined {
+  const { server, path: p } = source;
+  if (typeof server !== 'string' || typeof p !== 'string') return undefined;
+  if (server.toLowerCase() !== mount.server.toLowerCase()) return undefined;
+  if (!p.startsWith('/') || p.includes('\0') || path.posix.normalize(p) !== p || (p.length > 1 && p.endsWith('/'))) return undefined;
+  if (p === mount.path) return mount.mountPath;
+  const prefix = mount.path === '/' ? '/' : `${mount.path}/`;
+  if (!p.startsWith(prefix)) return undefined;
+  return `${mount.mountPath}/${p.slice(prefix.length)}`;
+}
+
+/** Every mounted export in a configuration (global and per class), plus a default for the global shared path. */
+export function mountedExports(config: HostPathConfig, defaultExport?: NfsExport): MountedExport[] {
+  const out: MountedExport[] = [];
+  const globalExport = config.nfs ?? defaultExport;
+  if (config.sharedFileSystemPath && globalExport) out.push({ ...globalExport, mountPath: config.sharedFileSystemPath.path });
+  for (const set of Object.values(config.storageClassConfigs)) {
+    if (set.sharedFileSystemPath && set.nfs) out.push({ ...set.nfs, mountPath: set.sharedFileSystemPath.path });
+  }
+  return out;
+}
+
+/** The local directory of a PV: its local or hostPath path, or its nfs source mapped through `exports`. */
+export function localPathOfVolume(pv: PersistentVolume, exports: MountedExport[]): string | undefined {
+  const direct = pv.spec.local?.path ?? pv.spec.hostPath?.path;
+  if (typeof direct === 'string') return direct;
+  const nfs = pv.spec.nfs;
+  if (!nfs) return undefined;
+  const hits = exports.map((m) => localPathOfNfsSource(nfs, m)).filter((p): p is string => p !== undefined);
+  // Two mounts of one export would make the answer ambiguous: refuse rather than pick one.
+  return new Set(hits).size === 1 ? hits[0] : undefined;
+}
