@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import type { ProvisionControllerOptions } from '../../src/controller/options.ts';
-import { HostPathProvisioner, type HostPathMode, type ConfigHolder } from '../../src/hostpath/provisioner.ts';
+import { HostPathProvisioner, type HostPathMode, type ConfigHolder, type HostPathProvisionerOptions } from '../../src/hostpath/provisioner.ts';
 import type { HostPathConfig } from '../../src/hostpath/config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
@@ -84,9 +84,11 @@ export function startInstance(env: HostPathEnv, o: {
   nodeName?: string;
   identity?: string;
   controller?: ProvisionControllerOptions;
+  /** Further provisioner options (otherNodeClaims, nfs, getNode...). */
+  provisioner?: Partial<HostPathProvisionerOptions>;
 }): Instance {
   const provisioner = new HostPathProvisioner({
-    config: o.config, mode: o.mode, nodeName: o.nodeName, logger: silentLogger,
+    ...o.provisioner, config: o.config, mode: o.mode, nodeName: o.nodeName, logger: silentLogger,
     knownVolumes: async (signal) => (await env.client.listAll<PersistentVolume>(persistentVolumes, { signal })).items,
   });
   const calls: Instance['calls'] = [];
