@@ -5,9 +5,8 @@
 // node (IgnoredError for the others); `deployment` mode reaches the shared paths and only its own node's
 // paths: a node-local claim for another node is left to that node's instance or refused, never created here.
 // local-path's setup/teardown scripts run around create and delete (scripts.ts).
-import fsp from 'node:fs/promises';
 import type { PersistentVolume, PersistentVolumeClaim, AccessMode, Node } from '../types/k8s.ts';
-import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
+import { ANN_SELECTED_NODE } from '../types/annotations.ts';
 import { parseQuantity, isQuantity, formatBytes } from '../types/quantity.ts';
 import {
   IgnoredError, InfeasibleError, ProvisioningError,
@@ -19,15 +18,16 @@ import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
 import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath, type NfsExport, type PathSet } from './config.ts';
-import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
-import { defaultVolumeDirName, PathTemplateError } from './path-template.ts';
+import { parseClassParameters, type ClassParameters } from './class-parameters.ts';
+import { defaultVolumeDirName } from './path-template.ts';
 import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError } from './path-safety.ts';
 import { createVolumeDir, removeVolumeDir, archiveVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
 import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord } from './volume-records.ts';
 import { buildVolume, readVolumeLocation, allocationOfVolume, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
-import { chooseVolumeType, mountedExports, VolumeTypeAnnotationError, type MountedExport } from './volume-source.ts';
-import { runVolumeScript, VolumeScriptError, type ScriptName } from './scripts.ts';
+import { chooseVolumeType, mountedExports, type MountedExport } from './volume-source.ts';
+import { VolumeScriptError, type ScriptName } from './scripts.ts';
+import { infeasibleOn, isRealDirectory, nodeAffinityValue, otherNodeError, runLoggedScript, volumeBytes } from './provision-rules.ts';
 
 export type HostPathMode = 'deployment' | 'daemonset';
 
@@ -178,14 +178,14 @@ export class HostPathProvisioner implements Provisioner {
         this.rescheduleOrInfeasible(o, `nodePath ${params.nodePath} is not configured on node ${node}`);
       }
     }
-    if (!shared && this.mode === 'deployment' && node !== this.nodeName) this.otherNode(node!);
+    if (!shared && this.mode === 'deployment' && node !== this.nodeName) throw otherNodeError(node!, this.nodeName, this.opts.otherNodeClaims);
     const volumeType = infeasibleOn(() => chooseVolumeType({
       claimAnnotations: claim.metadata.annotations, classAnnotations: storageClass.metadata.annotations,
       parameter: params.volumeType, shared: shared !== undefined, nfs: shared !== undefined && this.exportOf(set, config) !== undefined,
     }));
     if (shared && volumeType === 'local') throw new InfeasibleError('volumeType local needs node affinity; volumes on the shared path are hostPath volumes');
     const nfsMount = volumeType === 'nfs' ? this.exportOf(set, config) : undefined;
-    const affinity = shared ? undefined : { key: params.nodeAffinityKey, value: await this.affinityValue(o, params, node!, signal) };
+    const affinity = shared ? undefined : { key: params.nodeAffinityKey, value: await nodeAffinityValue(o, params.nodeAffinityKey, node!, this.opts.getNode, signal) };
 
     // From here to reserve(): no await, so concurrent provisions cannot both take the last free bytes.
     const placement = this.place(o, params, candidates, scope, bytes, config);
@@ -193,10 +193,27 @@ export class HostPathProvisioner implements Provisioner {
       this.ledger.reserve({ pvName, scope, basePath: placement.base.path, path: placement.path, bytes });
     }
     const log = this.logger.child({ pv: pvName, pvc: `${claim.metadata.namespace}/${claim.metadata.name}`, storageClass: className });
+    await this.createOnDisk(pvName, placement, params, bytes, config, log, signal);
+    log.info({ path: placement.path, basePath: placement.base.path, bytes: bytes.toString() }, 'volume directory ready');
+    const volume = buildVolume({
+      pvName, path: placement.path, basePath: placement.base.path, kind: shared ? 'shared' : 'node',
+      node: shared ? this.nodeName ?? o.selectedNodeName : node, affinity, volumeType, nfsMount, mountOptions: storageClass.mountOptions,
+      capacity: request, accessModes,
+      reclaimPolicy: storageClass.reclaimPolicy ?? 'Delete', storageClassName: className || undefined,
+      // Never destroy what the anchor of that shape would have kept: nfs-subdir archives, local-path deletes.
+      onDelete: params.onDelete ?? (shared ? 'archive' : 'delete'),
+    });
+    return { volume, state: 'Finished' };
+  }
+
+  // Record, directory, setup script; on any failure, what this attempt added is taken back.
+  private async createOnDisk(
+    pvName: string, placement: Placement, params: ClassParameters, bytes: bigint, config: HostPathConfig, log: Logger, signal: AbortSignal,
+  ): Promise<void> {
     try {
       signal.throwIfAborted();
       await writeVolumeRecord(placement.base.path, {
-        pvName, relativePath: placement.segments.join('/'), bytes: bytes.toString(), scope, createdAt: new Date(this.clock.now()).toISOString(),
+        pvName, relativePath: placement.segments.join('/'), bytes: bytes.toString(), scope: placement.scope, createdAt: new Date(this.clock.now()).toISOString(),
       }, this.opts.fs);
       const { created } = await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid });
       if (config.scripts.setup !== undefined) {
@@ -216,16 +233,6 @@ export class HostPathProvisioner implements Provisioner {
       if (e instanceof VolumeScriptError) throw new ProvisioningError(shortenText(e.message, 2048), 'Finished', { cause: e });
       throw e;
     }
-    log.info({ path: placement.path, basePath: placement.base.path, bytes: bytes.toString() }, 'volume directory ready');
-    const volume = buildVolume({
-      pvName, path: placement.path, basePath: placement.base.path, kind: shared ? 'shared' : 'node',
-      node: shared ? this.nodeName ?? o.selectedNodeName : node, affinity, volumeType, nfsMount, mountOptions: storageClass.mountOptions,
-      capacity: request, accessModes,
-      reclaimPolicy: storageClass.reclaimPolicy ?? 'Delete', storageClassName: className || undefined,
-      // Never destroy what the anchor of that shape would have kept: nfs-subdir archives, local-path deletes.
-      onDelete: params.onDelete ?? (shared ? 'archive' : 'delete'),
-    });
-    return { volume, state: 'Finished' };
   }
 
   private place(o: ProvisionOptions, params: ClassParameters, candidates: BasePath[], scope: string, bytes: bigint, config: HostPathConfig): Placement {
@@ -442,43 +449,8 @@ export class HostPathProvisioner implements Provisioner {
     return e && set.sharedFileSystemPath ? { ...e, mountPath: set.sharedFileSystemPath.path } : undefined;
   }
 
-  // A deployment-mode instance only reaches its own node's disks.
-  private otherNode(node: string): never {
-    const here = this.nodeName ? `runs on node ${this.nodeName}` : 'does not know its node (--node-name)';
-    if (this.opts.otherNodeClaims === 'ignore') throw new IgnoredError(`claim is scheduled to node ${node}; node-local volumes are created by that node's instance`);
-    throw new InfeasibleError(
-      `claim is scheduled to node ${node}, but this deployment-mode instance ${here} and cannot create a directory on another node's disk. ` +
-        'Fix: run the node-local DaemonSet (deploy/node-local) for this provisioner name and start the deployment with --other-node-claims=ignore, ' +
-        'or use a class on a shared path (sharedFileSystemPath)',
-    );
-  }
-
-  private async runScript(name: ScriptName, config: HostPathConfig, dir: string, bytes: bigint, signal: AbortSignal): Promise<void> {
-    const script = config.scripts[name];
-    if (script === undefined) return;
-    const log = this.logger.child({ path: dir, script: name });
-    try {
-      const { output } = await runVolumeScript({ script, name, volumeDir: dir, sizeBytes: bytes, timeoutMs: config.scripts.timeoutMs, signal, clock: this.clock });
-      if (output.trim()) log.debug({ output }, `${name} script output`);
-    } catch (e) {
-      if (e instanceof VolumeScriptError) log.warn({ output: e.output, ...e.outcome }, `${name} script failed`);
-      throw e;
-    }
-  }
-
-  // nodeAffinityKey: the selected node's label, from the controller's node or looked up through the API.
-  private async affinityValue(o: ProvisionOptions, params: ClassParameters, node: string, signal: AbortSignal): Promise<string> {
-    if (params.nodeAffinityKey === LABEL_HOSTNAME && !o.selectedNode) return node;
-    const nodeObject = o.selectedNode ?? (await this.opts.getNode?.(node, signal));
-    const labels = nodeObject?.metadata.labels ?? {};
-    const v = Object.prototype.hasOwnProperty.call(labels, params.nodeAffinityKey) ? labels[params.nodeAffinityKey] : undefined;
-    if (v) return v;
-    if (params.nodeAffinityKey === LABEL_HOSTNAME) return node;
-    if (!nodeObject) {
-      if (!this.opts.getNode) throw new InfeasibleError(`nodeAffinityKey ${params.nodeAffinityKey} needs the node's labels, and this provisioner has no way to look node ${node} up`);
-      throw new ProvisioningError(`node ${node} was not found; cannot read its label ${params.nodeAffinityKey} (the class's nodeAffinityKey)`, 'Reschedule');
-    }
-    throw new InfeasibleError(`node ${node} has no label ${params.nodeAffinityKey} (the class's nodeAffinityKey)`);
+  private runScript(name: ScriptName, config: HostPathConfig, dir: string, bytes: bigint, signal: AbortSignal): Promise<void> {
+    return runLoggedScript({ name, scripts: config.scripts, dir, bytes, signal, clock: this.clock, logger: this.logger });
   }
 
   // One operation per volume name at a time (a retried provision waits for the first to finish).
@@ -492,29 +464,6 @@ export class HostPathProvisioner implements Provisioner {
     } finally {
       if (this.locks.get(key) === tail) this.locks.delete(key);
     }
-  }
-}
-
-// The script is handed a path, and `sh` follows symlinks: run it only when no component of that path is one.
-async function isRealDirectory(p: string): Promise<boolean> {
-  const st = await fsp.lstat(p).catch(() => undefined);
-  return st?.isDirectory() === true && (await fsp.realpath(p).catch(() => undefined)) === p;
-}
-
-function volumeBytes(pv: PersistentVolume): bigint {
-  const s = pv.spec.capacity?.storage;
-  return isQuantity(s) ? parseQuantity(s) : 0n;
-}
-
-// Configuration and tenant-input errors can never succeed as they stand: InfeasibleError, with the cause.
-function infeasibleOn<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (e) {
-    if (e instanceof StorageClassParameterError || e instanceof PathTemplateError || e instanceof UnsafePathError || e instanceof VolumeTypeAnnotationError) {
-      throw new InfeasibleError(e.message, { cause: e });
-    }
-    throw e;
   }
 }
 
