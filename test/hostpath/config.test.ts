@@ -214,3 +214,32 @@ test('class parameters: every invalid value is a typed error naming the paramete
     assert.throws(() => parseClassParameters(params), (e: unknown) => e instanceof StorageClassParameterError && e.parameter === name, JSON.stringify(params));
   }
 });
+
+test('local-path compatibility: keys match case-insensitively (Go encoding/json), scripts and helperPod.yaml from the ConfigMap', () => {
+  const c = parseHostPathConfig(JSON.stringify({
+    NodePathMap: [], storageClassConfigs: { shared: { sharedFilesystemPath: '/mnt/shared' }, local: { nodepathmap: [{ NODE: DEFAULT_NODE, Paths: ['/opt/lp'] }] } },
+    CmdTimeoutSeconds: 5,
+  }), 'config', { setup: '#!/bin/sh\nmkdir -m 0777 -p "$VOL_DIR"', teardown: '  ', 'helperPod.yaml': 'apiVersion: v1\nkind: Pod' });
+  assert.equal(pathSetForClass(c, 'shared')?.sharedFileSystemPath?.path, '/mnt/shared');
+  assert.deepEqual(nodeBasePaths(pathSetForClass(c, 'local')!, 'n'), [{ path: '/opt/lp' }]);
+  assert.equal(c.scripts.timeoutMs, 5000);
+  assert.match(c.scripts.setup ?? '', /mkdir/);
+  assert.equal(c.scripts.teardown, undefined, 'a blank script is no script');
+  assert.deepEqual(c.warnings.filter((w) => /helperPod\.yaml/.test(w)).length, 1);
+  assert.equal(parseHostPathConfig('{"sharedFileSystemPath":"/s"}').scripts.timeoutMs, 120_000, 'local-path\'s default');
+  const bad: Array<[string, RegExp]> = [
+    ['{"sharedFileSystemPath":"/s","sharedfilesystempath":"/t"}', /given twice/],
+    ['{"sharedFileSystemPath":"/s","cmdTimeoutSeconds":"10"}', /cmdTimeoutSeconds/],
+    ['{"nodePathMap":[{"node":"a","paths":["/a"]}],"nfs":{"server":"s","path":"/e"}}', /nfs: needs sharedFileSystemPath/],
+    ['{"sharedFileSystemPath":"/s","nfs":{"server":"s","path":"e"}}', /nfs: path/],
+    ['{"sharedFileSystemPath":"/s","nfs":{"server":"s","path":"/e/../f"}}', /nfs: path/],
+    ['{"sharedFileSystemPath":"/s","nfs":{"server":"","path":"/e"}}', /nfs: server/],
+    ['{"sharedFileSystemPath":"/s","nfs":{"server":"s","path":"/e","opts":1}}', /nfs\.opts: unknown key/],
+  ];
+  for (const [text, re] of bad) {
+    assert.throws(() => parseHostPathConfig(text), (e: unknown) => e instanceof ConfigError && e.issues.some((i) => re.test(i)), text);
+  }
+  assert.throws(() => parseHostPathConfig('{"sharedFileSystemPath":"/s"}', 'config', { setup: 'x'.repeat(70_000) }), /larger than/);
+  const nfs = parseHostPathConfig('{"sharedFileSystemPath":"/persistentvolumes","NFS":{"Server":"10.0.0.5","Path":"/"}}');
+  assert.deepEqual(nfs.nfs, { server: '10.0.0.5', path: '/' });
+});
