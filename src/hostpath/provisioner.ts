@@ -19,7 +19,7 @@ import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
 import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath, type NfsExport, type PathSet } from './config.ts';
 import { parseClassParameters, type ClassParameters } from './class-parameters.ts';
-import { defaultVolumeDirName } from './path-template.ts';
+import { defaultVolumeDirName, nfsSubdirVolumeDirName } from './path-template.ts';
 import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError } from './path-safety.ts';
 import { createVolumeDir, removeVolumeDir, archiveVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
@@ -188,7 +188,7 @@ export class HostPathProvisioner implements Provisioner {
     const affinity = shared ? undefined : { key: params.nodeAffinityKey, value: await nodeAffinityValue(o, params.nodeAffinityKey, node!, this.opts.getNode, signal) };
 
     // From here to reserve(): no await, so concurrent provisions cannot both take the last free bytes.
-    const placement = this.place(o, params, candidates, scope, bytes, config);
+    const placement = this.place(o, params, candidates, scope, bytes, config, shared !== undefined && this.exportOf(set, config) !== undefined);
     if (placement.isNew) {
       this.ledger.reserve({ pvName, scope, basePath: placement.base.path, path: placement.path, bytes });
     }
@@ -235,7 +235,10 @@ export class HostPathProvisioner implements Provisioner {
     }
   }
 
-  private place(o: ProvisionOptions, params: ClassParameters, candidates: BasePath[], scope: string, bytes: bigint, config: HostPathConfig): Placement {
+  // nfsNaming: the shared path is an NFS export (nfs-subdir's shape), whose default directory name is nfs-subdir's.
+  private place(
+    o: ProvisionOptions, params: ClassParameters, candidates: BasePath[], scope: string, bytes: bigint, config: HostPathConfig, nfsNaming: boolean,
+  ): Placement {
     const { pvName, claim } = o;
     const existing = this.ledger.get(pvName);
     if (existing && existing.scope === scope) {
@@ -249,7 +252,8 @@ export class HostPathProvisioner implements Provisioner {
       pvName,
       claim: { namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', labels: claim.metadata.labels, annotations: claim.metadata.annotations },
     };
-    const rel = infeasibleOn(() => (params.pathPattern ? params.pathPattern.render(data) : defaultVolumeDirName(data)));
+    const defaultName = nfsNaming ? nfsSubdirVolumeDirName : defaultVolumeDirName;
+    const rel = infeasibleOn(() => (params.pathPattern ? params.pathPattern.render(data) : defaultName(data)));
     const fitting = candidates.filter((c) => this.ledger.fits(scope, c.path, c.capacity, bytes, pvName));
     if (fitting.length === 0) {
       const all = this.allPathsOfClass(o, config);

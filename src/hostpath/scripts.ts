@@ -44,7 +44,7 @@ export class VolumeScriptError extends Error {
 
 /** Runs one script to completion. Resolves with its output; rejects with VolumeScriptError. */
 export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }> {
-  r.signal.throwIfAborted();
+  if (r.signal.aborted) return Promise.reject(r.signal.reason as Error);
   const clock = r.clock ?? realClock;
   const max = r.maxOutputBytes ?? 16 * 1024;
   const action = r.name === 'setup' ? 'create' : 'delete';

@@ -11,7 +11,7 @@ import { validateHostPathConfig } from '../../src/hostpath/config.ts';
 import { localPathOfNfsSource } from '../../src/hostpath/volume-source.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import {
-  boundVolume, claim, createClaim, createClass, deleteClaim, exists, startHostPathEnv, startInstance,
+  boundVolume, claim, createClaim, createClass, deleteClaim, exists, NS, startHostPathEnv, startInstance,
   storageClass, volumePath, waitFor, type HostPathEnv, type Instance,
 } from './integration-helpers.ts';
 
@@ -71,6 +71,8 @@ describe('hostpath integration: nfs-subdir-external-provisioner classes', () => 
   it('a class with no parameters archives (nfs-subdir default): archived-<directory name> beside it, data kept', async () => {
     const pv = await withData('default-class', 'nfs-client');
     const dir = localDir(pv);
+    assert.equal(dir, path.join(exportDir, `${NS}-default-class-${pv.metadata.name}`), 'nfs-subdir\'s directory name <namespace>-<claim>-<pv>');
+    assert.equal(pv.spec.nfs?.path, `/exports/k8s/${NS}-default-class-${pv.metadata.name}`);
     await released('default-class', pv);
     assert.equal(await exists(dir), false);
     const archived = path.join(path.dirname(dir), `archived-${path.basename(dir)}`);
