@@ -74,7 +74,7 @@ export interface VolumeLocation {
   basePath?: string;
   kind?: PathKind;
   node?: string;
-  /** Missing annotation: `delete` (the reclaim policy said Delete); an unrecognised value: undefined. */
+  /** Missing annotation: `archive` for an nfs source (nfs-subdir's default), else `delete`; an unrecognised value: undefined. */
   onDelete: OnDeletePolicy | undefined;
 }
 
@@ -89,7 +89,9 @@ export function readVolumeLocation(pv: PersistentVolume, exports: MountedExport[
     basePath: ann[ANN_HOSTPATH_BASE_PATH],
     kind: kind === 'node' || kind === 'shared' ? kind : undefined,
     node: ann[ANN_HOSTPATH_NODE] ?? affinityHostname(pv),
-    onDelete: od === undefined ? 'delete' : od === 'delete' || od === 'retain' || od === 'archive' ? od : undefined,
+    // Without our annotation (a PV another provisioner wrote): what that provisioner did by default, so nothing it
+    // would have kept is lost: nfs-subdir (an nfs source) archives, local-path (local, hostPath) deletes.
+    onDelete: od === undefined ? (pv.spec.nfs ? 'archive' : 'delete') : od === 'delete' || od === 'retain' || od === 'archive' ? od : undefined,
   };
 }
 

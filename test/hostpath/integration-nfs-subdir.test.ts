@@ -9,6 +9,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { validateHostPathConfig } from '../../src/hostpath/config.ts';
 import { localPathOfNfsSource } from '../../src/hostpath/volume-source.ts';
+import { persistentVolumes } from '../../src/runtime/resources.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import {
   boundVolume, claim, createClaim, createClass, deleteClaim, exists, NS, startHostPathEnv, startInstance,
@@ -107,6 +108,26 @@ describe('hostpath integration: nfs-subdir-external-provisioner classes', () => 
     await released('gone', gone);
     assert.equal(await exists(localDir(gone)), false);
     assert.equal(await exists(path.join(exportDir, `archived-${path.basename(localDir(gone))}`)), false);
+  });
+
+  it('a PV nfs-subdir created (no annotations of ours) is archived, never deleted, when released', async () => {
+    const dirName = `${NS}-old-claim-pvc-0123abcd`;
+    await fsp.mkdir(path.join(exportDir, dirName));
+    await fsp.writeFile(path.join(exportDir, dirName, 'data'), 'from nfs-subdir');
+    // As nfs-subdir writes it: nfs source, the class's reclaim policy, the library's provisioned-by annotation.
+    const old: PersistentVolume = {
+      apiVersion: 'v1', kind: 'PersistentVolume',
+      metadata: { name: 'pvc-0123abcd', annotations: { 'pv.kubernetes.io/provisioned-by': NFS_SUBDIR } },
+      spec: {
+        capacity: { storage: '1Mi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Delete', storageClassName: 'nfs-client',
+        nfs: { server: '10.0.0.5', path: `/exports/k8s/${dirName}` },
+        claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: NS, name: 'old-claim', uid: '0123abcd-0000-0000-0000-000000000000' },
+      },
+    };
+    await env.client.create(persistentVolumes, old);
+    await waitFor('the released PV deleted', () => !env.volume('pvc-0123abcd'));
+    assert.equal(await exists(path.join(exportDir, dirName)), false);
+    assert.equal(await fsp.readFile(path.join(exportDir, `archived-${dirName}`, 'data'), 'utf8'), 'from nfs-subdir');
   });
 
   it('PVs are published as nfs: {server, <export path>/<dir>} with the class mountOptions', async () => {
