@@ -30,8 +30,8 @@ export class VolumeTypeAnnotationError extends Error {
 
 /**
  * The PV type for a claim. Precedence: the claim's `volumeType` annotation, the class's `volumeType` parameter,
- * the class's `defaultVolumeType` annotation, then the path kind's default (node: local, shared: hostPath, or
- * nfs when the shared path is an NFS export). A type chosen by local-path's annotations is written as
+ * the class's `defaultVolumeType` annotation, then the path kind's default (node: local, shared: hostPath). A
+ * shared path that is an NFS export is nfs unless the class parameter says otherwise (annotations do not apply). A type chosen by local-path's annotations is written as
  * local-path writes it (hostPath type DirectoryOrCreate). Throws VolumeTypeAnnotationError.
  */
 export function chooseVolumeType(o: {
@@ -50,6 +50,9 @@ export function chooseVolumeType(o: {
     if (lower === 'hostpath') return 'hostPath-or-create';
     throw new VolumeTypeAnnotationError(key, v, on);
   };
+  // An NFS export is published as nfs unless the class itself says otherwise: local-path's annotations (a tenant's
+  // among them) would turn it into hostPath volumes that only work where the export happens to be mounted.
+  if (o.shared && o.nfs) return o.parameter ?? 'nfs';
   const claimChoice = fromAnnotation(o.claimAnnotations, ANN_VOLUME_TYPE, 'claim');
   if (claimChoice) return claimChoice;
   if (o.parameter) return o.parameter;

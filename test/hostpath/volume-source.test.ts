@@ -54,6 +54,8 @@ test('volume type: claim annotation, class parameter, class annotation, then the
   assert.equal(chooseVolumeType(base), 'local');
   assert.equal(chooseVolumeType({ ...base, shared: true }), 'hostPath');
   assert.equal(chooseVolumeType({ ...base, shared: true, nfs: true }), 'nfs');
+  assert.equal(chooseVolumeType({ shared: true, nfs: true, claimAnnotations: { volumeType: 'hostPath' } }), 'nfs', 'a tenant cannot turn an export into hostPath volumes');
+  assert.equal(chooseVolumeType({ shared: true, nfs: true, parameter: 'hostPath' }), 'hostPath', 'the class can');
   assert.equal(chooseVolumeType({ ...base, classAnnotations: { defaultVolumeType: 'hostPath' } }), 'hostPath-or-create');
   assert.equal(chooseVolumeType({ ...base, parameter: 'hostPath', classAnnotations: { defaultVolumeType: 'local' } }), 'hostPath', 'the parameter beats the class annotation');
   assert.equal(chooseVolumeType({ ...base, parameter: 'hostPath', claimAnnotations: { volumeType: 'LOCAL' } }), 'local', 'the claim beats everything');
