@@ -157,6 +157,11 @@ describe('kube-provisioner run hostpath', () => {
       env: { ...process.env, PROVISIONER_NAME: nfsName, NFS_SERVER: '10.3.243.101', NFS_PATH: '/ifs/kubernetes' },
     });
     try {
+      // Process start-up (node + tsx) is slow on a loaded machine: wait for it generously, then for the claim.
+      await waitFor('the provisioner started', () => {
+        if (cli.child.exitCode !== null) throw new Error(`exited: ${cli.stderr()}`);
+        return /kube-provisioner run hostpath: provisioner/.test(cli.stdout());
+      }, 120_000);
       await client.create(persistentVolumeClaims, claim('nfs-claim', 'nfs-client'));
       const pv = await boundVolume('nfs-claim');
       assert.deepEqual(pv.spec.nfs, { server: '10.3.243.101', path: `/ifs/kubernetes/default-nfs-claim-${pv.metadata.name}` });
