@@ -3,7 +3,7 @@
 // own test configuration spells it), under local-path's provisioner name, against the embedded cluster with real
 // temp directories and real `sh` processes. Covers the volumeType / defaultVolumeType annotations, the scripts
 // (environment, arguments, failure output in a Warning event, cleanup, timeout), nodeAffinityKey without a node
-// cache, and helperPod.yaml accepted with a warning.
+// cache, helperPod.yaml accepted with a warning, and an edited script applied without a restart.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
@@ -174,6 +174,19 @@ describe('hostpath integration: local-path-provisioner ConfigMap, annotations an
     await createPod(env, 'slow-pod', ['slow']);
     await waitFor('timed-out event', () => env.events('slow').find((e) => e.type === 'Warning' && /setup script timed out/.test(e.message ?? '')));
     assert.deepEqual((await entriesBelow(disk)).filter((e) => e.includes('_slow')), []);
+  });
+
+  it('an edited script in the ConfigMap applies without a restart', async () => {
+    const cm = await env.client.get<KubeObject & { data?: Record<string, string> }>(configMaps, 'local-path-config', { namespace: CONFIG_NS });
+    const marker = path.join(env.tmp, 'new-teardown.log');
+    await env.client.update(configMaps, { ...cm, data: { ...cm.data, teardown: `${cm.data?.teardown ?? ''}`.replace('rm -rf', `echo "$VOL_DIR" >> ${marker}\nrm -rf`) } });
+    // The first claim after the edit may still meet the old script: provision until one is torn down by the new one.
+    await waitFor('the new teardown ran', async () => {
+      const name = `reloaded-${Math.random().toString(36).slice(2, 8)}`;
+      const pv = await provisioned(name, 'local-path');
+      await released(name, pv);
+      return (await fsp.readFile(marker, 'utf8').catch(() => '')).includes(pv.spec.local?.path ?? '\0');
+    }, 60_000);
   });
 
   it('a failing teardown keeps the directory and its data; its output is reported on the volume', async () => {
