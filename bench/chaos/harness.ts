@@ -121,7 +121,11 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
   try {
     await client.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } });
     for (const [name, policy] of [[DELETE_CLASS, 'Delete'], [RETAIN_CLASS, 'Retain']] as const) {
-      const sc: StorageClass = { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: PROVISIONER, reclaimPolicy: policy, volumeBindingMode: 'Immediate' };
+      // onDelete delete: the invariants expect a deleted claim's directory gone (a shared root archives by default).
+      const sc: StorageClass = {
+        apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: PROVISIONER, reclaimPolicy: policy, volumeBindingMode: 'Immediate',
+        parameters: { onDelete: 'delete' },
+      };
       await client.create(storageClasses, sc).catch((e: unknown) => {
         if (!(e instanceof AlreadyExistsError)) throw e;
       });

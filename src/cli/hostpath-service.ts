@@ -8,7 +8,7 @@ import type { ProvisionControllerOptions } from '../controller/options.ts';
 import { MAX_EVENT_MESSAGE_BYTES } from '../controller/event-bounds.ts';
 import { shortenText } from '../types/text.ts';
 import { ConfigFileSource } from '../hostpath/config-source.ts';
-import type { HostPathConfig } from '../hostpath/config.ts';
+import type { HostPathConfig, NfsExport } from '../hostpath/config.ts';
 import { HostPathProvisioner, type ConfigHolder, type HostPathMode } from '../hostpath/provisioner.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { EventRecorder } from '../runtime/event-recorder.ts';
@@ -17,7 +17,7 @@ import type { Logger } from '../runtime/logger.ts';
 import { createMetricsRegistry } from '../runtime/metrics.ts';
 import { NotFoundError } from '../runtime/errors.ts';
 import { nodes, persistentVolumes, storageClasses } from '../runtime/resources.ts';
-import type { KubeObject, PersistentVolume, StorageClass } from '../types/k8s.ts';
+import type { KubeObject, Node, PersistentVolume, StorageClass } from '../types/k8s.ts';
 import { ANN_VOLUME_USAGE, formatVolumeUsage } from '../types/volume-usage.ts';
 import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from '../hostpath/config-map-source.ts';
 import { createHostPathMetrics } from '../hostpath/hostpath-metrics.ts';
@@ -30,6 +30,10 @@ export interface HostPathServiceOptions {
   nodeName?: string;
   /** A fixed configuration, a file (watched), or a ConfigMap (watched through the API). */
   config: { value: HostPathConfig } | { file: string } | { configMap: ConfigMapRef };
+  /** The NFS export the top-level shared path is mounted from (NFS_SERVER / NFS_PATH). */
+  nfs?: NfsExport;
+  /** deployment mode: node-local claims of other nodes. Default refuse. */
+  otherNodeClaims?: 'refuse' | 'ignore';
   controller: ProvisionControllerOptions;
   /** undefined = no health endpoint. */
   healthAddress?: string;
@@ -99,7 +103,17 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
       return undefined;
     }),
     goneNodeGraceMs: o.goneNodeGraceMs,
+    nfs: o.nfs,
+    otherNodeClaims: o.otherNodeClaims,
+    // nodeAffinityKey reads the selected node's labels: one GET when the controller has no node cache.
+    getNode: (name, s) => o.client.get<Node>(nodes, name, { signal: s }).catch((e: unknown) => {
+      if (e instanceof NotFoundError) return undefined;
+      throw e;
+    }),
   });
+  if (o.nfs && !holder.current().sharedFileSystemPath) {
+    logger.warn({ nfsServer: o.nfs.server, nfsPath: o.nfs.path }, 'NFS_SERVER/NFS_PATH apply to the top-level sharedFileSystemPath, which this configuration does not set');
+  }
   const metrics = createHostPathMetrics({
     registry,
     provisioner,

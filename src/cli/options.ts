@@ -7,6 +7,7 @@ import { CONTROLLER_OPTIONS, formatDuration, type OptionRow } from '../controlle
 import type { ProvisionControllerOptions } from '../controller/options.ts';
 import { validateProvisionerName } from '../controller/options.ts';
 import type { HostPathMode } from '../hostpath/provisioner.ts';
+import { checkNfsExport, type NfsExport } from '../hostpath/config.ts';
 import { parseListenAddress } from '../runtime/health-server.ts';
 import { isDnsLabel, isDnsSubdomain } from '../types/names.ts';
 
@@ -39,9 +40,15 @@ export interface RunHostPathOptions {
   provisionerName: string;
   mode: HostPathMode;
   nodeName?: string;
-  /** Exactly one of configFile / configMap. */
+  /** At most one of configFile / configMap; neither only with nfs (then the export mount is the shared path). */
   configFile?: string;
   configMap?: ConfigMapRef;
+  /** nfs-subdir's NFS_SERVER / NFS_PATH: the export the top-level shared path is mounted from. */
+  nfs?: NfsExport;
+  /** Where the export is mounted when there is no configuration (nfs-subdir's /persistentvolumes). */
+  nfsMountPath: string;
+  /** deployment mode: node-local claims of other nodes are refused (Warning event) or left to their node's instance. */
+  otherNodeClaims: 'refuse' | 'ignore';
   /** `host:port` of /healthz and /readyz (and /metrics when metricsAddress is the same); undefined = off. */
   healthAddress?: string;
   /** `host:port` of /metrics; undefined = off. */
@@ -208,6 +215,10 @@ export function addRunHostPathOptions(cmd: Command): Command {
       .addOption(opt('--config <file>', 'hostpath configuration file (JSON or YAML), watched and hot-reloaded'))
       .addOption(opt('--config-map <namespace/name>', 'hostpath configuration ConfigMap, watched through the API (namespace defaults to $POD_NAMESPACE)'))
       .addOption(opt('--config-key <key>', 'ConfigMap key holding the configuration').default(DEFAULT_CONFIG_KEY))
+      .addOption(opt('--nfs-server <host>', 'NFS server of the export mounted at the shared path: PVs are published as nfs volumes (nfs-subdir\'s variable)', 'NFS_SERVER'))
+      .addOption(opt('--nfs-path <path>', 'path the NFS server exports (nfs-subdir\'s variable); with --nfs-server', 'NFS_PATH'))
+      .addOption(opt('--nfs-mount-path <dir>', 'where the export is mounted, used as the shared path when neither --config nor --config-map is given').default('/persistentvolumes'))
+      .addOption(opt('--other-node-claims <policy>', 'deployment mode, a node-local claim scheduled to another node: refuse (Warning event) or ignore (the node\'s DaemonSet instance serves it)').choices(['refuse', 'ignore']).default('refuse'))
       // Observability.
       .addOption(opt('--health-address <host:port>', '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable').argParser(addressArg).default(':8080'))
       .addOption(opt('--metrics-address <host:port>', '/metrics address (default: the health address); off to disable').argParser(addressArg))
@@ -230,6 +241,10 @@ export interface RawRunHostPathFlags {
   config?: string;
   configMap?: string;
   configKey: string;
+  nfsServer?: string;
+  nfsPath?: string;
+  nfsMountPath: string;
+  otherNodeClaims: 'refuse' | 'ignore';
   healthAddress: string;
   metricsAddress?: string;
   volumeUsageInterval: number;
@@ -264,10 +279,20 @@ export function parseConfigMapRef(ref: string, key: string, env: NodeJS.ProcessE
   return { namespace, name, key };
 }
 
+function resolveNfs(f: RawRunHostPathFlags): NfsExport | undefined {
+  if (f.nfsServer === undefined && f.nfsPath === undefined) return undefined;
+  if (!f.nfsServer || !f.nfsPath) throw new CliOptionError(f.nfsServer ? '--nfs-path' : '--nfs-server', 'give both --nfs-server and --nfs-path (NFS_SERVER and NFS_PATH)');
+  const bad = checkNfsExport(f.nfsServer, f.nfsPath);
+  if (bad) throw new CliOptionError('--nfs-server', bad);
+  if (!f.nfsMountPath.startsWith('/') || f.nfsMountPath === '/') throw new CliOptionError('--nfs-mount-path', `"${f.nfsMountPath}" must be an absolute path other than /`);
+  return { server: f.nfsServer, path: f.nfsPath };
+}
+
 /** Validates the combination of flags and converts them. Throws CliOptionError (or ConfigurationError for names). */
 export function resolveRunHostPathOptions(f: RawRunHostPathFlags, env: NodeJS.ProcessEnv = process.env): RunHostPathOptions {
   if (f.config && f.configMap) throw new CliOptionError('--config', 'give either --config or --config-map, not both');
-  if (!f.config && !f.configMap) throw new CliOptionError('--config', 'a configuration is required: --config FILE or --config-map NAMESPACE/NAME');
+  const nfs = resolveNfs(f);
+  if (!f.config && !f.configMap && !nfs) throw new CliOptionError('--config', 'a configuration is required: --config FILE, --config-map NAMESPACE/NAME, or --nfs-server and --nfs-path');
   if (f.mode === 'daemonset' && !f.nodeName) throw new CliOptionError('--node-name', 'required with --mode daemonset (or set NODE_NAME)');
   validateProvisionerName(f.provisionerName, '--provisioner-name');
   const controller = controllerOptionsFrom(f);
@@ -281,6 +306,9 @@ export function resolveRunHostPathOptions(f: RawRunHostPathFlags, env: NodeJS.Pr
     nodeName: f.nodeName,
     configFile: f.config,
     configMap: f.configMap ? parseConfigMapRef(f.configMap, f.configKey, env) : undefined,
+    nfs,
+    nfsMountPath: f.nfsMountPath,
+    otherNodeClaims: f.otherNodeClaims,
     healthAddress: health,
     metricsAddress: metrics,
     volumeUsageIntervalMs: f.volumeUsageInterval,

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { KubeClient } from '../runtime/client.ts';
 import { loadKubeConfig } from '../runtime/kubeconfig.ts';
 import { createLogger } from '../runtime/logger.ts';
+import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '../hostpath/config.ts';
 import { startHostPathService } from './hostpath-service.ts';
 import { addRunHostPathOptions, resolveRunHostPathOptions, type RawRunHostPathFlags, type RunHostPathOptions } from './options.ts';
 import { abortOnSignals } from './signals.ts';
@@ -33,7 +34,9 @@ export async function runHostPath(o: RunHostPathOptions, signal: AbortSignal, io
         provisionerName: o.provisionerName,
         mode: o.mode,
         nodeName: o.nodeName,
-        config: o.configMap ? { configMap: o.configMap } : { file: o.configFile ?? '' },
+        config: o.configMap ? { configMap: o.configMap } : o.configFile ? { file: o.configFile } : { value: await nfsOnlyConfig(o.nfsMountPath) },
+        nfs: o.nfs,
+        otherNodeClaims: o.otherNodeClaims,
         controller: o.controller,
         healthAddress: o.healthAddress,
         metricsAddress: o.metricsAddress,
@@ -53,6 +56,13 @@ export async function runHostPath(o: RunHostPathOptions, signal: AbortSignal, io
   } finally {
     client.close();
   }
+}
+
+/** nfs-subdir's setup, configured by its environment alone: the export's mount point is the shared path. */
+async function nfsOnlyConfig(mountPath: string): Promise<HostPathConfig> {
+  const config = validateHostPathConfig({ sharedFileSystemPath: mountPath }, '--nfs-mount-path');
+  await checkConfigPaths(config, { source: '--nfs-mount-path' });
+  return config;
 }
 
 /** Registers `run` and its `hostpath` subcommand. */

@@ -90,7 +90,7 @@ export const CONTROLLER_OPTIONS: readonly OptionRow[] = [
     doc: 'claims with `spec.selector`: `reject` (Warning event; the hostpath provisioner refuses them anyway) or `allow` (handed to the provisioner)' },
   { section: 'work', key: 'nodeCache', kind: { type: 'boolean' }, default: false, flag: 'node-cache',
     help: "watch Nodes and hand the selected node's object to the provisioner (needs list/watch on nodes)",
-    doc: "watch Nodes and give provision() the selected node's object; needs `list`, `watch` on `nodes` (not granted by `deploy/`)" },
+    doc: "watch Nodes and give provision() the selected node's object; needs `list`, `watch` on `nodes` (not granted by `deploy/`). Not needed for `nodeAffinityKey`: without it the node is read with one GET when a class needs its labels." },
   { section: 'work', key: 'shutdownTimeoutMs', kind: { type: 'duration' }, default: 30 * SECOND, flag: 'shutdown-timeout',
     help: 'on shutdown, how long to wait for in-flight provision/delete calls', doc: 'on shutdown, how long to wait for in-flight provision/delete calls after their signal aborted' },
   { section: 'work', key: 'additionalProvisionerNames', kind: { type: 'list' }, flag: 'additional-provisioner-names', placeholder: '<a,b>',

@@ -16,7 +16,11 @@ export interface ClassParameters {
   nodePath?: string;
   /** The directory layout below the base path; undefined = `<pv>_<namespace>_<claim>`. */
   pathPattern?: CompiledPathPattern;
-  onDelete: OnDeletePolicy;
+  /**
+   * From `onDelete`, else `archiveOnDelete` (false = delete, true = archive); undefined = neither is set, and
+   * the provisioner applies the path kind's default (shared path: archive, node path: delete).
+   */
+  onDelete?: OnDeletePolicy;
   /** Permission bits of the volume directory. Default 0o777 (hostPath ignores fsGroup: see docs). */
   mode: number;
   uid?: number;
@@ -93,7 +97,7 @@ export const CLASS_PARAMETERS: readonly ParameterRow[] = [
   parameter({
     name: 'pathPattern',
     field: 'pathPattern',
-    docDefault: "`<pv>_<namespace>_<claim>` (local-path's)",
+    docDefault: "`<pv>_<namespace>_<claim>` (local-path's); on a shared path published as NFS (`nfs`, `NFS_SERVER`) `<namespace>-<claim>-<pv>` (nfs-subdir's)",
     doc: "the directory below the base path. Variables: nfs-subdir's `${.PVC.namespace}`, `${.PVC.name}`, `${.PVC.labels.KEY}`, `${.PVC.annotations.KEY}`, `${.PV.name}`, or local-path's `{{ .PVC.Namespace }}`, `{{ .PVC.Name }}`, `{{ .PVC.Labels.KEY }}`, `{{ .PVC.Annotations.KEY }}`, `{{ .PV.Name }}`, `{{ .PVName }}`, `{{ index .PVC.Labels \"KEY\" }}`. `/` makes subdirectories. The PV name is optional: without it a claim gets a stable directory (see \"Stable names, delete identity, adopted volumes\" below). A missing or empty value is an error (never `<no value>` or an empty segment). The result is checked: no absolute path, no `..`, `.` or empty segment, no control characters, segments ≤ 255 bytes, not a base path, not inside or above another live volume, no symlinked parent. There is no `allowUnsafePathPattern`.",
     parse: (v) => {
       if (v.length > 1024) throw new StorageClassParameterError('pathPattern', 'is longer than 1024 characters');
@@ -111,18 +115,21 @@ export const CLASS_PARAMETERS: readonly ParameterRow[] = [
     name: 'archiveOnDelete',
     field: 'onDelete',
     docDefault: '—',
-    doc: "nfs-subdir's form: `\"true\"` = `onDelete: archive`, `\"false\"` = `delete`; `onDelete` wins",
+    doc: "nfs-subdir's form, parsed exactly like Go's `strconv.ParseBool`: `1`, `t`, `T`, `TRUE`, `true`, `True` = `onDelete: archive`; `0`, `f`, `F`, `FALSE`, `false`, `False` = `delete`; anything else is a Warning event on the claim naming the parameter. `onDelete` wins.",
     parse: (v) => {
-      if (v !== 'true' && v !== 'false') throw new StorageClassParameterError('archiveOnDelete', 'must be "true" or "false"');
-      return v === 'true' ? 'archive' : 'delete';
+      const archive = parseGoBool(v);
+      if (archive === undefined) {
+        throw new StorageClassParameterError('archiveOnDelete', `${JSON.stringify(v)} is not a boolean (one of ${GO_TRUE.join(', ')}, ${GO_FALSE.join(', ')})`);
+      }
+      return archive ? 'archive' : 'delete';
     },
   }),
   parameter({
     name: 'onDelete',
     field: 'onDelete',
-    default: 'delete',
-    docDefault: '`delete`',
-    doc: 'when a Delete-policy PV is released: `delete` the directory, `retain` it, or `archive` it (renamed `archived-<pv>-<UTC time>-<random>` in place, so archives never collide)',
+    // No row default: it depends on the path kind, which only the provisioner knows (onDeleteFor below).
+    docDefault: '**`archive` on a shared path, `delete` on node paths** (when `archiveOnDelete` is not set either)',
+    doc: 'when a Delete-policy PV is released: `delete` the directory, `retain` it, or `archive` it: renamed `archived-<directory name>` in its parent directory, as nfs-subdir names archives; only when that name is taken is a suffix added (`-<UTC time>`, then `-<UTC time>-<random>`), so an archive is never overwritten',
     parse: (v) => {
       if (v !== 'delete' && v !== 'retain' && v !== 'archive') {
         throw new StorageClassParameterError('onDelete', `${JSON.stringify(v)} is not one of delete, retain, archive`);
@@ -146,7 +153,7 @@ export const CLASS_PARAMETERS: readonly ParameterRow[] = [
   parameter({
     name: 'volumeType',
     field: 'volumeType',
-    docDefault: '`local` for node paths, `hostPath` for the shared path',
+    docDefault: '`local` for node paths, `hostPath` for the shared path (`nfs` when it is an NFS export)',
     doc: 'the PV source: `local` (fsGroup and kubelet volume stats work) or `hostPath` (type `Directory`, never `DirectoryOrCreate`)',
     parse: (value) => {
       const v = value.toLowerCase();
@@ -159,7 +166,7 @@ export const CLASS_PARAMETERS: readonly ParameterRow[] = [
     field: 'nodeAffinityKey',
     default: 'kubernetes.io/hostname',
     docDefault: '`kubernetes.io/hostname`',
-    doc: "node label used in the PV's node affinity (node paths)",
+    doc: "node label used in the PV's node affinity (node paths); its value is read from the selected Node (one GET through the API, or the `--node-cache`)",
     parse: (v) => {
       if (!/^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(v)) {
         throw new StorageClassParameterError('nodeAffinityKey', `${JSON.stringify(v)} is not a valid label key`);
@@ -168,6 +175,15 @@ export const CLASS_PARAMETERS: readonly ParameterRow[] = [
     },
   }),
 ];
+
+/**
+ * The onDelete policy of a volume of this class: the class's (onDelete, else archiveOnDelete), else the path
+ * kind's default, which is what the anchor of that shape does: nfs-subdir (a shared path) archives, local-path
+ * (node paths) deletes. A table row cannot hold that default, as it depends on where the volume is.
+ */
+export function onDeleteFor(params: Pick<ClassParameters, 'onDelete'>, shared: boolean): OnDeletePolicy {
+  return params.onDelete ?? (shared ? 'archive' : 'delete');
+}
 
 const KNOWN = CLASS_PARAMETERS.map((r) => r.name);
 
@@ -188,6 +204,17 @@ export function parseClassParameters(params: Record<string, string> | undefined)
     if (value !== undefined) row.apply(out, value);
   }
   return out;
+}
+
+// Exactly the spellings Go's strconv.ParseBool accepts, which is how nfs-subdir reads archiveOnDelete.
+const GO_TRUE = ['1', 't', 'T', 'TRUE', 'true', 'True'];
+const GO_FALSE = ['0', 'f', 'F', 'FALSE', 'false', 'False'];
+
+/** Go's strconv.ParseBool: true, false, or undefined for anything else (no trimming, no other case mixes). */
+export function parseGoBool(value: string): boolean | undefined {
+  if (GO_TRUE.includes(value)) return true;
+  if (GO_FALSE.includes(value)) return false;
+  return undefined;
 }
 
 function parseId(name: 'uid' | 'gid', value: string): number {

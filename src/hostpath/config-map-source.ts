@@ -1,9 +1,10 @@
 // The hostpath configuration read from a ConfigMap through the API (an informer on that one object), so an
 // edit applies within a second instead of after the kubelet's volume sync and a file poll. Like the file
 // source: an invalid version never replaces the last good one; it is logged and reported as a Warning event
-// on the ConfigMap. A deleted ConfigMap keeps the last configuration in force.
+// on the ConfigMap. A deleted ConfigMap keeps the last configuration in force. local-path's other keys of the
+// same ConfigMap (setup, teardown, helperPod.yaml) are read with it.
 import type { ConfigHolder } from './provisioner.ts';
-import { ConfigError, loadHostPathConfig, type HostPathConfig } from './config.ts';
+import { ConfigError, loadHostPathConfig, type ConfigCompanions, type HostPathConfig } from './config.ts';
 import { summarize } from './config-source.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { Informer } from '../runtime/informer.ts';
@@ -86,7 +87,7 @@ export class ConfigMapSource implements ConfigHolder {
     await this.applying;
     if (!this.config) {
       // The first version is invalid: refuse to start (there is no last good configuration to fall back to).
-      const err = await loadHostPathConfig(text, { nodeName: this.opts.nodeName, source: `${namespace}/${name}:${this.opts.key}` }).then(
+      const err = await loadHostPathConfig(text, { nodeName: this.opts.nodeName, source: `${namespace}/${name}:${this.opts.key}`, companions: companions(cm) }).then(
         () => undefined,
         (e: unknown) => e,
       );
@@ -116,12 +117,14 @@ export class ConfigMapSource implements ConfigHolder {
       this.reject(cm, `key ${this.opts.key} is missing`, 'missing-key');
       return;
     }
-    if (text === this.lastText) return;
+    // The scripts are part of the configuration: a changed script alone is a new version.
+    const fingerprint = JSON.stringify([text, companions(cm)]);
+    if (fingerprint === this.lastText) return;
     try {
-      const next = await loadHostPathConfig(text, { nodeName: this.opts.nodeName, source: `${this.opts.namespace}/${this.opts.name}:${this.opts.key}` });
+      const next = await loadHostPathConfig(text, { nodeName: this.opts.nodeName, source: `${this.opts.namespace}/${this.opts.name}:${this.opts.key}`, companions: companions(cm) });
       const initial = this.config === undefined;
       this.config = next;
-      this.lastText = text;
+      this.lastText = fingerprint;
       this.lastInvalid = undefined;
       for (const w of next.warnings) this.logger.warn({}, w);
       this.logger.info({ config: summarize(next) }, initial ? 'hostpath configuration loaded' : 'hostpath configuration reloaded');
@@ -131,7 +134,7 @@ export class ConfigMapSource implements ConfigHolder {
       }
     } catch (e) {
       if (!(e instanceof ConfigError)) throw e;
-      this.reject(cm, e.message, text);
+      this.reject(cm, e.message, fingerprint);
     }
   }
 
@@ -146,4 +149,12 @@ export class ConfigMapSource implements ConfigHolder {
       this.opts.onInvalid?.(new Error(message));
     }
   }
+}
+
+/** local-path's companion keys of the configuration ConfigMap. */
+function companions(cm: ConfigMapObject | undefined): ConfigCompanions {
+  const d = cm?.data ?? {};
+  const out: ConfigCompanions = {};
+  for (const key of ['setup', 'teardown', 'helperPod.yaml'] as const) if (typeof d[key] === 'string') out[key] = d[key];
+  return out;
 }

@@ -1,7 +1,9 @@
 // The hostpath provisioner's configuration: local-path's shape (nodePathMap with the default-node entry,
-// sharedFileSystemPath, storageClassConfigs) in JSON or YAML, plus a per-path `capacity` of our own.
-// Parsing is pure and lexical; checkConfigPaths() adds the filesystem checks for the paths this
-// instance will use. The file watcher lives in config-source.ts.
+// sharedFileSystemPath, storageClassConfigs) in JSON or YAML, plus a per-path `capacity` and an `nfs` export
+// of our own, and local-path's ConfigMap companions (setup/teardown scripts, cmdTimeoutSeconds). Keys match
+// case-insensitively, as Go's encoding/json matches them for local-path. Parsing is pure and lexical;
+// checkConfigPaths() adds the filesystem checks for the paths this instance will use. The file watcher
+// lives in config-source.ts.
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import YAML from 'yaml';
@@ -24,18 +26,49 @@ export interface NodePaths {
   paths: BasePath[];
 }
 
+/** An NFS export: its server and the path the server exports (nfs-subdir's NFS_SERVER and NFS_PATH). */
+export interface NfsExport {
+  server: string;
+  path: string;
+}
+
 /** Where volumes go: node-local paths, or one shared filesystem path (exclusive). */
 export interface PathSet {
   nodePathMap: NodePaths[];
   sharedFileSystemPath?: BasePath;
+  /**
+   * The shared path is the local mount of this NFS export: PVs are published as `nfs: {server, path}`
+   * (nfs-subdir's shape) instead of hostPath. Only with sharedFileSystemPath.
+   */
+  nfs?: NfsExport;
+}
+
+/** local-path's `setup` and `teardown` ConfigMap scripts, run by the provisioner itself with `sh -c`. */
+export interface VolumeScripts {
+  setup?: string;
+  teardown?: string;
+  /** From cmdTimeoutSeconds; default 120 s as in local-path. */
+  timeoutMs: number;
+}
+
+/** The other keys of local-path's ConfigMap, beside config.json. */
+export interface ConfigCompanions {
+  setup?: string;
+  teardown?: string;
+  'helperPod.yaml'?: string;
 }
 
 export interface HostPathConfig extends PathSet {
   /** Per-class path sets; when non-empty, classes not listed are refused (as local-path does). */
   storageClassConfigs: Record<string, PathSet>;
+  scripts: VolumeScripts;
   /** Keys accepted for compatibility but without effect here (local-path's helper-pod settings). */
   warnings: string[];
 }
+
+/** local-path's default cmdTimeoutSeconds. */
+export const DEFAULT_SCRIPT_TIMEOUT_MS = 120_000;
+const MAX_SCRIPT_BYTES = 64 * 1024;
 
 /** An invalid configuration; `issues` lists every problem found, each naming its key. */
 export class ConfigError extends Error {
@@ -45,27 +78,50 @@ export class ConfigError extends Error {
   }
 }
 
-const IGNORED_KEYS = ['setupCommand', 'teardownCommand', 'cmdTimeoutSeconds'];
+// Binaries inside local-path's helper image: there is no helper image here.
+const IGNORED_KEYS = ['setupCommand', 'teardownCommand'];
+const SET_KEYS = ['nodePathMap', 'sharedFileSystemPath', 'nfs'];
+const TOP_KEYS = [...SET_KEYS, 'storageClassConfigs', 'cmdTimeoutSeconds', ...IGNORED_KEYS];
 
 /** Parses and validates (lexically) a JSON or YAML configuration text. Throws ConfigError. */
-export function parseHostPathConfig(text: string, source = 'config'): HostPathConfig {
+export function parseHostPathConfig(text: string, source = 'config', companions: ConfigCompanions = {}): HostPathConfig {
   let raw: unknown;
   try {
     raw = YAML.parse(text, { uniqueKeys: true, maxAliasCount: 100 });
   } catch (e) {
     throw new ConfigError([`not valid JSON or YAML: ${(e as Error).message}`], source);
   }
-  return validateHostPathConfig(raw, source);
+  return validateHostPathConfig(raw, source, companions);
 }
 
-/** Validates an already-decoded configuration object. Throws ConfigError. */
-export function validateHostPathConfig(raw: unknown, source = 'config'): HostPathConfig {
+/**
+ * Go's encoding/json matches object keys to fields case-insensitively (local-path's own test configuration
+ * writes `sharedFilesystemPath`): returns the object with known keys in their canonical spelling. Two
+ * spellings of one key are an issue rather than last-one-wins.
+ */
+export function canonicalKeys(raw: Record<string, unknown>, known: readonly string[], where: string, issues: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    const canonical = known.find((k) => k === key) ?? known.find((k) => k.toLowerCase() === key.toLowerCase()) ?? key;
+    if (Object.prototype.hasOwnProperty.call(out, canonical)) issues.push(`${where}${key}: ${canonical} is given twice (keys match case-insensitively)`);
+    else out[canonical] = value;
+  }
+  return out;
+}
+
+/** Validates an already-decoded configuration object (and local-path's ConfigMap companions). Throws ConfigError. */
+export function validateHostPathConfig(input: unknown, source = 'config', companions: ConfigCompanions = {}): HostPathConfig {
   const issues: string[] = [];
   const warnings: string[] = [];
-  if (!isRecord(raw)) throw new ConfigError(['must be an object'], source);
+  if (!isRecord(input)) throw new ConfigError(['must be an object'], source);
+  const raw = canonicalKeys(input, TOP_KEYS, '', issues);
   for (const key of Object.keys(raw)) {
-    if (IGNORED_KEYS.includes(key)) warnings.push(`${key} has no effect: kube-provisioner uses no helper pods`);
-    else if (!['nodePathMap', 'sharedFileSystemPath', 'storageClassConfigs'].includes(key)) issues.push(`${key}: unknown key`);
+    if (IGNORED_KEYS.includes(key)) warnings.push(`${key} has no effect: kube-provisioner uses no helper pods (put the commands in the setup/teardown scripts)`);
+    else if (!TOP_KEYS.includes(key)) issues.push(`${key}: unknown key`);
+  }
+  const scripts = volumeScripts(raw.cmdTimeoutSeconds, companions, issues);
+  if (companions['helperPod.yaml'] !== undefined) {
+    warnings.push('helperPod.yaml has no effect: kube-provisioner runs the setup and teardown scripts itself, no helper pods are used');
   }
   const global = pathSet(raw, '', issues);
   const storageClassConfigs: Record<string, PathSet> = {};
@@ -78,8 +134,9 @@ export function validateHostPathConfig(raw: unknown, source = 'config'): HostPat
           issues.push(`${where}: must be an object`);
           continue;
         }
-        for (const key of Object.keys(value)) if (key !== 'nodePathMap' && key !== 'sharedFileSystemPath') issues.push(`${where}.${key}: unknown key`);
-        const set = pathSet(value, `${where}.`, issues);
+        const entry = canonicalKeys(value, SET_KEYS, `${where}.`, issues);
+        for (const key of Object.keys(entry)) if (!SET_KEYS.includes(key)) issues.push(`${where}.${key}: unknown key`);
+        const set = pathSet(entry, `${where}.`, issues);
         if (isEmpty(set)) issues.push(`${where}: needs nodePathMap or sharedFileSystemPath`);
         storageClassConfigs[name] = set;
       }
@@ -90,7 +147,48 @@ export function validateHostPathConfig(raw: unknown, source = 'config'): HostPat
   }
   checkNesting([global, ...Object.values(storageClassConfigs)], issues);
   if (issues.length > 0) throw new ConfigError(issues, source);
-  return { ...global, storageClassConfigs, warnings };
+  return { ...global, storageClassConfigs, scripts, warnings };
+}
+
+function volumeScripts(timeout: unknown, companions: ConfigCompanions, issues: string[]): VolumeScripts {
+  const scripts: VolumeScripts = { timeoutMs: DEFAULT_SCRIPT_TIMEOUT_MS };
+  // local-path: 0 or absent means the default.
+  if (timeout !== undefined && timeout !== null && timeout !== 0) {
+    if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 0 || timeout > 86_400) issues.push('cmdTimeoutSeconds: must be a whole number of seconds up to 86400');
+    else scripts.timeoutMs = timeout * 1000;
+  }
+  for (const name of ['setup', 'teardown'] as const) {
+    const text = companions[name];
+    if (text === undefined || text.trim() === '') continue;
+    if (Buffer.byteLength(text) > MAX_SCRIPT_BYTES) issues.push(`${name}: script is larger than ${MAX_SCRIPT_BYTES} bytes`);
+    else if (text.includes('\0')) issues.push(`${name}: script contains a NUL byte`);
+    else scripts[name] = text;
+  }
+  return scripts;
+}
+
+function nfsExport(raw: unknown, at: string, issues: string[]): NfsExport | undefined {
+  if (!isRecord(raw)) {
+    issues.push(`${at}: must be {server, path}`);
+    return undefined;
+  }
+  const e = canonicalKeys(raw, ['server', 'path'], `${at}.`, issues);
+  for (const key of Object.keys(e)) if (key !== 'server' && key !== 'path') issues.push(`${at}.${key}: unknown key`);
+  const bad = checkNfsExport(e.server, e.path);
+  if (bad) {
+    issues.push(`${at}: ${bad}`);
+    return undefined;
+  }
+  return { server: e.server as string, path: e.path as string };
+}
+
+/** Why `server` / `path` are not a usable NFS export (undefined when they are). Shared with the CLI flags. */
+export function checkNfsExport(server: unknown, exportPath: unknown): string | undefined {
+  if (typeof server !== 'string' || !/^[A-Za-z0-9]([-A-Za-z0-9.:[\]]{0,252})$/.test(server)) return `server ${JSON.stringify(server)} must be a host name or IP address`;
+  if (typeof exportPath !== 'string' || !exportPath.startsWith('/') || (exportPath !== '/' && path.posix.normalize(exportPath) !== exportPath) || exportPath.endsWith('/') && exportPath !== '/') {
+    return `path ${JSON.stringify(exportPath)} must be the absolute, normalised path the server exports`;
+  }
+  return undefined;
 }
 
 function pathSet(raw: Record<string, unknown>, where: string, issues: string[]): PathSet {
@@ -99,6 +197,11 @@ function pathSet(raw: Record<string, unknown>, where: string, issues: string[]):
   if (shared !== undefined && shared !== null && shared !== '') {
     const bp = basePath(shared, `${where}sharedFileSystemPath`, issues);
     if (bp) set.sharedFileSystemPath = bp;
+  }
+  if (raw.nfs !== undefined && raw.nfs !== null) {
+    if (shared === undefined || shared === null || shared === '') issues.push(`${where}nfs: needs sharedFileSystemPath (the directory the export is mounted at)`);
+    const e = nfsExport(raw.nfs, `${where}nfs`, issues);
+    if (e) set.nfs = e;
   }
   const map = raw.nodePathMap;
   if (map === undefined || map === null) return set;
@@ -110,8 +213,9 @@ function pathSet(raw: Record<string, unknown>, where: string, issues: string[]):
     issues.push(`${where}nodePathMap and ${where}sharedFileSystemPath are exclusive: nodePathMap must be empty when a shared path is set`);
   }
   const nodes = new Set<string>();
-  map.forEach((entry: unknown, i) => {
+  map.forEach((item: unknown, i) => {
     const at = `${where}nodePathMap[${i}]`;
+    const entry = isRecord(item) ? canonicalKeys(item, ['node', 'paths'], `${at}.`, issues) : item;
     if (!isRecord(entry) || typeof entry.node !== 'string' || entry.node === '') {
       issues.push(`${at}: needs a non-empty "node"`);
       return;
@@ -139,11 +243,12 @@ function basePath(raw: unknown, at: string, issues: string[]): BasePath | undefi
   let p: unknown = raw;
   let capacity: bigint | undefined;
   if (isRecord(raw)) {
-    for (const key of Object.keys(raw)) if (key !== 'path' && key !== 'capacity') issues.push(`${at}.${key}: unknown key`);
-    p = raw.path;
-    if (raw.capacity !== undefined) {
-      const c = typeof raw.capacity === 'number' ? String(raw.capacity) : raw.capacity;
-      if (!isQuantity(c) || parseQuantity(c) <= 0n) issues.push(`${at}.capacity: ${JSON.stringify(raw.capacity)} is not a positive quantity such as "100Gi"`);
+    const obj = canonicalKeys(raw, ['path', 'capacity'], `${at}.`, issues);
+    for (const key of Object.keys(obj)) if (key !== 'path' && key !== 'capacity') issues.push(`${at}.${key}: unknown key`);
+    p = obj.path;
+    if (obj.capacity !== undefined) {
+      const c = typeof obj.capacity === 'number' ? String(obj.capacity) : obj.capacity;
+      if (!isQuantity(c) || parseQuantity(c) <= 0n) issues.push(`${at}.capacity: ${JSON.stringify(obj.capacity)} is not a positive quantity such as "100Gi"`);
       else capacity = parseQuantity(c);
     }
   }
@@ -235,8 +340,8 @@ export async function checkConfigPaths(config: HostPathConfig, opts: { nodeName?
 }
 
 /** Parses, validates and checks the filesystem in one call. */
-export async function loadHostPathConfig(text: string, opts: { nodeName?: string; source?: string } = {}): Promise<HostPathConfig> {
-  const config = parseHostPathConfig(text, opts.source);
+export async function loadHostPathConfig(text: string, opts: { nodeName?: string; source?: string; companions?: ConfigCompanions } = {}): Promise<HostPathConfig> {
+  const config = parseHostPathConfig(text, opts.source, opts.companions);
   await checkConfigPaths(config, opts);
   return config;
 }

@@ -13,6 +13,7 @@ import { nodeBasePaths, pathSetForClass, type HostPathConfig } from './config.ts
 import { checkExistingVolumePath, UnsafePathError } from './path-safety.ts';
 import { readVolumeRecord, writeVolumeRecord } from './volume-records.ts';
 import { allocationOfVolume, readVolumeLocation } from './volume-spec.ts';
+import type { MountedExport } from './volume-source.ts';
 import type { FsOpsOptions } from './fs-ops.ts';
 
 export interface ExpandContext {
@@ -24,6 +25,8 @@ export interface ExpandContext {
   servedNode?: string;
   now: number;
   fs?: FsOpsOptions;
+  /** The mounted NFS exports: a volume published as nfs maps to its directory through them. */
+  exports?: readonly MountedExport[];
 }
 
 /** Grows `volume` to `newSize` in the accounting (ledger + record). Call with the volume's operation lock held. */
@@ -32,8 +35,8 @@ export async function expandHostPathVolume(ctx: ExpandContext, volume: Persisten
   const pvName = volume.metadata.name ?? '';
   if (!isQuantity(newSize)) throw new InfeasibleError(`${JSON.stringify(newSize)} is not a valid size`);
   const bytes = parseQuantity(newSize);
-  const loc = readVolumeLocation(volume);
-  const alloc = allocationOfVolume(volume);
+  const loc = readVolumeLocation(volume, ctx.exports);
+  const alloc = allocationOfVolume(volume, ctx.exports);
   if (!loc.path || !loc.basePath || !alloc) throw new InfeasibleError(`volume ${pvName} is not a hostpath volume of this provisioner (no base-path annotation or path)`);
   if (ctx.servedNode !== undefined && alloc.scope !== SHARED_SCOPE && loc.node !== ctx.servedNode) {
     throw new IgnoredError(`volume ${pvName} belongs to node ${loc.node ?? '(none)'}; this instance serves node ${ctx.servedNode}`);

@@ -241,15 +241,17 @@ async function unlinkQuiet(p: string): Promise<void> {
 }
 
 export interface ArchiveOptions extends FsOpsOptions {
+  /** The volume the directory belongs to (for messages). */
   pvName: string;
-  /** Time used in the name (default now). */
+  /** Time used in the collision suffix (default now). */
   now?: Date;
 }
 
 /**
- * Renames the volume directory to `archived-<pvName>-<UTC timestamp>-<random>` in the same parent (the
- * relative layout is kept, unlike nfs-subdir's basename-only archive). Returns the new path, or undefined
- * when the volume does not exist.
+ * Renames the volume directory to `archived-<directory name>` in the same parent, as nfs-subdir names its
+ * archives (kept in the parent so a nested layout such as `<namespace>/<claim>` keeps its namespace). Only
+ * when that name is taken does a suffix `-<UTC timestamp>[-<random>]` make it unique. Returns the new path,
+ * or undefined when the volume does not exist.
  */
 export async function archiveVolumeDir(basePath: string, segments: string[], opts: ArchiveOptions): Promise<{ archivedPath?: string }> {
   if (segments.length === 0) throw new UnsafePathError('is-base-path', basePath, 'refusing to archive a base path');
@@ -260,8 +262,8 @@ export async function archiveVolumeDir(basePath: string, segments: string[], opt
     const st = await fsp.lstat(entry(parent, name)).catch(() => undefined);
     if (!st) return {};
     if (!st.isDirectory()) throw new UnsafePathError(st.isSymbolicLink() ? 'symlink' : 'not-directory', `${parent.path}/${name}`, 'is not a real directory; refusing to archive it');
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const target = archiveName(opts.pvName, opts.now ?? new Date());
+    for (let attempt = 0; attempt < 6; attempt++) {
+      const target = archiveName(name, opts.now ?? new Date(), attempt);
       // rename() would replace an empty directory of that name: make sure there is none.
       const taken = await fsp.lstat(entry(parent, target)).then(() => true, () => false);
       if (taken) continue;
@@ -274,11 +276,15 @@ export async function archiveVolumeDir(basePath: string, segments: string[], opt
   }
 }
 
-/** `archived-<pvName>-<yyyymmddThhmmssZ>-<16 hex>`, the PV name shortened if needed to fit 255 bytes. */
-export function archiveName(pvName: string, now: Date): string {
+/**
+ * Archive name of the directory `dirName`: `archived-<dirName>` on the first attempt, then with a suffix
+ * `-<yyyymmddThhmmssZ>` (second attempt) and `-<yyyymmddThhmmssZ>-<16 hex>` (later ones). The directory name
+ * is shortened if needed so the result fits 255 bytes.
+ */
+export function archiveName(dirName: string, now: Date, attempt = 0): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  const suffix = `-${stamp}-${randomBytes(8).toString('hex')}`;
-  let name = pvName;
+  const suffix = attempt === 0 ? '' : attempt === 1 ? `-${stamp}` : `-${stamp}-${randomBytes(8).toString('hex')}`;
+  let name = dirName;
   while (Buffer.byteLength(`archived-${name}${suffix}`) > MAX_SEGMENT_BYTES) name = name.slice(0, -1);
   return `archived-${name}${suffix}`;
 }

@@ -5,13 +5,13 @@ export {
   parseHostPathConfig, validateHostPathConfig, checkConfigPaths, loadHostPathConfig, pathSetForClass, nodeBasePaths,
   localBasePaths, allBasePaths, ConfigError, DEFAULT_NODE,
 } from './config.ts';
-export type { HostPathConfig, PathSet, NodePaths, BasePath } from './config.ts';
+export type { HostPathConfig, PathSet, NodePaths, BasePath, NfsExport, VolumeScripts, ConfigCompanions } from './config.ts';
 export { ConfigFileSource, summarize as summarizeHostPathConfig } from './config-source.ts';
 export type { ConfigFileSourceOptions } from './config-source.ts';
-export { parseClassParameters, StorageClassParameterError, DEFAULT_VOLUME_MODE_BITS } from './class-parameters.ts';
+export { parseClassParameters, parseGoBool, StorageClassParameterError, DEFAULT_VOLUME_MODE_BITS } from './class-parameters.ts';
 export type { ClassParameters, OnDeletePolicy, VolumeType } from './class-parameters.ts';
 export {
-  compilePathPattern, renderPathPattern, defaultVolumeDirName, DEFAULT_PATH_PATTERN,
+  compilePathPattern, renderPathPattern, defaultVolumeDirName, nfsSubdirVolumeDirName, DEFAULT_PATH_PATTERN,
   PathTemplateError, TemplateSyntaxError, MissingTemplateKeyError,
 } from './path-template.ts';
 export type { CompiledPathPattern, PathTemplateData, TemplateField } from './path-template.ts';
@@ -33,3 +33,10 @@ export {
 export type { PathKind, VolumeLocation, VolumeSpecInput } from './volume-spec.ts';
 export { readVolumeRecords, RECORDS_SEGMENTS } from './volume-records.ts';
 export type { VolumeRecord } from './volume-records.ts';
+export {
+  chooseVolumeType, volumeSourceSpec, localPathOfNfsSource, localDirectoryOf, mountedExports, VolumeTypeAnnotationError,
+  ANN_VOLUME_TYPE, ANN_DEFAULT_VOLUME_TYPE,
+} from './volume-source.ts';
+export type { MountedExport, PublishedType } from './volume-source.ts';
+export { runVolumeScript, VolumeScriptError } from './scripts.ts';
+export type { VolumeScriptRun, ScriptName } from './scripts.ts';

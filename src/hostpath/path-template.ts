@@ -197,3 +197,14 @@ export function defaultVolumeDirName(data: PathTemplateData, maxBytes = 255): st
   const name = tail ? head + tail : data.pvName;
   return Buffer.byteLength(name, 'utf8') > maxBytes ? data.pvName : name;
 }
+
+/**
+ * nfs-subdir's directory name, `<namespace>-<claim>-<pv>`: the default on a shared path published as NFS, so a
+ * migrated nfs-subdir class keeps its naming. Shortened like defaultVolumeDirName (the PV name is kept).
+ */
+export function nfsSubdirVolumeDirName(data: PathTemplateData, maxBytes = 255): string {
+  const tail = `-${data.pvName}`;
+  let head = `${data.claim.namespace}-${data.claim.name}`;
+  while (head && Buffer.byteLength(head + tail, 'utf8') > maxBytes) head = Array.from(head).slice(0, -1).join('');
+  return head ? head + tail : data.pvName;
+}

@@ -4,8 +4,10 @@
 // the PV; delete() (volume-delete.ts) proves the directory is that volume's before applying its onDelete policy.
 // It keeps the ledger of live volumes (API PVs, records on disk, its own reservations) both rely on. In
 // `daemonset` mode each instance serves only its node (IgnoredError for the others, gone nodes aside);
-// `deployment` mode assumes every configured path is reachable here.
-import type { PersistentVolume, PersistentVolumeClaim, AccessMode, StorageClass } from '../types/k8s.ts';
+// `deployment` mode reaches the shared paths and only its own node's paths: a node-local claim for another node
+// is left to that node's instance or refused, never created here. local-path's setup/teardown scripts run
+// around create and delete (scripts.ts).
+import type { PersistentVolume, PersistentVolumeClaim, AccessMode, StorageClass, Node } from '../types/k8s.ts';
 import { ANN_SELECTED_NODE } from '../types/annotations.ts';
 import { parseQuantity, isQuantity } from '../types/quantity.ts';
 import {
@@ -18,19 +20,21 @@ import type { Clock } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
-import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath } from './config.ts';
-import { parseClassParameters, type ClassParameters } from './class-parameters.ts';
-import { defaultVolumeDirName } from './path-template.ts';
+import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath, type NfsExport, type PathSet } from './config.ts';
+import { parseClassParameters, onDeleteFor, type ClassParameters } from './class-parameters.ts';
+import { defaultVolumeDirName, nfsSubdirVolumeDirName } from './path-template.ts';
 import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
-import { createVolumeDir, type FsOpsOptions } from './fs-ops.ts';
+import { createVolumeDir, removeVolumeDir, type FsOpsOptions } from './fs-ops.ts';
 import { directoryUsage, type DirectoryUsage, type UsageOptions } from './usage.ts';
 import { expandHostPathVolume } from './expand.ts';
 import type { ExpandResult } from '../controller/provisioner.ts';
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
 import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord, findOverlappingRecord, type VolumeRecord } from './volume-records.ts';
-import { affinityValue, infeasibleOn, cmpFree, requestOf, freeText } from './provision-helpers.ts';
-import { buildVolume, readVolumeLocation, allocationOfVolume } from './volume-spec.ts';
-import { adoptedAllocation } from './volume-source.ts';
+import { cmpFree, requestOf, freeText } from './provision-helpers.ts';
+import { infeasibleOn, nodeAffinityValue, otherNodeError, runLoggedScript } from './provision-rules.ts';
+import { buildVolume, readVolumeLocation, allocationOfVolume, adoptedAllocation } from './volume-spec.ts';
+import { chooseVolumeType, mountedExports, type MountedExport } from './volume-source.ts';
+import { VolumeScriptError, type ScriptName } from './scripts.ts';
 import { GoneNodePolicy, type NodeExists } from './gone-node.ts';
 import { deleteVolumeDirectory, type DeleteContext, type VolumeEventSink } from './volume-delete.ts';
 
@@ -74,6 +78,21 @@ export interface HostPathProvisionerOptions {
   nodeExists?: NodeExists;
   /** Default 10 minutes. */
   goneNodeGraceMs?: number;
+  /**
+   * The NFS export the top-level sharedFileSystemPath is mounted from, when the configuration does not say
+   * (nfs-subdir's NFS_SERVER and NFS_PATH). Its PVs are then published as nfs volumes.
+   */
+  nfs?: NfsExport;
+  /**
+   * Looks a Node up (GET through the API) when the controller did not hand one over: nodeAffinityKey needs the
+   * selected node's labels. Without it only the hostname key works.
+   */
+  getNode?: (name: string, signal: AbortSignal) => Promise<Node | undefined>;
+  /**
+   * deployment mode, a node-local claim scheduled to another node: `refuse` (default; a Warning event says how
+   * to fix it) or `ignore` (IgnoredError: node-local instances of the same provisioner name serve it).
+   */
+  otherNodeClaims?: 'refuse' | 'ignore';
   logger?: Logger;
   clock?: Clock;
   fs?: FsOpsOptions;
@@ -180,8 +199,6 @@ export class HostPathProvisioner implements Provisioner {
       scope = node;
       if (candidates.length === 0) this.rescheduleOrInfeasible(o, `node ${node} has no paths for storage class ${className}`);
     }
-    const volumeType = params.volumeType ?? (shared ? 'hostPath' : 'local');
-    if (shared && volumeType === 'local') throw new InfeasibleError('volumeType local needs node affinity; volumes on the shared path are hostPath volumes');
     if (params.nodePath !== undefined) {
       candidates = candidates.filter((c) => c.path === params.nodePath);
       if (candidates.length === 0) {
@@ -190,37 +207,23 @@ export class HostPathProvisioner implements Provisioner {
         this.rescheduleOrInfeasible(o, `nodePath ${params.nodePath} is not configured on node ${node}`);
       }
     }
-    const affinity = shared ? undefined : { key: params.nodeAffinityKey, value: affinityValue(o, params, node!) };
+    if (!shared && this.mode === 'deployment' && node !== this.nodeName) throw otherNodeError(node!, this.nodeName, this.opts.otherNodeClaims);
+    const nfsExport = this.exportOf(set, config);
+    const volumeType = infeasibleOn(() => chooseVolumeType({
+      claimAnnotations: claim.metadata.annotations, classAnnotations: storageClass.metadata.annotations,
+      parameter: params.volumeType, shared: shared !== undefined, nfs: nfsExport !== undefined,
+    }));
+    if (shared && volumeType === 'local') throw new InfeasibleError('volumeType local needs node affinity; volumes on the shared path are hostPath volumes');
+    const nfsMount = volumeType === 'nfs' ? nfsExport : undefined;
+    const affinity = shared ? undefined : { key: params.nodeAffinityKey, value: await nodeAffinityValue(o, params.nodeAffinityKey, node!, this.opts.getNode, signal) };
 
     // From here to reserve(): no await, so concurrent provisions cannot both take the last free bytes.
-    const placement = this.place(o, params, candidates, scope, bytes, config);
+    const placement = this.place(o, params, candidates, scope, bytes, config, nfsExport !== undefined);
     if (placement.isNew) {
       this.ledger.reserve({ pvName, scope, basePath: placement.base.path, path: placement.path, bytes });
     }
     const log = this.logger.child({ pv: pvName, pvc: `${claim.metadata.namespace}/${claim.metadata.name}`, storageClass: className });
-    let created = true;
-    try {
-      signal.throwIfAborted();
-      const relativePath = placement.segments.join('/');
-      await writeVolumeRecord(placement.base.path, {
-        pvName, claimUid: claim.metadata.uid, relativePath, bytes: bytes.toString(), scope, createdAt: new Date(this.clock.now()).toISOString(),
-      }, this.opts.fs);
-      // Another instance (per-claim replicas) may be placing a claim in the same directory: whoever sees the
-      // other's record backs off and retries, so two volumes never share a directory.
-      const other = placement.isNew ? await findOverlappingRecord(placement.base.path, relativePath, pvName) : undefined;
-      if (other) {
-        throw new Error(`the directory ${placement.path} overlaps the directory ${placement.base.path}/${other.relativePath} of volume ${other.pvName} (its record is on disk); retrying later`);
-      }
-      created = (await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid })).created;
-    } catch (e) {
-      if (placement.isNew) {
-        this.ledger.release(pvName);
-        await removeVolumeRecord(placement.base.path, pvName).catch(() => {});
-      }
-      log.warn({ err: (e as Error).message, path: placement.path }, 'creating the volume directory failed');
-      if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
-      throw e;
-    }
+    const created = await this.createOnDisk(o, placement, params, bytes, config, log, signal);
     log.info({ path: placement.path, basePath: placement.base.path, bytes: bytes.toString(), reused: placement.isNew && !created }, 'volume directory ready');
     if (placement.isNew && !created) {
       // Stable names: a directory no live volume uses is given to the claim with whatever it holds.
@@ -229,13 +232,58 @@ export class HostPathProvisioner implements Provisioner {
     }
     const volume = buildVolume({
       pvName, path: placement.path, basePath: placement.base.path, kind: shared ? 'shared' : 'node',
-      node: shared ? this.nodeName ?? o.selectedNodeName : node, affinity, volumeType, capacity: request, accessModes,
-      reclaimPolicy: storageClass.reclaimPolicy ?? 'Delete', storageClassName: className || undefined, onDelete: params.onDelete,
+      node: shared ? this.nodeName ?? o.selectedNodeName : node, affinity, volumeType, nfsMount, mountOptions: storageClass.mountOptions,
+      capacity: request, accessModes,
+      reclaimPolicy: storageClass.reclaimPolicy ?? 'Delete', storageClassName: className || undefined,
+      onDelete: onDeleteFor(params, shared !== undefined),
     });
     return { volume, state: 'Finished' };
   }
 
-  private place(o: ProvisionOptions, params: ClassParameters, candidates: BasePath[], scope: string, bytes: bigint, config: HostPathConfig): Placement {
+  // Record, overlap check, directory, setup script; on any failure, what this attempt added is taken back.
+  // Returns whether the directory was created (false: an existing one is reused).
+  private async createOnDisk(
+    o: ProvisionOptions, placement: Placement, params: ClassParameters, bytes: bigint, config: HostPathConfig, log: Logger, signal: AbortSignal,
+  ): Promise<boolean> {
+    const { pvName, claim } = o;
+    try {
+      signal.throwIfAborted();
+      const relativePath = placement.segments.join('/');
+      await writeVolumeRecord(placement.base.path, {
+        pvName, claimUid: claim.metadata.uid, relativePath, bytes: bytes.toString(), scope: placement.scope, createdAt: new Date(this.clock.now()).toISOString(),
+      }, this.opts.fs);
+      // Another instance (per-claim replicas) may be placing a claim in the same directory: whoever sees the
+      // other's record backs off and retries, so two volumes never share a directory.
+      const other = placement.isNew ? await findOverlappingRecord(placement.base.path, relativePath, pvName) : undefined;
+      if (other) {
+        throw new Error(`the directory ${placement.path} overlaps the directory ${placement.base.path}/${other.relativePath} of volume ${other.pvName} (its record is on disk); retrying later`);
+      }
+      const { created } = await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid });
+      if (config.scripts.setup !== undefined) {
+        await this.runScript('setup', config, placement.path, bytes, signal).catch(async (e: unknown) => {
+          // A failed setup leaves nothing behind that this attempt created (a retry starts clean); a reused
+          // directory's contents are not this attempt's to remove.
+          if (created) await removeVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs }).catch(() => {});
+          throw e;
+        });
+      }
+      return created;
+    } catch (e) {
+      if (placement.isNew) {
+        this.ledger.release(pvName);
+        await removeVolumeRecord(placement.base.path, pvName).catch(() => {});
+      }
+      log.warn({ err: (e as Error).message, path: placement.path }, 'creating the volume directory failed');
+      if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
+      if (e instanceof VolumeScriptError) throw new ProvisioningError(shortenText(e.message, 2048), 'Finished', { cause: e });
+      throw e;
+    }
+  }
+
+  // nfsNaming: the shared path is an NFS export (nfs-subdir's shape), whose default directory name is nfs-subdir's.
+  private place(
+    o: ProvisionOptions, params: ClassParameters, candidates: BasePath[], scope: string, bytes: bigint, config: HostPathConfig, nfsNaming: boolean,
+  ): Placement {
     const { pvName, claim } = o;
     const existing = this.ledger.get(pvName);
     if (existing && existing.scope === scope) {
@@ -249,7 +297,8 @@ export class HostPathProvisioner implements Provisioner {
       pvName,
       claim: { namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', labels: claim.metadata.labels, annotations: claim.metadata.annotations },
     };
-    const rel = infeasibleOn(() => (params.pathPattern ? params.pathPattern.render(data) : defaultVolumeDirName(data)));
+    const defaultName = nfsNaming ? nfsSubdirVolumeDirName : defaultVolumeDirName;
+    const rel = infeasibleOn(() => (params.pathPattern ? params.pathPattern.render(data) : defaultName(data)));
     const fitting = candidates.filter((c) => this.ledger.fits(scope, c.path, c.capacity, bytes, pvName));
     if (fitting.length === 0) {
       const all = this.allPathsOfClass(o, config);
@@ -296,6 +345,8 @@ export class HostPathProvisioner implements Provisioner {
       reachableIndexes: () => this.reachableIndexes(undefined),
       release: (pvName) => this.ledger.release(pvName),
       findRecord: (pvName) => this.findRecord(pvName),
+      exports: () => this.exports(),
+      teardown: (dir, bytes, signal) => this.runScript('teardown', this.config(), dir, bytes, signal),
     };
   }
 
@@ -310,7 +361,7 @@ export class HostPathProvisioner implements Provisioner {
   async expand(volume: PersistentVolume, newSize: string, signal: AbortSignal): Promise<ExpandResult> {
     return this.locked(volume.metadata.name ?? '', async () => {
       await this.ensureLedger(signal);
-      const ctx = { ledger: this.ledger, config: this.config(), roots: this.configuredRoots(), now: this.clock.now(), fs: this.opts.fs };
+      const ctx = { ledger: this.ledger, config: this.config(), roots: this.configuredRoots(), now: this.clock.now(), fs: this.opts.fs, exports: this.exports() };
       return expandHostPathVolume(this.mode === 'daemonset' ? { ...ctx, servedNode: this.nodeName } : ctx, volume, newSize, signal);
     });
   }
@@ -359,8 +410,9 @@ export class HostPathProvisioner implements Provisioner {
     const allocations: Allocation[] = [];
     const config = this.config();
     const roots = allBasePaths(config);
+    const exports = this.exports();
     for (const pv of volumes) {
-      const a = allocationOfVolume(pv) ?? adoptedAllocation(pv, roots, config);
+      const a = allocationOfVolume(pv, exports) ?? adoptedAllocation(pv, roots, config, exports);
       if (a) allocations.push(a);
     }
     this.ledger.rebuild('api', allocations);
@@ -379,7 +431,7 @@ export class HostPathProvisioner implements Provisioner {
 
   /** Disk usage of a volume's directory (bounded walk, never following symlinks). */
   async volumeUsage(volume: PersistentVolume, opts: UsageOptions = {}): Promise<DirectoryUsage> {
-    const loc = readVolumeLocation(volume);
+    const loc = readVolumeLocation(volume, this.exports());
     if (!loc.path || !loc.basePath || !this.configuredRoots().includes(loc.basePath)) throw new Error(`volume ${volume.metadata.name} is not under a configured base path`);
     checkExistingVolumePath(loc.basePath, loc.path);
     return directoryUsage(loc.path, opts);
@@ -425,6 +477,21 @@ export class HostPathProvisioner implements Provisioner {
       }
       this.scannedBases.add(base);
     }
+  }
+
+  /** The NFS exports of the configuration in force, mounted at their shared paths. */
+  exports(): MountedExport[] {
+    return mountedExports(this.config(), this.opts.nfs);
+  }
+
+  // The export a path set's shared path is mounted from (its own, or the flags' default for the top level).
+  private exportOf(set: PathSet, config: HostPathConfig): MountedExport | undefined {
+    const e = set.nfs ?? (set === config ? this.opts.nfs : undefined);
+    return e && set.sharedFileSystemPath ? { ...e, mountPath: set.sharedFileSystemPath.path } : undefined;
+  }
+
+  private runScript(name: ScriptName, config: HostPathConfig, dir: string, bytes: bigint, signal: AbortSignal): Promise<void> {
+    return runLoggedScript({ name, scripts: config.scripts, dir, bytes, signal, clock: this.clock, logger: this.logger });
   }
 
   // One operation per volume name at a time (a retried provision waits for the first to finish).

@@ -7,13 +7,14 @@ import { shortenText } from '../types/text.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { allBasePaths, type HostPathConfig } from './config.ts';
-import { parseClassParameters, type OnDeletePolicy } from './class-parameters.ts';
+import { parseClassParameters, onDeleteFor, type OnDeletePolicy } from './class-parameters.ts';
 import { checkExistingVolumePath, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
 import { removeVolumeDir, archiveVolumeDir, type FsOpsOptions } from './fs-ops.ts';
 import { removeVolumeRecord, readVolumeRecords, readVolumeRecord, type VolumeRecord } from './volume-records.ts';
 import { readVolumeLocation, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
 import { proveVolumeIdentity } from './delete-identity.ts';
-import { localDirectoryOf, longestRootOf } from './volume-source.ts';
+import { localDirectoryOf, longestRootOf, sharedBasePaths, type MountedExport } from './volume-source.ts';
+import { isRealDirectory, volumeBytes } from './provision-rules.ts';
 import { REASON_NODE_GONE, type GoneNodePolicy } from './gone-node.ts';
 
 /** The narrow part of an EventRecorder the provisioner uses. */
@@ -40,6 +41,10 @@ export interface DeleteContext {
   reachableIndexes(): VolumePathIndex[];
   /** Forgets a volume in the ledger. */
   release(pvName: string): void;
+  /** The NFS exports mounted at the shared paths: an nfs PV source maps to its directory through them. */
+  exports(): MountedExport[];
+  /** Runs the configured teardown script on a volume directory (none configured: nothing). */
+  teardown(dir: string, bytes: bigint, signal: AbortSignal): Promise<void>;
   findRecord(pvName: string): Promise<{ basePath: string; path: string; record: VolumeRecord } | undefined>;
 }
 
@@ -77,6 +82,14 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
     if (r.archivedPath) log.info({ archivedPath: r.archivedPath }, 'volume directory archived');
     else log.warn({}, 'volume directory was already gone; nothing to archive');
   } else {
+    // Teardown only for delete (a local-path teardown is typically `rm -rf`, which archive and retain must not
+    // run), after the identity proof above, on that proven directory and only while it is still a real one.
+    if (ctx.config().scripts.teardown !== undefined && (await isRealDirectory(vpath))) {
+      await ctx.teardown(vpath, volumeBytes(volume), signal).catch((e: unknown) => {
+        log.warn({ err: (e as Error).message }, 'teardown script failed; the directory is kept and the deletion retried');
+        throw e;
+      });
+    }
     const r = await removeVolumeDir(base, segments, { ...ctx.fs, signal });
     if (r.existed) log.info({}, 'volume directory deleted');
     else log.warn({}, 'volume directory was already gone');
@@ -87,12 +100,13 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
 
 // The directory a delete would touch, checked against the configured roots (not yet against other volumes).
 async function deleteTarget(ctx: DeleteContext, volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<DeleteTarget | { goneNode: string; message: string }> {
-  const loc = readVolumeLocation(volume);
-  const dir = localDirectoryOf(volume);
+  const exports = ctx.exports();
+  const loc = readVolumeLocation(volume, exports);
+  const dir = localDirectoryOf(volume, exports);
   if (!dir) {
     // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
     // A PV we published always has a path, so one with our annotations and none is refused.
-    if (loc.basePath !== undefined) throw new Error(`volume ${pvName} has no local or hostPath path; refusing to guess`);
+    if (loc.basePath !== undefined) throw new Error(`volume ${pvName} has no local directory (no local or hostPath path, and no nfs source under a configured export); refusing to guess`);
     const found = await ctx.findRecord(pvName);
     if (!found) {
       if (ctx.mode === 'daemonset') throw new IgnoredError(`volume ${pvName} has no path and no record on node ${ctx.nodeName}`);
@@ -123,13 +137,22 @@ async function deleteTarget(ctx: DeleteContext, volume: PersistentVolume, pvName
 // class decides, as it did for the provisioner that created it. No class lookup configured: delete.
 async function adoptedOnDelete(ctx: DeleteContext, volume: PersistentVolume, signal: AbortSignal): Promise<OnDeletePolicy> {
   const lookup = ctx.storageClass;
-  if (!lookup) return 'delete';
+  // No class to ask: what the provisioner of that shape did by default (nfs-subdir archives, local-path deletes).
+  if (!lookup) return onDeleteFor({}, sharedVolume(ctx, volume));
   const name = volume.spec.storageClassName ?? '';
   const sc = name ? await lookup(name, signal) : undefined;
   if (!sc) {
     throw new Error(`volume ${volume.metadata.name} has no onDelete annotation and its storage class ${JSON.stringify(name)} does not exist, so whether to delete, archive or retain its directory is unknown; refusing to guess (recreate the class, or annotate the volume with ${ANN_HOSTPATH_ON_DELETE})`);
   }
-  return parseClassParameters(sc.parameters).onDelete;
+  return onDeleteFor(parseClassParameters(sc.parameters), sharedVolume(ctx, volume));
+}
+
+// An nfs source, or a directory under a shared path, is nfs-subdir's shape; the rest local-path's.
+function sharedVolume(ctx: DeleteContext, volume: PersistentVolume): boolean {
+  if (volume.spec.nfs) return true;
+  const dir = localDirectoryOf(volume, ctx.exports());
+  const roots = [...sharedBasePaths(ctx.config())];
+  return dir !== undefined && longestRootOf(dir, roots) !== undefined;
 }
 
 interface DeleteTarget {

@@ -4,8 +4,11 @@
 import type { AccessMode, PersistentVolume, ReclaimPolicy } from '../types/k8s.ts';
 import { LABEL_HOSTNAME } from '../types/annotations.ts';
 import { parseQuantity, isQuantity } from '../types/quantity.ts';
-import type { OnDeletePolicy, VolumeType } from './class-parameters.ts';
-import { SHARED_SCOPE, type Allocation } from './capacity.ts';
+import type { OnDeletePolicy } from './class-parameters.ts';
+import { SHARED_SCOPE, type Allocation, type Scope } from './capacity.ts';
+import type { HostPathConfig } from './config.ts';
+import { isStrictlyUnder } from './path-safety.ts';
+import { localDirectoryOf, longestRootOf, sharedBasePaths, volumeSourceSpec, type MountedExport, type PublishedType } from './volume-source.ts';
 
 /** The node whose disk holds the volume, or that provisioned it (shared path). */
 export const ANN_HOSTPATH_NODE = 'hostpath.kube-provisioner.io/node';
@@ -27,7 +30,11 @@ export interface VolumeSpecInput {
   node?: string;
   /** Node affinity for node paths: label key and value. */
   affinity?: { key: string; value: string };
-  volumeType: VolumeType;
+  volumeType: PublishedType;
+  /** The export the shared path is mounted from (volumeType nfs). */
+  nfsMount?: MountedExport;
+  /** The class's mountOptions, copied as nfs-subdir copies them. */
+  mountOptions?: string[];
   capacity: string;
   accessModes: AccessMode[];
   reclaimPolicy: ReclaimPolicy;
@@ -52,10 +59,10 @@ export function buildVolume(v: VolumeSpecInput): PersistentVolume {
       accessModes: [...v.accessModes],
       persistentVolumeReclaimPolicy: v.reclaimPolicy,
       volumeMode: 'Filesystem',
-      // `Directory`, never `DirectoryOrCreate`: an unmounted disk must not silently get an empty directory.
-      ...(v.volumeType === 'local' ? { local: { path: v.path } } : { hostPath: { path: v.path, type: 'Directory' } }),
+      ...volumeSourceSpec(v.volumeType, v.path, v.nfsMount),
     },
   };
+  if (v.mountOptions && v.mountOptions.length > 0) pv.spec.mountOptions = [...v.mountOptions];
   if (v.storageClassName) pv.spec.storageClassName = v.storageClassName;
   if (v.affinity) {
     pv.spec.nodeAffinity = { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: v.affinity.key, operator: 'In', values: [v.affinity.value] }] }] } };
@@ -69,13 +76,14 @@ export interface VolumeLocation {
   basePath?: string;
   kind?: PathKind;
   node?: string;
-  /** Missing annotation: `delete` (the reclaim policy said Delete); an unrecognised value: undefined. */
+  /** Missing annotation: `archive` for an nfs source (nfs-subdir's default), else `delete`; an unrecognised value: undefined. */
   onDelete: OnDeletePolicy | undefined;
 }
 
-export function readVolumeLocation(pv: PersistentVolume): VolumeLocation {
+/** `exports`: the mounted NFS exports, so an `nfs:` source maps back to its local directory. */
+export function readVolumeLocation(pv: PersistentVolume, exports: readonly MountedExport[] = []): VolumeLocation {
   const ann = pv.metadata.annotations ?? {};
-  const path = pv.spec.local?.path ?? pv.spec.hostPath?.path;
+  const path = localDirectoryOf(pv, exports);
   const od = ann[ANN_HOSTPATH_ON_DELETE];
   const kind = ann[ANN_HOSTPATH_KIND];
   return {
@@ -83,7 +91,9 @@ export function readVolumeLocation(pv: PersistentVolume): VolumeLocation {
     basePath: ann[ANN_HOSTPATH_BASE_PATH],
     kind: kind === 'node' || kind === 'shared' ? kind : undefined,
     node: ann[ANN_HOSTPATH_NODE] ?? affinityHostname(pv),
-    onDelete: od === undefined ? 'delete' : od === 'delete' || od === 'retain' || od === 'archive' ? od : undefined,
+    // Without our annotation (a PV another provisioner wrote): what that provisioner did by default, so nothing it
+    // would have kept is lost: nfs-subdir (an nfs source) archives, local-path (local, hostPath) deletes.
+    onDelete: od === undefined ? (pv.spec.nfs ? 'archive' : 'delete') : od === 'delete' || od === 'retain' || od === 'archive' ? od : undefined,
   };
 }
 
@@ -98,12 +108,50 @@ function affinityHostname(pv: PersistentVolume): string | undefined {
 }
 
 /** The allocation a PV of ours stands for (recognised by its base-path annotation), for rebuilding accounting. */
-export function allocationOfVolume(pv: PersistentVolume): Allocation | undefined {
+export function allocationOfVolume(pv: PersistentVolume, exports: readonly MountedExport[] = []): Allocation | undefined {
   const ann = pv.metadata.annotations ?? {};
   const basePath = ann[ANN_HOSTPATH_BASE_PATH];
-  const path = pv.spec.local?.path ?? pv.spec.hostPath?.path;
+  const path = localDirectoryOf(pv, exports);
   const storage = pv.spec.capacity?.storage;
   if (!basePath || typeof path !== 'string' || !pv.metadata.name || !isQuantity(storage)) return undefined;
   const scope = ann[ANN_HOSTPATH_KIND] === 'shared' ? SHARED_SCOPE : ann[ANN_HOSTPATH_NODE] ?? SHARED_SCOPE;
   return { pvName: pv.metadata.name, scope, basePath, path, bytes: parseQuantity(storage) };
+}
+
+/** A PV's directory, the configured base path holding it and the scope (node, or shared) of that base. */
+export interface ResolvedVolumeSource {
+  path: string;
+  basePath: string;
+  scope: Scope;
+  /** True when the PV has no base-path annotation of ours (an older version's, or another provisioner's). */
+  adopted: boolean;
+}
+
+/**
+ * Resolves a PV's source (local, hostPath, or nfs through `exports`) to a local directory under one of `roots`,
+ * or undefined (no local directory, or one under none of the roots). An annotated base path must itself be one
+ * of the roots. PVs adopted from local-path or nfs-subdir have only their path: the base is the closest root.
+ */
+export function resolveVolumeSource(
+  pv: PersistentVolume, roots: readonly string[], config: HostPathConfig, exports: readonly MountedExport[] = [],
+): ResolvedVolumeSource | undefined {
+  const loc = readVolumeLocation(pv, exports);
+  const dir = loc.path;
+  if (!dir) return undefined;
+  const annotated = pv.metadata.annotations?.[ANN_HOSTPATH_BASE_PATH];
+  const basePath = annotated ?? longestRootOf(dir, roots);
+  if (!basePath || !roots.includes(basePath) || !isStrictlyUnder(basePath, dir)) return undefined;
+  const shared = loc.kind ? loc.kind === 'shared' : sharedBasePaths(config).has(basePath);
+  return { path: dir, basePath, scope: shared ? SHARED_SCOPE : loc.node ?? SHARED_SCOPE, adopted: annotated === undefined };
+}
+
+/** The allocation of a PV without our annotations whose directory is under a configured root. */
+export function adoptedAllocation(
+  pv: PersistentVolume, roots: readonly string[], config: HostPathConfig, exports: readonly MountedExport[] = [],
+): Allocation | undefined {
+  const storage = pv.spec.capacity?.storage;
+  if (!pv.metadata.name || !isQuantity(storage)) return undefined;
+  const src = resolveVolumeSource(pv, roots, config, exports);
+  if (!src) return undefined;
+  return { pvName: pv.metadata.name, scope: src.scope, basePath: src.basePath, path: src.path, bytes: parseQuantity(storage) };
 }

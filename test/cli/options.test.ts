@@ -37,6 +37,26 @@ describe('run hostpath flags', () => {
     assert.equal(c.leaderElectionNamespace, undefined, 'left to resolveOptions ($POD_NAMESPACE, service account, default)');
   });
 
+  it('nfs-subdir\'s environment: NFS_SERVER and NFS_PATH replace a configuration; both or neither; --other-node-claims', () => {
+    const o = parseRunHostPathArgs([], { NFS_SERVER: '10.3.243.101', NFS_PATH: '/ifs/kubernetes', PROVISIONER_NAME: 'k8s-sigs.io/nfs-subdir-external-provisioner' });
+    assert.deepEqual(o.nfs, { server: '10.3.243.101', path: '/ifs/kubernetes' });
+    assert.equal(o.nfsMountPath, '/persistentvolumes');
+    assert.equal(o.configFile, undefined);
+    assert.equal(o.provisionerName, 'k8s-sigs.io/nfs-subdir-external-provisioner');
+    assert.equal(o.otherNodeClaims, 'refuse');
+    assert.equal(parseRunHostPathArgs(['--nfs-server', 's', '--nfs-path', '/e', '--config', 'c.json', '--other-node-claims', 'ignore']).otherNodeClaims, 'ignore');
+    const refused: Array<[string[], Record<string, string>, string]> = [
+      [['--nfs-server', 's'], {}, '--nfs-path'],
+      [[], { NFS_PATH: '/e' }, '--nfs-server'],
+      [['--nfs-server', 's', '--nfs-path', 'relative'], {}, '--nfs-server'],
+      [['--nfs-server', 's', '--nfs-path', '/e', '--nfs-mount-path', '/'], {}, '--nfs-mount-path'],
+      [[], {}, '--config'],
+    ];
+    for (const [args, env, flag] of refused) {
+      assert.throws(() => parseRunHostPathArgs(args, env), (e: unknown) => e instanceof CliOptionError && e.flag === flag, `${args.join(' ')} ${JSON.stringify(env)}`);
+    }
+  });
+
   it('every controller option has a row in the option table, and the flags default to the rows (a new option without one fails here)', () => {
     const o = parseRunHostPathArgs(['--config', 'a']);
     const resolved = resolveOptions(o.controller, {});

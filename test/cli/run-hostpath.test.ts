@@ -1,7 +1,8 @@
 // `kube-provisioner run hostpath` as a separate process against an in-test embedded cluster: a claim becomes
 // Bound with its directory on disk, /readyz and /metrics answer, SIGTERM stops it cleanly and releases the
 // Lease. With --config-map: the configuration comes from the API, an invalid edit is refused with a Warning
-// event on the ConfigMap and the provisioner keeps serving with the last good configuration.
+// event on the ConfigMap and the provisioner keeps serving with the last good configuration. With nfs-subdir's
+// environment alone (PROVISIONER_NAME, NFS_SERVER, NFS_PATH): nfs PVs under the mounted export.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -142,6 +143,32 @@ describe('kube-provisioner run hostpath', () => {
       // Mode none (from the environment): the Lease released by the first test was not taken again.
       const lease = await client.get<Lease>(leases, 'test.kube-provisioner.io-hostpath', { namespace: 'default' });
       assert.equal(lease.spec.holderIdentity ?? '', '');
+    } finally {
+      cli.child.kill('SIGKILL');
+    }
+  });
+
+  it('nfs-subdir\'s environment only (PROVISIONER_NAME, NFS_SERVER, NFS_PATH): nfs PVs under the mounted export, no configuration', async () => {
+    const mount = join(dir, 'persistentvolumes');
+    await mkdir(mount);
+    const nfsName = 'k8s-sigs.io/nfs-subdir-external-provisioner';
+    await client.create(storageClasses, { ...storageClass('nfs-client'), provisioner: nfsName, mountOptions: ['nfsvers=4.1'] });
+    const cli = startCli(['run', 'hostpath', '--kubeconfig', cluster.kubeconfigPath, '--nfs-mount-path', mount, '--leader-election', 'none', '--health-address', 'off', '--log-level', 'warn'], {
+      env: { ...process.env, PROVISIONER_NAME: nfsName, NFS_SERVER: '10.3.243.101', NFS_PATH: '/ifs/kubernetes' },
+    });
+    try {
+      // Process start-up (node + tsx) is slow on a loaded machine: wait for it generously, then for the claim.
+      await waitFor('the provisioner started', () => {
+        if (cli.child.exitCode !== null) throw new Error(`exited: ${cli.stderr()}`);
+        return /kube-provisioner run hostpath: provisioner/.test(cli.stdout());
+      }, 120_000);
+      await client.create(persistentVolumeClaims, claim('nfs-claim', 'nfs-client'));
+      const pv = await boundVolume('nfs-claim');
+      assert.deepEqual(pv.spec.nfs, { server: '10.3.243.101', path: `/ifs/kubernetes/default-nfs-claim-${pv.metadata.name}` });
+      assert.deepEqual(pv.spec.mountOptions, ['nfsvers=4.1']);
+      assert.ok(existsSync(join(mount, `default-nfs-claim-${pv.metadata.name}`)));
+      cli.child.kill('SIGTERM');
+      assert.equal(await cli.exited, 0, cli.stderr());
     } finally {
       cli.child.kill('SIGKILL');
     }

@@ -46,6 +46,14 @@ function containerArgs(m: Manifest): string[] {
   const c = arr(rec(rec(rec(m.obj.spec).template).spec).containers).map(rec)[0] ?? {};
   return arr(c.args).map(String);
 }
+/** The container's literal env values (NFS_SERVER, NFS_PATH...), plus what the downward API would give. */
+function containerEnv(m: Manifest): Record<string, string> {
+  const c = arr(rec(rec(rec(m.obj.spec).template).spec).containers).map(rec)[0] ?? {};
+  const literal = arr(c.env).map(rec).filter((e) => typeof e.value === 'string').map((e) => [String(e.name), String(e.value)]);
+  return { NODE_NAME: 'node-1', POD_NAMESPACE: 'kube-provisioner', ...Object.fromEntries(literal) };
+}
+/** Variants applied on top of deploy/ (common + node-local). */
+const VARIANTS = ['shared', 'nfs-subdir'];
 
 describe('deploy/ manifests (local checks)', () => {
   it('parses every document with a known kind, apiVersion and name', () => {
@@ -73,9 +81,10 @@ describe('deploy/ manifests (local checks)', () => {
     const all = build('');
     if (all === undefined) return t.skip('kubectl not installed');
     const kinds = (text: string) => parseAllDocuments(text).map((d) => `${String(rec(d.toJS()).kind)}/${String(rec(rec(d.toJS()).metadata).name)}`).sort();
-    const expected = resources.filter((m) => !m.file.startsWith('shared/')).map((m) => `${String(m.obj.kind)}/${nameOf(m)}`).sort();
+    const expected = resources.filter((m) => !VARIANTS.some((v) => m.file.startsWith(`${v}/`))).map((m) => `${String(m.obj.kind)}/${nameOf(m)}`).sort();
     assert.deepEqual(kinds(all), expected);
     assert.deepEqual(kinds(build('shared') ?? ''), ['Deployment/kube-provisioner-shared', 'StorageClass/hostpath-shared']);
+    assert.deepEqual(kinds(build('nfs-subdir') ?? ''), ['Deployment/kube-provisioner-nfs', 'StorageClass/kube-provisioner-nfs']);
   });
 
   it('RBAC: rules are least privilege and bindings point at roles and service accounts in deploy/', () => {
@@ -91,8 +100,8 @@ describe('deploy/ manifests (local checks)', () => {
     for (const w of ofKind('Deployment', 'DaemonSet')) {
       const args = containerArgs(w);
       assert.deepEqual(args.slice(0, 2), ['run', 'hostpath'], nameOf(w));
-      // The environment the pod gets from the downward API.
-      const o = parseRunHostPathArgs(args.slice(2), { NODE_NAME: 'node-1', POD_NAMESPACE: 'kube-provisioner' });
+      // The environment the pod gets: its literal values and the downward API's.
+      const o = parseRunHostPathArgs(args.slice(2), containerEnv(w));
       assert.equal(o.nodeName, 'node-1', `${nameOf(w)}: NODE_NAME fallback`);
       assert.equal(o.healthAddress, ':8080', `${nameOf(w)}: the probes use port 8080`);
     }
@@ -107,8 +116,27 @@ describe('deploy/ manifests (local checks)', () => {
     }
   });
 
+  it('the nfs-subdir variant mounts the export NFS_SERVER/NFS_PATH name at the mount path and publishes nfs PVs', () => {
+    const nfsWorkloads = ofKind('Deployment').filter((w) => flag(containerArgs(w), 'config-map') === undefined);
+    assert.deepEqual(nfsWorkloads.map(nameOf), ['kube-provisioner-nfs']);
+    for (const w of nfsWorkloads) {
+      const o = parseRunHostPathArgs(containerArgs(w).slice(2), containerEnv(w));
+      assert.equal(o.provisionerName, 'k8s-sigs.io/nfs-subdir-external-provisioner', 'nfs-subdir\'s name: its classes and PVs keep working');
+      assert.equal(o.controller.leaderElection, 'lease');
+      assert.ok(o.nfs, 'NFS_SERVER and NFS_PATH are set');
+      const pod = rec(rec(rec(w.obj.spec).template).spec);
+      const c = arr(pod.containers).map(rec)[0];
+      const mount = arr(c.volumeMounts).map(rec).find((v) => v.mountPath === o.nfsMountPath);
+      assert.ok(mount, `${nameOf(w)}: nothing mounted at ${o.nfsMountPath}`);
+      const volume = arr(pod.volumes).map(rec).find((v) => v.name === mount.name);
+      assert.deepEqual(volume?.nfs, { server: o.nfs.server, path: o.nfs.path }, 'the pod mounts the export its PVs name');
+    }
+    const cls = ofKind('StorageClass').find((m) => m.file.startsWith('nfs-subdir/'));
+    assert.ok(cls && arr(cls.obj.mountOptions).length > 0, 'the class shows mountOptions (copied into the PVs)');
+  });
+
   it('the DaemonSet serves node paths and the Deployment the shared path, from existing ConfigMap keys', () => {
-    for (const w of ofKind('Deployment', 'DaemonSet')) {
+    for (const w of ofKind('Deployment', 'DaemonSet').filter((m) => flag(containerArgs(m), 'config-map') !== undefined || m.obj.kind === 'DaemonSet')) {
       const args = containerArgs(w);
       const ref = flag(args, 'config-map');
       assert.ok(ref, `${nameOf(w)}: no --config-map`);
@@ -231,14 +259,17 @@ describe('deploy/ manifests (kubectl apply against the embedded cluster)', () =>
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('`kubectl apply -k deploy/` and `-k deploy/shared` create everything, and re-applying changes nothing (skipped without kubectl)', async (t) => {
+  it('`kubectl apply -k deploy/`, `-k deploy/shared` and `-k deploy/nfs-subdir` create everything, and re-applying changes nothing (skipped without kubectl)', async (t) => {
     const k = (...args: string[]) => kubectl(['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', join(dir, 'cache'), ...args]);
     const first = await k('apply', '-k', DEPLOY_DIR);
     if (first.missing) return t.skip('kubectl not installed');
     assert.ok(first.ok, first.out);
-    const shared = await k('apply', '-k', `${DEPLOY_DIR}shared`);
-    assert.ok(shared.ok, shared.out);
-    const created = `${first.out}${shared.out}`;
+    let created = first.out;
+    for (const v of VARIANTS) {
+      const variant = await k('apply', '-k', `${DEPLOY_DIR}${v}`);
+      assert.ok(variant.ok, variant.out);
+      created += variant.out;
+    }
     for (const m of resources) {
       assert.match(created, new RegExp(`/${nameOf(m)} created`), `${m.file}[${m.index}] ${String(m.obj.kind)} not created: ${created}`);
     }

@@ -163,7 +163,7 @@ async function waitFor(cond: () => boolean): Promise<void> {
 
 test('class parameters: defaults, every parameter, nfs-subdir archiveOnDelete', () => {
   const d = parseClassParameters(undefined);
-  assert.deepEqual({ ...d }, { onDelete: 'delete', mode: 0o777, nodeAffinityKey: 'kubernetes.io/hostname' });
+  assert.deepEqual({ ...d }, { mode: 0o777, nodeAffinityKey: 'kubernetes.io/hostname' }, 'no onDelete: the path kind decides');
   const p = parseClassParameters({
     nodePath: '/data', pathPattern: '${.PVC.namespace}/${.PV.name}', onDelete: 'archive', mode: '2770', uid: '1000', gid: '0',
     volumeType: 'hostPath', nodeAffinityKey: 'topology.kubernetes.io/zone',
@@ -179,6 +179,9 @@ test('class parameters: defaults, every parameter, nfs-subdir archiveOnDelete', 
   assert.equal(parseClassParameters({ archiveOnDelete: 'true' }).onDelete, 'archive');
   assert.equal(parseClassParameters({ archiveOnDelete: 'false' }).onDelete, 'delete');
   assert.equal(parseClassParameters({ archiveOnDelete: 'true', onDelete: 'retain' }).onDelete, 'retain', 'onDelete wins');
+  // strconv.ParseBool, exactly: nfs-subdir users write "True" and "1".
+  for (const v of ['1', 't', 'T', 'TRUE', 'true', 'True']) assert.equal(parseClassParameters({ archiveOnDelete: v }).onDelete, 'archive', v);
+  for (const v of ['0', 'f', 'F', 'FALSE', 'false', 'False']) assert.equal(parseClassParameters({ archiveOnDelete: v }).onDelete, 'delete', v);
   assert.equal(parseClassParameters({ mode: '0755' }).mode, 0o755);
 });
 
@@ -192,6 +195,9 @@ test('class parameters: every invalid value is a typed error naming the paramete
     [{ pathPattern: 'x'.repeat(1025) }, 'pathPattern'],
     [{ onDelete: 'shred' }, 'onDelete'],
     [{ archiveOnDelete: 'yes' }, 'archiveOnDelete'],
+    [{ archiveOnDelete: 'tRUE' }, 'archiveOnDelete'],
+    [{ archiveOnDelete: ' true' }, 'archiveOnDelete'],
+    [{ archiveOnDelete: '' }, 'archiveOnDelete'],
     [{ mode: '777x' }, 'mode'],
     [{ mode: '8' }, 'mode'],
     [{ mode: '07777777' }, 'mode'],
@@ -206,4 +212,33 @@ test('class parameters: every invalid value is a typed error naming the paramete
   for (const [params, name] of bad) {
     assert.throws(() => parseClassParameters(params), (e: unknown) => e instanceof StorageClassParameterError && e.parameter === name, JSON.stringify(params));
   }
+});
+
+test('local-path compatibility: keys match case-insensitively (Go encoding/json), scripts and helperPod.yaml from the ConfigMap', () => {
+  const c = parseHostPathConfig(JSON.stringify({
+    NodePathMap: [], storageClassConfigs: { shared: { sharedFilesystemPath: '/mnt/shared' }, local: { nodepathmap: [{ NODE: DEFAULT_NODE, Paths: ['/opt/lp'] }] } },
+    CmdTimeoutSeconds: 5,
+  }), 'config', { setup: '#!/bin/sh\nmkdir -m 0777 -p "$VOL_DIR"', teardown: '  ', 'helperPod.yaml': 'apiVersion: v1\nkind: Pod' });
+  assert.equal(pathSetForClass(c, 'shared')?.sharedFileSystemPath?.path, '/mnt/shared');
+  assert.deepEqual(nodeBasePaths(pathSetForClass(c, 'local')!, 'n'), [{ path: '/opt/lp' }]);
+  assert.equal(c.scripts.timeoutMs, 5000);
+  assert.match(c.scripts.setup ?? '', /mkdir/);
+  assert.equal(c.scripts.teardown, undefined, 'a blank script is no script');
+  assert.deepEqual(c.warnings.filter((w) => /helperPod\.yaml/.test(w)).length, 1);
+  assert.equal(parseHostPathConfig('{"sharedFileSystemPath":"/s"}').scripts.timeoutMs, 120_000, 'local-path\'s default');
+  const bad: Array<[string, RegExp]> = [
+    ['{"sharedFileSystemPath":"/s","sharedfilesystempath":"/t"}', /given twice/],
+    ['{"sharedFileSystemPath":"/s","cmdTimeoutSeconds":"10"}', /cmdTimeoutSeconds/],
+    ['{"nodePathMap":[{"node":"a","paths":["/a"]}],"nfs":{"server":"s","path":"/e"}}', /nfs: needs sharedFileSystemPath/],
+    ['{"sharedFileSystemPath":"/s","nfs":{"server":"s","path":"e"}}', /nfs: path/],
+    ['{"sharedFileSystemPath":"/s","nfs":{"server":"s","path":"/e/../f"}}', /nfs: path/],
+    ['{"sharedFileSystemPath":"/s","nfs":{"server":"","path":"/e"}}', /nfs: server/],
+    ['{"sharedFileSystemPath":"/s","nfs":{"server":"s","path":"/e","opts":1}}', /nfs\.opts: unknown key/],
+  ];
+  for (const [text, re] of bad) {
+    assert.throws(() => parseHostPathConfig(text), (e: unknown) => e instanceof ConfigError && e.issues.some((i) => re.test(i)), text);
+  }
+  assert.throws(() => parseHostPathConfig('{"sharedFileSystemPath":"/s"}', 'config', { setup: 'x'.repeat(70_000) }), /larger than/);
+  const nfs = parseHostPathConfig('{"sharedFileSystemPath":"/persistentvolumes","NFS":{"Server":"10.0.0.5","Path":"/"}}');
+  assert.deepEqual(nfs.nfs, { server: '10.0.0.5', path: '/' });
 });

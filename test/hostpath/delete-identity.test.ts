@@ -119,7 +119,10 @@ test('volumes with no record: a leaf is deleted; a directory holding a volume is
   await assert.rejects(p.delete(forged('inside', `${inner.spec.hostPath!.path}/deeper`), signal()), refused);
   assert.deepEqual(await snapshot(root), before);
   await p.delete(forged('old', `${root}/legacy/old`), signal());
-  assert.deepEqual((await snapshot(root)).filter((e) => !e.startsWith('.kube-provisioner')), before.filter((e) => !e.startsWith('.kube-provisioner') && !e.startsWith('legacy/old')));
+  // No onDelete annotation and no class to ask, under a shared path: the shared path's default, archive
+  // (nfs-subdir's), so the leaf is renamed in place with its data, and nothing else moves.
+  const expected = [...before.filter((e) => !e.startsWith('.kube-provisioner') && !e.startsWith('legacy/old')), 'legacy/archived-old', 'legacy/archived-old/file'].sort();
+  assert.deepEqual((await snapshot(root)).filter((e) => !e.startsWith('.kube-provisioner')).sort(), expected);
 });
 
 test('no record, and the directory is another live PV\'s (API only, no record): refused', async () => {
@@ -152,4 +155,40 @@ test('pattern without the PV name: a live volume\'s directory is refused naming 
   await assert.rejects(p.provision(up, signal()), /contains the directory of another volume/);
   const down = provisionOptions(claim({ name: 'data', namespace: 'app' }), storageClass('s', { pathPattern: '${.PVC.namespace}/${.PVC.name}/${.PV.name}' }));
   await assert.rejects(p.provision(down, signal()), /inside the directory of volume/);
+});
+
+test('adopted nfs-subdir PVs (nfs source, no annotations of ours) map through the export and pass the same identity rules', async () => {
+  const root = path.join(tmp, 'nfs-adopted');
+  await fsp.mkdir(root);
+  const exportPath = '/exports/k8s';
+  const live: PersistentVolume[] = [];
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root }), nfs: { server: '10.0.0.5', path: exportPath },
+    knownVolumes: () => live, knownVolumesRefreshMs: 0,
+  });
+  const o = provisionOptions(claim({ name: 'app', namespace: 'default' }), storageClass('s', { pathPattern: 'outer/${.PV.name}' }));
+  const { volume } = await p.provision(o, signal());
+  volume.spec.claimRef = { namespace: 'default', name: 'app', uid: o.claim.metadata.uid };
+  live.push(volume);
+  const livePath = path.join(root, 'outer', o.pvName);
+  assert.deepEqual(volume.spec.nfs, { server: '10.0.0.5', path: `${exportPath}/outer/${o.pvName}` }, 'published as nfs');
+  await fsp.mkdir(path.join(root, 'default-old-pvc-1', 'x'), { recursive: true });
+  const nfsPv = (name: string, nfsPath: string): PersistentVolume => {
+    const pv = forged(name, '/unused');
+    delete pv.spec.hostPath;
+    pv.metadata.annotations = { 'pv.kubernetes.io/provisioned-by': 'k8s-sigs.io/nfs-subdir-external-provisioner' };
+    pv.spec.nfs = { server: '10.0.0.5', path: nfsPath };
+    return pv;
+  };
+  const before = await snapshot(root);
+  // Mapped to the live volume's directory, to its parent, or to the export root: refused, nothing touched.
+  await assert.rejects(p.delete(nfsPv('impostor', `${exportPath}/outer/${o.pvName}`), signal()), refused);
+  await assert.rejects(p.delete(nfsPv('parent', `${exportPath}/outer`), signal()));
+  await assert.rejects(p.delete(nfsPv('root', exportPath), signal()));
+  assert.deepEqual(await snapshot(root), before);
+  assert.ok((await fsp.lstat(livePath)).isDirectory());
+  // A leaf no volume uses: nfs-subdir's default applies (archive), the data is kept beside it.
+  await p.delete(nfsPv('old', `${exportPath}/default-old-pvc-1`), signal());
+  assert.ok((await fsp.lstat(path.join(root, 'archived-default-old-pvc-1', 'x'))).isDirectory());
+  await assert.rejects(fsp.lstat(path.join(root, 'default-old-pvc-1')), { code: 'ENOENT' });
 });

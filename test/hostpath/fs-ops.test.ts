@@ -199,20 +199,22 @@ test('a volume directory that is itself a symlink is removed as a link', async (
   assert.deepEqual((await snapshot(outside)).filter((p) => !p.startsWith('race-target')), ['secret']);
 });
 
-test('archive renames within the parent to a collision-free name', async () => {
+test('archive renames within the parent to archived-<name>, with a suffix only on collision', async () => {
   const base = await fsp.mkdtemp(path.join(root, 'b-'));
   await createVolumeDir(base, ['ns', 'pvc-1']);
   await fsp.writeFile(path.join(base, 'ns/pvc-1/f'), 'x');
   const now = new Date('2026-11-29T20:00:00.123Z');
   const a1 = await archiveVolumeDir(base, ['ns', 'pvc-1'], { pvName: 'pvc-1', now });
+  assert.equal(a1.archivedPath, path.join(base, 'ns', 'archived-pvc-1'), 'nfs-subdir\'s name when it is free');
   await createVolumeDir(base, ['ns', 'pvc-1']);
   const a2 = await archiveVolumeDir(base, ['ns', 'pvc-1'], { pvName: 'pvc-1', now });
-  assert.ok(a1.archivedPath && a2.archivedPath && a1.archivedPath !== a2.archivedPath);
-  assert.match(path.basename(a1.archivedPath), /^archived-pvc-1-20261129T200000Z-[0-9a-f]{16}$/);
-  assert.equal(path.dirname(a1.archivedPath), path.join(base, 'ns'));
-  assert.equal(await fsp.readFile(path.join(a1.archivedPath, 'f'), 'utf8'), 'x');
+  assert.equal(a2.archivedPath, path.join(base, 'ns', 'archived-pvc-1-20261129T200000Z'));
+  await createVolumeDir(base, ['ns', 'pvc-1']);
+  const a3 = await archiveVolumeDir(base, ['ns', 'pvc-1'], { pvName: 'pvc-1', now });
+  assert.match(path.basename(a3.archivedPath ?? ''), /^archived-pvc-1-20261129T200000Z-[0-9a-f]{16}$/);
+  assert.equal(await fsp.readFile(path.join(a1.archivedPath, 'f'), 'utf8'), 'x', 'the first archive is never replaced');
   assert.deepEqual(await archiveVolumeDir(base, ['ns', 'pvc-1'], { pvName: 'pvc-1' }), {}, 'missing volume: nothing to archive');
-  assert.ok(Buffer.byteLength(archiveName('p'.repeat(253), now)) <= 255);
+  for (let attempt = 0; attempt < 3; attempt++) assert.ok(Buffer.byteLength(archiveName('p'.repeat(253), now, attempt)) <= 255);
 });
 
 test('usage sums allocated and apparent bytes without following symlinks, bounded', async () => {

@@ -85,7 +85,7 @@ export function startInstance(env: HostPathEnv, o: {
   nodeName?: string;
   identity?: string;
   controller?: ProvisionControllerOptions;
-  /** Extra provisioner options (gone-node policy, clock...). */
+  /** Extra provisioner options (gone-node policy, clock, otherNodeClaims, nfs, getNode...). */
   provisioner?: Partial<HostPathProvisionerOptions>;
 }): Instance {
   const events = new EventRecorder({ client: env.client, component: o.provisionerName, host: o.nodeName ?? 'test', logger: silentLogger });

@@ -70,7 +70,8 @@ describe('hostpath integration: modes and onDelete policies', () => {
 
     await deleteClaim(env, 'shared-rwx');
     await waitFor('PV deleted', () => !env.volume(pv.metadata.name ?? ''));
-    assert.equal(await exists(dir), false, 'onDelete delete (default): the directory is gone');
+    assert.equal(await exists(dir), false, 'the volume directory itself is gone');
+    assert.ok(await exists(path.join(shared, `archived-${path.basename(dir)}`)), 'a shared path archives by default, as nfs-subdir does');
   });
 
   it('daemonset mode, node paths, WaitForFirstConsumer: nothing until a pod selects the node, then a local PV on it', async () => {
@@ -126,9 +127,8 @@ describe('hostpath integration: modes and onDelete policies', () => {
       await waitFor('PV deleted', () => !env.volume(pv.metadata.name ?? ''));
       await waitFor('claim gone', () => !env.claim('archived'));
       assert.equal(await exists(dir), false, 'the volume directory itself is gone');
-      const names = (await fsp.readdir(path.dirname(dir))).filter((n) => n.startsWith(`archived-${pv.metadata.name}-`));
-      assert.equal(names.length, 1, `one archive of ${pv.metadata.name}: ${names.join(', ')}`);
-      assert.match(names[0], /^archived-pvc-[0-9a-f-]+-\d{8}T\d{6}Z-[0-9a-f]{16}$/);
+      const names = (await fsp.readdir(path.dirname(dir))).filter((n) => n.startsWith(`archived-${pv.metadata.name}`));
+      assert.deepEqual(names, [`archived-${pv.metadata.name}`], 'archived-<directory name>, as nfs-subdir names it');
       assert.equal(await fsp.readFile(path.join(path.dirname(dir), names[0], 'data'), 'utf8'), round);
       archived.push(names[0]);
     }

@@ -30,7 +30,7 @@ const isReschedule = (e: unknown) => e instanceof ProvisioningError && e.state =
 test('node path: local PV with node affinity, directory with mode, record; delete removes both', async () => {
   const { dir, config } = await setup('node', (d) => ({ nodePathMap: [{ node: DEFAULT_NODE, paths: [`${d}/disk`] }] }));
   await fsp.mkdir(`${dir}/disk`);
-  const p = new HostPathProvisioner({ config });
+  const p = new HostPathProvisioner({ nodeName: 'n1', config });
   const c = claim({ node: 'n1', size: '2Gi', name: 'db', namespace: 'shop' });
   const opts = provisionOptions(c, storageClass('local'));
   const { volume, state } = await p.provision(opts, signal());
@@ -65,7 +65,7 @@ test('node path: local PV with node affinity, directory with mode, record; delet
 
 test('volumeType hostPath, mode/uid/gid, nodeAffinityKey and a nested pathPattern', async () => {
   const { dir, config } = await setup('hostpath-type', (d) => ({ nodePathMap: [{ node: 'n1', paths: [d] }] }));
-  const p = new HostPathProvisioner({ config });
+  const p = new HostPathProvisioner({ nodeName: 'n1', config });
   const sc = storageClass('hp', {
     volumeType: 'hostPath', mode: '0750', uid: String(process.getuid!()), gid: String(process.getgid!()),
     nodeAffinityKey: 'zone', pathPattern: '{{ .PVC.Namespace }}/{{ .PVC.Labels.app }}/${.PV.name}',
@@ -115,7 +115,7 @@ test('onDelete policies: delete removes, retain keeps, archive renames in place;
   }
   assert.deepEqual(results.delete, ['data']);
   assert.equal(results.retain.length, 3, 'retained with its file');
-  assert.ok(results.archive.some((e) => /^data\/archived-pvc-[0-9a-f-]+-\d{8}T\d{6}Z-[0-9a-f]{16}\/file$/.test(e)), results.archive.join(','));
+  assert.ok(results.archive.some((e) => /^data\/archived-pvc-[0-9a-f-]+\/file$/.test(e)), results.archive.join(','));
   assert.deepEqual(await p.listVolumes(signal()), [], 'no record survives any policy');
   const retainClass = await p.provision(provisionOptions(claim(), storageClass('r', undefined, 'Retain')), signal());
   assert.equal(retainClass.volume.spec.persistentVolumeReclaimPolicy, 'Retain');
@@ -127,14 +127,14 @@ test('capacity: fits, Reschedule with a selected node, Infeasible without or whe
   }));
   await fsp.mkdir(`${dir}/small`);
   await fsp.mkdir(`${dir}/big`);
-  const p = new HostPathProvisioner({ config });
+  const p = new HostPathProvisioner({ nodeName: 'n1', config });
   const sc = storageClass('cap');
   const v1 = await p.provision(provisionOptions(claim({ node: 'n1', size: '2Gi' }), sc), signal());
   assert.equal(v1.volume.metadata.annotations?.[ANN_HOSTPATH_BASE_PATH], `${dir}/big`, 'the only path it fits');
   const v2 = await p.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal());
   assert.equal(v2.volume.metadata.annotations?.[ANN_HOSTPATH_BASE_PATH], `${dir}/small`, 'most free space first (tie, then least allocated)');
   await assert.rejects(p.provision(provisionOptions(claim({ node: 'n1', size: '2Gi' }), sc), signal()), isReschedule);
-  await p.provision(provisionOptions(claim({ node: 'n2', size: '2Gi' }), sc), signal()); // another node, another disk
+  await new HostPathProvisioner({ config, nodeName: 'n2' }).provision(provisionOptions(claim({ node: 'n2', size: '2Gi' }), sc), signal()); // another node, another disk
   await assert.rejects(p.provision(provisionOptions(claim({ node: 'n1', size: '4Gi' }), sc), signal()), isInfeasible, 'larger than any capacity');
   await p.delete(v1.volume, signal());
   await p.provision(provisionOptions(claim({ node: 'n1', size: '2Gi' }), sc), signal());
@@ -150,16 +150,16 @@ test('capacity: fits, Reschedule with a selected node, Infeasible without or whe
 test('accounting survives a restart: rebuilt from disk records, and from PVs', async () => {
   const { dir, config } = await setup('restart', (d) => ({ nodePathMap: [{ node: 'n1', paths: [{ path: d, capacity: '2Gi' }] }] }));
   const sc = storageClass('cap');
-  const first = new HostPathProvisioner({ config });
+  const first = new HostPathProvisioner({ nodeName: 'n1', config });
   const { volume } = await first.provision(provisionOptions(claim({ node: 'n1', size: '2Gi' }), sc), signal());
-  const second = new HostPathProvisioner({ config });
+  const second = new HostPathProvisioner({ nodeName: 'n1', config });
   await assert.rejects(second.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal()), isReschedule);
   assert.equal(second.allocations()[0].allocated, 2n << 30n);
 
   // Records lost (say a restore): the API's PVs still rebuild the accounting.
   await fsp.rm(path.join(dir, '.kube-provisioner'), { recursive: true });
   let calls = 0;
-  const third = new HostPathProvisioner({ config, knownVolumes: () => { calls++; return [volume]; } });
+  const third = new HostPathProvisioner({ nodeName: 'n1', config, knownVolumes: () => { calls++; return [volume]; } });
   await assert.rejects(third.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal()), isReschedule);
   assert.equal(calls, 1);
   third.rebuildFromVolumes([]);
@@ -208,7 +208,7 @@ test('bad input: Infeasible with nothing created outside (or inside) the roots',
   await fsp.mkdir(`${dir}/outside`);
   await fsp.symlink(`${dir}/outside`, `${dir}/root/linked-ns`);
   const before = await snapshot(dir);
-  const p = new HostPathProvisioner({ config });
+  const p = new HostPathProvisioner({ nodeName: 'n', config });
   const pattern = (pathPattern: string) => storageClass('p', { pathPattern });
   const cases: Array<[string, ReturnType<typeof provisionOptions>]> = [
     ['annotation traversal', provisionOptions(claim({ node: 'n', annotations: { p: '../../outside' } }), pattern('${.PVC.annotations.p}/${.PV.name}'))],
@@ -244,7 +244,7 @@ test('bad input: Infeasible with nothing created outside (or inside) the roots',
 
 test('classes not in storageClassConfigs are infeasible; a missing base is a retryable error leaving nothing behind', async () => {
   const { dir, config } = await setup('classes', (d) => ({ storageClassConfigs: { fast: { nodePathMap: [{ node: DEFAULT_NODE, paths: [`${d}/missing`] }] } } }));
-  const p = new HostPathProvisioner({ config });
+  const p = new HostPathProvisioner({ nodeName: 'n', config });
   await assert.rejects(p.provision(provisionOptions(claim({ node: 'n' }), storageClass('slow')), signal()), isInfeasible);
   await assert.rejects(p.provision(provisionOptions(claim({ node: 'n' }), storageClass('fast')), signal()),
     (e: unknown) => e instanceof BasePathError && e.reason === 'missing' && !(e instanceof InfeasibleError));
@@ -335,7 +335,7 @@ test('a failed chown (injected, so it fails as root too) leaves no directory, no
   const chown = async () => {
     if (failing) throw Object.assign(new Error('EPERM: operation not permitted, fchown'), { code: 'EPERM' });
   };
-  const p = new HostPathProvisioner({ config, fs: { chown } });
+  const p = new HostPathProvisioner({ nodeName: 'n1', config, fs: { chown } });
   const sc = storageClass('own', { uid: '1234', gid: '5678', pathPattern: '{{ .PVC.Namespace }}/${.PV.name}' });
   const opts = provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc);
   await assert.rejects(p.provision(opts, signal()), (e: NodeJS.ErrnoException) => e.code === 'EPERM');
@@ -385,4 +385,24 @@ test('after a restart, provisions running while the PVs are being listed wait fo
   assert.equal(small.status, 'fulfilled');
   assert.ok(big.status === 'rejected' && isInfeasible(big.reason), 'the 5Gi claim does not fit next to the listed 6Gi volume');
   assert.deepEqual(restarted.allocations().map((a) => a.allocated), [9n << 30n]);
+});
+
+test('onDelete default follows the path kind: a shared path archives (nfs-subdir), a node path deletes (local-path)', async () => {
+  const { dir, config } = await setup('default-ondelete', (d) => ({
+    storageClassConfigs: { nfs: { sharedFileSystemPath: `${d}/export` }, local: { nodePathMap: [{ node: DEFAULT_NODE, paths: [`${d}/disk`] }] } },
+  }));
+  await fsp.mkdir(`${dir}/export`);
+  await fsp.mkdir(`${dir}/disk`);
+  const p = new HostPathProvisioner({ nodeName: 'n1', config });
+  const shared = await p.provision(provisionOptions(claim({ name: 'nfs-data', modes: ['ReadWriteMany'] }), storageClass('nfs')), signal());
+  assert.equal(shared.volume.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE], 'archive');
+  const sharedDir = shared.volume.spec.hostPath!.path;
+  await fsp.writeFile(`${sharedDir}/file`, 'keep');
+  await p.delete(shared.volume, signal());
+  assert.equal(await fsp.readFile(`${dir}/export/archived-${path.basename(sharedDir)}/file`, 'utf8'), 'keep', 'archived-<directory name>, no suffix');
+
+  const local = await p.provision(provisionOptions(claim({ name: 'node-data', node: 'n1' }), storageClass('local')), signal());
+  assert.equal(local.volume.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE], 'delete');
+  await p.delete(local.volume, signal());
+  assert.deepEqual((await snapshot(`${dir}/disk`)).filter((e) => !e.startsWith('.kube-provisioner')), []);
 });

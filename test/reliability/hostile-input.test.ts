@@ -2,7 +2,8 @@
 // against the embedded cluster (with its PV binder) on real temp directories. Every row of hostile-rows.ts is a
 // claim or class a tenant can create; objects the API must refuse are checked for their Status; forged PVs,
 // symlink swaps (before, during and at delete time), classes that appear or change mid-flight and invalid
-// configuration reloads complete the table. After everything: a sibling "outside" tree is byte-for-byte the
+// configuration reloads complete the table. A local-path teardown script (`rm -rf "$VOL_DIR"`, logging what it was
+// given) runs on every delete, so the table covers it too. After everything: a sibling "outside" tree is byte-for-byte the
 // same (names, types, modes, mtimes), the roots hold exactly the directories and records of live PVs, and a
 // good claim created last is still Bound (the controller kept serving).
 import assert from 'node:assert/strict';
@@ -42,6 +43,9 @@ describe('hostile input: claims, classes, configs and API objects', () => {
   let outsideBefore: Map<string, string>;
   let tmpEntriesBefore: string[];
   const invalidConfigs: Error[] = [];
+  let teardownLog: string;
+  /** Archives the shared root's default (archive) leaves behind for deleted volumes. */
+  const archivedDirs = new Set<string>();
   const uids = new Map<string, string>();
 
   const store = () => cluster.store;
@@ -53,7 +57,7 @@ describe('hostile input: claims, classes, configs and API objects', () => {
 
   function goodConfig(): unknown {
     const classConfigs: Record<string, unknown> = {};
-    for (const name of [...Object.keys(CLASSES), 'late', 'midflight', 'final']) {
+    for (const name of [...Object.keys(CLASSES), 'late', 'midflight', 'final', 'teardown']) {
       classConfigs[name] = NODE_LOCAL_CLASSES.includes(name)
         ? { nodePathMap: [{ node: DEFAULT_NODE, paths: [nodes] }] }
         : { sharedFileSystemPath: { path: shared, capacity: '100Gi' } };
@@ -77,6 +81,8 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     await fsp.symlink(path.join(outside, 'swap-target'), path.join(shared, 'linked'));
     configFile = path.join(tmp, 'config.json');
     await fsp.writeFile(configFile, JSON.stringify(goodConfig()));
+    teardownLog = path.join(tmp, 'teardown.log');
+    await fsp.writeFile(teardownLog, '');
     outsideBefore = await treeSnapshot(outside);
     tmpEntriesBefore = (await fsp.readdir(tmp)).sort();
 
@@ -85,7 +91,10 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     await client.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     source = new ConfigFileSource({ path: configFile, pollIntervalMs: 50, settleMs: 20, watch: false, onInvalid: (e) => invalidConfigs.push(e) });
     await source.start();
-    const provisioner = new HostPathProvisioner({ config: source, mode: 'deployment', nodeName: 'node-1', logger: silentLogger });
+    // local-path's stock teardown, logging the directory it was handed.
+    const teardown = `echo "$VOL_DIR" >> ${teardownLog}\nrm -rf "$VOL_DIR"`;
+    const withTeardown = { current: () => ({ ...source.current(), scripts: { ...source.current().scripts, teardown } }) };
+    const provisioner = new HostPathProvisioner({ config: withTeardown, mode: 'deployment', nodeName: 'node-1', logger: silentLogger });
     controller = new ProvisionController(client, PROVISIONER, provisioner, {
       leaderElection: 'none',
       threadiness: 4,
@@ -198,6 +207,10 @@ describe('hostile input: claims, classes, configs and API objects', () => {
       if (row.expect === 'deleted') {
         await waitFor(`${row.name} deleted`, () => !getVolume(row.name));
         await assert.rejects(fsp.lstat(row.path(t)), { code: 'ENOENT' });
+        // Its class (on the shared path, no onDelete) applies the shared path's default: archive, as nfs-subdir does.
+        const archived = path.join(path.dirname(row.path(t)), `archived-${path.basename(row.path(t))}`);
+        assert.ok((await fsp.lstat(archived)).isDirectory(), `${row.name} is archived at ${archived}`);
+        archivedDirs.add(archived);
         continue;
       }
       const ev = await waitFor(`VolumeFailedDelete on ${row.name}`, () => ourEvents(row.name).find((e) => e.reason === 'VolumeFailedDelete'));
@@ -317,6 +330,32 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     await fsp.rename(`${parent}.moved`, parent);
     await waitFor('PV deleted after the retry', () => !getVolume(pvName), 20_000);
     await assert.rejects(fsp.lstat(path.join(parent, pvName)), { code: 'ENOENT' });
+    assert.ok((await fsp.lstat(path.join(parent, `archived-${pvName}`))).isDirectory(), 'a shared root archives by default');
+    archivedDirs.add(path.join(parent, `archived-${pvName}`));
+    await fsp.rm(decoy, { recursive: true });
+  });
+
+  it('teardown: a parent swapped for a symlink never reaches the script; once sane, the script gets the real directory', async () => {
+    await client.create(storageClasses, storageClass('teardown', PROVISIONER, { parameters: { pathPattern: '${.PVC.annotations.dir}/${.PV.name}', onDelete: 'delete' } }));
+    await client.create(persistentVolumeClaims, claim('torn-down', NS, 'teardown', { annotations: { dir: 'teardownparent' } }), { namespace: NS });
+    const pv = await assertBoundInside('torn-down');
+    const pvName = pv.metadata.name ?? '';
+    const parent = path.join(shared, 'teardownparent');
+    const decoy = path.join(tmp, 'decoy-teardown');
+    await fsp.mkdir(path.join(decoy, pvName), { recursive: true });
+    await fsp.writeFile(path.join(decoy, pvName, 'precious'), 'keep me\n');
+    const decoyBefore = await treeSnapshot(decoy);
+    await fsp.rename(parent, `${parent}.moved`);
+    await fsp.symlink(decoy, parent);
+    await client.delete(persistentVolumeClaims, 'torn-down', { namespace: NS });
+    await waitFor('VolumeFailedDelete', () => ourEvents(pvName).find((e) => e.reason === 'VolumeFailedDelete' && /symlink/.test(e.message ?? '')));
+    assert.deepEqual(diffSnapshots(decoyBefore, await treeSnapshot(decoy)), [], 'the symlink target is untouched');
+    assert.ok(!(await fsp.readFile(teardownLog, 'utf8')).includes(pvName), 'the script never ran on the symlinked path');
+    await fsp.unlink(parent);
+    await fsp.rename(`${parent}.moved`, parent);
+    await waitFor('PV deleted after the retry', () => !getVolume(pvName), 20_000);
+    assert.ok((await fsp.readFile(teardownLog, 'utf8')).split('\n').includes(path.join(parent, pvName)), 'the script ran on the real directory');
+    await assert.rejects(fsp.lstat(path.join(parent, pvName)), { code: 'ENOENT' });
     await fsp.rm(decoy, { recursive: true });
   });
 
@@ -336,10 +375,20 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     // Directories of deleted volumes' parents stay (only the volume directory itself is removed).
     const allowed = expectedDirectories(shared, live);
     allowed.add(path.join(shared, 'victimparent'));
+    allowed.add(path.join(shared, 'teardownparent'));
+    for (const d of archivedDirs) allowed.add(d);
     const unexpected = (await directoriesBelow(shared)).filter((d) => !allowed.has(d));
     assert.deepEqual(unexpected, [], 'every directory in the shared root belongs to a live PV');
     assert.deepEqual(await volumeRecords(shared), live.map((v) => v.metadata.name ?? '').sort(), 'one record per live PV, no stale ones');
     for (const pv of live) assert.ok((await fsp.lstat(volumePath(pv) ?? '')).isDirectory(), `${pv.metadata.name} has its directory`);
     assert.deepEqual(await directoriesBelow(nodes), expectedDirectories(nodes, volumes()).size ? [...expectedDirectories(nodes, volumes())].sort() : []);
+    // The teardown script only ever saw volume directories strictly inside a root, never a live volume's.
+    const tornDown = (await fsp.readFile(teardownLog, 'utf8')).split('\n').filter(Boolean);
+    assert.ok(tornDown.length > 0, 'some volumes were deleted through the teardown script');
+    const livePaths = new Set(volumes().map((v) => volumePath(v)));
+    for (const d of tornDown) {
+      assert.ok([shared, nodes, raceRoot].some((r) => d.startsWith(`${r}/`) && path.normalize(d) === d), `teardown got ${JSON.stringify(d)}`);
+      assert.ok(!livePaths.has(d), `teardown ran on the live volume directory ${d}`);
+    }
   });
 });

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startCli, stopProcess, waitUntil, type CliProcess } from '../../bench/chaos/processes.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
-import { configMaps, leases, namespaces, persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
+import { configMaps, leases, namespaces, nodes, persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { CoreEvent, KubeObject, Lease, PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
@@ -46,7 +46,7 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
 
   before(async () => {
     tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'kp-rbac-'));
-    for (const d of ['shared', 'node', 'per-claim']) await fsp.mkdir(path.join(tmp, d));
+    for (const d of ['shared', 'node', 'far', 'per-claim']) await fsp.mkdir(path.join(tmp, d));
     cluster = await startCluster();
     client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: 'least-privilege-test' });
     await client.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
@@ -54,13 +54,15 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
       apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-provisioner-config', namespace: NS },
       data: {
         'shared.json': JSON.stringify({ sharedFileSystemPath: path.join(tmp, 'shared') }),
-        'config.json': JSON.stringify({ nodePathMap: [{ node: 'empty-node', paths: [] }, { node: 'full-node', paths: [path.join(tmp, 'node')] }] }),
+        'config.json': JSON.stringify({ nodePathMap: [
+          { node: 'empty-node', paths: [] }, { node: 'full-node', paths: [path.join(tmp, 'node')] }, { node: 'far-node', paths: [path.join(tmp, 'far')] },
+        ] }),
         'per-claim.json': JSON.stringify({ sharedFileSystemPath: path.join(tmp, 'per-claim') }),
       },
     } as ConfigMap, { namespace: NS });
     sharedP = provisioner(SHARED, ['--mode', 'deployment', '--config-map', `${NS}/kube-provisioner-config`, '--config-key', 'shared.json',
       '--leader-election', 'lease', '--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '500ms', '--add-finalizer']);
-    nodeP = provisioner(NODE, ['--mode', 'daemonset', '--node-name', 'empty-node', '--config-map', `${NS}/kube-provisioner-config`, '--config-key', 'config.json',
+    nodeP = provisioner(NODE, ['--mode', 'daemonset', '--node-name', 'full-node', '--config-map', `${NS}/kube-provisioner-config`, '--config-key', 'config.json',
       '--leader-election', 'none']);
     replicaPs = [1, 2].map(() => provisioner(`${AUDITED}/replicas`, ['--mode', 'deployment', '--config-map', `${NS}/kube-provisioner-config`,
       '--config-key', 'shared.json', '--leader-election', 'none']));
@@ -142,10 +144,18 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
     cm.data = { ...cm.data, 'shared.json': JSON.stringify({ sharedFileSystemPath: { path: path.join(tmp, 'shared'), capacity: '10Gi' } }) };
     await client.update(configMaps, cm);
 
-    // Reschedule: the node instance has no paths for its node and drops the scheduler's choice.
-    await client.create(storageClasses, storageClass('audit-node', NODE, { volumeBindingMode: 'WaitForFirstConsumer' }));
-    await client.create(persistentVolumeClaims, claim('on-empty-node', 'default', 'audit-node', { annotations: { [ANN_SELECTED_NODE]: 'empty-node' } }), { namespace: 'default' });
-    await waitUntil('selected-node removed (Reschedule)', () => getClaim('default', 'on-empty-node')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined, 60_000);
+    // Reschedule: the class's nodePath is not configured on the node instance's node: it drops the scheduler's choice.
+    const wffc = { volumeBindingMode: 'WaitForFirstConsumer' as const };
+    await client.create(storageClasses, storageClass('audit-node', NODE, { ...wffc, parameters: { nodePath: path.join(tmp, 'far') } }));
+    await client.create(persistentVolumeClaims, claim('on-full-node', 'default', 'audit-node', { annotations: { [ANN_SELECTED_NODE]: 'full-node' } }), { namespace: 'default' });
+    await waitUntil('selected-node removed (Reschedule)', () => getClaim('default', 'on-full-node')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined, 60_000);
+
+    // nodeAffinityKey: the node instance reads its Node's label through the API (get nodes), no node cache.
+    await client.create(nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'full-node', labels: { 'example.com/rack': 'r1' } } });
+    await client.create(storageClasses, storageClass('audit-rack', NODE, { ...wffc, parameters: { nodeAffinityKey: 'example.com/rack' } }));
+    await client.create(persistentVolumeClaims, claim('racked', 'default', 'audit-rack', { annotations: { [ANN_SELECTED_NODE]: 'full-node' } }), { namespace: 'default' });
+    const racked = await bound('default', 'racked');
+    assert.deepEqual(racked.spec.nodeAffinity?.required?.nodeSelectorTerms[0].matchExpressions?.[0].values, ['r1']);
 
     // Delete: directory removed, finalizer removed, PV deleted.
     for (const name of ['first', 'second']) {

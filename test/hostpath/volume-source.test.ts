@@ -1,0 +1,69 @@
+// The PV source both ways: the type chosen from local-path's annotations and the class, and the mapping of an
+// nfs source back to the directory under the mounted export, which must fail closed on anything not exactly
+// below the export (other server, traversal, unnormalised paths, a sibling export with a common prefix).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  chooseVolumeType, localPathOfNfsSource, localDirectoryOf, mountedExports, volumeSourceSpec, VolumeTypeAnnotationError,
+} from '../../src/hostpath/volume-source.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config.ts';
+
+const mount = { server: 'nfs.example.com', path: '/exports/k8s', mountPath: '/persistentvolumes' };
+
+test('nfs source -> local directory: exactly below the export, or nothing', () => {
+  const rows: Array<[{ server?: string; path?: string }, string | undefined]> = [
+    [{ server: 'nfs.example.com', path: '/exports/k8s/default-data-pvc-1' }, '/persistentvolumes/default-data-pvc-1'],
+    [{ server: 'NFS.example.com', path: '/exports/k8s/ns/claim' }, '/persistentvolumes/ns/claim'],
+    [{ server: 'nfs.example.com', path: '/exports/k8s' }, '/persistentvolumes'],
+    [{ server: 'other.example.com', path: '/exports/k8s/x' }, undefined],
+    [{ server: 'nfs.example.com', path: '/exports/k8s/../etc' }, undefined],
+    [{ server: 'nfs.example.com', path: '/exports/k8s/./x' }, undefined],
+    [{ server: 'nfs.example.com', path: '/exports/k8s//x' }, undefined],
+    [{ server: 'nfs.example.com', path: '/exports/k8s/x/' }, undefined],
+    [{ server: 'nfs.example.com', path: '/exports/k8s-other/x' }, undefined],
+    [{ server: 'nfs.example.com', path: '/exports' }, undefined],
+    [{ server: 'nfs.example.com', path: 'exports/k8s/x' }, undefined],
+    [{ server: 'nfs.example.com', path: '/exports/k8s/a\u0000b' }, undefined],
+    [{ server: 'nfs.example.com' }, undefined],
+    [{ path: '/exports/k8s/x' }, undefined],
+  ];
+  for (const [source, want] of rows) assert.equal(localPathOfNfsSource(source, mount), want, JSON.stringify(source));
+  const root = { ...mount, path: '/' };
+  assert.equal(localPathOfNfsSource({ server: mount.server, path: '/a/b' }, root), '/persistentvolumes/a/b', 'an NFSv4 pseudo-root export');
+});
+
+test('a PV maps through the configured exports; two mounts of one export are ambiguous and map to nothing', () => {
+  const config = validateHostPathConfig({
+    storageClassConfigs: {
+      a: { sharedFileSystemPath: '/mnt/a', nfs: { server: 's', path: '/e' } },
+      b: { sharedFileSystemPath: '/mnt/b', nfs: { server: 't', path: '/e' } },
+      c: { sharedFileSystemPath: '/mnt/c', nfs: { server: 't', path: '/e' } },
+    },
+  });
+  const exports = mountedExports(config);
+  const pv = (server: string, p: string) => ({ metadata: { name: 'pv' }, spec: { nfs: { server, path: p } } });
+  assert.equal(localDirectoryOf(pv('s', '/e/dir'), exports), '/mnt/a/dir');
+  assert.equal(localDirectoryOf(pv('t', '/e/dir'), exports), undefined);
+  assert.equal(localDirectoryOf({ metadata: {}, spec: { hostPath: { path: '/h' } } }, exports), '/h');
+  assert.deepEqual(mountedExports(validateHostPathConfig({ sharedFileSystemPath: '/pv' }), { server: 'env', path: '/x' }),
+    [{ server: 'env', path: '/x', mountPath: '/pv' }], 'NFS_SERVER/NFS_PATH apply to the top-level shared path');
+});
+
+test('volume type: claim annotation, class parameter, class annotation, then the path kind', () => {
+  const base = { shared: false, nfs: false };
+  assert.equal(chooseVolumeType(base), 'local');
+  assert.equal(chooseVolumeType({ ...base, shared: true }), 'hostPath');
+  assert.equal(chooseVolumeType({ ...base, shared: true, nfs: true }), 'nfs');
+  assert.equal(chooseVolumeType({ shared: true, nfs: true, claimAnnotations: { volumeType: 'hostPath' } }), 'nfs', 'a tenant cannot turn an export into hostPath volumes');
+  assert.equal(chooseVolumeType({ shared: true, nfs: true, parameter: 'hostPath' }), 'hostPath', 'the class can');
+  assert.equal(chooseVolumeType({ ...base, classAnnotations: { defaultVolumeType: 'hostPath' } }), 'hostPath-or-create');
+  assert.equal(chooseVolumeType({ ...base, parameter: 'hostPath', classAnnotations: { defaultVolumeType: 'local' } }), 'hostPath', 'the parameter beats the class annotation');
+  assert.equal(chooseVolumeType({ ...base, parameter: 'hostPath', claimAnnotations: { volumeType: 'LOCAL' } }), 'local', 'the claim beats everything');
+  assert.throws(() => chooseVolumeType({ ...base, claimAnnotations: { volumeType: 'nfs' } }), (e: unknown) => e instanceof VolumeTypeAnnotationError && e.on === 'claim');
+  assert.throws(() => chooseVolumeType({ ...base, classAnnotations: { defaultVolumeType: '' } }), VolumeTypeAnnotationError);
+  assert.deepEqual(volumeSourceSpec('hostPath-or-create', '/d/x'), { hostPath: { path: '/d/x', type: 'DirectoryOrCreate' } });
+  assert.deepEqual(volumeSourceSpec('hostPath', '/d/x'), { hostPath: { path: '/d/x', type: 'Directory' } });
+  assert.deepEqual(volumeSourceSpec('nfs', '/persistentvolumes/ns/c', mount), { nfs: { server: 'nfs.example.com', path: '/exports/k8s/ns/c' } });
+  assert.throws(() => volumeSourceSpec('nfs', '/elsewhere/c', mount));
+  assert.throws(() => volumeSourceSpec('nfs', '/persistentvolumes', mount));
+});
