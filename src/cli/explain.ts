@@ -4,7 +4,7 @@
 import { Command, Option } from 'commander';
 import { explainClaim, formatExplanation, type ClaimExplanation } from '../controller/explain.ts';
 import { KubeClient } from '../runtime/client.ts';
-import { loadKubeConfig } from '../runtime/kubeconfig.ts';
+import { loadCliKubeConfig } from './user-errors.ts';
 import { addConnectionOptions, CliOptionError } from './options.ts';
 
 export interface ExplainOptions {
@@ -27,7 +27,7 @@ export function parseClaimRef(ref: string, defaultNamespace = 'default'): { name
 
 /** Fetches and explains; returns the text to print. */
 export async function explainPvc(ref: { namespace: string; name: string }, o: ExplainOptions): Promise<{ explanation: ClaimExplanation; text: string }> {
-  const { kubeConfig } = loadKubeConfig({ path: o.kubeconfig, context: o.context });
+  const { kubeConfig } = loadCliKubeConfig({ path: o.kubeconfig, context: o.context });
   const client = new KubeClient({ kubeConfig, userAgent: 'kube-provisioner/0.1.0 (explain)', timeoutMs: o.kubeApiTimeout, maxRetries: 1 });
   try {
     const explanation = await explainClaim(client, ref.namespace, ref.name, { provisionerName: o.provisionerName });
