@@ -15,7 +15,7 @@ import type { Clock } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
-import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath } from './config.ts';
+import { DEFAULT_NODE, pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath } from './config.ts';
 import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
 import { defaultVolumeDirName, PathTemplateError } from './path-template.ts';
 import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError } from './path-safety.ts';
@@ -58,6 +58,7 @@ export interface BasePathStatus extends BasePathAllocation {
 const PV_NAME_RE = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 // DNS-1123 subdomain: what the API server requires of a Node name.
 const NODE_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const MAX_REMEMBERED_REFUSALS = 10_000;
 const NODE_ONLY_MODES: AccessMode[] = ['ReadWriteOnce', 'ReadWriteOncePod'];
 
 interface Placement {
@@ -76,6 +77,8 @@ export class HostPathProvisioner implements Provisioner {
   private readonly ledger = new VolumeLedger();
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly scannedBases = new Set<string>();
+  /** Volume name -> nodes that refused it for lack of space (so a claim brought back to one is not rescheduled again). */
+  private readonly capacityRefusals = new Map<string, Set<string>>();
   private scanning: Promise<void> = Promise.resolve();
   private lastApiRefresh = -Infinity;
   private apiRefresh: Promise<void> | undefined;
@@ -215,8 +218,15 @@ export class HostPathProvisioner implements Provisioner {
       if (!fitsSomewhere) throw new InfeasibleError(`the claim asks for ${request(o)}, more than the capacity of any configured path`);
       // Every node sees the same shared path: another node would not help.
       if (scope === SHARED_SCOPE) throw new InfeasibleError(msg);
+      // Asking the scheduler again only helps if another node may have room; otherwise it selects this node again
+      // at once and the claim loops. Then it backs off like any infeasible claim instead.
+      if (!this.otherNodeMayFit(o, params, config, scope, bytes)) {
+        throw new InfeasibleError(`no node has ${request(o)} free for this claim (${candidates.map((c) => `${scope}:${c.path}: ${freeText(this.ledger.free(scope, c.path, c.capacity, pvName))} free`).join(', ')}; no other node has room)`);
+      }
+      this.rememberRefusal(pvName, scope);
       this.rescheduleOrInfeasible(o, msg);
     }
+    this.capacityRefusals.delete(pvName);
     // Most free space first (unlimited counts as most), then least allocated, then configuration order.
     const ranked = fitting.map((c, i) => ({ c, i, free: this.ledger.free(scope, c.path, c.capacity, pvName), alloc: this.ledger.allocated(scope, c.path) }));
     ranked.sort((a, b) => cmpFree(b.free, a.free) || (a.alloc < b.alloc ? -1 : a.alloc > b.alloc ? 1 : 0) || a.i - b.i);
@@ -230,6 +240,32 @@ export class HostPathProvisioner implements Provisioner {
     const set = pathSetForClass(config, o.storageClass.metadata.name ?? '');
     if (!set) return [];
     return set.sharedFileSystemPath ? [set.sharedFileSystemPath] : set.nodePathMap.flatMap((n) => n.paths);
+  }
+
+  /**
+   * Whether a node other than `node` may have room for the claim: a listed node whose path fits, or (with default
+   * paths for unlisted nodes, which we cannot enumerate) any node as long as the scheduler has not brought this
+   * claim back to a node that already refused it for capacity.
+   */
+  private otherNodeMayFit(o: ProvisionOptions, params: ClassParameters, config: HostPathConfig, node: string, bytes: bigint): boolean {
+    const set = pathSetForClass(config, o.storageClass.metadata.name ?? '');
+    if (!set) return false;
+    const usable = (paths: BasePath[]) => paths.filter((p) => params.nodePath === undefined || p.path === params.nodePath);
+    for (const entry of set.nodePathMap) {
+      if (entry.node === DEFAULT_NODE || entry.node === node) continue;
+      if (usable(entry.paths).some((p) => this.ledger.fits(entry.node, p.path, p.capacity, bytes, o.pvName))) return true;
+    }
+    const defaults = set.nodePathMap.find((n) => n.node === DEFAULT_NODE);
+    if (!defaults || !usable(defaults.paths).some((p) => p.capacity === undefined || p.capacity >= bytes)) return false;
+    return !(this.capacityRefusals.get(o.pvName)?.has(node) ?? false);
+  }
+
+  // Bounded: a claim deleted while refused leaves its entry until newer ones push it out.
+  private rememberRefusal(pvName: string, node: string): void {
+    const nodes = this.capacityRefusals.get(pvName) ?? new Set<string>();
+    this.capacityRefusals.delete(pvName);
+    this.capacityRefusals.set(pvName, nodes.add(node));
+    if (this.capacityRefusals.size > MAX_REMEMBERED_REFUSALS) this.capacityRefusals.delete(this.capacityRefusals.keys().next().value ?? '');
   }
 
   // With a selected node, another node may do: Reschedule (the controller clears selected-node). Without, give up.
