@@ -21,6 +21,7 @@ import { ANN_DEFAULT_STORAGE_CLASS } from '../types/annotations.ts';
 import { formatDemoSummary, runDemo, type DemoResult } from './demo.ts';
 import { formatComparison, runMemoryDemo } from './demo-compare.ts';
 import { startHostPathService } from './hostpath-service.ts';
+import { printProvisioningOutcomes } from './dev-outcomes.ts';
 import { DEFAULT_PROVISIONER_NAME, LOG_LEVELS, type LogLevel } from './options.ts';
 import { abortOnSignals } from './signals.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
@@ -118,6 +119,8 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
   const onAbort = () => stopService.abort(signal.reason);
   signal.addEventListener('abort', onAbort, { once: true });
   let client: KubeClient | undefined;
+  let outcomes: Promise<unknown> | undefined;
+  const startedAt = Date.now();
   try {
     const { kubeConfig } = loadKubeConfig({ path: cluster.kubeconfigPath });
     // The cluster is local: no client-side rate limit.
@@ -169,8 +172,12 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
       stopService.abort(new Error('demo finished'));
     } else {
       io.out('  Ctrl-C to stop');
+      outcomes = printProvisioningOutcomes(client, startedAt, io.out, stopService.signal).catch((err: unknown) =>
+        logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'cannot show provisioning outcomes'),
+      );
     }
     await service.done;
+    await outcomes;
     return result;
   } finally {
     stopService.abort(new Error('dev stopping'));

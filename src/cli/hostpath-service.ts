@@ -89,9 +89,14 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     usageIntervalMs: o.metricsAddress ? (o.volumeUsageIntervalMs ?? 60_000) : 0,
     logger,
   });
-  reloads.applied = metrics.configApplied;
-  reloads.invalid = metrics.configInvalid;
   const controller = new ProvisionController(o.client, o.provisionerName, provisioner, { ...o.controller, logger, registry });
+  // A reload may fix what made claims infeasible (a class added, a path, a capacity): retry them at once.
+  reloads.applied = () => {
+    metrics.configApplied();
+    provisioner.configurationChanged();
+    controller.recheckBlocked();
+  };
+  reloads.invalid = metrics.configInvalid;
 
   const servers: HealthServer[] = [];
   const checks = controller.healthChecks();

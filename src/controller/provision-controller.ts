@@ -175,6 +175,27 @@ export class ProvisionController {
     return claim ? explainCachedClaim(this.shared, term, claim) : undefined;
   }
 
+  /**
+   * Retries at once every claim backing off after an InfeasibleError, for when something the controller cannot see
+   * changed (the backend's configuration was reloaded); otherwise such claims wait for their slow retry
+   * (retryIntervalMaxMs) unless the claim or its class changes. Returns how many claims were re-enqueued.
+   */
+  recheckBlocked(): number {
+    const term = this.term;
+    if (!term) return 0;
+    let count = 0;
+    for (const [uid, record] of this.shared.claimFailures) {
+      if (record.infeasibleUntil === undefined) continue;
+      const { infeasibleUntil: _until, ...rest } = record;
+      this.shared.claimFailures.set(uid, rest);
+      term.claimQueue.forget(uid);
+      term.claimQueue.add(uid);
+      count++;
+    }
+    if (count > 0) this.shared.logger.info({ claims: count }, 're-checking claims blocked as infeasible');
+    return count;
+  }
+
   /** Takes a leak inventory now (needs provisioner.listVolumes and a running term). */
   async takeLeakInventory(): Promise<LeakReport | undefined> {
     const term = this.term;

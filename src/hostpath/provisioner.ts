@@ -97,6 +97,11 @@ export class HostPathProvisioner implements Provisioner {
     return 'current' in c && typeof c.current === 'function' ? c.current() : (c as HostPathConfig);
   }
 
+  /** Called after a configuration reload: nodes that refused a claim for space may have paths or room now. */
+  configurationChanged(): void {
+    this.capacityRefusals.clear();
+  }
+
   supportsBlock(): boolean {
     return false;
   }
