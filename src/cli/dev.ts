@@ -138,6 +138,8 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
         mode: 'deployment',
         nodeName,
         config: { file: configFile },
+        // Capacity is enforced: a path without a configured capacity holds at most what its disk has free.
+        freeSpaceCapacity: true,
         // provision() honours its AbortSignal: a short drain keeps Ctrl-C within seconds.
         controller: { leaderElection: 'none', threadiness: o.workerThreads, shutdownTimeoutMs: 3000 },
         healthAddress: o.metricsAddress,

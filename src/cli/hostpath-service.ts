@@ -7,6 +7,7 @@ import { ProvisionController } from '../controller/provision-controller.ts';
 import type { ProvisionControllerOptions } from '../controller/options.ts';
 import { MAX_EVENT_MESSAGE_BYTES, shortenText } from '../controller/event-bounds.ts';
 import { ConfigFileSource } from '../hostpath/config-source.ts';
+import { filesystemFreeBytes } from '../hostpath/free-space.ts';
 import type { HostPathConfig } from '../hostpath/config.ts';
 import { HostPathProvisioner, type ConfigHolder, type HostPathMode } from '../hostpath/provisioner.ts';
 import type { KubeClient } from '../runtime/client.ts';
@@ -34,6 +35,8 @@ export interface HostPathServiceOptions {
   metricsAddress?: string;
   logger: Logger;
   registry?: Registry;
+  /** Base paths without a configured capacity get their filesystem's free space as capacity (dev). Default false. */
+  freeSpaceCapacity?: boolean;
   /** Per-volume disk usage refresh interval (ms); 0 = no usage metrics. Default 60 s. */
   volumeUsageIntervalMs?: number;
 }
@@ -78,6 +81,7 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     logger,
     // Capacity accounting is rebuilt from the PVs (the records on disk cover the rest).
     knownVolumes: listVolumes,
+    freeSpace: o.freeSpaceCapacity ? filesystemFreeBytes : undefined,
   });
   const metrics = createHostPathMetrics({
     registry,

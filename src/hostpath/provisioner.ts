@@ -3,20 +3,21 @@
 // creates the directory without following symlinks and returns the PV; delete() applies the onDelete policy
 // to paths it re-checks against the configured roots. In `daemonset` mode each instance serves only its
 // node (IgnoredError for the others); `deployment` mode assumes every configured path is reachable here.
-import type { PersistentVolume, PersistentVolumeClaim, AccessMode } from '../types/k8s.ts';
-import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
-import { parseQuantity, isQuantity, formatBytes } from '../types/quantity.ts';
+import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
+import { ANN_SELECTED_NODE } from '../types/annotations.ts';
+import { formatBytes } from '../types/quantity.ts';
 import {
   IgnoredError, InfeasibleError, ProvisioningError,
-  type Provisioner, type ProvisionOptions, type ProvisionResult,
+  type ClaimCheckInput, type ClaimCheckResult, type Provisioner, type ProvisionOptions, type ProvisionResult,
 } from '../controller/provisioner.ts';
-import { shortenText } from '../controller/event-bounds.ts';
+import { planHostPathClaim } from './claim-check.ts';
+import { freeSpaceCapacities, withCapacity } from './free-space.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
-import { DEFAULT_NODE, pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath } from './config.ts';
-import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
+import { DEFAULT_NODE, pathSetForClass, localBasePaths, allBasePaths, type HostPathConfig, type BasePath } from './config.ts';
+import { StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
 import { defaultVolumeDirName, PathTemplateError } from './path-template.ts';
 import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, isStrictlyUnder, UnsafePathError } from './path-safety.ts';
 import { createVolumeDir, removeVolumeDir, archiveVolumeDir, directoryUsage, type FsOpsOptions, type DirectoryUsage } from './fs-ops.ts';
@@ -45,6 +46,11 @@ export interface HostPathProvisionerOptions {
   knownVolumes?: (signal: AbortSignal) => PersistentVolume[] | Promise<PersistentVolume[]>;
   /** Default 60 s. */
   knownVolumesRefreshMs?: number;
+  /**
+   * When set, a base path that configures no capacity may allocate at most what is allocated there plus this
+   * (its filesystem's free space, e.g. filesystemFreeBytes); `dev` uses it. Default: unlimited.
+   */
+  freeSpace?: (basePath: string) => Promise<bigint>;
   logger?: Logger;
   clock?: Clock;
   fs?: FsOpsOptions;
@@ -55,11 +61,7 @@ export interface BasePathStatus extends BasePathAllocation {
   capacity?: bigint;
 }
 
-const PV_NAME_RE = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-// DNS-1123 subdomain: what the API server requires of a Node name.
-const NODE_NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const MAX_REMEMBERED_REFUSALS = 10_000;
-const NODE_ONLY_MODES: AccessMode[] = ['ReadWriteOnce', 'ReadWriteOncePod'];
 
 interface Placement {
   scope: string;
@@ -116,62 +118,29 @@ export class HostPathProvisioner implements Provisioner {
     return this.locked(options.pvName, () => this.provisionLocked(options, signal));
   }
 
+  /** The Provisioner contract's checkClaim hook: the same pure checks provision() runs first. */
+  checkClaim(input: ClaimCheckInput): ClaimCheckResult {
+    const r = planHostPathClaim({ ...input, config: this.config(), mode: this.mode, nodeName: this.nodeName });
+    return r.ok ? { ok: true } : r;
+  }
+
   private async provisionLocked(o: ProvisionOptions, signal: AbortSignal): Promise<ProvisionResult> {
     signal.throwIfAborted();
     const { claim, storageClass, pvName } = o;
-    const className = storageClass.metadata.name ?? '';
-    if (this.mode === 'daemonset' && o.selectedNodeName !== this.nodeName) {
-      throw new IgnoredError(`claim is ${o.selectedNodeName ? `scheduled to node ${o.selectedNodeName}` : 'not scheduled to a node'}; this instance serves node ${this.nodeName}`);
-    }
-    // Tenant-writable annotation that ends up in the node affinity, the ledger scope and the path lookup.
-    if (o.selectedNodeName !== undefined && (o.selectedNodeName.length > 253 || !NODE_NAME_RE.test(o.selectedNodeName))) {
-      throw new InfeasibleError(`the claim's selected node ${shortenText(JSON.stringify(o.selectedNodeName), 256)} is not a valid node name (a DNS-1123 subdomain)`);
-    }
-    if (!PV_NAME_RE.test(pvName)) throw new InfeasibleError(`volume name ${JSON.stringify(pvName)} is not a valid DNS subdomain`);
-    if (claim.spec.volumeMode === 'Block') throw new InfeasibleError('volumeMode Block is not supported by the hostpath provisioner: its volumes are directories');
-    if (claim.spec.dataSource || claim.spec.dataSourceRef) throw new InfeasibleError('claims with a dataSource (clones, snapshots, populators) are not supported by the hostpath provisioner');
-    if (claim.spec.selector) throw new InfeasibleError('claims with a label selector cannot be provisioned: hostpath volumes are created, not matched');
-    const params = infeasibleOn(() => parseClassParameters(storageClass.parameters));
-    const accessModes = claim.spec.accessModes ?? [];
-    if (accessModes.length === 0) throw new InfeasibleError('the claim has no accessModes');
-    const request = claim.spec.resources?.requests?.storage;
-    if (!isQuantity(request) || parseQuantity(request) <= 0n) throw new InfeasibleError(`the claim's storage request ${JSON.stringify(request)} is not a positive quantity`);
-    const bytes = parseQuantity(request);
-
     const config = this.config();
-    const set = pathSetForClass(config, className);
-    if (!set) throw new InfeasibleError(`storage class ${className} is not listed in the hostpath configuration's storageClassConfigs`);
+    const checked = planHostPathClaim({ ...o, config, mode: this.mode, nodeName: this.nodeName });
+    if (!checked.ok) {
+      if (checked.kind === 'ignored') throw new IgnoredError(checked.message);
+      if (checked.kind === 'reschedule') throw new ProvisioningError(checked.message, 'Reschedule');
+      throw new InfeasibleError(checked.message);
+    }
+    const { className, params, accessModes, request, bytes, shared, node, scope, volumeType, affinity } = checked.plan;
     await this.ensureLedger(signal);
-
-    const shared = set.sharedFileSystemPath;
-    const node = o.selectedNodeName ?? (this.mode === 'deployment' ? this.nodeName : undefined);
-    let candidates: BasePath[];
-    let scope: string;
-    if (shared) {
-      candidates = [shared];
-      scope = SHARED_SCOPE;
-    } else {
-      if (!node) throw new InfeasibleError(`storage class ${className} uses node-local paths: it needs volumeBindingMode WaitForFirstConsumer (no node was selected)`);
-      const bad = accessModes.filter((m) => !NODE_ONLY_MODES.includes(m));
-      if (bad.length > 0) throw new InfeasibleError(`access mode ${bad.join(', ')} is not possible on node-local paths (only ReadWriteOnce, ReadWriteOncePod; use sharedFileSystemPath for shared volumes)`);
-      candidates = nodeBasePaths(set, node) ?? [];
-      scope = node;
-      if (candidates.length === 0) this.rescheduleOrInfeasible(o, `node ${node} has no paths for storage class ${className}`);
-    }
-    const volumeType = params.volumeType ?? (shared ? 'hostPath' : 'local');
-    if (shared && volumeType === 'local') throw new InfeasibleError('volumeType local needs node affinity; volumes on the shared path are hostPath volumes');
-    if (params.nodePath !== undefined) {
-      candidates = candidates.filter((c) => c.path === params.nodePath);
-      if (candidates.length === 0) {
-        const anywhere = shared ? shared.path === params.nodePath : set.nodePathMap.some((n) => n.paths.some((p) => p.path === params.nodePath));
-        if (!anywhere) throw new InfeasibleError(`nodePath ${params.nodePath} is not a configured path for storage class ${className}`);
-        this.rescheduleOrInfeasible(o, `nodePath ${params.nodePath} is not configured on node ${node}`);
-      }
-    }
-    const affinity = shared ? undefined : { key: params.nodeAffinityKey, value: affinityValue(o, params, node!) };
+    const freeCapacity = await this.freeSpaceCapacities(config, className, scope);
+    const candidates = withCapacity(checked.plan.candidates, freeCapacity);
 
     // From here to reserve(): no await, so concurrent provisions cannot both take the last free bytes.
-    const placement = this.place(o, params, candidates, scope, bytes, config);
+    const placement = this.place(o, params, candidates, scope, bytes, config, freeCapacity);
     if (placement.isNew) {
       this.ledger.reserve({ pvName, scope, basePath: placement.base.path, path: placement.path, bytes });
     }
@@ -200,7 +169,15 @@ export class HostPathProvisioner implements Provisioner {
     return { volume, state: 'Finished' };
   }
 
-  private place(o: ProvisionOptions, params: ClassParameters, candidates: BasePath[], scope: string, bytes: bigint, config: HostPathConfig): Placement {
+  // With the freeSpace option: each base path of the class that configures no capacity gets one.
+  private async freeSpaceCapacities(config: HostPathConfig, className: string, scope: string): Promise<Map<string, bigint>> {
+    const set = pathSetForClass(config, className);
+    if (!this.opts.freeSpace || !set) return new Map();
+    const paths = set.sharedFileSystemPath ? [set.sharedFileSystemPath] : set.nodePathMap.flatMap((n) => n.paths);
+    return freeSpaceCapacities(paths, (p) => this.ledger.allocated(scope, p), this.opts.freeSpace);
+  }
+
+  private place(o: ProvisionOptions, params: ClassParameters, candidates: BasePath[], scope: string, bytes: bigint, config: HostPathConfig, freeCapacity: Map<string, bigint>): Placement {
     const { pvName, claim } = o;
     const existing = this.ledger.get(pvName);
     if (existing && existing.scope === scope) {
@@ -217,7 +194,7 @@ export class HostPathProvisioner implements Provisioner {
     const rel = infeasibleOn(() => (params.pathPattern ? params.pathPattern.render(data) : defaultVolumeDirName(data)));
     const fitting = candidates.filter((c) => this.ledger.fits(scope, c.path, c.capacity, bytes, pvName));
     if (fitting.length === 0) {
-      const all = this.allPathsOfClass(o, config);
+      const all = withCapacity(this.allPathsOfClass(o, config), freeCapacity);
       const fitsSomewhere = all.some((p) => p.capacity === undefined || p.capacity >= bytes);
       const msg = `no base path has ${request(o)} free for this claim (${candidates.map((c) => `${c.path}: ${freeText(this.ledger.free(scope, c.path, c.capacity, pvName))} free`).join(', ')})`;
       if (!fitsSomewhere) throw new InfeasibleError(`the claim asks for ${request(o)}, more than the capacity of any configured path`);
@@ -225,7 +202,7 @@ export class HostPathProvisioner implements Provisioner {
       if (scope === SHARED_SCOPE) throw new InfeasibleError(msg);
       // Asking the scheduler again only helps if another node may have room; otherwise it selects this node again
       // at once and the claim loops. Then it backs off like any infeasible claim instead.
-      if (!this.otherNodeMayFit(o, params, config, scope, bytes)) {
+      if (!this.otherNodeMayFit(o, params, config, scope, bytes, freeCapacity)) {
         throw new InfeasibleError(`no node has ${request(o)} free for this claim (${candidates.map((c) => `${scope}:${c.path}: ${freeText(this.ledger.free(scope, c.path, c.capacity, pvName))} free`).join(', ')}; no other node has room)`);
       }
       this.rememberRefusal(pvName, scope);
@@ -252,10 +229,10 @@ export class HostPathProvisioner implements Provisioner {
    * paths for unlisted nodes, which we cannot enumerate) any node as long as the scheduler has not brought this
    * claim back to a node that already refused it for capacity.
    */
-  private otherNodeMayFit(o: ProvisionOptions, params: ClassParameters, config: HostPathConfig, node: string, bytes: bigint): boolean {
+  private otherNodeMayFit(o: ProvisionOptions, params: ClassParameters, config: HostPathConfig, node: string, bytes: bigint, freeCapacity: Map<string, bigint>): boolean {
     const set = pathSetForClass(config, o.storageClass.metadata.name ?? '');
     if (!set) return false;
-    const usable = (paths: BasePath[]) => paths.filter((p) => params.nodePath === undefined || p.path === params.nodePath);
+    const usable = (paths: BasePath[]) => withCapacity(paths, freeCapacity).filter((p) => params.nodePath === undefined || p.path === params.nodePath);
     for (const entry of set.nodePathMap) {
       if (entry.node === DEFAULT_NODE || entry.node === node) continue;
       if (usable(entry.paths).some((p) => this.ledger.fits(entry.node, p.path, p.capacity, bytes, o.pvName))) return true;
@@ -438,14 +415,6 @@ export class HostPathProvisioner implements Provisioner {
       if (this.locks.get(key) === tail) this.locks.delete(key);
     }
   }
-}
-
-function affinityValue(o: ProvisionOptions, params: ClassParameters, node: string): string {
-  const labels = o.selectedNode?.metadata.labels ?? {};
-  const v = Object.prototype.hasOwnProperty.call(labels, params.nodeAffinityKey) ? labels[params.nodeAffinityKey] : undefined;
-  if (v) return v;
-  if (params.nodeAffinityKey === LABEL_HOSTNAME) return node;
-  throw new InfeasibleError(`node ${node} has no label ${params.nodeAffinityKey} (the class's nodeAffinityKey)`);
 }
 
 // Configuration and tenant-input errors can never succeed as they stand: InfeasibleError, with the cause.

@@ -1,6 +1,7 @@
-// `dev` as a process: a claim whose class is missing from the hostpath configuration is refused as infeasible
-// (a concise line in the terminal), and fixing the configuration file provisions it at once (hot reload
-// re-checks blocked claims) instead of after the 5-minute slow retry; its outcome line follows.
+// `dev` as a process, one session: a claim whose class is missing from the hostpath configuration is refused as
+// infeasible (a concise line in the terminal), and fixing the configuration file provisions it at once (hot
+// reload re-checks blocked claims) instead of after the 5-minute slow retry; its outcome line follows. Capacity is
+// enforced by default: claims larger than the disk's free space (8Ei, 1e30) get the infeasible event.
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,12 +9,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
-import { persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
-import type { PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
+import { coreEvents, nodes, persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
+import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
+import type { CoreEvent, Node, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 import { DEFAULT_PROVISIONER_NAME } from '../../src/cli/options.ts';
 import { startCli, waitFor, type CliProcess } from './cli-helpers.ts';
 
-describe('dev: configuration fix re-checks blocked claims; outcomes in the terminal', () => {
+describe('dev session: re-check after a configuration fix, outcomes in the terminal, capacity', () => {
   let dataDir: string;
   let cli: CliProcess;
   let client: KubeClient;
@@ -52,5 +54,30 @@ describe('dev: configuration fix re-checks blocked claims; outcomes in the termi
     }, 60_000);
     await waitFor('the success line', () => /^claim default\/late: Successfully provisioned volume pvc-/m.test(cli.stdout()), 30_000);
     assert.equal(cli.stdout().match(/^claim default\/late: not provisioned/gm)?.length, 1, cli.stdout());
+  });
+
+  it('claims larger than the free space of the volumes\' filesystem are refused as infeasible; 1Mi is Bound', async () => {
+    const create = (name: string, size: string, extra: Partial<PersistentVolumeClaim['spec']> = {}, annotations?: Record<string, string>) =>
+      client.create(persistentVolumeClaims, {
+        apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: 'default', ...(annotations ? { annotations } : {}) },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: size } }, ...extra },
+      } as PersistentVolumeClaim);
+    const node = (await client.list<Node>(nodes)).items[0]?.metadata.name ?? '';
+    await create('huge-8ei', '8Ei');
+    await create('huge-1e30', '1e30');
+    await create('huge-local', '8Ei', { storageClassName: 'hostpath-local' }, { [ANN_SELECTED_NODE]: node });
+    await create('small', '1Mi');
+    await waitFor('the small claim Bound', async () => (await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'small', { namespace: 'default' })).status?.phase === 'Bound');
+    for (const name of ['huge-8ei', 'huge-1e30', 'huge-local']) {
+      const ev = await waitFor(`the infeasible event of ${name}`, async () => {
+        const list = await client.list<CoreEvent>(coreEvents, { namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
+        return list.items.find((e) => e.reason === 'ProvisioningFailed');
+      });
+      assert.equal(ev.type, 'Warning');
+      assert.match(ev.message ?? '', /infeasible error.*(free|capacity)/);
+      const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, name, { namespace: 'default' });
+      assert.notEqual(c.status?.phase, 'Bound');
+    }
+    await waitFor('the refusals in the terminal', () => /^claim default\/huge-8ei: not provisioned/m.test(cli.stdout()) && /^claim default\/huge-1e30: not provisioned/m.test(cli.stdout()));
   });
 });
