@@ -156,7 +156,10 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
     io.out(`kube-provisioner dev: cluster ready at ${cluster.url}, node ${nodeName}`);
     io.out(`  export KUBECONFIG=${cluster.kubeconfigPath}`);
     io.out('  kubectl get storageclass,nodes');
-    io.out('  kubectl apply -f examples/pvc.yaml && kubectl get pvc,pv');
+    io.out('  kubectl apply -f examples/pvc.yaml');
+    io.out("  kubectl wait --for=jsonpath='{.status.phase}'=Bound pvc/example-data --timeout=30s");
+    io.out('  kubectl wait --for=condition=Ready pod/example-writer --timeout=30s   (containers are not run: the pod is Ready once its volume mounts)');
+    io.out(`  kube-provisioner explain pvc NAME --config ${show(configFile)}   (why a claim is Pending)`);
     io.out(`  volumes: ${show(join(volumesDir, 'shared'))} (class ${DEV_CLASSES.shared}, default), ${show(join(volumesDir, 'local'))} (class ${DEV_CLASSES.local})`);
     io.out(`  configuration (hot-reloaded): ${show(configFile)}`);
     if (service.metricsUrl) io.out(`  metrics: ${service.metricsUrl}`);

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { handleAdmin } from './admin.ts';
 import { Audit } from './audit.ts';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.ts';
-import { ApiError, internalError, methodNotRouted, statusError, unauthorized } from './errors.ts';
+import { ApiError, badRequest, internalError, methodNotRouted, statusError, unauthorized } from './errors.ts';
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, sendPlainNotFound, sendText, tooLargeError } from './http-io.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
@@ -141,6 +141,10 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       return sendError(res, methodNotRouted());
     }
     const request: ResourceRequest = route.request;
+    if (request.subresource === 'log') {
+      req.resume();
+      return sendError(res, badRequest(`pod ${request.name ?? ''} has no logs: containers are not run by the embedded cluster (its kubelet stand-in only reports pods Running once their volumes can be mounted)`));
+    }
     auditLabel = { verb: request.verb, resource: request.subresource ? `${request.rt.resource}/${request.subresource}` : request.rt.resource };
     const decision = faults.decide({
       verb: request.verb,
