@@ -10,6 +10,8 @@ export {
   type ProvisionOptions,
   type ProvisionResult,
   type ProvisioningState,
+  type ClaimCheckInput,
+  type ClaimCheckResult,
 } from './controller/provisioner.ts';
 
 // The controller.
@@ -71,7 +73,17 @@ export {
   type VolumeDecisionInput,
 } from './controller/decide-volume.ts';
 export { claimFingerprint, volumeFingerprint, type FailureRecord } from './controller/failures.ts';
-export { explainClaim, explainDecision, formatExplanation, type ClaimExplanation } from './controller/explain.ts';
+export {
+  explainClaim,
+  explainDecision,
+  formatExplanation,
+  refineDecision,
+  type ClaimExplanation,
+  type ClaimEventSummary,
+  type ExplainClaimOptions,
+  type ExplainDecisionCode,
+  type ExplainedDecision,
+} from './controller/explain.ts';
 export { findLeakedVolumes, type BackendVolume, type LeakReport } from './controller/leak-inventory.ts';
 export { createControllerMetrics, METRIC_NAMES, type ControllerMetrics } from './controller/metrics.ts';
 export { parseLockRecord, type LeaderElectionRecord } from './controller/claim-lock.ts';

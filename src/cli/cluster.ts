@@ -3,6 +3,9 @@
 import type { Command } from 'commander';
 import { join, resolve } from 'node:path';
 import { startEmbeddedCluster } from '../cluster/embedded-cluster.ts';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
+import { abortOnSignals } from './signals.ts';
+import { describeListenError, parsePort } from './user-errors.ts';
 
 export interface ClusterCommandOptions {
   dataDir: string;
@@ -15,6 +18,16 @@ export interface ClusterCommandOptions {
 /** Runs the cluster until `signal` aborts; resolves after a clean stop. */
 export async function runCluster(opts: ClusterCommandOptions, io: { out(line: string): void; err(line: string): void }, signal: AbortSignal): Promise<void> {
   const dataDir = resolve(opts.dataDir);
+  // Before anything else is written under the data directory: a second instance must leave it untouched.
+  const lock = await lockDataDir(dataDir, 'cluster');
+  try {
+    await runClusterLocked(opts, io, signal, dataDir, lock);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function runClusterLocked(opts: ClusterCommandOptions, io: { out(line: string): void; err(line: string): void }, signal: AbortSignal, dataDir: string, lock: DataDirLock): Promise<void> {
   const cluster = await startEmbeddedCluster({
     dataDir,
     port: opts.port,
@@ -22,7 +35,10 @@ export async function runCluster(opts: ClusterCommandOptions, io: { out(line: st
     insecureHttp: opts.insecureHttp,
     controllers: opts.controllers,
     onError: (err) => io.err(`kube-provisioner cluster: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`),
+  }).catch((err: unknown) => {
+    throw describeListenError(err, opts.host, opts.port);
   });
+  await lock.setUrl(cluster.url);
   io.out(`kube-provisioner cluster ready at ${cluster.url} (kubeconfig: ${join(dataDir, 'kubeconfig')})`);
   if (opts.insecureHttp) io.err('warning: serving plain HTTP (--insecure-http): debugging only');
   await new Promise<void>((done) => {
@@ -31,12 +47,6 @@ export async function runCluster(opts: ClusterCommandOptions, io: { out(line: st
   });
   await cluster.stop();
   io.err('kube-provisioner cluster stopped');
-}
-
-function parsePort(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`invalid port: ${v}`);
-  return n;
 }
 
 export function registerClusterCommand(program: Command): void {
@@ -50,11 +60,12 @@ export function registerClusterCommand(program: Command): void {
     .option('--no-controllers', 'do not run the PV binder / protection / scheduler stand-in controllers')
     .action(async (opts: ClusterCommandOptions) => {
       const ac = new AbortController();
-      const stop = () => ac.abort();
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-      await runCluster(opts, { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`) }, ac.signal);
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+      const err = (l: string) => process.stderr.write(`${l}\n`);
+      const removeHandlers = abortOnSignals(ac, { warn: (_o, msg) => err(msg ?? '') }, err);
+      try {
+        await runCluster(opts, { out: (l) => process.stdout.write(`${l}\n`), err }, ac.signal);
+      } finally {
+        removeHandlers();
+      }
     });
 }

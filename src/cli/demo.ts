@@ -39,6 +39,8 @@ export interface DemoResult {
   p99Ms: number;
   maxMs: number;
   timedOut: boolean;
+  /** Stopped by the caller's signal (Ctrl-C) before every claim was Bound. */
+  interrupted: boolean;
 }
 
 /** Nearest-rank percentile of sorted values (0 for none). */
@@ -54,7 +56,7 @@ export function formatDemoSummary(r: DemoResult): string {
   return (
     `demo: ${r.bound}/${r.requested} claims Bound in ${s(r.elapsedMs)} s (${r.claimsPerSecond.toFixed(1)} claims/s); ` +
     `time to Bound p50 ${Math.round(r.p50Ms)} ms, p99 ${Math.round(r.p99Ms)} ms, max ${Math.round(r.maxMs)} ms` +
-    (r.timedOut ? ' (timed out)' : '')
+    (r.interrupted ? ' (interrupted)' : r.timedOut ? ' (timed out)' : '')
   );
 }
 
@@ -163,11 +165,15 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
   await Promise.all(Array.from({ length: Math.min(o.count, o.concurrency ?? 32) }, creator));
 
   let timer: NodeJS.Timeout | undefined;
-  const timedOut = await Promise.race([
-    finished.then(() => false),
-    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), o.timeoutMs))),
-    new Promise<boolean>((resolve) => requests.signal.addEventListener('abort', () => resolve(true), { once: true })),
+  const ending = await Promise.race([
+    finished.then(() => 'done' as const),
+    new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), o.timeoutMs))),
+    new Promise<'aborted'>((resolve) => {
+      if (requests.signal.aborted) resolve('aborted');
+      else requests.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    }),
   ]);
+  const timedOut = ending !== 'done';
   clearTimeout(timer);
   o.signal?.removeEventListener('abort', forward);
   requests.abort();
@@ -189,5 +195,6 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
     p99Ms: percentile(sorted, 99),
     maxMs: sorted.at(-1) ?? 0,
     timedOut,
+    interrupted: ending === 'aborted' && boundNames.size < o.count,
   };
 }

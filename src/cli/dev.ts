@@ -14,7 +14,7 @@ import { DEFAULT_NODE } from '../hostpath/config.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { AlreadyExistsError } from '../runtime/errors.ts';
 import { loadKubeConfig } from '../runtime/kubeconfig.ts';
-import { createLogger } from '../runtime/logger.ts';
+import { createLogger, type Logger } from '../runtime/logger.ts';
 import { storageClasses } from '../runtime/resources.ts';
 import type { StorageClass } from '../types/k8s.ts';
 import { ANN_DEFAULT_STORAGE_CLASS } from '../types/annotations.ts';
@@ -22,8 +22,11 @@ import { errorMessage } from '../types/errors.ts';
 import { formatDemoSummary, runDemo, type DemoResult } from './demo.ts';
 import { formatComparison, runMemoryDemo } from './demo-compare.ts';
 import { startHostPathService } from './hostpath-service.ts';
+import { printProvisioningOutcomes } from './dev-outcomes.ts';
 import { DEFAULT_PROVISIONER_NAME, LOG_LEVELS, type LogLevel } from './options.ts';
 import { abortOnSignals } from './signals.ts';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
+import { describeListenError, parsePort } from './user-errors.ts';
 
 export interface DevOptions {
   dataDir: string;
@@ -88,6 +91,16 @@ export interface DevDemoResults {
 export async function runDev(o: DevOptions, io: DevIo, signal: AbortSignal): Promise<DevDemoResults | undefined> {
   const logger = createLogger({ level: o.logLevel, name: 'kube-provisioner' });
   const dataDir = resolve(o.dataDir);
+  // Before anything else is written under the data directory: a second instance must leave it untouched.
+  const lock = await lockDataDir(dataDir, 'dev');
+  try {
+    return await runDevLocked(o, io, signal, logger, dataDir, lock);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logger: Logger, dataDir: string, lock: DataDirLock): Promise<DevDemoResults | undefined> {
   const volumesDir = join(dataDir, 'volumes');
   await mkdir(join(volumesDir, 'shared'), { recursive: true });
   await mkdir(join(volumesDir, 'local'), { recursive: true });
@@ -99,11 +112,16 @@ export async function runDev(o: DevOptions, io: DevIo, signal: AbortSignal): Pro
     port: o.port,
     host: o.host,
     onError: (err) => logger.error({ err: errorMessage(err) }, 'embedded cluster error'),
+  }).catch((err: unknown) => {
+    throw describeListenError(err, o.host, o.port);
   });
+  await lock.setUrl(cluster.url);
   const stopService = new AbortController();
   const onAbort = () => stopService.abort(signal.reason);
   signal.addEventListener('abort', onAbort, { once: true });
   let client: KubeClient | undefined;
+  let outcomes: Promise<unknown> | undefined;
+  const startedAt = Date.now();
   try {
     const { kubeConfig } = loadKubeConfig({ path: cluster.kubeconfigPath });
     // The cluster is local: no client-side rate limit.
@@ -121,7 +139,10 @@ export async function runDev(o: DevOptions, io: DevIo, signal: AbortSignal): Pro
         mode: 'deployment',
         nodeName,
         config: { file: configFile },
-        controller: { leaderElection: 'none', threadiness: o.workerThreads },
+        // Capacity is enforced: a path without a configured capacity holds at most what its disk has free.
+        freeSpaceCapacity: true,
+        // provision() honours its AbortSignal: a short drain keeps Ctrl-C within seconds.
+        controller: { leaderElection: 'none', threadiness: o.workerThreads, shutdownTimeoutMs: 3000 },
         healthAddress: o.metricsAddress,
         metricsAddress: o.metricsAddress,
         logger,
@@ -136,7 +157,10 @@ export async function runDev(o: DevOptions, io: DevIo, signal: AbortSignal): Pro
     io.out(`kube-provisioner dev: cluster ready at ${cluster.url}, node ${nodeName}`);
     io.out(`  export KUBECONFIG=${cluster.kubeconfigPath}`);
     io.out('  kubectl get storageclass,nodes');
-    io.out('  kubectl apply -f examples/pvc.yaml && kubectl get pvc,pv');
+    io.out('  kubectl apply -f examples/pvc.yaml');
+    io.out("  kubectl wait --for=jsonpath='{.status.phase}'=Bound pvc/example-data --timeout=30s");
+    io.out('  kubectl wait --for=condition=Ready pod/example-writer --timeout=30s   (containers are not run: the pod is Ready once its volume mounts)');
+    io.out(`  kube-provisioner explain pvc NAME --config ${show(configFile)}   (why a claim is Pending)`);
     io.out(`  volumes: ${show(join(volumesDir, 'shared'))} (class ${DEV_CLASSES.shared}, default), ${show(join(volumesDir, 'local'))} (class ${DEV_CLASSES.local})`);
     io.out(`  configuration (hot-reloaded): ${show(configFile)}`);
     if (service.metricsUrl) io.out(`  metrics: ${service.metricsUrl}`);
@@ -154,8 +178,12 @@ export async function runDev(o: DevOptions, io: DevIo, signal: AbortSignal): Pro
       stopService.abort(new Error('demo finished'));
     } else {
       io.out('  Ctrl-C to stop');
+      outcomes = printProvisioningOutcomes(client, startedAt, io.out, stopService.signal).catch((err: unknown) =>
+        logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'cannot show provisioning outcomes'),
+      );
     }
     await service.done;
+    await outcomes;
     return result;
   } finally {
     stopService.abort(new Error('dev stopping'));
@@ -178,7 +206,7 @@ export function registerDevCommand(program: Command): void {
   const dev = new Command('dev')
     .description('run the embedded cluster, this machine as a node, and the hostpath provisioner, all in one process')
     .addOption(new Option('--data-dir <dir>', 'cluster data, kubeconfig and volumes (kept between runs)').default('.kube-provisioner'))
-    .addOption(new Option('--port <n>', 'API server port (0 = any free port)').argParser(intArg(0)).default(6443))
+    .addOption(new Option('--port <n>', 'API server port (0 = any free port)').argParser(parsePort).default(6443))
     .addOption(new Option('--host <address>', 'API server bind address').default('127.0.0.1'))
     .addOption(new Option('--demo <n>', 'create N claims, print claims/s and p50/p99 time to Bound, then exit').argParser(intArg(1)))
     .addOption(new Option('--demo-compare', 'after the demo, run it again against an instant in-memory provisioner and compare'))
@@ -195,7 +223,8 @@ export function registerDevCommand(program: Command): void {
         { out: (line) => process.stdout.write(`${line}\n`), progress: process.stderr },
         stop.signal,
       );
-      const incomplete = (r?: DemoResult) => r !== undefined && r.bound < r.requested;
+      // Stopped by a signal: a clean stop (exit 0), not a failed demo.
+      const incomplete = (r?: DemoResult) => r !== undefined && r.bound < r.requested && !r.interrupted;
       if (result && (incomplete(result.hostpath) || incomplete(result.memory))) process.exitCode = 1;
     } finally {
       removeHandlers();

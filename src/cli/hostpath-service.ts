@@ -8,6 +8,7 @@ import type { ProvisionControllerOptions } from '../controller/options.ts';
 import { MAX_EVENT_MESSAGE_BYTES } from '../controller/event-bounds.ts';
 import { shortenText } from '../types/text.ts';
 import { ConfigFileSource } from '../hostpath/config-source.ts';
+import { filesystemFreeBytes } from '../hostpath/free-space.ts';
 import type { HostPathConfig, NfsExport } from '../hostpath/config.ts';
 import { HostPathProvisioner, type ConfigHolder, type HostPathMode } from '../hostpath/provisioner.ts';
 import type { KubeClient } from '../runtime/client.ts';
@@ -41,6 +42,8 @@ export interface HostPathServiceOptions {
   metricsAddress?: string;
   logger: Logger;
   registry?: Registry;
+  /** Base paths without a configured capacity get their filesystem's free space as capacity (dev). Default false. */
+  freeSpaceCapacity?: boolean;
   /** Per-volume disk usage refresh interval (ms); 0 = no usage metrics. Default 60 s. */
   volumeUsageIntervalMs?: number;
   /** daemonset mode: how long a volume's Node must be missing before its PV is let go. Default 10 minutes. */
@@ -110,6 +113,7 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
       if (e instanceof NotFoundError) return undefined;
       throw e;
     }),
+    freeSpace: o.freeSpaceCapacity ? filesystemFreeBytes : undefined,
   });
   if (o.nfs && !holder.current().sharedFileSystemPath) {
     logger.warn({ nfsServer: o.nfs.server, nfsPath: o.nfs.path }, 'NFS_SERVER/NFS_PATH apply to the top-level sharedFileSystemPath, which this configuration does not set');
@@ -129,9 +133,14 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     },
     logger,
   });
-  reloads.applied = metrics.configApplied;
-  reloads.invalid = metrics.configInvalid;
   const controller = new ProvisionController(o.client, o.provisionerName, provisioner, { ...o.controller, logger, registry });
+  // A reload may fix what made claims infeasible (a class added, a path, a capacity): retry them at once.
+  reloads.applied = () => {
+    metrics.configApplied();
+    provisioner.configurationChanged();
+    controller.recheckBlocked();
+  };
+  reloads.invalid = metrics.configInvalid;
 
   const servers: HealthServer[] = [];
   const checks = controller.healthChecks();

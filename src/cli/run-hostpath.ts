@@ -3,7 +3,7 @@
 // the Lease. Exit code 0 after a clean stop, 1 when it cannot start.
 import type { Command } from 'commander';
 import { KubeClient } from '../runtime/client.ts';
-import { loadKubeConfig } from '../runtime/kubeconfig.ts';
+import { loadCliKubeConfig } from './user-errors.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '../hostpath/config.ts';
 import { startHostPathService } from './hostpath-service.ts';
@@ -18,7 +18,7 @@ export function userAgent(provisionerName: string): string {
 /** Runs until `signal` aborts; resolves after a clean stop. Throws when it cannot start. */
 export async function runHostPath(o: RunHostPathOptions, signal: AbortSignal, io: { out(line: string): void } = { out: () => {} }): Promise<void> {
   const logger = createLogger({ level: o.logLevel, name: 'kube-provisioner' });
-  const { kubeConfig, source } = loadKubeConfig({ path: o.kubeconfig, context: o.context });
+  const { kubeConfig, source } = loadCliKubeConfig({ path: o.kubeconfig, context: o.context });
   const client = new KubeClient({
     kubeConfig,
     userAgent: userAgent(o.provisionerName),

@@ -156,6 +156,10 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       return sendError(res, methodNotRouted());
     }
     const request: ResourceRequest = route.request;
+    if (request.subresource === 'log') {
+      req.resume();
+      return sendError(res, badRequest(`pod ${request.name ?? ''} has no logs: containers are not run by the embedded cluster (its kubelet stand-in only reports pods Running once their volumes can be mounted)`));
+    }
     auditLabel = { verb: request.verb, resource: request.subresource ? `${request.rt.resource}/${request.subresource}` : request.rt.resource };
     const decision = faults.decide({
       verb: request.verb,

@@ -1,35 +1,64 @@
 // explainClaim: why a PVC is (not) being provisioned, as data and as text. Runs the same decideClaim the controller
-// runs, either on a running controller's caches and failure records, or on objects fetched once with a client
-// (for `kube-provisioner explain pvc NS/NAME`, with no controller running).
+// runs, then the backend's own pure checks (the Provisioner's checkClaim hook, the ones provision() runs), either on
+// a running controller's caches and failure records, or on objects fetched once with a client (for
+// `kube-provisioner explain pvc NS/NAME`, with no controller running). The decision names the first reason that
+// blocks provisioning; the claim's last provisioning events and the next retry, when known, come with it.
 import type { KubeClient } from '../runtime/client.ts';
 import { NotFoundError } from '../runtime/errors.ts';
-import { persistentVolumeClaims, persistentVolumes, storageClasses } from '../runtime/resources.ts';
-import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
+import { coreEvents, nodes, persistentVolumeClaims, persistentVolumes, pods, storageClasses } from '../runtime/resources.ts';
+import type { CoreEvent, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '../types/k8s.ts';
 import { parseLockRecord } from './claim-lock.ts';
 import type { ControllerShared, ControllerTerm } from './controller-state.ts';
-import { claimClassName, claimKey, claimProvisionerName, decideClaim, selectedNodeName, type ClaimDecision } from './decide-claim.ts';
+import { claimClassName, claimKey, claimProvisionerName, decideClaim, selectedNodeName, type ClaimDecision, type ClaimDecisionCode } from './decide-claim.ts';
 import { decideCachedClaim } from './cached-decisions.ts';
 import type { FailureRecord } from './failures.ts';
 import { decideResize, resizeFacts, type ResizeDecision } from './decide-resize.ts';
 import { ANN_VOLUME_USAGE, parseVolumeUsage } from '../types/volume-usage.ts';
 import { formatBytes } from '../types/quantity.ts';
 import { resolveOptions, type ProvisionControllerOptions } from './options.ts';
-import type { Provisioner } from './provisioner.ts';
+import type { ClaimCheckResult, Provisioner } from './provisioner.ts';
+
+/**
+ * Codes explain adds to the controller's: the backend's own checks refused the claim (`BackendInfeasible`: it
+ * would fail with an infeasible error; `BackendReschedule`: not on the selected node; `BackendIgnored`: another
+ * instance's claim).
+ */
+export type ExplainDecisionCode = ClaimDecisionCode | 'BackendInfeasible' | 'BackendReschedule' | 'BackendIgnored';
+
+/** A decision as explain reports it: the controller's, or the first backend check that blocks it. */
+export type ExplainedDecision = Omit<ClaimDecision, 'code'> & { code: ExplainDecisionCode };
+
+/** One provisioning event recorded on the claim. */
+export interface ClaimEventSummary {
+  type: string;
+  reason: string;
+  message: string;
+  count: number;
+  /** ISO time of its last occurrence. */
+  lastSeen?: string;
+}
 
 export interface ClaimExplanation {
   /** `namespace/name`. */
   claim: string;
   uid: string;
   phase: string;
-  /** The provisioner name the decision was made for. */
+  /** The provisioner name the decision was made for (never empty). */
   provisionerName: string;
-  decision: ClaimDecision;
+  decision: ExplainedDecision;
   /** Facts that led to the decision, one per line, in the order the controller checks them. */
   facts: string[];
   failures?: FailureRecord;
   inProgress: boolean;
   /** The resize decision (a running controller whose provisioner implements expand()). */
   resize?: ResizeDecision;
+  /** The claim's last ProvisioningFailed and ProvisioningSucceeded events, when any. */
+  lastFailed?: ClaimEventSummary;
+  lastSucceeded?: ClaimEventSummary;
+  /** When the next attempt is due (ISO), when known. */
+  nextRetryAt?: string;
+  /** How the next attempt comes, in words, when known. */
+  nextRetry?: string;
 }
 
 export interface ExplainFacts {
@@ -37,9 +66,16 @@ export interface ExplainFacts {
   provisionerName: string;
   storageClass?: StorageClass;
   volume?: PersistentVolume;
-  decision: ClaimDecision;
+  decision: ExplainedDecision;
   failures?: FailureRecord;
   inProgress?: boolean;
+  /** The claim's events (any order); the last provisioning outcomes are picked from them. */
+  events?: CoreEvent[];
+  /** Extra facts (backend checks, consumers), appended in order. */
+  extraFacts?: string[];
+  /** The slow retry after an infeasible error (the controller's retryIntervalMaxMs), to say when it is due. */
+  retryIntervalMaxMs?: number;
+  now?: number;
 }
 
 /** Builds the explanation from a decision and the objects it was made from (pure). */
@@ -71,6 +107,10 @@ export function explainDecision(f: ExplainFacts): ClaimExplanation {
     facts.push(`usage: ${bound}${formatBytes(BigInt(usage.bytes))} of ${boundVolume?.spec.capacity?.storage ?? '?'}, ${bound}${usage.inodes} inodes (measured ${usage.measuredAt})`);
   }
   if (ann['volume.kubernetes.io/storage-resizer']) facts.push(`resizer: ${ann['volume.kubernetes.io/storage-resizer']}`);
+  facts.push(...(f.extraFacts ?? []));
+  const lastFailed = lastEvent(f.events, claim, 'ProvisioningFailed');
+  const lastSucceeded = lastEvent(f.events, claim, 'ProvisioningSucceeded');
+  const retry = nextRetry(f, lastFailed);
   return {
     claim: claimKey(claim),
     uid: claim.metadata.uid ?? '',
@@ -80,7 +120,38 @@ export function explainDecision(f: ExplainFacts): ClaimExplanation {
     facts,
     failures: f.failures,
     inProgress: f.inProgress ?? false,
+    ...(lastFailed ? { lastFailed } : {}),
+    ...(lastSucceeded ? { lastSucceeded } : {}),
+    ...retry,
   };
+}
+
+function eventTime(e: CoreEvent): number {
+  const t = Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '');
+  return Number.isNaN(t) ? 0 : t;
+}
+
+function lastEvent(events: CoreEvent[] | undefined, claim: PersistentVolumeClaim, reason: string): ClaimEventSummary | undefined {
+  const mine = (events ?? []).filter((e) => e.reason === reason && e.involvedObject.kind === 'PersistentVolumeClaim' && (!e.involvedObject.uid || e.involvedObject.uid === claim.metadata.uid));
+  const last = mine.sort((a, b) => eventTime(a) - eventTime(b)).at(-1);
+  if (!last) return undefined;
+  const at = eventTime(last);
+  return { type: last.type ?? 'Normal', reason, message: last.message ?? '', count: last.count ?? 1, ...(at ? { lastSeen: new Date(at).toISOString() } : {}) };
+}
+
+// Known only for the infeasible slow retry: from the controller's record, or from the last failure's time.
+function nextRetry(f: ExplainFacts, lastFailed: ClaimEventSummary | undefined): Pick<ClaimExplanation, 'nextRetryAt' | 'nextRetry'> {
+  const code = f.decision.code;
+  const how = 'at once if the claim, its class or the provisioner\'s configuration changes';
+  if (f.failures?.infeasibleUntil !== undefined && code === 'InfeasibleBackoff') {
+    return { nextRetryAt: new Date(f.failures.infeasibleUntil).toISOString(), nextRetry: `slow retry after an infeasible error; ${how}` };
+  }
+  if (code === 'BackendInfeasible' && lastFailed?.lastSeen && f.retryIntervalMaxMs !== undefined) {
+    const due = Date.parse(lastFailed.lastSeen) + f.retryIntervalMaxMs;
+    const late = f.now !== undefined && due < f.now;
+    return { nextRetryAt: new Date(due).toISOString(), nextRetry: `slow retry after an infeasible error${late ? ' (due now)' : ''}; ${how}` };
+  }
+  return {};
 }
 
 /** Human-readable form, for the CLI. */
@@ -92,6 +163,10 @@ export function formatExplanation(e: ClaimExplanation): string {
   ];
   if (e.resize && e.resize.code !== 'NotBound') lines.push(`Resize: ${e.resize.action} (${e.resize.code}): ${e.resize.reason}`);
   if (e.decision.event) lines.push(`Event: ${e.decision.event.type} ${e.decision.event.reason}: ${e.decision.event.message}`);
+  const ev = (x: ClaimEventSummary) => `${x.type} ${x.reason}${x.count > 1 ? ` (${x.count}x)` : ''}${x.lastSeen ? ` at ${x.lastSeen}` : ''}: ${x.message}`;
+  if (e.lastFailed) lines.push(`Last failure: ${ev(e.lastFailed)}`);
+  if (e.lastSucceeded) lines.push(`Last success: ${ev(e.lastSucceeded)}`);
+  if (e.nextRetry) lines.push(`Next retry: ${e.nextRetryAt ? `${e.nextRetryAt}, ` : ''}${e.nextRetry}`);
   lines.push('Facts:', ...e.facts.map((f) => `  - ${f}`));
   return lines.join('\n');
 }
@@ -99,11 +174,14 @@ export function formatExplanation(e: ClaimExplanation): string {
 /** Explanation from a running controller's caches and records. */
 export function explainCachedClaim(s: ControllerShared, t: ControllerTerm, claim: PersistentVolumeClaim): ClaimExplanation {
   const uid = claim.metadata.uid ?? '';
-  const decision = decideCachedClaim(s, t, claim);
+  const storageClass = t.classes.get(claimClassName(claim));
+  const refined = refineDecision({ claim, storageClass, decision: decideCachedClaim(s, t, claim), check: s.provisioner.checkClaim?.bind(s.provisioner) });
+  const decision = refined.decision;
   return explainDecision({
     claim,
     provisionerName: s.provisionerName,
-    storageClass: decision.storageClass ?? t.classes.get(claimClassName(claim)),
+    extraFacts: refined.facts,
+    storageClass: decision.storageClass ?? storageClass,
     volume: decision.pvName ? t.volumes.get(decision.pvName) : undefined,
     decision,
     failures: s.claimRecords.get(uid)?.failures,
@@ -120,29 +198,114 @@ async function getOrUndefined<T>(p: Promise<T>): Promise<T | undefined> {
   }
 }
 
+/** What refineDecision looks at beyond the controller's decision. */
+export interface RefineInput {
+  claim: PersistentVolumeClaim;
+  storageClass?: StorageClass;
+  decision: ClaimDecision;
+  /** The backend's pure checks (Provisioner.checkClaim), when available. */
+  check?: Provisioner['checkClaim'];
+  /** Pods in the claim's namespace that use it (undefined: not known). */
+  consumers?: Pod[];
+  /** Nodes a WaitForFirstConsumer claim could be scheduled to (undefined: not known). */
+  nodes?: Node[];
+}
+
+const CHECK_CODES: Record<Extract<ClaimCheckResult, { ok: false }>['kind'], { code: ExplainDecisionCode; action: ClaimDecision['action'] }> = {
+  infeasible: { code: 'BackendInfeasible', action: 'reject' },
+  reschedule: { code: 'BackendReschedule', action: 'wait' },
+  ignored: { code: 'BackendIgnored', action: 'ignore' },
+};
+
+function consumersText(consumers: Pod[] | undefined, className: string): string {
+  if (consumers === undefined) return `StorageClass "${className}" is WaitForFirstConsumer: provisioning starts when a pod that uses the claim is scheduled`;
+  if (consumers.length === 0) return `waiting for first consumer: no pod uses this claim yet, and StorageClass "${className}" is WaitForFirstConsumer; create a pod that mounts it`;
+  const names = consumers.map((p) => p.metadata.name ?? '').slice(0, 3).join(', ');
+  return `waiting for first consumer: pod ${names} uses this claim but is not scheduled to a node yet (StorageClass "${className}" is WaitForFirstConsumer)`;
+}
+
 /**
- * Fetches a claim, its class and its would-be PV with `client` and explains the decision a controller named
- * `provisionerName` (default: the provisioner the claim was handed to, else its class's) would make now.
- * Without a running controller there are no failure records. Throws NotFoundError when the claim does not exist.
+ * The first reason that blocks provisioning, for explain (pure): the controller's decision, made precise where it
+ * only says "not handed to a provisioner yet" (a missing class, a WaitForFirstConsumer claim with no consumer),
+ * then the backend's own checks for a claim the controller would provision. Returns extra facts too.
  */
-export async function explainClaim(
-  client: KubeClient,
-  namespace: string,
-  name: string,
-  opts: { provisionerName?: string; options?: ProvisionControllerOptions; provisioner?: Pick<Provisioner, 'shouldProvision' | 'supportsBlock'>; signal?: AbortSignal; now?: number } = {},
-): Promise<ClaimExplanation> {
-  const claim = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, name, { namespace, signal: opts.signal });
+export function refineDecision(r: RefineInput): { decision: ExplainedDecision; facts: string[] } {
+  const { claim, storageClass, decision } = r;
+  const className = claimClassName(claim);
+  const facts: string[] = [];
+  if (r.consumers !== undefined) facts.push(`pods using the claim: ${r.consumers.length === 0 ? 'none' : r.consumers.map((p) => `${p.metadata.name}${p.spec?.nodeName ? ` (on ${p.spec.nodeName})` : ' (not scheduled)'}`).join(', ')}`);
+  const waitingForConsumer = storageClass?.volumeBindingMode === 'WaitForFirstConsumer' && selectedNodeName(claim) === undefined;
+  if (decision.code === 'NoProvisionerAnnotation' && className && !storageClass) {
+    return { decision: { ...decision, action: 'wait', code: 'StorageClassNotFound', reason: `StorageClass "${className}" not found: no provisioner is asked for a volume until it exists` }, facts };
+  }
+  if ((decision.code === 'NoProvisionerAnnotation' || decision.code === 'WaitForFirstConsumer') && waitingForConsumer) {
+    // Would any node do, once one is selected? If the backend refuses the claim on every node, that is the truth.
+    if (r.check && storageClass && r.nodes && r.nodes.length > 0) {
+      const verdicts = r.nodes.slice(0, 50).map((n) => r.check!({ claim, storageClass, selectedNodeName: n.metadata.name, selectedNode: n }));
+      const first = verdicts[0];
+      if (verdicts.every((v) => !v.ok && v.kind === 'infeasible') && first && !first.ok) {
+        facts.push('backend checks: infeasible on every node');
+        return { decision: { ...decision, ...CHECK_CODES.infeasible, className, storageClass, reason: `the provisioner would refuse it on any node: ${first.message}` }, facts };
+      }
+    }
+    return { decision: { ...decision, action: 'wait', code: 'WaitForFirstConsumer', className, storageClass, reason: consumersText(r.consumers, className) }, facts };
+  }
+  if (decision.action !== 'provision' || !decision.storageClass) return { decision, facts };
+  if (!r.check) {
+    facts.push('backend checks: not run (the provisioner has no checkClaim hook, or its configuration was not given)');
+    return { decision, facts };
+  }
+  const verdict = r.check({ claim, storageClass: decision.storageClass, pvName: decision.pvName, selectedNodeName: decision.selectedNodeName });
+  if (verdict.ok) {
+    facts.push('backend checks: passed (parameters, configuration, access modes, node)');
+    return { decision, facts };
+  }
+  facts.push(`backend checks: ${verdict.kind}`);
+  return { decision: { ...decision, ...CHECK_CODES[verdict.kind], reason: verdict.message }, facts };
+}
+
+/** Options of explainClaim. */
+export interface ExplainClaimOptions {
+  /** Explain for this provisioner (default: the claim's, else its class's, else defaultProvisionerName). */
+  provisionerName?: string;
+  /** The name shown when neither the claim nor an existing class names a provisioner. */
+  defaultProvisionerName?: string;
+  options?: ProvisionControllerOptions;
+  provisioner?: Pick<Provisioner, 'shouldProvision' | 'supportsBlock' | 'checkClaim'>;
+  signal?: AbortSignal;
+  now?: number;
+}
+
+async function orEmpty<T>(p: Promise<{ items: T[] }>): Promise<T[] | undefined> {
+  try {
+    return (await p).items;
+  } catch {
+    // Not allowed to list them (RBAC) or not served: explain without.
+    return undefined;
+  }
+}
+
+/**
+ * Fetches a claim, its class, its would-be PV, its events, the pods that use it (and the nodes, for a
+ * WaitForFirstConsumer claim) with `client`, and explains the decision a controller named `provisionerName` would
+ * make now, checked against the backend's own checks when `provisioner.checkClaim` is given. Without a running
+ * controller there are no failure records. Throws NotFoundError when the claim does not exist.
+ */
+export async function explainClaim(client: KubeClient, namespace: string, name: string, opts: ExplainClaimOptions = {}): Promise<ClaimExplanation> {
+  const signal = opts.signal;
+  const claim = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, name, { namespace, signal });
   const options = resolveOptions(opts.options ?? {}, {});
   const className = claimClassName(claim);
-  const storageClass = className ? await getOrUndefined(client.get<StorageClass>(storageClasses, className, { signal: opts.signal })) : undefined;
+  const storageClass = className ? await getOrUndefined(client.get<StorageClass>(storageClasses, className, { signal })) : undefined;
   const pvName = options.volumeNameHook(claim);
-  const volume = await getOrUndefined(client.get<PersistentVolume>(persistentVolumes, pvName, { signal: opts.signal }));
-  const provisionerName = opts.provisionerName ?? claimProvisionerName(claim) ?? storageClass?.provisioner ?? '';
+  const volume = await getOrUndefined(client.get<PersistentVolume>(persistentVolumes, pvName, { signal }));
+  const provisionerName = opts.provisionerName ?? claimProvisionerName(claim) ?? storageClass?.provisioner ?? opts.defaultProvisionerName ?? '(none: the claim names no existing class)';
+  const now = opts.now ?? Date.now();
   const bound = claim.spec.volumeName;
-  const boundVolume = bound && bound !== pvName ? await getOrUndefined(client.get<PersistentVolume>(persistentVolumes, bound, { signal: opts.signal })) : volume;
+  const boundVolume = bound && bound !== pvName ? await getOrUndefined(client.get<PersistentVolume>(persistentVolumes, bound, { signal })) : volume;
   // Without the controller's failure records: what a controller that implements expand() would do next.
   const resize = claim.status?.phase === 'Bound'
-    ? decideResize({ claim, volume: boundVolume, storageClass, provisionerName, additionalProvisionerNames: options.additionalProvisionerNames, canExpand: true, threshold: options.failedProvisionThreshold, now: opts.now ?? Date.now() })
+    ? decideResize({ claim, volume: boundVolume, storageClass, provisionerName, additionalProvisionerNames: options.additionalProvisionerNames, canExpand: true, threshold: options.failedProvisionThreshold, now })
     : undefined;
   const decision = decideClaim({
     claim,
@@ -151,9 +314,17 @@ export async function explainClaim(
     getStorageClass: (n) => (n === className ? storageClass : undefined),
     getVolume: (n) => (n === pvName ? volume : undefined),
     provisioner: opts.provisioner ?? {},
-    now: opts.now ?? Date.now(),
+    now,
   });
-  const explanation = explainDecision({ claim, provisionerName, storageClass, volume: boundVolume ?? volume, decision });
+  const events = await orEmpty(client.list<CoreEvent>(coreEvents, { namespace, fieldSelector: `involvedObject.name=${name}`, signal }));
+  const podList = claim.status?.phase === 'Bound' ? undefined : await orEmpty(client.list<Pod>(pods, { namespace, signal }));
+  const consumers = podList?.filter((p) => (p.spec?.volumes ?? []).some((v) => v.persistentVolumeClaim?.claimName === name));
+  const wantsNodes = storageClass?.volumeBindingMode === 'WaitForFirstConsumer' && selectedNodeName(claim) === undefined && opts.provisioner?.checkClaim;
+  const nodeList = wantsNodes ? await orEmpty(client.list<Node>(nodes, { signal })) : undefined;
+  const refined = refineDecision({ claim, storageClass, decision, check: opts.provisioner?.checkClaim?.bind(opts.provisioner), consumers, nodes: nodeList });
+  const explanation = explainDecision({
+    claim, provisionerName, storageClass, volume: boundVolume ?? volume, decision: refined.decision, events, extraFacts: refined.facts, retryIntervalMaxMs: options.retryIntervalMaxMs, now,
+  });
   if (resize) explanation.resize = resize;
   return explanation;
 }

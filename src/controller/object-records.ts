@@ -81,4 +81,20 @@ export class ClaimRecords extends Records<ClaimRecord> {
   inProgressClaims(): PersistentVolumeClaim[] {
     return this.inProgressKeys().flatMap((uid) => this.records.get(uid)?.inProgress ?? []);
   }
+
+  /**
+   * Clears the infeasible slow retry of every claim backing off after an InfeasibleError (the failure count stays)
+   * and returns their uids, for the caller to re-enqueue.
+   */
+  clearInfeasibleBackoffs(): string[] {
+    const out: string[] = [];
+    for (const [uid, record] of this.records) {
+      const failures = record.failures;
+      if (failures?.infeasibleUntil === undefined) continue;
+      const { infeasibleUntil: _until, ...rest } = failures;
+      this.set(uid, 'failures', rest);
+      out.push(uid);
+    }
+    return out;
+  }
 }

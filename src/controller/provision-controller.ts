@@ -178,6 +178,24 @@ export class ProvisionController {
     return explanation;
   }
 
+  /**
+   * Retries at once every claim backing off after an InfeasibleError, for when something the controller cannot see
+   * changed (the backend's configuration was reloaded); otherwise such claims wait for their slow retry
+   * (retryIntervalMaxMs) unless the claim or its class changes. Returns how many claims were re-enqueued.
+   */
+  recheckBlocked(): number {
+    const term = this.term;
+    if (!term) return 0;
+    const uids = this.shared.claimRecords.clearInfeasibleBackoffs();
+    for (const uid of uids) {
+      term.claimQueue.forget(uid);
+      term.claimQueue.add(uid);
+    }
+    const count = uids.length;
+    if (count > 0) this.shared.logger.info({ claims: count }, 're-checking claims blocked as infeasible');
+    return count;
+  }
+
   /** Takes a leak inventory now (needs provisioner.listVolumes and a running term). */
   async takeLeakInventory(): Promise<LeakReport | undefined> {
     const term = this.term;

@@ -27,6 +27,21 @@ export interface ProvisionOptions {
   selectedNode?: Node;
 }
 
+/** What a claim check sees: the objects provision() would get, minus anything that needs I/O. */
+export type ClaimCheckInput = Pick<ProvisionOptions, 'storageClass' | 'claim' | 'selectedNodeName' | 'selectedNode'> & {
+  /** The PV name the claim would get, when known. */
+  pvName?: string;
+};
+
+/**
+ * The verdict of a claim check. `infeasible`: can never succeed as it stands (provision() throws InfeasibleError);
+ * `reschedule`: not on the selected node (ProvisioningError with state Reschedule); `ignored`: another instance's
+ * claim (IgnoredError).
+ */
+export type ClaimCheckResult =
+  | { ok: true }
+  | { ok: false; kind: 'infeasible' | 'reschedule' | 'ignored'; message: string; /** The backend's typed error, when one caused it. */ cause?: unknown };
+
 /** The outcome of a successful provision(). */
 export interface ProvisionResult {
   /**
@@ -51,6 +66,13 @@ export interface Provisioner {
   shouldProvision?(claim: PersistentVolumeClaim): boolean;
   /** DeletionGuard: false means this volume must never be deleted by us. */
   shouldDelete?(volume: PersistentVolume): boolean;
+  /**
+   * The backend's parameter and feasibility checks, as a pure function of the claim, its class, the node and the
+   * backend's configuration: no I/O, no reservation, no state change. provision() should run the same checks (so
+   * the two cannot disagree); `kube-provisioner explain` calls it to say why a claim would be refused. Checks that
+   * depend on live state (free capacity) belong in provision() only.
+   */
+  checkClaim?(input: ClaimCheckInput): ClaimCheckResult;
   /** Whether `volumeMode: Block` claims can be provisioned (default false: such claims get a Warning event). */
   supportsBlock?(): boolean;
   /**

@@ -5,7 +5,7 @@ import fsp from 'node:fs/promises';
 import type { PersistentVolume, Node } from '../types/k8s.ts';
 import { LABEL_HOSTNAME } from '../types/annotations.ts';
 import { parseQuantity, isQuantity } from '../types/quantity.ts';
-import { IgnoredError, InfeasibleError, ProvisioningError, type ProvisionOptions } from '../controller/provisioner.ts';
+import { InfeasibleError, ProvisioningError, type ProvisionOptions } from '../controller/provisioner.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { StorageClassParameterError } from './class-parameters.ts';
@@ -40,15 +40,20 @@ export async function nodeAffinityValue(
   throw new InfeasibleError(`node ${node} has no label ${key} (the class's nodeAffinityKey)`);
 }
 
-/** A deployment-mode instance reaches only its own node's disks: a claim of another node is ignored or refused. */
-export function otherNodeError(node: string, ownNode: string | undefined, policy: 'refuse' | 'ignore' | undefined): Error {
-  if (policy === 'ignore') return new IgnoredError(`claim is scheduled to node ${node}; node-local volumes are created by that node's instance`);
+/**
+ * A deployment-mode instance reaches only its own node's disks: a claim of another node is ignored (that node's
+ * instance serves it) or refused with how to fix it.
+ */
+export function otherNodeRefusal(node: string, ownNode: string | undefined, policy: 'refuse' | 'ignore' | undefined): { ok: false; kind: 'ignored' | 'infeasible'; message: string } {
+  if (policy === 'ignore') return { ok: false, kind: 'ignored', message: `claim is scheduled to node ${node}; node-local volumes are created by that node's instance` };
   const here = ownNode ? `runs on node ${ownNode}` : 'does not know its node (--node-name)';
-  return new InfeasibleError(
-    `claim is scheduled to node ${node}, but this deployment-mode instance ${here} and cannot create a directory on another node's disk. ` +
+  return {
+    ok: false,
+    kind: 'infeasible',
+    message: `claim is scheduled to node ${node}, but this deployment-mode instance ${here} and cannot create a directory on another node's disk. ` +
       'Fix: run the node-local DaemonSet (deploy/node-local) for this provisioner name and start the deployment with --other-node-claims=ignore, ' +
       'or use a class on a shared path (sharedFileSystemPath)',
-  );
+  };
 }
 
 /** Runs a configured script (none configured: nothing), logging its output on failure. */

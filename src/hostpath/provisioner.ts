@@ -7,33 +7,30 @@
 // `deployment` mode reaches the shared paths and only its own node's paths: a node-local claim for another node
 // is left to that node's instance or refused, never created here. local-path's setup/teardown scripts run
 // around create and delete (scripts.ts).
-import type { PersistentVolume, PersistentVolumeClaim, AccessMode, StorageClass, Node } from '../types/k8s.ts';
+import type { PersistentVolume, PersistentVolumeClaim, StorageClass, Node } from '../types/k8s.ts';
 import { ANN_SELECTED_NODE } from '../types/annotations.ts';
-import { parseQuantity, isQuantity } from '../types/quantity.ts';
 import {
   IgnoredError, InfeasibleError, ProvisioningError,
-  type Provisioner, type ProvisionOptions, type ProvisionResult,
+  type ClaimCheckInput, type ClaimCheckResult, type ExpandResult, type Provisioner, type ProvisionOptions, type ProvisionResult,
 } from '../controller/provisioner.ts';
-import { isDnsSubdomain } from '../types/names.ts';
 import { shortenText } from '../types/text.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
-import { pathSetForClass, nodeBasePaths, localBasePaths, allBasePaths, type HostPathConfig, type BasePath, type NfsExport, type PathSet } from './config.ts';
-import { parseClassParameters, onDeleteFor, type ClassParameters } from './class-parameters.ts';
-import { defaultVolumeDirName, nfsSubdirVolumeDirName } from './path-template.ts';
-import { resolveVolumePath, checkExistingVolumePath, checkRelativeVolumePath, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
+import { localBasePaths, allBasePaths, type HostPathConfig, type NfsExport } from './config.ts';
+import { onDeleteFor, type ClassParameters } from './class-parameters.ts';
+import { checkExistingVolumePath, checkRelativeVolumePath, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
 import { createVolumeDir, removeVolumeDir, type FsOpsOptions } from './fs-ops.ts';
 import { directoryUsage, type DirectoryUsage, type UsageOptions } from './usage.ts';
 import { expandHostPathVolume } from './expand.ts';
-import type { ExpandResult } from '../controller/provisioner.ts';
 import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
 import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord, findOverlappingRecord, type VolumeRecord } from './volume-records.ts';
-import { cmpFree, requestOf, freeText } from './provision-helpers.ts';
-import { infeasibleOn, nodeAffinityValue, otherNodeError, runLoggedScript } from './provision-rules.ts';
+import { nodeAffinityValue, runLoggedScript } from './provision-rules.ts';
+import { planHostPathClaim, type HostPathClaimCheckInput } from './claim-check.ts';
+import { VolumePlacer, type Placement } from './placement.ts';
 import { buildVolume, readVolumeLocation, allocationOfVolume, adoptedAllocation } from './volume-spec.ts';
-import { chooseVolumeType, mountedExports, type MountedExport } from './volume-source.ts';
+import { mountedExports, type MountedExport } from './volume-source.ts';
 import { VolumeScriptError, type ScriptName } from './scripts.ts';
 import { GoneNodePolicy, type NodeExists } from './gone-node.ts';
 import { deleteVolumeDirectory, type DeleteContext, type VolumeEventSink } from './volume-delete.ts';
@@ -79,6 +76,11 @@ export interface HostPathProvisionerOptions {
   /** Default 10 minutes. */
   goneNodeGraceMs?: number;
   /**
+   * When set, a base path that configures no capacity may allocate at most what is allocated there plus this
+   * (its filesystem's free space, e.g. filesystemFreeBytes); `dev` uses it. Default: unlimited.
+   */
+  freeSpace?: (basePath: string) => Promise<bigint>;
+  /**
    * The NFS export the top-level sharedFileSystemPath is mounted from, when the configuration does not say
    * (nfs-subdir's NFS_SERVER and NFS_PATH). Its PVs are then published as nfs volumes.
    */
@@ -104,16 +106,6 @@ export interface BasePathStatus extends BasePathAllocation {
   capacity?: bigint;
 }
 
-const PV_NAME_RE = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-const NODE_ONLY_MODES: AccessMode[] = ['ReadWriteOnce', 'ReadWriteOncePod'];
-
-interface Placement {
-  scope: string;
-  base: BasePath;
-  path: string;
-  segments: string[];
-  isNew: boolean;
-}
 
 export class HostPathProvisioner implements Provisioner {
   private readonly mode: HostPathMode;
@@ -127,6 +119,7 @@ export class HostPathProvisioner implements Provisioner {
   private lastApiRefresh = -Infinity;
   private apiRefresh: Promise<void> | undefined;
   private readonly goneNodes?: GoneNodePolicy;
+  private readonly placer: VolumePlacer;
 
   constructor(private readonly opts: HostPathProvisionerOptions) {
     this.mode = opts.mode ?? 'deployment';
@@ -135,6 +128,7 @@ export class HostPathProvisioner implements Provisioner {
     this.nodeName = opts.nodeName;
     this.logger = (opts.logger ?? silentLogger).child({ component: 'hostpath', node: opts.nodeName });
     this.clock = opts.clock ?? realClock;
+    this.placer = new VolumePlacer({ ledger: this.ledger, freeSpace: opts.freeSpace, reachableIndexes: (scope) => this.reachableIndexes(scope) });
     if (opts.nodeExists) this.goneNodes = new GoneNodePolicy({ nodeExists: opts.nodeExists, graceMs: opts.goneNodeGraceMs, clock: this.clock, logger: this.logger });
   }
 
@@ -157,68 +151,43 @@ export class HostPathProvisioner implements Provisioner {
     return this.locked(options.pvName, () => this.provisionLocked(options, signal));
   }
 
+  /** The Provisioner contract's checkClaim hook: the same pure checks provision() runs first. */
+  checkClaim(input: ClaimCheckInput): ClaimCheckResult {
+    const r = planHostPathClaim(this.checkInput(input, this.config()));
+    if (r.ok) return { ok: true };
+    const { cause: _cause, ...verdict } = r;
+    return verdict;
+  }
+
+  private checkInput(input: ClaimCheckInput, config: HostPathConfig): HostPathClaimCheckInput {
+    return { ...input, config, mode: this.mode, nodeName: this.nodeName, nfs: this.opts.nfs, otherNodeClaims: this.opts.otherNodeClaims };
+  }
+
+  /** Called after a configuration reload: nodes that refused a claim for space may have paths or room now. */
+  configurationChanged(): void {
+    this.placer.forgetRefusals();
+  }
+
   private async provisionLocked(o: ProvisionOptions, signal: AbortSignal): Promise<ProvisionResult> {
     signal.throwIfAborted();
     const { claim, storageClass, pvName } = o;
-    const className = storageClass.metadata.name ?? '';
-    if (this.mode === 'daemonset' && o.selectedNodeName !== this.nodeName) {
-      throw new IgnoredError(`claim is ${o.selectedNodeName ? `scheduled to node ${o.selectedNodeName}` : 'not scheduled to a node'}; this instance serves node ${this.nodeName}`);
-    }
-    // Tenant-writable annotation that ends up in the node affinity, the ledger scope and the path lookup.
-    if (o.selectedNodeName !== undefined && !isDnsSubdomain(o.selectedNodeName)) {
-      throw new InfeasibleError(`the claim's selected node ${shortenText(JSON.stringify(o.selectedNodeName), 256)} is not a valid node name (a DNS-1123 subdomain)`);
-    }
-    if (!PV_NAME_RE.test(pvName)) throw new InfeasibleError(`volume name ${JSON.stringify(pvName)} is not a valid DNS subdomain`);
-    if (claim.spec.volumeMode === 'Block') throw new InfeasibleError('volumeMode Block is not supported by the hostpath provisioner: its volumes are directories');
-    if (claim.spec.dataSource || claim.spec.dataSourceRef) throw new InfeasibleError('claims with a dataSource (clones, snapshots, populators) are not supported by the hostpath provisioner');
-    if (claim.spec.selector) throw new InfeasibleError('claims with a label selector cannot be provisioned: hostpath volumes are created, not matched');
-    const params = infeasibleOn(() => parseClassParameters(storageClass.parameters));
-    const accessModes = claim.spec.accessModes ?? [];
-    if (accessModes.length === 0) throw new InfeasibleError('the claim has no accessModes');
-    const request = claim.spec.resources?.requests?.storage;
-    if (!isQuantity(request) || parseQuantity(request) <= 0n) throw new InfeasibleError(`the claim's storage request ${JSON.stringify(request)} is not a positive quantity`);
-    const bytes = parseQuantity(request);
-
     const config = this.config();
-    const set = pathSetForClass(config, className);
-    if (!set) throw new InfeasibleError(`storage class ${className} is not listed in the hostpath configuration's storageClassConfigs`);
+    const checked = planHostPathClaim(this.checkInput(o, config));
+    if (!checked.ok) {
+      if (checked.kind === 'ignored') throw new IgnoredError(checked.message);
+      if (checked.kind === 'reschedule') throw new ProvisioningError(checked.message, 'Reschedule');
+      throw new InfeasibleError(checked.message, checked.cause === undefined ? undefined : { cause: checked.cause });
+    }
+    const plan = checked.plan;
+    const { className, params, accessModes, request, bytes, shared, node, scope, volumeType } = plan;
+    const nfsMount = volumeType === 'nfs' ? plan.nfsExport : undefined;
+    // The node's labels when the controller did not hand the node over: one GET.
+    const affinity = shared ? undefined : plan.affinity ?? { key: params.nodeAffinityKey, value: await nodeAffinityValue(o, params.nodeAffinityKey, node!, this.opts.getNode, signal) };
     await this.ensureLedger(signal);
-
-    const shared = set.sharedFileSystemPath;
-    const node = o.selectedNodeName ?? (this.mode === 'deployment' ? this.nodeName : undefined);
-    let candidates: BasePath[];
-    let scope: string;
-    if (shared) {
-      candidates = [shared];
-      scope = SHARED_SCOPE;
-    } else {
-      if (!node) throw new InfeasibleError(`storage class ${className} uses node-local paths: it needs volumeBindingMode WaitForFirstConsumer (no node was selected)`);
-      const bad = accessModes.filter((m) => !NODE_ONLY_MODES.includes(m));
-      if (bad.length > 0) throw new InfeasibleError(`access mode ${bad.join(', ')} is not possible on node-local paths (only ReadWriteOnce, ReadWriteOncePod; use sharedFileSystemPath for shared volumes)`);
-      candidates = nodeBasePaths(set, node) ?? [];
-      scope = node;
-      if (candidates.length === 0) this.rescheduleOrInfeasible(o, `node ${node} has no paths for storage class ${className}`);
-    }
-    if (params.nodePath !== undefined) {
-      candidates = candidates.filter((c) => c.path === params.nodePath);
-      if (candidates.length === 0) {
-        const anywhere = shared ? shared.path === params.nodePath : set.nodePathMap.some((n) => n.paths.some((p) => p.path === params.nodePath));
-        if (!anywhere) throw new InfeasibleError(`nodePath ${params.nodePath} is not a configured path for storage class ${className}`);
-        this.rescheduleOrInfeasible(o, `nodePath ${params.nodePath} is not configured on node ${node}`);
-      }
-    }
-    if (!shared && this.mode === 'deployment' && node !== this.nodeName) throw otherNodeError(node!, this.nodeName, this.opts.otherNodeClaims);
-    const nfsExport = this.exportOf(set, config);
-    const volumeType = infeasibleOn(() => chooseVolumeType({
-      claimAnnotations: claim.metadata.annotations, classAnnotations: storageClass.metadata.annotations,
-      parameter: params.volumeType, shared: shared !== undefined, nfs: nfsExport !== undefined,
-    }));
-    if (shared && volumeType === 'local') throw new InfeasibleError('volumeType local needs node affinity; volumes on the shared path are hostPath volumes');
-    const nfsMount = volumeType === 'nfs' ? nfsExport : undefined;
-    const affinity = shared ? undefined : { key: params.nodeAffinityKey, value: await nodeAffinityValue(o, params.nodeAffinityKey, node!, this.opts.getNode, signal) };
+    const freeCapacity = await this.placer.freeCapacities(config, className, scope);
 
     // From here to reserve(): no await, so concurrent provisions cannot both take the last free bytes.
-    const placement = this.place(o, params, candidates, scope, bytes, config, nfsExport !== undefined);
+    const placement = this.placer.place(o, plan, config, freeCapacity);
     if (placement.isNew) {
       this.ledger.reserve({ pvName, scope, basePath: placement.base.path, path: placement.path, bytes });
     }
@@ -278,56 +247,6 @@ export class HostPathProvisioner implements Provisioner {
       if (e instanceof VolumeScriptError) throw new ProvisioningError(shortenText(e.message, 2048), 'Finished', { cause: e });
       throw e;
     }
-  }
-
-  // nfsNaming: the shared path is an NFS export (nfs-subdir's shape), whose default directory name is nfs-subdir's.
-  private place(
-    o: ProvisionOptions, params: ClassParameters, candidates: BasePath[], scope: string, bytes: bigint, config: HostPathConfig, nfsNaming: boolean,
-  ): Placement {
-    const { pvName, claim } = o;
-    const existing = this.ledger.get(pvName);
-    if (existing && existing.scope === scope) {
-      const base = candidates.find((c) => c.path === existing.basePath);
-      if (base) {
-        const segments = infeasibleOn(() => checkExistingVolumePath(base.path, existing.path));
-        return { scope, base, path: existing.path, segments, isNew: false };
-      }
-    }
-    const data = {
-      pvName,
-      claim: { namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', labels: claim.metadata.labels, annotations: claim.metadata.annotations },
-    };
-    const defaultName = nfsNaming ? nfsSubdirVolumeDirName : defaultVolumeDirName;
-    const rel = infeasibleOn(() => (params.pathPattern ? params.pathPattern.render(data) : defaultName(data)));
-    const fitting = candidates.filter((c) => this.ledger.fits(scope, c.path, c.capacity, bytes, pvName));
-    if (fitting.length === 0) {
-      const all = this.allPathsOfClass(o, config);
-      const fitsSomewhere = all.some((p) => p.capacity === undefined || p.capacity >= bytes);
-      const msg = `no base path has ${requestOf(o)} free for this claim (${candidates.map((c) => `${c.path}: ${freeText(this.ledger.free(scope, c.path, c.capacity, pvName))} free`).join(', ')})`;
-      if (!fitsSomewhere) throw new InfeasibleError(`the claim asks for ${requestOf(o)}, more than the capacity of any configured path`);
-      // Every node sees the same shared path: another node would not help.
-      if (scope === SHARED_SCOPE) throw new InfeasibleError(msg);
-      this.rescheduleOrInfeasible(o, msg);
-    }
-    // Most free space first (unlimited counts as most), then least allocated, then configuration order.
-    const ranked = fitting.map((c, i) => ({ c, i, free: this.ledger.free(scope, c.path, c.capacity, pvName), alloc: this.ledger.allocated(scope, c.path) }));
-    ranked.sort((a, b) => cmpFree(b.free, a.free) || (a.alloc < b.alloc ? -1 : a.alloc > b.alloc ? 1 : 0) || a.i - b.i);
-    const base = ranked[0].c;
-    const { path, segments } = infeasibleOn(() => resolveVolumePath(base.path, rel));
-    for (const index of this.reachableIndexes(scope)) infeasibleOn(() => index.checkFree(path, pvName, allBasePaths(config)));
-    return { scope, base, path, segments, isNew: true };
-  }
-
-  private allPathsOfClass(o: ProvisionOptions, config: HostPathConfig): BasePath[] {
-    const set = pathSetForClass(config, o.storageClass.metadata.name ?? '');
-    if (!set) return [];
-    return set.sharedFileSystemPath ? [set.sharedFileSystemPath] : set.nodePathMap.flatMap((n) => n.paths);
-  }
-
-  // With a selected node, another node may do: Reschedule (the controller clears selected-node). Without, give up.
-  private rescheduleOrInfeasible(o: ProvisionOptions, message: string): never {
-    if (o.selectedNodeName) throw new ProvisioningError(`${message}; asking the scheduler for another node`, 'Reschedule');
-    throw new InfeasibleError(message);
   }
 
   async delete(volume: PersistentVolume, signal: AbortSignal): Promise<void> {
@@ -482,12 +401,6 @@ export class HostPathProvisioner implements Provisioner {
   /** The NFS exports of the configuration in force, mounted at their shared paths. */
   exports(): MountedExport[] {
     return mountedExports(this.config(), this.opts.nfs);
-  }
-
-  // The export a path set's shared path is mounted from (its own, or the flags' default for the top level).
-  private exportOf(set: PathSet, config: HostPathConfig): MountedExport | undefined {
-    const e = set.nfs ?? (set === config ? this.opts.nfs : undefined);
-    return e && set.sharedFileSystemPath ? { ...e, mountPath: set.sharedFileSystemPath.path } : undefined;
   }
 
   private runScript(name: ScriptName, config: HostPathConfig, dir: string, bytes: bigint, signal: AbortSignal): Promise<void> {

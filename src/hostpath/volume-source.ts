@@ -6,7 +6,7 @@
 // exactly below a known export maps to nothing.
 import path from 'node:path';
 import type { PersistentVolume, PersistentVolumeSpec } from '../types/k8s.ts';
-import type { HostPathConfig, NfsExport } from './config.ts';
+import type { HostPathConfig, NfsExport, PathSet } from './config.ts';
 import { isStrictlyUnder } from './path-safety.ts';
 import type { VolumeType } from './class-parameters.ts';
 
@@ -110,6 +110,12 @@ export function mountedExports(config: HostPathConfig, defaultExport?: NfsExport
     if (set.sharedFileSystemPath && set.nfs) out.push({ ...set.nfs, mountPath: set.sharedFileSystemPath.path });
   }
   return out;
+}
+
+/** The export a path set's shared path is mounted from: its own, or `defaultExport` for the top level. */
+export function exportOfPathSet(set: PathSet, config: HostPathConfig, defaultExport?: NfsExport): MountedExport | undefined {
+  const e = set.nfs ?? (set === config ? defaultExport : undefined);
+  return e && set.sharedFileSystemPath ? { ...e, mountPath: set.sharedFileSystemPath.path } : undefined;
 }
 
 /**

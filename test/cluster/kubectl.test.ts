@@ -3,21 +3,14 @@
 // patch, delete, and the controllers' effects as kubectl shows them. Skipped, saying so, without kubectl.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { localNodeName } from '../../src/cluster/controllers/index.ts';
+import { kubectlInstalled } from '../support/kubectl.ts';
 
-function kubectlInstalled(): boolean {
-  try {
-    execFileSync('kubectl', ['version', '--client'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 const HAVE_KUBECTL = kubectlInstalled();
 const SKIP = HAVE_KUBECTL ? false : 'kubectl not installed';
 

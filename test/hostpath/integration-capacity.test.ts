@@ -1,6 +1,6 @@
 // Integration: capacity per base path under a real controller and the embedded cluster. A claim larger than
-// what is left gets Reschedule when a node was selected (WaitForFirstConsumer: selected-node is removed so the
-// scheduler picks again) and an Infeasible Warning on the shared path (Immediate); after a restart of the
+// what is left gets an Infeasible Warning on the shared path (Immediate), and on a node path too when no other
+// node has paths for the class (rescheduling could not help: see integration-capacity-backoff); after a restart of the
 // provisioner the allocation is rebuilt from the existing PVs (the on-disk records removed to prove it).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -68,7 +68,7 @@ describe('hostpath integration: capacity, reschedule and restart', () => {
     assert.deepEqual(sharedInstance.provisioner.allocations().filter((a) => a.basePath === shared).map((a) => [a.basePath, a.allocated, a.capacity]), [[shared, 6n * MI, 10n * MI]]);
   });
 
-  it('WaitForFirstConsumer on node paths: a claim that does not fit on its node is rescheduled (selected-node removed)', async () => {
+  it('WaitForFirstConsumer on the only node with paths: a claim that does not fit is infeasible, selected node kept', async () => {
     await createClaim(env, claim('local-first', 'local-10mi', { size: '6Mi', annotations: { [ANN_SELECTED_NODE]: env.localNode } }));
     await boundVolume(env, 'local-first');
     const before = await entriesBelow(nodes);
@@ -76,8 +76,8 @@ describe('hostpath integration: capacity, reschedule and restart', () => {
     await createClaim(env, claim('local-too-big', 'local-10mi', { size: '6Mi', annotations: { [ANN_SELECTED_NODE]: env.localNode } }));
     const ev = await waitFor('ProvisioningFailed', () => failures('local-too-big', LOCAL)[0]);
     assert.equal(ev.type, 'Warning');
-    assert.match(ev.message ?? '', /asking the scheduler for another node/);
-    await waitFor('selected-node removed', () => env.claim('local-too-big')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined);
+    assert.match(ev.message ?? '', /infeasible error.*no node has 6Mi free/);
+    assert.equal(env.claim('local-too-big')?.metadata.annotations?.[ANN_SELECTED_NODE], env.localNode);
     assert.notEqual(env.claim('local-too-big')?.status?.phase, 'Bound');
     assert.deepEqual(await entriesBelow(nodes), before);
   });
@@ -98,7 +98,7 @@ describe('hostpath integration: capacity, reschedule and restart', () => {
     assert.deepEqual(sharedInstance.provisioner.allocations().filter((a) => a.basePath === shared).map((a) => [a.basePath, a.allocated, a.volumes]), [[shared, 10n * MI, 2]]);
 
     await createClaim(env, claim('local-after-restart', 'local-10mi', { size: '5Mi', annotations: { [ANN_SELECTED_NODE]: env.localNode } }));
-    const rescheduled = await waitFor('Reschedule after restart', () => failures('local-after-restart', LOCAL)[0]);
-    assert.match(rescheduled.message ?? '', /asking the scheduler for another node/);
+    const refused = await waitFor('refused after restart', () => failures('local-after-restart', LOCAL)[0]);
+    assert.match(refused.message ?? '', /no node has 5Mi free/);
   });
 });

@@ -1,6 +1,7 @@
 // Integration: configuration reload through startHostPathService with a watched file, against the embedded
 // cluster on real temp directories. Editing the file makes a new base path usable without a restart; an invalid
 // edit keeps the last good configuration in force and is reported as a Warning event (on this instance's Node).
+// A claim refused before the edit (its class was not configured) is re-checked as soon as the edit applies.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
@@ -67,11 +68,14 @@ describe('hostpath integration: configuration reload from a file', () => {
     assert.match(ev.message ?? '', /storage class two is not listed in the hostpath configuration/);
   });
 
-  it('an edit adding a new base path applies without a restart', async () => {
+  it('an edit adding a new base path applies without a restart, and the refused claim is re-checked at once', async () => {
     await writeConfig({ storageClassConfigs: { one: { sharedFileSystemPath: first }, two: { sharedFileSystemPath: second } } });
     await waitFor('ConfigurationReloaded event', () => configEvents('ConfigurationReloaded')[0]);
     const pv = await boundVolume(env, (await createClaim(env, claim('in-second', 'two'))).metadata.name ?? '');
     assert.equal(path.dirname(volumePath(pv)), second);
+    // Its infeasible slow retry is 10 minutes here: only the re-check after the reload binds it this soon.
+    const early = await boundVolume(env, 'too-early');
+    assert.equal(path.dirname(volumePath(early)), second);
   });
 
   it('an invalid edit keeps the last good configuration and emits a Warning event', async () => {
@@ -91,6 +95,6 @@ describe('hostpath integration: configuration reload from a file', () => {
     await waitFor('a second InvalidConfiguration event (unparsable file)', () => configEvents('InvalidConfiguration').length >= 2);
     const pv2 = await boundVolume(env, (await createClaim(env, claim('after-garbage', 'one'))).metadata.name ?? '');
     assert.equal(path.dirname(volumePath(pv2)), first);
-    assert.deepEqual((await entriesBelow(second)).length, 2, 'exactly the two volumes of class two');
+    assert.deepEqual((await entriesBelow(second)).length, 3, 'exactly the three volumes of class two');
   });
 });

@@ -153,14 +153,15 @@ test('accounting survives a restart: rebuilt from disk records, and from PVs', a
   const first = new HostPathProvisioner({ nodeName: 'n1', config });
   const { volume } = await first.provision(provisionOptions(claim({ node: 'n1', size: '2Gi' }), sc), signal());
   const second = new HostPathProvisioner({ nodeName: 'n1', config });
-  await assert.rejects(second.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal()), isReschedule);
+  // n1 is the only node with paths: rescheduling could not help, so it is infeasible (backs off, no loop).
+  await assert.rejects(second.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal()), isInfeasible);
   assert.equal(second.allocations()[0].allocated, 2n << 30n);
 
   // Records lost (say a restore): the API's PVs still rebuild the accounting.
   await fsp.rm(path.join(dir, '.kube-provisioner'), { recursive: true });
   let calls = 0;
   const third = new HostPathProvisioner({ nodeName: 'n1', config, knownVolumes: () => { calls++; return [volume]; } });
-  await assert.rejects(third.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal()), isReschedule);
+  await assert.rejects(third.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal()), isInfeasible);
   assert.equal(calls, 1);
   third.rebuildFromVolumes([]);
   await third.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal());

@@ -1,5 +1,6 @@
 // The embedded cluster's own controllers, started together on a store: the PV binder, pvc/pv protection
-// (admission + controllers), DefaultStorageClass admission, the scheduler stand-in and the local Node.
+// (admission + controllers), DefaultStorageClass admission, the scheduler stand-in, the local Node and its
+// kubelet stand-in.
 // They are ordinary store clients sharing one cache; stop() leaves no timers or watches behind.
 import type { Logger } from '../../runtime/logger.ts';
 import { silentLogger } from '../../runtime/logger.ts';
@@ -12,6 +13,7 @@ import { installProtectionAdmission, ProtectionController } from './protection.t
 import { PvBinder } from './pv-binder.ts';
 import { SchedulerStandIn } from './scheduler.ts';
 import { EXPAND_CONTROLLER_COMPONENT, installResizeAdmission, watchExternalExpansion } from './volume-expand.ts';
+import { KubeletStandIn } from './kubelet.ts';
 
 export { localNodeName } from './local-node.ts';
 
@@ -46,8 +48,13 @@ export function startClusterControllers(store: ClusterStore, opts: ClusterContro
   const binder = new PvBinder({ store, cache, recorder, logger: logger.child({ controller: 'persistentvolume-binder' }) });
   const protection = new ProtectionController({ store, cache, logger: logger.child({ controller: 'storage-protection' }) });
   const scheduler = new SchedulerStandIn({ store, cache, logger: logger.child({ controller: 'scheduler' }) });
-  const controllers = [binder, protection, scheduler];
-  ensureLocalNode(store, opts.nodeName ?? localNodeName(), (opts.now ?? Date.now)());
+  const nodeName = opts.nodeName ?? localNodeName();
+  const kubelet = new KubeletStandIn({
+    store, cache, nodeName, now: opts.now ?? Date.now, logger: logger.child({ controller: 'kubelet' }),
+    recorder: new ClusterEventRecorder(store, 'kubelet', { now: opts.now, logger }),
+  });
+  const controllers = [binder, protection, scheduler, kubelet];
+  ensureLocalNode(store, nodeName, (opts.now ?? Date.now)());
   cache.start(store);
   const timer = setInterval(() => {
     for (const c of controllers) c.resync();

@@ -1,0 +1,168 @@
+// One instance per data directory: `dev` and `cluster` take DIR/kube-provisioner.lock before touching anything
+// else in DIR. Two instances on one directory diverge (each rewrites the kubeconfig, each keeps its own copy of
+// the store) and lose deletions after a restart, so the second one must stop before it writes a byte.
+// The lock file holds the owner's PID, a random token and, once it serves, its URL. It is created whole and
+// atomically: the content goes to a private temporary file which is then hard-linked to the lock name (link(2)
+// fails with EEXIST like open(O_CREAT|O_EXCL), and a reader never sees a half-written lock). A lock whose PID is
+// dead is stale and taken over.
+import { randomBytes } from 'node:crypto';
+import { unlinkSync, readFileSync } from 'node:fs';
+import { link, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** The lock file's name inside the data directory. */
+export const LOCK_FILE = 'kube-provisioner.lock';
+
+/** What a lock file says about its owner. */
+export interface DataDirLockOwner {
+  pid: number;
+  /** The API server's URL once it serves; absent while it starts. */
+  url?: string;
+  /** The command that holds it (`dev`, `cluster`). */
+  command: string;
+  startedAt: string;
+  token: string;
+}
+
+/** Another live process holds the data directory. */
+export class DataDirLockedError extends Error {
+  override name = 'DataDirLockedError';
+  constructor(
+    readonly dataDir: string,
+    readonly owner: DataDirLockOwner,
+  ) {
+    super(
+      `data directory ${dataDir} is in use by another kube-provisioner (${owner.command}, PID ${owner.pid}, ` +
+        `${owner.url ? `serving at ${owner.url}` : 'still starting'}); stop it first, or use another --data-dir`,
+    );
+  }
+}
+
+/** A held lock. */
+export interface DataDirLock {
+  readonly path: string;
+  /** Records the URL the instance serves at (shown to a second instance). */
+  setUrl(url: string): Promise<void>;
+  /** Removes the lock if it is still ours. Idempotent. */
+  release(): Promise<void>;
+}
+
+// Locks held by this process (a second lock from the same process must fail too).
+const heldHere = new Set<string>();
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function parseOwner(text: string): DataDirLockOwner | undefined {
+  try {
+    const v = JSON.parse(text) as Partial<DataDirLockOwner>;
+    if (typeof v.pid !== 'number' || typeof v.token !== 'string') return undefined;
+    return { pid: v.pid, url: typeof v.url === 'string' ? v.url : undefined, command: String(v.command ?? '?'), startedAt: String(v.startedAt ?? ''), token: v.token };
+  } catch {
+    return undefined;
+  }
+}
+
+async function readOwner(path: string): Promise<DataDirLockOwner | undefined | 'gone'> {
+  try {
+    return parseOwner(await readFile(path, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
+    throw err;
+  }
+}
+
+async function writeWhole(path: string, owner: DataDirLockOwner, replace: boolean): Promise<void> {
+  const tmp = `${path}.${owner.pid}.${randomBytes(4).toString('hex')}`;
+  await writeFile(tmp, `${JSON.stringify(owner)}\n`, { flag: 'wx', mode: 0o644 });
+  try {
+    if (replace) await rename(tmp, path);
+    else await link(tmp, path);
+  } finally {
+    if (!replace) await unlink(tmp).catch(() => {});
+  }
+}
+
+/**
+ * Takes the data directory's lock for `command`, creating the directory if needed. Throws DataDirLockedError when
+ * a live process holds it; takes over a lock left by a dead process (or an unreadable one).
+ */
+export async function lockDataDir(dataDir: string, command: string): Promise<DataDirLock> {
+  await mkdir(dataDir, { recursive: true });
+  const path = join(dataDir, LOCK_FILE);
+  const owner: DataDirLockOwner = { pid: process.pid, command, startedAt: new Date().toISOString(), token: randomBytes(12).toString('hex') };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await writeWhole(path, owner, false);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 5) throw err;
+    }
+    const held = await readOwner(path);
+    if (held === 'gone') continue;
+    // Our own PID in a lock we do not hold in this process: a previous run that had the same PID (containers).
+    if (held && (heldHere.has(path) || (isAlive(held.pid) && held.pid !== process.pid))) throw new DataDirLockedError(dataDir, held);
+    await takeOver(path, dataDir, held);
+  }
+  heldHere.add(path);
+  let released = false;
+  const ours = () => {
+    try {
+      return parseOwner(readFileSync(path, 'utf8'))?.token === owner.token;
+    } catch {
+      return false;
+    }
+  };
+  // A forced exit (second Ctrl-C) skips the finally blocks: the lock still goes.
+  const onExit = () => {
+    if (!released && ours()) {
+      try {
+        unlinkSync(path);
+      } catch {
+        // already gone
+      }
+    }
+  };
+  process.on('exit', onExit);
+  return {
+    path,
+    async setUrl(url: string) {
+      owner.url = url;
+      if (ours()) await writeWhole(path, owner, true);
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      heldHere.delete(path);
+      process.off('exit', onExit);
+      if (ours()) await unlink(path).catch(() => {});
+    },
+  };
+}
+
+// Moves the stale lock aside under a name of our own, so of two processes taking over at once only one gets it;
+// if what we moved turns out to be a live process's fresh lock, it goes back and that process wins.
+async function takeOver(path: string, dataDir: string, stale: DataDirLockOwner | undefined): Promise<void> {
+  const aside = `${path}.stale.${process.pid}.${randomBytes(4).toString('hex')}`;
+  try {
+    await rename(path, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  const moved = await readOwner(aside);
+  if (moved !== 'gone' && moved && moved.token !== stale?.token && isAlive(moved.pid)) {
+    await link(aside, path).catch(() => {});
+    await unlink(aside).catch(() => {});
+    throw new DataDirLockedError(dataDir, moved);
+  }
+  await unlink(aside).catch(() => {});
+}

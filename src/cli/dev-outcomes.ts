@@ -1,0 +1,51 @@
+// What `dev` prints about provisioning while it serves: one concise line per claim outcome (provisioned, or why
+// not) from the claims' ProvisioningSucceeded / ProvisioningFailed events recorded after start. The JSON logs stay
+// at warn; these lines are for the person at the terminal who just ran `kubectl apply`.
+import type { KubeClient } from '../runtime/client.ts';
+import { Informer } from '../runtime/informer.ts';
+import { coreEvents } from '../runtime/resources.ts';
+import type { CoreEvent } from '../types/k8s.ts';
+
+const REASONS = new Set(['ProvisioningSucceeded', 'ProvisioningFailed', 'ProvisioningGivenUp']);
+// A long session must not grow without bound: forget what was printed after this many lines.
+const MAX_REMEMBERED = 10_000;
+
+/** The line for one event, or undefined when it is not a provisioning outcome. */
+export function outcomeLine(e: CoreEvent): string | undefined {
+  if (e.involvedObject.kind !== 'PersistentVolumeClaim' || !REASONS.has(e.reason ?? '')) return undefined;
+  const claim = `${e.involvedObject.namespace ?? ''}/${e.involvedObject.name ?? ''}`;
+  if (e.reason === 'ProvisioningSucceeded') return `claim ${claim}: ${e.message ?? 'provisioned'}`;
+  return `claim ${claim}: ${e.reason === 'ProvisioningGivenUp' ? 'given up' : 'not provisioned'}: ${e.message ?? ''}`;
+}
+
+/**
+ * Prints each provisioning outcome recorded at or after `sinceMs` once (a repeat of the same message, which the
+ * event correlator aggregates into a count, is not printed again). Runs until `signal` aborts.
+ */
+export async function printProvisioningOutcomes(client: KubeClient, sinceMs: number, out: (line: string) => void, signal: AbortSignal): Promise<void> {
+  const printed = new Set<string>();
+  const seen = (e: CoreEvent) => {
+    const at = Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '');
+    // Timestamps have second precision: an outcome in the start's second counts as after start.
+    if (!(at >= Math.floor(sinceMs / 1000) * 1000)) return;
+    const line = outcomeLine(e);
+    if (!line) return;
+    const key = `${e.involvedObject.uid ?? ''}|${line}`;
+    if (printed.has(key)) return;
+    if (printed.size >= MAX_REMEMBERED) printed.clear();
+    printed.add(key);
+    out(line);
+  };
+  const informer = new Informer<CoreEvent>({
+    client,
+    resource: coreEvents,
+    fieldSelector: 'involvedObject.kind=PersistentVolumeClaim',
+    handlers: { onAdd: seen, onUpdate: (_old, e) => seen(e) },
+  });
+  informer.start(signal);
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  await informer.stop();
+}
