@@ -10,6 +10,7 @@ import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VE
 import { ApiError, internalError, methodNotRouted, statusError, unauthorized } from './errors.ts';
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, sendPlainNotFound, sendText, tooLargeError } from './http-io.ts';
+import { queryBool } from './query-params.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
 import { RESOURCES, type ResourceType } from './registry.ts';
 import {
@@ -130,7 +131,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       segments = parts.slice(3);
     }
     if (gv === undefined) return sendPlainNotFound(res);
-    const route = routeResource(index, gv, segments, req.method ?? 'GET', url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1');
+    const route = routeResource(index, gv, segments, req.method ?? 'GET', queryBool(url.searchParams, 'watch'));
     if (route.kind === 'noRoute') return sendPlainNotFound(res);
     if (route.kind === 'unknownResource') {
       req.resume();
