@@ -18,7 +18,9 @@ import {
 import { decodeBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
 import { decodeContinue, encodeContinue, entriesAt, pageOf } from './list-snapshot.ts';
 import { parseListQuery, queryInt64, queryOptionalBool } from './query-params.ts';
+import { duplicateFields, enforceOnBody, enforceOnPatch, fieldValidationOf, goValueString, strictErrors } from './field-validation.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
+import { rootModel } from './schema.ts';
 import { apiVersionOf, type ResourceType } from './registry.ts';
 import type { ResourceRequest } from './routing.ts';
 import type { ClusterStore, PatchType } from './store.ts';
@@ -175,10 +177,13 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
   const { rt } = s.request;
   const type = mediaType(s.req.headers['content-type']);
   let body: unknown;
+  let duplicates: string[] = [];
   if (type === PROTOBUF_MEDIA_TYPE) {
     body = decodeProtobufObject(await readBody(s.req));
   } else if (!type || type === 'application/json' || type === 'application/yaml' || type === 'application/x-yaml' || type === '*/*') {
-    body = decodeBody(await readBody(s.req), type);
+    const raw = await readBody(s.req);
+    body = decodeBody(raw, type);
+    if (!type.includes('yaml')) duplicates = duplicateFields(raw.toString('utf8'));
   } else {
     s.req.resume();
     throw statusError(
@@ -201,6 +206,8 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
   if (obj.metadata !== undefined && (obj.metadata === null || typeof obj.metadata !== 'object' || Array.isArray(obj.metadata))) {
     throw badRequest(`${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: metadata must be an object`);
   }
+  const errors = strictErrors(obj, rootModel(rt.group, rt.version, rt.kind), duplicates);
+  enforceOnBody(fieldValidationOf(s.query), errors, rt.kind, rt.version, s.res);
   obj.metadata ??= {};
   const { namespace } = s.request;
   if (rt.namespaced) {
@@ -277,13 +284,31 @@ export async function handlePatch(s: RequestScope): Promise<void> {
   } catch (err) {
     throw badRequest(`error decoding patch: ${(err as Error).message}`);
   }
+  const model = rootModel(rt.group, rt.version, rt.kind);
   const entry = s.store.patchEntry(storageResource(rt), namespace, name!, type, patch, {
     subresource: subresource === 'status' ? 'status' : undefined,
     user: s.client,
     view: rt.view,
     dryRun,
+    model,
+    inspect: patchFieldValidation(s, type, raw, patch, model),
   });
   sendObject(s, 200, entry);
+}
+
+/**
+ * The field validation of a patch: duplicates in the patch itself (`json patch duplicate field` for JSON
+ * patches), then unknown fields of the patched object, which are pruned whatever the directive.
+ */
+function patchFieldValidation(s: RequestScope, type: PatchType, raw: Buffer, patch: unknown, model: string | undefined): (patched: KubeObject) => void {
+  const directive = fieldValidationOf(s.query);
+  const duplicates = directive === 'Ignore' ? [] : duplicateFields(raw.toString('utf8'));
+  return (patched) => {
+    const shown = type === 'strategic' ? goValueString(patch) : JSON.stringify(patched);
+    const dupErrors = duplicates.map((p) => `${type === 'json' ? 'json patch ' : ''}duplicate field "${p}"`);
+    const unknown = strictErrors(patched, model, []);
+    enforceOnPatch(directive, [...dupErrors, ...unknown], shown, s.res);
+  };
 }
 
 interface DeleteOptionsBody {

@@ -17,6 +17,7 @@ import {
 } from './errors.ts';
 import { formatTime, generateName, isMicroTime, jsonEqual, objectKey, readPath } from './meta.ts';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError } from './patch.ts';
+import { rootModel } from './schema.ts';
 import { apiVersionOf, type ResourceType } from './registry.ts';
 import { validateObjectMeta } from './validation.ts';
 import { StoredEntry } from './watch-cache.ts';
@@ -46,6 +47,10 @@ export interface UpdateOptions extends WriteOptions {
 /** Patch options: `view` applies the patch to another representation of the stored object (events.k8s.io). */
 export interface PatchOptions extends UpdateOptions {
   view?: { toStorage(obj: KubeObject): KubeObject; fromStorage(obj: KubeObject): KubeObject };
+  /** Schema model of the patched representation (drives strategic-merge list strategies); default the kind's. */
+  model?: string;
+  /** Sees the patched object (request representation) before it is stored: pruning and field validation. */
+  inspect?: (patched: KubeObject) => void;
 }
 
 export interface DeleteOptions extends WriteOptions {
@@ -192,12 +197,13 @@ export class WriteRules {
     try {
       if (type === 'json') patched = applyJsonPatch(base, patch);
       else if (type === 'merge') patched = applyMergePatch(base, patch);
-      else patched = applyStrategicMergePatch(base, patch);
+      else patched = applyStrategicMergePatch(base, patch, opts.model ?? rootModel(rt.group, rt.version, rt.kind) ?? '');
     } catch (err) {
       if (err instanceof PatchError) throw patchFailure(err, rt, name);
       throw err;
     }
     if (patched === null || typeof patched !== 'object' || Array.isArray(patched)) throw badRequest('the patch must produce a JSON object');
+    opts.inspect?.(patched as KubeObject);
     const obj = opts.view ? opts.view.toStorage(patched as KubeObject) : (patched as KubeObject);
     if (!obj.metadata || typeof obj.metadata !== 'object') obj.metadata = {};
     const causes: StatusCause[] = [];

@@ -1,0 +1,116 @@
+// The `fieldValidation` directive of create, update and patch, as kube-apiserver's strict decoders apply it:
+// unknown fields (against the generated schema) are always pruned; duplicate JSON keys keep the last value.
+// Strict turns them into an error (400 `... cannot be handled as a ...: strict decoding error: ...` for a body,
+// 422 `patch: Invalid value: ...` for a patch), Warn (the default) into `Warning: 299` headers, Ignore into nothing.
+import type { ServerResponse } from 'node:http';
+import { badRequest, invalid, type ApiError } from './errors.ts';
+import { pruneUnknown } from './schema.ts';
+
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+
+/** The directive of a request; absent or empty means Warn (handlers/rest.go fieldValidation). */
+export function fieldValidationOf(query: URLSearchParams): FieldValidation {
+  const v = query.get('fieldValidation');
+  return v === 'Strict' || v === 'Ignore' ? v : 'Warn';
+}
+
+interface Frame {
+  array: boolean;
+  path: string;
+  keys: Set<string>;
+  index: number;
+  key: string;
+  expectKey: boolean;
+}
+
+/**
+ * Paths of repeated object keys in a JSON text that already parsed, in document order, written as the strict
+ * decoder does (`metadata.name`, `spec.containers[0].name`).
+ */
+export function duplicateFields(text: string): string[] {
+  const out: string[] = [];
+  const stack: Frame[] = [];
+  const childPath = (): string => {
+    const top = stack[stack.length - 1];
+    if (!top) return '';
+    if (top.array) return `${top.path}[${top.index}]`;
+    return top.path ? `${top.path}.${top.key}` : top.key;
+  };
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      const top = stack[stack.length - 1];
+      if (top && !top.array && top.expectKey) {
+        const key = JSON.parse(text.slice(i, j + 1)) as string;
+        if (top.keys.has(key)) out.push(top.path ? `${top.path}.${key}` : key);
+        top.keys.add(key);
+        top.key = key;
+        top.expectKey = false;
+      }
+      i = j;
+    } else if (ch === '{' || ch === '[') {
+      stack.push({ array: ch === '[', path: childPath(), keys: new Set(), index: 0, key: '', expectKey: ch === '{' });
+    } else if (ch === '}' || ch === ']') {
+      stack.pop();
+    } else if (ch === ',') {
+      const top = stack[stack.length - 1];
+      if (top?.array) top.index++;
+      else if (top) top.expectKey = true;
+    }
+  }
+  return out;
+}
+
+/** The strict decoding errors of a decoded body, pruning unknown fields from `obj` in place. */
+export function strictErrors(obj: Record<string, unknown>, model: string | undefined, duplicates: readonly string[]): string[] {
+  const unknown = model ? pruneUnknown(obj, model) : [];
+  return [...unknown.map((p) => `unknown field "${p}"`), ...duplicates.map((p) => `duplicate field "${p}"`)];
+}
+
+/** Adds one `Warning: 299 - "..."` response header per message, as the API server's warning recorder does. */
+export function addWarnings(res: ServerResponse, messages: readonly string[]): void {
+  if (messages.length === 0) return;
+  const existing = res.getHeader('Warning');
+  const prior = Array.isArray(existing) ? existing : existing === undefined ? [] : [String(existing)];
+  res.setHeader('Warning', [...prior, ...messages.map((m) => `299 - "${m.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`)]);
+}
+
+/**
+ * Applies the directive to a create/update body's strict errors.
+ * @throws ApiError 400 under Strict when there are any
+ */
+export function enforceOnBody(directive: FieldValidation, errors: readonly string[], kind: string, version: string, res: ServerResponse): void {
+  if (errors.length === 0 || directive === 'Ignore') return;
+  if (directive === 'Warn') return addWarnings(res, errors);
+  throw badRequest(`${kind} in version "${version}" cannot be handled as a ${kind}: strict decoding error: ${errors.join(', ')}`);
+}
+
+/**
+ * Applies the directive to a patch's strict errors. Under Strict, kube-apiserver answers 422 with the patch
+ * (Go `%+v` of the patch map for strategic merge, the patched JSON otherwise) as the invalid value.
+ * @throws ApiError 422 under Strict when there are any
+ */
+export function enforceOnPatch(directive: FieldValidation, errors: readonly string[], shownValue: string, res: ServerResponse): void {
+  if (errors.length === 0 || directive === 'Ignore') return;
+  if (directive === 'Warn') return addWarnings(res, errors);
+  throw patchStrictError(shownValue, errors);
+}
+
+function patchStrictError(shownValue: string, errors: readonly string[]): ApiError {
+  return invalid({ group: '', resource: '', kind: '' }, '', [
+    { reason: 'FieldValueInvalid', field: 'patch', message: `Invalid value: ${JSON.stringify(shownValue)}: strict decoding error: ${errors.join(', ')}` },
+  ]);
+}
+
+/** Go's `%+v` of a decoded JSON value (maps with sorted keys: `map[a:1 b:[x y]]`). */
+export function goValueString(v: unknown): string {
+  if (v === null || v === undefined) return '<nil>';
+  if (Array.isArray(v)) return `[${v.map(goValueString).join(' ')}]`;
+  if (typeof v === 'object') {
+    const entries = Object.keys(v as object).sort().map((k) => `${k}:${goValueString((v as Record<string, unknown>)[k])}`);
+    return `map[${entries.join(' ')}]`;
+  }
+  return String(v);
+}
