@@ -116,12 +116,14 @@ export function sendJson(res: ServerResponse, code: number, body: string, header
     res.end();
     return;
   }
+  // apimachinery's JSON encoder (json.Encoder.Encode) ends every body with a newline.
+  const text = body.endsWith('\n') ? body : `${body}\n`;
   res.writeHead(code, {
     'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(body),
+    'Content-Length': Buffer.byteLength(text),
     ...headers,
   });
-  res.end(body);
+  res.end(text);
 }
 
 /** Writes a metav1.Status error; 429/503/504 with retryAfterSeconds also get a Retry-After header. */

@@ -21,6 +21,7 @@ import { parseListQuery, queryInt64, queryOptionalBool } from './query-params.ts
 import { duplicateFields, enforceOnBody, enforceOnPatch, fieldValidationOf, goValueString, strictErrors } from './field-validation.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { rootModel } from './schema.ts';
+import { normalizeTimes } from './time-encoding.ts';
 import { apiVersionOf, type ResourceType } from './registry.ts';
 import type { ResourceRequest } from './routing.ts';
 import type { ClusterStore, PatchType } from './store.ts';
@@ -206,8 +207,10 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
   if (obj.metadata !== undefined && (obj.metadata === null || typeof obj.metadata !== 'object' || Array.isArray(obj.metadata))) {
     throw badRequest(`${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: metadata must be an object`);
   }
-  const errors = strictErrors(obj, rootModel(rt.group, rt.version, rt.kind), duplicates);
+  const model = rootModel(rt.group, rt.version, rt.kind);
+  const errors = strictErrors(obj, model, duplicates);
   enforceOnBody(fieldValidationOf(s.query), errors, rt.kind, rt.version, s.res);
+  if (model) normalizeTimes(obj, model);
   obj.metadata ??= {};
   const { namespace } = s.request;
   if (rt.namespaced) {
@@ -308,6 +311,7 @@ function patchFieldValidation(s: RequestScope, type: PatchType, raw: Buffer, pat
     const dupErrors = duplicates.map((p) => `${type === 'json' ? 'json patch ' : ''}duplicate field "${p}"`);
     const unknown = strictErrors(patched, model, []);
     enforceOnPatch(directive, [...dupErrors, ...unknown], shown, s.res);
+    if (model) normalizeTimes(patched, model);
   };
 }
 

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { handleAdmin } from './admin.ts';
 import { Audit } from './audit.ts';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.ts';
-import { ApiError, internalError, methodNotRouted, statusError, unauthorized } from './errors.ts';
+import { ApiError, internalError, methodNotRouted, unauthorized } from './errors.ts';
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, sendPlainNotFound, sendText, tooLargeError } from './http-io.ts';
 import { queryBool } from './query-params.ts';
@@ -134,8 +134,9 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     const route = routeResource(index, gv, segments, req.method ?? 'GET', queryBool(url.searchParams, 'watch'));
     if (route.kind === 'noRoute') return sendPlainNotFound(res);
     if (route.kind === 'unknownResource') {
+      // kube-apiserver's mux has no route for it: Go's plain-text http.NotFound, like a path outside every group.
       req.resume();
-      return sendError(res, statusError(404, 'NotFound', 'the server could not find the requested resource', {}));
+      return sendPlainNotFound(res);
     }
     if (route.kind === 'methodNotAllowed') {
       req.resume();

@@ -94,6 +94,8 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
     if (rawKey.startsWith(DELETE_FROM_PRIMITIVE_LIST)) {
       key = rawKey.slice(DELETE_FROM_PRIMITIVE_LIST.length);
       if (key === '') throw bad('invalid patch: $deleteFromPrimitiveList must be followed by a field name');
+      // mergepatch.ErrBadPatchFormatForPrimitiveList: the directive's value must be a list (null is ignored below).
+      if (patchV !== null && !Array.isArray(patchV)) throw bad('invalid patch format of primitive list');
       isDeleteList = true;
     }
     if (patchV === null) {
