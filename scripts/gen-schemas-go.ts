@@ -60,7 +60,8 @@ function parseStructs(text: string, pkg: string, into: Map<string, GoStruct[]>):
       // An embedded struct without a JSON name (`json:""` or `json:",inline"`) has its fields inlined in JSON.
       const embedProto = embed && /json:"(,inline)?"/.test(embed[2]) ? /protobuf:"bytes,(\d+),/.exec(embed[2]) : null;
       if (embed && embedProto) (embeds ??= []).push({ n: Number(embedProto[1]), type: embed[1] });
-      const m = FIELD_RE.exec(lines[i]);
+      // An embedded struct with a JSON name (`metav1.ObjectMeta `json:"metadata"``) is an ordinary field.
+      const m = FIELD_RE.exec(lines[i]) ?? (embed && !embedProto ? [lines[i], embed[1], embed[1], embed[2]] : null);
       if (!m) continue;
       const tag = (key: string) => new RegExp(`${key}:"([^"]*)"`).exec(m[3])?.[1];
       const json = tag('json')?.split(',')[0];
@@ -73,6 +74,7 @@ function parseStructs(text: string, pkg: string, into: Map<string, GoStruct[]>):
       if (key) f.k = key;
       if (/resource\.Quantity|ResourceList/.test(m[2])) f.q = 1;
       if (/\[\]byte$/.test(m[2])) f.b = 1;
+      if (m[2].startsWith('*')) f.p = 1;
       if (doc) f.d = doc;
       fields[json] = f;
     }
@@ -124,13 +126,14 @@ export function renderGoTags(dir: string, source: string, walked: { roots: Recor
     `// Source: ${source}. Models without a Go struct here: ${missing.join(', ') || 'none'}.`,
     '',
     '/** One field: protobuf number n (inside the embedded message field i, if set), patch strategy s, merge key k,',
-    ' *  Quantity q, bytes b, Go doc d. */',
+    ' *  Quantity q, bytes b, pointer p (a zero value on the wire is kept, not omitted), Go doc d. */',
     'export interface GoFieldTags {',
     '  n: number;',
     '  s?: string;',
     '  k?: string;',
     '  q?: 1;',
     '  b?: 1;',
+    '  p?: 1;',
     '  d?: string;',
     '  i?: number;',
     '}',

@@ -1,13 +1,15 @@
 // Decoding of the Kubernetes protobuf request bodies kubectl's typed clients send (`kubectl create namespace`,
 // `create configmap`, `create secret`): the `k8s\0` envelope (runtime.Unknown) and the few message types those
-// commands use, into the same plain JSON the rest of the server handles. Responses stay JSON (clients accept it).
+// commands use (other kinds: protobuf-schema.ts), into the same plain JSON the rest of the server handles. Responses stay JSON (clients accept it).
 import { badRequest, statusError } from './errors.ts';
 import type { KubeObject } from '../types/k8s.ts';
+import { decodeBySchema, protobufKinds } from './protobuf-schema.ts';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 
-interface Field {
+/** One decoded wire field. */
+export interface Field {
   no: number;
   wire: number;
   /** varint value (wire 0) */
@@ -18,7 +20,7 @@ interface Field {
 
 class DecodeError extends Error {}
 
-function readVarint(buf: Buffer, pos: number): [bigint, number] {
+export function readVarint(buf: Buffer, pos: number): [bigint, number] {
   let result = 0n;
   let shift = 0n;
   for (;;) {
@@ -31,7 +33,8 @@ function readVarint(buf: Buffer, pos: number): [bigint, number] {
   }
 }
 
-function fields(buf: Buffer): Field[] {
+/** The wire fields of a message, in order. @throws DecodeError (400 from decodeProtobufObject) */
+export function fields(buf: Buffer): Field[] {
   const out: Field[] = [];
   let pos = 0;
   while (pos < buf.length) {
@@ -172,9 +175,16 @@ export function decodeProtobufObject(body: Buffer): KubeObject {
         }
       } else if (f.no === 2) raw = f.bytes ?? raw;
     }
-    const decode = DECODERS[kind];
-    if (!decode || apiVersion !== 'v1') {
-      throw statusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (protobuf only for v1 ConfigMap, Secret, Namespace; got ${apiVersion} ${kind})`);
+    const decode = apiVersion === 'v1' ? DECODERS[kind] : undefined;
+    if (!decode) {
+      // Every other served kind is decoded from the generated schema.
+      const bySchema = decodeBySchema(apiVersion, kind, raw);
+      if (bySchema) return bySchema;
+      throw statusError(
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, ${PROTOBUF_MEDIA_TYPE} (protobuf for: ${protobufKinds().join(', ')}; got ${apiVersion} ${kind})`,
+      );
     }
     const fs = fields(raw);
     const obj: KubeObject = { apiVersion, kind, metadata: {} };
