@@ -5,6 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import { badRequest, invalid, type ApiError } from './errors.ts';
 import { pruneUnknown } from './schema.ts';
+import { normalizeTimes } from './time-encoding.ts';
 
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
 
@@ -113,4 +114,28 @@ export function goValueString(v: unknown): string {
     return `map[${entries.join(' ')}]`;
   }
   return String(v);
+}
+
+/**
+ * The field validation of a patch, run on the patched object before it is stored: duplicates in the patch itself
+ * (`json patch duplicate field` for JSON patches), then unknown fields of the patched object, which are pruned
+ * whatever the directive; then time fields are re-encoded.
+ */
+export function patchFieldValidation(
+  query: URLSearchParams,
+  res: ServerResponse,
+  type: 'json' | 'merge' | 'strategic',
+  raw: Buffer,
+  patch: unknown,
+  model: string | undefined,
+): (patched: Record<string, unknown>) => void {
+  const directive = fieldValidationOf(query);
+  const duplicates = directive === 'Ignore' ? [] : duplicateFields(raw.toString('utf8'));
+  return (patched) => {
+    const shown = type === 'strategic' ? goValueString(patch) : JSON.stringify(patched);
+    const dupErrors = duplicates.map((p) => `${type === 'json' ? 'json patch ' : ''}duplicate field "${p}"`);
+    const unknown = strictErrors(patched, model, []);
+    enforceOnPatch(directive, [...dupErrors, ...unknown], shown, res);
+    if (model) normalizeTimes(patched, model);
+  };
 }

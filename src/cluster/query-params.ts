@@ -3,7 +3,8 @@
 // or `false` in any case (so `watch=True`, `watch=` and `watch=yes` are watches); integers are Go
 // strconv.ParseInt base 10 (sign allowed, 64-bit range) and a bad one is a 400 with strconv's message.
 // Only the first value of a repeated parameter counts.
-import { badRequest } from './errors.ts';
+import type { StatusCause } from '../types/k8s.ts';
+import { badRequest, invalid } from './errors.ts';
 
 /** Convert_Slice_string_To_bool: absent -> false; `0` or `false` (any case) -> false; anything else -> true. */
 export function queryBool(q: URLSearchParams, name: string): boolean {
@@ -78,4 +79,25 @@ export function parseListQuery(q: URLSearchParams): ListQuery {
     labelSelector: str('labelSelector'),
     fieldSelector: str('fieldSelector'),
   };
+}
+
+/**
+ * ValidateListOptions of a list (apimachinery internalversion/validation): every violation is one cause of a
+ * single 422 `ListOptions.meta.k8s.io "" is invalid`.
+ * @throws ApiError 422
+ */
+export function validateListQuery(lq: ListQuery): void {
+  const causes: StatusCause[] = [];
+  const forbid = (field: string, message: string) => causes.push({ reason: 'FieldValueForbidden', message: `Forbidden: ${message}`, field });
+  const match = lq.resourceVersionMatch;
+  if (match) {
+    if (!lq.resourceVersion) forbid('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided');
+    if (lq.continueToken) forbid('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided');
+    if (match !== 'NotOlderThan' && match !== 'Exact') {
+      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`, field: 'resourceVersionMatch' });
+    }
+    if (match === 'Exact' && lq.resourceVersion === '0') forbid('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
+  }
+  if (lq.sendInitialEvents !== undefined) forbid('sendInitialEvents', 'sendInitialEvents is forbidden for list');
+  if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', causes);
 }

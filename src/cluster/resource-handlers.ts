@@ -17,8 +17,8 @@ import {
 } from './errors.ts';
 import { decodeBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
 import { decodeContinue, encodeContinue, entriesAt, pageOf } from './list-snapshot.ts';
-import { parseListQuery, queryInt64, queryOptionalBool } from './query-params.ts';
-import { duplicateFields, enforceOnBody, enforceOnPatch, fieldValidationOf, goValueString, strictErrors } from './field-validation.ts';
+import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
+import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors } from './field-validation.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { rootModel } from './schema.ts';
 import { normalizeTimes } from './time-encoding.ts';
@@ -92,19 +92,7 @@ export async function handleList(s: RequestScope): Promise<void> {
   const lq = parseListQuery(s.query);
   const rvParam = lq.resourceVersion;
   const rvMatch = lq.resourceVersionMatch;
-  // ValidateListOptions (apimachinery internalversion/validation): every violation is one cause of a single 422.
-  const causes: StatusCause[] = [];
-  const forbid = (field: string, message: string) => causes.push({ reason: 'FieldValueForbidden', message: `Forbidden: ${message}`, field });
-  if (rvMatch) {
-    if (!rvParam) forbid('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided');
-    if (lq.continueToken) forbid('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided');
-    if (rvMatch !== 'NotOlderThan' && rvMatch !== 'Exact') {
-      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: "${rvMatch}": supported values: "Exact", "NotOlderThan", ""`, field: 'resourceVersionMatch' });
-    }
-    if (rvMatch === 'Exact' && rvParam === '0') forbid('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
-  }
-  if (lq.sendInitialEvents !== undefined) forbid('sendInitialEvents', 'sendInitialEvents is forbidden for list');
-  if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', causes);
+  validateListQuery(lq);
   const requestedRv = readResourceVersion(rvParam);
   const resource = storageResource(rt);
   const filter = s.store.filter(resource, { namespace, labelSelector: lq.labelSelector, fieldSelector: lq.fieldSelector });
@@ -294,25 +282,9 @@ export async function handlePatch(s: RequestScope): Promise<void> {
     view: rt.view,
     dryRun,
     model,
-    inspect: patchFieldValidation(s, type, raw, patch, model),
+    inspect: patchFieldValidation(s.query, s.res, type, raw, patch, model),
   });
   sendObject(s, 200, entry);
-}
-
-/**
- * The field validation of a patch: duplicates in the patch itself (`json patch duplicate field` for JSON
- * patches), then unknown fields of the patched object, which are pruned whatever the directive.
- */
-function patchFieldValidation(s: RequestScope, type: PatchType, raw: Buffer, patch: unknown, model: string | undefined): (patched: KubeObject) => void {
-  const directive = fieldValidationOf(s.query);
-  const duplicates = directive === 'Ignore' ? [] : duplicateFields(raw.toString('utf8'));
-  return (patched) => {
-    const shown = type === 'strategic' ? goValueString(patch) : JSON.stringify(patched);
-    const dupErrors = duplicates.map((p) => `${type === 'json' ? 'json patch ' : ''}duplicate field "${p}"`);
-    const unknown = strictErrors(patched, model, []);
-    enforceOnPatch(directive, [...dupErrors, ...unknown], shown, s.res);
-    if (model) normalizeTimes(patched, model);
-  };
 }
 
 interface DeleteOptionsBody {
