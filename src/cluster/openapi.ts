@@ -34,6 +34,8 @@ function groupVersions(resources: OpenApiResource[]): Map<string, OpenApiResourc
   return byGv;
 }
 
+const hashes = new WeakMap<object, string>();
+
 /**
  * The body of `GET /openapi/v3`: one entry per group/version with the URL of its document. The hash changes
  * whenever the document does, so kubectl's cache of it stays correct.
@@ -42,7 +44,8 @@ export function openApiV3Paths(resources: OpenApiResource[]): { paths: Record<st
   const paths: Record<string, { serverRelativeURL: string }> = {};
   for (const [gvPath, list] of groupVersions(resources)) {
     const doc = openApiV3Document(gvPath, list);
-    const hash = createHash('sha512').update(JSON.stringify(doc)).digest('hex').toUpperCase();
+    let hash = hashes.get(doc);
+    if (!hash) hashes.set(doc, (hash = createHash('sha512').update(JSON.stringify(doc)).digest('hex').toUpperCase()));
     paths[gvPath] = { serverRelativeURL: `/openapi/v3/${gvPath}?hash=${hash}` };
   }
   return { paths };
