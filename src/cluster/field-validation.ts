@@ -134,8 +134,22 @@ export function patchFieldValidation(
   return (patched) => {
     const shown = type === 'strategic' ? goValueString(patch) : JSON.stringify(patched);
     const dupErrors = duplicates.map((p) => `${type === 'json' ? 'json patch ' : ''}duplicate field "${p}"`);
+    if (type === 'json' && directive !== 'Ignore') dupErrors.push(...unknownOperationFields(patch));
     const unknown = strictErrors(patched, model, []);
     enforceOnPatch(directive, [...dupErrors, ...unknown], shown, res);
     if (model) normalizeTimes(patched, model);
   };
+}
+
+const OPERATION_FIELDS = new Set(['op', 'path', 'from', 'value']);
+
+/** Keys of JSON patch operations outside jsonPatchOp {op, path, from, value}, as the strict decoder names them. */
+function unknownOperationFields(patch: unknown): string[] {
+  if (!Array.isArray(patch)) return [];
+  const out: string[] = [];
+  patch.forEach((op, i) => {
+    if (op === null || typeof op !== 'object' || Array.isArray(op)) return;
+    for (const k of Object.keys(op)) if (!OPERATION_FIELDS.has(k)) out.push(`json patch unknown field "[${i}].${k}"`);
+  });
+  return out;
 }

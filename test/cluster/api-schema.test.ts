@@ -108,6 +108,12 @@ describe('fieldValidation', () => {
     assert.equal(warn.headers.warning, '299 - "unknown field \\"spec.storageClasName\\""');
     assert.ok(!warn.text.includes('storageClasName'));
     assert.equal(warn.json<{ metadata: { labels: Record<string, string> } }>().metadata.labels.a, 'b');
+    const op = await raw(c, 'PATCH', `${PVCS}/patched?fieldValidation=Warn`, {
+      body: '[{"op":"add","path":"/metadata/labels/c","value":"d","valu":"x"}]',
+      contentType: 'application/json-patch+json',
+    });
+    assert.equal(op.status, 200);
+    assert.equal(op.headers.warning, '299 - "json patch unknown field \\"[0].valu\\""');
   });
 });
 
