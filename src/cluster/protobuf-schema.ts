@@ -170,7 +170,7 @@ function decodeMessage(buf: Buffer, modelName: string): Record<string, unknown> 
 
 /** The served kinds protobuf bodies can be decoded for (`v1 Pod`, `apps/v1 Deployment`...). */
 export function protobufKinds(): string[] {
-  return RESOURCES.filter((rt) => !rt.view && rootModel(rt.group, rt.version, rt.kind) && GO_TAGS[rootModel(rt.group, rt.version, rt.kind)!]).map(
+  return RESOURCES.filter((rt) => GO_TAGS[rootModel(rt.group, rt.version, rt.kind) ?? '']).map(
     (rt) => `${rt.group ? `${rt.group}/` : ''}${rt.version} ${rt.kind}`,
   );
 }

@@ -164,3 +164,24 @@ describe('list snapshots', () => {
     assert.equal(withRv.json<{ message: string }>().message, 'specifying resource version is not allowed when using continue');
   });
 });
+
+describe('list snapshots keep no history beyond the watch cache', () => {
+  it('a continue token outliving the bounded event ring gets 410, whatever the number of writes', async () => {
+    const small = await startCluster({ controllers: false, watchCacheSize: 5 });
+    try {
+      const api = small.kubeConfig.makeApiClient(CoreV1Api);
+      for (let i = 0; i < 3; i++) await api.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: `cm${i}` } } });
+      const first = await api.listNamespacedConfigMap({ namespace: 'default', limit: 1 });
+      // Within the ring (5 events per resource) the page is still served as a snapshot...
+      for (let i = 0; i < 4; i++) await api.patchNamespacedConfigMap({ namespace: 'default', name: 'cm1', body: [{ op: 'add', path: '/data', value: { n: String(i) } }] });
+      const page = await api.listNamespacedConfigMap({ namespace: 'default', _continue: first.metadata!._continue });
+      assert.equal(page.items.find((m) => m.metadata!.name === 'cm1')!.data, undefined);
+      // ...and once more writes than the ring holds happened, the answer is 410, not an ever-growing history.
+      for (let i = 0; i < 5; i++) await api.patchNamespacedConfigMap({ namespace: 'default', name: 'cm2', body: [{ op: 'add', path: '/data', value: { n: String(i) } }] });
+      const res = await raw(small, 'GET', `/api/v1/namespaces/default/configmaps?continue=${first.metadata!._continue}`);
+      assert.equal(res.status, 410);
+    } finally {
+      await small.stop();
+    }
+  });
+});
