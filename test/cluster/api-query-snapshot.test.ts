@@ -5,6 +5,9 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { CoreV1Api, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
+import { KubeClient } from '../../src/runtime/client.ts';
+import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
+import type { PersistentVolumeClaim } from '../../src/types/k8s.ts';
 import { pvcBody, raw } from './api-harness.ts';
 
 let c: TestCluster;
@@ -183,5 +186,21 @@ describe('list snapshots keep no history beyond the watch cache', () => {
     } finally {
       await small.stop();
     }
+  });
+});
+
+describe("the project's KubeClient over a consistent list", () => {
+  it('pages through a snapshot while objects change; listAll gives the current list', async () => {
+    const client = new KubeClient({ kubeConfig: c.kubeConfig, qps: 0 });
+    const ns = 'snap-client';
+    await core.createNamespace({ body: { metadata: { name: ns } } });
+    for (let i = 1; i <= 4; i++) await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: pvcBody(`k${i}`) as V1PersistentVolumeClaim });
+    const first = await client.list<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: ns, limit: 2 });
+    await core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name: 'k4' });
+    const second = await client.list<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: ns, limit: 2, continue: first.metadata.continue });
+    assert.deepEqual(second.items.map((p) => p.metadata.name), ['k3', 'k4']);
+    assert.equal(second.metadata.resourceVersion, first.metadata.resourceVersion);
+    const all = await client.listAll<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: ns, limit: 1 });
+    assert.deepEqual(all.items.map((p) => p.metadata.name), ['k1', 'k2', 'k3']);
   });
 });
