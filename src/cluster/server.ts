@@ -10,8 +10,8 @@ import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VE
 import { ApiError, internalError, methodNotRouted, unauthorized } from './errors.ts';
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, sendPlainNotFound, sendText, tooLargeError } from './http-io.ts';
-import { queryBool } from './query-params.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
+import { queryBool } from './query-params.ts';
 import { RESOURCES, type ResourceType } from './registry.ts';
 import {
   handleCreate,
