@@ -3,6 +3,7 @@
 // Strict turns them into an error (400 `... cannot be handled as a ...: strict decoding error: ...` for a body,
 // 422 `patch: Invalid value: ...` for a patch), Warn (the default) into `Warning: 299` headers, Ignore into nothing.
 import type { ServerResponse } from 'node:http';
+import { isScalar, parseDocument, visit } from 'yaml';
 import { badRequest, invalid, type ApiError } from './errors.ts';
 import { pruneUnknown } from './schema.ts';
 import { normalizeTimes } from './time-encoding.ts';
@@ -64,6 +65,34 @@ export function duplicateFields(text: string): string[] {
   return out;
 }
 
+/**
+ * Repeated keys of a YAML body in the text of Go's strict YAML decoder (`line 4: key "name" already set in map`),
+ * joined as its single error; undefined when there are none.
+ */
+export function yamlDuplicateError(text: string): string | undefined {
+  const doc = parseDocument(text, { uniqueKeys: false });
+  const lines: string[] = [];
+  visit(doc, {
+    Map(_, map) {
+      const seen = new Set<string>();
+      for (const pair of map.items) {
+        const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+        if (seen.has(key)) {
+          const offset = isScalar(pair.key) ? (pair.key.range?.[0] ?? 0) : 0;
+          lines.push(`line ${text.slice(0, offset).split('\n').length}: key ${JSON.stringify(key)} already set in map`);
+        }
+        seen.add(key);
+      }
+    },
+  });
+  return lines.length ? `yaml: unmarshal errors:\n  ${lines.join('\n  ')}` : undefined;
+}
+
+/** Go's YAML strict error split into one warning per line, as handlers/rest.go parseYAMLWarnings does. */
+export function yamlWarnings(error: string): string[] {
+  return error.replace(/^yaml: unmarshal errors:\n/, '').split('\n').map((l) => l.trim());
+}
+
 /** The strict decoding errors of a decoded body, pruning unknown fields from `obj` in place. */
 export function strictErrors(obj: Record<string, unknown>, model: string | undefined, duplicates: readonly string[]): string[] {
   const unknown = model ? pruneUnknown(obj, model) : [];
@@ -84,7 +113,7 @@ export function addWarnings(res: ServerResponse, messages: readonly string[]): v
  */
 export function enforceOnBody(directive: FieldValidation, errors: readonly string[], kind: string, version: string, res: ServerResponse): void {
   if (errors.length === 0 || directive === 'Ignore') return;
-  if (directive === 'Warn') return addWarnings(res, errors);
+  if (directive === 'Warn') return addWarnings(res, errors.flatMap((e) => (e.startsWith('yaml: ') ? yamlWarnings(e) : [e])));
   throw badRequest(`${kind} in version "${version}" cannot be handled as a ${kind}: strict decoding error: ${errors.join(', ')}`);
 }
 

@@ -71,7 +71,8 @@ export function decodeBody(body: Buffer, contentType: string): unknown {
   const type = mediaType(contentType);
   if (type === 'application/yaml' || type === 'application/x-yaml' || type === 'text/yaml') {
     try {
-      return parseYaml(text);
+      // Repeated keys are field validation's business (fieldValidation decides): the last value wins here.
+      return parseYaml(text, { uniqueKeys: false });
     } catch (err) {
       throw badRequest(`couldn't get version/kind; yaml parse error: ${(err as Error).message.split('\n')[0]}`);
     }

@@ -18,7 +18,7 @@ import {
 import { decodeBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
 import { decodeContinue, encodeContinue, entriesAt, pageOf } from './list-snapshot.ts';
 import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
-import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors } from './field-validation.ts';
+import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors, yamlDuplicateError } from './field-validation.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { rootModel } from './schema.ts';
 import { normalizeTimes } from './time-encoding.ts';
@@ -167,12 +167,14 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
   const type = mediaType(s.req.headers['content-type']);
   let body: unknown;
   let duplicates: string[] = [];
+  let yamlError: string | undefined;
   if (type === PROTOBUF_MEDIA_TYPE) {
     body = decodeProtobufObject(await readBody(s.req));
   } else if (!type || type === 'application/json' || type === 'application/yaml' || type === 'application/x-yaml' || type === '*/*') {
     const raw = await readBody(s.req);
     body = decodeBody(raw, type);
     if (!type.includes('yaml')) duplicates = duplicateFields(raw.toString('utf8'));
+    else yamlError = yamlDuplicateError(raw.toString('utf8'));
   } else {
     s.req.resume();
     throw statusError(
@@ -196,7 +198,7 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
     throw badRequest(`${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: metadata must be an object`);
   }
   const model = rootModel(rt.group, rt.version, rt.kind);
-  const errors = strictErrors(obj, model, duplicates);
+  const errors = [...(yamlError ? [yamlError] : []), ...strictErrors(obj, model, duplicates)];
   enforceOnBody(fieldValidationOf(s.query), errors, rt.kind, rt.version, s.res);
   if (model) normalizeTimes(obj, model);
   obj.metadata ??= {};

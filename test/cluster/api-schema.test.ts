@@ -92,6 +92,17 @@ describe('fieldValidation', () => {
     assert.equal(warn.json<{ metadata: { name: string } }>().metadata.name, 'dup2');
   });
 
+  it("reports repeated YAML keys as Go's strict YAML decoder does", async () => {
+    const yaml = 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: ydup\n  name: ydup2\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n';
+    const strict = await raw(c, 'POST', `${PVCS}?fieldValidation=Strict`, { body: yaml, contentType: 'application/yaml' });
+    assert.equal(strict.status, 400);
+    assert.match(strict.json<{ message: string }>().message, /strict decoding error: yaml: unmarshal errors:\n {2}line 5: key "name" already set in map$/);
+    const warn = await raw(c, 'POST', PVCS, { body: yaml, contentType: 'application/yaml' });
+    assert.equal(warn.status, 201);
+    assert.equal(warn.headers.warning, '299 - "line 5: key \\"name\\" already set in map"');
+    assert.equal(warn.json<{ metadata: { name: string } }>().metadata.name, 'ydup2');
+  });
+
   it('applies to patches: Strict 422 on the patch, Warn prunes and warns', async () => {
     await core.createNamespacedPersistentVolumeClaim({ namespace: NS, body: pvcBody('patched') as V1PersistentVolumeClaim });
     const strict = await raw(c, 'PATCH', `${PVCS}/patched?fieldValidation=Strict`, {
