@@ -137,12 +137,8 @@ export function requestEntityTooLarge(message: string): ApiError {
   return failure(413, 'RequestEntityTooLarge', `Request entity too large: ${message}`);
 }
 
-export const PATCH_MEDIA_TYPES = [
-  'application/json-patch+json',
-  'application/merge-patch+json',
-  'application/strategic-merge-patch+json',
-  'application/apply-patch+yaml',
-];
+/** The patch types served. Server-side apply (application/apply-patch+yaml) is not, so the 415 does not list it. */
+export const PATCH_MEDIA_TYPES = ['application/json-patch+json', 'application/merge-patch+json', 'application/strategic-merge-patch+json'];
 
 export function unsupportedMediaType(): ApiError {
   return failure(

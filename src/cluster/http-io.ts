@@ -73,7 +73,8 @@ export function decodeBody(body: Buffer, contentType: string, depthLimit = MAX_J
   if (type === 'application/yaml' || type === 'application/x-yaml' || type === 'text/yaml') {
     let doc: unknown;
     try {
-      doc = parseYaml(text);
+      // Repeated keys are field validation's business (fieldValidation decides): the last value wins here.
+      doc = parseYaml(text, { uniqueKeys: false });
     } catch (err) {
       throw badRequest(`couldn't get version/kind; yaml parse error: ${(err as Error).message.split('\n')[0]}`);
     }
@@ -138,12 +139,14 @@ export function sendJson(res: ServerResponse, code: number, body: string, header
     res.end();
     return;
   }
+  // apimachinery's JSON encoder (json.Encoder.Encode) ends every body with a newline.
+  const text = body.endsWith('\n') ? body : `${body}\n`;
   res.writeHead(code, {
     'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(body),
+    'Content-Length': Buffer.byteLength(text),
     ...headers,
   });
-  res.end(body);
+  res.end(text);
 }
 
 /** Writes a metav1.Status error; 429/503/504 with retryAfterSeconds also get a Retry-After header. */

@@ -7,10 +7,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import { handleAdmin } from './admin.ts';
 import { Audit } from './audit.ts';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.ts';
-import { ApiError, badRequest, internalError, methodNotRouted, serverTimeout, statusError, unauthorized } from './errors.ts';
+import { ApiError, badRequest, internalError, methodNotRouted, serverTimeout, unauthorized } from './errors.ts';
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, sendPlainNotFound, sendText, tooLargeError } from './http-io.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
+import { queryBool } from './query-params.ts';
 import { RESOURCES, type ResourceType } from './registry.ts';
 import {
   handleCreate,
@@ -145,11 +146,12 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       segments = parts.slice(3);
     }
     if (gv === undefined) return sendPlainNotFound(res);
-    const route = routeResource(index, gv, segments, req.method ?? 'GET', url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1');
+    const route = routeResource(index, gv, segments, req.method ?? 'GET', queryBool(url.searchParams, 'watch'));
     if (route.kind === 'noRoute') return sendPlainNotFound(res);
     if (route.kind === 'unknownResource') {
+      // kube-apiserver's mux has no route for it: Go's plain-text http.NotFound, like a path outside every group.
       req.resume();
-      return sendError(res, statusError(404, 'NotFound', 'the server could not find the requested resource', {}));
+      return sendPlainNotFound(res);
     }
     if (route.kind === 'methodNotAllowed') {
       req.resume();

@@ -17,6 +17,7 @@ import {
 } from './errors.ts';
 import { formatTime, generateName, isMicroTime, jsonEqual, objectKey, readPath } from './meta.ts';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError } from './patch.ts';
+import { rootModel } from './schema.ts';
 import { apiVersionOf, type ResourceType } from './registry.ts';
 import { validateObjectMeta } from './validation.ts';
 import { StoredEntry } from './watch-cache.ts';
@@ -49,6 +50,10 @@ export interface PatchOptions extends UpdateOptions {
   view?: { toStorage(obj: KubeObject): KubeObject; fromStorage(obj: KubeObject): KubeObject };
   /** Accumulated size of the values a JSON patch may copy (default: the request body limit). */
   maxCopyBytes?: number;
+  /** Schema model of the patched representation (drives strategic-merge list strategies); default the kind's. */
+  model?: string;
+  /** Sees the patched object (request representation) before it is stored: pruning and field validation. */
+  inspect?: (patched: KubeObject) => void;
 }
 
 export interface DeleteOptions extends WriteOptions {
@@ -196,13 +201,14 @@ export class WriteRules {
     try {
       if (type === 'json') patched = applyJsonPatch(base, patch, opts.maxCopyBytes);
       else if (type === 'merge') patched = applyMergePatch(base, patch);
-      else patched = applyStrategicMergePatch(base, patch);
+      else patched = applyStrategicMergePatch(base, patch, opts.model ?? rootModel(rt.group, rt.version, rt.kind) ?? '');
     } catch (err) {
       if (err instanceof PatchError) throw patchFailure(err, rt, name);
       throw err;
     }
     if (patched === null || typeof patched !== 'object' || Array.isArray(patched)) throw badRequest('the patch must produce a JSON object');
     checkPatchResult(patched, this.#d.limits);
+    opts.inspect?.(patched as KubeObject);
     const obj = opts.view ? opts.view.toStorage(patched as KubeObject) : (patched as KubeObject);
     if (!obj.metadata || typeof obj.metadata !== 'object') obj.metadata = {};
     const causes: StatusCause[] = [];

@@ -366,7 +366,8 @@ export class ClusterStore {
       if (!table.items.has(key)) table.sortedKeys = undefined;
       table.items.set(key, entry);
     }
-    const ev = new StoreEvent(type, entry, type === 'MODIFIED' ? prev : undefined);
+    // DELETED keeps the state before deletion too: list snapshots rebuild older states from it.
+    const ev = new StoreEvent(type, entry, type === 'ADDED' ? undefined : prev);
     table.ring.push(ev);
     this.#dispatch(table, ev);
     return entry;

@@ -1,5 +1,6 @@
 // The embedded cluster's own controllers, started together on a store: the PV binder, pvc/pv protection
-// (admission + controllers), DefaultStorageClass admission, the scheduler stand-in and the local Node.
+// (admission + controllers), DefaultStorageClass admission, the scheduler stand-in, the local Node and the
+// default ServiceAccount of every namespace.
 // They are ordinary store clients sharing one cache; stop() leaves no timers or watches behind.
 import type { Logger } from '../../runtime/logger.ts';
 import { silentLogger } from '../../runtime/logger.ts';
@@ -12,6 +13,7 @@ import { installProtectionAdmission, ProtectionController } from './protection.t
 import { PvBinder } from './pv-binder.ts';
 import { SchedulerStandIn } from './scheduler.ts';
 import { EXPAND_CONTROLLER_COMPONENT, installResizeAdmission, watchExternalExpansion } from './volume-expand.ts';
+import { startServiceAccountController } from './service-account.ts';
 
 export { localNodeName } from './local-node.ts';
 
@@ -48,6 +50,7 @@ export function startClusterControllers(store: ClusterStore, opts: ClusterContro
   const scheduler = new SchedulerStandIn({ store, cache, logger: logger.child({ controller: 'scheduler' }) });
   const controllers = [binder, protection, scheduler];
   ensureLocalNode(store, opts.nodeName ?? localNodeName(), (opts.now ?? Date.now)());
+  const stopServiceAccounts = startServiceAccountController(store, logger.child({ controller: 'serviceaccount' }));
   cache.start(store);
   const timer = setInterval(() => {
     for (const c of controllers) c.resync();
@@ -69,6 +72,7 @@ export function startClusterControllers(store: ClusterStore, opts: ClusterContro
       clearInterval(timer);
       for (const a of admissions) a.disable();
       expansion.stop();
+      stopServiceAccounts();
       cache.stop();
       for (const c of controllers) c.stop();
     },
