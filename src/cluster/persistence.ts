@@ -2,14 +2,17 @@
 // resourceVersion handed out, so a restarted cluster has every object and its resourceVersions keep growing.
 // WAL + synchronous=NORMAL: each write is one small transaction (one statement for creates and updates) that
 // survives a process crash.
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { requireOptional } from './optional-deps.ts';
 import type { StoreBackend } from './store.ts';
 
 /** Opens (creating if needed) the SQLite file at `file` as a store backend. */
 export function openSqliteBackend(file: string): StoreBackend {
   mkdirSync(dirname(file), { recursive: true });
+  // Loaded here, not at import: only a persistent cluster needs the native module (an optional peer dependency).
+  const Database = requireOptional<typeof BetterSqlite3>('better-sqlite3', 'the embedded cluster\'s persistence (--data-dir)');
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');

@@ -1,9 +1,9 @@
 // The runtime's Kubernetes REST client: plain JSON over node:http(s) with one keep-alive agent, auth from a
-// client-node KubeConfig, a client-side QPS/burst budget, per-request timeouts, safe retries, and typed errors.
+// kubeconfig (RestConfig, or client-node's KubeConfig), a client-side QPS/burst budget, per-request timeouts,
+// safe retries, and typed errors.
 // client-node's generated clients are not used: they drop unknown fields and change timestamp types.
 import http from 'node:http';
 import https from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeList, KubeObject, Status } from '../types/k8s.ts';
 import { realClock, type Clock } from './clock.ts';
 import {
@@ -21,8 +21,18 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_RETRIES = 5;
 export const DEFAULT_USER_AGENT = 'kube-provisioner';
 
+/**
+ * Where and how to connect: the current cluster's URL and a function filling Node TLS options and auth
+ * headers. {@link RestConfig} (from loadKubeConfig) and @kubernetes/client-node's KubeConfig both fit.
+ */
+export interface KubeConnection {
+  getCurrentCluster(): { server: string; proxyUrl?: string } | null;
+  applyToHTTPSOptions(opts: https.RequestOptions): Promise<void>;
+}
+
+/** How a {@link KubeClient} connects, and its request budget, timeouts and retries. */
 export interface KubeClientOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeConnection;
   /** Sent as User-Agent (the embedded cluster's audit counter and real audit logs key on it). */
   userAgent?: string;
   /** Requests per second allowed by the client-side bucket (default 20); 0 = unlimited. */
@@ -98,7 +108,7 @@ interface Call {
 }
 
 interface Shared {
-  kc: KubeConfig;
+  kc: KubeConnection;
   server: URL;
   agent: http.Agent | undefined;
 }
