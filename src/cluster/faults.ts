@@ -12,6 +12,7 @@ export interface FaultRule {
   /** Subresource, e.g. status; unset matches requests with or without one. */
   subresource?: string;
   namespace?: string;
+  /** The object's name: the URL's, or for creates the one in the request body (`metadata.name`). */
   name?: string;
   /** HTTP status to answer with; unset = latency only. */
   status?: number;
@@ -76,12 +77,12 @@ export class Faults {
   }
 
   /** Decides what happens to a request: added latency and an optional error (first matching failing rule wins). */
-  decide(t: FaultTarget): FaultDecision | undefined {
+  decide(t: FaultTarget, onlyNamed = false): FaultDecision | undefined {
     if (this.#rules.size === 0) return undefined;
     let latencyMs = 0;
     let error: ApiError | undefined;
     for (const [id, r] of this.#rules) {
-      if (!matches(r, t)) continue;
+      if (!matches(r, t) || (onlyNamed && r.name === undefined)) continue;
       if (r.probability !== undefined && this.#random() >= r.probability) continue;
       if (r.remaining !== undefined) {
         if (r.remaining <= 0) continue;
@@ -92,6 +93,14 @@ export class Faults {
       if (r.status !== undefined && !error) error = faultError(r, t);
     }
     return latencyMs || error ? { latencyMs, error } : undefined;
+  }
+
+  /**
+   * The second look at a create, once its body is read: the rules naming an object, matched against the
+   * body's `metadata.name` (decide() saw no name on a create's URL, so these rules did not count there).
+   */
+  decideCreate(t: FaultTarget & { name: string }): FaultDecision | undefined {
+    return this.decide(t, true);
   }
 
   /** Closes every open watch stream (clients see the body end and re-watch). */

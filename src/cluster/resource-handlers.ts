@@ -16,6 +16,7 @@ import {
   unsupportedMediaType,
 } from './errors.ts';
 import { decodeBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
+import type { Faults } from './faults.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { apiVersionOf, type ResourceType } from './registry.ts';
 import type { ResourceRequest } from './routing.ts';
@@ -32,6 +33,8 @@ export interface RequestScope {
   negotiated: Negotiated;
   client: string;
   now(): number;
+  /** Fault rules naming an object are matched here for creates, whose name is in the body. */
+  faults?: Faults;
 }
 
 /** The stored resource behind a (possibly view) resource type. */
@@ -238,6 +241,9 @@ export async function handleCreate(s: RequestScope): Promise<void> {
   if (rt.namespaced && namespace === undefined) throw methodNotRouted();
   const dryRun = queryWriteOptions(s, 'CreateOptions');
   const obj = await readObject(s);
+  const fault = obj.metadata.name ? s.faults?.decideCreate({ verb: 'create', resource: rt.resource, namespace, name: obj.metadata.name }) : undefined;
+  if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
+  if (fault?.error) throw fault.error;
   sendObject(s, 201, s.store.createEntry(storageResource(rt), obj, { user: s.client, dryRun }));
 }
 

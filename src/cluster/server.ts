@@ -154,7 +154,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       req.resume();
       return sendError(res, decision.error);
     }
-    const scope: RequestScope = { store, req, res, query: url.searchParams, request, negotiated: negotiate(req.headers.accept), client, now };
+    const scope: RequestScope = { store, req, res, query: url.searchParams, request, negotiated: negotiate(req.headers.accept), client, now, faults };
     switch (request.verb) {
       case 'get':
         return handleGet(scope);

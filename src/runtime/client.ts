@@ -162,12 +162,12 @@ export class KubeClient {
     this.shared.agent = undefined;
   }
 
-  async get<T extends KubeObject = KubeObject>(r: ApiResource, name: string, opts: NamespacedOptions & { subresource?: string } = {}): Promise<T> {
+  async get<T extends KubeObject = KubeObject>(r: ApiResource<T>, name: string, opts: NamespacedOptions & { subresource?: string } = {}): Promise<T> {
     return this.call<T>({ verb: 'GET', path: resourcePath(r, opts.namespace, name, opts.subresource), opts });
   }
 
   /** One page (or the whole list, without `limit`). Items get `kind`/`apiVersion` filled in when the server omits them. */
-  async list<T extends KubeObject = KubeObject>(r: ApiResource, opts: ListOptions = {}): Promise<KubeList<T>> {
+  async list<T extends KubeObject = KubeObject>(r: ApiResource<T>, opts: ListOptions = {}): Promise<KubeList<T>> {
     const list = await this.call<KubeList<T>>({
       verb: 'GET',
       path: resourcePath(r, opts.namespace),
@@ -190,7 +190,7 @@ export class KubeClient {
    * Every page of a list (`limit` per page, default 500), as one consistent snapshot. If a continue token
    * expires mid-way (410), falls back to one unpaginated list, as client-go's pager does.
    */
-  async listAll<T extends KubeObject = KubeObject>(r: ApiResource, opts: ListOptions = {}): Promise<{ items: T[]; resourceVersion: string }> {
+  async listAll<T extends KubeObject = KubeObject>(r: ApiResource<T>, opts: ListOptions = {}): Promise<{ items: T[]; resourceVersion: string }> {
     const limit = opts.limit ?? 500;
     const items: T[] = [];
     let cont: string | undefined;
@@ -211,7 +211,7 @@ export class KubeClient {
     return { items, resourceVersion };
   }
 
-  async create<T extends KubeObject = KubeObject>(r: ApiResource, obj: T, opts: WriteOptions = {}): Promise<T> {
+  async create<T extends KubeObject = KubeObject>(r: ApiResource<T>, obj: T, opts: WriteOptions = {}): Promise<T> {
     const namespace = opts.namespace ?? obj.metadata.namespace;
     return this.call<T>({
       verb: 'POST', path: resourcePath(r, namespace, undefined, undefined), body: withTypeMeta(r, obj),
@@ -220,7 +220,7 @@ export class KubeClient {
   }
 
   /** PUT of a whole object; `metadata.resourceVersion` makes it conditional (409 ConflictError when stale). */
-  async update<T extends KubeObject = KubeObject>(r: ApiResource, obj: T, opts: WriteOptions = {}): Promise<T> {
+  async update<T extends KubeObject = KubeObject>(r: ApiResource<T>, obj: T, opts: WriteOptions = {}): Promise<T> {
     const namespace = opts.namespace ?? obj.metadata.namespace;
     const name = obj.metadata.name;
     if (!name) throw new TypeError('update needs metadata.name');
@@ -231,7 +231,7 @@ export class KubeClient {
   }
 
   /** PATCH, merge-patch by default; `type: 'json'` for RFC 6902 (with `test` guards), `'strategic'` for SMP. */
-  async patch<T extends KubeObject = KubeObject>(r: ApiResource, name: string, patch: unknown, opts: PatchOptions = {}): Promise<T> {
+  async patch<T extends KubeObject = KubeObject>(r: ApiResource<T>, name: string, patch: unknown, opts: PatchOptions = {}): Promise<T> {
     return this.call<T>({
       verb: 'PATCH', path: resourcePath(r, opts.namespace, name, opts.subresource), body: patch,
       contentType: PATCH_CONTENT_TYPES[opts.type ?? 'merge'], query: writeQuery(opts), opts,
@@ -239,7 +239,7 @@ export class KubeClient {
   }
 
   /** DELETE; returns the object (now terminating or gone) or the server's Success Status. */
-  async delete<T extends KubeObject = KubeObject>(r: ApiResource, name: string, opts: DeleteOptions = {}): Promise<T | Status> {
+  async delete<T extends KubeObject = KubeObject>(r: ApiResource<T>, name: string, opts: DeleteOptions = {}): Promise<T | Status> {
     const body: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'v1' };
     if (opts.preconditions) body.preconditions = opts.preconditions;
     if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
@@ -251,7 +251,7 @@ export class KubeClient {
    * Opens a watch. Resolves once the server answered 200 (an HTTP error such as 410 rejects here as a typed
    * error); then iterate the stream. Not retried: reconnecting is the reflector's job.
    */
-  async watch<T extends KubeObject = KubeObject>(r: ApiResource, opts: WatchOptions = {}): Promise<WatchStream<T>> {
+  async watch<T extends KubeObject = KubeObject>(r: ApiResource<T>, opts: WatchOptions = {}): Promise<WatchStream<T>> {
     const path = resourcePath(r, opts.namespace);
     const query = {
       watch: 'true', resourceVersion: opts.resourceVersion, allowWatchBookmarks: opts.allowWatchBookmarks || undefined,
@@ -379,7 +379,7 @@ function writeQuery(opts: WriteOptions): Call['query'] {
   return { fieldManager: opts.fieldManager, dryRun: opts.dryRun ? 'All' : undefined };
 }
 
-function withTypeMeta<T extends KubeObject>(r: ApiResource, obj: T): T {
+function withTypeMeta<T extends KubeObject>(r: ApiResource<T>, obj: T): T {
   if (obj.kind && obj.apiVersion) return obj;
   return { ...obj, kind: obj.kind ?? r.kind, apiVersion: obj.apiVersion ?? apiVersionOf(r) };
 }

@@ -20,7 +20,7 @@ export interface InformerHandlers<T extends KubeObject> {
 
 export interface InformerOptions<T extends KubeObject> {
   client: KubeClient;
-  resource: ApiResource;
+  resource: ApiResource<T>;
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;

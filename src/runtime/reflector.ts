@@ -29,7 +29,7 @@ export interface BackoffOptions {
 
 export interface ReflectorOptions<T extends KubeObject> {
   client: KubeClient;
-  resource: ApiResource;
+  resource: ApiResource<T>;
   store: ObjectStore<T>;
   /** Called synchronously for every store change. Exceptions are the caller's (the informer catches them). */
   onDelta: (delta: Delta<T>) => void;

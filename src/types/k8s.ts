@@ -209,6 +209,24 @@ export interface CoreEvent extends KubeObject {
   action?: string;
 }
 
+/** A Namespace (only what the project reads; other fields pass through). */
+export interface Namespace extends KubeObject {
+  status?: { phase?: 'Active' | 'Terminating' };
+}
+
+/** A ConfigMap. */
+export interface ConfigMap extends KubeObject {
+  data?: Record<string, string>;
+  binaryData?: Record<string, string>;
+}
+
+/** A Secret (`data` values are base64). */
+export interface Secret extends KubeObject {
+  type?: string;
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+}
+
 export interface StatusCause {
   reason?: string;
   message?: string;

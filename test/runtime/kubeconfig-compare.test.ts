@@ -28,7 +28,7 @@ async function seen(kc: { getCurrentCluster(): { server: string } | null; applyT
   const s = (v: unknown) => (v === undefined ? undefined : String(v));
   return {
     server: kc.getCurrentCluster()?.server, authorization: h.Authorization, impersonate: h['Impersonate-User'],
-    ca: s(o.ca), cert: s(o.cert), key: s(o.key), rejectUnauthorized: o.rejectUnauthorized, servername: o.servername, auth: o.auth,
+    ca: s(o.ca), cert: s(o.cert), key: s(o.key), rejectUnauthorized: o.rejectUnauthorized, servername: o.servername ?? undefined, auth: o.auth ?? undefined,
   };
 }
 
