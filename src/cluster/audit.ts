@@ -1,6 +1,7 @@
 // The audit counter: API requests counted by (client, verb, resource, status code). Benchmarks use it to count
 // API calls per claim, and the RBAC check uses it to list what the provisioner actually called.
 
+/** Who did what: the user agent, verb and resource (with subresource) of counted requests. */
 export interface AuditKey {
   /** The X-Client-Name header if sent, else the User-Agent, else "unknown". */
   client: string;
@@ -10,6 +11,7 @@ export interface AuditKey {
   code: number;
 }
 
+/** An audit key with the number of requests counted for it. */
 export interface AuditRecord extends AuditKey {
   count: number;
 }

@@ -16,8 +16,17 @@ export class MissingDependencyError extends Error {
 
 /** `require()`s an optional CommonJS peer dependency; throws MissingDependencyError when it is absent. */
 export function requireOptional<T>(packageName: string, neededFor: string): T {
+  return missingAsTyped(packageName, neededFor, () => requireFromHere(packageName) as T);
+}
+
+/** Checks that an optional peer dependency is installed, without loading it. */
+export function resolveOptional(packageName: string, neededFor: string): void {
+  missingAsTyped(packageName, neededFor, () => requireFromHere.resolve(packageName));
+}
+
+function missingAsTyped<T>(packageName: string, neededFor: string, fn: () => T): T {
   try {
-    return requireFromHere(packageName) as T;
+    return fn();
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     // Only the package itself being absent is "missing"; a broken install (e.g. a native addon built for

@@ -5,6 +5,7 @@ import { badRequest } from './errors.ts';
 import { fieldGetters, type ResourceType } from './registry.ts';
 import { parseFieldSelector, parseLabelSelector, SelectorError } from './selectors.ts';
 
+/** Namespace, label selector and field selector of a list or watch of the store. */
 export interface ListFilterOptions {
   namespace?: string;
   labelSelector?: string;

@@ -4,12 +4,14 @@
 import type * as X509 from '@peculiar/x509';
 import { randomBytes, webcrypto } from 'node:crypto';
 import { isIP } from 'node:net';
-import { requireOptional } from './optional-deps.ts';
+import { requireOptional, resolveOptional } from './optional-deps.ts';
 
 let loaded: typeof X509 | undefined;
 
 function x509(): typeof X509 {
   if (!loaded) {
+    // Both are checked before either loads: @peculiar/x509 fails obscurely without the polyfill loaded first.
+    resolveOptional('@peculiar/x509', "the embedded cluster's TLS");
     requireOptional<unknown>('reflect-metadata', "the embedded cluster's TLS");
     const lib = requireOptional<typeof X509>('@peculiar/x509', "the embedded cluster's TLS");
     lib.cryptoProvider.set(webcrypto as unknown as Parameters<typeof lib.cryptoProvider.set>[0]);

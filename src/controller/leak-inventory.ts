@@ -11,6 +11,7 @@ import type { PersistentVolume } from '../types/k8s.ts';
 import { errorMessage, type ControllerShared, type ControllerTerm } from './controller-state.ts';
 import { IgnoredError } from './provisioner.ts';
 
+/** A volume the backend holds, as reported by `Provisioner.listVolumes` for the leak inventory. */
 export interface BackendVolume {
   name: string;
   createdAt?: Date;

@@ -45,8 +45,10 @@ export interface ProvisionControllerDeps {
   events?: EventSink;
 }
 
+/** Options and dependencies of a ProvisionController in one object. */
 export type ProvisionControllerConfig = ProvisionControllerOptions & ProvisionControllerDeps;
 
+/** run() was called while the controller is already running. */
 export class ControllerAlreadyRunningError extends Error {
   override name = 'ControllerAlreadyRunningError';
 }

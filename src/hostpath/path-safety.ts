@@ -36,6 +36,7 @@ const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
 // A lone surrogate would be written as U+FFFD: two different strings, one directory.
 const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** Limits a relative volume path must respect (segment and path bytes, depth, reserved names). */
 export interface RelativePathRules {
   /** A string that must appear inside one segment: the PV name, so two claims never share a directory. */
   uniqueComponent: string;

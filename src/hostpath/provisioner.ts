@@ -24,6 +24,7 @@ import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } 
 import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord } from './volume-records.ts';
 import { buildVolume, readVolumeLocation, allocationOfVolume, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
 
+/** `deployment`: one instance serves every path; `daemonset`: each instance serves its own node. */
 export type HostPathMode = 'deployment' | 'daemonset';
 
 /** Anything that has a current configuration (ConfigFileSource, or a ConfigMap-backed holder). */
@@ -31,6 +32,7 @@ export interface ConfigHolder {
   current(): HostPathConfig;
 }
 
+/** Options of the HostPathProvisioner. */
 export interface HostPathProvisionerOptions {
   /** The configuration, or a holder whose current() is read on every call (hot reload). */
   config: HostPathConfig | ConfigHolder;
@@ -68,6 +70,7 @@ interface Placement {
   isNew: boolean;
 }
 
+/** The hostpath Provisioner: volumes are directories under configured base paths, published as hostPath or local PVs. */
 export class HostPathProvisioner implements Provisioner {
   private readonly mode: HostPathMode;
   private readonly nodeName?: string;

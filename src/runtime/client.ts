@@ -16,9 +16,13 @@ import { WatchStream } from './watch-stream.ts';
 
 /** Default client-side budget: client-go's defaults (5/10) are too low for a controller doing bursts of binds. */
 export const DEFAULT_QPS = 20;
+/** Default client-side burst (bucket size) of a KubeClient. */
 export const DEFAULT_BURST = 30;
+/** Default per-request timeout of a KubeClient (30 s). */
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/** Default number of retries of a retryable request. */
 export const DEFAULT_MAX_RETRIES = 5;
+/** Default User-Agent of a KubeClient. */
 export const DEFAULT_USER_AGENT = 'kube-provisioner';
 
 /**
@@ -51,14 +55,17 @@ export interface KubeClientOptions {
   clock?: Clock;
 }
 
+/** Options of every request: an AbortSignal and a timeout overriding the client's. */
 export interface RequestOptions {
   signal?: AbortSignal;
   /** Overrides the client's per-request timeout. */
   timeoutMs?: number;
 }
+/** Request options with the namespace of a namespaced resource. */
 export interface NamespacedOptions extends RequestOptions {
   namespace?: string;
 }
+/** Options of a list: selectors, paging and resourceVersion semantics. */
 export interface ListOptions extends NamespacedOptions {
   labelSelector?: string;
   fieldSelector?: string;
@@ -67,21 +74,26 @@ export interface ListOptions extends NamespacedOptions {
   resourceVersion?: string;
   resourceVersionMatch?: 'Exact' | 'NotOlderThan';
 }
+/** Options of create/update/patch: field manager, dry run, subresource. */
 export interface WriteOptions extends NamespacedOptions {
   fieldManager?: string;
   dryRun?: boolean;
   subresource?: 'status' | string;
 }
+/** Patch flavour: merge patch (RFC 7386), JSON patch (RFC 6902) or strategic merge patch. */
 export type PatchType = 'merge' | 'json' | 'strategic';
+/** Options of a patch, with its type. */
 export interface PatchOptions extends WriteOptions {
   /** Default `merge` (application/merge-patch+json). */
   type?: PatchType;
 }
+/** Options of a delete: preconditions, propagation policy, grace period. */
 export interface DeleteOptions extends NamespacedOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
   propagationPolicy?: 'Background' | 'Foreground' | 'Orphan';
   gracePeriodSeconds?: number;
 }
+/** Options of a watch: resourceVersion, bookmarks, server timeout, selectors and an idle timeout. */
 export interface WatchOptions extends NamespacedOptions {
   resourceVersion?: string;
   allowWatchBookmarks?: boolean;

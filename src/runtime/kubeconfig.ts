@@ -11,6 +11,7 @@ export { KubeConfigError, RestConfig, type RestCluster, type RestContext, type R
 /** Path of the service-account token mounted into pods. */
 export const SERVICE_ACCOUNT_TOKEN_PATH = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
+/** Where loadKubeConfig looks for a configuration, and the context to use. */
 export interface LoadKubeConfigOptions {
   /** Explicit kubeconfig file (e.g. `--kubeconfig`); wins over everything else. */
   path?: string;

@@ -14,10 +14,12 @@ export function formatMicroTime(ms: number): string {
   return new Date(ms).toISOString().replace(/Z$/, '000Z');
 }
 
+/** Leader election timings that cannot work together (e.g. renew deadline not below the lease duration). */
 export class LeaderElectionConfigError extends Error {
   override readonly name = 'LeaderElectionConfigError';
 }
 
+/** What happens when this instance starts or stops leading, and when the leader changes. */
 export interface LeaderCallbacks {
   /** Called when this candidate becomes leader; `signal` aborts when leadership ends. Errors are logged. */
   onStartedLeading?(signal: AbortSignal): void | Promise<void>;
@@ -32,6 +34,7 @@ export interface LeaderEventSink {
   event(obj: Lease, type: 'Normal' | 'Warning', reason: string, message: string): void;
 }
 
+/** Options of a LeaderElector: the Lease, identity, timings (client-go's), callbacks, clock and logger. */
 export interface LeaderElectorOptions {
   client: KubeClient;
   namespace: string;
@@ -69,6 +72,7 @@ export function validateLeaderElectionTimings(leaseDurationMs: number, renewDead
   }
 }
 
+/** Lease-based leader election with client-go semantics (observed-time expiry, renew deadline, release on stop). */
 export class LeaderElector {
   private readonly client: KubeClient;
   private readonly clock: Clock;

@@ -27,6 +27,7 @@ export interface BackoffOptions {
   resetAfterMs?: number;
 }
 
+/** Options of a Reflector: what to list and watch, the store, paging, watch timeouts and backoff. */
 export interface ReflectorOptions<T extends KubeObject> {
   client: KubeClient;
   resource: ApiResource<T>;

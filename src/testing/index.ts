@@ -2,9 +2,10 @@
 // startCluster() runs a real HTTPS Kubernetes-compatible API server in-process and hands back a ready
 // KubeClient with typed create/get helpers, a narrow view of the stored objects, fault injection and the
 // audit counter; waitFor() and its conditions wait for states; provisionerConformance() checks a Provisioner.
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Audit } from '../cluster/audit.ts';
 import { startEmbeddedCluster, type EmbeddedClusterOptions } from '../cluster/embedded-cluster.ts';
+import { MissingDependencyError } from '../cluster/optional-deps.ts';
 import type { Faults } from '../cluster/faults.ts';
 import type { ListFilterOptions } from '../cluster/store-filter.ts';
 import type { StoreWatchOptions } from '../cluster/store.ts';
@@ -58,8 +59,11 @@ export interface TestCluster {
   create<T extends KubeObject>(resource: ApiResource<T>, obj: T): Promise<T>;
   /** Reads an object through the API. */
   get<T extends KubeObject>(resource: ApiResource<T>, name: string, namespace?: string): Promise<T>;
-  /** A @kubernetes/client-node KubeConfig loaded from kubeconfigPath, for tests using its generated clients. */
-  kubeConfig: KubeConfig;
+  /**
+   * A @kubernetes/client-node KubeConfig loaded from kubeconfigPath, for tests using its generated clients.
+   * client-node is an optional peer dependency: reading this without it installed throws MissingDependencyError.
+   */
+  readonly kubeConfig: KubeConfig;
   /** The bearer token of the cluster's admin user. */
   token: string;
   store: TestStore;
@@ -74,8 +78,7 @@ export interface TestCluster {
 /** Starts an embedded cluster for a test; call stop() when done (e.g. in an `after` hook). */
 export async function startCluster(opts: StartClusterOptions = {}): Promise<TestCluster> {
   const cluster = await startEmbeddedCluster(opts);
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromFile(cluster.kubeconfigPath);
+  const kubeConfig = await clientNodeKubeConfig(cluster.kubeconfigPath);
   const client = new KubeClient({ kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig, qps: 0, userAgent: 'kube-provisioner-testing' });
   return {
     url: cluster.url,
@@ -83,7 +86,10 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Test
     client,
     create: (resource, obj) => client.create(resource, obj),
     get: (resource, name, namespace) => client.get(resource, name, { namespace }),
-    kubeConfig,
+    get kubeConfig(): KubeConfig {
+      if (kubeConfig instanceof Error) throw kubeConfig;
+      return kubeConfig;
+    },
     token: cluster.token,
     store: cluster.store,
     faults: cluster.faults,
@@ -94,4 +100,18 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Test
       await cluster.stop();
     },
   };
+}
+
+/** client-node's KubeConfig for the cluster, or the error to throw when the optional package is absent. */
+async function clientNodeKubeConfig(path: string): Promise<KubeConfig | MissingDependencyError> {
+  let mod: typeof import('@kubernetes/client-node');
+  try {
+    mod = await import('@kubernetes/client-node');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    return new MissingDependencyError('@kubernetes/client-node', 'TestCluster.kubeConfig', { cause: err });
+  }
+  const kc = new mod.KubeConfig();
+  kc.loadFromFile(path);
+  return kc;
 }

@@ -2,6 +2,7 @@
 // (cluster, runtime, controller, hostpath): objects are always plain JSON, never client-node model classes,
 // so timestamps are strings and unknown fields survive a round trip.
 
+/** metav1.OwnerReference. */
 export interface OwnerReference {
   apiVersion: string;
   kind: string;
@@ -11,6 +12,7 @@ export interface OwnerReference {
   blockOwnerDeletion?: boolean;
 }
 
+/** metav1.ObjectMeta: name, namespace, uid, resourceVersion, labels, annotations, finalizers, timestamps. */
 export interface ObjectMeta {
   name?: string;
   generateName?: string;
@@ -36,12 +38,14 @@ export interface KubeObject {
   [field: string]: unknown;
 }
 
+/** metav1.ListMeta: resourceVersion and continue token of a list. */
 export interface ListMeta {
   resourceVersion?: string;
   continue?: string;
   remainingItemCount?: number;
 }
 
+/** A list response: items and list metadata. */
 export interface KubeList<T extends KubeObject = KubeObject> {
   apiVersion: string;
   kind: string;
@@ -49,6 +53,7 @@ export interface KubeList<T extends KubeObject = KubeObject> {
   items: T[];
 }
 
+/** core/v1 ObjectReference (claimRef, involvedObject). */
 export interface ObjectReference {
   apiVersion?: string;
   kind?: string;
@@ -59,36 +64,45 @@ export interface ObjectReference {
   fieldPath?: string;
 }
 
+/** PersistentVolume access mode. */
 export type AccessMode = 'ReadWriteOnce' | 'ReadOnlyMany' | 'ReadWriteMany' | 'ReadWriteOncePod';
+/** PersistentVolume volume mode. */
 export type VolumeMode = 'Filesystem' | 'Block';
+/** What happens to a PersistentVolume when its claim is deleted. */
 export type ReclaimPolicy = 'Delete' | 'Retain' | 'Recycle';
 
+/** One expression of a label selector. */
 export interface LabelSelectorRequirement {
   key: string;
   operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
   values?: string[];
 }
 
+/** metav1.LabelSelector. */
 export interface LabelSelector {
   matchLabels?: Record<string, string>;
   matchExpressions?: LabelSelectorRequirement[];
 }
 
+/** One expression of a node selector term. */
 export interface NodeSelectorRequirement {
   key: string;
   operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
   values?: string[];
 }
 
+/** A node selector term (expressions ANDed). */
 export interface NodeSelectorTerm {
   matchExpressions?: NodeSelectorRequirement[];
   matchFields?: NodeSelectorRequirement[];
 }
 
+/** A node selector (terms ORed), as in PV node affinity. */
 export interface NodeSelector {
   nodeSelectorTerms: NodeSelectorTerm[];
 }
 
+/** The spec of a PersistentVolumeClaim. */
 export interface PersistentVolumeClaimSpec {
   accessModes?: AccessMode[];
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
@@ -101,6 +115,7 @@ export interface PersistentVolumeClaimSpec {
   volumeAttributesClassName?: string;
 }
 
+/** The status of a PersistentVolumeClaim. */
 export interface PersistentVolumeClaimStatus {
   phase?: 'Pending' | 'Bound' | 'Lost';
   accessModes?: AccessMode[];
@@ -108,11 +123,13 @@ export interface PersistentVolumeClaimStatus {
   conditions?: Array<Record<string, unknown>>;
 }
 
+/** A PersistentVolumeClaim (plain JSON; unknown fields are kept). */
 export interface PersistentVolumeClaim extends KubeObject {
   spec: PersistentVolumeClaimSpec;
   status?: PersistentVolumeClaimStatus;
 }
 
+/** The spec of a PersistentVolume. */
 export interface PersistentVolumeSpec {
   capacity?: Record<string, string>;
   accessModes?: AccessMode[];
@@ -129,6 +146,7 @@ export interface PersistentVolumeSpec {
   [source: string]: unknown;
 }
 
+/** The status of a PersistentVolume. */
 export interface PersistentVolumeStatus {
   phase?: 'Pending' | 'Available' | 'Bound' | 'Released' | 'Failed';
   message?: string;
@@ -136,15 +154,18 @@ export interface PersistentVolumeStatus {
   lastPhaseTransitionTime?: string;
 }
 
+/** A PersistentVolume (plain JSON; unknown fields are kept). */
 export interface PersistentVolume extends KubeObject {
   spec: PersistentVolumeSpec;
   status?: PersistentVolumeStatus;
 }
 
+/** A StorageClass allowedTopologies term. */
 export interface TopologySelectorTerm {
   matchLabelExpressions?: Array<{ key: string; values: string[] }>;
 }
 
+/** A storage.k8s.io/v1 StorageClass. */
 export interface StorageClass extends KubeObject {
   provisioner: string;
   parameters?: Record<string, string>;
@@ -155,6 +176,7 @@ export interface StorageClass extends KubeObject {
   allowedTopologies?: TopologySelectorTerm[];
 }
 
+/** A Node (only what the project reads; other fields pass through). */
 export interface Node extends KubeObject {
   spec?: { unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }> };
   status?: {
@@ -165,12 +187,14 @@ export interface Node extends KubeObject {
   };
 }
 
+/** A volume of a pod spec (the claim it mounts). */
 export interface PodVolume {
   name: string;
   persistentVolumeClaim?: { claimName: string; readOnly?: boolean };
   [source: string]: unknown;
 }
 
+/** A Pod (only what the project reads; other fields pass through). */
 export interface Pod extends KubeObject {
   spec: {
     nodeName?: string;
@@ -183,6 +207,7 @@ export interface Pod extends KubeObject {
   status?: { phase?: 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown'; [k: string]: unknown };
 }
 
+/** A coordination.k8s.io/v1 Lease. */
 export interface Lease extends KubeObject {
   spec: {
     holderIdentity?: string | null;
@@ -194,6 +219,7 @@ export interface Lease extends KubeObject {
   };
 }
 
+/** A core/v1 Event. */
 export interface CoreEvent extends KubeObject {
   involvedObject: ObjectReference;
   reason?: string;
@@ -227,6 +253,7 @@ export interface Secret extends KubeObject {
   stringData?: Record<string, string>;
 }
 
+/** One cause of a metav1.Status failure (field, reason, message). */
 export interface StatusCause {
   reason?: string;
   message?: string;
@@ -245,8 +272,10 @@ export interface Status {
   code: number;
 }
 
+/** The type of a watch event. */
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
+/** One watch event: its type and the object. */
 export interface WatchEvent<T = KubeObject> {
   type: WatchEventType;
   object: T;
