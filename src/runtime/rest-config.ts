@@ -56,7 +56,7 @@ type Raw = Record<string, unknown>;
 const obj = (v: unknown): Raw => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Raw) : {});
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 const abs = (root: string, p: string | undefined) => (p === undefined || isAbsolute(p) ? p : resolve(root, p));
-/** How long a token read from a file is used before the file is read again (client-go's cache period). */
+/** How long a token or certificate read from a file is used before the file is read again (client-go's cache period for tokens). */
 const TOKEN_FILE_TTL_MS = 60_000;
 
 /**
@@ -69,6 +69,7 @@ export class RestConfig {
   readonly contexts: RestContext[] = [];
   currentContext = '';
   private readonly tokenCache = new Map<string, { token: string; readAt: number }>();
+  private readonly fileCache = new Map<string, { data: Buffer; readAt: number }>();
   private readonly plugins = new Map<string, ExecCredentialPlugin>();
 
   /** @param now - the clock of the token-file cache (tests pass a fake one). */
@@ -180,12 +181,12 @@ export class RestConfig {
     if (cluster) {
       if (cluster.skipTLSVerify) opts.rejectUnauthorized = false;
       if (cluster.tlsServerName) opts.servername = cluster.tlsServerName;
-      const ca = dataOrFile(cluster.caData, cluster.caFile);
+      const ca = this.dataOrFile(cluster.caData, cluster.caFile);
       if (ca) opts.ca = ca;
     }
     if (!user) return;
-    const cert = dataOrFile(user.certData, user.certFile);
-    const key = dataOrFile(user.keyData, user.keyFile);
+    const cert = this.dataOrFile(user.certData, user.certFile);
+    const key = this.dataOrFile(user.keyData, user.keyFile);
     if (cert) opts.cert = cert;
     if (key) opts.key = key;
     if (user.impersonate) headers['Impersonate-User'] = user.impersonate;
@@ -209,6 +210,25 @@ export class RestConfig {
     return p;
   }
 
+  /**
+   * Inline base64 data, or a file's content. Files (CA, client certificate and key) are read at most once a
+   * minute: this runs on every request, and a rotated certificate still gets picked up.
+   */
+  private dataOrFile(data: string | undefined, file: string | undefined): Buffer | undefined {
+    if (data) return Buffer.from(data, 'base64');
+    if (!file) return undefined;
+    const cached = this.fileCache.get(file);
+    if (cached && this.now() - cached.readAt < TOKEN_FILE_TTL_MS) return cached.data;
+    try {
+      if (!statSync(file).isFile()) throw new Error('not a file');
+      const read = readFileSync(file);
+      this.fileCache.set(file, { data: read, readAt: this.now() });
+      return read;
+    } catch (err) {
+      throw new KubeConfigError(`${file} cannot be read: ${(err as Error).message}`);
+    }
+  }
+
   /** Token from a file, re-read after a minute so that rotated (bound service-account) tokens are picked up. */
   private fileToken(file: string): string {
     const cached = this.tokenCache.get(file);
@@ -224,16 +244,6 @@ export class RestConfig {
   }
 }
 
-function dataOrFile(data: string | undefined, file: string | undefined): Buffer | undefined {
-  if (data) return Buffer.from(data, 'base64');
-  if (!file) return undefined;
-  try {
-    if (!statSync(file).isFile()) throw new Error('not a file');
-    return readFileSync(file);
-  } catch (err) {
-    throw new KubeConfigError(`${file} cannot be read: ${(err as Error).message}`);
-  }
-}
 
 function parseExec(e: Raw, where: string): ExecConfig {
   const command = str(e.command);

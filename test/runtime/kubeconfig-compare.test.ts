@@ -1,6 +1,6 @@
 // The focused kubeconfig loader (RestConfig) against @kubernetes/client-node's KubeConfig: the same kubeconfigs
 // loaded through both must give the same server, CA, client certificate, TLS switches and Authorization header.
-// Also: token-file reload, exec plugin caching, and the refusals (auth-provider, proxy-url) by name.
+// Also: token and certificate file reload, exec plugin caching, and the refusals (auth-provider, proxy-url) by name.
 import assert from 'node:assert/strict';
 import type https from 'node:https';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -131,10 +131,14 @@ else console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCreden
     rotating.addInCluster(env, sa);
     assert.equal((await seen(rotating)).authorization, 'Bearer sa-token-1');
     await writeFile(join(sa, 'token'), 'sa-token-2');
+    const CA2 = CA.replace('CA', 'CA2');
+    await writeFile(join(sa, 'ca.crt'), CA2);
     now = 59_000;
     assert.equal((await seen(rotating)).authorization, 'Bearer sa-token-1', 'cached within the minute');
+    assert.equal((await seen(rotating)).ca, CA, 'the CA file is not re-read on every request');
     now = 61_000;
     assert.equal((await seen(rotating)).authorization, 'Bearer sa-token-2', 'rotated token picked up');
+    assert.equal((await seen(rotating)).ca, CA2, 'rotated CA picked up');
   });
 
   test('exec plugin output is cached until it expires; a failing plugin is a clear error', async () => {
