@@ -4,7 +4,7 @@
 // 422 `patch: Invalid value: ...` for a patch), Warn (the default) into `Warning: 299` headers, Ignore into nothing.
 import type { ServerResponse } from 'node:http';
 import { isScalar, parseDocument, visit } from 'yaml';
-import { badRequest, invalid, type ApiError } from './errors.ts';
+import { badRequest, invalid, type ClusterApiError } from './errors.ts';
 import { pruneUnknown } from './schema.ts';
 import { normalizeTimes } from './time-encoding.ts';
 
@@ -109,7 +109,7 @@ export function addWarnings(res: ServerResponse, messages: readonly string[]): v
 
 /**
  * Applies the directive to a create/update body's strict errors.
- * @throws ApiError 400 under Strict when there are any
+ * @throws ClusterApiError 400 under Strict when there are any
  */
 export function enforceOnBody(directive: FieldValidation, errors: readonly string[], kind: string, version: string, res: ServerResponse): void {
   if (errors.length === 0 || directive === 'Ignore') return;
@@ -120,7 +120,7 @@ export function enforceOnBody(directive: FieldValidation, errors: readonly strin
 /**
  * Applies the directive to a patch's strict errors. Under Strict, kube-apiserver answers 422 with the patch
  * (Go `%+v` of the patch map for strategic merge, the patched JSON otherwise) as the invalid value.
- * @throws ApiError 422 under Strict when there are any
+ * @throws ClusterApiError 422 under Strict when there are any
  */
 export function enforceOnPatch(directive: FieldValidation, errors: readonly string[], shownValue: string, res: ServerResponse): void {
   if (errors.length === 0 || directive === 'Ignore') return;
@@ -128,7 +128,7 @@ export function enforceOnPatch(directive: FieldValidation, errors: readonly stri
   throw patchStrictError(shownValue, errors);
 }
 
-function patchStrictError(shownValue: string, errors: readonly string[]): ApiError {
+function patchStrictError(shownValue: string, errors: readonly string[]): ClusterApiError {
   return invalid({ group: '', resource: '', kind: '' }, '', [
     { reason: 'FieldValueInvalid', field: 'patch', message: `Invalid value: ${JSON.stringify(shownValue)}: strict decoding error: ${errors.join(', ')}` },
   ]);

@@ -3,7 +3,7 @@
 // current objects and the watch cache's bounded event ring. Nothing is kept per list or per token: a page at
 // an RV the ring no longer reaches is a 410 Expired, exactly when etcd would have compacted it.
 import { posix } from 'node:path';
-import { badRequest, type ApiError } from './errors.ts';
+import { badRequest, type ClusterApiError } from './errors.ts';
 import { objectKey } from './meta.ts';
 import type { ResourceTable } from './store.ts';
 import type { CompiledFilter } from './store-filter.ts';
@@ -20,13 +20,13 @@ export function encodeContinue(rv: number, lastKey: string): string {
   return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start: `${lastKey}\u0000` })).toString('base64url');
 }
 
-function invalidToken(detail: string): ApiError {
+function invalidToken(detail: string): ClusterApiError {
   return badRequest(`invalid continue token: ${detail}`);
 }
 
 /**
  * storage.DecodeContinue with its error texts, wrapped as the list path does (400 `invalid continue token: ...`).
- * @throws ApiError 400
+ * @throws ClusterApiError 400
  */
 export function decodeContinue(token: string): ContinueToken {
   if (!/^[A-Za-z0-9_-]*$/.test(token) || token.length % 4 === 1) {

@@ -177,7 +177,7 @@ export function protobufKinds(): string[] {
 
 /**
  * Decodes the raw object of a protobuf envelope by schema, or undefined when the kind has no schema.
- * @throws ApiError 400 when the body does not fit the schema
+ * @throws ClusterApiError 400 when the body does not fit the schema
  */
 export function decodeBySchema(apiVersion: string, kind: string, raw: Buffer): KubeObject | undefined {
   const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];

@@ -105,7 +105,7 @@ const DECODERS: Record<string, BodyDecoder> = {
 
 /**
  * Decodes a protobuf request body into a plain object.
- * @throws ApiError 415 for kinds without a decoder here, 400 for a malformed body.
+ * @throws ClusterApiError 415 for kinds without a decoder here, 400 for a malformed body.
  */
 export function decodeProtobufObject(body: Buffer): KubeObject {
   try {

@@ -23,7 +23,7 @@ const INT64_MAX = 2n ** 63n - 1n;
 
 /**
  * strconv.ParseInt(s, 10, 64) with Go's error text.
- * @throws ApiError 400 `strconv.ParseInt: parsing "x": invalid syntax` / `value out of range`
+ * @throws ClusterApiError 400 `strconv.ParseInt: parsing "x": invalid syntax` / `value out of range`
  */
 export function parseGoInt64(s: string): number {
   if (!/^[+-]?\d+$/.test(s)) throw badRequest(`strconv.ParseInt: parsing ${goQuote(s)}: invalid syntax`);
@@ -63,7 +63,7 @@ export interface ListQuery {
 /**
  * Decodes every ListOptions parameter at once, the way the list/watch handler does before anything else, so a
  * malformed integer is a 400 even on a parameter this request would not use.
- * @throws ApiError 400 for malformed integers
+ * @throws ClusterApiError 400 for malformed integers
  */
 export function parseListQuery(q: URLSearchParams): ListQuery {
   const str = (name: string): string | undefined => q.get(name) ?? undefined;
@@ -84,7 +84,7 @@ export function parseListQuery(q: URLSearchParams): ListQuery {
 /**
  * ValidateListOptions of a list (apimachinery internalversion/validation): every violation is one cause of a
  * single 422 `ListOptions.meta.k8s.io "" is invalid`.
- * @throws ApiError 422
+ * @throws ClusterApiError 422
  */
 export function validateListQuery(lq: ListQuery): void {
   const causes: StatusCause[] = [];

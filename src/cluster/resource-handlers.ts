@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KubeObject, StatusCause } from '../types/k8s.ts';
 import {
-  ApiError,
+  ClusterApiError,
   badRequest,
   expired,
   invalid,
@@ -19,6 +19,7 @@ import { decodeBody, decodePatchBody, mediaType, readBody, sendJson, type Negoti
 import { decodeContinue, encodeContinue, entriesAt, pageOf } from './list-snapshot.ts';
 import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
 import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors, yamlDuplicateError } from './field-validation.ts';
+import type { Faults } from './faults.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { rootModel } from './schema.ts';
 import { normalizeTimes } from './time-encoding.ts';
@@ -41,6 +42,8 @@ export interface RequestScope {
   now(): number;
   /** The server's bounds (body depth, patch copy work). */
   limits: Pick<ServerLimits, 'maxJsonDepth' | 'maxPatchCopyBytes'>;
+  /** Fault rules naming an object are matched here for creates, whose name is in the body. */
+  faults?: Faults;
 }
 
 /** The stored resource behind a (possibly view) resource type. */
@@ -154,7 +157,7 @@ export async function handleList(s: RequestScope): Promise<void> {
  * handleCompactedErrorForPaging: 410 Expired whose metadata.continue lets the client read the rest of the list
  * at the latest resourceVersion (token rv -1), knowing it may be inconsistent.
  */
-function continueExpired(startAfterKey: string): ApiError {
+function continueExpired(startAfterKey: string): ClusterApiError {
   const err = expired(
     'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, ' +
       'or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an ' +
@@ -240,6 +243,9 @@ export async function handleCreate(s: RequestScope): Promise<void> {
   if (rt.namespaced && namespace === undefined) throw methodNotRouted();
   const dryRun = queryWriteOptions(s, 'CreateOptions');
   const obj = await readObject(s);
+  const fault = obj.metadata.name ? s.faults?.decideCreate({ verb: 'create', resource: rt.resource, namespace, name: obj.metadata.name }) : undefined;
+  if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
+  if (fault?.error) throw fault.error;
   sendObject(s, 201, s.store.createEntry(storageResource(rt), obj, { user: s.client, dryRun }));
 }
 
@@ -356,7 +362,7 @@ export async function handleDeleteCollection(s: RequestScope): Promise<void> {
       items.push(objectJson(rt, r.entry));
     } catch (err) {
       // Deletion is not atomic: objects that vanished meanwhile are skipped, like kube-apiserver does.
-      if (!(err instanceof ApiError && err.code === 404)) throw err;
+      if (!(err instanceof ClusterApiError && err.code === 404)) throw err;
     }
   }
   sendJson(s.res, 200, `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{"resourceVersion":"${s.store.resourceVersion}"},"items":[${items.join(',')}]}`);

@@ -7,7 +7,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { handleAdmin } from './admin.ts';
 import { Audit } from './audit.ts';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.ts';
-import { ApiError, badRequest, internalError, methodNotRouted, serverTimeout, unauthorized } from './errors.ts';
+import { ClusterApiError, badRequest, internalError, methodNotRouted, serverTimeout, unauthorized } from './errors.ts';
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, sendPlainNotFound, sendText, tooLargeError } from './http-io.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
@@ -174,7 +174,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     const lost = decision?.lostResponse && request.verb !== 'watch' ? decision.lostResponse : undefined;
     // A lost response: the verb runs against a response nobody reads, then the client gets a 504 or a reset.
     const target = lost ? new ServerResponse(req) : res;
-    const scope: RequestScope = { store, req, res: target, query: url.searchParams, request, negotiated: negotiate(req.headers.accept), client, now, limits };
+    const scope: RequestScope = { store, req, res: target, query: url.searchParams, request, negotiated: negotiate(req.headers.accept), client, now, limits, faults };
     await serveVerb(scope);
     if (lost === 'reset') {
       // No status reaches the client: the audit records 0 for it.
@@ -233,7 +233,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const answerFailure = (res: ServerResponse, err: unknown): void => {
     if (err instanceof ClientAbortedError) return;
     if (err instanceof BodyTooLargeError) return sendError(res, tooLargeError(), { Connection: 'close' });
-    if (err instanceof ApiError) return sendError(res, err);
+    if (err instanceof ClusterApiError) return sendError(res, err);
     onError(err);
     sendError(res, internalError(err instanceof Error ? err.message : String(err)));
   };

@@ -13,7 +13,7 @@ import {
   plainServerError,
   STALE_OBJECT_CAUSE,
   statusError,
-  type ApiError,
+  type ClusterApiError,
 } from './errors.ts';
 import { formatTime, generateName, isMicroTime, jsonEqual, objectKey, readPath } from './meta.ts';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError } from './patch.ts';
@@ -26,7 +26,7 @@ import type { ResourceTable } from './store.ts';
 
 export type PatchType = 'json' | 'merge' | 'strategic';
 
-/** Mutating/validating admission: may change `obj`; throw ApiError to reject. */
+/** Mutating/validating admission: may change `obj`; throw ClusterApiError to reject. */
 export type AdmissionPlugin = (
   op: 'create' | 'update',
   obj: KubeObject,
@@ -378,7 +378,7 @@ function checkMicroTimes(rt: ResourceType, obj: KubeObject): void {
   }
 }
 
-function patchFailure(err: PatchError, rt: ResourceType, name: string): ApiError {
+function patchFailure(err: PatchError, rt: ResourceType, name: string): ClusterApiError {
   if (err.code === 409) return conflict(rt, name, err.message);
   if (err.code === 400) return badRequest(err.message);
   if (err.code === 413) return statusError(413, 'RequestEntityTooLarge', err.message);

@@ -2,7 +2,7 @@
 // for resourceVersion ""/"0", replay after "N", 410 Expired as an ERROR event, BOOKMARKs with
 // allowWatchBookmarks, sendInitialEvents, timeoutSeconds, and per-event Tables for kubectl get -w.
 import type { StatusCause } from '../types/k8s.ts';
-import { ApiError, badRequest, invalid } from './errors.ts';
+import { ClusterApiError, badRequest, invalid } from './errors.ts';
 import { apiVersionOf } from './registry.ts';
 import { includeObjectParam, storageResource, viewObject, type RequestScope } from './resource-handlers.ts';
 import { setLongTimeout, watchTimeoutMs } from './long-timeout.ts';
@@ -52,7 +52,7 @@ export class WatchRegistry {
 
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
-/** Serves a watch request. @throws ApiError (before any byte is written) for invalid parameters. */
+/** Serves a watch request. @throws ClusterApiError (before any byte is written) for invalid parameters. */
 export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: WatchStreamOptions): void {
   const { rt, namespace, name } = s.request;
   const q = s.query;
@@ -170,7 +170,7 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   try {
     parts.unsubscribe = s.store.watchEntries(resource, filter, startRv, (f) => write(lineOf(f)));
   } catch (err) {
-    if (err instanceof ApiError) {
+    if (err instanceof ClusterApiError) {
       write(watchLine('ERROR', JSON.stringify(err.status)));
       close();
       return;

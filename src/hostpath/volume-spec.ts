@@ -16,8 +16,10 @@ export const ANN_HOSTPATH_KIND = 'hostpath.kube-provisioner.io/path-kind';
 /** delete | retain | archive, from the class at provision time. */
 export const ANN_HOSTPATH_ON_DELETE = 'hostpath.kube-provisioner.io/on-delete';
 
+/** Whether a volume lives on a node-local path or on the shared filesystem. */
 export type PathKind = 'node' | 'shared';
 
+/** Everything buildVolume needs to describe a provisioned directory as a PersistentVolume. */
 export interface VolumeSpecInput {
   pvName: string;
   path: string;
@@ -73,6 +75,7 @@ export interface VolumeLocation {
   onDelete: OnDeletePolicy | undefined;
 }
 
+/** Where a hostpath PersistentVolume lives (node, base path, directory), from its spec and annotations. */
 export function readVolumeLocation(pv: PersistentVolume): VolumeLocation {
   const ann = pv.metadata.annotations ?? {};
   const path = pv.spec.local?.path ?? pv.spec.hostPath?.path;

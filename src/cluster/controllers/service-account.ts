@@ -2,7 +2,7 @@
 // that is not terminating has a ServiceAccount named `default`, created when the namespace appears and again
 // if it is deleted. Token secrets are not created (tokens are requested, not stored, since Kubernetes 1.24).
 import type { Logger } from '../../runtime/logger.ts';
-import { ApiError } from '../errors.ts';
+import { ClusterApiError } from '../errors.ts';
 import type { ClusterStore } from '../store.ts';
 
 const DEFAULT_SA = 'default';
@@ -19,7 +19,7 @@ export function startServiceAccountController(store: ClusterStore, logger: Logge
       });
     } catch (err) {
       // Lost a race with another writer, or the namespace began terminating: nothing to do either way.
-      if (!(err instanceof ApiError)) throw err;
+      if (!(err instanceof ClusterApiError)) throw err;
       logger.debug({ namespace, err: err.message }, 'default service account not created');
     }
   };
