@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-// Launcher for the `kube-provisioner` command: registers tsx so the TypeScript sources run as they are.
-import { register } from 'tsx/esm/api';
-register();
-await import('../src/cli/main.ts');
+// Launcher for the `kube-provisioner` command: runs the compiled JavaScript in dist/ (built by `npm run build`,
+// which `npm install` runs through `prepare` in a git checkout). Development runs `tsx src/cli/main.ts`.
+await import('../dist/cli/main.js');

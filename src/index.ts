@@ -1,4 +1,6 @@
-// The library's public API (`kube-provisioner`): re-exports only. The test harness is `kube-provisioner/testing`.
+// The library's public API (`kube-provisioner`): what a provisioner author uses, re-exports only. Generic
+// controller machinery is `kube-provisioner/runtime`, the hostpath provisioner `kube-provisioner/hostpath`,
+// the test kit `kube-provisioner/testing`.
 
 // The provisioner contract.
 export {
@@ -13,8 +15,9 @@ export {
   type ClaimCheckInput,
   type ClaimCheckResult,
 } from './controller/provisioner.ts';
+export type { BackendVolume } from './controller/leak-inventory.ts';
 
-// The controller.
+// The controller and its options.
 export {
   ProvisionController,
   ControllerAlreadyRunningError,
@@ -25,9 +28,6 @@ export {
   ConfigurationError,
   DEFAULTS,
   defaultVolumeName,
-  leaseNameFor,
-  resolveOptions,
-  validateProvisionerName,
   type LeaderElectionMode,
   type LeakInventoryOptions,
   type ProvisionControllerOptions,
@@ -35,73 +35,38 @@ export {
   type SelectorPolicy,
   type VolumeSaveOptions,
 } from './controller/options.ts';
+export type { EventSink } from './controller/volume-store.ts';
 
-// Pure decisions (also what `explain` prints).
+// Talking to the cluster: client, kubeconfig, typed resource descriptors, errors.
+export { KubeClient, type KubeClientOptions, type KubeConnection } from './runtime/client.ts';
+export { loadKubeConfig, KubeConfigError, RestConfig, type LoadKubeConfigOptions, type KubeConfigSource } from './runtime/kubeconfig.ts';
 export {
-  ANN_ALPHA_SELECTED_NODE,
-  claimClassName,
-  claimKey,
-  claimProvisionerName,
-  decideClaim,
-  isKnownProvisioner,
-  selectedNodeName,
-  type ClaimAction,
-  type ClaimDecision,
-  type ClaimDecisionCode,
-  type ClaimDecisionInput,
-  type DecisionEvent,
-} from './controller/decide-claim.ts';
-export {
-  CONDITION_FS_RESIZE_PENDING,
-  CONDITION_RESIZING,
-  decideResize,
-  RESIZE_STATUS,
-  type ResizeAction,
-  type ResizeDecision,
-  type ResizeDecisionCode,
-  type ResizeDecisionInput,
-} from './controller/decide-resize.ts';
-export { RESIZE_METRIC_NAMES } from './controller/resize-metrics.ts';
-export {
-  decideVolume,
-  finalizerChange,
-  hasOurFinalizer,
-  isProvisionerForVolume,
-  type VolumeAction,
-  type VolumeDecision,
-  type VolumeDecisionCode,
-  type VolumeDecisionInput,
-} from './controller/decide-volume.ts';
-export { claimFingerprint, volumeFingerprint, type FailureRecord } from './controller/failures.ts';
-export {
-  explainClaim,
-  explainDecision,
-  formatExplanation,
-  refineDecision,
-  type ClaimExplanation,
-  type ClaimEventSummary,
-  type ExplainClaimOptions,
-  type ExplainDecisionCode,
-  type ExplainedDecision,
-} from './controller/explain.ts';
-export { findLeakedVolumes, type BackendVolume, type LeakReport } from './controller/leak-inventory.ts';
-export { createControllerMetrics, METRIC_NAMES, type ControllerMetrics } from './controller/metrics.ts';
-export { parseLockRecord, type LeaderElectionRecord } from './controller/claim-lock.ts';
-export { VolumeConflictError, type EventSink } from './controller/volume-store.ts';
-
-// Runtime pieces a provisioner author needs to run a controller.
-export { KubeClient, type KubeClientOptions } from './runtime/client.ts';
-export { loadKubeConfig } from './runtime/kubeconfig.ts';
-export { createLogger, silentLogger, type Logger } from './runtime/logger.ts';
-export { realClock, TestClock, type Clock } from './runtime/clock.ts';
-export { createMetricsRegistry } from './runtime/metrics.ts';
-export { startHealthServer } from './runtime/health-server.ts';
+  defineResource,
+  persistentVolumes,
+  persistentVolumeClaims,
+  storageClasses,
+  nodes,
+  pods,
+  namespaces,
+  configMaps,
+  secrets,
+  coreEvents,
+  leases,
+  type ApiResource,
+} from './runtime/resources.ts';
 export {
   ApiError,
   AlreadyExistsError,
   ConflictError,
   NotFoundError,
+  isTransientError,
 } from './runtime/errors.ts';
+
+// What running a controller needs: logger, clock, metrics registry, health server.
+export { createLogger, silentLogger, type Logger } from './runtime/logger.ts';
+export { realClock, type Clock } from './runtime/clock.ts';
+export { createMetricsRegistry } from './runtime/metrics.ts';
+export { startHealthServer } from './runtime/health-server.ts';
 
 // Shared types and well-known names.
 export type * from './types/k8s.ts';

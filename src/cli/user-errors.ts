@@ -4,8 +4,7 @@
 import { existsSync } from 'node:fs';
 import { delimiter } from 'node:path';
 import { InvalidArgumentError } from 'commander';
-import { loadKubeConfig, type KubeConfigSource } from '../runtime/kubeconfig.ts';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { loadKubeConfig, type KubeConfigSource, type RestConfig } from '../runtime/kubeconfig.ts';
 
 /** A command could not start, for a reason the user can fix; the message says how. */
 export class StartupError extends Error {
@@ -36,24 +35,17 @@ export function describeListenError(err: unknown, host: string, port: number): u
   return err;
 }
 
-function missing(path: string, from: string): StartupError {
-  return new StartupError(`kubeconfig ${path} does not exist (from ${from}); start a cluster (kube-provisioner dev writes DIR/kubeconfig) or point to an existing file`);
-}
-
 /**
- * loadKubeConfig with the CLI's message for a kubeconfig file that does not exist, identical for the flag and the
- * environment variable (client-node would report a bare ENOENT for the latter).
+ * loadKubeConfig (whose one message for a missing file is the same for --kubeconfig and $KUBECONFIG), with
+ * kubectl's reading of a $KUBECONFIG list: the files of it that do not exist are skipped; none at all is the
+ * loader's missing-file error.
  */
-export function loadCliKubeConfig(o: { path?: string; context?: string; env?: NodeJS.ProcessEnv }): { kubeConfig: KubeConfig; source: KubeConfigSource } {
+export function loadCliKubeConfig(o: { path?: string; context?: string; env?: NodeJS.ProcessEnv }): { kubeConfig: RestConfig; source: KubeConfigSource } {
   let env = o.env ?? process.env;
-  if (o.path) {
-    if (!existsSync(o.path)) throw missing(o.path, '--kubeconfig');
-  } else if (env.KUBECONFIG) {
-    // Like kubectl: files of the list that do not exist are skipped; none at all is an error.
+  if (!o.path && env.KUBECONFIG) {
     const files = env.KUBECONFIG.split(delimiter).filter(Boolean);
     const present = files.filter((f) => existsSync(f));
-    if (present.length === 0) throw missing(files.join(delimiter), 'KUBECONFIG');
-    env = { ...env, KUBECONFIG: present.join(delimiter) };
+    if (present.length > 0 && present.length < files.length) env = { ...env, KUBECONFIG: present.join(delimiter) };
   }
   return loadKubeConfig({ path: o.path, context: o.context, env });
 }

@@ -19,7 +19,7 @@ export interface AdminScope {
 
 const ADMIN_REF = { group: 'admin', resource: 'admin', kind: 'Admin' };
 
-/** @throws ApiError for bad input (400) or an unsupported method (405). */
+/** @throws ClusterApiError for bad input (400) or an unsupported method (405). */
 export async function handleAdmin(req: IncomingMessage, res: ServerResponse, path: string, scope: AdminScope): Promise<void> {
   const method = req.method ?? 'GET';
   const send = (body: unknown) => sendJson(res, 200, JSON.stringify(body));

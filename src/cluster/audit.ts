@@ -3,6 +3,7 @@
 // Its size is bounded whatever clients send: names are truncated and, past a number of distinct clients, the
 // newcomers are counted together as `other`.
 
+/** Who did what: the user agent, verb and resource (with subresource) of counted requests. */
 export interface AuditKey {
   /** The X-Client-Name header if sent, else the User-Agent, else "unknown" (truncated; `other` past the limit). */
   client: string;
@@ -13,6 +14,7 @@ export interface AuditKey {
   code: number;
 }
 
+/** An audit key with the number of requests counted for it. */
 export interface AuditRecord extends AuditKey {
   count: number;
 }

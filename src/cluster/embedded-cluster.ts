@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeObject } from '../types/k8s.ts';
 import { Audit } from './audit.ts';
-import { ApiError } from './errors.ts';
+import { ClusterApiError } from './errors.ts';
 import { Faults } from './faults.ts';
 import { openSqliteBackend } from './persistence.ts';
 import { resolveLimits, type ServerLimits } from './request-limits.ts';
@@ -106,7 +106,7 @@ function ensureNamespaces(store: ClusterStore): void {
     try {
       store.createEntry('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
     } catch (err) {
-      if (!(err instanceof ApiError && err.code === 409)) throw err;
+      if (!(err instanceof ClusterApiError && err.code === 409)) throw err;
     }
   }
 }

@@ -4,7 +4,7 @@
 // every open watch and to compact the watch cache. Probability draws come from a seeded generator so a chaos run
 // can be replayed. Used through this class or the authenticated /admin/ endpoints.
 import { seededRandom } from './seeded-random.ts';
-import { conflict, internalError, serverTimeout, serviceUnavailable, statusError, STALE_OBJECT_CAUSE, tooManyRequests, type ApiError } from './errors.ts';
+import { conflict, internalError, serverTimeout, serviceUnavailable, statusError, STALE_OBJECT_CAUSE, tooManyRequests, type ClusterApiError } from './errors.ts';
 
 /** A fault rule; unset match fields match everything. */
 export interface FaultRule {
@@ -15,6 +15,7 @@ export interface FaultRule {
   /** Subresource, e.g. status; unset matches requests with or without one. */
   subresource?: string;
   namespace?: string;
+  /** The object's name: the URL's, or for creates the one in the request body (`metadata.name`). */
   name?: string;
   /** HTTP status to answer with; unset = latency only. */
   status?: number;
@@ -47,7 +48,7 @@ export interface FaultTarget {
 
 export interface FaultDecision {
   latencyMs: number;
-  error: ApiError | undefined;
+  error: ClusterApiError | undefined;
   /** Set when the request must be applied and its response lost. */
   lostResponse?: LostResponse;
 }
@@ -95,13 +96,13 @@ export class Faults {
   }
 
   /** Decides what happens to a request: added latency and an optional error (first matching failing rule wins). */
-  decide(t: FaultTarget): FaultDecision | undefined {
+  decide(t: FaultTarget, onlyNamed = false): FaultDecision | undefined {
     if (this.#rules.size === 0) return undefined;
     let latencyMs = 0;
-    let error: ApiError | undefined;
+    let error: ClusterApiError | undefined;
     let lostResponse: LostResponse | undefined;
     for (const [id, r] of this.#rules) {
-      if (!matches(r, t)) continue;
+      if (!matches(r, t) || (onlyNamed && r.name === undefined)) continue;
       if (r.probability !== undefined && this.#random() >= r.probability) continue;
       if (r.remaining !== undefined) {
         if (r.remaining <= 0) continue;
@@ -115,6 +116,14 @@ export class Faults {
     // A request that fails outright is not applied, so it has no response to lose.
     if (error) lostResponse = undefined;
     return latencyMs || error || lostResponse ? { latencyMs, error, ...(lostResponse ? { lostResponse } : {}) } : undefined;
+  }
+
+  /**
+   * The second look at a create, once its body is read: the rules naming an object, matched against the
+   * body's `metadata.name` (decide() saw no name on a create's URL, so these rules did not count there).
+   */
+  decideCreate(t: FaultTarget & { name: string }): FaultDecision | undefined {
+    return this.decide(t, true);
   }
 
   /** Closes every open watch stream (clients see the body end and re-watch). */
@@ -149,7 +158,7 @@ function matches(r: FaultRule, t: FaultTarget): boolean {
   );
 }
 
-function faultError(r: FaultRule, t: FaultTarget): ApiError {
+function faultError(r: FaultRule, t: FaultTarget): ClusterApiError {
   const retry = r.retryAfterSeconds ?? 1;
   const ref = { group: '', resource: t.resource, kind: t.resource };
   switch (r.status) {

@@ -2,7 +2,7 @@
 // content negotiation (JSON or Table), and writing JSON bodies and metav1.Status errors.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
-import { ApiError, badRequest, notAcceptable, requestEntityTooLarge } from './errors.ts';
+import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from './errors.ts';
 import { checkJsonValue, JsonTooDeepError, MAX_JSON_DEPTH, parseJsonText } from './json-safety.ts';
 
 /** kube-apiserver's request body limit (3 MiB). */
@@ -53,7 +53,7 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<
   });
 }
 
-export function tooLargeError(limit = MAX_BODY_BYTES): ApiError {
+export function tooLargeError(limit = MAX_BODY_BYTES): ClusterApiError {
   return requestEntityTooLarge(`limit is ${limit}`);
 }
 
@@ -65,7 +65,7 @@ export function mediaType(header: string | undefined): string {
 /**
  * Decodes a JSON or YAML request body. `what` names the expected kind for the error message, as
  * kube-apiserver does (`couldn't get version/kind; json parse error: ...`).
- * @throws ApiError 400
+ * @throws ClusterApiError 400
  */
 export function decodeBody(body: Buffer, contentType: string, depthLimit = MAX_JSON_DEPTH): unknown {
   const text = body.toString('utf8');
@@ -73,7 +73,8 @@ export function decodeBody(body: Buffer, contentType: string, depthLimit = MAX_J
   if (type === 'application/yaml' || type === 'application/x-yaml' || type === 'text/yaml') {
     let doc: unknown;
     try {
-      doc = parseYaml(text);
+      // Repeated keys are field validation's business (fieldValidation decides): the last value wins here.
+      doc = parseYaml(text, { uniqueKeys: false });
     } catch (err) {
       throw badRequest(`couldn't get version/kind; yaml parse error: ${(err as Error).message.split('\n')[0]}`);
     }
@@ -96,7 +97,7 @@ function checkedDepth(doc: unknown, depthLimit: number, what: string): unknown {
   return doc;
 }
 
-/** Parses a PATCH body (JSON for every patch type). @throws ApiError 400 for malformed or too deeply nested JSON. */
+/** Parses a PATCH body (JSON for every patch type). @throws ClusterApiError 400 for malformed or too deeply nested JSON. */
 export function decodePatchBody(raw: Buffer, depthLimit = MAX_JSON_DEPTH): unknown {
   try {
     return parseJsonText(raw.toString('utf8'), depthLimit);
@@ -112,7 +113,7 @@ export interface Negotiated {
 
 /**
  * Content negotiation: JSON, or a meta.k8s.io/v1 Table when the Accept header asks for one (kubectl get).
- * @throws ApiError 406 when the client accepts neither JSON nor YAML (e.g. protobuf only).
+ * @throws ClusterApiError 406 when the client accepts neither JSON nor YAML (e.g. protobuf only).
  */
 export function negotiate(accept: string | undefined): Negotiated {
   if (!accept) return { table: false };
@@ -138,16 +139,18 @@ export function sendJson(res: ServerResponse, code: number, body: string, header
     res.end();
     return;
   }
+  // apimachinery's JSON encoder (json.Encoder.Encode) ends every body with a newline.
+  const text = body.endsWith('\n') ? body : `${body}\n`;
   res.writeHead(code, {
     'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(body),
+    'Content-Length': Buffer.byteLength(text),
     ...headers,
   });
-  res.end(body);
+  res.end(text);
 }
 
 /** Writes a metav1.Status error; 429/503/504 with retryAfterSeconds also get a Retry-After header. */
-export function sendError(res: ServerResponse, err: ApiError, extraHeaders?: Record<string, string>): void {
+export function sendError(res: ServerResponse, err: ClusterApiError, extraHeaders?: Record<string, string>): void {
   const headers: Record<string, string> = { ...extraHeaders };
   const retry = err.status.details?.retryAfterSeconds;
   if (retry !== undefined && (err.code === 429 || err.code === 503 || err.code === 504)) headers['Retry-After'] = String(retry);

@@ -1,11 +1,11 @@
-// Minimal OpenAPI v3 for kubectl 1.32: `kubectl create -f` / `apply -f` (default --validate=strict) ask
-// /openapi/v3 whether a kind's PATCH operation accepts the `fieldValidation` query parameter; when it does,
-// kubectl leaves validation to the server. Schemas are permissive (x-kubernetes-preserve-unknown-fields)
-// but carry x-kubernetes-group-version-kind. The PATCH request body deliberately does not advertise
-// strategic-merge-patch: otherwise `kubectl apply` would try to compute SMP from these (empty) schemas and
-// warn, instead of using its compiled-in types (reference §5.3). /openapi/v2 is protobuf-only in kubectl's
-// client and is left to 404, which kubectl tolerates once v3 answers.
+// OpenAPI v3 for kubectl 1.32: `kubectl explain` reads the schemas (generated from client-node's models, see
+// openapi-schemas.ts), and `kubectl create -f` / `apply -f` (default --validate=strict) ask whether a kind's PATCH
+// operation accepts the `fieldValidation` query parameter; when it does, kubectl leaves validation to the server.
+// The PATCH request body deliberately does not advertise strategic-merge-patch: kubectl apply then uses its
+// compiled-in types for built-in kinds, as it does against most servers. /openapi/v2 is protobuf-only in
+// kubectl's client and is left to 404, which kubectl tolerates once v3 answers.
 import { createHash } from 'node:crypto';
+import { componentSchemas, kindComponentName } from './openapi-schemas.ts';
 
 /** The parts of a registry entry the OpenAPI documents need. */
 export interface OpenApiResource {
@@ -34,6 +34,8 @@ function groupVersions(resources: OpenApiResource[]): Map<string, OpenApiResourc
   return byGv;
 }
 
+const hashes = new WeakMap<object, string>();
+
 /**
  * The body of `GET /openapi/v3`: one entry per group/version with the URL of its document. The hash changes
  * whenever the document does, so kubectl's cache of it stays correct.
@@ -42,7 +44,8 @@ export function openApiV3Paths(resources: OpenApiResource[]): { paths: Record<st
   const paths: Record<string, { serverRelativeURL: string }> = {};
   for (const [gvPath, list] of groupVersions(resources)) {
     const doc = openApiV3Document(gvPath, list);
-    const hash = createHash('sha512').update(JSON.stringify(doc)).digest('hex').toUpperCase();
+    let hash = hashes.get(doc);
+    if (!hash) hashes.set(doc, (hash = createHash('sha512').update(JSON.stringify(doc)).digest('hex').toUpperCase()));
     paths[gvPath] = { serverRelativeURL: `/openapi/v3/${gvPath}?hash=${hash}` };
   }
   return { paths };
@@ -59,8 +62,7 @@ function parseGroupVersion(groupVersion: string): { group: string; version: stri
 
 /** The Go-style schema name kubectl explain shows (io.k8s.api.core.v1.PersistentVolumeClaim). */
 function schemaName(r: OpenApiResource): string {
-  const pkg = r.group === '' ? 'core' : r.group.replace(/\.k8s\.io$/, '').replace(/\./g, '_');
-  return `io.k8s.api.${pkg}.${r.version}.${r.kind}`;
+  return kindComponentName(r);
 }
 
 const jsonContent = (ref: string) => ({ 'application/json': { schema: { $ref: ref } } });
@@ -118,25 +120,27 @@ function resourcePaths(r: OpenApiResource, prefix: string): Record<string, unkno
   return paths;
 }
 
+const documents = new Map<string, object>();
+
 /**
  * The OpenAPI v3 document of one group/version (`api/v1`, `apis/storage.k8s.io/v1`...), listing only
  * `resources` of that group/version.
  */
 export function openApiV3Document(groupVersion: string, resources: OpenApiResource[]): object {
+  // Documents depend only on the served kinds, which are fixed per process: build each once.
+  const key = `${groupVersion}|${resources.map((r) => `${r.group}/${r.version}/${r.resource}/${r.kind}/${r.namespaced}/${r.hasStatus}`).join(',')}`;
+  let doc = documents.get(key);
+  if (!doc) documents.set(key, (doc = buildDocument(groupVersion, resources)));
+  return doc;
+}
+
+function buildDocument(groupVersion: string, resources: OpenApiResource[]): object {
   const { group, version } = parseGroupVersion(groupVersion);
   const mine = resources.filter((r) => r.group === group && r.version === version);
   const prefix = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
   const paths: Record<string, unknown> = {};
-  const schemas: Record<string, unknown> = {};
-  for (const r of mine) {
-    Object.assign(paths, resourcePaths(r, prefix));
-    schemas[schemaName(r)] = {
-      description: `${r.kind} (permissive schema served by the embedded cluster; the server validates).`,
-      type: 'object',
-      'x-kubernetes-preserve-unknown-fields': true,
-      'x-kubernetes-group-version-kind': [{ group: r.group, version: r.version, kind: r.kind }],
-    };
-  }
+  for (const r of mine) Object.assign(paths, resourcePaths(r, prefix));
+  const schemas = componentSchemas(mine);
   return {
     openapi: '3.0.0',
     info: { title: 'Kubernetes', version: 'v1.32.0' },

@@ -4,9 +4,10 @@
 // survives a process crash. The database holds every Secret: its files are 0600 (tightened at every start,
 // also on files an older version created), and a row that cannot be read stops the start with an error that
 // says which file, which object and what to do.
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { requireOptional } from './optional-deps.ts';
 import type { StoreBackend } from './store.ts';
 
 /** A stored row that cannot be loaded: the cluster refuses to start rather than silently drop an object. */
@@ -49,6 +50,8 @@ function parseRow(file: string, row: { resource: string; key: string; json: stri
 /** Opens (creating if needed) the SQLite file at `file` as a store backend. */
 export function openSqliteBackend(file: string): StoreBackend {
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  // Loaded here, not at import: only a persistent cluster needs the native module (an optional peer dependency).
+  const Database = requireOptional<typeof BetterSqlite3>('better-sqlite3', 'the embedded cluster\'s persistence (--data-dir)');
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');

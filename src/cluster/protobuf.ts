@@ -1,66 +1,14 @@
 // Decoding of the Kubernetes protobuf request bodies kubectl's typed clients send (`kubectl create namespace`,
 // `create configmap`, `create secret`): the `k8s\0` envelope (runtime.Unknown) and the few message types those
-// commands use, into the same plain JSON the rest of the server handles. Responses stay JSON (clients accept it).
+// commands use (other kinds: protobuf-schema.ts), into the same plain JSON the rest of the server handles. Responses stay JSON (clients accept it).
 import { badRequest, statusError } from './errors.ts';
 import type { KubeObject } from '../types/k8s.ts';
 import { protobufTimeToString, ProtobufTimeRangeError } from './protobuf-time.ts';
+import { decodeBySchema, protobufKinds } from './protobuf-schema.ts';
+import { DecodeError, fields, type Field } from './protobuf-wire.ts';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
-
-interface Field {
-  no: number;
-  wire: number;
-  /** varint value (wire 0) */
-  num?: bigint;
-  /** bytes (wire 2) */
-  bytes?: Buffer;
-}
-
-class DecodeError extends Error {}
-
-function readVarint(buf: Buffer, pos: number): [bigint, number] {
-  let result = 0n;
-  let shift = 0n;
-  for (;;) {
-    if (pos >= buf.length) throw new DecodeError('truncated varint');
-    const b = buf[pos++];
-    result |= BigInt(b & 0x7f) << shift;
-    if (!(b & 0x80)) return [result, pos];
-    shift += 7n;
-    if (shift > 63n) throw new DecodeError('varint too long');
-  }
-}
-
-function fields(buf: Buffer): Field[] {
-  const out: Field[] = [];
-  let pos = 0;
-  while (pos < buf.length) {
-    const [key, p1] = readVarint(buf, pos);
-    pos = p1;
-    const no = Number(key >> 3n);
-    const wire = Number(key & 7n);
-    if (wire === 0) {
-      const [v, p2] = readVarint(buf, pos);
-      pos = p2;
-      out.push({ no, wire, num: v });
-    } else if (wire === 2) {
-      const [len, p2] = readVarint(buf, pos);
-      const end = p2 + Number(len);
-      if (end > buf.length) throw new DecodeError('truncated field');
-      out.push({ no, wire, bytes: buf.subarray(p2, end) });
-      pos = end;
-    } else if (wire === 1) {
-      pos += 8;
-    } else if (wire === 5) {
-      pos += 4;
-    } else {
-      throw new DecodeError(`unsupported wire type ${wire}`);
-    }
-  }
-  if (pos !== buf.length) throw new DecodeError('truncated message');
-  return out;
-}
 
 const str = (f: Field): string => (f.bytes ?? Buffer.alloc(0)).toString('utf8');
 
@@ -157,7 +105,7 @@ const DECODERS: Record<string, BodyDecoder> = {
 
 /**
  * Decodes a protobuf request body into a plain object.
- * @throws ApiError 415 for kinds without a decoder here, 400 for a malformed body.
+ * @throws ClusterApiError 415 for kinds without a decoder here, 400 for a malformed body.
  */
 export function decodeProtobufObject(body: Buffer): KubeObject {
   try {
@@ -173,9 +121,16 @@ export function decodeProtobufObject(body: Buffer): KubeObject {
         }
       } else if (f.no === 2) raw = f.bytes ?? raw;
     }
-    const decode = DECODERS[kind];
-    if (!decode || apiVersion !== 'v1') {
-      throw statusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (protobuf only for v1 ConfigMap, Secret, Namespace; got ${apiVersion} ${kind})`);
+    const decode = apiVersion === 'v1' ? DECODERS[kind] : undefined;
+    if (!decode) {
+      // Every other served kind is decoded from the generated schema.
+      const bySchema = decodeBySchema(apiVersion, kind, raw);
+      if (bySchema) return bySchema;
+      throw statusError(
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, ${PROTOBUF_MEDIA_TYPE} (protobuf for: ${protobufKinds().join(', ')}; got ${apiVersion} ${kind})`,
+      );
     }
     const fs = fields(raw);
     const obj: KubeObject = { apiVersion, kind, metadata: {} };

@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KubeObject, StatusCause } from '../types/k8s.ts';
 import {
-  ApiError,
+  ClusterApiError,
   badRequest,
   expired,
   invalid,
@@ -16,11 +16,18 @@ import {
   unsupportedMediaType,
 } from './errors.ts';
 import { decodeBody, decodePatchBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
+import { decodeContinue, encodeContinue, entriesAt, pageOf } from './list-snapshot.ts';
+import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
+import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors, yamlDuplicateError } from './field-validation.ts';
+import type { Faults } from './faults.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
+import { rootModel } from './schema.ts';
+import { normalizeTimes } from './time-encoding.ts';
 import { apiVersionOf, type ResourceType } from './registry.ts';
 import type { ServerLimits } from './request-limits.ts';
 import type { ResourceRequest } from './routing.ts';
-import type { ClusterStore, PatchType, StoredEntry } from './store.ts';
+import type { ClusterStore, PatchType } from './store.ts';
+import type { StoredEntry } from './watch-cache.ts';
 import { toTable, type IncludeObject } from './tables.ts';
 
 /** Everything a verb handler needs about one request. */
@@ -35,6 +42,8 @@ export interface RequestScope {
   now(): number;
   /** The server's bounds (body depth, patch copy work). */
   limits: Pick<ServerLimits, 'maxJsonDepth' | 'maxPatchCopyBytes'>;
+  /** Fault rules naming an object are matched here for creates, whose name is in the body. */
+  faults?: Faults;
 }
 
 /** The stored resource behind a (possibly view) resource type. */
@@ -84,51 +93,15 @@ export async function handleGet(s: RequestScope): Promise<void> {
   sendObject(s, 200, e);
 }
 
-interface ContinueToken {
-  rv: number;
-  start: string;
-}
-
-function encodeContinue(rv: number, lastKey: string): string {
-  return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start: `${lastKey}\u0000` })).toString('base64url');
-}
-
-function decodeContinue(token: string): ContinueToken {
-  try {
-    const parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { v?: unknown; rv?: unknown; start?: unknown };
-    if (parsed.v !== 'meta.k8s.io/v1' || typeof parsed.rv !== 'number' || typeof parsed.start !== 'string' || !parsed.start.endsWith('\u0000')) {
-      throw new Error('invalid token');
-    }
-    return { rv: parsed.rv, start: parsed.start.slice(0, -1) };
-  } catch {
-    throw badRequest(`continue key is not valid: the continue token "${token}" could not be decoded`);
-  }
-}
-
 export async function handleList(s: RequestScope): Promise<void> {
   const { rt, namespace } = s.request;
-  const q = s.query;
-  const rvParam = q.get('resourceVersion') ?? undefined;
-  const rvMatch = q.get('resourceVersionMatch') ?? undefined;
-  // ValidateListOptions (apimachinery internalversion/validation): every violation is one cause of a single 422.
-  const causes: StatusCause[] = [];
-  const forbid = (field: string, message: string) => causes.push({ reason: 'FieldValueForbidden', message: `Forbidden: ${message}`, field });
-  if (rvMatch) {
-    if (!rvParam) forbid('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided');
-    if (q.get('continue')) forbid('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided');
-    if (rvMatch !== 'NotOlderThan' && rvMatch !== 'Exact') {
-      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: "${rvMatch}": supported values: "Exact", "NotOlderThan", ""`, field: 'resourceVersionMatch' });
-    }
-    if (rvMatch === 'Exact' && rvParam === '0') forbid('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
-  }
-  if (q.get('sendInitialEvents') !== null) forbid('sendInitialEvents', 'sendInitialEvents is forbidden for list');
-  if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', causes);
+  const lq = parseListQuery(s.query);
+  const rvParam = lq.resourceVersion;
+  const rvMatch = lq.resourceVersionMatch;
+  validateListQuery(lq);
   const requestedRv = readResourceVersion(rvParam);
-  const filter = s.store.filter(storageResource(rt), {
-    namespace,
-    labelSelector: q.get('labelSelector') ?? undefined,
-    fieldSelector: q.get('fieldSelector') ?? undefined,
-  });
+  const resource = storageResource(rt);
+  const filter = s.store.filter(resource, { namespace, labelSelector: lq.labelSelector, fieldSelector: lq.fieldSelector });
   const current = s.store.resourceVersion;
   if (requestedRv > current) {
     throw serverTimeout(`Timeout: Too large resource version: ${requestedRv}, current: ${current}`, {
@@ -136,30 +109,36 @@ export async function handleList(s: RequestScope): Promise<void> {
       causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
     });
   }
-  let limit = Number(q.get('limit') ?? '0');
-  if (!Number.isInteger(limit) || limit < 0) limit = 0;
   // resourceVersion=0 means "any": served from cache, and the limit is ignored like kube-apiserver does.
-  if (rvParam === '0') limit = 0;
-  const exact = rvMatch === 'Exact' || (rvParam !== undefined && rvParam !== '0' && limit > 0 && !rvMatch);
-  if (exact && requestedRv !== current && requestedRv !== 0) {
-    throw expired('The resourceVersion for the provided list is too old.');
-  }
-  const cont = q.get('continue');
+  const limit = rvParam === '0' || lq.limit < 0 ? 0 : lq.limit;
   let listRv = current;
   let startAfterKey: string | undefined;
-  if (cont) {
-    const token = decodeContinue(cont);
-    listRv = token.rv;
-    startAfterKey = token.start;
+  let paging = false;
+  if (lq.continueToken) {
+    const token = decodeContinue(lq.continueToken);
+    if (rvParam && rvParam !== '0') throw badRequest('specifying resource version is not allowed when using continue');
+    // rv -1 is the token of an expired continuation: the rest of the list at the latest resourceVersion.
+    if (token.rv > 0) listRv = token.rv;
+    startAfterKey = token.startAfterKey;
+    paging = true;
+  } else if (rvMatch === 'Exact' || (rvParam !== undefined && rvParam !== '0' && rvParam !== '' && limit > 0 && !rvMatch)) {
+    listRv = requestedRv;
   }
-  const page = s.store.listEntries(storageResource(rt), filter, { limit, startAfterKey });
+  let page: { entries: StoredEntry[]; nextKey: string | undefined; remaining: number };
+  if (listRv === current) {
+    page = s.store.listEntries(resource, filter, { limit, startAfterKey });
+  } else {
+    const snapshot = entriesAt(s.store.table(resource), listRv);
+    if (!snapshot) throw paging ? continueExpired(startAfterKey!) : expired('The resourceVersion for the provided list is too old.');
+    page = pageOf(snapshot, filter, limit, startAfterKey);
+  }
   const continueToken = page.nextKey !== undefined ? encodeContinue(listRv, page.nextKey) : undefined;
   if (s.negotiated.table) {
     const table = toTable(
       rt,
       page.entries.map((e) => viewObject(rt, e)),
       { resourceVersion: String(listRv), continue: continueToken },
-      includeObjectParam(q),
+      includeObjectParam(s.query),
       s.now(),
     );
     sendJson(s.res, 200, JSON.stringify(table));
@@ -174,15 +153,34 @@ export async function handleList(s: RequestScope): Promise<void> {
   sendJson(s.res, 200, `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{${meta}},"items":[${items}]}`);
 }
 
+/**
+ * handleCompactedErrorForPaging: 410 Expired whose metadata.continue lets the client read the rest of the list
+ * at the latest resourceVersion (token rv -1), knowing it may be inconsistent.
+ */
+function continueExpired(startAfterKey: string): ClusterApiError {
+  const err = expired(
+    'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, ' +
+      'or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an ' +
+      'inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
+  );
+  err.status.metadata = { continue: encodeContinue(-1, startAfterKey) };
+  return err;
+}
+
 /** Reads and decodes a JSON/YAML object body for create/update, checking kind and apiVersion against the URL. */
 async function readObject(s: RequestScope): Promise<KubeObject> {
   const { rt } = s.request;
   const type = mediaType(s.req.headers['content-type']);
   let body: unknown;
+  let duplicates: string[] = [];
+  let yamlError: string | undefined;
   if (type === PROTOBUF_MEDIA_TYPE) {
     body = decodeProtobufObject(await readBody(s.req));
   } else if (!type || type === 'application/json' || type === 'application/yaml' || type === 'application/x-yaml' || type === '*/*') {
-    body = decodeBody(await readBody(s.req), type, s.limits.maxJsonDepth);
+    const raw = await readBody(s.req);
+    body = decodeBody(raw, type, s.limits.maxJsonDepth);
+    if (!type.includes('yaml')) duplicates = duplicateFields(raw.toString('utf8'));
+    else yamlError = yamlDuplicateError(raw.toString('utf8'));
   } else {
     s.req.resume();
     throw statusError(
@@ -205,6 +203,10 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
   if (obj.metadata !== undefined && (obj.metadata === null || typeof obj.metadata !== 'object' || Array.isArray(obj.metadata))) {
     throw badRequest(`${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: metadata must be an object`);
   }
+  const model = rootModel(rt.group, rt.version, rt.kind);
+  const errors = [...(yamlError ? [yamlError] : []), ...strictErrors(obj, model, duplicates)];
+  enforceOnBody(fieldValidationOf(s.query), errors, rt.kind, rt.version, s.res);
+  if (model) normalizeTimes(obj, model);
   obj.metadata ??= {};
   const { namespace } = s.request;
   if (rt.namespaced) {
@@ -241,6 +243,9 @@ export async function handleCreate(s: RequestScope): Promise<void> {
   if (rt.namespaced && namespace === undefined) throw methodNotRouted();
   const dryRun = queryWriteOptions(s, 'CreateOptions');
   const obj = await readObject(s);
+  const fault = obj.metadata.name ? s.faults?.decideCreate({ verb: 'create', resource: rt.resource, namespace, name: obj.metadata.name }) : undefined;
+  if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
+  if (fault?.error) throw fault.error;
   sendObject(s, 201, s.store.createEntry(storageResource(rt), obj, { user: s.client, dryRun }));
 }
 
@@ -268,13 +273,23 @@ export async function handlePatch(s: RequestScope): Promise<void> {
     throw unsupportedMediaType();
   }
   const dryRun = queryWriteOptions(s, 'PatchOptions');
-  const patch = decodePatchBody(await readBody(s.req), s.limits.maxJsonDepth);
+  if (queryOptionalBool(s.query, 'force') !== undefined) {
+    s.req.resume();
+    throw invalid({ group: 'meta.k8s.io', resource: 'patchoptions', kind: 'PatchOptions' }, '', [
+      { reason: 'FieldValueForbidden', field: 'force', message: 'Forbidden: may not be specified for non-apply patch' },
+    ]);
+  }
+  const raw = await readBody(s.req);
+  const patch = decodePatchBody(raw, s.limits.maxJsonDepth);
+  const model = rootModel(rt.group, rt.version, rt.kind);
   const entry = s.store.patchEntry(storageResource(rt), namespace, name!, type, patch, {
     subresource: subresource === 'status' ? 'status' : undefined,
     user: s.client,
     view: rt.view,
     dryRun,
     maxCopyBytes: s.limits.maxPatchCopyBytes,
+    model,
+    inspect: patchFieldValidation(s.query, s.res, type, raw, patch, model),
   });
   sendObject(s, 200, entry);
 }
@@ -294,8 +309,14 @@ async function readDeleteOptions(s: RequestScope): Promise<DeleteOptionsBody> {
     if (body !== null && typeof body === 'object' && !Array.isArray(body)) opts = body as DeleteOptionsBody;
     else throw badRequest('DeleteOptions in version "v1" cannot be handled as a DeleteOptions: the body must be a JSON object');
   }
-  const qp = s.query.get('propagationPolicy');
-  if (qp && !opts.propagationPolicy) opts.propagationPolicy = qp;
+  if (raw.length === 0) {
+    // Without a body DeleteOptions come from the query, through the same conversions as every parameter.
+    const qp = s.query.get('propagationPolicy');
+    if (qp !== null) opts.propagationPolicy = qp;
+    queryInt64(s.query, 'gracePeriodSeconds');
+    const orphan = queryOptionalBool(s.query, 'orphanDependents');
+    if (orphan !== undefined) opts.orphanDependents = orphan;
+  }
   const causes = [];
   if (opts.propagationPolicy !== undefined && opts.orphanDependents !== undefined) {
     causes.push({ reason: 'FieldValueInvalid', field: 'propagationPolicy', message: 'Invalid value: "' + opts.propagationPolicy + '": orphanDependents and deletionPropagation cannot be both set' });
@@ -341,7 +362,7 @@ export async function handleDeleteCollection(s: RequestScope): Promise<void> {
       items.push(objectJson(rt, r.entry));
     } catch (err) {
       // Deletion is not atomic: objects that vanished meanwhile are skipped, like kube-apiserver does.
-      if (!(err instanceof ApiError && err.code === 404)) throw err;
+      if (!(err instanceof ClusterApiError && err.code === 404)) throw err;
     }
   }
   sendJson(s.res, 200, `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{"resourceVersion":"${s.store.resourceVersion}"},"items":[${items.join(',')}]}`);

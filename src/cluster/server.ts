@@ -7,10 +7,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import { handleAdmin } from './admin.ts';
 import { Audit } from './audit.ts';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.ts';
-import { ApiError, badRequest, internalError, methodNotRouted, serverTimeout, statusError, unauthorized } from './errors.ts';
+import { ClusterApiError, badRequest, internalError, methodNotRouted, serverTimeout, unauthorized } from './errors.ts';
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, sendPlainNotFound, sendText, tooLargeError } from './http-io.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
+import { queryBool } from './query-params.ts';
 import { RESOURCES, type ResourceType } from './registry.ts';
 import {
   handleCreate,
@@ -145,11 +146,12 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       segments = parts.slice(3);
     }
     if (gv === undefined) return sendPlainNotFound(res);
-    const route = routeResource(index, gv, segments, req.method ?? 'GET', url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1');
+    const route = routeResource(index, gv, segments, req.method ?? 'GET', queryBool(url.searchParams, 'watch'));
     if (route.kind === 'noRoute') return sendPlainNotFound(res);
     if (route.kind === 'unknownResource') {
+      // kube-apiserver's mux has no route for it: Go's plain-text http.NotFound, like a path outside every group.
       req.resume();
-      return sendError(res, statusError(404, 'NotFound', 'the server could not find the requested resource', {}));
+      return sendPlainNotFound(res);
     }
     if (route.kind === 'methodNotAllowed') {
       req.resume();
@@ -176,7 +178,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     const lost = decision?.lostResponse && request.verb !== 'watch' ? decision.lostResponse : undefined;
     // A lost response: the verb runs against a response nobody reads, then the client gets a 504 or a reset.
     const target = lost ? new ServerResponse(req) : res;
-    const scope: RequestScope = { store, req, res: target, query: url.searchParams, request, negotiated: negotiate(req.headers.accept), client, now, limits };
+    const scope: RequestScope = { store, req, res: target, query: url.searchParams, request, negotiated: negotiate(req.headers.accept), client, now, limits, faults };
     await serveVerb(scope);
     if (lost === 'reset') {
       // No status reaches the client: the audit records 0 for it.
@@ -235,7 +237,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const answerFailure = (res: ServerResponse, err: unknown): void => {
     if (err instanceof ClientAbortedError) return;
     if (err instanceof BodyTooLargeError) return sendError(res, tooLargeError(), { Connection: 'close' });
-    if (err instanceof ApiError) return sendError(res, err);
+    if (err instanceof ClusterApiError) return sendError(res, err);
     onError(err);
     sendError(res, internalError(err instanceof Error ? err.message : String(err)));
   };

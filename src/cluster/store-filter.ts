@@ -5,6 +5,7 @@ import { badRequest } from './errors.ts';
 import { fieldGetters, type ResourceType } from './registry.ts';
 import { parseFieldSelector, parseLabelSelector, SelectorError } from './selectors.ts';
 
+/** Namespace, label selector and field selector of a list or watch of the store. */
 export interface ListFilterOptions {
   namespace?: string;
   labelSelector?: string;
@@ -18,7 +19,7 @@ export interface CompiledFilter {
   matches: ((obj: KubeObject) => boolean) | undefined;
 }
 
-/** @throws ApiError 400 for a selector that does not parse or names an unsupported field. */
+/** @throws ClusterApiError 400 for a selector that does not parse or names an unsupported field. */
 export function compileFilter(rt: ResourceType, opts: ListFilterOptions): CompiledFilter {
   const namespace = rt.namespaced && opts.namespace ? opts.namespace : undefined;
   let matches: CompiledFilter['matches'];

@@ -13,10 +13,11 @@ import {
   plainServerError,
   STALE_OBJECT_CAUSE,
   statusError,
-  type ApiError,
+  type ClusterApiError,
 } from './errors.ts';
 import { formatTime, generateName, isMicroTime, jsonEqual, objectKey, readPath } from './meta.ts';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError } from './patch.ts';
+import { rootModel } from './schema.ts';
 import { apiVersionOf, type ResourceType } from './registry.ts';
 import { validateObjectMeta } from './validation.ts';
 import { StoredEntry } from './watch-cache.ts';
@@ -25,7 +26,7 @@ import type { ResourceTable } from './store.ts';
 
 export type PatchType = 'json' | 'merge' | 'strategic';
 
-/** Mutating/validating admission: may change `obj`; throw ApiError to reject. */
+/** Mutating/validating admission: may change `obj`; throw ClusterApiError to reject. */
 export type AdmissionPlugin = (
   op: 'create' | 'update',
   obj: KubeObject,
@@ -49,6 +50,10 @@ export interface PatchOptions extends UpdateOptions {
   view?: { toStorage(obj: KubeObject): KubeObject; fromStorage(obj: KubeObject): KubeObject };
   /** Accumulated size of the values a JSON patch may copy (default: the request body limit). */
   maxCopyBytes?: number;
+  /** Schema model of the patched representation (drives strategic-merge list strategies); default the kind's. */
+  model?: string;
+  /** Sees the patched object (request representation) before it is stored: pruning and field validation. */
+  inspect?: (patched: KubeObject) => void;
 }
 
 export interface DeleteOptions extends WriteOptions {
@@ -196,13 +201,14 @@ export class WriteRules {
     try {
       if (type === 'json') patched = applyJsonPatch(base, patch, opts.maxCopyBytes);
       else if (type === 'merge') patched = applyMergePatch(base, patch);
-      else patched = applyStrategicMergePatch(base, patch);
+      else patched = applyStrategicMergePatch(base, patch, opts.model ?? rootModel(rt.group, rt.version, rt.kind) ?? '');
     } catch (err) {
       if (err instanceof PatchError) throw patchFailure(err, rt, name);
       throw err;
     }
     if (patched === null || typeof patched !== 'object' || Array.isArray(patched)) throw badRequest('the patch must produce a JSON object');
     checkPatchResult(patched, this.#d.limits);
+    opts.inspect?.(patched as KubeObject);
     const obj = opts.view ? opts.view.toStorage(patched as KubeObject) : (patched as KubeObject);
     if (!obj.metadata || typeof obj.metadata !== 'object') obj.metadata = {};
     const causes: StatusCause[] = [];
@@ -372,7 +378,7 @@ function checkMicroTimes(rt: ResourceType, obj: KubeObject): void {
   }
 }
 
-function patchFailure(err: PatchError, rt: ResourceType, name: string): ApiError {
+function patchFailure(err: PatchError, rt: ResourceType, name: string): ClusterApiError {
   if (err.code === 409) return conflict(rt, name, err.message);
   if (err.code === 400) return badRequest(err.message);
   if (err.code === 413) return statusError(413, 'RequestEntityTooLarge', err.message);

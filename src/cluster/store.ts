@@ -4,7 +4,7 @@
 // Stored objects are immutable once committed; readers get copies, the HTTP layer reuses each version's JSON.
 import { randomUUID } from 'node:crypto';
 import type { KubeObject, WatchEvent } from '../types/k8s.ts';
-import { ApiError, badRequest, expired, serverTimeout, statusError } from './errors.ts';
+import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from './errors.ts';
 import { objectKey } from './meta.ts';
 import { RESOURCES, type ResourceType } from './registry.ts';
 import { compileFilter, type CompiledFilter, type ListFilterOptions } from './store-filter.ts';
@@ -12,7 +12,7 @@ import { WriteRules, type AdmissionPlugin, type DeleteOptions, type PatchOptions
 import { EventRing, filterEvent, StoreEvent, StoredEntry, type FilteredEvent } from './watch-cache.ts';
 import { DEFAULT_OBJECT_LIMITS, guardWrite, serializeForCommit, type ObjectLimits } from './write-limits.ts';
 
-export { ApiError } from './errors.ts';
+export { ClusterApiError } from './errors.ts';
 export type { AdmissionPlugin, DeleteOptions, PatchOptions, PatchType, UpdateOptions, WriteOptions } from './store-writes.ts';
 export { StoredEntry, StoreEvent } from './watch-cache.ts';
 
@@ -76,7 +76,7 @@ export interface EntryPage {
   remaining: number;
 }
 
-/** Parses a resourceVersion parameter; "" and undefined are 0. @throws ApiError 400 when not a decimal integer. */
+/** Parses a resourceVersion parameter; "" and undefined are 0. @throws ClusterApiError 400 when not a decimal integer. */
 export function parseResourceVersion(rv: string | undefined): number {
   if (rv === undefined || rv === '') return 0;
   if (!/^\d+$/.test(rv)) throw badRequest(`invalid resource version "${rv}": must be a decimal integer`);
@@ -140,7 +140,7 @@ export class ClusterStore {
     return this.#rv;
   }
 
-  /** The table of a stored resource (plural). @throws ApiError 404 for an unknown resource. */
+  /** The table of a stored resource (plural). @throws ClusterApiError 404 for an unknown resource. */
   table(resource: string): ResourceTable {
     const t = this.#tables.get(resource);
     if (!t) throw statusError(404, 'NotFound', `the server could not find the requested resource (${resource})`, {});
@@ -170,7 +170,7 @@ export class ClusterStore {
     return e ? (JSON.parse(e.json) as KubeObject) : undefined;
   }
 
-  /** Compiles list/watch filters for a resource. @throws ApiError 400 for a broken selector. */
+  /** Compiles list/watch filters for a resource. @throws ClusterApiError 400 for a broken selector. */
   filter(resource: string, opts: ListFilterOptions): CompiledFilter {
     return compileFilter(this.table(resource).rt, opts);
   }
@@ -216,7 +216,7 @@ export class ClusterStore {
 
   // ---- writes ----
 
-  /** Creates an object; takes ownership of `obj`. @throws ApiError */
+  /** Creates an object; takes ownership of `obj`. @throws ClusterApiError */
   createEntry(resource: string, obj: KubeObject, opts: WriteOptions = {}): StoredEntry {
     return guardWrite(() => this.#writes.create(resource, obj, opts));
   }
@@ -225,7 +225,7 @@ export class ClusterStore {
     return copyOut(guardWrite(() => this.createEntry(resource, structuredClone(obj), opts)));
   }
 
-  /** PUT semantics; takes ownership of `obj`. `created` when a missing Lease/Event was created. @throws ApiError */
+  /** PUT semantics; takes ownership of `obj`. `created` when a missing Lease/Event was created. @throws ClusterApiError */
   updateEntry(resource: string, obj: KubeObject, opts: UpdateOptions = {}): { entry: StoredEntry; created: boolean } {
     return guardWrite(() => this.#writes.update(resource, obj, opts));
   }
@@ -234,7 +234,7 @@ export class ClusterStore {
     return copyOut(guardWrite(() => this.updateEntry(resource, structuredClone(obj), opts)).entry);
   }
 
-  /** Applies a patch to the latest stored version, then runs the update rules. @throws ApiError */
+  /** Applies a patch to the latest stored version, then runs the update rules. @throws ClusterApiError */
   patchEntry(
     resource: string,
     namespace: string | undefined,
@@ -250,7 +250,7 @@ export class ClusterStore {
     return copyOut(this.patchEntry(resource, namespace, name, type, patch, opts));
   }
 
-  /** DELETE semantics: `deleted` is false when finalizers only set deletionTimestamp. @throws ApiError */
+  /** DELETE semantics: `deleted` is false when finalizers only set deletionTimestamp. @throws ClusterApiError */
   deleteEntry(resource: string, namespace: string | undefined, name: string, opts: DeleteOptions = {}): { entry: StoredEntry; deleted: boolean } {
     return guardWrite(() => this.#writes.delete(resource, namespace, name, opts));
   }
@@ -269,7 +269,7 @@ export class ClusterStore {
   /**
    * Subscribes to committed writes. With resourceVersion ""/"0"/undefined the current matching objects arrive
    * first as ADDED; with "N" the retained events after N are replayed. Delivery is synchronous and in commit order.
-   * @throws ApiError 410 Expired when N is older than the retained history, 400 for broken selectors.
+   * @throws ClusterApiError 410 Expired when N is older than the retained history, 400 for broken selectors.
    */
   watchEntries(
     resource: string,
@@ -347,7 +347,7 @@ export class ClusterStore {
         if (type === 'DELETED') this.#backend.remove(table.rt.resource, key, rv);
         else this.#backend.put(table.rt.resource, key, rv, entry.json);
       } catch (err) {
-        throw new ApiError({
+        throw new ClusterApiError({
           kind: 'Status',
           apiVersion: 'v1',
           metadata: {},
@@ -366,7 +366,8 @@ export class ClusterStore {
       if (!table.items.has(key)) table.sortedKeys = undefined;
       table.items.set(key, entry);
     }
-    const ev = new StoreEvent(type, entry, type === 'MODIFIED' ? prev : undefined);
+    // DELETED keeps the state before deletion too: list snapshots rebuild older states from it.
+    const ev = new StoreEvent(type, entry, type === 'ADDED' ? undefined : prev);
     table.ring.push(ev);
     this.#dispatch(table, ev);
     return entry;

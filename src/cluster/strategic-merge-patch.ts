@@ -1,9 +1,10 @@
 // Kubernetes strategic merge patch (k8s.io/apimachinery/pkg/util/strategicpatch, as the API server applies it:
-// MergeParallelList + IgnoreUnmatchedNulls). Without Go struct tags we carry the patch metadata of the fields
-// our kinds use in a path table (LIST_STRATEGIES); every other list is replaced and every map merged.
+// MergeParallelList + IgnoreUnmatchedNulls). Merge lists and their keys come from the schema tables generated
+// from k8s.io/api's struct tags (schema.ts); every other list is replaced and every map merged.
 
 import { getOwn, setOwn } from './json-safety.ts';
 import { PatchError, isJsonObject } from './patch-error.ts';
+import { patchListStrategy } from './schema.ts';
 
 type JsonMap = Record<string, unknown>;
 
@@ -17,46 +18,13 @@ interface ListStrategy {
   mergeKey?: string;
 }
 
-const POD_SPEC_LISTS: Record<string, ListStrategy> = {
-  containers: { mergeKey: 'name' },
-  initContainers: { mergeKey: 'name' },
-  ephemeralContainers: { mergeKey: 'name' },
-  volumes: { mergeKey: 'name' },
-  imagePullSecrets: { mergeKey: 'name' },
-  hostAliases: { mergeKey: 'ip' },
-};
-const CONTAINER_LISTS: Record<string, ListStrategy> = {
-  env: { mergeKey: 'name' },
-  ports: { mergeKey: 'containerPort' },
-  volumeMounts: { mergeKey: 'mountPath' },
-  volumeDevices: { mergeKey: 'devicePath' },
-};
-const CONTAINER_FIELDS = new Set(['containers', 'initContainers', 'ephemeralContainers']);
-
-/** `patchStrategy:"merge"` fields of k8s.io/api v0.32 for our kinds, by field path (list indices omitted). */
-const LIST_STRATEGIES: Record<string, ListStrategy> = {
-  'metadata.finalizers': {},
-  'metadata.ownerReferences': { mergeKey: 'uid' },
-  'status.conditions': { mergeKey: 'type' }, // PVC, Node, Pod, Namespace
-  'status.addresses': { mergeKey: 'type' }, // Node
-  'status.podIPs': { mergeKey: 'ip' },
-  'status.hostIPs': { mergeKey: 'ip' },
-  'spec.podCIDRs': {}, // Node
-};
-
-/** Merge strategy of the list at `path`, or undefined for a list that a patch replaces wholesale. */
+/**
+ * Merge strategy of the list at `path`, or undefined for a list that a patch replaces wholesale. `path[0]` is the
+ * schema model of the patched document; the rest are field names (list indices omitted). The strategies are the
+ * `patchStrategy:"merge"` / `patchMergeKey` struct tags of k8s.io/api, from the generated schema tables.
+ */
 export function listStrategyAt(path: readonly string[]): ListStrategy | undefined {
-  const joined = path.join('.');
-  if (joined in LIST_STRATEGIES) return LIST_STRATEGIES[joined];
-  // Pod specs sit at `spec` (Pod) or `spec.template.spec` (workload templates).
-  for (const prefix of [['spec'], ['spec', 'template', 'spec']]) {
-    const n = prefix.length;
-    if (path.length <= n || prefix.some((p, i) => path[i] !== p)) continue;
-    const rest = path.slice(n);
-    if (rest.length === 1 && rest[0] in POD_SPEC_LISTS) return POD_SPEC_LISTS[rest[0]];
-    if (rest.length === 2 && CONTAINER_FIELDS.has(rest[0]) && rest[1] in CONTAINER_LISTS) return CONTAINER_LISTS[rest[1]];
-  }
-  return undefined;
+  return path[0] ? patchListStrategy(path[0], path.slice(1)) : undefined;
 }
 
 const bad = (msg: string) => new PatchError(msg, 400);
@@ -127,6 +95,8 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
     if (rawKey.startsWith(DELETE_FROM_PRIMITIVE_LIST)) {
       key = rawKey.slice(DELETE_FROM_PRIMITIVE_LIST.length);
       if (key === '') throw bad('invalid patch: $deleteFromPrimitiveList must be followed by a field name');
+      // mergepatch.ErrBadPatchFormatForPrimitiveList: the directive's value must be a list (null is ignored below).
+      if (patchV !== null && !Array.isArray(patchV)) throw bad('invalid patch format of primitive list');
       isDeleteList = true;
     }
     if (patchV === null) {
@@ -197,7 +167,7 @@ function mergeList(original: unknown[], patch: unknown[], path: string[], isDele
     return normalizeOrder(merged, patch, original, undefined);
   }
   const mergeKey = strategy?.mergeKey;
-  if (mergeKey === undefined) throw bad(`cannot merge lists without merge key for ${path.join('.')}`);
+  if (mergeKey === undefined) throw bad(`cannot merge lists without merge key for ${path.slice(1).join('.')}`);
 
   // Special elements: {$patch: delete, key: v} removes, {$patch: replace} replaces the whole list.
   let orig = [...original];
@@ -275,14 +245,14 @@ function normalizeOrder(merged: unknown[], patchOrder: unknown[], serverOrder: u
 }
 
 /**
- * Applies a Kubernetes strategic merge patch. Maps merge recursively and `null` deletes; lists are replaced except
+ * Applies a Kubernetes strategic merge patch to a document of schema model `model` (e.g. V1PersistentVolumeClaim). Maps merge recursively and `null` deletes; lists are replaced except
  * the merge lists of k8s.io/api (metadata.finalizers as an ordered set, metadata.ownerReferences by uid,
  * status.conditions by type, pod containers/volumes/env by name, ...). Directives: `$patch: replace|delete`
  * (maps and list elements), `$deleteFromPrimitiveList/<f>`, `$setElementOrder/<f>`, `$retainKeys`.
  * @throws PatchError 400 for a malformed patch or directive, 422 for a list of lists.
  */
-export function applyStrategicMergePatch<T>(doc: T, patch: unknown): T {
+export function applyStrategicMergePatch<T>(doc: T, patch: unknown, model: string): T {
   if (!isJsonObject(patch)) throw bad('invalid JSON document');
   // mergeMap never mutates its inputs but shares untouched subtrees with them; the clone makes the result private.
-  return structuredClone(mergeMap(isJsonObject(doc) ? doc : {}, patch, [])) as T;
+  return structuredClone(mergeMap(isJsonObject(doc) ? doc : {}, patch, [model])) as T;
 }

@@ -27,7 +27,7 @@ export class StoreEvent {
   readonly rv: number;
   /** The new state (ADDED/MODIFIED) or the last state with the deletion resourceVersion (DELETED). */
   readonly entry: StoredEntry;
-  /** The state before a MODIFIED write, for selector transitions. */
+  /** The state before a MODIFIED or DELETED write, for selector transitions and list snapshots. */
   readonly prev: StoredEntry | undefined;
   #line: string | undefined;
   constructor(type: StoreEventType, entry: StoredEntry, prev?: StoredEntry) {

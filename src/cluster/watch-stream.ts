@@ -2,11 +2,12 @@
 // for resourceVersion ""/"0", replay after "N", 410 Expired as an ERROR event, BOOKMARKs with
 // allowWatchBookmarks, sendInitialEvents, timeoutSeconds, and per-event Tables for kubectl get -w.
 import type { StatusCause } from '../types/k8s.ts';
-import { ApiError, badRequest, invalid } from './errors.ts';
+import { ClusterApiError, badRequest, invalid } from './errors.ts';
 import { apiVersionOf } from './registry.ts';
 import { includeObjectParam, storageResource, viewObject, type RequestScope } from './resource-handlers.ts';
 import { setLongTimeout, watchTimeoutMs } from './long-timeout.ts';
 import { toTable } from './tables.ts';
+import { parseListQuery } from './query-params.ts';
 import { watchLine, type FilteredEvent } from './watch-cache.ts';
 
 export interface WatchStreamOptions {
@@ -51,17 +52,18 @@ export class WatchRegistry {
 
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
-/** Serves a watch request. @throws ApiError (before any byte is written) for invalid parameters. */
+/** Serves a watch request. @throws ClusterApiError (before any byte is written) for invalid parameters. */
 export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: WatchStreamOptions): void {
   const { rt, namespace, name } = s.request;
   const q = s.query;
-  let fieldSelector = q.get('fieldSelector') ?? undefined;
+  const lq = parseListQuery(q);
+  let fieldSelector = lq.fieldSelector;
   if (name !== undefined) {
     const m = fieldSelector ? /(?:^|,)metadata\.name==?([^,]*)/.exec(fieldSelector) : null;
     if (m && m[1] !== name) throw badRequest(`fieldSelector metadata.name doesn't match requested name: ${m[1]} != ${name}`);
     fieldSelector = fieldSelector ? `${fieldSelector},metadata.name=${name}` : `metadata.name=${name}`;
   }
-  const rvParam = q.get('resourceVersion') ?? undefined;
+  const rvParam = lq.resourceVersion;
   if (rvParam !== undefined && rvParam !== '' && !/^\d+$/.test(rvParam)) {
     const cause: StatusCause = {
       reason: 'FieldValueInvalid',
@@ -70,27 +72,27 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
     };
     throw invalid({ group: rt.group, resource: rt.resource, kind: rt.resource }, '', [cause]);
   }
-  const sendInitial = q.get('sendInitialEvents');
+  const sendInitial = lq.sendInitialEvents;
   // validateWatchOptions (apimachinery internalversion/validation), with the WatchList gate on as in 1.32.
-  const match = q.get('resourceVersionMatch') ?? '';
+  const match = lq.resourceVersionMatch;
   const causes: StatusCause[] = [];
   const forbid = (message: string) => causes.push({ reason: 'FieldValueForbidden', message: `Forbidden: ${message}`, field: 'resourceVersionMatch' });
-  if (sendInitial !== null && match !== 'NotOlderThan') forbid('sendInitialEvents requires setting resourceVersionMatch to NotOlderThan');
+  if (sendInitial !== undefined && match !== 'NotOlderThan') forbid('sendInitialEvents requires setting resourceVersionMatch to NotOlderThan');
   if (match !== '') {
-    if (sendInitial === null) forbid('resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided');
+    if (sendInitial === undefined) forbid('resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided');
     if (match !== 'NotOlderThan') {
       causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: ${JSON.stringify(match)}: supported values: "NotOlderThan"`, field: 'resourceVersionMatch' });
     }
-    if (q.get('continue')) forbid('resourceVersionMatch is forbidden when continue is provided');
+    if (lq.continueToken) forbid('resourceVersionMatch is forbidden when continue is provided');
   }
   if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', causes);
-  const bookmarks = q.get('allowWatchBookmarks') === 'true';
-  const timeoutMs = watchTimeoutMs(q.get('timeoutSeconds'), Math.random);
+  const bookmarks = lq.allowWatchBookmarks;
+  const timeoutMs = watchTimeoutMs(lq.timeoutSeconds === undefined ? null : String(lq.timeoutSeconds), Math.random);
   const resource = storageResource(rt);
-  const filter = s.store.filter(resource, { namespace, labelSelector: q.get('labelSelector') ?? undefined, fieldSelector });
+  const filter = s.store.filter(resource, { namespace, labelSelector: lq.labelSelector, fieldSelector });
   let startRv = rvParam;
-  if (sendInitial === 'true') startRv = '0';
-  else if (sendInitial === 'false' && (!rvParam || rvParam === '0')) startRv = String(s.store.resourceVersion);
+  if (sendInitial === true) startRv = '0';
+  else if (sendInitial === false && (!rvParam || rvParam === '0')) startRv = String(s.store.resourceVersion);
 
   const res = s.res;
   res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
@@ -168,7 +170,7 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   try {
     parts.unsubscribe = s.store.watchEntries(resource, filter, startRv, (f) => write(lineOf(f)));
   } catch (err) {
-    if (err instanceof ApiError) {
+    if (err instanceof ClusterApiError) {
       write(watchLine('ERROR', JSON.stringify(err.status)));
       close();
       return;
@@ -178,8 +180,8 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   }
   // SetListOptionsDefaults (WatchList, on by default in 1.32): a watch from ""/"0" without sendInitialEvents or
   // resourceVersionMatch is served as sendInitialEvents=true, so it too ends its initial events with the marker.
-  const defaultedInitial = sendInitial === null && match === '' && (!rvParam || rvParam === '0');
-  if ((sendInitial === 'true' || defaultedInitial) && bookmarks) write(bookmarkLine(true));
+  const defaultedInitial = sendInitial === undefined && match === '' && (!rvParam || rvParam === '0');
+  if ((sendInitial === true || defaultedInitial) && bookmarks) write(bookmarkLine(true));
   if (closed) {
     // Closed while replaying (client too slow): the subscription did not exist yet when close() ran.
     parts.unsubscribe?.();

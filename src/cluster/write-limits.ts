@@ -20,7 +20,7 @@ function limitError(err: unknown, limits: ObjectLimits): unknown {
   return err;
 }
 
-/** The JSON of an object about to be committed. @throws ApiError 413 over the size limit, 400 too deep. */
+/** The JSON of an object about to be committed. @throws ClusterApiError 413 over the size limit, 400 too deep. */
 export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
   let json: string;
   try {
@@ -34,7 +34,7 @@ export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
   return json;
 }
 
-/** Checks a patch result before it is serialized. @throws ApiError 413 / 400 */
+/** Checks a patch result before it is serialized. @throws ClusterApiError 413 / 400 */
 export function checkPatchResult(obj: unknown, limits: ObjectLimits): void {
   try {
     checkJsonValue(obj, { maxDepth: limits.maxJsonDepth, maxBytes: limits.maxObjectBytes });

@@ -1,11 +1,24 @@
 // Certificate issuance for the embedded cluster, on @peculiar/x509 (a maintained X.509 library over WebCrypto).
 // @peculiar/x509 resolves its ASN.1 schemas through tsyringe, which needs the reflect-metadata polyfill loaded first.
-import 'reflect-metadata';
-import * as x509 from '@peculiar/x509';
+// Both are optional peer dependencies, loaded on first use so that code paths without TLS never need them.
+import type * as X509 from '@peculiar/x509';
 import { randomBytes, webcrypto } from 'node:crypto';
 import { isIP } from 'node:net';
+import { requireOptional, resolveOptional } from './optional-deps.ts';
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+let loaded: typeof X509 | undefined;
+
+function x509(): typeof X509 {
+  if (!loaded) {
+    // Both are checked before either loads: @peculiar/x509 fails obscurely without the polyfill loaded first.
+    resolveOptional('@peculiar/x509', "the embedded cluster's TLS");
+    requireOptional<unknown>('reflect-metadata', "the embedded cluster's TLS");
+    const lib = requireOptional<typeof X509>('@peculiar/x509', "the embedded cluster's TLS");
+    lib.cryptoProvider.set(webcrypto as unknown as Parameters<typeof lib.cryptoProvider.set>[0]);
+    loaded = lib;
+  }
+  return loaded;
+}
 
 type CryptoKey = webcrypto.CryptoKey;
 
@@ -23,12 +36,12 @@ export async function newKeyPair(): Promise<KeyPair> {
 /** PKCS#8 PEM of a private key. */
 export async function privateKeyPem(key: CryptoKey): Promise<string> {
   const der = await webcrypto.subtle.exportKey('pkcs8', key);
-  return x509.PemConverter.encode(der, 'PRIVATE KEY') + '\n';
+  return x509().PemConverter.encode(der, 'PRIVATE KEY') + '\n';
 }
 
 /** Loads a PKCS#8 PEM private key for signing. */
 export async function importPrivateKey(pem: string): Promise<CryptoKey> {
-  const der = x509.PemConverter.decode(pem)[0];
+  const der = x509().PemConverter.decode(pem)[0];
   return webcrypto.subtle.importKey('pkcs8', der, ALG, true, ['sign']);
 }
 
@@ -48,32 +61,33 @@ export interface CertificateRequest {
 /** Issues a certificate and returns its PEM. */
 export async function createCertificate(req: CertificateRequest): Promise<string> {
   const serialNumber = randomBytes(16).toString('hex').replace(/^[89a-f]/, '1');
-  const extensions: x509.Extension[] = [
-    new x509.BasicConstraintsExtension(req.isCA, undefined, true),
-    new x509.KeyUsagesExtension(
+  const lib = x509();
+  const extensions: X509.Extension[] = [
+    new lib.BasicConstraintsExtension(req.isCA, undefined, true),
+    new lib.KeyUsagesExtension(
       req.isCA
-        ? x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature
-        : x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+        ? lib.KeyUsageFlags.keyCertSign | lib.KeyUsageFlags.cRLSign | lib.KeyUsageFlags.digitalSignature
+        : lib.KeyUsageFlags.digitalSignature | lib.KeyUsageFlags.keyEncipherment,
       true,
     ),
-    await x509.SubjectKeyIdentifierExtension.create(req.keys.publicKey),
+    await lib.SubjectKeyIdentifierExtension.create(req.keys.publicKey),
   ];
-  if (!req.isCA) extensions.push(new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]));
+  if (!req.isCA) extensions.push(new lib.ExtendedKeyUsageExtension([lib.ExtendedKeyUsage.serverAuth]));
   if (req.hosts?.length) {
     extensions.push(
-      new x509.SubjectAlternativeNameExtension(req.hosts.map((h) => ({ type: isIP(h) ? ('ip' as const) : ('dns' as const), value: h }))),
+      new lib.SubjectAlternativeNameExtension(req.hosts.map((h) => ({ type: isIP(h) ? ('ip' as const) : ('dns' as const), value: h }))),
     );
   }
   if (!req.issuer) {
-    const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    const cert = await lib.X509CertificateGenerator.createSelfSigned({
       serialNumber, name: req.subject, notBefore: req.notBefore, notAfter: req.notAfter,
       keys: req.keys, signingAlgorithm: ALG, extensions,
     });
     return cert.toString('pem') + '\n';
   }
-  const issuerCert = new x509.X509Certificate(req.issuer.certPem);
-  extensions.push(await x509.AuthorityKeyIdentifierExtension.create(issuerCert));
-  const cert = await x509.X509CertificateGenerator.create({
+  const issuerCert = new lib.X509Certificate(req.issuer.certPem);
+  extensions.push(await lib.AuthorityKeyIdentifierExtension.create(issuerCert));
+  const cert = await lib.X509CertificateGenerator.create({
     serialNumber, subject: req.subject, issuer: issuerCert.subject, notBefore: req.notBefore, notAfter: req.notAfter,
     publicKey: req.keys.publicKey, signingKey: req.issuer.privateKey, signingAlgorithm: ALG, extensions,
   });

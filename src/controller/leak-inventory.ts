@@ -12,6 +12,7 @@ import { errorMessage } from '../types/errors.ts';
 import { type ControllerShared, type ControllerTerm } from './controller-state.ts';
 import { IgnoredError } from './provisioner.ts';
 
+/** A volume the backend holds, as reported by `Provisioner.listVolumes` for the leak inventory. */
 export interface BackendVolume {
   name: string;
   createdAt?: Date;

@@ -14,7 +14,7 @@ import { LeaderElector } from '../runtime/leader-election.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { createMetricsRegistry, DuplicateQueueNameError } from '../runtime/metrics.ts';
 import { BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter } from '../runtime/rate-limiters.ts';
-import { nodes, persistentVolumeClaims, persistentVolumes, storageClasses } from '../runtime/resources.ts';
+import { nodes, persistentVolumeClaims, persistentVolumes, storageClasses, type ApiResource } from '../runtime/resources.ts';
 import { WorkQueue } from '../runtime/workqueue.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { errorMessage } from '../types/errors.ts';
@@ -52,8 +52,10 @@ export interface ProvisionControllerDeps {
   events?: EventSink;
 }
 
+/** Options and dependencies of a ProvisionController in one object. */
 export type ProvisionControllerConfig = ProvisionControllerOptions & ProvisionControllerDeps;
 
+/** run() was called while the controller is already running. */
 export class ControllerAlreadyRunningError extends Error {
   override name = 'ControllerAlreadyRunningError';
 }
@@ -255,7 +257,7 @@ export class ProvisionController {
     const o = this.options;
     // Every in-flight request and sleep of every worker listens on the term's signal: not a leak.
     setMaxListeners(0, signal);
-    const informer = <T extends PersistentVolumeClaim | PersistentVolume | StorageClass | Node>(resource: typeof persistentVolumes) =>
+    const informer = <T extends PersistentVolumeClaim | PersistentVolume | StorageClass | Node>(resource: ApiResource<T>) =>
       new Informer<T>({ client: this.client, resource, resyncMs: o.resyncPeriodMs, clock: s.clock, logger: s.logger });
     const claims = informer<PersistentVolumeClaim>(persistentVolumeClaims);
     const volumes = informer<PersistentVolume>(persistentVolumes);

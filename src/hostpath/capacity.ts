@@ -6,6 +6,7 @@ import { VolumePathIndex } from './path-safety.ts';
 
 /** Where a base path lives: a node name for node-local paths, '' for the shared filesystem. */
 export type Scope = string;
+/** The capacity scope of the shared filesystem path (node-local paths are scoped by node name). */
 export const SHARED_SCOPE: Scope = '';
 
 /** One volume's claim on a base path. */

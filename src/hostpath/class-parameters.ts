@@ -11,6 +11,7 @@ export type OnDeletePolicy = 'delete' | 'retain' | 'archive';
 /** The PV source type: `local` (fsGroup and kubelet stats work) or `hostPath` (type Directory). */
 export type VolumeType = 'local' | 'hostPath';
 
+/** The StorageClass `parameters` the hostpath provisioner understands, validated and typed. */
 export interface ClassParameters {
   /** Use only this base path (it must be configured for the node or the shared path). */
   nodePath?: string;
@@ -39,6 +40,7 @@ export class StorageClassParameterError extends Error {
   }
 }
 
+/** Permission bits of a new volume directory when the class sets none (0777, as local-path does). */
 export const DEFAULT_VOLUME_MODE_BITS = 0o777;
 const MAX_ID = 4294967294; // (uid_t)-1 means "unchanged" to chown, so it is not a valid id
 

@@ -11,6 +11,7 @@ import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
 import { loadHostPathConfig, ConfigError, type HostPathConfig } from './config.ts';
 
+/** Options of ConfigFileSource: the file, how often it is checked, logger and clock. */
 export interface ConfigFileSourceOptions {
   /** The JSON or YAML file (e.g. a mounted ConfigMap's `config.json`). */
   path: string;

@@ -19,6 +19,7 @@ export interface BasePath {
   capacity?: bigint;
 }
 
+/** The base paths of one node (or of every node not listed, with DEFAULT_NODE). */
 export interface NodePaths {
   /** A node name, or DEFAULT_NODE. */
   node: string;
@@ -58,6 +59,7 @@ export interface ConfigCompanions {
   'helperPod.yaml'?: string;
 }
 
+/** The hostpath provisioner configuration: node-local paths by node, a shared path, per-class path sets. */
 export interface HostPathConfig extends PathSet {
   /** Per-class path sets; when non-empty, classes not listed are refused (as local-path does). */
   storageClassConfigs: Record<string, PathSet>;

@@ -17,6 +17,7 @@ export class BasePathError extends Error {
   }
 }
 
+/** Options shared by the race-safe filesystem operations (the fs implementation to use). */
 export interface FsOpsOptions {
   /** Use /proc/self/fd for race-free relative operations (default: on Linux). */
   procFd?: boolean;
@@ -93,6 +94,7 @@ async function walk(basePath: string, segments: string[], o?: FsOpsOptions): Pro
   return dir;
 }
 
+/** How a volume directory is created: mode bits, owner, the base path it must stay under. */
 export interface CreateVolumeDirOptions extends FsOpsOptions {
   /** Permission bits of the volume directory, applied exactly (umask does not apply). Default 0o777. */
   mode?: number;
@@ -147,6 +149,7 @@ export async function createVolumeDir(basePath: string, segments: string[], opts
   }
 }
 
+/** How a volume directory is removed: the base path it must stay under. */
 export interface RemoveOptions extends FsOpsOptions {
   signal?: AbortSignal;
   /**
@@ -240,6 +243,7 @@ async function unlinkQuiet(p: string): Promise<void> {
   }
 }
 
+/** How a volume directory is archived (renamed aside) instead of deleted. */
 export interface ArchiveOptions extends FsOpsOptions {
   /** The volume the directory belongs to (for messages). */
   pvName: string;

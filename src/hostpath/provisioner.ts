@@ -37,6 +37,7 @@ import { deleteVolumeDirectory, type DeleteContext, type VolumeEventSink } from 
 
 export type { VolumeEventSink } from './volume-delete.ts';
 
+/** `deployment`: one instance serves every path; `daemonset`: each instance serves its own node. */
 export type HostPathMode = 'deployment' | 'daemonset';
 
 /** Anything that has a current configuration (ConfigFileSource, or a ConfigMap-backed holder). */
@@ -44,6 +45,7 @@ export interface ConfigHolder {
   current(): HostPathConfig;
 }
 
+/** Options of the HostPathProvisioner. */
 export interface HostPathProvisionerOptions {
   /** The configuration, or a holder whose current() is read on every call (hot reload). */
   config: HostPathConfig | ConfigHolder;
@@ -107,6 +109,7 @@ export interface BasePathStatus extends BasePathAllocation {
 }
 
 
+/** The hostpath Provisioner: volumes are directories under configured base paths, published as hostPath or local PVs. */
 export class HostPathProvisioner implements Provisioner {
   private readonly mode: HostPathMode;
   private readonly nodeName?: string;

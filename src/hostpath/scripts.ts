@@ -10,6 +10,7 @@ import { realClock } from '../runtime/clock.ts';
 /** Which script ran: setup (after the directory is created) or teardown (before it is removed). */
 export type ScriptName = 'setup' | 'teardown';
 
+/** One run of a setup or teardown script: the script, which one, the volume directory and size, its time limit, signal and clock. */
 export interface VolumeScriptRun {
   script: string;
   name: ScriptName;

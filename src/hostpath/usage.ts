@@ -14,6 +14,7 @@ export interface UsageFs {
   readdir(path: string): Promise<string[]>;
 }
 
+/** The real filesystem (lstat with bigint sizes, readdir). */
 export const nodeUsageFs: UsageFs = {
   lstat: (p) => fsp.lstat(p, { bigint: true }),
   readdir: (p) => fsp.readdir(p),
@@ -56,6 +57,7 @@ export class WalkBudget {
   }
 }
 
+/** Bounds and injections of one usage walk. */
 export interface UsageOptions {
   /** Entries visited before the walk stops (default 1,000,000). */
   maxEntries?: number;

@@ -7,8 +7,10 @@ import fsp from 'node:fs/promises';
 import { createHash, randomBytes } from 'node:crypto';
 import { createVolumeDir, type FsOpsOptions } from './fs-ops.ts';
 
+/** Where under a base path the provisioner keeps its per-volume records. */
 export const RECORDS_SEGMENTS = ['.kube-provisioner', 'volumes'];
 
+/** What the provisioner records next to a volume directory, to prove later that the directory is that volume. */
 export interface VolumeRecord {
   pvName: string;
   /**

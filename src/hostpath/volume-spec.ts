@@ -19,8 +19,10 @@ export const ANN_HOSTPATH_KIND = 'hostpath.kube-provisioner.io/path-kind';
 /** delete | retain | archive, from the class at provision time. */
 export const ANN_HOSTPATH_ON_DELETE = 'hostpath.kube-provisioner.io/on-delete';
 
+/** Whether a volume lives on a node-local path or on the shared filesystem. */
 export type PathKind = 'node' | 'shared';
 
+/** Everything buildVolume needs to describe a provisioned directory as a PersistentVolume. */
 export interface VolumeSpecInput {
   pvName: string;
   path: string;
@@ -80,7 +82,10 @@ export interface VolumeLocation {
   onDelete: OnDeletePolicy | undefined;
 }
 
-/** `exports`: the mounted NFS exports, so an `nfs:` source maps back to its local directory. */
+/**
+ * Where a hostpath PersistentVolume lives (node, base path, directory), from its spec and annotations.
+ * `exports`: the mounted NFS exports, so an `nfs:` source maps back to its local directory.
+ */
 export function readVolumeLocation(pv: PersistentVolume, exports: readonly MountedExport[] = []): VolumeLocation {
   const ann = pv.metadata.annotations ?? {};
   const path = localDirectoryOf(pv, exports);

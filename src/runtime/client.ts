@@ -1,9 +1,9 @@
 // The runtime's Kubernetes REST client: plain JSON over node:http(s) with one keep-alive agent, auth from a
-// client-node KubeConfig, a client-side QPS/burst budget, per-request timeouts, safe retries, and typed errors.
+// kubeconfig (RestConfig, or client-node's KubeConfig), a client-side QPS/burst budget, per-request timeouts,
+// safe retries, and typed errors.
 // client-node's generated clients are not used: they drop unknown fields and change timestamp types.
 import http from 'node:http';
 import https from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeList, KubeObject, Status } from '../types/k8s.ts';
 import { realClock, type Clock } from './clock.ts';
 import {
@@ -16,13 +16,27 @@ import { WatchStream } from './watch-stream.ts';
 
 /** Default client-side budget: client-go's defaults (5/10) are too low for a controller doing bursts of binds. */
 export const DEFAULT_QPS = 20;
+/** Default client-side burst (bucket size) of a KubeClient. */
 export const DEFAULT_BURST = 30;
+/** Default per-request timeout of a KubeClient (30 s). */
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/** Default number of retries of a retryable request. */
 export const DEFAULT_MAX_RETRIES = 5;
+/** Default User-Agent of a KubeClient. */
 export const DEFAULT_USER_AGENT = 'kube-provisioner';
 
+/**
+ * Where and how to connect: the current cluster's URL and a function filling Node TLS options and auth
+ * headers. {@link RestConfig} (from loadKubeConfig) and @kubernetes/client-node's KubeConfig both fit.
+ */
+export interface KubeConnection {
+  getCurrentCluster(): { server: string; proxyUrl?: string } | null;
+  applyToHTTPSOptions(opts: https.RequestOptions): Promise<void>;
+}
+
+/** How a {@link KubeClient} connects, and its request budget, timeouts and retries. */
 export interface KubeClientOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeConnection;
   /** Sent as User-Agent (the embedded cluster's audit counter and real audit logs key on it). */
   userAgent?: string;
   /** Requests per second allowed by the client-side bucket (default 20); 0 = unlimited. */
@@ -41,14 +55,17 @@ export interface KubeClientOptions {
   clock?: Clock;
 }
 
+/** Options of every request: an AbortSignal and a timeout overriding the client's. */
 export interface RequestOptions {
   signal?: AbortSignal;
   /** Overrides the client's per-request timeout. */
   timeoutMs?: number;
 }
+/** Request options with the namespace of a namespaced resource. */
 export interface NamespacedOptions extends RequestOptions {
   namespace?: string;
 }
+/** Options of a list: selectors, paging and resourceVersion semantics. */
 export interface ListOptions extends NamespacedOptions {
   labelSelector?: string;
   fieldSelector?: string;
@@ -57,21 +74,26 @@ export interface ListOptions extends NamespacedOptions {
   resourceVersion?: string;
   resourceVersionMatch?: 'Exact' | 'NotOlderThan';
 }
+/** Options of create/update/patch: field manager, dry run, subresource. */
 export interface WriteOptions extends NamespacedOptions {
   fieldManager?: string;
   dryRun?: boolean;
   subresource?: 'status' | string;
 }
+/** Patch flavour: merge patch (RFC 7386), JSON patch (RFC 6902) or strategic merge patch. */
 export type PatchType = 'merge' | 'json' | 'strategic';
+/** Options of a patch, with its type. */
 export interface PatchOptions extends WriteOptions {
   /** Default `merge` (application/merge-patch+json). */
   type?: PatchType;
 }
+/** Options of a delete: preconditions, propagation policy, grace period. */
 export interface DeleteOptions extends NamespacedOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
   propagationPolicy?: 'Background' | 'Foreground' | 'Orphan';
   gracePeriodSeconds?: number;
 }
+/** Options of a watch: resourceVersion, bookmarks, server timeout, selectors and an idle timeout. */
 export interface WatchOptions extends NamespacedOptions {
   resourceVersion?: string;
   allowWatchBookmarks?: boolean;
@@ -98,7 +120,7 @@ interface Call {
 }
 
 interface Shared {
-  kc: KubeConfig;
+  kc: KubeConnection;
   server: URL;
   agent: http.Agent | undefined;
 }
@@ -158,12 +180,12 @@ export class KubeClient {
     this.shared.agent = undefined;
   }
 
-  async get<T extends KubeObject = KubeObject>(r: ApiResource, name: string, opts: NamespacedOptions & { subresource?: string } = {}): Promise<T> {
+  async get<T extends KubeObject = KubeObject>(r: ApiResource<T>, name: string, opts: NamespacedOptions & { subresource?: string } = {}): Promise<T> {
     return this.call<T>({ verb: 'GET', path: resourcePath(r, opts.namespace, name, opts.subresource), opts });
   }
 
   /** One page (or the whole list, without `limit`). Items get `kind`/`apiVersion` filled in when the server omits them. */
-  async list<T extends KubeObject = KubeObject>(r: ApiResource, opts: ListOptions = {}): Promise<KubeList<T>> {
+  async list<T extends KubeObject = KubeObject>(r: ApiResource<T>, opts: ListOptions = {}): Promise<KubeList<T>> {
     const list = await this.call<KubeList<T>>({
       verb: 'GET',
       path: resourcePath(r, opts.namespace),
@@ -186,7 +208,7 @@ export class KubeClient {
    * Every page of a list (`limit` per page, default 500), as one consistent snapshot. If a continue token
    * expires mid-way (410), falls back to one unpaginated list, as client-go's pager does.
    */
-  async listAll<T extends KubeObject = KubeObject>(r: ApiResource, opts: ListOptions = {}): Promise<{ items: T[]; resourceVersion: string }> {
+  async listAll<T extends KubeObject = KubeObject>(r: ApiResource<T>, opts: ListOptions = {}): Promise<{ items: T[]; resourceVersion: string }> {
     const limit = opts.limit ?? 500;
     const items: T[] = [];
     let cont: string | undefined;
@@ -207,7 +229,7 @@ export class KubeClient {
     return { items, resourceVersion };
   }
 
-  async create<T extends KubeObject = KubeObject>(r: ApiResource, obj: T, opts: WriteOptions = {}): Promise<T> {
+  async create<T extends KubeObject = KubeObject>(r: ApiResource<T>, obj: T, opts: WriteOptions = {}): Promise<T> {
     const namespace = opts.namespace ?? obj.metadata.namespace;
     return this.call<T>({
       verb: 'POST', path: resourcePath(r, namespace, undefined, undefined), body: withTypeMeta(r, obj),
@@ -216,7 +238,7 @@ export class KubeClient {
   }
 
   /** PUT of a whole object; `metadata.resourceVersion` makes it conditional (409 ConflictError when stale). */
-  async update<T extends KubeObject = KubeObject>(r: ApiResource, obj: T, opts: WriteOptions = {}): Promise<T> {
+  async update<T extends KubeObject = KubeObject>(r: ApiResource<T>, obj: T, opts: WriteOptions = {}): Promise<T> {
     const namespace = opts.namespace ?? obj.metadata.namespace;
     const name = obj.metadata.name;
     if (!name) throw new TypeError('update needs metadata.name');
@@ -227,7 +249,7 @@ export class KubeClient {
   }
 
   /** PATCH, merge-patch by default; `type: 'json'` for RFC 6902 (with `test` guards), `'strategic'` for SMP. */
-  async patch<T extends KubeObject = KubeObject>(r: ApiResource, name: string, patch: unknown, opts: PatchOptions = {}): Promise<T> {
+  async patch<T extends KubeObject = KubeObject>(r: ApiResource<T>, name: string, patch: unknown, opts: PatchOptions = {}): Promise<T> {
     return this.call<T>({
       verb: 'PATCH', path: resourcePath(r, opts.namespace, name, opts.subresource), body: patch,
       contentType: PATCH_CONTENT_TYPES[opts.type ?? 'merge'], query: writeQuery(opts), opts,
@@ -235,7 +257,7 @@ export class KubeClient {
   }
 
   /** DELETE; returns the object (now terminating or gone) or the server's Success Status. */
-  async delete<T extends KubeObject = KubeObject>(r: ApiResource, name: string, opts: DeleteOptions = {}): Promise<T | Status> {
+  async delete<T extends KubeObject = KubeObject>(r: ApiResource<T>, name: string, opts: DeleteOptions = {}): Promise<T | Status> {
     const body: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'v1' };
     if (opts.preconditions) body.preconditions = opts.preconditions;
     if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
@@ -247,7 +269,7 @@ export class KubeClient {
    * Opens a watch. Resolves once the server answered 200 (an HTTP error such as 410 rejects here as a typed
    * error); then iterate the stream. Not retried: reconnecting is the reflector's job.
    */
-  async watch<T extends KubeObject = KubeObject>(r: ApiResource, opts: WatchOptions = {}): Promise<WatchStream<T>> {
+  async watch<T extends KubeObject = KubeObject>(r: ApiResource<T>, opts: WatchOptions = {}): Promise<WatchStream<T>> {
     const path = resourcePath(r, opts.namespace);
     const query = {
       watch: 'true', resourceVersion: opts.resourceVersion, allowWatchBookmarks: opts.allowWatchBookmarks || undefined,
@@ -375,7 +397,7 @@ function writeQuery(opts: WriteOptions): Call['query'] {
   return { fieldManager: opts.fieldManager, dryRun: opts.dryRun ? 'All' : undefined };
 }
 
-function withTypeMeta<T extends KubeObject>(r: ApiResource, obj: T): T {
+function withTypeMeta<T extends KubeObject>(r: ApiResource<T>, obj: T): T {
   if (obj.kind && obj.apiVersion) return obj;
   return { ...obj, kind: obj.kind ?? r.kind, apiVersion: obj.apiVersion ?? apiVersionOf(r) };
 }

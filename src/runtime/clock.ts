@@ -6,6 +6,7 @@ export interface Timer {
   cancel(): void;
 }
 
+/** A time source: now(), sleeps and timers; realClock for production, TestClock for tests. */
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;

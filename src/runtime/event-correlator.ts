@@ -7,6 +7,7 @@ import type { CoreEvent } from '../types/k8s.ts';
 import { realClock, type Clock } from './clock.ts';
 import { TokenBucket } from './token-bucket.ts';
 
+/** Limits of the event correlator (client-go's defaults unless set). */
 export interface EventCorrelatorOptions {
   clock?: Clock;
   /** Distinct messages for one source/object/type/reason before they are aggregated. Default 10. */
@@ -37,6 +38,7 @@ export type EventCorrelation =
   | { action: 'patch'; event: CoreEvent; key: string; patch: EventSeriesPatch }
   | { action: 'drop'; event: CoreEvent; key: string };
 
+/** Prefix of an aggregated event's message, as client-go writes it. */
 export const AGGREGATE_MESSAGE_PREFIX = '(combined from similar events): ';
 
 /** A Map-backed LRU: reads refresh an entry, inserts evict the least recently used. */

@@ -11,8 +11,10 @@ import { coreEvents } from './resources.ts';
 
 const DEFAULT_QUEUE_SIZE = 20_000;
 
+/** Kubernetes event type. */
 export type EventType = 'Normal' | 'Warning';
 
+/** Options of an EventRecorder: component, host, queue size, correlator limits, clock and logger. */
 export interface EventRecorderOptions {
   client: KubeClient;
   /** source.component and reportingComponent, e.g. `hostpath.kube-provisioner.io_<id>`. */

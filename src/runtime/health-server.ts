@@ -13,6 +13,7 @@ import { errorMessage } from '../types/errors.ts';
  */
 export type HealthCheck = () => boolean | string | Promise<boolean | string>;
 
+/** Options of startHealthServer: listen address, checks, metrics registry, AbortSignal. */
 export interface HealthServerOptions {
   /** `host:port` (`[::1]:port` for IPv6); port 0 picks a free port. */
   address: string;
@@ -23,6 +24,7 @@ export interface HealthServerOptions {
   signal?: AbortSignal;
 }
 
+/** A running health server: its URL and a stop function. */
 export interface HealthServer {
   /** Base URL, e.g. `http://127.0.0.1:43121`. */
   readonly url: string;

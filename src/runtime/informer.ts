@@ -18,9 +18,10 @@ export interface InformerHandlers<T extends KubeObject> {
   onDelete?(obj: T, info: { finalStateUnknown: boolean }): void;
 }
 
+/** Options of an Informer: what to watch, resync period, clock and logger. */
 export interface InformerOptions<T extends KubeObject> {
   client: KubeClient;
-  resource: ApiResource;
+  resource: ApiResource<T>;
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
@@ -43,6 +44,7 @@ export class InformerStoppedError extends Error {
   override readonly name = 'InformerStoppedError';
 }
 
+/** A watched, cached resource: reflector-fed store, add/update/delete handlers, indexes and a `synced` promise. */
 export class Informer<T extends KubeObject = KubeObject> {
   /** Resolves after the first complete list has been applied and its add events delivered. */
   readonly synced: Promise<void>;

@@ -3,16 +3,15 @@
 // loadFromDefault, and a missing configuration is an error rather than a silent http://localhost:8080.
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { delimiter, dirname, join } from 'node:path';
+import { KubeConfigError, RestConfig } from './rest-config.ts';
+
+export { KubeConfigError, RestConfig, type RestCluster, type RestContext, type RestUser } from './rest-config.ts';
 
 /** Path of the service-account token mounted into pods. */
 export const SERVICE_ACCOUNT_TOKEN_PATH = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
-export class KubeConfigError extends Error {
-  override readonly name = 'KubeConfigError';
-}
-
+/** Where loadKubeConfig looks for a configuration, and the context to use. */
 export interface LoadKubeConfigOptions {
   /** Explicit kubeconfig file (e.g. `--kubeconfig`); wins over everything else. */
   path?: string;
@@ -32,37 +31,36 @@ export interface LoadKubeConfigOptions {
 export type KubeConfigSource = 'path' | 'KUBECONFIG' | 'home' | 'in-cluster';
 
 /**
- * Loads a KubeConfig: `path`, then `$KUBECONFIG` (all files, merged by client-node), then `~/.kube/config`,
- * then in-cluster when the service-account token exists. In-cluster configs re-read the token file every
- * 60 s (client-node's FileAuth), so bound-token rotation needs nothing from us. Throws KubeConfigError when
- * nothing applies.
+ * Loads the connection settings: `path`, then `$KUBECONFIG` (all files, merged as kubectl does: the first
+ * file to name an entry or a current-context wins), then `~/.kube/config`, then in-cluster when the
+ * service-account token exists. Token files (in-cluster included) are re-read every 60 s, so bound-token
+ * rotation needs nothing from the caller. Throws KubeConfigError when nothing applies; a kubeconfig that does
+ * not exist gets the same message whether it was named by `path` or by KUBECONFIG.
  */
-export function loadKubeConfig(opts: LoadKubeConfigOptions = {}): { kubeConfig: KubeConfig; source: KubeConfigSource } {
+export function loadKubeConfig(opts: LoadKubeConfigOptions = {}): { kubeConfig: RestConfig; source: KubeConfigSource } {
   const env = opts.env ?? process.env;
-  const kc = new KubeConfig();
+  const kc = new RestConfig();
+  const saDir = dirname((opts.inClusterPathPrefix ?? '') + SERVICE_ACCOUNT_TOKEN_PATH);
+  const home = join(opts.home ?? homedir(), '.kube', 'config');
   let source: KubeConfigSource;
   if (opts.inCluster === true) {
-    loadInCluster(kc, env, opts.inClusterPathPrefix);
+    kc.addInCluster(env, saDir);
     source = 'in-cluster';
   } else if (opts.path) {
-    if (!existsSync(opts.path)) throw new KubeConfigError(`kubeconfig ${opts.path} does not exist`);
-    kc.loadFromFile(opts.path);
+    kc.addFromFile(mustExist([opts.path]));
     source = 'path';
   } else if (env.KUBECONFIG) {
-    // Like kubectl: every listed file, merged, the first one's current-context winning.
+    // Like kubectl: every listed file that exists, merged; only a list naming no existing file is an error.
     const files = env.KUBECONFIG.split(delimiter).filter(Boolean);
-    kc.loadFromFile(files[0]);
-    for (const file of files.slice(1)) {
-      const next = new KubeConfig();
-      next.loadFromFile(file);
-      kc.mergeConfig(next, true);
-    }
+    const present = files.filter((f) => existsSync(f));
+    if (present.length === 0) mustExist(files);
+    for (const file of present) kc.addFromFile(file);
     source = 'KUBECONFIG';
-  } else if (existsSync(join(opts.home ?? homedir(), '.kube', 'config'))) {
-    kc.loadFromFile(join(opts.home ?? homedir(), '.kube', 'config'));
+  } else if (existsSync(home)) {
+    kc.addFromFile(home);
     source = 'home';
-  } else if (opts.inCluster !== false && existsSync((opts.inClusterPathPrefix ?? '') + SERVICE_ACCOUNT_TOKEN_PATH)) {
-    loadInCluster(kc, env, opts.inClusterPathPrefix);
+  } else if (opts.inCluster !== false && existsSync(join(saDir, 'token'))) {
+    kc.addInCluster(env, saDir);
     source = 'in-cluster';
   } else {
     throw new KubeConfigError('no kubeconfig: pass a path, set KUBECONFIG, create ~/.kube/config, or run in a pod');
@@ -72,7 +70,8 @@ export function loadKubeConfig(opts: LoadKubeConfigOptions = {}): { kubeConfig: 
   return { kubeConfig: kc, source };
 }
 
-function loadInCluster(kc: KubeConfig, env: NodeJS.ProcessEnv, prefix = ''): void {
-  if (!env.KUBERNETES_SERVICE_HOST) throw new KubeConfigError('in-cluster config needs KUBERNETES_SERVICE_HOST');
-  kc.loadFromCluster(prefix);
+/** The one message for a kubeconfig that is not there, however it was named. */
+function mustExist(files: string[]): string {
+  if (!files.every((f) => existsSync(f))) throw new KubeConfigError(`kubeconfig ${files.join(delimiter)} does not exist`);
+  return files[0];
 }

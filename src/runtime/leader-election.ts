@@ -12,10 +12,12 @@ import { silentLogger, type Logger } from './logger.ts';
 import { LockObservation, releasedRecord, tryAcquireOrRenew, type Candidate } from './resource-lock.ts';
 
 
+/** Leader election timings that cannot work together (e.g. renew deadline not below the lease duration). */
 export class LeaderElectionConfigError extends Error {
   override readonly name = 'LeaderElectionConfigError';
 }
 
+/** What happens when this instance starts or stops leading, and when the leader changes. */
 export interface LeaderCallbacks {
   /** Called when this candidate becomes leader; `signal` aborts when leadership ends. Errors are logged. */
   onStartedLeading?(signal: AbortSignal): void | Promise<void>;
@@ -28,6 +30,7 @@ export interface LeaderCallbacks {
 /** Where leader-election events go (an EventRecorder fits). */
 export type LeaderEventSink = EventSink<Lease>;
 
+/** Options of a LeaderElector: the Lease, identity, timings (client-go's), callbacks, clock and logger. */
 export interface LeaderElectorOptions {
   client: KubeClient;
   namespace: string;
@@ -65,6 +68,7 @@ export function validateLeaderElectionTimings(leaseDurationMs: number, renewDead
   }
 }
 
+/** Lease-based leader election with client-go semantics (observed-time expiry, renew deadline, release on stop). */
 export class LeaderElector {
   private readonly lock: LeaseLock;
   private readonly seen = new LockObservation();

@@ -1,6 +1,7 @@
 // The logger the library accepts: a structural subset of pino, so callers can inject their own.
 import { pino } from 'pino';
 
+/** The structured logger the library writes to (pino-compatible: debug/info/warn/error/child). */
 export interface Logger {
   debug(obj: object | string, msg?: string): void;
   info(obj: object | string, msg?: string): void;

@@ -36,6 +36,7 @@ export interface QueueStatsSource {
   stats(): QueueStats;
 }
 
+/** Work queue figures reported as workqueue_* metrics. */
 export interface QueueStats {
   /** Keys waiting to be processed (client-go counts dirty keys, including those waiting for a worker to finish). */
   depth: number;

@@ -17,6 +17,7 @@ export interface RateLimiter<K> {
 
 /** client-go's default base/cap: 5 ms doubling to 1000 s. */
 export const DEFAULT_BASE_DELAY_MS = 5;
+/** Cap of the per-item exponential backoff (1000 s, client-go's). */
 export const DEFAULT_MAX_DELAY_MS = 1_000_000;
 /** sig-storage-lib-external-provisioner's base: 15 s, because provisioning failures are rarely transient in ms. */
 export const PROVISIONER_BASE_DELAY_MS = 15_000;

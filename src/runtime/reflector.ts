@@ -27,9 +27,10 @@ export interface BackoffOptions {
   resetAfterMs?: number;
 }
 
+/** Options of a Reflector: what to list and watch, the store, paging, watch timeouts and backoff. */
 export interface ReflectorOptions<T extends KubeObject> {
   client: KubeClient;
-  resource: ApiResource;
+  resource: ApiResource<T>;
   store: ObjectStore<T>;
   /** Called synchronously for every store change. Exceptions are the caller's (the informer catches them). */
   onDelta: (delta: Delta<T>) => void;

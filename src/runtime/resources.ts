@@ -1,10 +1,16 @@
 // How the runtime client names a resource type (group/version/plural/scope) and builds its REST paths.
 // Descriptors are plain data, so callers can address any resource, including custom ones, without codegen.
+// Each carries the object type it addresses (a type-only marker), so `client.get(persistentVolumes, name)`
+// returns a PersistentVolume without a cast.
+import type { ConfigMap, CoreEvent, KubeObject, Lease, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Secret, StorageClass } from '../types/k8s.ts';
 
 import { apiVersionOf } from '../types/api-version.ts';
 
-/** A resource type as the REST API addresses it. */
-export interface ApiResource {
+/**
+ * A resource type as the REST API addresses it, typed by the objects it holds: `T` flows into KubeClient's
+ * get/list/create/patch/watch results. Build one for any resource with {@link defineResource}.
+ */
+export interface ApiResource<T extends KubeObject = KubeObject> {
   /** `''` for the core group. */
   group: string;
   version: string;
@@ -12,30 +18,45 @@ export interface ApiResource {
   resource: string;
   kind: string;
   namespaced: boolean;
+  /** Type-only marker of the object type; never set at run time. */
+  readonly __object?: T;
 }
 
-function res(group: string, version: string, resource: string, kind: string, namespaced: boolean): ApiResource {
+/** A descriptor for any resource, custom ones included: `defineResource<MyKind>('example.com', 'v1', 'mykinds', 'MyKind', true)`. */
+export function defineResource<T extends KubeObject = KubeObject>(group: string, version: string, resource: string, kind: string, namespaced: boolean): ApiResource<T> {
   return Object.freeze({ group, version, resource, kind, namespaced });
 }
+const res = defineResource;
 
-export const persistentVolumes = res('', 'v1', 'persistentvolumes', 'PersistentVolume', false);
-export const persistentVolumeClaims = res('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim', true);
-export const storageClasses = res('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false);
-export const nodes = res('', 'v1', 'nodes', 'Node', false);
-export const pods = res('', 'v1', 'pods', 'Pod', true);
-export const namespaces = res('', 'v1', 'namespaces', 'Namespace', false);
-export const configMaps = res('', 'v1', 'configmaps', 'ConfigMap', true);
-export const secrets = res('', 'v1', 'secrets', 'Secret', true);
-export const coreEvents = res('', 'v1', 'events', 'Event', true);
-export const leases = res('coordination.k8s.io', 'v1', 'leases', 'Lease', true);
+/** PersistentVolumes (cluster-scoped). */
+export const persistentVolumes = res<PersistentVolume>('', 'v1', 'persistentvolumes', 'PersistentVolume', false);
+/** PersistentVolumeClaims (namespaced). */
+export const persistentVolumeClaims = res<PersistentVolumeClaim>('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim', true);
+/** StorageClasss (cluster-scoped). */
+export const storageClasses = res<StorageClass>('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false);
+/** Nodes (cluster-scoped). */
+export const nodes = res<Node>('', 'v1', 'nodes', 'Node', false);
+/** Pods (namespaced). */
+export const pods = res<Pod>('', 'v1', 'pods', 'Pod', true);
+/** Namespaces (cluster-scoped). */
+export const namespaces = res<Namespace>('', 'v1', 'namespaces', 'Namespace', false);
+/** ConfigMaps (namespaced). */
+export const configMaps = res<ConfigMap>('', 'v1', 'configmaps', 'ConfigMap', true);
+/** Secrets (namespaced). */
+export const secrets = res<Secret>('', 'v1', 'secrets', 'Secret', true);
+/** CoreEvents (namespaced). */
+export const coreEvents = res<CoreEvent>('', 'v1', 'events', 'Event', true);
+/** Leases (namespaced). */
+export const leases = res<Lease>('coordination.k8s.io', 'v1', 'leases', 'Lease', true);
 
+/** `apiVersion` string of a resource (`v1`, `storage.k8s.io/v1`). */
 export { apiVersionOf };
 
 /**
  * REST path of a collection (no name) or of one object. Namespaced resources without a namespace address
  * the all-namespaces collection (lists and watches only).
  */
-export function resourcePath(r: ApiResource, namespace?: string, name?: string, subresource?: string): string {
+export function resourcePath(r: ApiResource<KubeObject>, namespace?: string, name?: string, subresource?: string): string {
   let p = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
   if (r.namespaced && namespace) p += `/namespaces/${encodeURIComponent(namespace)}`;
   p += `/${r.resource}`;

@@ -8,6 +8,7 @@ import { realClock, type Clock, type Timer } from './clock.ts';
 import { WorkQueueMetrics, type QueueMetricsRecorder, type QueueStats } from './metrics.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './rate-limiters.ts';
 
+/** Options of a WorkQueue: name (for metrics), rate limiter, clock and metrics. */
 export interface WorkQueueOptions<K> {
   /** Queue name: the `name` label of the `workqueue_*` metrics. Default `workqueue`. */
   name?: string;

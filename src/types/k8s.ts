@@ -2,6 +2,7 @@
 // (cluster, runtime, controller, hostpath): objects are always plain JSON, never client-node model classes,
 // so timestamps are strings and unknown fields survive a round trip.
 
+/** metav1.OwnerReference. */
 export interface OwnerReference {
   apiVersion: string;
   kind: string;
@@ -11,6 +12,7 @@ export interface OwnerReference {
   blockOwnerDeletion?: boolean;
 }
 
+/** metav1.ObjectMeta: name, namespace, uid, resourceVersion, labels, annotations, finalizers, timestamps. */
 export interface ObjectMeta {
   name?: string;
   generateName?: string;
@@ -36,12 +38,14 @@ export interface KubeObject {
   [field: string]: unknown;
 }
 
+/** metav1.ListMeta: resourceVersion and continue token of a list. */
 export interface ListMeta {
   resourceVersion?: string;
   continue?: string;
   remainingItemCount?: number;
 }
 
+/** A list response: items and list metadata. */
 export interface KubeList<T extends KubeObject = KubeObject> {
   apiVersion: string;
   kind: string;
@@ -49,6 +53,7 @@ export interface KubeList<T extends KubeObject = KubeObject> {
   items: T[];
 }
 
+/** core/v1 ObjectReference (claimRef, involvedObject). */
 export interface ObjectReference {
   apiVersion?: string;
   kind?: string;
@@ -59,36 +64,45 @@ export interface ObjectReference {
   fieldPath?: string;
 }
 
+/** PersistentVolume access mode. */
 export type AccessMode = 'ReadWriteOnce' | 'ReadOnlyMany' | 'ReadWriteMany' | 'ReadWriteOncePod';
+/** PersistentVolume volume mode. */
 export type VolumeMode = 'Filesystem' | 'Block';
+/** What happens to a PersistentVolume when its claim is deleted. */
 export type ReclaimPolicy = 'Delete' | 'Retain' | 'Recycle';
 
+/** One expression of a label selector. */
 export interface LabelSelectorRequirement {
   key: string;
   operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
   values?: string[];
 }
 
+/** metav1.LabelSelector. */
 export interface LabelSelector {
   matchLabels?: Record<string, string>;
   matchExpressions?: LabelSelectorRequirement[];
 }
 
+/** One expression of a node selector term. */
 export interface NodeSelectorRequirement {
   key: string;
   operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
   values?: string[];
 }
 
+/** A node selector term (expressions ANDed). */
 export interface NodeSelectorTerm {
   matchExpressions?: NodeSelectorRequirement[];
   matchFields?: NodeSelectorRequirement[];
 }
 
+/** A node selector (terms ORed), as in PV node affinity. */
 export interface NodeSelector {
   nodeSelectorTerms: NodeSelectorTerm[];
 }
 
+/** The spec of a PersistentVolumeClaim. */
 export interface PersistentVolumeClaimSpec {
   accessModes?: AccessMode[];
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
@@ -101,6 +115,7 @@ export interface PersistentVolumeClaimSpec {
   volumeAttributesClassName?: string;
 }
 
+/** The status of a PersistentVolumeClaim. */
 export interface PersistentVolumeClaimStatus {
   phase?: 'Pending' | 'Bound' | 'Lost';
   accessModes?: AccessMode[];
@@ -112,11 +127,13 @@ export interface PersistentVolumeClaimStatus {
   allocatedResourceStatuses?: Record<string, string>;
 }
 
+/** A PersistentVolumeClaim (plain JSON; unknown fields are kept). */
 export interface PersistentVolumeClaim extends KubeObject {
   spec: PersistentVolumeClaimSpec;
   status?: PersistentVolumeClaimStatus;
 }
 
+/** The spec of a PersistentVolume. */
 export interface PersistentVolumeSpec {
   capacity?: Record<string, string>;
   accessModes?: AccessMode[];
@@ -133,6 +150,7 @@ export interface PersistentVolumeSpec {
   [source: string]: unknown;
 }
 
+/** The status of a PersistentVolume. */
 export interface PersistentVolumeStatus {
   phase?: 'Pending' | 'Available' | 'Bound' | 'Released' | 'Failed';
   message?: string;
@@ -140,15 +158,18 @@ export interface PersistentVolumeStatus {
   lastPhaseTransitionTime?: string;
 }
 
+/** A PersistentVolume (plain JSON; unknown fields are kept). */
 export interface PersistentVolume extends KubeObject {
   spec: PersistentVolumeSpec;
   status?: PersistentVolumeStatus;
 }
 
+/** A StorageClass allowedTopologies term. */
 export interface TopologySelectorTerm {
   matchLabelExpressions?: Array<{ key: string; values: string[] }>;
 }
 
+/** A storage.k8s.io/v1 StorageClass. */
 export interface StorageClass extends KubeObject {
   provisioner: string;
   parameters?: Record<string, string>;
@@ -159,6 +180,7 @@ export interface StorageClass extends KubeObject {
   allowedTopologies?: TopologySelectorTerm[];
 }
 
+/** A Node (only what the project reads; other fields pass through). */
 export interface Node extends KubeObject {
   spec?: { unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }> };
   status?: {
@@ -169,12 +191,14 @@ export interface Node extends KubeObject {
   };
 }
 
+/** A volume of a pod spec (the claim it mounts). */
 export interface PodVolume {
   name: string;
   persistentVolumeClaim?: { claimName: string; readOnly?: boolean };
   [source: string]: unknown;
 }
 
+/** A Pod (only what the project reads; other fields pass through). */
 export interface Pod extends KubeObject {
   spec: {
     nodeName?: string;
@@ -187,6 +211,7 @@ export interface Pod extends KubeObject {
   status?: { phase?: 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown'; [k: string]: unknown };
 }
 
+/** A coordination.k8s.io/v1 Lease. */
 export interface Lease extends KubeObject {
   spec: {
     holderIdentity?: string | null;
@@ -198,6 +223,7 @@ export interface Lease extends KubeObject {
   };
 }
 
+/** A core/v1 Event. */
 export interface CoreEvent extends KubeObject {
   involvedObject: ObjectReference;
   reason?: string;
@@ -213,6 +239,25 @@ export interface CoreEvent extends KubeObject {
   action?: string;
 }
 
+/** A Namespace (only what the project reads; other fields pass through). */
+export interface Namespace extends KubeObject {
+  status?: { phase?: 'Active' | 'Terminating' };
+}
+
+/** A ConfigMap. */
+export interface ConfigMap extends KubeObject {
+  data?: Record<string, string>;
+  binaryData?: Record<string, string>;
+}
+
+/** A Secret (`data` values are base64). */
+export interface Secret extends KubeObject {
+  type?: string;
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+}
+
+/** One cause of a metav1.Status failure (field, reason, message). */
 export interface StatusCause {
   reason?: string;
   message?: string;
@@ -231,8 +276,10 @@ export interface Status {
   code: number;
 }
 
+/** The type of a watch event. */
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
+/** One watch event: its type and the object. */
 export interface WatchEvent<T = KubeObject> {
   type: WatchEventType;
   object: T;

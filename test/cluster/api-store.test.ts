@@ -2,7 +2,7 @@
 // a watcher writes from its callback, 410 on a compacted resume, copies in and out, dry runs.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiError, ClusterStore } from '../../src/cluster/store.ts';
+import { ClusterApiError, ClusterStore } from '../../src/cluster/store.ts';
 import type { KubeObject, WatchEvent } from '../../src/types/k8s.ts';
 
 function storeWithDefault(opts: ConstructorParameters<typeof ClusterStore>[0] = {}): ClusterStore {
@@ -18,10 +18,10 @@ describe('ClusterStore', () => {
     const s = storeWithDefault();
     s.addAdmission('configmaps', (op, obj) => {
       if (op === 'create') obj.metadata.labels = { ...obj.metadata.labels, admitted: 'yes' };
-      if (obj.metadata.name === 'forbidden') throw new ApiError({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason: 'Forbidden', code: 403 });
+      if (obj.metadata.name === 'forbidden') throw new ClusterApiError({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason: 'Forbidden', code: 403 });
     });
     assert.deepEqual(s.create('configmaps', cm('a')).metadata.labels, { admitted: 'yes' });
-    assert.throws(() => s.create('configmaps', cm('forbidden')), (err: unknown) => err instanceof ApiError && err.code === 403);
+    assert.throws(() => s.create('configmaps', cm('forbidden')), (err: unknown) => err instanceof ClusterApiError && err.code === 403);
     assert.equal(s.get('configmaps', 'default', 'forbidden'), undefined);
   });
 
@@ -53,7 +53,7 @@ describe('ClusterStore', () => {
     for (let i = 0; i < 3; i++) s.patch('configmaps', 'default', 'c', 'merge', { data: { v: String(i + 2) } });
     assert.throws(
       () => s.watch('configmaps', { resourceVersion: rv }, () => {}),
-      (err: unknown) => err instanceof ApiError && err.code === 410 && err.reason === 'Expired',
+      (err: unknown) => err instanceof ClusterApiError && err.code === 410 && err.reason === 'Expired',
     );
   });
 

@@ -136,7 +136,7 @@ test('toTable shape and includeObject', () => {
   for (const [resource, cols] of Object.entries(TABLE_COLUMNS)) assert.ok(cols.length >= 3, resource);
 });
 
-test('openapi v3: paths per group/version, PATCH ops with GVK and fieldValidation, no strategic merge', () => {
+test('openapi v3: paths per group/version, PATCH ops with GVK and fieldValidation, no strategic merge, generated schemas', () => {
   const resources = [
     { group: '', version: 'v1', resource: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true, hasStatus: true },
     { group: '', version: 'v1', resource: 'persistentvolumes', kind: 'PersistentVolume', namespaced: false, hasStatus: true },
@@ -154,8 +154,9 @@ test('openapi v3: paths per group/version, PATCH ops with GVK and fieldValidatio
   assert.deepEqual(patch['x-kubernetes-group-version-kind'], { group: 'storage.k8s.io', version: 'v1', kind: 'StorageClass' });
   assert.ok(patch.parameters?.some((p) => p.name === 'fieldValidation' && p.in === 'query'));
   assert.ok(!('application/strategic-merge-patch+json' in (patch.requestBody?.content ?? {})));
-  const schema = doc.components.schemas['io.k8s.api.storage.v1.StorageClass'];
-  assert.equal(schema['x-kubernetes-preserve-unknown-fields'], true);
+  const schema = doc.components.schemas['io.k8s.api.storage.v1.StorageClass'] as { properties: Record<string, { type?: string }> };
+  assert.equal(schema.properties.provisioner.type, 'string');
+  assert.deepEqual((schema as Record<string, unknown>)['x-kubernetes-group-version-kind'], [{ group: 'storage.k8s.io', version: 'v1', kind: 'StorageClass' }]);
   const core = openApiV3Document('api/v1', resources) as { paths: Record<string, unknown> };
   assert.ok('/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}/status' in core.paths);
   assert.ok('/api/v1/persistentvolumes/{name}' in core.paths);

@@ -36,7 +36,8 @@ describe('hostpath integration: daemonset sharding with two node instances', () 
   before(async () => {
     env = await startHostPathEnv('kp-int-shard-');
     nodeA = env.localNode;
-    ensureLocalNode(env.cluster.store, NODE_B);
+    // The kit's store is the cluster's ClusterStore behind a narrow interface; this helper needs the whole of it.
+    ensureLocalNode(env.cluster.store as Parameters<typeof ensureLocalNode>[0], NODE_B);
     pathsA = path.join(env.tmp, 'node-a-disk');
     pathsB = path.join(env.tmp, 'node-b-disk');
     await fsp.mkdir(pathsA);

@@ -15,9 +15,6 @@ test('chaos run (lease, seed 20261129): no lost claim, no leak, no double delete
     leaderKills: 2,
     clusterRestarts: 2,
     settleTimeoutS: 90,
-    // Workaround, see docs/reliability.md "Known defects": a PV released while the provisioner's claim cache still
-    // holds the deleted claim (watch down or backing off) waits for the next resync before it is deleted.
-    provisionerArgs: ['--resync-period', '20s'],
   });
   const details = report.violations.slice(0, 10).map((v) => `${v.invariant} claim=${v.claim ?? '-'} pv=${v.pv ?? '-'}: ${v.detail}\n  ${(v.evidence ?? []).join('\n  ')}`);
   assert.deepEqual(details, [], `work dir kept: ${report.workDir}`);

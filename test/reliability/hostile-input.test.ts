@@ -19,7 +19,7 @@ import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpa
 import { KubeClient } from '../../src/runtime/client.ts';
 import { ApiError } from '../../src/runtime/errors.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
-import { namespaces, persistentVolumeClaims, persistentVolumes, storageClasses } from '../../src/runtime/resources.ts';
+import { type ApiResource, namespaces, persistentVolumeClaims, persistentVolumes, storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
 import { apiErrorOf, claim, diffSnapshots, directoriesBelow, eventsOf, expectedDirectories, storageClass, treeSnapshot, volumePath, volumeRecords, waitFor } from './helpers.ts';
@@ -166,7 +166,7 @@ describe('hostile input: claims, classes, configs and API objects', () => {
 
   for (const row of REJECTED_ROWS) {
     it(`the API refuses ${row.kind} ${row.name}: ${row.why}`, async () => {
-      const resource = row.kind === 'claim' ? persistentVolumeClaims : row.kind === 'class' ? storageClasses : persistentVolumes;
+      const resource: ApiResource = row.kind === 'claim' ? persistentVolumeClaims : row.kind === 'class' ? storageClasses : persistentVolumes;
       const err = await apiErrorOf(() => client.create(resource, row.body as never, row.kind === 'claim' ? { namespace: NS } : {}), isApiError);
       assert.ok(row.codes.includes(err.code), `${row.name}: got ${err.code} ${err.reason}: ${err.message}`);
       assert.equal(err.status.kind, 'Status');

@@ -14,10 +14,13 @@ import {
   TimeoutError, TooManyRequestsError, UnauthorizedError,
 } from '../../src/runtime/errors.ts';
 import { KubeConfigError, loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
-import { persistentVolumes, persistentVolumeClaims } from '../../src/runtime/resources.ts';
+import { persistentVolumes, persistentVolumeClaims, type ApiResource } from '../../src/runtime/resources.ts';
+
+/** PersistentVolumes addressed without the object type, for bodies the fake server never checks. */
+const untypedPvs: ApiResource = persistentVolumes;
 import { TokenBucket } from '../../src/runtime/token-bucket.ts';
 import { TestClock } from '../../src/runtime/clock.ts';
-import type { KubeObject } from '../../src/types/k8s.ts';
+import type { KubeObject, PersistentVolume } from '../../src/types/k8s.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 
 type Handler = (req: http.IncomingMessage, body: string, res: http.ServerResponse) => void;
@@ -101,7 +104,7 @@ test('errors map to typed classes with reason and code', () =>
     ];
     for (const [code, reason, cls] of cases) {
       fake.handle = (_r, _b, res) => status(res, code, reason);
-      await assert.rejects(client.create(persistentVolumes, { metadata: { name: 'x' } }), (err: Error & { code?: number; reason?: string }) => {
+      await assert.rejects(client.create(untypedPvs, { metadata: { name: 'x' } }), (err: Error & { code?: number; reason?: string }) => {
         assert.ok(err instanceof cls, `${code} ${reason} -> ${err.name}`);
         assert.equal(err.code, code);
         assert.equal(err.reason, reason);
@@ -121,12 +124,12 @@ test('reads retry 5xx and 429 (honouring Retry-After); writes retry only 429', (
 
     n = 0;
     fake.handle = (_r, _b, res) => { n++; status(res, 500, 'InternalError'); };
-    await assert.rejects(client.create(persistentVolumes, { metadata: { name: 'a' } }), ServerError);
+    await assert.rejects(client.create(untypedPvs, { metadata: { name: 'a' } }), ServerError);
     assert.equal(n, 1, 'a write is not retried on 500');
 
     n = 0;
     fake.handle = (_r, _b, res) => (++n === 1 ? status(res, 429, 'TooManyRequests', { 'Retry-After': '0' }) : res.end('{"metadata":{"name":"a"}}'));
-    await client.create(persistentVolumes, { metadata: { name: 'a' } });
+    await client.create(untypedPvs, { metadata: { name: 'a' } });
     assert.equal(n, 2, 'a write is retried on 429');
 
     n = 0;
@@ -140,7 +143,7 @@ test('connection refused is retried even for writes, then surfaces as NetworkErr
   const url = fake.url;
   await fake.close();
   const client = new KubeClient({ kubeConfig: kubeConfigFor(url), qps: 0, retryBaseDelayMs: 1, maxRetries: 2 });
-  await assert.rejects(client.create(persistentVolumes, { metadata: { name: 'a' } }), (err: NetworkError) => {
+  await assert.rejects(client.create(untypedPvs, { metadata: { name: 'a' } }), (err: NetworkError) => {
     assert.ok(err instanceof NetworkError);
     assert.equal(err.errno, 'ECONNREFUSED');
     assert.equal(err.sent, false);
@@ -152,9 +155,9 @@ test('connection refused is retried even for writes, then surfaces as NetworkErr
 test('per-request timeout gives TimeoutError; caller abort gives the abort reason', () =>
   withFake(async (fake, client) => {
     fake.handle = () => {}; // never answers
-    await assert.rejects(client.create(persistentVolumes, { metadata: { name: 'a' } }, { timeoutMs: 50 }), TimeoutError);
+    await assert.rejects(client.create(untypedPvs, { metadata: { name: 'a' } }, { timeoutMs: 50 }), TimeoutError);
     const ac = new AbortController();
-    const p = client.create(persistentVolumes, { metadata: { name: 'a' } }, { signal: ac.signal, timeoutMs: 0 });
+    const p = client.create(untypedPvs, { metadata: { name: 'a' } }, { signal: ac.signal, timeoutMs: 0 });
     setTimeout(() => ac.abort(new Error('caller gave up')), 20);
     await assert.rejects(p, (err: Error) => err.name === 'AbortError' || err.message === 'caller gave up');
   }));
@@ -285,7 +288,7 @@ describe('client against the embedded cluster (HTTPS)', () => {
   before(async () => { cluster = await startCluster({ controllers: false }); });
   after(async () => { await cluster.stop(); });
 
-  const pvBody = (name: string) => ({
+  const pvBody = (name: string): PersistentVolume => ({
     apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name },
     spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: `/tmp/${name}` } },
   });
@@ -295,7 +298,7 @@ describe('client against the embedded cluster (HTTPS)', () => {
     try {
       await assert.rejects(client.get(persistentVolumes, 'nope'), NotFoundError);
       const created = await client.create<KubeObject>(persistentVolumes, pvBody('e1'));
-      await assert.rejects(client.create(persistentVolumes, pvBody('e1')), AlreadyExistsError);
+      await assert.rejects(client.create(untypedPvs, pvBody('e1')), AlreadyExistsError);
       await client.patch(persistentVolumes, 'e1', { metadata: { labels: { a: 'b' } } });
       await assert.rejects(client.update(persistentVolumes, created), ConflictError, 'stale resourceVersion');
       await assert.rejects(client.create(persistentVolumes, { metadata: { name: 'Bad_Name' }, spec: {} }), (err: InvalidError) => {

@@ -227,7 +227,7 @@ test('waitForCacheSync waits for every informer and honours abort', () =>
 /** A client that counts the watches it opens, to observe reconnects without timing. */
 class CountingClient extends KubeClient {
   watches = 0;
-  override async watch<T extends KubeObject = KubeObject>(r: ApiResource, opts?: WatchOptions): Promise<WatchStream<T>> {
+  override async watch<T extends KubeObject = KubeObject>(r: ApiResource<T>, opts?: WatchOptions): Promise<WatchStream<T>> {
     this.watches++;
     return super.watch<T>(r, opts);
   }

@@ -3,7 +3,7 @@
 // existing Event instead of creating a new one, so a resync every 15 s shows `(x3 over 36s)` in kubectl.
 import type { CoreEvent, KubeObject } from '../../types/k8s.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import { ApiError, type ClusterStore } from '../store.ts';
+import { ClusterApiError, type ClusterStore } from '../store.ts';
 import { formatTime } from '../meta.ts';
 
 /** How many distinct events the correlator remembers (client-go's LRU holds 4096). */
@@ -39,7 +39,7 @@ export class ClusterEventRecorder {
         return;
       } catch (err) {
         // Deleted (or expired) meanwhile: start a new one.
-        if (!(err instanceof ApiError && err.code === 404)) return this.#fail(err, reason);
+        if (!(err instanceof ClusterApiError && err.code === 404)) return this.#fail(err, reason);
         this.#seen.delete(key);
       }
     }

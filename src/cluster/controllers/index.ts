@@ -1,6 +1,6 @@
 // The embedded cluster's own controllers, started together on a store: the PV binder, pvc/pv protection
-// (admission + controllers), DefaultStorageClass admission, the scheduler stand-in, the local Node and its
-// kubelet stand-in.
+// (admission + controllers), DefaultStorageClass admission, the scheduler stand-in, the local Node, its kubelet
+// stand-in and the default ServiceAccount of every namespace.
 // They are ordinary store clients sharing one cache; stop() leaves no timers or watches behind.
 import type { Logger } from '../../runtime/logger.ts';
 import { silentLogger } from '../../runtime/logger.ts';
@@ -14,6 +14,7 @@ import { PvBinder } from './pv-binder.ts';
 import { SchedulerStandIn } from './scheduler.ts';
 import { EXPAND_CONTROLLER_COMPONENT, installResizeAdmission, watchExternalExpansion } from './volume-expand.ts';
 import { KubeletStandIn } from './kubelet.ts';
+import { startServiceAccountController } from './service-account.ts';
 
 export { localNodeName } from './local-node.ts';
 
@@ -55,6 +56,7 @@ export function startClusterControllers(store: ClusterStore, opts: ClusterContro
   });
   const controllers = [binder, protection, scheduler, kubelet];
   ensureLocalNode(store, nodeName, (opts.now ?? Date.now)());
+  const stopServiceAccounts = startServiceAccountController(store, logger.child({ controller: 'serviceaccount' }));
   cache.start(store);
   const timer = setInterval(() => {
     for (const c of controllers) c.resync();
@@ -76,6 +78,7 @@ export function startClusterControllers(store: ClusterStore, opts: ClusterContro
       clearInterval(timer);
       for (const a of admissions) a.disable();
       expansion.stop();
+      stopServiceAccounts();
       cache.stop();
       for (const c of controllers) c.stop();
     },

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import type { Logger } from '../../runtime/logger.ts';
 import type { Pod } from '../../types/k8s.ts';
 import { formatTime } from '../meta.ts';
-import { ApiError, type ClusterStore } from '../store.ts';
+import { ClusterApiError, type ClusterStore } from '../store.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { ClusterEventRecorder } from './event-recorder.ts';
 import { KeyedQueue, type SyncResult } from './keyed-queue.ts';
@@ -108,8 +108,8 @@ export class KubeletStandIn {
       logger.info({ pod: key, node: this.#d.nodeName }, 'pod reported Running (containers not run)');
       return 'done';
     } catch (err) {
-      if (err instanceof ApiError && err.code === 404) return 'done';
-      if (err instanceof ApiError) return 'retry';
+      if (err instanceof ClusterApiError && err.code === 404) return 'done';
+      if (err instanceof ClusterApiError) return 'retry';
       throw err;
     }
   }

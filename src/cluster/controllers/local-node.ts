@@ -4,7 +4,7 @@
 import os from 'node:os';
 import type { Node } from '../../types/k8s.ts';
 import { LABEL_HOSTNAME } from '../../types/annotations.ts';
-import { ApiError, type ClusterStore } from '../store.ts';
+import { ClusterApiError, type ClusterStore } from '../store.ts';
 import { formatMicroTime, formatTime } from '../meta.ts';
 
 export const KUBELET_VERSION = 'v1.32.0';
@@ -69,7 +69,7 @@ export function ensureLocalNode(store: ClusterStore, name: string, now: number =
     try {
       current = store.create('nodes', desired, { user: `system:node:${name}` }) as Node;
     } catch (err) {
-      if (!(err instanceof ApiError && err.code === 409)) throw err;
+      if (!(err instanceof ClusterApiError && err.code === 409)) throw err;
       current = store.get('nodes', undefined, name) as Node;
     }
   }
@@ -97,6 +97,6 @@ function ensureNodeLease(store: ClusterStore, node: Node, now: number): void {
       }, { user: `system:node:${name}` });
     }
   } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
+    if (!(err instanceof ClusterApiError)) throw err;
   }
 }

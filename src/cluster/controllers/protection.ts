@@ -5,7 +5,7 @@
 import type { KubeObject, PersistentVolume } from '../../types/k8s.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { FINALIZER_PV_PROTECTION, FINALIZER_PVC_PROTECTION } from '../../types/annotations.ts';
-import { ApiError, type ClusterStore } from '../store.ts';
+import { ClusterApiError, type ClusterStore } from '../store.ts';
 import { podClaimNames, podIsActive, type ClusterCache } from './cluster-cache.ts';
 import { claimKey } from './volume-match.ts';
 import { KeyedQueue, type SyncResult } from './keyed-queue.ts';
@@ -113,7 +113,7 @@ export class ProtectionController {
       this.#logger.debug({ resource, name: obj.metadata.name, finalizer, removed: next.length < finalizers.length }, 'protection finalizer updated');
       return 'done';
     } catch (err) {
-      if (err instanceof ApiError) return err.code === 404 ? 'done' : 'retry';
+      if (err instanceof ClusterApiError) return err.code === 404 ? 'done' : 'retry';
       throw err;
     }
   }

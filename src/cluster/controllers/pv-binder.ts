@@ -4,7 +4,7 @@
 // resync re-queues every claim and volume, which also re-emits ExternalProvisioning like the real one.
 import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import { ApiError, type ClusterStore } from '../store.ts';
+import { ClusterApiError, type ClusterStore } from '../store.ts';
 import { syncClaim, syncVolume, type BinderAction, type BinderView } from './binder-logic.ts';
 import { claimKey, claimClass, claimHasNoClass } from './volume-match.ts';
 import type { ClusterCache } from './cluster-cache.ts';
@@ -146,7 +146,7 @@ export class PvBinder {
             break;
         }
       } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
+        if (!(err instanceof ClusterApiError)) throw err;
         if (a.kind === 'updateClaim' && a.onError && err.code !== 409) {
           recorder.record(a.claim, 'Warning', a.onError.reason, a.onError.prefix + err.message);
         }

@@ -7,7 +7,7 @@
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod } from '../../types/k8s.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE } from '../../types/annotations.ts';
-import { ApiError, type ClusterStore } from '../store.ts';
+import { ClusterApiError, type ClusterStore } from '../store.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { podClaimNames } from './cluster-cache.ts';
 import { claimBlocksNode, nodeIsSchedulable, nodeSelectorMatches, podFitsNode } from './node-fit.ts';
@@ -131,8 +131,8 @@ export class SchedulerStandIn {
       logger.info({ pod: key, node: nodeName }, 'pod bound to node');
       return 'done';
     } catch (err) {
-      if (err instanceof ApiError && err.code === 404) return 'done';
-      if (err instanceof ApiError) return 'retry';
+      if (err instanceof ClusterApiError && err.code === 404) return 'done';
+      if (err instanceof ClusterApiError) return 'retry';
       if (err instanceof ClaimMatchError) return 'done'; // the binder reports it on the claim
       throw err;
     }

@@ -1,0 +1,114 @@
+// Runtime access to the generated schemas (schemas.generated.ts from client-node's models, go-tags.generated.ts
+// from k8s.io/api struct tags): the model of each served kind, field types, and pruning of unknown fields with
+// the paths kube-apiserver's strict decoder reports (`spec.storageClasName`, `spec.containers[0].foo`).
+import { GO_TAGS, type GoFieldTags } from './go-tags.generated.ts';
+import type { GeneratedModel } from './schema-model.ts';
+import { MODELS, ROOT_MODELS } from './schemas.generated.ts';
+
+export type { GeneratedModel } from './schema-model.ts';
+
+/** `table[key]` when `key` is the table's own entry: tenant keys such as `__proto__` never reach a prototype. */
+function own<T>(table: Readonly<Record<string, T>> | undefined, key: string): T | undefined {
+  return table !== undefined && Object.hasOwn(table, key) ? table[key] : undefined;
+}
+
+/** The field `key` of a model, or undefined (an own property only). */
+export function fieldOf(m: GeneratedModel | undefined, key: string): [string] | [string, string] | undefined {
+  return own(m?.f, key);
+}
+
+/** The client-node model of a served kind, or undefined for a kind without one. */
+export function rootModel(group: string, version: string, kind: string): string | undefined {
+  return own(ROOT_MODELS, `${group}/${version}/${kind}`);
+}
+
+export function model(name: string): GeneratedModel | undefined {
+  return own(MODELS, name);
+}
+
+/** Struct tags (protobuf number, patch strategy) of a model's field, when the Go table has them. */
+export function goField(modelName: string, field: string): GoFieldTags | undefined {
+  return own(own(GO_TAGS, modelName)?.fields, field);
+}
+
+/** The Go package of a model (`io.k8s.api.core.v1`), for OpenAPI schema names. */
+export function goPackage(modelName: string): string | undefined {
+  return own(GO_TAGS, modelName)?.pkg;
+}
+
+/** The model a compact type refers to (`[]V1Container` -> V1Container), if any. */
+export function modelRef(type: string): string | undefined {
+  const base = type.replace(/^(\[\]|map\[\])+/, '');
+  return /^[A-Z]/.test(base) ? base : undefined;
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * Removes, in place, every field the schema does not know, and returns their paths in document order.
+ * Values of type `any` (RawExtension, JSON) are kept as sent; values of the wrong JSON type are left for
+ * validation to judge.
+ */
+export function pruneUnknown(value: Record<string, unknown>, modelName: string, path = ''): string[] {
+  const unknown: string[] = [];
+  pruneModel(value, modelName, path, unknown);
+  return unknown;
+}
+
+function pruneModel(obj: Record<string, unknown>, modelName: string, path: string, out: string[]): void {
+  const m = model(modelName);
+  if (!m) return;
+  for (const key of Object.keys(obj)) {
+    const here = path ? `${path}.${key}` : key;
+    const f = fieldOf(m, key);
+    if (!f) {
+      out.push(here);
+      delete obj[key];
+      continue;
+    }
+    pruneValue(obj[key], f[0], here, out);
+  }
+}
+
+function pruneValue(v: unknown, type: string, path: string, out: string[]): void {
+  if (type.startsWith('[]')) {
+    if (Array.isArray(v)) v.forEach((item, i) => pruneValue(item, type.slice(2), `${path}[${i}]`, out));
+    return;
+  }
+  if (type.startsWith('map[]')) {
+    if (isMap(v)) for (const [k, item] of Object.entries(v)) pruneValue(item, type.slice(5), `${path}.${k}`, out);
+    return;
+  }
+  const ref = modelRef(type);
+  if (ref && isMap(v)) pruneModel(v, ref, path, out);
+}
+
+/** The type of the field at a dotted path below a model (list indices omitted), or undefined. */
+export function typeAt(modelName: string, path: readonly string[]): string | undefined {
+  let type = modelName;
+  for (const seg of path) {
+    const base = type.replace(/^(\[\]|map\[\])+/, '');
+    if (type.startsWith('map[]')) {
+      type = type.slice(5);
+      continue;
+    }
+    const f = fieldOf(model(base), seg);
+    if (!f) return undefined;
+    type = f[0];
+  }
+  return type;
+}
+
+/**
+ * The strategic-merge strategy of the list field at `path` below `modelName`: `{ mergeKey }` for a
+ * `patchStrategy:"merge"` list of maps, `{}` for a merged set of scalars, undefined for a replaced list.
+ */
+export function patchListStrategy(modelName: string, path: readonly string[]): { mergeKey?: string } | undefined {
+  if (path.length === 0) return undefined;
+  const parent = typeAt(modelName, path.slice(0, -1));
+  const parentModel = parent === undefined ? undefined : modelRef(parent);
+  if (!parentModel) return undefined;
+  const tags = goField(parentModel, path[path.length - 1]);
+  if (!tags?.s?.split(',').includes('merge')) return undefined;
+  return tags.k ? { mergeKey: tags.k } : {};
+}

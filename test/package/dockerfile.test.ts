@@ -1,0 +1,34 @@
+// deploy/Dockerfile read as text (no docker engine here): the final image is built from dist/ with production
+// dependencies only, compiles no native module, runs as a non-root user, and runs the compiled command.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ROOT } from '../cli/cli-helpers.ts';
+
+const text = readFileSync(join(ROOT, 'deploy', 'Dockerfile'), 'utf8');
+const instructions = text.split('\n').filter((l) => l.trim() && !l.trimStart().startsWith('#'));
+const stages = instructions.join('\n').split(/^FROM /m).slice(1).map((s) => `FROM ${s}`);
+
+test('the Dockerfile builds dist in one stage and ships it with production dependencies only', () => {
+  const final = stages.at(-1) ?? '';
+  assert.ok(stages.length >= 2, 'a build stage and a final stage');
+  assert.match(stages.join('\n'), /npm run build/);
+  assert.match(stages.join('\n'), /npm ci --omit=dev --ignore-scripts/);
+  assert.match(final, /COPY --from=\w+ .*\/app\/dist \.\/dist/);
+  assert.doesNotMatch(final, /COPY[^\n]* src\b/, 'no TypeScript sources in the image');
+  assert.doesNotMatch(final, /^RUN /m, 'nothing is installed or compiled in the final stage');
+  assert.doesNotMatch(text, /apt-get|g\+\+|python3/, 'no native toolchain anywhere');
+  assert.match(final, /^USER node$/m, 'runs as non-root');
+  assert.match(final, /^ENTRYPOINT \["node", "\/app\/bin\/kube-provisioner\.js"\]$/m);
+  // The entry point runs the compiled JavaScript, not tsx.
+  assert.match(readFileSync(join(ROOT, 'bin', 'kube-provisioner.js'), 'utf8'), /import\('\.\.\/dist\/cli\/main\.js'\)/);
+});
+
+test('the production dependencies the image installs need no native build', () => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+  for (const name of ['better-sqlite3', 'tsx', '@peculiar/x509', 'reflect-metadata', '@kubernetes/client-node']) {
+    assert.equal(pkg.dependencies[name], undefined, `${name} is not a production dependency`);
+    assert.ok(pkg.devDependencies[name], `${name} stays a dev dependency`);
+  }
+});
