@@ -3,6 +3,7 @@
 // Bound, p50/p99 claim-to-Bound latency, controller CPU and RSS, the controller's API requests per claim by verb
 // (audit counter), and its requests during an idle period with a short resync. Prints a markdown table.
 // Run: node --expose-gc --import tsx bench/controller.ts [--sizes 100,1000,10000] [--modes lease,per-claim,seed]
+//      [--child-node-args --max-old-space-size=96]
 //        [--runs 3] [--large-runs 1] [--concurrency 32] [--resync-ms 2000] [--idle-ms 5000] [--qps 0]
 //        [--threadiness N] [--cpu-prof DIR] [--json FILE]
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -21,6 +22,8 @@ interface Args {
   qps: number;
   threadiness: number | undefined;
   cpuProf: string | undefined;
+  /** Extra node flags for the controller child (e.g. `--max-old-space-size=96`), comma separated. */
+  childNodeArgs: string[];
   json: string | undefined;
 }
 
@@ -47,6 +50,7 @@ function parseArgs(argv: string[]): Args {
     qps: num('--qps', 0),
     threadiness: threadiness === undefined ? undefined : Number(threadiness),
     cpuProf: get('--cpu-prof'),
+    childNodeArgs: (get('--child-node-args') ?? '').split(',').filter(Boolean),
     json: get('--json'),
   };
 }
@@ -194,7 +198,7 @@ function targets(results: RunResult[], args: Args): string[] {
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const gc = (globalThis as { gc?: () => void }).gc;
-  const childNodeArgs: string[] = [];
+  const childNodeArgs: string[] = [...args.childNodeArgs];
   if (args.cpuProf) {
     mkdirSync(args.cpuProf, { recursive: true });
     childNodeArgs.push('--cpu-prof', '--cpu-prof-dir', args.cpuProf);
