@@ -1,8 +1,8 @@
 // Server-side printing (tables.ts) and the minimal OpenAPI v3 (openapi.ts): columns and cells as kubectl 1.32 shows them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TABLE_COLUMNS, toTable, humanDuration, accessModesString, age } from '../../src/cluster/tables.ts';
-import { openApiV3Paths, openApiV3Document } from '../../src/cluster/openapi.ts';
+import { TABLE_COLUMNS, toTable, humanDuration, accessModesString, age } from '../../src/cluster/registry/tables.ts';
+import { openApiV3Paths, openApiV3Document } from '../../src/cluster/http/openapi.ts';
 import type { KubeObject } from '../../src/types/k8s.ts';
 
 const NOW = Date.parse('2026-01-10T12:00:00Z');

@@ -3,8 +3,8 @@
 // existing Event instead of creating a new one, so a resync every 15 s shows `(x3 over 36s)` in kubectl.
 import type { CoreEvent, KubeObject } from '../../types/k8s.ts';
 import type { Logger } from '../../runtime/logger.ts';
-import { ClusterApiError, type ClusterStore } from '../store.ts';
-import { formatTime } from '../meta.ts';
+import { ClusterApiError, type ClusterStore } from '../storage/store.ts';
+import { formatTime } from '../common/meta.ts';
 
 /** How many distinct events the correlator remembers (client-go's LRU holds 4096). */
 const MAX_REMEMBERED = 4096;

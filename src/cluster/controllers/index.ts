@@ -4,7 +4,7 @@
 // They are ordinary store clients sharing one cache; stop() leaves no timers or watches behind.
 import type { Logger } from '../../runtime/logger.ts';
 import { silentLogger } from '../../runtime/logger.ts';
-import type { ClusterStore } from '../store.ts';
+import type { ClusterStore } from '../storage/store.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { installDefaultClassAdmission } from './default-class.ts';
 import { ClusterEventRecorder } from './event-recorder.ts';

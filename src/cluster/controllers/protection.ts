@@ -5,7 +5,7 @@
 import type { KubeObject, PersistentVolume } from '../../types/k8s.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { FINALIZER_PV_PROTECTION, FINALIZER_PVC_PROTECTION } from '../../types/annotations.ts';
-import { ClusterApiError, type ClusterStore } from '../store.ts';
+import { ClusterApiError, type ClusterStore } from '../storage/store.ts';
 import { podClaimNames, podIsActive, type ClusterCache } from './cluster-cache.ts';
 import { claimKey } from './volume-match.ts';
 import { KeyedQueue, type SyncResult } from './keyed-queue.ts';

@@ -7,7 +7,7 @@
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod } from '../../types/k8s.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE } from '../../types/annotations.ts';
-import { ClusterApiError, type ClusterStore } from '../store.ts';
+import { ClusterApiError, type ClusterStore } from '../storage/store.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { podClaimNames } from './cluster-cache.ts';
 import { claimBlocksNode, nodeIsSchedulable, nodeSelectorMatches, podFitsNode } from './node-fit.ts';

@@ -2,8 +2,8 @@
 // that is not terminating has a ServiceAccount named `default`, created when the namespace appears and again
 // if it is deleted. Token secrets are not created (tokens are requested, not stored, since Kubernetes 1.24).
 import type { Logger } from '../../runtime/logger.ts';
-import { ClusterApiError } from '../errors.ts';
-import type { ClusterStore } from '../store.ts';
+import { ClusterApiError } from '../common/errors.ts';
+import type { ClusterStore } from '../storage/store.ts';
 
 const DEFAULT_SA = 'default';
 

@@ -1,0 +1,348 @@
+// The resource registry of the embedded API server: one ResourceType entry per served resource (scope, kind,
+// validation, defaulting, status subresource, field selectors, update/delete strategy). The store, the router,
+// discovery, OpenAPI and tables are all driven by RESOURCES, so adding a resource is adding one entry here
+// (the RBAC, apps and ServiceAccount entries live in registry-apps-rbac.ts) plus, optionally, its columns.
+import type { KubeObject, StatusCause } from '../../types/k8s.ts';
+import { fieldString, formatTime, readPath } from '../common/meta.ts';
+import { ALL_VERBS, boolPath, defaultPodSpec, path, section, setDefault, type FieldGetter } from './registry-helpers.ts';
+import { APPS_RBAC_RESOURCES, SERVICE_ACCOUNTS } from './registry-apps-rbac.ts';
+import { eventFromStorage, eventToStorage } from './events-view.ts';
+import { canonicalizeQuantityMaps } from './quantity-canonical.ts';
+import {
+  validateConfigMap,
+  validateEvent,
+  validateLease,
+  validateNamespace,
+  validateNode,
+  validatePersistentVolume,
+  validatePersistentVolumeClaim,
+  validatePod,
+  validateSecret,
+  validateStorageClass,
+} from './validation.ts';
+
+export type { FieldGetter } from './registry-helpers.ts';
+
+/** A resource served under another resource's storage (events.k8s.io/v1 Event over core/v1 Event). */
+export interface StorageView {
+  /** The plural of the storage resource (a registry entry without `view`). */
+  resource: string;
+  /** Converts a request body of this view into the storage representation. */
+  toStorage(obj: KubeObject): KubeObject;
+  /** Converts a stored object into this view's representation. */
+  fromStorage(obj: KubeObject): KubeObject;
+}
+
+export interface ResourceType {
+  group: string;
+  version: string;
+  /** Plural, lower case: the URL segment and the store's resource name. */
+  resource: string;
+  kind: string;
+  listKind: string;
+  namespaced: boolean;
+  shortNames?: string[];
+  singular: string;
+  verbs: string[];
+  categories?: string[];
+  /** Whether the type has a /status subresource (status ignored on the main resource, spec ignored on /status). */
+  hasStatus: boolean;
+  /** Type-specific validation (metadata is validated by the store for every type). */
+  validate(obj: KubeObject, old?: KubeObject): StatusCause[];
+  /** Defaulting, applied on every write so reads always show defaults. */
+  defaults?(obj: KubeObject): void;
+  /** Type-specific field selectors; `metadata.name` and `metadata.namespace` are added for all. */
+  fieldSelectors: Record<string, FieldGetter>;
+  /** Name validation rule for metadata.name (default dns1123subdomain). */
+  nameRule?: 'dns1123subdomain' | 'dns1123label' | 'path';
+  /** Strategy PrepareForCreate: e.g. discard client-sent status. `now` is epoch ms. */
+  prepareForCreate?(obj: KubeObject, now: number): void;
+  /** Strategy PrepareForUpdate, after status/spec reset: e.g. stamp PV lastPhaseTransitionTime. */
+  prepareForUpdate?(obj: KubeObject, old: KubeObject, subresource: 'status' | undefined, now: number): void;
+  /** PUT on a missing object creates it (Lease, Event). */
+  allowCreateOnUpdate?: boolean;
+  /** PUT without metadata.resourceVersion is last-write-wins (default true; Lease: false). */
+  allowUnconditionalUpdate?: boolean;
+  /** DELETE answers with the deleted object (else a Success Status). */
+  returnDeletedObject?: boolean;
+  /** Dotted paths of metav1.MicroTime fields: inputs must carry exactly six fractional digits. */
+  microTimeFields?: string[];
+  /** Set when this resource is a view over another resource's storage. */
+  view?: StorageView;
+}
+
+const persistentVolumes: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'persistentvolumes',
+  kind: 'PersistentVolume',
+  listKind: 'PersistentVolumeList',
+  namespaced: false,
+  shortNames: ['pv'],
+  singular: 'persistentvolume',
+  verbs: ALL_VERBS,
+  hasStatus: true,
+  validate: (o, old) => validatePersistentVolume(o, old),
+  defaults(o) {
+    canonicalizeQuantityMaps(o, ['spec.capacity']);
+    const spec = section(o, 'spec');
+    setDefault(spec, 'persistentVolumeReclaimPolicy', 'Retain');
+    setDefault(spec, 'volumeMode', 'Filesystem');
+    setDefault(section(o, 'status'), 'phase', 'Pending');
+  },
+  prepareForCreate(o, now) {
+    o.status = { phase: 'Pending', lastPhaseTransitionTime: formatTime(now) };
+  },
+  prepareForUpdate(o, old, subresource, now) {
+    if (subresource !== 'status') return;
+    const status = section(o, 'status');
+    const oldStatus = (old.status ?? {}) as Record<string, unknown>;
+    if (status.phase !== oldStatus.phase && status.lastPhaseTransitionTime === oldStatus.lastPhaseTransitionTime) {
+      status.lastPhaseTransitionTime = formatTime(now);
+    }
+  },
+  fieldSelectors: {},
+  returnDeletedObject: true,
+};
+
+const persistentVolumeClaims: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'persistentvolumeclaims',
+  kind: 'PersistentVolumeClaim',
+  listKind: 'PersistentVolumeClaimList',
+  namespaced: true,
+  shortNames: ['pvc'],
+  singular: 'persistentvolumeclaim',
+  verbs: ALL_VERBS,
+  hasStatus: true,
+  validate: (o, old) => validatePersistentVolumeClaim(o, old),
+  defaults(o) {
+    canonicalizeQuantityMaps(o, ['spec.resources.requests', 'spec.resources.limits', 'status.capacity', 'status.allocatedResources']);
+    setDefault(section(o, 'spec'), 'volumeMode', 'Filesystem');
+    setDefault(section(o, 'status'), 'phase', 'Pending');
+  },
+  prepareForCreate(o) {
+    o.status = { phase: 'Pending' };
+  },
+  fieldSelectors: {},
+  returnDeletedObject: true,
+};
+
+const storageClasses: ResourceType = {
+  group: 'storage.k8s.io',
+  version: 'v1',
+  resource: 'storageclasses',
+  kind: 'StorageClass',
+  listKind: 'StorageClassList',
+  namespaced: false,
+  shortNames: ['sc'],
+  singular: 'storageclass',
+  verbs: ALL_VERBS,
+  hasStatus: false,
+  validate: (o, old) => validateStorageClass(o, old),
+  defaults(o) {
+    const rec = o as Record<string, unknown>;
+    setDefault(rec, 'reclaimPolicy', 'Delete');
+    setDefault(rec, 'volumeBindingMode', 'Immediate');
+  },
+  fieldSelectors: {},
+  returnDeletedObject: true,
+};
+
+const namespaces: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'namespaces',
+  kind: 'Namespace',
+  listKind: 'NamespaceList',
+  namespaced: false,
+  shortNames: ['ns'],
+  singular: 'namespace',
+  verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+  hasStatus: true,
+  nameRule: 'dns1123label',
+  validate: (o, old) => validateNamespace(o, old),
+  defaults(o) {
+    const spec = section(o, 'spec');
+    if (!Array.isArray(spec.finalizers)) spec.finalizers = ['kubernetes'];
+    setDefault(section(o, 'status'), 'phase', 'Active');
+  },
+  prepareForCreate(o) {
+    o.status = { phase: 'Active' };
+  },
+  fieldSelectors: { 'status.phase': path('status.phase') },
+  returnDeletedObject: true,
+};
+
+const nodes: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'nodes',
+  kind: 'Node',
+  listKind: 'NodeList',
+  namespaced: false,
+  shortNames: ['no'],
+  singular: 'node',
+  verbs: ALL_VERBS,
+  hasStatus: true,
+  validate: (o, old) => validateNode(o, old),
+  defaults: (o) => canonicalizeQuantityMaps(o, ['status.capacity', 'status.allocatable']),
+  fieldSelectors: { 'spec.unschedulable': boolPath('spec.unschedulable') },
+};
+
+const pods: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'pods',
+  kind: 'Pod',
+  listKind: 'PodList',
+  namespaced: true,
+  shortNames: ['po'],
+  singular: 'pod',
+  verbs: ALL_VERBS,
+  categories: ['all'],
+  hasStatus: true,
+  validate: (o, old) => validatePod(o, old),
+  defaults(o) {
+    defaultPodSpec(section(o, 'spec'));
+    setDefault(section(o, 'status'), 'phase', 'Pending');
+  },
+  prepareForCreate(o) {
+    o.status = { phase: 'Pending', qosClass: 'BestEffort' };
+  },
+  fieldSelectors: {
+    'spec.nodeName': path('spec.nodeName'),
+    'spec.restartPolicy': path('spec.restartPolicy'),
+    'spec.schedulerName': path('spec.schedulerName'),
+    'spec.serviceAccountName': path('spec.serviceAccountName'),
+    'spec.hostNetwork': boolPath('spec.hostNetwork'),
+    'status.phase': path('status.phase'),
+    'status.podIP': path('status.podIP'),
+    'status.nominatedNodeName': path('status.nominatedNodeName'),
+  },
+  returnDeletedObject: true,
+};
+
+const configMaps: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'configmaps',
+  kind: 'ConfigMap',
+  listKind: 'ConfigMapList',
+  namespaced: true,
+  shortNames: ['cm'],
+  singular: 'configmap',
+  verbs: ALL_VERBS,
+  hasStatus: false,
+  validate: (o, old) => validateConfigMap(o, old),
+  fieldSelectors: {},
+};
+
+const secrets: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'secrets',
+  kind: 'Secret',
+  listKind: 'SecretList',
+  namespaced: true,
+  singular: 'secret',
+  verbs: ALL_VERBS,
+  hasStatus: false,
+  validate: (o, old) => validateSecret(o, old),
+  defaults(o) {
+    setDefault(o as Record<string, unknown>, 'type', 'Opaque');
+  },
+  fieldSelectors: { type: path('type') },
+};
+
+const eventFieldSelectors: Record<string, FieldGetter> = {
+  'involvedObject.kind': path('involvedObject.kind'),
+  'involvedObject.namespace': path('involvedObject.namespace'),
+  'involvedObject.name': path('involvedObject.name'),
+  'involvedObject.uid': path('involvedObject.uid'),
+  'involvedObject.apiVersion': path('involvedObject.apiVersion'),
+  'involvedObject.resourceVersion': path('involvedObject.resourceVersion'),
+  'involvedObject.fieldPath': path('involvedObject.fieldPath'),
+  reason: path('reason'),
+  reportingComponent: path('reportingComponent'),
+  source: (o) => fieldString(readPath(o, 'source.component')) || fieldString(o.reportingComponent),
+  type: path('type'),
+};
+
+const coreEvents: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'events',
+  kind: 'Event',
+  listKind: 'EventList',
+  namespaced: true,
+  shortNames: ['ev'],
+  singular: 'event',
+  verbs: ALL_VERBS,
+  hasStatus: false,
+  validate: (o, old) => validateEvent(o, old),
+  defaults(o) {
+    // Go serializes these core/v1 fields even when zero: a MicroTime as null, plain strings as "".
+    o.eventTime ??= null;
+    o.reportingComponent ??= '';
+    o.reportingInstance ??= '';
+  },
+  fieldSelectors: eventFieldSelectors,
+  allowCreateOnUpdate: true,
+  microTimeFields: ['eventTime', 'series.lastObservedTime'],
+};
+
+const eventsV1: ResourceType = {
+  ...coreEvents,
+  group: 'events.k8s.io',
+  view: { resource: 'events', toStorage: eventToStorage, fromStorage: eventFromStorage },
+};
+
+const leases: ResourceType = {
+  group: 'coordination.k8s.io',
+  version: 'v1',
+  resource: 'leases',
+  kind: 'Lease',
+  listKind: 'LeaseList',
+  namespaced: true,
+  singular: 'lease',
+  verbs: ALL_VERBS,
+  hasStatus: false,
+  validate: (o, old) => validateLease(o, old),
+  fieldSelectors: {},
+  allowCreateOnUpdate: true,
+  allowUnconditionalUpdate: false,
+  microTimeFields: ['spec.acquireTime', 'spec.renewTime'],
+};
+
+/** Every resource the embedded API server serves, in discovery order. */
+export const RESOURCES: readonly ResourceType[] = [
+  namespaces,
+  nodes,
+  pods,
+  persistentVolumes,
+  persistentVolumeClaims,
+  configMaps,
+  secrets,
+  SERVICE_ACCOUNTS,
+  coreEvents,
+  eventsV1,
+  storageClasses,
+  leases,
+  ...APPS_RBAC_RESOURCES,
+];
+
+/** The apiVersion string of a resource type (`v1`, `storage.k8s.io/v1`). */
+export function apiVersionOf(rt: { group: string; version: string }): string {
+  return rt.group ? `${rt.group}/${rt.version}` : rt.version;
+}
+
+/** The field selectors a resource accepts: its own plus metadata.name / metadata.namespace. */
+export function fieldGetters(rt: ResourceType): Record<string, FieldGetter> {
+  return {
+    'metadata.name': (o) => o.metadata?.name,
+    'metadata.namespace': (o) => o.metadata?.namespace ?? '',
+    ...rt.fieldSelectors,
+  };
+}
