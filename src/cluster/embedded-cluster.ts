@@ -12,7 +12,7 @@ import { Faults } from './http/faults.ts';
 import { openSqliteBackend } from './storage/persistence.ts';
 import { resolveLimits, type ServerLimits } from './http/request-limits.ts';
 import { startApiServer, type ApiServer } from './http/server.ts';
-import { ClusterStore } from './storage/store.ts';
+import { ClusterStore } from './writes/cluster-store.ts';
 import { buildKubeconfig, ensureServingCertificates } from './http/tls.ts';
 import { startClusterControllers, type ClusterControllers } from './controllers/index.ts';
 

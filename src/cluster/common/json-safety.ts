@@ -4,6 +4,9 @@
 // too-deep or too-large value into a typed error, and own-property access so that `__proto__`, `constructor`
 // and `prototype` stay plain keys and no prototype is ever read or replaced.
 
+/** kube-apiserver's request body limit (3 MiB); also bounds what one JSON patch may copy. */
+export const MAX_BODY_BYTES = 3 * 1024 * 1024;
+
 /** apimachinery's JSON decoding limit (Go encoding/json maxNestingDepth). */
 export const MAX_JSON_DEPTH = 10_000;
 

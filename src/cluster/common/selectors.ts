@@ -2,7 +2,7 @@
 // metav1.LabelSelectorAsSelector) and compiled to predicates. Parse errors are SelectorError with kube's
 // messages; the API server turns them into 400 BadRequest.
 
-import type { LabelSelector } from '../../types/k8s.ts';
+import type { KubeObject, LabelSelector } from '../../types/k8s.ts';
 import { isQualifiedName, isValidLabelValue } from './name-rules.ts';
 
 /** A selector string or object that does not parse/validate. Becomes 400 BadRequest. */
@@ -341,4 +341,16 @@ export function parseFieldSelector(s: string, supported: ReadonlySet<string>): F
   }
   if (terms.length === 0) return () => true;
   return (getField) => terms.every((t) => ((getField(t.field) ?? '') === t.value) !== t.negate);
+}
+
+/** Reads one field-selector field (`spec.nodeName`) of an object; undefined when absent. */
+export type FieldGetter = (obj: KubeObject) => string | undefined;
+
+/** The field selectors a kind accepts: its own plus metadata.name / metadata.namespace. */
+export function fieldGetters(kind: { fieldSelectors: Record<string, FieldGetter> }): Record<string, FieldGetter> {
+  return {
+    'metadata.name': (o) => o.metadata?.name,
+    'metadata.namespace': (o) => o.metadata?.namespace ?? '',
+    ...kind.fieldSelectors,
+  };
 }

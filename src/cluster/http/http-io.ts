@@ -3,10 +3,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from '../common/errors.ts';
-import { checkJsonValue, JsonTooDeepError, MAX_JSON_DEPTH, parseJsonText } from '../common/json-safety.ts';
+import { checkJsonValue, JsonTooDeepError, MAX_BODY_BYTES, MAX_JSON_DEPTH, parseJsonText } from '../common/json-safety.ts';
 
-/** kube-apiserver's request body limit (3 MiB). */
-export const MAX_BODY_BYTES = 3 * 1024 * 1024;
+export { MAX_BODY_BYTES } from '../common/json-safety.ts';
 
 /** Thrown when a body exceeds the limit; the connection is closed after the 413 answer. */
 export class BodyTooLargeError extends Error {}

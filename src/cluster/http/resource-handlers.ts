@@ -26,7 +26,7 @@ import { normalizeTimes } from '../schema/time-encoding.ts';
 import { apiVersionOf, type ResourceType } from '../registry/registry.ts';
 import type { ServerLimits } from './request-limits.ts';
 import type { ResourceRequest } from './routing.ts';
-import type { ClusterStore, PatchType } from '../storage/store.ts';
+import type { ClusterStore, PatchType } from '../writes/cluster-store.ts';
 import type { StoredEntry } from '../storage/watch-cache.ts';
 import { toTable, type IncludeObject } from '../registry/tables.ts';
 

@@ -25,7 +25,7 @@ import {
 } from './resource-handlers.ts';
 import { ConnectionGuard, resolveLimits, type ServerLimits } from './request-limits.ts';
 import { routeResource, ResourceIndex, type ResourceRequest } from './routing.ts';
-import type { ClusterStore } from '../storage/store.ts';
+import type { ClusterStore } from '../writes/cluster-store.ts';
 import { serveWatch, WatchRegistry } from './watch-stream.ts';
 
 export interface ApiServerOptions {

@@ -2,8 +2,7 @@
 // (RFC 7386); the strategic merge patch lives in strategic-merge-patch.ts and is re-exported here so the API
 // layer has one import. Every function is pure: inputs are never mutated, results are fresh objects.
 
-import { MAX_BODY_BYTES } from '../http/http-io.ts';
-import { checkJsonValue, getOwn, JsonTooLargeError, setOwn } from '../common/json-safety.ts';
+import { checkJsonValue, getOwn, JsonTooLargeError, MAX_BODY_BYTES, setOwn } from '../common/json-safety.ts';
 import { PatchError, isJsonObject, jsonEqual } from './patch-error.ts';
 
 export { PatchError } from './patch-error.ts';

@@ -5,7 +5,7 @@
 import type { KubeObject } from '../../types/k8s.ts';
 import { jsonEqual } from '../common/meta.ts';
 import { ALL_VERBS, defaultPodSpec, section, setDefault } from './registry-helpers.ts';
-import type { ResourceType } from './registry.ts';
+import type { ResourceType } from './resource-type.ts';
 import { validateDaemonSet, validateDeployment } from './validation-apps.ts';
 import {
   defaultBinding,

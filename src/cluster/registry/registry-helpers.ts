@@ -1,11 +1,11 @@
 // Small building blocks shared by the registry entries (registry.ts, registry-apps-rbac.ts): the standard verb
 // list, defaulting helpers for untyped JSON, field-selector getters, and the PodSpec defaults that Pods and
 // workload pod templates share.
-import type { KubeObject } from '../../types/k8s.ts';
 import { fieldString, readPath } from '../common/meta.ts';
+import type { FieldGetter } from '../common/selectors.ts';
 
 /** How the store reads a field for field selectors; undefined compares as "". */
-export type FieldGetter = (obj: KubeObject) => string | undefined;
+export type { FieldGetter } from '../common/selectors.ts';
 
 export const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 

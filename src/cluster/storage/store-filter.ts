@@ -2,8 +2,7 @@
 // objects, with the resource's supported field selectors; parse errors become 400 BadRequest.
 import type { KubeObject } from '../../types/k8s.ts';
 import { badRequest } from '../common/errors.ts';
-import { fieldGetters, type ResourceType } from '../registry/registry.ts';
-import { parseFieldSelector, parseLabelSelector, SelectorError } from '../common/selectors.ts';
+import { fieldGetters, parseFieldSelector, parseLabelSelector, SelectorError, type FieldGetter } from '../common/selectors.ts';
 
 /** Namespace, label selector and field selector of a list or watch of the store. */
 export interface ListFilterOptions {
@@ -20,7 +19,7 @@ export interface CompiledFilter {
 }
 
 /** @throws ClusterApiError 400 for a selector that does not parse or names an unsupported field. */
-export function compileFilter(rt: ResourceType, opts: ListFilterOptions): CompiledFilter {
+export function compileFilter(rt: { namespaced: boolean; fieldSelectors: Record<string, FieldGetter> }, opts: ListFilterOptions): CompiledFilter {
   const namespace = rt.namespaced && opts.namespace ? opts.namespace : undefined;
   let matches: CompiledFilter['matches'];
   try {

@@ -1,19 +1,16 @@
-// The cluster's object store: per-resource maps under ONE global resourceVersion counter, with kube-apiserver's
-// write rules (create/update/patch/delete strategies, finalizers, preconditions, status subresource, no-op
-// writes), a bounded watch cache per resource, admission hooks, and an optional persistence backend.
+// The bottom of the embedded cluster: per-resource tables under ONE global resourceVersion counter, the commit
+// (persist, then publish to the table and its bounded watch cache), reads, watches and compaction. It knows
+// nothing about kinds beyond their plural, scope and field selectors: the write rules (writes/) sit above it.
 // Stored objects are immutable once committed; readers get copies, the HTTP layer reuses each version's JSON.
-import { randomUUID } from 'node:crypto';
 import type { KubeObject, WatchEvent } from '../../types/k8s.ts';
 import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from '../common/errors.ts';
 import { objectKey } from '../common/meta.ts';
-import { RESOURCES, type ResourceType } from '../registry/registry.ts';
+import type { FieldGetter } from '../common/selectors.ts';
 import { compileFilter, type CompiledFilter, type ListFilterOptions } from './store-filter.ts';
-import { WriteRules, type AdmissionPlugin, type DeleteOptions, type PatchOptions, type UpdateOptions, type PatchType, type WriteOptions } from '../writes/write-rules.ts';
 import { EventRing, filterEvent, StoreEvent, StoredEntry, type FilteredEvent } from './watch-cache.ts';
-import { DEFAULT_OBJECT_LIMITS, guardWrite, serializeForCommit, type ObjectLimits } from './write-limits.ts';
+import { DEFAULT_OBJECT_LIMITS, serializeForCommit, type ObjectLimits } from './write-limits.ts';
 
 export { ClusterApiError } from '../common/errors.ts';
-export type { AdmissionPlugin, DeleteOptions, PatchOptions, PatchType, UpdateOptions, WriteOptions } from '../writes/write-rules.ts';
 export { StoredEntry, StoreEvent } from './watch-cache.ts';
 
 /** Where a persistent store keeps its objects (see persistence.ts); every call is synchronous. */
@@ -25,15 +22,24 @@ export interface StoreBackend {
   close(): void;
 }
 
-export interface ClusterStoreOptions {
+/** What storage needs to know of a kind: its plural, scope and field selectors (a registry entry has them). */
+export interface StoredKind {
+  readonly resource: string;
+  readonly namespaced: boolean;
+  /** Set on a kind served over another kind's storage: storage keeps no table for it. */
+  readonly view?: unknown;
+  readonly fieldSelectors: Record<string, FieldGetter>;
+}
+
+export interface StorageOptions<K extends StoredKind = StoredKind> {
   /** Events retained per resource for watch resumes (default 10,000). */
   watchCacheSize?: number;
   /** Wall clock in epoch ms (default Date.now); timestamps are derived from it. */
   now?: () => number;
   /** Persistence; without it the store is in memory only. */
   backend?: StoreBackend;
-  /** Resource types to serve (default RESOURCES). */
-  resources?: readonly ResourceType[];
+  /** Resource types to serve (the write layer defaults them to the registry's RESOURCES). */
+  resources?: readonly K[];
   /** Called when a watch callback throws (the error is otherwise swallowed so other watchers still get the event). */
   onWatcherError?: (err: unknown) => void;
   /** Size and nesting bounds of stored objects (defaults in write-limits.ts). */
@@ -41,13 +47,12 @@ export interface ClusterStoreOptions {
 }
 
 /** One resource's objects, history and watchers. */
-export interface ResourceTable {
-  readonly rt: ResourceType;
+export interface ResourceTable<K extends StoredKind = StoredKind> {
+  readonly rt: K;
   readonly items: Map<string, StoredEntry>;
   sortedKeys: string[] | undefined;
   readonly ring: EventRing;
   readonly watchers: Set<Watcher>;
-  readonly admission: AdmissionPlugin[];
 }
 
 interface Watcher {
@@ -84,30 +89,30 @@ export function parseResourceVersion(rv: string | undefined): number {
 }
 
 /**
- * The embedded cluster's store. Public methods (get/list/create/update/patch/delete/watch) copy objects in and
- * out; the `*Entry` methods are for the HTTP layer: they take ownership of the object passed in and return the
- * committed immutable version.
+ * The embedded cluster's storage. Public reads (get/list/watch) copy objects out; the `*Entry` methods are for
+ * the HTTP layer and return the committed immutable version. `commit` is the only way anything is stored.
  */
-export class ClusterStore {
-  readonly #tables = new Map<string, ResourceTable>();
-  readonly #now: () => number;
+export class Storage<K extends StoredKind = StoredKind> {
+  readonly #tables = new Map<string, ResourceTable<K>>();
+  /** Wall clock in epoch ms. */
+  readonly now: () => number;
   readonly #backend: StoreBackend | undefined;
   readonly #onWatcherError: (err: unknown) => void;
-  readonly #writes: WriteRules;
-  readonly #limits: ObjectLimits;
+  /** Size and nesting bounds of stored objects. */
+  readonly limits: ObjectLimits;
   #rv = 0;
   #dispatching = false;
-  readonly #pending: Array<{ table: ResourceTable; ev: StoreEvent }> = [];
+  readonly #pending: Array<{ table: ResourceTable<K>; ev: StoreEvent }> = [];
 
-  constructor(opts: ClusterStoreOptions = {}) {
-    this.#now = opts.now ?? Date.now;
+  constructor(opts: StorageOptions<K> = {}) {
+    this.now = opts.now ?? Date.now;
     this.#backend = opts.backend;
     this.#onWatcherError = opts.onWatcherError ?? (() => {});
-    this.#limits = { ...DEFAULT_OBJECT_LIMITS, ...Object.fromEntries(Object.entries(opts.limits ?? {}).filter(([, v]) => v !== undefined)) };
+    this.limits = { ...DEFAULT_OBJECT_LIMITS, ...Object.fromEntries(Object.entries(opts.limits ?? {}).filter(([, v]) => v !== undefined)) };
     const loaded = this.#backend?.load();
     if (loaded) this.#rv = loaded.resourceVersion;
     const size = opts.watchCacheSize ?? 10_000;
-    for (const rt of opts.resources ?? RESOURCES) {
+    for (const rt of opts.resources ?? []) {
       if (rt.view) continue;
       this.#tables.set(rt.resource, {
         rt,
@@ -115,7 +120,6 @@ export class ClusterStore {
         sortedKeys: undefined,
         ring: new EventRing(size, this.#rv),
         watchers: new Set(),
-        admission: [],
       });
     }
     for (const o of loaded?.objects ?? []) {
@@ -125,14 +129,6 @@ export class ClusterStore {
       table.items.set(objectKey(obj.metadata.namespace, obj.metadata.name ?? ''), new StoredEntry(obj, o.rv, o.json));
       if (o.rv > this.#rv) this.#rv = o.rv;
     }
-    this.#writes = new WriteRules({
-      now: this.#now,
-      table: (r) => this.table(r),
-      tables: () => [...this.#tables.values()],
-      commit: (table, type, key, obj, prev, dryRun) => this.#commit(table, type, key, obj, prev, dryRun),
-      newUid: () => randomUUID(),
-      limits: this.#limits,
-    });
   }
 
   /** The current global resourceVersion (the revision of the last write). */
@@ -141,7 +137,7 @@ export class ClusterStore {
   }
 
   /** The table of a stored resource (plural). @throws ClusterApiError 404 for an unknown resource. */
-  table(resource: string): ResourceTable {
+  table(resource: string): ResourceTable<K> {
     const t = this.#tables.get(resource);
     if (!t) throw statusError(404, 'NotFound', `the server could not find the requested resource (${resource})`, {});
     return t;
@@ -153,8 +149,13 @@ export class ClusterStore {
   }
 
   /** The stored (non-view) resource types. */
-  resourceTypes(): ResourceType[] {
+  resourceTypes(): K[] {
     return [...this.#tables.values()].map((t) => t.rt);
+  }
+
+  /** Every table, in registration order. */
+  tables(): Array<ResourceTable<K>> {
+    return [...this.#tables.values()];
   }
 
   // ---- reads ----
@@ -212,56 +213,6 @@ export class ClusterStore {
   list(resource: string, opts: ListFilterOptions = {}): { items: KubeObject[]; resourceVersion: string } {
     const page = this.listEntries(resource, this.filter(resource, opts));
     return { items: page.entries.map((e) => JSON.parse(e.json) as KubeObject), resourceVersion: String(page.resourceVersion) };
-  }
-
-  // ---- writes ----
-
-  /** Creates an object; takes ownership of `obj`. @throws ClusterApiError */
-  createEntry(resource: string, obj: KubeObject, opts: WriteOptions = {}): StoredEntry {
-    return guardWrite(() => this.#writes.create(resource, obj, opts));
-  }
-
-  create(resource: string, obj: KubeObject, opts: WriteOptions = {}): KubeObject {
-    return copyOut(guardWrite(() => this.createEntry(resource, structuredClone(obj), opts)));
-  }
-
-  /** PUT semantics; takes ownership of `obj`. `created` when a missing Lease/Event was created. @throws ClusterApiError */
-  updateEntry(resource: string, obj: KubeObject, opts: UpdateOptions = {}): { entry: StoredEntry; created: boolean } {
-    return guardWrite(() => this.#writes.update(resource, obj, opts));
-  }
-
-  update(resource: string, obj: KubeObject, opts: UpdateOptions = {}): KubeObject {
-    return copyOut(guardWrite(() => this.updateEntry(resource, structuredClone(obj), opts)).entry);
-  }
-
-  /** Applies a patch to the latest stored version, then runs the update rules. @throws ClusterApiError */
-  patchEntry(
-    resource: string,
-    namespace: string | undefined,
-    name: string,
-    type: PatchType,
-    patch: unknown,
-    opts: PatchOptions = {},
-  ): StoredEntry {
-    return guardWrite(() => this.#writes.patch(resource, namespace, name, type, patch, opts));
-  }
-
-  patch(resource: string, namespace: string | undefined, name: string, type: PatchType, patch: unknown, opts: UpdateOptions = {}): KubeObject {
-    return copyOut(this.patchEntry(resource, namespace, name, type, patch, opts));
-  }
-
-  /** DELETE semantics: `deleted` is false when finalizers only set deletionTimestamp. @throws ClusterApiError */
-  deleteEntry(resource: string, namespace: string | undefined, name: string, opts: DeleteOptions = {}): { entry: StoredEntry; deleted: boolean } {
-    return guardWrite(() => this.#writes.delete(resource, namespace, name, opts));
-  }
-
-  delete(resource: string, namespace: string | undefined, name: string, opts: DeleteOptions = {}): KubeObject {
-    return copyOut(this.deleteEntry(resource, namespace, name, opts).entry);
-  }
-
-  /** Registers an admission plugin run on create/update of `resource`, before validation. */
-  addAdmission(resource: string, plugin: AdmissionPlugin): void {
-    this.table(resource).admission.push(plugin);
   }
 
   // ---- watch ----
@@ -322,8 +273,12 @@ export class ClusterStore {
 
   // ---- commit ----
 
-  #commit(
-    table: ResourceTable,
+  /**
+   * Stores one write: allocates the next resourceVersion, persists, updates the table and publishes the event.
+   * With `dryRun` nothing is stored and no resourceVersion is allocated.
+   */
+  commit(
+    table: ResourceTable<K>,
     type: 'ADDED' | 'MODIFIED' | 'DELETED',
     key: string,
     obj: KubeObject,
@@ -341,7 +296,7 @@ export class ClusterStore {
     // Serialized before anything changes: an object that cannot be serialized (or is over the limits) leaves
     // neither store touched, instead of being stored and then failing every LIST.
     // A deletion stores nothing new, so an object stored under older (larger) limits can always be deleted.
-    const entry = new StoredEntry(obj, rv, type === 'DELETED' ? JSON.stringify(obj) : serializeForCommit(obj, this.#limits));
+    const entry = new StoredEntry(obj, rv, type === 'DELETED' ? JSON.stringify(obj) : serializeForCommit(obj, this.limits));
     if (this.#backend) {
       try {
         if (type === 'DELETED') this.#backend.remove(table.rt.resource, key, rv);
@@ -374,7 +329,7 @@ export class ClusterStore {
   }
 
   /** Delivers events in commit order even when a watcher writes from inside its callback. */
-  #dispatch(table: ResourceTable, ev: StoreEvent): void {
+  #dispatch(table: ResourceTable<K>, ev: StoreEvent): void {
     this.#pending.push({ table, ev });
     if (this.#dispatching) return;
     this.#dispatching = true;
@@ -400,10 +355,6 @@ export class ClusterStore {
 function sharedIfUnchanged(f: FilteredEvent, ev: StoreEvent): FilteredEvent {
   if (f.type === ev.type && f.entry === ev.entry) f.sharedLine = ev.line;
   return f;
-}
-
-function copyOut(e: StoredEntry): KubeObject {
-  return JSON.parse(e.json) as KubeObject;
 }
 
 function lowerBound(keys: string[], target: string): number {

@@ -2,6 +2,8 @@
 // applied to our tables: create (system metadata, generateName retries, AlreadyExists), update (optimistic
 // concurrency, BeforeUpdate resets, status subresource, finalizer-driven deletion, no-op detection), patch
 // (applied to the latest version), delete (preconditions, finalizers -> deletionTimestamp), namespace lifecycle.
+// They sit above storage and reach it only through its public surface (tables, commit, clock, limits).
+import { randomUUID } from 'node:crypto';
 import type { KubeObject, ObjectMeta, StatusCause } from '../../types/k8s.ts';
 import {
   alreadyExists,
@@ -18,11 +20,13 @@ import {
 import { formatTime, generateName, isMicroTime, jsonEqual, objectKey, readPath } from '../common/meta.ts';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError } from '../patch/patch.ts';
 import { rootModel } from '../schema/schema.ts';
-import { apiVersionOf, type ResourceType } from '../registry/registry.ts';
+import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
 import { validateObjectMeta } from '../registry/validation.ts';
 import { StoredEntry } from '../storage/watch-cache.ts';
-import { checkPatchResult, type ObjectLimits } from '../storage/write-limits.ts';
-import type { ResourceTable } from '../storage/store.ts';
+import { checkPatchResult } from '../storage/write-limits.ts';
+import type { ResourceTable as AnyResourceTable, Storage } from '../storage/store.ts';
+
+type ResourceTable = AnyResourceTable<ResourceType>;
 
 export type PatchType = 'json' | 'merge' | 'strategic';
 
@@ -60,30 +64,28 @@ export interface DeleteOptions extends WriteOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
 }
 
-interface WriteDeps {
-  now(): number;
-  table(resource: string): ResourceTable;
-  tables(): ResourceTable[];
-  commit(
-    table: ResourceTable,
-    type: 'ADDED' | 'MODIFIED' | 'DELETED',
-    key: string,
-    obj: KubeObject,
-    prev: StoredEntry | undefined,
-    dryRun?: boolean,
-  ): StoredEntry;
-  newUid(): string;
-  limits: ObjectLimits;
-}
-
 /** Namespaces kube-apiserver refuses to delete. */
 const IMMORTAL_NAMESPACES = new Set(['default', 'kube-system', 'kube-public']);
 const GENERATE_NAME_ATTEMPTS = 8;
 
+/** The write rules over one storage; admission plugins are registered here, per resource. */
 export class WriteRules {
-  readonly #d: WriteDeps;
-  constructor(deps: WriteDeps) {
-    this.#d = deps;
+  readonly #d: Storage<ResourceType>;
+  readonly #admission = new Map<string, AdmissionPlugin[]>();
+  constructor(storage: Storage<ResourceType>) {
+    this.#d = storage;
+  }
+
+  /** Registers an admission plugin run on create/update of `resource`, before validation. @throws ClusterApiError 404 */
+  addAdmission(resource: string, plugin: AdmissionPlugin): void {
+    this.#d.table(resource);
+    const list = this.#admission.get(resource) ?? [];
+    list.push(plugin);
+    this.#admission.set(resource, list);
+  }
+
+  #plugins(resource: string): readonly AdmissionPlugin[] {
+    return this.#admission.get(resource) ?? [];
   }
 
   create(resource: string, input: KubeObject, opts: WriteOptions): StoredEntry {
@@ -99,7 +101,7 @@ export class WriteRules {
     delete meta.generation;
     delete meta.managedFields;
     const now = this.#d.now();
-    meta.uid = this.#d.newUid();
+    meta.uid = randomUUID();
     meta.creationTimestamp = formatTime(now);
     rt.prepareForCreate?.(obj, now);
     const generated = !meta.name && !!meta.generateName;
@@ -107,7 +109,7 @@ export class WriteRules {
     if (rt.namespaced && meta.namespace) this.#checkNamespaceAcceptsCreate(rt, meta.namespace, meta.name ?? '');
     rt.defaults?.(obj);
     normalizeMeta(meta);
-    for (const plugin of table.admission) plugin('create', obj, undefined, { user: opts.user });
+    for (const plugin of this.#plugins(resource)) plugin('create', obj, undefined, { user: opts.user });
     const causes = [...validateObjectMeta(meta, rt.namespaced, rt.nameRule ?? 'dns1123subdomain'), ...rt.validate(obj)];
     if (causes.length) throw invalid(rt, meta.name ?? meta.generateName ?? '', causes);
     let key = objectKey(meta.namespace, meta.name!);
@@ -171,7 +173,7 @@ export class WriteRules {
     rt.prepareForUpdate?.(obj, old, opts.subresource, now);
     rt.defaults?.(obj);
     normalizeMeta(meta);
-    for (const plugin of table.admission) plugin('update', obj, old, { subresource: opts.subresource, user: opts.user });
+    for (const plugin of this.#plugins(resource)) plugin('update', obj, old, { subresource: opts.subresource, user: opts.user });
     const causes = [
       ...validateObjectMeta(meta, rt.namespaced, rt.nameRule ?? 'dns1123subdomain'),
       ...finalizerUpdateCauses(meta, old.metadata),
