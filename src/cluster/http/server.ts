@@ -1,17 +1,17 @@
-// The embedded API server's HTTP(S) front: bearer-token authentication, dispatch to discovery, OpenAPI, admin
-// and resource handlers, fault injection, audit counting, and a clean shutdown that ends every watch.
-import { timingSafeEqual } from 'node:crypto';
-import { createServer as createHttpServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
+// The embedded API server's HTTP(S) front: assembles the request pipeline (pipeline.ts: authenticate, audit,
+// admin, discovery, route, faults, verb), serves discovery/OpenAPI documents, dispatches verbs to the resource
+// handlers, and shuts down cleanly, ending every watch.
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { handleAdmin } from './admin.ts';
 import { Audit } from './audit.ts';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.ts';
-import { ClusterApiError, badRequest, internalError, methodNotRouted, serverTimeout, unauthorized } from '../common/errors.ts';
+import { ClusterApiError, badRequest, internalError } from '../common/errors.ts';
 import { Faults } from './faults.ts';
-import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, sendPlainNotFound, sendText, tooLargeError } from './http-io.ts';
+import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, tooLargeError } from './http-io.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
-import { queryBool } from './query-params.ts';
+import { audit, authenticate, compose, faults, health, newContext, route, type RequestContext } from './pipeline.ts';
 import { RESOURCES, type ResourceType } from '../registry/registry.ts';
 import {
   handleCreate,
@@ -24,7 +24,7 @@ import {
   type RequestScope,
 } from './resource-handlers.ts';
 import { ConnectionGuard, resolveLimits, type ServerLimits } from './request-limits.ts';
-import { routeResource, ResourceIndex, type ResourceRequest } from './routing.ts';
+import { ResourceIndex } from './routing.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
 import { serveWatch, WatchRegistry } from './watch-stream.ts';
 
@@ -74,114 +74,63 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-function tokenMatches(header: string | undefined, expected: Buffer): boolean {
-  if (!header || !header.startsWith('Bearer ')) return false;
-  const given = Buffer.from(header.slice(7).trim());
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
-
-const HEALTH_PATHS = new Set(['/healthz', '/livez', '/readyz']);
-
 /** Starts the API server and resolves once it listens. */
 export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer> {
   const store = opts.store;
   const limits = resolveLimits(opts.limits);
-  const faults = opts.faults ?? new Faults();
-  const audit = opts.audit ?? new Audit({ maxClients: limits.maxAuditClients, maxClientNameLength: limits.maxClientNameLength });
+  const faultRules = opts.faults ?? new Faults();
+  const auditLog = opts.audit ?? new Audit({ maxClients: limits.maxAuditClients, maxClientNameLength: limits.maxClientNameLength });
   const index = new ResourceIndex(opts.resources ?? RESOURCES);
   const watches = new WatchRegistry(limits.maxTotalWatchBufferBytes);
   const guard = new ConnectionGuard(limits.maxUnauthenticatedConnections);
-  const expectedToken = Buffer.from(opts.token);
   const now = opts.now ?? Date.now;
   const onError = opts.onError ?? (() => {});
   const watchOpts = { bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000, maxBufferedBytes: limits.maxWatchBufferBytes };
   const host = opts.host ?? '127.0.0.1';
   let serverAddress = host;
-  const unhookClose = faults.onCloseWatches(() => watches.closeAll());
-  const unhookCompact = faults.onCompact(() => store.compact());
+  const unhookClose = faultRules.onCloseWatches(() => watches.closeAll());
+  const unhookCompact = faultRules.onCompact(() => store.compact());
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = requestUrl(req.url);
-    const path = url.pathname.length > 1 && url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname;
-    if (HEALTH_PATHS.has(path)) return sendText(res, 200, 'ok');
-    // Nothing is kept for a request (not even an audit entry) before it is authenticated.
-    if (!tokenMatches(req.headers.authorization, expectedToken)) return sendError(res, unauthorized(), { Connection: 'close' });
-    guard.authenticated(req.socket);
-    const client = (req.headers['x-client-name'] as string | undefined) ?? req.headers['user-agent'] ?? 'unknown';
-    let auditLabel = { verb: (req.method ?? 'GET').toLowerCase(), resource: '' };
-    let audited = false;
-    const recordAudit = () => {
-      if (audited) return;
-      audited = true;
-      audit.record(client, auditLabel.verb, auditLabel.resource, res.statusCode);
-    };
-    // 'finish' fires on the tick the response is handed to the socket; 'close' covers aborted streams.
-    res.once('finish', recordAudit);
-    res.once('close', recordAudit);
-    if (path.startsWith('/admin/')) {
-      auditLabel = { verb: auditLabel.verb, resource: 'admin' };
-      return handleAdmin(req, res, path, {
-        faults,
-        audit,
-        closeWatches: () => {
-          const n = watches.size;
-          watches.closeAll();
-          return n;
-        },
-        compact: () => {
-          store.compact();
-          return store.resourceVersion;
-        },
-      });
-    }
-    if (req.method === 'GET' && handleNonResource(path, res)) return;
-    const parts = path.split('/').filter((p) => p !== '');
-    let gv: string | undefined;
-    let segments: string[] = [];
-    if (parts[0] === 'api' && parts.length >= 2) {
-      gv = parts[1];
-      segments = parts.slice(2);
-    } else if (parts[0] === 'apis' && parts.length >= 3) {
-      gv = `${parts[1]}/${parts[2]}`;
-      segments = parts.slice(3);
-    }
-    if (gv === undefined) return sendPlainNotFound(res);
-    const route = routeResource(index, gv, segments, req.method ?? 'GET', queryBool(url.searchParams, 'watch'));
-    if (route.kind === 'noRoute') return sendPlainNotFound(res);
-    if (route.kind === 'unknownResource') {
-      // kube-apiserver's mux has no route for it: Go's plain-text http.NotFound, like a path outside every group.
-      req.resume();
-      return sendPlainNotFound(res);
-    }
-    if (route.kind === 'methodNotAllowed') {
-      req.resume();
-      return sendError(res, methodNotRouted());
-    }
-    const request: ResourceRequest = route.request;
-    auditLabel = { verb: request.verb, resource: request.subresource ? `${request.rt.resource}/${request.subresource}` : request.rt.resource };
-    const decision = faults.decide({
-      verb: request.verb,
-      resource: request.rt.resource,
-      subresource: request.subresource,
-      namespace: request.namespace,
-      name: request.name,
+  // The request path, one step after another (see pipeline.ts).
+  const pipeline = compose([
+    health,
+    authenticate(opts.token, guard),
+    audit(auditLog),
+    (ctx, next) => (ctx.path.startsWith('/admin/') ? serveAdmin(ctx) : next()),
+    (ctx, next) => (ctx.req.method === 'GET' && handleNonResource(ctx.path, ctx.res) ? undefined : next()),
+    route(index),
+    faults(faultRules),
+    (ctx) =>
+      serveVerb({
+        store,
+        req: ctx.req,
+        res: ctx.target,
+        query: ctx.url.searchParams,
+        request: ctx.request!,
+        negotiated: negotiate(ctx.req.headers.accept),
+        client: ctx.client,
+        now,
+        limits,
+        faults: faultRules,
+      }),
+  ]);
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => pipeline(newContext(req, res, requestUrl(req.url)));
+
+  const serveAdmin = (ctx: RequestContext): Promise<void> | void => {
+    ctx.auditLabel = { verb: ctx.auditLabel.verb, resource: 'admin' };
+    return handleAdmin(ctx.req, ctx.res, ctx.path, {
+      faults: faultRules,
+      audit: auditLog,
+      closeWatches: () => {
+        const n = watches.size;
+        watches.closeAll();
+        return n;
+      },
+      compact: () => {
+        store.compact();
+        return store.resourceVersion;
+      },
     });
-    if (decision?.latencyMs) await new Promise((r) => setTimeout(r, decision.latencyMs));
-    if (decision?.error) {
-      req.resume();
-      return sendError(res, decision.error);
-    }
-    const lost = decision?.lostResponse && request.verb !== 'watch' ? decision.lostResponse : undefined;
-    // A lost response: the verb runs against a response nobody reads, then the client gets a 504 or a reset.
-    const target = lost ? new ServerResponse(req) : res;
-    const scope: RequestScope = { store, req, res: target, query: url.searchParams, request, negotiated: negotiate(req.headers.accept), client, now, limits, faults };
-    await serveVerb(scope);
-    if (lost === 'reset') {
-      // No status reaches the client: the audit records 0 for it.
-      res.statusCode = 0;
-      req.socket.destroy();
-    }
-    else if (lost === 'timeout') sendError(res, serverTimeout('Timeout: request did not complete within the allowed duration (injected lost response)', { retryAfterSeconds: 1 }));
   };
 
   const serveVerb = (scope: RequestScope): Promise<void> | void => {
@@ -263,8 +212,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     url: `${opts.tls ? 'https' : 'http'}://${urlHost}:${port}`,
     host,
     port,
-    faults,
-    audit,
+    faults: faultRules,
+    audit: auditLog,
     watches,
     stats: () => ({ connections: guard.open, unauthenticatedConnections: guard.unauthenticated, watchBufferedBytes: watches.bufferedBytes }),
     close() {

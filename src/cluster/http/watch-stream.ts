@@ -7,7 +7,7 @@ import { apiVersionOf } from '../registry/registry.ts';
 import { includeObjectParam, storageResource, viewObject, type RequestScope } from './resource-handlers.ts';
 import { setLongTimeout, watchTimeoutMs } from '../common/long-timeout.ts';
 import { toTable } from '../registry/tables.ts';
-import { parseListQuery } from './query-params.ts';
+import { parseListQuery, type ListQuery } from './query-params.ts';
 import { watchLine, type FilteredEvent } from '../storage/watch-cache.ts';
 
 export interface WatchStreamOptions {
@@ -52,11 +52,23 @@ export class WatchRegistry {
 
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
-/** Serves a watch request. @throws ClusterApiError (before any byte is written) for invalid parameters. */
-export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: WatchStreamOptions): void {
-  const { rt, namespace, name } = s.request;
-  const q = s.query;
-  const lq = parseListQuery(q);
+/** The parameters of a watch request, validated; what serveWatch needs before it writes anything. */
+export interface WatchRequest {
+  lq: ListQuery;
+  /** The request's field selector, with metadata.name added for a watch of one named object. */
+  fieldSelector: string | undefined;
+  rvParam: string | undefined;
+  sendInitial: boolean | undefined;
+  match: string;
+  bookmarks: boolean;
+}
+
+/**
+ * Parses and validates a watch's query (pure: no store, no response). @throws ClusterApiError 400/422 for a
+ * name that contradicts the field selector, a malformed resourceVersion, or a forbidden resourceVersionMatch.
+ */
+export function parseWatchRequest(rt: { group: string; resource: string }, name: string | undefined, query: URLSearchParams): WatchRequest {
+  const lq = parseListQuery(query);
   let fieldSelector = lq.fieldSelector;
   if (name !== undefined) {
     const m = fieldSelector ? /(?:^|,)metadata\.name==?([^,]*)/.exec(fieldSelector) : null;
@@ -87,6 +99,14 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   }
   if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', causes);
   const bookmarks = lq.allowWatchBookmarks;
+  return { lq, fieldSelector, rvParam, sendInitial, match, bookmarks };
+}
+
+/** Serves a watch request. @throws ClusterApiError (before any byte is written) for invalid parameters. */
+export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: WatchStreamOptions): void {
+  const { rt, namespace, name } = s.request;
+  const q = s.query;
+  const { lq, fieldSelector, rvParam, sendInitial, match, bookmarks } = parseWatchRequest(rt, name, q);
   const timeoutMs = watchTimeoutMs(lq.timeoutSeconds === undefined ? null : String(lq.timeoutSeconds), Math.random);
   const resource = storageResource(rt);
   const filter = s.store.filter(resource, { namespace, labelSelector: lq.labelSelector, fieldSelector });
