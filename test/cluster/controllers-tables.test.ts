@@ -136,6 +136,16 @@ test('toTable shape and includeObject', () => {
   for (const [resource, cols] of Object.entries(TABLE_COLUMNS)) assert.ok(cols.length >= 3, resource);
 });
 
+test('columns declared on a registry entry print in place of the TABLE_COLUMNS row', () => {
+  const columns = [
+    { name: 'Name', type: 'string', format: 'name', description: 'name', priority: 0, cell: (o: KubeObject) => o.metadata.name ?? '' },
+    { name: 'Size', type: 'string', description: 'size', priority: 0, cell: (o: KubeObject) => String((o.spec as { size?: string } | undefined)?.size ?? '') },
+  ];
+  const t = toTable({ resource: 'configmaps', kind: 'ConfigMap', group: '', version: 'v1', columns }, [{ metadata: { name: 'w' }, spec: { size: '3' } }], {}, 'None', NOW) as TableBody;
+  assert.deepEqual(t.columnDefinitions.map((c) => c.name), ['Name', 'Size']);
+  assert.deepEqual(t.rows[0].cells, ['w', '3']);
+});
+
 test('openapi v3: paths per group/version, PATCH ops with GVK and fieldValidation, no strategic merge, generated schemas', () => {
   const resources = [
     { group: '', version: 'v1', resource: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true, hasStatus: true },

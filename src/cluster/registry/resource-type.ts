@@ -3,6 +3,7 @@
 // driven by it; the entries themselves live in the registry files.
 import type { KubeObject, StatusCause } from '../../types/k8s.ts';
 import { fieldGetters, type FieldGetter } from '../common/selectors.ts';
+import type { TableColumn } from './table-columns.ts';
 
 export type { FieldGetter } from '../common/selectors.ts';
 export { fieldGetters };
@@ -51,6 +52,8 @@ export interface ResourceType {
   returnDeletedObject?: boolean;
   /** Dotted paths of metav1.MicroTime fields: inputs must carry exactly six fractional digits. */
   microTimeFields?: string[];
+  /** kubectl columns of server-side Tables, next to the kind (else the TABLE_COLUMNS row, else Name/Age). */
+  columns?: TableColumn[];
   /** Set when this resource is a view over another resource's storage. */
   view?: StorageView;
 }

@@ -236,13 +236,13 @@ export type IncludeObject = 'None' | 'Object' | 'Metadata';
  * `--show-labels` and `-L`.
  */
 export function toTable(
-  rt: { resource: string; kind: string; group: string; version: string },
+  rt: { resource: string; kind: string; group: string; version: string; columns?: TableColumn[] },
   objects: KubeObject[],
   listMeta: { resourceVersion?: string; continue?: string },
   includeObject: IncludeObject,
   now: number = Date.now(),
 ): object {
-  const columns = TABLE_COLUMNS[rt.resource] ?? DEFAULT_TABLE_COLUMNS;
+  const columns = rt.columns ?? TABLE_COLUMNS[rt.resource] ?? DEFAULT_TABLE_COLUMNS;
   const metadata: Record<string, string> = {};
   if (listMeta.resourceVersion !== undefined) metadata.resourceVersion = listMeta.resourceVersion;
   if (listMeta.continue) metadata.continue = listMeta.continue;
