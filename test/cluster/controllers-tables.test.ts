@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TABLE_COLUMNS, toTable, humanDuration, accessModesString, age } from '../../src/cluster/registry/tables.ts';
 import { openApiV3Paths, openApiV3Document } from '../../src/cluster/http/openapi.ts';
+import { RESOURCES } from '../../src/cluster/registry/registry.ts';
 import type { KubeObject } from '../../src/types/k8s.ts';
 
 const NOW = Date.parse('2026-01-10T12:00:00Z');
@@ -144,6 +145,12 @@ test('columns declared on a registry entry print in place of the TABLE_COLUMNS r
   const t = toTable({ resource: 'configmaps', kind: 'ConfigMap', group: '', version: 'v1', columns }, [{ metadata: { name: 'w' }, spec: { size: '3' } }], {}, 'None', NOW) as TableBody;
   assert.deepEqual(t.columnDefinitions.map((c) => c.name), ['Name', 'Size']);
   assert.deepEqual(t.rows[0].cells, ['w', '3']);
+  // The rbac bindings declare theirs on their registry entries.
+  const rb = RESOURCES.find((r) => r.resource === 'rolebindings')!;
+  const binding = { metadata: { name: 'rb', creationTimestamp: ago(30) }, roleRef: { kind: 'Role', name: 'reader' }, subjects: [{ kind: 'User', name: 'alice' }, { kind: 'ServiceAccount', name: 'sa', namespace: 'ns' }] };
+  const bt = toTable(rb, [binding], {}, 'None', NOW) as TableBody;
+  assert.deepEqual(bt.columnDefinitions.map((c) => c.name), ['Name', 'Role', 'Age', 'Users', 'Groups', 'ServiceAccounts']);
+  assert.deepEqual(bt.rows[0].cells, ['rb', 'Role/reader', '30s', 'alice', '', 'ns/sa']);
 });
 
 test('openapi v3: paths per group/version, PATCH ops with GVK and fieldValidation, no strategic merge, generated schemas', () => {

@@ -1,5 +1,5 @@
-// Registry entries for the kinds deploy/ uses beyond storage: core/v1 ServiceAccount, the
-// rbac.authorization.k8s.io/v1 roles and bindings, and the apps/v1 Deployment and DaemonSet. The embedded
+// Registry entries for the kinds deploy/ uses beyond storage: core/v1 ServiceAccount and the apps/v1 Deployment
+// and DaemonSet (the rbac.authorization.k8s.io/v1 group is one file, rbac.ts, listed here first). The embedded
 // cluster stores and validates them (so manifests can be applied and checked as on a real cluster); no
 // controller acts on them: a Deployment creates no pods and RBAC authorizes nothing.
 import type { KubeObject } from '../../types/k8s.ts';
@@ -7,14 +7,7 @@ import { jsonEqual } from '../common/meta.ts';
 import { ALL_VERBS, defaultPodSpec, section, setDefault } from './registry-helpers.ts';
 import type { ResourceType } from './resource-type.ts';
 import { validateDaemonSet, validateDeployment } from './validation-apps.ts';
-import {
-  defaultBinding,
-  validateClusterRole,
-  validateClusterRoleBinding,
-  validateRole,
-  validateRoleBinding,
-  validateServiceAccount,
-} from './validation-rbac.ts';
+import { RBAC_RESOURCES, validateServiceAccount } from './rbac.ts';
 
 export const SERVICE_ACCOUNTS: ResourceType = {
   group: '',
@@ -30,63 +23,6 @@ export const SERVICE_ACCOUNTS: ResourceType = {
   validate: (o, old) => validateServiceAccount(o, old),
   fieldSelectors: {},
   returnDeletedObject: true,
-};
-
-/** The fields every RBAC entry shares; RBAC names are path segments (ValidateRBACName). */
-const rbac = {
-  group: 'rbac.authorization.k8s.io',
-  version: 'v1',
-  verbs: ALL_VERBS,
-  hasStatus: false,
-  nameRule: 'path',
-  fieldSelectors: {},
-  returnDeletedObject: true,
-} as const satisfies Partial<ResourceType>;
-
-const clusterRoles: ResourceType = {
-  ...rbac,
-  resource: 'clusterroles',
-  kind: 'ClusterRole',
-  listKind: 'ClusterRoleList',
-  namespaced: false,
-  singular: 'clusterrole',
-  verbs: [...ALL_VERBS],
-  validate: (o, old) => validateClusterRole(o, old),
-};
-
-const clusterRoleBindings: ResourceType = {
-  ...rbac,
-  resource: 'clusterrolebindings',
-  kind: 'ClusterRoleBinding',
-  listKind: 'ClusterRoleBindingList',
-  namespaced: false,
-  singular: 'clusterrolebinding',
-  verbs: [...ALL_VERBS],
-  validate: (o, old) => validateClusterRoleBinding(o, old),
-  defaults: defaultBinding,
-};
-
-const roles: ResourceType = {
-  ...rbac,
-  resource: 'roles',
-  kind: 'Role',
-  listKind: 'RoleList',
-  namespaced: true,
-  singular: 'role',
-  verbs: [...ALL_VERBS],
-  validate: (o, old) => validateRole(o, old),
-};
-
-const roleBindings: ResourceType = {
-  ...rbac,
-  resource: 'rolebindings',
-  kind: 'RoleBinding',
-  listKind: 'RoleBindingList',
-  namespaced: true,
-  singular: 'rolebinding',
-  verbs: [...ALL_VERBS],
-  validate: (o, old) => validateRoleBinding(o, old),
-  defaults: defaultBinding,
 };
 
 /** The pod template's PodSpec gets the Pod defaults (restartPolicy Always...), as SetDefaults_PodSpec does. */
@@ -193,4 +129,4 @@ const daemonSets: ResourceType = {
 };
 
 /** Served after the storage kinds, in discovery order: rbac.authorization.k8s.io/v1, then apps/v1. */
-export const APPS_RBAC_RESOURCES: readonly ResourceType[] = [clusterRoles, clusterRoleBindings, roles, roleBindings, deployments, daemonSets];
+export const APPS_RBAC_RESOURCES: readonly ResourceType[] = [...RBAC_RESOURCES, deployments, daemonSets];

@@ -1,5 +1,6 @@
-// Building blocks of the server-side Table printers (tables.ts, tables-apps-rbac.ts): the column type, the
-// Name and Age columns, kubectl's age formatting and small readers for untyped objects.
+// Building blocks of the server-side Table printers (tables.ts, tables-apps-rbac.ts, and the registry files whose
+// entries carry their columns): the column type, the Name and Age columns, kubectl's age formatting and small
+// readers for untyped objects.
 import type { KubeObject } from '../../types/k8s.ts';
 
 /** One column of a resource's Table: its definition as served, and how to compute its cell. */

@@ -1,6 +1,5 @@
 // Table printers of the kinds deploy/ uses beyond storage (k/k pkg/printers/internalversion/printers.go 1.32):
-// ServiceAccount, Deployment, DaemonSet, RoleBinding and ClusterRoleBinding. Role and ClusterRole print the
-// default Name / Created At table, as kube's printRole does.
+// ServiceAccount, Deployment and DaemonSet. The rbac kinds carry their columns on their entries (rbac.ts).
 import type { KubeObject } from '../../types/k8s.ts';
 import { ageColumn, column, nameColumn, rec, spec, status, str, type TableColumn } from './table-columns.ts';
 
@@ -61,20 +60,4 @@ export const daemonSetColumns: TableColumn[] = [
   ageColumn,
   ...workloadWideColumns,
   column('Selector', 'A label query over pods that are managed by the daemon set.', (o) => labelSelectorString(spec(o).selector), 1),
-];
-
-/** rbac.SubjectsStrings: users, groups and service accounts (`namespace/name`) of a binding. */
-function subjectsOfKind(o: KubeObject, kind: string): string {
-  const subjects = Array.isArray(o.subjects) ? o.subjects.map(rec) : [];
-  return subjects.filter((s) => s.kind === kind).map((s) => (kind === 'ServiceAccount' ? `${str(s.namespace)}/${str(s.name)}` : str(s.name))).join(', ');
-}
-
-export const bindingColumns: TableColumn[] = [
-  nameColumn,
-  column('Role', 'RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.', (o) =>
-    `${str(rec(o.roleRef).kind)}/${str(rec(o.roleRef).name)}`),
-  ageColumn,
-  column('Users', 'Users in the roleBinding', (o) => subjectsOfKind(o, 'User'), 1),
-  column('Groups', 'Groups in the roleBinding', (o) => subjectsOfKind(o, 'Group'), 1),
-  column('ServiceAccounts', 'ServiceAccounts in the roleBinding', (o) => subjectsOfKind(o, 'ServiceAccount'), 1),
 ];

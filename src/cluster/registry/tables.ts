@@ -4,7 +4,7 @@
 import type { KubeObject } from '../../types/k8s.ts';
 import { ANN_BETA_STORAGE_CLASS, ANN_DEFAULT_STORAGE_CLASS, ANN_BETA_DEFAULT_STORAGE_CLASS } from '../../types/annotations.ts';
 import { DESC_AGE, age, ageColumn, column, countKeys, nameColumn, nonEmpty, rec, spec, status, str, type TableColumn } from './table-columns.ts';
-import { bindingColumns, daemonSetColumns, deploymentColumns, serviceAccountColumns } from './tables-apps-rbac.ts';
+import { daemonSetColumns, deploymentColumns, serviceAccountColumns } from './tables-apps-rbac.ts';
 
 export { age, humanDuration, type TableColumn } from './table-columns.ts';
 export { labelSelectorString } from './tables-apps-rbac.ts';
@@ -216,9 +216,7 @@ export const TABLE_COLUMNS: Record<string, TableColumn[]> = {
   serviceaccounts: serviceAccountColumns,
   deployments: deploymentColumns,
   daemonsets: daemonSetColumns,
-  rolebindings: bindingColumns,
-  clusterrolebindings: bindingColumns,
-  // roles and clusterroles print kube's Name / Created At, which is DEFAULT_TABLE_COLUMNS.
+  // The rbac kinds carry their columns on their entries (rbac.ts).
 };
 
 /** The apiserver's default table convertor, for resources without a printer. */

@@ -1,12 +1,15 @@
-// Validation of ServiceAccount (core/v1) and the rbac.authorization.k8s.io/v1 kinds, as kube-apiserver 1.32
-// does it (k/k pkg/apis/rbac/validation, ValidateServiceAccount): policy rules need verbs and either
-// apiGroups + resources or nonResourceURLs (the latter cluster-wide only), bindings need a roleRef of a
+// The rbac.authorization.k8s.io/v1 group: Role, ClusterRole, RoleBinding and ClusterRoleBinding, each with its
+// registry entry, validation and kubectl columns, plus core/v1 ServiceAccount's validation. Validated as
+// kube-apiserver 1.32 does (k/k pkg/apis/rbac/validation, ValidateServiceAccount): policy rules need verbs and
+// either apiGroups + resources or nonResourceURLs (the latter cluster-wide only), bindings need a roleRef of a
 // supported kind (immutable once created) and subjects of a known kind. Privilege-escalation checks are not
-// done: the embedded cluster has one all-powerful user.
-
+// done: the embedded cluster has one all-powerful user, and RBAC authorizes nothing.
 import type { KubeObject, StatusCause } from '../../types/k8s.ts';
 import { FieldPath, invalid, invalidEach, list, notSupported, record, required, str, typeCheck } from '../common/field-errors.ts';
 import { isDNS1123Subdomain } from '../common/name-rules.ts';
+import { ALL_VERBS } from './registry-helpers.ts';
+import type { ResourceType } from './resource-type.ts';
+import { ageColumn, column, nameColumn, rec, str as cellText, type TableColumn } from './table-columns.ts';
 import { validateLabelSelector } from './validation-apps.ts';
 
 export const RBAC_GROUP = 'rbac.authorization.k8s.io';
@@ -150,3 +153,85 @@ export function defaultBinding(obj: KubeObject): void {
     if (s && !s.apiGroup && (s.kind === 'User' || s.kind === 'Group')) s.apiGroup = RBAC_GROUP;
   }
 }
+
+// ---------------------------------------------------------------------------------- kubectl columns
+
+/** rbac.SubjectsStrings: users, groups and service accounts (`namespace/name`) of a binding. */
+function subjectsOfKind(o: KubeObject, kind: string): string {
+  const subjects = Array.isArray(o.subjects) ? o.subjects.map(rec) : [];
+  return subjects.filter((s) => s.kind === kind).map((s) => (kind === 'ServiceAccount' ? `${cellText(s.namespace)}/${cellText(s.name)}` : cellText(s.name))).join(', ');
+}
+
+const bindingColumns: TableColumn[] = [
+  nameColumn,
+  column('Role', 'RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.', (o) =>
+    `${cellText(rec(o.roleRef).kind)}/${cellText(rec(o.roleRef).name)}`),
+  ageColumn,
+  column('Users', 'Users in the roleBinding', (o) => subjectsOfKind(o, 'User'), 1),
+  column('Groups', 'Groups in the roleBinding', (o) => subjectsOfKind(o, 'Group'), 1),
+  column('ServiceAccounts', 'ServiceAccounts in the roleBinding', (o) => subjectsOfKind(o, 'ServiceAccount'), 1),
+];
+
+// ---------------------------------------------------------------------------------- registry entries
+
+/** The fields every RBAC entry shares; RBAC names are path segments (ValidateRBACName). */
+const rbac = {
+  group: 'rbac.authorization.k8s.io',
+  version: 'v1',
+  verbs: ALL_VERBS,
+  hasStatus: false,
+  nameRule: 'path',
+  fieldSelectors: {},
+  returnDeletedObject: true,
+} as const satisfies Partial<ResourceType>;
+
+const clusterRoles: ResourceType = {
+  ...rbac,
+  resource: 'clusterroles',
+  kind: 'ClusterRole',
+  listKind: 'ClusterRoleList',
+  namespaced: false,
+  singular: 'clusterrole',
+  verbs: [...ALL_VERBS],
+  validate: (o, old) => validateClusterRole(o, old),
+};
+
+const clusterRoleBindings: ResourceType = {
+  ...rbac,
+  resource: 'clusterrolebindings',
+  kind: 'ClusterRoleBinding',
+  listKind: 'ClusterRoleBindingList',
+  namespaced: false,
+  singular: 'clusterrolebinding',
+  verbs: [...ALL_VERBS],
+  validate: (o, old) => validateClusterRoleBinding(o, old),
+  defaults: defaultBinding,
+  columns: bindingColumns,
+};
+
+const roles: ResourceType = {
+  ...rbac,
+  resource: 'roles',
+  kind: 'Role',
+  listKind: 'RoleList',
+  namespaced: true,
+  singular: 'role',
+  verbs: [...ALL_VERBS],
+  validate: (o, old) => validateRole(o, old),
+};
+
+const roleBindings: ResourceType = {
+  ...rbac,
+  resource: 'rolebindings',
+  kind: 'RoleBinding',
+  listKind: 'RoleBindingList',
+  namespaced: true,
+  singular: 'rolebinding',
+  verbs: [...ALL_VERBS],
+  validate: (o, old) => validateRoleBinding(o, old),
+  defaults: defaultBinding,
+  columns: bindingColumns,
+};
+
+/** The group's kinds, in discovery order. */
+export const RBAC_RESOURCES: readonly ResourceType[] = [clusterRoles, clusterRoleBindings, roles, roleBindings];
