@@ -15,7 +15,9 @@ type TableBody = {
   rows: Array<{ cells: unknown[]; object: unknown }>;
 };
 function table(resource: string, objs: KubeObject[], include: 'None' | 'Object' | 'Metadata' = 'Metadata'): TableBody {
-  return toTable({ resource, kind: 'X', group: '', version: 'v1' }, objs, { resourceVersion: '42' }, include, NOW) as TableBody;
+  // Kinds whose registry entry carries its columns (rbac, coordination) print those.
+  const columns = RESOURCES.find((r) => r.resource === resource)?.columns;
+  return toTable({ resource, kind: 'X', group: '', version: 'v1', columns }, objs, { resourceVersion: '42' }, include, NOW) as TableBody;
 }
 function row(resource: string, obj: KubeObject): Record<string, unknown> {
   const t = table(resource, [obj]);

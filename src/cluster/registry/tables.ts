@@ -78,12 +78,6 @@ const storageClassColumns: TableColumn[] = [
   ageColumn,
 ];
 
-const leaseColumns: TableColumn[] = [
-  nameColumn,
-  column('Holder', 'holderIdentity contains the identity of the holder of a current lease.', (o) => str(spec(o).holderIdentity)),
-  ageColumn,
-];
-
 /** Normalises core/v1 and events.k8s.io/v1 events (same storage, different field names). */
 function eventFields(o: KubeObject) {
   const involved = rec(o.involvedObject ?? o.regarding);
@@ -206,7 +200,6 @@ export const TABLE_COLUMNS: Record<string, TableColumn[]> = {
   persistentvolumeclaims: pvcColumns,
   persistentvolumes: pvColumns,
   storageclasses: storageClassColumns,
-  leases: leaseColumns,
   events: eventColumns,
   nodes: nodeColumns,
   pods: podColumns,

@@ -1,4 +1,4 @@
-// Validation of the non-storage kinds the embedded cluster serves: Node, Pod, Lease and core/v1 Event
+// Validation of the non-storage kinds the embedded cluster serves: Node, Pod and core/v1 Event
 // (k/k pkg/apis/core/validation, pkg/apis/coordination/validation). Kept to the rules clients of this project
 // can trip over; anything kube checks that is not listed here is accepted.
 
@@ -143,30 +143,6 @@ function immutablePodSpec(spec: Record<string, unknown>, dropNodeName: boolean):
   delete s.tolerations;
   if (dropNodeName) delete s.nodeName;
   return canonical(s);
-}
-
-/** Lease (coordination.k8s.io/v1): positive duration, non-negative transitions, preferredHolder needs strategy. */
-export function validateLease(obj: KubeObject, _old?: KubeObject): StatusCause[] {
-  const p = FieldPath.root('spec');
-  const typeErrs = typeCheck(p, obj.spec, 'object');
-  if (typeErrs.length) return typeErrs;
-  const spec = record(obj.spec) ?? {};
-  const causes: StatusCause[] = [];
-  for (const f of ['leaseDurationSeconds', 'leaseTransitions']) causes.push(...typeCheck(p.child(f), spec[f], 'number'));
-  for (const f of ['holderIdentity', 'strategy', 'preferredHolder']) causes.push(...typeCheck(p.child(f), spec[f], 'string'));
-  if (typeof spec.leaseDurationSeconds === 'number' && spec.leaseDurationSeconds <= 0) {
-    causes.push(invalid(p.child('leaseDurationSeconds'), spec.leaseDurationSeconds, 'must be greater than 0'));
-  }
-  if (typeof spec.leaseTransitions === 'number' && spec.leaseTransitions < 0) {
-    causes.push(invalid(p.child('leaseTransitions'), spec.leaseTransitions, 'must be greater than or equal to 0'));
-  }
-  if (spec.preferredHolder && !spec.strategy) {
-    causes.push(forbidden(p.child('preferredHolder'), 'preferredHolder can only be set if strategy is set'));
-  }
-  if (spec.strategy && spec.strategy !== 'OldestEmulationVersion') {
-    causes.push(notSupported(p.child('strategy'), spec.strategy, ['OldestEmulationVersion']));
-  }
-  return causes;
 }
 
 const REASON_LIMIT = 128;

@@ -10,7 +10,8 @@ import {
 import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from '../common/name-rules.ts';
 
 export { validatePersistentVolume, validatePersistentVolumeClaim, validateStorageClass } from './validation-storage.ts';
-export { validateNode, validatePod, validateLease, validateEvent } from './validation-workloads.ts';
+export { validateNode, validatePod, validateEvent } from './validation-workloads.ts';
+export { validateLease } from './coordination.ts';
 
 /** metadata.annotations: total bytes of keys and values (TotalAnnotationSizeLimitB). */
 export const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
