@@ -1,7 +1,7 @@
 // The resource registry of the embedded API server: one ResourceType entry per served resource (scope, kind,
 // validation, defaulting, status subresource, field selectors, update/delete strategy). The store, the router,
 // discovery, OpenAPI and tables are all driven by RESOURCES. Groups already in one file of their own (entry,
-// validation, columns): rbac.ts, coordination.ts; apps and ServiceAccount live in registry-apps-rbac.ts. A new
+// validation, columns): rbac.ts, coordination.ts, storage.ts; apps and ServiceAccount live in registry-apps-rbac.ts. A new
 // kind is one such file (or an entry in its group's file) plus its line in RESOURCES.
 import { fieldString, formatTime, readPath } from '../common/meta.ts';
 import { ALL_VERBS, boolPath, defaultPodSpec, path, section, setDefault, type FieldGetter } from './registry-helpers.ts';
@@ -9,6 +9,7 @@ import { APPS_RBAC_RESOURCES, SERVICE_ACCOUNTS } from './registry-apps-rbac.ts';
 import { eventFromStorage, eventToStorage } from './events-view.ts';
 import { canonicalizeQuantityMaps } from './quantity-canonical.ts';
 import { LEASES } from './coordination.ts';
+import { STORAGE_CLASSES } from './storage.ts';
 import {
   validateConfigMap,
   validateEvent,
@@ -18,7 +19,6 @@ import {
   validatePersistentVolumeClaim,
   validatePod,
   validateSecret,
-  validateStorageClass,
 } from './validation.ts';
 
 import type { ResourceType } from './resource-type.ts';
@@ -78,27 +78,6 @@ const persistentVolumeClaims: ResourceType = {
   },
   prepareForCreate(o) {
     o.status = { phase: 'Pending' };
-  },
-  fieldSelectors: {},
-  returnDeletedObject: true,
-};
-
-const storageClasses: ResourceType = {
-  group: 'storage.k8s.io',
-  version: 'v1',
-  resource: 'storageclasses',
-  kind: 'StorageClass',
-  listKind: 'StorageClassList',
-  namespaced: false,
-  shortNames: ['sc'],
-  singular: 'storageclass',
-  verbs: ALL_VERBS,
-  hasStatus: false,
-  validate: (o, old) => validateStorageClass(o, old),
-  defaults(o) {
-    const rec = o as Record<string, unknown>;
-    setDefault(rec, 'reclaimPolicy', 'Delete');
-    setDefault(rec, 'volumeBindingMode', 'Immediate');
   },
   fieldSelectors: {},
   returnDeletedObject: true,
@@ -265,7 +244,7 @@ export const RESOURCES: readonly ResourceType[] = [
   SERVICE_ACCOUNTS,
   coreEvents,
   eventsV1,
-  storageClasses,
+  STORAGE_CLASSES,
   LEASES,
   ...APPS_RBAC_RESOURCES,
 ];

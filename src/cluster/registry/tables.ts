@@ -2,7 +2,7 @@
 // formats of kube-apiserver 1.32 (k/k pkg/printers/internalversion/printers.go). The server always prints
 // "wide": priority-1 cells are present in every row and kubectl hides them unless `-o wide`.
 import type { KubeObject } from '../../types/k8s.ts';
-import { ANN_BETA_STORAGE_CLASS, ANN_DEFAULT_STORAGE_CLASS, ANN_BETA_DEFAULT_STORAGE_CLASS } from '../../types/annotations.ts';
+import { ANN_BETA_STORAGE_CLASS } from '../../types/annotations.ts';
 import { DESC_AGE, age, ageColumn, column, countKeys, nameColumn, nonEmpty, rec, spec, status, str, type TableColumn } from './table-columns.ts';
 import { daemonSetColumns, deploymentColumns, serviceAccountColumns } from './tables-apps-rbac.ts';
 
@@ -62,20 +62,6 @@ const pvColumns: TableColumn[] = [
   column('Reason', 'reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.', (o) => str(status(o).reason)),
   ageColumn,
   column('VolumeMode', 'volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state.', (o) => nonEmpty(spec(o).volumeMode, '<unset>'), 1),
-];
-
-function isDefaultClass(o: KubeObject): boolean {
-  const a = o.metadata.annotations ?? {};
-  return a[ANN_DEFAULT_STORAGE_CLASS] === 'true' || a[ANN_BETA_DEFAULT_STORAGE_CLASS] === 'true';
-}
-
-const storageClassColumns: TableColumn[] = [
-  { ...nameColumn, cell: (o) => str(o.metadata.name) + (isDefaultClass(o) ? ' (default)' : '') },
-  column('Provisioner', 'provisioner indicates the type of the provisioner.', (o) => str(o.provisioner)),
-  column('ReclaimPolicy', 'reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class.', (o) => nonEmpty(o.reclaimPolicy, 'Delete')),
-  column('VolumeBindingMode', 'volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.', (o) => nonEmpty(o.volumeBindingMode, 'Immediate')),
-  column('AllowVolumeExpansion', 'allowVolumeExpansion shows whether the storage class allow volume expand.', (o) => o.allowVolumeExpansion === true),
-  ageColumn,
 ];
 
 /** Normalises core/v1 and events.k8s.io/v1 events (same storage, different field names). */
@@ -199,7 +185,6 @@ const secretColumns: TableColumn[] = [
 export const TABLE_COLUMNS: Record<string, TableColumn[]> = {
   persistentvolumeclaims: pvcColumns,
   persistentvolumes: pvColumns,
-  storageclasses: storageClassColumns,
   events: eventColumns,
   nodes: nodeColumns,
   pods: podColumns,

@@ -1,5 +1,5 @@
-// Validation of the storage kinds: PersistentVolume, PersistentVolumeClaim (create and update immutability)
-// and StorageClass (create and update), after k/k pkg/apis/core/validation and pkg/apis/storage/validation.
+// Validation of the core/v1 storage kinds: PersistentVolume and PersistentVolumeClaim (create and update
+// immutability), after k/k pkg/apis/core/validation; StorageClass is in storage.ts with its group.
 // Objects arrive defaulted (the registry defaults before validating), as kube-apiserver's do.
 
 import type { KubeObject, StatusCause } from '../../types/k8s.ts';
@@ -15,8 +15,6 @@ import type { LabelSelector } from '../../types/k8s.ts';
 export const ACCESS_MODES = sorted(['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOncePod']);
 export const VOLUME_MODES = sorted(['Block', 'Filesystem']);
 const PV_RECLAIM_POLICIES = sorted(['Delete', 'Recycle', 'Retain']);
-const SC_RECLAIM_POLICIES = sorted(['Delete', 'Retain']);
-const BINDING_MODES = sorted(['Immediate', 'WaitForFirstConsumer']);
 const HOST_PATH_TYPES = sorted(['', 'DirectoryOrCreate', 'Directory', 'FileOrCreate', 'File', 'Socket', 'CharDevice', 'BlockDevice']);
 
 /** PersistentVolumeSource members (one and only one must be set). */
@@ -26,8 +24,6 @@ const PV_SOURCES = [
   'portworxVolume', 'scaleIO', 'local', 'storageos', 'csi',
 ];
 
-const MAX_PARAMETERS = 512;
-const MAX_PARAMETERS_SIZE = 256 * 1024;
 
 function validateAccessModes(modes: unknown, p: FieldPath, requiredDetail?: string): StatusCause[] {
   const typeErrs = typeCheck(p, modes, 'array');
@@ -51,7 +47,7 @@ function validateQuantity(v: unknown, p: FieldPath, positive: boolean): StatusCa
   return [];
 }
 
-function validateOptionalEnum(v: unknown, p: FieldPath, values: string[]): StatusCause[] {
+export function validateOptionalEnum(v: unknown, p: FieldPath, values: string[]): StatusCause[] {
   if (v === undefined || v === null || v === '') return [];
   return values.includes(v as string) ? [] : [notSupported(p, v, values)];
 }
@@ -270,74 +266,11 @@ function validatePVCUpdate(obj: KubeObject, old: KubeObject): StatusCause[] {
 }
 
 /** JSON with sorted keys and absent/null members dropped, for semantic equality of specs. */
-function canonical(v: unknown): unknown {
+export function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
   const r = record(v);
   if (!r) return v;
   const out: JsonRecord = {};
   for (const k of Object.keys(r).sort()) if (r[k] !== undefined && r[k] !== null) out[k] = canonical(r[k]);
   return out;
-}
-
-function validateAllowedTopologies(terms: unknown, p: FieldPath): StatusCause[] {
-  const causes = typeCheck(p, terms, 'array');
-  list(terms).forEach((rawTerm, i) => {
-    const exprs = list(record(rawTerm)?.matchLabelExpressions);
-    const tp = p.index(i).child('matchLabelExpressions');
-    if (exprs.length === 0) causes.push(required(tp, 'must have at least one label expression'));
-    exprs.forEach((rawExpr, j) => {
-      const expr = record(rawExpr) ?? {};
-      const key = String(expr.key ?? '');
-      causes.push(...invalidEach(tp.index(j).child('key'), key, isQualifiedName(key)));
-      const values = list(expr.values);
-      if (values.length === 0) causes.push(required(tp.index(j).child('values'), 'must specify as least one value'));
-      const seen = new Set<unknown>();
-      values.forEach((v, k) => {
-        if (seen.has(v)) causes.push({ reason: 'FieldValueDuplicate', field: tp.index(j).child('values').index(k).toString(), message: `Duplicate value: ${JSON.stringify(v)}` });
-        seen.add(v);
-        if (typeof v === 'string') causes.push(...invalidEach(tp.index(j).child('values').index(k), v, isValidLabelValue(v)));
-      });
-    });
-  });
-  return causes;
-}
-
-/** StorageClass: provisioner, parameters (<= 512, <= 256 KiB), reclaimPolicy, volumeBindingMode; immutable fields on update. */
-export function validateStorageClass(obj: KubeObject, old?: KubeObject): StatusCause[] {
-  const causes: StatusCause[] = [];
-  const provisioner = obj.provisioner;
-  if (provisioner === undefined || provisioner === null || provisioner === '') causes.push(required(FieldPath.root('provisioner')));
-  else if (typeof provisioner !== 'string') causes.push(invalid(FieldPath.root('provisioner'), provisioner, 'must be a string'));
-  else causes.push(...invalidEach(FieldPath.root('provisioner'), provisioner, isQualifiedName(provisioner.toLowerCase())));
-  const params = obj.parameters;
-  causes.push(...typeCheck(FieldPath.root('parameters'), params, 'object'));
-  const entries = Object.entries(record(params) ?? {});
-  if (entries.length > MAX_PARAMETERS) causes.push(tooLong(FieldPath.root('parameters'), MAX_PARAMETERS));
-  let size = 0;
-  for (const [k, v] of entries) {
-    if (k === '') causes.push(invalid(FieldPath.root('parameters'), params, 'key must not be empty'));
-    if (typeof v !== 'string') causes.push(invalid(FieldPath.root('parameters').key(k), v, 'must be a string'));
-    else size += k.length + v.length;
-  }
-  if (size > MAX_PARAMETERS_SIZE) causes.push(tooLong(FieldPath.root('parameters'), MAX_PARAMETERS_SIZE));
-  causes.push(...validateOptionalEnum(obj.reclaimPolicy, FieldPath.root('reclaimPolicy'), SC_RECLAIM_POLICIES));
-  if (obj.volumeBindingMode === undefined || obj.volumeBindingMode === null || obj.volumeBindingMode === '') {
-    causes.push(required(FieldPath.root('volumeBindingMode')));
-  } else {
-    causes.push(...validateOptionalEnum(obj.volumeBindingMode, FieldPath.root('volumeBindingMode'), BINDING_MODES));
-  }
-  causes.push(...typeCheck(FieldPath.root('allowVolumeExpansion'), obj.allowVolumeExpansion, 'boolean'));
-  causes.push(...typeCheck(FieldPath.root('mountOptions'), obj.mountOptions, 'array'));
-  causes.push(...validateAllowedTopologies(obj.allowedTopologies, FieldPath.root('allowedTopologies')));
-  if (old !== undefined) {
-    if (JSON.stringify(canonical(obj.parameters ?? {})) !== JSON.stringify(canonical(old.parameters ?? {}))) {
-      causes.push(forbidden(FieldPath.root('parameters'), 'updates to parameters are forbidden.'));
-    }
-    if (obj.provisioner !== old.provisioner) causes.push(forbidden(FieldPath.root('provisioner'), 'updates to provisioner are forbidden.'));
-    if ((obj.reclaimPolicy ?? 'Delete') !== (old.reclaimPolicy ?? 'Delete')) {
-      causes.push(forbidden(FieldPath.root('reclaimPolicy'), 'updates to reclaimPolicy are forbidden.'));
-    }
-    causes.push(...immutable(FieldPath.root('volumeBindingMode'), obj.volumeBindingMode, old.volumeBindingMode));
-  }
-  return causes;
 }

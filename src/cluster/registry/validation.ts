@@ -9,7 +9,8 @@ import {
 } from '../common/field-errors.ts';
 import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from '../common/name-rules.ts';
 
-export { validatePersistentVolume, validatePersistentVolumeClaim, validateStorageClass } from './validation-storage.ts';
+export { validatePersistentVolume, validatePersistentVolumeClaim } from './validation-storage.ts';
+export { validateStorageClass } from './storage.ts';
 export { validateNode, validatePod, validateEvent } from './validation-workloads.ts';
 export { validateLease } from './coordination.ts';
 
