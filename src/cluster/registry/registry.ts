@@ -1,18 +1,17 @@
 // The resource registry of the embedded API server: one ResourceType entry per served resource (scope, kind,
 // validation, defaulting, status subresource, field selectors, update/delete strategy). The store, the router,
 // discovery, OpenAPI and tables are all driven by RESOURCES. Groups already in one file of their own (entry,
-// validation, columns): rbac.ts, coordination.ts, storage.ts; apps and ServiceAccount live in registry-apps-rbac.ts. A new
-// kind is one such file (or an entry in its group's file) plus its line in RESOURCES.
-import { fieldString, formatTime, readPath } from '../common/meta.ts';
-import { ALL_VERBS, boolPath, defaultPodSpec, path, section, setDefault, type FieldGetter } from './registry-helpers.ts';
+// validation, columns): rbac.ts, coordination.ts, storage.ts, events.ts; apps and ServiceAccount live in
+// registry-apps-rbac.ts. A new kind is one such file (or an entry in its group's file) plus its RESOURCES line.
+import { formatTime } from '../common/meta.ts';
+import { ALL_VERBS, boolPath, defaultPodSpec, path, section, setDefault } from './registry-helpers.ts';
 import { APPS_RBAC_RESOURCES, SERVICE_ACCOUNTS } from './registry-apps-rbac.ts';
-import { eventFromStorage, eventToStorage } from './events-view.ts';
 import { canonicalizeQuantityMaps } from './quantity-canonical.ts';
 import { LEASES } from './coordination.ts';
+import { CORE_EVENTS, EVENTS_V1 } from './events.ts';
 import { STORAGE_CLASSES } from './storage.ts';
 import {
   validateConfigMap,
-  validateEvent,
   validateNamespace,
   validateNode,
   validatePersistentVolume,
@@ -189,49 +188,6 @@ const secrets: ResourceType = {
   fieldSelectors: { type: path('type') },
 };
 
-const eventFieldSelectors: Record<string, FieldGetter> = {
-  'involvedObject.kind': path('involvedObject.kind'),
-  'involvedObject.namespace': path('involvedObject.namespace'),
-  'involvedObject.name': path('involvedObject.name'),
-  'involvedObject.uid': path('involvedObject.uid'),
-  'involvedObject.apiVersion': path('involvedObject.apiVersion'),
-  'involvedObject.resourceVersion': path('involvedObject.resourceVersion'),
-  'involvedObject.fieldPath': path('involvedObject.fieldPath'),
-  reason: path('reason'),
-  reportingComponent: path('reportingComponent'),
-  source: (o) => fieldString(readPath(o, 'source.component')) || fieldString(o.reportingComponent),
-  type: path('type'),
-};
-
-const coreEvents: ResourceType = {
-  group: '',
-  version: 'v1',
-  resource: 'events',
-  kind: 'Event',
-  listKind: 'EventList',
-  namespaced: true,
-  shortNames: ['ev'],
-  singular: 'event',
-  verbs: ALL_VERBS,
-  hasStatus: false,
-  validate: (o, old) => validateEvent(o, old),
-  defaults(o) {
-    // Go serializes these core/v1 fields even when zero: a MicroTime as null, plain strings as "".
-    o.eventTime ??= null;
-    o.reportingComponent ??= '';
-    o.reportingInstance ??= '';
-  },
-  fieldSelectors: eventFieldSelectors,
-  allowCreateOnUpdate: true,
-  microTimeFields: ['eventTime', 'series.lastObservedTime'],
-};
-
-const eventsV1: ResourceType = {
-  ...coreEvents,
-  group: 'events.k8s.io',
-  view: { resource: 'events', toStorage: eventToStorage, fromStorage: eventFromStorage },
-};
-
 /** Every resource the embedded API server serves, in discovery order. */
 export const RESOURCES: readonly ResourceType[] = [
   namespaces,
@@ -242,8 +198,8 @@ export const RESOURCES: readonly ResourceType[] = [
   configMaps,
   secrets,
   SERVICE_ACCOUNTS,
-  coreEvents,
-  eventsV1,
+  CORE_EVENTS,
+  EVENTS_V1,
   STORAGE_CLASSES,
   LEASES,
   ...APPS_RBAC_RESOURCES,

@@ -3,7 +3,7 @@
 // "wide": priority-1 cells are present in every row and kubectl hides them unless `-o wide`.
 import type { KubeObject } from '../../types/k8s.ts';
 import { ANN_BETA_STORAGE_CLASS } from '../../types/annotations.ts';
-import { DESC_AGE, age, ageColumn, column, countKeys, nameColumn, nonEmpty, rec, spec, status, str, type TableColumn } from './table-columns.ts';
+import { DESC_AGE, ageColumn, column, countKeys, nameColumn, nonEmpty, rec, spec, status, str, type TableColumn } from './table-columns.ts';
 import { daemonSetColumns, deploymentColumns, serviceAccountColumns } from './tables-apps-rbac.ts';
 
 export { age, humanDuration, type TableColumn } from './table-columns.ts';
@@ -62,45 +62,6 @@ const pvColumns: TableColumn[] = [
   column('Reason', 'reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.', (o) => str(status(o).reason)),
   ageColumn,
   column('VolumeMode', 'volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state.', (o) => nonEmpty(spec(o).volumeMode, '<unset>'), 1),
-];
-
-/** Normalises core/v1 and events.k8s.io/v1 events (same storage, different field names). */
-function eventFields(o: KubeObject) {
-  const involved = rec(o.involvedObject ?? o.regarding);
-  const source = rec(o.source);
-  const series = o.series === undefined || o.series === null ? undefined : rec(o.series);
-  const first = nonEmpty(o.firstTimestamp ?? o.deprecatedFirstTimestamp, '') || str(o.eventTime);
-  const last = nonEmpty(o.lastTimestamp ?? o.deprecatedLastTimestamp, '') || first;
-  let count = typeof (o.count ?? o.deprecatedCount) === 'number' ? Number(o.count ?? o.deprecatedCount) : 0;
-  if (series) count = typeof series.count === 'number' ? series.count : 0;
-  else if (count === 0) count = 1;
-  return {
-    involved, first, count,
-    last: series ? str(series.lastObservedTime) : last,
-    component: nonEmpty(source.component, '') || str(o.reportingComponent ?? o.reportingController),
-    host: nonEmpty(source.host, '') || str(o.reportingInstance),
-    message: str(o.message ?? o.note).trim(),
-  };
-}
-
-const eventColumns: TableColumn[] = [
-  column('Last Seen', 'The time at which the most recent occurrence of this event was recorded.', (o, now) => age(eventFields(o).last, now)),
-  column('Type', 'Type of this event (Normal, Warning), new types could be added in the future', (o) => str(o.type)),
-  column('Reason', 'This should be a short, machine understandable string that gives the reason for the transition into the object\'s current status.', (o) => str(o.reason)),
-  column('Object', 'The object that this event is about.', (o) => {
-    const { involved } = eventFields(o);
-    const kind = str(involved.kind).toLowerCase();
-    return str(involved.name) !== '' ? `${kind}/${str(involved.name)}` : kind;
-  }),
-  column('Subobject', 'If the reference is to an object component rather than an entire object, a string such as "spec.containers{name}".', (o) => str(eventFields(o).involved.fieldPath), 1),
-  column('Source', 'The component reporting this event. Should be a short machine understandable string.', (o) => {
-    const f = eventFields(o);
-    return f.host === '' ? f.component : `${f.component}, ${f.host}`;
-  }, 1),
-  column('Message', 'A human-readable description of the status of this operation.', (o) => eventFields(o).message),
-  column('First Seen', 'The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)', (o, now) => age(eventFields(o).first, now), 1),
-  column('Count', 'The number of times this event has occurred.', (o) => eventFields(o).count, 1),
-  { ...nameColumn, priority: 1 },
 ];
 
 function nodeInfo(o: KubeObject): Record<string, unknown> {
@@ -185,7 +146,6 @@ const secretColumns: TableColumn[] = [
 export const TABLE_COLUMNS: Record<string, TableColumn[]> = {
   persistentvolumeclaims: pvcColumns,
   persistentvolumes: pvColumns,
-  events: eventColumns,
   nodes: nodeColumns,
   pods: podColumns,
   namespaces: namespaceColumns,

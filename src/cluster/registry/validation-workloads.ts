@@ -1,4 +1,4 @@
-// Validation of the non-storage kinds the embedded cluster serves: Node, Pod and core/v1 Event
+// Validation of the non-storage kinds the embedded cluster serves: Node and Pod
 // (k/k pkg/apis/core/validation, pkg/apis/coordination/validation). Kept to the rules clients of this project
 // can trip over; anything kube checks that is not listed here is accepted.
 
@@ -143,44 +143,4 @@ function immutablePodSpec(spec: Record<string, unknown>, dropNodeName: boolean):
   delete s.tolerations;
   if (dropNodeName) delete s.nodeName;
   return canonical(s);
-}
-
-const REASON_LIMIT = 128;
-const ACTION_LIMIT = 128;
-const REPORTING_INSTANCE_LIMIT = 128;
-const NOTE_LIMIT = 1024;
-
-/**
- * core/v1 Event (legacyValidateEvent): involvedObject.namespace agrees with the event's namespace; events with an
- * eventTime (new-style, as events.k8s.io/v1 writes them) also need reportingComponent, reportingInstance, action,
- * reason, with kube's length limits.
- */
-export function validateEvent(obj: KubeObject, _old?: KubeObject): StatusCause[] {
-  const causes: StatusCause[] = [];
-  const involved = record(obj.involvedObject);
-  if (!involved) return [required(FieldPath.root('involvedObject'))];
-  const ns = obj.metadata?.namespace ?? '';
-  const involvedNs = str(involved.namespace) ?? '';
-  const nsMismatch = () => invalid(FieldPath.root('involvedObject', 'namespace'), involvedNs, 'does not match event.namespace');
-  const eventTime = obj.eventTime;
-  if (eventTime === undefined || eventTime === null || eventTime === '') {
-    if (involvedNs === '' ? ns !== '' && ns !== 'default' : ns !== involvedNs) causes.push(nsMismatch());
-  } else {
-    if (involvedNs === '' && ns !== 'default' && ns !== 'kube-system') causes.push(nsMismatch());
-    const controller = str(obj.reportingComponent) ?? '';
-    if (controller === '') causes.push(required(FieldPath.root('reportingComponent')));
-    else causes.push(...invalidEach(FieldPath.root('reportingComponent'), controller, isQualifiedName(controller)));
-    const instance = str(obj.reportingInstance) ?? '';
-    if (instance === '') causes.push(required(FieldPath.root('reportingInstance')));
-    if (instance.length > REPORTING_INSTANCE_LIMIT) causes.push(invalid(FieldPath.root('reportingInstance'), '', `can have at most ${REPORTING_INSTANCE_LIMIT} characters`));
-    const action = str(obj.action) ?? '';
-    if (action === '') causes.push(required(FieldPath.root('action')));
-    if (action.length > ACTION_LIMIT) causes.push(invalid(FieldPath.root('action'), '', `can have at most ${ACTION_LIMIT} characters`));
-    const reason = str(obj.reason) ?? '';
-    if (reason === '') causes.push(required(FieldPath.root('reason')));
-    if (reason.length > REASON_LIMIT) causes.push(invalid(FieldPath.root('reason'), '', `can have at most ${REASON_LIMIT} characters`));
-    if ((str(obj.message) ?? '').length > NOTE_LIMIT) causes.push(invalid(FieldPath.root('message'), '', `can have at most ${NOTE_LIMIT} characters`));
-  }
-  causes.push(...invalidEach(FieldPath.root('namespace'), ns, isDNS1123Subdomain(ns)));
-  return causes;
 }

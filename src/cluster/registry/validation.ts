@@ -11,7 +11,8 @@ import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain, isQualifiedName, is
 
 export { validatePersistentVolume, validatePersistentVolumeClaim } from './validation-storage.ts';
 export { validateStorageClass } from './storage.ts';
-export { validateNode, validatePod, validateEvent } from './validation-workloads.ts';
+export { validateNode, validatePod } from './validation-workloads.ts';
+export { validateEvent } from './events.ts';
 export { validateLease } from './coordination.ts';
 
 /** metadata.annotations: total bytes of keys and values (TotalAnnotationSizeLimitB). */
