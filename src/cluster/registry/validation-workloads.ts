@@ -1,5 +1,5 @@
 // Validation of the non-storage kinds the embedded cluster serves: Node and Pod
-// (k/k pkg/apis/core/validation, pkg/apis/coordination/validation). Kept to the rules clients of this project
+// (k/k pkg/apis/core/validation). Kept to the rules clients of this project
 // can trip over; anything kube checks that is not listed here is accepted.
 
 import type { KubeObject, StatusCause } from '../../types/k8s.ts';
