@@ -3,7 +3,7 @@
 // creates) and Available PVs matched by class/capacity/modes. Reports pairs/s and µs per pair for 1,000 and
 // 10,000 pairs: the cost per pair should stay flat (no scan of all objects per event).
 // Run: npm run bench:binder  (node --import tsx bench/binder.ts [sizes...])
-import { ClusterStore } from '../src/cluster/store.ts';
+import { ClusterStore } from '../src/cluster/writes/cluster-store.ts';
 import { startClusterControllers } from '../src/cluster/controllers/index.ts';
 import type { PersistentVolumeClaim } from '../src/types/k8s.ts';
 

@@ -1,11 +1,11 @@
 // The part of the schema generator that reads Go sources: client-node's models carry neither protobuf field
 // numbers nor the patchStrategy/patchMergeKey struct tags, so those come from k8s.io/api and
 // k8s.io/apimachinery types.go files (their struct tags are the source generated.proto and the strategic merge
-// patch are built from). Only the resulting compact table (src/cluster/go-tags.generated.ts) is committed.
+// patch are built from). Only the resulting compact table (src/cluster/schema/go-tags.generated.ts) is committed.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { GoFieldTags } from '../src/cluster/go-tags.generated.ts';
-import type { GeneratedModel } from '../src/cluster/schema.ts';
+import type { GoFieldTags } from '../src/cluster/schema/go-tags.generated.ts';
+import type { GeneratedModel } from '../src/cluster/schema/schema.ts';
 
 /** One Go struct field's tags (the shape of the generated table; `i` marks fields of embedded structs). */
 type GoField = GoFieldTags;

@@ -1,9 +1,9 @@
-// Generates src/cluster/schemas.generated.ts, the one schema source of the embedded cluster, from
+// Generates src/cluster/schema/schemas.generated.ts, the one schema source of the embedded cluster, from
 // @kubernetes/client-node's models: every field with its type (attributeTypeMap) and description (the TSDoc of
 // the model's .d.ts), for the served kinds and the models they reference, nothing else.
 //
 //   npm run gen:schemas                      regenerate from the installed client-node (a test checks this is a no-op)
-//   npm run gen:schemas -- --go <dir>        also regenerate src/cluster/go-tags.generated.ts (protobuf field
+//   npm run gen:schemas -- --go <dir>        also regenerate src/cluster/schema/go-tags.generated.ts (protobuf field
 //                                            numbers, patch strategies/merge keys, Go packages) from a checkout of
 //                                            k8s.io/api and k8s.io/apimachinery laid out under <dir>/api and
 //                                            <dir>/apimachinery (client-node does not carry these)
@@ -12,8 +12,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as clientNode from '@kubernetes/client-node';
-import { RESOURCES } from '../src/cluster/registry.ts';
-import type { GeneratedModel } from '../src/cluster/schema-model.ts';
+import { RESOURCES } from '../src/cluster/registry/registry.ts';
+import type { GeneratedModel } from '../src/cluster/schema/schema-model.ts';
 import { renderGoTags } from './gen-schemas-go.ts';
 
 interface Attribute {
@@ -27,8 +27,8 @@ interface ModelClass {
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const SCHEMAS_FILE = join(here, '../src/cluster/schemas.generated.ts');
-export const GO_TAGS_FILE = join(here, '../src/cluster/go-tags.generated.ts');
+export const SCHEMAS_FILE = join(here, '../src/cluster/schema/schemas.generated.ts');
+export const GO_TAGS_FILE = join(here, '../src/cluster/schema/go-tags.generated.ts');
 const require = createRequire(import.meta.url);
 const modelsDir = join(dirname(require.resolve('@kubernetes/client-node')), 'gen/models');
 const clientNodeVersion = (JSON.parse(readFileSync(join(modelsDir, '../../../package.json'), 'utf8')) as { version: string }).version;

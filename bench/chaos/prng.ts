@@ -1,7 +1,7 @@
 // A small seeded PRNG (mulberry32) so a chaos run's schedule (claims, lifetimes, fault times) is the same for a
 // given seed. Timing still varies from run to run; the decisions do not.
 
-import { seededRandom } from '../../src/cluster/seeded-random.ts';
+import { seededRandom } from '../../src/cluster/common/seeded-random.ts';
 
 /** Returns a function yielding floats in [0, 1), deterministic for `seed` (the cluster's fault draws use the same). */
 export const mulberry32 = seededRandom;

@@ -6,14 +6,14 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeObject } from '../types/k8s.ts';
-import { Audit } from './audit.ts';
-import { ClusterApiError } from './errors.ts';
-import { Faults } from './faults.ts';
-import { openSqliteBackend } from './persistence.ts';
-import { resolveLimits, type ServerLimits } from './request-limits.ts';
-import { startApiServer, type ApiServer } from './server.ts';
-import { ClusterStore } from './store.ts';
-import { buildKubeconfig, ensureServingCertificates } from './tls.ts';
+import { Audit } from './http/audit.ts';
+import { ClusterApiError } from './common/errors.ts';
+import { Faults } from './http/faults.ts';
+import { openSqliteBackend } from './storage/persistence.ts';
+import { resolveLimits, type ServerLimits } from './http/request-limits.ts';
+import { startApiServer, type ApiServer } from './http/server.ts';
+import { ClusterStore } from './writes/cluster-store.ts';
+import { buildKubeconfig, ensureServingCertificates } from './http/tls.ts';
 import { startClusterControllers, type ClusterControllers } from './controllers/index.ts';
 
 export interface EmbeddedClusterOptions {

@@ -3,23 +3,23 @@
 // KubeClient with typed create/get helpers, a narrow view of the stored objects, fault injection and the
 // audit counter; waitFor() and its conditions wait for states; provisionerConformance() checks a Provisioner.
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Audit } from '../cluster/audit.ts';
+import type { Audit } from '../cluster/http/audit.ts';
 import { startEmbeddedCluster, type EmbeddedClusterOptions } from '../cluster/embedded-cluster.ts';
-import { MissingDependencyError } from '../cluster/optional-deps.ts';
-import type { Faults } from '../cluster/faults.ts';
-import type { ListFilterOptions } from '../cluster/store-filter.ts';
-import type { StoreWatchOptions } from '../cluster/store.ts';
+import { MissingDependencyError } from '../cluster/common/optional-deps.ts';
+import type { Faults } from '../cluster/http/faults.ts';
+import type { ListFilterOptions } from '../cluster/storage/store-filter.ts';
+import type { StoreWatchOptions } from '../cluster/writes/cluster-store.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { loadKubeConfig } from '../runtime/kubeconfig.ts';
 import type { ApiResource } from '../runtime/resources.ts';
 import type { KubeObject, WatchEvent } from '../types/k8s.ts';
 
-export type { Audit, AuditKey, AuditRecord } from '../cluster/audit.ts';
-export type { FaultRule, Faults } from '../cluster/faults.ts';
-export type { ListFilterOptions } from '../cluster/store-filter.ts';
-export type { StoreWatchOptions } from '../cluster/store.ts';
-export { ClusterApiError } from '../cluster/errors.ts';
-export { MissingDependencyError } from '../cluster/optional-deps.ts';
+export type { Audit, AuditKey, AuditRecord } from '../cluster/http/audit.ts';
+export type { FaultRule, Faults } from '../cluster/http/faults.ts';
+export type { ListFilterOptions } from '../cluster/storage/store-filter.ts';
+export type { StoreWatchOptions } from '../cluster/writes/cluster-store.ts';
+export { ClusterApiError } from '../cluster/common/errors.ts';
+export { MissingDependencyError } from '../cluster/common/optional-deps.ts';
 export { waitFor, conditions, eventsOf, WaitTimeoutError, type Condition, type ConditionContext, type WaitForOptions } from './wait.ts';
 export {
   provisionerConformance, conformanceClaim, conformanceOptions, CONFORMANCE_CASES,

@@ -3,7 +3,7 @@
 import { after, before, describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
-import { canonicalQuantity } from '../../src/cluster/quantity-canonical.ts';
+import { canonicalQuantity } from '../../src/cluster/registry/quantity-canonical.ts';
 import { pvBody, pvcBody, raw } from './api-harness.ts';
 
 test('canonicalQuantity matches resource.Quantity.String()', () => {

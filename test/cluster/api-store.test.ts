@@ -2,7 +2,7 @@
 // a watcher writes from its callback, 410 on a compacted resume, copies in and out, dry runs.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClusterApiError, ClusterStore } from '../../src/cluster/store.ts';
+import { ClusterApiError, ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
 import type { KubeObject, WatchEvent } from '../../src/types/k8s.ts';
 
 function storeWithDefault(opts: ConstructorParameters<typeof ClusterStore>[0] = {}): ClusterStore {

@@ -2,7 +2,7 @@
 // class, the scheduler stand-in and bad input, each driven the way a provisioner and a user would.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClusterStore } from '../../src/cluster/store.ts';
+import { ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
 import { startClusterControllers, type ClusterControllers } from '../../src/cluster/controllers/index.ts';
 import type { CoreEvent, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '../../src/types/k8s.ts';
 

@@ -1,8 +1,9 @@
 // Server-side printing (tables.ts) and the minimal OpenAPI v3 (openapi.ts): columns and cells as kubectl 1.32 shows them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TABLE_COLUMNS, toTable, humanDuration, accessModesString, age } from '../../src/cluster/tables.ts';
-import { openApiV3Paths, openApiV3Document } from '../../src/cluster/openapi.ts';
+import { TABLE_COLUMNS, toTable, humanDuration, accessModesString, age } from '../../src/cluster/registry/tables.ts';
+import { openApiV3Paths, openApiV3Document } from '../../src/cluster/http/openapi.ts';
+import { RESOURCES } from '../../src/cluster/registry/registry.ts';
 import type { KubeObject } from '../../src/types/k8s.ts';
 
 const NOW = Date.parse('2026-01-10T12:00:00Z');
@@ -14,7 +15,9 @@ type TableBody = {
   rows: Array<{ cells: unknown[]; object: unknown }>;
 };
 function table(resource: string, objs: KubeObject[], include: 'None' | 'Object' | 'Metadata' = 'Metadata'): TableBody {
-  return toTable({ resource, kind: 'X', group: '', version: 'v1' }, objs, { resourceVersion: '42' }, include, NOW) as TableBody;
+  // Kinds whose registry entry carries its columns (rbac, coordination) print those.
+  const columns = RESOURCES.find((r) => r.resource === resource)?.columns;
+  return toTable({ resource, kind: 'X', group: '', version: 'v1', columns }, objs, { resourceVersion: '42' }, include, NOW) as TableBody;
 }
 function row(resource: string, obj: KubeObject): Record<string, unknown> {
   const t = table(resource, [obj]);
@@ -134,6 +137,22 @@ test('toTable shape and includeObject', () => {
   const withContinue = toTable({ resource: 'pods', kind: 'Pod', group: '', version: 'v1' }, [], { resourceVersion: '1', continue: 'abc' }, 'Metadata', NOW) as TableBody;
   assert.deepEqual(withContinue.metadata, { resourceVersion: '1', continue: 'abc' });
   for (const [resource, cols] of Object.entries(TABLE_COLUMNS)) assert.ok(cols.length >= 3, resource);
+});
+
+test('columns declared on a registry entry print in place of the TABLE_COLUMNS row', () => {
+  const columns = [
+    { name: 'Name', type: 'string', format: 'name', description: 'name', priority: 0, cell: (o: KubeObject) => o.metadata.name ?? '' },
+    { name: 'Size', type: 'string', description: 'size', priority: 0, cell: (o: KubeObject) => String((o.spec as { size?: string } | undefined)?.size ?? '') },
+  ];
+  const t = toTable({ resource: 'configmaps', kind: 'ConfigMap', group: '', version: 'v1', columns }, [{ metadata: { name: 'w' }, spec: { size: '3' } }], {}, 'None', NOW) as TableBody;
+  assert.deepEqual(t.columnDefinitions.map((c) => c.name), ['Name', 'Size']);
+  assert.deepEqual(t.rows[0].cells, ['w', '3']);
+  // The rbac bindings declare theirs on their registry entries.
+  const rb = RESOURCES.find((r) => r.resource === 'rolebindings')!;
+  const binding = { metadata: { name: 'rb', creationTimestamp: ago(30) }, roleRef: { kind: 'Role', name: 'reader' }, subjects: [{ kind: 'User', name: 'alice' }, { kind: 'ServiceAccount', name: 'sa', namespace: 'ns' }] };
+  const bt = toTable(rb, [binding], {}, 'None', NOW) as TableBody;
+  assert.deepEqual(bt.columnDefinitions.map((c) => c.name), ['Name', 'Role', 'Age', 'Users', 'Groups', 'ServiceAccounts']);
+  assert.deepEqual(bt.rows[0].cells, ['rb', 'Role/reader', '30s', 'alice', '', 'ns/sa']);
 });
 
 test('openapi v3: paths per group/version, PATCH ops with GVK and fieldValidation, no strategic merge, generated schemas', () => {

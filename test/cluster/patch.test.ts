@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError,
-} from '../../src/cluster/patch.ts';
+} from '../../src/cluster/patch/patch.ts';
 
 const isPatchError = (code: number, re?: RegExp) => (e: unknown) =>
   e instanceof PatchError && e.code === code && (re === undefined || re.test(e.message));

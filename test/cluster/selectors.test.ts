@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   parseLabelSelector, labelSelectorToPredicate, parseFieldSelector, SelectorError,
-} from '../../src/cluster/selectors.ts';
+} from '../../src/cluster/common/selectors.ts';
 import type { LabelSelector } from '../../src/types/k8s.ts';
 
 const L = (o: Record<string, string>) => o;

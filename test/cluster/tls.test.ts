@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { buildKubeconfig, ensureServingCertificates, randomToken } from '../../src/cluster/tls.ts';
+import { buildKubeconfig, ensureServingCertificates, randomToken } from '../../src/cluster/http/tls.ts';
 
 async function withServer(certs: { certPem: string; keyPem: string }, token: string, fn: (port: number, seen: string[]) => Promise<void>) {
   const seen: string[] = [];

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import {
   validateObjectMeta, validatePersistentVolume, validatePersistentVolumeClaim, validateStorageClass, validateNode,
   validatePod, validateLease, validateEvent, validateConfigMap, validateSecret, validateNamespace,
-} from '../../src/cluster/validation.ts';
+} from '../../src/cluster/registry/validation.ts';
 import type { KubeObject, ObjectMeta, StatusCause } from '../../src/types/k8s.ts';
 
 type Mutation = (o: KubeObject) => void;

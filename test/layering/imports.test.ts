@@ -1,5 +1,5 @@
 // The layering rule, read from the imports of every file under src/: cli -> hostpath -> controller -> runtime ->
-// types; cluster -> types; testing -> cluster + runtime + controller (the Provisioner contract, for the
+// types; cluster -> types (and inside cluster, the layers of CLUSTER_LAYERS); testing -> cluster + runtime + controller (the Provisioner contract, for the
 // conformance suite) (src/index.ts re-exports the library). Also fails on any
 // import cycle between files that is not one of the known ones listed below (each with why it is still there).
 import { describe, it } from 'node:test';
@@ -22,16 +22,28 @@ const ALLOWED: Record<string, readonly string[]> = {
 };
 
 /** Edges that break the rule today, each with why; the list may only shrink. */
-const EXCEPTIONS: ReadonlyArray<{ from: string; to: string; why: string }> = [
-  { from: 'cluster', to: 'runtime', why: "the cluster's own controllers take the runtime Logger type; removed in the cluster re-layout" },
-];
+const EXCEPTIONS: ReadonlyArray<{ from: string; to: string; why: string }> = [];
 
 /** Import cycles that exist today (files relative to src/, sorted); the list may only shrink. */
-const KNOWN_CYCLES: ReadonlyArray<readonly string[]> = [
-  // The embedded cluster's two cycles; removed in the cluster re-layout (storage at the bottom, registry per group).
-  ['cluster/registry-apps-rbac.ts', 'cluster/registry.ts'],
-  ['cluster/store-writes.ts', 'cluster/store.ts'],
-];
+const KNOWN_CYCLES: ReadonlyArray<readonly string[]> = [];
+
+/**
+ * The layers inside src/cluster, and which other layers each may import. common (errors, metadata, JSON
+ * safety, selectors, logger) is the floor; storage knows kinds only by plural/scope/field selectors, so it and
+ * the registry (kinds, validation, columns) do not see each other; the write rules join them; HTTP serves them;
+ * the cluster's own controllers work through the store; embedded-cluster.ts (the folder root) wires everything.
+ */
+const CLUSTER_LAYERS: Record<string, readonly string[]> = {
+  common: [],
+  schema: ['common'],
+  patch: ['common', 'schema'],
+  storage: ['common'],
+  registry: ['common'],
+  writes: ['common', 'schema', 'patch', 'storage', 'registry'],
+  http: ['common', 'schema', 'patch', 'storage', 'registry', 'writes'],
+  controllers: ['common', 'registry', 'storage', 'writes'],
+  '(root)': ['common', 'schema', 'patch', 'storage', 'registry', 'writes', 'http', 'controllers'],
+};
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
@@ -48,6 +60,12 @@ function importsOf(file: string): string[] {
 
 function folderOf(file: string): string {
   return relative(SRC, file).split('/')[0];
+}
+
+/** The layer of a file under src/cluster (its first folder there, or "(root)"). */
+function clusterLayerOf(file: string): string {
+  const parts = relative(join(SRC, 'cluster'), file).split('/');
+  return parts.length > 1 ? parts[0] : '(root)';
 }
 
 const files = sourceFiles(SRC);
@@ -102,6 +120,21 @@ describe('src/ layering', () => {
     assert.deepEqual(violations, []);
   });
 
+  it('inside src/cluster, every import goes down its layers', () => {
+    const violations: string[] = [];
+    for (const [file, targets] of graph) {
+      if (folderOf(file) !== 'cluster') continue;
+      const from = clusterLayerOf(file);
+      assert.ok(CLUSTER_LAYERS[from], `src/cluster layer "${from}" has no rule`);
+      for (const target of targets) {
+        if (folderOf(target) !== 'cluster') continue;
+        const to = clusterLayerOf(target);
+        if (to !== from && !CLUSTER_LAYERS[from].includes(to)) violations.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
+      }
+    }
+    assert.deepEqual(violations, []);
+  });
+
   it('has no import cycle besides the known ones', () => {
     const known = new Set(KNOWN_CYCLES.map((c) => c.join(' ')));
     const found = cycles().map((c) => c.join(' '));
@@ -111,5 +144,6 @@ describe('src/ layering', () => {
   it('reads real imports (a check that finds nothing cannot fail)', () => {
     assert.ok(files.length > 50);
     assert.ok((graph.get(join(SRC, 'controller', 'claim-sync.ts')) ?? []).includes(join(SRC, 'controller', 'next.ts')));
+    assert.ok((graph.get(join(SRC, 'cluster', 'writes', 'cluster-store.ts')) ?? []).includes(join(SRC, 'cluster', 'storage', 'store.ts')));
   });
 });

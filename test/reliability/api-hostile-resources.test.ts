@@ -9,8 +9,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
-import { Faults } from '../../src/cluster/faults.ts';
-import { StoreLoadError } from '../../src/cluster/persistence.ts';
+import { Faults } from '../../src/cluster/http/faults.ts';
+import { StoreLoadError } from '../../src/cluster/storage/persistence.ts';
 import { waitFor } from '../support/wait.ts';
 import { call, closedFlag, connectTcp, connectTls, type Endpoint } from './raw-http.ts';
 

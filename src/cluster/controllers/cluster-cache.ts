@@ -3,7 +3,7 @@
 // to the controllers, which only enqueue keys. Store watches deliver synchronously after each commit, so the
 // cache is current whenever a controller's worker runs.
 import type { KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, WatchEvent } from '../../types/k8s.ts';
-import type { ClusterStore } from '../store.ts';
+import type { ClusterStore } from '../writes/cluster-store.ts';
 import { VolumeIndex } from './volume-index.ts';
 import { claimKey, pickDefaultClass } from './volume-match.ts';
 

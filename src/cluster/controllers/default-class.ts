@@ -3,7 +3,7 @@
 // the newest one annotated is-default-class "true". Claims created before any default existed are assigned
 // one later by the binder (retroactive default, GA 1.28).
 import type { KubeObject, PersistentVolumeClaim } from '../../types/k8s.ts';
-import type { ClusterStore } from '../store.ts';
+import type { ClusterStore } from '../writes/cluster-store.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { claimHasNoClass } from './volume-match.ts';
 

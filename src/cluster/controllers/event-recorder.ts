@@ -2,9 +2,9 @@
 // a repeat of the same (object, type, reason, message, source) bumps `count` and `lastTimestamp` of the
 // existing Event instead of creating a new one, so a resync every 15 s shows `(x3 over 36s)` in kubectl.
 import type { CoreEvent, KubeObject } from '../../types/k8s.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { ClusterApiError, type ClusterStore } from '../store.ts';
-import { formatTime } from '../meta.ts';
+import type { Logger } from '../../types/logger.ts';
+import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { formatTime } from '../common/meta.ts';
 
 /** How many distinct events the correlator remembers (client-go's LRU holds 4096). */
 const MAX_REMEMBERED = 4096;

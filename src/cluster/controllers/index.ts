@@ -2,9 +2,9 @@
 // (admission + controllers), DefaultStorageClass admission, the scheduler stand-in, the local Node, its kubelet
 // stand-in and the default ServiceAccount of every namespace.
 // They are ordinary store clients sharing one cache; stop() leaves no timers or watches behind.
-import type { Logger } from '../../runtime/logger.ts';
-import { silentLogger } from '../../runtime/logger.ts';
-import type { ClusterStore } from '../store.ts';
+import type { Logger } from '../../types/logger.ts';
+import { silentLogger } from '../../types/logger.ts';
+import type { ClusterStore } from '../writes/cluster-store.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { installDefaultClassAdmission } from './default-class.ts';
 import { ClusterEventRecorder } from './event-recorder.ts';

@@ -5,10 +5,10 @@
 // "MountVolume.SetUp failed". This is what lets `kubectl wait --for=condition=Ready pod/...` end the usual
 // provisioner walkthrough. Containers never run, so there are no logs (pods/log answers 400).
 import { existsSync } from 'node:fs';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import type { Pod } from '../../types/k8s.ts';
-import { formatTime } from '../meta.ts';
-import { ClusterApiError, type ClusterStore } from '../store.ts';
+import { formatTime } from '../common/meta.ts';
+import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { ClusterEventRecorder } from './event-recorder.ts';
 import { KeyedQueue, type SyncResult } from './keyed-queue.ts';

@@ -3,9 +3,9 @@
 // controllers, which remove them once nothing uses the object (a claim: no unfinished pod of its namespace
 // references it; a volume: not Bound) and put them back on live objects that lost them.
 import type { KubeObject, PersistentVolume } from '../../types/k8s.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import { FINALIZER_PV_PROTECTION, FINALIZER_PVC_PROTECTION } from '../../types/annotations.ts';
-import { ClusterApiError, type ClusterStore } from '../store.ts';
+import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
 import { podClaimNames, podIsActive, type ClusterCache } from './cluster-cache.ts';
 import { claimKey } from './volume-match.ts';
 import { KeyedQueue, type SyncResult } from './keyed-queue.ts';

@@ -3,8 +3,8 @@
 // order, stopping at the first failure (the next sync resumes, as in kube-controller-manager). A periodic
 // resync re-queues every claim and volume, which also re-emits ExternalProvisioning like the real one.
 import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { ClusterApiError, type ClusterStore } from '../store.ts';
+import type { Logger } from '../../types/logger.ts';
+import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
 import { syncClaim, syncVolume, type BinderAction, type BinderView } from './binder-logic.ts';
 import { claimKey, claimClass, claimHasNoClass } from './volume-match.ts';
 import type { ClusterCache } from './cluster-cache.ts';

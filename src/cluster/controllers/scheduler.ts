@@ -5,9 +5,9 @@
 // removes selected-node (reschedule), the pod is placed again. A pod created with spec.nodeName skips the
 // real scheduler; here its WaitForFirstConsumer claims still get that node selected (reference §6.9).
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod } from '../../types/k8s.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import { ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE } from '../../types/annotations.ts';
-import { ClusterApiError, type ClusterStore } from '../store.ts';
+import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { podClaimNames } from './cluster-cache.ts';
 import { claimBlocksNode, nodeIsSchedulable, nodeSelectorMatches, podFitsNode } from './node-fit.ts';

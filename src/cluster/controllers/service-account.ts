@@ -1,9 +1,9 @@
 // The serviceaccounts controller of kube-controller-manager, reduced to what clients observe: every namespace
 // that is not terminating has a ServiceAccount named `default`, created when the namespace appears and again
 // if it is deleted. Token secrets are not created (tokens are requested, not stored, since Kubernetes 1.24).
-import type { Logger } from '../../runtime/logger.ts';
-import { ClusterApiError } from '../errors.ts';
-import type { ClusterStore } from '../store.ts';
+import type { Logger } from '../../types/logger.ts';
+import { ClusterApiError } from '../common/errors.ts';
+import type { ClusterStore } from '../writes/cluster-store.ts';
 
 const DEFAULT_SA = 'default';
 

@@ -4,9 +4,9 @@
 // is emitted once per requested size, where the real controller repeats it per sync and the correlator counts.
 import type { KubeObject, PersistentVolumeClaim } from '../../types/k8s.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
-import { forbidden } from '../errors.ts';
-import type { ClusterStore } from '../store.ts';
-import { validatePersistentVolumeClaim } from '../validation-storage.ts';
+import { forbidden } from '../common/errors.ts';
+import type { ClusterStore } from '../writes/cluster-store.ts';
+import { validatePersistentVolumeClaim } from '../registry/validation-storage.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { ClusterEventRecorder } from './event-recorder.ts';
 import { claimClass } from './volume-match.ts';

@@ -4,7 +4,7 @@
 import type { AccessMode, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../types/k8s.ts';
 import { ANN_BETA_STORAGE_CLASS, ANN_DEFAULT_STORAGE_CLASS, ANN_BETA_DEFAULT_STORAGE_CLASS, ANN_SELECTED_NODE } from '../../types/annotations.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
-import { labelSelectorToPredicate, SelectorError } from '../selectors.ts';
+import { labelSelectorToPredicate, SelectorError } from '../common/selectors.ts';
 
 /** GetPersistentVolumeClaimClass: the beta annotation wins, else spec.storageClassName, else "". */
 export function claimClass(claim: PersistentVolumeClaim): string {

@@ -1,0 +1,169 @@
+// Request/response plumbing of the API server: bounded body reading (413 over 3 MiB), JSON/YAML decoding,
+// content negotiation (JSON or Table), and writing JSON bodies and metav1.Status errors.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parse as parseYaml } from 'yaml';
+import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from '../common/errors.ts';
+import { checkJsonValue, JsonTooDeepError, MAX_BODY_BYTES, MAX_JSON_DEPTH, parseJsonText } from '../common/json-safety.ts';
+
+export { MAX_BODY_BYTES } from '../common/json-safety.ts';
+
+/** Thrown when a body exceeds the limit; the connection is closed after the 413 answer. */
+export class BodyTooLargeError extends Error {}
+
+/** The client went away before sending its whole body: nothing to answer. */
+export class ClientAbortedError extends Error {}
+
+/** Reads the whole request body, rejecting (without buffering further) once it exceeds `limit` bytes. */
+export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) {
+      req.resume();
+      reject(new BodyTooLargeError());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    req.on('data', (c: Buffer) => {
+      if (failed) return;
+      size += c.length;
+      if (size > limit) {
+        failed = true;
+        chunks.length = 0;
+        reject(new BodyTooLargeError());
+        return;
+      }
+      chunks.push(c);
+    });
+    let complete = false;
+    req.on('end', () => {
+      complete = true;
+      if (!failed) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    });
+    req.on('error', () => {
+      if (!failed && !complete) reject(new ClientAbortedError('request aborted'));
+      failed = true;
+    });
+    req.on('close', () => {
+      if (!failed && !complete) reject(new ClientAbortedError('request aborted'));
+      failed = true;
+    });
+  });
+}
+
+export function tooLargeError(limit = MAX_BODY_BYTES): ClusterApiError {
+  return requestEntityTooLarge(`limit is ${limit}`);
+}
+
+/** The media type of a Content-Type header, lower case without parameters. */
+export function mediaType(header: string | undefined): string {
+  return (header ?? '').split(';')[0].trim().toLowerCase();
+}
+
+/**
+ * Decodes a JSON or YAML request body. `what` names the expected kind for the error message, as
+ * kube-apiserver does (`couldn't get version/kind; json parse error: ...`).
+ * @throws ClusterApiError 400
+ */
+export function decodeBody(body: Buffer, contentType: string, depthLimit = MAX_JSON_DEPTH): unknown {
+  const text = body.toString('utf8');
+  const type = mediaType(contentType);
+  if (type === 'application/yaml' || type === 'application/x-yaml' || type === 'text/yaml') {
+    let doc: unknown;
+    try {
+      // Repeated keys are field validation's business (fieldValidation decides): the last value wins here.
+      doc = parseYaml(text, { uniqueKeys: false });
+    } catch (err) {
+      throw badRequest(`couldn't get version/kind; yaml parse error: ${(err as Error).message.split('\n')[0]}`);
+    }
+    return checkedDepth(doc, depthLimit, 'yaml');
+  }
+  try {
+    return parseJsonText(text, depthLimit);
+  } catch (err) {
+    throw badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
+  }
+}
+
+function checkedDepth(doc: unknown, depthLimit: number, what: string): unknown {
+  try {
+    checkJsonValue(doc, { maxDepth: depthLimit });
+  } catch (err) {
+    if (err instanceof JsonTooDeepError) throw badRequest(`couldn't get version/kind; ${what} parse error: ${err.message}`);
+    throw err;
+  }
+  return doc;
+}
+
+/** Parses a PATCH body (JSON for every patch type). @throws ClusterApiError 400 for malformed or too deeply nested JSON. */
+export function decodePatchBody(raw: Buffer, depthLimit = MAX_JSON_DEPTH): unknown {
+  try {
+    return parseJsonText(raw.toString('utf8'), depthLimit);
+  } catch (err) {
+    throw badRequest(`error decoding patch: ${(err as Error).message}`);
+  }
+}
+
+/** What the client asked the response to be. */
+export interface Negotiated {
+  table: boolean;
+}
+
+/**
+ * Content negotiation: JSON, or a meta.k8s.io/v1 Table when the Accept header asks for one (kubectl get).
+ * @throws ClusterApiError 406 when the client accepts neither JSON nor YAML (e.g. protobuf only).
+ */
+export function negotiate(accept: string | undefined): Negotiated {
+  if (!accept) return { table: false };
+  let json = false;
+  let table = false;
+  for (const part of accept.split(',')) {
+    const [typeRaw, ...params] = part.split(';').map((s) => s.trim());
+    const type = typeRaw.toLowerCase();
+    const p = new Map(params.map((kv) => kv.split('=').map((s) => s.trim()) as [string, string]));
+    if (type === 'application/json' || type === 'application/*' || type === '*/*' || type === 'application/yaml') {
+      if (p.get('as') === 'Table' && p.get('g') === 'meta.k8s.io' && (p.get('v') === 'v1' || p.get('v') === 'v1beta1')) table = true;
+      else if (!p.has('as')) json = true;
+    }
+  }
+  if (table) return { table: true };
+  if (!json) throw notAcceptable('only the following media types are accepted: application/json, application/yaml');
+  return { table: false };
+}
+
+/** Writes a JSON body (already serialized) with Content-Length, so keep-alive connections stay usable. */
+export function sendJson(res: ServerResponse, code: number, body: string, headers?: Record<string, string>): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  // apimachinery's JSON encoder (json.Encoder.Encode) ends every body with a newline.
+  const text = body.endsWith('\n') ? body : `${body}\n`;
+  res.writeHead(code, {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+/** Writes a metav1.Status error; 429/503/504 with retryAfterSeconds also get a Retry-After header. */
+export function sendError(res: ServerResponse, err: ClusterApiError, extraHeaders?: Record<string, string>): void {
+  const headers: Record<string, string> = { ...extraHeaders };
+  const retry = err.status.details?.retryAfterSeconds;
+  if (retry !== undefined && (err.code === 429 || err.code === 503 || err.code === 504)) headers['Retry-After'] = String(retry);
+  sendJson(res, err.code, JSON.stringify(err.status), headers);
+}
+
+/** The plain-text 404 Go's http.NotFound writes for paths outside every API group. */
+export function sendPlainNotFound(res: ServerResponse): void {
+  const body = '404 page not found\n';
+  res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+export function sendText(res: ServerResponse, code: number, body: string): void {
+  res.writeHead(code, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}

@@ -1,0 +1,98 @@
+// The bounds the API server puts on what a client can make it hold: object size and nesting, JSON-patch copy
+// work, watch buffers (per watch and server-wide), connection timeouts, connections that have not
+// authenticated, and the audit's cardinality. One table of defaults; tests and embedders override any of them.
+// Also the guard that counts unauthenticated connections and refuses new ones past the cap.
+import type { Socket } from 'node:net';
+import { MAX_BODY_BYTES } from './http-io.ts';
+import { DEFAULT_OBJECT_LIMITS } from '../storage/write-limits.ts';
+
+/** Every bound of one API server. */
+export interface ServerLimits {
+  /** Largest serialized object a write may store (etcd's default request limit, 1.5 MiB); 413 beyond. */
+  maxObjectBytes: number;
+  /** JSON nesting limit of request bodies and patch results (apimachinery: 10,000); 400 beyond. */
+  maxJsonDepth: number;
+  /** Accumulated size of the values a JSON patch copies (kube: the request body limit); 422 beyond. */
+  maxPatchCopyBytes: number;
+  /** Unsent bytes one watch may buffer before its connection is destroyed. */
+  maxWatchBufferBytes: number;
+  /** Unsent bytes all watches together may buffer; the watch that pushes the total past it is destroyed. */
+  maxTotalWatchBufferBytes: number;
+  /** Time a connection has to finish the TLS handshake and send complete request headers. */
+  headersTimeoutMs: number;
+  /** Time a client has to send a whole request (headers and body). */
+  requestTimeoutMs: number;
+  /** Open connections that have not yet sent an authenticated request; new ones beyond are refused. */
+  maxUnauthenticatedConnections: number;
+  /** Distinct client names the audit keeps; later clients are counted as `other`. */
+  maxAuditClients: number;
+  /** Client names (X-Client-Name or User-Agent) are truncated to this many characters. */
+  maxClientNameLength: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
+  maxObjectBytes: DEFAULT_OBJECT_LIMITS.maxObjectBytes,
+  maxJsonDepth: DEFAULT_OBJECT_LIMITS.maxJsonDepth,
+  maxPatchCopyBytes: MAX_BODY_BYTES,
+  maxWatchBufferBytes: 16 * 1024 * 1024,
+  maxTotalWatchBufferBytes: 256 * 1024 * 1024,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  maxUnauthenticatedConnections: 256,
+  maxAuditClients: 1_000,
+  maxClientNameLength: 128,
+});
+
+/** The defaults with `overrides` applied. */
+export function resolveLimits(overrides: Partial<ServerLimits> = {}): ServerLimits {
+  const out: ServerLimits = { ...DEFAULT_LIMITS };
+  for (const [k, v] of Object.entries(overrides) as Array<[keyof ServerLimits, number | undefined]>) {
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * Counts connections that have not authenticated yet. A connection is admitted on arrival only while fewer
+ * than `max` unauthenticated ones are open; it leaves the count at its first authenticated request or when it
+ * closes. Timeouts (handshake, headers) make sure the count drains.
+ */
+export class ConnectionGuard {
+  /** Keyed by remote address and port: the TLS socket a request arrives on wraps the TCP socket admitted here. */
+  readonly #pending = new Map<string, Socket>();
+  #open = 0;
+
+  constructor(private readonly max: number) {}
+
+  /** Called for every new TCP connection; destroys it when the cap is reached. */
+  admit(socket: Socket): void {
+    if (this.#pending.size >= this.max) {
+      socket.destroy();
+      return;
+    }
+    const key = peerOf(socket);
+    this.#open++;
+    this.#pending.set(key, socket);
+    socket.once('close', () => {
+      this.#open--;
+      if (this.#pending.get(key) === socket) this.#pending.delete(key);
+    });
+  }
+
+  /** The connection carried an authenticated request. */
+  authenticated(socket: Socket | null | undefined): void {
+    if (socket) this.#pending.delete(peerOf(socket));
+  }
+
+  get unauthenticated(): number {
+    return this.#pending.size;
+  }
+
+  get open(): number {
+    return this.#open;
+  }
+}
+
+function peerOf(socket: Socket): string {
+  return `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
+}

@@ -1,0 +1,369 @@
+// The REST verbs of the API server over the store: get, list (limit/continue, selectors, resourceVersion
+// rules), create, update, patch, delete and deletecollection, including the events.k8s.io view conversion
+// and server-side Tables. Watch lives in watch-stream.ts.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { KubeObject, StatusCause } from '../../types/k8s.ts';
+import {
+  ClusterApiError,
+  badRequest,
+  expired,
+  invalid,
+  methodNotRouted,
+  notFound,
+  plainServerError,
+  serverTimeout,
+  statusError,
+  unsupportedMediaType,
+} from '../common/errors.ts';
+import { decodeBody, decodePatchBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
+import { decodeContinue, encodeContinue, entriesAt, pageOf } from '../storage/list-snapshot.ts';
+import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
+import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors, yamlDuplicateError } from '../schema/field-validation.ts';
+import type { Faults } from './faults.ts';
+import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
+import { rootModel } from '../schema/schema.ts';
+import { normalizeTimes } from '../schema/time-encoding.ts';
+import { apiVersionOf, type ResourceType } from '../registry/registry.ts';
+import type { ServerLimits } from './request-limits.ts';
+import type { ResourceRequest } from './routing.ts';
+import type { ClusterStore, PatchType } from '../writes/cluster-store.ts';
+import type { StoredEntry } from '../storage/watch-cache.ts';
+import { toTable, type IncludeObject } from '../registry/tables.ts';
+
+/** Everything a verb handler needs about one request. */
+export interface RequestScope {
+  store: ClusterStore;
+  req: IncomingMessage;
+  res: ServerResponse;
+  query: URLSearchParams;
+  request: ResourceRequest;
+  negotiated: Negotiated;
+  client: string;
+  now(): number;
+  /** The server's bounds (body depth, patch copy work). */
+  limits: Pick<ServerLimits, 'maxJsonDepth' | 'maxPatchCopyBytes'>;
+  /** Fault rules naming an object are matched here for creates, whose name is in the body. */
+  faults?: Faults;
+}
+
+/** The stored resource behind a (possibly view) resource type. */
+export function storageResource(rt: ResourceType): string {
+  return rt.view ? rt.view.resource : rt.resource;
+}
+
+/** A stored object as this resource type serves it. */
+export function viewObject(rt: ResourceType, e: StoredEntry): KubeObject {
+  return rt.view ? rt.view.fromStorage(e.obj) : e.obj;
+}
+
+function objectJson(rt: ResourceType, e: StoredEntry): string {
+  return rt.view ? JSON.stringify(rt.view.fromStorage(e.obj)) : e.json;
+}
+
+export function includeObjectParam(query: URLSearchParams): IncludeObject {
+  const v = query.get('includeObject');
+  return v === 'None' || v === 'Object' ? v : 'Metadata';
+}
+
+function sendObject(s: RequestScope, code: number, e: StoredEntry): void {
+  const { rt } = s.request;
+  if (s.negotiated.table) {
+    const table = toTable(rt, [viewObject(rt, e)], { resourceVersion: String(e.rv) }, includeObjectParam(s.query), s.now());
+    sendJson(s.res, code, JSON.stringify(table));
+  } else {
+    sendJson(s.res, code, objectJson(rt, e));
+  }
+}
+
+/**
+ * The resourceVersion of a get/list. kube-apiserver hands the storage layer's InvalidError back unconverted
+ * (storeerr.InterpretGetError/InterpretListError do not map it), so a garbage value is a plain 500.
+ */
+function readResourceVersion(rv: string | undefined): number {
+  if (rv === undefined || rv === '') return 0;
+  if (!/^\d+$/.test(rv)) throw plainServerError(`resourceVersion: Invalid value: "${rv}": strconv.ParseUint: parsing "${rv}": invalid syntax`);
+  return Number(rv);
+}
+
+export async function handleGet(s: RequestScope): Promise<void> {
+  const { rt, namespace, name } = s.request;
+  readResourceVersion(s.query.get('resourceVersion') ?? undefined);
+  const e = s.store.getEntry(storageResource(rt), namespace, name!);
+  if (!e) throw notFound(rt, name!);
+  sendObject(s, 200, e);
+}
+
+export async function handleList(s: RequestScope): Promise<void> {
+  const { rt, namespace } = s.request;
+  const lq = parseListQuery(s.query);
+  const rvParam = lq.resourceVersion;
+  const rvMatch = lq.resourceVersionMatch;
+  validateListQuery(lq);
+  const requestedRv = readResourceVersion(rvParam);
+  const resource = storageResource(rt);
+  const filter = s.store.filter(resource, { namespace, labelSelector: lq.labelSelector, fieldSelector: lq.fieldSelector });
+  const current = s.store.resourceVersion;
+  if (requestedRv > current) {
+    throw serverTimeout(`Timeout: Too large resource version: ${requestedRv}, current: ${current}`, {
+      retryAfterSeconds: 1,
+      causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+    });
+  }
+  // resourceVersion=0 means "any": served from cache, and the limit is ignored like kube-apiserver does.
+  const limit = rvParam === '0' || lq.limit < 0 ? 0 : lq.limit;
+  let listRv = current;
+  let startAfterKey: string | undefined;
+  let paging = false;
+  if (lq.continueToken) {
+    const token = decodeContinue(lq.continueToken);
+    if (rvParam && rvParam !== '0') throw badRequest('specifying resource version is not allowed when using continue');
+    // rv -1 is the token of an expired continuation: the rest of the list at the latest resourceVersion.
+    if (token.rv > 0) listRv = token.rv;
+    startAfterKey = token.startAfterKey;
+    paging = true;
+  } else if (rvMatch === 'Exact' || (rvParam !== undefined && rvParam !== '0' && rvParam !== '' && limit > 0 && !rvMatch)) {
+    listRv = requestedRv;
+  }
+  let page: { entries: StoredEntry[]; nextKey: string | undefined; remaining: number };
+  if (listRv === current) {
+    page = s.store.listEntries(resource, filter, { limit, startAfterKey });
+  } else {
+    const snapshot = entriesAt(s.store.table(resource), listRv);
+    if (!snapshot) throw paging ? continueExpired(startAfterKey!) : expired('The resourceVersion for the provided list is too old.');
+    page = pageOf(snapshot, filter, limit, startAfterKey);
+  }
+  const continueToken = page.nextKey !== undefined ? encodeContinue(listRv, page.nextKey) : undefined;
+  if (s.negotiated.table) {
+    const table = toTable(
+      rt,
+      page.entries.map((e) => viewObject(rt, e)),
+      { resourceVersion: String(listRv), continue: continueToken },
+      includeObjectParam(s.query),
+      s.now(),
+    );
+    sendJson(s.res, 200, JSON.stringify(table));
+    return;
+  }
+  let meta = `"resourceVersion":"${listRv}"`;
+  if (continueToken) {
+    meta += `,"continue":"${continueToken}"`;
+    if (!filter.matches) meta += `,"remainingItemCount":${page.remaining}`;
+  }
+  const items = page.entries.map((e) => objectJson(rt, e)).join(',');
+  sendJson(s.res, 200, `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{${meta}},"items":[${items}]}`);
+}
+
+/**
+ * handleCompactedErrorForPaging: 410 Expired whose metadata.continue lets the client read the rest of the list
+ * at the latest resourceVersion (token rv -1), knowing it may be inconsistent.
+ */
+function continueExpired(startAfterKey: string): ClusterApiError {
+  const err = expired(
+    'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, ' +
+      'or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an ' +
+      'inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
+  );
+  err.status.metadata = { continue: encodeContinue(-1, startAfterKey) };
+  return err;
+}
+
+/** Reads and decodes a JSON/YAML object body for create/update, checking kind and apiVersion against the URL. */
+async function readObject(s: RequestScope): Promise<KubeObject> {
+  const { rt } = s.request;
+  const type = mediaType(s.req.headers['content-type']);
+  let body: unknown;
+  let duplicates: string[] = [];
+  let yamlError: string | undefined;
+  if (type === PROTOBUF_MEDIA_TYPE) {
+    body = decodeProtobufObject(await readBody(s.req));
+  } else if (!type || type === 'application/json' || type === 'application/yaml' || type === 'application/x-yaml' || type === '*/*') {
+    const raw = await readBody(s.req);
+    body = decodeBody(raw, type, s.limits.maxJsonDepth);
+    if (!type.includes('yaml')) duplicates = duplicateFields(raw.toString('utf8'));
+    else yamlError = yamlDuplicateError(raw.toString('utf8'));
+  } else {
+    s.req.resume();
+    throw statusError(
+      415,
+      'UnsupportedMediaType',
+      `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`,
+    );
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw badRequest(`${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: the body must be a JSON object`);
+  }
+  const obj = body as KubeObject;
+  const expected = apiVersionOf(rt);
+  if (obj.apiVersion !== undefined && obj.apiVersion !== expected) {
+    throw badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${expected})`);
+  }
+  if (obj.kind !== undefined && obj.kind !== rt.kind) {
+    throw badRequest(`${String(obj.kind)} in version "${rt.version}" cannot be handled as a ${rt.kind}: the kind in the data (${String(obj.kind)}) does not match the expected kind (${rt.kind})`);
+  }
+  if (obj.metadata !== undefined && (obj.metadata === null || typeof obj.metadata !== 'object' || Array.isArray(obj.metadata))) {
+    throw badRequest(`${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: metadata must be an object`);
+  }
+  const model = rootModel(rt.group, rt.version, rt.kind);
+  const errors = [...(yamlError ? [yamlError] : []), ...strictErrors(obj, model, duplicates)];
+  enforceOnBody(fieldValidationOf(s.query), errors, rt.kind, rt.version, s.res);
+  if (model) normalizeTimes(obj, model);
+  obj.metadata ??= {};
+  const { namespace } = s.request;
+  if (rt.namespaced) {
+    if (!obj.metadata.namespace) obj.metadata.namespace = namespace;
+    else if (obj.metadata.namespace !== namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
+  }
+  return rt.view ? rt.view.toStorage(obj) : obj;
+}
+
+type OptionsKind = 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteOptions';
+
+/**
+ * ValidateCreate/Update/PatchOptions: `dryRun` may only be "All" and `fieldValidation` one of the four
+ * directives, else 422 `<Kind>Options.meta.k8s.io "" is invalid`. Returns whether this is a dry run.
+ */
+function writeOptions(kind: OptionsKind, dryRun: string[], fieldValidation: string | null): boolean {
+  const causes: StatusCause[] = [];
+  if (!dryRun.every((v) => v === 'All')) {
+    causes.push({ reason: 'FieldValueNotSupported', field: 'dryRun', message: `Unsupported value: []string{${dryRun.map((v) => JSON.stringify(v)).join(', ')}}: supported values: "All"` });
+  }
+  if (fieldValidation !== null && !['', 'Ignore', 'Warn', 'Strict'].includes(fieldValidation)) {
+    causes.push({ reason: 'FieldValueNotSupported', field: 'fieldValidation', message: `Unsupported value: ${JSON.stringify(fieldValidation)}: supported values: "", "Ignore", "Strict", "Warn"` });
+  }
+  if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: kind.toLowerCase(), kind }, '', causes);
+  return dryRun.length > 0;
+}
+
+function queryWriteOptions(s: RequestScope, kind: OptionsKind): boolean {
+  return writeOptions(kind, s.query.getAll('dryRun'), s.query.get('fieldValidation'));
+}
+
+export async function handleCreate(s: RequestScope): Promise<void> {
+  const { rt, namespace } = s.request;
+  if (rt.namespaced && namespace === undefined) throw methodNotRouted();
+  const dryRun = queryWriteOptions(s, 'CreateOptions');
+  const obj = await readObject(s);
+  const fault = obj.metadata.name ? s.faults?.decideCreate({ verb: 'create', resource: rt.resource, namespace, name: obj.metadata.name }) : undefined;
+  if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
+  if (fault?.error) throw fault.error;
+  sendObject(s, 201, s.store.createEntry(storageResource(rt), obj, { user: s.client, dryRun }));
+}
+
+export async function handleUpdate(s: RequestScope): Promise<void> {
+  const { rt, name, subresource } = s.request;
+  const dryRun = queryWriteOptions(s, 'UpdateOptions');
+  const obj = await readObject(s);
+  if (obj.metadata.name !== name) throw badRequest(`the name of the object (${obj.metadata.name ?? ''}) does not match the name on the URL (${name})`);
+  const sub = subresource === 'status' ? 'status' : undefined;
+  const { entry, created } = s.store.updateEntry(storageResource(rt), obj, { subresource: sub, user: s.client, dryRun });
+  sendObject(s, created ? 201 : 200, entry);
+}
+
+const PATCH_TYPES: Record<string, PatchType> = {
+  'application/json-patch+json': 'json',
+  'application/merge-patch+json': 'merge',
+  'application/strategic-merge-patch+json': 'strategic',
+};
+
+export async function handlePatch(s: RequestScope): Promise<void> {
+  const { rt, namespace, name, subresource } = s.request;
+  const type = PATCH_TYPES[mediaType(s.req.headers['content-type'])];
+  if (!type) {
+    s.req.resume();
+    throw unsupportedMediaType();
+  }
+  const dryRun = queryWriteOptions(s, 'PatchOptions');
+  if (queryOptionalBool(s.query, 'force') !== undefined) {
+    s.req.resume();
+    throw invalid({ group: 'meta.k8s.io', resource: 'patchoptions', kind: 'PatchOptions' }, '', [
+      { reason: 'FieldValueForbidden', field: 'force', message: 'Forbidden: may not be specified for non-apply patch' },
+    ]);
+  }
+  const raw = await readBody(s.req);
+  const patch = decodePatchBody(raw, s.limits.maxJsonDepth);
+  const model = rootModel(rt.group, rt.version, rt.kind);
+  const entry = s.store.patchEntry(storageResource(rt), namespace, name!, type, patch, {
+    subresource: subresource === 'status' ? 'status' : undefined,
+    user: s.client,
+    view: rt.view,
+    dryRun,
+    maxCopyBytes: s.limits.maxPatchCopyBytes,
+    model,
+    inspect: patchFieldValidation(s.query, s.res, type, raw, patch, model),
+  });
+  sendObject(s, 200, entry);
+}
+
+interface DeleteOptionsBody {
+  preconditions?: { uid?: string; resourceVersion?: string };
+  dryRun?: string[];
+  propagationPolicy?: string;
+  orphanDependents?: boolean;
+}
+
+async function readDeleteOptions(s: RequestScope): Promise<DeleteOptionsBody> {
+  const raw = await readBody(s.req);
+  let opts: DeleteOptionsBody = {};
+  if (raw.length > 0) {
+    const body = decodeBody(raw, s.req.headers['content-type'] ?? 'application/json', s.limits.maxJsonDepth);
+    if (body !== null && typeof body === 'object' && !Array.isArray(body)) opts = body as DeleteOptionsBody;
+    else throw badRequest('DeleteOptions in version "v1" cannot be handled as a DeleteOptions: the body must be a JSON object');
+  }
+  if (raw.length === 0) {
+    // Without a body DeleteOptions come from the query, through the same conversions as every parameter.
+    const qp = s.query.get('propagationPolicy');
+    if (qp !== null) opts.propagationPolicy = qp;
+    queryInt64(s.query, 'gracePeriodSeconds');
+    const orphan = queryOptionalBool(s.query, 'orphanDependents');
+    if (orphan !== undefined) opts.orphanDependents = orphan;
+  }
+  const causes = [];
+  if (opts.propagationPolicy !== undefined && opts.orphanDependents !== undefined) {
+    causes.push({ reason: 'FieldValueInvalid', field: 'propagationPolicy', message: 'Invalid value: "' + opts.propagationPolicy + '": orphanDependents and deletionPropagation cannot be both set' });
+  }
+  if (opts.propagationPolicy !== undefined && !['Orphan', 'Background', 'Foreground'].includes(opts.propagationPolicy)) {
+    causes.push({ reason: 'FieldValueNotSupported', field: 'propagationPolicy', message: `Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"` });
+  }
+  if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: 'deleteoptions', kind: 'DeleteOptions' }, '', causes);
+  return opts;
+}
+
+export async function handleDelete(s: RequestScope): Promise<void> {
+  const { rt, namespace, name } = s.request;
+  const opts = await readDeleteOptions(s);
+  // Propagation policies are all treated as Background: there is no garbage collector to honour orphan/foreground.
+  const dryRun = writeOptions('DeleteOptions', [...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])], null);
+  const { entry, deleted } = s.store.deleteEntry(storageResource(rt), namespace, name!, { preconditions: opts.preconditions, user: s.client, dryRun });
+  if (deleted && !rt.returnDeletedObject) {
+    const details: Record<string, string> = { name: name! };
+    if (rt.group) details.group = rt.group;
+    details.kind = rt.resource;
+    if (entry.obj.metadata.uid) details.uid = entry.obj.metadata.uid;
+    sendJson(s.res, 200, JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details }));
+    return;
+  }
+  sendObject(s, 200, entry);
+}
+
+export async function handleDeleteCollection(s: RequestScope): Promise<void> {
+  const { rt, namespace } = s.request;
+  const opts = await readDeleteOptions(s);
+  const dryRun = writeOptions('DeleteOptions', [...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])], null);
+  const resource = storageResource(rt);
+  const filter = s.store.filter(resource, {
+    namespace,
+    labelSelector: s.query.get('labelSelector') ?? undefined,
+    fieldSelector: s.query.get('fieldSelector') ?? undefined,
+  });
+  const items: string[] = [];
+  for (const e of s.store.listEntries(resource, filter).entries) {
+    try {
+      const r = s.store.deleteEntry(resource, e.obj.metadata.namespace, e.obj.metadata.name!, { preconditions: opts.preconditions, user: s.client, dryRun });
+      items.push(objectJson(rt, r.entry));
+    } catch (err) {
+      // Deletion is not atomic: objects that vanished meanwhile are skipped, like kube-apiserver does.
+      if (!(err instanceof ClusterApiError && err.code === 404)) throw err;
+    }
+  }
+  sendJson(s.res, 200, `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{"resourceVersion":"${s.store.resourceVersion}"},"items":[${items.join(',')}]}`);
+}

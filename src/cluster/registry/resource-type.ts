@@ -1,0 +1,64 @@
+// The resource-type definition every registry entry fills in: scope, kind, validation, defaulting, status
+// subresource, field selectors and update/delete strategy. Storage, the write rules and the HTTP layer are
+// driven by it; the entries themselves live in the registry files.
+import type { KubeObject, StatusCause } from '../../types/k8s.ts';
+import { fieldGetters, type FieldGetter } from '../common/selectors.ts';
+import type { TableColumn } from './table-columns.ts';
+
+export type { FieldGetter } from '../common/selectors.ts';
+export { fieldGetters };
+
+/** A resource served under another resource's storage (events.k8s.io/v1 Event over core/v1 Event). */
+export interface StorageView {
+  /** The plural of the storage resource (a registry entry without `view`). */
+  resource: string;
+  /** Converts a request body of this view into the storage representation. */
+  toStorage(obj: KubeObject): KubeObject;
+  /** Converts a stored object into this view's representation. */
+  fromStorage(obj: KubeObject): KubeObject;
+}
+
+export interface ResourceType {
+  group: string;
+  version: string;
+  /** Plural, lower case: the URL segment and the store's resource name. */
+  resource: string;
+  kind: string;
+  listKind: string;
+  namespaced: boolean;
+  shortNames?: string[];
+  singular: string;
+  verbs: string[];
+  categories?: string[];
+  /** Whether the type has a /status subresource (status ignored on the main resource, spec ignored on /status). */
+  hasStatus: boolean;
+  /** Type-specific validation (metadata is validated by the store for every type). */
+  validate(obj: KubeObject, old?: KubeObject): StatusCause[];
+  /** Defaulting, applied on every write so reads always show defaults. */
+  defaults?(obj: KubeObject): void;
+  /** Type-specific field selectors; `metadata.name` and `metadata.namespace` are added for all. */
+  fieldSelectors: Record<string, FieldGetter>;
+  /** Name validation rule for metadata.name (default dns1123subdomain). */
+  nameRule?: 'dns1123subdomain' | 'dns1123label' | 'path';
+  /** Strategy PrepareForCreate: e.g. discard client-sent status. `now` is epoch ms. */
+  prepareForCreate?(obj: KubeObject, now: number): void;
+  /** Strategy PrepareForUpdate, after status/spec reset: e.g. stamp PV lastPhaseTransitionTime. */
+  prepareForUpdate?(obj: KubeObject, old: KubeObject, subresource: 'status' | undefined, now: number): void;
+  /** PUT on a missing object creates it (Lease, Event). */
+  allowCreateOnUpdate?: boolean;
+  /** PUT without metadata.resourceVersion is last-write-wins (default true; Lease: false). */
+  allowUnconditionalUpdate?: boolean;
+  /** DELETE answers with the deleted object (else a Success Status). */
+  returnDeletedObject?: boolean;
+  /** Dotted paths of metav1.MicroTime fields: inputs must carry exactly six fractional digits. */
+  microTimeFields?: string[];
+  /** kubectl columns of server-side Tables, next to the kind (else the TABLE_COLUMNS row, else Name/Age). */
+  columns?: TableColumn[];
+  /** Set when this resource is a view over another resource's storage. */
+  view?: StorageView;
+}
+
+/** The apiVersion string of a resource type (`v1`, `storage.k8s.io/v1`). */
+export function apiVersionOf(rt: { group: string; version: string }): string {
+  return rt.group ? `${rt.group}/${rt.version}` : rt.version;
+}

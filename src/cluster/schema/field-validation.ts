@@ -1,0 +1,184 @@
+// The `fieldValidation` directive of create, update and patch, as kube-apiserver's strict decoders apply it:
+// unknown fields (against the generated schema) are always pruned; duplicate JSON keys keep the last value.
+// Strict turns them into an error (400 `... cannot be handled as a ...: strict decoding error: ...` for a body,
+// 422 `patch: Invalid value: ...` for a patch), Warn (the default) into `Warning: 299` headers, Ignore into nothing.
+import type { ServerResponse } from 'node:http';
+import { isScalar, parseDocument, visit } from 'yaml';
+import { badRequest, invalid, type ClusterApiError } from '../common/errors.ts';
+import { pruneUnknown } from './schema.ts';
+import { normalizeTimes } from './time-encoding.ts';
+
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+
+/** The directive of a request; absent or empty means Warn (handlers/rest.go fieldValidation). */
+export function fieldValidationOf(query: URLSearchParams): FieldValidation {
+  const v = query.get('fieldValidation');
+  return v === 'Strict' || v === 'Ignore' ? v : 'Warn';
+}
+
+interface Frame {
+  array: boolean;
+  path: string;
+  keys: Set<string>;
+  index: number;
+  key: string;
+  expectKey: boolean;
+}
+
+/**
+ * Paths of repeated object keys in a JSON text that already parsed, in document order, written as the strict
+ * decoder does (`metadata.name`, `spec.containers[0].name`).
+ */
+export function duplicateFields(text: string): string[] {
+  const out: string[] = [];
+  const stack: Frame[] = [];
+  const childPath = (): string => {
+    const top = stack[stack.length - 1];
+    if (!top) return '';
+    if (top.array) return `${top.path}[${top.index}]`;
+    return top.path ? `${top.path}.${top.key}` : top.key;
+  };
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      const top = stack[stack.length - 1];
+      if (top && !top.array && top.expectKey) {
+        const key = JSON.parse(text.slice(i, j + 1)) as string;
+        if (top.keys.has(key)) out.push(top.path ? `${top.path}.${key}` : key);
+        top.keys.add(key);
+        top.key = key;
+        top.expectKey = false;
+      }
+      i = j;
+    } else if (ch === '{' || ch === '[') {
+      stack.push({ array: ch === '[', path: childPath(), keys: new Set(), index: 0, key: '', expectKey: ch === '{' });
+    } else if (ch === '}' || ch === ']') {
+      stack.pop();
+    } else if (ch === ',') {
+      const top = stack[stack.length - 1];
+      if (top?.array) top.index++;
+      else if (top) top.expectKey = true;
+    }
+  }
+  return out;
+}
+
+/**
+ * Repeated keys of a YAML body in the text of Go's strict YAML decoder (`line 4: key "name" already set in map`),
+ * joined as its single error; undefined when there are none.
+ */
+export function yamlDuplicateError(text: string): string | undefined {
+  const doc = parseDocument(text, { uniqueKeys: false });
+  const lines: string[] = [];
+  visit(doc, {
+    Map(_, map) {
+      const seen = new Set<string>();
+      for (const pair of map.items) {
+        const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+        if (seen.has(key)) {
+          const offset = isScalar(pair.key) ? (pair.key.range?.[0] ?? 0) : 0;
+          lines.push(`line ${text.slice(0, offset).split('\n').length}: key ${JSON.stringify(key)} already set in map`);
+        }
+        seen.add(key);
+      }
+    },
+  });
+  return lines.length ? `yaml: unmarshal errors:\n  ${lines.join('\n  ')}` : undefined;
+}
+
+/** Go's YAML strict error split into one warning per line, as handlers/rest.go parseYAMLWarnings does. */
+export function yamlWarnings(error: string): string[] {
+  return error.replace(/^yaml: unmarshal errors:\n/, '').split('\n').map((l) => l.trim());
+}
+
+/** The strict decoding errors of a decoded body, pruning unknown fields from `obj` in place. */
+export function strictErrors(obj: Record<string, unknown>, model: string | undefined, duplicates: readonly string[]): string[] {
+  const unknown = model ? pruneUnknown(obj, model) : [];
+  return [...unknown.map((p) => `unknown field "${p}"`), ...duplicates.map((p) => `duplicate field "${p}"`)];
+}
+
+/** Adds one `Warning: 299 - "..."` response header per message, as the API server's warning recorder does. */
+export function addWarnings(res: ServerResponse, messages: readonly string[]): void {
+  if (messages.length === 0) return;
+  const existing = res.getHeader('Warning');
+  const prior = Array.isArray(existing) ? existing : existing === undefined ? [] : [String(existing)];
+  res.setHeader('Warning', [...prior, ...messages.map((m) => `299 - "${m.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`)]);
+}
+
+/**
+ * Applies the directive to a create/update body's strict errors.
+ * @throws ClusterApiError 400 under Strict when there are any
+ */
+export function enforceOnBody(directive: FieldValidation, errors: readonly string[], kind: string, version: string, res: ServerResponse): void {
+  if (errors.length === 0 || directive === 'Ignore') return;
+  if (directive === 'Warn') return addWarnings(res, errors.flatMap((e) => (e.startsWith('yaml: ') ? yamlWarnings(e) : [e])));
+  throw badRequest(`${kind} in version "${version}" cannot be handled as a ${kind}: strict decoding error: ${errors.join(', ')}`);
+}
+
+/**
+ * Applies the directive to a patch's strict errors. Under Strict, kube-apiserver answers 422 with the patch
+ * (Go `%+v` of the patch map for strategic merge, the patched JSON otherwise) as the invalid value.
+ * @throws ClusterApiError 422 under Strict when there are any
+ */
+export function enforceOnPatch(directive: FieldValidation, errors: readonly string[], shownValue: string, res: ServerResponse): void {
+  if (errors.length === 0 || directive === 'Ignore') return;
+  if (directive === 'Warn') return addWarnings(res, errors);
+  throw patchStrictError(shownValue, errors);
+}
+
+function patchStrictError(shownValue: string, errors: readonly string[]): ClusterApiError {
+  return invalid({ group: '', resource: '', kind: '' }, '', [
+    { reason: 'FieldValueInvalid', field: 'patch', message: `Invalid value: ${JSON.stringify(shownValue)}: strict decoding error: ${errors.join(', ')}` },
+  ]);
+}
+
+/** Go's `%+v` of a decoded JSON value (maps with sorted keys: `map[a:1 b:[x y]]`). */
+export function goValueString(v: unknown): string {
+  if (v === null || v === undefined) return '<nil>';
+  if (Array.isArray(v)) return `[${v.map(goValueString).join(' ')}]`;
+  if (typeof v === 'object') {
+    const entries = Object.keys(v as object).sort().map((k) => `${k}:${goValueString((v as Record<string, unknown>)[k])}`);
+    return `map[${entries.join(' ')}]`;
+  }
+  return String(v);
+}
+
+/**
+ * The field validation of a patch, run on the patched object before it is stored: duplicates in the patch itself
+ * (`json patch duplicate field` for JSON patches), then unknown fields of the patched object, which are pruned
+ * whatever the directive; then time fields are re-encoded.
+ */
+export function patchFieldValidation(
+  query: URLSearchParams,
+  res: ServerResponse,
+  type: 'json' | 'merge' | 'strategic',
+  raw: Buffer,
+  patch: unknown,
+  model: string | undefined,
+): (patched: Record<string, unknown>) => void {
+  const directive = fieldValidationOf(query);
+  const duplicates = directive === 'Ignore' ? [] : duplicateFields(raw.toString('utf8'));
+  return (patched) => {
+    const shown = type === 'strategic' ? goValueString(patch) : JSON.stringify(patched);
+    const dupErrors = duplicates.map((p) => `${type === 'json' ? 'json patch ' : ''}duplicate field "${p}"`);
+    if (type === 'json' && directive !== 'Ignore') dupErrors.push(...unknownOperationFields(patch));
+    const unknown = strictErrors(patched, model, []);
+    enforceOnPatch(directive, [...dupErrors, ...unknown], shown, res);
+    if (model) normalizeTimes(patched, model);
+  };
+}
+
+const OPERATION_FIELDS = new Set(['op', 'path', 'from', 'value']);
+
+/** Keys of JSON patch operations outside jsonPatchOp {op, path, from, value}, as the strict decoder names them. */
+function unknownOperationFields(patch: unknown): string[] {
+  if (!Array.isArray(patch)) return [];
+  const out: string[] = [];
+  patch.forEach((op, i) => {
+    if (op === null || typeof op !== 'object' || Array.isArray(op)) return;
+    for (const k of Object.keys(op)) if (!OPERATION_FIELDS.has(k)) out.push(`json patch unknown field "[${i}].${k}"`);
+  });
+  return out;
+}

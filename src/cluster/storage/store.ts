@@ -1,0 +1,369 @@
+// The bottom of the embedded cluster: per-resource tables under ONE global resourceVersion counter, the commit
+// (persist, then publish to the table and its bounded watch cache), reads, watches and compaction. It knows
+// nothing about kinds beyond their plural, scope and field selectors: the write rules (writes/) sit above it.
+// Stored objects are immutable once committed; readers get copies, the HTTP layer reuses each version's JSON.
+import type { KubeObject, WatchEvent } from '../../types/k8s.ts';
+import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from '../common/errors.ts';
+import { objectKey } from '../common/meta.ts';
+import type { FieldGetter } from '../common/selectors.ts';
+import { compileFilter, type CompiledFilter, type ListFilterOptions } from './store-filter.ts';
+import { EventRing, filterEvent, StoreEvent, StoredEntry, type FilteredEvent } from './watch-cache.ts';
+import { DEFAULT_OBJECT_LIMITS, serializeForCommit, type ObjectLimits } from './write-limits.ts';
+
+export { ClusterApiError } from '../common/errors.ts';
+export { StoredEntry, StoreEvent } from './watch-cache.ts';
+
+/** Where a persistent store keeps its objects (see persistence.ts); every call is synchronous. */
+export interface StoreBackend {
+  /** Everything persisted: the last resourceVersion handed out and every live object. */
+  load(): { resourceVersion: number; objects: Array<{ resource: string; rv: number; json: string; obj?: unknown }> };
+  put(resource: string, key: string, rv: number, json: string): void;
+  remove(resource: string, key: string, rv: number): void;
+  close(): void;
+}
+
+/** What storage needs to know of a kind: its plural, scope and field selectors (a registry entry has them). */
+export interface StoredKind {
+  readonly resource: string;
+  readonly namespaced: boolean;
+  /** Set on a kind served over another kind's storage: storage keeps no table for it. */
+  readonly view?: unknown;
+  readonly fieldSelectors: Record<string, FieldGetter>;
+}
+
+export interface StorageOptions<K extends StoredKind = StoredKind> {
+  /** Events retained per resource for watch resumes (default 10,000). */
+  watchCacheSize?: number;
+  /** Wall clock in epoch ms (default Date.now); timestamps are derived from it. */
+  now?: () => number;
+  /** Persistence; without it the store is in memory only. */
+  backend?: StoreBackend;
+  /** Resource types to serve (the write layer defaults them to the registry's RESOURCES). */
+  resources?: readonly K[];
+  /** Called when a watch callback throws (the error is otherwise swallowed so other watchers still get the event). */
+  onWatcherError?: (err: unknown) => void;
+  /** Size and nesting bounds of stored objects (defaults in write-limits.ts). */
+  limits?: Partial<ObjectLimits>;
+}
+
+/** One resource's objects, history and watchers. */
+export interface ResourceTable<K extends StoredKind = StoredKind> {
+  readonly rt: K;
+  readonly items: Map<string, StoredEntry>;
+  sortedKeys: string[] | undefined;
+  readonly ring: EventRing;
+  readonly watchers: Set<Watcher>;
+}
+
+interface Watcher {
+  namespace: string | undefined;
+  matches: CompiledFilter['matches'];
+  /** Events at or below this resourceVersion were already delivered (replay) and are skipped. */
+  afterRv: number;
+  deliver(ev: FilteredEvent, source: StoreEvent): void;
+}
+
+/** Options of a watch on the store. */
+export interface StoreWatchOptions {
+  namespace?: string;
+  /** "" / "0" / undefined: synthetic ADDED for current objects first; "N": replay events after N. */
+  resourceVersion?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+/** A page of entries from listEntries. */
+export interface EntryPage {
+  entries: StoredEntry[];
+  resourceVersion: number;
+  /** Key of the last returned entry when more remain. */
+  nextKey: string | undefined;
+  remaining: number;
+}
+
+/** Parses a resourceVersion parameter; "" and undefined are 0. @throws ClusterApiError 400 when not a decimal integer. */
+export function parseResourceVersion(rv: string | undefined): number {
+  if (rv === undefined || rv === '') return 0;
+  if (!/^\d+$/.test(rv)) throw badRequest(`invalid resource version "${rv}": must be a decimal integer`);
+  return Number(rv);
+}
+
+/**
+ * The embedded cluster's storage. Public reads (get/list/watch) copy objects out; the `*Entry` methods are for
+ * the HTTP layer and return the committed immutable version. `commit` is the only way anything is stored.
+ */
+export class Storage<K extends StoredKind = StoredKind> {
+  readonly #tables = new Map<string, ResourceTable<K>>();
+  /** Wall clock in epoch ms. */
+  readonly now: () => number;
+  readonly #backend: StoreBackend | undefined;
+  readonly #onWatcherError: (err: unknown) => void;
+  /** Size and nesting bounds of stored objects. */
+  readonly limits: ObjectLimits;
+  #rv = 0;
+  #dispatching = false;
+  readonly #pending: Array<{ table: ResourceTable<K>; ev: StoreEvent }> = [];
+
+  constructor(opts: StorageOptions<K> = {}) {
+    this.now = opts.now ?? Date.now;
+    this.#backend = opts.backend;
+    this.#onWatcherError = opts.onWatcherError ?? (() => {});
+    this.limits = { ...DEFAULT_OBJECT_LIMITS, ...Object.fromEntries(Object.entries(opts.limits ?? {}).filter(([, v]) => v !== undefined)) };
+    const loaded = this.#backend?.load();
+    if (loaded) this.#rv = loaded.resourceVersion;
+    const size = opts.watchCacheSize ?? 10_000;
+    for (const rt of opts.resources ?? []) {
+      if (rt.view) continue;
+      this.#tables.set(rt.resource, {
+        rt,
+        items: new Map(),
+        sortedKeys: undefined,
+        ring: new EventRing(size, this.#rv),
+        watchers: new Set(),
+      });
+    }
+    for (const o of loaded?.objects ?? []) {
+      const table = this.#tables.get(o.resource);
+      if (!table) continue;
+      const obj = (o.obj ?? JSON.parse(o.json)) as KubeObject;
+      table.items.set(objectKey(obj.metadata.namespace, obj.metadata.name ?? ''), new StoredEntry(obj, o.rv, o.json));
+      if (o.rv > this.#rv) this.#rv = o.rv;
+    }
+  }
+
+  /** The current global resourceVersion (the revision of the last write). */
+  get resourceVersion(): number {
+    return this.#rv;
+  }
+
+  /** The table of a stored resource (plural). @throws ClusterApiError 404 for an unknown resource. */
+  table(resource: string): ResourceTable<K> {
+    const t = this.#tables.get(resource);
+    if (!t) throw statusError(404, 'NotFound', `the server could not find the requested resource (${resource})`, {});
+    return t;
+  }
+
+  /** Whether the store holds this resource. */
+  has(resource: string): boolean {
+    return this.#tables.has(resource);
+  }
+
+  /** The stored (non-view) resource types. */
+  resourceTypes(): K[] {
+    return [...this.#tables.values()].map((t) => t.rt);
+  }
+
+  /** Every table, in registration order. */
+  tables(): Array<ResourceTable<K>> {
+    return [...this.#tables.values()];
+  }
+
+  // ---- reads ----
+
+  getEntry(resource: string, namespace: string | undefined, name: string): StoredEntry | undefined {
+    const t = this.table(resource);
+    return t.items.get(objectKey(t.rt.namespaced ? namespace : undefined, name));
+  }
+
+  /** A deep copy of the object, or undefined. */
+  get(resource: string, namespace: string | undefined, name: string): KubeObject | undefined {
+    const e = this.getEntry(resource, namespace, name);
+    return e ? (JSON.parse(e.json) as KubeObject) : undefined;
+  }
+
+  /** Compiles list/watch filters for a resource. @throws ClusterApiError 400 for a broken selector. */
+  filter(resource: string, opts: ListFilterOptions): CompiledFilter {
+    return compileFilter(this.table(resource).rt, opts);
+  }
+
+  /** Matching entries in key order, from after `startAfterKey`, at most `limit` (0 = all). */
+  listEntries(resource: string, filter: CompiledFilter, page?: { limit?: number; startAfterKey?: string }): EntryPage {
+    const t = this.table(resource);
+    if (!t.sortedKeys) t.sortedKeys = [...t.items.keys()].sort();
+    const keys = t.sortedKeys;
+    let i = 0;
+    if (filter.namespace !== undefined) i = lowerBound(keys, `${filter.namespace}/`);
+    if (page?.startAfterKey !== undefined) {
+      i = Math.max(i, lowerBound(keys, page.startAfterKey));
+      if (keys[i] === page.startAfterKey) i++;
+    }
+    const limit = page?.limit && page.limit > 0 ? page.limit : Infinity;
+    const prefix = filter.namespace !== undefined ? `${filter.namespace}/` : undefined;
+    const entries: StoredEntry[] = [];
+    let nextKey: string | undefined;
+    for (; i < keys.length; i++) {
+      const key = keys[i];
+      if (prefix !== undefined && !key.startsWith(prefix)) break;
+      const e = t.items.get(key)!;
+      if (filter.matches && !filter.matches(e.obj)) continue;
+      if (entries.length === limit) {
+        nextKey = keys[i - 1];
+        break;
+      }
+      entries.push(e);
+    }
+    let remaining = 0;
+    if (nextKey !== undefined && !filter.matches) {
+      for (; i < keys.length && (prefix === undefined || keys[i].startsWith(prefix)); i++) remaining++;
+    }
+    return { entries, resourceVersion: this.#rv, nextKey, remaining };
+  }
+
+  /** Deep copies of matching objects in key order, with the list resourceVersion. */
+  list(resource: string, opts: ListFilterOptions = {}): { items: KubeObject[]; resourceVersion: string } {
+    const page = this.listEntries(resource, this.filter(resource, opts));
+    return { items: page.entries.map((e) => JSON.parse(e.json) as KubeObject), resourceVersion: String(page.resourceVersion) };
+  }
+
+  // ---- watch ----
+
+  /**
+   * Subscribes to committed writes. With resourceVersion ""/"0"/undefined the current matching objects arrive
+   * first as ADDED; with "N" the retained events after N are replayed. Delivery is synchronous and in commit order.
+   * @throws ClusterApiError 410 Expired when N is older than the retained history, 400 for broken selectors.
+   */
+  watchEntries(
+    resource: string,
+    filter: CompiledFilter,
+    resourceVersion: string | undefined,
+    deliver: (ev: FilteredEvent, source: StoreEvent | undefined) => void,
+  ): () => void {
+    const t = this.table(resource);
+    const fromRv = parseResourceVersion(resourceVersion);
+    const watcher: Watcher = { namespace: filter.namespace, matches: filter.matches, afterRv: this.#rv, deliver };
+    if (fromRv === 0) {
+      for (const e of this.listEntries(resource, filter).entries) deliver({ type: 'ADDED', entry: e, sharedLine: undefined }, undefined);
+    } else {
+      // A resourceVersion this store never issued (e.g. a client that outlived an in-memory cluster): kube's
+      // cacher waits up to 3 s for it, then fails the watch; here nothing can arrive meanwhile, so fail now.
+      if (fromRv > this.#rv) {
+        throw serverTimeout(`Timeout: Too large resource version: ${fromRv}, current: ${this.#rv}`, {
+          retryAfterSeconds: 1,
+          causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+        });
+      }
+      const events = t.ring.since(fromRv);
+      if (!events) throw expired(`too old resource version: ${fromRv} (${t.ring.compactedRv})`);
+      for (const ev of events) {
+        const f = filterEvent(ev, filter.namespace, filter.matches);
+        if (f) deliver(sharedIfUnchanged(f, ev), ev);
+      }
+    }
+    t.watchers.add(watcher);
+    return () => {
+      t.watchers.delete(watcher);
+    };
+  }
+
+  watch(resource: string, opts: StoreWatchOptions, onEvent: (ev: WatchEvent) => void): () => void {
+    return this.watchEntries(resource, this.filter(resource, opts), opts.resourceVersion, (f) =>
+      onEvent({ type: f.type, object: JSON.parse(f.entry.json) as KubeObject }),
+    );
+  }
+
+  /** Drops every resource's watch history: resumes from any older resourceVersion get 410 Expired. */
+  compact(): void {
+    for (const t of this.#tables.values()) t.ring.compact(this.#rv);
+  }
+
+  /** Closes the persistence backend; the store must not be written afterwards. */
+  close(): void {
+    this.#backend?.close();
+  }
+
+  // ---- commit ----
+
+  /**
+   * Stores one write: allocates the next resourceVersion, persists, updates the table and publishes the event.
+   * With `dryRun` nothing is stored and no resourceVersion is allocated.
+   */
+  commit(
+    table: ResourceTable<K>,
+    type: 'ADDED' | 'MODIFIED' | 'DELETED',
+    key: string,
+    obj: KubeObject,
+    prev: StoredEntry | undefined,
+    dryRun = false,
+  ): StoredEntry {
+    if (dryRun) {
+      // Nothing is stored: the answer shows the object as it would be (no new resourceVersion is allocated).
+      if (prev) obj.metadata.resourceVersion = String(prev.rv);
+      else delete obj.metadata.resourceVersion;
+      return new StoredEntry(obj, prev?.rv ?? this.#rv);
+    }
+    const rv = this.#rv + 1;
+    obj.metadata.resourceVersion = String(rv);
+    // Serialized before anything changes: an object that cannot be serialized (or is over the limits) leaves
+    // neither store touched, instead of being stored and then failing every LIST.
+    // A deletion stores nothing new, so an object stored under older (larger) limits can always be deleted.
+    const entry = new StoredEntry(obj, rv, type === 'DELETED' ? JSON.stringify(obj) : serializeForCommit(obj, this.limits));
+    if (this.#backend) {
+      try {
+        if (type === 'DELETED') this.#backend.remove(table.rt.resource, key, rv);
+        else this.#backend.put(table.rt.resource, key, rv, entry.json);
+      } catch (err) {
+        throw new ClusterApiError({
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: `Internal error occurred: storage: ${(err as Error).message}`,
+          reason: 'InternalError',
+          code: 500,
+        });
+      }
+    }
+    this.#rv = rv;
+    if (type === 'DELETED') {
+      table.items.delete(key);
+      table.sortedKeys = undefined;
+    } else {
+      if (!table.items.has(key)) table.sortedKeys = undefined;
+      table.items.set(key, entry);
+    }
+    // DELETED keeps the state before deletion too: list snapshots rebuild older states from it.
+    const ev = new StoreEvent(type, entry, type === 'ADDED' ? undefined : prev);
+    table.ring.push(ev);
+    this.#dispatch(table, ev);
+    return entry;
+  }
+
+  /** Delivers events in commit order even when a watcher writes from inside its callback. */
+  #dispatch(table: ResourceTable<K>, ev: StoreEvent): void {
+    this.#pending.push({ table, ev });
+    if (this.#dispatching) return;
+    this.#dispatching = true;
+    try {
+      for (let item = this.#pending.shift(); item; item = this.#pending.shift()) {
+        for (const w of item.table.watchers) {
+          if (item.ev.rv <= w.afterRv) continue;
+          const f = filterEvent(item.ev, w.namespace, w.matches);
+          if (!f) continue;
+          try {
+            w.deliver(sharedIfUnchanged(f, item.ev), item.ev);
+          } catch (err) {
+            this.#onWatcherError(err);
+          }
+        }
+      }
+    } finally {
+      this.#dispatching = false;
+    }
+  }
+}
+
+function sharedIfUnchanged(f: FilteredEvent, ev: StoreEvent): FilteredEvent {
+  if (f.type === ev.type && f.entry === ev.entry) f.sharedLine = ev.line;
+  return f;
+}
+
+function lowerBound(keys: string[], target: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid] < target) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -1,0 +1,58 @@
+// The store's side of the request limits: every committed object is serialized before anything changes and
+// refused when it is too large or too deeply nested, a patch result is measured before it is serialized at all,
+// and a write that exhausts the stack on a client's value fails as that client's error with nothing stored.
+import { badRequest, requestEntityTooLarge } from '../common/errors.ts';
+import { checkJsonValue, JsonTooDeepError, JsonTooLargeError, MAX_JSON_DEPTH, serializeJson } from '../common/json-safety.ts';
+
+/** Bounds of stored objects. */
+export interface ObjectLimits {
+  /** Largest serialized object (default 1.5 MiB, etcd's request limit); 413 beyond. */
+  maxObjectBytes: number;
+  /** Deepest nesting (default 10,000); 400 beyond. */
+  maxJsonDepth: number;
+}
+
+export const DEFAULT_OBJECT_LIMITS: Readonly<ObjectLimits> = Object.freeze({ maxObjectBytes: 1.5 * 1024 * 1024, maxJsonDepth: MAX_JSON_DEPTH });
+
+function limitError(err: unknown, limits: ObjectLimits): unknown {
+  if (err instanceof JsonTooLargeError) return requestEntityTooLarge(`the object exceeds the limit of ${limits.maxObjectBytes} bytes`);
+  if (err instanceof JsonTooDeepError) return badRequest(`the object is too deeply nested: ${err.message}`);
+  return err;
+}
+
+/** The JSON of an object about to be committed. @throws ClusterApiError 413 over the size limit, 400 too deep. */
+export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
+  let json: string;
+  try {
+    json = serializeJson(obj, limits.maxJsonDepth);
+  } catch (err) {
+    throw limitError(err, limits);
+  }
+  if (json.length > limits.maxObjectBytes || Buffer.byteLength(json) > limits.maxObjectBytes) {
+    throw requestEntityTooLarge(`the object is ${Buffer.byteLength(json)} bytes, the limit is ${limits.maxObjectBytes}`);
+  }
+  return json;
+}
+
+/** Checks a patch result before it is serialized. @throws ClusterApiError 413 / 400 */
+export function checkPatchResult(obj: unknown, limits: ObjectLimits): void {
+  try {
+    checkJsonValue(obj, { maxDepth: limits.maxJsonDepth, maxBytes: limits.maxObjectBytes });
+  } catch (err) {
+    throw limitError(err, limits);
+  }
+}
+
+/**
+ * Runs one store write. A RangeError can only come from the client's value (nesting too deep for the stack,
+ * a string or array past the engine's limits); the store commits last, so nothing was stored and the client
+ * gets a 400 instead of an internal error.
+ */
+export function guardWrite<T>(write: () => T): T {
+  try {
+    return write();
+  } catch (err) {
+    if (err instanceof RangeError) throw badRequest(`the object cannot be processed: it is too large or too deeply nested`);
+    throw err;
+  }
+}
