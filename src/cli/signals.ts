@@ -2,8 +2,20 @@
 // Lease released, endpoints closed); a second one exits at once, for when a shutdown hangs.
 import type { Logger } from '../runtime/logger.ts';
 
+/** Where the signals come from and how the process is ended (the real process by default; tests inject both). */
+export interface SignalSource {
+  on(signal: NodeJS.Signals, handler: (signal: NodeJS.Signals) => void): unknown;
+  off(signal: NodeJS.Signals, handler: (signal: NodeJS.Signals) => void): unknown;
+  exit(code: number): void;
+}
+
 /** Aborts `controller` on the first SIGINT/SIGTERM. Returns a function that removes the handlers. */
-export function abortOnSignals(controller: AbortController, logger: Pick<Logger, 'warn'>, write: (line: string) => void = () => {}): () => void {
+export function abortOnSignals(
+  controller: AbortController,
+  logger: Pick<Logger, 'warn'>,
+  write: (line: string) => void = () => {},
+  source: SignalSource = process,
+): () => void {
   let received = 0;
   const handler = (sig: NodeJS.Signals) => {
     received++;
@@ -13,12 +25,12 @@ export function abortOnSignals(controller: AbortController, logger: Pick<Logger,
       return;
     }
     logger.warn({ signal: sig }, 'second signal: exiting without a graceful shutdown');
-    process.exit(130);
+    source.exit(130);
   };
-  process.on('SIGINT', handler);
-  process.on('SIGTERM', handler);
+  source.on('SIGINT', handler);
+  source.on('SIGTERM', handler);
   return () => {
-    process.off('SIGINT', handler);
-    process.off('SIGTERM', handler);
+    source.off('SIGINT', handler);
+    source.off('SIGTERM', handler);
   };
 }

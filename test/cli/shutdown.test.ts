@@ -3,6 +3,7 @@
 // directory that has neither its PersistentVolume nor a pending claim to resume it. Waits are bounded polls on the process's exit; how fast it stops is a
 // benchmark-style figure, not asserted here (the bound only keeps a hang from stalling the suite).
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startEmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
+import { abortOnSignals } from '../../src/cli/signals.ts';
 import { startCli, waitFor, type CliProcess } from './cli-helpers.ts';
 
 /** The exit code once the process ended, polling at most `ms` (the process is killed after that). */
@@ -71,7 +73,26 @@ describe('shutdown on SIGINT/SIGTERM', () => {
     again.child.kill('SIGINT');
     await waitFor('the first signal seen', () => again.stderr().includes('shutting down'), 30_000);
     again.child.kill('SIGINT');
-    assert.equal(await exitWithin(again), 130, again.stderr());
+    // Whether the second signal lands before the graceful shutdown has finished depends on the machine's speed:
+    // 130 when it does, 0 when the shutdown won the race. The forced exit itself is tested without a race below.
+    assert.ok([0, 130].includes(await exitWithin(again) as number), again.stderr());
+  });
+
+  it('the first signal aborts, the second forces exit 130 (signal handling without a process race)', () => {
+    const source = Object.assign(new EventEmitter(), { exits: [] as number[], exit(code: number) { this.exits.push(code); } });
+    const controller = new AbortController();
+    const lines: string[] = [];
+    const warned: unknown[] = [];
+    const remove = abortOnSignals(controller, { warn: (o: unknown) => warned.push(o) }, (l) => lines.push(l), source);
+    source.emit('SIGTERM', 'SIGTERM');
+    assert.equal(controller.signal.aborted, true);
+    assert.deepEqual(source.exits, []);
+    assert.match(lines[0] ?? '', /received SIGTERM, shutting down/);
+    source.emit('SIGINT', 'SIGINT');
+    assert.deepEqual(source.exits, [130]);
+    assert.equal(warned.length, 1);
+    remove();
+    assert.equal(source.listenerCount('SIGINT') + source.listenerCount('SIGTERM'), 0);
   });
 
   it('cluster stops on SIGINT and on SIGTERM with exit 0', async () => {
