@@ -11,6 +11,7 @@ import { isQuantity, parseQuantity } from '../types/quantity.ts';
 import type { LockAttempt } from './claim-lock.ts';
 import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm } from './controller-state.ts';
 import { errorMessage } from '../types/errors.ts';
+import { ConflictError } from '../runtime/errors.ts';
 import { claimClassName, claimKey } from './decide-claim.ts';
 import { CONDITION_FS_RESIZE_PENDING, CONDITION_RESIZING, decideResize, RESIZE_STATUS, resizeStatusOf, type ResizeDecision } from './decide-resize.ts';
 import { recordFailure, type FailureRecord } from './failures.ts';
@@ -275,7 +276,9 @@ async function markInfeasible(s: ControllerShared, t: ControllerTerm, claim: Per
 
 function apiFailure(s: ControllerShared, r: ResizeState, claim: PersistentVolumeClaim, err: unknown, what: string): Next {
   r.metrics.resizeFailedTotal.inc({ class: claimClassName(claim), reason: 'api' });
-  s.logger.warn({ pvc: claimKey(claim), err: errorMessage(err) }, what);
+  // A conflict is optimistic concurrency doing its job (the claim changed under us): retried, not worth a warning.
+  const log = err instanceof ConflictError ? s.logger.debug.bind(s.logger) : s.logger.warn.bind(s.logger);
+  log({ pvc: claimKey(claim), err: errorMessage(err) }, what);
   return backoff;
 }
 
