@@ -8,6 +8,7 @@ import { WorkQueue } from '../../src/runtime/workqueue.ts';
 import { ItemExponentialFailureRateLimiter } from '../../src/runtime/rate-limiters.ts';
 import { DuplicateQueueNameError, MetricConflictError, createMetricsRegistry } from '../../src/runtime/metrics.ts';
 import { Gauge } from 'prom-client';
+import { seededRandom } from '../../src/cluster/common/seeded-random.ts';
 
 const tick = () => new Promise<void>((r) => setImmediate(r));
 
@@ -231,17 +232,8 @@ test('metrics: two controllers in one process (own registries), two queues on on
   for (const q of [volumes, claimsB, again]) q.shutdown();
 });
 
-/** mulberry32: a tiny seeded PRNG so a failing seed can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded PRNG (mulberry32) so a failing seed can be replayed. */
+const prng = seededRandom;
 
 async function randomRun(seed: number): Promise<void> {
   const rand = prng(seed);

@@ -139,3 +139,21 @@ export class KeyedQueue {
     for (const w of waiters) w();
   }
 }
+
+/** The lifecycle every cluster controller shares: it is as idle, busy or stopped as its one queue. */
+export abstract class QueueController {
+  protected abstract readonly queue: KeyedQueue;
+
+  /** Resolves once the queue is empty and nothing is being processed. */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  get busy(): boolean {
+    return this.queue.busy;
+  }
+
+  stop(): void {
+    this.queue.stop();
+  }
+}

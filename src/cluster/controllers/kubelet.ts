@@ -11,7 +11,7 @@ import { formatTime } from '../common/meta.ts';
 import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { ClusterEventRecorder } from './event-recorder.ts';
-import { KeyedQueue, type SyncResult } from './keyed-queue.ts';
+import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
 import { claimKey } from './volume-match.ts';
 
 /** The message of a pod the stand-in reports Running. */
@@ -43,20 +43,21 @@ export function unmountableVolume(pod: Pod, cache: Pick<ClusterCache, 'getClaim'
   return undefined;
 }
 
-export class KubeletStandIn {
+export class KubeletStandIn extends QueueController {
   readonly #d: KubeletDeps;
-  readonly #queue: KeyedQueue;
+  protected readonly queue: KeyedQueue;
 
   constructor(deps: KubeletDeps) {
+    super();
     this.#d = deps;
-    this.#queue = new KeyedQueue({
+    this.queue = new KeyedQueue({
       handle: (key) => this.#sync(key),
       onError: (key, err) => deps.logger.error({ err, pod: key }, 'pod status update failed'),
     });
     deps.cache.onChange((change) => {
       if (change.resource === 'pods') {
         const pod = change.obj as Pod;
-        if (change.type !== 'DELETED' && this.#mine(pod)) this.#queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
+        if (change.type !== 'DELETED' && this.#mine(pod)) this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
       } else if (change.resource === 'persistentvolumeclaims') {
         this.#requeuePodsOf(change.obj.metadata.namespace ?? '', change.obj.metadata.name ?? '');
       } else if (change.resource === 'persistentvolumes') {
@@ -73,24 +74,12 @@ export class KubeletStandIn {
 
   #requeuePodsOf(namespace: string, claimName: string): void {
     for (const pod of this.#d.cache.podsUsingClaim(namespace, claimName)) {
-      if (this.#mine(pod)) this.#queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
+      if (this.#mine(pod)) this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
     }
   }
 
   resync(): void {
-    for (const pod of this.#d.cache.pods.values()) if (this.#mine(pod)) this.#queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
-  }
-
-  idle(): Promise<void> {
-    return this.#queue.idle();
-  }
-
-  get busy(): boolean {
-    return this.#queue.busy;
-  }
-
-  stop(): void {
-    this.#queue.stop();
+    for (const pod of this.#d.cache.pods.values()) if (this.#mine(pod)) this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
   }
 
   #sync(key: string): SyncResult {

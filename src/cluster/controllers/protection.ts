@@ -8,7 +8,7 @@ import { FINALIZER_PV_PROTECTION, FINALIZER_PVC_PROTECTION } from '../../types/a
 import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
 import { podClaimNames, podIsActive, type ClusterCache } from './cluster-cache.ts';
 import { claimKey } from './volume-match.ts';
-import { KeyedQueue, type SyncResult } from './keyed-queue.ts';
+import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
 
 export const PROTECTION_USER = 'system:serviceaccount:kube-system:pvc-protection-controller';
 
@@ -28,17 +28,18 @@ export function installProtectionAdmission(store: ClusterStore): { disable(): vo
 const PVC = 'pvc:';
 const PV = 'pv:';
 
-export class ProtectionController {
+export class ProtectionController extends QueueController {
   readonly #store: ClusterStore;
   readonly #cache: ClusterCache;
   readonly #logger: Logger;
-  readonly #queue: KeyedQueue;
+  protected readonly queue: KeyedQueue;
 
   constructor(deps: { store: ClusterStore; cache: ClusterCache; logger: Logger }) {
+    super();
     this.#store = deps.store;
     this.#cache = deps.cache;
     this.#logger = deps.logger;
-    this.#queue = new KeyedQueue({
+    this.queue = new KeyedQueue({
       handle: (key) => this.#handle(key),
       onError: (key, err) => deps.logger.error({ err, key }, 'protection sync failed'),
     });
@@ -47,10 +48,10 @@ export class ProtectionController {
       if (change.type === 'DELETED' && change.resource !== 'pods') return;
       switch (change.resource) {
         case 'persistentvolumeclaims':
-          if (needsWork(obj, FINALIZER_PVC_PROTECTION)) this.#queue.add(PVC + claimKey(obj.metadata.namespace, obj.metadata.name));
+          if (needsWork(obj, FINALIZER_PVC_PROTECTION)) this.queue.add(PVC + claimKey(obj.metadata.namespace, obj.metadata.name));
           break;
         case 'persistentvolumes':
-          if (needsWork(obj, FINALIZER_PV_PROTECTION)) this.#queue.add(PV + (obj.metadata.name ?? ''));
+          if (needsWork(obj, FINALIZER_PV_PROTECTION)) this.queue.add(PV + (obj.metadata.name ?? ''));
           break;
         case 'pods':
           // A pod that finished or went away may release its claims.
@@ -58,7 +59,7 @@ export class ProtectionController {
             if (!pod) continue;
             for (const name of podClaimNames(pod as Parameters<typeof podClaimNames>[0])) {
               const claim = deps.cache.getClaim(pod.metadata.namespace ?? '', name);
-              if (claim?.metadata.deletionTimestamp) this.#queue.add(PVC + claimKey(pod.metadata.namespace, name));
+              if (claim?.metadata.deletionTimestamp) this.queue.add(PVC + claimKey(pod.metadata.namespace, name));
             }
           }
           break;
@@ -69,20 +70,8 @@ export class ProtectionController {
   }
 
   resync(): void {
-    for (const [key, claim] of this.#cache.claims) if (needsWork(claim, FINALIZER_PVC_PROTECTION)) this.#queue.add(PVC + key);
-    for (const { volume } of this.#cache.volumes.values()) if (needsWork(volume, FINALIZER_PV_PROTECTION)) this.#queue.add(PV + (volume.metadata.name ?? ''));
-  }
-
-  idle(): Promise<void> {
-    return this.#queue.idle();
-  }
-
-  get busy(): boolean {
-    return this.#queue.busy;
-  }
-
-  stop(): void {
-    this.#queue.stop();
+    for (const [key, claim] of this.#cache.claims) if (needsWork(claim, FINALIZER_PVC_PROTECTION)) this.queue.add(PVC + key);
+    for (const { volume } of this.#cache.volumes.values()) if (needsWork(volume, FINALIZER_PV_PROTECTION)) this.queue.add(PV + (volume.metadata.name ?? ''));
   }
 
   #handle(key: string): SyncResult {

@@ -9,7 +9,7 @@ import { syncClaim, syncVolume, type BinderAction, type BinderView } from './bin
 import { claimKey, claimClass, claimHasNoClass } from './volume-match.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { ClusterEventRecorder } from './event-recorder.ts';
-import { KeyedQueue, type SyncResult } from './keyed-queue.ts';
+import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
 
 /** The identity the binder writes as (audit log), as kube-controller-manager's service account. */
 export const PV_BINDER_USER = 'system:serviceaccount:kube-system:persistent-volume-binder';
@@ -24,14 +24,15 @@ export interface PvBinderDeps {
   logger: Logger;
 }
 
-export class PvBinder {
+export class PvBinder extends QueueController {
   readonly #d: PvBinderDeps;
-  readonly #queue: KeyedQueue;
+  protected readonly queue: KeyedQueue;
   readonly #view: BinderView;
 
   constructor(deps: PvBinderDeps) {
+    super();
     this.#d = deps;
-    this.#queue = new KeyedQueue({
+    this.queue = new KeyedQueue({
       handle: (key) => this.#handle(key),
       onError: (key, err) => deps.logger.error({ err, key }, 'pv binder sync failed'),
     });
@@ -49,16 +50,16 @@ export class PvBinder {
       switch (change.resource) {
         case 'persistentvolumeclaims': {
           const key = claimKey(obj.metadata.namespace, obj.metadata.name);
-          if (change.type !== 'DELETED') this.#queue.add(CLAIM + key);
+          if (change.type !== 'DELETED') this.queue.add(CLAIM + key);
           // The claim's volumes release (or re-bind) when it goes.
-          for (const name of cache.volumes.namesForClaim(key)) this.#queue.add(VOLUME + name);
+          for (const name of cache.volumes.namesForClaim(key)) this.queue.add(VOLUME + name);
           break;
         }
         case 'persistentvolumes': {
-          if (change.type !== 'DELETED') this.#queue.add(VOLUME + (obj.metadata.name ?? ''));
+          if (change.type !== 'DELETED') this.queue.add(VOLUME + (obj.metadata.name ?? ''));
           for (const pv of [obj, old] as Array<PersistentVolume | undefined>) {
             const ref = pv?.spec.claimRef;
-            if (ref) this.#queue.add(CLAIM + claimKey(ref.namespace, ref.name));
+            if (ref) this.queue.add(CLAIM + claimKey(ref.namespace, ref.name));
           }
           break;
         }
@@ -66,7 +67,7 @@ export class PvBinder {
           // Rare: re-queue the pending claims that may now provision or get a default class.
           for (const [key, claim] of cache.claims) {
             if (claim.status?.phase === 'Bound') continue;
-            if (claimClass(claim) === obj.metadata.name || claimHasNoClass(claim)) this.#queue.add(CLAIM + key);
+            if (claimClass(claim) === obj.metadata.name || claimHasNoClass(claim)) this.queue.add(CLAIM + key);
           }
           break;
         default:
@@ -77,20 +78,8 @@ export class PvBinder {
 
   /** Re-queues every claim and volume (the 15 s --pvclaimbinder-sync-period). */
   resync(): void {
-    for (const key of this.#d.cache.claims.keys()) this.#queue.add(CLAIM + key);
-    for (const entry of this.#d.cache.volumes.values()) this.#queue.add(VOLUME + (entry.volume.metadata.name ?? ''));
-  }
-
-  idle(): Promise<void> {
-    return this.#queue.idle();
-  }
-
-  get busy(): boolean {
-    return this.#queue.busy;
-  }
-
-  stop(): void {
-    this.#queue.stop();
+    for (const key of this.#d.cache.claims.keys()) this.queue.add(CLAIM + key);
+    for (const entry of this.#d.cache.volumes.values()) this.queue.add(VOLUME + (entry.volume.metadata.name ?? ''));
   }
 
   #handle(key: string): SyncResult {
@@ -138,7 +127,7 @@ export class PvBinder {
             store.delete('persistentvolumes', undefined, a.name, { preconditions: a.uid ? { uid: a.uid } : undefined, user: PV_BINDER_USER });
             break;
           case 'enqueueClaim':
-            this.#queue.add(CLAIM + a.key);
+            this.queue.add(CLAIM + a.key);
             break;
           case 'event':
             if (a.type === 'Warning') logger.warn({ ...logContext, reason: a.reason }, a.message);

@@ -12,7 +12,7 @@ import type { ClusterCache } from './cluster-cache.ts';
 import { podClaimNames } from './cluster-cache.ts';
 import { claimBlocksNode, nodeIsSchedulable, nodeSelectorMatches, podFitsNode } from './node-fit.ts';
 import { ClaimMatchError, claimClass, claimKey, findBestMatchForClaim, type VolumeSource } from './volume-match.ts';
-import { KeyedQueue, type SyncResult } from './keyed-queue.ts';
+import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
 
 export const SCHEDULER_USER = 'system:kube-scheduler';
 
@@ -22,15 +22,16 @@ export interface SchedulerDeps {
   logger: Logger;
 }
 
-export class SchedulerStandIn {
+export class SchedulerStandIn extends QueueController {
   readonly #d: SchedulerDeps;
-  readonly #queue: KeyedQueue;
+  protected readonly queue: KeyedQueue;
   /** Keys of live pods without a node or with claims: what node/class/claim changes re-queue. */
   readonly #unscheduled = new Set<string>();
 
   constructor(deps: SchedulerDeps) {
+    super();
     this.#d = deps;
-    this.#queue = new KeyedQueue({
+    this.queue = new KeyedQueue({
       handle: (key) => this.#schedule(key),
       onError: (key, err) => deps.logger.error({ err, pod: key }, 'scheduling failed'),
     });
@@ -42,7 +43,7 @@ export class SchedulerStandIn {
           const pod = obj as Pod;
           if (change.type !== 'DELETED' && !obj.metadata.deletionTimestamp && (!pod.spec?.nodeName || podClaimNames(pod).length > 0)) {
             this.#unscheduled.add(key);
-            this.#queue.add(key);
+            this.queue.add(key);
           } else this.#unscheduled.delete(key);
           break;
         }
@@ -56,32 +57,20 @@ export class SchedulerStandIn {
         }
         case 'nodes':
         case 'storageclasses':
-          for (const key of this.#unscheduled) this.#queue.add(key);
+          for (const key of this.#unscheduled) this.queue.add(key);
           break;
       }
     });
   }
 
   resync(): void {
-    for (const key of this.#unscheduled) this.#queue.add(key);
-  }
-
-  idle(): Promise<void> {
-    return this.#queue.idle();
-  }
-
-  get busy(): boolean {
-    return this.#queue.busy;
-  }
-
-  stop(): void {
-    this.#queue.stop();
+    for (const key of this.#unscheduled) this.queue.add(key);
   }
 
   #requeuePodsOf(namespace: string, claimName: string): void {
     for (const pod of this.#d.cache.podsUsingClaim(namespace, claimName)) {
       const key = claimKey(pod.metadata.namespace, pod.metadata.name);
-      if (this.#unscheduled.has(key)) this.#queue.add(key);
+      if (this.#unscheduled.has(key)) this.queue.add(key);
     }
   }
 
