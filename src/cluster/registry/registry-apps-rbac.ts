@@ -7,23 +7,8 @@ import { jsonEqual } from '../common/meta.ts';
 import { ALL_VERBS, defaultPodSpec, section, setDefault } from './registry-helpers.ts';
 import type { ResourceType } from './resource-type.ts';
 import { validateDaemonSet, validateDeployment } from './validation-apps.ts';
-import { RBAC_RESOURCES, validateServiceAccount } from './rbac.ts';
-
-export const SERVICE_ACCOUNTS: ResourceType = {
-  group: '',
-  version: 'v1',
-  resource: 'serviceaccounts',
-  kind: 'ServiceAccount',
-  listKind: 'ServiceAccountList',
-  namespaced: true,
-  shortNames: ['sa'],
-  singular: 'serviceaccount',
-  verbs: ALL_VERBS,
-  hasStatus: false,
-  validate: (o, old) => validateServiceAccount(o, old),
-  fieldSelectors: {},
-  returnDeletedObject: true,
-};
+import { RBAC_RESOURCES } from './rbac.ts';
+import { daemonSetColumns, deploymentColumns } from './tables-apps-rbac.ts';
 
 /** The pod template's PodSpec gets the Pod defaults (restartPolicy Always...), as SetDefaults_PodSpec does. */
 function defaultTemplate(spec: Record<string, unknown>): void {
@@ -108,6 +93,7 @@ const deployments: ResourceType = {
     o.metadata.generation = 1;
   },
   prepareForUpdate: bumpGeneration(true, defaultDeployment),
+  columns: deploymentColumns,
 };
 
 const daemonSets: ResourceType = {
@@ -126,6 +112,7 @@ const daemonSets: ResourceType = {
     o.metadata.generation = 1;
   },
   prepareForUpdate: bumpGeneration(false, defaultDaemonSet),
+  columns: daemonSetColumns,
 };
 
 /** Served after the storage kinds, in discovery order: rbac.authorization.k8s.io/v1, then apps/v1. */

@@ -3,13 +3,6 @@
 import type { KubeObject } from '../../types/k8s.ts';
 import { ageColumn, column, nameColumn, rec, spec, status, str, type TableColumn } from './table-columns.ts';
 
-export const serviceAccountColumns: TableColumn[] = [
-  nameColumn,
-  column('Secrets', 'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.', (o) =>
-    (Array.isArray(o.secrets) ? o.secrets.length : 0)),
-  ageColumn,
-];
-
 /** labels.Selector.String() of a metav1.LabelSelector: requirements sorted by key, `<none>` when empty. */
 export function labelSelectorString(sel: unknown): string {
   const s = rec(sel);

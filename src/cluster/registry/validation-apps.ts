@@ -11,7 +11,7 @@ import {
 } from '../common/field-errors.ts';
 import { isQualifiedName, isValidLabelValue } from '../common/name-rules.ts';
 import { validateLabels } from './validation.ts';
-import { validatePodSpec } from './validation-workloads.ts';
+import { validatePodSpec } from './core/pods.ts';
 
 const rawInvalid = (p: FieldPath, rendered: string, detail: string): StatusCause => ({
   reason: 'FieldValueInvalid', field: p.toString(), message: `Invalid value: ${rendered}: ${detail}`,
