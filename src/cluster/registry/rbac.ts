@@ -10,7 +10,7 @@ import { isDNS1123Subdomain } from '../common/name-rules.ts';
 import { ALL_VERBS } from './registry-helpers.ts';
 import type { ResourceType } from './resource-type.ts';
 import { ageColumn, column, nameColumn, rec, str as cellText, type TableColumn } from './table-columns.ts';
-import { validateLabelSelector } from './validation-apps.ts';
+import { validateLabelSelector } from './validation.ts';
 
 export const RBAC_GROUP = 'rbac.authorization.k8s.io';
 const SUBJECT_KINDS = ['ServiceAccount', 'User', 'Group'];

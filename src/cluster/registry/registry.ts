@@ -2,7 +2,7 @@
 // assembled from the group modules. Each group keeps its kinds' ResourceType entries (scope, kind, validation,
 // defaulting, status subresource, field selectors, update/delete strategy, kubectl columns) together: core/v1
 // one file per kind or small set of kinds under core/, the smaller groups one file each (storage.ts,
-// coordination.ts, rbac.ts, events.ts), apps/v1 in registry-apps-rbac.ts. The store, the router, discovery,
+// coordination.ts, rbac.ts, events.ts), apps/v1 one file per kind under apps/. The store, the router, discovery,
 // OpenAPI and tables are all driven by RESOURCES. A new kind is its group file's entry plus its line here.
 import { CONFIG_MAPS, SECRETS } from './core/config-maps-secrets.ts';
 import { NAMESPACES } from './core/namespaces.ts';
@@ -11,7 +11,9 @@ import { PERSISTENT_VOLUME_CLAIMS } from './core/persistent-volume-claims.ts';
 import { PERSISTENT_VOLUMES } from './core/persistent-volumes.ts';
 import { PODS } from './core/pods.ts';
 import { SERVICE_ACCOUNTS } from './core/service-accounts.ts';
-import { APPS_RBAC_RESOURCES } from './registry-apps-rbac.ts';
+import { DAEMON_SETS } from './apps/daemon-sets.ts';
+import { DEPLOYMENTS } from './apps/deployments.ts';
+import { RBAC_RESOURCES } from './rbac.ts';
 import { LEASES } from './coordination.ts';
 import { CORE_EVENTS, EVENTS_V1 } from './events.ts';
 import { STORAGE_CLASSES } from './storage.ts';
@@ -34,5 +36,7 @@ export const RESOURCES: readonly ResourceType[] = [
   EVENTS_V1,
   STORAGE_CLASSES,
   LEASES,
-  ...APPS_RBAC_RESOURCES,
+  ...RBAC_RESOURCES,
+  DEPLOYMENTS,
+  DAEMON_SETS,
 ];

@@ -198,3 +198,32 @@ export function canonical(v: unknown): unknown {
   for (const k of Object.keys(r).sort()) if (r[k] !== undefined && r[k] !== null) out[k] = canonical(r[k]);
   return out;
 }
+
+/** metav1validation.ValidateLabelSelector (strict label values). */
+export function validateLabelSelector(v: unknown, p: FieldPath): StatusCause[] {
+  const typeErrs = typeCheck(p, v, 'object');
+  if (typeErrs.length || v === undefined || v === null) return typeErrs;
+  const sel = record(v) ?? {};
+  const causes = validateLabels(sel.matchLabels, p.child('matchLabels'));
+  list(sel.matchExpressions).forEach((raw, i) => {
+    const e = record(raw) ?? {};
+    const ep = p.child('matchExpressions').index(i);
+    const values = list(e.values);
+    switch (e.operator) {
+      case 'In':
+      case 'NotIn':
+        if (values.length === 0) causes.push(required(ep.child('values'), "must be specified when `operator` is 'In' or 'NotIn'"));
+        break;
+      case 'Exists':
+      case 'DoesNotExist':
+        if (values.length > 0) causes.push(forbidden(ep.child('values'), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
+        break;
+      default:
+        causes.push(invalid(ep.child('operator'), e.operator ?? '', 'not a valid selector operator'));
+    }
+    const key = str(e.key) ?? '';
+    causes.push(...invalidEach(ep.child('key'), key, isQualifiedName(key)));
+    values.forEach((value, j) => causes.push(...invalidEach(ep.child('values').index(j), String(value), isValidLabelValue(String(value)))));
+  });
+  return causes;
+}
