@@ -1,7 +1,7 @@
 // Server-side printing (tables.ts) and the minimal OpenAPI v3 (openapi.ts): columns and cells as kubectl 1.32 shows them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TABLE_COLUMNS, toTable, humanDuration, accessModesString, age } from '../../src/cluster/registry/tables.ts';
+import { toTable, humanDuration, accessModesString, age } from '../../src/cluster/registry/tables.ts';
 import { openApiV3Paths, openApiV3Document } from '../../src/cluster/http/openapi.ts';
 import { RESOURCES } from '../../src/cluster/registry/registry.ts';
 import type { KubeObject } from '../../src/types/k8s.ts';
@@ -136,10 +136,12 @@ test('toTable shape and includeObject', () => {
   assert.deepEqual(generic.columnDefinitions.map((c) => c.name), ['Name', 'Created At']);
   const withContinue = toTable({ resource: 'pods', kind: 'Pod', group: '', version: 'v1' }, [], { resourceVersion: '1', continue: 'abc' }, 'Metadata', NOW) as TableBody;
   assert.deepEqual(withContinue.metadata, { resourceVersion: '1', continue: 'abc' });
-  for (const [resource, cols] of Object.entries(TABLE_COLUMNS)) assert.ok(cols.length >= 3, resource);
+  for (const { resource, columns } of RESOURCES) if (columns) assert.ok(columns.length >= 3, resource);
+  // Every core/v1 and apps/v1 kind carries its columns on its registry entry.
+  for (const r of RESOURCES) if (r.group === '' || r.group === 'apps') assert.ok(r.columns, r.resource);
 });
 
-test('columns declared on a registry entry print in place of the TABLE_COLUMNS row', () => {
+test('columns declared on a registry entry print in place of the generic table', () => {
   const columns = [
     { name: 'Name', type: 'string', format: 'name', description: 'name', priority: 0, cell: (o: KubeObject) => o.metadata.name ?? '' },
     { name: 'Size', type: 'string', description: 'size', priority: 0, cell: (o: KubeObject) => String((o.spec as { size?: string } | undefined)?.size ?? '') },

@@ -1,9 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  validateObjectMeta, validatePersistentVolume, validatePersistentVolumeClaim, validateStorageClass, validateNode,
-  validatePod, validateLease, validateEvent, validateConfigMap, validateSecret, validateNamespace,
-} from '../../src/cluster/registry/validation.ts';
+import { validateObjectMeta } from '../../src/cluster/registry/validation.ts';
+import { validateConfigMap, validateSecret } from '../../src/cluster/registry/core/config-maps-secrets.ts';
+import { validateNamespace } from '../../src/cluster/registry/core/namespaces.ts';
+import { validateNode } from '../../src/cluster/registry/core/nodes.ts';
+import { validatePersistentVolumeClaim } from '../../src/cluster/registry/core/persistent-volume-claims.ts';
+import { validatePersistentVolume } from '../../src/cluster/registry/core/persistent-volumes.ts';
+import { validatePod } from '../../src/cluster/registry/core/pods.ts';
+import { validateLease } from '../../src/cluster/registry/coordination.ts';
+import { validateEvent } from '../../src/cluster/registry/events.ts';
+import { validateStorageClass } from '../../src/cluster/registry/storage.ts';
 import type { KubeObject, ObjectMeta, StatusCause } from '../../src/types/k8s.ts';
 
 type Mutation = (o: KubeObject) => void;

@@ -6,7 +6,7 @@ import type { KubeObject, PersistentVolumeClaim } from '../../types/k8s.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
 import { forbidden } from '../common/errors.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
-import { validatePersistentVolumeClaim } from '../registry/validation-storage.ts';
+import { validatePersistentVolumeClaim } from '../registry/core/persistent-volume-claims.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { ClusterEventRecorder } from './event-recorder.ts';
 import { claimClass } from './volume-match.ts';

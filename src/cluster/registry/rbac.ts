@@ -1,5 +1,5 @@
 // The rbac.authorization.k8s.io/v1 group: Role, ClusterRole, RoleBinding and ClusterRoleBinding, each with its
-// registry entry, validation and kubectl columns, plus core/v1 ServiceAccount's validation. Validated as
+// registry entry, validation and kubectl columns. Validated as
 // kube-apiserver 1.32 does (k/k pkg/apis/rbac/validation, ValidateServiceAccount): policy rules need verbs and
 // either apiGroups + resources or nonResourceURLs (the latter cluster-wide only), bindings need a roleRef of a
 // supported kind (immutable once created) and subjects of a known kind. Privilege-escalation checks are not
@@ -10,19 +10,10 @@ import { isDNS1123Subdomain } from '../common/name-rules.ts';
 import { ALL_VERBS } from './registry-helpers.ts';
 import type { ResourceType } from './resource-type.ts';
 import { ageColumn, column, nameColumn, rec, str as cellText, type TableColumn } from './table-columns.ts';
-import { validateLabelSelector } from './validation-apps.ts';
+import { validateLabelSelector } from './validation.ts';
 
 export const RBAC_GROUP = 'rbac.authorization.k8s.io';
 const SUBJECT_KINDS = ['ServiceAccount', 'User', 'Group'];
-
-/** ServiceAccount: only its metadata is validated by kube; here also the JSON types of its lists. */
-export function validateServiceAccount(obj: KubeObject, _old?: KubeObject): StatusCause[] {
-  return [
-    ...typeCheck(FieldPath.root('secrets'), obj.secrets, 'array'),
-    ...typeCheck(FieldPath.root('imagePullSecrets'), obj.imagePullSecrets, 'array'),
-    ...typeCheck(FieldPath.root('automountServiceAccountToken'), obj.automountServiceAccountToken, 'boolean'),
-  ];
-}
 
 const strings = (v: unknown): string[] => list(v).filter((x): x is string => typeof x === 'string');
 

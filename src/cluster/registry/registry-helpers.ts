@@ -1,4 +1,4 @@
-// Small building blocks shared by the registry entries (registry.ts, registry-apps-rbac.ts): the standard verb
+// Small building blocks shared by the registry entries (core/*.ts, the group files): the standard verb
 // list, defaulting helpers for untyped JSON, field-selector getters, and the PodSpec defaults that Pods and
 // workload pod templates share.
 import { fieldString, readPath } from '../common/meta.ts';

@@ -52,7 +52,7 @@ export interface ResourceType {
   returnDeletedObject?: boolean;
   /** Dotted paths of metav1.MicroTime fields: inputs must carry exactly six fractional digits. */
   microTimeFields?: string[];
-  /** kubectl columns of server-side Tables, next to the kind (else the TABLE_COLUMNS row, else Name/Age). */
+  /** kubectl columns of server-side Tables, next to the kind (else the generic Name / Created At table). */
   columns?: TableColumn[];
   /** Set when this resource is a view over another resource's storage. */
   view?: StorageView;

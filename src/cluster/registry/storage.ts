@@ -11,7 +11,7 @@ import { isQualifiedName, isValidLabelValue } from '../common/name-rules.ts';
 import { ALL_VERBS, setDefault } from './registry-helpers.ts';
 import type { ResourceType } from './resource-type.ts';
 import { ageColumn, column, nameColumn, nonEmpty, str, type TableColumn } from './table-columns.ts';
-import { canonical, validateOptionalEnum } from './validation-storage.ts';
+import { canonical, validateOptionalEnum } from './validation.ts';
 
 const SC_RECLAIM_POLICIES = sorted(['Delete', 'Retain']);
 const BINDING_MODES = sorted(['Immediate', 'WaitForFirstConsumer']);

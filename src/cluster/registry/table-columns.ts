@@ -1,7 +1,8 @@
-// Building blocks of the server-side Table printers (tables.ts, tables-apps-rbac.ts, and the registry files whose
-// entries carry their columns): the column type, the Name and Age columns, kubectl's age formatting and small
-// readers for untyped objects.
+// Building blocks of the kubectl columns every registry entry carries (and of tables.ts, which prints them): the
+// column type, the Name and Age columns, kubectl's age formatting, small readers for untyped objects, and the
+// cells PersistentVolume and PersistentVolumeClaim share (access modes, phase, storage class).
 import type { KubeObject } from '../../types/k8s.ts';
+import { ANN_BETA_STORAGE_CLASS } from '../../types/annotations.ts';
 
 /** One column of a resource's Table: its definition as served, and how to compute its cell. */
 export interface TableColumn {
@@ -84,4 +85,26 @@ export const ageColumn: TableColumn = {
 };
 export function column(name: string, description: string, cell: (o: KubeObject, now: number) => unknown, priority = 0, type = 'string'): TableColumn {
   return { name, type, description, priority, cell };
+}
+
+const ACCESS_MODE_ABBREVIATIONS: Array<[string, string]> = [
+  ['ReadWriteOnce', 'RWO'], ['ReadOnlyMany', 'ROX'], ['ReadWriteMany', 'RWX'], ['ReadWriteOncePod', 'RWOP'],
+];
+
+/** `GetAccessModesAsString`: abbreviations in fixed order, deduplicated (`RWO,RWX`). */
+export function accessModesString(modes: unknown): string {
+  const set = new Set(Array.isArray(modes) ? modes : []);
+  return ACCESS_MODE_ABBREVIATIONS.filter(([mode]) => set.has(mode)).map(([, abbr]) => abbr).join(',');
+}
+
+/** The phase a printer shows: `Terminating` wins over status.phase once deletion started. */
+export function phaseOrTerminating(o: KubeObject): string {
+  return o.metadata.deletionTimestamp ? 'Terminating' : str(status(o).phase);
+}
+
+/** Class of a PV or PVC: the legacy beta annotation wins over spec.storageClassName (GetPersistentVolume[Claim]Class). */
+export function storageClassOf(o: KubeObject): string {
+  const beta = o.metadata.annotations?.[ANN_BETA_STORAGE_CLASS];
+  if (beta !== undefined) return beta;
+  return str(spec(o).storageClassName);
 }

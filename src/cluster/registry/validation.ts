@@ -1,29 +1,25 @@
-// Validation of the embedded API server: ObjectMeta rules shared by every kind, plus Namespace, ConfigMap and
-// Secret. Storage kinds live in validation-storage.ts, the rest in validation-workloads.ts; all are
-// re-exported here. Each validator returns StatusCause[] with kube's reasons, messages and field paths
-// (k/k pkg/apis/core/validation, apimachinery pkg/api/validation); an empty list means valid.
+// Validation shared by every registry entry: ObjectMeta (names, labels, annotations, owner references,
+// finalizers), which the write rules apply to every kind, and the building blocks several kinds' validators use
+// (quantities, resource lists, access modes, class names, optional enums, label selectors, canonical JSON).
+// Each validator returns StatusCause[] with kube's reasons, messages and field paths (k/k
+// pkg/apis/core/validation, apimachinery pkg/api/validation); an empty list means valid. The kinds' own
+// validators live next to their entries (core/*.ts, apps/*.ts and the group files).
 
-import type { KubeObject, ObjectMeta, StatusCause } from '../../types/k8s.ts';
+import type { ObjectMeta, StatusCause } from '../../types/k8s.ts';
+import { isQuantity, parseQuantity } from '../../types/quantity.ts';
 import {
-  FieldPath, forbidden, immutable, invalid, invalidEach, record, required, str, tooLong, typeCheck, type JsonRecord,
+  FieldPath, forbidden, invalid, invalidEach, list, notSupported, record, required, sorted, str, tooLong, typeCheck, type JsonRecord,
 } from '../common/field-errors.ts';
-import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from '../common/name-rules.ts';
-
-export { validatePersistentVolume, validatePersistentVolumeClaim } from './validation-storage.ts';
-export { validateStorageClass } from './storage.ts';
-export { validateNode, validatePod } from './validation-workloads.ts';
-export { validateEvent } from './events.ts';
-export { validateLease } from './coordination.ts';
+import { isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from '../common/name-rules.ts'
+;
 
 /** metadata.annotations: total bytes of keys and values (TotalAnnotationSizeLimitB). */
 export const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
-/** ConfigMap/Secret payload limit (core.MaxSecretSize). */
-export const MAX_SECRET_SIZE = 1024 * 1024;
 
 const STANDARD_FINALIZERS = new Set(['kubernetes', 'orphan', 'foregroundDeletion']);
 
 /** ValidatePathSegmentName: names that must be usable as one URL path segment. */
-function pathSegmentName(name: string, prefix: boolean): string[] {
+export function pathSegmentName(name: string, prefix: boolean): string[] {
   if (prefix) return [];
   if (name === '.') return ["may not be '.'"];
   if (name === '..') return ["may not be '..'"];
@@ -33,7 +29,7 @@ function pathSegmentName(name: string, prefix: boolean): string[] {
   return errs;
 }
 
-function nameErrors(name: string, rule: 'dns1123subdomain' | 'dns1123label' | 'path', prefix: boolean): string[] {
+export function nameErrors(name: string, rule: 'dns1123subdomain' | 'dns1123label' | 'path', prefix: boolean): string[] {
   // A generateName prefix may end in '-' (maskTrailingDash).
   const n = prefix && name.length > 1 && name.endsWith('-') ? `${name.slice(0, -1)}a` : name;
   if (rule === 'dns1123label') return isDNS1123Label(n);
@@ -42,7 +38,7 @@ function nameErrors(name: string, rule: 'dns1123subdomain' | 'dns1123label' | 'p
 }
 
 /** Byte length as Go's len() counts it. */
-const byteLength = (s: string) => Buffer.byteLength(s, 'utf8');
+export const byteLength = (s: string) => Buffer.byteLength(s, 'utf8');
 
 /** ValidateLabels: keys are qualified names, values label values; causes carry the whole map's path. */
 export function validateLabels(labels: unknown, p: FieldPath): StatusCause[] {
@@ -57,7 +53,7 @@ export function validateLabels(labels: unknown, p: FieldPath): StatusCause[] {
   return causes;
 }
 
-function validateAnnotations(annotations: unknown, p: FieldPath): StatusCause[] {
+export function validateAnnotations(annotations: unknown, p: FieldPath): StatusCause[] {
   const typeErrs = typeCheck(p, annotations, 'object');
   if (typeErrs.length) return typeErrs;
   const causes: StatusCause[] = [];
@@ -82,7 +78,7 @@ export function validateFinalizerName(name: unknown, p: FieldPath): StatusCause[
   return [];
 }
 
-function validateOwnerReferences(refs: unknown, p: FieldPath): StatusCause[] {
+export function validateOwnerReferences(refs: unknown, p: FieldPath): StatusCause[] {
   const typeErrs = typeCheck(p, refs, 'array');
   if (typeErrs.length || !Array.isArray(refs)) return typeErrs;
   const causes: StatusCause[] = [];
@@ -147,91 +143,87 @@ export function validateObjectMeta(
   return causes;
 }
 
-// -------------------------------------------------------------------------------------------- Namespace
+export const ACCESS_MODES = sorted(['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOncePod']);
+export const VOLUME_MODES = sorted(['Block', 'Filesystem']);
 
-const NAMESPACE_PHASES = ['Active', 'Terminating'];
-
-/** Namespace: spec.finalizers are qualified names; status.phase Active|Terminating. */
-export function validateNamespace(obj: KubeObject, _old?: KubeObject): StatusCause[] {
+export function validateAccessModes(modes: unknown, p: FieldPath, requiredDetail?: string): StatusCause[] {
+  const typeErrs = typeCheck(p, modes, 'array');
+  if (typeErrs.length) return typeErrs;
+  const list_ = list(modes);
+  if (list_.length === 0) return [required(p, requiredDetail)];
   const causes: StatusCause[] = [];
-  const spec = record(obj.spec);
-  const finalizers = spec?.finalizers;
-  causes.push(...typeCheck(FieldPath.root('spec', 'finalizers'), finalizers, 'array'));
-  if (Array.isArray(finalizers)) {
-    for (const f of finalizers) causes.push(...validateFinalizerName(f, FieldPath.root('spec', 'finalizers')));
+  for (const m of list_) if (!ACCESS_MODES.includes(m as string)) causes.push(notSupported(p, m, ACCESS_MODES));
+  if (list_.includes('ReadWriteOncePod') && list_.length > 1) causes.push(forbidden(p, 'may not use ReadWriteOncePod with other access modes'));
+  return causes;
+}
+
+/** A quantity that must parse and be >= 0 (or > 0 with `positive`). */
+export function validateQuantity(v: unknown, p: FieldPath, positive: boolean): StatusCause[] {
+  if (!isQuantity(v)) {
+    return [invalid(p, v, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")];
   }
-  const phase = record(obj.status)?.phase;
-  if (phase !== undefined && phase !== '' && !NAMESPACE_PHASES.includes(phase as string)) {
-    causes.push({ reason: 'FieldValueNotSupported', field: 'status.phase', message: `Unsupported value: ${JSON.stringify(phase)}: supported values: "Active", "Terminating"` });
+  const n = parseQuantity(v);
+  if (positive && n <= 0n) return [invalid(p, v, 'must be greater than zero')];
+  if (n < 0n) return [invalid(p, v, 'must be greater than or equal to 0')];
+  return [];
+}
+
+export function validateOptionalEnum(v: unknown, p: FieldPath, values: string[]): StatusCause[] {
+  if (v === undefined || v === null || v === '') return [];
+  return values.includes(v as string) ? [] : [notSupported(p, v, values)];
+}
+
+export function validateClassName(v: unknown, p: FieldPath): StatusCause[] {
+  if (v === undefined || v === null || v === '') return [];
+  if (typeof v !== 'string') return [invalid(p, v, 'must be a string')];
+  return invalidEach(p, v, isDNS1123Subdomain(v));
+}
+
+/** A map of resource quantities (ResourceList): every value a quantity >= 0. */
+export function validateResourceList(v: unknown, p: FieldPath): StatusCause[] {
+  const causes = typeCheck(p, v, 'object');
+  for (const [k, q] of Object.entries(record(v) ?? {})) {
+    if (!isQuantity(q)) causes.push(invalid(p.key(k), q, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"));
+    else if (parseQuantity(q) < 0n) causes.push(invalid(p.key(k), q, 'must be greater than or equal to 0'));
   }
   return causes;
 }
 
-// ---------------------------------------------------------------------------------- ConfigMap / Secret
-
-/** Decoded size of a base64 value (binaryData / Secret data are base64 in JSON). */
-function base64Size(v: string): number {
-  const clean = v.replace(/=+$/, '');
-  return Math.floor((clean.length * 3) / 4);
+/** JSON with sorted keys and absent/null members dropped, for semantic equality of specs. */
+export function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canonical);
+  const r = record(v);
+  if (!r) return v;
+  const out: JsonRecord = {};
+  for (const k of Object.keys(r).sort()) if (r[k] !== undefined && r[k] !== null) out[k] = canonical(r[k]);
+  return out;
 }
 
-const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
-
-function validateDataKeys(map: unknown, p: FieldPath, base64: boolean): { causes: StatusCause[]; size: number } {
-  const causes = typeCheck(p, map, 'object');
-  let size = 0;
-  for (const [k, v] of Object.entries(record(map) ?? {})) {
-    causes.push(...invalidEach(p.key(k), k, isConfigMapKey(k)));
-    if (typeof v !== 'string') {
-      causes.push(invalid(p.key(k), v, 'must be a string'));
-      continue;
+/** metav1validation.ValidateLabelSelector (strict label values). */
+export function validateLabelSelector(v: unknown, p: FieldPath): StatusCause[] {
+  const typeErrs = typeCheck(p, v, 'object');
+  if (typeErrs.length || v === undefined || v === null) return typeErrs;
+  const sel = record(v) ?? {};
+  const causes = validateLabels(sel.matchLabels, p.child('matchLabels'));
+  list(sel.matchExpressions).forEach((raw, i) => {
+    const e = record(raw) ?? {};
+    const ep = p.child('matchExpressions').index(i);
+    const values = list(e.values);
+    switch (e.operator) {
+      case 'In':
+      case 'NotIn':
+        if (values.length === 0) causes.push(required(ep.child('values'), "must be specified when `operator` is 'In' or 'NotIn'"));
+        break;
+      case 'Exists':
+      case 'DoesNotExist':
+        if (values.length > 0) causes.push(forbidden(ep.child('values'), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
+        break;
+      default:
+        causes.push(invalid(ep.child('operator'), e.operator ?? '', 'not a valid selector operator'));
     }
-    if (base64 && !BASE64_RE.test(v)) causes.push(invalid(p.key(k), '<value omitted>', 'must be base64-encoded'));
-    size += base64 ? base64Size(v) : byteLength(v);
-  }
-  return { causes, size };
-}
-
-function immutableDataCauses(obj: KubeObject, old: KubeObject | undefined, fields: string[]): StatusCause[] {
-  if (old === undefined || old.immutable !== true) return [];
-  const causes: StatusCause[] = [];
-  for (const f of fields) {
-    if (JSON.stringify(obj[f] ?? {}) !== JSON.stringify(old[f] ?? {})) {
-      causes.push(forbidden(FieldPath.root(f), 'field is immutable when `immutable` is set'));
-    }
-  }
-  if (obj.immutable !== true) causes.push(forbidden(FieldPath.root('immutable'), 'field is immutable when `immutable` is set'));
-  return causes;
-}
-
-/** ConfigMap: data/binaryData keys, no key in both, total size <= 1 MiB, `immutable` honoured on update. */
-export function validateConfigMap(obj: KubeObject, old?: KubeObject): StatusCause[] {
-  const data = validateDataKeys(obj.data, FieldPath.root('data'), false);
-  const bin = validateDataKeys(obj.binaryData, FieldPath.root('binaryData'), true);
-  const causes = [...data.causes, ...bin.causes];
-  const binKeys = record(obj.binaryData) ?? {};
-  for (const k of Object.keys(record(obj.data) ?? {})) {
-    if (k in binKeys) causes.push(invalid(FieldPath.root('data').key(k), k, 'duplicate of key present in binaryData'));
-  }
-  if (data.size + bin.size > MAX_SECRET_SIZE) causes.push(tooLong(FieldPath.root(''), MAX_SECRET_SIZE));
-  causes.push(...immutableDataCauses(obj, old, ['data', 'binaryData']));
-  return causes;
-}
-
-const TLS_KEYS = ['tls.crt', 'tls.key'];
-
-/** Secret: data keys (base64 values) and stringData keys, total size <= 1 MiB, type rules, immutability. */
-export function validateSecret(obj: KubeObject, old?: KubeObject): StatusCause[] {
-  const data = validateDataKeys(obj.data, FieldPath.root('data'), true);
-  const stringData = validateDataKeys(obj.stringData, FieldPath.root('stringData'), false);
-  const causes = [...data.causes, ...stringData.causes];
-  if (data.size + stringData.size > MAX_SECRET_SIZE) causes.push(tooLong(FieldPath.root('data'), MAX_SECRET_SIZE));
-  const type = obj.type ?? 'Opaque';
-  const keys = new Set([...Object.keys(record(obj.data) ?? {}), ...Object.keys(record(obj.stringData) ?? {})]);
-  if (type === 'kubernetes.io/tls') {
-    for (const k of TLS_KEYS) if (!keys.has(k)) causes.push(required(FieldPath.root('data').key(k)));
-  }
-  if (old !== undefined) causes.push(...immutable(FieldPath.root('type'), type, old.type ?? 'Opaque'));
-  causes.push(...immutableDataCauses(obj, old, ['data']));
+    const key = str(e.key) ?? '';
+    causes.push(...invalidEach(ep.child('key'), key, isQualifiedName(key)));
+    values.forEach((value, j) => causes.push(...invalidEach(ep.child('values').index(j), String(value), isValidLabelValue(String(value)))));
+  });
   return causes;
 }

@@ -1,19 +1,22 @@
-// Validation of the core/v1 storage kinds: PersistentVolume and PersistentVolumeClaim (create and update
-// immutability), after k/k pkg/apis/core/validation; StorageClass is in storage.ts with its group.
-// Objects arrive defaulted (the registry defaults before validating), as kube-apiserver's do.
-
-import type { KubeObject, StatusCause } from '../../types/k8s.ts';
-import { isQuantity, parseQuantity } from '../../types/quantity.ts';
+// core/v1 PersistentVolume: its registry entry (defaults, phase bookkeeping), validation (capacity, access modes,
+// exactly one volume source, reclaim policy, claimRef, nodeAffinity; source, volumeMode and nodeAffinity
+// immutable) after k/k pkg/apis/core/validation, and its kubectl columns.
+import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import {
   FieldPath, forbidden, immutable, invalid, invalidEach, list, notSupported, record, required, sorted, str, tooLong,
   typeCheck, type JsonRecord,
-} from '../common/field-errors.ts';
-import { isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from '../common/name-rules.ts';
-import { labelSelectorToPredicate, SelectorError } from '../common/selectors.ts';
-import type { LabelSelector } from '../../types/k8s.ts';
+} from '../../common/field-errors.ts';
+import { formatTime } from '../../common/meta.ts';
+import { isQualifiedName, isValidLabelValue } from '../../common/name-rules.ts';
+import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
+import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
+import type { ResourceType } from '../resource-type.ts';
+import {
+  accessModesString, ageColumn, column, nameColumn, nonEmpty, phaseOrTerminating, rec, spec, status, storageClassOf, str as cellText,
+  type TableColumn,
+} from '../table-columns.ts';
+import { VOLUME_MODES, validateAccessModes, validateClassName, validateOptionalEnum, validateQuantity } from '../validation.ts';
 
-export const ACCESS_MODES = sorted(['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOncePod']);
-export const VOLUME_MODES = sorted(['Block', 'Filesystem']);
 const PV_RECLAIM_POLICIES = sorted(['Delete', 'Recycle', 'Retain']);
 const HOST_PATH_TYPES = sorted(['', 'DirectoryOrCreate', 'Directory', 'FileOrCreate', 'File', 'Socket', 'CharDevice', 'BlockDevice']);
 
@@ -23,40 +26,6 @@ const PV_SOURCES = [
   'cephfs', 'fc', 'flocker', 'flexVolume', 'azureFile', 'vsphereVolume', 'azureDisk', 'photonPersistentDisk',
   'portworxVolume', 'scaleIO', 'local', 'storageos', 'csi',
 ];
-
-
-function validateAccessModes(modes: unknown, p: FieldPath, requiredDetail?: string): StatusCause[] {
-  const typeErrs = typeCheck(p, modes, 'array');
-  if (typeErrs.length) return typeErrs;
-  const list_ = list(modes);
-  if (list_.length === 0) return [required(p, requiredDetail)];
-  const causes: StatusCause[] = [];
-  for (const m of list_) if (!ACCESS_MODES.includes(m as string)) causes.push(notSupported(p, m, ACCESS_MODES));
-  if (list_.includes('ReadWriteOncePod') && list_.length > 1) causes.push(forbidden(p, 'may not use ReadWriteOncePod with other access modes'));
-  return causes;
-}
-
-/** A quantity that must parse and be >= 0 (or > 0 with `positive`). */
-function validateQuantity(v: unknown, p: FieldPath, positive: boolean): StatusCause[] {
-  if (!isQuantity(v)) {
-    return [invalid(p, v, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")];
-  }
-  const n = parseQuantity(v);
-  if (positive && n <= 0n) return [invalid(p, v, 'must be greater than zero')];
-  if (n < 0n) return [invalid(p, v, 'must be greater than or equal to 0')];
-  return [];
-}
-
-export function validateOptionalEnum(v: unknown, p: FieldPath, values: string[]): StatusCause[] {
-  if (v === undefined || v === null || v === '') return [];
-  return values.includes(v as string) ? [] : [notSupported(p, v, values)];
-}
-
-function validateClassName(v: unknown, p: FieldPath): StatusCause[] {
-  if (v === undefined || v === null || v === '') return [];
-  if (typeof v !== 'string') return [invalid(p, v, 'must be a string')];
-  return invalidEach(p, v, isDNS1123Subdomain(v));
-}
 
 /** ValidateNodeSelector as PV nodeAffinity uses it. */
 function validateNodeSelector(sel: unknown, p: FieldPath): StatusCause[] {
@@ -183,94 +152,55 @@ export function validatePersistentVolume(obj: KubeObject, old?: KubeObject): Sta
   return causes;
 }
 
-/** PersistentVolumeClaim create rules, and on update kube's spec immutability (see validatePVCUpdate). */
-export function validatePersistentVolumeClaim(obj: KubeObject, old?: KubeObject): StatusCause[] {
-  const p = FieldPath.root('spec');
-  const typeErrs = typeCheck(p, obj.spec, 'object');
-  if (typeErrs.length) return typeErrs;
-  const spec = record(obj.spec) ?? {};
-  const causes: StatusCause[] = [];
-  causes.push(...validateAccessModes(spec.accessModes, p.child('accessModes'), 'at least 1 access mode is required'));
-  if (spec.selector !== undefined && spec.selector !== null) {
-    try {
-      labelSelectorToPredicate(spec.selector as LabelSelector);
-    } catch (e) {
-      if (!(e instanceof SelectorError)) throw e;
-      causes.push(invalid(p.child('selector'), spec.selector, e.message));
-    }
-  }
-  const resources = record(spec.resources) ?? {};
-  const requests = record(resources.requests) ?? {};
-  if (!('storage' in requests)) causes.push(required(p.child('resources').key('storage')));
-  else causes.push(...validateQuantity(requests.storage, p.child('resources').key('storage'), true));
-  for (const [k, v] of Object.entries(requests)) {
-    if (k !== 'storage') causes.push(...validateQuantity(v, p.child('resources', 'requests').key(k), false));
-  }
-  for (const [k, v] of Object.entries(record(resources.limits) ?? {})) {
-    causes.push(...validateQuantity(v, p.child('resources', 'limits').key(k), false));
-  }
-  causes.push(...validateClassName(spec.storageClassName, p.child('storageClassName')));
-  causes.push(...validateClassName(spec.volumeAttributesClassName, p.child('volumeAttributesClassName')));
-  causes.push(...validateOptionalEnum(spec.volumeMode, p.child('volumeMode'), VOLUME_MODES));
-  for (const ds of ['dataSource', 'dataSourceRef']) {
-    const ref = record(spec[ds]);
-    if (!ref) continue;
-    if (!str(ref.kind)) causes.push(required(p.child(ds, 'kind')));
-    if (!str(ref.name)) causes.push(required(p.child(ds, 'name')));
-    if (!ref.apiGroup && ref.kind && ref.kind !== 'PersistentVolumeClaim') {
-      causes.push(invalid(p.child(ds), ref, "must be 'PersistentVolumeClaim' when referencing the default apiGroup"));
-    }
-  }
-  if (old !== undefined) causes.push(...validatePVCUpdate(obj, old));
-  return causes;
-}
+const pvColumns: TableColumn[] = [
+  nameColumn,
+  column('Capacity', 'capacity is the description of the persistent volume\'s resources and capacity.', (o) => cellText(rec(spec(o).capacity).storage, '0')),
+  column('Access Modes', 'accessModes contains all ways the volume can be mounted.', (o) => accessModesString(spec(o).accessModes)),
+  column('Reclaim Policy', 'persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim.', (o) => cellText(spec(o).persistentVolumeReclaimPolicy)),
+  column('Status', 'phase indicates if a volume is available, bound to a claim, or released by a claim.', phaseOrTerminating),
+  column('Claim', 'claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim.', (o) => {
+    const ref = spec(o).claimRef;
+    if (ref === undefined || ref === null) return '';
+    return `${cellText(rec(ref).namespace)}/${cellText(rec(ref).name)}`;
+  }),
+  column('StorageClass', 'StorageClass of the pv', storageClassOf),
+  column('VolumeAttributesClass', 'VolumeAttributesClass of the pv', (o) => nonEmpty(spec(o).volumeAttributesClassName, '<unset>')),
+  column('Reason', 'reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.', (o) => cellText(status(o).reason)),
+  ageColumn,
+  column('VolumeMode', 'volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state.', (o) => nonEmpty(spec(o).volumeMode, '<unset>'), 1),
+];
 
-const BETA_CLASS_ANNOTATION = 'volume.beta.kubernetes.io/storage-class';
-
-/**
- * ValidatePersistentVolumeClaimUpdate: the spec is immutable except volumeName "" -> name (binding), storageClassName
- * nil -> value (retroactive default class), and, for bound claims, resources.requests.storage (never decreasing)
- * and volumeAttributesClassName; volumeMode is immutable.
- */
-function validatePVCUpdate(obj: KubeObject, old: KubeObject): StatusCause[] {
-  const spec = { ...(record(obj.spec) ?? {}) };
-  const oldSpec = { ...(record(old.spec) ?? {}) };
-  const causes: StatusCause[] = [];
-  if (!oldSpec.volumeName) oldSpec.volumeName = spec.volumeName;
-  const oldAnnotations = old.metadata?.annotations ?? {};
-  if ((oldSpec.storageClassName === undefined || oldSpec.storageClassName === null) && !(BETA_CLASS_ANNOTATION in oldAnnotations)) {
-    if (typeof spec.storageClassName === 'string' && spec.storageClassName !== '') oldSpec.storageClassName = spec.storageClassName;
-  }
-  const bound = record(obj.status)?.phase === 'Bound';
-  const oldRequests = record(record(oldSpec.resources)?.requests) ?? {};
-  const newRequests = record(record(spec.resources)?.requests) ?? {};
-  if (bound) {
-    spec.resources = { ...(record(spec.resources) ?? {}), requests: { ...newRequests, storage: oldRequests.storage } };
-    spec.volumeAttributesClassName = oldSpec.volumeAttributesClassName;
-  }
-  if (JSON.stringify(canonical(spec)) !== JSON.stringify(canonical(oldSpec))) {
-    causes.push(forbidden(FieldPath.root('spec'), 'spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims'));
-  }
-  const newSize = newRequests.storage;
-  const oldSize = oldRequests.storage;
-  if (isQuantity(newSize) && isQuantity(oldSize) && parseQuantity(newSize) < parseQuantity(oldSize)) {
-    // RecoverVolumeExpansionFailure (beta, on by default in 1.32): a request may come back down after a failed
-    // expansion, but never to status.capacity or below (Kubernetes does not shrink volumes).
-    const statusSize = record(record(old.status)?.capacity)?.storage;
-    if (parseQuantity(newSize) <= (isQuantity(statusSize) ? parseQuantity(statusSize) : 0n)) {
-      causes.push(forbidden(FieldPath.root('spec', 'resources', 'requests', 'storage'), 'field can not be less than status.capacity'));
+export const PERSISTENT_VOLUMES: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'persistentvolumes',
+  kind: 'PersistentVolume',
+  listKind: 'PersistentVolumeList',
+  namespaced: false,
+  shortNames: ['pv'],
+  singular: 'persistentvolume',
+  verbs: ALL_VERBS,
+  hasStatus: true,
+  validate: (o, old) => validatePersistentVolume(o, old),
+  defaults(o) {
+    canonicalizeQuantityMaps(o, ['spec.capacity']);
+    const spec = section(o, 'spec');
+    setDefault(spec, 'persistentVolumeReclaimPolicy', 'Retain');
+    setDefault(spec, 'volumeMode', 'Filesystem');
+    setDefault(section(o, 'status'), 'phase', 'Pending');
+  },
+  prepareForCreate(o, now) {
+    o.status = { phase: 'Pending', lastPhaseTransitionTime: formatTime(now) };
+  },
+  prepareForUpdate(o, old, subresource, now) {
+    if (subresource !== 'status') return;
+    const status = section(o, 'status');
+    const oldStatus = (old.status ?? {}) as Record<string, unknown>;
+    if (status.phase !== oldStatus.phase && status.lastPhaseTransitionTime === oldStatus.lastPhaseTransitionTime) {
+      status.lastPhaseTransitionTime = formatTime(now);
     }
-  }
-  causes.push(...immutable(FieldPath.root('volumeMode'), record(obj.spec)?.volumeMode, record(old.spec)?.volumeMode));
-  return causes;
-}
-
-/** JSON with sorted keys and absent/null members dropped, for semantic equality of specs. */
-export function canonical(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(canonical);
-  const r = record(v);
-  if (!r) return v;
-  const out: JsonRecord = {};
-  for (const k of Object.keys(r).sort()) if (r[k] !== undefined && r[k] !== null) out[k] = canonical(r[k]);
-  return out;
-}
+  },
+  fieldSelectors: {},
+  returnDeletedObject: true,
+  columns: pvColumns,
+};

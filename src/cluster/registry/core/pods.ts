@@ -1,49 +1,17 @@
-// Validation of the non-storage kinds the embedded cluster serves: Node and Pod
-// (k/k pkg/apis/core/validation). Kept to the rules clients of this project
-// can trip over; anything kube checks that is not listed here is accepted.
-
-import type { KubeObject, StatusCause } from '../../types/k8s.ts';
-import { isQuantity, parseQuantity } from '../../types/quantity.ts';
+// core/v1 Pod: its registry entry (PodSpec defaults, field selectors), validation (volumes, containers, init
+// containers, restartPolicy, nodeName; update limits) after k/k pkg/apis/core/validation, kept to the rules
+// clients of this project can trip over, and its kubectl columns. validatePodSpec also checks the pod templates
+// of the apps/v1 workloads.
+import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import {
-  FieldPath, duplicate, forbidden, invalid, invalidEach, list, notSupported, record, required, sorted, str, typeCheck,
-} from '../common/field-errors.ts';
-import { isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from '../common/name-rules.ts';
+  FieldPath, duplicate, forbidden, invalidEach, list, notSupported, record, required, sorted, str, typeCheck,
+} from '../../common/field-errors.ts';
+import { isDNS1123Label, isDNS1123Subdomain } from '../../common/name-rules.ts';
+import { ALL_VERBS, boolPath, defaultPodSpec, path, section, setDefault } from '../registry-helpers.ts';
+import type { ResourceType } from '../resource-type.ts';
+import { ageColumn, column, nameColumn, nonEmpty, rec, spec, status, type TableColumn } from '../table-columns.ts';
 
-const TAINT_EFFECTS = sorted(['NoSchedule', 'PreferNoSchedule', 'NoExecute']);
 const RESTART_POLICIES = sorted(['Always', 'OnFailure', 'Never']);
-
-function validateResourceList(v: unknown, p: FieldPath): StatusCause[] {
-  const causes = typeCheck(p, v, 'object');
-  for (const [k, q] of Object.entries(record(v) ?? {})) {
-    if (!isQuantity(q)) causes.push(invalid(p.key(k), q, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"));
-    else if (parseQuantity(q) < 0n) causes.push(invalid(p.key(k), q, 'must be greater than or equal to 0'));
-  }
-  return causes;
-}
-
-/** Node: taints (key, effect, no duplicates), unschedulable type, capacity/allocatable quantities. */
-export function validateNode(obj: KubeObject, _old?: KubeObject): StatusCause[] {
-  const causes: StatusCause[] = [];
-  const spec = record(obj.spec) ?? {};
-  causes.push(...typeCheck(FieldPath.root('spec', 'unschedulable'), spec.unschedulable, 'boolean'));
-  const seen = new Set<string>();
-  list(spec.taints).forEach((raw, i) => {
-    const t = record(raw) ?? {};
-    const p = FieldPath.root('spec', 'taints').index(i);
-    const key = String(t.key ?? '');
-    causes.push(...invalidEach(p.child('key'), key, isQualifiedName(key)));
-    if (t.value !== undefined && t.value !== '') causes.push(...invalidEach(p.child('value'), String(t.value), isValidLabelValue(String(t.value))));
-    if (!t.effect) causes.push(required(p.child('effect')));
-    else if (!TAINT_EFFECTS.includes(t.effect as string)) causes.push(notSupported(p.child('effect'), t.effect, TAINT_EFFECTS));
-    const id = `${key}:${String(t.effect)}`;
-    if (seen.has(id)) causes.push(duplicate(p, `${key}:${String(t.effect)}`));
-    seen.add(id);
-  });
-  const status = record(obj.status) ?? {};
-  causes.push(...validateResourceList(status.capacity, FieldPath.root('status', 'capacity')));
-  causes.push(...validateResourceList(status.allocatable, FieldPath.root('status', 'allocatable')));
-  return causes;
-}
 
 function validateContainers(v: unknown, p: FieldPath, requireOne: boolean, volumeNames: Set<string>): StatusCause[] {
   const typeErrs = typeCheck(p, v, 'array');
@@ -144,3 +112,61 @@ function immutablePodSpec(spec: Record<string, unknown>, dropNodeName: boolean):
   if (dropNodeName) delete s.nodeName;
   return canonical(s);
 }
+
+function containerStatuses(o: KubeObject): Array<Record<string, unknown>> {
+  const list = status(o).containerStatuses;
+  return Array.isArray(list) ? list.map(rec) : [];
+}
+
+const podColumns: TableColumn[] = [
+  nameColumn,
+  column('Ready', 'The aggregate readiness state of this pod for accepting traffic.', (o) => {
+    const containers = Array.isArray(spec(o).containers) ? (spec(o).containers as unknown[]).length : 0;
+    return `${containerStatuses(o).filter((c) => c.ready === true).length}/${containers}`;
+  }),
+  column('Status', 'The aggregate status of the containers in this pod.', (o) => {
+    if (o.metadata.deletionTimestamp) return status(o).reason === 'NodeLost' ? 'Unknown' : 'Terminating';
+    return nonEmpty(status(o).reason, '') || nonEmpty(status(o).phase, 'Pending');
+  }),
+  column('Restarts', 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.', (o) =>
+    String(containerStatuses(o).reduce((n, c) => n + (typeof c.restartCount === 'number' ? c.restartCount : 0), 0))),
+  ageColumn,
+  column('IP', 'podIP address allocated to the pod.', (o) => nonEmpty(status(o).podIP, '<none>'), 1),
+  column('Node', 'NodeName indicates in which node this pod is scheduled.', (o) => nonEmpty(spec(o).nodeName, '<none>'), 1),
+  column('Nominated Node', 'nominatedNodeName is set only when this pod preempts other pods on the node.', (o) => nonEmpty(status(o).nominatedNodeName, '<none>'), 1),
+  column('Readiness Gates', 'If specified, all readiness gates will be evaluated for pod readiness.', () => '<none>', 1),
+];
+
+export const PODS: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'pods',
+  kind: 'Pod',
+  listKind: 'PodList',
+  namespaced: true,
+  shortNames: ['po'],
+  singular: 'pod',
+  verbs: ALL_VERBS,
+  categories: ['all'],
+  hasStatus: true,
+  validate: (o, old) => validatePod(o, old),
+  defaults(o) {
+    defaultPodSpec(section(o, 'spec'));
+    setDefault(section(o, 'status'), 'phase', 'Pending');
+  },
+  prepareForCreate(o) {
+    o.status = { phase: 'Pending', qosClass: 'BestEffort' };
+  },
+  fieldSelectors: {
+    'spec.nodeName': path('spec.nodeName'),
+    'spec.restartPolicy': path('spec.restartPolicy'),
+    'spec.schedulerName': path('spec.schedulerName'),
+    'spec.serviceAccountName': path('spec.serviceAccountName'),
+    'spec.hostNetwork': boolPath('spec.hostNetwork'),
+    'status.phase': path('status.phase'),
+    'status.podIP': path('status.podIP'),
+    'status.nominatedNodeName': path('status.nominatedNodeName'),
+  },
+  returnDeletedObject: true,
+  columns: podColumns,
+};

@@ -1,0 +1,137 @@
+// core/v1 PersistentVolumeClaim: its registry entry, validation (access modes, selector, storage request,
+// class names, data sources; on update kube's spec immutability with the binding and resize exceptions) after
+// k/k pkg/apis/core/validation, and its kubectl columns. Objects arrive defaulted (the registry defaults before
+// validating), as kube-apiserver's do.
+import type { KubeObject, LabelSelector, StatusCause } from '../../../types/k8s.ts';
+import { isQuantity, parseQuantity } from '../../../types/quantity.ts';
+import { FieldPath, forbidden, immutable, invalid, record, required, str, typeCheck } from '../../common/field-errors.ts';
+import { labelSelectorToPredicate, SelectorError } from '../../common/selectors.ts';
+import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
+import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
+import type { ResourceType } from '../resource-type.ts';
+import {
+  accessModesString, ageColumn, column, nameColumn, nonEmpty, phaseOrTerminating, rec, spec, status, storageClassOf, str as cellText,
+  type TableColumn,
+} from '../table-columns.ts';
+import { canonical, VOLUME_MODES, validateAccessModes, validateClassName, validateOptionalEnum, validateQuantity } from '../validation.ts';
+
+/** PersistentVolumeClaim create rules, and on update kube's spec immutability (see validatePVCUpdate). */
+export function validatePersistentVolumeClaim(obj: KubeObject, old?: KubeObject): StatusCause[] {
+  const p = FieldPath.root('spec');
+  const typeErrs = typeCheck(p, obj.spec, 'object');
+  if (typeErrs.length) return typeErrs;
+  const spec = record(obj.spec) ?? {};
+  const causes: StatusCause[] = [];
+  causes.push(...validateAccessModes(spec.accessModes, p.child('accessModes'), 'at least 1 access mode is required'));
+  if (spec.selector !== undefined && spec.selector !== null) {
+    try {
+      labelSelectorToPredicate(spec.selector as LabelSelector);
+    } catch (e) {
+      if (!(e instanceof SelectorError)) throw e;
+      causes.push(invalid(p.child('selector'), spec.selector, e.message));
+    }
+  }
+  const resources = record(spec.resources) ?? {};
+  const requests = record(resources.requests) ?? {};
+  if (!('storage' in requests)) causes.push(required(p.child('resources').key('storage')));
+  else causes.push(...validateQuantity(requests.storage, p.child('resources').key('storage'), true));
+  for (const [k, v] of Object.entries(requests)) {
+    if (k !== 'storage') causes.push(...validateQuantity(v, p.child('resources', 'requests').key(k), false));
+  }
+  for (const [k, v] of Object.entries(record(resources.limits) ?? {})) {
+    causes.push(...validateQuantity(v, p.child('resources', 'limits').key(k), false));
+  }
+  causes.push(...validateClassName(spec.storageClassName, p.child('storageClassName')));
+  causes.push(...validateClassName(spec.volumeAttributesClassName, p.child('volumeAttributesClassName')));
+  causes.push(...validateOptionalEnum(spec.volumeMode, p.child('volumeMode'), VOLUME_MODES));
+  for (const ds of ['dataSource', 'dataSourceRef']) {
+    const ref = record(spec[ds]);
+    if (!ref) continue;
+    if (!str(ref.kind)) causes.push(required(p.child(ds, 'kind')));
+    if (!str(ref.name)) causes.push(required(p.child(ds, 'name')));
+    if (!ref.apiGroup && ref.kind && ref.kind !== 'PersistentVolumeClaim') {
+      causes.push(invalid(p.child(ds), ref, "must be 'PersistentVolumeClaim' when referencing the default apiGroup"));
+    }
+  }
+  if (old !== undefined) causes.push(...validatePVCUpdate(obj, old));
+  return causes;
+}
+
+const BETA_CLASS_ANNOTATION = 'volume.beta.kubernetes.io/storage-class';
+
+/**
+ * ValidatePersistentVolumeClaimUpdate: the spec is immutable except volumeName "" -> name (binding), storageClassName
+ * nil -> value (retroactive default class), and, for bound claims, resources.requests.storage (never decreasing)
+ * and volumeAttributesClassName; volumeMode is immutable.
+ */
+function validatePVCUpdate(obj: KubeObject, old: KubeObject): StatusCause[] {
+  const spec = { ...(record(obj.spec) ?? {}) };
+  const oldSpec = { ...(record(old.spec) ?? {}) };
+  const causes: StatusCause[] = [];
+  if (!oldSpec.volumeName) oldSpec.volumeName = spec.volumeName;
+  const oldAnnotations = old.metadata?.annotations ?? {};
+  if ((oldSpec.storageClassName === undefined || oldSpec.storageClassName === null) && !(BETA_CLASS_ANNOTATION in oldAnnotations)) {
+    if (typeof spec.storageClassName === 'string' && spec.storageClassName !== '') oldSpec.storageClassName = spec.storageClassName;
+  }
+  const bound = record(obj.status)?.phase === 'Bound';
+  const oldRequests = record(record(oldSpec.resources)?.requests) ?? {};
+  const newRequests = record(record(spec.resources)?.requests) ?? {};
+  if (bound) {
+    spec.resources = { ...(record(spec.resources) ?? {}), requests: { ...newRequests, storage: oldRequests.storage } };
+    spec.volumeAttributesClassName = oldSpec.volumeAttributesClassName;
+  }
+  if (JSON.stringify(canonical(spec)) !== JSON.stringify(canonical(oldSpec))) {
+    causes.push(forbidden(FieldPath.root('spec'), 'spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims'));
+  }
+  const newSize = newRequests.storage;
+  const oldSize = oldRequests.storage;
+  if (isQuantity(newSize) && isQuantity(oldSize) && parseQuantity(newSize) < parseQuantity(oldSize)) {
+    // RecoverVolumeExpansionFailure (beta, on by default in 1.32): a request may come back down after a failed
+    // expansion, but never to status.capacity or below (Kubernetes does not shrink volumes).
+    const statusSize = record(record(old.status)?.capacity)?.storage;
+    if (parseQuantity(newSize) <= (isQuantity(statusSize) ? parseQuantity(statusSize) : 0n)) {
+      causes.push(forbidden(FieldPath.root('spec', 'resources', 'requests', 'storage'), 'field can not be less than status.capacity'));
+    }
+  }
+  causes.push(...immutable(FieldPath.root('volumeMode'), record(obj.spec)?.volumeMode, record(old.spec)?.volumeMode));
+  return causes;
+}
+
+const pvcColumns: TableColumn[] = [
+  nameColumn,
+  column('Status', 'phase represents the current phase of PersistentVolumeClaim.', phaseOrTerminating),
+  column('Volume', 'volumeName is the binding reference to the PersistentVolume backing this claim.', (o) => cellText(spec(o).volumeName)),
+  column('Capacity', 'capacity represents the actual resources of the underlying volume.', (o) =>
+    cellText(spec(o).volumeName) !== '' ? cellText(rec(status(o).capacity).storage, '0') : ''),
+  column('Access Modes', 'accessModes contains the actual access modes the volume backing the PVC has.', (o) =>
+    cellText(spec(o).volumeName) !== '' ? accessModesString(status(o).accessModes) : ''),
+  column('StorageClass', 'StorageClass of the pvc', storageClassOf),
+  column('VolumeAttributesClass', 'VolumeAttributesClass of the pvc', (o) => nonEmpty(spec(o).volumeAttributesClassName, '<unset>')),
+  ageColumn,
+  column('VolumeMode', 'volumeMode defines what type of volume is required by the claim.', (o) => nonEmpty(spec(o).volumeMode, '<unset>'), 1),
+];
+
+export const PERSISTENT_VOLUME_CLAIMS: ResourceType = {
+  group: '',
+  version: 'v1',
+  resource: 'persistentvolumeclaims',
+  kind: 'PersistentVolumeClaim',
+  listKind: 'PersistentVolumeClaimList',
+  namespaced: true,
+  shortNames: ['pvc'],
+  singular: 'persistentvolumeclaim',
+  verbs: ALL_VERBS,
+  hasStatus: true,
+  validate: (o, old) => validatePersistentVolumeClaim(o, old),
+  defaults(o) {
+    canonicalizeQuantityMaps(o, ['spec.resources.requests', 'spec.resources.limits', 'status.capacity', 'status.allocatedResources']);
+    setDefault(section(o, 'spec'), 'volumeMode', 'Filesystem');
+    setDefault(section(o, 'status'), 'phase', 'Pending');
+  },
+  prepareForCreate(o) {
+    o.status = { phase: 'Pending' };
+  },
+  fieldSelectors: {},
+  returnDeletedObject: true,
+  columns: pvcColumns,
+};
