@@ -74,8 +74,11 @@ describe('shutdown on SIGINT/SIGTERM', () => {
     await waitFor('the first signal seen', () => again.stderr().includes('shutting down'), 30_000);
     again.child.kill('SIGINT');
     // Whether the second signal lands before the graceful shutdown has finished depends on the machine's speed:
-    // 130 when it does, 0 when the shutdown won the race. The forced exit itself is tested without a race below.
-    assert.ok([0, 130].includes(await exitWithin(again) as number), again.stderr());
+    // 130 when it does; 0 when the shutdown won the race; and when it lands after the handlers were removed but
+    // before the process exited, Node's default action ends it by that signal. Never a hang or an error exit.
+    // The forced exit itself is tested without a race below.
+    const code = await exitWithin(again);
+    assert.ok(code === 0 || code === 130 || code === 'SIGINT', `${String(code)}\n${again.stderr()}`);
   });
 
   it('the first signal aborts, the second forces exit 130 (signal handling without a process race)', () => {
