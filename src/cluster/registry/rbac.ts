@@ -10,7 +10,7 @@ import { isDNS1123Subdomain } from '../common/name-rules.ts';
 import { ALL_VERBS } from './registry-helpers.ts';
 import type { ResourceType } from './resource-type.ts';
 import { ageColumn, column, nameColumn, rec, str as cellText, type TableColumn } from './table-columns.ts';
-import { validateLabelSelector } from './validation.ts';
+import { pathSegmentName, validateLabelSelector } from './validation.ts';
 
 export const RBAC_GROUP = 'rbac.authorization.k8s.io';
 const SUBJECT_KINDS = ['ServiceAccount', 'User', 'Group'];
@@ -91,16 +91,6 @@ function validateSubject(raw: unknown, namespaced: boolean, p: FieldPath): Statu
   return causes;
 }
 
-/** ValidatePathSegmentName, the RBAC name rule (ValidateRBACName), for roleRef.name. */
-function pathSegmentErrors(name: string): string[] {
-  if (name === '.') return ["may not be '.'"];
-  if (name === '..') return ["may not be '..'"];
-  const errs: string[] = [];
-  if (name.includes('/')) errs.push("may not contain '/'");
-  if (name.includes('%')) errs.push("may not contain '%'");
-  return errs;
-}
-
 function validateBinding(obj: KubeObject, old: KubeObject | undefined, roleKinds: string[], namespaced: boolean): StatusCause[] {
   const causes: StatusCause[] = [];
   const refPath = FieldPath.root('roleRef');
@@ -111,7 +101,7 @@ function validateBinding(obj: KubeObject, old: KubeObject | undefined, roleKinds
   if (!roleKinds.includes(String(ref.kind))) causes.push(notSupported(refPath.child('kind'), ref.kind ?? '', roleKinds));
   const refName = str(ref.name) ?? '';
   if (refName === '') causes.push(required(refPath.child('name')));
-  else causes.push(...invalidEach(refPath.child('name'), refName, pathSegmentErrors(refName)));
+  else causes.push(...invalidEach(refPath.child('name'), refName, pathSegmentName(refName, false)));
   const subjectsPath = FieldPath.root('subjects');
   const subjectErrs = typeCheck(subjectsPath, obj.subjects, 'array');
   if (subjectErrs.length) causes.push(...subjectErrs);

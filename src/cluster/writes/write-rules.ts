@@ -282,16 +282,20 @@ export class WriteRules {
     return this.#d.tables().filter((t) => t.rt.namespaced);
   }
 
+  /** The namespaces table, or undefined in a store that does not serve namespaces (then nothing is enforced). */
+  #namespaceTable(): ResourceTable | undefined {
+    try {
+      return this.#d.table('namespaces');
+    } catch {
+      return undefined;
+    }
+  }
+
   #finalizeNamespaceIfEmpty(ns: string | undefined): void {
     if (!ns) return;
-    let nsTable: ResourceTable;
-    try {
-      nsTable = this.#d.table('namespaces');
-    } catch {
-      return;
-    }
-    const entry = nsTable.items.get(ns);
-    if (!entry?.obj.metadata.deletionTimestamp) return;
+    const nsTable = this.#namespaceTable();
+    const entry = nsTable?.items.get(ns);
+    if (!nsTable || !entry?.obj.metadata.deletionTimestamp) return;
     for (const t of this.#namespacedTables()) {
       for (const k of t.items.keys()) if (k.startsWith(`${ns}/`)) return;
     }
@@ -299,12 +303,8 @@ export class WriteRules {
   }
 
   #checkNamespaceAcceptsCreate(rt: ResourceType, ns: string, name: string): void {
-    let nsTable: ResourceTable;
-    try {
-      nsTable = this.#d.table('namespaces');
-    } catch {
-      return;
-    }
+    const nsTable = this.#namespaceTable();
+    if (!nsTable) return;
     const entry = nsTable.items.get(ns);
     if (!entry) throw notFound({ group: '', resource: 'namespaces', kind: 'Namespace' }, ns);
     if (entry.obj.metadata.deletionTimestamp) {
