@@ -65,28 +65,22 @@ function parseArgs(argv: string[]): Args {
 function modeOptions(mode: string, args: Args): ProvisionControllerOptions {
   const base: ProvisionControllerOptions = {
     resyncPeriodMs: args.resyncMs,
-    leaderElectionNamespace: 'default',
     ...(args.threadiness !== undefined ? { threadiness: args.threadiness } : {}),
   };
   switch (mode) {
     case 'lease':
-      return { ...base, leaderElection: 'lease' };
+      return { ...base, leaderElection: { mode: 'lease', namespace: 'default' } };
     case 'per-claim':
-      return { ...base, leaderElection: 'per-claim' };
+      return { ...base, leaderElection: { mode: 'per-claim' } };
     case 'none':
-      return { ...base, leaderElection: 'none' };
+      return { ...base, leaderElection: { mode: 'none' } };
     case 'seed':
       return {
         ...base,
-        leaderElection: 'per-claim',
+        leaderElection: { mode: 'per-claim', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
         threadiness: args.threadiness ?? 100,
-        backoffBaseMs: 500,
-        backoffMaxMs: 122_000,
-        failedProvisionThreshold: 15,
+        retry: { backoffBaseMs: 500, backoffMaxMs: 122_000, failedProvisionThreshold: 15 },
         volumeSave: { mode: 'retry', retryCount: 5, intervalMs: 10_000 },
-        leaseDurationMs: 15_000,
-        renewDeadlineMs: 10_000,
-        retryPeriodMs: 2_000,
       };
     default:
       throw new Error(`unknown mode ${mode} (lease, per-claim, none, seed)`);

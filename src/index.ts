@@ -28,10 +28,13 @@ export {
   ConfigurationError,
   DEFAULTS,
   defaultVolumeName,
+  mergeOptions,
   type LeaderElectionMode,
+  type LeaderElectionOptions,
   type LeakInventoryOptions,
   type ProvisionControllerOptions,
   type ResolvedOptions,
+  type RetryOptions,
   type SelectorPolicy,
   type VolumeSaveOptions,
 } from './controller/options.ts';

@@ -25,9 +25,9 @@ const controller = new ProvisionController(
   new DirectoryProvisioner({ baseDir: process.env.BASE_DIR ?? '/var/lib/directory-provisioner', nodeName }),
   {
     // One instance per node (a DaemonSet): every instance works, the node check in provision() shards the claims.
-    leaderElection: 'none',
+    leaderElection: { mode: 'none' },
     addFinalizer: true,
-    failedProvisionThreshold: 0,
+    retry: { failedProvisionThreshold: 0 },
     leakInventory: { enabled: true },
     logger,
     registry,

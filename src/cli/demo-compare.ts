@@ -52,7 +52,7 @@ export async function runMemoryDemo(
   });
   const stop = new AbortController();
   const controller = new ProvisionController(o.client, MEMORY_PROVISIONER_NAME, new InstantProvisioner(), {
-    leaderElection: 'none',
+    leaderElection: { mode: 'none' },
     threadiness: o.threadiness,
     logger: o.logger,
     registry: o.registry,

@@ -142,7 +142,7 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
         // Capacity is enforced: a path without a configured capacity holds at most what its disk has free.
         freeSpaceCapacity: true,
         // provision() honours its AbortSignal: a short drain keeps Ctrl-C within seconds.
-        controller: { leaderElection: 'none', threadiness: o.workerThreads, shutdownTimeoutMs: 3000 },
+        controller: { leaderElection: { mode: 'none' }, threadiness: o.workerThreads, shutdownTimeoutMs: 3000 },
         healthAddress: o.metricsAddress,
         metricsAddress: o.metricsAddress,
         logger,

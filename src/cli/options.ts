@@ -3,7 +3,8 @@
 // typed options. Parsing is separate from running so that the flags are testable without a cluster and the
 // manifests' args can be checked against the real parser.
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { CONTROLLER_OPTIONS, formatDuration, type OptionRow } from '../controller/option-table.ts';
+import { CONTROLLER_OPTIONS, formatDuration } from '../controller/option-table.ts';
+import { flatRows, type FlatRow, type OptionRow } from '../controller/option-spec.ts';
 import type { ProvisionControllerOptions } from '../controller/options.ts';
 import { validateProvisionerName } from '../controller/options.ts';
 import type { HostPathMode } from '../hostpath/provisioner.ts';
@@ -163,27 +164,35 @@ export function applyEnvironment(cmd: Command, env: NodeJS.ProcessEnv): void {
   }
 }
 
+/** A flag's value placeholder: the row's own, or one derived from its kind. */
+export function placeholderOf(row: OptionRow): string {
+  const t = row.kind.type;
+  return row.placeholder ?? (t === 'duration' ? '<duration>' : t === 'boolean' ? '[bool]' : '<n>');
+}
+
 /** The `run hostpath` flag of one controller option row. */
 function rowOption(row: OptionRow & { flag: string }): Option {
   const k = row.kind;
-  const placeholder = row.placeholder ?? (k.type === 'duration' ? '<duration>' : k.type === 'boolean' ? '[bool]' : '<n>');
-  const o = opt(`--${row.flag} ${placeholder}`, row.help);
+  const o = opt(`--${row.flag} ${placeholderOf(row)}`, row.help);
   if (k.type === 'duration') o.argParser(parseDuration);
   else if (k.type === 'integer') o.argParser(intArg(k.min));
   else if (k.type === 'number') o.argParser(numberArg(k.min));
   else if (k.type === 'boolean') o.argParser(parseBoolean);
   else if (k.type === 'choice') o.choices([...k.values]);
   else if (k.type === 'list') o.argParser(listArg);
-  if (row.default !== undefined) {
+  if (row.default !== undefined && !(Array.isArray(row.default) && row.default.length === 0)) {
     if (k.type === 'duration') o.default(row.default, formatDuration(row.default as number));
     else o.default(row.default);
   }
   return o;
 }
 
-/** The controller option rows that have a flag. */
-export function controllerFlagRows(): Array<OptionRow & { flag: string }> {
-  return CONTROLLER_OPTIONS.filter((r): r is OptionRow & { flag: string } => r.flag !== undefined);
+/** A controller option row that has a flag. */
+export type FlagRow = FlatRow & { row: { flag: string } };
+
+/** The controller option rows that have a flag, in table order. */
+export function controllerFlagRows(): FlagRow[] {
+  return flatRows(CONTROLLER_OPTIONS).filter((r): r is FlagRow => r.row.flag !== undefined);
 }
 
 /** commander's attribute name of a flag (`worker-threads` -> `workerThreads`). */
@@ -204,7 +213,7 @@ export function addConnectionOptions(cmd: Command): Command {
 /** Adds every flag of `run hostpath` to `cmd`. */
 export function addRunHostPathOptions(cmd: Command): Command {
   addConnectionOptions(cmd);
-  for (const row of controllerFlagRows()) cmd.addOption(rowOption(row));
+  for (const { row } of controllerFlagRows()) cmd.addOption(rowOption(row));
   return (
     cmd
       // Identity and topology.
@@ -254,19 +263,22 @@ export interface RawRunHostPathFlags {
   [controllerFlag: string]: unknown;
 }
 
-/** The controller options the flags set: each row's flag value at the row's path. */
+/**
+ * The controller options the flags set: each row's flag value at the row's path. A row of a variant the mode flag
+ * did not choose is left out (its flag still has its default; resolveOptions refuses it under another mode).
+ */
 function controllerOptionsFrom(f: RawRunHostPathFlags): ProvisionControllerOptions {
   const out: Record<string, unknown> = {};
-  for (const row of controllerFlagRows()) {
+  const rows = controllerFlagRows();
+  const modeOf = (path: string): unknown => f[attributeOf(rows.find((r) => r.path === `${path}.mode`)?.row.flag ?? '')];
+  for (const { path, row, variant } of rows) {
     const value = f[attributeOf(row.flag)];
-    if (value === undefined) continue;
-    const [head, leaf] = row.key.split('.');
-    if (leaf === undefined) out[head] = value;
-    else out[head] = { ...(out[head] as object | undefined), [leaf]: value };
+    const keys = path.split('.');
+    if (value === undefined || (variant !== undefined && modeOf(keys.slice(0, -1).join('.')) !== variant)) continue;
+    let at = out;
+    for (const key of keys.slice(0, -1)) at = (at[key] ??= {}) as Record<string, unknown>;
+    at[keys[keys.length - 1]] = value;
   }
-  // The retry fields belong to mode 'retry' only (resolveOptions refuses them with 'background').
-  const save = out.volumeSave as { mode?: string } | undefined;
-  if (save?.mode === 'background') out.volumeSave = { mode: 'background' };
   return out as ProvisionControllerOptions;
 }
 

@@ -47,7 +47,7 @@ export async function runHostPath(o: RunHostPathOptions, signal: AbortSignal, io
       signal,
     );
     io.out(
-      `kube-provisioner run hostpath: provisioner ${o.provisionerName} (${o.mode}, leader election ${service.controller.options.leaderElection})` +
+      `kube-provisioner run hostpath: provisioner ${o.provisionerName} (${o.mode}, leader election ${service.controller.options.leaderElection.mode})` +
         (service.healthUrl ? `, health ${service.healthUrl}/healthz` : '') +
         (service.metricsUrl ? `, metrics ${service.metricsUrl}` : ''),
     );

@@ -163,11 +163,11 @@ function countFailure(a: ClaimAttempt, message: string, failure: FailureClass, i
   const uid = claim.metadata.uid ?? '';
   const o = s.options;
   const previous = s.claimRecords.get(uid)?.failures;
-  const infeasible = infeasibleError ? { now: s.clock.now(), retryIntervalMaxMs: o.retryIntervalMaxMs } : undefined;
+  const infeasible = infeasibleError ? { now: s.clock.now(), infeasibleDelayMs: o.retry.infeasibleDelayMs } : undefined;
   const record = recordFailure(previous, d.fingerprint ?? '', message, infeasible);
   s.claimRecords.set(uid, 'failures', record);
-  const threshold = o.failedProvisionThreshold;
-  const next = failurePolicy(record, threshold, failure, o.retryIntervalMaxMs);
+  const threshold = o.retry.failedProvisionThreshold;
+  const next = failurePolicy(record, threshold, failure, o.retry.infeasibleDelayMs);
   if (next.kind === 'giveUp') {
     log.error({ failures: record.failures, threshold, err: message }, 'giving up provisioning because failures >= threshold');
     s.events.event(

@@ -55,7 +55,7 @@ export interface ClaimDecisionInput {
   claim: PersistentVolumeClaim;
   /** The controller's own provisioner name. */
   provisionerName: string;
-  options: Pick<ResolvedOptions, 'additionalProvisionerNames' | 'selectorPolicy' | 'volumeNameHook' | 'failedProvisionThreshold'>;
+  options: Pick<ResolvedOptions, 'additionalProvisionerNames' | 'selectorPolicy' | 'volumeNameHook'> & { retry: Pick<ResolvedOptions['retry'], 'failedProvisionThreshold'> };
   /** Class lookup (informer cache). */
   getStorageClass(name: string): StorageClass | undefined;
   /** PV lookup by name (informer cache). */
@@ -198,7 +198,7 @@ export function decideClaim(input: ClaimDecisionInput): ClaimDecision {
   const fingerprint = claimFingerprint(claim, storageClass);
   const withNode = { ...base, selectedNodeName: node, fingerprint };
   const record = currentRecord(input.failures, fingerprint);
-  if (!input.inProgress && thresholdReached(record, options.failedProvisionThreshold)) {
+  if (!input.inProgress && thresholdReached(record, options.retry.failedProvisionThreshold)) {
     return {
       action: 'give-up',
       code: 'GivenUp',

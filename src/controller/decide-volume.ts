@@ -31,7 +31,7 @@ export type VolumeDecisionCode =
 export interface VolumeDecisionInput {
   volume: PersistentVolume;
   provisionerName: string;
-  options: Pick<ResolvedOptions, 'additionalProvisionerNames' | 'addFinalizer' | 'failedDeleteThreshold'>;
+  options: Pick<ResolvedOptions, 'additionalProvisionerNames' | 'addFinalizer'> & { retry: Pick<ResolvedOptions['retry'], 'failedDeleteThreshold'> };
   /** The provisioner's optional DeletionGuard. */
   provisioner: Pick<Provisioner, 'shouldDelete'>;
   /** Claim lookup (informer cache) by namespace and name. */
@@ -129,7 +129,7 @@ export function decideVolume(input: VolumeDecisionInput): VolumeDecision {
   }
   const fingerprint = volumeFingerprint(volume);
   const record = currentRecord(input.failures, fingerprint);
-  if (thresholdReached(record, options.failedDeleteThreshold)) {
+  if (thresholdReached(record, options.retry.failedDeleteThreshold)) {
     return {
       action: 'give-up',
       code: 'GivenUp',

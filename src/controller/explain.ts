@@ -73,8 +73,8 @@ export interface ExplainFacts {
   events?: CoreEvent[];
   /** Extra facts (backend checks, consumers), appended in order. */
   extraFacts?: string[];
-  /** The slow retry after an infeasible error (the controller's retryIntervalMaxMs), to say when it is due. */
-  retryIntervalMaxMs?: number;
+  /** The slow retry after an infeasible error (the controller's retry.infeasibleDelayMs), to say when it is due. */
+  infeasibleDelayMs?: number;
   now?: number;
 }
 
@@ -146,8 +146,8 @@ function nextRetry(f: ExplainFacts, lastFailed: ClaimEventSummary | undefined): 
   if (f.failures?.infeasibleUntil !== undefined && code === 'InfeasibleBackoff') {
     return { nextRetryAt: new Date(f.failures.infeasibleUntil).toISOString(), nextRetry: `slow retry after an infeasible error; ${how}` };
   }
-  if (code === 'BackendInfeasible' && lastFailed?.lastSeen && f.retryIntervalMaxMs !== undefined) {
-    const due = Date.parse(lastFailed.lastSeen) + f.retryIntervalMaxMs;
+  if (code === 'BackendInfeasible' && lastFailed?.lastSeen && f.infeasibleDelayMs !== undefined) {
+    const due = Date.parse(lastFailed.lastSeen) + f.infeasibleDelayMs;
     const late = f.now !== undefined && due < f.now;
     return { nextRetryAt: new Date(due).toISOString(), nextRetry: `slow retry after an infeasible error${late ? ' (due now)' : ''}; ${how}` };
   }
@@ -305,7 +305,7 @@ export async function explainClaim(client: KubeClient, namespace: string, name: 
   const boundVolume = bound && bound !== pvName ? await getOrUndefined(client.get<PersistentVolume>(persistentVolumes, bound, { signal })) : volume;
   // Without the controller's failure records: what a controller that implements expand() would do next.
   const resize = claim.status?.phase === 'Bound'
-    ? decideResize({ claim, volume: boundVolume, storageClass, provisionerName, additionalProvisionerNames: options.additionalProvisionerNames, canExpand: true, threshold: options.failedProvisionThreshold, now })
+    ? decideResize({ claim, volume: boundVolume, storageClass, provisionerName, additionalProvisionerNames: options.additionalProvisionerNames, canExpand: true, threshold: options.retry.failedProvisionThreshold, now })
     : undefined;
   const decision = decideClaim({
     claim,
@@ -323,7 +323,7 @@ export async function explainClaim(client: KubeClient, namespace: string, name: 
   const nodeList = wantsNodes ? await orEmpty(client.list<Node>(nodes, { signal })) : undefined;
   const refined = refineDecision({ claim, storageClass, decision, check: opts.provisioner?.checkClaim?.bind(opts.provisioner), consumers, nodes: nodeList });
   const explanation = explainDecision({
-    claim, provisionerName, storageClass, volume: boundVolume ?? volume, decision: refined.decision, events, extraFacts: refined.facts, retryIntervalMaxMs: options.retryIntervalMaxMs, now,
+    claim, provisionerName, storageClass, volume: boundVolume ?? volume, decision: refined.decision, events, extraFacts: refined.facts, infeasibleDelayMs: options.retry.infeasibleDelayMs, now,
   });
   if (resize) explanation.resize = resize;
   return explanation;

@@ -67,11 +67,11 @@ export function recordFailure(
   previous: FailureRecord | undefined,
   fingerprint: string,
   error: string,
-  infeasible?: { now: number; retryIntervalMaxMs: number },
+  infeasible?: { now: number; infeasibleDelayMs: number },
 ): FailureRecord {
   const failures = previous && previous.fingerprint === fingerprint ? previous.failures + 1 : 1;
   const record: FailureRecord = { failures, fingerprint, lastError: error };
-  if (infeasible) record.infeasibleUntil = infeasible.now + infeasible.retryIntervalMaxMs;
+  if (infeasible) record.infeasibleUntil = infeasible.now + infeasible.infeasibleDelayMs;
   return record;
 }
 

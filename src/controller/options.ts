@@ -1,10 +1,13 @@
-// ProvisionController options: the public option types, and resolveOptions, which applies the defaults and checks
-// every value from the option table (option-table.ts, the Go library's defaults) plus the rules between options,
-// once at construction. Invalid options throw a typed ConfigurationError; nothing here ever exits the process.
+// ProvisionController options: the public option types, derived from the option table (option-table.ts, the Go
+// library's defaults), and resolveOptions, which applies the defaults and checks every value from the table plus the
+// rules between options, once at construction. Invalid options throw a typed ConfigurationError; nothing here ever
+// exits the process.
 import { readFileSync } from 'node:fs';
-import type { PersistentVolumeClaim } from '../types/k8s.ts';
 import { isDnsLabel } from '../types/names.ts';
-import { CONTROLLER_OPTIONS, optionDefault, optionRow, type OptionRow } from './option-table.ts';
+import { CONTROLLER_OPTIONS } from './option-table.ts';
+import { OptionValueError, resolveTable, type OptionsOf, type OptionTable, type ResolvedOf } from './option-spec.ts';
+
+export { defaultVolumeName, type LeaderElectionMode, type SelectorPolicy } from './option-table.ts';
 
 /** Thrown by resolveOptions() (and the controller's constructor) when options are invalid or contradictory. */
 export class ConfigurationError extends Error {
@@ -14,154 +17,27 @@ export class ConfigurationError extends Error {
   }
 }
 
-/** How leadership is shared between replicas of one provisioner. */
-export type LeaderElectionMode =
-  /** One coordination.k8s.io Lease per provisioner name: active/passive (the Go library's default). */
-  | 'lease'
-  /** No election: this instance always works (a single replica, or an outer component elects). */
-  | 'none'
-  /** Active/active: every replica works; a lock annotation on each claim decides who provisions it (the 2017 seed). */
-  | 'per-claim';
-
-/** What to do with a claim that has `spec.selector`. */
-export type SelectorPolicy =
-  /** Refuse it with a Warning event (the design proposal's "typical case … simple refusal"). */
-  | 'reject'
-  /** Hand it to provision(), which must honour the selector (label the PV) or throw. */
-  | 'allow';
-
-/** How the controller saves the PV object provision() returned. */
-export type VolumeSaveOptions =
-  /**
-   * Blocking: `retryCount` create attempts `intervalMs` apart; when all fail the backend volume is deleted
-   * (same attempts), with ProvisioningCleanupFailed if that fails too, and the claim is retried.
-   */
-  | { mode: 'retry'; retryCount?: number; intervalMs?: number }
-  /**
-   * Background: one inline attempt, then retried forever from a queue with exponential backoff; the backend
-   * volume is never deleted, so nothing leaks (the claim counts as provisioned once queued).
-   */
-  | { mode: 'background'; baseDelayMs?: number; maxDelayMs?: number };
-
-/** Leak inventory: compares provisioner.listVolumes() with the PVs and reports backend volumes without a PV. */
-export interface LeakInventoryOptions {
-  /** Needs provisioner.listVolumes(). */
-  enabled?: boolean;
-  /** How often to take the inventory. */
-  intervalMs?: number;
-  /** A backend volume younger than this is never reported (its PV may be on its way). */
-  gracePeriodMs?: number;
-  /** Opt-in: call provisioner.delete() on leaked volumes (with a minimal PV describing them). */
-  deleteLeaked?: boolean;
-}
-
 /**
- * Options of a ProvisionController. Durations are milliseconds. Every field is optional; the defaults are in the
- * option table (CONTROLLER_OPTIONS, listed in docs/configuration.md).
+ * Options of a ProvisionController, grouped as the option table is (`leaderElection: {…}`, `retry: {…}`,
+ * `volumeSave: {…}`, `leakInventory: {…}`). Durations are milliseconds. Every field is optional; the defaults are
+ * in the option table (CONTROLLER_OPTIONS, listed in docs/writing-a-provisioner.md).
  */
-export interface ProvisionControllerOptions {
-  /** Informer resync: every object is re-evaluated this often. */
-  resyncPeriodMs?: number;
-  /** Claim workers, and as many volume workers. */
-  threadiness?: number;
-  /** Exponential per-item backoff on errors (true) or a fixed delay of `backoffBaseMs` (false). */
-  exponentialBackoffOnError?: boolean;
-  /** First retry delay after an error. */
-  backoffBaseMs?: number;
-  /** Retry delay cap. */
-  backoffMaxMs?: number;
-  /** Overall queue rate limit (token bucket) shared by retries of one queue: qps. */
-  queueQps?: number;
-  /** Token bucket burst. */
-  queueBurst?: number;
-  /**
-   * Failed provisioning attempts of one claim before it is given up (Warning event + metric). A given-up claim is
-   * not retried, not even by resync, until its spec, its annotations or its StorageClass change. 0 = retry forever.
-   */
-  failedProvisionThreshold?: number;
-  /** Same for deleting volumes. */
-  failedDeleteThreshold?: number;
-  /** PV save mode (mode 'retry' unless set). */
-  volumeSave?: VolumeSaveOptions;
-  /** How leadership is shared between replicas. */
-  leaderElection?: LeaderElectionMode;
-  /** Namespace of the Lease; unset: $POD_NAMESPACE, then the service account's namespace file, then 'default'. */
-  leaderElectionNamespace?: string;
-  /** How long a Lease (and a per-claim lock) is valid without renewal. */
-  leaseDurationMs?: number;
-  /** The leader steps down when it cannot renew within this. */
-  renewDeadlineMs?: number;
-  /** Interval between acquire/renew attempts. */
-  retryPeriodMs?: number;
-  /** Abort signal timeout around one claim sync (provision() included). 0 = none. */
-  provisionTimeoutMs?: number;
-  /** Same around one volume sync (delete() included). 0 = none. */
-  deletionTimeoutMs?: number;
-  /** Extra names treated as ours (CSI migration: the in-tree name, e.g. `kubernetes.io/aws-ebs`). */
-  additionalProvisionerNames?: string[];
-  /** Put `external-provisioner.volume.kubernetes.io/finalizer` on Bound PVs with reclaim policy Delete. */
-  addFinalizer?: boolean;
-  /** PV name for a claim; must be deterministic and unique (unset: `pvc-<claim uid>`). */
-  volumeNameHook?: (claim: PersistentVolumeClaim) => string;
-  /**
-   * Slow retry after an InfeasibleError: the claim is not provisioned again before this delay, unless the claim or
-   * its class changes. (In the Go library the option had no effect; here it does.)
-   */
-  retryIntervalMaxMs?: number;
-  /** What to do with claims that have `spec.selector`. */
-  selectorPolicy?: SelectorPolicy;
-  /** Leak inventory (off unless enabled). */
-  leakInventory?: LeakInventoryOptions;
-  /**
-   * Keep a cache of Nodes (one more informer) and pass the selected node's object to provision() as
-   * `selectedNode` (v13 of the Go library dropped its node lister: provisioners look nodes up).
-   */
-  nodeCache?: boolean;
-  /**
-   * On stop, how long to wait for in-flight provision()/delete() calls to return after their signal aborted, before
-   * run() resolves anyway (a provisioner that ignores its AbortSignal must not hang shutdown).
-   */
-  shutdownTimeoutMs?: number;
-}
+// An interface (not a type alias) so that messages and hovers say its name instead of expanding the table.
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface ProvisionControllerOptions extends OptionsOf<typeof CONTROLLER_OPTIONS> {}
 
-/** Options with every default applied, as the controller uses them (derived from the options type). */
-export type ResolvedOptions = Required<Omit<ProvisionControllerOptions, 'volumeSave' | 'leakInventory'>> & {
-  volumeSave:
-    | { mode: 'retry'; retryCount: number; intervalMs: number }
-    | { mode: 'background'; baseDelayMs: number; maxDelayMs: number };
-  leakInventory: Required<LeakInventoryOptions>;
-};
+/** Options with every default applied, as the controller uses them. */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface ResolvedOptions extends ResolvedOf<typeof CONTROLLER_OPTIONS> {}
 
-/** The defaults, read from the option table (kept under these names for existing callers). */
-export const DEFAULTS = Object.freeze({
-  resyncPeriodMs: optionDefault<number>('resyncPeriodMs'),
-  threadiness: optionDefault<number>('threadiness'),
-  exponentialBackoffOnError: optionDefault<boolean>('exponentialBackoffOnError'),
-  backoffBaseMs: optionDefault<number>('backoffBaseMs'),
-  backoffMaxMs: optionDefault<number>('backoffMaxMs'),
-  queueQps: optionDefault<number>('queueQps'),
-  queueBurst: optionDefault<number>('queueBurst'),
-  failedProvisionThreshold: optionDefault<number>('failedProvisionThreshold'),
-  failedDeleteThreshold: optionDefault<number>('failedDeleteThreshold'),
-  saveRetryCount: optionDefault<number>('volumeSave.retryCount'),
-  saveIntervalMs: optionDefault<number>('volumeSave.intervalMs'),
-  backgroundSaveBaseDelayMs: optionDefault<number>('volumeSave.baseDelayMs'),
-  backgroundSaveMaxDelayMs: optionDefault<number>('volumeSave.maxDelayMs'),
-  leaderElection: optionDefault<LeaderElectionMode>('leaderElection'),
-  leaseDurationMs: optionDefault<number>('leaseDurationMs'),
-  renewDeadlineMs: optionDefault<number>('renewDeadlineMs'),
-  retryPeriodMs: optionDefault<number>('retryPeriodMs'),
-  retryIntervalMaxMs: optionDefault<number>('retryIntervalMaxMs'),
-  selectorPolicy: optionDefault<SelectorPolicy>('selectorPolicy'),
-  leakInventoryIntervalMs: optionDefault<number>('leakInventory.intervalMs'),
-  leakInventoryGracePeriodMs: optionDefault<number>('leakInventory.gracePeriodMs'),
-  shutdownTimeoutMs: optionDefault<number>('shutdownTimeoutMs'),
-});
-
-/** The default PV name: `pvc-<claim uid>`. */
-export function defaultVolumeName(claim: PersistentVolumeClaim): string {
-  return `pvc-${claim.metadata.uid ?? ''}`;
-}
+/** How the controller saves the PV object provision() returned (`retry`: delete and retry the claim after the last failed save; `background`: retry forever). */
+export type VolumeSaveOptions = NonNullable<ProvisionControllerOptions['volumeSave']>;
+/** Leak inventory: compares provisioner.listVolumes() with the PVs and reports backend volumes without a PV. */
+export type LeakInventoryOptions = NonNullable<ProvisionControllerOptions['leakInventory']>;
+/** Leader election mode and timings. */
+export type LeaderElectionOptions = NonNullable<ProvisionControllerOptions['leaderElection']>;
+/** Retries after errors: backoff, the queues' rate limit, and the give-up thresholds. */
+export type RetryOptions = NonNullable<ProvisionControllerOptions['retry']>;
 
 /** Where the default leader-election namespace comes from; injectable so resolveOptions stays testable. */
 export interface OptionsEnvironment {
@@ -182,35 +58,6 @@ export function processEnvironment(): OptionsEnvironment {
   return { podNamespace: process.env.POD_NAMESPACE || undefined, serviceAccountNamespace };
 }
 
-/** `value` (or the row's default) checked against the row's kind; ConfigurationError names the option. */
-function checked<T>(key: string, value: T | undefined): T {
-  const row: OptionRow = optionRow(key);
-  const v = (value ?? row.default) as unknown;
-  const k = row.kind;
-  const fail = (expected: string): never => {
-    throw new ConfigurationError(key, `expected ${expected}, got ${String(v)}`);
-  };
-  switch (k.type) {
-    case 'duration':
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < (k.min ?? 0)) fail(`a finite number of milliseconds >= ${k.min ?? 0}`);
-      break;
-    case 'number':
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < k.min) fail(`a finite number of milliseconds >= ${k.min}`);
-      break;
-    case 'integer':
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < k.min) fail(`an integer >= ${k.min}`);
-      break;
-    case 'choice':
-      if (typeof v !== 'string' || !k.values.includes(v)) fail(`one of ${k.values.join(', ')}`);
-      break;
-    case 'boolean':
-    case 'list':
-    case 'string':
-      break;
-  }
-  return v as T;
-}
-
 const PROVISIONER_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?(\/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
 
 /**
@@ -227,100 +74,77 @@ export function validateProvisionerName(name: string, option = 'provisionerName'
   }
 }
 
-function resolveVolumeSave(save: VolumeSaveOptions | undefined): ResolvedOptions['volumeSave'] {
-  if (save === undefined || save.mode === 'retry') {
-    if (save && ('baseDelayMs' in save || 'maxDelayMs' in save)) {
-      throw new ConfigurationError('volumeSave', "baseDelayMs/maxDelayMs belong to mode 'background'");
+/** The rules between options that no single row can check. */
+function checkRules(o: ResolvedOptions): void {
+  const le = o.leaderElection;
+  if (le.mode !== 'none') {
+    // client-go's rule: leaseDuration > renewDeadline > 1.2 x retryPeriod (JitterFactor).
+    if (!(le.leaseDurationMs > le.renewDeadlineMs)) {
+      throw new ConfigurationError('leaderElection.leaseDurationMs', `must be greater than renewDeadlineMs (${le.leaseDurationMs} <= ${le.renewDeadlineMs})`);
     }
-    return {
-      mode: 'retry',
-      retryCount: checked('volumeSave.retryCount', save?.retryCount),
-      intervalMs: checked('volumeSave.intervalMs', save?.intervalMs),
-    };
-  }
-  if (save.mode === 'background') {
-    if ('retryCount' in save || 'intervalMs' in save) {
-      // The Go library errors on CreateProvisionedPVLimiter combined with RetryCount/Interval: same here.
-      throw new ConfigurationError('volumeSave', "retryCount/intervalMs belong to mode 'retry'");
+    if (!(le.renewDeadlineMs > 1.2 * le.retryPeriodMs)) {
+      throw new ConfigurationError('leaderElection.renewDeadlineMs', `must be greater than 1.2 x retryPeriodMs (${le.renewDeadlineMs} <= ${1.2 * le.retryPeriodMs})`);
     }
-    const baseDelayMs = checked('volumeSave.baseDelayMs', save.baseDelayMs);
-    const maxDelayMs = checked('volumeSave.maxDelayMs', save.maxDelayMs);
-    if (maxDelayMs < baseDelayMs) throw new ConfigurationError('volumeSave.maxDelayMs', 'must be >= baseDelayMs');
-    return { mode: 'background', baseDelayMs, maxDelayMs };
   }
-  throw new ConfigurationError('volumeSave.mode', `expected 'retry' or 'background', got ${String((save as { mode: unknown }).mode)}`);
+  if (!isDnsLabel(le.namespace)) throw new ConfigurationError('leaderElection.namespace', `"${le.namespace}" is not a valid namespace name`);
+  if (o.retry.backoffMaxMs < o.retry.backoffBaseMs) throw new ConfigurationError('retry.backoffMaxMs', 'must be >= backoffBaseMs');
+  o.additionalProvisionerNames.forEach((n, i) => validateProvisionerName(n, `additionalProvisionerNames[${i}]`, true));
+  if (o.volumeSave.mode === 'background' && o.volumeSave.maxDelayMs < o.volumeSave.baseDelayMs) {
+    throw new ConfigurationError('volumeSave.maxDelayMs', 'must be >= baseDelayMs');
+  }
+  if (o.leakInventory.deleteLeaked && !o.leakInventory.enabled) {
+    throw new ConfigurationError('leakInventory.deleteLeaked', 'requires leakInventory.enabled');
+  }
 }
 
 /**
- * Applies the defaults and validates. Throws ConfigurationError naming the offending option; never exits.
- * `environment` supplies the default leader-election namespace (defaults to the process environment).
+ * Applies the defaults and validates. Throws ConfigurationError naming the offending option (an unknown one too,
+ * with its new place when it is a flat name from before options were grouped); never exits. `environment` supplies
+ * the default leader-election namespace (defaults to the process environment); `allowedKeys` are other top-level
+ * keys the caller's object may hold (the controller's dependencies).
  */
 export function resolveOptions(
   partial: ProvisionControllerOptions = {},
   environment: OptionsEnvironment = processEnvironment(),
+  allowedKeys: ReadonlySet<string> = new Set(),
 ): ResolvedOptions {
-  const leaderElection = checked('leaderElection', partial.leaderElection);
-  const leaseDurationMs = checked('leaseDurationMs', partial.leaseDurationMs);
-  const renewDeadlineMs = checked('renewDeadlineMs', partial.renewDeadlineMs);
-  const retryPeriodMs = checked('retryPeriodMs', partial.retryPeriodMs);
-  if (leaderElection !== 'none') {
-    // client-go's rule: leaseDuration > renewDeadline > 1.2 x retryPeriod (JitterFactor).
-    if (!(leaseDurationMs > renewDeadlineMs)) {
-      throw new ConfigurationError('leaseDurationMs', `must be greater than renewDeadlineMs (${leaseDurationMs} <= ${renewDeadlineMs})`);
-    }
-    if (!(renewDeadlineMs > 1.2 * retryPeriodMs)) {
-      throw new ConfigurationError('renewDeadlineMs', `must be greater than 1.2 x retryPeriodMs (${renewDeadlineMs} <= ${1.2 * retryPeriodMs})`);
-    }
+  let resolved: ResolvedOptions;
+  try {
+    resolved = resolveTable(CONTROLLER_OPTIONS, partial, '', allowedKeys) as ResolvedOptions;
+  } catch (err) {
+    if (err instanceof OptionValueError) throw new ConfigurationError(err.option, err.message);
+    throw err;
   }
-  const namespace = partial.leaderElectionNamespace ?? environment.podNamespace ?? environment.serviceAccountNamespace ?? 'default';
-  if (!isDnsLabel(namespace)) {
-    throw new ConfigurationError('leaderElectionNamespace', `"${namespace}" is not a valid namespace name`);
-  }
-
-  const backoffBaseMs = checked('backoffBaseMs', partial.backoffBaseMs);
-  const backoffMaxMs = checked('backoffMaxMs', partial.backoffMaxMs);
-  if (backoffMaxMs < backoffBaseMs) throw new ConfigurationError('backoffMaxMs', 'must be >= backoffBaseMs');
-
-  const additionalProvisionerNames = partial.additionalProvisionerNames ?? [];
-  if (!Array.isArray(additionalProvisionerNames)) {
-    throw new ConfigurationError('additionalProvisionerNames', 'expected an array of provisioner names');
-  }
-  additionalProvisionerNames.forEach((n, i) => validateProvisionerName(n, `additionalProvisionerNames[${i}]`, true));
-
-  const volumeNameHook = partial.volumeNameHook ?? defaultVolumeName;
-  if (typeof volumeNameHook !== 'function') throw new ConfigurationError('volumeNameHook', 'expected a function');
-
-  const leak = partial.leakInventory ?? {};
-  const leakInventory: Required<LeakInventoryOptions> = {
-    enabled: checked('leakInventory.enabled', leak.enabled),
-    intervalMs: checked('leakInventory.intervalMs', leak.intervalMs),
-    gracePeriodMs: checked('leakInventory.gracePeriodMs', leak.gracePeriodMs),
-    deleteLeaked: checked('leakInventory.deleteLeaked', leak.deleteLeaked),
-  };
-  if (leakInventory.deleteLeaked && !leakInventory.enabled) {
-    throw new ConfigurationError('leakInventory.deleteLeaked', 'requires leakInventory.enabled');
-  }
-
-  // Every top-level row is checked and defaulted the same way; the options with rules of their own follow.
-  const rows: Record<string, unknown> = {};
-  for (const row of CONTROLLER_OPTIONS) {
-    if (!row.key.includes('.')) rows[row.key] = checked(row.key, (partial as Record<string, unknown>)[row.key]);
-  }
-  return {
-    ...(rows as Omit<ResolvedOptions, 'volumeSave' | 'leakInventory' | 'volumeNameHook'>),
-    backoffBaseMs,
-    backoffMaxMs,
-    volumeSave: resolveVolumeSave(partial.volumeSave),
-    leaderElection,
-    leaderElectionNamespace: namespace,
-    leaseDurationMs,
-    renewDeadlineMs,
-    retryPeriodMs,
-    additionalProvisionerNames: [...additionalProvisionerNames],
-    volumeNameHook,
-    leakInventory,
-  };
+  const le = resolved.leaderElection;
+  le.namespace = partial.leaderElection?.namespace ?? environment.podNamespace ?? environment.serviceAccountNamespace ?? 'default';
+  checkRules(resolved);
+  return resolved;
 }
+
+/**
+ * Options layered left to right, like an object spread, except that groups (`leaderElection`, `retry`,
+ * `leakInventory`) merge field by field, so `{ retry: { failedProvisionThreshold: 3 } }` over a base that sets
+ * `retry.backoffBaseMs` keeps both. Variants (`volumeSave`) and everything else are replaced whole. Keys that are
+ * not options (a controller's dependencies) are carried like a spread.
+ */
+export function mergeOptions<T extends ProvisionControllerOptions>(...layers: Array<T | undefined>): T {
+  const out: Record<string, unknown> = {};
+  for (const layer of layers) {
+    for (const [key, value] of Object.entries(layer ?? {})) {
+      const entry = (CONTROLLER_OPTIONS as OptionTable)[key];
+      const before = out[key];
+      out[key] = entry?.entry === 'group' && isObject(before) && isObject(value) ? { ...before, ...value } : value;
+    }
+  }
+  return out as T;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The defaults (the Lease namespace as outside a pod: `default`). */
+export const DEFAULTS: Readonly<ResolvedOptions> = Object.freeze(resolveOptions({}, {}));
 
 /** The Lease name for a provisioner: "/" and other characters a name cannot hold become "-" (`example.com/nfs` -> `example.com-nfs`). */
 export function leaseNameFor(provisionerName: string): string {

@@ -55,6 +55,9 @@ export interface ProvisionControllerDeps {
 /** Options and dependencies of a ProvisionController in one object. */
 export type ProvisionControllerConfig = ProvisionControllerOptions & ProvisionControllerDeps;
 
+/** The keys of ProvisionControllerDeps: resolveOptions refuses every other key that is not an option. */
+const DEPENDENCY_KEYS: ReadonlySet<string> = new Set(Object.keys({ logger: 0, clock: 0, registry: 0, identity: 0, events: 0 } satisfies Record<keyof ProvisionControllerDeps, 0>));
+
 /** run() was called while the controller is already running. */
 export class ControllerAlreadyRunningError extends Error {
   override name = 'ControllerAlreadyRunningError';
@@ -85,7 +88,7 @@ export class ProvisionController {
   constructor(client: KubeClient, provisionerName: string, provisioner: Provisioner, config: ProvisionControllerConfig = {}) {
     validateProvisionerName(provisionerName);
     this.client = client;
-    const options = resolveOptions(config);
+    const options = resolveOptions(config, undefined, DEPENDENCY_KEYS);
     this.options = options;
     this.identity = config.identity ?? `${hostname()}_${randomUUID()}`;
     const clock = config.clock ?? realClock;
@@ -114,8 +117,8 @@ export class ProvisionController {
       savedVolumes,
       writtenClaims: new OwnWrites<PersistentVolumeClaim>(),
       claimLock:
-        options.leaderElection === 'per-claim'
-          ? new ClaimLock({ client, identity: this.identity, leaseDurationMs: options.leaseDurationMs, clock, logger })
+        options.leaderElection.mode === 'per-claim'
+          ? new ClaimLock({ client, identity: this.identity, leaseDurationMs: options.leaderElection.leaseDurationMs, clock, logger })
           : undefined,
       volumeStore: this.volumeStore,
     };
@@ -146,9 +149,9 @@ export class ProvisionController {
   /** Health checks for the runtime's health server: liveness (lease renewals on time) and readiness (caches). */
   healthChecks(): { healthz: Record<string, () => boolean | string>; readyz: Record<string, () => boolean | string> } {
     return {
-      healthz: { leaderElection: () => this.elector?.healthy(this.options.renewDeadlineMs) ?? true },
+      healthz: { leaderElection: () => this.elector?.healthy(this.options.leaderElection.renewDeadlineMs) ?? true },
       readyz: {
-        informers: () => (this.options.leaderElection === 'lease' && !this.term ? true : this.synced || 'caches not synced'),
+        informers: () => (this.options.leaderElection.mode === 'lease' && !this.term ? true : this.synced || 'caches not synced'),
       },
     };
   }
@@ -183,7 +186,7 @@ export class ProvisionController {
   /**
    * Retries at once every claim backing off after an InfeasibleError, for when something the controller cannot see
    * changed (the backend's configuration was reloaded); otherwise such claims wait for their slow retry
-   * (retryIntervalMaxMs) unless the claim or its class changes. Returns how many claims were re-enqueued.
+   * (retry.infeasibleDelayMs) unless the claim or its class changes. Returns how many claims were re-enqueued.
    */
   recheckBlocked(): number {
     const term = this.term;
@@ -206,10 +209,10 @@ export class ProvisionController {
 
   private async runAll(signal: AbortSignal): Promise<void> {
     const s = this.shared;
-    s.logger.info({ component: `${s.provisionerName}_${this.identity}`, mode: this.options.leaderElection }, 'starting provisioner controller');
+    s.logger.info({ component: `${s.provisionerName}_${this.identity}`, mode: this.options.leaderElection.mode }, 'starting provisioner controller');
     this.volumeStore.run(signal);
     try {
-      if (this.options.leaderElection === 'lease') await this.runElected(signal);
+      if (this.options.leaderElection.mode === 'lease') await this.runElected(signal);
       else await this.runTerm(signal);
     } finally {
       await this.volumeStore.stopped();
@@ -225,12 +228,12 @@ export class ProvisionController {
       let term: Promise<void> | undefined;
       const elector = new LeaderElector({
         client: this.client,
-        namespace: this.options.leaderElectionNamespace,
+        namespace: this.options.leaderElection.namespace,
         name: leaseNameFor(s.provisionerName),
         identity: this.identity,
-        leaseDurationMs: this.options.leaseDurationMs,
-        renewDeadlineMs: this.options.renewDeadlineMs,
-        retryPeriodMs: this.options.retryPeriodMs,
+        leaseDurationMs: this.options.leaderElection.leaseDurationMs,
+        renewDeadlineMs: this.options.leaderElection.renewDeadlineMs,
+        retryPeriodMs: this.options.leaderElection.retryPeriodMs,
         releaseOnCancel: true,
         events: s.events,
         clock: s.clock,
@@ -246,7 +249,7 @@ export class ProvisionController {
       await term;
       if (!signal.aborted) {
         s.logger.warn({}, 'leader election lost; campaigning again');
-        await s.clock.sleep(this.options.retryPeriodMs, signal).catch(() => {});
+        await s.clock.sleep(this.options.leaderElection.retryPeriodMs, signal).catch(() => {});
       }
     }
   }
@@ -329,8 +332,8 @@ export class ProvisionController {
     const s = this.shared;
     // Separate limiter instances per queue (the Go library shared one 10 qps bucket between both queues).
     const rateLimiter = new MaxOfRateLimiter<string>(
-      new ItemExponentialFailureRateLimiter<string>(o.backoffBaseMs, o.exponentialBackoffOnError ? o.backoffMaxMs : o.backoffBaseMs),
-      new BucketRateLimiter<string>(o.queueQps, o.queueBurst, s.clock),
+      new ItemExponentialFailureRateLimiter<string>(o.retry.backoffBaseMs, o.retry.exponentialBackoff ? o.retry.backoffMaxMs : o.retry.backoffBaseMs),
+      new BucketRateLimiter<string>(o.retry.qps, o.retry.burst, s.clock),
     );
     try {
       return new WorkQueue<string>({ name, clock: s.clock, rateLimiter, registry: this.registry });

@@ -48,7 +48,7 @@ export function decideCachedResize(s: ControllerShared, t: ControllerTerm, r: Re
     canExpand: typeof s.provisioner.expand === 'function',
     ...(s.provisioner.shouldExpand ? { shouldExpand: (v: PersistentVolume) => s.provisioner.shouldExpand!(v) } : {}),
     failures: r.failures.get(claim.metadata.uid ?? ''),
-    threshold: s.options.failedProvisionThreshold,
+    threshold: s.options.retry.failedProvisionThreshold,
     now: s.clock.now(),
   });
 }
@@ -91,7 +91,7 @@ async function expandWithLock(s: ControllerShared, t: ControllerTerm, r: ResizeS
   } catch (err) {
     return apiFailure(s, r, claim, err, 'could not take the volume lock for the resize');
   }
-  if (!got.acquired) return after(got.retryAfterMs > 0 ? got.retryAfterMs + s.options.retryPeriodMs : s.options.retryPeriodMs);
+  if (!got.acquired) return after(got.retryAfterMs > 0 ? got.retryAfterMs + s.options.leaderElection.retryPeriodMs : s.options.leaderElection.retryPeriodMs);
   let next: Next = backoff;
   try {
     next = await expandClaim(s, t, r, claim, volume, d);
@@ -239,12 +239,12 @@ async function expandFailed(
   const labels = { class: claimClassName(claim) };
   r.metrics.resizeFailedTotal.inc({ ...labels, reason: infeasible ? 'infeasible' : 'error' });
   const now = s.clock.now();
-  const record = recordFailure(r.failures.get(uid), d.fingerprint ?? '', message, infeasible ? { now, retryIntervalMaxMs: s.options.retryIntervalMaxMs } : undefined);
+  const record = recordFailure(r.failures.get(uid), d.fingerprint ?? '', message, infeasible ? { now, infeasibleDelayMs: s.options.retry.infeasibleDelayMs } : undefined);
   r.failures.set(uid, record);
   const pvName = claim.spec.volumeName ?? '';
   s.events.event(claimObject(claim), 'Warning', 'VolumeResizeFailed', `resize volume "${pvName}" by resizer "${s.provisionerName}" failed: ${message}`);
-  const threshold = s.options.failedProvisionThreshold;
-  const next = failurePolicy(record, threshold, infeasible ? 'infeasible' : 'final', s.options.retryIntervalMaxMs);
+  const threshold = s.options.retry.failedProvisionThreshold;
+  const next = failurePolicy(record, threshold, infeasible ? 'infeasible' : 'final', s.options.retry.infeasibleDelayMs);
   const givenUp = next.kind === 'giveUp';
   if (infeasible || givenUp) {
     // A final answer: ControllerResizeInfeasible lets the user lower the request again (RecoverVolumeExpansionFailure).

@@ -116,7 +116,7 @@ function deleteFailed(a: VolumeAttempt, message: string): Next {
   s.metrics.deleteFailedTotal.inc(a.labels);
   const record = recordFailure(s.volumeRecords.get(name)?.failures, a.decision.fingerprint ?? '', message);
   s.volumeRecords.set(name, 'failures', record);
-  const threshold = s.options.failedDeleteThreshold;
+  const threshold = s.options.retry.failedDeleteThreshold;
   const next = failurePolicy(record, threshold, 'final');
   if (next.kind === 'giveUp') {
     log.error({ failures: record.failures, threshold, err: message }, 'giving up deleting volume because failures >= threshold');

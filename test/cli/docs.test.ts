@@ -14,9 +14,8 @@ import { parseAllDocuments } from 'yaml';
 import { devStorageClasses, devConfig, registerDevCommand } from '../../src/cli/dev.ts';
 import { registerExplainCommand } from '../../src/cli/explain.ts';
 import { startHostPathService } from '../../src/cli/hostpath-service.ts';
-import { controllerOptionsTable } from '../../src/cli/options-docs.ts';
+import { GENERATED_TABLES, replaceTable } from '../../src/cli/options-docs.ts';
 import { DEFAULT_PROVISIONER_NAME, envVarOf } from '../../src/cli/options.ts';
-import { CONTROLLER_OPTIONS } from '../../src/controller/option-table.ts';
 import { registerRunCommand } from '../../src/cli/run-hostpath.ts';
 import { parseHostPathConfig } from '../../src/hostpath/config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
@@ -62,12 +61,21 @@ describe('docs/configuration.md', () => {
     assert.deepEqual(missing, []);
   });
 
-  it('lists the controller options exactly as the option table has them', () => {
-    for (const section of new Set(CONTROLLER_OPTIONS.map((r) => r.section))) {
-      const table = controllerOptionsTable(section);
-      assert.ok(configurationDoc.includes(`<!-- controller-options:${section} `), `marker of ${section}`);
-      assert.ok(configurationDoc.includes(`\n${table}\n`), `docs/configuration.md's ${section} table differs from the option table; expected:\n${table}`);
+  it('has every generated table (controller options, library options, StorageClass parameters) as its table renders it', () => {
+    const stale: string[] = [];
+    for (const t of GENERATED_TABLES) {
+      const text = readFileSync(join(ROOT, t.file), 'utf8');
+      const table = t.render();
+      assert.ok(table.split('\n').length > 3, `${t.marker} renders rows`);
+      if (replaceTable(text, t.marker, table) !== text) stale.push(`${t.file} <!-- ${t.marker} -->:\n${table}`);
     }
+    assert.deepEqual(stale, [], 'stale generated tables: run `npm run gen:docs`');
+  });
+
+  it('replaceTable swaps exactly the table after its marker, and refuses a missing marker', () => {
+    const text = 'intro\n<!-- m (note) -->\n| a |\n|---|\n| old |\n\nafter\n| other |';
+    assert.equal(replaceTable(text, 'm', '| a |\n|---|\n| new |'), 'intro\n<!-- m (note) -->\n| a |\n|---|\n| new |\n\nafter\n| other |');
+    assert.throws(() => replaceTable(text, 'missing', '| x |'), /no <!-- missing -->/);
   });
 });
 
@@ -92,7 +100,7 @@ describe('docs/metrics.md and examples/pvc.yaml against a running provisioner', 
         mode: 'deployment',
         nodeName: 'docs-node',
         config: { value: parseHostPathConfig(JSON.stringify(devConfig(dir))) },
-        controller: { leaderElection: 'none' },
+        controller: { leaderElection: { mode: 'none' } },
         healthAddress: '127.0.0.1:0',
         metricsAddress: '127.0.0.1:0',
         volumeUsageIntervalMs: 100,

@@ -65,7 +65,7 @@ describe('explain tells the truth', () => {
     }
     // The real controller with the same configuration, so that events exist to be shown.
     const provisioner = new HostPathProvisioner({ config: validateHostPathConfig(raw), nodeName: node });
-    controller = new ProvisionController(client, P, provisioner, { leaderElection: 'none', logger: silentLogger, retryIntervalMaxMs: 600_000 });
+    controller = new ProvisionController(client, P, provisioner, { leaderElection: { mode: 'none' }, logger: silentLogger, retry: { infeasibleDelayMs: 600_000 } });
     running = controller.run();
     await client.create(persistentVolumeClaims, pvc('c-ok', 'ok'));
     await client.create(persistentVolumeClaims, pvc('c-bad-param', 'bad-param'));

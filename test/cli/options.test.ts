@@ -3,8 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CONTROLLER_OPTIONS } from '../../src/controller/option-table.ts';
+import { flatRows } from '../../src/controller/option-spec.ts';
 import { ConfigurationError, DEFAULTS, resolveOptions } from '../../src/controller/options.ts';
-import { CliOptionError, DEFAULT_PROVISIONER_NAME, envName, parseConfigMapRef, parseDuration, parseRunHostPathArgs } from '../../src/cli/options.ts';
+import { CliOptionError, controllerFlagRows, DEFAULT_PROVISIONER_NAME, envName, parseConfigMapRef, parseDuration, parseRunHostPathArgs } from '../../src/cli/options.ts';
 
 describe('run hostpath flags', () => {
   it('defaults match the controller defaults', () => {
@@ -18,23 +19,10 @@ describe('run hostpath flags', () => {
     assert.equal(o.kubeApiQps, 20);
     assert.equal(o.kubeApiBurst, 30);
     assert.equal(o.kubeApiTimeoutMs, 30_000);
-    const c = o.controller;
-    assert.equal(c.threadiness, DEFAULTS.threadiness);
-    assert.equal(c.resyncPeriodMs, DEFAULTS.resyncPeriodMs);
-    assert.equal(c.failedProvisionThreshold, DEFAULTS.failedProvisionThreshold);
-    assert.equal(c.failedDeleteThreshold, DEFAULTS.failedDeleteThreshold);
-    assert.equal(c.backoffBaseMs, DEFAULTS.backoffBaseMs);
-    assert.equal(c.backoffMaxMs, DEFAULTS.backoffMaxMs);
-    assert.equal(c.queueQps, DEFAULTS.queueQps);
-    assert.equal(c.queueBurst, DEFAULTS.queueBurst);
-    assert.equal(c.leaderElection, DEFAULTS.leaderElection);
-    assert.equal(c.leaseDurationMs, DEFAULTS.leaseDurationMs);
-    assert.equal(c.renewDeadlineMs, DEFAULTS.renewDeadlineMs);
-    assert.equal(c.retryPeriodMs, DEFAULTS.retryPeriodMs);
-    assert.equal(c.retryIntervalMaxMs, DEFAULTS.retryIntervalMaxMs);
-    assert.equal(c.exponentialBackoffOnError, true);
-    assert.deepEqual(c.volumeSave, { mode: 'retry', retryCount: DEFAULTS.saveRetryCount, intervalMs: DEFAULTS.saveIntervalMs });
-    assert.equal(c.leaderElectionNamespace, undefined, 'left to resolveOptions ($POD_NAMESPACE, service account, default)');
+    // Every flag has the row's default, so the controller options the flags give resolve to the library defaults.
+    assert.deepEqual({ ...resolveOptions(o.controller, {}), volumeNameHook: null }, { ...DEFAULTS, volumeNameHook: null });
+    assert.deepEqual(o.controller.volumeSave, { mode: 'retry', retryCount: 5, intervalMs: 10_000 }, 'the mode\'s own rows only');
+    assert.equal(o.controller.leaderElection?.namespace, undefined, 'left to resolveOptions ($POD_NAMESPACE, service account, default)');
   });
 
   it('nfs-subdir\'s environment: NFS_SERVER and NFS_PATH replace a configuration; both or neither; --other-node-claims', () => {
@@ -57,15 +45,13 @@ describe('run hostpath flags', () => {
     }
   });
 
-  it('every controller option has a row in the option table, and the flags default to the rows (a new option without one fails here)', () => {
-    const o = parseRunHostPathArgs(['--config', 'a']);
-    const resolved = resolveOptions(o.controller, {});
-    const rows = new Set(CONTROLLER_OPTIONS.map((r) => r.key.split('.')[0]));
-    const missing = Object.keys(resolved).filter((k) => !rows.has(k) && k !== 'volumeNameHook');
-    assert.deepEqual(missing, []);
-    assert.deepEqual(resolveOptions(o.controller, {}), { ...resolveOptions({}, {}), volumeNameHook: resolved.volumeNameHook });
-    assert.equal(resolved.shutdownTimeoutMs, DEFAULTS.shutdownTimeoutMs);
-    assert.equal(resolved.selectorPolicy, DEFAULTS.selectorPolicy);
+  it('every controller option row with a flag is a flag of run hostpath, at its path', () => {
+    const rows = flatRows(CONTROLLER_OPTIONS);
+    assert.ok(rows.length >= 30, `${rows.length} rows`);
+    const withFlag = rows.filter((r) => r.row.flag);
+    assert.deepEqual(withFlag.map((r) => r.path), controllerFlagRows().map((r) => r.path));
+    // Rows without a flag are library-only by design (a hook, the background save queue's delays).
+    assert.deepEqual(rows.filter((r) => !r.row.flag).map((r) => r.path), ['volumeSave.baseDelayMs', 'volumeSave.maxDelayMs', 'volumeNameHook']);
   });
 
   it('every flag is read; environment variables fill what the command line leaves out', () => {
@@ -87,10 +73,10 @@ describe('run hostpath flags', () => {
     assert.deepEqual(o.configMap, { namespace: 'kp', name: 'cfg', key: 'shared.json' });
     assert.equal(o.mode, 'daemonset');
     assert.equal(o.controller.resyncPeriodMs, 90_000);
-    assert.equal(o.controller.failedProvisionThreshold, 0);
-    assert.equal(o.controller.leaderElection, 'per-claim');
-    assert.equal(o.controller.leaseDurationMs, 20_000);
-    assert.equal(o.controller.exponentialBackoffOnError, false);
+    assert.equal(o.controller.retry?.failedProvisionThreshold, 0);
+    assert.equal(o.controller.leaderElection?.mode, 'per-claim');
+    assert.equal(o.controller.leaderElection?.leaseDurationMs, 20_000);
+    assert.equal(o.controller.retry?.exponentialBackoff, false);
     assert.deepEqual(o.controller.volumeSave, { mode: 'background' });
     assert.deepEqual(o.controller.additionalProvisionerNames, ['a.io/x', 'b.io/y']);
     assert.equal(o.controller.addFinalizer, true);
@@ -105,7 +91,7 @@ describe('run hostpath flags', () => {
     const fromEnv = parseRunHostPathArgs(['--config', 'a'], { KUBE_PROVISIONER_ADD_FINALIZER: 'false', KUBE_PROVISIONER_LEAK_INVENTORY: 'true', KUBE_PROVISIONER_EXPONENTIAL_BACKOFF: 'no' });
     assert.equal(fromEnv.controller.addFinalizer, false);
     assert.equal(fromEnv.controller.leakInventory?.enabled, true);
-    assert.equal(fromEnv.controller.exponentialBackoffOnError, false);
+    assert.equal(fromEnv.controller.retry?.exponentialBackoff, false);
     const fromFlags = parseRunHostPathArgs(['--add-finalizer', '--config', 'a', '--leak-inventory=false'], { KUBE_PROVISIONER_LEAK_INVENTORY: 'true' });
     assert.equal(fromFlags.controller.addFinalizer, true);
     assert.equal(fromFlags.controller.leakInventory?.enabled, false, 'the flag wins');

@@ -1,17 +1,18 @@
 // syncClaim on in-process fakes, asserting the Next it returns (no queue to spy on): a claim that is gone is done,
 // a claim waiting for its class is done until the class event, a claim we rewrote waits for its update event,
-// failed provisioning backs off and gives up at the threshold, and an infeasible failure waits retryIntervalMax.
+// failed provisioning backs off and gives up at the threshold, and an infeasible failure waits retry.infeasibleDelayMs.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { syncClaim } from '../../src/controller/claim-sync.ts';
 import { after, backoff, done, giveUp, waitForEvent } from '../../src/controller/next.ts';
+import type { RetryOptions } from '../../src/controller/options.ts';
 import { InfeasibleError } from '../../src/controller/provisioner.ts';
 import { fakeController, stored } from './fakes.ts';
 import { claim, MemoryProvisioner, storageClass } from './harness.ts';
 
-function setup(options = {}) {
+function setup(retry: RetryOptions = {}) {
   const backend = new MemoryProvisioner();
-  const f = fakeController(backend, { failedProvisionThreshold: 2, ...options });
+  const f = fakeController(backend, { retry: { failedProvisionThreshold: 2, ...retry } });
   f.classes.upsert(stored(storageClass('std'), 'class-uid'));
   const c = stored(claim('c', 'std'), 'claim-1');
   f.claims.upsert(c);
@@ -46,8 +47,8 @@ describe('syncClaim returns the next step', () => {
     assert.equal(f.s.claimRecords.get('claim-1')?.failures?.failures, 2);
   });
 
-  it('after(retryIntervalMax) after an infeasible error', async () => {
-    const { f, backend } = setup({ retryIntervalMaxMs: 60_000 });
+  it('after(retry.infeasibleDelayMs) after an infeasible error', async () => {
+    const { f, backend } = setup({ infeasibleDelayMs: 60_000 });
     backend.onProvision = () => {
       throw new InfeasibleError('no such disk type');
     };

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
 import { ANN_CONTROL_PLANE_LEADER } from '../../src/types/annotations.ts';
-import { claim, createClaim, createClass, FAST, getPV, getPVC, MemoryProvisioner, PROVISIONER, startEnv, storageClass, waitFor, type Env } from './harness.ts';
+import { claim, createClaim, createClass, fast, getPV, getPVC, MemoryProvisioner, PROVISIONER, startEnv, storageClass, waitFor, type Env } from './harness.ts';
 
 const TIMING = { leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 200 };
 
@@ -54,7 +54,7 @@ for (const mode of ['lease', 'per-claim'] as const) {
     before(async () => {
       env = await startEnv();
       backend = new MemoryProvisioner();
-      const config = { ...FAST, ...TIMING, leaderElection: mode, leaderElectionNamespace: 'default' };
+      const config = fast({ leaderElection: { ...TIMING, mode, namespace: 'default' } });
       a = new ProvisionController(env.client, PROVISIONER, through(backend, calls.a), { ...config, identity: 'ctrl-a' });
       b = new ProvisionController(env.client, PROVISIONER, through(backend, calls.b), { ...config, identity: 'ctrl-b' });
       void a.run();
@@ -118,7 +118,7 @@ describe("'lease' mode: losing the lease", () => {
   it('stops working when renewals fail, campaigns again, and resumes (no process exit)', async () => {
     const env = await startEnv();
     const backend = new MemoryProvisioner();
-    const ctrl = new ProvisionController(env.client, PROVISIONER, backend, { ...FAST, ...TIMING, leaderElection: 'lease', leaderElectionNamespace: 'default' });
+    const ctrl = new ProvisionController(env.client, PROVISIONER, backend, fast({ leaderElection: { ...TIMING, mode: 'lease', namespace: 'default' } }));
     void ctrl.run();
     try {
       await createClass(env, storageClass('std'));

@@ -48,7 +48,7 @@ describe("two controllers in 'per-claim' mode deleting volumes", () => {
   before(async () => {
     env = await startEnv();
     backend = new MemoryProvisioner();
-    const config = { ...FAST, ...TIMING, leaderElection: 'per-claim' as const, leaderElectionNamespace: 'default' };
+    const config = { ...FAST, leaderElection: { ...TIMING, mode: 'per-claim' as const, namespace: 'default' } };
     a = new ProvisionController(env.client, PROVISIONER, replica(), { ...config, identity: 'ctrl-a' });
     b = new ProvisionController(env.client, PROVISIONER, replica(), { ...config, identity: 'ctrl-b' });
     void a.run();

@@ -9,7 +9,7 @@ import { ProvisionController } from '../../src/controller/provision-controller.t
 import { InfeasibleError, type ExpandResult, type Provisioner } from '../../src/controller/provisioner.ts';
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
-import { createClaim, createClass, FAST, getPV, getPVC, MemoryProvisioner, PROVISIONER, reasons, startEnv, storageClass, waitFor, type Env } from './harness.ts';
+import { createClaim, createClass, fast, FAST, getPV, getPVC, MemoryProvisioner, PROVISIONER, reasons, startEnv, storageClass, waitFor, type Env } from './harness.ts';
 
 /** The memory backend with expand(): records calls; `onExpand` may throw or block. */
 class ExpandingProvisioner extends MemoryProvisioner {
@@ -50,7 +50,7 @@ describe('resize with the cluster controllers', () => {
   before(async () => {
     env = await startEnv({ controllers: true });
     backend = new ExpandingProvisioner();
-    ctrl = new ProvisionController(env.client, PROVISIONER, backend, { ...FAST, retryIntervalMaxMs: 60_000, failedProvisionThreshold: 3 });
+    ctrl = new ProvisionController(env.client, PROVISIONER, backend, fast({ retry: { infeasibleDelayMs: 60_000, failedProvisionThreshold: 3 } }));
     void ctrl.run();
     await createClass(env, storageClass('grow', { allowVolumeExpansion: true }));
   });
@@ -179,7 +179,7 @@ describe('resize with per-claim election', () => {
   it('two active replicas: expand() runs once, under the PV lock', async () => {
     const env = await startEnv({ controllers: true });
     const backend = new ExpandingProvisioner();
-    const opts = { ...FAST, leaderElection: 'per-claim' as const, leaseDurationMs: 2_000, renewDeadlineMs: 1_000, retryPeriodMs: 100 };
+    const opts = fast({ leaderElection: { mode: 'per-claim', leaseDurationMs: 2_000, renewDeadlineMs: 1_000, retryPeriodMs: 100 } });
     const a = new ProvisionController(env.client, PROVISIONER, backend, { ...opts, identity: 'replica-a' });
     const b = new ProvisionController(env.client, PROVISIONER, backend, { ...opts, identity: 'replica-b' });
     try {
@@ -203,7 +203,7 @@ describe('resize across a leader change', () => {
   it('the new leader calls expand() again with the same size and finishes', async () => {
     const env = await startEnv({ controllers: true });
     const backend = new ExpandingProvisioner();
-    const timing = { leaderElection: 'lease' as const, leaderElectionNamespace: 'default', leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 100 };
+    const timing = { leaderElection: { mode: 'lease' as const, namespace: 'default', leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 100 } };
     const seen: string[] = [];
     const via = (who: string): Provisioner => ({
       provision: (o, s) => backend.provision(o, s),

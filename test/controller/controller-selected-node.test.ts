@@ -9,7 +9,7 @@ import { InfeasibleError } from '../../src/controller/provisioner.ts';
 import { nodes } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { Node } from '../../src/types/k8s.ts';
-import { claim, createClaim, createClass, eventsFor, FAST, getPVC, MemoryProvisioner, startEnv, storageClass, waitFor, type Env } from './harness.ts';
+import { claim, createClaim, createClass, eventsFor, fast, getPVC, MemoryProvisioner, startEnv, storageClass, waitFor, type Env } from './harness.ts';
 
 describe('selected node checks and bounded events', () => {
   let env: Env;
@@ -26,7 +26,7 @@ describe('selected node checks and bounded events', () => {
       if (o.claim.metadata.name === 'huge-error') throw new InfeasibleError(`bad: ${'x'.repeat(100_000)}`);
       return undefined;
     };
-    ctrl = new ProvisionController(env.client, 'test.kube-provisioner.io/memory', backend, { ...FAST, nodeCache: true, retryIntervalMaxMs: 600_000 });
+    ctrl = new ProvisionController(env.client, 'test.kube-provisioner.io/memory', backend, fast({ nodeCache: true, retry: { infeasibleDelayMs: 600_000 } }));
     void ctrl.run();
     await createClass(env, storageClass('wffc', { volumeBindingMode: 'WaitForFirstConsumer' }));
     await createClass(env, storageClass('std'));

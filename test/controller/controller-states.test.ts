@@ -10,7 +10,7 @@ import { IgnoredError, InfeasibleError, ProvisioningError } from '../../src/cont
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
-import { claim, createClaim, createClass, eventsFor, FAST, getPV, getPVC, MemoryProvisioner, PROVISIONER, reasons, startEnv, storageClass, waitFor, type Env } from './harness.ts';
+import { claim, createClaim, createClass, eventsFor, fast, getPV, getPVC, MemoryProvisioner, PROVISIONER, reasons, startEnv, storageClass, waitFor, type Env } from './harness.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -33,13 +33,11 @@ describe('ProvisionController: provisioning states and failures', () => {
       return undefined;
     };
     registry = new Registry();
-    ctrl = new ProvisionController(env.client, PROVISIONER, backend, {
-      ...FAST,
+    ctrl = new ProvisionController(env.client, PROVISIONER, backend, fast({
       registry,
       resyncPeriodMs: 100,
-      failedProvisionThreshold: 3,
-      retryIntervalMaxMs: 60_000,
-    });
+      retry: { failedProvisionThreshold: 3, infeasibleDelayMs: 60_000 },
+    }));
     void ctrl.run();
     await createClass(env, storageClass('std'));
     await createClass(env, storageClass('wffc', { volumeBindingMode: 'WaitForFirstConsumer' }));

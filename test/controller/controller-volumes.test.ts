@@ -11,7 +11,7 @@ import { claim, createClaim, getPV, PROVISIONER, reasons, storageClass, useContr
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('ProvisionController: volumes in finalizer mode', () => {
-  const f = useController({ options: { addFinalizer: true, failedDeleteThreshold: 0 }, classes: [storageClass('std')] });
+  const f = useController({ options: { addFinalizer: true, retry: { failedDeleteThreshold: 0 } }, classes: [storageClass('std')] });
 
   function setPhase(name: string, phase: 'Bound' | 'Released'): void {
     const pv = getPV(f.env, name) as PersistentVolume;
@@ -107,7 +107,7 @@ describe('ProvisionController: volumes in finalizer mode', () => {
 
 describe('ProvisionController: delete failure threshold', () => {
   const f = useController({
-    options: { failedDeleteThreshold: 2, resyncPeriodMs: 100 },
+    options: { retry: { failedDeleteThreshold: 2 }, resyncPeriodMs: 100 },
     setup: (backend) => {
       backend.onDelete = () => {
         throw new Error('volume in use');

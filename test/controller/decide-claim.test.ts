@@ -323,7 +323,7 @@ const rows: Row[] = [
   },
   {
     name: 'threshold 0 means retry forever',
-    options: { failedProvisionThreshold: 0 },
+    options: { retry: { failedProvisionThreshold: 0 } },
     failures: failuresOf(1000),
     claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
     action: 'provision',

@@ -174,7 +174,7 @@ const rows: Row[] = [
   },
   {
     name: 'threshold 0: never give up',
-    options: { failedDeleteThreshold: 0 },
+    options: { retry: { failedDeleteThreshold: 0 } },
     volume: newVolume('v', 'Released', 'Delete', ours),
     failures: (v) => ({ failures: 100, fingerprint: volumeFingerprint(v) }),
     action: 'delete',

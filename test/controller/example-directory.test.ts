@@ -25,9 +25,9 @@ describe('example: directory provisioner', () => {
     cluster = await startCluster();
     client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0 });
     controller = new ProvisionController(client, NAME, new DirectoryProvisioner({ baseDir, nodeName: 'node-a' }), {
-      leaderElection: 'none',
+      leaderElection: { mode: 'none' },
       addFinalizer: true,
-      backoffBaseMs: 20,
+      retry: { backoffBaseMs: 20 },
       logger: silentLogger,
     });
     void controller.run();

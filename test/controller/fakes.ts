@@ -94,7 +94,7 @@ export function fakeController(provisioner: Provisioner, options: ProvisionContr
     client,
     provisionerName: 'test.kube-provisioner.io/memory',
     provisioner,
-    options: resolveOptions({ leaderElection: 'none', ...options }, {}),
+    options: resolveOptions({ leaderElection: { mode: 'none' }, ...options }, {}),
     identity,
     events: { event: () => {} },
     metrics: createControllerMetrics(new Registry()),

@@ -3,6 +3,7 @@
 // (timeouts only, no timing assertions).
 import { after, before } from 'node:test';
 import { Registry } from 'prom-client';
+import { mergeOptions } from '../../src/controller/options.ts';
 import { ProvisionController, type ProvisionControllerConfig } from '../../src/controller/provision-controller.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
@@ -35,13 +36,17 @@ export async function startEnv(opts: { controllers?: boolean } = {}): Promise<En
 }
 
 /** Options that make a controller fast in tests (small backoffs, short leases). */
-export const FAST = {
-  leaderElection: 'none' as const,
-  backoffBaseMs: 20,
-  backoffMaxMs: 200,
-  volumeSave: { mode: 'retry' as const, retryCount: 3, intervalMs: 20 },
+export const FAST: ProvisionControllerConfig = {
+  leaderElection: { mode: 'none' },
+  retry: { backoffBaseMs: 20, backoffMaxMs: 200 },
+  volumeSave: { mode: 'retry', retryCount: 3, intervalMs: 20 },
   logger: silentLogger,
 };
+
+/** FAST with `options` over it (groups such as `retry` merge field by field, so the fast backoff stays). */
+export function fast(options: ProvisionControllerConfig = {}): ProvisionControllerConfig {
+  return mergeOptions(FAST, options);
+}
 
 type ProvisionHook = (o: ProvisionOptions, signal: AbortSignal) => Promise<ProvisionResult | undefined> | ProvisionResult | undefined;
 
@@ -161,7 +166,7 @@ export function useController(
     f.backend = new MemoryProvisioner();
     opts.setup?.(f.backend);
     f.registry = new Registry();
-    f.ctrl = new ProvisionController(f.env.client, PROVISIONER, f.backend, { ...FAST, registry: f.registry, ...opts.options });
+    f.ctrl = new ProvisionController(f.env.client, PROVISIONER, f.backend, fast({ registry: f.registry, ...opts.options }));
     void f.ctrl.run();
     for (const sc of opts.classes ?? []) await createClass(f.env, sc);
   });

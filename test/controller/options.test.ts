@@ -15,70 +15,120 @@ describe('resolveOptions', () => {
     const o = resolveOptions({}, {});
     assert.equal(o.resyncPeriodMs, 15 * 60_000);
     assert.equal(o.threadiness, 4);
-    assert.equal(o.exponentialBackoffOnError, true);
-    assert.equal(o.backoffBaseMs, 15_000);
-    assert.equal(o.backoffMaxMs, 1_000_000);
-    assert.equal(o.queueQps, 10);
-    assert.equal(o.queueBurst, 100);
-    assert.equal(o.failedProvisionThreshold, 15);
-    assert.equal(o.failedDeleteThreshold, 15);
+    assert.deepEqual(o.retry, {
+      failedProvisionThreshold: 15,
+      failedDeleteThreshold: 15,
+      backoffBaseMs: 15_000,
+      backoffMaxMs: 1_000_000,
+      exponentialBackoff: true,
+      qps: 10,
+      burst: 100,
+      infeasibleDelayMs: 5 * 60_000,
+    });
     assert.deepEqual(o.volumeSave, { mode: 'retry', retryCount: 5, intervalMs: 10_000 });
-    assert.equal(o.leaderElection, 'lease');
-    assert.equal(o.leaderElectionNamespace, 'default');
-    assert.equal(o.leaseDurationMs, 15_000);
-    assert.equal(o.renewDeadlineMs, 10_000);
-    assert.equal(o.retryPeriodMs, 2_000);
+    assert.deepEqual(o.leaderElection, { mode: 'lease', namespace: 'default', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
     assert.equal(o.provisionTimeoutMs, 0);
     assert.equal(o.deletionTimeoutMs, 0);
     assert.deepEqual(o.additionalProvisionerNames, []);
     assert.equal(o.addFinalizer, false);
-    assert.equal(o.retryIntervalMaxMs, 5 * 60_000);
     assert.equal(o.selectorPolicy, 'reject');
-    assert.equal(o.leakInventory.enabled, false);
+    assert.deepEqual(o.leakInventory, { enabled: false, intervalMs: 600_000, gracePeriodMs: 3_600_000, deleteLeaked: false });
     assert.equal(o.shutdownTimeoutMs, 30_000);
     assert.equal(o.nodeCache, false);
     assert.equal(o.volumeNameHook(newClaim('c', 'uid-7', 'x', '', '')), 'pvc-uid-7');
   });
 
+  it('fills the rest of a group from the defaults, and copies lists', () => {
+    const names = ['a.io/x'];
+    const o = resolveOptions({ retry: { backoffBaseMs: 20 }, leaderElection: { mode: 'none' }, additionalProvisionerNames: names }, {});
+    assert.equal(o.retry.backoffBaseMs, 20);
+    assert.equal(o.retry.backoffMaxMs, 1_000_000);
+    assert.equal(o.leaderElection.leaseDurationMs, 15_000);
+    names.push('b.io/y');
+    assert.deepEqual(o.additionalProvisionerNames, ['a.io/x']);
+  });
+
   it('takes the leader-election namespace from POD_NAMESPACE, then the service account file', () => {
-    assert.equal(resolveOptions({}, { podNamespace: 'a', serviceAccountNamespace: 'b' }).leaderElectionNamespace, 'a');
-    assert.equal(resolveOptions({}, { serviceAccountNamespace: 'b' }).leaderElectionNamespace, 'b');
-    assert.equal(resolveOptions({ leaderElectionNamespace: 'c' }, { podNamespace: 'a' }).leaderElectionNamespace, 'c');
+    assert.equal(resolveOptions({}, { podNamespace: 'a', serviceAccountNamespace: 'b' }).leaderElection.namespace, 'a');
+    assert.equal(resolveOptions({}, { serviceAccountNamespace: 'b' }).leaderElection.namespace, 'b');
+    assert.equal(resolveOptions({ leaderElection: { namespace: 'c' } }, { podNamespace: 'a' }).leaderElection.namespace, 'c');
   });
 
   it('background save mode has its own defaults', () => {
-    const o = resolveOptions({ volumeSave: { mode: 'background' } }, {});
-    assert.equal(o.volumeSave.mode, 'background');
+    assert.deepEqual(resolveOptions({ volumeSave: { mode: 'background' } }, {}).volumeSave, { mode: 'background', baseDelayMs: 5, maxDelayMs: 1_000_000 });
   });
 
-  const bad: Array<[string, ProvisionControllerOptions, string]> = [
+  const bad: Array<[string, unknown, string]> = [
     ['threadiness 0', { threadiness: 0 }, 'threadiness'],
     ['fractional threadiness', { threadiness: 1.5 }, 'threadiness'],
-    ['negative threshold', { failedProvisionThreshold: -1 }, 'failedProvisionThreshold'],
+    ['negative threshold', { retry: { failedProvisionThreshold: -1 } }, 'retry.failedProvisionThreshold'],
     ['negative resync', { resyncPeriodMs: -5 }, 'resyncPeriodMs'],
     ['NaN timeout', { provisionTimeoutMs: Number.NaN }, 'provisionTimeoutMs'],
-    ['lease <= renew', { leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }, 'leaseDurationMs'],
-    ['renew <= 1.2 retry', { renewDeadlineMs: 2_000, retryPeriodMs: 2_000 }, 'renewDeadlineMs'],
-    ['unknown leader election mode', { leaderElection: 'raft' as 'lease' }, 'leaderElection'],
-    ['background mode with retryCount', { volumeSave: { mode: 'background', retryCount: 3 } as never }, 'volumeSave'],
+    ['a string for a number', { threadiness: '4' }, 'threadiness'],
+    ['a string for a boolean', { addFinalizer: 'true' }, 'addFinalizer'],
+    ['lease <= renew', { leaderElection: { leaseDurationMs: 10_000, renewDeadlineMs: 10_000 } }, 'leaderElection.leaseDurationMs'],
+    ['renew <= 1.2 retry', { leaderElection: { renewDeadlineMs: 2_000, retryPeriodMs: 2_000 } }, 'leaderElection.renewDeadlineMs'],
+    ['unknown leader election mode', { leaderElection: { mode: 'raft' } }, 'leaderElection.mode'],
+    ['background mode with retryCount', { volumeSave: { mode: 'background', retryCount: 3 } }, 'volumeSave'],
     ['retry mode with zero attempts', { volumeSave: { mode: 'retry', retryCount: 0 } }, 'volumeSave.retryCount'],
-    ['backoff cap below base', { backoffBaseMs: 10, backoffMaxMs: 5 }, 'backoffMaxMs'],
+    ['unknown save mode', { volumeSave: { mode: 'sometimes' } }, 'volumeSave.mode'],
+    ['background cap below base', { volumeSave: { mode: 'background', baseDelayMs: 10, maxDelayMs: 5 } }, 'volumeSave.maxDelayMs'],
+    ['backoff cap below base', { retry: { backoffBaseMs: 10, backoffMaxMs: 5 } }, 'retry.backoffMaxMs'],
     ['bad additional name', { additionalProvisionerNames: ['has space'] }, 'additionalProvisionerNames[0]'],
+    ['additional names not a list', { additionalProvisionerNames: 'a.io/x' }, 'additionalProvisionerNames'],
     ['deleteLeaked without inventory', { leakInventory: { deleteLeaked: true } }, 'leakInventory.deleteLeaked'],
-    ['bad selector policy', { selectorPolicy: 'maybe' as 'reject' }, 'selectorPolicy'],
-    ['bad namespace', { leaderElectionNamespace: 'Not_A_Namespace' }, 'leaderElectionNamespace'],
+    ['bad selector policy', { selectorPolicy: 'maybe' }, 'selectorPolicy'],
+    ['bad namespace', { leaderElection: { namespace: 'Not_A_Namespace' } }, 'leaderElection.namespace'],
+    ['a hook that is not a function', { volumeNameHook: 'pvc-x' }, 'volumeNameHook'],
+    ['a group that is not an object', { retry: 5 }, 'retry'],
+    ['a misspelt option', { threadyness: 2 }, 'threadyness'],
+    ['a misspelt option in a group', { retry: { backofBaseMs: 2 } }, 'retry.backofBaseMs'],
   ];
   for (const [name, partial, option] of bad) {
     it(`throws ConfigurationError: ${name}`, () => {
       assert.throws(
-        () => resolveOptions(partial, {}),
+        () => resolveOptions(partial as ProvisionControllerOptions, {}),
         (e: unknown) => e instanceof ConfigurationError && e.option === option,
       );
     });
   }
 
+  it('names the new place of every option from before the grouping', () => {
+    const moved: Array<[unknown, string, string]> = [
+      [{ leaseDurationMs: 20_000 }, 'leaseDurationMs', 'leaderElection.leaseDurationMs'],
+      [{ renewDeadlineMs: 1 }, 'renewDeadlineMs', 'leaderElection.renewDeadlineMs'],
+      [{ retryPeriodMs: 1 }, 'retryPeriodMs', 'leaderElection.retryPeriodMs'],
+      [{ leaderElectionNamespace: 'x' }, 'leaderElectionNamespace', 'leaderElection.namespace'],
+      [{ backoffBaseMs: 1 }, 'backoffBaseMs', 'retry.backoffBaseMs'],
+      [{ backoffMaxMs: 1 }, 'backoffMaxMs', 'retry.backoffMaxMs'],
+      [{ exponentialBackoffOnError: false }, 'exponentialBackoffOnError', 'retry.exponentialBackoff'],
+      [{ queueQps: 1 }, 'queueQps', 'retry.qps'],
+      [{ queueBurst: 1 }, 'queueBurst', 'retry.burst'],
+      [{ failedProvisionThreshold: 1 }, 'failedProvisionThreshold', 'retry.failedProvisionThreshold'],
+      [{ failedDeleteThreshold: 1 }, 'failedDeleteThreshold', 'retry.failedDeleteThreshold'],
+      [{ retryIntervalMaxMs: 1 }, 'retryIntervalMaxMs', 'retry.infeasibleDelayMs'],
+    ];
+    for (const [partial, option, to] of moved) {
+      assert.throws(
+        () => resolveOptions(partial as ProvisionControllerOptions, {}),
+        (e: unknown) => e instanceof ConfigurationError && e.option === option && e.message.includes(`moved to ${to}`),
+        option,
+      );
+    }
+    // The old string form of leaderElection says how to write it now.
+    assert.throws(
+      () => resolveOptions({ leaderElection: 'none' } as unknown as ProvisionControllerOptions, {}),
+      (e: unknown) => e instanceof ConfigurationError && e.option === 'leaderElection' && e.message.includes('{ mode: "none" }'),
+    );
+  });
+
+  it('keeps the keys the caller names (the controller\'s dependencies) and ignores undefined values', () => {
+    assert.doesNotThrow(() => resolveOptions({ logger: {}, threadiness: undefined } as ProvisionControllerOptions, {}, new Set(['logger'])));
+    assert.throws(() => resolveOptions({ logger: {} } as ProvisionControllerOptions, {}), ConfigurationError);
+  });
+
   it('lease timing is not checked when leader election is off', () => {
-    assert.doesNotThrow(() => resolveOptions({ leaderElection: 'none', leaseDurationMs: 1, renewDeadlineMs: 5 }, {}));
+    assert.doesNotThrow(() => resolveOptions({ leaderElection: { mode: 'none', leaseDurationMs: 1, renewDeadlineMs: 5 } }, {}));
   });
 
   it('validates provisioner names', () => {

@@ -122,7 +122,7 @@ describe('deploy/ manifests (local checks)', () => {
     for (const w of nfsWorkloads) {
       const o = parseRunHostPathArgs(containerArgs(w).slice(2), containerEnv(w));
       assert.equal(o.provisionerName, 'k8s-sigs.io/nfs-subdir-external-provisioner', 'nfs-subdir\'s name: its classes and PVs keep working');
-      assert.equal(o.controller.leaderElection, 'lease');
+      assert.equal(o.controller.leaderElection?.mode, 'lease');
       assert.ok(o.nfs, 'NFS_SERVER and NFS_PATH are set');
       const pod = rec(rec(rec(w.obj.spec).template).spec);
       const c = arr(pod.containers).map(rec)[0];

@@ -31,7 +31,7 @@ describe('hostpath: no hot loop when no node has room', () => {
       storageClassConfigs: { full: { nodePathMap: [{ node: DEFAULT_NODE, paths: [{ path: nodes, capacity: '10Mi' }] }] } },
     });
     // A short slow retry so that several backoff steps happen within the test.
-    instance = startInstance(env, { provisionerName: PROVISIONER, config, mode: 'deployment', nodeName: env.localNode, controller: { retryIntervalMaxMs: 300 } });
+    instance = startInstance(env, { provisionerName: PROVISIONER, config, mode: 'deployment', nodeName: env.localNode, controller: { retry: { infeasibleDelayMs: 300 } } });
     await createClass(env, storageClass('full', PROVISIONER, { volumeBindingMode: 'WaitForFirstConsumer' }));
   });
 

@@ -34,7 +34,7 @@ describe('hostpath integration: expansion', () => {
     service = await startHostPathService({
       client: env.client, provisionerName: PROVISIONER, mode: 'deployment', nodeName: env.localNode, config: { file: configFile },
       // The infeasible slow retry is short here: the budget is raised by a reload, not by a change to the claim.
-      controller: { ...FAST_CONTROLLER, retryIntervalMaxMs: 300 }, logger: silentLogger, volumeUsageIntervalMs: 0,
+      controller: { ...FAST_CONTROLLER, retry: { ...FAST_CONTROLLER.retry, infeasibleDelayMs: 300 } }, logger: silentLogger, volumeUsageIntervalMs: 0,
     }, stop.signal);
   }
   async function stopService(): Promise<void> {

@@ -60,12 +60,10 @@ export async function startHostPathEnv(prefix: string): Promise<HostPathEnv> {
 
 /** Controller options that make tests fast (no leader election, small backoffs). */
 export const FAST_CONTROLLER: ProvisionControllerOptions = {
-  leaderElection: 'none',
+  leaderElection: { mode: 'none' },
   threadiness: 2,
-  backoffBaseMs: 20,
-  backoffMaxMs: 200,
   // Infeasible claims are retried only when they or their class change (the tests change them on purpose).
-  retryIntervalMaxMs: 600_000,
+  retry: { backoffBaseMs: 20, backoffMaxMs: 200, infeasibleDelayMs: 600_000 },
   volumeSave: { mode: 'retry', retryCount: 3, intervalMs: 20 },
 };
 

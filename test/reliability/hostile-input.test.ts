@@ -96,12 +96,10 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     const withTeardown = { current: () => ({ ...source.current(), scripts: { ...source.current().scripts, teardown } }) };
     const provisioner = new HostPathProvisioner({ config: withTeardown, mode: 'deployment', nodeName: 'node-1', logger: silentLogger });
     controller = new ProvisionController(client, PROVISIONER, provisioner, {
-      leaderElection: 'none',
+      leaderElection: { mode: 'none' },
       threadiness: 4,
-      backoffBaseMs: 50,
-      backoffMaxMs: 500,
       // Infeasible claims are not retried during the test unless they or their class change.
-      retryIntervalMaxMs: 600_000,
+      retry: { backoffBaseMs: 50, backoffMaxMs: 500, infeasibleDelayMs: 600_000 },
       volumeSave: { mode: 'retry', retryCount: 3, intervalMs: 50 },
       logger: silentLogger,
       identity: 'hostile-test',
@@ -252,7 +250,7 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     await waitFor('refused with the bad class', () => ourEvents('class-midflight').some((e) => e.reason === 'ProvisioningFailed'));
     await client.delete(storageClasses, 'midflight');
     await client.create(storageClasses, storageClass('midflight', PROVISIONER, { parameters: { pathPattern: 'fixed/${.PV.name}' } }));
-    // retryIntervalMaxMs is 10 minutes: only the class change can make this happen within the wait.
+    // retry.infeasibleDelayMs is 10 minutes: only the class change can make this happen within the wait.
     const pv = await assertBoundInside('class-midflight');
     assert.ok(volumePath(pv)?.startsWith(`${shared}/fixed/`));
   });

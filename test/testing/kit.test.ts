@@ -32,7 +32,7 @@ describe('test kit against a running controller', () => {
     baseDir = await mkdtemp(join(tmpdir(), 'kp-kit-'));
     cluster = await startCluster();
     controller = new ProvisionController(cluster.client, NAME, new DirectoryProvisioner({ baseDir, nodeName: 'node-a' }), {
-      leaderElection: 'none', backoffBaseMs: 20, logger: silentLogger,
+      leaderElection: { mode: 'none' }, retry: { backoffBaseMs: 20 }, logger: silentLogger,
     });
     void controller.run();
     await cluster.create(storageClasses, {

@@ -1,0 +1,238 @@
+// The machinery of option tables: a table is an object whose entries are options (one row each), groups of rows
+// (`leaderElection: {…}`), or variants selected by a `mode` row (`volumeSave`). The option types a caller writes
+// and the resolved types the controller reads are derived from the table (`OptionsOf`, `ResolvedOf`), and the
+// TSDoc written on a row shows on the derived field; `resolveTable` checks and defaults a caller's object against
+// it; `flatRows` lists the rows with their dotted paths for flags and docs. Nothing here knows a particular option.
+
+/** How an option's value is read and checked. */
+export type OptionKind =
+  | { type: 'duration'; min?: number }
+  | { type: 'integer'; min: number }
+  | { type: 'number'; min: number }
+  | { type: 'boolean' }
+  | { type: 'choice'; values: readonly string[] }
+  | { type: 'list' }
+  | { type: 'string' }
+  | { type: 'function' };
+
+/** Which table of docs/configuration.md lists a row. */
+export type OptionSection = 'leader-election' | 'work';
+
+/** What a row says besides its value: its flag, help and documentation. */
+export interface RowText {
+  /** The flag of `run hostpath` without dashes; none for options the command does not expose. */
+  flag?: string;
+  /** The value placeholder in the flag (`<mode>`); derived from the kind when absent. */
+  placeholder?: string;
+  /** One line for `--help`. */
+  help: string;
+  /** The documentation's Meaning column (defaults to help). */
+  doc?: string;
+  /** The documentation's Default column when the default is computed or worth explaining. */
+  docDefault?: string;
+  /** The option's flat name before options were grouped: resolveOptions names the new path when it meets it. */
+  movedFrom?: string;
+}
+
+/** One option. `T` is its value type (carried for the derived types only). */
+export interface OptionRow<T = unknown> extends RowText {
+  readonly entry: 'option';
+  kind: OptionKind;
+  /** The default; undefined when there is none or it is computed by a rule (the Lease namespace). */
+  default?: T;
+  /** Phantom: never set. */
+  readonly value?: T;
+}
+
+/** Rows that belong together, given as one object (`leaderElection: { mode, leaseDurationMs }`). */
+export interface OptionGroup<R extends OptionTable = OptionTable> {
+  readonly entry: 'group';
+  rows: R;
+  /** The docs table of every row inside (default: the parent's). */
+  section?: OptionSection;
+}
+
+/** Alternatives chosen by a `mode` row; each has rows of its own, refused under the other modes. */
+export interface OptionVariants<V extends Record<string, OptionTable> = Record<string, OptionTable>> {
+  readonly entry: 'variants';
+  mode: OptionRow<keyof V & string>;
+  variants: V;
+}
+
+export type OptionEntry = OptionRow<unknown> | OptionGroup | OptionVariants;
+export interface OptionTable {
+  readonly [key: string]: OptionEntry;
+}
+
+/** The options a caller writes: every field optional. */
+export type OptionsOf<T> = {
+  -readonly [K in keyof T]?: T[K] extends OptionRow<infer V>
+    ? V
+    : T[K] extends OptionGroup<infer R>
+      ? OptionsOf<R>
+      : T[K] extends OptionVariants<infer V>
+        ? { [M in keyof V]: { mode: M } & OptionsOf<V[M]> }[keyof V]
+        : never;
+};
+
+/** The options with every default applied, as the controller reads them. */
+export type ResolvedOf<T> = {
+  -readonly [K in keyof T]-?: T[K] extends OptionRow<infer V>
+    ? V
+    : T[K] extends OptionGroup<infer R>
+      ? ResolvedOf<R>
+      : T[K] extends OptionVariants<infer V>
+        ? { [M in keyof V]: { mode: M } & ResolvedOf<V[M]> }[keyof V]
+        : never;
+};
+
+type RowInit<T> = RowText & { default?: T };
+
+function row<T>(kind: OptionKind, init: RowInit<T>): OptionRow<T> {
+  return { entry: 'option', kind, ...init };
+}
+
+/** Milliseconds, written `15s`, `1m30s` as a flag. */
+export const duration = (init: RowInit<number> & { min?: number }): OptionRow<number> => {
+  const { min, ...rest } = init;
+  return row({ type: 'duration', min }, rest);
+};
+export const integer = (init: RowInit<number> & { min: number }): OptionRow<number> => {
+  const { min, ...rest } = init;
+  return row({ type: 'integer', min }, rest);
+};
+export const number = (init: RowInit<number> & { min: number }): OptionRow<number> => {
+  const { min, ...rest } = init;
+  return row({ type: 'number', min }, rest);
+};
+export const boolean = (init: RowInit<boolean>): OptionRow<boolean> => row({ type: 'boolean' }, init);
+export const choice = <T extends string>(values: readonly T[], init: RowInit<T>): OptionRow<T> => row({ type: 'choice', values }, init);
+export const list = (init: RowInit<string[]>): OptionRow<string[]> => row({ type: 'list' }, init);
+export const text = (init: RowInit<string>): OptionRow<string> => row({ type: 'string' }, init);
+/** A function-valued option (a hook); never a flag. */
+export const hook = <F extends (...args: never[]) => unknown>(init: RowInit<F> & { flag?: never }): OptionRow<F> => row({ type: 'function' }, init);
+export const group = <R extends OptionTable>(rows: R, section?: OptionSection): OptionGroup<R> => ({ entry: 'group', rows, section });
+export const variants = <V extends Record<string, OptionTable>>(mode: OptionRow<keyof V & string>, alternatives: V): OptionVariants<V> => ({
+  entry: 'variants',
+  mode,
+  variants: alternatives,
+});
+
+/** One row with where it sits: its dotted path, docs section and (inside variants) the mode it belongs to. */
+export interface FlatRow {
+  path: string;
+  row: OptionRow;
+  section: OptionSection;
+  /** The variant this row belongs to (`retry` for `volumeSave.retryCount`). */
+  variant?: string;
+}
+
+/** Every row of `table` in table order, depth first. */
+export function flatRows(table: OptionTable, prefix = '', section: OptionSection = 'work'): FlatRow[] {
+  const out: FlatRow[] = [];
+  for (const [key, e] of Object.entries(table)) {
+    const path = `${prefix}${key}`;
+    if (e.entry === 'option') out.push({ path, row: e, section });
+    else if (e.entry === 'group') out.push(...flatRows(e.rows, `${path}.`, e.section ?? section));
+    else {
+      out.push({ path: `${path}.mode`, row: e.mode, section });
+      for (const [mode, rows] of Object.entries(e.variants)) {
+        out.push(...flatRows(rows, `${path}.`, section).map((r) => ({ ...r, variant: mode })));
+      }
+    }
+  }
+  return out;
+}
+
+/** A value refused by its row; `option` is the dotted path. */
+export class OptionValueError extends Error {
+  constructor(readonly option: string, message: string) {
+    super(message);
+  }
+}
+
+/** `value` (or the row's default) checked against the row's kind. */
+export function checkValue(path: string, r: OptionRow, value: unknown): unknown {
+  const v = value ?? r.default;
+  const k = r.kind;
+  const fail = (expected: string): never => {
+    throw new OptionValueError(path, `expected ${expected}, got ${typeof v === 'string' ? `"${v}"` : String(v)}`);
+  };
+  if (v === undefined) return v;
+  switch (k.type) {
+    case 'duration':
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < (k.min ?? 0)) fail(`a finite number of milliseconds >= ${k.min ?? 0}`);
+      break;
+    case 'number':
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < k.min) fail(`a finite number >= ${k.min}`);
+      break;
+    case 'integer':
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < k.min) fail(`an integer >= ${k.min}`);
+      break;
+    case 'choice':
+      if (typeof v !== 'string' || !k.values.includes(v)) fail(`one of ${k.values.join(', ')}`);
+      break;
+    case 'boolean':
+      if (typeof v !== 'boolean') fail('true or false');
+      break;
+    case 'list':
+      if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) fail('an array of strings');
+      return [...(v as string[])];
+    case 'string':
+      if (typeof v !== 'string') fail('a string');
+      break;
+    case 'function':
+      if (typeof v !== 'function') fail('a function');
+      break;
+  }
+  return v;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The moved flat names of `table`'s rows, each with its new dotted path. */
+export function movedNames(table: OptionTable): Map<string, string> {
+  return new Map(flatRows(table).flatMap((f) => (f.row.movedFrom ? [[f.row.movedFrom, f.path] as const] : [])));
+}
+
+/**
+ * Checks `input` against `table` and applies the defaults. Unknown keys are refused (naming the new path of a
+ * moved one) except `allowed`, which the caller keeps for itself. Throws OptionValueError naming the option.
+ */
+export function resolveTable(table: OptionTable, input: unknown, prefix = '', allowed: ReadonlySet<string> = new Set(), moved = movedNames(table)): Record<string, unknown> {
+  const where = prefix.slice(0, -1);
+  if (input !== undefined && !isPlainObject(input)) {
+    const hint = moved.has(where) ? ` (the value moved to ${moved.get(where)}: write { ${moved.get(where)?.slice(prefix.length)}: ${JSON.stringify(input)} })` : '';
+    throw new OptionValueError(where, `expected an object${hint}`);
+  }
+  const given = input ?? {};
+  for (const key of Object.keys(given)) {
+    if (key in table || allowed.has(key) || given[key] === undefined) continue;
+    const path = `${prefix}${key}`;
+    const to = moved.get(path);
+    throw new OptionValueError(path, to ? `moved to ${to}` : `unknown option (known: ${Object.keys(table).join(', ')})`);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, e] of Object.entries(table)) {
+    const path = `${prefix}${key}`;
+    if (e.entry === 'option') out[key] = checkValue(path, e, given[key]);
+    else if (e.entry === 'group') out[key] = resolveTable(e.rows, given[key], `${path}.`, undefined, moved);
+    else out[key] = resolveVariant(e, given[key], path, moved);
+  }
+  return out;
+}
+
+function resolveVariant(e: OptionVariants, input: unknown, path: string, moved: Map<string, string>): Record<string, unknown> {
+  if (input !== undefined && !isPlainObject(input)) throw new OptionValueError(path, 'expected an object');
+  const { mode: given, ...rest } = input ?? {};
+  const mode = checkValue(`${path}.mode`, e.mode, given) as string;
+  const mine = e.variants[mode];
+  for (const key of Object.keys(rest)) {
+    if (key in mine || rest[key] === undefined) continue;
+    const owner = Object.keys(e.variants).find((m) => key in e.variants[m]);
+    throw new OptionValueError(path, owner ? `${key} belongs to mode '${owner}', not '${mode}'` : `unknown option ${key}`);
+  }
+  return { mode, ...resolveTable(mine, rest, `${path}.`, undefined, moved) };
+}
