@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiException, CoreV1Api, type V1PersistentVolume } from '@kubernetes/client-node';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
-import { pvBody, raw, waitFor } from './api-harness.ts';
+import { pvBody, raw } from './api-harness.ts';
+import { waitFor } from '../support/wait.ts';
 
 let c: TestCluster;
 let core: CoreV1Api;
@@ -79,7 +80,7 @@ describe('event expiry', () => {
         body: { metadata: { name: 'old' }, involvedObject: { kind: 'Pod', name: 'p', namespace: 'default' }, reason: 'R', message: 'm' },
       });
       assert.equal((await api.listNamespacedEvent({ namespace: 'default' })).items.length, 1);
-      await waitFor(() => short.store.list('events').items.length === 0, 10_000);
+      await waitFor('the expired event collected', () => short.store.list('events').items.length === 0, 10_000);
     } finally {
       await short.stop();
     }

@@ -1,9 +1,10 @@
 // Shared helpers for the API server tests: raw HTTPS requests (for inputs client-node would never send),
-// a watch collector over client-node's Watch, and small polling helpers. Not a test file itself.
+// a watch collector over client-node's Watch (polling with the shared waitFor), body builders. Not a test file itself.
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import { request } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import type { TestCluster } from '../../src/testing/index.ts';
+import { waitFor } from '../support/wait.ts';
 
 export interface RawResponse {
   status: number;
@@ -78,18 +79,11 @@ export async function collectWatch(kc: KubeConfig, path: string, query: Record<s
   return {
     events,
     done,
-    until: (pred, timeoutMs = 5000) => waitFor(() => pred(events), timeoutMs),
+    until: async (pred, timeoutMs = 5000) => {
+      await waitFor(`watch events on ${path}`, () => pred(events), timeoutMs, 10);
+    },
     stop: () => ac.abort(),
   };
-}
-
-/** Polls `cond` every 10 ms until it returns true. */
-export async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('waitFor: condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /** A minimal valid PVC body. */

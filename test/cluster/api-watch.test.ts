@@ -12,7 +12,8 @@ import {
   type V1PersistentVolumeClaim,
 } from '@kubernetes/client-node';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
-import { collectWatch, pvBody, pvcBody, raw, waitFor } from './api-harness.ts';
+import { collectWatch, pvBody, pvcBody, raw } from './api-harness.ts';
+import { waitFor } from '../support/wait.ts';
 
 let c: TestCluster;
 let core: CoreV1Api;
@@ -216,10 +217,10 @@ describe('client-node informer', () => {
     await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'inf-a' }, data: { k: 'v' } } });
     await informer.start();
     try {
-      await waitFor(() => seen.includes('add inf-a'));
+      await waitFor('informer add of inf-a', () => seen.includes('add inf-a'));
       await core.patchNamespacedConfigMap({ name: 'inf-a', namespace: 'default', body: { data: { k: 'w' } } }, merge);
       await core.deleteNamespacedConfigMap({ name: 'inf-a', namespace: 'default' });
-      await waitFor(() => seen.includes('delete inf-a'));
+      await waitFor('informer delete of inf-a', () => seen.includes('delete inf-a'));
       assert.deepEqual(seen, ['add inf-a', 'update inf-a', 'delete inf-a']);
       assert.equal(informer.list().length, 0);
     } finally {

@@ -6,22 +6,12 @@ import assert from 'node:assert/strict';
 import { CoreV1Api, StorageV1Api, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { localNodeName } from '../../src/cluster/controllers/index.ts';
+import { waitFor } from '../support/wait.ts';
 
 const PROVISIONER = 'example.com/test-provisioner';
 let cluster: TestCluster;
 let core: CoreV1Api;
 let storage: StorageV1Api;
-
-/** Polls `check` until it returns a value (not undefined/false) or the guard expires. */
-async function eventually<T>(what: string, check: () => Promise<T | undefined | false>, guardMs = 10_000): Promise<T> {
-  const deadline = Date.now() + guardMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** The test's provisioner: one pass over claims and volumes. */
 async function provisionerPass(api: CoreV1Api, opts: { deleteReleased: boolean }): Promise<void> {
@@ -89,19 +79,19 @@ test('a node for this machine exists, Ready, with the hostname label', async () 
 
 test('external provisioning end to end: annotations, event, binding, release, deletion', async () => {
   await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: claimBody('ext-claim', 'ext') });
-  const annotated = await eventually('storage-provisioner annotations', async () => {
+  const annotated = await waitFor('storage-provisioner annotations', async () => {
     const c = await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'ext-claim' });
     return c.metadata?.annotations?.['volume.kubernetes.io/storage-provisioner'] ? c : undefined;
   });
   assert.equal(annotated.metadata?.annotations?.['volume.beta.kubernetes.io/storage-provisioner'], PROVISIONER);
-  const evs = await eventually('ExternalProvisioning event', async () => {
+  const evs = await waitFor('ExternalProvisioning event', async () => {
     const e = await eventsFor('default', 'ext-claim');
     return e.some((x) => x.reason === 'ExternalProvisioning') ? e : undefined;
   });
   assert.deepEqual(evs.find((e) => e.reason === 'ExternalProvisioning'), { reason: 'ExternalProvisioning', type: 'Normal', source: 'persistentvolume-controller' });
 
   await provisionerPass(core, { deleteReleased: false });
-  const bound = await eventually('claim Bound', async () => {
+  const bound = await waitFor('claim Bound', async () => {
     const c = await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'ext-claim' });
     return c.status?.phase === 'Bound' ? c : undefined;
   });
@@ -121,9 +111,9 @@ test('external provisioning end to end: annotations, event, binding, release, de
   assert.deepEqual(pv.metadata?.finalizers, ['kubernetes.io/pv-protection']);
 
   await core.deleteNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'ext-claim' });
-  await eventually('PV Released', async () => (await core.readPersistentVolume({ name: pvName })).status?.phase === 'Released');
+  await waitFor('PV Released', async () => (await core.readPersistentVolume({ name: pvName })).status?.phase === 'Released');
   await provisionerPass(core, { deleteReleased: true });
-  await eventually('PV gone', async () => !(await core.listPersistentVolume()).items.some((v) => v.metadata?.name === pvName));
+  await waitFor('PV gone', async () => !(await core.listPersistentVolume()).items.some((v) => v.metadata?.name === pvName));
 });
 
 test('pre-existing PV: the matching one binds, a mismatching one stays Available', async () => {
@@ -133,7 +123,7 @@ test('pre-existing PV: the matching one binds, a mismatching one stays Available
   await pv('static-too-small', 'manual', '100Mi');
   await pv('static-ok', 'manual', '2Gi');
   await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: claimBody('static-claim', 'manual') });
-  const c = await eventually('static claim Bound', async () => {
+  const c = await waitFor('static claim Bound', async () => {
     const x = await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'static-claim' });
     return x.status?.phase === 'Bound' ? x : undefined;
   });
@@ -160,7 +150,7 @@ test('default class: set at create on a claim without class, an explicit "" is k
 
 test('WaitForFirstConsumer: waits for a pod, then selected-node, provisioning, and the pod is bound to the node', async () => {
   await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: claimBody('late', 'wffc') });
-  await eventually('WaitForFirstConsumer event', async () =>
+  await waitFor('WaitForFirstConsumer event', async () =>
     (await eventsFor('default', 'late')).some((e) => e.reason === 'WaitForFirstConsumer'));
   await provisionerPass(core, { deleteReleased: false });
   let c = await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'late' });
@@ -170,12 +160,12 @@ test('WaitForFirstConsumer: waits for a pod, then selected-node, provisioning, a
   await core.createNamespacedPod({ namespace: 'default', body: {
     metadata: { name: 'consumer' },
     spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'late' } }] } } });
-  c = await eventually('selected-node', async () => {
+  c = await waitFor('selected-node', async () => {
     const x = await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'late' });
     return x.metadata?.annotations?.['volume.kubernetes.io/selected-node'] ? x : undefined;
   });
   assert.equal(c.metadata?.annotations?.['volume.kubernetes.io/selected-node'], localNodeName());
-  const pod = await eventually('pod bound to the node', async () => {
+  const pod = await waitFor('pod bound to the node', async () => {
     // The binder annotates the claim for the provisioner right after selected-node appears: keep provisioning.
     await provisionerPass(core, { deleteReleased: false });
     const p = await core.readNamespacedPod({ namespace: 'default', name: 'consumer' });
@@ -198,17 +188,17 @@ test('protection: a claim in use stays Terminating until its pod is gone', async
   await new Promise((r) => setTimeout(r, 700));
   assert.ok((await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'used' })).metadata?.deletionTimestamp);
   await core.deleteNamespacedPod({ namespace: 'default', name: 'user' });
-  await eventually('claim gone', async () =>
+  await waitFor('claim gone', async () =>
     !(await core.listNamespacedPersistentVolumeClaim({ namespace: 'default' })).items.some((x) => x.metadata?.name === 'used'));
 });
 
 test('bad input: a claim of a missing class gets ProvisioningFailed and others still bind', async () => {
   await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: claimBody('ghost-class', 'does-not-exist') });
   await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: claimBody('fine', 'ext') });
-  await eventually('ProvisioningFailed', async () =>
+  await waitFor('ProvisioningFailed', async () =>
     (await eventsFor('default', 'ghost-class')).some((e) => e.reason === 'ProvisioningFailed' && e.type === 'Warning'));
-  await eventually('annotated', async () => (await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'fine' }))
+  await waitFor('annotated', async () => (await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'fine' }))
     .metadata?.annotations?.['volume.kubernetes.io/storage-provisioner'] === PROVISIONER);
   await provisionerPass(core, { deleteReleased: false });
-  await eventually('fine Bound', async () => (await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'fine' })).status?.phase === 'Bound');
+  await waitFor('fine Bound', async () => (await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'fine' })).status?.phase === 'Bound');
 });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { localNodeName } from '../../src/cluster/controllers/index.ts';
 import { kubectlInstalled } from '../support/kubectl.ts';
+import { waitFor } from '../support/wait.ts';
 
 const HAVE_KUBECTL = kubectlInstalled();
 const SKIP = HAVE_KUBECTL ? false : 'kubectl not installed';
@@ -184,15 +185,16 @@ spec:
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise((resolve) => child.on('exit', resolve));
-  const waitFor = async (re: RegExp) => {
-    for (let i = 0; i < 600 && !re.test(out); i++) await new Promise((r) => setTimeout(r, 25));
+  // The assertion inside the probe puts kubectl's output so far into the timeout message.
+  const shows = (re: RegExp) => waitFor(`kubectl -w output matching ${re}`, () => {
     assert.match(out, re);
-  };
+    return true;
+  });
   try {
     // The initial list shows the claim; the watch that follows from its resourceVersion sees the deletion.
-    await waitFor(/watched\s+Pending\s+kubectl-default/);
+    await shows(/watched\s+Pending\s+kubectl-default/);
     await kubectl('delete', 'pvc', 'watched', '--wait=false');
-    await waitFor(/watched\s+Terminating/);
+    await shows(/watched\s+Terminating/);
     const lines = out.trimEnd().split('\n');
     assert.match(lines[0], /^NAME\s+STATUS\s+VOLUME\s+CAPACITY\s+ACCESS MODES\s+STORAGECLASS\s+VOLUMEATTRIBUTESCLASS\s+AGE$/);
     assert.equal(lines.filter((l) => l.startsWith('NAME')).length, 1, 'one header: later watch tables carry no column definitions');

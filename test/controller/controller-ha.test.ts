@@ -1,12 +1,11 @@
 // Integration: two controllers for one provisioner name on the embedded cluster, in 'lease' mode (active/passive,
 // failover on stop) and in 'per-claim' mode (active/active, one lock per claim, takeover when the holder dies
 // mid-provision). Every claim must get exactly one volume.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
 import { ANN_CONTROL_PLANE_LEADER } from '../../src/types/annotations.ts';
-import { claim, createClaim, createClass, fast, getPV, getPVC, MemoryProvisioner, PROVISIONER, startEnv, storageClass, waitFor, type Env } from './harness.ts';
+import { claim, createClaim, getPV, getPVC, MemoryProvisioner, storageClass, useController, waitFor, type Env } from './harness.ts';
 
 const TIMING = { leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 200 };
 
@@ -45,37 +44,26 @@ function countBy(names: string[]): Map<string, number> {
 
 for (const mode of ['lease', 'per-claim'] as const) {
   describe(`two controllers in '${mode}' mode`, () => {
-    let env: Env;
-    let backend: MemoryProvisioner;
     const calls = { a: [] as string[], b: [] as string[] };
-    let a: ProvisionController;
-    let b: ProvisionController;
-
-    before(async () => {
-      env = await startEnv();
-      backend = new MemoryProvisioner();
-      const config = fast({ leaderElection: { ...TIMING, mode, namespace: 'default' } });
-      a = new ProvisionController(env.client, PROVISIONER, through(backend, calls.a), { ...config, identity: 'ctrl-a' });
-      b = new ProvisionController(env.client, PROVISIONER, through(backend, calls.b), { ...config, identity: 'ctrl-b' });
-      void a.run();
-      void b.run();
-      await createClass(env, storageClass('std'));
-    });
-    after(async () => {
-      await Promise.all([a.stop(), b.stop()]);
-      await env.stop();
+    const f = useController({
+      options: { leaderElection: { ...TIMING, mode, namespace: 'default' } },
+      replicas: [
+        { options: { identity: 'ctrl-a' }, provisioner: (backend) => through(backend, calls.a) },
+        { options: { identity: 'ctrl-b' }, provisioner: (backend) => through(backend, calls.b) },
+      ],
+      classes: [storageClass('std')],
     });
 
     it('gives every claim exactly one volume', async () => {
-      const pvNames = await createMany(env, 'many', 20);
-      await waitFor('all PVs', () => pvNames.every((n) => getPV(env, n)), 15_000);
+      const pvNames = await createMany(f.env, 'many', 20);
+      await waitFor('all PVs', () => pvNames.every((n) => getPV(f.env, n)), 15_000);
       const all = countBy([...calls.a, ...calls.b]);
       for (const n of pvNames) assert.equal(all.get(n), 1, `provision() of ${n} called once`);
-      assert.equal([...backend.volumes.keys()].filter((n) => pvNames.includes(n)).length, 20);
+      assert.equal([...f.backend.volumes.keys()].filter((n) => pvNames.includes(n)).length, 20);
       if (mode === 'lease') {
         assert.ok(calls.a.length === 0 || calls.b.length === 0, 'only the leader provisions');
       } else {
-        const lock = JSON.parse(getPVC(env, 'default', 'many-0')?.metadata.annotations?.[ANN_CONTROL_PLANE_LEADER] ?? '{}') as Record<string, unknown>;
+        const lock = JSON.parse(getPVC(f.env, 'default', 'many-0')?.metadata.annotations?.[ANN_CONTROL_PLANE_LEADER] ?? '{}') as Record<string, unknown>;
         assert.ok(['ctrl-a', 'ctrl-b'].includes(String(lock.holderIdentity)), 'the seed lock record is on the claim');
         assert.equal(lock.leaseDurationSeconds, 1);
         assert.ok(typeof lock.acquireTime === 'string' && typeof lock.renewTime === 'string' && typeof lock.leaderTransitions === 'number');
@@ -84,56 +72,49 @@ for (const mode of ['lease', 'per-claim'] as const) {
 
     if (mode === 'per-claim') {
       it('a live holder renews its lock during a provision() longer than the lease: nobody takes over', async () => {
-        backend.onProvision = async (o) => {
+        f.backend.onProvision = async (o) => {
           if (o.claim.metadata.name === 'slow') await new Promise((r) => setTimeout(r, 2.5 * TIMING.leaseDurationMs));
           return undefined;
         };
         try {
-          const created = await createClaim(env, claim('slow', 'std'));
+          const created = await createClaim(f.env, claim('slow', 'std'));
           const pvName = `pvc-${created.metadata.uid}`;
-          await waitFor('PV', () => getPV(env, pvName), 10_000);
+          await waitFor('PV', () => getPV(f.env, pvName), 10_000);
           assert.equal(countBy([...calls.a, ...calls.b]).get(pvName), 1);
         } finally {
-          backend.onProvision = undefined;
+          f.backend.onProvision = undefined;
         }
       });
     }
 
     it('takes over when the worker provisioning a claim dies mid-provision; still exactly one volume', async () => {
-      hangFirst(backend, 'orphan');
-      const created = await createClaim(env, claim('orphan', 'std'));
+      hangFirst(f.backend, 'orphan');
+      const created = await createClaim(f.env, claim('orphan', 'std'));
       const pvName = `pvc-${created.metadata.uid}`;
       const stuck = await waitFor('someone provisioning', () => (calls.a.includes(pvName) ? 'a' : calls.b.includes(pvName) ? 'b' : undefined));
+      const [a, b] = f.ctrls;
       const [dying, survivor] = stuck === 'a' ? [a, calls.b] : [b, calls.a];
       await dying.stop();
-      await waitFor('PV created by the survivor', () => getPV(env, pvName), 10_000);
+      await waitFor('PV created by the survivor', () => getPV(f.env, pvName), 10_000);
       assert.equal(countBy(survivor).get(pvName), 1, 'the survivor provisioned it once');
-      assert.equal([...backend.volumes.keys()].filter((n) => n === pvName).length, 1);
-      backend.onProvision = undefined;
+      assert.equal([...f.backend.volumes.keys()].filter((n) => n === pvName).length, 1);
+      f.backend.onProvision = undefined;
     });
   });
 }
 
 describe("'lease' mode: losing the lease", () => {
+  const f = useController({ options: { leaderElection: { ...TIMING, mode: 'lease', namespace: 'default' } }, classes: [storageClass('std')] });
+
   it('stops working when renewals fail, campaigns again, and resumes (no process exit)', async () => {
-    const env = await startEnv();
-    const backend = new MemoryProvisioner();
-    const ctrl = new ProvisionController(env.client, PROVISIONER, backend, fast({ leaderElection: { ...TIMING, mode: 'lease', namespace: 'default' } }));
-    void ctrl.run();
-    try {
-      await createClass(env, storageClass('std'));
-      await waitFor('leading', () => ctrl.hasSynced());
-      const rule = env.cluster.faults.add({ resource: 'leases', verb: 'update', status: 500 });
-      await waitFor('stepped down', () => !ctrl.isLeader(), 5_000);
-      const created = await createClaim(env, claim('while-down', 'std'));
-      const pvName = `pvc-${created.metadata.uid}`;
-      assert.equal(getPV(env, pvName), undefined);
-      env.cluster.faults.remove(rule);
-      await waitFor('leading again', () => ctrl.hasSynced(), 10_000);
-      await waitFor('PV after re-election', () => getPV(env, pvName), 10_000);
-    } finally {
-      await ctrl.stop();
-      await env.stop();
-    }
+    await waitFor('leading', () => f.ctrl.hasSynced());
+    const rule = f.env.cluster.faults.add({ resource: 'leases', verb: 'update', status: 500 });
+    await waitFor('stepped down', () => !f.ctrl.isLeader(), 5_000);
+    const created = await createClaim(f.env, claim('while-down', 'std'));
+    const pvName = `pvc-${created.metadata.uid}`;
+    assert.equal(getPV(f.env, pvName), undefined);
+    f.env.cluster.faults.remove(rule);
+    await waitFor('leading again', () => f.ctrl.hasSynced(), 10_000);
+    await waitFor('PV after re-election', () => getPV(f.env, pvName), 10_000);
   });
 });

@@ -2,50 +2,35 @@
 // NoChange, InBackground carried on after the claim is deleted (then reclaimed), Reschedule removing
 // selected-node, IgnoredError (silent), InfeasibleError (slow retry until the claim changes), and failure
 // thresholds that hold across resyncs until the claim changes.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Registry } from 'prom-client';
-import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import { IgnoredError, InfeasibleError, ProvisioningError } from '../../src/controller/provisioner.ts';
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
-import { claim, createClaim, createClass, eventsFor, fast, getPV, getPVC, MemoryProvisioner, PROVISIONER, reasons, startEnv, storageClass, waitFor, type Env } from './harness.ts';
+import { claim, createClaim, eventsFor, getPV, getPVC, reasons, storageClass, useController, waitFor } from './harness.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('ProvisionController: provisioning states and failures', () => {
-  let env: Env;
-  let backend: MemoryProvisioner;
-  let ctrl: ProvisionController;
-  let registry: Registry;
   /** Per claim name: what provision() should do on each call (index = call number), default succeed. */
   const script = new Map<string, Array<() => never | undefined>>();
-  const calls = (name: string) => backend.provisionCalls.filter((n) => n === name).length;
-
-  before(async () => {
-    env = await startEnv();
-    backend = new MemoryProvisioner();
-    backend.onProvision = (o) => {
-      const steps = script.get(o.claim.metadata.name ?? '');
-      const step = steps?.shift();
-      step?.();
-      return undefined;
-    };
-    registry = new Registry();
-    ctrl = new ProvisionController(env.client, PROVISIONER, backend, fast({
-      registry,
+  const f = useController({
+    setup: (backend) => {
+      backend.onProvision = (o) => {
+        const steps = script.get(o.claim.metadata.name ?? '');
+        const step = steps?.shift();
+        step?.();
+        return undefined;
+      };
+    },
+    options: {
       resyncPeriodMs: 100,
       retry: { failedProvisionThreshold: 3, infeasibleDelayMs: 60_000 },
-    }));
-    void ctrl.run();
-    await createClass(env, storageClass('std'));
-    await createClass(env, storageClass('wffc', { volumeBindingMode: 'WaitForFirstConsumer' }));
+    },
+    classes: [storageClass('std'), storageClass('wffc', { volumeBindingMode: 'WaitForFirstConsumer' })],
   });
-  after(async () => {
-    await ctrl.stop();
-    await env.stop();
-  });
+  const calls = (name: string) => f.backend.provisionCalls.filter((n) => n === name).length;
 
   const fail = (err: Error) => () => {
     throw err;
@@ -53,20 +38,20 @@ describe('ProvisionController: provisioning states and failures', () => {
 
   it('retries a Finished error with backoff and succeeds', async () => {
     script.set('finished', [fail(new Error('backend busy')), fail(new Error('backend busy'))]);
-    const c = await createClaim(env, claim('finished', 'std'));
-    await waitFor('PV', () => getPV(env, `pvc-${c.metadata.uid}`));
+    const c = await createClaim(f.env, claim('finished', 'std'));
+    await waitFor('PV', () => getPV(f.env, `pvc-${c.metadata.uid}`));
     assert.equal(calls(`pvc-${c.metadata.uid}`), 3);
     await waitFor('failure and success events', () => {
-      const r = reasons(env, 'finished');
+      const r = reasons(f.env, 'finished');
       return r.includes('ProvisioningFailed') && r.includes('ProvisioningSucceeded');
     });
   });
 
   it('retries a NoChange error', async () => {
     script.set('nochange', [fail(new ProvisioningError('unreachable', 'NoChange'))]);
-    const c = await createClaim(env, claim('nochange', 'std'));
-    await waitFor('PV', () => getPV(env, `pvc-${c.metadata.uid}`));
-    assert.equal(ctrl.claimsInProgress().includes(c.metadata.uid ?? ''), false);
+    const c = await createClaim(f.env, claim('nochange', 'std'));
+    await waitFor('PV', () => getPV(f.env, `pvc-${c.metadata.uid}`));
+    assert.equal(f.ctrl.claimsInProgress().includes(c.metadata.uid ?? ''), false);
   });
 
   it('carries an InBackground claim on after the PVC is deleted, then the volume is reclaimed', async () => {
@@ -74,7 +59,7 @@ describe('ProvisionController: provisioning states and failures', () => {
     const deleted = new Promise<void>((r) => (release = r));
     let first = true;
     const c = await (async () => {
-      backend.onProvision = async (o) => {
+      f.backend.onProvision = async (o) => {
         if (o.claim.metadata.name !== 'background') {
           const steps = script.get(o.claim.metadata.name ?? '');
           steps?.shift()?.();
@@ -87,80 +72,80 @@ describe('ProvisionController: provisioning states and failures', () => {
         await deleted;
         return undefined;
       };
-      return createClaim(env, claim('background', 'std'));
+      return createClaim(f.env, claim('background', 'std'));
     })();
     const uid = c.metadata.uid ?? '';
-    await waitFor('claim in progress', () => ctrl.claimsInProgress().includes(uid));
-    await env.client.delete(persistentVolumeClaims, 'background', { namespace: 'default' });
-    await waitFor('claim gone', () => !getPVC(env, 'default', 'background'));
+    await waitFor('claim in progress', () => f.ctrl.claimsInProgress().includes(uid));
+    await f.env.client.delete(persistentVolumeClaims, 'background', { namespace: 'default' });
+    await waitFor('claim gone', () => !getPVC(f.env, 'default', 'background'));
     release();
-    const pv = await waitFor('PV saved for the deleted claim', () => getPV(env, `pvc-${uid}`));
+    const pv = await waitFor('PV saved for the deleted claim', () => getPV(f.env, `pvc-${uid}`));
     assert.equal(pv.spec.claimRef?.uid, uid);
-    await waitFor('no longer in progress', () => !ctrl.claimsInProgress().includes(uid));
+    await waitFor('no longer in progress', () => !f.ctrl.claimsInProgress().includes(uid));
     // The PV controller releases a PV whose claim is gone; the controller then deletes the backend volume.
-    env.cluster.store.update('persistentvolumes', { ...pv, status: { phase: 'Released' } } as PersistentVolume, { subresource: 'status' });
-    await waitFor('PV reclaimed', () => !getPV(env, `pvc-${uid}`));
-    assert.equal(backend.volumes.has(`pvc-${uid}`), false);
+    f.env.cluster.store.update('persistentvolumes', { ...pv, status: { phase: 'Released' } } as PersistentVolume, { subresource: 'status' });
+    await waitFor('PV reclaimed', () => !getPV(f.env, `pvc-${uid}`));
+    assert.equal(f.backend.volumes.has(`pvc-${uid}`), false);
   });
 
   it('Reschedule removes selected-node, and provisions on the next node chosen', async () => {
     script.set('resched', [fail(new ProvisioningError('node-1 is full', 'Reschedule'))]);
-    const c = await createClaim(env, claim('resched', 'wffc', { annotations: { [ANN_SELECTED_NODE]: 'node-1' } }));
-    await waitFor('selected-node removed', () => getPVC(env, 'default', 'resched')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined);
-    assert.equal(getPV(env, `pvc-${c.metadata.uid}`), undefined);
-    const current = getPVC(env, 'default', 'resched') as PersistentVolumeClaim;
-    await env.client.update(persistentVolumeClaims, {
+    const c = await createClaim(f.env, claim('resched', 'wffc', { annotations: { [ANN_SELECTED_NODE]: 'node-1' } }));
+    await waitFor('selected-node removed', () => getPVC(f.env, 'default', 'resched')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined);
+    assert.equal(getPV(f.env, `pvc-${c.metadata.uid}`), undefined);
+    const current = getPVC(f.env, 'default', 'resched') as PersistentVolumeClaim;
+    await f.env.client.update(persistentVolumeClaims, {
       ...current,
       metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, [ANN_SELECTED_NODE]: 'node-2' } },
     }, { namespace: 'default' });
-    const pv = await waitFor('PV on node-2', () => getPV(env, `pvc-${c.metadata.uid}`));
+    const pv = await waitFor('PV on node-2', () => getPV(f.env, `pvc-${c.metadata.uid}`));
     assert.equal(pv.spec.nodeAffinity?.required?.nodeSelectorTerms[0]?.matchExpressions?.[0]?.values?.[0], 'node-2');
   });
 
   it('IgnoredError: no failure event, no metric, no PV, no backoff retry (resync asks again, as in Go)', async () => {
     const ignore = fail(new IgnoredError('another shard owns it'));
     script.set('ignored', Array.from({ length: 100 }, () => ignore));
-    const before = await registry.metrics();
-    const c = await createClaim(env, claim('ignored', 'std'));
+    const before = await f.registry.metrics();
+    const c = await createClaim(f.env, claim('ignored', 'std'));
     await waitFor('provision called', () => calls(`pvc-${c.metadata.uid}`) >= 1);
     await sleep(300);
-    assert.equal(getPV(env, `pvc-${c.metadata.uid}`), undefined);
-    assert.deepEqual(reasons(env, 'ignored').filter((r) => r !== 'Provisioning'), []);
+    assert.equal(getPV(f.env, `pvc-${c.metadata.uid}`), undefined);
+    assert.deepEqual(reasons(f.env, 'ignored').filter((r) => r !== 'Provisioning'), []);
     const failedCount = (text: string) => Number(/controller_persistentvolumeclaim_provision_failed_total\{class="std",source=""\} (\d+)/.exec(text)?.[1] ?? 0);
-    assert.equal(failedCount(await registry.metrics()), failedCount(before), 'IgnoredError is not counted as a failure');
+    assert.equal(failedCount(await f.registry.metrics()), failedCount(before), 'IgnoredError is not counted as a failure');
   });
 
   it('InfeasibleError: slow retry that resync does not shorten, retried at once when the claim changes', async () => {
     script.set('infeasible', [fail(new InfeasibleError('size 1Mi below the minimum'))]);
-    const c = await createClaim(env, claim('infeasible', 'std'));
+    const c = await createClaim(f.env, claim('infeasible', 'std'));
     const pvName = `pvc-${c.metadata.uid}`;
-    await waitFor('infeasible event', () => reasons(env, 'infeasible').includes('ProvisioningFailed'));
+    await waitFor('infeasible event', () => reasons(f.env, 'infeasible').includes('ProvisioningFailed'));
     await sleep(400);
     assert.equal(calls(pvName), 1, 'no retry before retryIntervalMax');
-    const current = getPVC(env, 'default', 'infeasible') as PersistentVolumeClaim;
-    await env.client.update(persistentVolumeClaims, { ...current, metadata: { ...current.metadata, labels: { fixed: 'yes' } } }, { namespace: 'default' });
-    await waitFor('PV after the claim changed', () => getPV(env, pvName));
-    const ev = eventsFor(env, 'infeasible').find((e) => e.reason === 'ProvisioningFailed');
+    const current = getPVC(f.env, 'default', 'infeasible') as PersistentVolumeClaim;
+    await f.env.client.update(persistentVolumeClaims, { ...current, metadata: { ...current.metadata, labels: { fixed: 'yes' } } }, { namespace: 'default' });
+    await waitFor('PV after the claim changed', () => getPV(f.env, pvName));
+    const ev = eventsFor(f.env, 'infeasible').find((e) => e.reason === 'ProvisioningFailed');
     assert.match(ev?.message ?? '', /^Volume provisioning failed with infeasible error\. Retries will be delayed\. size 1Mi below the minimum$/);
   });
 
   it('gives up after failedProvisionThreshold failures with an event and a metric, holds across resyncs, retries when the claim changes', async () => {
     const always = fail(new Error('quota exceeded'));
     script.set('doomed', [always, always, always, always, always, always]);
-    const c = await createClaim(env, claim('doomed', 'std'));
+    const c = await createClaim(f.env, claim('doomed', 'std'));
     const pvName = `pvc-${c.metadata.uid}`;
-    await waitFor('given-up event', () => reasons(env, 'doomed').includes('ProvisioningGivenUp'));
+    await waitFor('given-up event', () => reasons(f.env, 'doomed').includes('ProvisioningGivenUp'));
     assert.equal(calls(pvName), 3);
     await sleep(500); // five resync periods
     assert.equal(calls(pvName), 3, 'resync does not retry a given-up claim');
-    assert.match(await registry.metrics(), /controller_persistentvolumeclaim_provision_given_up_total\{class="std",source=""\} 1/);
+    assert.match(await f.registry.metrics(), /controller_persistentvolumeclaim_provision_given_up_total\{class="std",source=""\} 1/);
     script.set('doomed', []);
-    const current = getPVC(env, 'default', 'doomed') as PersistentVolumeClaim;
-    await env.client.update(persistentVolumeClaims, {
+    const current = getPVC(f.env, 'default', 'doomed') as PersistentVolumeClaim;
+    await f.env.client.update(persistentVolumeClaims, {
       ...current,
       metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, 'example.com/retry': '1' } },
     }, { namespace: 'default' });
-    await waitFor('PV after the claim changed', () => getPV(env, pvName));
+    await waitFor('PV after the claim changed', () => getPV(f.env, pvName));
     assert.equal(calls(pvName), 4);
   });
 });

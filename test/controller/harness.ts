@@ -43,9 +43,9 @@ export const FAST: ProvisionControllerConfig = {
   logger: silentLogger,
 };
 
-/** FAST with `options` over it (groups such as `retry` merge field by field, so the fast backoff stays). */
-export function fast(options: ProvisionControllerConfig = {}): ProvisionControllerConfig {
-  return mergeOptions(FAST, options);
+/** FAST with `layers` over it (groups such as `retry` merge field by field, so the fast backoff stays). */
+export function fast(...layers: Array<ProvisionControllerConfig | undefined>): ProvisionControllerConfig {
+  return mergeOptions(FAST, ...layers);
 }
 
 type ProvisionHook = (o: ProvisionOptions, signal: AbortSignal) => Promise<ProvisionResult | undefined> | ProvisionResult | undefined;
@@ -148,30 +148,51 @@ export function getPVC(env: Env, namespace: string, name: string): PersistentVol
 export interface ControllerFixture {
   env: Env;
   backend: MemoryProvisioner;
+  /** The first (usually the only) controller. */
   ctrl: ProvisionController;
+  /** Every controller, in the order of `replicas`. */
+  ctrls: ProvisionController[];
+  /** The first controller's registry (each controller has its own). */
   registry: Registry;
+}
+
+/** One of several controllers on the same backend: its own options (identity, ...) and view of the backend. */
+export interface ControllerReplica {
+  options?: ProvisionControllerConfig;
+  provisioner?(backend: MemoryProvisioner): Provisioner;
 }
 
 /**
  * Registers the before/after hooks of a controller suite in the calling `describe`: an embedded cluster, a
- * MemoryProvisioner (`setup` may script it), a running controller with FAST options plus `options`, and the
- * StorageClasses `classes`. Everything is stopped after the suite. Read the fields inside tests (set in `before`).
+ * MemoryProvisioner (`setup` may script it and prepare the cluster before any controller starts), running
+ * controllers with FAST options plus `options` (one, or one per `replicas` entry, each with its own registry), and
+ * the StorageClasses `classes`. Everything is stopped after the suite (a test may stop a controller earlier).
+ * Read the fields inside tests (set in `before`).
  */
 export function useController(
-  opts: { options?: ProvisionControllerConfig; classes?: StorageClass[]; setup?(backend: MemoryProvisioner): void } = {},
+  opts: {
+    options?: ProvisionControllerConfig;
+    classes?: StorageClass[];
+    setup?(backend: MemoryProvisioner, env: Env): void | Promise<void>;
+    replicas?: ControllerReplica[];
+  } = {},
 ): ControllerFixture {
   const f = {} as ControllerFixture;
   before(async () => {
     f.env = await startEnv();
     f.backend = new MemoryProvisioner();
-    opts.setup?.(f.backend);
-    f.registry = new Registry();
-    f.ctrl = new ProvisionController(f.env.client, PROVISIONER, f.backend, fast({ registry: f.registry, ...opts.options }));
-    void f.ctrl.run();
+    await opts.setup?.(f.backend, f.env);
+    f.ctrls = (opts.replicas ?? [{}]).map((r) => {
+      const provisioner = r.provisioner?.(f.backend) ?? f.backend;
+      return new ProvisionController(f.env.client, PROVISIONER, provisioner, fast({ registry: new Registry() }, opts.options, r.options));
+    });
+    [f.ctrl] = f.ctrls;
+    f.registry = f.ctrl.registry;
+    for (const c of f.ctrls) void c.run();
     for (const sc of opts.classes ?? []) await createClass(f.env, sc);
   });
   after(async () => {
-    await f.ctrl?.stop();
+    await Promise.all((f.ctrls ?? []).map((c) => c.stop()));
     await f.env?.stop();
   });
   return f;
