@@ -46,7 +46,7 @@ console.log('consumer ok');
 `;
 
 const TS_CONSUMER = `
-import { KubeClient, persistentVolumes, defineResource, type PersistentVolume, type Provisioner, type KubeObject } from 'kube-provisioner';
+import { KubeClient, mergeOptions, persistentVolumes, defineResource, ProvisionController, type PersistentVolume, type Provisioner, type KubeObject, type ProvisionControllerOptions, type ResolvedOptions } from 'kube-provisioner';
 import { Informer } from 'kube-provisioner/runtime';
 import { HostPathProvisioner } from 'kube-provisioner/hostpath';
 
@@ -64,6 +64,12 @@ export async function widgetSize(client: KubeClient): Promise<number> {
 export const p: Provisioner = { provision: async () => { throw new Error('no'); }, delete: async () => {} };
 export type I = Informer<PersistentVolume>;
 export type H = HostPathProvisioner;
+// The option types are derived from the option table: grouped fields are typed, a flat name from before is not.
+export const options: ProvisionControllerOptions = mergeOptions<ProvisionControllerOptions>({ leaderElection: { mode: 'none' } }, { retry: { backoffBaseMs: 20 } });
+// @ts-expect-error leaseDurationMs moved to leaderElection.leaseDurationMs
+export const flat: ProvisionControllerOptions = { leaseDurationMs: 1 };
+export const retries: ResolvedOptions['retry']['failedProvisionThreshold'] = 15;
+export type Mode = ProvisionController['options']['leaderElection']['mode'];
 `;
 
 describe('the packed package', () => {
