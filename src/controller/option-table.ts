@@ -3,6 +3,7 @@
 // ResolvedOptions) are derived from it, resolveOptions checks and defaults from it, `run hostpath` builds its flags
 // from it, and the generated tables of docs/configuration.md and docs/writing-a-provisioner.md are rendered from it
 // (`npm run gen:docs`; the docs tests fail when they are stale). Adding an option is adding a row.
+import { LEADER_ELECTION_DEFAULTS } from '../runtime/leader-election.ts';
 import type { PersistentVolumeClaim } from '../types/k8s.ts';
 import { boolean, choice, duration, group, hook, integer, list, number, text, variants } from './option-spec.ts';
 
@@ -49,17 +50,17 @@ export const CONTROLLER_OPTIONS = {
       }),
       /** How long a Lease (and a per-claim lock) is valid without renewal. */
       leaseDurationMs: duration({
-        min: 1, default: 15 * SECOND, flag: 'lease-duration', movedFrom: 'leaseDurationMs',
+        min: 1, default: LEADER_ELECTION_DEFAULTS.leaseDurationMs, flag: 'lease-duration', movedFrom: 'leaseDurationMs',
         help: 'lease (and per-claim lock) duration', doc: 'how long a Lease (or per-claim lock) is valid without renewal',
       }),
       /** The leader steps down when it cannot renew within this; must be less than the lease duration. */
       renewDeadlineMs: duration({
-        min: 1, default: 10 * SECOND, flag: 'renew-deadline', movedFrom: 'renewDeadlineMs',
+        min: 1, default: LEADER_ELECTION_DEFAULTS.renewDeadlineMs, flag: 'renew-deadline', movedFrom: 'renewDeadlineMs',
         help: 'the leader gives up if it cannot renew within this', doc: 'the leader steps down when it cannot renew within this; must be < lease duration',
       }),
       /** Interval between acquire/renew attempts; the renew deadline must be more than 1.2 × this. */
       retryPeriodMs: duration({
-        min: 1, default: 2 * SECOND, flag: 'retry-period', movedFrom: 'retryPeriodMs',
+        min: 1, default: LEADER_ELECTION_DEFAULTS.retryPeriodMs, flag: 'retry-period', movedFrom: 'retryPeriodMs',
         help: 'interval between lease attempts', doc: 'interval between acquire/renew attempts; renew deadline must be > 1.2 × this',
       }),
     },

@@ -3,6 +3,7 @@
 // rules between options, once at construction. Invalid options throw a typed ConfigurationError; nothing here ever
 // exits the process.
 import { readFileSync } from 'node:fs';
+import { leaderElectionTimingProblem } from '../runtime/leader-election.ts';
 import { isDnsLabel } from '../types/names.ts';
 import { CONTROLLER_OPTIONS } from './option-table.ts';
 import { OptionValueError, resolveTable, type OptionsOf, type OptionTable, type ResolvedOf } from './option-spec.ts';
@@ -77,15 +78,8 @@ export function validateProvisionerName(name: string, option = 'provisionerName'
 /** The rules between options that no single row can check. */
 function checkRules(o: ResolvedOptions): void {
   const le = o.leaderElection;
-  if (le.mode !== 'none') {
-    // client-go's rule: leaseDuration > renewDeadline > 1.2 x retryPeriod (JitterFactor).
-    if (!(le.leaseDurationMs > le.renewDeadlineMs)) {
-      throw new ConfigurationError('leaderElection.leaseDurationMs', `must be greater than renewDeadlineMs (${le.leaseDurationMs} <= ${le.renewDeadlineMs})`);
-    }
-    if (!(le.renewDeadlineMs > 1.2 * le.retryPeriodMs)) {
-      throw new ConfigurationError('leaderElection.renewDeadlineMs', `must be greater than 1.2 x retryPeriodMs (${le.renewDeadlineMs} <= ${1.2 * le.retryPeriodMs})`);
-    }
-  }
+  const timing = le.mode === 'none' ? undefined : leaderElectionTimingProblem(le.leaseDurationMs, le.renewDeadlineMs, le.retryPeriodMs);
+  if (timing) throw new ConfigurationError(`leaderElection.${timing.timing}`, timing.message);
   if (!isDnsLabel(le.namespace)) throw new ConfigurationError('leaderElection.namespace', `"${le.namespace}" is not a valid namespace name`);
   if (o.retry.backoffMaxMs < o.retry.backoffBaseMs) throw new ConfigurationError('retry.backoffMaxMs', 'must be >= backoffBaseMs');
   o.additionalProvisionerNames.forEach((n, i) => validateProvisionerName(n, `additionalProvisionerNames[${i}]`, true));

@@ -59,13 +59,29 @@ export interface LeaderElectorOptions {
 
 const JITTER_FACTOR = 1.2;
 
+/** client-go's leader-election timings, the defaults of the elector and of the controller's options. */
+export const LEADER_ELECTION_DEFAULTS = Object.freeze({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+
+/** The timing that breaks client-go's rule leaseDuration > renewDeadline > 1.2 * retryPeriod (all > 0), if any. */
+export function leaderElectionTimingProblem(
+  leaseDurationMs: number,
+  renewDeadlineMs: number,
+  retryPeriodMs: number,
+): { timing: keyof typeof LEADER_ELECTION_DEFAULTS; message: string } | undefined {
+  if (!(retryPeriodMs > 0)) return { timing: 'retryPeriodMs', message: 'retryPeriod must be greater than zero' };
+  if (!(leaseDurationMs > renewDeadlineMs)) {
+    return { timing: 'leaseDurationMs', message: `leaseDuration must be greater than renewDeadline (${leaseDurationMs} <= ${renewDeadlineMs})` };
+  }
+  if (!(renewDeadlineMs > JITTER_FACTOR * retryPeriodMs)) {
+    return { timing: 'renewDeadlineMs', message: `renewDeadline must be greater than retryPeriod*${JITTER_FACTOR} (${renewDeadlineMs} <= ${JITTER_FACTOR * retryPeriodMs})` };
+  }
+  return undefined;
+}
+
 /** Validates client-go's constraint leaseDuration > renewDeadline > 1.2 * retryPeriod (all > 0). */
 export function validateLeaderElectionTimings(leaseDurationMs: number, renewDeadlineMs: number, retryPeriodMs: number): void {
-  if (!(retryPeriodMs > 0)) throw new LeaderElectionConfigError('retryPeriod must be greater than zero');
-  if (!(leaseDurationMs > renewDeadlineMs)) throw new LeaderElectionConfigError('leaseDuration must be greater than renewDeadline');
-  if (!(renewDeadlineMs > JITTER_FACTOR * retryPeriodMs)) {
-    throw new LeaderElectionConfigError(`renewDeadline must be greater than retryPeriod*${JITTER_FACTOR}`);
-  }
+  const problem = leaderElectionTimingProblem(leaseDurationMs, renewDeadlineMs, retryPeriodMs);
+  if (problem) throw new LeaderElectionConfigError(problem.message);
 }
 
 /** Lease-based leader election with client-go semantics (observed-time expiry, renew deadline, release on stop). */
@@ -82,9 +98,9 @@ export class LeaderElector {
   private reportedLeader: string | undefined;
 
   constructor(private readonly opts: LeaderElectorOptions) {
-    this.leaseDurationMs = opts.leaseDurationMs ?? 15_000;
-    this.renewDeadlineMs = opts.renewDeadlineMs ?? 10_000;
-    this.retryPeriodMs = opts.retryPeriodMs ?? 2_000;
+    this.leaseDurationMs = opts.leaseDurationMs ?? LEADER_ELECTION_DEFAULTS.leaseDurationMs;
+    this.renewDeadlineMs = opts.renewDeadlineMs ?? LEADER_ELECTION_DEFAULTS.renewDeadlineMs;
+    this.retryPeriodMs = opts.retryPeriodMs ?? LEADER_ELECTION_DEFAULTS.retryPeriodMs;
     validateLeaderElectionTimings(this.leaseDurationMs, this.renewDeadlineMs, this.retryPeriodMs);
     if (!opts.identity) throw new LeaderElectionConfigError('identity must not be empty');
     this.lock = new LeaseLock(opts.client.withOptions({ qps: opts.qps ?? 5, burst: opts.burst ?? 10 }), opts.namespace, opts.name);
