@@ -145,9 +145,9 @@ export function getPVC(env: Env, namespace: string, name: string): PersistentVol
 }
 
 /** What useController gives a test suite once its `before` hook ran. */
-export interface ControllerFixture {
+export interface ControllerFixture<B extends MemoryProvisioner = MemoryProvisioner> {
   env: Env;
-  backend: MemoryProvisioner;
+  backend: B;
   /** The first (usually the only) controller. */
   ctrl: ProvisionController;
   /** Every controller, in the order of `replicas`. */
@@ -157,30 +157,33 @@ export interface ControllerFixture {
 }
 
 /** One of several controllers on the same backend: its own options (identity, ...) and view of the backend. */
-export interface ControllerReplica {
+export interface ControllerReplica<B extends MemoryProvisioner = MemoryProvisioner> {
   options?: ProvisionControllerConfig;
-  provisioner?(backend: MemoryProvisioner): Provisioner;
+  provisioner?(backend: B): Provisioner;
 }
 
 /**
- * Registers the before/after hooks of a controller suite in the calling `describe`: an embedded cluster, a
- * MemoryProvisioner (`setup` may script it and prepare the cluster before any controller starts), running
+ * Registers the before/after hooks of a controller suite in the calling `describe`: an embedded cluster (`env` is
+ * passed to startEnv, e.g. `{ controllers: true }` for the cluster's own controllers), a MemoryProvisioner or the
+ * subclass `backend` makes (`setup` may script it and prepare the cluster before any controller starts), running
  * controllers with FAST options plus `options` (one, or one per `replicas` entry, each with its own registry), and
  * the StorageClasses `classes`. Everything is stopped after the suite (a test may stop a controller earlier).
  * Read the fields inside tests (set in `before`).
  */
-export function useController(
+export function useController<B extends MemoryProvisioner = MemoryProvisioner>(
   opts: {
+    env?: Parameters<typeof startEnv>[0];
+    backend?(): B;
     options?: ProvisionControllerConfig;
     classes?: StorageClass[];
-    setup?(backend: MemoryProvisioner, env: Env): void | Promise<void>;
-    replicas?: ControllerReplica[];
+    setup?(backend: B, env: Env): void | Promise<void>;
+    replicas?: Array<ControllerReplica<B>>;
   } = {},
-): ControllerFixture {
-  const f = {} as ControllerFixture;
+): ControllerFixture<B> {
+  const f = {} as ControllerFixture<B>;
   before(async () => {
-    f.env = await startEnv();
-    f.backend = new MemoryProvisioner();
+    f.env = await startEnv(opts.env);
+    f.backend = opts.backend?.() ?? (new MemoryProvisioner() as B);
     await opts.setup?.(f.backend, f.env);
     f.ctrls = (opts.replicas ?? [{}]).map((r) => {
       const provisioner = r.provisioner?.(f.backend) ?? f.backend;
