@@ -1,5 +1,5 @@
 // The volume decision: whether one PV is ours, whether our finalizer must be added or removed, and whether to
-// delete it (backend first, then the PV). Pure, like decideClaim; covers the reference's isProvisionerForVolume,
+// delete it (backend first, then the PV). Pure, like decideClaim; covers the Go library's isProvisionerForVolume,
 // handleProtectionFinalizer and shouldDelete (sig-storage-lib-external-provisioner) plus the defects we fix:
 // delete() is called once per PV uid, a PV whose claim still exists is never deleted, Retain PVs drop our finalizer.
 import { ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, FINALIZER_EXTERNAL_PROVISIONER } from '../types/annotations.ts';

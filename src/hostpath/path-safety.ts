@@ -1,5 +1,5 @@
-// Lexical path safety: the rules a rendered volume path must pass before anything touches the disk
-// (hostpath-anchors.md section 8). PVC labels and annotations are tenant input, so every rule fails
+// Lexical path safety: the rules a rendered volume path must pass before anything touches the disk (listed
+// under `pathPattern` in docs/configuration.md). PVC labels and annotations are tenant input, so every rule fails
 // closed. What the lexical rules cannot see (symlinked parents, swaps between check and use) is handled
 // by fs-ops.ts, which never follows a symlink below a base path.
 import path from 'node:path';

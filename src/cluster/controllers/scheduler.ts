@@ -3,7 +3,8 @@
 // PV with node affinity for the node, or else set `volume.kubernetes.io/selected-node` so the provisioner
 // creates the volume there; the pod gets spec.nodeName once all its claims are Bound. When a provisioner
 // removes selected-node (reschedule), the pod is placed again. A pod created with spec.nodeName skips the
-// real scheduler; here its WaitForFirstConsumer claims still get that node selected (reference §6.9).
+// real scheduler (kube-scheduler never sees it, so nothing selects a node); here its WaitForFirstConsumer claims
+// still get that node selected, so such a pod works in the embedded cluster.
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
 import { ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE } from '../../types/annotations.ts';
