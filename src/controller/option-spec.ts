@@ -203,13 +203,13 @@ export function movedNames(table: OptionTable): Map<string, string> {
  */
 export function resolveTable(table: OptionTable, input: unknown, prefix = '', allowed: ReadonlySet<string> = new Set(), moved = movedNames(table)): Record<string, unknown> {
   const where = prefix.slice(0, -1);
-  if (input !== undefined && !isPlainObject(input)) {
+  if (input != null && !isPlainObject(input)) {
     const hint = moved.has(where) ? ` (the value moved to ${moved.get(where)}: write { ${moved.get(where)?.slice(prefix.length)}: ${JSON.stringify(input)} })` : '';
     throw new OptionValueError(where, `expected an object${hint}`);
   }
   const given = input ?? {};
   for (const key of Object.keys(given)) {
-    if (key in table || allowed.has(key) || given[key] === undefined) continue;
+    if (Object.hasOwn(table, key) || allowed.has(key) || given[key] === undefined) continue;
     const path = `${prefix}${key}`;
     const to = moved.get(path);
     throw new OptionValueError(path, to ? `moved to ${to}` : `unknown option (known: ${Object.keys(table).join(', ')})`);
@@ -225,13 +225,13 @@ export function resolveTable(table: OptionTable, input: unknown, prefix = '', al
 }
 
 function resolveVariant(e: OptionVariants, input: unknown, path: string, moved: Map<string, string>): Record<string, unknown> {
-  if (input !== undefined && !isPlainObject(input)) throw new OptionValueError(path, 'expected an object');
+  if (input != null && !isPlainObject(input)) throw new OptionValueError(path, 'expected an object');
   const { mode: given, ...rest } = input ?? {};
   const mode = checkValue(`${path}.mode`, e.mode, given) as string;
   const mine = e.variants[mode];
   for (const key of Object.keys(rest)) {
-    if (key in mine || rest[key] === undefined) continue;
-    const owner = Object.keys(e.variants).find((m) => key in e.variants[m]);
+    if (Object.hasOwn(mine, key) || rest[key] === undefined) continue;
+    const owner = Object.keys(e.variants).find((m) => Object.hasOwn(e.variants[m], key));
     throw new OptionValueError(path, owner ? `${key} belongs to mode '${owner}', not '${mode}'` : `unknown option ${key}`);
   }
   return { mode, ...resolveTable(mine, rest, `${path}.`, undefined, moved) };

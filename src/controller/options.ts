@@ -125,9 +125,11 @@ export function mergeOptions<T extends ProvisionControllerOptions>(...layers: Ar
   const out: Record<string, unknown> = {};
   for (const layer of layers) {
     for (const [key, value] of Object.entries(layer ?? {})) {
-      const entry = (CONTROLLER_OPTIONS as OptionTable)[key];
+      const entry = Object.hasOwn(CONTROLLER_OPTIONS, key) ? (CONTROLLER_OPTIONS as OptionTable)[key] : undefined;
       const before = out[key];
-      out[key] = entry?.entry === 'group' && isObject(before) && isObject(value) ? { ...before, ...value } : value;
+      const merged = entry?.entry === 'group' && isObject(before) && isObject(value) ? { ...before, ...value } : value;
+      // defineProperty: a `__proto__` key stays data (an assignment would replace the result's prototype).
+      Object.defineProperty(out, key, { value: merged, enumerable: true, writable: true, configurable: true });
     }
   }
   return out as T;

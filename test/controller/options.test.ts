@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import {
   ConfigurationError,
   leaseNameFor,
+  mergeOptions,
   resolveOptions,
   validateProvisionerName,
   type ProvisionControllerOptions,
@@ -125,6 +126,35 @@ describe('resolveOptions', () => {
   it('keeps the keys the caller names (the controller\'s dependencies) and ignores undefined values', () => {
     assert.doesNotThrow(() => resolveOptions({ logger: {}, threadiness: undefined } as ProvisionControllerOptions, {}, new Set(['logger'])));
     assert.throws(() => resolveOptions({ logger: {} } as ProvisionControllerOptions, {}), ConfigurationError);
+  });
+
+  it('refuses keys inherited from Object.prototype, and merges __proto__ as plain data', () => {
+    for (const key of ['constructor', 'toString', 'hasOwnProperty']) {
+      assert.throws(() => resolveOptions(JSON.parse(`{"${key}": 1}`) as ProvisionControllerOptions, {}), (e: unknown) => e instanceof ConfigurationError && e.option === key, key);
+      assert.throws(() => resolveOptions(JSON.parse(`{"retry": {"${key}": 1}}`) as ProvisionControllerOptions, {}), (e: unknown) => e instanceof ConfigurationError && e.option === `retry.${key}`, key);
+      assert.throws(
+        () => resolveOptions(JSON.parse(`{"volumeSave": {"mode": "retry", "${key}": 1}}`) as ProvisionControllerOptions, {}),
+        (e: unknown) => e instanceof ConfigurationError && e.option === 'volumeSave',
+        key,
+      );
+    }
+    const merged = mergeOptions({ threadiness: 2 }, JSON.parse('{"__proto__": {"threadiness": 9}}') as ProvisionControllerOptions);
+    assert.equal(Object.getPrototypeOf(merged), Object.prototype, 'the prototype is not replaced');
+    assert.ok(Object.hasOwn(merged, '__proto__'), 'kept as an own key');
+    assert.throws(() => resolveOptions(merged, {}), (e: unknown) => e instanceof ConfigurationError && e.option === '__proto__');
+  });
+
+  it('treats null like an absent value, for a group too', () => {
+    assert.equal(resolveOptions({ retry: null, threadiness: null } as unknown as ProvisionControllerOptions, {}).retry.backoffBaseMs, 15_000);
+  });
+
+  it('mergeOptions merges groups field by field and replaces everything else', () => {
+    const merged = mergeOptions<ProvisionControllerOptions>(
+      { retry: { backoffBaseMs: 20 }, volumeSave: { mode: 'retry', retryCount: 3 }, additionalProvisionerNames: ['a.io/x'] },
+      { retry: { failedProvisionThreshold: 2 }, volumeSave: { mode: 'background' }, additionalProvisionerNames: ['b.io/y'] },
+      undefined,
+    );
+    assert.deepEqual(merged, { retry: { backoffBaseMs: 20, failedProvisionThreshold: 2 }, volumeSave: { mode: 'background' }, additionalProvisionerNames: ['b.io/y'] });
   });
 
   it('lease timing is not checked when leader election is off', () => {
