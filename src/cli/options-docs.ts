@@ -7,13 +7,13 @@ import { flatRows, type OptionRow, type OptionSection } from '../controller/opti
 import { CLASS_PARAMETERS } from '../hostpath/class-parameters.ts';
 import { controllerFlagRows, envName, placeholderOf } from './options.ts';
 
-/** The Default column of one row. */
-function defaultCell(row: OptionRow, quote = false): string {
+/** The Default column of one row: as a flag writes it, or (`library`) as a value in code, durations in ms. */
+function defaultCell(row: OptionRow, library = false): string {
   if (row.docDefault !== undefined) return row.docDefault;
   const d = row.default;
   if (d === undefined || (Array.isArray(d) && d.length === 0)) return 'none';
-  if (row.kind.type === 'duration') return `\`${formatDuration(d as number)}\``;
-  return `\`${quote && typeof d === 'string' ? `'${d}'` : String(d)}\``;
+  if (row.kind.type === 'duration') return library ? `\`${String(d)}\` (${formatDuration(d as number)})` : `\`${formatDuration(d as number)}\``;
+  return `\`${library && typeof d === 'string' ? `'${d}'` : String(d)}\``;
 }
 
 /** The Meaning column: the row's doc (or help), after the mode it belongs to. */

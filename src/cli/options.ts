@@ -4,7 +4,7 @@
 // manifests' args can be checked against the real parser.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { CONTROLLER_OPTIONS, formatDuration } from '../controller/option-table.ts';
-import { flatRows, type FlatRow, type OptionRow } from '../controller/option-spec.ts';
+import { durationBounds, flatRows, TIMER_MAX_MS, type FlatRow, type OptionRow } from '../controller/option-spec.ts';
 import type { ProvisionControllerOptions } from '../controller/options.ts';
 import { validateProvisionerName } from '../controller/options.ts';
 import type { HostPathMode } from '../hostpath/provisioner.ts';
@@ -80,6 +80,15 @@ export function parseDuration(text: string): number {
   }
   if (matched === 0 || matched !== s.length) throw new InvalidArgumentError(`"${text}" is not a duration (e.g. 500ms, 15s, 1m30s, 2h)`);
   return total;
+}
+
+function durationArg(min: number, max: number): (v: string) => number {
+  return (v) => {
+    const ms = parseDuration(v);
+    if (ms < min) throw new InvalidArgumentError(`"${v}" is shorter than ${formatDuration(min)}`);
+    if (ms > max) throw new InvalidArgumentError(`"${v}" is longer than ${max} ms${max === TIMER_MAX_MS ? ' (about 24.8 days, the longest timer Node keeps)' : ''}`);
+    return ms;
+  };
 }
 
 function intArg(min: number): (v: string) => number {
@@ -174,7 +183,7 @@ export function placeholderOf(row: OptionRow): string {
 function rowOption(row: OptionRow & { flag: string }): Option {
   const k = row.kind;
   const o = opt(`--${row.flag} ${placeholderOf(row)}`, row.help);
-  if (k.type === 'duration') o.argParser(parseDuration);
+  if (k.type === 'duration') o.argParser(durationArg(...durationBounds(k)));
   else if (k.type === 'integer') o.argParser(intArg(k.min));
   else if (k.type === 'number') o.argParser(numberArg(k.min));
   else if (k.type === 'boolean') o.argParser(parseBoolean);
@@ -207,7 +216,7 @@ export function addConnectionOptions(cmd: Command): Command {
     .addOption(opt('--context <name>', 'kubeconfig context (default: its current-context)'))
     .addOption(opt('--kube-api-qps <n>', 'client-side request rate limit (0 = unlimited)').argParser(numberArg(0)).default(20))
     .addOption(opt('--kube-api-burst <n>', 'client-side burst above the rate').argParser(intArg(1)).default(30))
-    .addOption(opt('--kube-api-timeout <duration>', 'timeout of one API request').argParser(parseDuration).default(30_000, '30s'));
+    .addOption(opt('--kube-api-timeout <duration>', 'timeout of one API request').argParser(durationArg(0, TIMER_MAX_MS)).default(30_000, '30s'));
 }
 
 /** Adds every flag of `run hostpath` to `cmd`. */
@@ -231,7 +240,7 @@ export function addRunHostPathOptions(cmd: Command): Command {
       // Observability.
       .addOption(opt('--health-address <host:port>', '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable').argParser(addressArg).default(':8080'))
       .addOption(opt('--metrics-address <host:port>', '/metrics address (default: the health address); off to disable').argParser(addressArg))
-      .addOption(opt('--volume-usage-interval <duration>', 'refresh of the per-volume disk usage metric (0 = off)').argParser(parseDuration).default(60_000, '1m'))
+      .addOption(opt('--volume-usage-interval <duration>', 'refresh of the per-volume disk usage metric (0 = off)').argParser(durationArg(0, TIMER_MAX_MS)).default(60_000, '1m'))
       .addOption(opt('--volume-usage-walk-rate <entries/s>', 'files and directories the usage walk visits per second, all volumes together').argParser(numberArg(1)).default(1_000))
       .addOption(opt('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('info'))
   );
@@ -263,18 +272,38 @@ export interface RawRunHostPathFlags {
   [controllerFlag: string]: unknown;
 }
 
+/** Whether an option's value came from the command line or the environment (not its default). */
+export type GivenFlag = (attribute: string) => boolean;
+
+/** The GivenFlag of a parsed command. */
+export function givenIn(cmd: Command): GivenFlag {
+  return (attribute) => {
+    const source = cmd.getOptionValueSource(attribute);
+    return source === 'cli' || source === 'env';
+  };
+}
+
 /**
  * The controller options the flags set: each row's flag value at the row's path. A row of a variant the mode flag
- * did not choose is left out (its flag still has its default; resolveOptions refuses it under another mode).
+ * did not choose is left out when it only holds its default, and refused when it was given.
  */
-function controllerOptionsFrom(f: RawRunHostPathFlags): ProvisionControllerOptions {
+function controllerOptionsFrom(f: RawRunHostPathFlags, given: GivenFlag): ProvisionControllerOptions {
   const out: Record<string, unknown> = {};
   const rows = controllerFlagRows();
-  const modeOf = (path: string): unknown => f[attributeOf(rows.find((r) => r.path === `${path}.mode`)?.row.flag ?? '')];
+  const modeFlagOf = (path: string): string => rows.find((r) => r.path === `${path}.mode`)?.row.flag ?? '';
   for (const { path, row, variant } of rows) {
-    const value = f[attributeOf(row.flag)];
+    const attribute = attributeOf(row.flag);
+    const value = f[attribute];
+    if (value === undefined) continue;
     const keys = path.split('.');
-    if (value === undefined || (variant !== undefined && modeOf(keys.slice(0, -1).join('.')) !== variant)) continue;
+    if (variant !== undefined) {
+      const modeFlag = modeFlagOf(keys.slice(0, -1).join('.'));
+      const mode = f[attributeOf(modeFlag)];
+      if (mode !== variant) {
+        if (given(attribute)) throw new CliOptionError(`--${row.flag}`, `belongs to --${modeFlag} ${variant}, not ${String(mode)}`);
+        continue;
+      }
+    }
     let at = out;
     for (const key of keys.slice(0, -1)) at = (at[key] ??= {}) as Record<string, unknown>;
     at[keys[keys.length - 1]] = value;
@@ -300,14 +329,17 @@ function resolveNfs(f: RawRunHostPathFlags): NfsExport | undefined {
   return { server: f.nfsServer, path: f.nfsPath };
 }
 
-/** Validates the combination of flags and converts them. Throws CliOptionError (or ConfigurationError for names). */
-export function resolveRunHostPathOptions(f: RawRunHostPathFlags, env: NodeJS.ProcessEnv = process.env): RunHostPathOptions {
+/**
+ * Validates the combination of flags and converts them. Throws CliOptionError (or ConfigurationError for names).
+ * `given` tells a flag that was set from one left at its default (`givenIn(cmd)`).
+ */
+export function resolveRunHostPathOptions(f: RawRunHostPathFlags, env: NodeJS.ProcessEnv, given: GivenFlag): RunHostPathOptions {
   if (f.config && f.configMap) throw new CliOptionError('--config', 'give either --config or --config-map, not both');
   const nfs = resolveNfs(f);
   if (!f.config && !f.configMap && !nfs) throw new CliOptionError('--config', 'a configuration is required: --config FILE, --config-map NAMESPACE/NAME, or --nfs-server and --nfs-path');
   if (f.mode === 'daemonset' && !f.nodeName) throw new CliOptionError('--node-name', 'required with --mode daemonset (or set NODE_NAME)');
   validateProvisionerName(f.provisionerName, '--provisioner-name');
-  const controller = controllerOptionsFrom(f);
+  const controller = controllerOptionsFrom(f, given);
   const health = f.healthAddress === 'off' ? undefined : f.healthAddress;
   const metrics = f.metricsAddress === undefined ? health : f.metricsAddress === 'off' ? undefined : f.metricsAddress;
   return {
@@ -338,5 +370,5 @@ export function parseRunHostPathArgs(args: string[], env: NodeJS.ProcessEnv = {}
   const cmd = addRunHostPathOptions(new Command('hostpath')).exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
   cmd.parse(args, { from: 'user' });
   applyEnvironment(cmd, env);
-  return resolveRunHostPathOptions(cmd.opts<RawRunHostPathFlags>(), env);
+  return resolveRunHostPathOptions(cmd.opts<RawRunHostPathFlags>(), env, givenIn(cmd));
 }

@@ -7,7 +7,7 @@ import { loadCliKubeConfig } from './user-errors.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '../hostpath/config.ts';
 import { startHostPathService } from './hostpath-service.ts';
-import { addRunHostPathOptions, resolveRunHostPathOptions, type RawRunHostPathFlags, type RunHostPathOptions } from './options.ts';
+import { addRunHostPathOptions, givenIn, resolveRunHostPathOptions, type RawRunHostPathFlags, type RunHostPathOptions } from './options.ts';
 import { abortOnSignals } from './signals.ts';
 
 /** The user agent of the provisioner's requests (visible in audit logs). */
@@ -71,8 +71,8 @@ export function registerRunCommand(program: Command): void {
   const hostpath = run
     .command('hostpath')
     .description('provision directories as volumes, on node-local paths (daemonset) or a shared filesystem (deployment)');
-  addRunHostPathOptions(hostpath).action(async (flags: RawRunHostPathFlags) => {
-    const options = resolveRunHostPathOptions(flags);
+  addRunHostPathOptions(hostpath).action(async (flags: RawRunHostPathFlags, cmd: Command) => {
+    const options = resolveRunHostPathOptions(flags, process.env, givenIn(cmd));
     const stop = new AbortController();
     const removeHandlers = abortOnSignals(stop, createLogger({ level: options.logLevel }), (line) => process.stderr.write(`${line}\n`));
     try {

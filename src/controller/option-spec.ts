@@ -6,7 +6,7 @@
 
 /** How an option's value is read and checked. */
 export type OptionKind =
-  | { type: 'duration'; min?: number }
+  | { type: 'duration'; min?: number; max?: number }
   | { type: 'integer'; min: number }
   | { type: 'number'; min: number }
   | { type: 'boolean' }
@@ -92,11 +92,35 @@ function row<T>(kind: OptionKind, init: RowInit<T>): OptionRow<T> {
   return { entry: 'option', kind, ...init };
 }
 
-/** Milliseconds, written `15s`, `1m30s` as a flag. */
-export const duration = (init: RowInit<number> & { min?: number }): OptionRow<number> => {
-  const { min, ...rest } = init;
-  return row({ type: 'duration', min }, rest);
+/** The longest delay a Node timer holds: above it, setTimeout and AbortSignal.timeout fire after 1 ms. */
+export const TIMER_MAX_MS = 2 ** 31 - 1;
+
+/**
+ * Milliseconds, written `15s`, `1m30s` as a flag. At most TIMER_MAX_MS unless `max` says otherwise (a duration
+ * that is only compared, never a timer).
+ */
+export const duration = (init: RowInit<number> & { min?: number; max?: number }): OptionRow<number> => {
+  const { min, max, ...rest } = init;
+  return row({ type: 'duration', min, max }, rest);
 };
+
+/** The bounds of a duration row: [min, max]. */
+export function durationBounds(k: { min?: number; max?: number }): [number, number] {
+  return [k.min ?? 0, k.max ?? TIMER_MAX_MS];
+}
+
+/** A value as an error message shows it: strings quoted, arrays and objects as JSON. */
+function shown(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'object' && v !== null) {
+    try {
+      return JSON.stringify(v);
+    } catch {
+      return Object.prototype.toString.call(v);
+    }
+  }
+  return String(v);
+}
 export const integer = (init: RowInit<number> & { min: number }): OptionRow<number> => {
   const { min, ...rest } = init;
   return row({ type: 'integer', min }, rest);
@@ -156,13 +180,15 @@ export function checkValue(path: string, r: OptionRow, value: unknown): unknown 
   const v = value ?? r.default;
   const k = r.kind;
   const fail = (expected: string): never => {
-    throw new OptionValueError(path, `expected ${expected}, got ${typeof v === 'string' ? `"${v}"` : String(v)}`);
+    throw new OptionValueError(path, `expected ${expected}, got ${shown(v)}`);
   };
   if (v === undefined) return v;
   switch (k.type) {
-    case 'duration':
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < (k.min ?? 0)) fail(`a finite number of milliseconds >= ${k.min ?? 0}`);
+    case 'duration': {
+      const [min, max] = durationBounds(k);
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) fail(`a number of milliseconds from ${min} to ${max}`);
       break;
+    }
     case 'number':
       if (typeof v !== 'number' || !Number.isFinite(v) || v < k.min) fail(`a finite number >= ${k.min}`);
       break;
@@ -232,7 +258,8 @@ function resolveVariant(e: OptionVariants, input: unknown, path: string, moved: 
   for (const key of Object.keys(rest)) {
     if (Object.hasOwn(mine, key) || rest[key] === undefined) continue;
     const owner = Object.keys(e.variants).find((m) => Object.hasOwn(e.variants[m], key));
-    throw new OptionValueError(path, owner ? `${key} belongs to mode '${owner}', not '${mode}'` : `unknown option ${key}`);
+    if (owner) throw new OptionValueError(path, `${key} belongs to mode '${owner}', not '${mode}'`);
+    throw new OptionValueError(`${path}.${key}`, `unknown option (known for mode '${mode}': mode, ${Object.keys(mine).join(', ')})`);
   }
   return { mode, ...resolveTable(mine, rest, `${path}.`, undefined, moved) };
 }

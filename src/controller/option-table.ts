@@ -148,7 +148,7 @@ export const CONTROLLER_OPTIONS = {
   selectorPolicy: choice<SelectorPolicy>(['reject', 'allow'], {
     default: 'reject', flag: 'selector-policy', placeholder: '<policy>',
     help: 'claims with spec.selector: reject (Warning event) or allow (hand to the provisioner)',
-    doc: 'claims with `spec.selector`: `reject` (Warning event; the hostpath provisioner refuses them anyway) or `allow` (handed to the provisioner, which labels the PV to match)',
+    doc: 'claims with `spec.selector`: `reject` (Warning event) or `allow` (handed to the provisioner, which labels the PV to match; the hostpath provisioner refuses them anyway)',
   }),
   /**
    * Keep a cache of Nodes (one more informer) and pass the selected node's object to provision() as
@@ -157,7 +157,7 @@ export const CONTROLLER_OPTIONS = {
   nodeCache: boolean({
     default: false, flag: 'node-cache',
     help: "watch Nodes and hand the selected node's object to the provisioner (needs list/watch on nodes)",
-    doc: "watch Nodes and give provision() the selected node's object; needs `list`, `watch` on `nodes` (not granted by `deploy/`). Not needed for `nodeAffinityKey`: without it the node is read with one GET when a class needs its labels.",
+    doc: "watch Nodes and give provision() the selected node's object; needs `list`, `watch` on `nodes` (the manifests in `deploy/` do not grant it). The hostpath provisioner's `nodeAffinityKey` does not need it: without it the node is read with one GET when a class needs its labels.",
   }),
   /**
    * On stop, how long to wait for in-flight provision()/delete() calls to return after their signal aborted, before
@@ -170,7 +170,7 @@ export const CONTROLLER_OPTIONS = {
   /** Extra names treated as ours (CSI migration: the in-tree name, e.g. `kubernetes.io/aws-ebs`). */
   additionalProvisionerNames: list({
     default: [], flag: 'additional-provisioner-names', placeholder: '<a,b>',
-    help: 'comma-separated extra names treated as ours (migrated classes)', doc: 'comma-separated extra provisioner names treated as ours', docDefault: 'none',
+    help: 'comma-separated extra names treated as ours (migrated classes)', doc: 'extra provisioner names treated as ours (e.g. the in-tree name a CSI driver migrated from); the flag takes a comma-separated list', docDefault: 'none',
   }),
   /** Put `external-provisioner.volume.kubernetes.io/finalizer` on Bound PVs with reclaim policy Delete. */
   addFinalizer: boolean({
@@ -187,13 +187,13 @@ export const CONTROLLER_OPTIONS = {
     /** Take the inventory (needs provisioner.listVolumes()). */
     enabled: boolean({
       default: false, flag: 'leak-inventory', help: 'periodically report directories that have no PV',
-      doc: 'periodically compare the volumes the provisioner lists (the volume records on disk) with the PVs and report those without a PV (`controller_leaked_volumes`)',
+      doc: 'periodically compare the volumes the provisioner lists (`listVolumes()`; for hostpath, the volume records on disk) with the PVs and report those without a PV (`controller_leaked_volumes`)',
     }),
     /** How often to take the inventory. */
     intervalMs: duration({ min: 1, default: 10 * MINUTE, flag: 'leak-inventory-interval', help: 'how often to take the leak inventory', doc: 'how often' }),
     /** A backend volume younger than this is never reported (its PV may be on its way). */
     gracePeriodMs: duration({
-      default: 60 * MINUTE, flag: 'leak-inventory-grace-period',
+      default: 60 * MINUTE, max: Number.MAX_SAFE_INTEGER, flag: 'leak-inventory-grace-period',
       help: 'a directory younger than this is never reported', doc: 'a volume younger than this is never reported (its PV may be on its way)',
     }),
     /** Opt-in: call provisioner.delete() on leaked volumes (with a minimal PV describing them). */

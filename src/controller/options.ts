@@ -23,7 +23,8 @@ export class ConfigurationError extends Error {
  * `volumeSave: {…}`, `leakInventory: {…}`). Durations are milliseconds. Every field is optional; the defaults are
  * in the option table (CONTROLLER_OPTIONS, listed in docs/writing-a-provisioner.md).
  */
-// An interface (not a type alias) so that messages and hovers say its name instead of expanding the table.
+// An interface (not a type alias) so that hovers and declarations say its name. (Compiler messages about a wrong
+// key still expand the mapped type; they end with "Did you mean …" for a misspelt one.)
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export interface ProvisionControllerOptions extends OptionsOf<typeof CONTROLLER_OPTIONS> {}
 
@@ -102,6 +103,9 @@ export function resolveOptions(
   environment: OptionsEnvironment = processEnvironment(),
   allowedKeys: ReadonlySet<string> = new Set(),
 ): ResolvedOptions {
+  if (typeof partial !== 'object' || partial === null || Array.isArray(partial)) {
+    throw new ConfigurationError('options', `expected an object, got ${Array.isArray(partial) ? 'an array' : String(partial)}`);
+  }
   let resolved: ResolvedOptions;
   try {
     resolved = resolveTable(CONTROLLER_OPTIONS, partial, '', allowedKeys) as ResolvedOptions;
@@ -139,8 +143,25 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** The defaults (the Lease namespace as outside a pod: `default`). */
-export const DEFAULTS: Readonly<ResolvedOptions> = Object.freeze(resolveOptions({}, {}));
+/** `T` with every object and array inside it read-only (functions stay as they are). */
+export type DeepReadonly<T> = T extends (...args: never[]) => unknown
+  ? T
+  : T extends ReadonlyArray<infer E>
+    ? ReadonlyArray<DeepReadonly<E>>
+    : T extends object
+      ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+      : T;
+
+function deepFreeze<T>(value: T): DeepReadonly<T> {
+  if (typeof value === 'object' && value !== null) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value as DeepReadonly<T>;
+}
+
+/** The defaults (the Lease namespace as outside a pod: `default`), frozen all the way down. */
+export const DEFAULTS: DeepReadonly<ResolvedOptions> = deepFreeze(resolveOptions({}, {}));
 
 /** The Lease name for a provisioner: "/" and other characters a name cannot hold become "-" (`example.com/nfs` -> `example.com-nfs`). */
 export function leaseNameFor(provisionerName: string): string {

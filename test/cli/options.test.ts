@@ -111,6 +111,24 @@ describe('run hostpath flags', () => {
     assert.throws(() => parseRunHostPathArgs(['--config', 'a', '--no-such-flag']));
   });
 
+  it('checks each flag against its row: bounds of durations (a timer\'s limit too), and a mode\'s flags under another mode', () => {
+    assert.throws(() => parseRunHostPathArgs(['--config', 'a', '--provision-timeout', '600h']), /2147483647/);
+    assert.throws(() => parseRunHostPathArgs(['--config', 'a', '--lease-duration', '0']), /lease-duration/);
+    for (const flag of ['--kube-api-timeout', '--volume-usage-interval']) assert.throws(() => parseRunHostPathArgs(['--config', 'a', flag, '600h']), /2147483647/, flag);
+    assert.equal(parseRunHostPathArgs(['--config', 'a', '--leak-inventory-grace-period', '2000h']).controller.leakInventory?.gracePeriodMs, 2000 * 3_600_000);
+    assert.throws(
+      () => parseRunHostPathArgs(['--config', 'a', '--volume-save', 'background', '--volume-save-retries', '3']),
+      (e: unknown) => e instanceof CliOptionError && e.flag === '--volume-save-retries' && /background/.test(e.message),
+    );
+    assert.throws(
+      () => parseRunHostPathArgs(['--config', 'a', '--volume-save', 'background'], { KUBE_PROVISIONER_VOLUME_SAVE_INTERVAL: '1s' }),
+      (e: unknown) => e instanceof CliOptionError && e.flag === '--volume-save-interval',
+    );
+    // The mode's own defaults are not "given": background alone is fine, and retry takes its flags.
+    assert.deepEqual(parseRunHostPathArgs(['--config', 'a', '--volume-save', 'background']).controller.volumeSave, { mode: 'background' });
+    assert.deepEqual(parseRunHostPathArgs(['--config', 'a', '--volume-save-retries', '2']).controller.volumeSave, { mode: 'retry', retryCount: 2, intervalMs: 10_000 });
+  });
+
   it('durations, ConfigMap references and env names', () => {
     assert.equal(parseDuration('250ms'), 250);
     assert.equal(parseDuration('1h2m3s'), 3_723_000);

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   ConfigurationError,
+  DEFAULTS,
   leaseNameFor,
   mergeOptions,
   resolveOptions,
@@ -134,7 +135,7 @@ describe('resolveOptions', () => {
       assert.throws(() => resolveOptions(JSON.parse(`{"retry": {"${key}": 1}}`) as ProvisionControllerOptions, {}), (e: unknown) => e instanceof ConfigurationError && e.option === `retry.${key}`, key);
       assert.throws(
         () => resolveOptions(JSON.parse(`{"volumeSave": {"mode": "retry", "${key}": 1}}`) as ProvisionControllerOptions, {}),
-        (e: unknown) => e instanceof ConfigurationError && e.option === 'volumeSave',
+        (e: unknown) => e instanceof ConfigurationError && e.option === `volumeSave.${key}`,
         key,
       );
     }
@@ -142,6 +143,38 @@ describe('resolveOptions', () => {
     assert.equal(Object.getPrototypeOf(merged), Object.prototype, 'the prototype is not replaced');
     assert.ok(Object.hasOwn(merged, '__proto__'), 'kept as an own key');
     assert.throws(() => resolveOptions(merged, {}), (e: unknown) => e instanceof ConfigurationError && e.option === '__proto__');
+  });
+
+  it('refuses durations a timer cannot hold (Node fires a timer over 2^31-1 ms after 1 ms), except plain comparisons', () => {
+    for (const partial of [{ provisionTimeoutMs: 2 ** 31 }, { resyncPeriodMs: 2 ** 31 }, { retry: { backoffMaxMs: 2 ** 31 } }, { leakInventory: { intervalMs: 2 ** 31 } }]) {
+      assert.throws(() => resolveOptions(partial, {}), (e: unknown) => e instanceof ConfigurationError && /2147483647/.test(e.message), JSON.stringify(partial));
+    }
+    assert.equal(resolveOptions({ provisionTimeoutMs: 2 ** 31 - 1 }, {}).provisionTimeoutMs, 2 ** 31 - 1);
+    // The leak inventory's grace period is compared with a directory's age, never used as a timer.
+    assert.equal(resolveOptions({ leakInventory: { gracePeriodMs: 90 * 24 * 3_600_000 } }, {}).leakInventory.gracePeriodMs, 90 * 24 * 3_600_000);
+  });
+
+  it('names the option in every refusal: the whole object, a variant\'s unknown key, a list entry', () => {
+    for (const whole of [null, [], 'x']) {
+      assert.throws(() => resolveOptions(whole as unknown as ProvisionControllerOptions, {}), (e: unknown) => e instanceof ConfigurationError && e.option === 'options', String(whole));
+    }
+    assert.throws(
+      () => resolveOptions({ volumeSave: { mode: 'retry', retryCont: 3 } } as unknown as ProvisionControllerOptions, {}),
+      (e: unknown) => e instanceof ConfigurationError && e.option === 'volumeSave.retryCont',
+    );
+    assert.throws(
+      () => resolveOptions({ additionalProvisionerNames: [null] } as unknown as ProvisionControllerOptions, {}),
+      (e: unknown) => e instanceof ConfigurationError && e.message.includes('[null]'),
+    );
+  });
+
+  it('DEFAULTS is frozen all the way down', () => {
+    assert.throws(() => {
+      (DEFAULTS.retry as { qps: number }).qps = 1;
+    }, TypeError);
+    assert.throws(() => (DEFAULTS.additionalProvisionerNames as string[]).push('x.io/y'), TypeError);
+    assert.equal(resolveOptions({}, {}).retry.qps, 10);
+    resolveOptions({}, {}).additionalProvisionerNames.push('a.io/b'); // a resolved copy stays the caller's to change
   });
 
   it('treats null like an absent value, for a group too', () => {
