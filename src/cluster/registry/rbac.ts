@@ -166,7 +166,7 @@ const rbac = {
   returnDeletedObject: true,
 } as const satisfies Partial<ResourceType>;
 
-const clusterRoles: ResourceType = {
+export const CLUSTER_ROLES: ResourceType = {
   ...rbac,
   resource: 'clusterroles',
   kind: 'ClusterRole',
@@ -177,7 +177,7 @@ const clusterRoles: ResourceType = {
   validate: (o, old) => validateClusterRole(o, old),
 };
 
-const clusterRoleBindings: ResourceType = {
+export const CLUSTER_ROLE_BINDINGS: ResourceType = {
   ...rbac,
   resource: 'clusterrolebindings',
   kind: 'ClusterRoleBinding',
@@ -190,7 +190,7 @@ const clusterRoleBindings: ResourceType = {
   columns: bindingColumns,
 };
 
-const roles: ResourceType = {
+export const ROLES: ResourceType = {
   ...rbac,
   resource: 'roles',
   kind: 'Role',
@@ -201,7 +201,7 @@ const roles: ResourceType = {
   validate: (o, old) => validateRole(o, old),
 };
 
-const roleBindings: ResourceType = {
+export const ROLE_BINDINGS: ResourceType = {
   ...rbac,
   resource: 'rolebindings',
   kind: 'RoleBinding',
@@ -213,6 +213,3 @@ const roleBindings: ResourceType = {
   defaults: defaultBinding,
   columns: bindingColumns,
 };
-
-/** The group's kinds, in discovery order. */
-export const RBAC_RESOURCES: readonly ResourceType[] = [clusterRoles, clusterRoleBindings, roles, roleBindings];

@@ -13,7 +13,7 @@ import { PODS } from './core/pods.ts';
 import { SERVICE_ACCOUNTS } from './core/service-accounts.ts';
 import { DAEMON_SETS } from './apps/daemon-sets.ts';
 import { DEPLOYMENTS } from './apps/deployments.ts';
-import { RBAC_RESOURCES } from './rbac.ts';
+import { CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, ROLE_BINDINGS, ROLES } from './rbac.ts';
 import { LEASES } from './coordination.ts';
 import { CORE_EVENTS, EVENTS_V1 } from './events.ts';
 import { STORAGE_CLASSES } from './storage.ts';
@@ -36,7 +36,10 @@ export const RESOURCES: readonly ResourceType[] = [
   EVENTS_V1,
   STORAGE_CLASSES,
   LEASES,
-  ...RBAC_RESOURCES,
+  CLUSTER_ROLES,
+  CLUSTER_ROLE_BINDINGS,
+  ROLES,
+  ROLE_BINDINGS,
   DEPLOYMENTS,
   DAEMON_SETS,
 ];
