@@ -1,8 +1,11 @@
 // Generates src/cluster/schema/schemas.generated.ts, the one schema source of the embedded cluster, from
 // @kubernetes/client-node's models: every field with its type (attributeTypeMap) and description (the TSDoc of
-// the model's .d.ts), for the served kinds and the models they reference, nothing else.
+// the model's .d.ts), for the served kinds and the models they reference, nothing else. The served kinds are
+// found in the registry modules (gen-resources.ts), and their list is written too, as
+// src/cluster/registry/resources.generated.ts.
 //
-//   npm run gen:schemas                      regenerate from the installed client-node (a test checks this is a no-op)
+//   npm run gen:schemas                      regenerate both from the registry modules and the installed
+//                                            client-node (a test checks this is a no-op)
 //   npm run gen:schemas -- --go <dir>        also regenerate src/cluster/schema/go-tags.generated.ts (protobuf field
 //                                            numbers, patch strategies/merge keys, Go packages) from a checkout of
 //                                            k8s.io/api and k8s.io/apimachinery laid out under <dir>/api and
@@ -12,9 +15,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as clientNode from '@kubernetes/client-node';
-import { RESOURCES } from '../src/cluster/registry/registry.ts';
 import type { GeneratedModel } from '../src/cluster/schema/schema-model.ts';
 import { renderGoTags } from './gen-schemas-go.ts';
+import { discoverResources, renderResources, RESOURCES_FILE } from './gen-resources.ts';
 
 interface Attribute {
   name: string;
@@ -32,6 +35,15 @@ export const GO_TAGS_FILE = join(here, '../src/cluster/schema/go-tags.generated.
 const require = createRequire(import.meta.url);
 const modelsDir = join(dirname(require.resolve('@kubernetes/client-node')), 'gen/models');
 const clientNodeVersion = (JSON.parse(readFileSync(join(modelsDir, '../../../package.json'), 'utf8')) as { version: string }).version;
+
+/** The served kinds, read from the registry modules themselves (not from the generated list). */
+const DISCOVERED = await discoverResources();
+
+/** The text of resources.generated.ts. */
+export function renderResourceList(): string {
+  return renderResources(DISCOVERED);
+}
+export { RESOURCES_FILE };
 
 const SCALARS: Record<string, string> = { boolean: 'boolean', Date: 'date-time', V1MicroTime: 'date-time-micro', IntOrString: 'int-or-string', any: 'any' };
 
@@ -84,7 +96,7 @@ export function collectModels(): { roots: Record<string, string>; models: Record
   const roots: Record<string, string> = {};
   const models: Record<string, GeneratedModel> = {};
   const queue: string[] = [];
-  for (const rt of RESOURCES) {
+  for (const { rt } of DISCOVERED) {
     const name = rootModel(rt.group, rt.version, rt.kind);
     roots[`${rt.group}/${rt.version}/${rt.kind}`] = name;
     queue.push(name);
@@ -133,6 +145,7 @@ export function renderSchemas(): string {
 }
 
 function main(argv: string[]): void {
+  writeFileSync(RESOURCES_FILE, renderResourceList());
   writeFileSync(SCHEMAS_FILE, renderSchemas());
   const goIdx = argv.indexOf('--go');
   if (goIdx >= 0) {

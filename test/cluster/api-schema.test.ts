@@ -1,14 +1,19 @@
 // The generated schemas drive pruning, fieldValidation (Strict/Warn/Ignore, unknown and duplicate fields with
 // kube-apiserver's messages), the OpenAPI v3 documents kubectl explain reads, and strategic-merge list keys.
-// Also checks that regenerating the schema module from the installed client-node changes nothing.
+// Also checks that regenerating the schema module from the installed client-node, and the resource list from
+// the registry modules, changes nothing.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CoreV1Api, type V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
-import { renderSchemas, SCHEMAS_FILE } from '../../scripts/gen-schemas.ts';
+import { renderResourceList, renderSchemas, RESOURCES_FILE, SCHEMAS_FILE } from '../../scripts/gen-schemas.ts';
+import { discoverResources, sortResources } from '../../scripts/gen-resources.ts';
+import { RESOURCES, type ResourceType } from '../../src/cluster/registry/registry.ts';
 import { pvcBody, raw } from './api-harness.ts';
 
 const run = promisify(execFile);
@@ -43,6 +48,42 @@ const hasKubectl = await run('kubectl', ['version', '--client']).then(
 describe('generated schemas', () => {
   it('regenerating schemas.generated.ts from the installed client-node changes nothing', () => {
     assert.equal(renderSchemas(), readFileSync(SCHEMAS_FILE, 'utf8'));
+  });
+
+  it('regenerating resources.generated.ts from the registry modules changes nothing', () => {
+    assert.equal(renderResourceList(), readFileSync(RESOURCES_FILE, 'utf8'));
+  });
+});
+
+describe('derived resource list', () => {
+  const entry = (group: string, resource: string) => ({ rt: { ...RESOURCES[0], group, resource } as ResourceType });
+  const names = (es: Array<{ rt: ResourceType }>) => es.map((e) => `${e.rt.group}/${e.rt.resource}`);
+
+  it('places a kind without an order row after its group, and a new group after the known ones', () => {
+    const sorted = sortResources([entry('zz.example.com', 'b'), entry('', 'podtemplates'), entry('aa.example.com', 'a'), ...RESOURCES.map((rt) => ({ rt }))]);
+    const order = names(sorted);
+    assert.deepEqual(order.slice(0, 10), ['/namespaces', '/nodes', '/pods', '/persistentvolumes', '/persistentvolumeclaims', '/configmaps', '/secrets', '/serviceaccounts', '/events', '/podtemplates']);
+    assert.deepEqual(order.slice(-2), ['aa.example.com/a', 'zz.example.com/b']);
+    assert.deepEqual(names(sorted.filter((e) => !e.rt.resource.match(/^(a|b|podtemplates)$/))), names(RESOURCES.map((rt) => ({ rt }))));
+  });
+
+  it('refuses a module that exports its entries as an array, or one resource twice', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'registry-'));
+    try {
+      const body = `const e = { group: 'x.io', version: 'v1', resource: 'things', kind: 'Thing', listKind: 'ThingList', singular: 'thing', namespaced: true, hasStatus: false, verbs: [], fieldSelectors: {}, validate: () => [] };`;
+      // Each case in its own folder: a module, once imported, stays cached under its path.
+      const run = async (name: string, exports: string) => {
+        const sub = join(dir, name);
+        mkdirSync(sub);
+        writeFileSync(join(sub, 'things.ts'), `${body}\n${exports}\n`);
+        return discoverResources(sub);
+      };
+      await assert.rejects(run('array', 'export const THINGS = [e];'), /things\.ts exports THINGS, an array of registry entries/);
+      await assert.rejects(run('twice', 'export const THING = e;\nexport const SAME = e;'), /x\.io\/v1\/things is exported twice/);
+      assert.deepEqual((await run('ok', 'export const THING = e;')).map((d) => [d.module, d.name]), [['things.ts', 'THING']]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
