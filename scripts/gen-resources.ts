@@ -4,8 +4,8 @@
 //
 // Rules: an entry is served exactly when it is exported (a kind kept out of discovery is simply not exported);
 // exporting an array of entries is refused, so a group array cannot hide its members; two entries for the same
-// group/version/resource, or two exported under one name, are refused. The modules are imported directly, never through registry.ts, so a stale
-// or broken generated file does not stop its own regeneration.
+// group/version/resource, or two exported under one name, are refused. The modules are imported directly, never
+// through registry.ts, so a stale or broken generated file does not stop its own regeneration.
 import { readdirSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
