@@ -27,6 +27,7 @@ import { DEFAULT_PROVISIONER_NAME, LOG_LEVELS, type LogLevel } from './options.t
 import { abortOnSignals } from './signals.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { describeListenError, parsePort } from './user-errors.ts';
+import { userAgent } from './version.ts';
 
 export interface DevOptions {
   dataDir: string;
@@ -125,7 +126,7 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
   try {
     const { kubeConfig } = loadKubeConfig({ path: cluster.kubeconfigPath });
     // The cluster is local: no client-side rate limit.
-    client = new KubeClient({ kubeConfig, qps: 0, userAgent: `kube-provisioner/0.1.0 (${DEFAULT_PROVISIONER_NAME}, dev)` });
+    client = new KubeClient({ kubeConfig, qps: 0, userAgent: userAgent(`${DEFAULT_PROVISIONER_NAME}, dev`) });
     for (const sc of devStorageClasses(DEFAULT_PROVISIONER_NAME)) {
       await client.create(storageClasses, sc).catch((err: unknown) => {
         if (!(err instanceof AlreadyExistsError)) throw err;

@@ -13,6 +13,7 @@ import { configMaps } from '../runtime/resources.ts';
 import type { KubeObject } from '../types/k8s.ts';
 import { loadCliKubeConfig } from './user-errors.ts';
 import { addConnectionOptions, CliOptionError, DEFAULT_CONFIG_KEY, DEFAULT_PROVISIONER_NAME, parseConfigMapRef } from './options.ts';
+import { userAgent } from './version.ts';
 
 export interface ExplainOptions {
   kubeconfig?: string;
@@ -52,7 +53,7 @@ export function parseClaimRef(ref: string, defaultNamespace = 'default'): { name
 /** Fetches and explains; returns the text to print. */
 export async function explainPvc(ref: { namespace: string; name: string }, o: ExplainOptions): Promise<{ explanation: ClaimExplanation; text: string }> {
   const { kubeConfig } = loadCliKubeConfig({ path: o.kubeconfig, context: o.context });
-  const client = new KubeClient({ kubeConfig, userAgent: 'kube-provisioner/0.1.0 (explain)', timeoutMs: o.kubeApiTimeout, maxRetries: 1 });
+  const client = new KubeClient({ kubeConfig, userAgent: userAgent('explain'), timeoutMs: o.kubeApiTimeout, maxRetries: 1 });
   try {
     const config = await loadConfig(o, client);
     // The same checks provision() runs, as the instance that serves the claim's node would run them (a node-local

@@ -1,14 +1,11 @@
 // Entry point of the `kube-provisioner` command: one commander program. Only the module of the subcommand
 // being run is imported (commands.ts), so the top-level help and --version start in tens of milliseconds.
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { SUBCOMMANDS, subcommandOf } from './commands.ts';
-
-// dist/cli/main.js and src/cli/main.ts are both two levels below package.json.
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+import { VERSION } from './version.ts';
 
 const program = new Command();
-program.name('kube-provisioner').description('Kubernetes dynamic volume provisioning for TypeScript').version(version);
+program.name('kube-provisioner').description('Kubernetes dynamic volume provisioning for TypeScript').version(VERSION);
 // Environment fallbacks of the flags, read from process.env here and nowhere else (loaded only when a command
 // runs, so --help and --version stay cheap).
 program.hook('preAction', async (_program, action) => (await import('./options.ts')).applyEnvironment(action, process.env));

@@ -9,11 +9,8 @@ import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '.
 import { startHostPathService } from './hostpath-service.ts';
 import { addRunHostPathOptions, givenIn, resolveRunHostPathOptions, type RawRunHostPathFlags, type RunHostPathOptions } from './options.ts';
 import { abortOnSignals } from './signals.ts';
+import { userAgent } from './version.ts';
 
-/** The user agent of the provisioner's requests (visible in audit logs). */
-export function userAgent(provisionerName: string): string {
-  return `kube-provisioner/0.1.0 (${provisionerName})`;
-}
 
 /** Runs until `signal` aborts; resolves after a clean stop. Throws when it cannot start. */
 export async function runHostPath(o: RunHostPathOptions, signal: AbortSignal, io: { out(line: string): void } = { out: () => {} }): Promise<void> {

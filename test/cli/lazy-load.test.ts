@@ -44,9 +44,9 @@ function staticClosure(entry: string): Set<string> {
 const heavy = (mods: Set<string>) => [...mods].filter((m) => m.startsWith('src/cluster/') || /better-sqlite3|@peculiar\/x509|reflect-metadata|@kubernetes\/client-node/.test(m));
 
 describe('lazy loading of subcommands', () => {
-  it('--help and --version load only the command table', () => {
+  it('--help and --version load only the command table and the version', () => {
     const mods = staticClosure('src/cli/main.ts');
-    assert.deepEqual([...mods].filter((m) => !m.startsWith('package:')).sort(), ['src/cli/commands.ts', 'src/cli/main.ts']);
+    assert.deepEqual([...mods].filter((m) => !m.startsWith('package:')).sort(), ['src/cli/commands.ts', 'src/cli/main.ts', 'src/cli/version.ts']);
     assert.deepEqual(heavy(mods), []);
   });
   it('explain loads no cluster, SQLite, x509 or client-node', () => {
