@@ -11,7 +11,6 @@ import { addRunHostPathOptions, givenIn, resolveRunHostPathOptions, type RawRunH
 import { abortOnSignals } from './signals.ts';
 import { userAgent } from './version.ts';
 
-
 /** Runs until `signal` aborts; resolves after a clean stop. Throws when it cannot start. */
 export async function runHostPath(o: RunHostPathOptions, signal: AbortSignal, io: { out(line: string): void } = { out: () => {} }): Promise<void> {
   const logger = createLogger({ level: o.logLevel, name: 'kube-provisioner' });

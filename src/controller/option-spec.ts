@@ -3,6 +3,7 @@
 // and the resolved types the controller reads are derived from the table (`OptionsOf`, `ResolvedOf`), and the
 // TSDoc written on a row shows on the derived field; `resolveTable` checks and defaults a caller's object against
 // it; `flatRows` lists the rows with their dotted paths for flags and docs. Nothing here knows a particular option.
+import { isJsonObject } from '../types/json.ts';
 
 /** How an option's value is read and checked. */
 export type OptionKind =
@@ -214,10 +215,6 @@ export function checkValue(path: string, r: OptionRow, value: unknown): unknown 
   return v;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** The moved flat names of `table`'s rows, each with its new dotted path. */
 export function movedNames(table: OptionTable): Map<string, string> {
   return new Map(flatRows(table).flatMap((f) => (f.row.movedFrom ? [[f.row.movedFrom, f.path] as const] : [])));
@@ -229,7 +226,7 @@ export function movedNames(table: OptionTable): Map<string, string> {
  */
 export function resolveTable(table: OptionTable, input: unknown, prefix = '', allowed: ReadonlySet<string> = new Set(), moved = movedNames(table)): Record<string, unknown> {
   const where = prefix.slice(0, -1);
-  if (input != null && !isPlainObject(input)) {
+  if (input != null && !isJsonObject(input)) {
     const hint = moved.has(where) ? ` (the value moved to ${moved.get(where)}: write { ${moved.get(where)?.slice(prefix.length)}: ${JSON.stringify(input)} })` : '';
     throw new OptionValueError(where, `expected an object${hint}`);
   }
@@ -251,7 +248,7 @@ export function resolveTable(table: OptionTable, input: unknown, prefix = '', al
 }
 
 function resolveVariant(e: OptionVariants, input: unknown, path: string, moved: Map<string, string>): Record<string, unknown> {
-  if (input != null && !isPlainObject(input)) throw new OptionValueError(path, 'expected an object');
+  if (input != null && !isJsonObject(input)) throw new OptionValueError(path, 'expected an object');
   const { mode: given, ...rest } = input ?? {};
   const mode = checkValue(`${path}.mode`, e.mode, given) as string;
   const mine = e.variants[mode];

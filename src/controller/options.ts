@@ -4,6 +4,7 @@
 // exits the process.
 import { readFileSync } from 'node:fs';
 import { leaderElectionTimingProblem } from '../runtime/leader-election.ts';
+import { isJsonObject } from '../types/json.ts';
 import { isDnsLabel } from '../types/names.ts';
 import { CONTROLLER_OPTIONS } from './option-table.ts';
 import { OptionValueError, resolveTable, type OptionsOf, type OptionTable, type ResolvedOf } from './option-spec.ts';
@@ -103,7 +104,7 @@ export function resolveOptions(
   environment: OptionsEnvironment = processEnvironment(),
   allowedKeys: ReadonlySet<string> = new Set(),
 ): ResolvedOptions {
-  if (typeof partial !== 'object' || partial === null || Array.isArray(partial)) {
+  if (!isJsonObject(partial)) {
     throw new ConfigurationError('options', `expected an object, got ${Array.isArray(partial) ? 'an array' : String(partial)}`);
   }
   let resolved: ResolvedOptions;
@@ -131,16 +132,12 @@ export function mergeOptions<T extends ProvisionControllerOptions>(...layers: Ar
     for (const [key, value] of Object.entries(layer ?? {})) {
       const entry = Object.hasOwn(CONTROLLER_OPTIONS, key) ? (CONTROLLER_OPTIONS as OptionTable)[key] : undefined;
       const before = out[key];
-      const merged = entry?.entry === 'group' && isObject(before) && isObject(value) ? { ...before, ...value } : value;
+      const merged = entry?.entry === 'group' && isJsonObject(before) && isJsonObject(value) ? { ...before, ...value } : value;
       // defineProperty: a `__proto__` key stays data (an assignment would replace the result's prototype).
       Object.defineProperty(out, key, { value: merged, enumerable: true, writable: true, configurable: true });
     }
   }
   return out as T;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** `T` with every object and array inside it read-only (functions stay as they are). */

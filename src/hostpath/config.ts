@@ -9,6 +9,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { parseQuantity, isQuantity } from '../types/quantity.ts';
 import { checkBasePath, isStrictlyUnder, UnsafePathError } from './path-safety.ts';
+import { isJsonObject } from '../types/json.ts';
 
 /** local-path's name for the entry that applies to every node not listed by name. */
 export const DEFAULT_NODE = 'DEFAULT_PATH_FOR_NON_LISTED_NODES';
@@ -115,7 +116,7 @@ export function canonicalKeys(raw: Record<string, unknown>, known: readonly stri
 export function validateHostPathConfig(input: unknown, source = 'config', companions: ConfigCompanions = {}): HostPathConfig {
   const issues: string[] = [];
   const warnings: string[] = [];
-  if (!isRecord(input)) throw new ConfigError(['must be an object'], source);
+  if (!isJsonObject(input)) throw new ConfigError(['must be an object'], source);
   const raw = canonicalKeys(input, TOP_KEYS, '', issues);
   for (const key of Object.keys(raw)) {
     if (IGNORED_KEYS.includes(key)) warnings.push(`${key} has no effect: kube-provisioner uses no helper pods (put the commands in the setup/teardown scripts)`);
@@ -128,11 +129,11 @@ export function validateHostPathConfig(input: unknown, source = 'config', compan
   const global = pathSet(raw, '', issues);
   const storageClassConfigs: Record<string, PathSet> = {};
   if (raw.storageClassConfigs !== undefined && raw.storageClassConfigs !== null) {
-    if (!isRecord(raw.storageClassConfigs)) issues.push('storageClassConfigs: must be a map of class name to {nodePathMap | sharedFileSystemPath}');
+    if (!isJsonObject(raw.storageClassConfigs)) issues.push('storageClassConfigs: must be a map of class name to {nodePathMap | sharedFileSystemPath}');
     else {
       for (const [name, value] of Object.entries(raw.storageClassConfigs)) {
         const where = `storageClassConfigs.${name}`;
-        if (!isRecord(value)) {
+        if (!isJsonObject(value)) {
           issues.push(`${where}: must be an object`);
           continue;
         }
@@ -170,7 +171,7 @@ function volumeScripts(timeout: unknown, companions: ConfigCompanions, issues: s
 }
 
 function nfsExport(raw: unknown, at: string, issues: string[]): NfsExport | undefined {
-  if (!isRecord(raw)) {
+  if (!isJsonObject(raw)) {
     issues.push(`${at}: must be {server, path}`);
     return undefined;
   }
@@ -217,8 +218,8 @@ function pathSet(raw: Record<string, unknown>, where: string, issues: string[]):
   const nodes = new Set<string>();
   map.forEach((item: unknown, i) => {
     const at = `${where}nodePathMap[${i}]`;
-    const entry = isRecord(item) ? canonicalKeys(item, ['node', 'paths'], `${at}.`, issues) : item;
-    if (!isRecord(entry) || typeof entry.node !== 'string' || entry.node === '') {
+    const entry = isJsonObject(item) ? canonicalKeys(item, ['node', 'paths'], `${at}.`, issues) : item;
+    if (!isJsonObject(entry) || typeof entry.node !== 'string' || entry.node === '') {
       issues.push(`${at}: needs a non-empty "node"`);
       return;
     }
@@ -244,7 +245,7 @@ function pathSet(raw: Record<string, unknown>, where: string, issues: string[]):
 function basePath(raw: unknown, at: string, issues: string[]): BasePath | undefined {
   let p: unknown = raw;
   let capacity: bigint | undefined;
-  if (isRecord(raw)) {
+  if (isJsonObject(raw)) {
     const obj = canonicalKeys(raw, ['path', 'capacity'], `${at}.`, issues);
     for (const key of Object.keys(obj)) if (key !== 'path' && key !== 'capacity') issues.push(`${at}.${key}: unknown key`);
     p = obj.path;
@@ -346,10 +347,6 @@ export async function loadHostPathConfig(text: string, opts: { nodeName?: string
   const config = parseHostPathConfig(text, opts.source, opts.companions);
   await checkConfigPaths(config, opts);
   return config;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function isEmpty(set: PathSet): boolean {

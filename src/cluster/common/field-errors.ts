@@ -4,6 +4,7 @@
 // for untyped JSON bodies, shared by the validators.
 
 import type { StatusCause } from '../../types/k8s.ts';
+import { isJsonObject } from '../../types/json.ts';
 
 /** field.Path.String(): children joined by dots, indices and keys as subscripts. */
 export class FieldPath {
@@ -69,7 +70,7 @@ export function immutable(p: FieldPath, next: unknown, prev: unknown): StatusCau
 export type JsonRecord = Record<string, unknown>;
 
 export function record(v: unknown): JsonRecord | undefined {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonRecord) : undefined;
+  return isJsonObject(v) ? v : undefined;
 }
 
 export function str(v: unknown): string | undefined {

@@ -1,5 +1,6 @@
 // The one error type of the patch functions (patch.ts, strategic-merge-patch.ts): it carries the HTTP status
 // kube-apiserver gives the same failure, so the API layer maps it without looking at message text.
+import { isJsonObject } from '../../types/json.ts';
 
 /**
  * A patch that cannot be applied. `code` is the HTTP status kube-apiserver answers with:
@@ -14,10 +15,6 @@ export class PatchError extends Error {
   }
 }
 
-/** A JSON object (not null, not an array). */
-export function isJsonObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Structural JSON equality (object key order does not matter). */
 export function jsonEqual(a: unknown, b: unknown): boolean {

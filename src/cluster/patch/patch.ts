@@ -3,7 +3,8 @@
 // layer has one import. Every function is pure: inputs are never mutated, results are fresh objects.
 
 import { checkJsonValue, getOwn, JsonTooLargeError, MAX_BODY_BYTES, setOwn } from '../common/json-safety.ts';
-import { PatchError, isJsonObject, jsonEqual } from './patch-error.ts';
+import { isJsonObject } from '../../types/json.ts';
+import { PatchError, jsonEqual } from './patch-error.ts';
 
 export { PatchError } from './patch-error.ts';
 export { applyStrategicMergePatch } from './strategic-merge-patch.ts';

@@ -3,7 +3,8 @@
 // from k8s.io/api's struct tags (schema.ts); every other list is replaced and every map merged.
 
 import { getOwn, setOwn } from '../common/json-safety.ts';
-import { PatchError, isJsonObject } from './patch-error.ts';
+import { isJsonObject } from '../../types/json.ts';
+import { PatchError } from './patch-error.ts';
 import { patchListStrategy } from '../schema/schema.ts';
 
 type JsonMap = Record<string, unknown>;
