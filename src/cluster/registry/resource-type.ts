@@ -70,7 +70,7 @@ export interface ResourceType {
   microTimeFields?: string[];
   /** kubectl columns of server-side Tables, next to the kind (else the generic Name / Created At table). */
   columns?: TableColumn[];
-  /** The schema of a kind without a client-node model (see CustomSchema). */
+  /** The schema of a kind without a client-node model (see CustomSchema); such a kind is served as a custom resource. */
   customSchema?: CustomSchema;
   /** Set when this resource is a view over another resource's storage. */
   view?: StorageView;
