@@ -99,7 +99,7 @@ describe('storage.k8s.io/v1 CSIDriver', () => {
       create: () => storage.createCSIDriver({ body: { metadata: { name }, spec: {} } }),
       get: () => storage.readCSIDriver({ name }),
       list: () => storage.listCSIDriver(),
-      replace: (o) => storage.replaceCSIDriver({ name, body: o }),
+      replace: (o) => storage.replaceCSIDriver({ name, body: o as never }),
       patch: (body) => storage.patchCSIDriver({ name, body }, merge),
       del: () => storage.deleteCSIDriver({ name }),
       edit: (o) => (o.spec.podInfoOnMount = true),
@@ -129,14 +129,14 @@ describe('storage.k8s.io/v1 CSIDriver', () => {
 });
 
 describe('storage.k8s.io/v1 CSINode', () => {
-  const node = (drivers: Obj[]) => ({ metadata: { name: 'node-a' }, spec: { drivers } });
+  const node = (drivers: Obj[]) => ({ metadata: { name: 'node-a' }, spec: { drivers } }) as never;
   it('round-trips; a new driver may be added, and a strategic merge patch merges drivers by name', async () => {
     await roundTrip({
       path: '/apis/storage.k8s.io/v1/csinodes',
       create: () => storage.createCSINode({ body: node([{ name: 'a.csi.io', nodeID: 'n-a', topologyKeys: ['topology.a/zone'] }]) }),
       get: () => storage.readCSINode({ name: 'node-a' }),
       list: () => storage.listCSINode(),
-      replace: (o) => storage.replaceCSINode({ name: 'node-a', body: o }),
+      replace: (o) => storage.replaceCSINode({ name: 'node-a', body: o as never }),
       patch: async (body) => {
         const res = await raw(cluster, 'PATCH', '/apis/storage.k8s.io/v1/csinodes/node-a', { body: JSON.stringify(body), contentType: 'application/strategic-merge-patch+json' });
         assert.equal(res.status, 200, res.text);
@@ -177,7 +177,7 @@ describe('storage.k8s.io/v1 CSIStorageCapacity', () => {
       } }),
       get: () => storage.readNamespacedCSIStorageCapacity({ name, namespace: NS }),
       list: () => storage.listNamespacedCSIStorageCapacity({ namespace: NS }),
-      replace: (o) => storage.replaceNamespacedCSIStorageCapacity({ name, namespace: NS, body: o }),
+      replace: (o) => storage.replaceNamespacedCSIStorageCapacity({ name, namespace: NS, body: o as never }),
       patch: (body) => storage.patchNamespacedCSIStorageCapacity({ name, namespace: NS, body }, merge),
       del: () => storage.deleteNamespacedCSIStorageCapacity({ name, namespace: NS }),
       edit: (o) => (o.maximumVolumeSize = '512Mi'),
@@ -210,7 +210,7 @@ describe('storage.k8s.io/v1 VolumeAttachment', () => {
       create: () => storage.createVolumeAttachment({ body: body({ status: { attached: true } }) }),
       get: () => storage.readVolumeAttachment({ name }),
       list: () => storage.listVolumeAttachment(),
-      replace: (o) => storage.replaceVolumeAttachmentStatus({ name, body: { ...o, status: { attached: true, attachmentMetadata: { devicePath: '/dev/x' } } } }),
+      replace: (o) => storage.replaceVolumeAttachmentStatus({ name, body: { ...o, status: { attached: true, attachmentMetadata: { devicePath: '/dev/x' } } } as never }),
       patch: (b) => storage.patchVolumeAttachment({ name, body: b }, merge),
       del: () => storage.deleteVolumeAttachment({ name }),
       edit: () => undefined,
@@ -242,7 +242,7 @@ describe('storage.k8s.io/v1beta1 VolumeAttributesClass', () => {
       create: () => storageBeta.createVolumeAttributesClass({ body: { metadata: { name }, driverName: 'hostpath.csi.k8s.io', parameters: { iops: '1000' } } }),
       get: () => storageBeta.readVolumeAttributesClass({ name }),
       list: () => storageBeta.listVolumeAttributesClass(),
-      replace: (o) => storageBeta.replaceVolumeAttributesClass({ name, body: { ...o, metadata: { ...o.metadata, labels: { tier: 'gold' } } } }),
+      replace: (o) => storageBeta.replaceVolumeAttributesClass({ name, body: { ...o, metadata: { ...o.metadata, labels: { tier: 'gold' } } } as never }),
       patch: (body) => storageBeta.patchVolumeAttributesClass({ name, body }, merge),
       del: () => storageBeta.deleteVolumeAttributesClass({ name }),
       edit: () => undefined,
@@ -272,7 +272,7 @@ describe('snapshot.storage.k8s.io/v1 (the external-snapshotter CRDs)', () => {
       create: () => custom.createClusterCustomObject({ ...args, body: { apiVersion: 'snapshot.storage.k8s.io/v1', kind: 'VolumeSnapshotClass', metadata: { name }, driver: 'hostpath.csi.k8s.io', deletionPolicy: 'Delete' } }),
       get: () => custom.getClusterCustomObject({ ...args, name }),
       list: () => custom.listClusterCustomObject(args),
-      replace: (o) => custom.replaceClusterCustomObject({ ...args, name, body: o }),
+      replace: (o) => custom.replaceClusterCustomObject({ ...args, name, body: o as never }),
       patch: (body) => custom.patchClusterCustomObject({ ...args, name, body }, merge),
       del: () => custom.deleteClusterCustomObject({ ...args, name }),
       edit: (o) => (o.parameters = { a: 'b' }),

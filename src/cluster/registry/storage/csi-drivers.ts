@@ -148,5 +148,7 @@ export const CSI_DRIVERS: ResourceType = {
     bumpGeneration(o, old);
   },
   fieldSelectors: {},
+  // Its REST store sets ReturnDeletedObject (pkg/registry/storage/*/storage/storage.go).
+  returnDeletedObject: true,
   columns: csiDriverColumns,
 };

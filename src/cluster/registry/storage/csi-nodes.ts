@@ -92,5 +92,7 @@ export const CSI_NODES: ResourceType = {
   validate: (o, old) => validateCSINode(o, old),
   defaults: defaultCSINode,
   fieldSelectors: {},
+  // Its REST store sets ReturnDeletedObject (pkg/registry/storage/*/storage/storage.go).
+  returnDeletedObject: true,
   columns: csiNodeColumns,
 };

@@ -118,5 +118,7 @@ export const VOLUME_ATTACHMENTS: ResourceType = {
     o.status = { attached: false };
   },
   fieldSelectors: {},
+  // Its REST store sets ReturnDeletedObject (pkg/registry/storage/*/storage/storage.go).
+  returnDeletedObject: true,
   columns: volumeAttachmentColumns,
 };
