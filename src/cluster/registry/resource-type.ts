@@ -36,7 +36,12 @@ export interface ResourceType {
   validate(obj: KubeObject, old?: KubeObject): StatusCause[];
   /** Defaulting, applied on every write so reads always show defaults. */
   defaults?(obj: KubeObject): void;
-  /** Type-specific field selectors; `metadata.name` and `metadata.namespace` are added for all. */
+  /**
+   * The kind's own field selectors, as its field label conversion function in kube-apiserver accepts them. With
+   * none, the default conversion applies (metadata.name and metadata.namespace only, other labels refused with
+   * `"x" is not a known field selector: ...`); with some, metadata.name is added, and metadata.namespace when
+   * the kind is namespaced, and other labels are refused with `field label not supported: x` (fieldGetters).
+   */
   fieldSelectors: Record<string, FieldGetter>;
   /** Name validation rule for metadata.name (default dns1123subdomain). */
   nameRule?: 'dns1123subdomain' | 'dns1123label' | 'path';

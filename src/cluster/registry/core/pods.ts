@@ -159,6 +159,8 @@ export const PODS: ResourceType = {
   },
   fieldSelectors: {
     'spec.nodeName': path('spec.nodeName'),
+    // Old v1 clients' name for spec.nodeName, which the Pod conversion still maps.
+    'spec.host': path('spec.nodeName'),
     'spec.restartPolicy': path('spec.restartPolicy'),
     'spec.schedulerName': path('spec.schedulerName'),
     'spec.serviceAccountName': path('spec.serviceAccountName'),
