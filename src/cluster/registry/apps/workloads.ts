@@ -153,7 +153,8 @@ export const APPS_FIELDS = {
   categories: ['all'],
   hasStatus: true,
   fieldSelectors: {},
-  returnDeletedObject: true,
+  // apps/v1 strategies: DeleteDependents (v1beta1/v1beta2 orphaned); deleted workloads answer a Status.
+  garbageCollectionPolicy: 'DeleteDependents',
 } as const satisfies Partial<ResourceType>;
 
 /** labels.Selector.String() of a metav1.LabelSelector: requirements sorted by key, `<none>` when empty. */
