@@ -15,11 +15,17 @@ const NANO = 1_000_000_000n;
 
 type Format = 'BinarySI' | 'DecimalSI' | 'DecimalExponent';
 
+/** The finest unit a quantity keeps: nano (resource.ParseQuantity), or milli (SetDefaults_ResourceList's RoundUp). */
+export type QuantityScale = 'nano' | 'milli';
+
+const MILLI_IN_NANOS = 1_000_000n;
+
 /**
  * The canonical form Go prints for a quantity string, or undefined when `s` is not a quantity (validation
- * reports it). Values are rounded up to nano units first, like resource.ParseQuantity.
+ * reports it). Values are rounded up (away from zero) to nano units, like resource.ParseQuantity, or to milli
+ * units, as pod resource lists are defaulted.
  */
-export function canonicalQuantity(s: string): string | undefined {
+export function canonicalQuantity(s: string, scale: QuantityScale = 'nano'): string | undefined {
   // isQuantity also refuses absurd magnitudes ("1e99999999") before any BigInt is built.
   const m = isQuantity(s) ? QUANTITY_RE.exec(s) : null;
   if (!m) return undefined;
@@ -44,6 +50,7 @@ export function canonicalQuantity(s: string): string | undefined {
     const div = 10n ** BigInt(-(exp10 + 9));
     nanos = nanos / div + (nanos % div === 0n ? 0n : 1n);
   }
+  if (scale === 'milli' && nanos % MILLI_IN_NANOS !== 0n) nanos += MILLI_IN_NANOS - (nanos % MILLI_IN_NANOS);
   if (nanos === 0n) return '0';
   const negative = sign === '-';
   if (format === 'BinarySI' && (nanos < 1024n * NANO || nanos % NANO !== 0n)) format = 'DecimalSI';
@@ -77,16 +84,18 @@ export function canonicalQuantity(s: string): string | undefined {
 
 /** Rewrites every quantity value of the maps at these dotted paths into its canonical form, in place. */
 export function canonicalizeQuantityMaps(obj: KubeObject, paths: readonly string[]): void {
-  for (const p of paths) {
-    const map = readPath(obj, p);
-    if (map === null || typeof map !== 'object' || Array.isArray(map)) continue;
-    const rec = map as Record<string, unknown>;
-    for (const [k, v] of Object.entries(rec)) {
-      // JSON numbers decode into quantities too (Quantity.UnmarshalJSON parses the raw number text).
-      const text = typeof v === 'number' && Number.isFinite(v) ? String(v) : v;
-      if (typeof text !== 'string') continue;
-      const canonical = canonicalQuantity(text);
-      if (canonical !== undefined) rec[k] = canonical;
-    }
+  for (const p of paths) canonicalizeQuantities(readPath(obj, p));
+}
+
+/** Rewrites every quantity value of one map (a ResourceList) into its canonical form, in place; others are left. */
+export function canonicalizeQuantities(map: unknown, scale: QuantityScale = 'nano'): void {
+  if (map === null || typeof map !== 'object' || Array.isArray(map)) return;
+  const rec = map as Record<string, unknown>;
+  for (const [k, v] of Object.entries(rec)) {
+    // JSON numbers decode into quantities too (Quantity.UnmarshalJSON parses the raw number text).
+    const text = typeof v === 'number' && Number.isFinite(v) ? String(v) : v;
+    if (typeof text !== 'string') continue;
+    const canonical = canonicalQuantity(text, scale);
+    if (canonical !== undefined) rec[k] = canonical;
   }
 }

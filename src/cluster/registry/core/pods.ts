@@ -1,4 +1,4 @@
-// core/v1 Pod: its registry entry (PodSpec defaults, field selectors), validation (volumes, containers, init
+// core/v1 Pod: its registry entry (defaults from pod-defaults.ts, field selectors), validation (volumes, containers, init
 // containers, restartPolicy, nodeName; update limits) after k/k pkg/apis/core/validation, kept to the rules
 // clients of this project can trip over, and its kubectl columns. validatePodSpec also checks the pod templates
 // of the apps/v1 workloads.
@@ -7,7 +7,8 @@ import {
   FieldPath, duplicate, forbidden, invalidEach, list, notSupported, record, required, sorted, str, typeCheck,
 } from '../../common/field-errors.ts';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../common/name-rules.ts';
-import { ALL_VERBS, boolPath, defaultPodSpec, path, section, setDefault } from '../registry-helpers.ts';
+import { ALL_VERBS, boolPath, path, section, setDefault } from '../registry-helpers.ts';
+import { defaultPod } from './pod-defaults.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, nonEmpty, rec, spec, status, type TableColumn } from '../table-columns.ts';
 
@@ -151,7 +152,7 @@ export const PODS: ResourceType = {
   hasStatus: true,
   validate: (o, old) => validatePod(o, old),
   defaults(o) {
-    defaultPodSpec(section(o, 'spec'));
+    defaultPod(o);
     setDefault(section(o, 'status'), 'phase', 'Pending');
   },
   prepareForCreate(o) {
