@@ -128,6 +128,8 @@ describe('defaulting of pod specs (kube-apiserver 1.32)', () => {
     want.containers[1].resources = { limits: { cpu: '500m', memory: '128Mi' }, requests: { cpu: '1m', memory: '128Mi' } };
     want.enableServiceLinks = true;
     assert.deepEqual(pod.spec, want);
+    // ComputePodQOS on the defaulted requests: a limit without an equal request.
+    assert.equal(pod.status.qosClass, 'Burstable');
     // What the typed client sees too.
     const typed = await core.readNamespacedPod({ name: 'bare', namespace: NS });
     assert.equal(typed.spec!.containers[0].imagePullPolicy, 'Always');
@@ -141,6 +143,17 @@ describe('defaulting of pod specs (kube-apiserver 1.32)', () => {
     });
     const pod = await read(`/api/v1/namespaces/${NS}/pods/hostnet`);
     assert.deepEqual(pod.spec.containers[0].ports, [{ containerPort: 8080, hostPort: 8080, protocol: 'TCP' }]);
+    assert.equal(pod.status.qosClass, 'BestEffort');
+  });
+
+  it('gives a pod whose cpu and memory limits default its requests the Guaranteed QoS class', async () => {
+    await core.createNamespacedPod({
+      namespace: NS,
+      body: { metadata: { name: 'guaranteed' }, spec: { containers: [{ name: 'c', image: 'nginx:1', resources: { limits: { cpu: '1', memory: '1Gi' } } }] } } as V1Pod,
+    });
+    const pod = await read(`/api/v1/namespaces/${NS}/pods/guaranteed`);
+    assert.deepEqual(pod.spec.containers[0].resources, { limits: { cpu: '1', memory: '1Gi' }, requests: { cpu: '1', memory: '1Gi' } });
+    assert.equal(pod.status.qosClass, 'Guaranteed');
   });
 
   it('defaults a Deployment: SetDefaults_Deployment and its pod template (no Pod-only defaults)', async () => {

@@ -20,12 +20,8 @@ export type QuantityScale = 'nano' | 'milli';
 
 const MILLI_IN_NANOS = 1_000_000n;
 
-/**
- * The canonical form Go prints for a quantity string, or undefined when `s` is not a quantity (validation
- * reports it). Values are rounded up (away from zero) to nano units, like resource.ParseQuantity, or to milli
- * units, as pod resource lists are defaulted.
- */
-export function canonicalQuantity(s: string, scale: QuantityScale = 'nano'): string | undefined {
+/** A quantity's magnitude in nano units (rounded up, away from zero), its sign and its format. */
+function decompose(s: string): { nanos: bigint; negative: boolean; format: Format } | undefined {
   // isQuantity also refuses absurd magnitudes ("1e99999999") before any BigInt is built.
   const m = isQuantity(s) ? QUANTITY_RE.exec(s) : null;
   if (!m) return undefined;
@@ -50,11 +46,29 @@ export function canonicalQuantity(s: string, scale: QuantityScale = 'nano'): str
     const div = 10n ** BigInt(-(exp10 + 9));
     nanos = nanos / div + (nanos % div === 0n ? 0n : 1n);
   }
+  return { nanos, negative: sign === '-', format };
+}
+
+/** A quantity's exact value in nano units (signed), or undefined when `s` is not a quantity: for comparisons. */
+export function quantityNanos(s: unknown): bigint | undefined {
+  const text = typeof s === 'number' && Number.isFinite(s) ? String(s) : s;
+  const d = typeof text === 'string' ? decompose(text) : undefined;
+  return d && (d.negative ? -d.nanos : d.nanos);
+}
+
+/**
+ * The canonical form Go prints for a quantity string, or undefined when `s` is not a quantity (validation
+ * reports it). Values are rounded up (away from zero) to nano units, like resource.ParseQuantity, or to milli
+ * units, as pod resource lists are defaulted.
+ */
+export function canonicalQuantity(s: string, scale: QuantityScale = 'nano'): string | undefined {
+  const d = decompose(s);
+  if (!d) return undefined;
+  let { nanos, format } = d;
   if (scale === 'milli' && nanos % MILLI_IN_NANOS !== 0n) nanos += MILLI_IN_NANOS - (nanos % MILLI_IN_NANOS);
   if (nanos === 0n) return '0';
-  const negative = sign === '-';
   if (format === 'BinarySI' && (nanos < 1024n * NANO || nanos % NANO !== 0n)) format = 'DecimalSI';
-  const prefix = negative ? '-' : '';
+  const prefix = d.negative ? '-' : '';
   if (format === 'BinarySI') {
     let value = nanos / NANO;
     let exponent = 0;

@@ -8,6 +8,7 @@ import {
 } from '../../common/field-errors.ts';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../common/name-rules.ts';
 import { ALL_VERBS, boolPath, path, section, setDefault } from '../registry-helpers.ts';
+import { quantityNanos } from '../quantity-canonical.ts';
 import { defaultPod } from './pod-defaults.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, nonEmpty, rec, spec, status, type TableColumn } from '../table-columns.ts';
@@ -114,6 +115,30 @@ function immutablePodSpec(spec: Record<string, unknown>, dropNodeName: boolean):
   return canonical(s);
 }
 
+/** ComputePodQOS (k/k pkg/apis/core/helper/qos): cpu and memory requests and limits of the (init) containers. */
+export function podQosClass(pod: KubeObject): 'Guaranteed' | 'Burstable' | 'BestEffort' {
+  const requests = new Map<string, bigint>();
+  const limits = new Map<string, bigint>();
+  let guaranteed = true;
+  const spec = record(pod.spec) ?? {};
+  for (const c of [...list(spec.containers), ...list(spec.initContainers)]) {
+    const resources = record(record(c)?.resources) ?? {};
+    const found = new Set<string>();
+    for (const [into, from] of [[requests, resources.requests], [limits, resources.limits]] as const) {
+      for (const [name, q] of Object.entries(record(from) ?? {})) {
+        const nanos = quantityNanos(q);
+        if ((name !== 'cpu' && name !== 'memory') || nanos === undefined || nanos <= 0n) continue;
+        into.set(name, (into.get(name) ?? 0n) + nanos);
+        if (into === limits) found.add(name);
+      }
+    }
+    if (!found.has('cpu') || !found.has('memory')) guaranteed = false;
+  }
+  if (requests.size === 0 && limits.size === 0) return 'BestEffort';
+  if (guaranteed && [...requests].every(([name, q]) => limits.get(name) === q) && requests.size === limits.size) return 'Guaranteed';
+  return 'Burstable';
+}
+
 function containerStatuses(o: KubeObject): Array<Record<string, unknown>> {
   const list = status(o).containerStatuses;
   return Array.isArray(list) ? list.map(rec) : [];
@@ -156,7 +181,8 @@ export const PODS: ResourceType = {
     setDefault(section(o, 'status'), 'phase', 'Pending');
   },
   prepareForCreate(o) {
-    o.status = { phase: 'Pending', qosClass: 'BestEffort' };
+    defaultPod(o); // the QoS class reads the defaulted requests, as kube decodes (defaults) before PrepareForCreate
+    o.status = { phase: 'Pending', qosClass: podQosClass(o) };
   },
   fieldSelectors: {
     'spec.nodeName': path('spec.nodeName'),
