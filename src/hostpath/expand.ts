@@ -3,7 +3,6 @@
 // on-disk record then carry the new size. Idempotent: asking again for a size the volume already has changes
 // nothing, so an expand() repeated after a crash or a leader change is never counted twice. Volumes that are no
 // longer in use as such (Released/retained, archived, being deleted) are refused.
-import fsp from 'node:fs/promises';
 import type { ExpandResult } from '../controller/provisioner.ts';
 import { IgnoredError, InfeasibleError } from '../controller/provisioner.ts';
 import type { PersistentVolume } from '../types/k8s.ts';
@@ -15,6 +14,7 @@ import { readVolumeRecord, writeVolumeRecord } from './volume-records.ts';
 import { allocationOfVolume, readVolumeLocation } from './volume-spec.ts';
 import type { MountedExport } from './volume-source.ts';
 import type { FsOpsOptions } from './fs-ops.ts';
+import { hostFsOf } from './host-fs.ts';
 
 export interface ExpandContext {
   ledger: VolumeLedger;
@@ -53,7 +53,7 @@ export async function expandHostPathVolume(ctx: ExpandContext, volume: Persisten
     if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
     throw e;
   }
-  const stat = await fsp.lstat(loc.path).catch(() => undefined);
+  const stat = await hostFsOf(ctx.fs).lstat(loc.path).catch(() => undefined);
   if (!stat?.isDirectory()) throw new InfeasibleError(`volume ${pvName}'s directory ${loc.path} is gone (archived or deleted); refusing to expand`);
 
   const current = ctx.ledger.get(pvName) ?? alloc;
@@ -82,7 +82,7 @@ export async function expandHostPathVolume(ctx: ExpandContext, volume: Persisten
 
 /** The on-disk record carries the allocation's size (written only when it differs). */
 async function syncRecord(ctx: ExpandContext, a: Allocation, segments: string[]): Promise<void> {
-  const existing = await readVolumeRecord(a.basePath, a.pvName);
+  const existing = await readVolumeRecord(a.basePath, a.pvName, ctx.fs);
   if (existing && existing.bytes === a.bytes.toString()) return;
   await writeVolumeRecord(
     a.basePath,

@@ -23,6 +23,8 @@ export type { UnsafePathRule, RelativePathRules } from './path-safety.ts';
 export { createVolumeDir, removeVolumeDir, archiveVolumeDir, archiveName, BasePathError } from './fs-ops.ts';
 export { directoryUsage, nodeUsageFs, WalkBudget, type UsageFs } from './usage.ts';
 export type { FsOpsOptions, CreateVolumeDirOptions, RemoveOptions, ArchiveOptions } from './fs-ops.ts';
+export { nodeHostFs } from './host-fs.ts';
+export type { HostFs } from './host-fs.ts';
 export type { UsageOptions, DirectoryUsage } from './usage.ts';
 export { VolumeLedger, SHARED_SCOPE } from './capacity.ts';
 export type { Allocation, AllocationSource, BasePathAllocation, Scope } from './capacity.ts';

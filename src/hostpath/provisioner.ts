@@ -226,7 +226,7 @@ export class HostPathProvisioner implements Provisioner {
       }, this.opts.fs);
       // Another instance (per-claim replicas) may be placing a claim in the same directory: whoever sees the
       // other's record backs off and retries, so two volumes never share a directory.
-      const other = placement.isNew ? await findOverlappingRecord(placement.base.path, relativePath, pvName) : undefined;
+      const other = placement.isNew ? await findOverlappingRecord(placement.base.path, relativePath, pvName, this.opts.fs) : undefined;
       if (other) {
         throw new Error(`the directory ${placement.path} overlaps the directory ${placement.base.path}/${other.relativePath} of volume ${other.pvName} (its record is on disk); retrying later`);
       }
@@ -243,7 +243,7 @@ export class HostPathProvisioner implements Provisioner {
     } catch (e) {
       if (placement.isNew) {
         this.ledger.release(pvName);
-        await removeVolumeRecord(placement.base.path, pvName).catch(() => {});
+        await removeVolumeRecord(placement.base.path, pvName, this.opts.fs).catch(() => {});
       }
       log.warn({ err: (e as Error).message, path: placement.path }, 'creating the volume directory failed');
       if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
@@ -296,7 +296,7 @@ export class HostPathProvisioner implements Provisioner {
 
   private async findRecord(pvName: string): Promise<{ basePath: string; path: string; record: VolumeRecord } | undefined> {
     for (const base of this.configuredRoots()) {
-      const r = await readVolumeRecord(base, pvName);
+      const r = await readVolumeRecord(base, pvName, this.opts.fs);
       if (r && r.pvName === pvName) return { basePath: base, path: `${base}/${r.relativePath}`, record: r };
     }
     return undefined;
@@ -316,7 +316,7 @@ export class HostPathProvisioner implements Provisioner {
     const out = new Map<string, { name: string; createdAt?: Date }>();
     for (const base of this.configuredRoots()) {
       signal.throwIfAborted();
-      for (const r of await readVolumeRecords(base)) {
+      for (const r of await readVolumeRecords(base, this.opts.fs)) {
         const t = Date.parse(r.createdAt);
         out.set(r.pvName, Number.isNaN(t) ? { name: r.pvName } : { name: r.pvName, createdAt: new Date(t) });
       }
@@ -388,7 +388,7 @@ export class HostPathProvisioner implements Provisioner {
   private async scanDiskRecords(): Promise<void> {
     for (const base of this.configuredRoots()) {
       if (this.scannedBases.has(base)) continue;
-      for (const r of await readVolumeRecords(base)) {
+      for (const r of await readVolumeRecords(base, this.opts.fs)) {
         try {
           checkRelativeVolumePath(r.relativePath);
         } catch {

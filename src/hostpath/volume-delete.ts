@@ -59,14 +59,14 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
   }
   const { base, path: vpath, segments } = target;
   await ctx.ensureLedger(signal);
-  const record = target.record ?? (await readVolumeRecord(base, pvName));
+  const record = target.record ?? (await readVolumeRecord(base, pvName, ctx.fs));
   // Without a record that names this PV and its claim, the leaf rule needs the live volumes as they are now.
   const proof = await proveVolumeIdentity({
     // No claimRef (a name-only volume, or a PV never bound: the controller deletes only released ones): the
     // record's name and path must still match.
     pvName, claimUid: target.nameOnly ? undefined : volume.spec.claimRef?.uid, path: vpath, basePath: base,
     record: record?.pvName === pvName ? record : undefined,
-    records: () => readVolumeRecords(base),
+    records: () => readVolumeRecords(base, ctx.fs),
     liveVolumes: async (fresh) => {
       await ctx.ensureLedger(signal, fresh);
       return ctx.reachableIndexes();
@@ -84,7 +84,7 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
   } else {
     // Teardown only for delete (a local-path teardown is typically `rm -rf`, which archive and retain must not
     // run), after the identity proof above, on that proven directory and only while it is still a real one.
-    if (ctx.config().scripts.teardown !== undefined && (await isRealDirectory(vpath))) {
+    if (ctx.config().scripts.teardown !== undefined && (await isRealDirectory(vpath, ctx.fs))) {
       await ctx.teardown(vpath, volumeBytes(volume), signal).catch((e: unknown) => {
         log.warn({ err: (e as Error).message }, 'teardown script failed; the directory is kept and the deletion retried');
         throw e;
@@ -94,7 +94,7 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
     if (r.existed) log.info({}, 'volume directory deleted');
     else log.warn({}, 'volume directory was already gone');
   }
-  await removeVolumeRecord(base, pvName);
+  await removeVolumeRecord(base, pvName, ctx.fs);
   ctx.release(pvName);
 }
 

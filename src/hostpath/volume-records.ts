@@ -3,9 +3,9 @@
 // exact whatever the pathPattern (listVolumes for the leak inventory) and let capacity accounting survive a
 // restart without the API, and they prove at delete time which PV a directory belongs to (delete-identity.ts).
 // `.kube-provisioner` is a reserved name no pattern can produce.
-import fsp from 'node:fs/promises';
 import { createHash, randomBytes } from 'node:crypto';
 import { createVolumeDir, type FsOpsOptions } from './fs-ops.ts';
+import { hostFsOf } from './host-fs.ts';
 
 /** Where under a base path the provisioner keeps its per-volume records. */
 export const RECORDS_SEGMENTS = ['.kube-provisioner', 'volumes'];
@@ -41,33 +41,35 @@ export async function writeVolumeRecord(basePath: string, record: VolumeRecord, 
   // Every time, not only for the first record: the walk refuses a base path that is missing, a file or a symlink
   // (BasePathError, a clear message) and a records directory swapped for a symlink, before anything is written.
   await createVolumeDir(basePath, RECORDS_SEGMENTS, { ...fsOpts, mode: 0o700, parentMode: 0o700 });
-  await fsp.writeFile(tmp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
+  const fs = hostFsOf(fsOpts);
+  await fs.writeFile(tmp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
   try {
-    await fsp.rename(tmp, target);
+    await fs.rename(tmp, target);
   } catch (e) {
-    await fsp.rm(tmp, { force: true });
+    await fs.rm(tmp, { force: true });
     throw e;
   }
 }
 
 /** Removes the record of a volume (no error when absent). */
-export async function removeVolumeRecord(basePath: string, pvName: string): Promise<void> {
-  await fsp.rm(`${recordsDir(basePath)}/${fileName(pvName)}`, { force: true });
+export async function removeVolumeRecord(basePath: string, pvName: string, fsOpts?: FsOpsOptions): Promise<void> {
+  await hostFsOf(fsOpts).rm(`${recordsDir(basePath)}/${fileName(pvName)}`, { force: true });
 }
 
 /** Reads one record, or undefined. */
-export async function readVolumeRecord(basePath: string, pvName: string): Promise<VolumeRecord | undefined> {
-  const text = await fsp.readFile(`${recordsDir(basePath)}/${fileName(pvName)}`, 'utf8').catch(() => undefined);
+export async function readVolumeRecord(basePath: string, pvName: string, fsOpts?: FsOpsOptions): Promise<VolumeRecord | undefined> {
+  const text = await hostFsOf(fsOpts).readFile(`${recordsDir(basePath)}/${fileName(pvName)}`).catch(() => undefined);
   return text === undefined ? undefined : parseRecord(text);
 }
 
 /** All records of a base path (none when the base or the records directory is missing). Corrupt files are skipped. */
-export async function readVolumeRecords(basePath: string): Promise<VolumeRecord[]> {
-  const names = await fsp.readdir(recordsDir(basePath)).catch(() => [] as string[]);
+export async function readVolumeRecords(basePath: string, fsOpts?: FsOpsOptions): Promise<VolumeRecord[]> {
+  const fs = hostFsOf(fsOpts);
+  const names = await fs.readdir(recordsDir(basePath)).catch(() => [] as string[]);
   const out: VolumeRecord[] = [];
   for (const n of names) {
     if (!n.endsWith('.json')) continue;
-    const text = await fsp.readFile(`${recordsDir(basePath)}/${n}`, 'utf8').catch(() => undefined);
+    const text = await fs.readFile(`${recordsDir(basePath)}/${n}`).catch(() => undefined);
     const r = text === undefined ? undefined : parseRecord(text);
     if (r) out.push(r);
   }
@@ -78,9 +80,9 @@ export async function readVolumeRecords(basePath: string): Promise<VolumeRecord[
  * Another volume's record whose directory is `relativePath`, or above or below it (read now: another instance may
  * have just written it), or undefined.
  */
-export async function findOverlappingRecord(basePath: string, relativePath: string, pvName: string): Promise<VolumeRecord | undefined> {
+export async function findOverlappingRecord(basePath: string, relativePath: string, pvName: string, fsOpts?: FsOpsOptions): Promise<VolumeRecord | undefined> {
   const under = (a: string, b: string) => b.startsWith(`${a}/`);
-  for (const r of await readVolumeRecords(basePath)) {
+  for (const r of await readVolumeRecords(basePath, fsOpts)) {
     if (r.pvName === pvName) continue;
     if (r.relativePath === relativePath || under(r.relativePath, relativePath) || under(relativePath, r.relativePath)) return r;
   }
