@@ -16,10 +16,12 @@ export {
 } from './path-template.ts';
 export type { CompiledPathPattern, PathTemplateData, TemplateField } from './path-template.ts';
 export {
-  checkRelativeVolumePath, checkBasePath, resolveVolumePath, checkExistingVolumePath, isStrictlyUnder, VolumePathIndex,
+  checkRelativeVolumePath, checkBasePath, resolveVolumePath, checkExistingVolumePath, isStrictlyUnder,
   UnsafePathError, MAX_SEGMENT_BYTES, MAX_PATH_BYTES, MAX_DEPTH, RESERVED_PREFIXES,
 } from './path-safety.ts';
 export type { UnsafePathRule, RelativePathRules } from './path-safety.ts';
+export { VolumePathIndex } from './volume-path-index.ts';
+export type { InodeChain } from './volume-path-index.ts';
 export { createVolumeDir, removeVolumeDir, archiveVolumeDir, archiveName, BasePathError } from './fs-ops.ts';
 export { directoryUsage, nodeUsageFs, WalkBudget, type UsageFs } from './usage.ts';
 export type { FsOpsOptions, CreateVolumeDirOptions, RemoveOptions, ArchiveOptions } from './fs-ops.ts';
