@@ -33,7 +33,7 @@ export type AllocationSource = 'api' | 'disk' | 'local';
 
 interface Entry extends Allocation {
   /** What each source says the volume's size is; `bytes` is the largest (a growth not yet in the PV still counts). */
-  sources: Map<AllocationSource, bigint>;
+  sources: Sources;
 }
 
 /** Allocation of one base path, for metrics and `explain`. */
@@ -45,6 +45,22 @@ export interface BasePathAllocation {
 }
 
 const locKey = (scope: Scope, basePath: string) => `${scope}\u0000${basePath}`;
+
+/** What each source says a volume's size is (a plain object: a Map per volume costs more than the volume). */
+type Sources = Partial<Record<AllocationSource, bigint>>;
+
+const withSource = (s: Sources | undefined, source: AllocationSource, bytes: bigint): Sources => {
+  const out: Sources = { ...s, [source]: bytes };
+  // The API confirms a local reservation or growth once its PV carries at least that size.
+  if (source === 'api' && (out.local ?? 0n) <= bytes) delete out.local;
+  return out;
+};
+const withoutSource = (s: Sources, source: AllocationSource): Sources => {
+  const out = { ...s };
+  delete out[source];
+  return out;
+};
+const isEmpty = (s: Sources) => s.api === undefined && s.disk === undefined && s.local === undefined;
 
 /** Per base path allocation accounting plus the live-path index. Not thread-aware: callers check and reserve synchronously. */
 export class VolumeLedger {
@@ -66,36 +82,27 @@ export class VolumeLedger {
     const seen = new Set<string>();
     for (const a of allocations) {
       seen.add(a.pvName);
-      const sources = new Map(this.entries.get(a.pvName)?.sources ?? []);
-      sources.set(source, a.bytes);
-      // The API confirms a local reservation or growth once its PV carries at least that size.
-      if (source === 'api' && (sources.get('local') ?? 0n) <= a.bytes) sources.delete('local');
-      this.put({ ...a, sources });
+      this.put({ ...a, sources: withSource(this.entries.get(a.pvName)?.sources, source, a.bytes) });
     }
     for (const e of [...this.entries.values()]) {
-      if (seen.has(e.pvName) || !e.sources.has(source)) continue;
-      e.sources.delete(source);
-      if (e.sources.size === 0) this.release(e.pvName);
-      else this.put({ ...e, sources: e.sources });
+      if (seen.has(e.pvName) || e.sources[source] === undefined) continue;
+      const sources = withoutSource(e.sources, source);
+      if (isEmpty(sources)) this.release(e.pvName);
+      else this.put({ ...e, sources });
     }
   }
 
   /** Sets what one source says about one volume, keeping what the others say. */
   observe(source: AllocationSource, a: Allocation): void {
-    const sources = new Map(this.entries.get(a.pvName)?.sources ?? []);
-    sources.set(source, a.bytes);
-    // The API confirms a local reservation or growth once its PV carries at least that size.
-    if (source === 'api' && (sources.get('local') ?? 0n) <= a.bytes) sources.delete('local');
-    this.put({ ...a, sources });
+    this.put({ ...a, sources: withSource(this.entries.get(a.pvName)?.sources, source, a.bytes) });
   }
 
   /** Drops what `source` says about one volume; the volume goes when no source is left. */
   forget(source: AllocationSource, pvName: string): void {
     const e = this.entries.get(pvName);
-    if (!e?.sources.has(source)) return;
-    const sources = new Map(e.sources);
-    sources.delete(source);
-    if (sources.size === 0) this.release(pvName);
+    if (e?.sources[source] === undefined) return;
+    const sources = withoutSource(e.sources, source);
+    if (isEmpty(sources)) this.release(pvName);
     else this.put({ ...e, sources });
   }
 
@@ -122,7 +129,7 @@ export class VolumeLedger {
     if (!e || e.path !== path) return;
     const index = this.paths(e.scope);
     if (found.alias !== undefined && found.alias !== path) index.addAlias(pvName, found.alias);
-    if (found.chain) index.setInodes(pvName, found.chain);
+    if (found.chain) index.setInodes(pvName, found.chain, path);
   }
 
   /** Records a volume this process is creating (kept until release() or an API rebuild confirms it). */
@@ -194,7 +201,7 @@ export class VolumeLedger {
 
   private put(given: Entry): void {
     let bytes = 0n;
-    for (const b of given.sources.values()) if (b > bytes) bytes = b;
+    for (const b of Object.values(given.sources)) if (b !== undefined && b > bytes) bytes = b;
     const e = { ...given, bytes };
     const old = this.entries.get(e.pvName);
     if (old && old.scope === e.scope && old.path === e.path) {

@@ -8,7 +8,7 @@
 // refused and nothing is touched.
 import { shortenText, MAX_QUOTED_INPUT_BYTES } from '../types/text.ts';
 import { isStrictlyUnder, UnsafePathError } from './path-safety.ts';
-import type { InodeChain, VolumePathIndex } from './volume-path-index.ts';
+import type { VolumePathIndex } from './volume-path-index.ts';
 import type { VolumeRecord } from './volume-records.ts';
 import type { PathClaim } from './path-claims.ts';
 
@@ -47,8 +47,8 @@ export interface IdentityEvidence {
   otherClaim: () => Promise<PathClaim | undefined>;
   /** The live volumes this instance can reach; `fresh`: current as of now (a leaf proof), not as of the last event. */
   liveVolumes: (fresh: boolean) => Promise<VolumePathIndex[]>;
-  /** The directory's inode chain below its base path, read now. */
-  inodes: () => Promise<InodeChain>;
+  /** Throws UnsafePathError when the directory is, holds or is inside a live volume's by device and inode (read now). */
+  checkInodes: () => Promise<void>;
   /** Every configured base path. */
   basePaths: string[];
 }
@@ -80,16 +80,13 @@ export async function proveVolumeIdentity(e: IdentityEvidence): Promise<Identity
     if (e.claimUid === undefined || e.record.claimUid !== undefined) proof = 'record';
   }
   const indexes = await e.liveVolumes(proof === 'leaf');
-  const chain = await e.inodes();
-  for (const index of indexes) {
-    try {
-      index.checkFree(e.path, e.pvName, e.basePaths);
-      index.checkInodes(e.path, chain, e.pvName);
-    } catch (err) {
-      if (!(err instanceof UnsafePathError)) throw err;
-      const rule: IdentityRule = err.rule === 'is-base-path' ? 'is-base-path' : 'overlaps-volume';
-      throw new VolumeIdentityError(rule, e.pvName, e.path, `it ${err.detail}`);
-    }
+  try {
+    for (const index of indexes) index.checkFree(e.path, e.pvName, e.basePaths);
+    await e.checkInodes();
+  } catch (err) {
+    if (!(err instanceof UnsafePathError)) throw err;
+    const rule: IdentityRule = err.rule === 'is-base-path' ? 'is-base-path' : 'overlaps-volume';
+    throw new VolumeIdentityError(rule, e.pvName, e.path, `it ${err.detail}`);
   }
   if (proof === 'leaf') {
     const c = await e.otherClaim();

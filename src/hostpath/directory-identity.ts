@@ -8,7 +8,8 @@ import type { Stats } from 'node:fs';
 import { ancestorsOf } from './canonical-path.ts';
 import { errnoCode, type HostFs } from './host-fs.ts';
 import { isStrictlyUnder } from './path-safety.ts';
-import type { InodeChain } from './volume-path-index.ts';
+import { UnsafePathError } from './path-safety.ts';
+import type { InodeChain, InodeMatch, VolumePathIndex } from './volume-path-index.ts';
 
 const inodeKey = (st: Stats) => `${st.dev}:${st.ino}`;
 
@@ -91,4 +92,30 @@ export class DirectoryIdentities {
     }
     return real;
   }
+}
+
+/**
+ * Throws UnsafePathError when the directory `path` (its chain, read from the disk) is, contains or is inside another
+ * live volume's directory by device and inode. Inode numbers are reused once a directory is gone, so each match is
+ * confirmed by reading that volume's directory again (a stale chain is replaced or forgotten): O(1) reads when
+ * nothing matches, one more per match.
+ */
+export async function checkInodes(o: {
+  path: string; chain: InodeChain; pvName: string; indexes: readonly VolumePathIndex[]; identities: DirectoryIdentities; roots: readonly string[];
+}): Promise<void> {
+  for (const index of o.indexes) {
+    for (const m of index.inodeMatches(o.chain, o.pvName)) {
+      const now = await o.identities.ofVolume(m.source, o.roots);
+      if (now && stillMatches(now.chain, m)) {
+        const how = m.relation === 'same' ? 'is the directory' : m.relation === 'contains' ? 'contains the directory' : 'is inside the directory';
+        throw new UnsafePathError('overlaps-volume', o.path, `${how} of volume ${m.pvName} (the same device and inode, spelled ${JSON.stringify(m.source)})`);
+      }
+      if (now) index.setInodes(m.pvName, now.chain, m.source);
+      else index.clearInodes(m.pvName);
+    }
+  }
+}
+
+function stillMatches(chain: InodeChain, m: InodeMatch): boolean {
+  return m.relation === 'contains' ? chain.ancestors.includes(m.key) : chain.self === m.key;
 }

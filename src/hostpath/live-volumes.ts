@@ -63,9 +63,10 @@ interface Tracked {
 /** Live PVs fed to the ledger's 'api' source, one event at a time. */
 export class LiveVolumes {
   private readonly tracked = new Map<string, Tracked>();
-  private readonly queue: Array<{ name: string; t: Tracked }> = [];
+  private readonly queue: Array<{ name: string; t: Tracked; done: () => void }> = [];
+  /** Every identity read scheduled and not finished yet. */
+  private readonly pending = new Set<Promise<void>>();
   private active = 0;
-  private idleWaiters: Array<() => void> = [];
   private seenRv = 0n;
   private rvWaiters: Array<() => void> = [];
   private feed: VolumeFeed | undefined;
@@ -118,10 +119,9 @@ export class LiveVolumes {
     for (const [name, o] of next) this.track(name, o.tracked);
   }
 
-  /** Resolves when every identity read scheduled so far is done. */
-  settled(): Promise<void> {
-    if (this.active === 0 && this.queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  /** Resolves when every identity read scheduled so far is done (not those scheduled later: no starvation). */
+  async settled(): Promise<void> {
+    if (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
   /**
@@ -219,7 +219,11 @@ export class LiveVolumes {
     }
     this.tracked.set(name, t);
     if (!this.ctx.reachable(t.scope)) return;
-    this.queue.push({ name, t });
+    let done!: () => void;
+    const finished = new Promise<void>((resolve) => (done = resolve));
+    this.pending.add(finished);
+    void finished.then(() => this.pending.delete(finished));
+    this.queue.push({ name, t, done });
     this.pump();
   }
 
@@ -229,12 +233,8 @@ export class LiveVolumes {
       this.active++;
       void this.resolve(job.name, job.t).finally(() => {
         this.active--;
+        job.done();
         this.pump();
-        if (this.active === 0 && this.queue.length === 0) {
-          const waiters = this.idleWaiters;
-          this.idleWaiters = [];
-          for (const w of waiters) w();
-        }
       });
     }
   }
@@ -249,7 +249,7 @@ export class LiveVolumes {
       }
       const index = this.ctx.ledger.paths(t.scope);
       if (found.alias !== undefined) index.addAlias(name, found.alias);
-      index.setInodes(name, found.chain);
+      index.setInodes(name, found.chain, t.path);
     } catch (e) {
       this.ctx.logger.debug({ pv: name, path: t.path, err: (e as Error).message }, 'could not read the identity of a volume directory');
     }

@@ -32,7 +32,7 @@ import type { VolumeRecord } from './volume-records.ts';
 import { VolumeRecordStore } from './record-store.ts';
 import { LiveVolumes, type VolumeFeed } from './live-volumes.ts';
 import { LedgerSources } from './ledger-sources.ts';
-import { DirectoryIdentities } from './directory-identity.ts';
+import { checkInodes, DirectoryIdentities } from './directory-identity.ts';
 import { nodeAffinityValue, runLoggedScript } from './provision-rules.ts';
 import { planHostPathClaim, type HostPathClaimCheckInput } from './claim-check.ts';
 import { VolumePlacer, type Placement } from './placement.ts';
@@ -291,7 +291,7 @@ export class HostPathProvisioner implements Provisioner {
   private async checkDiskIdentity(base: string, segments: string[], pvName: string, scope: string | undefined): Promise<void> {
     const chain = await this.identities.ofCandidate(base, segments);
     const path = `${base}/${segments.join('/')}`;
-    for (const index of this.reachableIndexes(scope)) index.checkInodes(path, chain, pvName);
+    await checkInodes({ path, chain, pvName, indexes: this.reachableIndexes(scope), identities: this.identities, roots: allBasePaths(this.config()) });
   }
 
   async delete(volume: PersistentVolume, signal: AbortSignal): Promise<void> {
@@ -307,7 +307,7 @@ export class HostPathProvisioner implements Provisioner {
       configuredRoots: () => this.configuredRoots(),
       ensureLedger: (signal, fresh) => this.sources.ensure(signal, fresh),
       reachableIndexes: () => this.reachableIndexes(undefined),
-      diskIdentity: (base, segments) => this.identities.ofCandidate(base, segments),
+      checkDiskIdentity: (base, segments, pvName) => this.checkDiskIdentity(base, segments, pvName, undefined),
       release: (pvName) => this.ledger.release(pvName),
       records: this.records,
       exports: () => this.exports(),

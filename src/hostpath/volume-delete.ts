@@ -11,7 +11,7 @@ import type { Logger } from '../runtime/logger.ts';
 import { allBasePaths, type HostPathConfig } from './config.ts';
 import { parseClassParameters, onDeleteFor, type OnDeletePolicy } from './class-parameters.ts';
 import { checkExistingVolumePath, checkScriptPath, UnsafePathError } from './path-safety.ts';
-import type { InodeChain, VolumePathIndex } from './volume-path-index.ts';
+import type { VolumePathIndex } from './volume-path-index.ts';
 import { removeVolumeDir, archiveVolumeDir, type FsOpsOptions } from './fs-ops.ts';
 import type { VolumeRecord } from './volume-records.ts';
 import type { VolumeRecordStore } from './record-store.ts';
@@ -44,8 +44,8 @@ export interface DeleteContext {
   ensureLedger(signal: AbortSignal, fresh?: { pvName: string }): Promise<void>;
   /** Every live-volume index a directory here can collide with. */
   reachableIndexes(): VolumePathIndex[];
-  /** The inode chain of `<base>/<segments>` below the base, read now. */
-  diskIdentity(base: string, segments: string[]): Promise<InodeChain>;
+  /** Throws UnsafePathError when `<base>/<segments>` is, holds or is inside a live volume's directory by device and inode. */
+  checkDiskIdentity(base: string, segments: string[], pvName: string): Promise<void>;
   /** Forgets a volume in the ledger. */
   release(pvName: string): void;
   /** The NFS exports mounted at the shared paths: an nfs PV source maps to its directory through them. */
@@ -82,7 +82,7 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
       if (fresh && !target.nameOnly) await ctx.ensureLedger(signal, { pvName });
       return ctx.reachableIndexes();
     },
-    inodes: () => ctx.diskIdentity(base, segments),
+    checkInodes: () => ctx.checkDiskIdentity(base, segments, pvName),
     basePaths: allBasePaths(ctx.config()),
   });
   const onDelete = target.onDelete ?? (await adoptedOnDelete(ctx, volume, signal));

@@ -15,29 +15,49 @@ export interface InodeChain {
   ancestors: string[];
 }
 
-const add = <K, V>(m: Map<K, Set<V>>, k: K, v: V) => {
-  let s = m.get(k);
-  if (!s) m.set(k, (s = new Set()));
-  s.add(v);
+/**
+ * A live volume's directory that shares an inode with a candidate: `same` (the candidate is it), `contains` (the
+ * candidate is one of its parents), `inside` (it is one of the candidate's parents). Inode numbers are reused once
+ * a directory is deleted, so a match is only a lead: the caller reads that volume's directory again (`source`).
+ */
+export interface InodeMatch {
+  pvName: string;
+  relation: 'same' | 'contains' | 'inside';
+  key: string;
+  /** The path the volume's chain was read from. */
+  source: string;
+}
+
+// Owners of a key: one name (the usual case, a few bytes) or a set of them (a forged or stale PV sharing it).
+type Owners = string | Set<string>;
+const add = (m: Map<string, Owners>, k: string, v: string) => {
+  const o = m.get(k);
+  if (o === undefined) m.set(k, v);
+  else if (typeof o === 'string') {
+    if (o !== v) m.set(k, new Set([o, v]));
+  } else o.add(v);
 };
-const del = <K, V>(m: Map<K, Set<V>>, k: K, v: V) => {
-  const s = m.get(k);
-  s?.delete(v);
-  if (s?.size === 0) m.delete(k);
+const del = (m: Map<string, Owners>, k: string, v: string) => {
+  const o = m.get(k);
+  if (o === v) m.delete(k);
+  else if (typeof o === 'object') {
+    o.delete(v);
+    if (o.size === 1) m.set(k, o.values().next().value as string);
+  }
 };
 
 /** The live-volume index of one scope (a node, or the shared paths). */
 export class VolumePathIndex {
   /** Volume -> its paths (canonical first, then aliases). */
   private readonly byVolume = new Map<string, string[]>();
-  private readonly owners = new Map<string, Set<string>>();
+  private readonly owners = new Map<string, Owners>();
   private readonly ancestorCount = new Map<string, number>();
   /** Root -> volumes blocking it (and why). */
   private readonly blocked = new Map<string, Map<string, string>>();
   private readonly blocksOf = new Map<string, string[]>();
-  private readonly inodeOwners = new Map<string, Set<string>>();
-  private readonly ancestorInodeOwners = new Map<string, Set<string>>();
-  private readonly inodesOf = new Map<string, InodeChain>();
+  private readonly inodeOwners = new Map<string, Owners>();
+  private readonly ancestorInodeOwners = new Map<string, Owners>();
+  private readonly inodesOf = new Map<string, InodeChain & { source: string }>();
 
   /** Records (or moves) the path of a volume; its aliases and inodes are forgotten (they were of the old path). */
   add(pvName: string, volumePath: string): void {
@@ -58,10 +78,10 @@ export class VolumePathIndex {
     this.addPath(pvName, alias);
   }
 
-  /** The device and inode of a volume's directory and of its ancestors. */
-  setInodes(pvName: string, chain: InodeChain): void {
+  /** The device and inode of a volume's directory and of its ancestors, read from `source`. */
+  setInodes(pvName: string, chain: InodeChain, source: string): void {
     this.clearInodes(pvName);
-    this.inodesOf.set(pvName, chain);
+    this.inodesOf.set(pvName, { ...chain, source });
     if (chain.self) add(this.inodeOwners, chain.self, pvName);
     for (const a of chain.ancestors) add(this.ancestorInodeOwners, a, pvName);
   }
@@ -120,21 +140,30 @@ export class VolumePathIndex {
     }
   }
 
-  /**
-   * Throws UnsafePathError when the directory `candidate` (its inode chain, read from the disk) is, contains or is
-   * inside another live volume's directory, however either is spelled.
-   */
-  checkInodes(candidate: string, chain: InodeChain, pvName: string): void {
+  /** The live volumes (other than `pvName`) whose directory is, contains or is inside the one of `chain`, by inode. */
+  inodeMatches(chain: InodeChain, pvName: string): InodeMatch[] {
+    const out: InodeMatch[] = [];
+    const push = (owners: Owners | undefined, relation: InodeMatch['relation'], key: string) => {
+      for (const o of typeof owners === 'string' ? [owners] : owners ?? []) {
+        const source = this.inodesOf.get(o)?.source;
+        if (o !== pvName && source !== undefined) out.push({ pvName: o, relation, key, source });
+      }
+    };
     if (chain.self) {
-      const same = otherOwner(this.inodeOwners.get(chain.self), pvName);
-      if (same !== undefined) throw new UnsafePathError('overlaps-volume', candidate, `is the directory of volume ${same} (the same device and inode, spelled differently)`);
-      const inside = otherOwner(this.ancestorInodeOwners.get(chain.self), pvName);
-      if (inside !== undefined) throw new UnsafePathError('overlaps-volume', candidate, `contains the directory of volume ${inside} (by device and inode)`);
+      push(this.inodeOwners.get(chain.self), 'same', chain.self);
+      push(this.ancestorInodeOwners.get(chain.self), 'contains', chain.self);
     }
-    for (const a of chain.ancestors) {
-      const o = otherOwner(this.inodeOwners.get(a), pvName);
-      if (o !== undefined) throw new UnsafePathError('overlaps-volume', candidate, `is inside the directory of volume ${o} (by device and inode)`);
-    }
+    for (const a of chain.ancestors) push(this.inodeOwners.get(a), 'inside', a);
+    return out;
+  }
+
+  /** Forgets what the disk said about a volume's directory (it was read again and is not what it was). */
+  clearInodes(pvName: string): void {
+    const chain = this.inodesOf.get(pvName);
+    if (!chain) return;
+    this.inodesOf.delete(pvName);
+    if (chain.self) del(this.inodeOwners, chain.self, pvName);
+    for (const a of chain.ancestors) del(this.ancestorInodeOwners, a, pvName);
   }
 
   private addPath(pvName: string, p: string): void {
@@ -157,14 +186,6 @@ export class VolumePathIndex {
     }
   }
 
-  private clearInodes(pvName: string): void {
-    const chain = this.inodesOf.get(pvName);
-    if (!chain) return;
-    this.inodesOf.delete(pvName);
-    if (chain.self) del(this.inodeOwners, chain.self, pvName);
-    for (const a of chain.ancestors) del(this.ancestorInodeOwners, a, pvName);
-  }
-
   private unblock(pvName: string): void {
     for (const r of this.blocksOf.get(pvName) ?? []) {
       const m = this.blocked.get(r);
@@ -175,7 +196,8 @@ export class VolumePathIndex {
   }
 }
 
-function otherOwner(owners: Set<string> | undefined, pvName: string): string | undefined {
+function otherOwner(owners: Owners | undefined, pvName: string): string | undefined {
+  if (typeof owners === 'string') return owners === pvName ? undefined : owners;
   for (const o of owners ?? []) if (o !== pvName) return o;
   return undefined;
 }

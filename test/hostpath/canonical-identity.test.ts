@@ -4,9 +4,14 @@
 // inodes (what a bind mount or a case-insensitive name shares with the directory).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { canonicalAbsolutePath, canonicalNfsServer, canonicalRenderedPath, readAbsolutePath } from '../../src/hostpath/canonical-path.ts';
 import { UnsafePathError } from '../../src/hostpath/path-safety.ts';
 import { VolumePathIndex } from '../../src/hostpath/volume-path-index.ts';
+import { checkInodes, DirectoryIdentities } from '../../src/hostpath/directory-identity.ts';
+import { nodeHostFs } from '../../src/hostpath/host-fs.ts';
 
 test('PV paths: one canonical form for every spelling; ".." and NUL are ambiguous', () => {
   for (const [given, want] of [
@@ -43,18 +48,43 @@ test('a blocker refuses every path at or under the roots it blocks, naming itsel
   index.checkFree('/data/a', 'mine', []);
 });
 
-test('by device and inode: the same directory, its inside and its parents are refused, whatever the spelling', () => {
+test('by device and inode: the same directory, its inside and its parents match, whatever the spelling', () => {
   const index = new VolumePathIndex();
-  index.setInodes('bind', { self: '1:100', ancestors: ['1:10', '1:2'] });
-  const refused = (what: RegExp) => (e: unknown) => e instanceof UnsafePathError && e.rule === 'overlaps-volume' && what.test(e.message);
-  assert.throws(() => index.checkInodes('/data/victim', { self: '1:100', ancestors: [] }, 'tenant'), refused(/is the directory of volume bind/));
-  assert.throws(() => index.checkInodes('/data/victim/sub', { ancestors: ['1:100'] }, 'tenant'), refused(/is inside the directory of volume bind/));
-  assert.throws(() => index.checkInodes('/data/parent', { self: '1:10', ancestors: [] }, 'tenant'), refused(/contains the directory of volume bind/));
-  index.checkInodes('/data/other', { self: '1:101', ancestors: [] }, 'tenant');
-  index.checkInodes('/data/victim', { self: '1:100', ancestors: [] }, 'bind');
+  index.setInodes('bind', { self: '1:100', ancestors: ['1:10', '1:2'] }, '/mnt/bind/victim');
+  const relations = (chain: { self?: string; ancestors: string[] }, pv = 'tenant') => index.inodeMatches(chain, pv).map((m) => `${m.pvName} ${m.relation}`);
+  assert.deepEqual(relations({ self: '1:100', ancestors: [] }), ['bind same']);
+  assert.deepEqual(relations({ ancestors: ['1:100'] }), ['bind inside']);
+  assert.deepEqual(relations({ self: '1:10', ancestors: [] }), ['bind contains']);
+  assert.deepEqual(relations({ self: '1:101', ancestors: [] }), []);
+  assert.deepEqual(relations({ self: '1:100', ancestors: [] }, 'bind'), [], 'its own directory');
   // Moving the volume forgets its inodes.
   index.add('bind', '/data/elsewhere');
-  index.checkInodes('/data/victim', { self: '1:100', ancestors: [] }, 'tenant');
+  assert.deepEqual(relations({ self: '1:100', ancestors: [] }), []);
+});
+
+test('an inode match is read again before it refuses: a reused inode number of a deleted directory is not a volume', async () => {
+  const tmp = await fsp.realpath(await fsp.mkdtemp(path.join(os.tmpdir(), 'kp-inode-')));
+  try {
+    const root = path.join(tmp, 'root');
+    await fsp.mkdir(path.join(root, 'live'), { recursive: true });
+    await fsp.symlink(root, path.join(tmp, 'link'));
+    const identities = new DirectoryIdentities(nodeHostFs);
+    const index = new VolumePathIndex();
+    const live = await identities.ofVolume(path.join(tmp, 'link', 'live'), [root]);
+    assert.equal(live?.alias, path.join(root, 'live'), 'the symlinked spelling leads below the root');
+    index.setInodes('live-pv', live!.chain, path.join(tmp, 'link', 'live'));
+    const check = async (segments: string[]) => checkInodes({ path: path.join(root, ...segments), chain: await identities.ofCandidate(root, segments), pvName: 'tenant', indexes: [index], identities, roots: [root] });
+    await assert.rejects(check(['live']), (e: unknown) => e instanceof UnsafePathError && /is the directory of volume live-pv/.test(e.message));
+    await assert.rejects(check(['live', 'sub']), /is inside the directory of volume live-pv/);
+    // A chain read from a directory that is gone now, whose inode number another directory may carry.
+    await fsp.mkdir(path.join(root, 'fresh'));
+    const fresh = await identities.ofCandidate(root, ['fresh']);
+    index.setInodes('deleted-pv', { self: fresh.self, ancestors: [] }, path.join(root, 'gone'));
+    await check(['fresh']);
+    assert.deepEqual(index.inodeMatches(fresh, 'tenant'), [], 'the stale chain was forgotten');
+  } finally {
+    await fsp.rm(tmp, { recursive: true, force: true });
+  }
 });
 
 test('aliases: a volume known by two paths blocks both, and is removed from both', () => {
