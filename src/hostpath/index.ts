@@ -43,4 +43,7 @@ export {
 } from './volume-source.ts';
 export type { MountedExport, PublishedType } from './volume-source.ts';
 export { runVolumeScript, VolumeScriptError } from './scripts.ts';
+export { VolumeWatch, slimVolume } from './volume-watch.ts';
+export { StaleVolumeIndexError } from './live-volumes.ts';
+export type { VolumeFeed } from './live-volumes.ts';
 export type { VolumeScriptRun, ScriptName } from './scripts.ts';

@@ -193,8 +193,14 @@ export class LiveVolumes {
     if (reading.kind === 'none') return {};
     if (reading.kind === 'ambiguous') {
       const hit = roots.filter((r) => reading.candidates.some((c) => c === r || isStrictlyUnder(r, c) || isStrictlyUnder(c, r)));
-      if (hit.length === 0) return {};
-      return { blocker: { pvName: name, scope: scopeFor(hit.find((r) => shared.has(r)) ?? hit[0]), roots: hit, why: reading.why } };
+      const scope = scopeFor(hit.find((r) => shared.has(r)) ?? hit[0]);
+      // A hostPath or local path holding `..` means what the kernel makes of it (symlinks first, then `..`), which
+      // may be under a root whatever its letters say (`/elsewhere/link/../victim`): the disk is asked, as for a
+      // path outside every root, and what it resolves to is blocked too.
+      const direct = pv.spec.local?.path ?? pv.spec.hostPath?.path;
+      const tracked: Tracked | undefined = typeof direct === 'string' ? { scope, path: direct, outside: true } : undefined;
+      if (hit.length === 0) return { tracked };
+      return { blocker: { pvName: name, scope, roots: hit, why: reading.why }, tracked };
     }
     const path = reading.path;
     const annotated = canonicalAbsolutePath(pv.metadata.annotations?.[ANN_HOSTPATH_BASE_PATH]);

@@ -126,6 +126,23 @@ test('the same directory through a symlinked path or a bind of the base: same de
   assert.deepEqual(await snapshot(root), before);
 });
 
+test('a live PV spelled through a symlink outside the roots and "..": what the disk resolves it to is blocked', async () => {
+  const root = path.join(tmp, 'dotdot-link');
+  await ownerData(root, 'victim');
+  await fsp.mkdir(path.join(root, 'sub'));
+  // Outside every root, lexically: `<tmp>/dotdot-out/../victim` would be `<tmp>/victim`; the kernel resolves the
+  // symlink first, then "..": `<root>/sub/..` is `<root>`, so the PV's directory is `<root>/victim`.
+  const link = path.join(tmp, 'dotdot-out');
+  await fsp.symlink(path.join(root, 'sub'), link);
+  const live = [livePv('dotdot-link', { hostPath: { path: `${link}/../victim` } })];
+  const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }), knownVolumes: () => live });
+  const before = await snapshot(root);
+  await assert.rejects(p.provision(tenantClaim('steal', 'victim'), signal()), refusedNaming('dotdot-link'));
+  await assert.rejects(p.provision(tenantClaim('inside', 'victim/sub'), signal()), refusedNaming('dotdot-link'));
+  await assert.rejects(p.delete(releasedPv('tenant', { hostPath: { path: `${root}/victim` } }), signal()), identityRefused);
+  assert.deepEqual(await snapshot(root), before);
+});
+
 test("local-path's custom-path-pattern class (\"{{ .PVC.Namespace }}/{{ .PVC.Name }}/\", trailing slash) provisions <ns>/<claim>", async () => {
   const root = path.join(tmp, 'trailing');
   await fsp.mkdir(root);
