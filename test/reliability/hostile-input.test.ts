@@ -273,13 +273,15 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     });
     await waitFor('VolumeFailedDelete on leaf-victim1', () => ourEvents('leaf-victim1').find((e) => e.reason === 'VolumeFailedDelete' && /static-victim1/.test(e.message ?? '')));
     for (const [dir] of spellings) assert.equal(await fsp.readFile(path.join(stable, dir, 'owner-data'), 'utf8'), 'not yours\n');
+    // The released volume goes first: once the static PV is gone, its retried delete would rightly succeed.
+    await client.delete(persistentVolumes, 'leaf-victim1');
+    await waitFor('leaf PV gone', () => !volumes().some((v) => v.metadata.name === 'leaf-victim1'));
     for (const [dir] of spellings) {
       await client.delete(persistentVolumeClaims, `steal-${dir}`, { namespace: NS });
       await client.delete(persistentVolumes, `static-${dir}`);
     }
-    await client.delete(persistentVolumes, 'leaf-victim1');
-    await waitFor('static PVs gone', () => !volumes().some((v) => /^(static|leaf)-victim/.test(v.metadata.name ?? '')));
-    for (const [dir] of spellings) await fsp.rm(path.join(stable, dir), { recursive: true });
+    await waitFor('static PVs gone', () => !volumes().some((v) => /^static-victim/.test(v.metadata.name ?? '')));
+    for (const [dir] of spellings) await fsp.rm(path.join(stable, dir), { recursive: true, force: true });
   });
 
   it('a claim whose class appears later is provisioned once the class exists', async () => {
