@@ -119,6 +119,12 @@ export async function handleList(s: RequestScope): Promise<void> {
     if (rvParam && rvParam !== '0') throw badRequest('specifying resource version is not allowed when using continue');
     // rv -1 is the token of an expired continuation: the rest of the list at the latest resourceVersion.
     if (token.rv > 0) listRv = token.rv;
+    // A token from the future: etcd3 store GetList turns etcd's ErrFutureRev into this (retry 0, no retryAfterSeconds).
+    if (listRv > current) {
+      throw serverTimeout(`Timeout: Too large resource version: ${listRv}, current: ${current}`, {
+        causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+      });
+    }
     startAfterKey = token.startAfterKey;
     paging = true;
   } else if (rvMatch === 'Exact' || (rvParam !== undefined && rvParam !== '0' && rvParam !== '' && limit > 0 && !rvMatch)) {
