@@ -227,10 +227,10 @@ export function enforceOnBody(directive: FieldValidation, errors: readonly strin
  * (Go `%+v` of the patch map for strategic merge, the patched JSON otherwise) as the invalid value.
  * @throws ClusterApiError 422 under Strict when there are any
  */
-export function enforceOnPatch(directive: FieldValidation, errors: readonly string[], shownValue: string, res: ServerResponse): void {
+export function enforceOnPatch(directive: FieldValidation, errors: readonly string[], shownValue: () => string, res: ServerResponse): void {
   if (errors.length === 0 || directive === 'Ignore') return;
   if (directive === 'Warn') return addWarnings(res, errors);
-  throw patchStrictError(shownValue, errors);
+  throw patchStrictError(shownValue(), errors);
 }
 
 function patchStrictError(shownValue: string, errors: readonly string[]): ClusterApiError {
@@ -266,7 +266,8 @@ export function patchFieldValidation(
   const directive = fieldValidationOf(query);
   const duplicates = directive === 'Ignore' ? [] : duplicateFields(raw.toString('utf8'));
   return (patched) => {
-    const shown = type === 'strategic' ? goValueString(patch) : JSON.stringify(patched);
+    // Written out only for a Strict error: for a large patch it costs as much as applying it.
+    const shown = () => (type === 'strategic' ? goValueString(patch) : JSON.stringify(patched));
     const dupErrors = duplicates.map((p) => `${type === 'json' ? 'json patch ' : ''}duplicate field "${p}"`);
     if (type === 'json' && directive !== 'Ignore') dupErrors.push(...unknownOperationFields(patch));
     const unknown = strictErrors(patched, model, []);
