@@ -66,7 +66,8 @@ export async function provisionClaim(a: ClaimAttempt): Promise<ProvisionOutcome>
   if (outcome.kind === 'failed') {
     s.metrics.provisionFailedTotal.inc(labels);
     s.claimRecords.set(uid, 'inProgress', undefined);
-    return { next: countFailure(a, outcome.error.message, 'final', false), succeeded: false };
+    // A PV the API server refuses would be refused again: the infeasible slow retry, not the backoff.
+    return { next: countFailure(a, outcome.error.message, outcome.invalid ? 'infeasible' : 'final', outcome.invalid === true), succeeded: false };
   }
   if (outcome.kind === 'saved') s.savedVolumes.record(pvName, outcome.volume);
   s.metrics.provisionTotal.inc(labels);
