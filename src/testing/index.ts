@@ -20,7 +20,7 @@ export type { ListFilterOptions } from '../cluster/storage/store-filter.ts';
 export type { StoreWatchOptions } from '../cluster/writes/cluster-store.ts';
 export { ClusterApiError } from '../cluster/common/errors.ts';
 export { MissingDependencyError } from '../cluster/common/optional-deps.ts';
-export { waitFor, conditions, eventsOf, WaitTimeoutError, type Condition, type ConditionContext, type WaitForOptions } from './wait.ts';
+export { waitFor, conditions, eventsOf, WaitTimeoutError, type Condition, type ConditionContext, type ConditionPredicate, type WaitForOptions } from './wait.ts';
 export {
   provisionerConformance, conformanceClaim, conformanceOptions, CONFORMANCE_CASES,
   type ConformanceCase, type ConformanceSubject, type ConformanceSuiteOptions, type TestRunner,
