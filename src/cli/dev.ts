@@ -53,30 +53,38 @@ export interface DevIo {
 /** Class names and where their volumes go, relative to DIR/volumes. */
 export const DEV_CLASSES = { shared: 'hostpath', local: 'hostpath-local' } as const;
 
-/** The StorageClasses `dev` creates (also used by tests). */
+/**
+ * The StorageClasses `dev` creates (also used by tests). `onDelete: delete` is written in the class: a shared path
+ * archives by default (nfs-subdir's rule), and dev's walkthrough promises that deleting the claim removes its
+ * directory, so the class says so where `kubectl get storageclass -o yaml` shows it.
+ */
 export function devStorageClasses(provisioner: string): StorageClass[] {
   const base = { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', provisioner, reclaimPolicy: 'Delete' as const, allowVolumeExpansion: true };
+  const parameters = { pathPattern: '${.PVC.namespace}/${.PVC.name}-${.PV.name}', onDelete: 'delete' };
   return [
     {
       ...base,
       metadata: { name: DEV_CLASSES.shared, annotations: { [ANN_DEFAULT_STORAGE_CLASS]: 'true' } },
       volumeBindingMode: 'Immediate',
-      parameters: { pathPattern: '${.PVC.namespace}/${.PVC.name}-${.PV.name}' },
+      parameters,
     },
     {
       ...base,
       metadata: { name: DEV_CLASSES.local },
       volumeBindingMode: 'WaitForFirstConsumer',
-      parameters: { pathPattern: '${.PVC.namespace}/${.PVC.name}-${.PV.name}' },
+      parameters,
     },
   ];
 }
 
-/** The first-run configuration: the shared path for `hostpath`, this node's path for `hostpath-local`. */
+/**
+ * The first-run configuration: the shared path at the top level, the default for every class the configuration
+ * does not list (`hostpath`, and any class a user creates for the provisioner); this node's path for `hostpath-local`.
+ */
 export function devConfig(volumesDir: string): object {
   return {
+    sharedFileSystemPath: join(volumesDir, 'shared'),
     storageClassConfigs: {
-      [DEV_CLASSES.shared]: { sharedFileSystemPath: join(volumesDir, 'shared') },
       [DEV_CLASSES.local]: { nodePathMap: [{ node: DEFAULT_NODE, paths: [join(volumesDir, 'local')] }] },
     },
   };
