@@ -14,6 +14,7 @@ import { coreEvents, nodes, persistentVolumeClaims, storageClasses } from '../..
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { CoreEvent, Node, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 import { DEFAULT_PROVISIONER_NAME } from '../../src/cli/options.ts';
+import { explainPvc } from '../../src/cli/explain.ts';
 import { startCli, waitFor, type CliProcess } from './cli-helpers.ts';
 
 describe('dev session: re-check after a configuration fix, outcomes in the terminal, capacity', () => {
@@ -124,5 +125,20 @@ describe("dev's own configuration and classes", () => {
     } as PersistentVolumeClaim);
     await waitFor('Bound', async () => (await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'mine', { namespace: 'default' })).status?.phase === 'Bound', 30_000);
     assert.ok(existsSync(join(dataDir, 'volumes', 'shared', 'mine', 'mine')), 'the directory follows the class pattern under the default shared path');
+  });
+
+  it("explain runs the backend's checks with dev's configuration, found without --config", async () => {
+    await client.create(storageClasses, {
+      apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'bad-mode' }, provisioner: DEFAULT_PROVISIONER_NAME,
+      volumeBindingMode: 'Immediate', parameters: { mode: 'rwx' },
+    } as StorageClass);
+    await client.create(persistentVolumeClaims, {
+      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'bad-mode', namespace: 'default' },
+      spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'bad-mode', resources: { requests: { storage: '1Mi' } } },
+    } as PersistentVolumeClaim);
+    const { explanation, text } = await explainPvc({ namespace: 'default', name: 'bad-mode' }, { kubeconfig: join(dataDir, 'kubeconfig'), output: 'text' });
+    assert.equal(explanation.decision.code, 'BackendInfeasible', text);
+    assert.match(text, /mode/);
+    assert.match(text, new RegExp(`hostpath configuration: file ${join(dataDir, 'hostpath-config.json').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}, named by the heartbeat of `));
   });
 });
