@@ -52,6 +52,7 @@ export {
   type ExplainedDecision,
 } from './controller/explain.ts';
 export type { ClaimDecisionCode } from './controller/decide-claim.ts';
+export { decideResize, type ResizeAction, type ResizeDecision, type ResizeDecisionCode, type ResizeDecisionInput } from './controller/decide-resize.ts';
 
 // Talking to the cluster: client, kubeconfig, typed resource descriptors, errors.
 export { KubeClient, type KubeClientOptions, type KubeConnection } from './runtime/client.ts';

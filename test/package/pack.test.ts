@@ -4,7 +4,9 @@
 //   false, kube-provisioner/testing included) run against it, and the install prints no warning;
 // - installed globally into a temporary prefix: `kube-provisioner dev` serves a claim from it, in memory with a
 //   notice when no SQLite driver loads, persistent across a restart when better-sqlite3 loads;
-// - run through `npx` from the tarball.
+// - run through `npx` from the tarball;
+// - the guide (docs/writing-a-provisioner.md) followed from `npm init -y`: its files type-check under its strict
+//   tsconfig with skipLibCheck false, README's snippet too, and its tests, the conformance suite included, pass.
 // Installs use `--ignore-scripts` or `--omit=optional`, so the optional native better-sqlite3 is never compiled
 // here (minutes of node-gyp); the persistent run borrows this repository's compiled copy instead. The slow file.
 import assert from 'node:assert/strict';
@@ -17,6 +19,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { configMaps, KubeClient, loadKubeConfig, persistentVolumeClaims } from 'kube-provisioner';
 import { waitFor } from '../support/wait.ts';
+import { writeDocProject } from './doc-project.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const NPM_ENV = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
@@ -288,5 +291,41 @@ describe('the packed package, installed globally', () => {
     await withDev(['npx', '--package', tarball, '--', 'kube-provisioner'], cwd, async (client) => {
       assert.ok((await client.list(configMaps, { namespace: 'default' })).items !== undefined);
     }, env);
+  });
+});
+
+describe("the guide's project, from `npm init -y`, against the packed package", () => {
+  let project = '';
+  let files: string[] = [];
+  before(async () => {
+    if (skipReason) return;
+    project = join(dir, 'my-provisioner');
+    await mkdir(project);
+    for (const args of [['init', '-y'], ['pkg', 'set', 'type=module']]) {
+      const r = await run('npm', args, project);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const install = await run('npm', ['install', '--prefer-offline', '--omit=optional', tarball], project);
+    assert.equal(install.code, 0, install.stderr);
+    assert.doesNotMatch(install.stderr, /npm warn/i);
+    // typescript, tsx and @types/node come from this checkout (the guide installs them from the registry).
+    files = await writeDocProject(project, { typeRoots: [join(ROOT, 'node_modules', '@types')], skipLibCheck: false });
+  });
+
+  it('type-checks every block of the guide and README under the guide\'s strict tsconfig (skipLibCheck false)', async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const r = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], project);
+    assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+  });
+
+  it("runs the guide's tests, and they pass, the conformance suite included", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const tests = files.filter((f) => f.startsWith('test/'));
+    // Not as a subtest of this run: the child is a test run of its own.
+    const { NODE_TEST_CONTEXT: _nested, ...env } = process.env;
+    const r = await run(process.execPath, ['--import', import.meta.resolve('tsx'), '--test', ...tests], project, env);
+    assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+    assert.match(r.stdout, /^# fail 0$/m);
+    assert.match(r.stdout, /^ok \d+ - my provisioner$/m, 'the conformance suite ran');
   });
 });
