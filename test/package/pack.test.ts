@@ -3,7 +3,7 @@
 //   "type": "commonjs"): a plain .mjs consumer, a `require()` consumer and a `tsc --noEmit` consumer (skipLibCheck
 //   false, kube-provisioner/testing included) run against it, and the install prints no warning;
 // - installed globally into a temporary prefix: `kube-provisioner dev` serves a claim from it, in memory with a
-//   notice when no SQLite driver loads, persistent across a restart when better-sqlite3 loads;
+//   notice when no SQLite driver loads, persistent across a restart when better-sqlite3 loads; `cluster` serves too;
 // - run through `npx` from the tarball;
 // - the guide (docs/writing-a-provisioner.md) followed from `npm init -y`: its files type-check under its strict
 //   tsconfig with skipLibCheck false, README's snippet too, and its tests, the conformance suite included, pass.
@@ -12,12 +12,12 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { configMaps, KubeClient, loadKubeConfig, persistentVolumeClaims } from 'kube-provisioner';
+import { configMaps, KubeClient, loadKubeConfig, namespaces, persistentVolumeClaims } from 'kube-provisioner';
 import { waitFor } from '../support/wait.ts';
 import { writeDocProject } from './doc-project.ts';
 
@@ -64,8 +64,10 @@ const assert = require('node:assert/strict');
 const { ProvisionController, persistentVolumes } = require('kube-provisioner');
 const { startCluster, waitFor } = require('kube-provisioner/testing');
 const { HostPathProvisioner } = require('kube-provisioner/hostpath');
+const { Informer } = require('kube-provisioner/runtime');
 assert.equal(typeof ProvisionController, 'function');
 assert.equal(typeof HostPathProvisioner, 'function');
+assert.equal(typeof Informer, 'function');
 assert.equal(typeof waitFor, 'function');
 assert.equal(persistentVolumes.kind, 'PersistentVolume');
 startCluster().then((c) => c.stop()).then(() => console.log('cjs consumer ok'));
@@ -195,6 +197,11 @@ describe('the packed package, installed as a dependency', () => {
     for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/runtime/index.js', 'dist/hostpath/index.js', 'dist/testing/index.js', 'bin/kube-provisioner.js', 'examples/pvc.yaml', 'examples/directory-provisioner/provisioner.ts']) {
       assert.ok(existsSync(join(pkg, f)), `${f} is in the package`);
     }
+    // Nothing of ours runs at install time (npm 11 warns about a dependency's install scripts, `prepare` included).
+    const manifest = JSON.parse(await readFile(join(pkg, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+    const atInstall = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare'].filter((k) => manifest.scripts?.[k] !== undefined);
+    assert.deepEqual(atInstall, [], 'the published package.json has no install-time script');
+    assert.ok(!existsSync(join(pkg, 'binding.gyp')), 'no binding.gyp (npm would run node-gyp for it)');
     const installed = await readdir(join(dir, 'app', 'node_modules'));
     for (const absent of ['tsx', 'better-sqlite3', 'typescript', '@kubernetes']) assert.ok(!installed.includes(absent), `${absent} is not installed`);
   });
@@ -261,6 +268,32 @@ describe('the packed package, installed globally', () => {
       });
       await waitFor('Bound', async () => (await client.get(persistentVolumeClaims, 'data', { namespace: 'default' })).status?.phase === 'Bound', 30_000);
     });
+  });
+
+  it('`kube-provisioner cluster` serves too, in memory with the notice', async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const cwd = join(dir, 'cluster');
+    await mkdir(cwd);
+    const cluster = startCommand([bin, 'cluster', '--port', '0'], cwd, NPM_ENV);
+    try {
+      await waitFor('cluster ready', () => /ready at https:/.test(cluster.stdout()) || cluster.child.exitCode !== null, 60_000);
+      assert.match(cluster.stdout(), /^kube-provisioner cluster ready at https:\/\/127\.0\.0\.1:\d+ /m, cluster.stderr());
+      assert.match(cluster.stderr(), /^notice: the cluster keeps its objects in memory only/m);
+      const client = new KubeClient({ kubeConfig: loadKubeConfig({ path: join(cwd, '.kube-provisioner', 'cluster', 'kubeconfig') }).kubeConfig, qps: 0 });
+      try {
+        assert.ok((await client.list(namespaces)).items.some((n) => n.metadata.name === 'default'));
+      } finally {
+        client.close();
+      }
+    } finally {
+      cluster.signalGroup('SIGINT');
+      try {
+        await waitFor('cluster stopped after SIGINT', () => cluster.status() !== undefined, 30_000);
+      } finally {
+        cluster.signalGroup('SIGKILL');
+      }
+    }
+    assert.equal(cluster.status(), 0, cluster.stderr());
   });
 
   it('keeps the objects across a restart once better-sqlite3 loads', async (t) => {
