@@ -61,7 +61,8 @@ export async function probeUntilReady(client: CsiClient, signal: AbortSignal, t:
   for (;;) {
     try {
       const reply = await client.call('probe', {}, { signal });
-      if (reply.ready?.value !== false) return;
+      // BoolValue{false} is an empty message on the wire: present means "as its value says", absent means ready.
+      if (reply.ready === undefined || reply.ready.value === true) return;
       t.logger.info({}, 'CSI driver is not ready');
     } catch (err) {
       if (signal.aborted) throw signal.reason;

@@ -94,7 +94,7 @@ describe('the packed package', () => {
   it('ships dist (JS, declarations, maps) and none of the build-time packages', async (t) => {
     if (skipReason) return t.skip(skipReason);
     const pkg = join(dir, 'app', 'node_modules', 'kube-provisioner');
-    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/runtime/index.js', 'dist/hostpath/index.js', 'dist/testing/index.js', 'bin/kube-provisioner.js']) {
+    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/runtime/index.js', 'dist/hostpath/index.js', 'dist/csi/index.js', 'dist/testing/index.js', 'bin/kube-provisioner.js']) {
       assert.ok(existsSync(join(pkg, f)), `${f} is in the package`);
     }
     const installed = await readdir(join(dir, 'app', 'node_modules'));
