@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { FINALIZER_CLONE_PROTECTION, FINALIZER_SNAPSHOT_SOURCE_PROTECTION } from '../../src/csi/content-source.ts';
-import { CsiProvisioner, type CsiProvisionerSettings } from '../../src/csi/provisioner.ts';
+import { CsiProvisioner, type CsiProvisionerStartOptions } from '../../src/csi/provisioner.ts';
 import { VolumeInUseError } from '../../src/csi/resize.ts';
 import { ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE } from '../../src/csi/secrets.ts';
 import { IgnoredError, InfeasibleError, ProvisioningError, type ProvisionOptions } from '../../src/controller/provisioner.ts';
@@ -20,7 +20,7 @@ after(async () => {
   for (const o of open) await ('stop' in o ? o.stop() : o.close());
 });
 
-async function setup(stubOptions: StubPluginOptions = {}, settings: CsiProvisionerSettings = {}, events?: Array<[string, string]>) {
+async function setup(stubOptions: StubPluginOptions = {}, settings: Partial<CsiProvisionerStartOptions> = {}, events?: Array<[string, string]>) {
   const stub = await StubCsiPlugin.start(stubOptions);
   const cluster = new FakeCluster();
   const p = await CsiProvisioner.start({
