@@ -17,7 +17,7 @@ import { ProvisionController } from '../../src/controller/provision-controller.t
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
-import { persistentVolumeClaims, secrets, storageClasses } from '../../src/runtime/resources.ts';
+import { persistentVolumeClaims, pods, secrets, storageClasses } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 import { StubCsiPlugin } from '../../src/testing/csi-stub-plugin.ts';
@@ -224,6 +224,25 @@ describe('CSI mode through ProvisionController: volumes', () => {
     const current = getPVC(e, 'nogrow') as PersistentVolumeClaim;
     await e.client.update(persistentVolumeClaims, { ...current, spec: { ...current.spec, resources: { requests: { storage: '9Gi' } } } }, { namespace: 'default' });
     await waitFor('ControllerResizeInfeasible', () => getPVC(e, 'nogrow')?.status?.allocatedResourceStatuses?.storage === 'ControllerResizeInfeasible', 20_000);
+  });
+
+  it('expansion: FAILED_PRECONDITION means in use: no new ControllerExpandVolume while a pod uses the claim, expanded once it is gone', async () => {
+    const c = await createClaim(e, claim('busy', 'secret'));
+    const name = `pvc-${c.metadata.uid}`;
+    await waitFor('claim Bound', () => getPVC(e, 'busy')?.status?.phase === 'Bound');
+    await e.client.create(pods, {
+      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'user', namespace: 'default' },
+      spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'busy' } }] },
+    }, { namespace: 'default' });
+    e.stub.script('ControllerExpandVolume', { error: 'FailedPrecondition', message: 'volume is published and the plugin expands offline' });
+    const current = getPVC(e, 'busy') as PersistentVolumeClaim;
+    await e.client.update(persistentVolumeClaims, { ...current, spec: { ...current.spec, resources: { requests: { storage: '3Gi' } } } }, { namespace: 'default' });
+    const expandCalls = () => e.stub.requests('ControllerExpandVolume').filter((r) => r.volumeId === name).length;
+    await waitFor('a retry refused without calling the plugin', () => events(e, 'busy').some((ev) => ev.reason === 'VolumeResizeFailed' && /currently in-use/.test(ev.message ?? '')), 20_000);
+    assert.equal(expandCalls(), 1, 'only the first attempt reached the plugin');
+    await e.client.delete(pods, 'user', { namespace: 'default' });
+    await waitFor('claim capacity 3Gi once the pod is gone', () => getPVC(e, 'busy')?.status?.capacity?.storage === '3Gi', 20_000);
+    assert.equal(expandCalls(), 2);
   });
 
   it('clone: volume_content_source from the source PVC; cloning-protection holds the source until no clone is Pending', async () => {
