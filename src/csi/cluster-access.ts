@@ -1,7 +1,7 @@
 // Everything CsiProvisioner reads from (and the finalizers it writes to) the cluster, behind one interface, so the
 // provisioner's decisions can be tested with a map of objects and run for real on a KubeClient. "Not found" is
 // `undefined`, never an error: external-provisioner's decisions turn on it (a missing CSINode means Reschedule).
-import { NotFoundError } from '../runtime/errors.ts';
+import { NotFoundError, undefinedIfNotFound } from '../runtime/errors.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { nodes, persistentVolumeClaims, persistentVolumes, pods, secrets, storageClasses, type ApiResource } from '../runtime/resources.ts';
 import type { KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Secret, StorageClass } from '../types/k8s.ts';
@@ -39,15 +39,6 @@ export interface CsiClusterAccess {
   removeFinalizer(kind: FinalizedKind, namespace: string, name: string, finalizer: string, signal: AbortSignal): Promise<void>;
 }
 
-async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
-  try {
-    return await p;
-  } catch (err) {
-    if (err instanceof NotFoundError) return undefined;
-    throw err;
-  }
-}
-
 /** Resource descriptors KubeClusterAccess uses, for clusters that serve a kind at another version. */
 export interface CsiResources {
   volumeAttributesClasses: ApiResource<VolumeAttributesClass>;
@@ -62,16 +53,16 @@ export class KubeClusterAccess implements CsiClusterAccess {
   }
 
   getSecret(namespace: string, name: string, signal: AbortSignal): Promise<Secret | undefined> {
-    return orUndefined(this.client.get(secrets, name, { namespace, signal }));
+    return undefinedIfNotFound(this.client.get(secrets, name, { namespace, signal }));
   }
   getNode(name: string, signal: AbortSignal): Promise<Node | undefined> {
-    return orUndefined(this.client.get(nodes, name, { signal }));
+    return undefinedIfNotFound(this.client.get(nodes, name, { signal }));
   }
   async listNodes(signal: AbortSignal): Promise<Node[]> {
     return (await this.client.listAll(nodes, { signal })).items;
   }
   getCSINode(name: string, signal: AbortSignal): Promise<CSINode | undefined> {
-    return orUndefined(this.client.get(csiNodes, name, { signal }));
+    return undefinedIfNotFound(this.client.get(csiNodes, name, { signal }));
   }
   async listCSINodes(signal: AbortSignal): Promise<CSINode[]> {
     return (await this.client.listAll(csiNodes, { signal })).items;
@@ -81,22 +72,22 @@ export class KubeClusterAccess implements CsiClusterAccess {
     return all.items.filter((va) => va.spec.source?.persistentVolumeName === pvName);
   }
   getVolumeSnapshot(namespace: string, name: string, signal: AbortSignal): Promise<VolumeSnapshot | undefined> {
-    return orUndefined(this.client.get(volumeSnapshots, name, { namespace, signal }));
+    return undefinedIfNotFound(this.client.get(volumeSnapshots, name, { namespace, signal }));
   }
   getVolumeSnapshotContent(name: string, signal: AbortSignal): Promise<VolumeSnapshotContent | undefined> {
-    return orUndefined(this.client.get(volumeSnapshotContents, name, { signal }));
+    return undefinedIfNotFound(this.client.get(volumeSnapshotContents, name, { signal }));
   }
   getVolumeAttributesClass(name: string, signal: AbortSignal): Promise<VolumeAttributesClass | undefined> {
-    return orUndefined(this.client.get(this.vacs, name, { signal }));
+    return undefinedIfNotFound(this.client.get(this.vacs, name, { signal }));
   }
   getClaim(namespace: string, name: string, signal: AbortSignal): Promise<PersistentVolumeClaim | undefined> {
-    return orUndefined(this.client.get(persistentVolumeClaims, name, { namespace, signal }));
+    return undefinedIfNotFound(this.client.get(persistentVolumeClaims, name, { namespace, signal }));
   }
   getStorageClass(name: string, signal: AbortSignal): Promise<StorageClass | undefined> {
-    return orUndefined(this.client.get(storageClasses, name, { signal }));
+    return undefinedIfNotFound(this.client.get(storageClasses, name, { signal }));
   }
   getVolume(name: string, signal: AbortSignal): Promise<PersistentVolume | undefined> {
-    return orUndefined(this.client.get(persistentVolumes, name, { signal }));
+    return undefinedIfNotFound(this.client.get(persistentVolumes, name, { signal }));
   }
   async listVolumes(signal: AbortSignal): Promise<PersistentVolume[]> {
     return (await this.client.listAll(persistentVolumes, { signal })).items;
@@ -119,7 +110,7 @@ export class KubeClusterAccess implements CsiClusterAccess {
     kind: FinalizedKind, namespace: string, name: string, signal: AbortSignal, change: (finalizers: string[]) => string[] | undefined,
   ): Promise<void> {
     const resource: ApiResource<KubeObject> = kind === 'VolumeSnapshot' ? volumeSnapshots : persistentVolumeClaims;
-    const current = await orUndefined(this.client.get(resource, name, { namespace, signal }));
+    const current = await undefinedIfNotFound(this.client.get(resource, name, { namespace, signal }));
     if (!current) return;
     const next = change(current.metadata.finalizers ?? []);
     if (!next) return;
