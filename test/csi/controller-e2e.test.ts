@@ -106,7 +106,8 @@ const deleteClaim = (e: Env, name: string) => e.client.delete(persistentVolumeCl
 describe('CSI mode through ProvisionController: checkError states', () => {
   let e: Env;
   before(async () => {
-    e = await startEnv({ pluginCapabilities: ['CONTROLLER_SERVICE', 'VOLUME_ACCESSIBILITY_CONSTRAINTS'] }, { timeoutMs: 300 });
+    // The deadline is short for the hanging call of the first test, long enough for a loaded machine's other calls.
+    e = await startEnv({ pluginCapabilities: ['CONTROLLER_SERVICE', 'VOLUME_ACCESSIBILITY_CONSTRAINTS'] }, { timeoutMs: 1500 });
     for (const sc of [storageClass('std'), storageClass('wffc', { volumeBindingMode: 'WaitForFirstConsumer' })]) await e.client.create(storageClasses, sc);
     // Topology for every test of this suite: two nodes, zone keys on their CSINodes.
     for (const [node, zone] of [['node-a', 'za'], ['node-b', 'zb']]) {
@@ -121,7 +122,7 @@ describe('CSI mode through ProvisionController: checkError states', () => {
     const name = `pvc-${c.metadata.uid}`;
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    // First call: no answer until the 300 ms deadline. Second call: held until the claim is gone, then created.
+    // First call: no answer until the 1.5 s deadline. Second call: held until the claim is gone, then created.
     e.stub.script('CreateVolume', { hang: true }, { call: e.stub.count('CreateVolume') + 1 });
     e.stub.script('CreateVolume', { after: gate }, { call: e.stub.count('CreateVolume') + 2 });
     await waitFor('the claim in progress after DEADLINE_EXCEEDED', () => e.ctrl.claimsInProgress().includes(c.metadata.uid ?? ''));
