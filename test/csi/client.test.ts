@@ -114,13 +114,13 @@ describe('CSI calls', () => {
   it('csi_sidecar_operations_seconds{driver_name,method_name,grpc_status_code}, csi-lib-utils buckets, in the injected registry', async () => {
     const s = await stub();
     const registry = new Registry();
-    const c = await CsiClient.connect({ address: s.address, registry, timeoutMs: 200 });
+    const c = await CsiClient.connect({ address: s.address, registry });
     clients.push(c);
     await c.call('probe', {});
     c.driverName = 'stub.csi.kube-provisioner.io';
     await c.call('createVolume', { name: 'pvc-m' });
     s.script('DeleteVolume', { hang: true });
-    await c.call('deleteVolume', { volumeId: 'pvc-m' }).catch(() => {});
+    await c.call('deleteVolume', { volumeId: 'pvc-m' }, { timeoutMs: 200 }).catch(() => {});
     const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === CSI_OPERATIONS_METRIC);
     assert.ok(metric, 'the histogram is registered in the given registry');
     const counts = (metric.values as Array<{ metricName?: string; labels: Record<string, string | number>; value: number }>)

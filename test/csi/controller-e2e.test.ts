@@ -57,7 +57,16 @@ async function startEnv(stubOptions: Parameters<typeof StubCsiPlugin.start>[0], 
   const stub = await StubCsiPlugin.start(stubOptions);
   const access = new OverlayAccess(client);
   const registry = new Registry();
-  const provisioner = await CsiProvisioner.start({ address: stub.address, cluster: access, registry, timeoutMs: extra.timeoutMs ?? 5000, startupIntervalMs: 10, logger: silentLogger });
+  let provisioner: CsiProvisioner;
+  try {
+    provisioner = await CsiProvisioner.start({ address: stub.address, cluster: access, registry, timeoutMs: extra.timeoutMs ?? 5000, startupIntervalMs: 10, logger: silentLogger });
+  } catch (err) {
+    // Nothing may keep the test process alive after a failed start.
+    await stub.stop();
+    client.close();
+    await cluster.stop();
+    throw err;
+  }
   const ctrl = new ProvisionController(
     client,
     provisioner.driverName,

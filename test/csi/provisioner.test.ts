@@ -22,12 +22,13 @@ after(async () => {
 
 async function setup(stubOptions: StubPluginOptions = {}, settings: Partial<CsiProvisionerStartOptions> = {}, events?: Array<[string, string]>) {
   const stub = await StubCsiPlugin.start(stubOptions);
+  open.push(stub); // stopped after the suite even if the start below fails (a running server keeps the process alive)
   const cluster = new FakeCluster();
   const p = await CsiProvisioner.start({
     address: stub.address, cluster, startupIntervalMs: 10, identity: 'test-identity', timeoutMs: 2000, ...settings,
     ...(events ? { events: { event: (_o, _t, reason, message) => events.push([reason, message]) } } : {}),
   });
-  open.push(stub, p);
+  open.push(p);
   return { stub, cluster, p };
 }
 
@@ -119,7 +120,7 @@ describe('CsiProvisioner.Provision', () => {
   });
 
   it('checkError through provision(): DEADLINE_EXCEEDED is InBackground, INVALID_ARGUMENT infeasible, RESOURCE_EXHAUSTED without topology Finished', async () => {
-    const { stub, p } = await setup({}, { timeoutMs: 150 });
+    const { stub, p } = await setup({}, { timeoutMs: 1000 }); // the hanging call ends at this deadline
     stub.script('CreateVolume', { hang: true });
     await assert.rejects(p.provision(opts(), signal), (e: unknown) => e instanceof ProvisioningError && e.state === 'InBackground');
     stub.script('CreateVolume', { error: 'InvalidArgument', message: 'bad type' });
