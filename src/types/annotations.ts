@@ -12,6 +12,8 @@ export const ANN_DYNAMICALLY_PROVISIONED = 'pv.kubernetes.io/provisioned-by';
 export const ANN_MIGRATED_TO = 'pv.kubernetes.io/migrated-to';
 /** The legacy class annotation (before spec.storageClassName). */
 export const ANN_BETA_STORAGE_CLASS = 'volume.beta.kubernetes.io/storage-class';
+/** The CSI driver an external resizer must be to expand a claim (kube-controller-manager sets it). */
+export const ANN_STORAGE_RESIZER = 'volume.kubernetes.io/storage-resizer';
 /** Set by the PV controller on a claim once binding completed. */
 export const ANN_BIND_COMPLETED = 'pv.kubernetes.io/bind-completed';
 /** Set by the PV controller on objects it bound (rather than the user). */

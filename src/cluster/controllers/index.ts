@@ -45,7 +45,7 @@ export function startClusterControllers(store: ClusterStore, opts: ClusterContro
   const cache = new ClusterCache();
   const recorder = new ClusterEventRecorder(store, PV_CONTROLLER_COMPONENT, { now: opts.now, logger });
   const admissions = [installProtectionAdmission(store), installDefaultClassAdmission(store, cache), installResizeAdmission(store, cache)];
-  const expansion = watchExternalExpansion(cache, new ClusterEventRecorder(store, EXPAND_CONTROLLER_COMPONENT, { now: opts.now, logger }));
+  const expansion = watchExternalExpansion(cache, new ClusterEventRecorder(store, EXPAND_CONTROLLER_COMPONENT, { now: opts.now, logger }), store);
   const binder = new PvBinder({ store, cache, recorder, logger: logger.child({ controller: 'persistentvolume-binder' }) });
   const protection = new ProtectionController({ store, cache, logger: logger.child({ controller: 'storage-protection' }) });
   const scheduler = new SchedulerStandIn({ store, cache, logger: logger.child({ controller: 'scheduler' }) });

@@ -272,6 +272,12 @@ export async function handlePatch(s: RequestScope): Promise<void> {
     s.req.resume();
     throw unsupportedMediaType();
   }
+  if (type === 'strategic' && rt.customSchema) {
+    // A kind with its own schema is a custom resource on a real cluster: no strategic merge patch (no Go struct).
+    s.req.resume();
+    throw statusError(415, 'UnsupportedMediaType',
+      'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml');
+  }
   const dryRun = queryWriteOptions(s, 'PatchOptions');
   if (queryOptionalBool(s.query, 'force') !== undefined) {
     s.req.resume();

@@ -75,18 +75,28 @@ export function canonicalQuantity(s: string): string | undefined {
   return `${prefix}${mantissa}${DECIMAL_SUFFIX[exponent]}`;
 }
 
+/** Rewrites the quantity values of `rec` (all of them, or only `keys`) into their canonical form, in place. */
+function canonicalizeEntries(rec: Record<string, unknown>, keys: readonly string[] = Object.keys(rec)): void {
+  for (const k of keys) {
+    const v = rec[k];
+    // JSON numbers decode into quantities too (Quantity.UnmarshalJSON parses the raw number text).
+    const text = typeof v === 'number' && Number.isFinite(v) ? String(v) : v;
+    if (typeof text !== 'string') continue;
+    const canonical = canonicalQuantity(text);
+    if (canonical !== undefined) rec[k] = canonical;
+  }
+}
+
+/** Rewrites the single quantities at these top-level fields (CSIStorageCapacity `capacity`) canonically, in place. */
+export function canonicalizeQuantityFields(obj: KubeObject, fields: readonly string[]): void {
+  canonicalizeEntries(obj as Record<string, unknown>, fields.filter((f) => obj[f] !== undefined));
+}
+
 /** Rewrites every quantity value of the maps at these dotted paths into its canonical form, in place. */
 export function canonicalizeQuantityMaps(obj: KubeObject, paths: readonly string[]): void {
   for (const p of paths) {
     const map = readPath(obj, p);
     if (map === null || typeof map !== 'object' || Array.isArray(map)) continue;
-    const rec = map as Record<string, unknown>;
-    for (const [k, v] of Object.entries(rec)) {
-      // JSON numbers decode into quantities too (Quantity.UnmarshalJSON parses the raw number text).
-      const text = typeof v === 'number' && Number.isFinite(v) ? String(v) : v;
-      if (typeof text !== 'string') continue;
-      const canonical = canonicalQuantity(text);
-      if (canonical !== undefined) rec[k] = canonical;
-    }
+    canonicalizeEntries(map as Record<string, unknown>);
   }
 }

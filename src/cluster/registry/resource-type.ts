@@ -18,6 +18,16 @@ export interface StorageView {
   fromStorage(obj: KubeObject): KubeObject;
 }
 
+/**
+ * The schema of a kind @kubernetes/client-node has no model of (the snapshot kinds, CRDs on a real cluster), in the
+ * compact notation of schemas.generated.ts: models by name, the kind's root first, and the OpenAPI package their
+ * component names carry. Only `npm run gen:schemas` reads it; at run time the generated table is the schema.
+ */
+export interface CustomSchema {
+  pkg: string;
+  models: Record<string, { d: string; f: Record<string, [string] | [string, string]> }>;
+}
+
 export interface ResourceType {
   group: string;
   version: string;
@@ -34,6 +44,12 @@ export interface ResourceType {
   hasStatus: boolean;
   /** Type-specific validation (metadata is validated by the store for every type). */
   validate(obj: KubeObject, old?: KubeObject): StatusCause[];
+  /**
+   * The request body's conversion to the stored form, before defaulting (kube's decoding and v1-to-internal
+   * conversion): may rewrite the object (Secret `stringData` merged into `data`); returns the decoding error a
+   * client gets as a 400 (`<Kind> in version "v1" cannot be handled as a <Kind>: <error>`), or undefined.
+   */
+  convertFromRequest?(obj: KubeObject): string | undefined;
   /** Defaulting, applied on every write so reads always show defaults. */
   defaults?(obj: KubeObject): void;
   /** Type-specific field selectors; `metadata.name` and `metadata.namespace` are added for all. */
@@ -54,6 +70,8 @@ export interface ResourceType {
   microTimeFields?: string[];
   /** kubectl columns of server-side Tables, next to the kind (else the generic Name / Created At table). */
   columns?: TableColumn[];
+  /** The schema of a kind without a client-node model (see CustomSchema); such a kind is served as a custom resource. */
+  customSchema?: CustomSchema;
   /** Set when this resource is a view over another resource's storage. */
   view?: StorageView;
 }

@@ -95,6 +95,7 @@ export class WriteRules {
     const meta = obj.metadata;
     if (meta.resourceVersion) throw plainServerError('resourceVersion should not be set on objects to be created');
     checkMicroTimes(rt, obj);
+    convertFromRequest(rt, obj);
     if (!rt.namespaced) delete meta.namespace;
     delete meta.deletionTimestamp;
     delete meta.deletionGracePeriodSeconds;
@@ -133,6 +134,7 @@ export class WriteRules {
     const key = objectKey(meta.namespace, name);
     const existing = table.items.get(key);
     checkMicroTimes(rt, obj);
+    convertFromRequest(rt, obj);
     if (!existing) {
       if (rt.allowCreateOnUpdate && !opts.subresource && !opts.fromPatch) {
         // Even with a (stale) resourceVersion: the store's create-on-update path ignores it (GuaranteedUpdate
@@ -213,6 +215,13 @@ export class WriteRules {
     opts.inspect?.(patched as KubeObject);
     const obj = opts.view ? opts.view.toStorage(patched as KubeObject) : (patched as KubeObject);
     if (!obj.metadata || typeof obj.metadata !== 'object') obj.metadata = {};
+    const decodeError = rt.convertFromRequest?.(obj);
+    if (decodeError) {
+      // A patched object that does not decode: NewInvalid with an empty GroupKind, the patched JSON as the value.
+      throw invalid({ group: '', resource: '', kind: '' }, '', [
+        { reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(JSON.stringify(patched))}: ${decodeError}`, field: 'patch' },
+      ]);
+    }
     const causes: StatusCause[] = [];
     if (obj.metadata.name !== name) causes.push(immutable('metadata.name', obj.metadata.name));
     if (rt.namespaced && obj.metadata.namespace !== namespace) causes.push(immutable('metadata.namespace', obj.metadata.namespace));
@@ -364,6 +373,12 @@ function finalizerUpdateCauses(meta: ObjectMeta, old: ObjectMeta): StatusCause[]
 
 function immutable(field: string, value: unknown): StatusCause {
   return { reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(value ?? '')}: field is immutable`, field };
+}
+
+/** The kind's request conversion (Secret stringData); a value Go would not decode is a 400, as in Go. */
+function convertFromRequest(rt: ResourceType, obj: KubeObject): void {
+  const error = rt.convertFromRequest?.(obj);
+  if (error) throw badRequest(`${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: ${error}`);
 }
 
 /** metav1.MicroTime inputs must have exactly six fractional digits, or decoding fails (400) as in Go. */
