@@ -80,6 +80,7 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
   let client: KubeClient;
   let stub: StubCsiPlugin;
   let sidecar: CsiSidecar;
+  const registry = new Registry();
 
   before(async () => {
     cluster = await startCluster({ controllers: true });
@@ -104,7 +105,7 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
       ['--kubeconfig', cluster.kubeconfigPath, '--csi-address', stub.address, '--leader-election', 'none', '--health-address', '127.0.0.1:0', '--enable-capacity', '--capacity-poll-interval', '200ms', '--worker-threads', '4'],
       { POD_NAMESPACE: 'default', POD_NAME: 'csi-0' },
     );
-    sidecar = await startCsiSidecar(options, { logger: silentLogger, registry: new Registry(), startupIntervalMs: 10 });
+    sidecar = await startCsiSidecar(options, { logger: silentLogger, registry, startupIntervalMs: 10 });
   });
   after(async () => {
     await sidecar?.stop();
@@ -154,6 +155,9 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
     assert.deepEqual(byZone, { za: '10Gi', zb: '20Gi' });
     const req = stub.requests('GetCapacity').at(-1);
     assert.deepEqual(req?.parameters, { type: 'ssd' }, 'the csi.storage.k8s.io/ keys are ours, not the plugin\'s');
+    const gauge = async (name: string) => (await registry.getSingleMetric(name)!.get()).values[0]?.value;
+    assert.equal(await gauge('csistoragecapacities_desired_goal'), 2);
+    await waitFor('current gauge', async () => (await gauge('csistoragecapacities_desired_current')) === 2);
   });
 
   it('capacity: the poll interval picks up a new GetCapacity answer', async () => {
