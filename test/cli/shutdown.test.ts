@@ -111,15 +111,16 @@ describe('shutdown on SIGINT/SIGTERM', () => {
       const cli = startCli([
         'run', 'hostpath', '--kubeconfig', kubeconfig, '--config', config,
         '--leader-election', 'lease', '--lease-duration', '10m', '--renew-deadline', '5m', '--retry-period', '1s', '--health-address', 'off',
-      ]);
-      await waitFor('the provisioner running', () => cli.stdout().includes('kube-provisioner run hostpath: provisioner'), 30_000);
+      ], { timeoutMs: 300_000 });
+      // Hang guards, not speed checks (a cold start took over 60 s at a load average of 19 on 2 cores).
+      await waitFor('the provisioner running', () => cli.stdout().includes('kube-provisioner run hostpath: provisioner'), 180_000);
       const ours = () => (cluster.store.list('leases').items as Lease[]).find((l) => l.metadata.name === 'kube-provisioner.io-hostpath');
-      await waitFor('the Lease held', () => ours()?.spec?.holderIdentity, 30_000);
+      await waitFor('the Lease held', () => ours()?.spec?.holderIdentity, 60_000);
       relay.hold();
       cli.child.kill('SIGTERM');
-      await waitFor('the first signal seen', () => cli.stderr().includes('shutting down'), 30_000);
+      await waitFor('the first signal seen', () => cli.stderr().includes('shutting down'), 60_000);
       cli.child.kill('SIGTERM');
-      assert.equal(await exitWithin(cli), 130, cli.stderr());
+      assert.equal(await exitWithin(cli, 60_000), 130, cli.stderr());
       assert.match(cli.stderr(), /second signal: exiting without a graceful shutdown/);
     } finally {
       relay.close();

@@ -131,13 +131,13 @@ describe("two controllers in 'per-claim' mode with the lease timings docs/reliab
         const lock = lockOf();
         if (lock.holderIdentity) holders.add(lock.holderIdentity);
         return holders.size > 1 || Date.parse(lock.renewTime ?? '') - Date.parse(lock.acquireTime ?? '') >= 2 * SAFE_TIMING.leaseDurationMs;
-      }, 30_000);
+      }, 60_000);
       return undefined;
     };
     try {
       const created = await createClaim(f.env, claim('slow', 'std'));
       const pvName = `pvc-${created.metadata.uid}`;
-      await waitFor('PV', () => getPV(f.env, pvName), 40_000);
+      await waitFor('PV', () => getPV(f.env, pvName), 90_000);
       assert.equal(countBy([...calls.a, ...calls.b]).get(pvName), 1, 'provision() called once');
       assert.deepEqual([...holders].length, 1, `one holder throughout: ${[...holders].join(', ')}`);
       assert.equal(lockOf().leaderTransitions ?? 0, 0, 'the lock never changed hands');
