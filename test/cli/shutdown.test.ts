@@ -114,8 +114,11 @@ describe('shutdown on SIGINT/SIGTERM', () => {
       ], { timeoutMs: 300_000 });
       // Hang guards, not speed checks (a cold start took over 60 s at a load average of 19 on 2 cores).
       await waitFor('the provisioner running', () => cli.stdout().includes('kube-provisioner run hostpath: provisioner'), 180_000);
-      const ours = () => (cluster.store.list('leases').items as Lease[]).find((l) => l.metadata.name === 'kube-provisioner.io-hostpath');
-      await waitFor('the Lease held', () => ours()?.spec?.holderIdentity, 60_000);
+      // The process's own word that it leads (its log), not the Lease in the store: the store holds the record
+      // before the answer reaches the process, and a relay held in between would leave it still campaigning.
+      await waitFor('the provisioner leading', () => cli.stderr().includes('"msg":"became leader"'), 60_000);
+      const ours = (cluster.store.list('leases').items as Lease[]).find((l) => l.metadata.name === 'kube-provisioner.io-hostpath');
+      assert.ok(ours?.spec?.holderIdentity, 'the Lease names a holder');
       relay.hold();
       cli.child.kill('SIGTERM');
       await waitFor('the first signal seen', () => cli.stderr().includes('shutting down'), 60_000);
