@@ -35,7 +35,10 @@ export async function syncVolume(s: ControllerShared, t: ControllerTerm, name: s
   }
   const decision = decideCachedVolume(s, t, volume);
   const log = s.logger.child({ pv: name, storageClass: volume.spec.storageClassName });
-  log.debug({ action: decision.action, code: decision.code, reason: decision.reason, finalizer: decision.finalizer }, 'volume decision');
+  log.debug(
+    { action: decision.action, code: decision.code, reason: decision.reason, finalizer: decision.finalizer, resourceVersion: volume.metadata.resourceVersion },
+    'volume decision',
+  );
   if (decision.finalizer) {
     try {
       await patchFinalizer(s, volume, decision.finalizer, t.signal);

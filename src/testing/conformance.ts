@@ -1,6 +1,7 @@
 // provisionerConformance(): one suite any Provisioner runs to show it keeps the contract the controller relies
 // on (idempotent provision, delete of a gone volume, IgnoredError/InfeasibleError, AbortSignal, the PV it
-// returns). The cases are a table run against every subject, as Hono runs one router suite against every
+// returns). `exists` is required: without a look at the backend, a delete that does nothing would pass "delete
+// removes the volume", so the suite refuses to run without it. The cases are a table run against every subject, as Hono runs one router suite against every
 // router, so a new contract item (e.g. expansion) is one more row. Registers node:test suites by default; pass
 // `runner` to use another describe/it (vitest, mocha).
 import { randomUUID } from 'node:crypto';
@@ -17,8 +18,12 @@ export interface ConformanceSubject {
   storageClass: StorageClass;
   /** Added to every provision() call, e.g. `{ selectedNodeName }` for node-local backends. */
   options?: Partial<Pick<ProvisionOptions, 'selectedNodeName' | 'selectedNode'>>;
-  /** Whether the backend still holds the volume: lets the suite check that delete removed it. */
-  exists?(volume: PersistentVolume): Promise<boolean>;
+  /**
+   * Whether the backend holds the volume (for a PV that was never returned, only `metadata.name` is set: the
+   * pvName asked for). Required: it is how the suite checks that delete removed the volume, that a refused claim
+   * created nothing and that an aborted delete left it in place; a subject without it fails every case.
+   */
+  exists(volume: PersistentVolume): Promise<boolean>;
 }
 
 /** One contract item, run against a fresh subject. A case whose `applies` is false is not registered. */
@@ -106,10 +111,11 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
     name: 'delete removes the volume, and deleting a volume that is already gone succeeds',
     async run(s) {
       const { volume } = await s.provisioner.provision(conformanceOptions(s), live());
-      if (s.exists) ok(await s.exists(volume), 'the volume exists after provision');
+      ok(await s.exists(volume), 'the volume exists after provision');
       await s.provisioner.delete(volume, live());
-      if (s.exists) equal(await s.exists(volume), false, 'the volume is gone after delete');
+      equal(await s.exists(volume), false, 'the volume is gone after delete');
       await s.provisioner.delete(volume, live());
+      equal(await s.exists(volume), false, 'the volume is still gone after the second delete');
     },
   },
   {
@@ -118,7 +124,7 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
     async run(s, suite) {
       const o = (suite.ignored as NonNullable<typeof suite.ignored>)(s, conformanceOptions(s));
       await rejects(s.provisioner.provision(o, live()), (err: unknown) => err instanceof IgnoredError);
-      if (s.exists) equal(await s.exists({ metadata: { name: o.pvName }, spec: {} }), false, 'nothing was created');
+      equal(await s.exists({ metadata: { name: o.pvName }, spec: {} }), false, 'nothing was created');
     },
   },
   {
@@ -134,9 +140,10 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
     async run(s) {
       const o = conformanceOptions(s);
       await rejects(s.provisioner.provision(o, aborted()), (err: unknown) => err instanceof Error && err.name === 'AbortError');
+      equal(await s.exists({ metadata: { name: o.pvName }, spec: {} }), false, 'an aborted provision created nothing');
       const { volume } = await s.provisioner.provision(o, live());
       await rejects(s.provisioner.delete(volume, aborted()), (err: unknown) => err instanceof Error && err.name === 'AbortError');
-      if (s.exists) ok(await s.exists(volume), 'an aborted delete left the volume in place');
+      ok(await s.exists(volume), 'an aborted delete left the volume in place');
       await s.provisioner.delete(volume, live());
     },
   },
@@ -144,7 +151,7 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
 
 /**
  * Registers the conformance suite: one test per contract item, each on a fresh subject from `make`, with
- * `cleanup` after it. Call it at the top level of a test file.
+ * `cleanup` after it. Call it at the top level of a test file. A subject without `exists` fails every case.
  */
 export function provisionerConformance(opts: ConformanceSuiteOptions): void {
   const runner: TestRunner = opts.runner ?? { describe: nodeDescribe, it: nodeIt };
@@ -154,6 +161,12 @@ export function provisionerConformance(opts: ConformanceSuiteOptions): void {
       runner.it(c.name, async () => {
         const subject = await opts.make();
         try {
+          if (typeof (subject as Partial<ConformanceSubject>).exists !== 'function') {
+            throw new TypeError(
+              'provisionerConformance: the subject from make() has no exists(volume): the suite cannot check that delete ' +
+              'removes the volume, that a refused claim creates nothing, or that an aborted delete leaves it in place',
+            );
+          }
           await c.run(subject, opts);
         } finally {
           await opts.cleanup?.(subject);

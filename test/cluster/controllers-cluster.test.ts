@@ -184,8 +184,9 @@ test('protection: a claim in use stays Terminating until its pod is gone', async
   const terminating = await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'used' });
   assert.ok(terminating.metadata?.deletionTimestamp);
   assert.deepEqual(terminating.metadata?.finalizers, ['kubernetes.io/pvc-protection']);
-  // A resync later it is still there: the pod holds it.
-  await new Promise((r) => setTimeout(r, 700));
+  // After a resync has been worked off, it is still there: the pod holds it.
+  cluster.controllers!.resync();
+  await cluster.controllers!.idle();
   assert.ok((await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'used' })).metadata?.deletionTimestamp);
   await core.deleteNamespacedPod({ namespace: 'default', name: 'user' });
   await waitFor('claim gone', async () =>

@@ -8,6 +8,11 @@ import { ANN_CONTROL_PLANE_LEADER } from '../../src/types/annotations.ts';
 import { claim, createClaim, getPV, getPVC, MemoryProvisioner, storageClass, useController, waitFor, type Env } from './harness.ts';
 
 const TIMING = { leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 200 };
+/**
+ * The chaos runs' timings, which docs/reliability.md calls safe: lock records store times to the second, so with
+ * a lease under 2 s a renewal can leave the record unchanged and another replica may take over mid-operation.
+ */
+const SAFE_TIMING = { leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 1_000 };
 
 /** A view of the shared backend that counts the calls made through one controller. */
 function through(backend: MemoryProvisioner, calls: string[]): Provisioner {
@@ -70,23 +75,6 @@ for (const mode of ['lease', 'per-claim'] as const) {
       }
     });
 
-    if (mode === 'per-claim') {
-      it('a live holder renews its lock during a provision() longer than the lease: nobody takes over', async () => {
-        f.backend.onProvision = async (o) => {
-          if (o.claim.metadata.name === 'slow') await new Promise((r) => setTimeout(r, 2.5 * TIMING.leaseDurationMs));
-          return undefined;
-        };
-        try {
-          const created = await createClaim(f.env, claim('slow', 'std'));
-          const pvName = `pvc-${created.metadata.uid}`;
-          await waitFor('PV', () => getPV(f.env, pvName), 10_000);
-          assert.equal(countBy([...calls.a, ...calls.b]).get(pvName), 1);
-        } finally {
-          f.backend.onProvision = undefined;
-        }
-      });
-    }
-
     it('takes over when the worker provisioning a claim dies mid-provision; still exactly one volume', async () => {
       hangFirst(f.backend, 'orphan');
       const created = await createClaim(f.env, claim('orphan', 'std'));
@@ -116,5 +104,45 @@ describe("'lease' mode: losing the lease", () => {
     f.env.cluster.faults.remove(rule);
     await waitFor('leading again', () => f.ctrl.hasSynced(), 10_000);
     await waitFor('PV after re-election', () => getPV(f.env, pvName), 10_000);
+  });
+});
+
+describe("two controllers in 'per-claim' mode with the lease timings docs/reliability.md calls safe", () => {
+  const calls = { a: [] as string[], b: [] as string[] };
+  const f = useController({
+    options: { leaderElection: { ...SAFE_TIMING, mode: 'per-claim', namespace: 'default' } },
+    replicas: [
+      { options: { identity: 'ctrl-a' }, provisioner: (backend) => through(backend, calls.a) },
+      { options: { identity: 'ctrl-b' }, provisioner: (backend) => through(backend, calls.b) },
+    ],
+    classes: [storageClass('std')],
+  });
+
+  it('a live holder renews its lock during a provision() longer than the lease: nobody takes over', async () => {
+    const lockOf = () => JSON.parse(getPVC(f.env, 'default', 'slow')?.metadata.annotations?.[ANN_CONTROL_PLANE_LEADER] ?? '{}') as {
+      holderIdentity?: string; acquireTime?: string; renewTime?: string; leaderTransitions?: number;
+    };
+    const holders = new Set<string>();
+    f.backend.onProvision = async (o) => {
+      if (o.claim.metadata.name !== 'slow') return undefined;
+      // provision() lasts until the lock record shows renewals spanning two leases (not a fixed sleep), or until
+      // the other replica took the lock over: a holder that stopped renewing loses the claim long before.
+      await waitFor('lock renewals spanning two leases, or a takeover', () => {
+        const lock = lockOf();
+        if (lock.holderIdentity) holders.add(lock.holderIdentity);
+        return holders.size > 1 || Date.parse(lock.renewTime ?? '') - Date.parse(lock.acquireTime ?? '') >= 2 * SAFE_TIMING.leaseDurationMs;
+      }, 60_000);
+      return undefined;
+    };
+    try {
+      const created = await createClaim(f.env, claim('slow', 'std'));
+      const pvName = `pvc-${created.metadata.uid}`;
+      await waitFor('PV', () => getPV(f.env, pvName), 90_000);
+      assert.equal(countBy([...calls.a, ...calls.b]).get(pvName), 1, 'provision() called once');
+      assert.deepEqual([...holders].length, 1, `one holder throughout: ${[...holders].join(', ')}`);
+      assert.equal(lockOf().leaderTransitions ?? 0, 0, 'the lock never changed hands');
+    } finally {
+      f.backend.onProvision = undefined;
+    }
   });
 });

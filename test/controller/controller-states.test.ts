@@ -2,20 +2,38 @@
 // NoChange, InBackground carried on after the claim is deleted (then reclaimed), Reschedule removing
 // selected-node, IgnoredError (silent), InfeasibleError (slow retry until the claim changes), and failure
 // thresholds that hold across resyncs until the claim changes.
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { IgnoredError, InfeasibleError, ProvisioningError } from '../../src/controller/provisioner.ts';
+import { IgnoredError, InfeasibleError, ProvisioningError, type ProvisionOptions, type ProvisionResult } from '../../src/controller/provisioner.ts';
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
-import { claim, createClaim, eventsFor, getPV, getPVC, reasons, storageClass, useController, waitFor } from './harness.ts';
+import { claim, createClaim, eventsFor, getPV, getPVC, MemoryProvisioner, reasons, storageClass, useController, waitFor } from './harness.ts';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A MemoryProvisioner that refuses one claim name with IgnoredError on every call (after counting the call). */
+class WitnessIgnoringProvisioner extends MemoryProvisioner {
+  constructor(private readonly witness: string) {
+    super();
+  }
+
+  override async provision(o: ProvisionOptions, signal: AbortSignal): Promise<ProvisionResult> {
+    if (o.claim.metadata.name !== this.witness) return super.provision(o, signal);
+    this.provisionCalls.push(o.pvName);
+    throw new IgnoredError('the resync witness is never provisioned');
+  }
+}
 
 describe('ProvisionController: provisioning states and failures', () => {
   /** Per claim name: what provision() should do on each call (index = call number), default succeed. */
   const script = new Map<string, Array<() => never | undefined>>();
+  /**
+   * A claim whose provision() always throws IgnoredError: every resync asks about it once more, so its call count
+   * counts resyncs. "Nothing happened across resyncs" is then checked after N more of its calls, not after a sleep.
+   */
+  const WITNESS = 'resync-witness';
   const f = useController({
+    // In the backend itself, not in onProvision, which a test below replaces.
+    backend: () => new WitnessIgnoringProvisioner(WITNESS),
     setup: (backend) => {
       backend.onProvision = (o) => {
         const steps = script.get(o.claim.metadata.name ?? '');
@@ -31,6 +49,18 @@ describe('ProvisionController: provisioning states and failures', () => {
     classes: [storageClass('std'), storageClass('wffc', { volumeBindingMode: 'WaitForFirstConsumer' })],
   });
   const calls = (name: string) => f.backend.provisionCalls.filter((n) => n === name).length;
+  let witnessPv = '';
+  before(async () => {
+    const w = await createClaim(f.env, claim(WITNESS, 'std'));
+    witnessPv = `pvc-${w.metadata.uid}`;
+  });
+  /** Resolves once the witness was asked `n` more times, i.e. `n` more resyncs ran (n - 1 of them completely). */
+  const resyncs = async (n: number) => {
+    const start = calls(witnessPv);
+await waitFor(`${n} more resyncs`, () => calls(witnessPv) >= start + n);
+  };
+  /** Rate-limited re-adds of the claim queue (WorkQueue.addRateLimited: the backoff retries). */
+  const backoffRetries = async () => Number(/workqueue_retries_total\{name="claims"\} (\d+)/.exec(await f.registry.metrics())?.[1]);
 
   const fail = (err: Error) => () => {
     throw err;
@@ -105,14 +135,17 @@ describe('ProvisionController: provisioning states and failures', () => {
   it('IgnoredError: no failure event, no metric, no PV, no backoff retry (resync asks again, as in Go)', async () => {
     const ignore = fail(new IgnoredError('another shard owns it'));
     script.set('ignored', Array.from({ length: 100 }, () => ignore));
-    const before = await f.registry.metrics();
+    const metricsBefore = await f.registry.metrics();
+    const retriesBefore = await backoffRetries();
+    assert.ok(Number.isFinite(retriesBefore), 'the claim queue reports workqueue_retries_total');
     const c = await createClaim(f.env, claim('ignored', 'std'));
-    await waitFor('provision called', () => calls(`pvc-${c.metadata.uid}`) >= 1);
-    await sleep(300);
+    // Asked three times: once when created, then by two resyncs (the only way back for an ignored claim).
+    await waitFor('provision called by two resyncs', () => calls(`pvc-${c.metadata.uid}`) >= 3);
+    assert.equal(await backoffRetries(), retriesBefore, 'no backoff retry: the claim queue re-added nothing rate-limited');
     assert.equal(getPV(f.env, `pvc-${c.metadata.uid}`), undefined);
     assert.deepEqual(reasons(f.env, 'ignored').filter((r) => r !== 'Provisioning'), []);
     const failedCount = (text: string) => Number(/controller_persistentvolumeclaim_provision_failed_total\{class="std",source=""\} (\d+)/.exec(text)?.[1] ?? 0);
-    assert.equal(failedCount(await f.registry.metrics()), failedCount(before), 'IgnoredError is not counted as a failure');
+    assert.equal(failedCount(await f.registry.metrics()), failedCount(metricsBefore), 'IgnoredError is not counted as a failure');
   });
 
   it('InfeasibleError: slow retry that resync does not shorten, retried at once when the claim changes', async () => {
@@ -120,8 +153,8 @@ describe('ProvisionController: provisioning states and failures', () => {
     const c = await createClaim(f.env, claim('infeasible', 'std'));
     const pvName = `pvc-${c.metadata.uid}`;
     await waitFor('infeasible event', () => reasons(f.env, 'infeasible').includes('ProvisioningFailed'));
-    await sleep(400);
-    assert.equal(calls(pvName), 1, 'no retry before retryIntervalMax');
+    await resyncs(4);
+    assert.equal(calls(pvName), 1, 'no retry before retryIntervalMax, across three resyncs');
     const current = getPVC(f.env, 'default', 'infeasible') as PersistentVolumeClaim;
     await f.env.client.update(persistentVolumeClaims, { ...current, metadata: { ...current.metadata, labels: { fixed: 'yes' } } }, { namespace: 'default' });
     await waitFor('PV after the claim changed', () => getPV(f.env, pvName));
@@ -136,8 +169,8 @@ describe('ProvisionController: provisioning states and failures', () => {
     const pvName = `pvc-${c.metadata.uid}`;
     await waitFor('given-up event', () => reasons(f.env, 'doomed').includes('ProvisioningGivenUp'));
     assert.equal(calls(pvName), 3);
-    await sleep(500); // five resync periods
-    assert.equal(calls(pvName), 3, 'resync does not retry a given-up claim');
+    await resyncs(4);
+    assert.equal(calls(pvName), 3, 'three resyncs do not retry a given-up claim');
     assert.match(await f.registry.metrics(), /controller_persistentvolumeclaim_provision_given_up_total\{class="std",source=""\} 1/);
     script.set('doomed', []);
     const current = getPVC(f.env, 'default', 'doomed') as PersistentVolumeClaim;

@@ -6,16 +6,29 @@ import assert from 'node:assert/strict';
 import { persistentVolumeClaims, persistentVolumes } from '../../src/runtime/resources.ts';
 import { ANN_DYNAMICALLY_PROVISIONED, FINALIZER_EXTERNAL_PROVISIONER as FIN } from '../../src/types/annotations.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
-import { claim, createClaim, getPV, PROVISIONER, reasons, storageClass, useController, waitFor } from './harness.ts';
+import {
+  claim, createClaim, getPV, PROVISIONER, reasons, storageClass, useController, volumeDecisionLogger, waitFor, type VolumeDecisionEntry,
+} from './harness.ts';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Resolves once the controller decided `code` about `pv` at `resourceVersion` or later: it saw that version. */
+function decided(log: VolumeDecisionEntry[], pv: string, resourceVersion: string | undefined, code: string): Promise<VolumeDecisionEntry> {
+  const rv = Number(resourceVersion);
+  assert.ok(Number.isFinite(rv), `resourceVersion ${String(resourceVersion)}`);
+  return waitFor(`${code} decided about ${pv} at resourceVersion >= ${rv}`, () =>
+    log.find((e) => e.pv === pv && e.resourceVersion >= rv && e.code === code));
+}
 
 describe('ProvisionController: volumes in finalizer mode', () => {
-  const f = useController({ options: { addFinalizer: true, retry: { failedDeleteThreshold: 0 } }, classes: [storageClass('std')] });
+  const decisions: VolumeDecisionEntry[] = [];
+  const f = useController({
+    options: { addFinalizer: true, retry: { failedDeleteThreshold: 0 }, logger: volumeDecisionLogger(decisions) },
+    classes: [storageClass('std')],
+  });
 
-  function setPhase(name: string, phase: 'Bound' | 'Released'): void {
+  /** Sets the PV's phase; returns the new resourceVersion. */
+  function setPhase(name: string, phase: 'Bound' | 'Released'): string | undefined {
     const pv = getPV(f.env, name) as PersistentVolume;
-    f.env.cluster.store.update('persistentvolumes', { ...pv, status: { phase } }, { subresource: 'status' });
+    return (f.env.cluster.store.update('persistentvolumes', { ...pv, status: { phase } }, { subresource: 'status' }) as PersistentVolume).metadata.resourceVersion;
   }
 
   async function provisioned(name: string): Promise<{ uid: string; pvName: string }> {
@@ -62,9 +75,11 @@ describe('ProvisionController: volumes in finalizer mode', () => {
   it('HonorPVReclaimPolicy: a PV deleted before its claim stays until the claim is gone, then its volume is deleted', async () => {
     const { pvName } = await provisioned('b');
     setPhase(pvName, 'Bound');
-    await f.env.client.delete(persistentVolumes, pvName);
-    await sleep(200);
-    assert.ok(getPV(f.env, pvName)?.metadata.deletionTimestamp, 'PV terminating, held by our finalizer');
+    const terminating = await f.env.client.delete(persistentVolumes, pvName) as PersistentVolume;
+    assert.ok(terminating.metadata.deletionTimestamp, 'PV terminating, held by our finalizer');
+    // The controller saw the terminating PV and let it be: its claim is still Bound.
+    await decided(decisions, pvName, terminating.metadata.resourceVersion, 'NotReleased');
+    assert.ok(getPV(f.env, pvName)?.metadata.deletionTimestamp, 'PV still terminating, held by our finalizer');
     assert.equal(f.backend.deleteCalls.includes(pvName), false);
     await f.env.client.delete(persistentVolumeClaims, 'b', { namespace: 'default' });
     setPhase(pvName, 'Released');
@@ -93,11 +108,13 @@ describe('ProvisionController: volumes in finalizer mode', () => {
     const guarded = await provisioned('d');
     f.backend.protectedVolumes.add(guarded.pvName);
     await f.env.client.delete(persistentVolumeClaims, 'd', { namespace: 'default' });
-    setPhase(guarded.pvName, 'Released');
+    const guardedRv = setPhase(guarded.pvName, 'Released');
     // Stale phase: Released while its claim (same uid) still exists.
     const live = await provisioned('e');
-    setPhase(live.pvName, 'Released');
-    await sleep(300);
+    const liveRv = setPhase(live.pvName, 'Released');
+    // The controller looked at both Released PVs, and refused each for its reason.
+    await decided(decisions, guarded.pvName, guardedRv, 'DeletionGuard');
+    await decided(decisions, live.pvName, liveRv, 'ClaimStillExists');
     assert.ok(getPV(f.env, guarded.pvName));
     assert.ok(getPV(f.env, live.pvName));
     assert.equal(f.backend.deleteCalls.includes(guarded.pvName), false);
@@ -106,8 +123,9 @@ describe('ProvisionController: volumes in finalizer mode', () => {
 });
 
 describe('ProvisionController: delete failure threshold', () => {
+  const decisions: VolumeDecisionEntry[] = [];
   const f = useController({
-    options: { retry: { failedDeleteThreshold: 2 }, resyncPeriodMs: 100 },
+    options: { retry: { failedDeleteThreshold: 2 }, resyncPeriodMs: 100, logger: volumeDecisionLogger(decisions) },
     setup: (backend) => {
       backend.onDelete = () => {
         throw new Error('volume in use');
@@ -126,7 +144,9 @@ describe('ProvisionController: delete failure threshold', () => {
     f.env.cluster.store.update('persistentvolumes', { ...created, status: { phase: 'Released' } }, { subresource: 'status' });
     await waitFor('given-up event', () => reasons(f.env, 'stubborn').includes('VolumeDeleteGivenUp'));
     assert.equal(f.backend.deleteCalls.length, 2);
-    await sleep(400);
+    // Three resyncs looked at the PV again after the give-up: each decided GivenUp and called nothing.
+    const mark = decisions.length;
+    await waitFor('three resync decisions after the give-up', () => decisions.slice(mark).filter((e) => e.pv === 'stubborn' && e.code === 'GivenUp').length >= 3);
     assert.equal(f.backend.deleteCalls.length, 2, 'not retried by resync');
     assert.ok(getPV(f.env, 'stubborn'));
   });

@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import { mergeOptions } from '../../src/controller/options.ts';
 import { ProvisionController, type ProvisionControllerConfig } from '../../src/controller/provision-controller.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger, type Logger } from '../../src/runtime/logger.ts';
 import { persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { Provisioner, ProvisionOptions, ProvisionResult } from '../../src/controller/provisioner.ts';
@@ -126,6 +126,33 @@ export async function createClaim(env: Env, c: PersistentVolumeClaim): Promise<P
 
 /** Polls `fn` until it returns a truthy value (default timeout 10,000 ms here). */
 export const waitFor = <T>(what: string, fn: Probe<T>, timeoutMs = 10_000): Promise<T> => poll(what, fn, timeoutMs);
+
+/** One 'volume decision' the controller logged: which PV, at which resourceVersion, and what it decided. */
+export interface VolumeDecisionEntry {
+  pv: string;
+  resourceVersion: number;
+  action: string;
+  code: string;
+}
+
+/**
+ * A logger that records the controller's per-PV decisions (its 'volume decision' debug lines) and drops the rest.
+ * Tests wait for the decision on a PV version to prove the controller looked at it, instead of sleeping.
+ */
+export function volumeDecisionLogger(into: VolumeDecisionEntry[]): Logger {
+  const make = (bindings: Record<string, unknown>): Logger => ({
+    debug: (obj, msg) => {
+      if (msg !== 'volume decision' || typeof obj !== 'object') return;
+      const e = { ...bindings, ...obj } as Record<string, unknown>;
+      into.push({ pv: String(e.pv), resourceVersion: Number(e.resourceVersion), action: String(e.action), code: String(e.code) });
+    },
+    info() {},
+    warn() {},
+    error() {},
+    child: (b) => make({ ...bindings, ...b }),
+  });
+  return make({});
+}
 
 /** Events about the object named `name` in the cluster store (any namespace). */
 export function eventsFor(env: Env, name: string): CoreEvent[] {

@@ -14,21 +14,14 @@ import { UnsafePathError } from '../../src/hostpath/path-safety.ts';
 import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpath/volume-spec.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import { claim, storageClass, provisionOptions, tempTree, snapshot, signal } from './provisioner-helpers.ts';
+import { fuzzSeed, seededRandom } from '../support/fuzz-seed.ts';
 
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ATOMS = ['..', '.', '/', '../', '%2e%2e', '\u0000', '\\', 'é', '🙂', '\u202e', 'outside', 'link', 'x'.repeat(120), 'ns', '.kube-provisioner', 'archived-', ' '];
 
-test('randomized: hostile claims never create or delete anything outside the root', async () => {
-  const seed = Number(process.env.PATH_FUZZ_SEED ?? Date.now() % 100000);
-  const rand = mulberry32(seed);
+test('randomized: hostile claims never create or delete anything outside the root', async (t) => {
+  const seed = fuzzSeed(t);
+  const rand = seededRandom(seed);
   const tmp = await tempTree('kp-fuzz-');
   try {
     const root = path.join(tmp, 'root');
@@ -65,9 +58,9 @@ test('randomized: hostile claims never create or delete anything outside the roo
   }
 });
 
-test('randomized: forged PVs named after path segments never delete or archive a live volume\'s data', async () => {
-  const seed = Number(process.env.PATH_FUZZ_SEED ?? Date.now() % 100000);
-  const rand = mulberry32(seed);
+test('randomized: forged PVs named after path segments never delete or archive a live volume\'s data', async (t) => {
+  const seed = fuzzSeed(t);
+  const rand = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)];
   const tmp = await tempTree('kp-fuzz-forged-');
   try {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { checkRelativeVolumePath, resolveVolumePath, checkBasePath, checkExistingVolumePath, UnsafePathError, type UnsafePathRule } from '../../src/hostpath/path-safety.ts';
 import { VolumePathIndex } from '../../src/hostpath/volume-path-index.ts';
 import { compilePathPattern, PathTemplateError } from '../../src/hostpath/path-template.ts';
+import { fuzzSeed, seededRandom } from '../support/fuzz-seed.ts';
 
 const pv = 'pvc-42';
 const rule = (r: UnsafePathRule) => (e: unknown) => e instanceof UnsafePathError && e.rule === r;
@@ -84,14 +85,6 @@ test('VolumePathIndex refuses base paths, equal, ancestor and descendant paths o
 });
 
 // A small deterministic PRNG so a failure can be replayed from the printed seed.
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ATOMS = [
   '..', '.', '/', '//', '../', '/..', '%2e%2e', '%2f', '..%2f', '\u0000', '\n', '\t', '\\', '\\..', '~', '$HOME', '${.PV.name}',
@@ -109,9 +102,9 @@ function hostileValue(rand: () => number): string {
   return s;
 }
 
-test('randomized: no generated label/annotation value renders a path that escapes the root', () => {
-  const seed = Number(process.env.PATH_FUZZ_SEED ?? Date.now() % 100000);
-  const rand = mulberry32(seed);
+test('randomized: no generated label/annotation value renders a path that escapes the root', (t) => {
+  const seed = fuzzSeed(t);
+  const rand = seededRandom(seed);
   const patterns = [
     '${.PVC.namespace}/${.PVC.annotations.path}/${.PV.name}',
     '${.PVC.annotations.path}${.PV.name}',
@@ -149,8 +142,19 @@ test('randomized: no generated label/annotation value renders a path that escape
     assert.ok(!path.relative(base, resolved).split('/').includes('..'), `seed ${seed}: ${JSON.stringify(rel)}`);
     // eslint-disable-next-line no-control-regex -- looking for control characters
     assert.ok(!/[\u0000-\u001f]/.test(full), `seed ${seed}: control character in ${JSON.stringify(full)}`);
-    assert.ok(full.split('/').slice(1).every((s) => s !== '' && s !== '.' && s !== '..' && Buffer.byteLength(s) <= 255));
+    assert.ok(full.split('/').slice(1).every((s) => s !== '' && s !== '.' && s !== '..' && Buffer.byteLength(s) <= 255), `seed ${seed}: ${JSON.stringify(full)}`);
   }
   assert.ok(accepted > 1000, `seed ${seed}: the generator should produce many acceptable paths too (${accepted})`);
   assert.ok(rejected > 1000, `seed ${seed}: and many hostile ones (${rejected})`);
+});
+
+test('the fuzz seed: FUZZ_SEED from the environment replays the same sequence; a bad value is refused', (t) => {
+  const seed = fuzzSeed(t, { FUZZ_SEED: '4242' });
+  assert.equal(seed, 4242);
+  const [a, b] = [seededRandom(seed), seededRandom(seed)];
+  const first = Array.from({ length: 5 }, () => a());
+  assert.deepEqual(Array.from({ length: 5 }, () => b()), first);
+  assert.equal(fuzzSeed(t, { PATH_FUZZ_SEED: '7' }), 7, 'the older name still works');
+  assert.ok(Number.isSafeInteger(fuzzSeed(t, {})), 'a fresh seed without the variable');
+  assert.throws(() => fuzzSeed(t, { FUZZ_SEED: 'abc' }), /FUZZ_SEED must be a non-negative integer/);
 });

@@ -11,6 +11,7 @@ import type { Lease } from '../../src/types/k8s.ts';
 import { startCluster } from '../../src/testing/index.ts';
 import { startFakeApi } from './fake-api.ts';
 import { formatMicroTime } from '../../src/types/time.ts';
+import { realClock, TestClock } from '../../src/runtime/clock.ts';
 import { waitFor } from '../support/wait.ts';
 
 /** Where the electors run: the in-test fake (exact control) or the embedded cluster (real Lease semantics). */
@@ -21,6 +22,8 @@ interface Backend {
   failLeaseUpdates(on: boolean): void;
   /** Number of Lease updates served so far. */
   leaseUpdates(): number;
+  /** Number of Lease reads (GET) served so far. */
+  leaseReads(): number;
   close(): Promise<void>;
 }
 
@@ -32,6 +35,7 @@ async function fakeBackend(): Promise<Backend> {
     lease: async () => fake.objects.get('leases/default/lock') as Lease,
     failLeaseUpdates: (on) => { fake.fault = on ? (method, path) => (method === 'PUT' && path.includes('/leases/') ? 500 : undefined) : undefined; },
     leaseUpdates: () => fake.requests.filter((r) => r.startsWith('PUT')).length,
+    leaseReads: () => fake.requests.filter((r) => r.startsWith('GET') && r.includes('/leases/')).length,
     close: async () => { client.close(); await fake.close(); },
   };
 }
@@ -48,6 +52,7 @@ async function clusterBackend(): Promise<Backend> {
       rule = on ? cluster.faults.add({ verb: 'update', resource: 'leases', status: 500 }) : undefined;
     },
     leaseUpdates: () => cluster.audit.count({ client: 'elector-test', verb: 'update', resource: 'leases' }),
+    leaseReads: () => cluster.audit.count({ client: 'elector-test', verb: 'get', resource: 'leases' }),
     close: async () => { client.close(); await cluster.stop(); },
   };
 }
@@ -59,6 +64,9 @@ const until = async (cond: () => boolean, what: string, ms = 15_000): Promise<vo
   await waitFor(what, cond, ms, 5);
 };
 
+/** Every Campaign of the running test: stopped when the test ends, passed or failed, so no elector outlives it. */
+const campaigns = new Set<Campaign>();
+
 /** Candidates on one lease, with a monitor asserting that leadership intervals never overlap. */
 class Campaign {
   readonly leaders = new Set<string>();
@@ -66,7 +74,14 @@ class Campaign {
   overlaps = 0;
   private readonly runs = new Map<string, { ac: AbortController; done: Promise<void>; elector: LeaderElector }>();
 
-  constructor(private readonly client: KubeClient, private readonly base: Partial<LeaderElectorOptions>) {}
+  constructor(private readonly client: KubeClient, private readonly base: Partial<LeaderElectorOptions>) {
+    campaigns.add(this);
+  }
+
+  /** The electors' clock (a TestClock when the test passes one), so `log` times are on the same scale. */
+  private now(): number {
+    return (this.base.clock ?? realClock).now();
+  }
 
   start(id: string, extra: Partial<LeaderElectorOptions> = {}): LeaderElector {
     const ac = new AbortController();
@@ -76,11 +91,11 @@ class Campaign {
         onStartedLeading: () => {
           if (this.leaders.size > 0) this.overlaps++;
           this.leaders.add(id);
-          this.log.push({ id, what: 'start', at: Date.now() });
+          this.log.push({ id, what: 'start', at: this.now() });
         },
         onStoppedLeading: () => {
           this.leaders.delete(id);
-          this.log.push({ id, what: 'stop', at: Date.now() });
+          this.log.push({ id, what: 'stop', at: this.now() });
         },
       },
     });
@@ -110,6 +125,8 @@ async function withBackend(make: () => Promise<Backend>, fn: (b: Backend) => Pro
   try {
     await fn(backend);
   } finally {
+    for (const c of campaigns) await c.stopAll();
+    campaigns.clear();
     await backend.close();
   }
 }
@@ -140,7 +157,9 @@ for (const [where, make] of backends) {
       assert.equal(lease1.spec.holderIdentity, first);
       assert.equal(lease1.spec.leaseDurationSeconds, 30);
       assert.match(lease1.spec.renewTime ?? '', /\.\d{6}Z$/);
-      await new Promise((r) => setTimeout(r, 400)); // several renew rounds with standbys polling
+      // Several renew rounds with the standbys polling, counted at the server rather than slept through.
+      const [updates, reads] = [b.leaseUpdates(), b.leaseReads()];
+      await until(() => b.leaseUpdates() >= updates + 3 && b.leaseReads() >= reads + 4, 'three renewals and four standby reads');
       assert.equal(c.leader(), first, 'leadership is stable while renewed');
       await c.stop(first);
       await until(() => c.leaders.size === 1, 'a new leader after release', 10_000);
@@ -160,21 +179,30 @@ for (const [where, make] of backends) {
 
   test(`[${where}] a leader that stops renewing is replaced after the lease duration, not before`, () =>
     withBackend(make, async (b) => {
+      // Every elector runs on one TestClock, without jitter: time moves only in the retry-period steps below, so
+      // "not before" and "not much after" are exact, whatever the machine's load.
+      const clock = new TestClock();
       const timings = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 200 };
-      const c = new Campaign(b.client, { ...timings, releaseOnCancel: false });
+      const c = new Campaign(b.client, { ...timings, releaseOnCancel: false, clock, random: () => 0 });
       c.start('a');
-      await until(() => c.leader() === 'a', 'a leads');
+      await until(() => c.leader() === 'a' && clock.pending === 1, 'a leads and sleeps until its next renewal');
       c.start('b');
       c.start('c');
-      await new Promise((r) => setTimeout(r, 300));
-      const stoppedAt = Date.now();
+      await until(() => clock.pending === 3, 'b and c read the lease held by a and sleep');
       await c.stop('a'); // a crashed leader: no release
-      await until(() => c.leaders.size === 1, 'a standby takes over', 10_000);
-      const tookOver = c.log.find((e) => e.id !== 'a' && e.what === 'start')?.at ?? 0;
-      // Standbys saw a's last renewal at most one retry period before it stopped and must wait a full lease after it.
-      assert.ok(tookOver - stoppedAt >= timings.leaseDurationMs - timings.retryPeriodMs - 50, `took over after ${tookOver - stoppedAt} ms`);
-      // Liveness: within leaseDuration + one jittered retry period (+ generous scheduling slack on a busy machine).
-      assert.ok(tookOver - stoppedAt <= timings.leaseDurationMs + 2.2 * timings.retryPeriodMs + 2_000, `took over after ${tookOver - stoppedAt} ms`);
+      const stoppedAt = clock.now();
+      assert.equal(clock.pending, 2, 'only the standbys wait');
+      while (c.leaders.size === 0 && clock.now() - stoppedAt < 2 * timings.leaseDurationMs) {
+        await clock.advance(timings.retryPeriodMs);
+        // Both standbys looked at the lease (and one may have taken it): everything waits on the clock again.
+        await until(() => clock.pending === 2, `the standbys' round at +${clock.now() - stoppedAt} ms`);
+        if (clock.now() - stoppedAt < timings.leaseDurationMs) assert.equal(c.leaders.size, 0, `no leader ${clock.now() - stoppedAt} ms after a stopped`);
+      }
+      const tookOver = c.log.find((e) => e.id !== 'a' && e.what === 'start')?.at ?? Infinity;
+      // The standbys saw a's last renewal when a stopped: a full lease after that, at the first look past it.
+      assert.ok(tookOver - stoppedAt >= timings.leaseDurationMs, `took over ${tookOver - stoppedAt} ms after a stopped`);
+      assert.ok(tookOver - stoppedAt <= timings.leaseDurationMs + timings.retryPeriodMs, `took over ${tookOver - stoppedAt} ms after a stopped`);
+      assert.equal(c.leaders.size, 1);
       assert.equal(c.overlaps, 0);
       await c.stopAll();
     }));

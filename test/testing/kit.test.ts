@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   ProvisionController, persistentVolumeClaims, persistentVolumes, silentLogger, storageClasses,
-  type PersistentVolumeClaim, type Provisioner,
+  IgnoredError, type PersistentVolume, type PersistentVolumeClaim, type Provisioner, type StorageClass,
 } from 'kube-provisioner';
 import { ServerError } from 'kube-provisioner/runtime';
-import { conditions, provisionerConformance, startCluster, waitFor, WaitTimeoutError, type TestCluster } from 'kube-provisioner/testing';
+import { conditions, provisionerConformance, startCluster, waitFor, WaitTimeoutError, type ConformanceSubject, type TestCluster } from 'kube-provisioner/testing';
 import { DirectoryProvisioner } from '../../examples/directory-provisioner/provisioner.ts';
 
 const NAME = 'directory.example.com/kit';
@@ -76,24 +76,78 @@ describe('test kit against a running controller', () => {
   });
 });
 
-describe('the conformance suite fails a provisioner that breaks the contract', () => {
-  // A provisioner that is not idempotent and ignores its AbortSignal.
-  let n = 0;
-  const broken: Provisioner = {
-    provision: async (o) => ({ volume: { metadata: { name: o.pvName }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: `/v/${++n}` } } } }),
-    delete: async () => {},
-  };
+/** Runs the suite's cases directly (a runner that collects them) and returns each case's outcome. */
+async function runSuite(opts: Omit<Parameters<typeof provisionerConformance>[0], 'runner'>): Promise<Map<string, unknown>> {
+  const tests: Array<[string, () => Promise<void>]> = [];
+  provisionerConformance({ ...opts, runner: { describe: (_name, fn) => fn(), it: (name, fn) => tests.push([name, fn]) } });
   const results = new Map<string, unknown>();
-  before(async () => {
-    const tests: Array<[string, () => Promise<void>]> = [];
-    provisionerConformance({
-      make: () => ({ provisioner: broken, storageClass: { metadata: { name: 'x' }, provisioner: 'x' } }),
-      runner: { describe: (_name, fn) => fn(), it: (name, fn) => tests.push([name, fn]) },
+  for (const [name, fn] of tests) results.set(name, await fn().then(() => 'passed', (err: unknown) => err));
+  return results;
+}
+
+const failedNames = (results: Map<string, unknown>): string[] => [...results].filter(([, r]) => r !== 'passed').map(([name]) => name).sort();
+
+describe('the conformance suite fails a provisioner that breaks the contract', () => {
+  const storageClass: StorageClass = { metadata: { name: 'x' }, provisioner: 'x' };
+
+  it('a provisioner that is not idempotent, ignores its AbortSignal, deletes nothing and creates what it refuses', async () => {
+    // Its backend is a map of volumes by PV name: provision adds one (a new path each call), delete does nothing.
+    const backend = new Map<string, string>();
+    let n = 0;
+    const broken: Provisioner = {
+      provision: async (o) => {
+        const path = `/v/${++n}`;
+        backend.set(o.pvName, path);
+        if (o.selectedNodeName === 'elsewhere') throw new IgnoredError('another node');
+        return { volume: { metadata: { name: o.pvName }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path } } } };
+      },
+      delete: async () => {},
+    };
+    const results = await runSuite({
+      make: () => ({ provisioner: broken, storageClass, exists: async (pv) => backend.has(pv.metadata.name ?? '') }),
+      ignored: (_s, o) => ({ ...o, selectedNodeName: 'elsewhere' }),
     });
-    for (const [name, fn] of tests) results.set(name, await fn().then(() => 'passed', (err: unknown) => err));
+    assert.deepEqual(failedNames(results), [
+      'a claim this instance must not serve is refused with IgnoredError, and nothing is created',
+      'an aborted signal stops provision and delete before they act',
+      'delete removes the volume, and deleting a volume that is already gone succeeds',
+      'provision is idempotent for the same pvName',
+    ]);
+    assert.match(String(results.get('delete removes the volume, and deleting a volume that is already gone succeeds')), /gone after delete/);
+    assert.equal(results.get('the PV carries the capacity, access modes and reclaim policy the claim and class ask for'), 'passed');
   });
-  it('reports the broken items and passes the kept ones', () => {
-    const failed = [...results].filter(([, r]) => r !== 'passed').map(([name]) => name);
-    assert.deepEqual(failed.sort(), ['an aborted signal stops provision and delete before they act', 'provision is idempotent for the same pvName']);
+
+  it('a correct in-memory provisioner passes every case', async () => {
+    const backend = new Map<string, PersistentVolume>();
+    const good: Provisioner = {
+      provision: async (o, signal) => {
+        signal.throwIfAborted();
+        if (o.selectedNodeName === 'elsewhere') throw new IgnoredError('another node');
+        const volume: PersistentVolume = backend.get(o.pvName) ?? { metadata: { name: o.pvName }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: `/v/${o.pvName}` } } };
+        backend.set(o.pvName, volume);
+        return { volume };
+      },
+      delete: async (pv, signal) => {
+        signal.throwIfAborted();
+        backend.delete(pv.metadata.name ?? '');
+      },
+    };
+    const results = await runSuite({
+      make: () => ({ provisioner: good, storageClass, exists: async (pv) => backend.has(pv.metadata.name ?? '') }),
+      ignored: (_s, o) => ({ ...o, selectedNodeName: 'elsewhere' }),
+    });
+    assert.deepEqual(failedNames(results), []);
+    assert.equal(results.size, 5);
+  });
+
+  it('refuses to run without exists(): every case fails and says why', async () => {
+    const noop: Provisioner = {
+      provision: async (o) => ({ volume: { metadata: { name: o.pvName }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'] } } }),
+      delete: async () => {},
+    };
+    // A JavaScript caller (or a cast) can leave exists out; the suite must not then pass a delete that does nothing.
+    const results = await runSuite({ make: () => ({ provisioner: noop, storageClass }) as unknown as ConformanceSubject });
+    assert.equal(results.size, 4);
+    for (const [name, r] of results) assert.match(String(r), /no exists\(volume\)/, name);
   });
 });
