@@ -1,0 +1,124 @@
+// Side-by-side runs of the ceiling server and the embedded cluster under the same load, shared by bench:cluster
+// and bench:scale. Each round starts a fresh server child of each kind (alternating which goes first, so a drift
+// in the machine's load falls on both), runs the same load task against it from a fresh client child, and keeps
+// both results; the figures printed are medians over the rounds and the median of the per-round ratios.
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { runLoadInChild, type LoadResult, type LoadTask } from './load-client.ts';
+import { startServerChild, type ServerChild, type ServerSpec, type ServerStats } from './server-process.ts';
+
+/** One scenario: a load task (without the server's address) and what to run before it on each server. */
+export interface Scenario {
+  label: string;
+  task: Omit<LoadTask, 'url' | 'token' | 'caPem'>;
+  /** Objects created before the measured task (not measured). */
+  prefill?: Omit<LoadTask, 'url' | 'token' | 'caPem'>;
+  /** The cluster's storage (the ceiling always keeps a Map). */
+  persistent?: boolean;
+  /** Also report each server's RSS / heap after the task (after a forced GC). */
+  memory?: boolean;
+}
+
+/** One server's figures in one round. */
+export type Figures = LoadResult & { rssMB?: number; heapUsedMB?: number; serverCpuMs?: number };
+
+/** Both servers' figures in one round. */
+export interface RoundResult {
+  ceiling: Figures;
+  cluster: Figures;
+}
+
+/** How to run the rounds. */
+export interface ComparisonOptions {
+  rounds: number;
+  /** Write a CPU profile of each server during the measured task (not the prefill) to DIR/KIND-roundN.cpuprofile. */
+  profileDir?: string;
+  /** Called after each server's run, before it stops (e.g. for a heap snapshot). */
+  inspect?: (kind: ServerSpec['kind'], server: ServerChild, round: number) => Promise<void>;
+  log?: (line: string) => void;
+}
+
+async function runOn(spec: ServerSpec, s: Scenario, round: number, o: ComparisonOptions): Promise<Figures> {
+  const server = await startServerChild(spec);
+  try {
+    const address = { url: server.url, token: server.token, caPem: server.caPem };
+    if (s.prefill) await runLoadInChild({ ...address, ...s.prefill });
+    if (o.profileDir) await server.profileStart();
+    const before: ServerStats = await server.stats();
+    const result: Figures = await runLoadInChild({ ...address, ...s.task });
+    const after = await server.stats(s.memory);
+    if (o.profileDir) await server.profileStop(join(o.profileDir, `${spec.kind}-round${round + 1}.cpuprofile`));
+    result.serverCpuMs = Math.round(after.cpuMs - before.cpuMs);
+    if (s.memory) {
+      result.rssMB = Math.round(after.rssBytes / 1e6);
+      result.heapUsedMB = Math.round(after.heapUsedBytes / 1e6);
+    }
+    await o.inspect?.(spec.kind, server, round);
+    return result;
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Runs a scenario `rounds` times on both servers. */
+export async function compare(s: Scenario, o: ComparisonOptions): Promise<RoundResult[]> {
+  const rounds: RoundResult[] = [];
+  for (let i = 0; i < o.rounds; i++) {
+    const order: Array<ServerSpec['kind']> = i % 2 === 0 ? ['ceiling', 'cluster'] : ['cluster', 'ceiling'];
+    const r: Partial<RoundResult> = {};
+    for (const kind of order) {
+      r[kind] = await runOn({ kind, persistent: s.persistent }, s, i, o);
+    }
+    rounds.push(r as RoundResult);
+    o.log?.(`  ${s.label}, round ${i + 1}/${o.rounds} (load ${loadavg()[0].toFixed(1)}): ceiling ${fmt(r.ceiling!)} | cluster ${fmt(r.cluster!)}`);
+  }
+  return rounds;
+}
+
+function fmt(f: Figures): string {
+  return Object.entries(f)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+}
+
+/** The median of some numbers (the lower middle for an even count). */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)];
+}
+
+/** Median over rounds of one figure for one server, undefined when it was not measured. */
+export function medianOf(rounds: RoundResult[], kind: keyof RoundResult, key: keyof Figures): number | undefined {
+  const xs = rounds.map((r) => r[kind][key]).filter((v): v is number => typeof v === 'number');
+  return xs.length ? median(xs) : undefined;
+}
+
+/** Median over rounds of cluster/ceiling for one figure (each round's ratio measured side by side). */
+export function medianRatio(rounds: RoundResult[], key: keyof Figures): number | undefined {
+  const xs = rounds
+    .map((r) => [r.cluster[key], r.ceiling[key]])
+    .filter((p): p is [number, number] => typeof p[0] === 'number' && typeof p[1] === 'number' && p[1] !== 0)
+    .map(([a, b]) => a / b);
+  return xs.length ? median(xs) : undefined;
+}
+
+/** A markdown row per figure: ceiling median, cluster median, median ratio, range of ratios. */
+export function comparisonRows(label: string, rounds: RoundResult[], keys: Array<keyof Figures>): string[] {
+  const rows: string[] = [];
+  for (const key of keys) {
+    const c = medianOf(rounds, 'ceiling', key);
+    const k = medianOf(rounds, 'cluster', key);
+    if (c === undefined && k === undefined) continue;
+    const ratios = rounds
+      .map((r) => [r.cluster[key], r.ceiling[key]])
+      .filter((p): p is [number, number] => typeof p[0] === 'number' && typeof p[1] === 'number' && p[1] !== 0)
+      .map(([a, b]) => a / b);
+    const ratio = medianRatio(rounds, key);
+    const range = ratios.length ? `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}` : '';
+    rows.push(`| ${label} | ${String(key)} | ${c ?? ''} | ${k ?? ''} | ${ratio === undefined ? '' : ratio.toFixed(2)} | ${range} |`);
+  }
+  return rows;
+}
+
+/** The header of comparisonRows' table. */
+export const COMPARISON_HEADER = ['| scenario | figure | ceiling (median) | cluster (median) | cluster / ceiling (median of rounds) | range of rounds |', '|---|---|---:|---:|---:|---|'];
