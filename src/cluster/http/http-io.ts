@@ -148,6 +148,16 @@ export function sendJson(res: ServerResponse, code: number, body: string, header
   res.end(text);
 }
 
+/** Writes an already encoded, newline-terminated JSON body (a stored object's bytes, a list). */
+export function sendBytes(res: ServerResponse, code: number, body: Buffer): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': body.length });
+  res.end(body);
+}
+
 /** Writes a metav1.Status error; 429/503/504 with retryAfterSeconds also get a Retry-After header. */
 export function sendError(res: ServerResponse, err: ClusterApiError, extraHeaders?: Record<string, string>): void {
   const headers: Record<string, string> = { ...extraHeaders };

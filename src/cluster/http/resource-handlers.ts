@@ -15,7 +15,7 @@ import {
   statusError,
   unsupportedMediaType,
 } from '../common/errors.ts';
-import { decodeBody, decodePatchBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
+import { decodeBody, decodePatchBody, mediaType, readBody, sendBytes, sendJson, type Negotiated } from './http-io.ts';
 import { decodeContinue, encodeContinue, entriesAt, pageOf } from '../storage/list-snapshot.ts';
 import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
 import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors, yamlDuplicateError } from '../schema/field-validation.ts';
@@ -27,7 +27,7 @@ import { apiVersionOf, type ResourceType } from '../registry/registry.ts';
 import type { ServerLimits } from './request-limits.ts';
 import type { ResourceRequest } from './routing.ts';
 import type { ClusterStore, PatchType } from '../writes/cluster-store.ts';
-import type { StoredEntry } from '../storage/watch-cache.ts';
+import { encodeList, encodeListOfJson, type StoredEntry } from '../storage/stored-entry.ts';
 import { toTable, type IncludeObject } from '../registry/tables.ts';
 
 /** Everything a verb handler needs about one request. */
@@ -56,8 +56,20 @@ export function viewObject(rt: ResourceType, e: StoredEntry): KubeObject {
   return rt.view ? rt.view.fromStorage(e.obj) : e.obj;
 }
 
-function objectJson(rt: ResourceType, e: StoredEntry): string {
-  return rt.view ? JSON.stringify(rt.view.fromStorage(e.obj)) : e.json;
+/**
+ * A list body as kube-apiserver encodes built-in lists: kind/apiVersion on the list only, not on its items.
+ * Stored objects are copied from their serialised bytes with the type header cut out; a view converts each one.
+ */
+function listBody(rt: ResourceType, meta: string, entries: readonly StoredEntry[]): Buffer {
+  const head = `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{${meta}},"items":[`;
+  const tail = ']}\n';
+  if (!rt.view) return encodeList(head, entries, tail);
+  const view = rt.view;
+  const items = entries.map((e) => {
+    const { kind: _k, apiVersion: _a, ...item } = view.fromStorage(e.obj);
+    return JSON.stringify(item);
+  });
+  return encodeListOfJson(head, items, tail);
 }
 
 export function includeObjectParam(query: URLSearchParams): IncludeObject {
@@ -70,8 +82,10 @@ function sendObject(s: RequestScope, code: number, e: StoredEntry): void {
   if (s.negotiated.table) {
     const table = toTable(rt, [viewObject(rt, e)], { resourceVersion: String(e.rv) }, includeObjectParam(s.query), s.now());
     sendJson(s.res, code, JSON.stringify(table));
+  } else if (rt.view) {
+    sendJson(s.res, code, JSON.stringify(rt.view.fromStorage(e.obj)));
   } else {
-    sendJson(s.res, code, objectJson(rt, e));
+    sendBytes(s.res, code, e.bytes);
   }
 }
 
@@ -149,8 +163,7 @@ export async function handleList(s: RequestScope): Promise<void> {
     meta += `,"continue":"${continueToken}"`;
     if (!filter.matches) meta += `,"remainingItemCount":${page.remaining}`;
   }
-  const items = page.entries.map((e) => objectJson(rt, e)).join(',');
-  sendJson(s.res, 200, `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{${meta}},"items":[${items}]}`);
+  sendBytes(s.res, 200, listBody(rt, meta, page.entries));
 }
 
 /**
@@ -355,15 +368,15 @@ export async function handleDeleteCollection(s: RequestScope): Promise<void> {
     labelSelector: s.query.get('labelSelector') ?? undefined,
     fieldSelector: s.query.get('fieldSelector') ?? undefined,
   });
-  const items: string[] = [];
+  const items: StoredEntry[] = [];
   for (const e of s.store.listEntries(resource, filter).entries) {
     try {
       const r = s.store.deleteEntry(resource, e.obj.metadata.namespace, e.obj.metadata.name!, { preconditions: opts.preconditions, user: s.client, dryRun });
-      items.push(objectJson(rt, r.entry));
+      items.push(r.entry);
     } catch (err) {
       // Deletion is not atomic: objects that vanished meanwhile are skipped, like kube-apiserver does.
       if (!(err instanceof ClusterApiError && err.code === 404)) throw err;
     }
   }
-  sendJson(s.res, 200, `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{"resourceVersion":"${s.store.resourceVersion}"},"items":[${items.join(',')}]}`);
+  sendBytes(s.res, 200, listBody(rt, `"resourceVersion":"${s.store.resourceVersion}"`, items));
 }

@@ -8,7 +8,8 @@ import { includeObjectParam, storageResource, viewObject, type RequestScope } fr
 import { setLongTimeout, watchTimeoutMs } from '../common/long-timeout.ts';
 import { toTable } from '../registry/tables.ts';
 import { parseListQuery, type ListQuery } from './query-params.ts';
-import { watchLine, type FilteredEvent } from '../storage/watch-cache.ts';
+import type { FilteredEvent } from '../storage/watch-cache.ts';
+import { watchFrame, watchLine } from '../storage/stored-entry.ts';
 
 export interface WatchStreamOptions {
   /** Interval between BOOKMARK events for watches that allow them (kube-apiserver: ~60 s). */
@@ -122,7 +123,7 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   const table = s.negotiated.table;
   const includeObject = includeObjectParam(q);
   let tableHeaderSent = false;
-  const lineOf = (f: FilteredEvent): string => {
+  const lineOf = (f: FilteredEvent): string | Buffer => {
     if (table) {
       const t = toTable(rt, [viewObject(rt, f.entry)], { resourceVersion: String(f.entry.rv) }, includeObject, s.now()) as Record<string, unknown>;
       if (tableHeaderSent) delete t.columnDefinitions;
@@ -130,7 +131,7 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
       return watchLine(f.type, JSON.stringify(t));
     }
     if (rt.view) return watchLine(f.type, JSON.stringify(rt.view.fromStorage(f.entry.obj)));
-    return f.sharedLine ?? watchLine(f.type, f.entry.json);
+    return f.shared ? f.shared.frame() : watchFrame(f.type, f.entry);
   };
   const bookmarkLine = (initialEnd: boolean): string => {
     const annotations = initialEnd ? `,"annotations":{"${INITIAL_EVENTS_END}":"true"}` : '';
@@ -172,7 +173,7 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
     corked = false;
     res.uncork();
   };
-  const write = (line: string): void => {
+  const write = (line: string | Buffer): void => {
     if (closed) return;
     if (!corked) {
       corked = true;
