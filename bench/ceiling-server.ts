@@ -39,6 +39,10 @@ interface Collection {
   watches: Set<Watch>;
 }
 
+function key(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
+
 /** Starts the ceiling server; resolves once it listens. */
 export async function startCeilingServer(opts: CeilingServerOptions): Promise<CeilingServer> {
   const expected = Buffer.from(`Bearer ${opts.token}`);
@@ -70,7 +74,6 @@ export async function startCeilingServer(opts: CeilingServerOptions): Promise<Ce
     }
     const [resource, name] = rest;
     const c = collection(resource);
-    const key = (ns: string | undefined, n: string) => (ns ? `${ns}/${n}` : n);
     switch (req.method) {
       case 'POST': {
         const obj = JSON.parse(body) as { metadata: { name: string; namespace?: string; resourceVersion?: string } };
@@ -88,7 +91,11 @@ export async function startCeilingServer(opts: CeilingServerOptions): Promise<Ce
           const w: Watch = { res, namespace };
           res.writeHead(200, { 'Content-Type': 'application/json' });
           res.flushHeaders();
-          for (const [k, s] of c.items) if (!namespace || k.startsWith(`${namespace}/`)) res.write(`{"type":"ADDED","object":${s.json}}\n`);
+          // From resourceVersion "" or "0": the current objects first. From "N": only what comes next (no history).
+          const from = url.searchParams.get('resourceVersion');
+          if (!from || from === '0') {
+            for (const [k, s] of c.items) if (!namespace || k.startsWith(`${namespace}/`)) res.write(`{"type":"ADDED","object":${s.json}}\n`);
+          }
           c.watches.add(w);
           res.on('close', () => c.watches.delete(w));
           return;

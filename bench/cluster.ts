@@ -8,6 +8,8 @@
 //   npm run bench:cluster -- --quick            (smaller counts, 1 round)
 //   npm run bench:cluster -- --rounds 5 --only pipelined
 //   npm run bench:cluster -- --profile DIR      (CPU profile of each server child into DIR, summarised)
+//   npm run bench:cluster -- --source           (the cluster from src/ through tsx instead of the build)
+// The npm script builds dist/ first: the cluster is measured as `kube-provisioner cluster` runs it.
 import { mkdir } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -23,25 +25,42 @@ const quick = args.includes('--quick');
 const rounds = Number(flag('--rounds') ?? (quick ? 1 : 3));
 const only = flag('--only');
 const profileDir = flag('--profile') ? resolve(flag('--profile')!) : undefined;
+const fromSource = args.includes('--source');
 const n = quick ? 1000 : 5000;
 
 /** The scenario whose figures are issue 21's targets. */
 export const TARGET_SCENARIO = `PV creates, 4 connections x 16 pipelined, 10 watches, memory`;
 
+/** The same requests first, unmeasured: both servers are measured once their JIT compilers have settled. */
+const warmup = (watchers: number): Scenario['prefill'] => ({ op: 'pipelined', count: quick ? 500 : 2000, concurrency: 16, watchers, prefix: 'warm' });
+
 const scenarios: Scenario[] = [
-  { label: TARGET_SCENARIO, task: { op: 'pipelined', count: n, concurrency: 16, watchers: 10, prefix: 'pv' } },
-  { label: 'PV creates, 4 connections x 16 pipelined, 1 watch, memory', task: { op: 'pipelined', count: n, concurrency: 16, watchers: 1, prefix: 'pv' } },
-  { label: 'PV creates, https.Agent keep-alive 16 in flight, 10 watches, memory', task: { op: 'creates', count: n, concurrency: 16, watchers: 10, prefix: 'pv' } },
-  { label: 'PV creates, 4 connections x 16 pipelined, 10 watches, cluster on SQLite', persistent: true, task: { op: 'pipelined', count: n, concurrency: 16, watchers: 10, prefix: 'pv' } },
-  { label: 'one create at a time, 10 watches (fan-out latency)', task: { op: 'latency', count: quick ? 300 : 1000, concurrency: 1, watchers: 10, prefix: 'lat' } },
+  { label: TARGET_SCENARIO, prefill: warmup(10), task: { op: 'pipelined', count: n, concurrency: 16, watchers: 10, prefix: 'pv' } },
+  { label: 'PV creates, 4 connections x 16 pipelined, 1 watch, memory', prefill: warmup(1), task: { op: 'pipelined', count: n, concurrency: 16, watchers: 1, prefix: 'pv' } },
+  {
+    label: 'PV creates, https.Agent keep-alive 16 in flight, 10 watches, memory',
+    prefill: warmup(10),
+    task: { op: 'creates', count: n, concurrency: 16, watchers: 10, prefix: 'pv' },
+  },
+  {
+    label: 'PV creates, 4 connections x 16 pipelined, 10 watches, cluster on SQLite',
+    persistent: true,
+    prefill: warmup(10),
+    task: { op: 'pipelined', count: n, concurrency: 16, watchers: 10, prefix: 'pv' },
+  },
+  {
+    label: 'one create at a time, 10 watches (fan-out latency)',
+    prefill: warmup(10),
+    task: { op: 'latency', count: quick ? 300 : 1000, concurrency: 1, watchers: 10, prefix: 'lat' },
+  },
   {
     label: `list of ${quick ? '2,000' : '10,000'} PVs`,
     prefill: { op: 'fill', pvsOnly: true, count: quick ? 2000 : 10_000, concurrency: 16, watchers: 0, prefix: 'pv' },
     task: { op: 'list', count: 0, concurrency: 1, watchers: 0, prefix: '' },
   },
-  { label: 'holding 5,000 PVs (server child under tsx)', memory: true, task: { op: 'fill', pvsOnly: true, count: 5000, concurrency: 16, watchers: 0, prefix: 'pv' } },
+  { label: 'holding 5,000 PVs (server child)', memory: true, task: { op: 'fill', pvsOnly: true, count: 5000, concurrency: 16, watchers: 0, prefix: 'pv' } },
   {
-    label: `holding ${quick ? '2,000 PVs + 2,000 PVCs' : '10,000 PVs + 10,000 PVCs'} (server child under tsx)`,
+    label: `holding ${quick ? '2,000 PVs + 2,000 PVCs' : '10,000 PVs + 10,000 PVCs'} (server child)`,
     memory: true,
     task: { op: 'fill', count: quick ? 4000 : 20_000, concurrency: 16, watchers: 0, prefix: 'obj' },
   },
@@ -51,7 +70,7 @@ async function main(): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const started = loadavg()[0];
   const out: string[] = [
-    `Command: npm run bench:cluster -- ${args.join(' ')} (${cpus().length} cores, load average at start ${started.toFixed(1)})`,
+    `Command: npm run bench:cluster -- ${args.join(' ')} (cluster from ${fromSource ? 'src/ through tsx' : 'dist/'}; ${cpus().length} cores, load average at start ${started.toFixed(1)})`,
     '',
     ...COMPARISON_HEADER,
   ];
@@ -60,7 +79,7 @@ async function main(): Promise<void> {
     if (only && !s.label.includes(only)) continue;
     const dir = profileDir ? join(profileDir, s.label.replace(/[^a-z0-9]+/gi, '-').toLowerCase()) : undefined;
     if (dir) await mkdir(dir, { recursive: true });
-    const results = await compare(s, { rounds, profileDir: dir, log });
+    const results = await compare(s, { rounds, profileDir: dir, fromSource, log });
     byLabel.set(s.label, results);
     out.push(...comparisonRows(s.label, results, ['createsPerSec', 'watchP50Ms', 'watchP99Ms', 'serverCpuMs', 'listMedianMs', 'rssMB', 'heapUsedMB']));
   }

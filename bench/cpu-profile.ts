@@ -39,7 +39,7 @@ export interface ProfileSummary {
 
 function shortUrl(url: string): string {
   if (!url) return '';
-  const at = url.indexOf('/src/');
+  const at = Math.max(url.indexOf('/src/'), url.indexOf('/dist/'));
   if (at >= 0) return url.slice(at + 1);
   if (url.startsWith('node:')) return url;
   const nm = url.lastIndexOf('/node_modules/');
@@ -84,7 +84,7 @@ export function summariseProfile(path: string, top = 20): ProfileSummary {
     const seen = new Set<string>();
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
       const f = byId.get(at)!.callFrame;
-      if (!f.url.includes('/src/')) continue;
+      if (!f.url.includes('/src/') && !f.url.includes('/dist/')) continue;
       const key = `${f.functionName || '(anonymous)'} ${shortUrl(f.url)}`;
       if (seen.has(key)) continue;
       seen.add(key);

@@ -19,7 +19,7 @@ export interface LoadTask {
   op: 'pipelined' | 'creates' | 'latency' | 'list' | 'fill';
   count: number;
   concurrency: number;
-  /** Watches on PVs opened (from resourceVersion 0) before the creates; each event's arrival is timed. */
+  /** Watches on PVs opened (from the current resourceVersion) before the creates; each event's arrival is timed. */
   watchers: number;
   prefix: string;
   pvsOnly?: boolean;
@@ -73,15 +73,37 @@ function call(t: LoadTask, agent: Agent, method: string, path: string, body?: st
 
 const NAME_FIELD = '"name":"';
 
-/** Opens `n` watches on PVs; calls onAdded(name, arrivalMs) per ADDED event. */
-function openWatches(t: LoadTask, n: number, onAdded: (name: string, at: number) => void): Promise<Array<() => void>> {
+/** The resourceVersion of the PV list now: watches start from it, so objects created earlier are not replayed. */
+async function currentResourceVersion(t: LoadTask): Promise<string> {
+  const agent = new Agent({ keepAlive: false });
+  try {
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = request(new URL('/api/v1/persistentvolumes?limit=1', t.url), { headers: { authorization: `Bearer ${t.token}` }, ca: t.caPem, agent }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => resolve(text));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    return (JSON.parse(body) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+  } finally {
+    agent.destroy();
+  }
+}
+
+/** Opens `n` watches on PVs from the current resourceVersion; calls onAdded(name, arrivalMs) per ADDED event. */
+async function openWatches(t: LoadTask, n: number, onAdded: (name: string, at: number) => void): Promise<Array<() => void>> {
+  if (n === 0) return [];
+  const rv = await currentResourceVersion(t);
   return Promise.all(
     Array.from(
       { length: n },
       () =>
         new Promise<() => void>((resolve, reject) => {
           const req = request(
-            new URL('/api/v1/persistentvolumes?watch=true&resourceVersion=0', t.url),
+            new URL(`/api/v1/persistentvolumes?watch=true&resourceVersion=${rv}`, t.url),
             { headers: { authorization: `Bearer ${t.token}` }, ca: t.caPem, agent: false },
             (res) => {
               let buf = '';

@@ -11,7 +11,7 @@ import { startServerChild, type ServerChild, type ServerSpec, type ServerStats }
 export interface Scenario {
   label: string;
   task: Omit<LoadTask, 'url' | 'token' | 'caPem'>;
-  /** Objects created before the measured task (not measured). */
+  /** Objects created before the measured task (not measured), e.g. a warm-up of the same requests so that both servers are measured after their JIT compilers settled. */
   prefill?: Omit<LoadTask, 'url' | 'token' | 'caPem'>;
   /** The cluster's storage (the ceiling always keeps a Map). */
   persistent?: boolean;
@@ -33,6 +33,8 @@ export interface ComparisonOptions {
   rounds: number;
   /** Write a CPU profile of each server during the measured task (not the prefill) to DIR/KIND-roundN.cpuprofile. */
   profileDir?: string;
+  /** Run the cluster from src/ through tsx instead of dist/. */
+  fromSource?: boolean;
   /** Called after each server's run, before it stops (e.g. for a heap snapshot). */
   inspect?: (kind: ServerSpec['kind'], server: ServerChild, round: number) => Promise<void>;
   log?: (line: string) => void;
@@ -67,7 +69,7 @@ export async function compare(s: Scenario, o: ComparisonOptions): Promise<RoundR
     const order: Array<ServerSpec['kind']> = i % 2 === 0 ? ['ceiling', 'cluster'] : ['cluster', 'ceiling'];
     const r: Partial<RoundResult> = {};
     for (const kind of order) {
-      r[kind] = await runOn({ kind, persistent: s.persistent }, s, i, o);
+      r[kind] = await runOn({ kind, persistent: s.persistent, fromSource: o.fromSource }, s, i, o);
     }
     rounds.push(r as RoundResult);
     o.log?.(`  ${s.label}, round ${i + 1}/${o.rounds} (load ${loadavg()[0].toFixed(1)}): ceiling ${fmt(r.ceiling!)} | cluster ${fmt(r.cluster!)}`);

@@ -1,7 +1,9 @@
 // The server side of the API server benchmarks, one server per child process so that each is measured alone
-// (RSS, CPU, a CPU profile with --cpu-prof) and starts from a clean heap: either the embedded cluster (its
-// controllers off, in memory or SQLite) or the ceiling server (ceiling-server.ts). The parent talks to it over
-// IPC: `ready` with the URL, then `stats` (RSS, heap, CPU) and `heapSnapshot` on request, and `stop`.
+// (RSS, CPU, a CPU profile of the measured window) and starts from a clean heap: either the embedded cluster (its
+// controllers off, in memory or SQLite) or the ceiling server (ceiling-server.ts). The cluster runs as shipped,
+// from the compiled dist/ (run `npm run build` first; the bench scripts do), unless `fromSource` asks for the
+// sources through tsx, whose transform adds work per closure that the compiled code does not have. The parent
+// talks to it over IPC: `ready` with the URL, then `stats` (RSS, heap, CPU), `heapSnapshot` and the profiler.
 import { fork } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,7 +11,6 @@ import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { getHeapStatistics, writeHeapSnapshot } from 'node:v8';
-import { startEmbeddedCluster } from '../src/cluster/embedded-cluster.ts';
 import { ensureServingCertificates, randomToken } from '../src/cluster/http/tls.ts';
 import { startCeilingServer } from './ceiling-server.ts';
 
@@ -18,6 +19,16 @@ export interface ServerSpec {
   kind: 'ceiling' | 'cluster';
   /** The cluster keeps its objects in SQLite under a temporary directory. */
   persistent?: boolean;
+  /** Run the cluster from src/ through tsx instead of the compiled dist/. */
+  fromSource?: boolean;
+}
+
+type EmbeddedClusterModule = typeof import('../src/cluster/embedded-cluster.ts');
+
+/** The embedded cluster's module, compiled (dist/) unless asked for the sources. */
+export async function loadCluster(fromSource = false): Promise<EmbeddedClusterModule> {
+  const url = new URL(fromSource ? '../src/cluster/embedded-cluster.ts' : '../dist/cluster/embedded-cluster.js', import.meta.url);
+  return (await import(url.href)) as EmbeddedClusterModule;
 }
 
 /** A running server child. */
@@ -96,6 +107,7 @@ async function serve(spec: ServerSpec): Promise<void> {
     stop = () => server.close();
   } else {
     const dataDir = spec.persistent ? await mkdtemp(join(tmpdir(), 'kp-bench-')) : undefined;
+    const { startEmbeddedCluster } = await loadCluster(spec.fromSource);
     const cluster = await startEmbeddedCluster({ dataDir, controllers: false });
     ready = { url: cluster.url, token: cluster.token, caPem: cluster.caPem! };
     stop = async () => {
