@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from '../common/errors.ts';
-import { checkJsonValue, JsonTooDeepError, MAX_BODY_BYTES, MAX_JSON_DEPTH, parseJsonText } from '../common/json-safety.ts';
+import { checkJsonTextDepth, checkJsonValue, countObjectKeys, JsonTooDeepError, MAX_BODY_BYTES, MAX_JSON_DEPTH, parseJsonText } from '../common/json-safety.ts';
 
 export { MAX_BODY_BYTES } from '../common/json-safety.ts';
 
@@ -86,6 +86,23 @@ export function decodeBody(body: Buffer, contentType: string, depthLimit = MAX_J
   }
 }
 
+/**
+ * Decodes a JSON request body, and tells whether some object in it repeats a key (JSON.parse keeps the last one
+ * silently; field validation reports it). Counting keys in the text and in the value answers that in one scan,
+ * so only a body that does repeat one needs the scan that names the fields.
+ * @throws ClusterApiError 400
+ */
+export function decodeJsonBody(raw: Buffer, depthLimit = MAX_JSON_DEPTH): { body: unknown; text: string; repeatsKeys: boolean } {
+  const text = raw.toString('utf8');
+  try {
+    const keys = checkJsonTextDepth(text, depthLimit);
+    const body = JSON.parse(text) as unknown;
+    return { body, text, repeatsKeys: keys !== countObjectKeys(body) };
+  } catch (err) {
+    throw badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
+  }
+}
+
 function checkedDepth(doc: unknown, depthLimit: number, what: string): unknown {
   try {
     checkJsonValue(doc, { maxDepth: depthLimit });
@@ -115,7 +132,8 @@ export interface Negotiated {
  * @throws ClusterApiError 406 when the client accepts neither JSON nor YAML (e.g. protobuf only).
  */
 export function negotiate(accept: string | undefined): Negotiated {
-  if (!accept) return { table: false };
+  // What nearly every request sends, answered without parsing.
+  if (!accept || accept === 'application/json' || accept === '*/*') return { table: false };
   let json = false;
   let table = false;
   for (const part of accept.split(',')) {

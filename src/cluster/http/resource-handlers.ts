@@ -15,7 +15,7 @@ import {
   statusError,
   unsupportedMediaType,
 } from '../common/errors.ts';
-import { decodeBody, decodePatchBody, mediaType, readBody, sendBytes, sendJson, type Negotiated } from './http-io.ts';
+import { decodeBody, decodeJsonBody, decodePatchBody, mediaType, readBody, sendBytes, sendJson, type Negotiated } from './http-io.ts';
 import { decodeContinue, encodeContinue, entriesAt, pageOf } from '../storage/list-snapshot.ts';
 import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
 import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors, yamlDuplicateError } from '../schema/field-validation.ts';
@@ -189,11 +189,14 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
   let yamlError: string | undefined;
   if (type === PROTOBUF_MEDIA_TYPE) {
     body = decodeProtobufObject(await readBody(s.req));
-  } else if (!type || type === 'application/json' || type === 'application/yaml' || type === 'application/x-yaml' || type === '*/*') {
+  } else if (!type || type === 'application/json' || type === '*/*') {
+    const decoded = decodeJsonBody(await readBody(s.req), s.limits.maxJsonDepth);
+    body = decoded.body;
+    if (decoded.repeatsKeys) duplicates = duplicateFields(decoded.text);
+  } else if (type === 'application/yaml' || type === 'application/x-yaml') {
     const raw = await readBody(s.req);
     body = decodeBody(raw, type, s.limits.maxJsonDepth);
-    if (!type.includes('yaml')) duplicates = duplicateFields(raw.toString('utf8'));
-    else yamlError = yamlDuplicateError(raw.toString('utf8'));
+    yamlError = yamlDuplicateError(raw.toString('utf8'));
   } else {
     s.req.resume();
     throw statusError(

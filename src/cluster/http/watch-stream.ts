@@ -165,21 +165,11 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
     close();
     res.destroy();
   };
-  // Events committed in the same tick (a burst of pipelined writes) leave in one TLS record / syscall: the
-  // stream is corked on the first event of a tick and uncorked on the next tick, so every event is still
+  // Events committed in the same tick (a burst of pipelined writes) leave in one TLS record / syscall: Node's
+  // http corks the socket on the first write of a tick and uncorks it on the next, so every event is still
   // flushed without waiting for anything else.
-  let corked = false;
-  const uncork = (): void => {
-    corked = false;
-    res.uncork();
-  };
   const write = (line: string | Buffer): void => {
     if (closed) return;
-    if (!corked) {
-      corked = true;
-      res.cork();
-      process.nextTick(uncork);
-    }
     res.write(line);
     const withinTotal = account();
     if (!withinTotal || res.writableLength > opts.maxBufferedBytes) drop();

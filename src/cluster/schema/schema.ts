@@ -59,14 +59,15 @@ function pruneModel(obj: Record<string, unknown>, modelName: string, path: strin
   const m = model(modelName);
   if (!m) return;
   for (const key of Object.keys(obj)) {
-    const here = path ? `${path}.${key}` : key;
     const f = fieldOf(m, key);
     if (!f) {
-      out.push(here);
+      out.push(path ? `${path}.${key}` : key);
       delete obj[key];
       continue;
     }
-    pruneValue(obj[key], f[0], here, out);
+    // Only objects and arrays can hold unknown fields: scalars cost no path string.
+    const v = obj[key];
+    if (v !== null && typeof v === 'object') pruneValue(v, f[0], path ? `${path}.${key}` : key, out);
   }
 }
 

@@ -341,12 +341,18 @@ export class Storage<K extends StoredKind = StoredKind> {
     try {
       for (let item = this.#pending.shift(); item; item = this.#pending.shift()) {
         const ev = item.ev;
+        // What every watcher without a namespace or selector receives: one object for all of them.
+        let unfiltered: FilteredEvent | undefined;
         for (const w of item.table.watchers) {
           if (ev.rv <= w.afterRv) continue;
-          const f = filterEvent(ev, w.namespace, w.matches);
-          if (!f) continue;
-          // Delivered unchanged: every watcher sends the same frame, serialised once.
-          if (f.type === ev.type && f.entry === ev.entry) f.shared = ev;
+          let f: FilteredEvent | undefined;
+          if (w.namespace === undefined && !w.matches) f = unfiltered ??= { type: ev.type, entry: ev.entry, shared: ev };
+          else {
+            f = filterEvent(ev, w.namespace, w.matches);
+            if (!f) continue;
+            // Delivered unchanged: every watcher sends the same frame, serialised once.
+            if (f.type === ev.type && f.entry === ev.entry) f.shared = ev;
+          }
           try {
             w.deliver(f, ev);
           } catch (err) {
