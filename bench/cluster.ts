@@ -9,12 +9,13 @@
 //   npm run bench:cluster -- --rounds 5 --only pipelined
 //   npm run bench:cluster -- --profile DIR      (CPU profile of each server child into DIR, summarised)
 //   npm run bench:cluster -- --source           (the cluster from src/ through tsx instead of the build)
+//   npm run bench:cluster -- --baseline DIR     (also another build, DIR/dist, e.g. the tree before a change)
 // The npm script builds dist/ first: the cluster is measured as `kube-provisioner cluster` runs it.
 import { mkdir } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { formatProfile, summariseProfile } from './cpu-profile.ts';
-import { COMPARISON_HEADER, compare, comparisonRows, medianRatio, type RoundResult, type Scenario } from './server-comparison.ts';
+import { compare, comparisonHeader, comparisonRows, medianRatio, type RoundResult, type Scenario } from './server-comparison.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => {
@@ -26,6 +27,7 @@ const rounds = Number(flag('--rounds') ?? (quick ? 1 : 3));
 const only = flag('--only');
 const profileDir = flag('--profile') ? resolve(flag('--profile')!) : undefined;
 const fromSource = args.includes('--source');
+const baselineDist = flag('--baseline') ? resolve(flag('--baseline')!, 'dist') : undefined;
 const n = quick ? 1000 : 5000;
 
 /** The scenario whose figures are issue 21's targets. */
@@ -70,36 +72,40 @@ async function main(): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const started = loadavg()[0];
   const out: string[] = [
-    `Command: npm run bench:cluster -- ${args.join(' ')} (cluster from ${fromSource ? 'src/ through tsx' : 'dist/'}; ${cpus().length} cores, load average at start ${started.toFixed(1)})`,
+    `Command: npm run bench:cluster -- ${args.join(' ')} (cluster from ${fromSource ? 'src/ through tsx' : 'dist/'}${baselineDist ? `, baseline from ${baselineDist}` : ''}; ${cpus().length} cores, load average at start ${started.toFixed(1)})`,
     '',
-    ...COMPARISON_HEADER,
+    ...comparisonHeader(baselineDist !== undefined),
   ];
   const byLabel = new Map<string, RoundResult[]>();
   for (const s of scenarios) {
     if (only && !s.label.includes(only)) continue;
     const dir = profileDir ? join(profileDir, s.label.replace(/[^a-z0-9]+/gi, '-').toLowerCase()) : undefined;
     if (dir) await mkdir(dir, { recursive: true });
-    const results = await compare(s, { rounds, profileDir: dir, fromSource, log });
+    const results = await compare(s, { rounds, profileDir: dir, fromSource, baselineDist, log });
     byLabel.set(s.label, results);
     out.push(...comparisonRows(s.label, results, ['createsPerSec', 'watchP50Ms', 'watchP99Ms', 'serverCpuMs', 'listMedianMs', 'rssMB', 'heapUsedMB']));
   }
   out.push('', `Load average at the end: ${loadavg()[0].toFixed(1)}`);
   const target = byLabel.get(TARGET_SCENARIO);
   if (target) {
-    const creates = medianRatio(target, 'createsPerSec');
-    const p99 = medianRatio(target, 'watchP99Ms');
-    out.push(
-      '',
-      `Target (issue 21): cluster PV creates/s >= 0.8 x ceiling: ${creates?.toFixed(2)} (${creates !== undefined && creates >= 0.8 ? 'met' : 'missed'})`,
-      `Target (issue 21): cluster watch p99 <= 1.5 x ceiling: ${p99?.toFixed(2)} (${p99 !== undefined && p99 <= 1.5 ? 'met' : 'missed'})`,
-    );
+    out.push('');
+    for (const role of baselineDist ? (['cluster', 'baseline'] as const) : (['cluster'] as const)) {
+      const creates = medianRatio(target, 'createsPerSec', role);
+      const p99 = medianRatio(target, 'watchP99Ms', role);
+      out.push(
+        `Target (issue 21): ${role} PV creates/s >= 0.8 x ceiling: ${creates?.toFixed(2)} (${creates !== undefined && creates >= 0.8 ? 'met' : 'missed'})`,
+        `Target (issue 21): ${role} watch p99 <= 1.5 x ceiling: ${p99?.toFixed(2)} (${p99 !== undefined && p99 <= 1.5 ? 'met' : 'missed'})`,
+      );
+    }
   }
   if (profileDir) {
     for (const s of scenarios) {
       if (!byLabel.has(s.label)) continue;
       const dir = join(profileDir, s.label.replace(/[^a-z0-9]+/gi, '-').toLowerCase());
       // The profile of the first round; the others are in the directory.
-      for (const kind of ['cluster', 'ceiling']) out.push('', ...formatProfile(`${kind}, ${s.label}, round 1`, summariseProfile(join(dir, `${kind}-round1.cpuprofile`), 15)));
+      for (const role of baselineDist ? ['cluster', 'baseline', 'ceiling'] : ['cluster', 'ceiling']) {
+        out.push('', ...formatProfile(`${role}, ${s.label}, round 1`, summariseProfile(join(dir, `${role}-round1.cpuprofile`), 15)));
+      }
     }
   }
   console.log(out.join('\n'));

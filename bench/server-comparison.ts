@@ -22,11 +22,15 @@ export interface Scenario {
 /** One server's figures in one round. */
 export type Figures = LoadResult & { rssMB?: number; heapUsedMB?: number; serverCpuMs?: number };
 
-/** Both servers' figures in one round. */
+/** Every server's figures in one round (the baseline only with a baseline build). */
 export interface RoundResult {
   ceiling: Figures;
   cluster: Figures;
+  baseline?: Figures;
 }
+
+/** The servers a round runs: the ceiling, this checkout's cluster, and optionally another build of it. */
+export type ServerRole = keyof RoundResult;
 
 /** How to run the rounds. */
 export interface ComparisonOptions {
@@ -35,12 +39,14 @@ export interface ComparisonOptions {
   profileDir?: string;
   /** Run the cluster from src/ through tsx instead of dist/. */
   fromSource?: boolean;
+  /** Another build's dist/ (e.g. the code before a change), run as a third server in every round. */
+  baselineDist?: string;
   /** Called after each server's run, before it stops (e.g. for a heap snapshot). */
-  inspect?: (kind: ServerSpec['kind'], server: ServerChild, round: number) => Promise<void>;
+  inspect?: (role: ServerRole, server: ServerChild, round: number) => Promise<void>;
   log?: (line: string) => void;
 }
 
-async function runOn(spec: ServerSpec, s: Scenario, round: number, o: ComparisonOptions): Promise<Figures> {
+async function runOn(role: ServerRole, spec: ServerSpec, s: Scenario, round: number, o: ComparisonOptions): Promise<Figures> {
   const server = await startServerChild(spec);
   try {
     const address = { url: server.url, token: server.token, caPem: server.caPem };
@@ -49,13 +55,13 @@ async function runOn(spec: ServerSpec, s: Scenario, round: number, o: Comparison
     const before: ServerStats = await server.stats();
     const result: Figures = await runLoadInChild({ ...address, ...s.task });
     const after = await server.stats(s.memory);
-    if (o.profileDir) await server.profileStop(join(o.profileDir, `${spec.kind}-round${round + 1}.cpuprofile`));
+    if (o.profileDir) await server.profileStop(join(o.profileDir, `${role}-round${round + 1}.cpuprofile`));
     result.serverCpuMs = Math.round(after.cpuMs - before.cpuMs);
     if (s.memory) {
       result.rssMB = Math.round(after.rssBytes / 1e6);
       result.heapUsedMB = Math.round(after.heapUsedBytes / 1e6);
     }
-    await o.inspect?.(spec.kind, server, round);
+    await o.inspect?.(role, server, round);
     return result;
   } finally {
     await server.stop();
@@ -65,14 +71,18 @@ async function runOn(spec: ServerSpec, s: Scenario, round: number, o: Comparison
 /** Runs a scenario `rounds` times on both servers. */
 export async function compare(s: Scenario, o: ComparisonOptions): Promise<RoundResult[]> {
   const rounds: RoundResult[] = [];
+  const roles: ServerRole[] = o.baselineDist ? ['ceiling', 'cluster', 'baseline'] : ['ceiling', 'cluster'];
   for (let i = 0; i < o.rounds; i++) {
-    const order: Array<ServerSpec['kind']> = i % 2 === 0 ? ['ceiling', 'cluster'] : ['cluster', 'ceiling'];
+    // Each round starts with a different server, so a change in the machine's load does not fall on one of them.
+    const order = [...roles.slice(i % roles.length), ...roles.slice(0, i % roles.length)];
     const r: Partial<RoundResult> = {};
-    for (const kind of order) {
-      r[kind] = await runOn({ kind, persistent: s.persistent, fromSource: o.fromSource }, s, i, o);
+    for (const role of order) {
+      const spec: ServerSpec =
+        role === 'ceiling' ? { kind: 'ceiling' } : { kind: 'cluster', persistent: s.persistent, fromSource: o.fromSource, distDir: role === 'baseline' ? o.baselineDist : undefined };
+      r[role] = await runOn(role, spec, s, i, o);
     }
     rounds.push(r as RoundResult);
-    o.log?.(`  ${s.label}, round ${i + 1}/${o.rounds} (load ${loadavg()[0].toFixed(1)}): ceiling ${fmt(r.ceiling!)} | cluster ${fmt(r.cluster!)}`);
+    o.log?.(`  ${s.label}, round ${i + 1}/${o.rounds} (load ${loadavg()[0].toFixed(1)}): ${roles.map((role) => `${role} ${fmt(r[role]!)}`).join(' | ')}`);
   }
   return rounds;
 }
@@ -90,37 +100,45 @@ export function median(xs: number[]): number {
 }
 
 /** Median over rounds of one figure for one server, undefined when it was not measured. */
-export function medianOf(rounds: RoundResult[], kind: keyof RoundResult, key: keyof Figures): number | undefined {
-  const xs = rounds.map((r) => r[kind][key]).filter((v): v is number => typeof v === 'number');
+export function medianOf(rounds: RoundResult[], role: ServerRole, key: keyof Figures): number | undefined {
+  const xs = rounds.map((r) => r[role]?.[key]).filter((v): v is number => typeof v === 'number');
   return xs.length ? median(xs) : undefined;
 }
 
-/** Median over rounds of cluster/ceiling for one figure (each round's ratio measured side by side). */
-export function medianRatio(rounds: RoundResult[], key: keyof Figures): number | undefined {
-  const xs = rounds
-    .map((r) => [r.cluster[key], r.ceiling[key]])
+/** Each round's ratio of one figure, `role` over the ceiling (measured side by side in that round). */
+export function ratios(rounds: RoundResult[], key: keyof Figures, role: ServerRole = 'cluster'): number[] {
+  return rounds
+    .map((r) => [r[role]?.[key], r.ceiling[key]])
     .filter((p): p is [number, number] => typeof p[0] === 'number' && typeof p[1] === 'number' && p[1] !== 0)
     .map(([a, b]) => a / b);
+}
+
+/** Median over rounds of `role`/ceiling for one figure. */
+export function medianRatio(rounds: RoundResult[], key: keyof Figures, role: ServerRole = 'cluster'): number | undefined {
+  const xs = ratios(rounds, key, role);
   return xs.length ? median(xs) : undefined;
 }
 
-/** A markdown row per figure: ceiling median, cluster median, median ratio, range of ratios. */
+const ratioCell = (xs: number[]) => (xs.length ? `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})` : '');
+
+/** A markdown row per figure: medians of each server, and the median (range) of the per-round ratios to the ceiling. */
 export function comparisonRows(label: string, rounds: RoundResult[], keys: Array<keyof Figures>): string[] {
+  const withBaseline = rounds.some((r) => r.baseline);
   const rows: string[] = [];
   for (const key of keys) {
     const c = medianOf(rounds, 'ceiling', key);
     const k = medianOf(rounds, 'cluster', key);
     if (c === undefined && k === undefined) continue;
-    const ratios = rounds
-      .map((r) => [r.cluster[key], r.ceiling[key]])
-      .filter((p): p is [number, number] => typeof p[0] === 'number' && typeof p[1] === 'number' && p[1] !== 0)
-      .map(([a, b]) => a / b);
-    const ratio = medianRatio(rounds, key);
-    const range = ratios.length ? `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}` : '';
-    rows.push(`| ${label} | ${String(key)} | ${c ?? ''} | ${k ?? ''} | ${ratio === undefined ? '' : ratio.toFixed(2)} | ${range} |`);
+    const cells = [label, String(key), String(c ?? ''), String(k ?? ''), ratioCell(ratios(rounds, key))];
+    if (withBaseline) cells.push(String(medianOf(rounds, 'baseline', key) ?? ''), ratioCell(ratios(rounds, key, 'baseline')));
+    rows.push(`| ${cells.join(' | ')} |`);
   }
   return rows;
 }
 
 /** The header of comparisonRows' table. */
-export const COMPARISON_HEADER = ['| scenario | figure | ceiling (median) | cluster (median) | cluster / ceiling (median of rounds) | range of rounds |', '|---|---|---:|---:|---:|---|'];
+export function comparisonHeader(withBaseline: boolean): string[] {
+  const cols = ['scenario', 'figure', 'ceiling (median)', 'cluster (median)', 'cluster / ceiling: median of rounds (range)'];
+  if (withBaseline) cols.push('baseline (median)', 'baseline / ceiling: median (range)');
+  return [`| ${cols.join(' | ')} |`, `|${cols.map((_, i) => (i < 2 ? '---' : '---:')).join('|')}|`];
+}

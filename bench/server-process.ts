@@ -7,7 +7,8 @@
 import { fork } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { getHeapStatistics, writeHeapSnapshot } from 'node:v8';
@@ -21,13 +22,17 @@ export interface ServerSpec {
   persistent?: boolean;
   /** Run the cluster from src/ through tsx instead of the compiled dist/. */
   fromSource?: boolean;
+  /** Run the cluster compiled in another checkout's dist/ (a baseline measured side by side). */
+  distDir?: string;
 }
 
 type EmbeddedClusterModule = typeof import('../src/cluster/embedded-cluster.ts');
 
-/** The embedded cluster's module, compiled (dist/) unless asked for the sources. */
-export async function loadCluster(fromSource = false): Promise<EmbeddedClusterModule> {
-  const url = new URL(fromSource ? '../src/cluster/embedded-cluster.ts' : '../dist/cluster/embedded-cluster.js', import.meta.url);
+/** The embedded cluster's module: compiled (this checkout's dist/, or `distDir`), or the sources. */
+export async function loadCluster(spec: Pick<ServerSpec, 'fromSource' | 'distDir'> = {}): Promise<EmbeddedClusterModule> {
+  const url = spec.distDir
+    ? pathToFileURL(resolve(spec.distDir, 'cluster/embedded-cluster.js'))
+    : new URL(spec.fromSource ? '../src/cluster/embedded-cluster.ts' : '../dist/cluster/embedded-cluster.js', import.meta.url);
   return (await import(url.href)) as EmbeddedClusterModule;
 }
 
@@ -107,7 +112,7 @@ async function serve(spec: ServerSpec): Promise<void> {
     stop = () => server.close();
   } else {
     const dataDir = spec.persistent ? await mkdtemp(join(tmpdir(), 'kp-bench-')) : undefined;
-    const { startEmbeddedCluster } = await loadCluster(spec.fromSource);
+    const { startEmbeddedCluster } = await loadCluster(spec);
     const cluster = await startEmbeddedCluster({ dataDir, controllers: false });
     ready = { url: cluster.url, token: cluster.token, caPem: cluster.caPem! };
     stop = async () => {

@@ -166,7 +166,7 @@ export function sendJson(res: ServerResponse, code: number, body: string, header
   res.end(text);
 }
 
-/** Writes an already encoded, newline-terminated JSON body (a stored object's bytes, a list). */
+/** Writes an already encoded JSON body (a list) that ends with a newline. */
 export function sendBytes(res: ServerResponse, code: number, body: Buffer): void {
   if (res.headersSent) {
     res.end();
@@ -174,6 +174,16 @@ export function sendBytes(res: ServerResponse, code: number, body: Buffer): void
   }
   res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': body.length });
   res.end(body);
+}
+
+/** Writes a stored object's JSON, whose UTF-8 size is known, with the newline apimachinery's encoder ends bodies with. */
+export function sendJsonText(res: ServerResponse, code: number, json: string, byteLength: number): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': byteLength + 1 });
+  res.end(`${json}\n`);
 }
 
 /** Writes a metav1.Status error; 429/503/504 with retryAfterSeconds also get a Retry-After header. */

@@ -15,7 +15,7 @@ import {
   statusError,
   unsupportedMediaType,
 } from '../common/errors.ts';
-import { decodeBody, decodeJsonBody, decodePatchBody, mediaType, readBody, sendBytes, sendJson, type Negotiated } from './http-io.ts';
+import { decodeBody, decodeJsonBody, decodePatchBody, mediaType, readBody, sendBytes, sendJson, sendJsonText, type Negotiated } from './http-io.ts';
 import { decodeContinue, encodeContinue, entriesAt, pageOf } from '../storage/list-snapshot.ts';
 import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
 import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors, yamlDuplicateError } from '../schema/field-validation.ts';
@@ -85,7 +85,7 @@ function sendObject(s: RequestScope, code: number, e: StoredEntry): void {
   } else if (rt.view) {
     sendJson(s.res, code, JSON.stringify(rt.view.fromStorage(e.obj)));
   } else {
-    sendBytes(s.res, code, e.bytes);
+    sendJsonText(s.res, code, e.json, e.byteLength);
   }
 }
 

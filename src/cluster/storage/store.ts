@@ -2,7 +2,7 @@
 // (persist, then publish to the table and its bounded watch cache), reads, watches and compaction. It knows
 // nothing about kinds beyond their plural, scope and field selectors: the write rules (writes/) sit above it.
 // Stored objects are immutable once committed and serialised once (stored-entry.ts); in-process readers get
-// copies, the HTTP layer sends each version's bytes. A superseded version keeps only its bytes in the history.
+// copies, the HTTP layer sends each version's JSON text. A superseded version keeps only its text in the history.
 import type { KubeObject, WatchEvent } from '../../types/k8s.ts';
 import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from '../common/errors.ts';
 import { objectKey } from '../common/meta.ts';
@@ -327,7 +327,7 @@ export class Storage<K extends StoredKind = StoredKind> {
     const ev = new StoreEvent(type, key, obj.metadata.namespace, entry, type === 'ADDED' ? undefined : prev);
     table.ring.push(ev);
     this.#dispatch(table, ev);
-    // Versions that are no longer current keep only their bytes in the history (parsed again if ever asked for).
+    // Versions that are no longer current keep only their JSON in the history (parsed again if ever asked for).
     prev?.release();
     if (type === 'DELETED') entry.release();
     return entry;

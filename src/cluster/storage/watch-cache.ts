@@ -9,7 +9,7 @@ export { StoredEntry } from './stored-entry.ts';
 export type StoreEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 /**
- * A committed write as the watch machinery sees it. It holds the entries (their serialised bytes), never a copy:
+ * A committed write as the watch machinery sees it. It holds the entries (their serialised JSON), never a copy:
  * the frame sent to watchers is built at dispatch and shared by all of them, not kept in the history.
  */
 export class StoreEvent {
