@@ -127,6 +127,23 @@ describe('list items carry no kind/apiVersion, as kube-apiserver serves built-in
     assertBareItems(res.json<List>(), 'ConfigMapList', 'v1', 'deletecollection');
   });
 
+  it('a client that accepts protobuf or JSON gets JSON with bare items (protobuf items never carry them)', async () => {
+    const res = await raw(c, 'GET', '/api/v1/persistentvolumes', { headers: { accept: 'application/vnd.kubernetes.protobuf, application/json' } });
+    assert.equal(res.status, 200, res.text);
+    assertBareItems(res.json<List>(), 'PersistentVolumeList', 'v1', 'protobuf-or-JSON list');
+  });
+
+  it('custom resources (the snapshot kinds) keep kind/apiVersion on their items, as apiextensions-apiserver serves them', async () => {
+    const vsc = { apiVersion: 'snapshot.storage.k8s.io/v1', kind: 'VolumeSnapshotClass', metadata: { name: 'items-vsc' }, driver: 'example.com/x', deletionPolicy: 'Delete' };
+    assert.equal((await raw(c, 'POST', '/apis/snapshot.storage.k8s.io/v1/volumesnapshotclasses', { body: JSON.stringify(vsc) })).status, 201);
+    for (const path of ['/apis/snapshot.storage.k8s.io/v1/volumesnapshotclasses', '/apis/snapshot.storage.k8s.io/v1/volumesnapshotclasses?limit=1']) {
+      const list = await getList(path);
+      assert.equal(list.kind, 'VolumeSnapshotClassList');
+      assert.ok(list.items.length > 0);
+      for (const item of list.items) assert.deepEqual([item.kind, item.apiVersion], ['VolumeSnapshotClass', 'snapshot.storage.k8s.io/v1'], path);
+    }
+  });
+
   it('client-node typed lists still read their items', async () => {
     const list = await core.listPersistentVolume();
     assert.ok(list.items.some((pv) => pv.metadata?.name === 'items-pv-0' && pv.spec?.capacity?.storage === '1Gi'));

@@ -1,13 +1,15 @@
 // The cluster controllers' shared informer: one store watch per resource feeding in-memory maps and the
-// indexes the controllers query (PVs by claimRef and by class, pods by claim), then fanning each change out
-// to the controllers, which only enqueue keys. Store watches deliver synchronously after each commit, so the
+// indexes the controllers query (PVs by claimRef and by class, pods by claim, CSIStorageCapacities by class),
+// then fanning each change out to the controllers, which only enqueue keys. Store watches deliver synchronously after each commit, so the
 // cache is current whenever a controller's worker runs.
 import type { KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, WatchEvent } from '../../types/k8s.ts';
+import type { CSIDriver, CSIStorageCapacity } from '../../types/storage-objects.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
 import { VolumeIndex } from './volume-index.ts';
 import { claimKey, pickDefaultClass } from './volume-match.ts';
 
-export type CachedResource = 'persistentvolumeclaims' | 'persistentvolumes' | 'storageclasses' | 'pods' | 'nodes';
+export type CachedResource =
+  | 'persistentvolumeclaims' | 'persistentvolumes' | 'storageclasses' | 'pods' | 'nodes' | 'csidrivers' | 'csistoragecapacities';
 
 /** A change the cache applied: the new object (the last state for DELETED) and the one it replaced. */
 export interface CacheChange {
@@ -38,6 +40,10 @@ export class ClusterCache {
   readonly classes = new Map<string, StorageClass>();
   readonly pods = new Map<string, Pod>();
   readonly nodes = new Map<string, Node>();
+  readonly csiDrivers = new Map<string, CSIDriver>();
+  /** CSIStorageCapacity objects by storageClassName, each by namespace/name: the scheduler reads one class's. */
+  readonly #capacitiesByClass = new Map<string, Map<string, CSIStorageCapacity>>();
+  readonly #capacityClass = new Map<string, string>();
   readonly #podsByClaim = new Map<string, Set<string>>();
   readonly #listeners: Array<(change: CacheChange) => void> = [];
   readonly #unsubscribe: Array<() => void> = [];
@@ -49,7 +55,9 @@ export class ClusterCache {
 
   /** Watches the store (current objects first, as ADDED). */
   start(store: ClusterStore): void {
-    const resources: CachedResource[] = ['storageclasses', 'nodes', 'persistentvolumes', 'persistentvolumeclaims', 'pods'];
+    const resources: CachedResource[] = [
+      'storageclasses', 'csidrivers', 'csistoragecapacities', 'nodes', 'persistentvolumes', 'persistentvolumeclaims', 'pods',
+    ];
     for (const resource of resources) {
       this.#unsubscribe.push(store.watch(resource, {}, (ev) => this.#apply(resource, ev)));
     }
@@ -73,6 +81,11 @@ export class ClusterCache {
       if (p) pods.push(p);
     }
     return pods;
+  }
+
+  /** The CSIStorageCapacity objects of one storage class (none: an empty iterable). */
+  capacitiesFor(className: string): Iterable<CSIStorageCapacity> {
+    return this.#capacitiesByClass.get(className)?.values() ?? [];
   }
 
   defaultClass(): StorageClass | undefined {
@@ -107,6 +120,14 @@ export class ClusterCache {
         if (deleted) this.nodes.delete(name);
         else this.nodes.set(name, obj as Node);
         break;
+      case 'csidrivers':
+        old = this.csiDrivers.get(name);
+        if (deleted) this.csiDrivers.delete(name);
+        else this.csiDrivers.set(name, obj as CSIDriver);
+        break;
+      case 'csistoragecapacities':
+        old = this.#indexCapacity(key, deleted ? undefined : (obj as CSIStorageCapacity));
+        break;
       case 'pods': {
         const previous = this.pods.get(key);
         old = previous;
@@ -121,6 +142,26 @@ export class ClusterCache {
     }
     const change: CacheChange = { resource, type: ev.type, obj, old };
     for (const l of this.#listeners) l(change);
+  }
+
+  /** Moves a capacity into the bucket of its class (or out of the index); returns the object it replaced. */
+  #indexCapacity(key: string, capacity: CSIStorageCapacity | undefined): KubeObject | undefined {
+    const previousClass = this.#capacityClass.get(key);
+    const bucket = previousClass === undefined ? undefined : this.#capacitiesByClass.get(previousClass);
+    const old = bucket?.get(key);
+    if (bucket) {
+      bucket.delete(key);
+      if (bucket.size === 0) this.#capacitiesByClass.delete(previousClass!);
+    }
+    this.#capacityClass.delete(key);
+    if (capacity) {
+      const className = capacity.storageClassName ?? '';
+      let next = this.#capacitiesByClass.get(className);
+      if (!next) this.#capacitiesByClass.set(className, (next = new Map()));
+      next.set(key, capacity);
+      this.#capacityClass.set(key, className);
+    }
+    return old;
   }
 
   #indexPod(pod: Pod, podKey: string, add: boolean): void {

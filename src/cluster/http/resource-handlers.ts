@@ -26,7 +26,7 @@ import { normalizeTimes } from '../schema/time-encoding.ts';
 import { apiVersionOf, type ResourceType } from '../registry/registry.ts';
 import type { ServerLimits } from './request-limits.ts';
 import type { ResourceRequest } from './routing.ts';
-import type { ClusterStore, PatchType } from '../writes/cluster-store.ts';
+import type { ClusterStore, DeleteOptions, PatchType, PropagationPolicy } from '../writes/cluster-store.ts';
 import { encodeList, encodeListOfJson, type StoredEntry } from '../storage/stored-entry.ts';
 import { toTable, type IncludeObject } from '../registry/tables.ts';
 
@@ -58,11 +58,14 @@ export function viewObject(rt: ResourceType, e: StoredEntry): KubeObject {
 
 /**
  * A list body as kube-apiserver encodes built-in lists: kind/apiVersion on the list only, not on its items.
- * Stored objects are copied from their serialised bytes with the type header cut out; a view converts each one.
+ * Stored objects are copied from their serialised text with the type header cut out; a view converts each one.
+ * Custom resources (the snapshot kinds) are served as apiextensions-apiserver serves them: an UnstructuredList
+ * whose items keep their kind/apiVersion.
  */
 function listBody(rt: ResourceType, meta: string, entries: readonly StoredEntry[]): Buffer {
   const head = `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{${meta}},"items":[`;
   const tail = ']}\n';
+  if (rt.customSchema && !rt.view) return encodeListOfJson(head, entries.map((e) => e.json), tail);
   if (!rt.view) return encodeList(head, entries, tail);
   const view = rt.view;
   const items = entries.map((e) => {
@@ -288,6 +291,12 @@ export async function handlePatch(s: RequestScope): Promise<void> {
     s.req.resume();
     throw unsupportedMediaType();
   }
+  if (type === 'strategic' && rt.customSchema) {
+    // A kind with its own schema is a custom resource on a real cluster: no strategic merge patch (no Go struct).
+    s.req.resume();
+    throw statusError(415, 'UnsupportedMediaType',
+      'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml');
+  }
   const dryRun = queryWriteOptions(s, 'PatchOptions');
   if (queryOptionalBool(s.query, 'force') !== undefined) {
     s.req.resume();
@@ -344,12 +353,16 @@ async function readDeleteOptions(s: RequestScope): Promise<DeleteOptionsBody> {
   return opts;
 }
 
+/** The validated DeleteOptions the store acts on: preconditions and what happens to dependents. */
+function storeDeleteOptions(opts: DeleteOptionsBody): DeleteOptions {
+  return { preconditions: opts.preconditions, propagationPolicy: opts.propagationPolicy as PropagationPolicy | undefined, orphanDependents: opts.orphanDependents };
+}
+
 export async function handleDelete(s: RequestScope): Promise<void> {
   const { rt, namespace, name } = s.request;
   const opts = await readDeleteOptions(s);
-  // Propagation policies are all treated as Background: there is no garbage collector to honour orphan/foreground.
   const dryRun = writeOptions('DeleteOptions', [...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])], null);
-  const { entry, deleted } = s.store.deleteEntry(storageResource(rt), namespace, name!, { preconditions: opts.preconditions, user: s.client, dryRun });
+  const { entry, deleted } = s.store.deleteEntry(storageResource(rt), namespace, name!, { ...storeDeleteOptions(opts), user: s.client, dryRun });
   if (deleted && !rt.returnDeletedObject) {
     const details: Record<string, string> = { name: name! };
     if (rt.group) details.group = rt.group;
@@ -358,7 +371,8 @@ export async function handleDelete(s: RequestScope): Promise<void> {
     sendJson(s.res, 200, JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details }));
     return;
   }
-  sendObject(s, 200, entry);
+  // handlers/delete.go: 202 only for a legacy orphanDependents=false that did not delete at once.
+  sendObject(s, !deleted && opts.orphanDependents === false ? 202 : 200, entry);
 }
 
 export async function handleDeleteCollection(s: RequestScope): Promise<void> {
@@ -374,7 +388,7 @@ export async function handleDeleteCollection(s: RequestScope): Promise<void> {
   const items: StoredEntry[] = [];
   for (const e of s.store.listEntries(resource, filter).entries) {
     try {
-      const r = s.store.deleteEntry(resource, e.obj.metadata.namespace, e.obj.metadata.name!, { preconditions: opts.preconditions, user: s.client, dryRun });
+      const r = s.store.deleteEntry(resource, e.obj.metadata.namespace, e.obj.metadata.name!, { ...storeDeleteOptions(opts), user: s.client, dryRun });
       items.push(r.entry);
     } catch (err) {
       // Deletion is not atomic: objects that vanished meanwhile are skipped, like kube-apiserver does.
