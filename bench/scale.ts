@@ -33,7 +33,7 @@ const BATCH_TIMEOUT_S = Number(flag('--batch-timeout') ?? 900);
 const SKIP_SERVERS = args.includes('--skip-servers');
 const SKIP_DEV = args.includes('--skip-dev');
 const BIN = resolve(flag('--bin') ?? 'bin/kube-provisioner.js');
-const LABEL = flag('--label') ?? 'this checkout (dist/)';
+const LABEL = flag('--label') ?? (flag('--bin') ? 'another build' : 'this checkout (dist/)');
 const BATCHES = [Math.round(TOTAL * 0.1), TOTAL - 2 * Math.round(TOTAL * 0.1), Math.round(TOTAL * 0.1)];
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
