@@ -15,10 +15,10 @@ import {
   statusError,
   unsupportedMediaType,
 } from '../common/errors.ts';
-import { decodeBody, decodeJsonBody, decodePatchBody, mediaType, readBody, sendBytes, sendJson, sendJsonText, type Negotiated } from './http-io.ts';
+import { decodeBody, decodeJsonBody, decodeObjectBody, decodePatchBody, mediaType, readBody, sendBytes, sendJson, sendJsonText, type Negotiated } from './http-io.ts';
 import { decodeContinue, encodeContinue, entriesAt, pageOf } from '../storage/list-snapshot.ts';
 import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
-import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors, yamlDuplicateError } from '../schema/field-validation.ts';
+import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors } from '../schema/field-validation.ts';
 import type { Faults } from './faults.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { rootModel } from '../schema/schema.ts';
@@ -136,6 +136,12 @@ export async function handleList(s: RequestScope): Promise<void> {
     if (rvParam && rvParam !== '0') throw badRequest('specifying resource version is not allowed when using continue');
     // rv -1 is the token of an expired continuation: the rest of the list at the latest resourceVersion.
     if (token.rv > 0) listRv = token.rv;
+    // A token from the future: etcd3 store GetList turns etcd's ErrFutureRev into this (retry 0, no retryAfterSeconds).
+    if (listRv > current) {
+      throw serverTimeout(`Timeout: Too large resource version: ${listRv}, current: ${current}`, {
+        causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+      });
+    }
     startAfterKey = token.startAfterKey;
     paging = true;
   } else if (rvMatch === 'Exact' || (rvParam !== undefined && rvParam !== '0' && rvParam !== '' && limit > 0 && !rvMatch)) {
@@ -198,8 +204,10 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
     if (decoded.repeatsKeys) duplicates = duplicateFields(decoded.text);
   } else if (type === 'application/yaml' || type === 'application/x-yaml') {
     const raw = await readBody(s.req);
-    body = decodeBody(raw, type, s.limits.maxJsonDepth);
-    yamlError = yamlDuplicateError(raw.toString('utf8'));
+    // One YAML parse gives the value and Go's strict error for repeated keys.
+    const decoded = decodeObjectBody(raw, type, s.limits.maxJsonDepth);
+    body = decoded.value;
+    yamlError = decoded.yamlDuplicateError;
   } else {
     s.req.resume();
     throw statusError(
