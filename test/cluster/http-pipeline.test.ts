@@ -30,7 +30,7 @@ describe('request pipeline', () => {
       await next();
       await next();
     };
-    await assert.rejects(compose([twice, () => {}])(context('/')), NextCalledTwiceError);
+    await assert.rejects(async () => compose([twice, () => {}])(context('/')), NextCalledTwiceError);
   });
 
   it('drops one trailing slash from the path and labels the audit with the method until routed', () => {

@@ -13,7 +13,10 @@ export class FieldPath {
     return new FieldPath(names.join('.'));
   }
   child(...names: string[]): FieldPath {
-    return new FieldPath([this.text, ...names].filter((s) => s !== '').join('.'));
+    // Empty names are skipped; validators build a path for every field they check, valid or not, so no arrays.
+    let text = this.text;
+    for (const n of names) if (n !== '') text = text === '' ? n : `${text}.${n}`;
+    return new FieldPath(text);
   }
   index(i: number): FieldPath {
     return new FieldPath(`${this.text}[${i}]`);

@@ -30,22 +30,55 @@ export class JsonTooLargeError extends Error {
 }
 
 /**
- * Scans JSON text for its nesting depth without parsing it.
+ * Scans JSON text for its nesting depth without parsing it, and counts the object keys written in it (a key
+ * repeated in one object counts twice, where the parsed value keeps it once: see countObjectKeys).
  * @throws JsonTooDeepError past `limit` levels.
  */
-export function checkJsonTextDepth(text: string, limit = MAX_JSON_DEPTH): void {
+export function checkJsonTextDepth(text: string, limit = MAX_JSON_DEPTH): number {
   let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
+  let keys = 0;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
     const ch = text.charCodeAt(i);
-    if (inString) {
-      if (ch === 0x5c) i++; // backslash: skip the escaped character
-      else if (ch === 0x22) inString = false;
-    } else if (ch === 0x22) inString = true;
-    else if (ch === 0x7b || ch === 0x5b) {
+    if (ch === 0x22) {
+      // A string: jump to its closing quote (one preceded by an even number of backslashes).
+      let end = text.indexOf('"', i + 1);
+      for (;;) {
+        if (end < 0) return keys; // unterminated: JSON.parse reports it
+        let slashes = 0;
+        while (text.charCodeAt(end - 1 - slashes) === 0x5c) slashes++;
+        if (slashes % 2 === 0) break;
+        end = text.indexOf('"', end + 1);
+      }
+      i = end;
+      let k = end + 1;
+      for (let c = text.charCodeAt(k); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = text.charCodeAt(++k));
+      if (text.charCodeAt(k) === 0x3a) keys++;
+    } else if (ch === 0x7b || ch === 0x5b) {
       if (++depth > limit) throw new JsonTooDeepError(limit);
     } else if (ch === 0x7d || ch === 0x5d) depth--;
   }
+  return keys;
+}
+
+/** The number of own keys over every object in a parsed JSON value (iterative: no input can exhaust the stack). */
+export function countObjectKeys(value: unknown): number {
+  let keys = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      for (const item of v) if (item !== null && typeof item === 'object') stack.push(item);
+      continue;
+    }
+    for (const k in v) {
+      keys++;
+      const item = (v as Record<string, unknown>)[k];
+      if (item !== null && typeof item === 'object') stack.push(item);
+    }
+  }
+  return keys;
 }
 
 /** Parses JSON text after checking its depth. @throws JsonTooDeepError, SyntaxError */

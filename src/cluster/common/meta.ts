@@ -3,9 +3,18 @@
 import { randomInt } from 'node:crypto';
 import type { KubeObject } from '../../types/k8s.ts';
 
+/** The last second formatted by formatTime: every write within one second stamps the same text. */
+const lastTime = { second: NaN, text: '' };
+
 /** metav1.Time: RFC 3339 in UTC with whole seconds (`2006-01-02T15:04:05Z`). */
 export function formatTime(ms: number): string {
-  return `${new Date(ms).toISOString().slice(0, 19)}Z`;
+  // A memo of a pure function (same input second, same text), not state anyone can observe.
+  const second = Math.floor(ms / 1000);
+  if (second !== lastTime.second) {
+    lastTime.text = `${new Date(ms).toISOString().slice(0, 19)}Z`;
+    lastTime.second = second;
+  }
+  return lastTime.text;
 }
 
 /** metav1.MicroTime: exactly six fractional digits (`2006-01-02T15:04:05.000000Z`). */

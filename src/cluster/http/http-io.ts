@@ -2,7 +2,7 @@
 // content negotiation (JSON or Table), and writing JSON bodies and metav1.Status errors.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from '../common/errors.ts';
-import { checkJsonValue, JsonTooDeepError, MAX_BODY_BYTES, MAX_JSON_DEPTH, parseJsonText } from '../common/json-safety.ts';
+import { checkJsonTextDepth, checkJsonValue, countObjectKeys, JsonTooDeepError, MAX_BODY_BYTES, MAX_JSON_DEPTH, parseJsonText } from '../common/json-safety.ts';
 import { parseYamlBody } from '../schema/field-validation.ts';
 
 export { MAX_BODY_BYTES } from '../common/json-safety.ts';
@@ -100,6 +100,23 @@ export function decodeObjectBody(body: Buffer, contentType: string, depthLimit =
   }
 }
 
+/**
+ * Decodes a JSON request body, and tells whether some object in it repeats a key (JSON.parse keeps the last one
+ * silently; field validation reports it). Counting keys in the text and in the value answers that in one scan,
+ * so only a body that does repeat one needs the scan that names the fields.
+ * @throws ClusterApiError 400
+ */
+export function decodeJsonBody(raw: Buffer, depthLimit = MAX_JSON_DEPTH): { body: unknown; text: string; repeatsKeys: boolean } {
+  const text = raw.toString('utf8');
+  try {
+    const keys = checkJsonTextDepth(text, depthLimit);
+    const body = JSON.parse(text) as unknown;
+    return { body, text, repeatsKeys: keys !== countObjectKeys(body) };
+  } catch (err) {
+    throw badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
+  }
+}
+
 function checkedDepth(doc: unknown, depthLimit: number, what: string): unknown {
   try {
     checkJsonValue(doc, { maxDepth: depthLimit });
@@ -129,7 +146,8 @@ export interface Negotiated {
  * @throws ClusterApiError 406 when the client accepts neither JSON nor YAML (e.g. protobuf only).
  */
 export function negotiate(accept: string | undefined): Negotiated {
-  if (!accept) return { table: false };
+  // What nearly every request sends, answered without parsing.
+  if (!accept || accept === 'application/json' || accept === '*/*') return { table: false };
   let json = false;
   let table = false;
   for (const part of accept.split(',')) {
@@ -160,6 +178,26 @@ export function sendJson(res: ServerResponse, code: number, body: string, header
     ...headers,
   });
   res.end(text);
+}
+
+/** Writes an already encoded JSON body (a list) that ends with a newline. */
+export function sendBytes(res: ServerResponse, code: number, body: Buffer): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': body.length });
+  res.end(body);
+}
+
+/** Writes a stored object's JSON, whose UTF-8 size is known, with the newline apimachinery's encoder ends bodies with. */
+export function sendJsonText(res: ServerResponse, code: number, json: string, byteLength: number): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': byteLength + 1 });
+  res.end(`${json}\n`);
 }
 
 /** Writes a metav1.Status error; 429/503/504 with retryAfterSeconds also get a Retry-After header. */

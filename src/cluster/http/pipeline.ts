@@ -6,17 +6,23 @@ import { timingSafeEqual } from 'node:crypto';
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import { badRequest, methodNotRouted, serverTimeout, unauthorized } from '../common/errors.ts';
 import type { Audit } from './audit.ts';
-import type { Faults } from './faults.ts';
+import type { FaultDecision, Faults } from './faults.ts';
 import { sendError, sendPlainNotFound, sendText } from './http-io.ts';
 import { queryBool } from './query-params.ts';
 import type { ConnectionGuard } from './connection-admission.ts';
 import { routeResource, type ResourceIndex, type ResourceRequest } from './routing.ts';
 
 /** What the steps of one request share. */
+/** The parts of the request target the steps read (a URL has them). */
+export interface RequestTarget {
+  readonly pathname: string;
+  readonly searchParams: URLSearchParams;
+}
+
 export interface RequestContext {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
-  readonly url: URL;
+  readonly url: RequestTarget;
   /** The URL path without a trailing slash. */
   readonly path: string;
   /** The client name the audit counts under (set by the audit step). */
@@ -30,27 +36,30 @@ export interface RequestContext {
 }
 
 /** One step: answers the request itself, or calls next() to hand it on. */
-export type Step = (ctx: RequestContext, next: () => Promise<void>) => Promise<void> | void;
+export type Step = (ctx: RequestContext, next: () => Promise<void> | void) => Promise<void> | void;
 
 /** A step called next() twice (a programming error, never a client's). */
 export class NextCalledTwiceError extends Error {}
 
-/** Runs the steps in order; each one decides whether (and when) the rest runs. */
-export function compose(steps: readonly Step[]): (ctx: RequestContext) => Promise<void> {
+/**
+ * Runs the steps in order; each one decides whether (and when) the rest runs. Synchronous steps run without a
+ * promise per step: the result is a promise only when some step is asynchronous (the verbs that read a body).
+ */
+export function compose(steps: readonly Step[]): (ctx: RequestContext) => Promise<void> | void {
   return (ctx) => {
     let last = -1;
-    const dispatch = async (i: number): Promise<void> => {
+    const dispatch = (i: number): Promise<void> | void => {
       if (i <= last) throw new NextCalledTwiceError(`step ${i - 1} called next() twice`);
       last = i;
       const step = steps[i];
-      if (step) await step(ctx, () => dispatch(i + 1));
+      return step ? step(ctx, () => dispatch(i + 1)) : undefined;
     };
     return dispatch(0);
   };
 }
 
 /** The context of a request that has just arrived. */
-export function newContext(req: IncomingMessage, res: ServerResponse, url: URL): RequestContext {
+export function newContext(req: IncomingMessage, res: ServerResponse, url: RequestTarget): RequestContext {
   const path = url.pathname.length > 1 && url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname;
   return { req, res, url, path, client: 'unknown', auditLabel: { verb: (req.method ?? 'GET').toLowerCase(), resource: '' }, target: res };
 }
@@ -131,8 +140,7 @@ export function route(index: ResourceIndex): Step {
 
 /** Injected latency, errors and lost responses for the routed request. */
 export function faults(rules: Faults): Step {
-  return async (ctx, next) => {
-    const { req, res } = ctx;
+  return (ctx, next) => {
     const request = ctx.request!;
     const decision = rules.decide({
       verb: request.verb,
@@ -141,21 +149,27 @@ export function faults(rules: Faults): Step {
       namespace: request.namespace,
       name: request.name,
     });
-    if (decision?.latencyMs) await new Promise((r) => setTimeout(r, decision.latencyMs));
-    if (decision?.error) {
-      req.resume();
-      return sendError(res, decision.error);
-    }
-    const lost = decision?.lostResponse && request.verb !== 'watch' ? decision.lostResponse : undefined;
-    // A lost response: the verb runs against a response nobody reads, then the client gets a 504 or a reset.
-    if (lost) ctx.target = new ServerResponse(req);
-    await next();
-    if (lost === 'reset') {
-      // No status reaches the client: the audit records 0 for it.
-      res.statusCode = 0;
-      req.socket.destroy();
-    } else if (lost === 'timeout') {
-      sendError(res, serverTimeout('Timeout: request did not complete within the allowed duration (injected lost response)', { retryAfterSeconds: 1 }));
-    }
+    return decision ? applyFault(ctx, next, decision) : next();
   };
+}
+
+async function applyFault(ctx: RequestContext, next: () => Promise<void> | void, decision: FaultDecision): Promise<void> {
+  const { req, res } = ctx;
+  const request = ctx.request!;
+  if (decision.latencyMs) await new Promise((r) => setTimeout(r, decision.latencyMs));
+  if (decision.error) {
+    req.resume();
+    return sendError(res, decision.error);
+  }
+  const lost = decision.lostResponse && request.verb !== 'watch' ? decision.lostResponse : undefined;
+  // A lost response: the verb runs against a response nobody reads, then the client gets a 504 or a reset.
+  if (lost) ctx.target = new ServerResponse(req);
+  await next();
+  if (lost === 'reset') {
+    // No status reaches the client: the audit records 0 for it.
+    res.statusCode = 0;
+    req.socket.destroy();
+  } else if (lost === 'timeout') {
+    sendError(res, serverTimeout('Timeout: request did not complete within the allowed duration (injected lost response)', { retryAfterSeconds: 1 }));
+  }
 }

@@ -15,7 +15,7 @@ import {
   statusError,
   unsupportedMediaType,
 } from '../common/errors.ts';
-import { decodeBody, decodeObjectBody, decodePatchBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
+import { decodeBody, decodeJsonBody, decodeObjectBody, decodePatchBody, mediaType, readBody, sendBytes, sendJson, sendJsonText, type Negotiated } from './http-io.ts';
 import { decodeContinue, encodeContinue, entriesAt, pageOf } from '../storage/list-snapshot.ts';
 import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
 import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors } from '../schema/field-validation.ts';
@@ -27,7 +27,7 @@ import { apiVersionOf, type ResourceType } from '../registry/registry.ts';
 import type { ServerLimits } from './request-limits.ts';
 import type { ResourceRequest } from './routing.ts';
 import type { ClusterStore, DeleteOptions, PatchType, PropagationPolicy } from '../writes/cluster-store.ts';
-import type { StoredEntry } from '../storage/watch-cache.ts';
+import { encodeList, encodeListOfJson, type StoredEntry } from '../storage/stored-entry.ts';
 import { toTable, type IncludeObject } from '../registry/tables.ts';
 
 /** Everything a verb handler needs about one request. */
@@ -56,8 +56,23 @@ export function viewObject(rt: ResourceType, e: StoredEntry): KubeObject {
   return rt.view ? rt.view.fromStorage(e.obj) : e.obj;
 }
 
-function objectJson(rt: ResourceType, e: StoredEntry): string {
-  return rt.view ? JSON.stringify(rt.view.fromStorage(e.obj)) : e.json;
+/**
+ * A list body as kube-apiserver encodes built-in lists: kind/apiVersion on the list only, not on its items.
+ * Stored objects are copied from their serialised text with the type header cut out; a view converts each one.
+ * Custom resources (the snapshot kinds) are served as apiextensions-apiserver serves them: an UnstructuredList
+ * whose items keep their kind/apiVersion.
+ */
+function listBody(rt: ResourceType, meta: string, entries: readonly StoredEntry[]): Buffer {
+  const head = `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{${meta}},"items":[`;
+  const tail = ']}\n';
+  if (rt.customSchema && !rt.view) return encodeListOfJson(head, entries.map((e) => e.json), tail);
+  if (!rt.view) return encodeList(head, entries, tail);
+  const view = rt.view;
+  const items = entries.map((e) => {
+    const { kind: _k, apiVersion: _a, ...item } = view.fromStorage(e.obj);
+    return JSON.stringify(item);
+  });
+  return encodeListOfJson(head, items, tail);
 }
 
 export function includeObjectParam(query: URLSearchParams): IncludeObject {
@@ -70,8 +85,10 @@ function sendObject(s: RequestScope, code: number, e: StoredEntry): void {
   if (s.negotiated.table) {
     const table = toTable(rt, [viewObject(rt, e)], { resourceVersion: String(e.rv) }, includeObjectParam(s.query), s.now());
     sendJson(s.res, code, JSON.stringify(table));
+  } else if (rt.view) {
+    sendJson(s.res, code, JSON.stringify(rt.view.fromStorage(e.obj)));
   } else {
-    sendJson(s.res, code, objectJson(rt, e));
+    sendJsonText(s.res, code, e.json, e.byteLength);
   }
 }
 
@@ -155,8 +172,7 @@ export async function handleList(s: RequestScope): Promise<void> {
     meta += `,"continue":"${continueToken}"`;
     if (!filter.matches) meta += `,"remainingItemCount":${page.remaining}`;
   }
-  const items = page.entries.map((e) => objectJson(rt, e)).join(',');
-  sendJson(s.res, 200, `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{${meta}},"items":[${items}]}`);
+  sendBytes(s.res, 200, listBody(rt, meta, page.entries));
 }
 
 /**
@@ -182,12 +198,16 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
   let yamlError: string | undefined;
   if (type === PROTOBUF_MEDIA_TYPE) {
     body = decodeProtobufObject(await readBody(s.req));
-  } else if (!type || type === 'application/json' || type === 'application/yaml' || type === 'application/x-yaml' || type === '*/*') {
+  } else if (!type || type === 'application/json' || type === '*/*') {
+    const decoded = decodeJsonBody(await readBody(s.req), s.limits.maxJsonDepth);
+    body = decoded.body;
+    if (decoded.repeatsKeys) duplicates = duplicateFields(decoded.text);
+  } else if (type === 'application/yaml' || type === 'application/x-yaml') {
     const raw = await readBody(s.req);
+    // One YAML parse gives the value and Go's strict error for repeated keys.
     const decoded = decodeObjectBody(raw, type, s.limits.maxJsonDepth);
     body = decoded.value;
-    if (!type.includes('yaml')) duplicates = duplicateFields(raw.toString('utf8'));
-    else yamlError = decoded.yamlDuplicateError;
+    yamlError = decoded.yamlDuplicateError;
   } else {
     s.req.resume();
     throw statusError(
@@ -373,15 +393,15 @@ export async function handleDeleteCollection(s: RequestScope): Promise<void> {
     labelSelector: s.query.get('labelSelector') ?? undefined,
     fieldSelector: s.query.get('fieldSelector') ?? undefined,
   });
-  const items: string[] = [];
+  const items: StoredEntry[] = [];
   for (const e of s.store.listEntries(resource, filter).entries) {
     try {
       const r = s.store.deleteEntry(resource, e.obj.metadata.namespace, e.obj.metadata.name!, { ...storeDeleteOptions(opts), user: s.client, dryRun });
-      items.push(objectJson(rt, r.entry));
+      items.push(r.entry);
     } catch (err) {
       // Deletion is not atomic: objects that vanished meanwhile are skipped, like kube-apiserver does.
       if (!(err instanceof ClusterApiError && err.code === 404)) throw err;
     }
   }
-  sendJson(s.res, 200, `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{"resourceVersion":"${s.store.resourceVersion}"},"items":[${items.join(',')}]}`);
+  sendBytes(s.res, 200, listBody(rt, `"resourceVersion":"${s.store.resourceVersion}"`, items));
 }

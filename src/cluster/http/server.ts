@@ -11,7 +11,7 @@ import { ClusterApiError, badRequest, internalError } from '../common/errors.ts'
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, tooLargeError } from './http-io.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
-import { audit, authenticate, compose, faults, health, newContext, route, type RequestContext } from './pipeline.ts';
+import { audit, authenticate, compose, faults, health, newContext, route, type RequestContext, type RequestTarget } from './pipeline.ts';
 import { RESOURCES, type ResourceType } from '../registry/registry.ts';
 import {
   handleCreate,
@@ -117,7 +117,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         faults: faultRules,
       }),
   ]);
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => pipeline(newContext(req, res, requestUrl(req.url)));
+  const handle = (req: IncomingMessage, res: ServerResponse): Promise<void> | void => pipeline(newContext(req, res, requestTarget(req.url)));
 
   const serveAdmin = (ctx: RequestContext): Promise<void> | void => {
     ctx.auditLabel = { verb: ctx.auditLabel.verb, resource: 'admin' };
@@ -189,8 +189,14 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     onError(err);
     sendError(res, internalError(err instanceof Error ? err.message : String(err)));
   };
+  const fail = (res: ServerResponse, err: unknown): void => answerSafely(res, () => answerFailure(res, err), onError);
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
-    handle(req, res).catch((err: unknown) => answerSafely(res, () => answerFailure(res, err), onError));
+    // Most steps are synchronous (pipeline.ts): errors arrive thrown or as a rejected promise.
+    try {
+      handle(req, res)?.catch((err: unknown) => fail(res, err));
+    } catch (err) {
+      fail(res, err);
+    }
   };
   const timeouts = { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs) };
   const server: Server = opts.tls
@@ -240,8 +246,18 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   };
 }
 
-/** The request target as a URL; an unparsable one (`//[`, `http://[`) is the client's error, not ours. */
-function requestUrl(target: string | undefined): URL {
+/** An origin-form target whose path WHATWG URL parsing would leave as it is: no dot segments, escapes or `//` start. */
+const PLAIN_TARGET = /^(\/(?!\/)[A-Za-z0-9_~:@!$&'()*+,;=./-]*)(?:\?([\x21-\x22\x24-\x7e]*))?$/;
+const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
+
+/**
+ * The path and query of the request target. A plain target is split as it is (what URL would give, without the
+ * cost of building one per request); anything else goes through URL. An unparsable target (`//[`, `http://[`)
+ * is the client's error, not ours.
+ */
+export function requestTarget(target: string | undefined): RequestTarget {
+  const plain = target === undefined ? undefined : PLAIN_TARGET.exec(target);
+  if (plain && !DOT_SEGMENT.test(plain[1])) return { pathname: plain[1], searchParams: new URLSearchParams(plain[2] ?? '') };
   try {
     return new URL(target ?? '/', 'http://localhost');
   } catch {

@@ -8,7 +8,8 @@ import { includeObjectParam, storageResource, viewObject, type RequestScope } fr
 import { setLongTimeout, watchTimeoutMs } from '../common/long-timeout.ts';
 import { toTable } from '../registry/tables.ts';
 import { parseListQuery, type ListQuery } from './query-params.ts';
-import { watchLine, type FilteredEvent } from '../storage/watch-cache.ts';
+import type { FilteredEvent } from '../storage/watch-cache.ts';
+import { watchFrame, watchLine } from '../storage/stored-entry.ts';
 
 export interface WatchStreamOptions {
   /** Interval between BOOKMARK events for watches that allow them (kube-apiserver: ~60 s). */
@@ -122,7 +123,7 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   const table = s.negotiated.table;
   const includeObject = includeObjectParam(q);
   let tableHeaderSent = false;
-  const lineOf = (f: FilteredEvent): string => {
+  const lineOf = (f: FilteredEvent): string | Buffer => {
     if (table) {
       const t = toTable(rt, [viewObject(rt, f.entry)], { resourceVersion: String(f.entry.rv) }, includeObject, s.now()) as Record<string, unknown>;
       if (tableHeaderSent) delete t.columnDefinitions;
@@ -130,7 +131,7 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
       return watchLine(f.type, JSON.stringify(t));
     }
     if (rt.view) return watchLine(f.type, JSON.stringify(rt.view.fromStorage(f.entry.obj)));
-    return f.sharedLine ?? watchLine(f.type, f.entry.json);
+    return f.shared ? f.shared.frame() : watchFrame(f.type, f.entry);
   };
   const bookmarkLine = (initialEnd: boolean): string => {
     const annotations = initialEnd ? `,"annotations":{"${INITIAL_EVENTS_END}":"true"}` : '';
@@ -164,21 +165,11 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
     close();
     res.destroy();
   };
-  // Events committed in the same tick (a burst of pipelined writes) leave in one TLS record / syscall: the
-  // stream is corked on the first event of a tick and uncorked on the next tick, so every event is still
+  // Events committed in the same tick (a burst of pipelined writes) leave in one TLS record / syscall: Node's
+  // http corks the socket on the first write of a tick and uncorks it on the next, so every event is still
   // flushed without waiting for anything else.
-  let corked = false;
-  const uncork = (): void => {
-    corked = false;
-    res.uncork();
-  };
-  const write = (line: string): void => {
+  const write = (line: string | Buffer): void => {
     if (closed) return;
-    if (!corked) {
-      corked = true;
-      res.cork();
-      process.nextTick(uncork);
-    }
     res.write(line);
     const withinTotal = account();
     if (!withinTotal || res.writableLength > opts.maxBufferedBytes) drop();

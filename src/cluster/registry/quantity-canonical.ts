@@ -12,6 +12,7 @@ const BINARY_SUFFIX = ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei'];
 const DECIMAL_EXP: Record<string, number> = { n: -9, u: -6, m: -3, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
 const DECIMAL_SUFFIX: Record<number, string> = { [-9]: 'n', [-6]: 'u', [-3]: 'm', 0: '', 3: 'k', 6: 'M', 9: 'G', 12: 'T', 15: 'P', 18: 'E' };
 const NANO = 1_000_000_000n;
+const ALREADY_CANONICAL = /^[1-9]\d{0,2}(?:[KMGTPE]i|[kMGTPE])?$/;
 
 type Format = 'BinarySI' | 'DecimalSI' | 'DecimalExponent';
 
@@ -62,6 +63,9 @@ export function quantityNanos(s: unknown): bigint | undefined {
  * units, as pod resource lists are defaulted.
  */
 export function canonicalQuantity(s: string, scale: QuantityScale = 'nano'): string | undefined {
+  // 1 to 3 digits without a leading zero, with or without an SI suffix, is already canonical at either scale
+  // ("1Gi", "500Mi", "10"): the form nearly every object carries, answered without BigInt arithmetic.
+  if (ALREADY_CANONICAL.test(s)) return s;
   const d = decompose(s);
   if (!d) return undefined;
   let { nanos, format } = d;

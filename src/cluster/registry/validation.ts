@@ -165,10 +165,16 @@ export function validateAccessModes(modes: unknown, p: FieldPath, requiredDetail
 
 /** A quantity that must parse and be >= 0 (or > 0 with `positive`). */
 export function validateQuantity(v: unknown, p: FieldPath, positive: boolean): StatusCause[] {
-  if (!isQuantity(v)) {
+  // Parsed once: parseQuantity refuses exactly what isQuantity refuses.
+  let n: bigint | undefined;
+  try {
+    n = typeof v === 'string' ? parseQuantity(v) : undefined;
+  } catch {
+    n = undefined;
+  }
+  if (n === undefined) {
     return [invalid(p, v, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")];
   }
-  const n = parseQuantity(v);
   if (positive && n <= 0n) return [invalid(p, v, 'must be greater than zero')];
   if (n < 0n) return [invalid(p, v, 'must be greater than or equal to 0')];
   return [];

@@ -36,10 +36,18 @@ export function goPackage(modelName: string): string | undefined {
   return own(GO_TAGS, modelName)?.pkg;
 }
 
-/** The model a compact type refers to (`[]V1Container` -> V1Container), if any. */
+const modelRefs = new Map<string, string | undefined>();
+
+/** The model a compact type refers to (`[]V1Container` -> V1Container), if any. Types come from the generated
+ * schemas (a bounded set), so each is parsed once: this runs for every object value of every request body. */
 export function modelRef(type: string): string | undefined {
-  const base = type.replace(/^(\[\]|map\[\])+/, '');
-  return /^[A-Z]/.test(base) ? base : undefined;
+  let ref = modelRefs.get(type);
+  if (ref === undefined && !modelRefs.has(type)) {
+    const base = type.replace(/^(\[\]|map\[\])+/, '');
+    ref = /^[A-Z]/.test(base) ? base : undefined;
+    modelRefs.set(type, ref);
+  }
+  return ref;
 }
 
 const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -51,32 +59,61 @@ const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof
  */
 export function pruneUnknown(value: Record<string, unknown>, modelName: string, path = ''): string[] {
   const unknown: string[] = [];
-  pruneModel(value, modelName, path, unknown);
+  pruneModel(value, modelName, path ? [path] : [], unknown);
   return unknown;
 }
 
-function pruneModel(obj: Record<string, unknown>, modelName: string, path: string, out: string[]): void {
+/**
+ * The path of a field as the strict decoder prints it, from the segments leading to it: keys joined by dots,
+ * list indices as `[i]`. Built only for an unknown field: a body without any costs no path string.
+ */
+function pathText(segments: ReadonlyArray<string | number>, key: string): string {
+  let out = '';
+  for (const seg of segments) out = typeof seg === 'number' ? `${out}[${seg}]` : out ? `${out}.${seg}` : seg;
+  return out ? `${out}.${key}` : key;
+}
+
+function pruneModel(obj: Record<string, unknown>, modelName: string, path: Array<string | number>, out: string[]): void {
   const m = model(modelName);
   if (!m) return;
   for (const key of Object.keys(obj)) {
-    const here = path ? `${path}.${key}` : key;
     const f = fieldOf(m, key);
     if (!f) {
-      out.push(here);
+      out.push(pathText(path, key));
       delete obj[key];
       continue;
     }
-    pruneValue(obj[key], f[0], here, out);
+    // Only objects and arrays can hold unknown fields.
+    const v = obj[key];
+    if (v !== null && typeof v === 'object') {
+      path.push(key);
+      pruneValue(v, f[0], path, out);
+      path.pop();
+    }
   }
 }
 
-function pruneValue(v: unknown, type: string, path: string, out: string[]): void {
+function pruneValue(v: unknown, type: string, path: Array<string | number>, out: string[]): void {
   if (type.startsWith('[]')) {
-    if (Array.isArray(v)) v.forEach((item, i) => pruneValue(item, type.slice(2), `${path}[${i}]`, out));
+    if (Array.isArray(v)) {
+      const itemType = type.slice(2);
+      for (let i = 0; i < v.length; i++) {
+        path.push(i);
+        pruneValue(v[i], itemType, path, out);
+        path.pop();
+      }
+    }
     return;
   }
   if (type.startsWith('map[]')) {
-    if (isMap(v)) for (const [k, item] of Object.entries(v)) pruneValue(item, type.slice(5), `${path}.${k}`, out);
+    if (isMap(v)) {
+      const itemType = type.slice(5);
+      for (const k of Object.keys(v)) {
+        path.push(k);
+        pruneValue(v[k], itemType, path, out);
+        path.pop();
+      }
+    }
     return;
   }
   const ref = modelRef(type);

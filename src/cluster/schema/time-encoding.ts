@@ -42,10 +42,25 @@ const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof
 export function normalizeTimes(obj: Record<string, unknown>, modelName: string): void {
   const m = model(modelName);
   if (!m) return;
-  for (const [key, v] of Object.entries(obj)) {
+  for (const key of Object.keys(obj)) {
     const f = fieldOf(m, key);
-    if (f) obj[key] = normalizeValue(v, f[0]);
+    if (f && mayHoldTimes(f[0])) obj[key] = normalizeValue(obj[key], f[0]);
   }
+}
+
+/** Whether a value of this schema type can contain a time field (computed once per type; the schema is fixed). */
+const timesBelow = new Map<string, boolean>();
+function mayHoldTimes(type: string): boolean {
+  let known = timesBelow.get(type);
+  if (known !== undefined) return known;
+  // A cycle (JSONSchemaProps) counts as holding times while it is being looked at: never a wrong skip.
+  timesBelow.set(type, true);
+  const base = type.replace(/^(\[\]|map\[\])+/, '');
+  const ref = modelRef(base);
+  if (base === 'date-time' || base === 'date-time-micro') known = true;
+  else known = ref !== undefined && Object.values(model(ref)?.f ?? {}).some((f) => f !== undefined && mayHoldTimes(f[0]));
+  timesBelow.set(type, known);
+  return known;
 }
 
 function normalizeValue(v: unknown, type: string): unknown {

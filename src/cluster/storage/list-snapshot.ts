@@ -4,7 +4,6 @@
 // an RV the ring no longer reaches is a 410 Expired, exactly when etcd would have compacted it.
 import { posix } from 'node:path';
 import { badRequest, type ClusterApiError } from '../common/errors.ts';
-import { objectKey } from '../common/meta.ts';
 import type { ResourceTable } from './store.ts';
 import type { CompiledFilter } from './store-filter.ts';
 import type { StoredEntry } from './watch-cache.ts';
@@ -65,8 +64,7 @@ export function entriesAt(table: ResourceTable, rv: number): Array<[string, Stor
   // The first event after rv for each key tells its state at rv: absent (ADDED) or the event's previous version.
   const older = new Map<string, StoredEntry | undefined>();
   for (const ev of newer) {
-    const meta = ev.entry.obj.metadata;
-    const key = objectKey(meta.namespace, meta.name ?? '');
+    const key = ev.key;
     if (older.has(key)) continue;
     if (ev.type !== 'ADDED' && !ev.prev) return undefined;
     older.set(key, ev.type === 'ADDED' ? undefined : ev.prev);

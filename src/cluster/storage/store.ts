@@ -1,7 +1,8 @@
 // The bottom of the embedded cluster: per-resource tables under ONE global resourceVersion counter, the commit
 // (persist, then publish to the table and its bounded watch cache), reads, watches and compaction. It knows
 // nothing about kinds beyond their plural, scope and field selectors: the write rules (writes/) sit above it.
-// Stored objects are immutable once committed; readers get copies, the HTTP layer reuses each version's JSON.
+// Stored objects are immutable once committed and serialised once (stored-entry.ts); in-process readers get
+// copies, the HTTP layer sends each version's JSON text. A superseded version keeps only its text in the history.
 import type { KubeObject, WatchEvent } from '../../types/k8s.ts';
 import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from '../common/errors.ts';
 import { objectKey } from '../common/meta.ts';
@@ -232,7 +233,7 @@ export class Storage<K extends StoredKind = StoredKind> {
     const fromRv = parseResourceVersion(resourceVersion);
     const watcher: Watcher = { namespace: filter.namespace, matches: filter.matches, afterRv: this.#rv, deliver };
     if (fromRv === 0) {
-      for (const e of this.listEntries(resource, filter).entries) deliver({ type: 'ADDED', entry: e, sharedLine: undefined }, undefined);
+      for (const e of this.listEntries(resource, filter).entries) deliver({ type: 'ADDED', entry: e, shared: undefined }, undefined);
     } else {
       // A resourceVersion this store never issued (e.g. a client that outlived an in-memory cluster): kube's
       // cacher waits up to 3 s for it, then fails the watch; here nothing can arrive meanwhile, so fail now.
@@ -246,7 +247,7 @@ export class Storage<K extends StoredKind = StoredKind> {
       if (!events) throw expired(`too old resource version: ${fromRv} (${t.ring.compactedRv})`);
       for (const ev of events) {
         const f = filterEvent(ev, filter.namespace, filter.matches);
-        if (f) deliver(sharedIfUnchanged(f, ev), ev);
+        if (f) deliver(f, ev);
       }
     }
     t.watchers.add(watcher);
@@ -296,11 +297,12 @@ export class Storage<K extends StoredKind = StoredKind> {
     // Serialized before anything changes: an object that cannot be serialized (or is over the limits) leaves
     // neither store touched, instead of being stored and then failing every LIST.
     // A deletion stores nothing new, so an object stored under older (larger) limits can always be deleted.
-    const entry = new StoredEntry(obj, rv, type === 'DELETED' ? JSON.stringify(obj) : serializeForCommit(obj, this.limits));
+    const json = type === 'DELETED' ? JSON.stringify(obj) : serializeForCommit(obj, this.limits);
+    const entry = new StoredEntry(obj, rv, json);
     if (this.#backend) {
       try {
         if (type === 'DELETED') this.#backend.remove(table.rt.resource, key, rv);
-        else this.#backend.put(table.rt.resource, key, rv, entry.json);
+        else this.#backend.put(table.rt.resource, key, rv, json);
       } catch (err) {
         throw new ClusterApiError({
           kind: 'Status',
@@ -322,9 +324,12 @@ export class Storage<K extends StoredKind = StoredKind> {
       table.items.set(key, entry);
     }
     // DELETED keeps the state before deletion too: list snapshots rebuild older states from it.
-    const ev = new StoreEvent(type, entry, type === 'ADDED' ? undefined : prev);
+    const ev = new StoreEvent(type, key, obj.metadata.namespace, entry, type === 'ADDED' ? undefined : prev);
     table.ring.push(ev);
     this.#dispatch(table, ev);
+    // Versions that are no longer current keep only their JSON in the history (parsed again if ever asked for).
+    prev?.release();
+    if (type === 'DELETED') entry.release();
     return entry;
   }
 
@@ -335,26 +340,31 @@ export class Storage<K extends StoredKind = StoredKind> {
     this.#dispatching = true;
     try {
       for (let item = this.#pending.shift(); item; item = this.#pending.shift()) {
+        const ev = item.ev;
+        // What every watcher without a namespace or selector receives: one object for all of them.
+        let unfiltered: FilteredEvent | undefined;
         for (const w of item.table.watchers) {
-          if (item.ev.rv <= w.afterRv) continue;
-          const f = filterEvent(item.ev, w.namespace, w.matches);
-          if (!f) continue;
+          if (ev.rv <= w.afterRv) continue;
+          let f: FilteredEvent | undefined;
+          if (w.namespace === undefined && !w.matches) f = unfiltered ??= { type: ev.type, entry: ev.entry, shared: ev };
+          else {
+            f = filterEvent(ev, w.namespace, w.matches);
+            if (!f) continue;
+            // Delivered unchanged: every watcher sends the same frame, serialised once.
+            if (f.type === ev.type && f.entry === ev.entry) f.shared = ev;
+          }
           try {
-            w.deliver(sharedIfUnchanged(f, item.ev), item.ev);
+            w.deliver(f, ev);
           } catch (err) {
             this.#onWatcherError(err);
           }
         }
+        ev.dropFrame();
       }
     } finally {
       this.#dispatching = false;
     }
   }
-}
-
-function sharedIfUnchanged(f: FilteredEvent, ev: StoreEvent): FilteredEvent {
-  if (f.type === ev.type && f.entry === ev.entry) f.sharedLine = ev.line;
-  return f;
 }
 
 function lowerBound(keys: string[], target: string): number {

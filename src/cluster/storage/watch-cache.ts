@@ -1,58 +1,55 @@
 // The per-resource watch cache: a bounded ring buffer of committed events used to replay a watch from a
 // resourceVersion, plus the event-to-watcher filtering rules of kube-apiserver's cacher (selector transitions
-// turn into ADDED/DELETED). Each event's JSON line is built once and shared by every watcher.
+// turn into ADDED/DELETED). Events reference the committed entries (stored-entry.ts): no copies are kept.
 import type { KubeObject } from '../../types/k8s.ts';
+import { StoredEntry, watchFrame } from './stored-entry.ts';
 
-/** One committed version of an object. Its `obj` is never mutated after commit; `json` is computed once. */
-export class StoredEntry {
-  readonly obj: KubeObject;
-  readonly rv: number;
-  #json: string | undefined;
-  constructor(obj: KubeObject, rv: number, json?: string) {
-    this.obj = obj;
-    this.rv = rv;
-    this.#json = json;
-  }
-  get json(): string {
-    if (this.#json === undefined) this.#json = JSON.stringify(this.obj);
-    return this.#json;
-  }
-}
+export { StoredEntry } from './stored-entry.ts';
 
 export type StoreEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
-/** A committed write as the watch machinery sees it. */
+/**
+ * A committed write as the watch machinery sees it. It holds the entries (their serialised JSON), never a copy:
+ * the frame sent to watchers is built at dispatch and shared by all of them, not kept in the history.
+ */
 export class StoreEvent {
   readonly type: StoreEventType;
   readonly rv: number;
+  /** The object's storage key (`namespace/name` or `name`). */
+  readonly key: string;
+  /** The object's namespace (undefined for cluster-scoped objects): it never changes for an object. */
+  readonly namespace: string | undefined;
   /** The new state (ADDED/MODIFIED) or the last state with the deletion resourceVersion (DELETED). */
   readonly entry: StoredEntry;
   /** The state before a MODIFIED or DELETED write, for selector transitions and list snapshots. */
   readonly prev: StoredEntry | undefined;
-  #line: string | undefined;
-  constructor(type: StoreEventType, entry: StoredEntry, prev?: StoredEntry) {
+  #frame: Buffer | undefined;
+  constructor(type: StoreEventType, key: string, namespace: string | undefined, entry: StoredEntry, prev?: StoredEntry) {
     this.type = type;
     this.rv = entry.rv;
+    this.key = key;
+    this.namespace = namespace;
     this.entry = entry;
     this.prev = prev;
   }
-  /** The newline-terminated watch frame, serialized once for all watchers. */
-  get line(): string {
-    if (this.#line === undefined) this.#line = watchLine(this.type, this.entry.json);
-    return this.#line;
-  }
-}
 
-export function watchLine(type: string, objectJson: string): string {
-  return `{"type":"${type}","object":${objectJson}}\n`;
+  /** The watch frame of this event, built on first use and shared until dropFrame(). */
+  frame(): Buffer {
+    return (this.#frame ??= watchFrame(this.type, this.entry));
+  }
+
+  /** Forgets the frame once every live watcher has it: the history keeps entries, not frames. */
+  dropFrame(): void {
+    this.#frame = undefined;
+  }
 }
 
 /** What a watcher receives: an event type and the object version to send (may differ from the stored event). */
 export interface FilteredEvent {
   type: StoreEventType;
   entry: StoredEntry;
-  /** The shared frame when the event is delivered unchanged; undefined after a selector transition. */
-  sharedLine: string | undefined;
+  /** The live event whose frame every watcher shares, when delivered unchanged; undefined after a selector transition or in a replay. */
+  shared: StoreEvent | undefined;
 }
 
 export type ObjectFilter = (obj: KubeObject) => boolean;
@@ -63,16 +60,16 @@ export type ObjectFilter = (obj: KubeObject) => boolean;
  * `namespace` is checked separately because it never changes for an object.
  */
 export function filterEvent(ev: StoreEvent, namespace: string | undefined, matches: ObjectFilter | undefined): FilteredEvent | undefined {
-  if (namespace !== undefined && ev.entry.obj.metadata.namespace !== namespace) return undefined;
-  if (!matches) return { type: ev.type, entry: ev.entry, sharedLine: undefined };
+  if (namespace !== undefined && ev.namespace !== namespace) return undefined;
+  if (!matches) return { type: ev.type, entry: ev.entry, shared: undefined };
   const cur = matches(ev.entry.obj);
-  if (ev.type !== 'MODIFIED' || !ev.prev) return cur ? { type: ev.type, entry: ev.entry, sharedLine: undefined } : undefined;
+  if (ev.type !== 'MODIFIED' || !ev.prev) return cur ? { type: ev.type, entry: ev.entry, shared: undefined } : undefined;
   const prev = matches(ev.prev.obj);
-  if (cur && prev) return { type: 'MODIFIED', entry: ev.entry, sharedLine: undefined };
-  if (cur) return { type: 'ADDED', entry: ev.entry, sharedLine: undefined };
+  if (cur && prev) return { type: 'MODIFIED', entry: ev.entry, shared: undefined };
+  if (cur) return { type: 'ADDED', entry: ev.entry, shared: undefined };
   if (!prev) return undefined;
   const gone: KubeObject = { ...ev.prev.obj, metadata: { ...ev.prev.obj.metadata, resourceVersion: String(ev.rv) } };
-  return { type: 'DELETED', entry: new StoredEntry(gone, ev.rv), sharedLine: undefined };
+  return { type: 'DELETED', entry: new StoredEntry(gone, ev.rv), shared: undefined };
 }
 
 /** The bounded history of one resource. Events with rv > compactedRv are all retained. */

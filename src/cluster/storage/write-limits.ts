@@ -28,7 +28,8 @@ export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
   } catch (err) {
     throw limitError(err, limits);
   }
-  if (json.length > limits.maxObjectBytes || Buffer.byteLength(json) > limits.maxObjectBytes) {
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: only a long string needs its bytes counted.
+  if (json.length > limits.maxObjectBytes || (json.length * 3 > limits.maxObjectBytes && Buffer.byteLength(json) > limits.maxObjectBytes)) {
     throw requestEntityTooLarge(`the object is ${Buffer.byteLength(json)} bytes, the limit is ${limits.maxObjectBytes}`);
   }
   return json;

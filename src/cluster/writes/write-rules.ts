@@ -199,7 +199,9 @@ export class WriteRules {
     const rt = table.rt;
     const existing = table.items.get(objectKey(rt.namespaced ? namespace : undefined, name));
     if (!existing) throw notFound(rt, name);
-    const stored = JSON.parse(existing.json) as KubeObject;
+    // JSON and merge patches copy the document before changing it, so they read the committed object itself; the
+    // strategic merge patch shares parts of its input with its result, so it gets a copy of its own.
+    const stored = type === 'strategic' ? (JSON.parse(existing.json) as KubeObject) : existing.obj;
     const base = opts.view ? opts.view.fromStorage(stored) : stored;
     let patched: unknown;
     try {
