@@ -4,6 +4,7 @@
 // `ready` once the caches are synced, then `stats` (RSS, CPU, event recorder counters) on request.
 // Configuration comes as JSON in $BENCH_CONTROLLER (see ControllerProcessConfig).
 import { hostname } from 'node:os';
+import { writeHeapSnapshot } from 'node:v8';
 import { ProvisionController, type ProvisionControllerOptions } from '../src/index.ts';
 import type { Provisioner, ProvisionOptions, ProvisionResult } from '../src/controller/provisioner.ts';
 import { KubeClient } from '../src/runtime/client.ts';
@@ -25,13 +26,16 @@ export interface ControllerProcessConfig {
 }
 
 /** Messages from the parent. */
-export type ParentMessage = { type: 'stats'; gc?: boolean } | { type: 'flush' } | { type: 'stop' };
+export type ParentMessage = { type: 'stats'; gc?: boolean } | { type: 'flush' } | { type: 'snapshot'; path: string } | { type: 'stop' };
 
 /** Messages to the parent. */
 export type ChildMessage =
   | { type: 'ready'; startupMs: number }
   | { type: 'flushed' }
-  | { type: 'stats'; rssBytes: number; heapUsedBytes: number; retainedHeapBytes?: number; cpuUserMs: number; cpuSystemMs: number; events: EventRecorderStats; provisionCalls: number }
+  | { type: 'snapshot'; path: string }
+  /** `maxRssBytes`: the process's peak RSS so far (getrusage ru_maxrss), not a sample. */
+  /** `maxHeapUsedBytes`: the largest heapUsed sampled every 50 ms since start. */
+  | { type: 'stats'; rssBytes: number; maxRssBytes: number; heapUsedBytes: number; maxHeapUsedBytes: number; retainedHeapBytes?: number; cpuUserMs: number; cpuSystemMs: number; events: EventRecorderStats; provisionCalls: number }
   | { type: 'stopped' }
   | { type: 'error'; message: string };
 
@@ -78,6 +82,9 @@ async function main(): Promise<void> {
     events,
     logger: silentLogger,
   });
+  let maxHeapUsed = 0;
+  const sampler = setInterval(() => (maxHeapUsed = Math.max(maxHeapUsed, process.memoryUsage().heapUsed)), 50);
+  sampler.unref();
   const running = controller.run();
   running.catch((err: unknown) => send({ type: 'error', message: String(err) }));
   while (!controller.hasSynced()) await new Promise((r) => setTimeout(r, 10));
@@ -88,6 +95,8 @@ async function main(): Promise<void> {
       if (msg.type === 'flush') {
         await events.flush();
         send({ type: 'flushed' });
+      } else if (msg.type === 'snapshot') {
+        send({ type: 'snapshot', path: writeHeapSnapshot(msg.path) });
       } else if (msg.type === 'stats') {
         const cpu = process.cpuUsage();
         const mem = process.memoryUsage();
@@ -98,7 +107,9 @@ async function main(): Promise<void> {
         send({
           type: 'stats',
           rssBytes: mem.rss,
+          maxRssBytes: process.resourceUsage().maxRSS * 1024,
           heapUsedBytes: mem.heapUsed,
+          maxHeapUsedBytes: Math.max(maxHeapUsed, mem.heapUsed),
           ...(retainedHeapBytes !== undefined ? { retainedHeapBytes } : {}),
           cpuUserMs: cpu.user / 1000,
           cpuSystemMs: cpu.system / 1000,
@@ -106,6 +117,7 @@ async function main(): Promise<void> {
           provisionCalls: provisioner.provisionCalls,
         });
       } else if (msg.type === 'stop') {
+        clearInterval(sampler);
         await controller.stop();
         await events.stop();
         client.close();

@@ -31,6 +31,8 @@ export interface RunConfig {
   timeoutMs: number;
   /** Extra node flags for the controller process (e.g. --cpu-prof). */
   childNodeArgs: string[];
+  /** Write a heap snapshot of the controller here when every claim is Bound (the end of the burst). */
+  heapSnapshotPath?: string;
 }
 
 /** Requests of the controller's client, by `verb resource` (status codes summed). */
@@ -53,7 +55,16 @@ export interface RunResult {
   /** Controller requests during the idle period, by `verb resource`. */
   idle: RequestCounts;
   ctrlCpuMs: number;
+  /** RSS at the end of the idle period. */
   ctrlRssMB: number;
+  /**
+   * Peak RSS of the controller process over the run (getrusage maxrss, read at the end; read when every claim was
+   * Bound instead when a heap snapshot is taken, because writing the snapshot inflates RSS).
+   */
+  ctrlPeakRssMB: number;
+  /** Largest heapUsed sampled every 50 ms during the run, and heapUsed when every claim was Bound. */
+  ctrlPeakHeapMB: number;
+  ctrlHeapAtBoundMB: number;
   /** RSS when the controller was ready (caches synced, no claims yet). */
   ctrlRssReadyMB: number;
   /** Heap retained after a full GC at the end (caches and bookkeeping). */
@@ -247,6 +258,7 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
     await within(done, cfg.timeoutMs);
     const tBound = performance.now();
     const cpuAtBound = await child.request('stats', { type: 'stats' });
+    if (cfg.heapSnapshotPath) await child.request('snapshot', { type: 'snapshot', path: cfg.heapSnapshotPath });
     const clusterCpu = process.cpuUsage(clusterCpu0);
 
     // Events are written asynchronously: let them drain so they are counted in the load phase, not as idle.
@@ -290,6 +302,9 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
       idle: diff(idleEnd.counts, after.counts),
       ctrlCpuMs: cpuAtBound.cpuUserMs + cpuAtBound.cpuSystemMs - cpuBefore.cpuUserMs - cpuBefore.cpuSystemMs,
       ctrlRssMB: final.rssBytes / 2 ** 20,
+      ctrlPeakRssMB: (cfg.heapSnapshotPath ? cpuAtBound.maxRssBytes : final.maxRssBytes) / 2 ** 20,
+      ctrlPeakHeapMB: (cfg.heapSnapshotPath ? cpuAtBound.maxHeapUsedBytes : final.maxHeapUsedBytes) / 2 ** 20,
+      ctrlHeapAtBoundMB: cpuAtBound.heapUsedBytes / 2 ** 20,
       ctrlRssReadyMB: cpuBefore.rssBytes / 2 ** 20,
       ctrlHeapMB: (final.retainedHeapBytes ?? final.heapUsedBytes) / 2 ** 20,
       clusterCpuMs: (clusterCpu.user + clusterCpu.system) / 1000,
