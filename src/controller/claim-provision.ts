@@ -68,7 +68,7 @@ export async function provisionClaim(a: ClaimAttempt): Promise<ProvisionOutcome>
     s.claimRecords.set(uid, 'inProgress', undefined);
     return { next: countFailure(a, outcome.error.message, 'final', false), succeeded: false };
   }
-  if (outcome.kind === 'saved') s.savedVolumes.record(pvName, outcome.volume);
+  if (outcome.kind === 'saved') s.savedVolumes.record(pvName, outcome.volume, t.volumes.get(pvName));
   s.metrics.provisionTotal.inc(labels);
   s.metrics.provisionDuration.observe(labels, (s.clock.now() - started) / 1000);
   s.claimRecords.set(uid, 'inProgress', undefined);
@@ -136,7 +136,7 @@ async function provisionFailed(a: ClaimAttempt, err: unknown): Promise<Next> {
     else if (a.claimDeleted || selectedNodeName(claim) === undefined) state = 'Finished';
     else {
       try {
-        s.writtenClaims.record(uid, await removeSelectedNode(s, claim, t.signal));
+        s.writtenClaims.record(uid, await removeSelectedNode(s, claim, t.signal), t.claims.getByUid(uid));
         log.info({ err: message, node: d.selectedNodeName }, 'volume rescheduled');
         s.claimRecords.set(uid, 'failures', undefined);
         return done;
