@@ -3,15 +3,16 @@
 // in-memory provisioner (a hostPath PV returned at once, no I/O) and answers the parent over IPC:
 // `ready` once the caches are synced, then `stats` (RSS, CPU, event recorder counters) on request.
 // Configuration comes as JSON in $BENCH_CONTROLLER (see ControllerProcessConfig).
+// It imports the library by its package name: the sources under tsx with the kube-provisioner:source condition,
+// or, with bench:controller --child dist, the compiled dist/ from a plain-node copy of this file (what a
+// deployment runs; tsx alone adds about 50 MB of RSS).
 import { hostname } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { writeHeapSnapshot } from 'node:v8';
-import { ProvisionController, type ProvisionControllerOptions } from '../src/index.ts';
-import type { Provisioner, ProvisionOptions, ProvisionResult } from '../src/controller/provisioner.ts';
-import { KubeClient } from '../src/runtime/client.ts';
-import { EventRecorder, type EventRecorderStats } from '../src/runtime/event-recorder.ts';
-import { loadKubeConfig } from '../src/runtime/kubeconfig.ts';
-import { silentLogger } from '../src/runtime/logger.ts';
-import type { PersistentVolume } from '../src/types/k8s.ts';
+import { KubeClient, loadKubeConfig, ProvisionController, silentLogger } from 'kube-provisioner';
+import type { PersistentVolume, ProvisionControllerOptions, Provisioner, ProvisionOptions, ProvisionResult } from 'kube-provisioner';
+import { EventRecorder, type EventRecorderStats } from 'kube-provisioner/runtime';
 
 /** What the parent passes in $BENCH_CONTROLLER. */
 export interface ControllerProcessConfig {
@@ -60,6 +61,18 @@ export class InstantProvisioner implements Provisioner {
   async delete(): Promise<void> {}
 }
 
+/** Starts V8's sampling heap profiler with collected objects included; the returned function stops it. */
+async function startAllocationProfile(): Promise<() => Promise<unknown>> {
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  return async () => {
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    session.disconnect();
+    return profile;
+  };
+}
+
 function send(msg: ChildMessage): void {
   process.send?.(msg);
 }
@@ -88,12 +101,16 @@ async function main(): Promise<void> {
   const running = controller.run();
   running.catch((err: unknown) => send({ type: 'error', message: String(err) }));
   while (!controller.hasSynced()) await new Promise((r) => setTimeout(r, 10));
+  // BENCH_ALLOC_PROFILE=FILE: a sampling heap profile of every allocation from ready to the flush after the burst,
+  // collected objects included (what the burst allocates, not what it keeps), for speedscope or DevTools.
+  const allocProfile = process.env.BENCH_ALLOC_PROFILE ? await startAllocationProfile() : undefined;
   send({ type: 'ready', startupMs: performance.now() - started });
 
   process.on('message', (msg: ParentMessage) => {
     void (async () => {
       if (msg.type === 'flush') {
         await events.flush();
+        if (allocProfile) writeFileSync(process.env.BENCH_ALLOC_PROFILE!, JSON.stringify(await allocProfile()));
         send({ type: 'flushed' });
       } else if (msg.type === 'snapshot') {
         send({ type: 'snapshot', path: writeHeapSnapshot(msg.path) });
