@@ -84,10 +84,21 @@ function parseStructs(text: string, pkg: string, into: Map<string, GoStruct[]>):
   }
 }
 
-const PREFIX_PACKAGES: Record<string, string> = { CoreV1: 'io.k8s.api.core.v1', EventsV1: 'io.k8s.api.events.v1', RbacV1: 'io.k8s.api.rbac.v1' };
+const PREFIX_PACKAGES: Record<string, string> = {
+  CoreV1: 'io.k8s.api.core.v1', EventsV1: 'io.k8s.api.events.v1', RbacV1: 'io.k8s.api.rbac.v1', StorageV1: 'io.k8s.api.storage.v1',
+};
 
-/** The text of go-tags.generated.ts for the models the client-node walk produced. */
-export function renderGoTags(dir: string, source: string, walked: { roots: Record<string, string>; models: Record<string, GeneratedModel> }): string {
+/**
+ * The text of go-tags.generated.ts for the models the client-node walk produced. A model name is matched to the Go
+ * struct of its name without the client-node prefix (V1, V1beta1, CoreV1...); when several packages define it,
+ * the prefix's package wins, then the package of the served kind that reached the model (storage.k8s.io/v1's
+ * CSIDriver over v1beta1's), then meta/v1, then core/v1. Models of a kind's own schema (no Go struct) are skipped.
+ */
+export function renderGoTags(
+  dir: string,
+  source: string,
+  walked: { roots: Record<string, string>; models: Record<string, GeneratedModel>; packages: Record<string, string> },
+): string {
   const structs = new Map<string, GoStruct[]>();
   for (const repo of ['api', 'apimachinery'] as const) {
     const root = join(dir, repo);
@@ -96,13 +107,17 @@ export function renderGoTags(dir: string, source: string, walked: { roots: Recor
   const out: Record<string, GoStruct> = {};
   const missing: string[] = [];
   for (const model of Object.keys(walked.models).sort()) {
-    const m = /^(CoreV1|EventsV1|RbacV1|V1)(\w+)$/.exec(model);
+    if (walked.models[model].n !== undefined) continue;
+    const m = /^(CoreV1|EventsV1|RbacV1|StorageV1|V\d+(?:(?:alpha|beta)\d+)?)([A-Z]\w*)$/.exec(model);
     const candidates = m ? (structs.get(m[2]) ?? []) : [];
     const wanted = m ? PREFIX_PACKAGES[m[1]] : undefined;
+    const version = m ? m[1].replace(/^[A-Za-z]*V/, 'v') : '';
     const pick =
       candidates.find((c) => c.pkg === wanted) ??
+      candidates.find((c) => c.pkg === walked.packages[model]) ??
       candidates.find((c) => c.pkg === 'io.k8s.apimachinery.pkg.apis.meta.v1') ??
       candidates.find((c) => c.pkg === 'io.k8s.api.core.v1') ??
+      candidates.find((c) => c.pkg.endsWith(`.${version}`)) ??
       candidates[0];
     if (!pick) {
       missing.push(model);

@@ -12,6 +12,8 @@ export const ANN_DYNAMICALLY_PROVISIONED = 'pv.kubernetes.io/provisioned-by';
 export const ANN_MIGRATED_TO = 'pv.kubernetes.io/migrated-to';
 /** The legacy class annotation (before spec.storageClassName). */
 export const ANN_BETA_STORAGE_CLASS = 'volume.beta.kubernetes.io/storage-class';
+/** The CSI driver an external resizer must be to expand a claim (kube-controller-manager sets it). */
+export const ANN_STORAGE_RESIZER = 'volume.kubernetes.io/storage-resizer';
 /** Set by the PV controller on a claim once binding completed. */
 export const ANN_BIND_COMPLETED = 'pv.kubernetes.io/bind-completed';
 /** Set by the PV controller on objects it bound (rather than the user). */
@@ -29,6 +31,11 @@ export const FINALIZER_PVC_PROTECTION = 'kubernetes.io/pvc-protection';
 export const FINALIZER_PV_PROTECTION = 'kubernetes.io/pv-protection';
 /** Added by external provisioners to PVs they must delete (HonorPVReclaimPolicy, KEP-2644). */
 export const FINALIZER_EXTERNAL_PROVISIONER = 'external-provisioner.volume.kubernetes.io/finalizer';
+
+/** metav1.FinalizerOrphanDependents: the garbage collector orphans the object's dependents before it goes. */
+export const FINALIZER_ORPHAN_DEPENDENTS = 'orphan';
+/** metav1.FinalizerDeleteDependents: the garbage collector deletes the blocking dependents before the object goes. */
+export const FINALIZER_DELETE_DEPENDENTS = 'foregroundDeletion';
 
 /** The node label PVs use in node affinity. */
 export const LABEL_HOSTNAME = 'kubernetes.io/hostname';

@@ -1,15 +1,17 @@
 // The cluster controllers' shared informer: one store watch per resource feeding in-memory maps and the
 // indexes the controllers query (PVs by claimRef and by class, pods by claim, pending claims by class, the
-// default class, nodes by name order), then fanning each change out to the controllers, which only enqueue
-// keys. Store watches deliver synchronously after each commit, so the cache is current whenever a controller's
-// worker runs. Every read is counted through an optional counter: the flat-cost test checks that the objects
-// examined per claim do not grow with the number of claims and volumes.
+// default class, nodes by name order, CSIStorageCapacities by class), then fanning each change out to the
+// controllers, which only enqueue keys. Store watches deliver synchronously after each commit, so the cache is
+// current whenever a controller's worker runs. Every read is counted through an optional counter: the flat-cost
+// test checks that the objects examined per claim do not grow with the number of claims and volumes.
 import type { KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, WatchEvent } from '../../types/k8s.ts';
+import type { CSIDriver, CSIStorageCapacity } from '../../types/storage-objects.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
 import { VolumeIndex } from './volume-index.ts';
 import { claimClass, claimHasNoClass, claimKey, pickDefaultClass } from './volume-match.ts';
 
-export type CachedResource = 'persistentvolumeclaims' | 'persistentvolumes' | 'storageclasses' | 'pods' | 'nodes';
+export type CachedResource =
+  | 'persistentvolumeclaims' | 'persistentvolumes' | 'storageclasses' | 'pods' | 'nodes' | 'csidrivers' | 'csistoragecapacities';
 
 /** Counts the cached objects the controllers look at (each object a read returns or an iteration yields). */
 export interface CacheReadCounter {
@@ -87,6 +89,10 @@ export class ClusterCache {
   readonly #classes = new Map<string, StorageClass>();
   readonly #pods = new Map<string, Pod>();
   readonly #nodes = new Map<string, Node>();
+  readonly #csiDrivers = new Map<string, CSIDriver>();
+  /** CSIStorageCapacity objects by storageClassName, each by namespace/name: the scheduler reads one class's. */
+  readonly #capacitiesByClass = new Map<string, Map<string, CSIStorageCapacity>>();
+  readonly #capacityClass = new Map<string, string>();
   readonly #podsByClaim = new Map<string, Set<string>>();
   /** Claims not Bound, by the class they name (NO_CLASS: none): what a class change re-queues. */
   readonly #pendingByClass = new Map<string, Set<string>>();
@@ -101,6 +107,7 @@ export class ClusterCache {
   readonly classes: CachedMap<StorageClass>;
   readonly pods: CachedMap<Pod>;
   readonly nodes: CachedMap<Node>;
+  readonly csiDrivers: CachedMap<CSIDriver>;
 
   constructor(opts: { counter?: CacheReadCounter } = {}) {
     const counter = (this.#counter = opts.counter);
@@ -110,6 +117,7 @@ export class ClusterCache {
     this.classes = new CountedMap(this.#classes, count('storageclasses'));
     this.pods = new CountedMap(this.#pods, count('pods'));
     this.nodes = new CountedMap(this.#nodes, count('nodes'));
+    this.csiDrivers = new CountedMap(this.#csiDrivers, count('csidrivers'));
   }
 
   /** Registers a listener; call before start() to also see the initial ADDED events. */
@@ -119,7 +127,9 @@ export class ClusterCache {
 
   /** Watches the store (current objects first, as ADDED). */
   start(store: ClusterStore): void {
-    const resources: CachedResource[] = ['storageclasses', 'nodes', 'persistentvolumes', 'persistentvolumeclaims', 'pods'];
+    const resources: CachedResource[] = [
+      'storageclasses', 'csidrivers', 'csistoragecapacities', 'nodes', 'persistentvolumes', 'persistentvolumeclaims', 'pods',
+    ];
     for (const resource of resources) {
       this.#unsubscribe.push(store.watch(resource, {}, (ev) => this.#apply(resource, ev)));
     }
@@ -151,6 +161,13 @@ export class ClusterCache {
     const keys = [...(this.#pendingByClass.get(className) ?? []), ...(this.#pendingByClass.get(NO_CLASS) ?? [])];
     this.#counter?.examined('persistentvolumeclaims', keys.length);
     return keys;
+  }
+
+  /** The CSIStorageCapacity objects of one storage class (none: an empty iterable). */
+  capacitiesFor(className: string): Iterable<CSIStorageCapacity> {
+    const bucket = this.#capacitiesByClass.get(className);
+    this.#counter?.examined('csistoragecapacities', bucket?.size ?? 0);
+    return bucket?.values() ?? [];
   }
 
   /** The default StorageClass (kept current on class changes: not a scan per claim). */
@@ -201,6 +218,14 @@ export class ClusterCache {
         else this.#nodes.set(name, obj as Node);
         this.#nodeOrder = [...this.#nodes.values()].sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1));
         break;
+      case 'csidrivers':
+        old = this.#csiDrivers.get(name);
+        if (deleted) this.#csiDrivers.delete(name);
+        else this.#csiDrivers.set(name, obj as CSIDriver);
+        break;
+      case 'csistoragecapacities':
+        old = this.#indexCapacity(key, deleted ? undefined : (obj as CSIStorageCapacity));
+        break;
       case 'pods': {
         const previous = this.#pods.get(key);
         old = previous;
@@ -222,6 +247,26 @@ export class ClusterCache {
     const cls = claimHasNoClass(claim) ? NO_CLASS : claimClass(claim);
     if (cls === '') return; // an explicit "": no class change concerns it
     addOrRemove(this.#pendingByClass, cls, key, add);
+  }
+
+  /** Moves a capacity into the bucket of its class (or out of the index); returns the object it replaced. */
+  #indexCapacity(key: string, capacity: CSIStorageCapacity | undefined): KubeObject | undefined {
+    const previousClass = this.#capacityClass.get(key);
+    const bucket = previousClass === undefined ? undefined : this.#capacitiesByClass.get(previousClass);
+    const old = bucket?.get(key);
+    if (bucket) {
+      bucket.delete(key);
+      if (bucket.size === 0) this.#capacitiesByClass.delete(previousClass!);
+    }
+    this.#capacityClass.delete(key);
+    if (capacity) {
+      const className = capacity.storageClassName ?? '';
+      let next = this.#capacitiesByClass.get(className);
+      if (!next) this.#capacitiesByClass.set(className, (next = new Map()));
+      next.set(key, capacity);
+      this.#capacityClass.set(key, className);
+    }
+    return old;
   }
 
   #indexPod(pod: Pod, podKey: string, add: boolean): void {

@@ -58,6 +58,8 @@ export class SchedulerStandIn extends QueueController {
         }
         case 'nodes':
         case 'storageclasses':
+        case 'csidrivers':
+        case 'csistoragecapacities':
           for (const key of this.#unscheduled) this.queue.add(key);
           break;
       }
@@ -90,7 +92,12 @@ export class SchedulerStandIn extends QueueController {
       if (!claim) return 'done';
       claims.push(claim);
     }
-    const world = { getVolume: (n: string) => cache.volumes.get(n), getClass: (n: string) => cache.classes.get(n) };
+    const world = {
+      getVolume: (n: string) => cache.volumes.get(n),
+      getClass: (n: string) => cache.classes.get(n),
+      getDriver: (n: string) => cache.csiDrivers.get(n),
+      capacitiesFor: (n: string) => cache.capacitiesFor(n),
+    };
     const fits = (node: Node) => nodeIsSchedulable(node) && podFitsNode(pod, node) &&
       claims.every((c) => claimBlocksNode(c, claimClass(c), node, world) === undefined);
     const nodes = cache.nodesByName();

@@ -2,10 +2,14 @@
 // admission plugin (a Bound claim's storage request may grow only when its class sets allowVolumeExpansion) and
 // the expand controller's ExternalExpanding event for volumes no in-tree plugin expands (all of ours). The event
 // is emitted once per requested size, where the real controller repeats it per sync and the correlator counts.
-import type { KubeObject, PersistentVolumeClaim } from '../../types/k8s.ts';
+// For an in-tree volume whose plugin is migrated to CSI (GA in 1.32), the expand controller also names the CSI
+// driver in `volume.kubernetes.io/storage-resizer`, the only case it sets that annotation: external-resizer finds
+// a native CSI volume's claims by the PV's spec.csi.driver.
+import type { KubeObject, PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
+import { ANN_STORAGE_RESIZER } from '../../types/annotations.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
 import { forbidden } from '../common/errors.ts';
-import type { ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
 import { validatePersistentVolumeClaim } from '../registry/core/persistent-volume-claims.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { ClusterEventRecorder } from './event-recorder.ts';
@@ -48,8 +52,31 @@ export function installResizeAdmission(store: ClusterStore, cache: ClusterCache)
   return { disable: () => void (enabled = false) };
 }
 
-/** Emits ExternalExpanding on a Bound claim whose request exceeds its capacity. Returns a stop switch. */
-export function watchExternalExpansion(cache: ClusterCache, recorder: ClusterEventRecorder): { stop(): void } {
+/**
+ * In-tree volume sources whose CSI migration is on by default in 1.32, with the in-tree plugin and the CSI
+ * driver (csi-translation-lib). Portworx and RBD migration are off by default there, so they are not listed.
+ */
+const MIGRATED_SOURCES: ReadonlyArray<[source: string, plugin: string, driver: string]> = [
+  ['awsElasticBlockStore', 'kubernetes.io/aws-ebs', 'ebs.csi.aws.com'],
+  ['gcePersistentDisk', 'kubernetes.io/gce-pd', 'pd.csi.storage.gke.io'],
+  ['azureDisk', 'kubernetes.io/azure-disk', 'disk.csi.azure.com'],
+  ['azureFile', 'kubernetes.io/azure-file', 'file.csi.azure.com'],
+  ['vsphereVolume', 'kubernetes.io/vsphere-volume', 'csi.vsphere.vmware.com'],
+  ['cinder', 'kubernetes.io/cinder', 'cinder.csi.openstack.org'],
+];
+
+/** The in-tree plugin and CSI driver of a migrated volume, or undefined (CSI volumes and the rest). */
+export function migratedResizer(pv: PersistentVolume | undefined): { plugin: string; driver: string } | undefined {
+  const spec = pv?.spec as Record<string, unknown> | undefined;
+  const hit = MIGRATED_SOURCES.find(([source]) => spec?.[source] !== undefined && spec[source] !== null);
+  return hit ? { plugin: hit[1], driver: hit[2] } : undefined;
+}
+
+/**
+ * Emits ExternalExpanding on a Bound claim whose request exceeds its capacity and, for a migrated in-tree volume,
+ * sets its storage-resizer annotation to the CSI driver (SetClaimResizer). Returns a stop switch.
+ */
+export function watchExternalExpansion(cache: ClusterCache, recorder: ClusterEventRecorder, store: ClusterStore): { stop(): void } {
   let stopped = false;
   const announced = new Map<string, string>();
   cache.onChange((change) => {
@@ -66,10 +93,31 @@ export function watchExternalExpansion(cache: ClusterCache, recorder: ClusterEve
     const size = claim.spec.resources?.requests?.storage ?? '';
     if (announced.get(uid) === size) return;
     announced.set(uid, size);
-    // Not from inside the store's watch delivery: the event write is a store write of its own.
+    const pv = cache.volumes.get(claim.spec.volumeName);
+    if (pv?.spec.claimRef?.uid !== undefined && pv.spec.claimRef.uid !== uid) return;
+    const migrated = migratedResizer(pv);
+    const message = migrated
+      ? `CSI migration enabled for ${migrated.plugin}; waiting for external resizer to expand the pvc`
+      : 'waiting for an external controller to expand this PVC';
+    // Not from inside the store's watch delivery: the event and the annotation are store writes of their own.
     queueMicrotask(() => {
-      if (!stopped) recorder.record({ ...claim, apiVersion: 'v1', kind: 'PersistentVolumeClaim' }, 'Normal', 'ExternalExpanding', 'waiting for an external controller to expand this PVC');
+      if (stopped) return;
+      recorder.record({ ...claim, apiVersion: 'v1', kind: 'PersistentVolumeClaim' }, 'Normal', 'ExternalExpanding', message);
+      if (migrated && claim.metadata.annotations?.[ANN_STORAGE_RESIZER] !== migrated.driver) setClaimResizer(store, claim, migrated.driver);
     });
   });
   return { stop: () => void (stopped = true) };
 }
+
+/** util.SetClaimResizer: a merge of the annotation onto the current claim (a conflict is retried on the next change). */
+function setClaimResizer(store: ClusterStore, claim: PersistentVolumeClaim, driver: string): void {
+  try {
+    store.patch('persistentvolumeclaims', claim.metadata.namespace, claim.metadata.name ?? '', 'merge',
+      { metadata: { annotations: { [ANN_STORAGE_RESIZER]: driver } } }, { user: EXPAND_CONTROLLER_USER });
+  } catch (err) {
+    if (!(err instanceof ClusterApiError)) throw err;
+  }
+}
+
+/** The identity the expand controller writes as. */
+export const EXPAND_CONTROLLER_USER = 'system:serviceaccount:kube-system:expand-controller';

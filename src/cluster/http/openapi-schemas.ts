@@ -28,9 +28,15 @@ const WELL_KNOWN: Record<string, Schema> = {
   },
 };
 
-/** The Go-style component name of a client-node model (V1PersistentVolumeSpec -> io.k8s.api.core.v1.PersistentVolumeSpec). */
+/**
+ * The Go-style component name of a model (V1PersistentVolumeSpec -> io.k8s.api.core.v1.PersistentVolumeSpec,
+ * V1beta1VolumeAttributesClass -> io.k8s.api.storage.v1beta1.VolumeAttributesClass); a model of a kind's own schema
+ * carries its name (io.k8s.storage.snapshot.v1.VolumeSnapshot, as a CRD's schema is named).
+ */
 export function componentName(modelName: string): string {
-  const short = modelName.replace(/^(CoreV1|EventsV1|RbacV1|V1)/, '');
+  const own = model(modelName)?.n;
+  if (own) return own;
+  const short = modelName.replace(/^(CoreV1|EventsV1|RbacV1|StorageV1|V\d+(?:(?:alpha|beta)\d+)?)(?=[A-Z])/, '');
   return `${goPackage(modelName) ?? 'io.k8s.api.core.v1'}.${short}`;
 }
 

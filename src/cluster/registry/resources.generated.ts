@@ -13,7 +13,15 @@ import { PODS } from './core/pods.ts';
 import { SERVICE_ACCOUNTS } from './core/service-accounts.ts';
 import { CORE_EVENTS, EVENTS_V1 } from './events.ts';
 import { CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, ROLES, ROLE_BINDINGS } from './rbac.ts';
-import { STORAGE_CLASSES } from './storage.ts';
+import { VOLUME_SNAPSHOT_CLASSES } from './snapshot/volume-snapshot-classes.ts';
+import { VOLUME_SNAPSHOT_CONTENTS } from './snapshot/volume-snapshot-contents.ts';
+import { VOLUME_SNAPSHOTS } from './snapshot/volume-snapshots.ts';
+import { CSI_DRIVERS } from './storage/csi-drivers.ts';
+import { CSI_NODES } from './storage/csi-nodes.ts';
+import { CSI_STORAGE_CAPACITIES } from './storage/csi-storage-capacities.ts';
+import { STORAGE_CLASSES } from './storage/storage-classes.ts';
+import { VOLUME_ATTACHMENTS } from './storage/volume-attachments.ts';
+import { VOLUME_ATTRIBUTES_CLASSES } from './storage/volume-attributes-classes.ts';
 
 /** Every resource the embedded API server serves, in discovery order. */
 export const GENERATED_RESOURCES: readonly ResourceType[] = [
@@ -28,6 +36,11 @@ export const GENERATED_RESOURCES: readonly ResourceType[] = [
   CORE_EVENTS,
   EVENTS_V1,
   STORAGE_CLASSES,
+  CSI_DRIVERS,
+  CSI_NODES,
+  CSI_STORAGE_CAPACITIES,
+  VOLUME_ATTACHMENTS,
+  VOLUME_ATTRIBUTES_CLASSES,
   LEASES,
   CLUSTER_ROLES,
   CLUSTER_ROLE_BINDINGS,
@@ -35,4 +48,7 @@ export const GENERATED_RESOURCES: readonly ResourceType[] = [
   ROLE_BINDINGS,
   DEPLOYMENTS,
   DAEMON_SETS,
+  VOLUME_SNAPSHOT_CLASSES,
+  VOLUME_SNAPSHOT_CONTENTS,
+  VOLUME_SNAPSHOTS,
 ];

@@ -1,7 +1,10 @@
-// core/v1 ConfigMap and Secret: their registry entries, validation (data keys, base64 values, 1 MiB total,
-// Secret type rules, `immutable` honoured on update) after k/k pkg/apis/core/validation, and kubectl columns.
+// core/v1 ConfigMap and Secret: their registry entries, the request conversion (base64 values decoded as Go
+// decodes []byte, a 400 otherwise; Secret `stringData` merged into `data` and never stored, as
+// Convert_v1_Secret_To_core_Secret does), validation (data keys, 1 MiB total, Secret type rules, `immutable`
+// honoured on update) after k/k pkg/apis/core/validation, and kubectl columns.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import { FieldPath, forbidden, immutable, invalid, invalidEach, record, required, tooLong, typeCheck } from '../../common/field-errors.ts';
+import { base64DecodeError } from '../../common/go-base64.ts';
 import { isConfigMapKey } from '../../common/name-rules.ts';
 import { ALL_VERBS, path, setDefault } from '../registry-helpers.ts';
 import type { ResourceType } from '../resource-type.ts';
@@ -17,8 +20,6 @@ function base64Size(v: string): number {
   return Math.floor((clean.length * 3) / 4);
 }
 
-const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
-
 function validateDataKeys(map: unknown, p: FieldPath, base64: boolean): { causes: StatusCause[]; size: number } {
   const causes = typeCheck(p, map, 'object');
   let size = 0;
@@ -28,7 +29,6 @@ function validateDataKeys(map: unknown, p: FieldPath, base64: boolean): { causes
       causes.push(invalid(p.key(k), v, 'must be a string'));
       continue;
     }
-    if (base64 && !BASE64_RE.test(v)) causes.push(invalid(p.key(k), '<value omitted>', 'must be base64-encoded'));
     size += base64 ? base64Size(v) : byteLength(v);
   }
   return { causes, size };
@@ -62,14 +62,46 @@ export function validateConfigMap(obj: KubeObject, old?: KubeObject): StatusCaus
 
 const TLS_KEYS = ['tls.crt', 'tls.key'];
 
-/** Secret: data keys (base64 values) and stringData keys, total size <= 1 MiB, type rules, immutability. */
+/**
+ * Decodes the base64 maps of a request body as Go decodes []byte values: the first value that does not decode is
+ * the decoding error (`illegal base64 data at input byte N`); a non-string value is a type error.
+ */
+function decodeBase64Maps(obj: KubeObject, kind: string, fields: readonly string[]): string | undefined {
+  for (const f of fields) {
+    for (const v of Object.values(record(obj[f]) ?? {})) {
+      if (v === null) continue;
+      if (typeof v !== 'string') return `json: cannot unmarshal ${typeof v} into Go struct field ${kind}.${f} of type []uint8`;
+      const err = base64DecodeError(v);
+      if (err) return err;
+    }
+  }
+  return undefined;
+}
+
+/** Convert_v1_Secret_To_core_Secret: `data` decoded, then every `stringData` entry overwrites its `data` key. */
+export function convertSecret(obj: KubeObject): string | undefined {
+  const err = decodeBase64Maps(obj, 'Secret', ['data']);
+  if (err) return err;
+  const stringData = record(obj.stringData);
+  for (const v of Object.values(stringData ?? {})) {
+    if (typeof v !== 'string') return `json: cannot unmarshal ${typeof v} into Go struct field Secret.stringData of type string`;
+  }
+  delete obj.stringData;
+  if (stringData && Object.keys(stringData).length > 0) {
+    const data = { ...(record(obj.data) ?? {}) };
+    for (const [k, v] of Object.entries(stringData)) data[k] = Buffer.from(v as string, 'utf8').toString('base64');
+    obj.data = data;
+  }
+  return undefined;
+}
+
+/** Secret: data keys, total size <= 1 MiB, type rules, immutability (stringData is already merged into data). */
 export function validateSecret(obj: KubeObject, old?: KubeObject): StatusCause[] {
   const data = validateDataKeys(obj.data, FieldPath.root('data'), true);
-  const stringData = validateDataKeys(obj.stringData, FieldPath.root('stringData'), false);
-  const causes = [...data.causes, ...stringData.causes];
-  if (data.size + stringData.size > MAX_SECRET_SIZE) causes.push(tooLong(FieldPath.root('data'), MAX_SECRET_SIZE));
+  const causes = [...data.causes];
+  if (data.size > MAX_SECRET_SIZE) causes.push(tooLong(FieldPath.root('data'), MAX_SECRET_SIZE));
   const type = obj.type ?? 'Opaque';
-  const keys = new Set([...Object.keys(record(obj.data) ?? {}), ...Object.keys(record(obj.stringData) ?? {})]);
+  const keys = new Set(Object.keys(record(obj.data) ?? {}));
   if (type === 'kubernetes.io/tls') {
     for (const k of TLS_KEYS) if (!keys.has(k)) causes.push(required(FieldPath.root('data').key(k)));
   }
@@ -104,6 +136,7 @@ export const CONFIG_MAPS: ResourceType = {
   verbs: ALL_VERBS,
   hasStatus: false,
   validate: (o, old) => validateConfigMap(o, old),
+  convertFromRequest: (o) => decodeBase64Maps(o, 'ConfigMap', ['binaryData']),
   fieldSelectors: {},
   columns: configMapColumns,
 };
@@ -119,6 +152,7 @@ export const SECRETS: ResourceType = {
   verbs: ALL_VERBS,
   hasStatus: false,
   validate: (o, old) => validateSecret(o, old),
+  convertFromRequest: convertSecret,
   defaults(o) {
     setDefault(o as Record<string, unknown>, 'type', 'Opaque');
   },

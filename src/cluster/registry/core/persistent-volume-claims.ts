@@ -1,10 +1,13 @@
 // core/v1 PersistentVolumeClaim: its registry entry, validation (access modes, selector, storage request,
 // class names, data sources; on update kube's spec immutability with the binding and resize exceptions) after
-// k/k pkg/apis/core/validation, and its kubectl columns. Objects arrive defaulted (the registry defaults before
-// validating), as kube-apiserver's do.
+// k/k pkg/apis/core/validation, the strategy's dataSource/dataSourceRef normalization, and its kubectl columns.
+// Objects arrive defaulted (the registry defaults before validating), as kube-apiserver's do.
 import type { KubeObject, LabelSelector, StatusCause } from '../../../types/k8s.ts';
 import { isQuantity, parseQuantity } from '../../../types/quantity.ts';
-import { FieldPath, forbidden, immutable, invalid, record, required, str, typeCheck } from '../../common/field-errors.ts';
+import {
+  FieldPath, forbidden, immutable, invalid, invalidEach, record, required, str, typeCheck, type JsonRecord,
+} from '../../common/field-errors.ts';
+import { isDNS1123Label, isDNS1123Subdomain } from '../../common/name-rules.ts';
 import { labelSelectorToPredicate, SelectorError } from '../../common/selectors.ts';
 import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
 import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
@@ -44,17 +47,75 @@ export function validatePersistentVolumeClaim(obj: KubeObject, old?: KubeObject)
   causes.push(...validateClassName(spec.storageClassName, p.child('storageClassName')));
   causes.push(...validateClassName(spec.volumeAttributesClassName, p.child('volumeAttributesClassName')));
   causes.push(...validateOptionalEnum(spec.volumeMode, p.child('volumeMode'), VOLUME_MODES));
-  for (const ds of ['dataSource', 'dataSourceRef']) {
-    const ref = record(spec[ds]);
-    if (!ref) continue;
-    if (!str(ref.kind)) causes.push(required(p.child(ds, 'kind')));
-    if (!str(ref.name)) causes.push(required(p.child(ds, 'name')));
-    if (!ref.apiGroup && ref.kind && ref.kind !== 'PersistentVolumeClaim') {
-      causes.push(invalid(p.child(ds), ref, "must be 'PersistentVolumeClaim' when referencing the default apiGroup"));
-    }
-  }
+  causes.push(...validateDataSources(spec, p));
   if (old !== undefined) causes.push(...validatePVCUpdate(obj, old));
   return causes;
+}
+
+/** validateDataSource / validateDataSourceRef of one reference. */
+function validateDataSourceReference(ref: JsonRecord, p: FieldPath, withNamespace: boolean): StatusCause[] {
+  const causes: StatusCause[] = [];
+  if (!str(ref.name)) causes.push(required(p.child('name')));
+  if (!str(ref.kind)) causes.push(required(p.child('kind')));
+  const apiGroup = str(ref.apiGroup) ?? '';
+  if (apiGroup === '' && ref.kind !== 'PersistentVolumeClaim') {
+    causes.push(invalid(p, ref.kind ?? '', "must be 'PersistentVolumeClaim' when referencing the default apiGroup"));
+  }
+  if (apiGroup !== '') causes.push(...invalidEach(p.child('apiGroup'), apiGroup, isDNS1123Subdomain(apiGroup)));
+  const namespace = str(ref.namespace);
+  if (withNamespace && namespace) causes.push(...invalidEach(p.child('namespace'), namespace, isDNS1123Label(namespace)));
+  return causes;
+}
+
+/** Both references valid, and equal unless dataSourceRef names a namespace (then dataSource must be unset). */
+function validateDataSources(spec: JsonRecord, p: FieldPath): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const ds = record(spec.dataSource);
+  const ref = record(spec.dataSourceRef);
+  if (ds) causes.push(...validateDataSourceReference(ds, p.child('dataSource'), false));
+  if (ref) causes.push(...validateDataSourceReference(ref, p.child('dataSourceRef'), true));
+  // The bad value is a *field.Path, which Go prints through its String(), unquoted.
+  const pathValue = (detail: string): StatusCause => ({ reason: 'FieldValueInvalid', field: p.toString(), message: `Invalid value: ${p.child('dataSource').toString()}: ${detail}` });
+  if (ref && str(ref.namespace)) {
+    if (ds) causes.push(pathValue('may not be specified when dataSourceRef.namespace is specified'));
+  } else if (ds && ref && !sameReference(ds, ref)) {
+    causes.push(pathValue('must match dataSourceRef'));
+  }
+  return causes;
+}
+
+/** isDataSourceEqualDataSourceRef: apiGroup compared as a pointer (unset differs from ""), kind and name. */
+function sameReference(a: JsonRecord, b: JsonRecord): boolean {
+  return a.apiGroup === b.apiGroup && a.kind === b.kind && a.name === b.name;
+}
+
+const VOLUME_SNAPSHOT_GROUP = 'snapshot.storage.k8s.io';
+
+/**
+ * The PVC strategy's data source handling (k/k pkg/api/persistentvolumeclaim/util.go), in its order:
+ * DropDisabledFields (CrossNamespaceVolumeDataSource is alpha and off: a new dataSourceRef.namespace is dropped),
+ * EnforceDataSourceBackwardsCompatibility (with no dataSourceRef, a dataSource other than a PVC or a VolumeSnapshot
+ * is dropped, unless the old claim had one), NormalizeDataSources (AnyVolumeDataSource is on: each of dataSource and
+ * dataSourceRef is copied into the other when only one is set, dataSourceRef with a namespace excepted).
+ */
+export function normalizeDataSources(spec: JsonRecord, oldSpec: JsonRecord | undefined): void {
+  const ref = record(spec.dataSourceRef);
+  if (ref && ref.namespace !== undefined && !str(record(oldSpec?.dataSourceRef)?.namespace)) delete ref.namespace;
+  const oldHadSource = record(oldSpec?.dataSource) !== undefined;
+  const ds = record(spec.dataSource);
+  if (!oldHadSource && !ref && ds) {
+    const group = str(ds.apiGroup) ?? '';
+    const allowed = (ds.kind === 'PersistentVolumeClaim' && group === '') || (ds.kind === 'VolumeSnapshot' && group === VOLUME_SNAPSHOT_GROUP);
+    if (!allowed) delete spec.dataSource;
+  }
+  const source = record(spec.dataSource);
+  const sourceRef = record(spec.dataSourceRef);
+  const copy = (r: JsonRecord): JsonRecord => ({ ...(r.apiGroup !== undefined ? { apiGroup: r.apiGroup } : {}), kind: r.kind, name: r.name });
+  if (!source && sourceRef) {
+    if (!str(sourceRef.namespace)) spec.dataSource = copy(sourceRef);
+  } else if (source && !sourceRef) {
+    spec.dataSourceRef = copy(source);
+  }
 }
 
 const BETA_CLASS_ANNOTATION = 'volume.beta.kubernetes.io/storage-class';
@@ -130,6 +191,12 @@ export const PERSISTENT_VOLUME_CLAIMS: ResourceType = {
   },
   prepareForCreate(o) {
     o.status = { phase: 'Pending' };
+    const spec = record(o.spec);
+    if (spec) normalizeDataSources(spec, undefined);
+  },
+  prepareForUpdate(o, old, subresource) {
+    const spec = record(o.spec);
+    if (spec && !subresource) normalizeDataSources(spec, record(old.spec));
   },
   fieldSelectors: {},
   returnDeletedObject: true,

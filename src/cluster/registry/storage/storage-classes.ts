@@ -2,16 +2,16 @@
 // parameters <= 512 entries and 256 KiB, reclaimPolicy, volumeBindingMode, allowedTopologies; parameters,
 // provisioner, reclaimPolicy and volumeBindingMode immutable) after k/k pkg/apis/storage/validation, and its
 // kubectl columns.
-import type { KubeObject, StatusCause } from '../../types/k8s.ts';
-import { ANN_BETA_DEFAULT_STORAGE_CLASS, ANN_DEFAULT_STORAGE_CLASS } from '../../types/annotations.ts';
+import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
+import { ANN_BETA_DEFAULT_STORAGE_CLASS, ANN_DEFAULT_STORAGE_CLASS } from '../../../types/annotations.ts';
 import {
   FieldPath, forbidden, immutable, invalid, invalidEach, list, record, required, sorted, tooLong, typeCheck,
-} from '../common/field-errors.ts';
-import { isQualifiedName, isValidLabelValue } from '../common/name-rules.ts';
-import { ALL_VERBS, setDefault } from './registry-helpers.ts';
-import type { ResourceType } from './resource-type.ts';
-import { ageColumn, column, nameColumn, nonEmpty, str, type TableColumn } from './table-columns.ts';
-import { canonical, validateOptionalEnum } from './validation.ts';
+} from '../../common/field-errors.ts';
+import { isQualifiedName, isValidLabelValue } from '../../common/name-rules.ts';
+import { ALL_VERBS, setDefault } from '../registry-helpers.ts';
+import type { ResourceType } from '../resource-type.ts';
+import { ageColumn, column, nameColumn, nonEmpty, str, type TableColumn } from '../table-columns.ts';
+import { canonical, validateOptionalEnum } from '../validation.ts';
 
 const SC_RECLAIM_POLICIES = sorted(['Delete', 'Retain']);
 const BINDING_MODES = sorted(['Immediate', 'WaitForFirstConsumer']);
