@@ -26,13 +26,14 @@ function eventTime(e: CoreEvent): number {
 /**
  * What the outcome printer's informer keeps of an event: its identity, and for a provisioning outcome recorded
  * at or after `sinceMs` the fields of its line. Every other event (Provisioning, ExternalProvisioning, outcomes
- * from before the start) is kept as its metadata alone. Keeping whole events cost about 3.7 KB per event, 113 MB
- * of `dev`'s heap after 10,000 claims (docs/benchmarks.md).
+ * from before the start) is kept as its name and resourceVersion alone. Keeping whole events cost 113 MB of
+ * `dev`'s heap after 10,000 claims (30,000 events; docs/benchmarks.md).
  */
 export function outcomeEventTransform(sinceMs: number): (e: CoreEvent) => CoreEvent {
   return (e) => {
-    const { name, namespace, uid, resourceVersion } = e.metadata;
-    const slim = { apiVersion: e.apiVersion, kind: e.kind, metadata: { name, namespace, uid, resourceVersion } } as CoreEvent;
+    // No uid: the store would index it, and nothing here looks an event up by uid.
+    const { name, namespace, resourceVersion } = e.metadata;
+    const slim = { apiVersion: e.apiVersion, kind: e.kind, metadata: { name, namespace, resourceVersion } } as CoreEvent;
     if (!(eventTime(e) >= Math.floor(sinceMs / 1000) * 1000) || outcomeLine(e) === undefined) return slim;
     const { kind, namespace: ns, name: claim, uid: claimUid } = e.involvedObject;
     return { ...slim, involvedObject: { kind, namespace: ns, name: claim, uid: claimUid }, reason: e.reason, message: e.message, lastTimestamp: e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp };
