@@ -2,6 +2,7 @@
 // ProvisionController, health and metrics endpoints, wired together and stopped in order. Used by
 // `run hostpath` (against any cluster) and by `dev` (in-process, against the embedded cluster).
 import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import type { Registry } from 'prom-client';
 import { ProvisionController } from '../controller/provision-controller.ts';
 import type { ProvisionControllerOptions } from '../controller/options.ts';
@@ -22,7 +23,8 @@ import type { KubeObject, Node, PersistentVolume, StorageClass } from '../types/
 import { ANN_VOLUME_USAGE, formatVolumeUsage } from '../types/volume-usage.ts';
 import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from '../hostpath/config-map-source.ts';
 import { createHostPathMetrics } from '../hostpath/hostpath-metrics.ts';
-import type { ConfigMapRef } from './options.ts';
+import { VolumeWatch } from '../hostpath/volume-watch.ts';
+import { HOSTPATH_CONFIG_DETAIL, type ConfigMapRef, type HostPathConfigLocation } from './options.ts';
 
 export interface HostPathServiceOptions {
   client: KubeClient;
@@ -85,6 +87,13 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
   }
 
   const listVolumes = async (s: AbortSignal) => (await o.client.listAll<PersistentVolume>(persistentVolumes, { signal: s })).items;
+  // The live-volume index is fed by a watch of the PVs (slim copies), not by listing every PV per claim.
+  const volumeWatch = new VolumeWatch({ client: o.client, logger });
+  const stopWatch = new AbortController();
+  const onStop = () => stopWatch.abort();
+  if (signal.aborted) stopWatch.abort();
+  else signal.addEventListener('abort', onStop, { once: true });
+  const watching = volumeWatch.start(stopWatch.signal).finally(() => signal.removeEventListener('abort', onStop));
   // What the provisioner itself has to tell a claim (a reused stable-name directory, usage over capacity).
   const volumeEvents = new EventRecorder({ client: o.client, component: o.provisionerName, host: o.nodeName ?? hostname(), logger });
   const provisioner = new HostPathProvisioner({
@@ -93,7 +102,11 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     nodeName: o.nodeName,
     logger,
     // Capacity accounting and delete identity are checked against the PVs (the records on disk cover the rest).
-    knownVolumes: listVolumes,
+    volumeFeed: volumeWatch,
+    getVolume: (name, s) => o.client.get<PersistentVolume>(persistentVolumes, name, { signal: s }).catch((e: unknown) => {
+      if (e instanceof NotFoundError) return undefined;
+      throw e;
+    }),
     // Adopted PVs (local-path, nfs-subdir) carry no onDelete annotation: their class decides. A list by name
     // needs only the list permission the class informer already has.
     storageClass: async (name, s) =>
@@ -133,7 +146,9 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     },
     logger,
   });
-  const controller = new ProvisionController(o.client, o.provisionerName, provisioner, { ...o.controller, logger, registry });
+  const controller = new ProvisionController(o.client, o.provisionerName, provisioner, {
+    ...o.controller, logger, registry, heartbeatDetails: configLocationDetail(o.config),
+  });
   // A reload may fix what made claims infeasible (a class added, a path, a capacity): retry them at once.
   reloads.applied = () => {
     metrics.configApplied();
@@ -161,6 +176,8 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
       metricsUrl = `${server.url}/metrics`;
     }
   } catch (err) {
+    stopWatch.abort();
+    await watching;
     await Promise.all(servers.map((s) => s.stop()));
     await holder.stop();
     await configEvents.stop();
@@ -174,6 +191,7 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     try {
       await controller.run(signal);
     } finally {
+      await watching;
       await Promise.all(servers.map((s) => s.stop()));
       await holder.stop();
       await configEvents.stop();
@@ -181,6 +199,14 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     }
   })();
   return { controller, provisioner, registry, healthUrl, metricsUrl, done };
+}
+
+function configLocationDetail(config: HostPathServiceOptions['config']): Record<string, string> | undefined {
+  let location: HostPathConfigLocation;
+  if ('file' in config) location = { file: resolve(config.file) };
+  else if ('configMap' in config) location = { configMap: config.configMap };
+  else return undefined;
+  return { [HOSTPATH_CONFIG_DETAIL]: JSON.stringify(location) };
 }
 
 async function startConfigSource(
