@@ -25,7 +25,7 @@ try {
       (err: unknown) => send({ type: 'stopped', error: errorMessage(err) }),
     ).finally(() => port.close());
   });
-  send({ type: 'ready', url: cluster.url, kubeconfigPath: cluster.kubeconfigPath });
+  send({ type: 'ready', url: cluster.url, kubeconfigPath: cluster.kubeconfigPath, persistence: cluster.persistence });
 } catch (err) {
   send({ type: 'start-failed', message: errorMessage(err), code: (err as NodeJS.ErrnoException | undefined)?.code });
   port.close();

@@ -7,7 +7,7 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { startEmbeddedCluster } from '../cluster/embedded-cluster.ts';
+import { startEmbeddedCluster, type EmbeddedCluster } from '../cluster/embedded-cluster.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { LogLevel } from './options.ts';
 import { errorMessage } from '../types/errors.ts';
@@ -25,13 +25,15 @@ export interface ClusterThreadOptions {
 
 /** Messages from the cluster thread. */
 export type ClusterThreadMessage =
-  | { type: 'ready'; url: string; kubeconfigPath: string }
+  | { type: 'ready'; url: string; kubeconfigPath: string; persistence: EmbeddedCluster['persistence'] }
   | { type: 'start-failed'; message: string; code?: string }
   | { type: 'stopped'; error?: string };
 
 export interface DevCluster {
   url: string;
   kubeconfigPath: string;
+  /** Where the cluster keeps its objects (SQLite, or memory when the driver is unavailable). */
+  persistence: EmbeddedCluster['persistence'];
   /** Settles with an error if the cluster's thread ends before stop() (never for `main`). */
   exited: Promise<Error>;
   /** Stops the cluster (and ends its thread); idempotent. */
@@ -49,7 +51,10 @@ export async function startDevCluster(where: ClusterThread, opts: ClusterThreadO
       onError: (err) => logger.error({ err: errorMessage(err) }, 'embedded cluster error'),
     });
     let stopping: Promise<void> | undefined;
-    return { url: cluster.url, kubeconfigPath: cluster.kubeconfigPath, exited: new Promise(() => {}), stop: () => (stopping ??= cluster.stop()) };
+    return {
+      url: cluster.url, kubeconfigPath: cluster.kubeconfigPath, persistence: cluster.persistence,
+      exited: new Promise(() => {}), stop: () => (stopping ??= cluster.stop()),
+    };
   }
   return startWorkerCluster(opts);
 }
@@ -103,7 +108,7 @@ function startWorkerCluster(opts: ClusterThreadOptions): Promise<DevCluster> {
     const onMessage = (m: ClusterThreadMessage) => {
       if (m.type === 'ready') {
         worker.off('message', onMessage);
-        resolve({ url: m.url, kubeconfigPath: m.kubeconfigPath, exited, stop });
+        resolve({ url: m.url, kubeconfigPath: m.kubeconfigPath, persistence: m.persistence, exited, stop });
       } else if (m.type === 'start-failed') {
         worker.off('message', onMessage);
         stopRequested = true;
