@@ -9,6 +9,7 @@ import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '.
 import { startHostPathService } from './hostpath-service.ts';
 import { addRunHostPathOptions, givenIn, resolveRunHostPathOptions, type RawRunHostPathFlags, type RunHostPathOptions } from './options.ts';
 import { abortOnSignals } from './signals.ts';
+import { registerRunCsiCommand } from './run-csi-command.ts';
 import { userAgent } from './version.ts';
 
 /** Runs until `signal` aborts; resolves after a clean stop. Throws when it cannot start. */
@@ -61,7 +62,7 @@ async function nfsOnlyConfig(mountPath: string): Promise<HostPathConfig> {
   return config;
 }
 
-/** Registers `run` and its `hostpath` subcommand. */
+/** Registers `run` and its `hostpath` and `csi` subcommands. */
 export function registerRunCommand(program: Command): void {
   const run = program.command('run').description('run a provisioner against a cluster');
   const hostpath = run
@@ -77,4 +78,5 @@ export function registerRunCommand(program: Command): void {
       removeHandlers();
     }
   });
+  registerRunCsiCommand(run);
 }

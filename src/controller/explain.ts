@@ -6,7 +6,7 @@
 // cluster alone it also says whether any controller serves the provisioner name (explain-presence.ts), and derives
 // the next retry from the last ProvisioningFailed event and the retry timings the controller's heartbeat publishes.
 import type { KubeClient } from '../runtime/client.ts';
-import { NotFoundError } from '../runtime/errors.ts';
+import { undefinedIfNotFound } from '../runtime/errors.ts';
 import { coreEvents, nodes, persistentVolumeClaims, persistentVolumes, pods, storageClasses } from '../runtime/resources.ts';
 import type { CoreEvent, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '../types/k8s.ts';
 import { parseLockRecord } from './claim-lock.ts';
@@ -204,15 +204,6 @@ export function explainCachedClaim(s: ControllerShared, t: ControllerTerm, claim
   });
 }
 
-async function getOrUndefined<T>(p: Promise<T>): Promise<T | undefined> {
-  try {
-    return await p;
-  } catch (err) {
-    if (err instanceof NotFoundError) return undefined;
-    throw err;
-  }
-}
-
 /** What refineDecision looks at beyond the controller's decision. */
 export interface RefineInput {
   claim: PersistentVolumeClaim;
@@ -314,13 +305,13 @@ export async function explainClaim(client: KubeClient, namespace: string, name: 
   const claim = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, name, { namespace, signal });
   const options = resolveOptions(opts.options ?? {}, {});
   const className = claimClassName(claim);
-  const storageClass = className ? await getOrUndefined(client.get<StorageClass>(storageClasses, className, { signal })) : undefined;
+  const storageClass = className ? await undefinedIfNotFound(client.get<StorageClass>(storageClasses, className, { signal })) : undefined;
   const pvName = options.volumeNameHook(claim);
-  const volume = await getOrUndefined(client.get<PersistentVolume>(persistentVolumes, pvName, { signal }));
+  const volume = await undefinedIfNotFound(client.get<PersistentVolume>(persistentVolumes, pvName, { signal }));
   const provisionerName = opts.provisionerName ?? claimProvisionerName(claim) ?? storageClass?.provisioner ?? opts.defaultProvisionerName ?? '(none: the claim names no existing class)';
   const now = opts.now ?? Date.now();
   const bound = claim.spec.volumeName;
-  const boundVolume = bound && bound !== pvName ? await getOrUndefined(client.get<PersistentVolume>(persistentVolumes, bound, { signal })) : volume;
+  const boundVolume = bound && bound !== pvName ? await undefinedIfNotFound(client.get<PersistentVolume>(persistentVolumes, bound, { signal })) : volume;
   // Without the controller's failure records: what a controller that implements expand() would do next.
   const resize = claim.status?.phase === 'Bound'
     ? decideResize({ claim, volume: boundVolume, storageClass, provisionerName, additionalProvisionerNames: options.additionalProvisionerNames, canExpand: true, threshold: options.retry.failedProvisionThreshold, now })

@@ -35,6 +35,15 @@ export class ApiError extends Error {
 export class NotFoundError extends ApiError {
   override readonly name = 'NotFoundError';
 }
+/** The result of a read, or undefined when the object does not exist (NotFoundError); other errors are thrown. */
+export async function undefinedIfNotFound<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (err) {
+    if (err instanceof NotFoundError) return undefined;
+    throw err;
+  }
+}
 /** 409 Conflict: a stale resourceVersion or failed precondition. Re-read and retry. */
 export class ConflictError extends ApiError {
   override readonly name = 'ConflictError';

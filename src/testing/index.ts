@@ -1,7 +1,8 @@
 // kube-provisioner/testing: the public test kit for provisioner authors (the envtest of this project).
 // startCluster() runs a real HTTPS Kubernetes-compatible API server in-process and hands back a ready
 // KubeClient with typed create/get helpers, a narrow view of the stored objects, fault injection and the
-// audit counter; waitFor() and its conditions wait for states; provisionerConformance() checks a Provisioner.
+// audit counter; waitFor() and its conditions wait for states; provisionerConformance() checks a Provisioner;
+// StubCsiPlugin is a scriptable CSI plugin on a unix socket (its gRPC library loads only when one starts).
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Audit } from '../cluster/http/audit.ts';
 import { startEmbeddedCluster, type EmbeddedClusterOptions } from '../cluster/embedded-cluster.ts';
@@ -25,6 +26,7 @@ export {
   provisionerConformance, conformanceClaim, conformanceOptions, CONFORMANCE_CASES,
   type ConformanceCase, type ConformanceSubject, type ConformanceSuiteOptions, type TestRunner,
 } from './conformance.ts';
+export { StubCsiPlugin, type StubAnswer, type StubCall, type StubMethod, type StubPluginOptions, type StubVolume } from './csi-stub-plugin.ts';
 
 /** The embedded cluster's options, less the server-error hook (tests see errors as failed requests). */
 export type StartClusterOptions = Omit<EmbeddedClusterOptions, 'onError'>;

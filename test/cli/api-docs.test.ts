@@ -1,4 +1,4 @@
-// Every symbol the package exports (the four entry points of package.json `exports`) has a TSDoc comment: the
+// Every symbol the package exports (the five entry points of package.json `exports`) has a TSDoc comment: the
 // TypeScript compiler reads the entry points and the test lists each export whose declarations carry none.
 // (`npm run docs` turns these comments into the TypeDoc reference; typedoc itself does not run in tests.)
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import ts from 'typescript';
 import { ROOT } from './cli-helpers.ts';
 
-const ENTRY_POINTS = ['src/index.ts', 'src/runtime/index.ts', 'src/hostpath/index.ts', 'src/testing/index.ts'];
+const ENTRY_POINTS = ['src/index.ts', 'src/runtime/index.ts', 'src/hostpath/index.ts', 'src/csi/index.ts', 'src/testing/index.ts'];
 
 /** `entry: name` of every export without documentation. */
 function undocumentedExports(): string[] {

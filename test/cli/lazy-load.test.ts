@@ -63,6 +63,14 @@ describe('lazy loading of subcommands', () => {
     assert.deepEqual(heavy(staticClosure('src/index.ts')), []);
     assert.deepEqual(heavy(staticClosure('src/runtime/index.ts')), []);
   });
+  it('kube-provisioner/csi and the test kit load @grpc/grpc-js only when a client connects or a stub plugin starts', () => {
+    for (const entry of ['src/index.ts', 'src/csi/index.ts', 'src/testing/index.ts']) {
+      const mods = staticClosure(entry);
+      assert.ok(!mods.has('package:@grpc/grpc-js'), `${entry} imports @grpc/grpc-js statically`);
+    }
+    assert.ok(staticClosure('src/csi/index.ts').has('src/csi/client.ts'), 'the graph walk follows imports');
+    assert.deepEqual(heavy(staticClosure('src/csi/index.ts')), [], 'the CSI entry reaches no cluster code');
+  });
   it('the dev and cluster subcommands do reach the cluster (the walk can see it)', () => {
     assert.ok(heavy(staticClosure('src/cli/dev.ts')).includes('src/cluster/embedded-cluster.ts'));
   });

@@ -194,7 +194,7 @@ describe('the packed package, installed as a dependency', () => {
   it('ships dist (JS, declarations, maps), the examples the docs link to, and none of the build-time packages', async (t) => {
     if (skipReason) return t.skip(skipReason);
     const pkg = join(dir, 'app', 'node_modules', 'kube-provisioner');
-    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/runtime/index.js', 'dist/hostpath/index.js', 'dist/testing/index.js', 'bin/kube-provisioner.js', 'examples/pvc.yaml', 'examples/directory-provisioner/provisioner.ts']) {
+    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/runtime/index.js', 'dist/hostpath/index.js', 'dist/csi/index.js', 'dist/testing/index.js', 'bin/kube-provisioner.js', 'examples/pvc.yaml', 'examples/directory-provisioner/provisioner.ts']) {
       assert.ok(existsSync(join(pkg, f)), `${f} is in the package`);
     }
     // Nothing of ours runs at install time (npm 11 warns about a dependency's install scripts, `prepare` included).

@@ -1,0 +1,123 @@
+// Everything CsiProvisioner reads from (and the finalizers it writes to) the cluster, behind one interface, so the
+// provisioner's decisions can be tested with a map of objects and run for real on a KubeClient. "Not found" is
+// `undefined`, never an error: external-provisioner's decisions turn on it (a missing CSINode means Reschedule).
+import { NotFoundError, undefinedIfNotFound } from '../runtime/errors.ts';
+import type { KubeClient } from '../runtime/client.ts';
+import { nodes, persistentVolumeClaims, persistentVolumes, pods, secrets, storageClasses, type ApiResource } from '../runtime/resources.ts';
+import type { KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Secret, StorageClass } from '../types/k8s.ts';
+import {
+  csiNodes, volumeAttachments, volumeAttributesClasses, volumeSnapshotContents, volumeSnapshots,
+  type CSINode, type VolumeAttachment, type VolumeAttributesClass, type VolumeSnapshot, type VolumeSnapshotContent,
+} from './kinds.ts';
+
+/** Objects whose finalizers CsiProvisioner manages: source claims (cloning) and source snapshots (restoring). */
+export type FinalizedKind = 'PersistentVolumeClaim' | 'VolumeSnapshot';
+
+/** What CsiProvisioner reads from the cluster, and the finalizers it writes. */
+export interface CsiClusterAccess {
+  getSecret(namespace: string, name: string, signal: AbortSignal): Promise<Secret | undefined>;
+  getNode(name: string, signal: AbortSignal): Promise<Node | undefined>;
+  listNodes(signal: AbortSignal): Promise<Node[]>;
+  getCSINode(name: string, signal: AbortSignal): Promise<CSINode | undefined>;
+  listCSINodes(signal: AbortSignal): Promise<CSINode[]>;
+  /** The VolumeAttachments whose source is the PV `pvName`. */
+  volumeAttachmentsOf(pvName: string, signal: AbortSignal): Promise<VolumeAttachment[]>;
+  getVolumeSnapshot(namespace: string, name: string, signal: AbortSignal): Promise<VolumeSnapshot | undefined>;
+  getVolumeSnapshotContent(name: string, signal: AbortSignal): Promise<VolumeSnapshotContent | undefined>;
+  getVolumeAttributesClass(name: string, signal: AbortSignal): Promise<VolumeAttributesClass | undefined>;
+  getClaim(namespace: string, name: string, signal: AbortSignal): Promise<PersistentVolumeClaim | undefined>;
+  /** The class of a PV whose deletion secrets are not in its annotations (PVs from before they were written). */
+  getStorageClass(name: string, signal: AbortSignal): Promise<StorageClass | undefined>;
+  getVolume(name: string, signal: AbortSignal): Promise<PersistentVolume | undefined>;
+  /** Every PV (the leak inventory maps volume handles to PV names with it, once per inventory). */
+  listVolumes(signal: AbortSignal): Promise<PersistentVolume[]>;
+  /** Whether a pod that is not finished mounts the claim (resize waits while a FAILED_PRECONDITION volume is in use). */
+  claimInUse(namespace: string, name: string, signal: AbortSignal): Promise<boolean>;
+  /** Adds `finalizer` to the object unless it has it. */
+  addFinalizer(kind: FinalizedKind, namespace: string, name: string, finalizer: string, signal: AbortSignal): Promise<void>;
+  /** Removes `finalizer` from the object; a missing object or finalizer is not an error. */
+  removeFinalizer(kind: FinalizedKind, namespace: string, name: string, finalizer: string, signal: AbortSignal): Promise<void>;
+}
+
+/** Resource descriptors KubeClusterAccess uses, for clusters that serve a kind at another version. */
+export interface CsiResources {
+  volumeAttributesClasses: ApiResource<VolumeAttributesClass>;
+}
+
+/** CsiClusterAccess on the API server: GETs and LISTs through a KubeClient. */
+export class KubeClusterAccess implements CsiClusterAccess {
+  private readonly vacs: ApiResource<VolumeAttributesClass>;
+
+  constructor(private readonly client: KubeClient, resources: Partial<CsiResources> = {}) {
+    this.vacs = resources.volumeAttributesClasses ?? volumeAttributesClasses;
+  }
+
+  getSecret(namespace: string, name: string, signal: AbortSignal): Promise<Secret | undefined> {
+    return undefinedIfNotFound(this.client.get(secrets, name, { namespace, signal }));
+  }
+  getNode(name: string, signal: AbortSignal): Promise<Node | undefined> {
+    return undefinedIfNotFound(this.client.get(nodes, name, { signal }));
+  }
+  async listNodes(signal: AbortSignal): Promise<Node[]> {
+    return (await this.client.listAll(nodes, { signal })).items;
+  }
+  getCSINode(name: string, signal: AbortSignal): Promise<CSINode | undefined> {
+    return undefinedIfNotFound(this.client.get(csiNodes, name, { signal }));
+  }
+  async listCSINodes(signal: AbortSignal): Promise<CSINode[]> {
+    return (await this.client.listAll(csiNodes, { signal })).items;
+  }
+  async volumeAttachmentsOf(pvName: string, signal: AbortSignal): Promise<VolumeAttachment[]> {
+    const all = await this.client.listAll(volumeAttachments, { signal });
+    return all.items.filter((va) => va.spec.source?.persistentVolumeName === pvName);
+  }
+  getVolumeSnapshot(namespace: string, name: string, signal: AbortSignal): Promise<VolumeSnapshot | undefined> {
+    return undefinedIfNotFound(this.client.get(volumeSnapshots, name, { namespace, signal }));
+  }
+  getVolumeSnapshotContent(name: string, signal: AbortSignal): Promise<VolumeSnapshotContent | undefined> {
+    return undefinedIfNotFound(this.client.get(volumeSnapshotContents, name, { signal }));
+  }
+  getVolumeAttributesClass(name: string, signal: AbortSignal): Promise<VolumeAttributesClass | undefined> {
+    return undefinedIfNotFound(this.client.get(this.vacs, name, { signal }));
+  }
+  getClaim(namespace: string, name: string, signal: AbortSignal): Promise<PersistentVolumeClaim | undefined> {
+    return undefinedIfNotFound(this.client.get(persistentVolumeClaims, name, { namespace, signal }));
+  }
+  getStorageClass(name: string, signal: AbortSignal): Promise<StorageClass | undefined> {
+    return undefinedIfNotFound(this.client.get(storageClasses, name, { signal }));
+  }
+  getVolume(name: string, signal: AbortSignal): Promise<PersistentVolume | undefined> {
+    return undefinedIfNotFound(this.client.get(persistentVolumes, name, { signal }));
+  }
+  async listVolumes(signal: AbortSignal): Promise<PersistentVolume[]> {
+    return (await this.client.listAll(persistentVolumes, { signal })).items;
+  }
+  async claimInUse(namespace: string, name: string, signal: AbortSignal): Promise<boolean> {
+    const list = await this.client.listAll(pods, { namespace, signal });
+    return list.items.some(
+      (p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && (p.spec.volumes ?? []).some((v) => v.persistentVolumeClaim?.claimName === name),
+    );
+  }
+  addFinalizer(kind: FinalizedKind, namespace: string, name: string, finalizer: string, signal: AbortSignal): Promise<void> {
+    return this.editFinalizers(kind, namespace, name, signal, (f) => (f.includes(finalizer) ? undefined : [...f, finalizer]));
+  }
+  removeFinalizer(kind: FinalizedKind, namespace: string, name: string, finalizer: string, signal: AbortSignal): Promise<void> {
+    return this.editFinalizers(kind, namespace, name, signal, (f) => (f.includes(finalizer) ? f.filter((x) => x !== finalizer) : undefined));
+  }
+
+  /** Read, change, write back with the read resourceVersion (a conflict surfaces as ConflictError: retried by the caller). */
+  private async editFinalizers(
+    kind: FinalizedKind, namespace: string, name: string, signal: AbortSignal, change: (finalizers: string[]) => string[] | undefined,
+  ): Promise<void> {
+    const resource: ApiResource<KubeObject> = kind === 'VolumeSnapshot' ? volumeSnapshots : persistentVolumeClaims;
+    const current = await undefinedIfNotFound(this.client.get(resource, name, { namespace, signal }));
+    if (!current) return;
+    const next = change(current.metadata.finalizers ?? []);
+    if (!next) return;
+    try {
+      await this.client.patch(resource, name, { metadata: { resourceVersion: current.metadata.resourceVersion, finalizers: next } }, { namespace, type: 'merge', signal });
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+    }
+  }
+}
