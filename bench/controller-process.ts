@@ -3,14 +3,16 @@
 // in-memory provisioner (a hostPath PV returned at once, no I/O) and answers the parent over IPC:
 // `ready` once the caches are synced, then `stats` (RSS, CPU, event recorder counters) on request.
 // Configuration comes as JSON in $BENCH_CONTROLLER (see ControllerProcessConfig).
+// It imports the library by its package name: the sources under tsx with the kube-provisioner:source condition,
+// or, with bench:controller --child dist, the compiled dist/ from a plain-node copy of this file (what a
+// deployment runs; tsx alone adds about 50 MB of RSS).
 import { hostname } from 'node:os';
-import { ProvisionController, type ProvisionControllerOptions } from '../src/index.ts';
-import type { Provisioner, ProvisionOptions, ProvisionResult } from '../src/controller/provisioner.ts';
-import { KubeClient } from '../src/runtime/client.ts';
-import { EventRecorder, type EventRecorderStats } from '../src/runtime/event-recorder.ts';
-import { loadKubeConfig } from '../src/runtime/kubeconfig.ts';
-import { silentLogger } from '../src/runtime/logger.ts';
-import type { PersistentVolume } from '../src/types/k8s.ts';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { writeHeapSnapshot } from 'node:v8';
+import { KubeClient, loadKubeConfig, ProvisionController, silentLogger } from 'kube-provisioner';
+import type { PersistentVolume, ProvisionControllerOptions, Provisioner, ProvisionOptions, ProvisionResult } from 'kube-provisioner';
+import { EventRecorder, type EventRecorderStats } from 'kube-provisioner/runtime';
 
 /** What the parent passes in $BENCH_CONTROLLER. */
 export interface ControllerProcessConfig {
@@ -25,13 +27,16 @@ export interface ControllerProcessConfig {
 }
 
 /** Messages from the parent. */
-export type ParentMessage = { type: 'stats'; gc?: boolean } | { type: 'flush' } | { type: 'stop' };
+export type ParentMessage = { type: 'stats'; gc?: boolean } | { type: 'flush' } | { type: 'snapshot'; path: string } | { type: 'stop' };
 
 /** Messages to the parent. */
 export type ChildMessage =
   | { type: 'ready'; startupMs: number }
   | { type: 'flushed' }
-  | { type: 'stats'; rssBytes: number; heapUsedBytes: number; retainedHeapBytes?: number; cpuUserMs: number; cpuSystemMs: number; events: EventRecorderStats; provisionCalls: number }
+  | { type: 'snapshot'; path: string }
+  /** `maxRssBytes`: the process's peak RSS so far (getrusage ru_maxrss), not a sample. */
+  /** `maxHeapUsedBytes`: the largest heapUsed sampled every 50 ms since start. */
+  | { type: 'stats'; rssBytes: number; maxRssBytes: number; heapUsedBytes: number; maxHeapUsedBytes: number; retainedHeapBytes?: number; cpuUserMs: number; cpuSystemMs: number; events: EventRecorderStats; provisionCalls: number }
   | { type: 'stopped' }
   | { type: 'error'; message: string };
 
@@ -56,6 +61,18 @@ export class InstantProvisioner implements Provisioner {
   async delete(): Promise<void> {}
 }
 
+/** Starts V8's sampling heap profiler with collected objects included; the returned function stops it. */
+async function startAllocationProfile(): Promise<() => Promise<unknown>> {
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  return async () => {
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    session.disconnect();
+    return profile;
+  };
+}
+
 function send(msg: ChildMessage): void {
   process.send?.(msg);
 }
@@ -78,16 +95,25 @@ async function main(): Promise<void> {
     events,
     logger: silentLogger,
   });
+  let maxHeapUsed = 0;
+  const sampler = setInterval(() => (maxHeapUsed = Math.max(maxHeapUsed, process.memoryUsage().heapUsed)), 50);
+  sampler.unref();
   const running = controller.run();
   running.catch((err: unknown) => send({ type: 'error', message: String(err) }));
   while (!controller.hasSynced()) await new Promise((r) => setTimeout(r, 10));
+  // BENCH_ALLOC_PROFILE=FILE: a sampling heap profile of every allocation from ready to the flush after the burst,
+  // collected objects included (what the burst allocates, not what it keeps), for speedscope or DevTools.
+  const allocProfile = process.env.BENCH_ALLOC_PROFILE ? await startAllocationProfile() : undefined;
   send({ type: 'ready', startupMs: performance.now() - started });
 
   process.on('message', (msg: ParentMessage) => {
     void (async () => {
       if (msg.type === 'flush') {
         await events.flush();
+        if (allocProfile) writeFileSync(process.env.BENCH_ALLOC_PROFILE!, JSON.stringify(await allocProfile()));
         send({ type: 'flushed' });
+      } else if (msg.type === 'snapshot') {
+        send({ type: 'snapshot', path: writeHeapSnapshot(msg.path) });
       } else if (msg.type === 'stats') {
         const cpu = process.cpuUsage();
         const mem = process.memoryUsage();
@@ -98,7 +124,9 @@ async function main(): Promise<void> {
         send({
           type: 'stats',
           rssBytes: mem.rss,
+          maxRssBytes: process.resourceUsage().maxRSS * 1024,
           heapUsedBytes: mem.heapUsed,
+          maxHeapUsedBytes: Math.max(maxHeapUsed, mem.heapUsed),
           ...(retainedHeapBytes !== undefined ? { retainedHeapBytes } : {}),
           cpuUserMs: cpu.user / 1000,
           cpuSystemMs: cpu.system / 1000,
@@ -106,6 +134,7 @@ async function main(): Promise<void> {
           provisionCalls: provisioner.provisionCalls,
         });
       } else if (msg.type === 'stop') {
+        clearInterval(sampler);
         await controller.stop();
         await events.stop();
         client.close();

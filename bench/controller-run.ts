@@ -3,8 +3,11 @@
 // concurrency by a separate client, PVCs watched in the cluster's store for the first phase=Bound, then an idle
 // period with the short resync still running. API requests come from the cluster's audit counter, keyed by the
 // controller's client name (its User-Agent), so the creator and the cluster's own controllers are not counted.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import type { ProvisionControllerOptions } from '../src/index.ts';
 import { KubeClient } from '../src/runtime/client.ts';
 import { persistentVolumeClaims, storageClasses } from '../src/runtime/resources.ts';
@@ -31,6 +34,13 @@ export interface RunConfig {
   timeoutMs: number;
   /** Extra node flags for the controller process (e.g. --cpu-prof). */
   childNodeArgs: string[];
+  /**
+   * The controller process's entry: `tsx` runs bench/controller-process.ts on the sources; a path runs that
+   * plain-JavaScript copy of it on the compiled dist/ (see prepareDistChild).
+   */
+  child: 'tsx' | { script: string };
+  /** Write a heap snapshot of the controller here when every claim is Bound (the end of the burst). */
+  heapSnapshotPath?: string;
 }
 
 /** Requests of the controller's client, by `verb resource` (status codes summed). */
@@ -53,7 +63,16 @@ export interface RunResult {
   /** Controller requests during the idle period, by `verb resource`. */
   idle: RequestCounts;
   ctrlCpuMs: number;
+  /** RSS at the end of the idle period. */
   ctrlRssMB: number;
+  /**
+   * Peak RSS of the controller process over the run (getrusage maxrss, read at the end; read when every claim was
+   * Bound instead when a heap snapshot is taken, because writing the snapshot inflates RSS).
+   */
+  ctrlPeakRssMB: number;
+  /** Largest heapUsed sampled every 50 ms during the run, and heapUsed when every claim was Bound. */
+  ctrlPeakHeapMB: number;
+  ctrlHeapAtBoundMB: number;
   /** RSS when the controller was ready (caches synced, no claims yet). */
   ctrlRssReadyMB: number;
   /** Heap retained after a full GC at the end (caches and bookkeeping). */
@@ -202,8 +221,10 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
       burst: cfg.burst,
       options: cfg.options,
     };
-    const script = fileURLToPath(new URL('./controller-process.ts', import.meta.url));
-    child = new ControllerChild(spawn(process.execPath, ['--expose-gc', ...cfg.childNodeArgs, '--import', 'tsx', script], {
+    const entry = cfg.child === 'tsx'
+      ? ['--conditions=kube-provisioner:source', '--import', 'tsx', fileURLToPath(new URL('./controller-process.ts', import.meta.url))]
+      : [cfg.child.script];
+    child = new ControllerChild(spawn(process.execPath, ['--expose-gc', ...cfg.childNodeArgs, ...entry], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: { ...process.env, BENCH_CONTROLLER: JSON.stringify(childCfg) },
     }));
@@ -247,6 +268,7 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
     await within(done, cfg.timeoutMs);
     const tBound = performance.now();
     const cpuAtBound = await child.request('stats', { type: 'stats' });
+    if (cfg.heapSnapshotPath) await child.request('snapshot', { type: 'snapshot', path: cfg.heapSnapshotPath });
     const clusterCpu = process.cpuUsage(clusterCpu0);
 
     // Events are written asynchronously: let them drain so they are counted in the load phase, not as idle.
@@ -290,6 +312,9 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
       idle: diff(idleEnd.counts, after.counts),
       ctrlCpuMs: cpuAtBound.cpuUserMs + cpuAtBound.cpuSystemMs - cpuBefore.cpuUserMs - cpuBefore.cpuSystemMs,
       ctrlRssMB: final.rssBytes / 2 ** 20,
+      ctrlPeakRssMB: (cfg.heapSnapshotPath ? cpuAtBound.maxRssBytes : final.maxRssBytes) / 2 ** 20,
+      ctrlPeakHeapMB: (cfg.heapSnapshotPath ? cpuAtBound.maxHeapUsedBytes : final.maxHeapUsedBytes) / 2 ** 20,
+      ctrlHeapAtBoundMB: cpuAtBound.heapUsedBytes / 2 ** 20,
       ctrlRssReadyMB: cpuBefore.rssBytes / 2 ** 20,
       ctrlHeapMB: (final.retainedHeapBytes ?? final.heapUsedBytes) / 2 ** 20,
       clusterCpuMs: (clusterCpu.user + clusterCpu.system) / 1000,
@@ -313,4 +338,23 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
     creator.close();
     await cluster.stop();
   }
+}
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+/**
+ * The controller process as plain JavaScript on the compiled library: builds dist/ (`npm run build`, incremental)
+ * and writes bench/.build/controller-process.mjs, the bench file with its types removed (TypeScript's
+ * transpileModule; it imports the library by package name, which resolves to dist/ from there).
+ */
+export function prepareDistChild(): string {
+  const build = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('npm run build failed: --child dist needs the compiled library');
+  const source = readFileSync(join(ROOT, 'bench', 'controller-process.ts'), 'utf8');
+  const out = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false } });
+  const dir = join(ROOT, 'bench', '.build');
+  mkdirSync(dir, { recursive: true });
+  const script = join(dir, 'controller-process.mjs');
+  writeFileSync(script, out.outputText);
+  return script;
 }

@@ -18,6 +18,28 @@ export function outcomeLine(e: CoreEvent): string | undefined {
   return `claim ${claim}: ${e.reason === 'ProvisioningGivenUp' ? 'given up' : 'not provisioned'}: ${e.message ?? ''}`;
 }
 
+/** When an event was last recorded (ms since epoch; NaN without a timestamp). */
+function eventTime(e: CoreEvent): number {
+  return Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '');
+}
+
+/**
+ * What the outcome printer's informer keeps of an event: its identity, and for a provisioning outcome recorded
+ * at or after `sinceMs` the fields of its line. Every other event (Provisioning, ExternalProvisioning, outcomes
+ * from before the start) is kept as its name and resourceVersion alone. Keeping whole events cost 113 MB of
+ * `dev`'s heap after 10,000 claims (30,000 events; docs/benchmarks.md).
+ */
+export function outcomeEventTransform(sinceMs: number): (e: CoreEvent) => CoreEvent {
+  return (e) => {
+    // No uid: the store would index it, and nothing here looks an event up by uid.
+    const { name, namespace, resourceVersion } = e.metadata;
+    const slim = { apiVersion: e.apiVersion, kind: e.kind, metadata: { name, namespace, resourceVersion } } as CoreEvent;
+    if (!(eventTime(e) >= Math.floor(sinceMs / 1000) * 1000) || outcomeLine(e) === undefined) return slim;
+    const { kind, namespace: ns, name: claim, uid: claimUid } = e.involvedObject;
+    return { ...slim, involvedObject: { kind, namespace: ns, name: claim, uid: claimUid }, reason: e.reason, message: e.message, lastTimestamp: e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp };
+  };
+}
+
 /**
  * Prints each provisioning outcome recorded at or after `sinceMs` once (a repeat of the same message, which the
  * event correlator aggregates into a count, is not printed again). Runs until `signal` aborts.
@@ -25,7 +47,8 @@ export function outcomeLine(e: CoreEvent): string | undefined {
 export async function printProvisioningOutcomes(client: KubeClient, sinceMs: number, out: (line: string) => void, signal: AbortSignal): Promise<void> {
   const printed = new Set<string>();
   const seen = (e: CoreEvent) => {
-    const at = Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '');
+    if (!e.involvedObject) return; // slimmed by the transform: not an outcome to print
+    const at = eventTime(e);
     // Timestamps have second precision: an outcome in the start's second counts as after start.
     if (!(at >= Math.floor(sinceMs / 1000) * 1000)) return;
     const line = outcomeLine(e);
@@ -40,6 +63,7 @@ export async function printProvisioningOutcomes(client: KubeClient, sinceMs: num
     client,
     resource: coreEvents,
     fieldSelector: 'involvedObject.kind=PersistentVolumeClaim',
+    transform: outcomeEventTransform(sinceMs),
     handlers: { onAdd: seen, onUpdate: (_old, e) => seen(e) },
   });
   informer.start(signal);

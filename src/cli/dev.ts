@@ -1,5 +1,6 @@
 // `kube-provisioner dev`: a complete local setup in one process: the embedded cluster (persistent under
-// --data-dir, kubeconfig at DIR/kubeconfig) with its controllers and this machine as a node, StorageClasses
+// --data-dir, kubeconfig at DIR/kubeconfig) with its controllers and this machine as a node, in a worker thread
+// of its own (dev-cluster.ts; --cluster-thread main keeps it on the main thread), StorageClasses
 // `hostpath` (default, Immediate, shared path) and `hostpath-local` (WaitForFirstConsumer, node path), and
 // the hostpath provisioner with volumes under DIR/volumes and its configuration in DIR/hostpath-config.json
 // (hot-reloaded). Prints a short guide, then serves until SIGINT/SIGTERM, or with --demo N creates N claims,
@@ -9,7 +10,6 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { startEmbeddedCluster } from '../cluster/embedded-cluster.ts';
 import { localNodeName } from '../cluster/controllers/index.ts';
 import { DEFAULT_NODE } from '../hostpath/config.ts';
 import { KubeClient } from '../runtime/client.ts';
@@ -19,10 +19,10 @@ import { createLogger, type Logger } from '../runtime/logger.ts';
 import { storageClasses } from '../runtime/resources.ts';
 import type { StorageClass } from '../types/k8s.ts';
 import { ANN_DEFAULT_STORAGE_CLASS } from '../types/annotations.ts';
-import { errorMessage } from '../types/errors.ts';
 import { formatDemoSummary, runDemo, type DemoResult } from './demo.ts';
 import { formatComparison, runMemoryDemo } from './demo-compare.ts';
 import { startHostPathService } from './hostpath-service.ts';
+import { CLUSTER_THREADS, startDevCluster, type ClusterThread } from './dev-cluster.ts';
 import { printProvisioningOutcomes } from './dev-outcomes.ts';
 import { persistenceNotice } from './persistence-notice.ts';
 import { DEFAULT_PROVISIONER_NAME, LOG_LEVELS, type LogLevel } from './options.ts';
@@ -44,6 +44,8 @@ export interface DevOptions {
   /** `host:port` for /healthz, /readyz and /metrics of the provisioner; undefined = off. */
   metricsAddress?: string;
   logLevel: LogLevel;
+  /** Where the embedded cluster runs: a worker thread of its own (default), or the main thread. */
+  clusterThread?: ClusterThread;
 }
 
 export interface DevIo {
@@ -121,22 +123,24 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
   const configFile = join(dataDir, 'hostpath-config.json');
   if (!existsSync(configFile)) await writeFile(configFile, `${JSON.stringify(devConfig(volumesDir), null, 2)}\n`);
 
-  const cluster = await startEmbeddedCluster({
-    dataDir,
-    port: o.port,
-    host: o.host,
-    onError: (err) => logger.error({ err: errorMessage(err) }, 'embedded cluster error'),
-  }).catch((err: unknown) => {
+  const cluster = await startDevCluster(o.clusterThread ?? 'worker', { dataDir, port: o.port, host: o.host, logLevel: o.logLevel }, logger).catch((err: unknown) => {
     throw describeListenError(err, o.host, o.port);
   });
-  await lock.setUrl(cluster.url);
   const stopService = new AbortController();
   const onAbort = () => stopService.abort(signal.reason);
   signal.addEventListener('abort', onAbort, { once: true });
+  // The cluster's thread ending on its own stops everything (and dev fails with its reason).
+  let clusterFailure: Error | undefined;
+  void cluster.exited.then((err) => {
+    clusterFailure = err;
+    logger.error({ err: err.message }, 'embedded cluster stopped unexpectedly');
+    stopService.abort(err);
+  });
   let client: KubeClient | undefined;
   let outcomes: Promise<unknown> | undefined;
   const startedAt = Date.now();
   try {
+    await lock.setUrl(cluster.url);
     const { kubeConfig } = loadKubeConfig({ path: cluster.kubeconfigPath });
     // The cluster is local: no client-side rate limit.
     client = new KubeClient({ kubeConfig, qps: 0, userAgent: userAgent(`${DEFAULT_PROVISIONER_NAME}, dev`) });
@@ -183,7 +187,7 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
 
     let result: DevDemoResults | undefined;
     if (o.demo !== undefined) {
-      const demo = { client, count: o.demo, timeoutMs: o.demoTimeoutMs, progress: io.progress, signal };
+      const demo = { client, count: o.demo, timeoutMs: o.demoTimeoutMs, progress: io.progress, signal: AbortSignal.any([signal, stopService.signal]) };
       result = { hostpath: await runDemo({ ...demo, storageClassName: DEV_CLASSES.shared }) };
       io.out(formatDemoSummary(result.hostpath));
       if (o.demoCompare && !signal.aborted) {
@@ -200,6 +204,7 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
     }
     await service.done;
     await outcomes;
+    if (clusterFailure) throw clusterFailure;
     return result;
   } finally {
     stopService.abort(new Error('dev stopping'));
@@ -229,8 +234,9 @@ export function registerDevCommand(program: Command): void {
     .addOption(new Option('--demo-timeout <seconds>', 'give up waiting for the demo claims after this').argParser(intArg(1)).default(120))
     .addOption(new Option('--worker-threads <n>', 'provisioner claim workers').argParser(intArg(1)).default(4))
     .addOption(new Option('--metrics-address <host:port>', 'serve the provisioner\'s /metrics, /healthz and /readyz here'))
-    .addOption(new Option('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('warn'));
-  dev.action(async (f: { dataDir: string; port: number; host: string; demo?: number; demoCompare?: boolean; demoTimeout: number; workerThreads: number; metricsAddress?: string; logLevel: LogLevel }) => {
+    .addOption(new Option('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('warn'))
+    .addOption(new Option('--cluster-thread <where>', 'run the embedded cluster in a worker thread of its own (a second core) or in the main thread').choices([...CLUSTER_THREADS]).default('worker'));
+  dev.action(async (f: { dataDir: string; port: number; host: string; demo?: number; demoCompare?: boolean; demoTimeout: number; workerThreads: number; metricsAddress?: string; logLevel: LogLevel; clusterThread: ClusterThread }) => {
     const stop = new AbortController();
     const removeHandlers = abortOnSignals(stop, createLogger({ level: f.logLevel }), (line) => process.stderr.write(`${line}\n`));
     try {

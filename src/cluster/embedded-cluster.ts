@@ -15,7 +15,7 @@ import { resolveLimits, type ServerLimits } from './http/request-limits.ts';
 import { startApiServer, type ApiServer } from './http/server.ts';
 import { ClusterStore } from './writes/cluster-store.ts';
 import { buildKubeconfig, ensureServingCertificates } from './http/tls.ts';
-import { startClusterControllers, type ClusterControllers } from './controllers/index.ts';
+import { startClusterControllers, type ClusterControllers, type ClusterControllersOptions } from './controllers/index.ts';
 
 export interface EmbeddedClusterOptions {
   /** Keep objects (SQLite), certificates, token and kubeconfig here; without it, everything is in memory. */
@@ -26,8 +26,11 @@ export interface EmbeddedClusterOptions {
   host?: string;
   /** Serve plain HTTP (debugging only). */
   insecureHttp?: boolean;
-  /** Run the cluster's controllers (PV binder, protection, default class, scheduler stand-in); default true. */
-  controllers?: boolean | { resyncMs?: number };
+  /**
+   * Run the cluster's controllers (PV binder, protection, default class, scheduler stand-in); default true. The
+   * object form sets their resync period and a counter of the cached objects they examine.
+   */
+  controllers?: boolean | Pick<ClusterControllersOptions, 'resyncMs' | 'readCounter'>;
   /** Watch cache events retained per resource (default 10,000). */
   watchCacheSize?: number;
   /** BOOKMARK interval (default 60 s). */

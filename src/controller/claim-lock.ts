@@ -155,6 +155,11 @@ export class ClaimLock {
     this.observed.delete(uid);
   }
 
+  /** How many objects' locks this instance keeps an observation of. */
+  get observedCount(): number {
+    return this.observed.size;
+  }
+
   /**
    * Takes the lock with one optimistic write (update with the cached resourceVersion). Resolves to a handle, or
    * to the reason it is not ours (held by a live holder, or a write conflict: the caller retries later).

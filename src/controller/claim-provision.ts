@@ -72,7 +72,7 @@ export async function provisionClaim(a: ClaimAttempt): Promise<ProvisionOutcome>
     // A PV the API server refuses would be refused again: the infeasible slow retry, not the backoff.
     return { next: countFailure(a, outcome.error.message, outcome.invalid ? 'infeasible' : 'final', outcome.invalid === true), succeeded: false };
   }
-  if (outcome.kind === 'saved') s.savedVolumes.record(pvName, outcome.volume);
+  if (outcome.kind === 'saved') s.savedVolumes.record(pvName, outcome.volume, t.volumes.get(pvName));
   s.metrics.provisionTotal.inc(labels);
   s.metrics.provisionDuration.observe(labels, (s.clock.now() - started) / 1000);
   s.claimRecords.set(uid, 'inProgress', undefined);
@@ -140,7 +140,7 @@ async function provisionFailed(a: ClaimAttempt, err: unknown): Promise<Next> {
     else if (a.claimDeleted || selectedNodeName(claim) === undefined) state = 'Finished';
     else {
       try {
-        s.writtenClaims.record(uid, await removeSelectedNode(s, claim, t.signal));
+        s.writtenClaims.record(uid, await removeSelectedNode(s, claim, t.signal), t.claims.getByUid(uid));
         log.info({ err: message, node: d.selectedNodeName }, 'volume rescheduled');
         s.claimRecords.set(uid, 'failures', undefined);
         return done;

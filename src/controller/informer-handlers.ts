@@ -1,7 +1,7 @@
 // Informer event handlers of one term: which keys to enqueue for which changes. Bound claims are skipped (no
-// work and no API calls at resync), our own lock writes are filtered out, a deleted claim still in progress is
-// carried on, a deleted claim re-queues its volume, a deleted PV unblocks claims refused for its name, and class
-// changes re-queue their claims.
+// work and no API calls at resync) and forgotten, our own lock writes are filtered out, a deleted claim still in
+// progress is carried on, a deleted claim re-queues its volume, a deleted PV unblocks claims refused for its name,
+// and class changes re-queue their claims.
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeObject, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { isOnlyLockUpdate } from './claim-lock.ts';
@@ -28,8 +28,13 @@ export function wireHandlers(
   const enqueueClaim = (c: PersistentVolumeClaim) => {
     const uid = c.metadata.uid ?? '';
     resize?.claimChanged(c);
-    // Bound claims need nothing (unless an operation of ours is still in progress for them).
-    if (c.spec.volumeName && !s.claimRecords.inProgress(uid)) return;
+    // Bound claims need nothing (unless an operation of ours is still in progress for them), and nothing about them
+    // is kept: a claim's record, our write of it and its lock observation go once it is bound (the key's backoff
+    // history went when its sync returned done).
+    if (c.spec.volumeName && !s.claimRecords.inProgress(uid)) {
+      forgetClaim(s, uid);
+      return;
+    }
     t.claimQueue.add(uid);
   };
   claims.addEventHandler({

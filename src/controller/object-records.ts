@@ -43,6 +43,11 @@ export class Records<R extends object> {
   forget(key: string): void {
     this.records.delete(key);
   }
+
+  /** How many objects have a record. */
+  get size(): number {
+    return this.records.size;
+  }
 }
 
 /** Claim records, with a running count of claims in progress (a gauge reads it after every provision). */

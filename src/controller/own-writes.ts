@@ -14,8 +14,13 @@ function newerVersion(a: string | undefined, b: string | undefined): boolean {
 export class OwnWrites<T extends KubeObject> {
   private readonly writes = new Map<string, T>();
 
-  /** Remembers what the API server returned for our write of `key`. */
-  record(key: string, written: T): void {
+  /**
+   * Remembers what the API server returned for our write of `key`, unless `cached` (the informer's copy now) already
+   * is that version or a newer one: the watch event can arrive before the response, and a copy kept then would stay
+   * until the object's next change.
+   */
+  record(key: string, written: T, cached: T | undefined): void {
+    if (cached && !newerVersion(written.metadata.resourceVersion, cached.metadata.resourceVersion)) return;
     this.writes.set(key, written);
   }
 
@@ -45,6 +50,11 @@ export class OwnWrites<T extends KubeObject> {
   /** Forgets our write of `key`. */
   forget(key: string): void {
     this.writes.delete(key);
+  }
+
+  /** How many writes the cache has not caught up with (or that no read has dropped yet). */
+  get size(): number {
+    return this.writes.size;
   }
 
   /** Keys with a write the cache has not caught up with. */

@@ -9,19 +9,16 @@ import type { Registry } from 'prom-client';
 import { realClock, type Clock } from '../runtime/clock.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { EventRecorder } from '../runtime/event-recorder.ts';
-import { Informer } from '../runtime/informer.ts';
 import { LeaderElector } from '../runtime/leader-election.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { createMetricsRegistry, DuplicateQueueNameError } from '../runtime/metrics.ts';
 import { BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter } from '../runtime/rate-limiters.ts';
-import { nodes, persistentVolumeClaims, persistentVolumes, storageClasses, type ApiResource } from '../runtime/resources.ts';
 import { WorkQueue } from '../runtime/workqueue.ts';
-import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
+import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { errorMessage } from '../types/errors.ts';
 import { ClaimLock } from './claim-lock.ts';
 import { syncClaim } from './claim-sync.ts';
 import type { ControllerShared, ControllerTerm } from './controller-state.ts';
-import { claimClassName } from './decide-claim.ts';
 import { boundedEventSink } from './event-bounds.ts';
 import { explainCachedClaim, type ClaimExplanation } from './explain.ts';
 import { Heartbeat } from './heartbeat.ts';
@@ -38,6 +35,7 @@ import { VolumeStore, type EventSink } from './volume-store.ts';
 import { applyNext, backoff, type Next } from './next.ts';
 import { ClaimRecords, Records, type VolumeRecord } from './object-records.ts';
 import { OwnWrites } from './own-writes.ts';
+import { termInformers } from './term-caches.ts';
 
 /** Dependencies a ProvisionController takes besides its options (all optional). */
 export interface ProvisionControllerDeps {
@@ -109,7 +107,9 @@ export class ProvisionController {
     // Every event of the claim and volume flows, the volume store and the leak inventory goes through this one sink.
     const events: EventSink = boundedEventSink(config.events ?? (this.ownRecorder as EventRecorder));
     const savedVolumes = new OwnWrites<PersistentVolume>();
-    this.volumeStore = new VolumeStore({ client, provisioner, events, clock, logger, save: options.volumeSave, savedVolumes });
+    this.volumeStore = new VolumeStore({
+      client, provisioner, events, clock, logger, save: options.volumeSave, savedVolumes, cachedVolume: (name) => this.term?.volumes.get(name),
+    });
     this.shared = {
       client,
       provisionerName,
@@ -160,6 +160,22 @@ export class ProvisionController {
   /** Uids of the claims whose provisioning may still run in the backend. */
   claimsInProgress(): string[] {
     return this.shared.claimRecords.inProgressKeys();
+  }
+
+  /**
+   * How many claims and PVs the controller remembers something about besides its caches (records, own writes not yet
+   * seen by the cache, lock observations, unsaved PVs). A claim that is done (Bound, or deleted) leaves nothing here.
+   */
+  bookkeeping(): { claimRecords: number; volumeRecords: number; savedVolumes: number; writtenClaims: number; lockObservations: number; unsavedVolumes: number } {
+    const s = this.shared;
+    return {
+      claimRecords: s.claimRecords.size,
+      volumeRecords: s.volumeRecords.size,
+      savedVolumes: s.savedVolumes.size,
+      writtenClaims: s.writtenClaims.size,
+      lockObservations: s.claimLock?.observedCount ?? 0,
+      unsavedVolumes: this.volumeStore.pending().length,
+    };
   }
 
   /** Health checks for the runtime's health server: liveness (lease renewals on time) and readiness (caches). */
@@ -279,15 +295,7 @@ export class ProvisionController {
     const o = this.options;
     // Every in-flight request and sleep of every worker listens on the term's signal: not a leak.
     setMaxListeners(0, signal);
-    const informer = <T extends PersistentVolumeClaim | PersistentVolume | StorageClass | Node>(resource: ApiResource<T>) =>
-      new Informer<T>({ client: this.client, resource, resyncMs: o.resyncPeriodMs, clock: s.clock, logger: s.logger });
-    const claims = informer<PersistentVolumeClaim>(persistentVolumeClaims);
-    const volumes = informer<PersistentVolume>(persistentVolumes);
-    const classes = informer<StorageClass>(storageClasses);
-    const nodeInformer = o.nodeCache ? informer<Node>(nodes) : undefined;
-    const informers = [claims, volumes, classes, ...(nodeInformer ? [nodeInformer] : [])];
-    claims.addIndex('class', (c) => [claimClassName(c)]);
-    claims.addIndex('pvName', (c) => [o.volumeNameHook(c)]);
+    const { claims, volumes, classes, nodes: nodeInformer, all: informers } = termInformers(this.client, o, s.clock, s.logger);
     const claimQueue = this.makeQueue('claims');
     const volumeQueue = this.makeQueue('volumes');
     const t: ControllerTerm = {

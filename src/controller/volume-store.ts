@@ -53,6 +53,8 @@ export interface VolumeStoreDeps {
   save: ResolvedOptions['volumeSave'];
   /** Where PVs saved by the background queue are recorded until the volume informer delivers them. */
   savedVolumes: OwnWrites<PersistentVolume>;
+  /** The volume informer's copy of a PV now (none outside a term). */
+  cachedVolume?(name: string): PersistentVolume | undefined;
 }
 
 interface Unsaved {
@@ -217,7 +219,7 @@ export class VolumeStore {
     if (!entry || !this.queue) return;
     const claim = entry.claim;
     try {
-      this.deps.savedVolumes.record(name, await this.create(claim, entry.volume, signal));
+      this.deps.savedVolumes.record(name, await this.create(claim, entry.volume, signal), this.deps.cachedVolume?.(name));
       this.unsaved.delete(name);
       this.queue.forget(name);
     } catch (err) {

@@ -379,9 +379,22 @@ export class KubeClient {
         keepAlive: true, ca: reqOpts.ca, cert: reqOpts.cert, key: reqOpts.key, servername: reqOpts.servername,
       };
       if (reqOpts.rejectUnauthorized !== undefined) tls.rejectUnauthorized = reqOpts.rejectUnauthorized;
-      this.shared.agent = this.shared.server.protocol === 'http:' ? new http.Agent({ keepAlive: true }) : new https.Agent(tls);
+      this.shared.agent = this.shared.server.protocol === 'http:' ? new http.Agent({ keepAlive: true }) : new OneServerAgent(tls);
     }
     return this.shared.agent;
+  }
+}
+
+/**
+ * The keep-alive agent of one API server with one set of TLS options. https.Agent keys its connection pool by a name
+ * it rebuilds from the request's options on every request and every socket release, CA and client certificate
+ * included (kilobytes per request); for one server and fixed options the name never changes, so it is built once.
+ */
+class OneServerAgent extends https.Agent {
+  private poolName: string | undefined;
+
+  override getName(options?: https.RequestOptions): string {
+    return (this.poolName ??= super.getName(options));
   }
 }
 

@@ -1,6 +1,9 @@
 // The event recorder: client-go's tools/record broadcaster + sink in one object. `event()` builds a core/v1
-// Event and queues it without ever blocking or throwing; a background drain runs it through the
-// EventCorrelator (aggregate, dedup as a count/lastTimestamp patch, spam filter) and writes it.
+// Event and queues it without ever blocking or throwing; background drains run it through the EventCorrelator
+// (aggregate, dedup as a count/lastTimestamp patch, spam filter) and write it. Events go to a few lanes by the
+// object they are about: one object's events stay in order and its correlation sees each write before the next,
+// while a burst of claims is written several at a time (one writer left a 10,000-claim burst's events queued,
+// and held in memory, for many seconds after the claims were Bound).
 import type { CoreEvent, KubeObject } from '../types/k8s.ts';
 import { realClock, type Clock } from './clock.ts';
 import type { KubeClient } from './client.ts';
@@ -31,6 +34,8 @@ export interface EventRecorderOptions {
   /** Delay between tries (default 10 s; the first is randomised, like client-go). */
   retryDelayMs?: number;
   correlator?: EventCorrelator | EventCorrelatorOptions;
+  /** Events written at once, each lane for its own set of objects (default 4). */
+  writers?: number;
   clock?: Clock;
   logger?: Logger;
 }
@@ -53,12 +58,13 @@ export interface EventRecorderStats {
  */
 export class EventRecorder {
   readonly stats: EventRecorderStats = { created: 0, patched: 0, droppedQueueFull: 0, droppedSpam: 0, failed: 0 };
-  private readonly queue: CoreEvent[] = [];
+  private readonly lanes: EventLane[];
+  /** Events queued over all lanes. */
+  private queued = 0;
   private readonly correlator: EventCorrelator;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly stopController = new AbortController();
-  private draining: Promise<void> | undefined;
   private stopped = false;
   private lastNanos = 0n;
 
@@ -68,18 +74,22 @@ export class EventRecorder {
     this.correlator = opts.correlator instanceof EventCorrelator
       ? opts.correlator
       : new EventCorrelator({ clock: this.clock, ...opts.correlator });
+    this.lanes = Array.from({ length: Math.max(1, opts.writers ?? 4) }, () => ({ queue: [], head: 0, draining: undefined }));
   }
 
   /** Records an event about `obj`. Never blocks, never throws. */
   event(obj: KubeObject, type: EventType, reason: string, message: string): void {
     try {
       if (this.stopped) return;
-      if (this.queue.length >= (this.opts.queueSize ?? DEFAULT_QUEUE_SIZE)) {
+      if (this.queued >= (this.opts.queueSize ?? DEFAULT_QUEUE_SIZE)) {
         this.stats.droppedQueueFull++;
         return;
       }
-      this.queue.push(this.makeEvent(obj, type, reason, message));
-      this.draining ??= this.drain().finally(() => { this.draining = undefined; });
+      const event = this.makeEvent(obj, type, reason, message);
+      const lane = this.lanes[laneOf(event, this.lanes.length)];
+      lane.queue.push(event);
+      this.queued++;
+      lane.draining ??= this.drain(lane).finally(() => { lane.draining = undefined; });
     } catch (err) {
       this.logger.error({ err: (err as Error).message }, 'could not record event');
     }
@@ -87,7 +97,11 @@ export class EventRecorder {
 
   /** Resolves when every event queued so far has been written, dropped or given up on. */
   async flush(): Promise<void> {
-    while (this.draining) await this.draining;
+    for (;;) {
+      const draining = this.lanes.flatMap((l) => (l.draining ? [l.draining] : []));
+      if (draining.length === 0) return;
+      await Promise.all(draining);
+    }
   }
 
   /** Stops accepting events, lets queued ones drain for up to `timeoutMs` (default 5 s), then abandons the rest. */
@@ -123,10 +137,21 @@ export class EventRecorder {
     };
   }
 
-  private async drain(): Promise<void> {
-    for (let ev = this.queue.shift(); ev; ev = this.queue.shift()) {
+  private async drain(lane: EventLane): Promise<void> {
+    while (lane.head < lane.queue.length) {
+      const ev = lane.queue[lane.head];
+      lane.queue[lane.head++] = undefined;
+      this.queued--;
+      // Taken from the front by an index: shift() copies the whole array once it is large.
+      if (lane.head > 1024 && lane.head * 2 > lane.queue.length) {
+        lane.queue = lane.queue.slice(lane.head);
+        lane.head = 0;
+      }
+      if (!ev) continue;
       if (this.stopController.signal.aborted) {
-        this.queue.length = 0;
+        this.queued -= lane.queue.length - lane.head;
+        lane.queue = [];
+        lane.head = 0;
         return;
       }
       const decision = this.correlator.correlate(ev);
@@ -136,6 +161,8 @@ export class EventRecorder {
       }
       await this.write(decision.event, decision.action === 'patch' ? decision.patch : undefined);
     }
+    lane.queue = [];
+    lane.head = 0;
   }
 
   private async write(event: CoreEvent, patch: object | undefined): Promise<void> {
@@ -191,4 +218,25 @@ export class EventRecorder {
     this.lastNanos = nanos > this.lastNanos ? nanos : this.lastNanos + 1n;
     return this.lastNanos;
   }
+}
+
+/** One writer's queue: events taken from `head` on. */
+interface EventLane {
+  queue: Array<CoreEvent | undefined>;
+  head: number;
+  draining: Promise<void> | undefined;
+}
+
+/** The lane of an event: by the object it is about (FNV-1a of its namespace/name/uid), so one object stays in order. */
+function laneOf(event: CoreEvent, lanes: number): number {
+  if (lanes === 1) return 0;
+  const o = event.involvedObject;
+  const key = `${o.namespace ?? ''}/${o.name ?? ''}/${o.uid ?? ''}`;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  // FNV's low bits depend only on the inputs' low bits: mix the high ones in before taking the remainder.
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  return (h >>> 0) % lanes;
 }

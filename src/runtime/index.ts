@@ -10,6 +10,7 @@ export * from './watch-stream.ts';
 export * from './object-store.ts';
 export * from './reflector.ts';
 export * from './informer.ts';
+export * from './cache-transform.ts';
 export * from './leader-election.ts';
 export * from './event-recorder.ts';
 // Scheduling half: work queue, rate limiters, token bucket, metrics, health server, event correlator.

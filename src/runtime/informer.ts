@@ -30,6 +30,11 @@ export interface InformerOptions<T extends KubeObject> {
   handlers?: InformerHandlers<T>;
   /** Deep-freeze cached objects (default true). */
   freeze?: boolean;
+  /**
+   * Applied to every object before it enters the cache or reaches a handler, like client-go's SetTransform: keep
+   * only what the readers need (see {@link cacheTransform}). The object is fresh from the wire and may be changed in place.
+   */
+  transform?: (obj: T) => T;
   pageSize?: number;
   minWatchTimeoutSeconds?: number;
   watchIdleTimeoutMs?: number;
@@ -75,7 +80,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector,
       pageSize: opts.pageSize, minWatchTimeoutSeconds: opts.minWatchTimeoutSeconds,
       watchIdleTimeoutMs: opts.watchIdleTimeoutMs, backoff: opts.backoff, clock: this.clock,
-      logger: opts.logger, random: opts.random,
+      logger: opts.logger, random: opts.random, transform: opts.transform,
       onDelta: (d) => this.dispatch(d),
       onListed: () => this.markSynced(),
     });

@@ -49,8 +49,11 @@ export interface ReadonlyObjectStore<T extends KubeObject> {
 
 interface Index<T extends KubeObject> {
   fn: IndexFunc<T>;
-  /** index value -> keys */
-  entries: Map<string, Set<string>>;
+  /**
+   * index value -> keys: one key as a plain string, more as a Set. Most index values name one object (a PV name, a
+   * claim uid), and a Set per value cost about 200 bytes per cached object.
+   */
+  entries: Map<string, string | Set<string>>;
 }
 
 /** Mutable store used by the reflector. Not safe to mutate from handlers. */
@@ -99,7 +102,8 @@ export class ObjectStore<T extends KubeObject = KubeObject> implements ReadonlyO
   indexKeys(indexName: string, value: string): string[] {
     const index = this.indexes.get(indexName);
     if (!index) throw new Error(`no index named ${indexName}`);
-    return [...(index.entries.get(value) ?? [])];
+    const keys = index.entries.get(value);
+    return keys === undefined ? [] : typeof keys === 'string' ? [keys] : [...keys];
   }
 
   /** Inserts or replaces; returns the previous object under the same key. */
@@ -129,17 +133,22 @@ export class ObjectStore<T extends KubeObject = KubeObject> implements ReadonlyO
     for (const index of this.indexes.values()) {
       for (const value of index.fn(old)) {
         const keys = index.entries.get(value);
-        keys?.delete(key);
-        if (keys && keys.size === 0) index.entries.delete(value);
+        if (keys === key) index.entries.delete(value);
+        else if (typeof keys === 'object') {
+          keys.delete(key);
+          if (keys.size === 1) index.entries.set(value, keys.values().next().value as string);
+        }
       }
     }
   }
 
   private indexAdd(index: Index<T>, key: string, obj: T): void {
     for (const value of index.fn(obj)) {
-      let keys = index.entries.get(value);
-      if (!keys) index.entries.set(value, (keys = new Set()));
-      keys.add(key);
+      const keys = index.entries.get(value);
+      if (keys === undefined) index.entries.set(value, key);
+      else if (typeof keys === 'string') {
+        if (keys !== key) index.entries.set(value, new Set([keys, key]));
+      } else keys.add(key);
     }
   }
 }

@@ -36,6 +36,12 @@ export interface ReflectorOptions<T extends KubeObject> {
   onDelta: (delta: Delta<T>) => void;
   /** Called after every complete list has been applied (the first call means "synced"). */
   onListed?: (resourceVersion: string) => void;
+  /**
+   * Applied to every listed and watched object before it enters the store or reaches a handler (client-go's
+   * SetTransform): drop or share what no reader needs. It receives an object fresh from the wire that nothing else
+   * holds yet, so it may change it in place; it must keep metadata.name, namespace, uid and resourceVersion.
+   */
+  transform?: (obj: T) => T;
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
@@ -127,8 +133,10 @@ export class Reflector<T extends KubeObject = KubeObject> {
       limit: this.opts.pageSize ?? 500, signal,
     });
     if (signal.aborted) return;
+    const transform = this.opts.transform;
     const seen = new Set<string>();
-    for (const item of items) {
+    for (const listed of items) {
+      const item = transform ? transform(listed) : listed;
       const key = objectKey(item);
       seen.add(key);
       const old = store.get(key);
@@ -165,11 +173,11 @@ export class Reflector<T extends KubeObject = KubeObject> {
       resourceVersion: this.rv, allowWatchBookmarks: true, timeoutSeconds, signal,
       idleTimeoutMs: this.opts.watchIdleTimeoutMs ?? timeoutSeconds * 1000 + 30_000,
     });
-    const { store, onDelta } = this.opts;
+    const { store, onDelta, transform } = this.opts;
     let events = 0;
     for await (const ev of stream) {
       events++;
-      const obj = ev.object;
+      const obj = transform && ev.type !== 'BOOKMARK' ? transform(ev.object) : ev.object;
       const rv = obj.metadata?.resourceVersion;
       if (ev.type !== 'BOOKMARK') {
         const key = objectKey(obj);

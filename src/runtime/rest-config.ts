@@ -70,6 +70,8 @@ export class RestConfig {
   currentContext = '';
   private readonly tokenCache = new Map<string, { token: string; readAt: number }>();
   private readonly fileCache = new Map<string, { data: Buffer; readAt: number }>();
+  /** Base64 kubeconfig values (CA, client certificate and key data), decoded once. */
+  private readonly decodedData = new Map<string, Buffer>();
   private readonly plugins = new Map<string, ExecCredentialPlugin>();
 
   /** @param now - the clock of the token-file cache (tests pass a fake one). */
@@ -215,7 +217,12 @@ export class RestConfig {
    * minute: this runs on every request, and a rotated certificate still gets picked up.
    */
   private dataOrFile(data: string | undefined, file: string | undefined): Buffer | undefined {
-    if (data) return Buffer.from(data, 'base64');
+    if (data) {
+      // Called for every request: decode each kubeconfig value once.
+      let decoded = this.decodedData.get(data);
+      if (!decoded) this.decodedData.set(data, (decoded = Buffer.from(data, 'base64')));
+      return decoded;
+    }
     if (!file) return undefined;
     const cached = this.fileCache.get(file);
     if (cached && this.now() - cached.readAt < TOKEN_FILE_TTL_MS) return cached.data;

@@ -35,7 +35,7 @@ describe('syncClaim returns the next step', () => {
 
   it('waitForEvent while our own rewrite of the claim is newer than the cache', async () => {
     const { f, c, backend } = setup();
-    f.s.writtenClaims.record('claim-1', { ...c, metadata: { ...c.metadata, resourceVersion: '9' } });
+    f.s.writtenClaims.record('claim-1', { ...c, metadata: { ...c.metadata, resourceVersion: '9' } }, undefined);
     assert.deepEqual(await syncClaim(f.s, f.t, 'claim-1'), waitForEvent);
     assert.deepEqual(backend.provisionCalls, [], 'nothing provisioned from the stale copy');
   });

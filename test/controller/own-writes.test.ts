@@ -12,7 +12,7 @@ describe('OwnWrites', () => {
   it('serves our write until the cache holds the same or a newer resourceVersion', () => {
     const w = new OwnWrites<PersistentVolume>();
     const ours = pv('12');
-    w.record('pv', ours);
+    w.record('pv', ours, undefined);
     assert.equal(w.read('pv', undefined), ours, 'the cache has nothing yet');
     assert.equal(w.read('pv', pv('9')), ours, 'the cache is older');
     assert.ok(w.isAhead('pv', pv('9')));
@@ -22,10 +22,18 @@ describe('OwnWrites', () => {
   });
   it('compares versions as integers (10 is newer than 9) and drops ours on a deletion', () => {
     const w = new OwnWrites<PersistentVolume>();
-    w.record('pv', pv('10'));
+    w.record('pv', pv('10'), undefined);
     assert.ok(w.isAhead('pv', pv('9')));
     w.observe('pv', undefined);
     assert.equal(w.read('pv', undefined), undefined);
+  });
+  it('keeps nothing when the cache already delivered our write (its watch event came before the response)', () => {
+    const w = new OwnWrites<PersistentVolume>();
+    w.record('pv', pv('12'), pv('12'));
+    w.record('newer', pv('12'), pv('13'));
+    assert.equal(w.size, 0);
+    w.record('pv', pv('12'), pv('11'));
+    assert.equal(w.size, 1, 'an older cached copy: ours is kept');
   });
 });
 

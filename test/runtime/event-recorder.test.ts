@@ -17,7 +17,7 @@ function events(fake: FakeApi): CoreEvent[] {
   return [...fake.objects.entries()].filter(([k]) => k.startsWith('events/')).map(([, v]) => v as CoreEvent);
 }
 
-async function withRecorder(fn: (fake: FakeApi, rec: EventRecorder) => Promise<void>, opts: { queueSize?: number } = {}): Promise<void> {
+async function withRecorder(fn: (fake: FakeApi, rec: EventRecorder) => Promise<void>, opts: { queueSize?: number; writers?: number } = {}): Promise<void> {
   const fake = await startFakeApi();
   const client = new KubeClient({ kubeConfig: fake.kubeConfig, qps: 0, retryBaseDelayMs: 1 });
   const rec = new EventRecorder({ client, component: 'test-provisioner', host: 'node-1', retryDelayMs: 1, ...opts });
@@ -85,7 +85,40 @@ test('event() never blocks or throws: a full queue drops and counts; API errors 
     await rec.flush();
     assert.equal(rec.stats.failed, 3);
     assert.equal(rec.stats.created, 0);
-  }, { queueSize: 2 }));
+  }, { queueSize: 2, writers: 1 }));
+
+test('events about different objects are written several at a time; one object\'s events stay in order', async () => {
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const created: CoreEvent[] = [];
+  const gates: Array<() => void> = [];
+  // A client whose creates wait until released, so the writes in flight at once can be counted.
+  const client = {
+    async create(_r: unknown, body: CoreEvent) {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      await new Promise<void>((release) => gates.push(release));
+      inFlight--;
+      created.push(body);
+      return { ...body, metadata: { ...body.metadata, resourceVersion: String(created.length) } };
+    },
+  } as unknown as KubeClient;
+  const rec = new EventRecorder({ client, component: 'test-provisioner', writers: 4 });
+  const objects = Array.from({ length: 40 }, (_, i): KubeObject => ({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: `c${i}`, namespace: 'ns', uid: `u${i}` } }));
+  for (let step = 0; step < 3; step++) for (const o of objects) rec.event(o, 'Normal', `Step${step}`, 'm');
+  const flushed = rec.flush();
+  while (created.length < 120) {
+    await new Promise((r) => setImmediate(r));
+    for (const release of gates.splice(0)) release();
+  }
+  await flushed;
+  assert.equal(maxInFlight, 4, 'four lanes write at once');
+  for (const o of objects) {
+    const steps = created.filter((e) => e.involvedObject.uid === o.metadata.uid).map((e) => e.reason);
+    assert.deepEqual(steps, ['Step0', 'Step1', 'Step2'], `events about ${o.metadata.name} in order`);
+  }
+  await rec.stop();
+});
 
 describe('event recorder against the embedded cluster', () => {
   let cluster: TestCluster;

@@ -1,15 +1,62 @@
 // The cluster controllers' shared informer: one store watch per resource feeding in-memory maps and the
-// indexes the controllers query (PVs by claimRef and by class, pods by claim, CSIStorageCapacities by class),
-// then fanning each change out to the controllers, which only enqueue keys. Store watches deliver synchronously after each commit, so the
-// cache is current whenever a controller's worker runs.
+// indexes the controllers query (PVs by claimRef and by class, pods by claim, pending claims by class, the
+// default class, nodes by name order, CSIStorageCapacities by class), then fanning each change out to the
+// controllers, which only enqueue keys. Store watches deliver synchronously after each commit, so the cache is
+// current whenever a controller's worker runs. Every read is counted through an optional counter: the flat-cost
+// test checks that the objects examined per claim do not grow with the number of claims and volumes.
 import type { KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, WatchEvent } from '../../types/k8s.ts';
 import type { CSIDriver, CSIStorageCapacity } from '../../types/storage-objects.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
 import { VolumeIndex } from './volume-index.ts';
-import { claimKey, pickDefaultClass } from './volume-match.ts';
+import { claimClass, claimHasNoClass, claimKey, pickDefaultClass } from './volume-match.ts';
 
 export type CachedResource =
   | 'persistentvolumeclaims' | 'persistentvolumes' | 'storageclasses' | 'pods' | 'nodes' | 'csidrivers' | 'csistoragecapacities';
+
+/** Counts the cached objects the controllers look at (each object a read returns or an iteration yields). */
+export interface CacheReadCounter {
+  examined(resource: CachedResource, count: number): void;
+}
+
+/** What the controllers may do with one of the cache's maps: look up, and iterate (resyncs). */
+export interface CachedMap<V> extends Iterable<[string, V]> {
+  readonly size: number;
+  get(key: string): V | undefined;
+  keys(): Iterable<string>;
+  values(): Iterable<V>;
+}
+
+/** A read-only view of one of the cache's maps that counts what it hands out. */
+class CountedMap<V> implements CachedMap<V> {
+  constructor(
+    private readonly map: Map<string, V>,
+    private readonly count: (n: number) => void,
+  ) {}
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  get(key: string): V | undefined {
+    this.count(1);
+    return this.map.get(key);
+  }
+
+  *[Symbol.iterator](): Iterator<[string, V]> {
+    for (const e of this.map) {
+      this.count(1);
+      yield e;
+    }
+  }
+
+  *keys(): Iterable<string> {
+    for (const [k] of this) yield k;
+  }
+
+  *values(): Iterable<V> {
+    for (const [, v] of this) yield v;
+  }
+}
 
 /** A change the cache applied: the new object (the last state for DELETED) and the one it replaced. */
 export interface CacheChange {
@@ -34,19 +81,44 @@ export function podIsActive(pod: Pod): boolean {
   return pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
 }
 
+/** Key of the claims that name no class at all in the pending-claims index (no class can have this name). */
+const NO_CLASS = '\u0000';
+
 export class ClusterCache {
-  readonly claims = new Map<string, PersistentVolumeClaim>();
-  readonly volumes = new VolumeIndex();
-  readonly classes = new Map<string, StorageClass>();
-  readonly pods = new Map<string, Pod>();
-  readonly nodes = new Map<string, Node>();
-  readonly csiDrivers = new Map<string, CSIDriver>();
+  readonly #claims = new Map<string, PersistentVolumeClaim>();
+  readonly #classes = new Map<string, StorageClass>();
+  readonly #pods = new Map<string, Pod>();
+  readonly #nodes = new Map<string, Node>();
+  readonly #csiDrivers = new Map<string, CSIDriver>();
   /** CSIStorageCapacity objects by storageClassName, each by namespace/name: the scheduler reads one class's. */
   readonly #capacitiesByClass = new Map<string, Map<string, CSIStorageCapacity>>();
   readonly #capacityClass = new Map<string, string>();
   readonly #podsByClaim = new Map<string, Set<string>>();
+  /** Claims not Bound, by the class they name (NO_CLASS: none): what a class change re-queues. */
+  readonly #pendingByClass = new Map<string, Set<string>>();
+  #defaultClass: StorageClass | undefined;
+  /** Node names in order, rebuilt on node changes (rare) instead of sorted per scheduling. */
+  #nodeOrder: Node[] = [];
   readonly #listeners: Array<(change: CacheChange) => void> = [];
   readonly #unsubscribe: Array<() => void> = [];
+  readonly #counter: CacheReadCounter | undefined;
+  readonly claims: CachedMap<PersistentVolumeClaim>;
+  readonly volumes: VolumeIndex;
+  readonly classes: CachedMap<StorageClass>;
+  readonly pods: CachedMap<Pod>;
+  readonly nodes: CachedMap<Node>;
+  readonly csiDrivers: CachedMap<CSIDriver>;
+
+  constructor(opts: { counter?: CacheReadCounter } = {}) {
+    const counter = (this.#counter = opts.counter);
+    const count = (resource: CachedResource) => (counter ? (n: number) => counter.examined(resource, n) : () => {});
+    this.claims = new CountedMap(this.#claims, count('persistentvolumeclaims'));
+    this.volumes = new VolumeIndex(count('persistentvolumes'));
+    this.classes = new CountedMap(this.#classes, count('storageclasses'));
+    this.pods = new CountedMap(this.#pods, count('pods'));
+    this.nodes = new CountedMap(this.#nodes, count('nodes'));
+    this.csiDrivers = new CountedMap(this.#csiDrivers, count('csidrivers'));
+  }
 
   /** Registers a listener; call before start() to also see the initial ADDED events. */
   onChange(listener: (change: CacheChange) => void): void {
@@ -77,19 +149,37 @@ export class ClusterCache {
     if (!keys) return [];
     const pods: Pod[] = [];
     for (const k of keys) {
-      const p = this.pods.get(k);
+      const p = this.#pods.get(k);
       if (p) pods.push(p);
     }
+    this.#counter?.examined('pods', pods.length);
     return pods;
+  }
+
+  /** Keys of the claims not Bound that name class `className`, and of those naming no class at all. */
+  pendingClaimKeys(className: string): string[] {
+    const keys = [...(this.#pendingByClass.get(className) ?? []), ...(this.#pendingByClass.get(NO_CLASS) ?? [])];
+    this.#counter?.examined('persistentvolumeclaims', keys.length);
+    return keys;
   }
 
   /** The CSIStorageCapacity objects of one storage class (none: an empty iterable). */
   capacitiesFor(className: string): Iterable<CSIStorageCapacity> {
-    return this.#capacitiesByClass.get(className)?.values() ?? [];
+    const bucket = this.#capacitiesByClass.get(className);
+    this.#counter?.examined('csistoragecapacities', bucket?.size ?? 0);
+    return bucket?.values() ?? [];
   }
 
+  /** The default StorageClass (kept current on class changes: not a scan per claim). */
   defaultClass(): StorageClass | undefined {
-    return pickDefaultClass(this.classes.values());
+    this.#counter?.examined('storageclasses', this.#defaultClass ? 1 : 0);
+    return this.#defaultClass;
+  }
+
+  /** Every Node, ordered by name. */
+  nodesByName(): readonly Node[] {
+    this.#counter?.examined('nodes', this.#nodeOrder.length);
+    return this.#nodeOrder;
   }
 
   #apply(resource: CachedResource, ev: WatchEvent): void {
@@ -100,41 +190,49 @@ export class ClusterCache {
     const deleted = ev.type === 'DELETED';
     let old: KubeObject | undefined;
     switch (resource) {
-      case 'persistentvolumeclaims':
-        old = this.claims.get(key);
-        if (deleted) this.claims.delete(key);
-        else this.claims.set(key, obj as PersistentVolumeClaim);
+      case 'persistentvolumeclaims': {
+        const previous = this.#claims.get(key);
+        old = previous;
+        if (previous) this.#indexPending(previous, key, false);
+        if (deleted) this.#claims.delete(key);
+        else {
+          this.#claims.set(key, obj as PersistentVolumeClaim);
+          this.#indexPending(obj as PersistentVolumeClaim, key, true);
+        }
         break;
+      }
       case 'persistentvolumes':
-        old = this.volumes.get(name);
+        old = this.volumes.peek(name);
         if (deleted) this.volumes.remove(name);
         else this.volumes.upsert(obj as PersistentVolume);
         break;
       case 'storageclasses':
-        old = this.classes.get(name);
-        if (deleted) this.classes.delete(name);
-        else this.classes.set(name, obj as StorageClass);
+        old = this.#classes.get(name);
+        if (deleted) this.#classes.delete(name);
+        else this.#classes.set(name, obj as StorageClass);
+        this.#defaultClass = pickDefaultClass(this.#classes.values());
         break;
       case 'nodes':
-        old = this.nodes.get(name);
-        if (deleted) this.nodes.delete(name);
-        else this.nodes.set(name, obj as Node);
+        old = this.#nodes.get(name);
+        if (deleted) this.#nodes.delete(name);
+        else this.#nodes.set(name, obj as Node);
+        this.#nodeOrder = [...this.#nodes.values()].sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1));
         break;
       case 'csidrivers':
-        old = this.csiDrivers.get(name);
-        if (deleted) this.csiDrivers.delete(name);
-        else this.csiDrivers.set(name, obj as CSIDriver);
+        old = this.#csiDrivers.get(name);
+        if (deleted) this.#csiDrivers.delete(name);
+        else this.#csiDrivers.set(name, obj as CSIDriver);
         break;
       case 'csistoragecapacities':
         old = this.#indexCapacity(key, deleted ? undefined : (obj as CSIStorageCapacity));
         break;
       case 'pods': {
-        const previous = this.pods.get(key);
+        const previous = this.#pods.get(key);
         old = previous;
         if (previous) this.#indexPod(previous, key, false);
-        if (deleted) this.pods.delete(key);
+        if (deleted) this.#pods.delete(key);
         else {
-          this.pods.set(key, obj as Pod);
+          this.#pods.set(key, obj as Pod);
           this.#indexPod(obj as Pod, key, true);
         }
         break;
@@ -142,6 +240,13 @@ export class ClusterCache {
     }
     const change: CacheChange = { resource, type: ev.type, obj, old };
     for (const l of this.#listeners) l(change);
+  }
+
+  #indexPending(claim: PersistentVolumeClaim, key: string, add: boolean): void {
+    if (claim.status?.phase === 'Bound') return;
+    const cls = claimHasNoClass(claim) ? NO_CLASS : claimClass(claim);
+    if (cls === '') return; // an explicit "": no class change concerns it
+    addOrRemove(this.#pendingByClass, cls, key, add);
   }
 
   /** Moves a capacity into the bucket of its class (or out of the index); returns the object it replaced. */
@@ -165,16 +270,17 @@ export class ClusterCache {
   }
 
   #indexPod(pod: Pod, podKey: string, add: boolean): void {
-    for (const claimName of podClaimNames(pod)) {
-      const k = claimKey(pod.metadata.namespace, claimName);
-      let set = this.#podsByClaim.get(k);
-      if (add) {
-        if (!set) this.#podsByClaim.set(k, (set = new Set()));
-        set.add(podKey);
-      } else if (set) {
-        set.delete(podKey);
-        if (set.size === 0) this.#podsByClaim.delete(k);
-      }
-    }
+    for (const claimName of podClaimNames(pod)) addOrRemove(this.#podsByClaim, claimKey(pod.metadata.namespace, claimName), podKey, add);
+  }
+}
+
+function addOrRemove(index: Map<string, Set<string>>, value: string, key: string, add: boolean): void {
+  let set = index.get(value);
+  if (add) {
+    if (!set) index.set(value, (set = new Set()));
+    set.add(key);
+  } else if (set) {
+    set.delete(key);
+    if (set.size === 0) index.delete(value);
   }
 }

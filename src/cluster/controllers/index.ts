@@ -5,7 +5,7 @@
 import type { Logger } from '../../types/logger.ts';
 import { silentLogger } from '../../types/logger.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
-import { ClusterCache } from './cluster-cache.ts';
+import { ClusterCache, type CacheReadCounter } from './cluster-cache.ts';
 import { installDefaultClassAdmission } from './default-class.ts';
 import { ClusterEventRecorder } from './event-recorder.ts';
 import { ensureLocalNode, localNodeName } from './local-node.ts';
@@ -18,6 +18,7 @@ import { KubeletStandIn } from './kubelet.ts';
 import { startServiceAccountController } from './service-account.ts';
 
 export { localNodeName } from './local-node.ts';
+export type { CacheReadCounter, CachedResource } from './cluster-cache.ts';
 
 /** The PV controller's event source component, as kube-controller-manager names it. */
 export const PV_CONTROLLER_COMPONENT = 'persistentvolume-controller';
@@ -30,6 +31,8 @@ export interface ClusterControllersOptions {
   nodeName?: string;
   /** Clock for event timestamps (default Date.now). */
   now?: () => number;
+  /** Counts the cached objects the controllers examine (the flat-cost test injects one). */
+  readCounter?: CacheReadCounter;
 }
 
 export interface ClusterControllers {
@@ -43,7 +46,7 @@ export interface ClusterControllers {
 /** Starts the controllers on `store`; objects already stored are synced at once. */
 export function startClusterControllers(store: ClusterStore, opts: ClusterControllersOptions = {}): ClusterControllers {
   const logger = (opts.logger ?? silentLogger).child({ component: 'cluster-controllers' });
-  const cache = new ClusterCache();
+  const cache = new ClusterCache({ counter: opts.readCounter });
   const recorder = new ClusterEventRecorder(store, PV_CONTROLLER_COMPONENT, { now: opts.now, logger });
   const admissions = [installProtectionAdmission(store), installDefaultClassAdmission(store, cache), installResizeAdmission(store, cache)];
   const expansion = watchExternalExpansion(cache, new ClusterEventRecorder(store, EXPAND_CONTROLLER_COMPONENT, { now: opts.now, logger }), store);

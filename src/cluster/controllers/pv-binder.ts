@@ -6,7 +6,7 @@ import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts
 import type { Logger } from '../../types/logger.ts';
 import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
 import { syncClaim, syncVolume, type BinderAction, type BinderView } from './binder-logic.ts';
-import { claimKey, claimClass, claimHasNoClass } from './volume-match.ts';
+import { claimKey } from './volume-match.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { ClusterEventRecorder } from './event-recorder.ts';
 import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
@@ -64,11 +64,8 @@ export class PvBinder extends QueueController {
           break;
         }
         case 'storageclasses':
-          // Rare: re-queue the pending claims that may now provision or get a default class.
-          for (const [key, claim] of cache.claims) {
-            if (claim.status?.phase === 'Bound') continue;
-            if (claimClass(claim) === obj.metadata.name || claimHasNoClass(claim)) this.queue.add(CLAIM + key);
-          }
+          // Re-queue the pending claims that may now provision or get a default class (an index, not a scan).
+          for (const key of cache.pendingClaimKeys(obj.metadata.name ?? '')) this.queue.add(CLAIM + key);
           break;
         default:
           break;

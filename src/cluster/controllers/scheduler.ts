@@ -100,7 +100,7 @@ export class SchedulerStandIn extends QueueController {
     };
     const fits = (node: Node) => nodeIsSchedulable(node) && podFitsNode(pod, node) &&
       claims.every((c) => claimBlocksNode(c, claimClass(c), node, world) === undefined);
-    const nodes = [...cache.nodes.values()].sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1));
+    const nodes = cache.nodesByName();
     const preferred = claims.map((c) => c.metadata.annotations?.[ANN_SELECTED_NODE]).find((n) => n !== undefined);
     const node = nodes.find((n) => n.metadata.name === preferred && fits(n)) ?? nodes.find(fits);
     if (!node) {

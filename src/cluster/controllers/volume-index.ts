@@ -98,13 +98,28 @@ export class VolumeIndex implements VolumeSource {
   readonly #byClaim = new Map<string, Set<string>>();
   /** class -> access-mode key -> buckets. */
   readonly #unclaimed = new Map<string, Map<string, CapacityBuckets>>();
+  /** Counts the volumes handed out (see ClusterCache's read counter). */
+  readonly #count: (n: number) => void;
+
+  constructor(count: (n: number) => void = () => {}) {
+    this.#count = count;
+  }
 
   get(name: string): PersistentVolume | undefined {
+    this.#count(1);
     return this.#volumes.get(name)?.volume;
   }
 
-  values(): IterableIterator<IndexedVolume> {
-    return this.#volumes.values();
+  /** Like get(), for the cache's own bookkeeping (not counted as a controller's read). */
+  peek(name: string): PersistentVolume | undefined {
+    return this.#volumes.get(name)?.volume;
+  }
+
+  *values(): IterableIterator<IndexedVolume> {
+    for (const v of this.#volumes.values()) {
+      this.#count(1);
+      yield v;
+    }
   }
 
   get size(): number {
@@ -157,11 +172,13 @@ export class VolumeIndex implements VolumeSource {
 
   /** Names of volumes whose claimRef names namespace/name. */
   namesForClaim(key: string): ReadonlySet<string> {
-    return this.#byClaim.get(key) ?? new Set();
+    const names = this.#byClaim.get(key);
+    this.#count(names?.size ?? 0);
+    return names ?? new Set();
   }
 
   *preBoundTo(claim: PersistentVolumeClaim): Iterable<PersistentVolume> {
-    for (const name of this.namesForClaim(claimKey(claim.metadata.namespace, claim.metadata.name))) {
+    for (const name of this.#byClaim.get(claimKey(claim.metadata.namespace, claim.metadata.name)) ?? []) {
       const v = this.get(name);
       if (v) yield v;
     }

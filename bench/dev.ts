@@ -1,0 +1,176 @@
+// `kube-provisioner dev` as a whole, driven from outside (`npm run bench:dev`): builds dist/, starts the compiled
+// CLI (`node bin/kube-provisioner.js dev --port 0`) on a fresh data directory, and creates claims over HTTPS from
+// this process in batches (64 in flight, class `hostpath`, real directories), each batch waiting until all its
+// claims are Bound. Prints per batch claims/s and the ratio to the first batch, dev's CPU use (cores: CPU seconds
+// of the process, every thread, over wall seconds), its RSS (peak and at the end, all threads: one process), and
+// how long SIGINT takes to stop it. With `--cluster-thread worker,main` both process shapes run one after the
+// other in the same invocation, so their figures can be compared as ratios.
+// Run: node --import tsx bench/dev.ts [--batches 1000,8000,1000] [--concurrency 64]
+//        [--cluster-thread worker,main] [--cpu-prof DIR] [--heap-snapshot DIR] [--json FILE]
+// --cpu-prof writes one .cpuprofile per thread of dev (main and cluster worker); --heap-snapshot writes one of
+// dev's main thread when the last batch is Bound (use --cluster-thread main to have every object in it).
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runDemo, type DemoResult } from '../src/cli/demo.ts';
+import type { ClusterThread } from '../src/cli/dev-cluster.ts';
+import { KubeClient } from '../src/runtime/client.ts';
+import { loadKubeConfig } from '../src/runtime/kubeconfig.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const argv = process.argv.slice(2);
+const get = (flag: string): string | undefined => {
+  const i = argv.indexOf(flag);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+const batches = (get('--batches') ?? '1000,8000,1000').split(',').map(Number);
+const concurrency = Number(get('--concurrency') ?? 64);
+const shapes = (get('--cluster-thread') ?? 'worker').split(',') as ClusterThread[];
+const cpuProf = get('--cpu-prof');
+const heapSnapshot = get('--heap-snapshot');
+const jsonOut = get('--json');
+
+/** CPU seconds (user + system, every thread) and RSS of one process, from /proc. */
+function sample(pid: number): { cpuS: number; rssMb: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const cpuS = (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return { cpuS, rssMb: rss ? Number(rss[1]) / 1024 : 0 };
+}
+
+interface BatchResult {
+  claims: number;
+  bound: number;
+  seconds: number;
+  claimsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** dev's CPU seconds over wall seconds during the batch. */
+  cores: number;
+}
+
+interface ShapeResult {
+  clusterThread: ClusterThread;
+  batches: BatchResult[];
+  startupMs: number;
+  peakRssMb: number;
+  endRssMb: number;
+  idleRssMb: number;
+  sigintExitMs: number;
+  exitCode: number | string;
+}
+
+async function runShape(where: ClusterThread): Promise<ShapeResult> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'kp-bench-dev-'));
+  const nodeArgs: string[] = [];
+  if (cpuProf) nodeArgs.push('--cpu-prof', '--cpu-prof-dir', resolve(cpuProf, where));
+  if (heapSnapshot) nodeArgs.push('--heapsnapshot-signal=SIGUSR2');
+  if (heapSnapshot) mkdirSync(resolve(heapSnapshot), { recursive: true });
+  const started = performance.now();
+  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'bin', 'kube-provisioner.js'), 'dev', '--port', '0', '--data-dir', dataDir, '--cluster-thread', where], {
+    cwd: heapSnapshot ? resolve(heapSnapshot) : dataDir,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<number | string>((r) => child.on('exit', (code, sig) => r(code ?? sig ?? 'unknown')));
+  let out = '';
+  await new Promise<void>((ready, fail) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('Ctrl-C to stop')) ready();
+    });
+    void exited.then((code) => fail(new Error(`dev exited (${code}) before it was ready:\n${out}`)));
+  });
+  const startupMs = performance.now() - started;
+  const pid = child.pid!;
+  let peakRssMb = 0;
+  const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, sample(pid).rssMb)), 200);
+  const idleRssMb = sample(pid).rssMb;
+
+  const { kubeConfig } = loadKubeConfig({ path: join(dataDir, 'kubeconfig') });
+  const client = new KubeClient({ kubeConfig, qps: 0, userAgent: 'bench-dev-creator' });
+  const results: BatchResult[] = [];
+  const sink = { write: () => {} };
+  try {
+    for (const count of batches) {
+      const before = sample(pid);
+      const t0 = performance.now();
+      const r: DemoResult = await runDemo({ client, count, storageClassName: 'hostpath', concurrency, timeoutMs: Math.max(120_000, count * 60), progress: sink });
+      const wallS = (performance.now() - t0) / 1000;
+      const after = sample(pid);
+      const b: BatchResult = {
+        claims: count,
+        bound: r.bound,
+        seconds: r.elapsedMs / 1000,
+        claimsPerSecond: r.claimsPerSecond,
+        p50Ms: r.p50Ms,
+        p99Ms: r.p99Ms,
+        cores: (after.cpuS - before.cpuS) / wallS,
+      };
+      results.push(b);
+      console.error(`[${where}] batch ${results.length}: ${b.bound}/${count} Bound in ${b.seconds.toFixed(1)} s, ${b.claimsPerSecond.toFixed(0)} claims/s, ` +
+        `p50 ${Math.round(b.p50Ms)} ms, p99 ${Math.round(b.p99Ms)} ms, dev ${b.cores.toFixed(2)} cores, RSS ${after.rssMb.toFixed(0)} MB, loadavg ${loadavg()[0].toFixed(1)}`);
+    }
+  } finally {
+    client.close();
+  }
+  const endRssMb = sample(pid).rssMb;
+  peakRssMb = Math.max(peakRssMb, endRssMb);
+  clearInterval(sampler);
+  if (heapSnapshot) {
+    const dir = resolve(heapSnapshot);
+    const before = new Set(readdirSync(dir));
+    child.kill('SIGUSR2');
+    // Written by dev's main thread; wait until a new file appears and its size settles.
+    let file: string | undefined;
+    for (let last = -1; ;) {
+      await new Promise((r) => setTimeout(r, 1000));
+      file ??= readdirSync(dir).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
+      if (!file) continue;
+      const size = readFileSync(join(dir, file)).length;
+      if (size === last && size > 0) break;
+      last = size;
+    }
+    console.error(`[${where}] heap snapshot: ${join(dir, file)}`);
+  }
+  const stopAt = performance.now();
+  child.kill('SIGINT');
+  const exitCode = await exited;
+  const sigintExitMs = performance.now() - stopAt;
+  await rm(dataDir, { recursive: true, force: true });
+  return { clusterThread: where, batches: results, startupMs, peakRssMb, endRssMb, idleRssMb, sigintExitMs, exitCode };
+}
+
+function table(rs: ShapeResult[]): string {
+  const rows = ['| dev cluster thread | batch | claims | Bound | s | claims/s | ratio to batch 1 | p50 ms | p99 ms | dev cores |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'];
+  for (const r of rs) {
+    r.batches.forEach((b, i) => {
+      rows.push(`| ${r.clusterThread} | ${i + 1} | ${b.claims} | ${b.bound} | ${b.seconds.toFixed(1)} | ${b.claimsPerSecond.toFixed(0)} | ${(b.claimsPerSecond / r.batches[0].claimsPerSecond).toFixed(2)} | ` +
+        `${Math.round(b.p50Ms)} | ${Math.round(b.p99Ms)} | ${b.cores.toFixed(2)} |`);
+    });
+  }
+  rows.push('', '| dev cluster thread | claims/s overall | RSS MB idle / peak / end | ready ms | SIGINT to exit ms (code) |', '|---|---:|---:|---:|---:|');
+  for (const r of rs) {
+    const claims = r.batches.reduce((s, b) => s + b.bound, 0);
+    const seconds = r.batches.reduce((s, b) => s + b.seconds, 0);
+    rows.push(`| ${r.clusterThread} | ${(claims / seconds).toFixed(0)} | ${r.idleRssMb.toFixed(0)} / ${r.peakRssMb.toFixed(0)} / ${r.endRssMb.toFixed(0)} | ${Math.round(r.startupMs)} | ${Math.round(r.sigintExitMs)} (${r.exitCode}) |`);
+  }
+  return rows.join('\n');
+}
+
+async function main(): Promise<void> {
+  const build = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('npm run build failed');
+  const results: ShapeResult[] = [];
+  for (const where of shapes) results.push(await runShape(where));
+  console.log(`\n## dev benchmark (${new Date().toISOString()}, node ${process.version}, loadavg ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
+  console.log(`Command: npm run bench:dev -- ${argv.join(' ')}`);
+  console.log(`Batches ${batches.join(', ')}, ${concurrency} creates in flight from a separate process, class hostpath (real directories).\n`);
+  console.log(table(results));
+  if (jsonOut) writeFileSync(jsonOut, JSON.stringify(results, null, 2));
+}
+
+await main();
