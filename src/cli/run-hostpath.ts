@@ -9,6 +9,7 @@ import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '.
 import { startHostPathService } from './hostpath-service.ts';
 import { addRunHostPathOptions, givenIn, resolveRunHostPathOptions, type RawRunHostPathFlags, type RunHostPathOptions } from './options.ts';
 import { abortOnSignals } from './signals.ts';
+import { registerCsiHostPathPluginCommand } from './run-csi-hostpath-plugin.ts';
 import { userAgent } from './version.ts';
 
 /** Runs until `signal` aborts; resolves after a clean stop. Throws when it cannot start. */
@@ -77,4 +78,5 @@ export function registerRunCommand(program: Command): void {
       removeHandlers();
     }
   });
+  registerCsiHostPathPluginCommand(run);
 }
