@@ -120,7 +120,7 @@ describe('CSI mode through ProvisionController: checkError states', () => {
     for (const sc of [storageClass('std'), storageClass('wffc', { volumeBindingMode: 'WaitForFirstConsumer' })]) await e.client.create(storageClasses, sc);
     // Topology for every test of this suite: two nodes, zone keys on their CSINodes.
     for (const [node, zone] of [['node-a', 'za'], ['node-b', 'zb']]) {
-      e.access.csiNodes.set(node, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: node }, spec: { drivers: [{ name: DRIVER, topologyKeys: ['zone'] }] } });
+      e.access.csiNodes.set(node, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: node }, spec: { drivers: [{ name: DRIVER, nodeID: node, topologyKeys: ['zone'] }] } });
       e.cluster.store.create('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: node, labels: { zone } } });
     }
   });

@@ -221,7 +221,7 @@ describe('CsiProvisioner clones and snapshots (getPVCSource, getSnapshotSource)'
     });
     cluster.contents.set('content-1', {
       apiVersion: 'snapshot.storage.k8s.io/v1', kind: 'VolumeSnapshotContent', metadata: { name: 'content-1' },
-      spec: { driver: DRIVER, volumeSnapshotRef: { name: 'snap', namespace: 'team-a', uid: 'snap-uid' }, source: { volumeHandle: 'h' } }, status: { snapshotHandle: 'snap-handle' },
+      spec: { deletionPolicy: 'Delete', driver: DRIVER, volumeSnapshotRef: { name: 'snap', namespace: 'team-a', uid: 'snap-uid' }, source: { volumeHandle: 'h' } }, status: { snapshotHandle: 'snap-handle' },
     });
     const restore = pvc({ dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap' } });
     await assert.rejects(p.provision(opts(restore), signal), (e: unknown) => e instanceof ProvisioningError && e.state === 'NoChange' && /not Ready/.test(e.message));
