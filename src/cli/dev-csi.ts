@@ -1,0 +1,162 @@
+// `dev --csi`: CSI mode on the embedded cluster in one command. The reference plugin (the hostpath provisioner as a
+// CSI plugin) serves DIR/csi/csi.sock; what a kubelet and node-driver-registrar would publish is written to the API
+// (the CSIDriver, and this node's entry in its CSINode with the topology key); the CSI sidecar drives the plugin.
+// StorageClasses `csi-hostpath` (Immediate, shared path) and `csi-hostpath-local` (WaitForFirstConsumer, node path)
+// use the driver. startDevCsiSidecar is the one place that decides how the sidecar runs.
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Registry } from 'prom-client';
+import { mergeOptions } from '../controller/options.ts';
+import { ProvisionController } from '../controller/provision-controller.ts';
+import { KubeClusterAccess } from '../csi/cluster-access.ts';
+import { csiNodes } from '../csi/kinds.ts';
+import { CsiProvisioner } from '../csi/provisioner.ts';
+import { DEFAULT_NODE } from '../hostpath/config.ts';
+import type { KubeClient } from '../runtime/client.ts';
+import { AlreadyExistsError, NotFoundError } from '../runtime/errors.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { defineResource, storageClasses } from '../runtime/resources.ts';
+import { LABEL_HOSTNAME } from '../types/annotations.ts';
+import type { StorageClass } from '../types/k8s.ts';
+import type { CSIDriver, CSINode } from '../types/storage-objects.ts';
+import { HOSTPATH_CSI_DRIVER, PARAM_CONFIG_CLASS } from './csi-hostpath-plugin.ts';
+import { startCsiHostPathPlugin, type RunningCsiHostPathPlugin } from './run-csi-hostpath-plugin.ts';
+
+/** CSIDrivers (cluster-scoped). */
+export const csiDrivers = defineResource<CSIDriver>('storage.k8s.io', 'v1', 'csidrivers', 'CSIDriver', false);
+
+/** The classes `dev --csi` creates. */
+export const DEV_CSI_CLASSES = { shared: 'csi-hostpath', local: 'csi-hostpath-local' } as const;
+
+/** The StorageClasses of the reference plugin in dev (also used by tests and benchmarks). */
+export function devCsiStorageClasses(driver = HOSTPATH_CSI_DRIVER): StorageClass[] {
+  const base = { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', provisioner: driver, reclaimPolicy: 'Delete' as const, allowVolumeExpansion: true };
+  const pathPattern = '${.PVC.namespace}/${.PVC.name}-${.PV.name}';
+  return [
+    { ...base, metadata: { name: DEV_CSI_CLASSES.shared }, volumeBindingMode: 'Immediate', parameters: { [PARAM_CONFIG_CLASS]: DEV_CSI_CLASSES.shared, pathPattern, onDelete: 'delete' } },
+    { ...base, metadata: { name: DEV_CSI_CLASSES.local }, volumeBindingMode: 'WaitForFirstConsumer', parameters: { [PARAM_CONFIG_CLASS]: DEV_CSI_CLASSES.local, pathPattern } },
+  ];
+}
+
+/** The plugin's first-run configuration: DIR/volumes/csi-shared and this node's DIR/volumes/csi-local. */
+export function devCsiConfig(volumesDir: string): object {
+  return {
+    storageClassConfigs: {
+      [DEV_CSI_CLASSES.shared]: { sharedFileSystemPath: join(volumesDir, 'csi-shared') },
+      [DEV_CSI_CLASSES.local]: { nodePathMap: [{ node: DEFAULT_NODE, paths: [join(volumesDir, 'csi-local')] }] },
+    },
+  };
+}
+
+/**
+ * What node-driver-registrar and the kubelet publish for a driver: its CSIDriver (no attach, persistent volumes),
+ * and its entry (node id, topology keys) in the node's CSINode, created or updated. Idempotent.
+ */
+export async function registerCsiDriver(client: KubeClient, driver: string, nodeName: string, topologyKey = LABEL_HOSTNAME): Promise<void> {
+  await client
+    .create(csiDrivers, {
+      apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: driver },
+      spec: { attachRequired: false, podInfoOnMount: false, volumeLifecycleModes: ['Persistent'], storageCapacity: false, fsGroupPolicy: 'File' },
+    })
+    .catch((err: unknown) => {
+      if (!(err instanceof AlreadyExistsError)) throw err;
+    });
+  const entry = { name: driver, nodeID: nodeName, topologyKeys: [topologyKey] };
+  const existing = await client.get<CSINode>(csiNodes, nodeName).catch((err: unknown) => {
+    if (err instanceof NotFoundError) return undefined;
+    throw err;
+  });
+  if (!existing) {
+    await client.create(csiNodes, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: nodeName }, spec: { drivers: [entry] } });
+    return;
+  }
+  const drivers = (existing.spec.drivers ?? []).filter((d) => d.name !== driver);
+  await client.update(csiNodes, { ...existing, spec: { ...existing.spec, drivers: [...drivers, entry] } });
+}
+
+/** How dev runs the sidecar. */
+export interface DevCsiSidecarOptions {
+  client: KubeClient;
+  /** The plugin's socket. */
+  address: string;
+  workerThreads: number;
+  logger: Logger;
+  registry?: Registry;
+  signal?: AbortSignal;
+}
+
+/** A running sidecar. */
+export interface DevCsiSidecar {
+  driverName: string;
+  controller: ProvisionController;
+  /** Settles once stopped. */
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The sidecar of `dev --csi`: CsiProvisioner on the plugin's socket and a ProvisionController with its options
+ * (external-provisioner's retries, PV finalizer, background PV saves, the leak inventory), `--extra-create-metadata`
+ * on (the plugin names directories after the claim), no leader election. In-process, as the CSI end-to-end tests
+ * wire it; the one function to change to run `kube-provisioner run csi`'s startCsiSidecar instead.
+ */
+export async function startDevCsiSidecar(o: DevCsiSidecarOptions): Promise<DevCsiSidecar> {
+  const provisioner = await CsiProvisioner.start({
+    address: o.address, cluster: new KubeClusterAccess(o.client), logger: o.logger, extraCreateMetadata: true,
+    ...(o.registry ? { registry: o.registry } : {}), ...(o.signal ? { signal: o.signal } : {}), startupIntervalMs: 100,
+  });
+  const controller = new ProvisionController(o.client, provisioner.driverName, provisioner, {
+    ...mergeOptions(provisioner.controllerOptions(), { leaderElection: { mode: 'none' }, threadiness: o.workerThreads, shutdownTimeoutMs: 3000 }),
+    logger: o.logger,
+    ...(o.registry ? { registry: o.registry } : {}),
+  });
+  const stopping = new AbortController();
+  const done = controller.run(stopping.signal).finally(() => provisioner.close());
+  return {
+    driverName: provisioner.driverName,
+    controller,
+    done,
+    stop: async () => {
+      stopping.abort(new Error('sidecar stopping'));
+      await done;
+    },
+  };
+}
+
+/** CSI mode in dev: the plugin, its registration, the sidecar. */
+export interface DevCsi {
+  plugin: RunningCsiHostPathPlugin;
+  sidecar: DevCsiSidecar;
+  configFile: string;
+  stop(): Promise<void>;
+}
+
+/** Starts the reference plugin (configuration DIR/csi-hostpath-config.json), registers it, creates its classes, starts the sidecar. */
+export async function startDevCsi(o: { client: KubeClient; dataDir: string; nodeName: string; workerThreads: number; logger: Logger; registry?: Registry; signal?: AbortSignal }): Promise<DevCsi> {
+  const volumesDir = join(o.dataDir, 'volumes');
+  await mkdir(join(volumesDir, 'csi-shared'), { recursive: true });
+  await mkdir(join(volumesDir, 'csi-local'), { recursive: true });
+  const configFile = join(o.dataDir, 'csi-hostpath-config.json');
+  if (!existsSync(configFile)) await writeFile(configFile, `${JSON.stringify(devCsiConfig(volumesDir), null, 2)}\n`);
+  const plugin = await startCsiHostPathPlugin({ endpoint: `unix://${join(o.dataDir, 'csi', 'csi.sock')}`, config: { file: configFile }, nodeName: o.nodeName, logger: o.logger });
+  try {
+    await registerCsiDriver(o.client, plugin.driverName, o.nodeName);
+    for (const sc of devCsiStorageClasses(plugin.driverName)) {
+      await o.client.create(storageClasses, sc).catch((err: unknown) => {
+        if (!(err instanceof AlreadyExistsError)) throw err;
+      });
+    }
+    const sidecar = await startDevCsiSidecar({ client: o.client, address: plugin.server.address, workerThreads: o.workerThreads, logger: o.logger, registry: o.registry, signal: o.signal });
+    return {
+      plugin, sidecar, configFile,
+      stop: async () => {
+        await sidecar.stop();
+        await plugin.stop();
+      },
+    };
+  } catch (err) {
+    await plugin.stop();
+    throw err;
+  }
+}
