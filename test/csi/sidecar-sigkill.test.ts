@@ -26,8 +26,8 @@ const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLAIMS = 40;
 
 function startSidecar(kubeconfig: string, address: string): { child: ChildProcess; ready: Promise<void> } {
-  const child = spawn(process.execPath, ['--conditions=kube-provisioner:source', '--import', 'tsx', 'test/support/csi-sidecar-process.ts'], {
-    cwd: ROOT, env: { ...process.env, KUBECONFIG: kubeconfig, CSI_ADDRESS: address, WORKER_THREADS: '16' }, stdio: ['ignore', 'pipe', 'inherit'],
+  const child = spawn(process.execPath, ['--conditions=kube-provisioner:source', '--import', 'tsx', 'test/support/csi-sidecar-process.mjs'], {
+    cwd: ROOT, env: { ...process.env, SIDECAR_FROM: 'src', KUBECONFIG: kubeconfig, CSI_ADDRESS: address, WORKER_THREADS: '16' }, stdio: ['ignore', 'pipe', 'inherit'],
   });
   const ready = new Promise<void>((resolveReady, reject) => {
     let out = '';

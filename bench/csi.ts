@@ -1,0 +1,169 @@
+// CSI benchmark (`npm run bench:csi`): dev's setup (the embedded cluster on SQLite, the in-process hostpath
+// provisioner as `dev` wires it, then the reference CSI plugin and the CSI sidecar as `dev --csi` runs them, the
+// sidecar in a child process so its memory is its own), in one run:
+// - N claims (default 1,000) Bound through the in-process hostpath provisioner, then N through the sidecar and the
+//   plugin: claims/s of each and their ratio (target >= 0.5);
+// - API requests per claim of each (the cluster's audit counter, by the client's User-Agent) and CSI calls per
+//   claim of the sidecar (counted by the plugin);
+// - the sidecar's RSS after a GC at N and at V volumes (default 10,000; target <= 150 MB).
+// Run: npm run build && node --import tsx bench/csi.ts [--claims 1000] [--volumes 10000] [--workers 16] [--concurrency 32] [--tsx]
+// (`npm run bench:csi` does both; --tsx runs the sidecar from the sources instead of dist/.)
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startEmbeddedCluster } from '../src/cluster/embedded-cluster.ts';
+import { localNodeName } from '../src/cluster/controllers/index.ts';
+import { hostPathCsiPlugin } from '../src/cli/csi-hostpath-plugin.ts';
+import { runDemo, type DemoResult } from '../src/cli/demo.ts';
+import { devCsiConfig, devCsiStorageClasses, registerCsiDriver, DEV_CSI_CLASSES } from '../src/cli/dev-csi.ts';
+import { devConfig, devStorageClasses, DEV_CLASSES } from '../src/cli/dev.ts';
+import { startHostPathService } from '../src/cli/hostpath-service.ts';
+import { DEFAULT_PROVISIONER_NAME } from '../src/cli/options.ts';
+import { serveCsiPlugin, type CsiPluginHandlers } from '../src/csi/server.ts';
+import type { CsiRpcName } from '../src/csi/services.ts';
+import { validateHostPathConfig } from '../src/hostpath/config.ts';
+import { KubeClient } from '../src/runtime/client.ts';
+import { loadKubeConfig } from '../src/runtime/kubeconfig.ts';
+import { silentLogger } from '../src/runtime/logger.ts';
+import { storageClasses } from '../src/runtime/resources.ts';
+
+const argv = process.argv.slice(2);
+const arg = (flag: string, fallback: number) => {
+  const i = argv.indexOf(flag);
+  const n = i >= 0 ? Number(argv[i + 1]) : fallback;
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${flag}: expected a positive integer`);
+  return n;
+};
+const CLAIMS = arg('--claims', 1000);
+const VOLUMES = Math.max(arg('--volumes', 10_000), CLAIMS);
+const WORKERS = arg('--workers', 16);
+const CONCURRENCY = arg('--concurrency', 32);
+const TSX = argv.includes('--tsx');
+const COMMAND = `npm run bench:csi${argv.length ? ` -- ${argv.join(' ')}` : ''}`;
+const quiet = { write: () => {} };
+const MB = 1024 * 1024;
+
+type AuditLike = { records(): Iterable<{ client: string; count: number; verb: string; resource: string }> };
+
+function requestsOf(audit: AuditLike, client: string): number {
+  let n = 0;
+  for (const r of audit.records()) if (r.client === client) n += r.count;
+  return n;
+}
+
+/** Requests per claim by verb and resource (`get nodes 1.00, …`). */
+function breakdown(audit: AuditLike, client: string, claims: number): string {
+  const by = new Map<string, number>();
+  for (const r of audit.records()) if (r.client === client) by.set(`${r.verb} ${r.resource}`, (by.get(`${r.verb} ${r.resource}`) ?? 0) + r.count);
+  return [...by].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${(v / claims).toFixed(2)}`).join(', ');
+}
+
+class SidecarChild {
+  readonly ready: Promise<void>;
+  constructor(readonly child: ChildProcess) {
+    this.ready = new Promise((resolve, reject) => {
+      let out = '';
+      child.stdout!.on('data', (b: Buffer) => {
+        out += b.toString();
+        if (out.includes('ready ')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`sidecar exited (${code})`)));
+    });
+  }
+  /** VmRSS and VmHWM (peak) from /proc: what the process holds, no GC forced. */
+  memory(): { rssBytes: number; peakBytes: number } {
+    const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
+    const kb = (field: string) => Number(/^\S+:\s+(\d+) kB$/m.exec(status.split('\n').find((l) => l.startsWith(`${field}:`)) ?? '')?.[1] ?? NaN) * 1024;
+    return { rssBytes: kb('VmRSS'), peakBytes: kb('VmHWM') };
+  }
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-csi-'));
+  const cluster = await startEmbeddedCluster({ dataDir, port: 0 });
+  const kubeConfig = loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig;
+  const creator = new KubeClient({ kubeConfig, qps: 0, userAgent: 'bench-csi-creator' });
+  const nodeName = localNodeName();
+  const lines: string[] = [];
+  const out = (line: string) => {
+    lines.push(line);
+    process.stdout.write(`${line}\n`);
+  };
+  let sidecar: SidecarChild | undefined;
+  try {
+    // 1. The in-process hostpath provisioner, as dev runs it.
+    const volumesDir = join(dataDir, 'volumes');
+    for (const d of ['shared', 'local', 'csi-shared', 'csi-local']) mkdirSync(join(volumesDir, d), { recursive: true });
+    const configFile = join(dataDir, 'hostpath-config.json');
+    writeFileSync(configFile, JSON.stringify(devConfig(volumesDir)));
+    for (const sc of devStorageClasses(DEFAULT_PROVISIONER_NAME)) await creator.create(storageClasses, sc);
+    const hostpathClient = new KubeClient({ kubeConfig, qps: 0, userAgent: 'bench-hostpath' });
+    const stopHostpath = new AbortController();
+    const service = await startHostPathService({
+      client: hostpathClient, provisionerName: DEFAULT_PROVISIONER_NAME, mode: 'deployment', nodeName, config: { file: configFile }, freeSpaceCapacity: true,
+      controller: { leaderElection: { mode: 'none' }, threadiness: WORKERS, shutdownTimeoutMs: 3000 }, volumeUsageIntervalMs: 0, logger: silentLogger,
+    }, stopHostpath.signal);
+    const demo = { client: creator, timeoutMs: 600_000, progress: quiet, concurrency: CONCURRENCY };
+    const hp = await runDemo({ ...demo, count: CLAIMS, storageClassName: DEV_CLASSES.shared });
+    const hpRequests = requestsOf(cluster.audit, 'bench-hostpath');
+    stopHostpath.abort();
+    await service.done;
+    hostpathClient.close();
+
+    // 2. The reference plugin (here, counting its calls) and the sidecar in a child process.
+    const calls = new Map<string, number>();
+    const plugin = hostPathCsiPlugin({ config: validateHostPathConfig(devCsiConfig(volumesDir)), nodeName });
+    const handlers: Record<string, unknown> = {};
+    for (const [name, h] of Object.entries(plugin.handlers) as Array<[CsiRpcName, (req: never, ctx: never) => unknown]>) {
+      handlers[name] = (req: never, ctx: never) => {
+        calls.set(name, (calls.get(name) ?? 0) + 1);
+        return h(req, ctx);
+      };
+    }
+    const server = await serveCsiPlugin({ endpoint: `unix://${join(dataDir, 'csi.sock')}`, handlers: handlers as CsiPluginHandlers });
+    await registerCsiDriver(creator, plugin.driverName, nodeName);
+    for (const sc of devCsiStorageClasses(plugin.driverName)) await creator.create(storageClasses, sc);
+    // From dist/ (`npm run build` runs first), as the installed command runs; --tsx runs the sources instead.
+    const script = fileURLToPath(new URL('../test/support/csi-sidecar-process.mjs', import.meta.url));
+    sidecar = new SidecarChild(spawn(process.execPath, [...(TSX ? ['--import', 'tsx'] : []), script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, SIDECAR_FROM: TSX ? 'src' : 'dist', KUBECONFIG: cluster.kubeconfigPath, CSI_ADDRESS: server.address, WORKER_THREADS: String(WORKERS), USER_AGENT: 'bench-csi-sidecar' },
+    }));
+    await sidecar.ready;
+    const startupCalls = new Map(calls);
+    const csi: DemoResult = await runDemo({ ...demo, count: CLAIMS, storageClassName: DEV_CSI_CLASSES.shared });
+    const csiRequests = requestsOf(cluster.audit, 'bench-csi-sidecar');
+    const rssAtClaims = sidecar.memory();
+    const perClaimCalls = [...calls].map(([k, v]) => [k, v - (startupCalls.get(k) ?? 0)] as const).filter(([, v]) => v > 0);
+
+    const ratio = hp.claimsPerSecond > 0 ? csi.claimsPerSecond / hp.claimsPerSecond : 0;
+    const mark = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
+    out(`# CSI benchmark (${COMMAND}); ${WORKERS} workers each, ${CONCURRENCY} creates in flight`);
+    out(`in-process hostpath: ${hp.bound}/${CLAIMS} Bound in ${(hp.elapsedMs / 1000).toFixed(1)} s, ${hp.claimsPerSecond.toFixed(1)} claims/s, p50 ${Math.round(hp.p50Ms)} ms, p99 ${Math.round(hp.p99Ms)} ms`);
+    out(`CSI (sidecar process + reference plugin): ${csi.bound}/${CLAIMS} Bound in ${(csi.elapsedMs / 1000).toFixed(1)} s, ${csi.claimsPerSecond.toFixed(1)} claims/s, p50 ${Math.round(csi.p50Ms)} ms, p99 ${Math.round(csi.p99Ms)} ms`);
+    out(`${mark(ratio >= 0.5)} CSI / in-process claims/s ratio ${ratio.toFixed(2)} (target >= 0.5)`);
+    out(`API requests per claim: in-process hostpath ${(hpRequests / CLAIMS).toFixed(2)}, CSI sidecar ${(csiRequests / CLAIMS).toFixed(2)} (start-up included)`);
+    out(`  in-process hostpath: ${breakdown(cluster.audit, 'bench-hostpath', CLAIMS)}`);
+    out(`  CSI sidecar: ${breakdown(cluster.audit, 'bench-csi-sidecar', CLAIMS)}`);
+    out(`CSI calls per claim: ${perClaimCalls.map(([k, v]) => `${k} ${(v / CLAIMS).toFixed(2)}`).join(', ')}`);
+    out(`sidecar RSS at ${CLAIMS} volumes: ${(rssAtClaims.rssBytes / MB).toFixed(1)} MB (peak ${(rssAtClaims.peakBytes / MB).toFixed(1)} MB)${TSX ? ' (sources through tsx)' : ''}`);
+
+    // 3. Up to V volumes through the sidecar, then its memory.
+    if (VOLUMES > CLAIMS) {
+      const more = await runDemo({ ...demo, count: VOLUMES - CLAIMS, storageClassName: DEV_CSI_CLASSES.shared });
+      if (more.bound < VOLUMES - CLAIMS) out(`(only ${more.bound + CLAIMS} of ${VOLUMES} volumes Bound)`);
+      const rss = sidecar.memory();
+      out(`${mark(rss.rssBytes <= 150 * MB)} sidecar RSS with ${more.bound + csi.bound} volumes: ${(rss.rssBytes / MB).toFixed(1)} MB, peak ${(rss.peakBytes / MB).toFixed(1)} MB (target <= 150 MB)${TSX ? ' (sources through tsx)' : ''}`);
+    }
+    await server.stop(500);
+  } finally {
+    sidecar?.child.kill('SIGKILL');
+    creator.close();
+    await cluster.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();
