@@ -143,7 +143,7 @@ export function envVarOf(option: Option): string | undefined {
 }
 
 /** One flag: `--name <value>` (or a boolean switch) with its env fallback. */
-function opt(flags: string, description: string, env?: string | false): Option {
+export function opt(flags: string, description: string, env?: string | false): Option {
   const name = /--([a-z0-9-]+)/.exec(flags)?.[1] ?? '';
   const variable = env === false ? undefined : (env ?? envName(name));
   const o = new Option(flags, variable ? `${description} (env: ${variable})` : description);

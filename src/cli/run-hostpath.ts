@@ -9,6 +9,7 @@ import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '.
 import { startHostPathService } from './hostpath-service.ts';
 import { addRunHostPathOptions, givenIn, resolveRunHostPathOptions, type RawRunHostPathFlags, type RunHostPathOptions } from './options.ts';
 import { abortOnSignals } from './signals.ts';
+import { registerRunCsiCommand } from './run-csi-command.ts';
 import { registerCsiHostPathPluginCommand } from './run-csi-hostpath-plugin.ts';
 import { userAgent } from './version.ts';
 
@@ -62,7 +63,7 @@ async function nfsOnlyConfig(mountPath: string): Promise<HostPathConfig> {
   return config;
 }
 
-/** Registers `run` and its `hostpath` subcommand. */
+/** Registers `run` and its `hostpath`, `csi` and `csi-hostpath-plugin` subcommands. */
 export function registerRunCommand(program: Command): void {
   const run = program.command('run').description('run a provisioner against a cluster');
   const hostpath = run
@@ -78,5 +79,6 @@ export function registerRunCommand(program: Command): void {
       removeHandlers();
     }
   });
+  registerRunCsiCommand(run);
   registerCsiHostPathPluginCommand(run);
 }

@@ -42,3 +42,9 @@ export {
   csiNodes, volumeAttachments, volumeAttributesClasses, volumeSnapshots, volumeSnapshotContents,
   type CSINode, type VolumeAttachment, type VolumeAttributesClass, type VolumeSnapshot, type VolumeSnapshotContent,
 } from './kinds.ts';
+// Capacity publishing (--enable-capacity).
+export {
+  CapacityController, decideCapacity, desiredItems, desiredObject, segmentsOf, publishesFor, capacityKey, keyOfObject, ownerReferenceFor, capacityParameters,
+  csiStorageCapacities, LABEL_DRIVER_NAME, LABEL_MANAGED_BY, DEFAULT_MANAGED_BY,
+  type CapacityControllerOptions, type CapacityDecision, type CapacityInput, type CapacityItem, type CapacityOwner, type CapacityReading, type Segment,
+} from './capacity.ts';

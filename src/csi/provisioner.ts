@@ -12,6 +12,7 @@ import { realClock, type Clock } from '../runtime/clock.ts';
 import { silentLogger, type Logger } from '../runtime/logger.ts';
 import type { EventSink } from '../types/events.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
+import { ANN_SELECTED_NODE } from '../types/annotations.ts';
 import { errorMessage } from '../types/errors.ts';
 import { CsiClient } from './client.ts';
 import type { CsiClusterAccess } from './cluster-access.ts';
@@ -32,6 +33,12 @@ export interface CsiProvisionerSettings extends Partial<CsiRequestOptions> {
   controllerPublishReadOnly?: boolean;
   /** The value of the PV's `storage.kubernetes.io/csiProvisionerIdentity` attribute (default `<ms>-<random>-<driver>`). */
   identity?: string;
+  /**
+   * `--node-deployment`: this instance serves one node. Only claims whose selected node is `name` are provisioned
+   * (external-provisioner's checkNode; Immediate claims are left alone, see docs/csi.md), and only PVs whose node
+   * affinity admits a node with `labels` are deleted or expanded here.
+   */
+  node?: { name: string; labels: Record<string, string> };
 }
 
 /** Everything a CsiProvisioner works with. */
@@ -82,6 +89,7 @@ export class CsiProvisioner implements Provisioner {
   private readonly events: EventSink | undefined;
   private readonly logger: Logger;
   private readonly inUseErrors = new Set<string>();
+  private readonly node: { name: string; labels: Record<string, string> } | undefined;
 
   constructor(d: CsiProvisionerDeps) {
     const caps = d.driver.controllerCapabilities;
@@ -102,6 +110,7 @@ export class CsiProvisioner implements Provisioner {
       extraCreateMetadata: d.extraCreateMetadata ?? false,
     };
     this.publishReadOnly = d.controllerPublishReadOnly ?? false;
+    this.node = d.node;
     this.events = d.events;
     this.logger = (d.logger ?? silentLogger).child({ driver: d.driver.name });
     const mode: ExpansionMode = caps.has('EXPAND_VOLUME') ? 'controller' : d.driver.volumeExpansion ? 'node' : 'none';
@@ -154,9 +163,35 @@ export class CsiProvisioner implements Provisioner {
     return true;
   }
 
-  /** Expansion of PVs of this driver only (external-resizer's CanSupport: spec.csi.driver). */
+  /** Expansion of PVs of this driver only (external-resizer's CanSupport: spec.csi.driver), of this node's in a node deployment. */
   shouldExpand(volume: PersistentVolume): boolean {
-    return volume.spec.csi?.driver === this.driverName;
+    return volume.spec.csi?.driver === this.driverName && this.onThisNode(volume);
+  }
+
+  /** A node deployment provisions the claims selected for its node only (external-provisioner's checkNode). */
+  shouldProvision(claim: PersistentVolumeClaim): boolean {
+    return !this.node || claim.metadata.annotations?.[ANN_SELECTED_NODE] === this.node.name;
+  }
+
+  /** A node deployment deletes the volumes of its node only: those whose node affinity admits this node. */
+  shouldDelete(volume: PersistentVolume): boolean {
+    return this.onThisNode(volume);
+  }
+
+  private onThisNode(volume: PersistentVolume): boolean {
+    if (!this.node) return true;
+    const terms = volume.spec.nodeAffinity?.required?.nodeSelectorTerms ?? [];
+    const labels = this.node.labels;
+    return terms.some((t) =>
+      (t.matchExpressions ?? []).every((e) => {
+        const v = labels[e.key];
+        if (e.operator === 'In') return v !== undefined && (e.values ?? []).includes(v);
+        if (e.operator === 'NotIn') return v === undefined || !(e.values ?? []).includes(v);
+        if (e.operator === 'Exists') return v !== undefined;
+        if (e.operator === 'DoesNotExist') return v === undefined;
+        return false;
+      }),
+    );
   }
 
   /** The checks that need no I/O, for `explain`: the same function provision() runs first. */

@@ -102,6 +102,10 @@ export class StubCsiPlugin {
   zeroCapacity: boolean;
   accessibleTopology: Array<Record<string, string>> | undefined;
   availableCapacity: bigint;
+  /** GetCapacity's maximum_volume_size (default absent); set by tests. */
+  maximumVolumeSize: bigint | undefined;
+  /** GetCapacity's available_capacity per segment (by the request's accessible_topology), over availableCapacity; set by tests. */
+  capacityOf: ((segment: Record<string, string>) => bigint | undefined) | undefined;
   node: { nodeId: string; topology?: Record<string, string> };
   private readonly rules = new Map<StubMethod, Rule[]>();
   private readonly counts = new Map<StubMethod, number>();
@@ -236,7 +240,13 @@ export class StubCsiPlugin {
         this.volumes.delete(String((request as RequestOf<'deleteVolume'>).volumeId ?? ''));
         return {};
       case 'GetCapacity':
-        return { availableCapacity: this.availableCapacity } satisfies ResponseOf<'getCapacity'>;
+      {
+        const segment = (request as RequestOf<'getCapacity'>).accessibleTopology?.segments ?? {};
+        return {
+          availableCapacity: this.capacityOf?.(segment) ?? this.availableCapacity,
+          ...(this.maximumVolumeSize !== undefined ? { maximumVolumeSize: { value: this.maximumVolumeSize } } : {}),
+        } satisfies ResponseOf<'getCapacity'>;
+      }
       case 'ControllerExpandVolume': {
         const req = request as RequestOf<'controllerExpandVolume'>;
         const v = this.volumes.get(req.volumeId ?? '');
