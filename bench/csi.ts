@@ -1,11 +1,11 @@
 // CSI benchmark (`npm run bench:csi`): dev's setup (the embedded cluster on SQLite, the in-process hostpath
-// provisioner as `dev` wires it, then the reference CSI plugin and the CSI sidecar as `dev --csi` runs them, the
-// sidecar in a child process so its memory is its own), in one run:
+// provisioner as `dev` wires it, then the reference CSI plugin and `kube-provisioner run csi` with `dev --csi`'s
+// flags, in a child process so its memory is its own), in one run:
 // - N claims (default 1,000) Bound through the in-process hostpath provisioner, then N through the sidecar and the
 //   plugin: claims/s of each and their ratio (target >= 0.5);
 // - API requests per claim of each (the cluster's audit counter, by the client's User-Agent) and CSI calls per
 //   claim of the sidecar (counted by the plugin);
-// - the sidecar's RSS after a GC at N and at V volumes (default 10,000; target <= 150 MB).
+// - the sidecar's RSS (/proc VmRSS, and its peak) at N and at V volumes (default 10,000; target <= 150 MB).
 // Run: npm run build && node --import tsx bench/csi.ts [--claims 1000] [--volumes 10000] [--workers 16] [--concurrency 32] [--tsx]
 // (`npm run bench:csi` does both; --tsx runs the sidecar from the sources instead of dist/.)
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -17,10 +17,11 @@ import { startEmbeddedCluster } from '../src/cluster/embedded-cluster.ts';
 import { localNodeName } from '../src/cluster/controllers/index.ts';
 import { hostPathCsiPlugin } from '../src/cli/csi-hostpath-plugin.ts';
 import { runDemo, type DemoResult } from '../src/cli/demo.ts';
-import { devCsiConfig, devCsiStorageClasses, registerCsiDriver, DEV_CSI_CLASSES } from '../src/cli/dev-csi.ts';
+import { devCsiConfig, devCsiSidecarArgs, devCsiStorageClasses, registerCsiDriver, DEV_CSI_CLASSES } from '../src/cli/dev-csi.ts';
 import { devConfig, devStorageClasses, DEV_CLASSES } from '../src/cli/dev.ts';
 import { startHostPathService } from '../src/cli/hostpath-service.ts';
 import { DEFAULT_PROVISIONER_NAME } from '../src/cli/options.ts';
+import { userAgent } from '../src/cli/version.ts';
 import { serveCsiPlugin, type CsiPluginHandlers } from '../src/csi/server.ts';
 import type { CsiRpcName } from '../src/csi/services.ts';
 import { validateHostPathConfig } from '../src/hostpath/config.ts';
@@ -41,6 +42,8 @@ const VOLUMES = Math.max(arg('--volumes', 10_000), CLAIMS);
 const WORKERS = arg('--workers', 16);
 const CONCURRENCY = arg('--concurrency', 32);
 const TSX = argv.includes('--tsx');
+/** The audit counter's name for the sidecar: `run csi`'s User-Agent. */
+const SIDECAR_CLIENT = userAgent('csi');
 const COMMAND = `npm run bench:csi${argv.length ? ` -- ${argv.join(' ')}` : ''}`;
 const quiet = { write: () => {} };
 const MB = 1024 * 1024;
@@ -67,7 +70,7 @@ class SidecarChild {
       let out = '';
       child.stdout!.on('data', (b: Buffer) => {
         out += b.toString();
-        if (out.includes('ready ')) resolve();
+        if (out.includes('kube-provisioner run csi: driver ')) resolve();
       });
       child.once('exit', (code) => reject(new Error(`sidecar exited (${code})`)));
     });
@@ -125,16 +128,16 @@ async function main(): Promise<void> {
     const server = await serveCsiPlugin({ endpoint: `unix://${join(dataDir, 'csi.sock')}`, handlers: handlers as CsiPluginHandlers });
     await registerCsiDriver(creator, plugin.driverName, nodeName);
     for (const sc of devCsiStorageClasses(plugin.driverName)) await creator.create(storageClasses, sc);
-    // From dist/ (`npm run build` runs first), as the installed command runs; --tsx runs the sources instead.
-    const script = fileURLToPath(new URL('../test/support/csi-sidecar-process.mjs', import.meta.url));
-    sidecar = new SidecarChild(spawn(process.execPath, [...(TSX ? ['--import', 'tsx'] : []), script], {
+    // `kube-provisioner run csi` from dist/ (`npm run build` runs first), as the installed command runs; --tsx runs
+    // the sources instead.
+    const main = TSX ? ['--import', 'tsx', fileURLToPath(new URL('../src/cli/main.ts', import.meta.url))] : [fileURLToPath(new URL('../bin/kube-provisioner.js', import.meta.url))];
+    sidecar = new SidecarChild(spawn(process.execPath, [...main, 'run', 'csi', '--kubeconfig', cluster.kubeconfigPath, ...devCsiSidecarArgs(server.address, WORKERS), '--log-level', 'error'], {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, SIDECAR_FROM: TSX ? 'src' : 'dist', KUBECONFIG: cluster.kubeconfigPath, CSI_ADDRESS: server.address, WORKER_THREADS: String(WORKERS), USER_AGENT: 'bench-csi-sidecar' },
     }));
     await sidecar.ready;
     const startupCalls = new Map(calls);
     const csi: DemoResult = await runDemo({ ...demo, count: CLAIMS, storageClassName: DEV_CSI_CLASSES.shared });
-    const csiRequests = requestsOf(cluster.audit, 'bench-csi-sidecar');
+    const csiRequests = requestsOf(cluster.audit, SIDECAR_CLIENT);
     const rssAtClaims = sidecar.memory();
     const perClaimCalls = [...calls].map(([k, v]) => [k, v - (startupCalls.get(k) ?? 0)] as const).filter(([, v]) => v > 0);
 
@@ -146,7 +149,7 @@ async function main(): Promise<void> {
     out(`${mark(ratio >= 0.5)} CSI / in-process claims/s ratio ${ratio.toFixed(2)} (target >= 0.5)`);
     out(`API requests per claim: in-process hostpath ${(hpRequests / CLAIMS).toFixed(2)}, CSI sidecar ${(csiRequests / CLAIMS).toFixed(2)} (start-up included)`);
     out(`  in-process hostpath: ${breakdown(cluster.audit, 'bench-hostpath', CLAIMS)}`);
-    out(`  CSI sidecar: ${breakdown(cluster.audit, 'bench-csi-sidecar', CLAIMS)}`);
+    out(`  CSI sidecar: ${breakdown(cluster.audit, SIDECAR_CLIENT, CLAIMS)}`);
     out(`CSI calls per claim: ${perClaimCalls.map(([k, v]) => `${k} ${(v / CLAIMS).toFixed(2)}`).join(', ')}`);
     out(`sidecar RSS at ${CLAIMS} volumes: ${(rssAtClaims.rssBytes / MB).toFixed(1)} MB (peak ${(rssAtClaims.peakBytes / MB).toFixed(1)} MB)${TSX ? ' (sources through tsx)' : ''}`);
 

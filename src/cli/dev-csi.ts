@@ -2,16 +2,12 @@
 // CSI plugin) serves DIR/csi/csi.sock; what a kubelet and node-driver-registrar would publish is written to the API
 // (the CSIDriver, and this node's entry in its CSINode with the topology key); the CSI sidecar drives the plugin.
 // StorageClasses `csi-hostpath` (Immediate, shared path) and `csi-hostpath-local` (WaitForFirstConsumer, node path)
-// use the driver. startDevCsiSidecar is the one place that decides how the sidecar runs.
+// use the driver. The sidecar is `kube-provisioner run csi`'s, in this process (startDevCsiSidecar).
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Registry } from 'prom-client';
-import { mergeOptions } from '../controller/options.ts';
-import { ProvisionController } from '../controller/provision-controller.ts';
-import { KubeClusterAccess } from '../csi/cluster-access.ts';
 import { csiNodes } from '../csi/kinds.ts';
-import { CsiProvisioner } from '../csi/provisioner.ts';
 import { DEFAULT_NODE } from '../hostpath/config.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { AlreadyExistsError, NotFoundError } from '../runtime/errors.ts';
@@ -22,6 +18,7 @@ import type { StorageClass } from '../types/k8s.ts';
 import type { CSIDriver, CSINode } from '../types/storage-objects.ts';
 import { HOSTPATH_CSI_DRIVER, PARAM_CONFIG_CLASS } from './csi-hostpath-plugin.ts';
 import { startCsiHostPathPlugin, type RunningCsiHostPathPlugin } from './run-csi-hostpath-plugin.ts';
+import { parseRunCsiArgs, startCsiSidecar, type CsiSidecar } from './run-csi.ts';
 
 /** CSIDrivers (cluster-scoped). */
 export const csiDrivers = defineResource<CSIDriver>('storage.k8s.io', 'v1', 'csidrivers', 'CSIDriver', false);
@@ -86,48 +83,27 @@ export interface DevCsiSidecarOptions {
   signal?: AbortSignal;
 }
 
-/** A running sidecar. */
-export interface DevCsiSidecar {
-  driverName: string;
-  controller: ProvisionController;
-  /** Settles once stopped. */
-  done: Promise<void>;
-  stop(): Promise<void>;
+/** The flags of `kube-provisioner run csi` that dev's sidecar runs with (tests and benchmarks start it with them too). */
+export function devCsiSidecarArgs(address: string, workerThreads: number): string[] {
+  return ['--csi-address', address, '--leader-election', 'none', '--worker-threads', String(workerThreads), '--extra-create-metadata'];
 }
 
 /**
- * The sidecar of `dev --csi`: CsiProvisioner on the plugin's socket and a ProvisionController with its options
- * (external-provisioner's retries, PV finalizer, background PV saves, the leak inventory), `--extra-create-metadata`
- * on (the plugin names directories after the claim), no leader election. In-process, as the CSI end-to-end tests
- * wire it; the one function to change to run `kube-provisioner run csi`'s startCsiSidecar instead.
+ * The sidecar of `dev --csi`: `kube-provisioner run csi`'s startCsiSidecar in this process, on dev's API client,
+ * with external-provisioner's defaults and `--extra-create-metadata` (the plugin names directories after the
+ * claims), no leader election.
  */
-export async function startDevCsiSidecar(o: DevCsiSidecarOptions): Promise<DevCsiSidecar> {
-  const provisioner = await CsiProvisioner.start({
-    address: o.address, cluster: new KubeClusterAccess(o.client), logger: o.logger, extraCreateMetadata: true,
-    ...(o.registry ? { registry: o.registry } : {}), ...(o.signal ? { signal: o.signal } : {}), startupIntervalMs: 100,
+export async function startDevCsiSidecar(o: DevCsiSidecarOptions): Promise<CsiSidecar> {
+  const options = parseRunCsiArgs(devCsiSidecarArgs(o.address, o.workerThreads));
+  return startCsiSidecar(options, {
+    client: o.client, logger: o.logger, startupIntervalMs: 100, ...(o.registry ? { registry: o.registry } : {}), ...(o.signal ? { signal: o.signal } : {}),
   });
-  const controller = new ProvisionController(o.client, provisioner.driverName, provisioner, {
-    ...mergeOptions(provisioner.controllerOptions(), { leaderElection: { mode: 'none' }, threadiness: o.workerThreads, shutdownTimeoutMs: 3000 }),
-    logger: o.logger,
-    ...(o.registry ? { registry: o.registry } : {}),
-  });
-  const stopping = new AbortController();
-  const done = controller.run(stopping.signal).finally(() => provisioner.close());
-  return {
-    driverName: provisioner.driverName,
-    controller,
-    done,
-    stop: async () => {
-      stopping.abort(new Error('sidecar stopping'));
-      await done;
-    },
-  };
 }
 
 /** CSI mode in dev: the plugin, its registration, the sidecar. */
 export interface DevCsi {
   plugin: RunningCsiHostPathPlugin;
-  sidecar: DevCsiSidecar;
+  sidecar: CsiSidecar;
   configFile: string;
   stop(): Promise<void>;
 }

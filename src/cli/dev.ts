@@ -178,7 +178,7 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
     io.out(`  configuration (hot-reloaded): ${show(configFile)}`);
     if (service.metricsUrl) io.out(`  metrics: ${service.metricsUrl}`);
     if (csi) {
-      io.out(`  CSI mode: plugin ${csi.sidecar.driverName} on ${show(csi.plugin.server.socketPath)}, sidecar in-process; classes ${DEV_CSI_CLASSES.shared} (Immediate), ${DEV_CSI_CLASSES.local} (WaitForFirstConsumer)`);
+      io.out(`  CSI mode: plugin ${csi.sidecar.driverName} on ${show(csi.plugin.server.socketPath)}, sidecar (run csi) in-process; classes ${DEV_CSI_CLASSES.shared} (Immediate), ${DEV_CSI_CLASSES.local} (WaitForFirstConsumer)`);
       io.out(`  CSI volumes: ${show(join(volumesDir, 'csi-shared'))}, ${show(join(volumesDir, 'csi-local'))}; plugin configuration: ${show(csi.configFile)}`);
     }
 

@@ -1,5 +1,5 @@
 // SIGKILL of the CSI sidecar mid-provisioning leaves no volume without a PV (external-provisioner #486: a restart
-// between CreateVolume and the PV). Real processes: the sidecar is a child process driving the reference plugin
+// between CreateVolume and the PV). Real processes: the sidecar is `kube-provisioner run csi` in a child process, driving the reference plugin
 // over its unix socket, against the embedded cluster over HTTPS. The plugin holds the replies of CreateVolume
 // calls whose directory it has already created, so when the sidecar is killed there are volumes on disk that no PV
 // names yet, whatever the machine's speed. After a new sidecar starts, every created handle must be a PV's
@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { hostPathCsiPlugin } from '../../src/cli/csi-hostpath-plugin.ts';
-import { devCsiStorageClasses, registerCsiDriver, DEV_CSI_CLASSES } from '../../src/cli/dev-csi.ts';
+import { devCsiSidecarArgs, devCsiStorageClasses, registerCsiDriver, DEV_CSI_CLASSES } from '../../src/cli/dev-csi.ts';
 import { serveCsiPlugin, type CsiPluginHandlers, type CsiServer } from '../../src/csi/server.ts';
 import { validateHostPathConfig } from '../../src/hostpath/config.ts';
 import { readVolumeRecords } from '../../src/hostpath/volume-records.ts';
@@ -25,15 +25,15 @@ import { waitFor } from '../support/wait.ts';
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLAIMS = 40;
 
+/** `kube-provisioner run csi` (from the sources) with dev's sidecar flags. */
 function startSidecar(kubeconfig: string, address: string): { child: ChildProcess; ready: Promise<void> } {
-  const child = spawn(process.execPath, ['--conditions=kube-provisioner:source', '--import', 'tsx', 'test/support/csi-sidecar-process.mjs'], {
-    cwd: ROOT, env: { ...process.env, SIDECAR_FROM: 'src', KUBECONFIG: kubeconfig, CSI_ADDRESS: address, WORKER_THREADS: '16' }, stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const args = ['--import', 'tsx', 'src/cli/main.ts', 'run', 'csi', '--kubeconfig', kubeconfig, ...devCsiSidecarArgs(address, 16), '--log-level', 'error'];
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
   const ready = new Promise<void>((resolveReady, reject) => {
     let out = '';
     child.stdout!.on('data', (b: Buffer) => {
       out += b.toString();
-      if (out.includes('ready ')) resolveReady();
+      if (out.includes('kube-provisioner run csi: driver ')) resolveReady();
     });
     child.once('exit', (code, signal) => reject(new Error(`sidecar exited before it was ready (${code ?? signal})`)));
   });
