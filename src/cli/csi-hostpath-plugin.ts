@@ -7,7 +7,7 @@
 // find the directory through that record, never through anything the caller sends. The Node service bind-mounts
 // the directory at the target path (where the machine lets this process mount).
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, realpath, rmdir } from 'node:fs/promises';
+import { mkdir, readFile, realpath, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { IgnoredError, InfeasibleError, ProvisioningError } from '../controller/provisioner.ts';
@@ -17,10 +17,12 @@ import type { RequestOf, ResponseOf } from '../csi/services.ts';
 import { allBasePaths, localBasePaths, nodeBasePaths, pathSetForClass, type HostPathConfig } from '../hostpath/config.ts';
 import { VolumeIdentityError } from '../hostpath/delete-identity.ts';
 import { filesystemFreeBytes } from '../hostpath/free-space.ts';
+import { createVolumeDir } from '../hostpath/fs-ops.ts';
+import type { OnDeletePolicy } from '../hostpath/class-parameters.ts';
 import { checkExistingVolumePath, UnsafePathError } from '../hostpath/path-safety.ts';
 import { HostPathProvisioner, type ConfigHolder } from '../hostpath/provisioner.ts';
 import { readVolumeRecord, readVolumeRecords, type VolumeRecord } from '../hostpath/volume-records.ts';
-import { buildVolume, readVolumeLocation } from '../hostpath/volume-spec.ts';
+import { ANN_HOSTPATH_ON_DELETE, buildVolume, readVolumeLocation } from '../hostpath/volume-spec.ts';
 import { silentLogger, type Logger } from '../runtime/logger.ts';
 import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
 import type { AccessMode, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
@@ -159,6 +161,8 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
         throw provisionStatus(err);
       }
       const loc = readVolumeLocation(pv);
+      const policy = pv.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE];
+      if (loc.basePath && (policy === 'archive' || policy === 'retain' || policy === 'delete')) await writeOnDeletePolicy(loc.basePath, name, policy);
       const accessible = loc.kind === 'node' ? topologyOf(loc.node ?? '') : undefined;
       return {
         volume: {
@@ -173,10 +177,14 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
       const id = req.volumeId ?? '';
       if (!id) throw new CsiStatusError('InvalidArgument', 'volume_id is required');
       // Absent: already deleted (DeleteVolume is idempotent).
-      if (!(await findRecord(id, allBasePaths(config())))) return {};
+      const found = await findRecord(id, allBasePaths(config()));
+      if (!found) return {};
+      const policy = await readOnDeletePolicy(found.base, id);
       try {
-        // A name-only volume: delete() finds the directory through the record and proves it is that volume's.
-        await provisioner.delete({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: id }, spec: {} }, signal);
+        // delete() proves the directory is that volume's (the record names it and its "claim", the volume id) and
+        // applies the policy the class had at CreateVolume.
+        await provisioner.delete(recordVolume(id, found.base, found.record, policy), signal);
+        await rm(policyFile(found.base, id), { force: true });
       } catch (err) {
         if (err instanceof VolumeIdentityError || err instanceof UnsafePathError || err instanceof IgnoredError) throw new CsiStatusError('FailedPrecondition', err.message, { cause: err });
         throw new CsiStatusError('Internal', (err as Error).message, { cause: err });
@@ -192,11 +200,7 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
       const required = req.capacityRange?.requiredBytes ?? 0n;
       if (required <= 0n) throw new CsiStatusError('InvalidArgument', 'capacity_range.required_bytes is required');
       const { base, record } = found;
-      const pv = buildVolume({
-        pvName: id, path: `${base}/${record.relativePath}`, basePath: base, kind: record.scope ? 'node' : 'shared', node: record.scope || undefined,
-        volumeType: 'hostPath', capacity: record.bytes, accessModes: ['ReadWriteOnce'], reclaimPolicy: 'Delete', onDelete: 'delete',
-      });
-      pv.spec.claimRef = { uid: id };
+      const pv = recordVolume(id, base, record, 'delete');
       // The capacity of the base path is configured per class: the first class whose paths hold this base.
       const className = classOfBasePath(config(), base);
       if (className) pv.spec.storageClassName = className;
@@ -288,6 +292,26 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
   return { handlers, provisioner, driverName };
 }
 
+// DeleteVolume carries only the volume id, so a class's onDelete other than delete (archive, retain: the shared
+// path's default is archive) is kept next to the records at CreateVolume: <base>/.kube-provisioner/csi-on-delete/<id>.
+const POLICY_SEGMENTS = ['.kube-provisioner', 'csi-on-delete'];
+const policyFile = (base: string, id: string) => `${base}/${POLICY_SEGMENTS.join('/')}/${id}`;
+
+async function writeOnDeletePolicy(base: string, id: string, policy: OnDeletePolicy): Promise<void> {
+  if (policy === 'delete') {
+    await rm(policyFile(base, id), { force: true });
+    return;
+  }
+  // Created without following symlinks, private, as the records directory is.
+  await createVolumeDir(base, POLICY_SEGMENTS, { mode: 0o700, parentMode: 0o700 });
+  await writeFile(policyFile(base, id), policy, { mode: 0o600 });
+}
+
+async function readOnDeletePolicy(base: string, id: string): Promise<OnDeletePolicy> {
+  const text = (await readFile(policyFile(base, id), 'utf8').catch(() => 'delete')).trim();
+  return text === 'archive' || text === 'retain' ? text : 'delete';
+}
+
 // The directory of a record, checked as delete checks a PV's path, and with no symlink on the way (realpath).
 async function volumeDirectory(base: string, record: VolumeRecord): Promise<string> {
   const dir = `${base}/${record.relativePath}`;
@@ -299,6 +323,17 @@ async function volumeDirectory(base: string, record: VolumeRecord): Promise<stri
   } catch (err) {
     throw new CsiStatusError('FailedPrecondition', `volume ${record.pvName}: ${(err as Error).message}`, { cause: err });
   }
+}
+
+// The PV the hostpath provisioner would have published for a record: its directory, base path, node, size, policy,
+// and the volume id as the claim uid (what CreateVolume wrote in the record).
+function recordVolume(id: string, base: string, record: VolumeRecord, onDelete: OnDeletePolicy): PersistentVolume {
+  const pv = buildVolume({
+    pvName: id, path: `${base}/${record.relativePath}`, basePath: base, kind: record.scope ? 'node' : 'shared', node: record.scope || undefined,
+    volumeType: 'hostPath', capacity: record.bytes, accessModes: ['ReadWriteOnce'], reclaimPolicy: 'Delete', onDelete,
+  });
+  pv.spec.claimRef = { uid: id };
+  return pv;
 }
 
 function classOfBasePath(c: HostPathConfig, base: string): string | undefined {

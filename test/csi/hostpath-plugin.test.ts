@@ -119,6 +119,22 @@ describe('reference CSI plugin (hostpath over CSI)', () => {
     assert.equal(await codeOf(client.call('deleteVolume', { volumeId: 'pvc-1111' })), 'OK', 'DeleteVolume of an absent volume succeeds');
   });
 
+  it('the class\'s onDelete is kept at CreateVolume and applied at DeleteVolume: archive renames the directory, retain keeps it', async () => {
+    const make = (name: string, onDelete: string) => client.call('createVolume', {
+      name, volumeCapabilities: [mountCap('MULTI_NODE_MULTI_WRITER')], parameters: { storageClassConfig: 'shared', pathPattern: name, onDelete },
+    });
+    await make('pvc-arch', 'archive');
+    await make('pvc-keep', 'retain');
+    await client.call('deleteVolume', { volumeId: 'pvc-arch' });
+    await client.call('deleteVolume', { volumeId: 'pvc-keep' });
+    const entries = readdirSync(join(dir, 'shared'));
+    assert.ok(!entries.includes('pvc-arch'), 'archived: no longer under its name');
+    assert.ok(entries.some((e) => e.startsWith('archived-') && e.includes('pvc-arch')), `an archived-… directory in ${entries.join(', ')}`);
+    assert.ok(entries.includes('pvc-keep'), 'retained');
+    const listed = (await client.call('listVolumes', {})).entries?.map((e) => e.volume?.volumeId) ?? [];
+    assert.ok(!listed.includes('pvc-arch') && !listed.includes('pvc-keep'), 'both are gone as volumes');
+  });
+
   it('CreateVolume on a node path: accessible_topology names the node; unsafe patterns, block and unknown classes are INVALID_ARGUMENT', async () => {
     const topo = { preferred: [{ segments: { [KEY]: NODE } }], requisite: [{ segments: { [KEY]: NODE } }] };
     const v = await client.call('createVolume', { name: 'pvc-2222', capacityRange: { requiredBytes: 1024n }, volumeCapabilities: [mountCap()], parameters: { storageClassConfig: 'local' }, accessibilityRequirements: topo });
