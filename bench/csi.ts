@@ -6,7 +6,7 @@
 // - API requests per claim of each (the cluster's audit counter, by the client's User-Agent) and CSI calls per
 //   claim of the sidecar (counted by the plugin);
 // - the sidecar's RSS (/proc VmRSS, and its peak) at N and at V volumes (default 10,000; target <= 150 MB).
-// Run: npm run build && node --import tsx bench/csi.ts [--claims 1000] [--volumes 10000] [--workers 16] [--concurrency 32] [--tsx]
+// Run: npm run build && node --import tsx bench/csi.ts [--claims 1000] [--volumes 10000] [--workers 16] [--concurrency 32] [--tsx] [--sidecar-log-level info]
 // (`npm run bench:csi` does both; --tsx runs the sidecar from the sources instead of dist/.)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -42,6 +42,7 @@ const VOLUMES = Math.max(arg('--volumes', 10_000), CLAIMS);
 const WORKERS = arg('--workers', 16);
 const CONCURRENCY = arg('--concurrency', 32);
 const TSX = argv.includes('--tsx');
+const SIDECAR_LOG_LEVEL = argv.includes('--sidecar-log-level') ? argv[argv.indexOf('--sidecar-log-level') + 1] : 'error';
 /** The audit counter's name for the sidecar: `run csi`'s User-Agent. */
 const SIDECAR_CLIENT = userAgent('csi');
 const COMMAND = `npm run bench:csi${argv.length ? ` -- ${argv.join(' ')}` : ''}`;
@@ -131,7 +132,7 @@ async function main(): Promise<void> {
     // `kube-provisioner run csi` from dist/ (`npm run build` runs first), as the installed command runs; --tsx runs
     // the sources instead.
     const main = TSX ? ['--import', 'tsx', fileURLToPath(new URL('../src/cli/main.ts', import.meta.url))] : [fileURLToPath(new URL('../bin/kube-provisioner.js', import.meta.url))];
-    sidecar = new SidecarChild(spawn(process.execPath, [...main, 'run', 'csi', '--kubeconfig', cluster.kubeconfigPath, ...devCsiSidecarArgs(server.address, WORKERS), '--log-level', 'error'], {
+    sidecar = new SidecarChild(spawn(process.execPath, [...main, 'run', 'csi', '--kubeconfig', cluster.kubeconfigPath, ...devCsiSidecarArgs(server.address, WORKERS), '--log-level', SIDECAR_LOG_LEVEL], {
       stdio: ['ignore', 'pipe', 'inherit'],
     }));
     await sidecar.ready;
