@@ -32,5 +32,10 @@ export const FINALIZER_PV_PROTECTION = 'kubernetes.io/pv-protection';
 /** Added by external provisioners to PVs they must delete (HonorPVReclaimPolicy, KEP-2644). */
 export const FINALIZER_EXTERNAL_PROVISIONER = 'external-provisioner.volume.kubernetes.io/finalizer';
 
+/** metav1.FinalizerOrphanDependents: the garbage collector orphans the object's dependents before it goes. */
+export const FINALIZER_ORPHAN_DEPENDENTS = 'orphan';
+/** metav1.FinalizerDeleteDependents: the garbage collector deletes the blocking dependents before the object goes. */
+export const FINALIZER_DELETE_DEPENDENTS = 'foregroundDeletion';
+
 /** The node label PVs use in node affinity. */
 export const LABEL_HOSTNAME = 'kubernetes.io/hostname';

@@ -2,7 +2,8 @@
 // WaitForFirstConsumer claim as kube-scheduler's volume binding plugin does (allowedTopologies, and the
 // CSIStorageCapacity objects of the class when its CSIDriver tracks capacity), a claim with a data source reaches
 // its provisioner with dataSource and dataSourceRef mirrored, and the expand controller names the CSI resizer of
-// a migrated in-tree volume (and of no native CSI volume, as kube-controller-manager).
+// a migrated in-tree volume on resize (as kube-controller-manager) and a native CSI volume's driver once the claim is
+// Bound (which kube-controller-manager leaves to external-resizer's spec.csi.driver match; see docs/architecture.md).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
@@ -149,7 +150,7 @@ describe('expand controller and the storage-resizer annotation', () => {
   const events = async (name: string) =>
     (await core.listNamespacedEvent({ namespace: NS, fieldSelector: `involvedObject.name=${name}` })).items.filter((e) => e.reason === 'ExternalExpanding').map((e) => e.message);
 
-  it('names the CSI driver of a migrated in-tree volume on resize, and not that of a native CSI volume', async () => {
+  it('names the CSI driver of a migrated in-tree volume on resize, and a native CSI volume\'s driver', async () => {
     await boundClaim('ebs', { awsElasticBlockStore: { volumeID: 'vol-0123' } });
     await boundClaim('native', { csi: { driver: 'native.csi.example.com', volumeHandle: 'h-1' } });
     const ebs = await waitFor('resizer annotation', async () => {
@@ -161,8 +162,33 @@ describe('expand controller and the storage-resizer annotation', () => {
       ['CSI migration enabled for kubernetes.io/aws-ebs; waiting for external resizer to expand the pvc']);
     assert.deepEqual(await waitFor('native event', async () => ((await events('native')).length ? events('native') : undefined)),
       ['waiting for an external controller to expand this PVC']);
+    const native = await waitFor('native resizer annotation', async () => {
+      const c = await core.readNamespacedPersistentVolumeClaim({ namespace: NS, name: 'native' });
+      return c.metadata?.annotations?.['volume.kubernetes.io/storage-resizer'] ? c : undefined;
+    });
+    assert.equal(native.metadata?.annotations?.['volume.kubernetes.io/storage-resizer'], 'native.csi.example.com');
+  });
+
+  it('names a native CSI volume\'s driver once its claim is Bound, before any resize, and nothing for other volumes', async () => {
+    await storage.createStorageClass({ body: { metadata: { name: 'plain-csi' }, provisioner: 'plain.example.com' } });
+    for (const [name, source] of [
+      ['bound-csi', { csi: { driver: 'bound.csi.example.com', volumeHandle: 'h-2' } }],
+      ['bound-host', { hostPath: { path: '/tmp/bound-host' } }],
+    ] as const) {
+      await core.createPersistentVolume({ body: {
+        metadata: { name: `pv-${name}` },
+        spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], storageClassName: 'plain-csi', ...source },
+      } });
+      await core.createNamespacedPersistentVolumeClaim({ namespace: NS, body: claim(name, 'plain-csi', '1Gi', { volumeName: `pv-${name}` }) });
+    }
+    const csi = await waitFor('bound csi annotated', async () => {
+      const c = await core.readNamespacedPersistentVolumeClaim({ namespace: NS, name: 'bound-csi' });
+      return c.status?.phase === 'Bound' && c.metadata?.annotations?.['volume.kubernetes.io/storage-resizer'] ? c : undefined;
+    });
+    assert.equal(csi.metadata?.annotations?.['volume.kubernetes.io/storage-resizer'], 'bound.csi.example.com');
+    await waitFor('host bound', async () => (await core.readNamespacedPersistentVolumeClaim({ namespace: NS, name: 'bound-host' })).status?.phase === 'Bound');
     await cluster.controllers!.idle();
-    const native = await core.readNamespacedPersistentVolumeClaim({ namespace: NS, name: 'native' });
-    assert.equal(native.metadata?.annotations?.['volume.kubernetes.io/storage-resizer'], undefined);
+    const host = await core.readNamespacedPersistentVolumeClaim({ namespace: NS, name: 'bound-host' });
+    assert.equal(host.metadata?.annotations?.['volume.kubernetes.io/storage-resizer'], undefined);
   });
 });

@@ -327,16 +327,21 @@ function unescapeValue(s: string): string {
 /**
  * Parses a field selector (`f=v`, `f==v`, `f!=v`, comma = AND, backslash escapes) and checks each field against
  * `supported`. A field the object lacks compares as "".
- * @throws SelectorError: syntax errors, or `field label not supported: <f>` for a field outside `supported`.
+ * @throws SelectorError: syntax errors, or `unknown(<f>)` (default `field label not supported: <f>`) for a field
+ * outside `supported`.
  */
-export function parseFieldSelector(s: string, supported: ReadonlySet<string>): FieldPredicate {
+export function parseFieldSelector(
+  s: string,
+  supported: ReadonlySet<string>,
+  unknown: (label: string) => string = (label) => `field label not supported: ${label}`,
+): FieldPredicate {
   const terms: Array<{ field: string; value: string; negate: boolean }> = [];
   for (const part of splitTerms(s).sort()) {
     if (part === '') continue;
     const t = splitTerm(part);
     if (!t) throw new SelectorError(`invalid selector: '${s}'; can't understand '${part}'`);
     const value = unescapeValue(t.rhs);
-    if (!supported.has(t.lhs)) throw new SelectorError(`field label not supported: ${t.lhs}`);
+    if (!supported.has(t.lhs)) throw new SelectorError(unknown(t.lhs));
     terms.push({ field: t.lhs, value, negate: t.op === '!=' });
   }
   if (terms.length === 0) return () => true;
@@ -346,11 +351,30 @@ export function parseFieldSelector(s: string, supported: ReadonlySet<string>): F
 /** Reads one field-selector field (`spec.nodeName`) of an object; undefined when absent. */
 export type FieldGetter = (obj: KubeObject) => string | undefined;
 
-/** The field selectors a kind accepts: its own plus metadata.name / metadata.namespace. */
-export function fieldGetters(kind: { fieldSelectors: Record<string, FieldGetter> }): Record<string, FieldGetter> {
-  return {
-    'metadata.name': (o) => o.metadata?.name,
-    'metadata.namespace': (o) => o.metadata?.namespace ?? '',
-    ...kind.fieldSelectors,
-  };
+/** What the field label conversion of kube-apiserver needs to know of a kind. */
+export interface FieldSelectableKind {
+  readonly namespaced: boolean;
+  /** The kind's own field labels; a kind with none has no conversion function of its own. */
+  readonly fieldSelectors: Record<string, FieldGetter>;
+}
+
+const META_NAME: FieldGetter = (o) => o.metadata?.name;
+const META_NAMESPACE: FieldGetter = (o) => o.metadata?.namespace ?? '';
+
+/**
+ * The field labels a kind accepts, as kube-apiserver converts them. A kind without field labels of its own has
+ * no conversion function: the default one accepts metadata.name and metadata.namespace (apimachinery
+ * DefaultMetaV1FieldSelectorConversion). A kind with its own (k/k pkg/apis/core/v1/conversion.go: Pod, Node,
+ * Namespace, Secret, Event) accepts them plus metadata.name, and metadata.namespace when it is namespaced (the
+ * Node and Namespace conversions refuse it).
+ */
+export function fieldGetters(kind: FieldSelectableKind): Record<string, FieldGetter> {
+  if (Object.keys(kind.fieldSelectors).length === 0) return { 'metadata.name': META_NAME, 'metadata.namespace': META_NAMESPACE };
+  return { 'metadata.name': META_NAME, ...(kind.namespaced ? { 'metadata.namespace': META_NAMESPACE } : {}), ...kind.fieldSelectors };
+}
+
+/** The 400 message for a field label the kind does not accept, in the words of its conversion function. */
+export function unknownFieldLabel(kind: FieldSelectableKind, label: string): string {
+  if (Object.keys(kind.fieldSelectors).length > 0) return `field label not supported: ${label}`;
+  return `${JSON.stringify(label)} is not a known field selector: only "metadata.name", "metadata.namespace"`;
 }

@@ -1,6 +1,6 @@
 // The embedded cluster's own controllers, started together on a store: the PV binder, pvc/pv protection
 // (admission + controllers), DefaultStorageClass admission, the scheduler stand-in, the local Node, its kubelet
-// stand-in and the default ServiceAccount of every namespace.
+// stand-in, the default ServiceAccount of every namespace and the garbage collector.
 // They are ordinary store clients sharing one cache; stop() leaves no timers or watches behind.
 import type { Logger } from '../../types/logger.ts';
 import { silentLogger } from '../../types/logger.ts';
@@ -9,6 +9,7 @@ import { ClusterCache } from './cluster-cache.ts';
 import { installDefaultClassAdmission } from './default-class.ts';
 import { ClusterEventRecorder } from './event-recorder.ts';
 import { ensureLocalNode, localNodeName } from './local-node.ts';
+import { GarbageCollector } from './garbage-collector.ts';
 import { installProtectionAdmission, ProtectionController } from './protection.ts';
 import { PvBinder } from './pv-binder.ts';
 import { SchedulerStandIn } from './scheduler.ts';
@@ -54,10 +55,12 @@ export function startClusterControllers(store: ClusterStore, opts: ClusterContro
     store, cache, nodeName, now: opts.now ?? Date.now, logger: logger.child({ controller: 'kubelet' }),
     recorder: new ClusterEventRecorder(store, 'kubelet', { now: opts.now, logger }),
   });
-  const controllers = [binder, protection, scheduler, kubelet];
+  const garbageCollector = new GarbageCollector({ store, logger: logger.child({ controller: 'garbage-collector' }) });
+  const controllers = [binder, protection, scheduler, kubelet, garbageCollector];
   ensureLocalNode(store, nodeName, (opts.now ?? Date.now)());
   const stopServiceAccounts = startServiceAccountController(store, logger.child({ controller: 'serviceaccount' }));
   cache.start(store);
+  garbageCollector.start();
   const timer = setInterval(() => {
     for (const c of controllers) c.resync();
   }, opts.resyncMs ?? 15_000);

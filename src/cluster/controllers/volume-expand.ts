@@ -4,7 +4,9 @@
 // is emitted once per requested size, where the real controller repeats it per sync and the correlator counts.
 // For an in-tree volume whose plugin is migrated to CSI (GA in 1.32), the expand controller also names the CSI
 // driver in `volume.kubernetes.io/storage-resizer`, the only case it sets that annotation: external-resizer finds
-// a native CSI volume's claims by the PV's spec.csi.driver.
+// a native CSI volume's claims by the PV's spec.csi.driver. Here a claim Bound to a native CSI volume gets the
+// annotation too (its driver), once, when it is Bound: a resizer that selects claims by the annotation finds them,
+// and external-resizer's CanSupport accepts an annotation equal to its own driver name, so it changes nothing for it.
 import type { KubeObject, PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
 import { ANN_STORAGE_RESIZER } from '../../types/annotations.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
@@ -86,6 +88,13 @@ export function watchExternalExpansion(cache: ClusterCache, recorder: ClusterEve
     if (change.type === 'DELETED') {
       announced.delete(uid);
       return;
+    }
+    if (claim.status?.phase === 'Bound' && claim.spec.volumeName) {
+      const pv = cache.volumes.get(claim.spec.volumeName);
+      const driver = pv?.spec.csi?.driver;
+      if (driver && pv?.spec.claimRef?.uid === uid && claim.metadata.annotations?.[ANN_STORAGE_RESIZER] === undefined) {
+        queueMicrotask(() => void (!stopped && setClaimResizer(store, claim, driver)));
+      }
     }
     const request = storageOf(claim, 'request');
     const capacity = storageOf(claim, 'status');

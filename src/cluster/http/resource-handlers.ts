@@ -26,7 +26,7 @@ import { normalizeTimes } from '../schema/time-encoding.ts';
 import { apiVersionOf, type ResourceType } from '../registry/registry.ts';
 import type { ServerLimits } from './request-limits.ts';
 import type { ResourceRequest } from './routing.ts';
-import type { ClusterStore, PatchType } from '../writes/cluster-store.ts';
+import type { ClusterStore, DeleteOptions, PatchType, PropagationPolicy } from '../writes/cluster-store.ts';
 import type { StoredEntry } from '../storage/watch-cache.ts';
 import { toTable, type IncludeObject } from '../registry/tables.ts';
 
@@ -334,12 +334,16 @@ async function readDeleteOptions(s: RequestScope): Promise<DeleteOptionsBody> {
   return opts;
 }
 
+/** The validated DeleteOptions the store acts on: preconditions and what happens to dependents. */
+function storeDeleteOptions(opts: DeleteOptionsBody): DeleteOptions {
+  return { preconditions: opts.preconditions, propagationPolicy: opts.propagationPolicy as PropagationPolicy | undefined, orphanDependents: opts.orphanDependents };
+}
+
 export async function handleDelete(s: RequestScope): Promise<void> {
   const { rt, namespace, name } = s.request;
   const opts = await readDeleteOptions(s);
-  // Propagation policies are all treated as Background: there is no garbage collector to honour orphan/foreground.
   const dryRun = writeOptions('DeleteOptions', [...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])], null);
-  const { entry, deleted } = s.store.deleteEntry(storageResource(rt), namespace, name!, { preconditions: opts.preconditions, user: s.client, dryRun });
+  const { entry, deleted } = s.store.deleteEntry(storageResource(rt), namespace, name!, { ...storeDeleteOptions(opts), user: s.client, dryRun });
   if (deleted && !rt.returnDeletedObject) {
     const details: Record<string, string> = { name: name! };
     if (rt.group) details.group = rt.group;
@@ -348,7 +352,8 @@ export async function handleDelete(s: RequestScope): Promise<void> {
     sendJson(s.res, 200, JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details }));
     return;
   }
-  sendObject(s, 200, entry);
+  // handlers/delete.go: 202 only for a legacy orphanDependents=false that did not delete at once.
+  sendObject(s, !deleted && opts.orphanDependents === false ? 202 : 200, entry);
 }
 
 export async function handleDeleteCollection(s: RequestScope): Promise<void> {
@@ -364,7 +369,7 @@ export async function handleDeleteCollection(s: RequestScope): Promise<void> {
   const items: string[] = [];
   for (const e of s.store.listEntries(resource, filter).entries) {
     try {
-      const r = s.store.deleteEntry(resource, e.obj.metadata.namespace, e.obj.metadata.name!, { preconditions: opts.preconditions, user: s.client, dryRun });
+      const r = s.store.deleteEntry(resource, e.obj.metadata.namespace, e.obj.metadata.name!, { ...storeDeleteOptions(opts), user: s.client, dryRun });
       items.push(objectJson(rt, r.entry));
     } catch (err) {
       // Deletion is not atomic: objects that vanished meanwhile are skipped, like kube-apiserver does.

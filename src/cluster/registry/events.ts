@@ -121,6 +121,8 @@ export const CORE_EVENTS: ResourceType = {
     o.reportingInstance ??= '';
   },
   fieldSelectors: eventFieldSelectors,
+  // The event strategy opts out of garbage collection: no orphan/foregroundDeletion finalizer is ever added.
+  garbageCollectionPolicy: 'Unsupported',
   allowCreateOnUpdate: true,
   microTimeFields: ['eventTime', 'series.lastObservedTime'],
   columns: eventColumns,

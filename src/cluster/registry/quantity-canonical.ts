@@ -15,11 +15,13 @@ const NANO = 1_000_000_000n;
 
 type Format = 'BinarySI' | 'DecimalSI' | 'DecimalExponent';
 
-/**
- * The canonical form Go prints for a quantity string, or undefined when `s` is not a quantity (validation
- * reports it). Values are rounded up to nano units first, like resource.ParseQuantity.
- */
-export function canonicalQuantity(s: string): string | undefined {
+/** The finest unit a quantity keeps: nano (resource.ParseQuantity), or milli (SetDefaults_ResourceList's RoundUp). */
+export type QuantityScale = 'nano' | 'milli';
+
+const MILLI_IN_NANOS = 1_000_000n;
+
+/** A quantity's magnitude in nano units (rounded up, away from zero), its sign and its format. */
+function decompose(s: string): { nanos: bigint; negative: boolean; format: Format } | undefined {
   // isQuantity also refuses absurd magnitudes ("1e99999999") before any BigInt is built.
   const m = isQuantity(s) ? QUANTITY_RE.exec(s) : null;
   if (!m) return undefined;
@@ -44,10 +46,29 @@ export function canonicalQuantity(s: string): string | undefined {
     const div = 10n ** BigInt(-(exp10 + 9));
     nanos = nanos / div + (nanos % div === 0n ? 0n : 1n);
   }
+  return { nanos, negative: sign === '-', format };
+}
+
+/** A quantity's exact value in nano units (signed), or undefined when `s` is not a quantity: for comparisons. */
+export function quantityNanos(s: unknown): bigint | undefined {
+  const text = typeof s === 'number' && Number.isFinite(s) ? String(s) : s;
+  const d = typeof text === 'string' ? decompose(text) : undefined;
+  return d && (d.negative ? -d.nanos : d.nanos);
+}
+
+/**
+ * The canonical form Go prints for a quantity string, or undefined when `s` is not a quantity (validation
+ * reports it). Values are rounded up (away from zero) to nano units, like resource.ParseQuantity, or to milli
+ * units, as pod resource lists are defaulted.
+ */
+export function canonicalQuantity(s: string, scale: QuantityScale = 'nano'): string | undefined {
+  const d = decompose(s);
+  if (!d) return undefined;
+  let { nanos, format } = d;
+  if (scale === 'milli' && nanos % MILLI_IN_NANOS !== 0n) nanos += MILLI_IN_NANOS - (nanos % MILLI_IN_NANOS);
   if (nanos === 0n) return '0';
-  const negative = sign === '-';
   if (format === 'BinarySI' && (nanos < 1024n * NANO || nanos % NANO !== 0n)) format = 'DecimalSI';
-  const prefix = negative ? '-' : '';
+  const prefix = d.negative ? '-' : '';
   if (format === 'BinarySI') {
     let value = nanos / NANO;
     let exponent = 0;
@@ -76,13 +97,17 @@ export function canonicalQuantity(s: string): string | undefined {
 }
 
 /** Rewrites the quantity values of `rec` (all of them, or only `keys`) into their canonical form, in place. */
-function canonicalizeEntries(rec: Record<string, unknown>, keys: readonly string[] = Object.keys(rec)): void {
+function canonicalizeEntries(
+  rec: Record<string, unknown>,
+  keys: readonly string[] = Object.keys(rec),
+  scale: QuantityScale = 'nano',
+): void {
   for (const k of keys) {
     const v = rec[k];
     // JSON numbers decode into quantities too (Quantity.UnmarshalJSON parses the raw number text).
     const text = typeof v === 'number' && Number.isFinite(v) ? String(v) : v;
     if (typeof text !== 'string') continue;
-    const canonical = canonicalQuantity(text);
+    const canonical = canonicalQuantity(text, scale);
     if (canonical !== undefined) rec[k] = canonical;
   }
 }
@@ -94,9 +119,11 @@ export function canonicalizeQuantityFields(obj: KubeObject, fields: readonly str
 
 /** Rewrites every quantity value of the maps at these dotted paths into its canonical form, in place. */
 export function canonicalizeQuantityMaps(obj: KubeObject, paths: readonly string[]): void {
-  for (const p of paths) {
-    const map = readPath(obj, p);
-    if (map === null || typeof map !== 'object' || Array.isArray(map)) continue;
-    canonicalizeEntries(map as Record<string, unknown>);
-  }
+  for (const p of paths) canonicalizeQuantities(readPath(obj, p));
+}
+
+/** Rewrites every quantity value of one map (a ResourceList) into its canonical form, in place; others are left. */
+export function canonicalizeQuantities(map: unknown, scale: QuantityScale = 'nano'): void {
+  if (map === null || typeof map !== 'object' || Array.isArray(map)) return;
+  canonicalizeEntries(map as Record<string, unknown>, undefined, scale);
 }

@@ -155,7 +155,7 @@ const bindingColumns: TableColumn[] = [
 
 // ---------------------------------------------------------------------------------- registry entries
 
-/** The fields every RBAC entry shares; RBAC names are path segments (ValidateRBACName). */
+/** The fields every RBAC entry shares; RBAC names are path segments (ValidateRBACName); deletions answer a Status. */
 const rbac = {
   group: 'rbac.authorization.k8s.io',
   version: 'v1',
@@ -163,7 +163,6 @@ const rbac = {
   hasStatus: false,
   nameRule: 'path',
   fieldSelectors: {},
-  returnDeletedObject: true,
 } as const satisfies Partial<ResourceType>;
 
 export const CLUSTER_ROLES: ResourceType = {

@@ -1,6 +1,5 @@
 // Small building blocks shared by the registry entries (core/*.ts, the group files): the standard verb
-// list, defaulting helpers for untyped JSON, field-selector getters, and the PodSpec defaults that Pods and
-// workload pod templates share.
+// list, defaulting helpers for untyped JSON and field-selector getters. (Pod spec defaults: core/pod-defaults.ts.)
 import { fieldString, readPath } from '../common/meta.ts';
 import type { FieldGetter } from '../common/selectors.ts';
 
@@ -33,11 +32,3 @@ export const boolPath =
   (p: string): FieldGetter =>
   (o) =>
     readPath(o, p) === true ? 'true' : 'false';
-
-/** SetDefaults_PodSpec, the subset the embedded cluster applies (Pods and workload templates alike). */
-export function defaultPodSpec(spec: Record<string, unknown>): void {
-  setDefault(spec, 'restartPolicy', 'Always');
-  setDefault(spec, 'schedulerName', 'default-scheduler');
-  setDefault(spec, 'dnsPolicy', 'ClusterFirst');
-  setDefault(spec, 'terminationGracePeriodSeconds', 30);
-}

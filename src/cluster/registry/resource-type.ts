@@ -8,6 +8,9 @@ import type { TableColumn } from './table-columns.ts';
 export type { FieldGetter } from '../common/selectors.ts';
 export { fieldGetters };
 
+/** rest.GarbageCollectionPolicy of a kind's strategy. */
+export type GarbageCollectionPolicy = 'DeleteDependents' | 'OrphanDependents' | 'Unsupported';
+
 /** A resource served under another resource's storage (events.k8s.io/v1 Event over core/v1 Event). */
 export interface StorageView {
   /** The plural of the storage resource (a registry entry without `view`). */
@@ -52,7 +55,12 @@ export interface ResourceType {
   convertFromRequest?(obj: KubeObject): string | undefined;
   /** Defaulting, applied on every write so reads always show defaults. */
   defaults?(obj: KubeObject): void;
-  /** Type-specific field selectors; `metadata.name` and `metadata.namespace` are added for all. */
+  /**
+   * The kind's own field selectors, as its field label conversion function in kube-apiserver accepts them. With
+   * none, the default conversion applies (metadata.name and metadata.namespace only, other labels refused with
+   * `"x" is not a known field selector: ...`); with some, metadata.name is added, and metadata.namespace when
+   * the kind is namespaced, and other labels are refused with `field label not supported: x` (fieldGetters).
+   */
   fieldSelectors: Record<string, FieldGetter>;
   /** Name validation rule for metadata.name (default dns1123subdomain). */
   nameRule?: 'dns1123subdomain' | 'dns1123label' | 'path';
@@ -64,8 +72,18 @@ export interface ResourceType {
   allowCreateOnUpdate?: boolean;
   /** PUT without metadata.resourceVersion is last-write-wins (default true; Lease: false). */
   allowUnconditionalUpdate?: boolean;
-  /** DELETE answers with the deleted object (else a Success Status). */
+  /**
+   * An immediate DELETE answers with the deleted object, as the kind's storage in kube-apiserver sets
+   * ReturnDeletedObject (pods, PVs, PVCs, namespaces, service accounts, storage classes); otherwise with a Success
+   * Status naming it. An object that finalizers keep is answered whatever this says.
+   */
   returnDeletedObject?: boolean;
+  /**
+   * The DefaultGarbageCollectionPolicy of the kind's strategy: what a DELETE without propagationPolicy or
+   * orphanDependents does to dependents. Unset behaves as DeleteDependents (Background); `OrphanDependents` adds
+   * the `orphan` finalizer; `Unsupported` (events) takes no finalizer whatever the options say.
+   */
+  garbageCollectionPolicy?: GarbageCollectionPolicy;
   /** Dotted paths of metav1.MicroTime fields: inputs must carry exactly six fractional digits. */
   microTimeFields?: string[];
   /** kubectl columns of server-side Tables, next to the kind (else the generic Name / Created At table). */

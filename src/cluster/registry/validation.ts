@@ -6,6 +6,7 @@
 // validators live next to their entries (core/*.ts, apps/*.ts and the group files).
 
 import type { ObjectMeta, StatusCause } from '../../types/k8s.ts';
+import { FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS } from '../../types/annotations.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
 import {
   FieldPath, forbidden, invalid, invalidEach, list, notSupported, record, required, sorted, str, tooLong, typeCheck, type JsonRecord,
@@ -139,7 +140,12 @@ export function validateObjectMeta(
   causes.push(...validateOwnerReferences(m.ownerReferences, p.child('ownerReferences')));
   const finalizers = m.finalizers;
   causes.push(...typeCheck(p.child('finalizers'), finalizers, 'array'));
-  if (Array.isArray(finalizers)) for (const f of finalizers) causes.push(...validateFinalizerName(f, p.child('finalizers')));
+  if (Array.isArray(finalizers)) {
+    for (const f of finalizers) causes.push(...validateFinalizerName(f, p.child('finalizers')));
+    if (finalizers.includes(FINALIZER_ORPHAN_DEPENDENTS) && finalizers.includes(FINALIZER_DELETE_DEPENDENTS)) {
+      causes.push(invalid(p.child('finalizers'), finalizers, `finalizer ${FINALIZER_ORPHAN_DEPENDENTS} and ${FINALIZER_DELETE_DEPENDENTS} cannot be both set`));
+    }
+  }
   return causes;
 }
 

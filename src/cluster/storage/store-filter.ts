@@ -2,7 +2,7 @@
 // objects, with the resource's supported field selectors; parse errors become 400 BadRequest.
 import type { KubeObject } from '../../types/k8s.ts';
 import { badRequest } from '../common/errors.ts';
-import { fieldGetters, parseFieldSelector, parseLabelSelector, SelectorError, type FieldGetter } from '../common/selectors.ts';
+import { fieldGetters, parseFieldSelector, parseLabelSelector, SelectorError, unknownFieldLabel, type FieldSelectableKind } from '../common/selectors.ts';
 
 /** Namespace, label selector and field selector of a list or watch of the store. */
 export interface ListFilterOptions {
@@ -19,7 +19,7 @@ export interface CompiledFilter {
 }
 
 /** @throws ClusterApiError 400 for a selector that does not parse or names an unsupported field. */
-export function compileFilter(rt: { namespaced: boolean; fieldSelectors: Record<string, FieldGetter> }, opts: ListFilterOptions): CompiledFilter {
+export function compileFilter(rt: FieldSelectableKind, opts: ListFilterOptions): CompiledFilter {
   const namespace = rt.namespaced && opts.namespace ? opts.namespace : undefined;
   let matches: CompiledFilter['matches'];
   try {
@@ -27,7 +27,7 @@ export function compileFilter(rt: { namespaced: boolean; fieldSelectors: Record<
     let field: ((obj: KubeObject) => boolean) | undefined;
     if (opts.fieldSelector) {
       const getters = fieldGetters(rt);
-      const pred = parseFieldSelector(opts.fieldSelector, new Set(Object.keys(getters)));
+      const pred = parseFieldSelector(opts.fieldSelector, new Set(Object.keys(getters)), (label) => unknownFieldLabel(rt, label));
       field = (obj) => pred((p) => getters[p]?.(obj));
     }
     if (label && field) matches = (obj) => label(obj.metadata.labels) && field(obj);

@@ -9,7 +9,6 @@ import {
   alreadyExists,
   badRequest,
   conflict,
-  forbidden,
   invalid,
   notFound,
   plainServerError,
@@ -24,9 +23,9 @@ import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
 import { validateObjectMeta } from '../registry/validation.ts';
 import { StoredEntry } from '../storage/watch-cache.ts';
 import { checkPatchResult } from '../storage/write-limits.ts';
-import type { ResourceTable as AnyResourceTable, Storage } from '../storage/store.ts';
-
-type ResourceTable = AnyResourceTable<ResourceType>;
+import type { Storage } from '../storage/store.ts';
+import { deletionFinalizers, type PropagationOptions } from './deletion-finalizers.ts';
+import { NamespaceLifecycle } from './namespace-lifecycle.ts';
 
 export type PatchType = 'json' | 'merge' | 'strategic';
 
@@ -60,20 +59,21 @@ export interface PatchOptions extends UpdateOptions {
   inspect?: (patched: KubeObject) => void;
 }
 
-export interface DeleteOptions extends WriteOptions {
+/** DeleteOptions: preconditions, and what happens to dependents (the garbage collector's finalizers). */
+export interface DeleteOptions extends WriteOptions, PropagationOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
 }
 
-/** Namespaces kube-apiserver refuses to delete. */
-const IMMORTAL_NAMESPACES = new Set(['default', 'kube-system', 'kube-public']);
 const GENERATE_NAME_ATTEMPTS = 8;
 
 /** The write rules over one storage; admission plugins are registered here, per resource. */
 export class WriteRules {
   readonly #d: Storage<ResourceType>;
   readonly #admission = new Map<string, AdmissionPlugin[]>();
+  readonly #namespaces: NamespaceLifecycle;
   constructor(storage: Storage<ResourceType>) {
     this.#d = storage;
+    this.#namespaces = new NamespaceLifecycle(storage, (resource, ns, name) => void this.delete(resource, ns, name, {}));
   }
 
   /** Registers an admission plugin run on create/update of `resource`, before validation. @throws ClusterApiError 404 */
@@ -107,7 +107,7 @@ export class WriteRules {
     rt.prepareForCreate?.(obj, now);
     const generated = !meta.name && !!meta.generateName;
     if (generated) meta.name = generateName(meta.generateName!);
-    if (rt.namespaced && meta.namespace) this.#checkNamespaceAcceptsCreate(rt, meta.namespace, meta.name ?? '');
+    if (rt.namespaced && meta.namespace) this.#namespaces.checkAcceptsCreate(rt, meta.namespace, meta.name ?? '');
     rt.defaults?.(obj);
     normalizeMeta(meta);
     for (const plugin of this.#plugins(resource)) plugin('create', obj, undefined, { user: opts.user });
@@ -186,7 +186,7 @@ export class WriteRules {
       // The last finalizer is gone: the update becomes the deletion, announced with the previously stored state.
       const gone = this.#d.commit(table, 'DELETED', key, { ...old, metadata: { ...old.metadata } }, existing, opts.dryRun);
       meta.resourceVersion = String(gone.rv);
-      if (!opts.dryRun) this.#finalizeNamespaceIfEmpty(meta.namespace);
+      if (!opts.dryRun) this.#namespaces.finalizeIfEmpty(meta.namespace);
       return { entry: new StoredEntry(obj, gone.rv), created: false };
     }
     meta.resourceVersion = old.metadata.resourceVersion;
@@ -254,72 +254,24 @@ export class WriteRules {
         true,
       );
     }
-    if (resource === 'namespaces' && IMMORTAL_NAMESPACES.has(name)) throw forbidden(rt, name, 'this namespace may not be deleted');
-    if (old.metadata.deletionTimestamp) return { entry: existing, deleted: false };
     const now = formatTime(this.#d.now());
-    if (resource === 'namespaces' && !opts.dryRun) return this.#deleteNamespace(table, key, existing, now);
-    if (old.metadata.finalizers?.length) {
-      const marked = { ...old, metadata: { ...old.metadata, deletionTimestamp: now, deletionGracePeriodSeconds: 0 } };
+    if (resource === 'namespaces') return { entry: this.#namespaces.delete(table, key, existing, now, opts.dryRun), deleted: false };
+    // The garbage collector's finalizers follow the options, the object's finalizers and the kind's default;
+    // while any finalizer remains the object is only marked (markAsDeleting), else it goes now.
+    const finalizers = deletionFinalizers(rt.garbageCollectionPolicy, old.metadata.finalizers ?? [], opts) ?? old.metadata.finalizers ?? [];
+    if (finalizers.length > 0) {
+      const meta = { ...old.metadata, finalizers, deletionGracePeriodSeconds: 0 };
+      if (!old.metadata.deletionTimestamp) {
+        meta.deletionTimestamp = now;
+        if (meta.generation !== undefined && meta.generation > 0) meta.generation += 1;
+      }
+      const marked = { ...old, metadata: meta };
+      if (jsonEqual(marked, old)) return { entry: existing, deleted: false };
       return { entry: this.#d.commit(table, 'MODIFIED', key, marked, existing, opts.dryRun), deleted: false };
     }
     const entry = this.#d.commit(table, 'DELETED', key, { ...old, metadata: { ...old.metadata } }, existing, opts.dryRun);
-    if (!opts.dryRun) this.#finalizeNamespaceIfEmpty(old.metadata.namespace);
+    if (!opts.dryRun) this.#namespaces.finalizeIfEmpty(old.metadata.namespace);
     return { entry, deleted: true };
-  }
-
-  /** Namespace deletion: mark Terminating, delete its content, remove it once empty (now or after finalizers). */
-  #deleteNamespace(table: ResourceTable, key: string, existing: StoredEntry, now: string): { entry: StoredEntry; deleted: boolean } {
-    const old = existing.obj;
-    const marked: KubeObject = {
-      ...old,
-      metadata: { ...old.metadata, deletionTimestamp: now, deletionGracePeriodSeconds: 0 },
-      status: { ...((old.status as object | undefined) ?? {}), phase: 'Terminating' },
-    };
-    const entry = this.#d.commit(table, 'MODIFIED', key, marked, existing);
-    const ns = old.metadata.name!;
-    for (const t of this.#namespacedTables()) {
-      for (const [k, e] of [...t.items]) {
-        if (!k.startsWith(`${ns}/`) || e.obj.metadata.deletionTimestamp) continue;
-        this.delete(t.rt.resource, ns, e.obj.metadata.name!, {});
-      }
-    }
-    this.#finalizeNamespaceIfEmpty(ns);
-    return { entry, deleted: false };
-  }
-
-  #namespacedTables(): ResourceTable[] {
-    return this.#d.tables().filter((t) => t.rt.namespaced);
-  }
-
-  /** The namespaces table, or undefined in a store that does not serve namespaces (then nothing is enforced). */
-  #namespaceTable(): ResourceTable | undefined {
-    try {
-      return this.#d.table('namespaces');
-    } catch {
-      return undefined;
-    }
-  }
-
-  #finalizeNamespaceIfEmpty(ns: string | undefined): void {
-    if (!ns) return;
-    const nsTable = this.#namespaceTable();
-    const entry = nsTable?.items.get(ns);
-    if (!nsTable || !entry?.obj.metadata.deletionTimestamp) return;
-    for (const t of this.#namespacedTables()) {
-      for (const k of t.items.keys()) if (k.startsWith(`${ns}/`)) return;
-    }
-    this.#d.commit(nsTable, 'DELETED', ns, { ...entry.obj, metadata: { ...entry.obj.metadata } }, entry);
-  }
-
-  #checkNamespaceAcceptsCreate(rt: ResourceType, ns: string, name: string): void {
-    const nsTable = this.#namespaceTable();
-    if (!nsTable) return;
-    const entry = nsTable.items.get(ns);
-    if (!entry) throw notFound({ group: '', resource: 'namespaces', kind: 'Namespace' }, ns);
-    if (entry.obj.metadata.deletionTimestamp) {
-      const message = `unable to create new content in namespace ${ns} because it is being terminated`;
-      throw forbidden(rt, name, message, [{ reason: 'NamespaceTerminating', message, field: 'metadata.namespace' }]);
-    }
   }
 }
 

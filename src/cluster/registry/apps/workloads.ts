@@ -9,7 +9,8 @@ import type { KubeObject, LabelSelector, StatusCause } from '../../../types/k8s.
 import { labelSelectorToPredicate, SelectorError } from '../../common/selectors.ts';
 import { FieldPath, invalid, list, notSupported, record, type JsonRecord } from '../../common/field-errors.ts';
 import { jsonEqual } from '../../common/meta.ts';
-import { ALL_VERBS, defaultPodSpec, section } from '../registry-helpers.ts';
+import { ALL_VERBS, section } from '../registry-helpers.ts';
+import { defaultPodTemplate } from '../core/pod-defaults.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { column, rec, spec, str as cellText, type TableColumn } from '../table-columns.ts';
 import { validateLabels } from '../validation.ts';
@@ -123,9 +124,9 @@ export function statusCounters(obj: KubeObject, fields: string[]): StatusCause[]
   return fields.flatMap((f) => nonNegative(status[f], FieldPath.root('status', f)));
 }
 
-/** The pod template's PodSpec gets the Pod defaults (restartPolicy Always...), as SetDefaults_PodSpec does. */
+/** The pod template gets the PodSpec defaults (not SetDefaults_Pod's, which only Pods get). */
 export function defaultTemplate(spec: Record<string, unknown>): void {
-  defaultPodSpec(section(section(spec, 'template'), 'spec'));
+  defaultPodTemplate(section(spec, 'template'));
 }
 
 const nonEmpty = (m: unknown) => (m && typeof m === 'object' && Object.keys(m).length > 0 ? m : undefined);
@@ -153,7 +154,8 @@ export const APPS_FIELDS = {
   categories: ['all'],
   hasStatus: true,
   fieldSelectors: {},
-  returnDeletedObject: true,
+  // apps/v1 strategies: DeleteDependents (v1beta1/v1beta2 orphaned); deleted workloads answer a Status.
+  garbageCollectionPolicy: 'DeleteDependents',
 } as const satisfies Partial<ResourceType>;
 
 /** labels.Selector.String() of a metav1.LabelSelector: requirements sorted by key, `<none>` when empty. */

@@ -1,4 +1,4 @@
-// core/v1 Pod: its registry entry (PodSpec defaults, field selectors), validation (volumes, containers, init
+// core/v1 Pod: its registry entry (defaults from pod-defaults.ts, field selectors), validation (volumes, containers, init
 // containers, restartPolicy, nodeName; update limits) after k/k pkg/apis/core/validation, kept to the rules
 // clients of this project can trip over, and its kubectl columns. validatePodSpec also checks the pod templates
 // of the apps/v1 workloads.
@@ -7,7 +7,9 @@ import {
   FieldPath, duplicate, forbidden, invalidEach, list, notSupported, record, required, sorted, str, typeCheck,
 } from '../../common/field-errors.ts';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../common/name-rules.ts';
-import { ALL_VERBS, boolPath, defaultPodSpec, path, section, setDefault } from '../registry-helpers.ts';
+import { ALL_VERBS, boolPath, path, section, setDefault } from '../registry-helpers.ts';
+import { quantityNanos } from '../quantity-canonical.ts';
+import { defaultPod } from './pod-defaults.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, nonEmpty, rec, spec, status, type TableColumn } from '../table-columns.ts';
 
@@ -113,6 +115,30 @@ function immutablePodSpec(spec: Record<string, unknown>, dropNodeName: boolean):
   return canonical(s);
 }
 
+/** ComputePodQOS (k/k pkg/apis/core/helper/qos): cpu and memory requests and limits of the (init) containers. */
+export function podQosClass(pod: KubeObject): 'Guaranteed' | 'Burstable' | 'BestEffort' {
+  const requests = new Map<string, bigint>();
+  const limits = new Map<string, bigint>();
+  let guaranteed = true;
+  const spec = record(pod.spec) ?? {};
+  for (const c of [...list(spec.containers), ...list(spec.initContainers)]) {
+    const resources = record(record(c)?.resources) ?? {};
+    const found = new Set<string>();
+    for (const [into, from] of [[requests, resources.requests], [limits, resources.limits]] as const) {
+      for (const [name, q] of Object.entries(record(from) ?? {})) {
+        const nanos = quantityNanos(q);
+        if ((name !== 'cpu' && name !== 'memory') || nanos === undefined || nanos <= 0n) continue;
+        into.set(name, (into.get(name) ?? 0n) + nanos);
+        if (into === limits) found.add(name);
+      }
+    }
+    if (!found.has('cpu') || !found.has('memory')) guaranteed = false;
+  }
+  if (requests.size === 0 && limits.size === 0) return 'BestEffort';
+  if (guaranteed && [...requests].every(([name, q]) => limits.get(name) === q) && requests.size === limits.size) return 'Guaranteed';
+  return 'Burstable';
+}
+
 function containerStatuses(o: KubeObject): Array<Record<string, unknown>> {
   const list = status(o).containerStatuses;
   return Array.isArray(list) ? list.map(rec) : [];
@@ -151,14 +177,17 @@ export const PODS: ResourceType = {
   hasStatus: true,
   validate: (o, old) => validatePod(o, old),
   defaults(o) {
-    defaultPodSpec(section(o, 'spec'));
+    defaultPod(o);
     setDefault(section(o, 'status'), 'phase', 'Pending');
   },
   prepareForCreate(o) {
-    o.status = { phase: 'Pending', qosClass: 'BestEffort' };
+    defaultPod(o); // the QoS class reads the defaulted requests, as kube decodes (defaults) before PrepareForCreate
+    o.status = { phase: 'Pending', qosClass: podQosClass(o) };
   },
   fieldSelectors: {
     'spec.nodeName': path('spec.nodeName'),
+    // Old v1 clients' name for spec.nodeName, which the Pod conversion still maps.
+    'spec.host': path('spec.nodeName'),
     'spec.restartPolicy': path('spec.restartPolicy'),
     'spec.schedulerName': path('spec.schedulerName'),
     'spec.serviceAccountName': path('spec.serviceAccountName'),
