@@ -1,10 +1,10 @@
 // CSI benchmark (`npm run bench:csi`): dev's setup (the embedded cluster on SQLite, the in-process hostpath
-// provisioner as `dev` wires it, then the reference CSI plugin and `kube-provisioner run csi` with `dev --csi`'s
-// flags, in a child process so its memory is its own), in one run:
+// provisioner as `dev` wires it, then `kube-provisioner run csi-hostpath-plugin` and `kube-provisioner run csi` with
+// `dev --csi`'s flags, each a process of its own, so the sidecar's memory is its own), in one run:
 // - N claims (default 1,000) Bound through the in-process hostpath provisioner, then N through the sidecar and the
 //   plugin: claims/s of each and their ratio (target >= 0.5);
 // - API requests per claim of each (the cluster's audit counter, by the client's User-Agent) and CSI calls per
-//   claim of the sidecar (counted by the plugin);
+//   claim of the sidecar (its csi_sidecar_operations_seconds counts);
 // - the sidecar's RSS (/proc VmRSS, and its peak) at N and at V volumes (default 10,000; target <= 150 MB).
 // Run: npm run build && node --import tsx bench/csi.ts [--claims 1000] [--volumes 10000] [--workers 16] [--concurrency 32] [--tsx] [--sidecar-log-level info]
 // (`npm run bench:csi` does both; --tsx runs the sidecar from the sources instead of dist/.)
@@ -15,16 +15,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEmbeddedCluster } from '../src/cluster/embedded-cluster.ts';
 import { localNodeName } from '../src/cluster/controllers/index.ts';
-import { hostPathCsiPlugin } from '../src/cli/csi-hostpath-plugin.ts';
+import { HOSTPATH_CSI_DRIVER } from '../src/cli/csi-hostpath-plugin.ts';
 import { runDemo, type DemoResult } from '../src/cli/demo.ts';
 import { devCsiConfig, devCsiSidecarArgs, devCsiStorageClasses, registerCsiDriver, DEV_CSI_CLASSES } from '../src/cli/dev-csi.ts';
 import { devConfig, devStorageClasses, DEV_CLASSES } from '../src/cli/dev.ts';
 import { startHostPathService } from '../src/cli/hostpath-service.ts';
 import { DEFAULT_PROVISIONER_NAME } from '../src/cli/options.ts';
 import { userAgent } from '../src/cli/version.ts';
-import { serveCsiPlugin, type CsiPluginHandlers } from '../src/csi/server.ts';
-import type { CsiRpcName } from '../src/csi/services.ts';
-import { validateHostPathConfig } from '../src/hostpath/config.ts';
 import { KubeClient } from '../src/runtime/client.ts';
 import { loadKubeConfig } from '../src/runtime/kubeconfig.ts';
 import { silentLogger } from '../src/runtime/logger.ts';
@@ -64,17 +61,36 @@ function breakdown(audit: AuditLike, client: string, claims: number): string {
   return [...by].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${(v / claims).toFixed(2)}`).join(', ');
 }
 
+/** Resolves with the first stdout line of `child` that contains `marker`. */
+function readyLine(child: ChildProcess, marker: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      const line = out.split('\n').find((l) => l.includes(marker));
+      if (line) resolve(line);
+    });
+    child.once('exit', (code) => reject(new Error(`${child.spawnargs.slice(2, 5).join(' ')} exited (${code})`)));
+  });
+}
+
 class SidecarChild {
   readonly ready: Promise<void>;
+  private metricsUrl = '';
   constructor(readonly child: ChildProcess) {
-    this.ready = new Promise((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (b: Buffer) => {
-        out += b.toString();
-        if (out.includes('kube-provisioner run csi: driver ')) resolve();
-      });
-      child.once('exit', (code) => reject(new Error(`sidecar exited (${code})`)));
+    this.ready = readyLine(child, 'kube-provisioner run csi: driver ').then((line) => {
+      this.metricsUrl = /metrics (\S+)/.exec(line)?.[1] ?? '';
     });
+  }
+  /** CSI calls so far by method, from the sidecar's csi_sidecar_operations_seconds_count. */
+  async csiCalls(): Promise<Map<string, number>> {
+    const text = await (await fetch(this.metricsUrl)).text();
+    const out = new Map<string, number>();
+    for (const m of text.matchAll(/^csi_sidecar_operations_seconds_count\{([^}]*)\} (\d+)/gm)) {
+      const method = /method_name="[^"]*\/([^"/]+)"/.exec(m[1])?.[1] ?? '?';
+      out.set(method, (out.get(method) ?? 0) + Number(m[2]));
+    }
+    return out;
   }
   /** VmRSS and VmHWM (peak) from /proc: what the process holds, no GC forced. */
   memory(): { rssBytes: number; peakBytes: number } {
@@ -96,6 +112,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${line}\n`);
   };
   let sidecar: SidecarChild | undefined;
+  let plugin: ChildProcess | undefined;
   try {
     // 1. The in-process hostpath provisioner, as dev runs it.
     const volumesDir = join(dataDir, 'volumes');
@@ -116,37 +133,35 @@ async function main(): Promise<void> {
     await service.done;
     hostpathClient.close();
 
-    // 2. The reference plugin (here, counting its calls) and the sidecar in a child process.
-    const calls = new Map<string, number>();
-    const plugin = hostPathCsiPlugin({ config: validateHostPathConfig(devCsiConfig(volumesDir)), nodeName });
-    const handlers: Record<string, unknown> = {};
-    for (const [name, h] of Object.entries(plugin.handlers) as Array<[CsiRpcName, (req: never, ctx: never) => unknown]>) {
-      handlers[name] = (req: never, ctx: never) => {
-        calls.set(name, (calls.get(name) ?? 0) + 1);
-        return h(req, ctx);
-      };
-    }
-    const server = await serveCsiPlugin({ endpoint: `unix://${join(dataDir, 'csi.sock')}`, handlers: handlers as CsiPluginHandlers });
-    await registerCsiDriver(creator, plugin.driverName, nodeName);
-    for (const sc of devCsiStorageClasses(plugin.driverName)) await creator.create(storageClasses, sc);
-    // `kube-provisioner run csi` from dist/ (`npm run build` runs first), as the installed command runs; --tsx runs
-    // the sources instead.
+    // 2. The reference plugin and the sidecar, each a process of its own (`kube-provisioner run csi-hostpath-plugin`,
+    // `kube-provisioner run csi`), from dist/ (`npm run build` runs first) as the installed command runs; --tsx runs
+    // the sources instead. In one process with the SQLite cluster, the plugin's replies waited behind the cluster's
+    // synchronous writes during a burst of creates, past the sidecar's 10 s deadline.
     const main = TSX ? ['--import', 'tsx', fileURLToPath(new URL('../src/cli/main.ts', import.meta.url))] : [fileURLToPath(new URL('../bin/kube-provisioner.js', import.meta.url))];
-    sidecar = new SidecarChild(spawn(process.execPath, [...main, 'run', 'csi', '--kubeconfig', cluster.kubeconfigPath, ...devCsiSidecarArgs(server.address, WORKERS), '--log-level', SIDECAR_LOG_LEVEL], {
+    const pluginConfig = join(dataDir, 'csi-hostpath-config.json');
+    writeFileSync(pluginConfig, JSON.stringify(devCsiConfig(volumesDir)));
+    const endpoint = `unix://${join(dataDir, 'csi', 'csi.sock')}`;
+    plugin = spawn(process.execPath, [...main, 'run', 'csi-hostpath-plugin', '--endpoint', endpoint, '--config', pluginConfig, '--node-name', nodeName, '--log-level', 'warn'], {
       stdio: ['ignore', 'pipe', 'inherit'],
-    }));
+    });
+    await readyLine(plugin, 'listening on ');
+    await registerCsiDriver(creator, HOSTPATH_CSI_DRIVER, nodeName);
+    for (const sc of devCsiStorageClasses(HOSTPATH_CSI_DRIVER)) await creator.create(storageClasses, sc);
+    sidecar = new SidecarChild(spawn(process.execPath, [
+      ...main, 'run', 'csi', '--kubeconfig', cluster.kubeconfigPath, ...devCsiSidecarArgs(endpoint, WORKERS), '--metrics-address', '127.0.0.1:0', '--log-level', SIDECAR_LOG_LEVEL,
+    ], { stdio: ['ignore', 'pipe', 'inherit'] }));
     await sidecar.ready;
-    const startupCalls = new Map(calls);
+    const startupCalls = await sidecar.csiCalls();
     const csi: DemoResult = await runDemo({ ...demo, count: CLAIMS, storageClassName: DEV_CSI_CLASSES.shared });
     const csiRequests = requestsOf(cluster.audit, SIDECAR_CLIENT);
     const rssAtClaims = sidecar.memory();
-    const perClaimCalls = [...calls].map(([k, v]) => [k, v - (startupCalls.get(k) ?? 0)] as const).filter(([, v]) => v > 0);
+    const perClaimCalls = [...(await sidecar.csiCalls())].map(([k, v]) => [k, v - (startupCalls.get(k) ?? 0)] as const).filter(([, v]) => v > 0);
 
     const ratio = hp.claimsPerSecond > 0 ? csi.claimsPerSecond / hp.claimsPerSecond : 0;
     const mark = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
     out(`# CSI benchmark (${COMMAND}); ${WORKERS} workers each, ${CONCURRENCY} creates in flight`);
     out(`in-process hostpath: ${hp.bound}/${CLAIMS} Bound in ${(hp.elapsedMs / 1000).toFixed(1)} s, ${hp.claimsPerSecond.toFixed(1)} claims/s, p50 ${Math.round(hp.p50Ms)} ms, p99 ${Math.round(hp.p99Ms)} ms`);
-    out(`CSI (sidecar process + reference plugin): ${csi.bound}/${CLAIMS} Bound in ${(csi.elapsedMs / 1000).toFixed(1)} s, ${csi.claimsPerSecond.toFixed(1)} claims/s, p50 ${Math.round(csi.p50Ms)} ms, p99 ${Math.round(csi.p99Ms)} ms`);
+    out(`CSI (run csi + run csi-hostpath-plugin, one process each): ${csi.bound}/${CLAIMS} Bound in ${(csi.elapsedMs / 1000).toFixed(1)} s, ${csi.claimsPerSecond.toFixed(1)} claims/s, p50 ${Math.round(csi.p50Ms)} ms, p99 ${Math.round(csi.p99Ms)} ms`);
     out(`${mark(ratio >= 0.5)} CSI / in-process claims/s ratio ${ratio.toFixed(2)} (target >= 0.5)`);
     out(`API requests per claim: in-process hostpath ${(hpRequests / CLAIMS).toFixed(2)}, CSI sidecar ${(csiRequests / CLAIMS).toFixed(2)} (start-up included)`);
     out(`  in-process hostpath: ${breakdown(cluster.audit, 'bench-hostpath', CLAIMS)}`);
@@ -161,9 +176,9 @@ async function main(): Promise<void> {
       const rss = sidecar.memory();
       out(`${mark(rss.rssBytes <= 150 * MB)} sidecar RSS with ${more.bound + csi.bound} volumes: ${(rss.rssBytes / MB).toFixed(1)} MB, peak ${(rss.peakBytes / MB).toFixed(1)} MB (target <= 150 MB)${TSX ? ' (sources through tsx)' : ''}`);
     }
-    await server.stop(500);
   } finally {
     sidecar?.child.kill('SIGKILL');
+    plugin?.kill('SIGKILL');
     creator.close();
     await cluster.stop();
     rmSync(dataDir, { recursive: true, force: true });
