@@ -1,12 +1,15 @@
 // `dev --csi`: CSI mode on the embedded cluster in one command. The reference plugin (the hostpath provisioner as a
-// CSI plugin) serves DIR/csi/csi.sock; what a kubelet and node-driver-registrar would publish is written to the API
+// CSI plugin, `run csi-hostpath-plugin` in a child process) serves DIR/csi/csi.sock; what a kubelet and node-driver-registrar would publish is written to the API
 // (the CSIDriver, and this node's entry in its CSINode with the topology key); the CSI sidecar drives the plugin.
 // StorageClasses `csi-hostpath` (Immediate, shared path) and `csi-hostpath-local` (WaitForFirstConsumer, node path)
 // use the driver. The sidecar is `kube-provisioner run csi`'s, in this process (startDevCsiSidecar).
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Registry } from 'prom-client';
+import { socketPathOf } from '../csi/client.ts';
 import { csiNodes } from '../csi/kinds.ts';
 import { DEFAULT_NODE } from '../hostpath/config.ts';
 import type { KubeClient } from '../runtime/client.ts';
@@ -17,7 +20,6 @@ import { LABEL_HOSTNAME } from '../types/annotations.ts';
 import type { StorageClass } from '../types/k8s.ts';
 import type { CSIDriver, CSINode } from '../types/storage-objects.ts';
 import { HOSTPATH_CSI_DRIVER, PARAM_CONFIG_CLASS } from './csi-hostpath-plugin.ts';
-import { startCsiHostPathPlugin, type RunningCsiHostPathPlugin } from './run-csi-hostpath-plugin.ts';
 import { parseRunCsiArgs, startCsiSidecar, type CsiSidecar } from './run-csi.ts';
 
 /** CSIDrivers (cluster-scoped). */
@@ -85,11 +87,15 @@ export interface DevCsiSidecarOptions {
 
 /**
  * The flags of `kube-provisioner run csi` that dev's sidecar runs with (tests and benchmarks start it with them too).
- * No client-side rate limit, as dev's own client: the cluster is local (`run csi`'s default of 20 QPS would cap the
+ * No health endpoint, and no client-side rate limit, as dev's own client: the cluster is local (`run csi`'s default of 20 QPS would cap the
  * sidecar at 4-6 claims/s, since a claim takes 3-5 requests).
  */
 export function devCsiSidecarArgs(address: string, workerThreads: number): string[] {
-  return ['--csi-address', address, '--leader-election', 'none', '--worker-threads', String(workerThreads), '--extra-create-metadata', '--kube-api-qps', '0'];
+  return [
+    '--csi-address', address, '--leader-election', 'none', '--worker-threads', String(workerThreads), '--extra-create-metadata', '--kube-api-qps', '0',
+    // No fixed port: dev serves its own endpoints, and two dev instances (or tests) must not collide on :8080.
+    '--health-address', 'off',
+  ];
 }
 
 /**
@@ -104,22 +110,78 @@ export async function startDevCsiSidecar(o: DevCsiSidecarOptions): Promise<CsiSi
   });
 }
 
+/** The reference plugin as `kube-provisioner run csi-hostpath-plugin` in a child process. */
+export interface PluginProcess {
+  driverName: string;
+  /** `unix://…` */
+  address: string;
+  socketPath: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `kube-provisioner run csi-hostpath-plugin` as a child process (this module's main, with this process's
+ * node flags, so a run from the sources stays one) and waits for it to listen. A process of its own: in the
+ * cluster's process its replies waited behind the cluster's synchronous SQLite writes during a burst of creates,
+ * past the sidecar's 10 s call deadline.
+ */
+export async function startPluginProcess(o: { endpoint: string; configFile: string; nodeName: string; logLevel?: string }): Promise<PluginProcess> {
+  const main = fileURLToPath(new URL(`./main${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
+  const child = spawn(process.execPath, [...process.execArgv, main, 'run', 'csi-hostpath-plugin', '--endpoint', o.endpoint, '--config', o.configFile, '--node-name', o.nodeName, '--log-level', o.logLevel ?? 'warn'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const onData = (b: Buffer) => {
+      out += b.toString();
+      const found = out.split('\n').find((l) => l.includes(' listening on '));
+      if (found) {
+        child.stdout!.off('data', onData);
+        child.stdout!.resume();
+        resolve(found);
+      }
+    };
+    child.stdout!.on('data', onData);
+    void exited.then(() => reject(new Error(`the CSI plugin process exited before it listened (exit code ${child.exitCode ?? child.signalCode})`)));
+  });
+  const m = / (\S+) listening on (unix:\/\/\S+)/.exec(line);
+  const address = m?.[2] ?? o.endpoint;
+  return {
+    driverName: m?.[1] ?? HOSTPATH_CSI_DRIVER,
+    address,
+    socketPath: socketPathOf(address),
+    child,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
 /** CSI mode in dev: the plugin, its registration, the sidecar. */
 export interface DevCsi {
-  plugin: RunningCsiHostPathPlugin;
+  plugin: PluginProcess;
   sidecar: CsiSidecar;
   configFile: string;
   stop(): Promise<void>;
 }
 
-/** Starts the reference plugin (configuration DIR/csi-hostpath-config.json), registers it, creates its classes, starts the sidecar. */
-export async function startDevCsi(o: { client: KubeClient; dataDir: string; nodeName: string; workerThreads: number; logger: Logger; registry?: Registry; signal?: AbortSignal }): Promise<DevCsi> {
+/**
+ * Starts the reference plugin process (configuration DIR/csi-hostpath-config.json), registers it, creates its
+ * classes, starts the sidecar in this process.
+ */
+export async function startDevCsi(o: { client: KubeClient; dataDir: string; nodeName: string; workerThreads: number; logger: Logger; logLevel?: string; registry?: Registry; signal?: AbortSignal }): Promise<DevCsi> {
   const volumesDir = join(o.dataDir, 'volumes');
   await mkdir(join(volumesDir, 'csi-shared'), { recursive: true });
   await mkdir(join(volumesDir, 'csi-local'), { recursive: true });
   const configFile = join(o.dataDir, 'csi-hostpath-config.json');
   if (!existsSync(configFile)) await writeFile(configFile, `${JSON.stringify(devCsiConfig(volumesDir), null, 2)}\n`);
-  const plugin = await startCsiHostPathPlugin({ endpoint: `unix://${join(o.dataDir, 'csi', 'csi.sock')}`, config: { file: configFile }, nodeName: o.nodeName, logger: o.logger });
+  const plugin = await startPluginProcess({ endpoint: `unix://${join(o.dataDir, 'csi', 'csi.sock')}`, configFile, nodeName: o.nodeName, logLevel: o.logLevel });
   try {
     await registerCsiDriver(o.client, plugin.driverName, o.nodeName);
     for (const sc of devCsiStorageClasses(plugin.driverName)) {
@@ -127,7 +189,7 @@ export async function startDevCsi(o: { client: KubeClient; dataDir: string; node
         if (!(err instanceof AlreadyExistsError)) throw err;
       });
     }
-    const sidecar = await startDevCsiSidecar({ client: o.client, address: plugin.server.address, workerThreads: o.workerThreads, logger: o.logger, registry: o.registry, signal: o.signal });
+    const sidecar = await startDevCsiSidecar({ client: o.client, address: plugin.address, workerThreads: o.workerThreads, logger: o.logger, registry: o.registry, signal: o.signal });
     return {
       plugin, sidecar, configFile,
       stop: async () => {

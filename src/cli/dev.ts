@@ -156,10 +156,11 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
       },
       stopService.signal,
     );
-    // CSI mode: the reference plugin on DIR/csi/csi.sock and the sidecar, next to the in-process hostpath provisioner.
+    // CSI mode: the reference plugin (a child process) on DIR/csi/csi.sock and the sidecar, next to the in-process
+    // hostpath provisioner.
     // Its own metrics registry: the sidecar's controller registers the same controller metrics as the hostpath one.
     const csi = o.csi
-      ? await startDevCsi({ client, dataDir, nodeName, workerThreads: o.workerThreads, logger, signal: stopService.signal })
+      ? await startDevCsi({ client, dataDir, nodeName, workerThreads: o.workerThreads, logger, logLevel: o.logLevel, signal: stopService.signal })
       : undefined;
     stopCsi = csi?.stop;
     // Short paths when under the working directory (the default), absolute ones otherwise.
@@ -178,7 +179,7 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
     io.out(`  configuration (hot-reloaded): ${show(configFile)}`);
     if (service.metricsUrl) io.out(`  metrics: ${service.metricsUrl}`);
     if (csi) {
-      io.out(`  CSI mode: plugin ${csi.sidecar.driverName} on ${show(csi.plugin.server.socketPath)}, sidecar (run csi) in-process; classes ${DEV_CSI_CLASSES.shared} (Immediate), ${DEV_CSI_CLASSES.local} (WaitForFirstConsumer)`);
+      io.out(`  CSI mode: plugin ${csi.sidecar.driverName} on ${show(csi.plugin.socketPath)} (run csi-hostpath-plugin, pid ${csi.plugin.child.pid}), sidecar (run csi) in-process; classes ${DEV_CSI_CLASSES.shared} (Immediate), ${DEV_CSI_CLASSES.local} (WaitForFirstConsumer)`);
       io.out(`  CSI volumes: ${show(join(volumesDir, 'csi-shared'))}, ${show(join(volumesDir, 'csi-local'))}; plugin configuration: ${show(csi.configFile)}`);
     }
 
