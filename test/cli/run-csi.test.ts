@@ -17,6 +17,8 @@ import type { CSIStorageCapacity } from '../../src/types/storage-objects.ts';
 import { StubCsiPlugin } from '../../src/testing/csi-stub-plugin.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { waitFor } from '../support/wait.ts';
+import { allows, DEPLOY_DIR, loadGrants, usedKeys } from '../reliability/rbac.ts';
+import { userAgent } from '../../src/cli/version.ts';
 
 const DRIVER = 'stub.csi.kube-provisioner.io';
 
@@ -177,5 +179,14 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
       storageClassName: 'gone', capacity: '1Gi',
     }, { namespace: 'default' });
     await waitFor('left-over object removed', () => ours().length === 0, 30_000);
+  });
+  it('deploy/csi RBAC grants every (verb, resource) the sidecar used (the audit counter), after a delete too', async () => {
+    await client.delete(persistentVolumeClaims, 'data', { namespace: 'default' });
+    await waitFor('PV deleted', () => !(cluster.store.list('persistentvolumes').items as PersistentVolume[]).some((v) => v.spec.claimRef?.name === 'data'), 30_000);
+    const used = usedKeys(cluster.audit.records(), (c) => c === userAgent('csi'));
+    assert.ok(used.has('create persistentvolumes') && used.has('create csistoragecapacities'), [...used].join(', '));
+    const grants = loadGrants(`${DEPLOY_DIR}csi`);
+    const missing = [...used].filter((key) => !allows(grants, key)).sort();
+    assert.deepEqual(missing, [], `used but not granted by deploy/csi RBAC (used: ${[...used].sort().join(', ')})`);
   });
 });

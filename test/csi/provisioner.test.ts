@@ -102,13 +102,42 @@ describe('CsiProvisioner.Provision', () => {
     assert.deepEqual(stub.requests('DeleteVolume'), [{ volumeId: 'small' }]);
   });
 
-  it('--extra-create-metadata adds the claim and PV names; --controller-publish-readonly marks a single-ROX PV read-only', async () => {
-    const { stub, p } = await setup({}, { extraCreateMetadata: true, controllerPublishReadOnly: true });
-    const { volume } = await p.provision(opts(pvc({ accessModes: ['ReadOnlyMany'] })), signal);
+  it('--extra-create-metadata: CreateVolume parameters get csi.storage.k8s.io/pvc/name, pvc/namespace and pv/name; not without the flag', async () => {
+    const { stub, p } = await setup({}, { extraCreateMetadata: true });
+    await p.provision(opts(pvc(), sc({ parameters: { type: 'ssd' } })), signal);
     assert.deepEqual(stub.requests('CreateVolume')[0].parameters, {
-      'csi.storage.k8s.io/pvc/name': 'data', 'csi.storage.k8s.io/pvc/namespace': 'team-a', 'csi.storage.k8s.io/pv/name': 'pvc-c1a1-uid',
+      type: 'ssd', 'csi.storage.k8s.io/pvc/name': 'data', 'csi.storage.k8s.io/pvc/namespace': 'team-a', 'csi.storage.k8s.io/pv/name': 'pvc-c1a1-uid',
     });
-    assert.equal(volume.spec.csi?.readOnly, true);
+    const plain = await setup();
+    await plain.p.provision(opts(pvc(), sc({ parameters: { type: 'ssd' } })), signal);
+    assert.deepEqual(plain.stub.requests('CreateVolume')[0].parameters, { type: 'ssd' });
+  });
+
+  it('--controller-publish-readonly: a claim whose only mode is ReadOnlyMany gets spec.csi.readOnly; other claims, and no flag, do not', async () => {
+    const { p } = await setup({}, { controllerPublishReadOnly: true });
+    assert.equal((await p.provision(opts(pvc({ accessModes: ['ReadOnlyMany'] })), signal)).volume.spec.csi?.readOnly, true);
+    assert.notEqual((await p.provision(opts(pvc({ accessModes: ['ReadOnlyMany', 'ReadWriteMany'] })), signal)).volume.spec.csi?.readOnly, true);
+    assert.notEqual((await p.provision(opts(pvc()), signal)).volume.spec.csi?.readOnly, true);
+    const plain = await setup();
+    assert.notEqual((await plain.p.provision(opts(pvc({ accessModes: ['ReadOnlyMany'] })), signal)).volume.spec.csi?.readOnly, true);
+  });
+
+  it('--node-deployment (checkNode): only claims selected for this node; only PVs whose node affinity admits it are deleted or expanded', async () => {
+    const { p } = await setup({ controllerCapabilities: ['CREATE_DELETE_VOLUME', 'EXPAND_VOLUME'] }, { node: { name: 'n1', labels: { zone: 'z1' } } });
+    assert.equal(p.shouldProvision(pvc({}, { annotations: { 'volume.kubernetes.io/selected-node': 'n1' } })), true);
+    assert.equal(p.shouldProvision(pvc({}, { annotations: { 'volume.kubernetes.io/selected-node': 'n2' } })), false);
+    assert.equal(p.shouldProvision(pvc()), false, 'Immediate claims are not raced for');
+    const pv = (zone: string | undefined): PersistentVolume => ({
+      apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pv' },
+      spec: {
+        csi: { driver: DRIVER, volumeHandle: 'h' },
+        ...(zone ? { nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: [zone] }] }] } } } : {}),
+      },
+    }) as PersistentVolume;
+    assert.deepEqual([p.shouldDelete(pv('z1')), p.shouldDelete(pv('z2')), p.shouldDelete(pv(undefined))], [true, false, false]);
+    assert.deepEqual([p.shouldExpand(pv('z1')), p.shouldExpand(pv('z2'))], [true, false]);
+    const central = await setup();
+    assert.deepEqual([central.p.shouldProvision(pvc()), central.p.shouldDelete(pv(undefined))], [true, true]);
   });
 
   it('Block claims: a block capability and no fstype on the PV', async () => {

@@ -15,6 +15,7 @@ import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { parseClassParameters } from '../../src/hostpath/class-parameters.ts';
 import { parseHostPathConfig } from '../../src/hostpath/config.ts';
 import { parseRunHostPathArgs } from '../../src/cli/options.ts';
+import { parseRunCsiArgs } from '../../src/cli/csi-options.ts';
 import { parseAllDocuments } from 'yaml';
 import {
   arr,
@@ -53,7 +54,10 @@ function containerEnv(m: Manifest): Record<string, string> {
   return { NODE_NAME: 'node-1', POD_NAMESPACE: 'kube-provisioner', ...Object.fromEntries(literal) };
 }
 /** Variants applied on top of deploy/ (common + node-local). */
-const VARIANTS = ['shared', 'nfs-subdir'];
+const VARIANTS = ['shared', 'nfs-subdir', 'csi'];
+/** deploy/csi runs `run csi` next to a CSI plugin; the hostpath checks are for the other workloads. */
+const isCsi = (m: Manifest) => m.file.startsWith('csi/');
+const hostpathWorkloads = (...kinds: string[]) => ofKind(...kinds).filter((m) => !isCsi(m));
 
 describe('deploy/ manifests (local checks)', () => {
   it('parses every document with a known kind, apiVersion and name', () => {
@@ -85,6 +89,10 @@ describe('deploy/ manifests (local checks)', () => {
     assert.deepEqual(kinds(all), expected);
     assert.deepEqual(kinds(build('shared') ?? ''), ['Deployment/kube-provisioner-shared', 'StorageClass/hostpath-shared']);
     assert.deepEqual(kinds(build('nfs-subdir') ?? ''), ['Deployment/kube-provisioner-nfs', 'StorageClass/kube-provisioner-nfs']);
+    assert.deepEqual(kinds(build('csi') ?? ''), [
+      'ClusterRole/kube-provisioner-csi', 'ClusterRoleBinding/kube-provisioner-csi', 'Deployment/kube-provisioner-csi', 'Role/kube-provisioner-csi',
+      'RoleBinding/kube-provisioner-csi', 'ServiceAccount/kube-provisioner-csi', 'StorageClass/csi-hostpath',
+    ]);
   });
 
   it('RBAC: rules are least privilege and bindings point at roles and service accounts in deploy/', () => {
@@ -97,7 +105,7 @@ describe('deploy/ manifests (local checks)', () => {
   });
 
   it('the workloads\' args are accepted by the real `run hostpath` flag parser', () => {
-    for (const w of ofKind('Deployment', 'DaemonSet')) {
+    for (const w of hostpathWorkloads('Deployment', 'DaemonSet')) {
       const args = containerArgs(w);
       assert.deepEqual(args.slice(0, 2), ['run', 'hostpath'], nameOf(w));
       // The environment the pod gets: its literal values and the downward API's.
@@ -108,8 +116,8 @@ describe('deploy/ manifests (local checks)', () => {
   });
 
   it('every StorageClass is served by a workload and has parameters the hostpath provisioner accepts', () => {
-    const served = new Set(ofKind('Deployment', 'DaemonSet').map((m) => flag(containerArgs(m), 'provisioner-name')));
-    for (const sc of ofKind('StorageClass')) {
+    const served = new Set(hostpathWorkloads('Deployment', 'DaemonSet').map((m) => flag(containerArgs(m), 'provisioner-name')));
+    for (const sc of hostpathWorkloads('StorageClass')) {
       assert.ok(served.has(String(sc.obj.provisioner)), `StorageClass ${nameOf(sc)}: no workload runs provisioner ${String(sc.obj.provisioner)}`);
       const params = rec(sc.obj.parameters) as Record<string, string>;
       assert.doesNotThrow(() => parseClassParameters(params), `StorageClass ${nameOf(sc)}`);
@@ -117,7 +125,7 @@ describe('deploy/ manifests (local checks)', () => {
   });
 
   it('the nfs-subdir variant mounts the export NFS_SERVER/NFS_PATH name at the mount path and publishes nfs PVs', () => {
-    const nfsWorkloads = ofKind('Deployment').filter((w) => flag(containerArgs(w), 'config-map') === undefined);
+    const nfsWorkloads = hostpathWorkloads('Deployment').filter((w) => flag(containerArgs(w), 'config-map') === undefined);
     assert.deepEqual(nfsWorkloads.map(nameOf), ['kube-provisioner-nfs']);
     for (const w of nfsWorkloads) {
       const o = parseRunHostPathArgs(containerArgs(w).slice(2), containerEnv(w));
@@ -163,6 +171,29 @@ describe('deploy/ manifests (local checks)', () => {
       const bases = [config.sharedFileSystemPath?.path, ...config.nodePathMap.flatMap((n) => n.paths.map((p) => p.path))].filter(Boolean);
       for (const b of bases) assert.ok(mounts.includes(String(b)), `${nameOf(w)}: base path ${String(b)} is not mounted`);
     }
+  });
+  it('deploy/csi: `run csi` args pass the real parser, the plugin and the sidecar share the socket, the class names the plugin\'s driver', () => {
+    const [w] = ofKind('Deployment').filter(isCsi);
+    assert.ok(w, 'deploy/csi has a Deployment');
+    const pod = rec(rec(rec(w.obj.spec).template).spec);
+    const containers = arr(pod.containers).map(rec);
+    const sidecar = containers.find((c) => arr(c.args).map(String)[1] === 'csi');
+    const plugin = containers.find((c) => c !== sidecar);
+    assert.ok(sidecar && plugin, 'one plugin container and one `run csi` container');
+    const args = arr(sidecar.args).map(String);
+    const o = parseRunCsiArgs(args.slice(2), { POD_NAMESPACE: 'kube-provisioner', POD_NAME: 'kube-provisioner-csi-0' });
+    assert.equal(o.enableCapacity, true);
+    assert.equal(o.podNamespace, 'kube-provisioner');
+    assert.equal(o.healthAddress, ':8080');
+    const env = arr(sidecar.env).map(rec).map((e) => String(e.name));
+    assert.ok(env.includes('POD_NAMESPACE') && env.includes('POD_NAME'), 'POD_NAMESPACE and POD_NAME from the downward API');
+    const socketDir = (c: Record<string, unknown>) => arr(c.volumeMounts).map(rec).find((m) => m.name === 'socket-dir')?.mountPath;
+    assert.equal(socketDir(sidecar), socketDir(plugin));
+    assert.ok(o.csiAddress.startsWith(`${String(socketDir(sidecar))}/`), 'the sidecar connects to the socket in the shared directory');
+    const endpoint = arr(plugin.args).map(String).find((a) => a.startsWith('--endpoint='))?.slice('--endpoint='.length);
+    assert.equal(endpoint, `unix://${o.csiAddress}`);
+    const driver = arr(plugin.args).map(String).find((a) => a.startsWith('--drivername='))?.slice('--drivername='.length);
+    for (const sc of ofKind('StorageClass').filter(isCsi)) assert.equal(sc.obj.provisioner, driver, `StorageClass ${nameOf(sc)}`);
   });
 });
 

@@ -24,7 +24,7 @@ interface ConfigMap extends KubeObject {
   data?: Record<string, string>;
 }
 import { claim, storageClass, volumePath } from './helpers.ts';
-import { allows, grantKeys, loadGrants, usedKeys } from './rbac.ts';
+import { allows, DEPLOY_DIR, grantKeys, loadGrants, usedKeys } from './rbac.ts';
 
 const NS = 'kube-provisioner';
 const AUDITED = 'rbac-audit.example.com';
@@ -171,7 +171,7 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
     assert.equal(lease.spec.holderIdentity ?? '', '');
 
     const used = usedKeys(cluster.audit.records(), (c) => c.includes(AUDITED));
-    const grants = loadGrants();
+    const grants = loadGrants(DEPLOY_DIR, ['csi']);
     const missing = [...used].filter((k) => !allows(grants, k)).sort();
     const unused = [...grantKeys(grants)].filter((k) => !used.has(k)).sort();
     assert.deepEqual(missing, [], `used but not granted by deploy/ RBAC (used: ${[...used].sort().join(', ')})`);
@@ -187,7 +187,7 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
     await waitUntil('PV deleted', () => !getVolume(pv.metadata.name ?? ''), 60_000);
     assert.equal(await stopProcess(p), 0, p.stderr());
     const used = usedKeys(cluster.audit.records(), (c) => c.includes(PER_CLAIM));
-    const extra = [...used].filter((k) => !allows(loadGrants(), k)).sort();
+    const extra = [...used].filter((k) => !allows(loadGrants(DEPLOY_DIR, ['csi']), k)).sort();
     assert.ok(extra.every((k) => k === 'get persistentvolumeclaims' || k === 'update persistentvolumeclaims'), `unexpected extra pairs: ${extra.join(', ')}`);
     assert.ok(used.has('update persistentvolumeclaims'), 'the lock is written to the claim');
   });

@@ -34,10 +34,13 @@ function yamlFiles(dir: string): string[] {
   return out;
 }
 
-/** Every rule of every ClusterRole and Role under `dir`, expanded to (verb, resource) grants. Wildcards are kept as "*". */
-export function loadGrants(dir = DEPLOY_DIR): Grant[] {
+/**
+ * Every rule of every ClusterRole and Role under `dir`, expanded to (verb, resource) grants. Wildcards are kept as
+ * "*". Files under the `exclude` subdirectories are left out (deploy/csi is another program's RBAC).
+ */
+export function loadGrants(dir = DEPLOY_DIR, exclude: string[] = []): Grant[] {
   const grants: Grant[] = [];
-  for (const file of yamlFiles(dir)) {
+  for (const file of yamlFiles(dir).filter((f) => !exclude.some((sub) => f.startsWith(join(dir, sub) + '/')))) {
     for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
       const obj = doc.toJS() as { kind?: string; metadata?: { name?: string; namespace?: string }; rules?: PolicyRule[] } | null;
       if (!obj || (obj.kind !== 'ClusterRole' && obj.kind !== 'Role')) continue;
