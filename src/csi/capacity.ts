@@ -37,6 +37,7 @@ const replicaSets = defineResource<KubeObject>('apps', 'v1', 'replicasets', 'Rep
 
 /** external-provisioner's labels on the objects it manages. */
 export const LABEL_DRIVER_NAME = 'csi.storage.k8s.io/drivername';
+/** Which instance manages a capacity object (external-provisioner's label: `external-provisioner`, or `-<node>` per node). */
 export const LABEL_MANAGED_BY = 'csi.storage.k8s.io/managed-by';
 /** external-provisioner's managed-by value of a central deployment. */
 export const DEFAULT_MANAGED_BY = 'external-provisioner';
