@@ -6,7 +6,7 @@
 // - API requests per claim of each (the cluster's audit counter, by the client's User-Agent) and CSI calls per
 //   claim of the sidecar (its csi_sidecar_operations_seconds counts);
 // - the sidecar's RSS (/proc VmRSS, and its peak) at N and at V volumes (default 10,000; target <= 150 MB).
-// Run: npm run build && node --import tsx bench/csi.ts [--claims 1000] [--volumes 10000] [--workers 16] [--concurrency 32] [--tsx] [--sidecar-log-level info]
+// Run: npm run build && node --import tsx bench/csi.ts [--claims 1000] [--volumes 10000] [--workers 16] [--concurrency 32] [--timeout-s 3600] [--tsx] [--sidecar-log-level info]
 // (`npm run bench:csi` does both; --tsx runs the sidecar from the sources instead of dist/.)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,6 +38,8 @@ const CLAIMS = arg('--claims', 1000);
 const VOLUMES = Math.max(arg('--volumes', 10_000), CLAIMS);
 const WORKERS = arg('--workers', 16);
 const CONCURRENCY = arg('--concurrency', 32);
+/** How long each phase may wait for its claims (a loaded machine binds a few claims per second). */
+const TIMEOUT_S = arg('--timeout-s', 3600);
 const TSX = argv.includes('--tsx');
 const SIDECAR_LOG_LEVEL = argv.includes('--sidecar-log-level') ? argv[argv.indexOf('--sidecar-log-level') + 1] : 'error';
 /** The audit counter's name for the sidecar: `run csi`'s User-Agent. */
@@ -126,7 +128,7 @@ async function main(): Promise<void> {
       client: hostpathClient, provisionerName: DEFAULT_PROVISIONER_NAME, mode: 'deployment', nodeName, config: { file: configFile }, freeSpaceCapacity: true,
       controller: { leaderElection: { mode: 'none' }, threadiness: WORKERS, shutdownTimeoutMs: 3000 }, volumeUsageIntervalMs: 0, logger: silentLogger,
     }, stopHostpath.signal);
-    const demo = { client: creator, timeoutMs: 600_000, progress: quiet, concurrency: CONCURRENCY };
+    const demo = { client: creator, timeoutMs: TIMEOUT_S * 1000, progress: quiet, concurrency: CONCURRENCY };
     const hp = await runDemo({ ...demo, count: CLAIMS, storageClassName: DEV_CLASSES.shared });
     const hpRequests = requestsOf(cluster.audit, 'bench-hostpath');
     stopHostpath.abort();
