@@ -129,7 +129,12 @@ export interface PluginProcess {
 export async function startPluginProcess(o: { endpoint: string; configFile: string; nodeName: string; logLevel?: string }): Promise<PluginProcess> {
   const main = fileURLToPath(new URL(`./main${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
   const child = spawn(process.execPath, [...process.execArgv, main, 'run', 'csi-hostpath-plugin', '--endpoint', o.endpoint, '--config', o.configFile, '--node-name', o.nodeName, '--log-level', o.logLevel ?? 'warn'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  // Its logs go to dev's stderr; its own note on the SIGTERM that stop() sends does not.
+  child.stderr!.on('data', (b: Buffer) => {
+    const text = b.toString().split('\n').filter((l) => !/^received SIG[A-Z]+, shutting down/.test(l)).join('\n');
+    if (text.trim()) process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const line = await new Promise<string>((resolve, reject) => {
