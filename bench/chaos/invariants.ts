@@ -193,6 +193,13 @@ export async function checkInvariants(i: CheckInput): Promise<Violation[]> {
     if (!pvByName.has(pvName)) v.push({ invariant: 'no-orphan-record', pv: pvName, detail: `record ${f} has no PV` });
   }
 
+  // Every directory claim (path-claims.ts) belongs to a live PV: a claim outliving its volume would hold the directory.
+  const claimsDir = path.join(i.root, '.kube-provisioner', 'paths');
+  for (const f of (await fsp.readdir(claimsDir).catch(() => [] as string[])).filter((n) => n.endsWith('.json'))) {
+    const held = await fsp.readFile(path.join(claimsDir, f), 'utf8').then((t) => (JSON.parse(t) as { pvName?: string }).pvName, () => undefined);
+    if (!held || !pvByName.has(held)) v.push({ invariant: 'no-orphan-claim', pv: held, detail: `directory claim ${f} has no PV` });
+  }
+
   for (const pv of i.facts.doubleDeletes) v.push({ invariant: 'no-double-delete', pv, detail: 'directory deleted twice without a provision in between' });
 
   for (const [k, val] of i.outsideBefore) {

@@ -4,10 +4,12 @@
 // The lock file holds the owner's PID, a random token and, once it serves, its URL. It is created whole and
 // atomically: the content goes to a private temporary file which is then hard-linked to the lock name (link(2)
 // fails with EEXIST like open(O_CREAT|O_EXCL), and a reader never sees a half-written lock). A lock whose PID is
-// dead is stale and taken over.
+// dead is stale and taken over. Anything else at the lock's name (a symbolic link, dangling or not, a directory, a
+// FIFO...) was not written by kube-provisioner: start-up stops with DataDirLockPathError, which names the path and
+// what to do, and leaves it alone.
 import { randomBytes } from 'node:crypto';
 import { unlinkSync, readFileSync } from 'node:fs';
-import { link, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { link, lstat, mkdir, readFile, readlink, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** The lock file's name inside the data directory. */
@@ -36,6 +38,44 @@ export class DataDirLockedError extends Error {
         `${owner.url ? `serving at ${owner.url}` : 'still starting'}); stop it first, or use another --data-dir`,
     );
   }
+}
+
+/** The lock's name is taken by something that is not a lock file (kube-provisioner only ever writes regular files there). */
+export class DataDirLockPathError extends Error {
+  override name = 'DataDirLockPathError';
+  constructor(
+    readonly path: string,
+    readonly what: string,
+    advice: string,
+  ) {
+    super(`cannot lock the data directory: ${path} ${what}, not a lock file kube-provisioner wrote; ${advice}`);
+  }
+}
+
+/** DataDirLockPathError for what lstat finds at `path`, or undefined for a regular file (or nothing). */
+async function notALockFile(path: string): Promise<DataDirLockPathError | undefined> {
+  let st;
+  try {
+    st = await lstat(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  if (st.isFile()) return undefined;
+  const otherwise = 'or start with another --data-dir';
+  if (st.isSymbolicLink()) {
+    const target = await readlink(path).catch(() => '?');
+    const dangling = await stat(path).then(() => false, (e: NodeJS.ErrnoException) => e.code === 'ENOENT');
+    return new DataDirLockPathError(
+      path,
+      `is a ${dangling ? 'dangling ' : ''}symbolic link to ${target}`,
+      `if no kube-provisioner is running on this directory, remove it (rm ${path}) and start again, ${otherwise}`,
+    );
+  }
+  if (st.isDirectory()) {
+    return new DataDirLockPathError(path, 'is a directory', `if nothing in it is needed, remove it (rm -r ${path}) and start again, ${otherwise}`);
+  }
+  return new DataDirLockPathError(path, 'is a special file', `if no kube-provisioner is running on this directory, remove it (rm ${path}) and start again, ${otherwise}`);
 }
 
 /** A held lock. */
@@ -104,7 +144,11 @@ export async function lockDataDir(dataDir: string, command: string): Promise<Dat
       await writeWhole(path, owner, false);
       break;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 5) throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // Not a lock file at all: reading through it would give a raw ENOENT loop or EISDIR.
+      const foreign = await notALockFile(path);
+      if (foreign) throw foreign;
+      if (attempt >= 5) throw err;
     }
     const held = await readOwner(path);
     if (held === 'gone') continue;

@@ -22,6 +22,7 @@ import type { KubeObject, Node, PersistentVolume, StorageClass } from '../types/
 import { ANN_VOLUME_USAGE, formatVolumeUsage } from '../types/volume-usage.ts';
 import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from '../hostpath/config-map-source.ts';
 import { createHostPathMetrics } from '../hostpath/hostpath-metrics.ts';
+import { VolumeWatch } from '../hostpath/volume-watch.ts';
 import type { ConfigMapRef } from './options.ts';
 
 export interface HostPathServiceOptions {
@@ -85,6 +86,13 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
   }
 
   const listVolumes = async (s: AbortSignal) => (await o.client.listAll<PersistentVolume>(persistentVolumes, { signal: s })).items;
+  // The live-volume index is fed by a watch of the PVs (slim copies), not by listing every PV per claim.
+  const volumeWatch = new VolumeWatch({ client: o.client, logger });
+  const stopWatch = new AbortController();
+  const onStop = () => stopWatch.abort();
+  if (signal.aborted) stopWatch.abort();
+  else signal.addEventListener('abort', onStop, { once: true });
+  const watching = volumeWatch.start(stopWatch.signal).finally(() => signal.removeEventListener('abort', onStop));
   // What the provisioner itself has to tell a claim (a reused stable-name directory, usage over capacity).
   const volumeEvents = new EventRecorder({ client: o.client, component: o.provisionerName, host: o.nodeName ?? hostname(), logger });
   const provisioner = new HostPathProvisioner({
@@ -93,7 +101,11 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     nodeName: o.nodeName,
     logger,
     // Capacity accounting and delete identity are checked against the PVs (the records on disk cover the rest).
-    knownVolumes: listVolumes,
+    volumeFeed: volumeWatch,
+    getVolume: (name, s) => o.client.get<PersistentVolume>(persistentVolumes, name, { signal: s }).catch((e: unknown) => {
+      if (e instanceof NotFoundError) return undefined;
+      throw e;
+    }),
     // Adopted PVs (local-path, nfs-subdir) carry no onDelete annotation: their class decides. A list by name
     // needs only the list permission the class informer already has.
     storageClass: async (name, s) =>
@@ -161,6 +173,8 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
       metricsUrl = `${server.url}/metrics`;
     }
   } catch (err) {
+    stopWatch.abort();
+    await watching;
     await Promise.all(servers.map((s) => s.stop()));
     await holder.stop();
     await configEvents.stop();
@@ -174,6 +188,7 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     try {
       await controller.run(signal);
     } finally {
+      await watching;
       await Promise.all(servers.map((s) => s.stop()));
       await holder.stop();
       await configEvents.stop();

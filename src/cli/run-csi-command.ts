@@ -17,7 +17,15 @@ export function registerRunCsiCommand(run: Command): void {
     const logger = createLogger({ level: options.logLevel, name: 'kube-provisioner' });
     const removeHandlers = abortOnSignals(stop, logger, (line) => process.stderr.write(`${line}\n`));
     try {
-      const sidecar = await startCsiSidecar(options, { logger, signal: stop.signal });
+      let sidecar;
+      try {
+        sidecar = await startCsiSidecar(options, { logger, signal: stop.signal });
+      } catch (err) {
+        // A signal while waiting for the plugin's socket or its first ready Probe is a clean stop, not a failure.
+        if (!stop.signal.aborted) throw err;
+        process.stdout.write('kube-provisioner run csi: stopped before the plugin was ready\n');
+        return;
+      }
       stop.signal.addEventListener('abort', () => void sidecar.stop(), { once: true });
       process.stdout.write(
         `kube-provisioner run csi: driver ${sidecar.driverName} (leader election ${options.leaderElection}` +

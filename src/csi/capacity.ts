@@ -35,9 +35,9 @@ import { CSI_PARAMETER_PREFIX } from './parameters.ts';
 export const csiStorageCapacities = defineResource<CSIStorageCapacity>('storage.k8s.io', 'v1', 'csistoragecapacities', 'CSIStorageCapacity', true);
 const replicaSets = defineResource<KubeObject>('apps', 'v1', 'replicasets', 'ReplicaSet', true);
 
-/** external-provisioner's labels on the objects it manages. */
+/** external-provisioner's label on the capacity objects it manages: the driver's name. */
 export const LABEL_DRIVER_NAME = 'csi.storage.k8s.io/drivername';
-/** Which instance manages a capacity object (external-provisioner's label: `external-provisioner`, or `-<node>` per node). */
+/** external-provisioner's label on the capacity objects it manages: which instance manages them. */
 export const LABEL_MANAGED_BY = 'csi.storage.k8s.io/managed-by';
 /** external-provisioner's managed-by value of a central deployment. */
 export const DEFAULT_MANAGED_BY = 'external-provisioner';
@@ -367,10 +367,10 @@ export class CapacityController {
       this.records.forget(key);
       this.queue?.add(key);
     }
-    // A class whose parameters changed: its readings are stale.
+    // A class whose parameters changed: the readings of all its segments are stale.
+    const changed = this.changedClasses();
     for (const [key, item] of next) {
-      const before = previous.get(key);
-      if (before && this.classParamsChanged(item.className)) {
+      if (previous.has(key) && changed.has(item.className)) {
         this.records.forget(key);
         this.queue?.add(key);
       }
@@ -378,12 +378,21 @@ export class CapacityController {
     this.updateGauges();
   }
 
+  /** The parameters of each class as last seen, to tell which classes changed since the last recompute. */
   private readonly classParams = new Map<string, string>();
-  private classParamsChanged(className: string): boolean {
-    const text = JSON.stringify(this.classes?.store.get(className)?.parameters ?? {});
-    const before = this.classParams.get(className);
-    this.classParams.set(className, text);
-    return before !== undefined && before !== text;
+  private changedClasses(): Set<string> {
+    const changed = new Set<string>();
+    const seen = new Set<string>();
+    for (const sc of this.classes?.store.list() ?? []) {
+      const name = sc.metadata.name ?? '';
+      seen.add(name);
+      const text = JSON.stringify(sc.parameters ?? {});
+      const before = this.classParams.get(name);
+      if (before !== undefined && before !== text) changed.add(name);
+      this.classParams.set(name, text);
+    }
+    for (const name of this.classParams.keys()) if (!seen.has(name)) this.classParams.delete(name);
+    return changed;
   }
 
   private updateGauges(): void {

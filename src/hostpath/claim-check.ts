@@ -16,6 +16,7 @@ import { nodeBasePaths, pathSetForClass, type BasePath, type HostPathConfig, typ
 import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
 import { defaultVolumeDirName, nfsSubdirVolumeDirName, PathTemplateError } from './path-template.ts';
 import { checkRelativeVolumePath, UnsafePathError } from './path-safety.ts';
+import { canonicalRenderedPath } from './canonical-path.ts';
 import { chooseVolumeType, exportOfPathSet, VolumeTypeAnnotationError, type MountedExport, type PublishedType } from './volume-source.ts';
 import { otherNodeRefusal } from './provision-rules.ts';
 import { SHARED_SCOPE } from './capacity.ts';
@@ -158,7 +159,7 @@ export function planHostPathClaim(i: HostPathClaimCheckInput): { ok: true; plan:
     };
     const defaultName = nfsExport ? nfsSubdirVolumeDirName : defaultVolumeDirName;
     try {
-      relativePath = params.pathPattern ? params.pathPattern.render(data) : defaultName(data);
+      relativePath = canonicalRenderedPath(params.pathPattern ? params.pathPattern.render(data) : defaultName(data));
       checkRelativeVolumePath(relativePath);
     } catch (e) {
       return tenantError(e);

@@ -1,12 +1,16 @@
 // Delete identity: before delete, archive or teardown touches a directory, prove it belongs to exactly that
 // PV. Either the record written at provision time names the PV, the claim it was made for and this path, or
 // (volumes with no record: older versions, adopted from local-path / nfs-subdir) the directory is a leaf:
-// not a base path, not another volume's directory, not inside one, and no volume (live PV or record on disk)
-// below it. A PV name found somewhere in the path proves nothing: `bob`, `sub` or `default` are substrings
-// or parents of other volumes' directories. Anything unproven is refused and nothing is touched.
+// not a base path, not another volume's directory, not inside one, and no volume (live PV or claim on disk)
+// below it. Paths compare in canonical form, and the directory's device and inode against every live volume's,
+// so another spelling of a live volume's directory is that volume's. A PV name found somewhere in the path proves
+// nothing: `bob`, `sub` or `default` are substrings or parents of other volumes' directories. Anything unproven is
+// refused and nothing is touched.
 import { shortenText, MAX_QUOTED_INPUT_BYTES } from '../types/text.ts';
-import { isStrictlyUnder, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
+import { isStrictlyUnder, UnsafePathError } from './path-safety.ts';
+import type { VolumePathIndex } from './volume-path-index.ts';
 import type { VolumeRecord } from './volume-records.ts';
+import type { PathClaim } from './path-claims.ts';
 
 /** Why a directory could not be proven to be the volume's. Stable codes for tests and logs. */
 export type IdentityRule =
@@ -37,10 +41,14 @@ export interface IdentityEvidence {
   basePath: string;
   /** The record of `pvName` in basePath, when there is one. */
   record: VolumeRecord | undefined;
-  /** Every record of basePath, read now (needed only when the record does not prove the identity). */
-  records: () => Promise<VolumeRecord[]>;
-  /** The live volumes this instance can reach; `fresh`: list the PVs now (a leaf proof), not from the last refresh. */
+  /** Who holds the directory on disk (its path claim), read now. */
+  pathClaim: PathClaim | undefined;
+  /** Another volume's claim at, above or below the directory, read now (needed only when the record does not prove the identity). */
+  otherClaim: () => Promise<PathClaim | undefined>;
+  /** The live volumes this instance can reach; `fresh`: current as of now (a leaf proof), not as of the last event. */
   liveVolumes: (fresh: boolean) => Promise<VolumePathIndex[]>;
+  /** Throws UnsafePathError when the directory is, holds or is inside a live volume's by device and inode (read now). */
+  checkInodes: () => Promise<void>;
   /** Every configured base path. */
   basePaths: string[];
 }
@@ -53,7 +61,13 @@ export interface IdentityEvidence {
 export async function proveVolumeIdentity(e: IdentityEvidence): Promise<IdentityProof> {
   const rel = e.path.slice(e.basePath.length + 1);
   let proof: IdentityProof = 'leaf';
+  if (e.pathClaim && e.pathClaim.pvName !== e.pvName) {
+    throw new VolumeIdentityError('overlaps-volume', e.pvName, e.path, `it is the directory of volume ${e.pathClaim.pvName} (its claim on disk says so)`);
+  }
   if (e.record) {
+    if (e.record.pvName !== e.pvName) {
+      throw new VolumeIdentityError('record-mismatch', e.pvName, e.path, `its record names volume ${e.record.pvName}`);
+    }
     if (e.record.relativePath !== rel) {
       throw new VolumeIdentityError('record-mismatch', e.pvName, e.path,
         `the record written when ${e.pvName} was provisioned says its directory is ${e.basePath}/${e.record.relativePath}`);
@@ -65,22 +79,21 @@ export async function proveVolumeIdentity(e: IdentityEvidence): Promise<Identity
     // A record without a claim uid (older versions) proves the name only: the leaf rule decides.
     if (e.claimUid === undefined || e.record.claimUid !== undefined) proof = 'record';
   }
-  for (const index of await e.liveVolumes(proof === 'leaf')) {
-    try {
-      index.checkFree(e.path, e.pvName, e.basePaths);
-    } catch (err) {
-      if (!(err instanceof UnsafePathError)) throw err;
-      const rule: IdentityRule = err.rule === 'is-base-path' ? 'is-base-path' : 'overlaps-volume';
-      throw new VolumeIdentityError(rule, e.pvName, e.path, `it ${err.detail}`);
-    }
+  const indexes = await e.liveVolumes(proof === 'leaf');
+  try {
+    for (const index of indexes) index.checkFree(e.path, e.pvName, e.basePaths);
+    await e.checkInodes();
+  } catch (err) {
+    if (!(err instanceof UnsafePathError)) throw err;
+    const rule: IdentityRule = err.rule === 'is-base-path' ? 'is-base-path' : 'overlaps-volume';
+    throw new VolumeIdentityError(rule, e.pvName, e.path, `it ${err.detail}`);
   }
   if (proof === 'leaf') {
-    for (const r of await e.records()) {
-      if (r.pvName === e.pvName) continue;
-      const other = `${e.basePath}/${r.relativePath}`;
-      if (other === e.path) throw new VolumeIdentityError('overlaps-volume', e.pvName, e.path, `it is the directory of volume ${r.pvName} (its record says so)`);
-      if (isStrictlyUnder(e.path, other)) throw new VolumeIdentityError('overlaps-volume', e.pvName, e.path, `it contains the directory of volume ${r.pvName}`);
-      if (isStrictlyUnder(other, e.path)) throw new VolumeIdentityError('overlaps-volume', e.pvName, e.path, `it is inside the directory of volume ${r.pvName}`);
+    const c = await e.otherClaim();
+    if (c) {
+      const other = `${e.basePath}/${c.relativePath}`;
+      const how = other === e.path ? 'is the directory' : isStrictlyUnder(e.path, other) ? 'contains the directory' : 'is inside the directory';
+      throw new VolumeIdentityError('overlaps-volume', e.pvName, e.path, `it ${how} of volume ${c.pvName} (its claim on disk says so)`);
     }
   }
   return proof;

@@ -1,9 +1,10 @@
 // Expansion of a hostpath volume: a directory has no size of its own, so growing it is accounting. The new size
 // must fit the base path's configured capacity (the volume's own allocation counts as free); the ledger and the
 // on-disk record then carry the new size. Idempotent: asking again for a size the volume already has changes
-// nothing, so an expand() repeated after a crash or a leader change is never counted twice. Volumes that are no
-// longer in use as such (Released/retained, archived, being deleted) are refused.
-import fsp from 'node:fs/promises';
+// nothing, so an expand() repeated after a crash or a leader change is never counted twice. The record keeps every
+// other field (PV name, claim uid, path): an expansion changes the size only, so the record still proves whose
+// directory it is. Volumes that are no longer in use as such (Released/retained, archived, being deleted) are
+// refused.
 import type { ExpandResult } from '../controller/provisioner.ts';
 import { IgnoredError, InfeasibleError } from '../controller/provisioner.ts';
 import type { PersistentVolume } from '../types/k8s.ts';
@@ -11,10 +12,13 @@ import { formatBytes, isQuantity, parseQuantity } from '../types/quantity.ts';
 import { SHARED_SCOPE, type Allocation, type VolumeLedger } from './capacity.ts';
 import { nodeBasePaths, pathSetForClass, type HostPathConfig } from './config.ts';
 import { checkExistingVolumePath, UnsafePathError } from './path-safety.ts';
-import { readVolumeRecord, writeVolumeRecord } from './volume-records.ts';
+import type { VolumeRecord } from './volume-records.ts';
+import type { VolumeRecordStore } from './record-store.ts';
 import { allocationOfVolume, readVolumeLocation } from './volume-spec.ts';
 import type { MountedExport } from './volume-source.ts';
 import type { FsOpsOptions } from './fs-ops.ts';
+import type { Logger } from '../runtime/logger.ts';
+import { hostFsOf } from './host-fs.ts';
 
 export interface ExpandContext {
   ledger: VolumeLedger;
@@ -25,8 +29,11 @@ export interface ExpandContext {
   servedNode?: string;
   now: number;
   fs?: FsOpsOptions;
+  /** The base paths' records (read and written by name: O(1)). */
+  records: VolumeRecordStore;
   /** The mounted NFS exports: a volume published as nfs maps to its directory through them. */
   exports?: readonly MountedExport[];
+  logger?: Logger;
 }
 
 /** Grows `volume` to `newSize` in the accounting (ledger + record). Call with the volume's operation lock held. */
@@ -53,12 +60,13 @@ export async function expandHostPathVolume(ctx: ExpandContext, volume: Persisten
     if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
     throw e;
   }
-  const stat = await fsp.lstat(loc.path).catch(() => undefined);
+  const stat = await hostFsOf(ctx.fs).lstat(loc.path).catch(() => undefined);
   if (!stat?.isDirectory()) throw new InfeasibleError(`volume ${pvName}'s directory ${loc.path} is gone (archived or deleted); refusing to expand`);
 
   const current = ctx.ledger.get(pvName) ?? alloc;
+  const claimUid = volume.spec.claimRef?.uid;
   if (current.bytes >= bytes) {
-    await syncRecord(ctx, current, segments);
+    await syncRecord(ctx, current, segments, claimUid);
     return { capacity: current.bytes === bytes ? newSize : formatBytes(current.bytes) };
   }
   const capacity = baseCapacity(ctx.config, volume.spec.storageClassName ?? '', alloc.scope, loc.basePath);
@@ -72,7 +80,7 @@ export async function expandHostPathVolume(ctx: ExpandContext, volume: Persisten
   const grown: Allocation = { ...current, bytes };
   ctx.ledger.observe('local', grown);
   try {
-    await syncRecord(ctx, grown, segments);
+    await syncRecord(ctx, grown, segments, claimUid);
   } catch (e) {
     ctx.ledger.observe('local', current);
     throw e;
@@ -80,21 +88,24 @@ export async function expandHostPathVolume(ctx: ExpandContext, volume: Persisten
   return { capacity: newSize };
 }
 
-/** The on-disk record carries the allocation's size (written only when it differs). */
-async function syncRecord(ctx: ExpandContext, a: Allocation, segments: string[]): Promise<void> {
-  const existing = await readVolumeRecord(a.basePath, a.pvName);
+/**
+ * The on-disk record carries the allocation's size (written only when it differs), every other field unchanged. A
+ * volume of ours without a record (an older version's) gets one, with the claim it is bound to.
+ */
+async function syncRecord(ctx: ExpandContext, a: Allocation, segments: string[], claimUid: string | undefined): Promise<void> {
+  const existing = await ctx.records.read(a.basePath, a.pvName);
   if (existing && existing.bytes === a.bytes.toString()) return;
-  await writeVolumeRecord(
-    a.basePath,
-    {
-      pvName: a.pvName,
-      relativePath: existing?.relativePath ?? segments.join('/'),
-      bytes: a.bytes.toString(),
-      scope: a.scope,
-      createdAt: existing?.createdAt ?? new Date(ctx.now).toISOString(),
-    },
-    ctx.fs,
-  );
+  if (existing) {
+    await ctx.records.write(a.basePath, { ...existing, bytes: a.bytes.toString() });
+    return;
+  }
+  const record: VolumeRecord = {
+    pvName: a.pvName, relativePath: segments.join('/'), bytes: a.bytes.toString(), scope: a.scope, createdAt: new Date(ctx.now).toISOString(),
+    ...(claimUid ? { claimUid } : {}),
+  };
+  await ctx.records.write(a.basePath, record);
+  const held = await ctx.records.claim(a.basePath, record);
+  if (held) ctx.logger?.warn({ pv: a.pvName, heldBy: held.pvName }, 'the directory of an expanded volume is claimed by another volume');
 }
 
 /** The configured capacity of a base path for the volume's class and scope (undefined = unlimited). */

@@ -5,9 +5,10 @@
 // symlink at each step. Elsewhere (macOS dev machines) the same walk runs on plain paths with the same
 // checks, which leaves a small check-to-use window; production nodes are Linux.
 import { constants as C } from 'node:fs';
-import fsp, { type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { UnsafePathError, MAX_SEGMENT_BYTES } from './path-safety.ts';
+import { errnoCode as code, hostFsOf, type HostFs } from './host-fs.ts';
 
 /** The base path is missing or unusable (not a directory, a symlink): nothing was created. */
 export class BasePathError extends Error {
@@ -19,6 +20,8 @@ export class BasePathError extends Error {
 
 /** Options shared by the race-safe filesystem operations (the fs implementation to use). */
 export interface FsOpsOptions {
+  /** The filesystem facade every call goes through (default node:fs/promises). */
+  fs?: HostFs;
   /** Use /proc/self/fd for race-free relative operations (default: on Linux). */
   procFd?: boolean;
   /**
@@ -37,22 +40,23 @@ interface Dir {
   /** The path it was opened by (for messages and the non-Linux fallback). */
   path: string;
   procFd: boolean;
+  fs: HostFs;
 }
 
 const entry = (d: Dir, name: string) => (d.procFd ? `/proc/self/fd/${d.handle.fd}/${name}` : `${d.path}/${name}`);
 const self = (d: Dir) => (d.procFd ? `/proc/self/fd/${d.handle.fd}` : d.path);
-const code = (e: unknown) => (e as NodeJS.ErrnoException | undefined)?.code;
 
 async function openBase(basePath: string, o?: FsOpsOptions): Promise<Dir> {
+  const fs = hostFsOf(o);
   try {
-    const handle = await fsp.open(basePath, DIR_FLAGS);
-    return { handle, path: basePath, procFd: useProcFd(o) };
+    const handle = await fs.open(basePath, DIR_FLAGS);
+    return { handle, path: basePath, procFd: useProcFd(o), fs };
   } catch (e) {
     const c = code(e);
     if (c === 'ENOENT') throw new BasePathError(basePath, 'missing', { cause: e });
     if (c === 'ELOOP') throw new BasePathError(basePath, 'symlink', { cause: e });
     if (c === 'ENOTDIR') {
-      const st = await fsp.lstat(basePath).catch(() => undefined);
+      const st = await fs.lstat(basePath).catch(() => undefined);
       throw new BasePathError(basePath, st?.isSymbolicLink() ? 'symlink' : 'not-directory', { cause: e });
     }
     throw e;
@@ -63,14 +67,14 @@ async function openBase(basePath: string, o?: FsOpsOptions): Promise<Dir> {
 async function openChild(parent: Dir, name: string): Promise<Dir | undefined> {
   const childPath = `${parent.path}/${name}`;
   try {
-    const handle = await fsp.open(entry(parent, name), DIR_FLAGS);
-    return { handle, path: childPath, procFd: parent.procFd };
+    const handle = await parent.fs.open(entry(parent, name), DIR_FLAGS);
+    return { handle, path: childPath, procFd: parent.procFd, fs: parent.fs };
   } catch (e) {
     const c = code(e);
     if (c === 'ENOENT') return undefined;
     if (c === 'ELOOP') throw new UnsafePathError('symlink', childPath, 'is a symlink; refusing to follow it');
     if (c === 'ENOTDIR') {
-      const st = await fsp.lstat(entry(parent, name)).catch(() => undefined);
+      const st = await parent.fs.lstat(entry(parent, name)).catch(() => undefined);
       if (st?.isSymbolicLink()) throw new UnsafePathError('symlink', childPath, 'is a symlink; refusing to follow it');
       throw new UnsafePathError('not-directory', childPath, 'exists and is not a directory');
     }
@@ -122,7 +126,7 @@ export async function createVolumeDir(basePath: string, segments: string[], opts
       if (!child) {
         try {
           // The volume starts private; owner and mode are set on the open handle before it is usable.
-          await fsp.mkdir(entry(dir, segments[i]), { mode: last ? 0o700 : (opts.parentMode ?? 0o755) });
+          await dir.fs.mkdir(entry(dir, segments[i]), { mode: last ? 0o700 : (opts.parentMode ?? 0o755) });
           created.push({ parent: dir, name: segments[i] });
         } catch (e) {
           if (code(e) !== 'EEXIST') throw e;
@@ -142,7 +146,7 @@ export async function createVolumeDir(basePath: string, segments: string[], opts
     return { created: created.length > 0 };
   } catch (e) {
     // Undo in reverse; rmdir only removes empty directories, so nothing that gained content is lost.
-    for (const c of created.reverse()) await fsp.rmdir(entry(c.parent, c.name)).catch(() => {});
+    for (const c of created.reverse()) await c.parent.fs.rmdir(entry(c.parent, c.name)).catch(() => {});
     throw e;
   } finally {
     for (const d of open) await d.handle.close().catch(() => {});
@@ -185,18 +189,18 @@ interface RemoveContext {
 
 async function removeEntry(parent: Dir, name: string, ctx: RemoveContext, depth: number): Promise<boolean> {
   ctx.opts.signal?.throwIfAborted();
-  const st = await fsp.lstat(entry(parent, name)).catch((e: unknown) => {
+  const st = await parent.fs.lstat(entry(parent, name)).catch((e: unknown) => {
     if (code(e) === 'ENOENT') return undefined;
     throw e;
   });
   if (!st) return false;
   if (!st.isDirectory()) {
-    await unlinkQuiet(entry(parent, name));
+    await unlinkQuiet(parent.fs, entry(parent, name));
     return true;
   }
   if (ctx.root && depth >= (ctx.opts.maxOpenDepth ?? 64)) {
     // Too deep to hold open: move it up into the volume directory; the root's next pass removes it.
-    await fsp.rename(entry(parent, name), entry(ctx.root, `.kp-deep-${randomBytes(8).toString('hex')}`));
+    await parent.fs.rename(entry(parent, name), entry(ctx.root, `.kp-deep-${randomBytes(8).toString('hex')}`));
     ctx.moved++;
     return true;
   }
@@ -206,7 +210,7 @@ async function removeEntry(parent: Dir, name: string, ctx: RemoveContext, depth:
   } catch (e) {
     // Swapped for a symlink (or a file) since the lstat: remove what is there now, as a link.
     if (e instanceof UnsafePathError) {
-      await unlinkQuiet(entry(parent, name));
+      await unlinkQuiet(parent.fs, entry(parent, name));
       return true;
     }
     throw e;
@@ -219,9 +223,9 @@ async function removeEntry(parent: Dir, name: string, ctx: RemoveContext, depth:
     // while deep subtrees are being moved up into it.
     for (let pass = 0; ; pass++) {
       if (isRoot) ctx.moved = 0;
-      for (const child of await fsp.readdir(self(dir))) await removeEntry(dir, child, ctx, depth + 1);
+      for (const child of await dir.fs.readdir(self(dir))) await removeEntry(dir, child, ctx, depth + 1);
       try {
-        await fsp.rmdir(entry(parent, name));
+        await parent.fs.rmdir(entry(parent, name));
         return true;
       } catch (e) {
         if (code(e) === 'ENOENT') return true;
@@ -235,9 +239,9 @@ async function removeEntry(parent: Dir, name: string, ctx: RemoveContext, depth:
   }
 }
 
-async function unlinkQuiet(p: string): Promise<void> {
+async function unlinkQuiet(fs: HostFs, p: string): Promise<void> {
   try {
-    await fsp.unlink(p);
+    await fs.unlink(p);
   } catch (e) {
     if (code(e) !== 'ENOENT') throw e;
   }
@@ -263,15 +267,15 @@ export async function archiveVolumeDir(basePath: string, segments: string[], opt
   if (!parent) return {};
   try {
     const name = segments.at(-1)!;
-    const st = await fsp.lstat(entry(parent, name)).catch(() => undefined);
+    const st = await parent.fs.lstat(entry(parent, name)).catch(() => undefined);
     if (!st) return {};
     if (!st.isDirectory()) throw new UnsafePathError(st.isSymbolicLink() ? 'symlink' : 'not-directory', `${parent.path}/${name}`, 'is not a real directory; refusing to archive it');
     for (let attempt = 0; attempt < 6; attempt++) {
       const target = archiveName(name, opts.now ?? new Date(), attempt);
       // rename() would replace an empty directory of that name: make sure there is none.
-      const taken = await fsp.lstat(entry(parent, target)).then(() => true, () => false);
+      const taken = await parent.fs.lstat(entry(parent, target)).then(() => true, () => false);
       if (taken) continue;
-      await fsp.rename(entry(parent, name), entry(parent, target));
+      await parent.fs.rename(entry(parent, name), entry(parent, target));
       return { archivedPath: `${parent.path}/${target}` };
     }
     throw new Error(`could not find a free archive name for ${opts.pvName} in ${parent.path}`);

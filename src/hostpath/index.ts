@@ -16,13 +16,17 @@ export {
 } from './path-template.ts';
 export type { CompiledPathPattern, PathTemplateData, TemplateField } from './path-template.ts';
 export {
-  checkRelativeVolumePath, checkBasePath, resolveVolumePath, checkExistingVolumePath, isStrictlyUnder, VolumePathIndex,
+  checkRelativeVolumePath, checkBasePath, resolveVolumePath, checkExistingVolumePath, isStrictlyUnder,
   UnsafePathError, MAX_SEGMENT_BYTES, MAX_PATH_BYTES, MAX_DEPTH, RESERVED_PREFIXES,
 } from './path-safety.ts';
 export type { UnsafePathRule, RelativePathRules } from './path-safety.ts';
+export { VolumePathIndex } from './volume-path-index.ts';
+export type { InodeChain } from './volume-path-index.ts';
 export { createVolumeDir, removeVolumeDir, archiveVolumeDir, archiveName, BasePathError } from './fs-ops.ts';
 export { directoryUsage, nodeUsageFs, WalkBudget, type UsageFs } from './usage.ts';
 export type { FsOpsOptions, CreateVolumeDirOptions, RemoveOptions, ArchiveOptions } from './fs-ops.ts';
+export { nodeHostFs } from './host-fs.ts';
+export type { HostFs } from './host-fs.ts';
 export type { UsageOptions, DirectoryUsage } from './usage.ts';
 export { VolumeLedger, SHARED_SCOPE } from './capacity.ts';
 export type { Allocation, AllocationSource, BasePathAllocation, Scope } from './capacity.ts';
@@ -39,4 +43,7 @@ export {
 } from './volume-source.ts';
 export type { MountedExport, PublishedType } from './volume-source.ts';
 export { runVolumeScript, VolumeScriptError } from './scripts.ts';
+export { VolumeWatch, slimVolume } from './volume-watch.ts';
+export { StaleVolumeIndexError } from './live-volumes.ts';
+export type { VolumeFeed } from './live-volumes.ts';
 export type { VolumeScriptRun, ScriptName } from './scripts.ts';

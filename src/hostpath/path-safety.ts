@@ -19,7 +19,7 @@ export type UnsafePathRule =
   | 'empty' | 'absolute' | 'control-character' | 'malformed-unicode' | 'backslash' | 'dot-segment'
   | 'empty-segment' | 'segment-too-long' | 'path-too-long' | 'too-deep' | 'reserved-name'
   | 'invalid-base-path' | 'outside-root' | 'is-base-path' | 'overlaps-volume'
-  | 'symlink' | 'not-directory';
+  | 'symlink' | 'not-directory' | 'shell-unsafe';
 
 /** A path that must not be used. `rule` says why; never match on the message. */
 export class UnsafePathError extends Error {
@@ -35,6 +35,45 @@ export class UnsafePathError extends Error {
 const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
 // A lone surrogate would be written as U+FFFD: two different strings, one directory.
 const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+// What a shell or a glob gives a meaning to: local-path's older stock scripts expand their path argument unquoted
+// (`rm -rf ${absolutePath}`), so one of these in a volume path is syntax, not a name. A backslash is refused by the
+// path rules already (with their own message).
+const SHELL_META_RE = /[*?[\]{}~$`'"|&;<>()!#^]/u;
+const WHITESPACE_RE = /\s/u;
+
+/** A character that must not reach a shell: which one, and what it is. */
+export interface ShellUnsafeCharacter {
+  char: string;
+  kind: 'glob or shell metacharacter' | 'whitespace' | 'control character';
+}
+
+/** The first character of `s` a shell could read as syntax (metacharacter, whitespace, control), or undefined. */
+export function shellUnsafeCharacter(s: string, o: { backslash?: boolean } = {}): ShellUnsafeCharacter | undefined {
+  for (const char of s) {
+    if (CONTROL_RE.test(char)) return { char, kind: 'control character' };
+    if (WHITESPACE_RE.test(char)) return { char, kind: 'whitespace' };
+    if (SHELL_META_RE.test(char) || (o.backslash && char === '\\')) return { char, kind: 'glob or shell metacharacter' };
+  }
+  return undefined;
+}
+
+/** `"*" (U+002A), a glob or shell metacharacter`: how messages name an unsafe character. */
+export function describeCharacter(c: ShellUnsafeCharacter): string {
+  const code = `U+${(c.char.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+  if (c.kind === 'glob or shell metacharacter') return `${JSON.stringify(c.char)} (${code}), a glob or shell metacharacter`;
+  return c.kind === 'whitespace' ? `whitespace (${code})` : `a control character (${code})`;
+}
+
+/**
+ * Refuses a volume path a setup or teardown script would be handed when its part below the base path (the part a
+ * pattern and tenants wrote; the base path is the administrator's) holds a character a shell reads as syntax:
+ * scripts get the path as an argument and in VOL_DIR, and older stock scripts expand those unquoted.
+ */
+export function checkScriptPath(script: 'setup' | 'teardown', base: string, p: string): void {
+  const c = shellUnsafeCharacter(isStrictlyUnder(base, p) ? p.slice(base.length + 1) : p, { backslash: true });
+  if (c) throw new UnsafePathError('shell-unsafe', p, `contains ${describeCharacter(c)}; refusing to hand it to the ${script} script (a script that expands its path unquoted would read it as syntax)`);
+}
 
 /**
  * Limits of a relative path. The PV name is not required in it: two live volumes never share a directory
@@ -115,78 +154,4 @@ export function checkExistingVolumePath(base: string, volumePath: string): strin
   if (volumePath === base) throw new UnsafePathError('is-base-path', volumePath, 'is the base path itself');
   if (!isStrictlyUnder(base, volumePath)) throw new UnsafePathError('outside-root', volumePath, `not under ${base}`);
   return checkRelativeVolumePath(volumePath.slice(base.length + 1));
-}
-
-/**
- * The live volume paths, indexed so "is this candidate equal to, above or below a live volume or a base path"
- * costs O(depth), not O(volumes): every ancestor of every live path is counted. A path may have several
- * owners (a forged or stale PV pointing at another volume's directory): each one blocks the others.
- */
-export class VolumePathIndex {
-  private readonly byVolume = new Map<string, string>();
-  private readonly owners = new Map<string, Set<string>>();
-  private readonly ancestorCount = new Map<string, number>();
-
-  /** Records (or moves) the path of a volume. */
-  add(pvName: string, volumePath: string): void {
-    this.remove(pvName);
-    this.byVolume.set(pvName, volumePath);
-    let set = this.owners.get(volumePath);
-    if (!set) this.owners.set(volumePath, (set = new Set()));
-    set.add(pvName);
-    for (const a of ancestors(volumePath)) this.ancestorCount.set(a, (this.ancestorCount.get(a) ?? 0) + 1);
-  }
-
-  remove(pvName: string): void {
-    const p = this.byVolume.get(pvName);
-    if (p === undefined) return;
-    this.byVolume.delete(pvName);
-    const set = this.owners.get(p);
-    set?.delete(pvName);
-    if (set?.size === 0) this.owners.delete(p);
-    for (const a of ancestors(p)) {
-      const n = (this.ancestorCount.get(a) ?? 0) - 1;
-      if (n <= 0) this.ancestorCount.delete(a);
-      else this.ancestorCount.set(a, n);
-    }
-  }
-
-  pathOf(pvName: string): string | undefined {
-    return this.byVolume.get(pvName);
-  }
-
-  get size(): number {
-    return this.byVolume.size;
-  }
-
-  /**
-   * Throws UnsafePathError when `candidate` is a base path (or above one), or equal to / an ancestor of /
-   * a descendant of a live volume other than `pvName`'s own.
-   */
-  checkFree(candidate: string, pvName: string, basePaths: Iterable<string>): void {
-    for (const base of basePaths) {
-      if (candidate === base || isStrictlyUnder(candidate, base)) {
-        throw new UnsafePathError('is-base-path', candidate, `is (or contains) the base path ${base}`);
-      }
-    }
-    const owner = otherOwner(this.owners.get(candidate), pvName);
-    if (owner !== undefined) throw new UnsafePathError('overlaps-volume', candidate, `is already the path of volume ${owner}`);
-    const below = this.ancestorCount.get(candidate) ?? 0;
-    const own = this.byVolume.get(pvName);
-    const ownIsBelow = own !== undefined && isStrictlyUnder(candidate, own) ? 1 : 0;
-    if (below - ownIsBelow > 0) throw new UnsafePathError('overlaps-volume', candidate, 'contains the directory of another volume');
-    for (const a of ancestors(candidate)) {
-      const o = otherOwner(this.owners.get(a), pvName);
-      if (o !== undefined) throw new UnsafePathError('overlaps-volume', candidate, `is inside the directory of volume ${o}`);
-    }
-  }
-}
-
-function otherOwner(owners: Set<string> | undefined, pvName: string): string | undefined {
-  for (const o of owners ?? []) if (o !== pvName) return o;
-  return undefined;
-}
-
-function* ancestors(p: string): Generator<string> {
-  for (let i = p.lastIndexOf('/'); i > 0; i = p.lastIndexOf('/', i - 1)) yield p.slice(0, i);
 }

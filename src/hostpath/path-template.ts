@@ -1,8 +1,11 @@
 // pathPattern rendering: the two template dialects users bring from other provisioners (nfs-subdir's
 // `${.PVC.namespace}` and local-path's Go-template `{{ .PVC.Namespace }}`), parsed strictly. Unlike both
 // originals, a missing or empty value is an error (never `<no value>` or an empty segment, which made
-// volumes share a directory), and anything we do not understand is an error rather than literal text.
+// volumes share a directory), and anything we do not understand is an error rather than literal text. Values
+// taken from the claim are tenant input: one holding a glob or shell metacharacter, whitespace or a control
+// character is refused (a setup or teardown script that expands its path unquoted would read it as syntax).
 // The result is only a candidate: path-safety.ts decides whether it may be used.
+import { describeCharacter, shellUnsafeCharacter, type ShellUnsafeCharacter } from './path-safety.ts';
 
 /** The fields a pattern can reference. */
 export type TemplateField = 'pvc.namespace' | 'pvc.name' | 'pvc.label' | 'pvc.annotation' | 'pv.name';
@@ -41,6 +44,23 @@ export class MissingTemplateKeyError extends PathTemplateError {
     const what = key === undefined ? field : `${field === 'pvc.label' ? 'label' : 'annotation'} ${JSON.stringify(key)}`;
     super(`pathPattern ${JSON.stringify(pattern)} needs the claim's ${what}, which is ${reason === 'missing' ? 'not set' : 'empty'}`, pattern);
   }
+}
+
+/** A value taken from the claim holds a character a shell or a glob reads as syntax. */
+export class UnsafeTemplateValueError extends PathTemplateError {
+  override name = 'UnsafeTemplateValueError';
+  constructor(pattern: string, readonly field: TemplateField, readonly key: string | undefined, readonly character: ShellUnsafeCharacter) {
+    super(
+      `the claim's ${describeField(field, key)} contains ${describeCharacter(character)}: the StorageClass parameter pathPattern ` +
+      `(${JSON.stringify(pattern)}) takes no glob or shell metacharacters, whitespace or control characters from a claim`,
+      pattern,
+    );
+  }
+}
+
+function describeField(field: TemplateField, key: string | undefined): string {
+  if (key !== undefined) return `${field === 'pvc.label' ? 'label' : 'annotation'} ${JSON.stringify(key)}`;
+  return field === 'pvc.namespace' ? 'namespace' : field === 'pvc.name' ? 'name' : field;
 }
 
 type Part = { kind: 'text'; text: string } | { kind: 'ref'; field: TemplateField; key?: string };
@@ -83,6 +103,10 @@ function lookup(pattern: string, field: TemplateField, key: string | undefined, 
   if (value === undefined || value === null) throw new MissingTemplateKeyError(pattern, field, key, 'missing');
   if (typeof value !== 'string') throw new MissingTemplateKeyError(pattern, field, key, 'missing');
   if (value === '') throw new MissingTemplateKeyError(pattern, field, key, 'empty');
+  if (field !== 'pv.name') {
+    const unsafe = shellUnsafeCharacter(value);
+    if (unsafe) throw new UnsafeTemplateValueError(pattern, field, key, unsafe);
+  }
   return value;
 }
 

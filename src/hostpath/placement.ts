@@ -6,7 +6,8 @@
 // reserve(), so two concurrent provisions cannot both take the last free bytes.
 import { InfeasibleError, ProvisioningError, type ProvisionOptions } from '../controller/provisioner.ts';
 import { DEFAULT_NODE, allBasePaths, pathSetForClass, type BasePath, type HostPathConfig } from './config.ts';
-import { checkExistingVolumePath, resolveVolumePath, type VolumePathIndex } from './path-safety.ts';
+import { checkExistingVolumePath, resolveVolumePath } from './path-safety.ts';
+import type { VolumePathIndex } from './volume-path-index.ts';
 import { SHARED_SCOPE, type VolumeLedger } from './capacity.ts';
 import { cmpFree, requestOf, freeText } from './provision-helpers.ts';
 import { infeasibleOn } from './provision-rules.ts';

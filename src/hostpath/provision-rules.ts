@@ -1,7 +1,6 @@
 // Rules of the hostpath provisioner that need no provisioner state: which node label the PV's affinity names
 // (looked up through the API when the controller has no node cache), the refusal of another node's claim in
 // deployment mode, the error mapping of configuration and tenant input, and a logged script run.
-import fsp from 'node:fs/promises';
 import type { PersistentVolume, Node } from '../types/k8s.ts';
 import { LABEL_HOSTNAME } from '../types/annotations.ts';
 import { parseQuantity, isQuantity } from '../types/quantity.ts';
@@ -14,6 +13,7 @@ import { PathTemplateError } from './path-template.ts';
 import { UnsafePathError } from './path-safety.ts';
 import { runVolumeScript, VolumeScriptError, type ScriptName } from './scripts.ts';
 import { VolumeTypeAnnotationError } from './volume-source.ts';
+import { hostFsOf, type HostFs } from './host-fs.ts';
 
 /**
  * The value of the PV's node affinity for `key`: the selected node's label (from the controller's node, else
@@ -73,9 +73,10 @@ export async function runLoggedScript(r: {
 }
 
 /** The script is handed a path, and `sh` follows symlinks: run it only when no component of that path is one. */
-export async function isRealDirectory(p: string): Promise<boolean> {
-  const st = await fsp.lstat(p).catch(() => undefined);
-  return st?.isDirectory() === true && (await fsp.realpath(p).catch(() => undefined)) === p;
+export async function isRealDirectory(p: string, o?: { fs?: HostFs }): Promise<boolean> {
+  const fs = hostFsOf(o);
+  const st = await fs.lstat(p).catch(() => undefined);
+  return st?.isDirectory() === true && (await fs.realpath(p).catch(() => undefined)) === p;
 }
 
 /** The PV's capacity in bytes (0 when it has none). */

@@ -2,7 +2,8 @@
 // Provisioner contract: provision() picks a base path, renders and checks the directory, accounts capacity,
 // creates the directory without following symlinks (never one a live volume uses, above or below) and returns
 // the PV; delete() (volume-delete.ts) proves the directory is that volume's before applying its onDelete policy.
-// It keeps the ledger of live volumes (API PVs, records on disk, its own reservations) both rely on. In
+// It keeps the ledger of live volumes (API PVs through a watch, records on disk, its own reservations) both rely
+// on, at a cost per claim that does not grow with the number of volumes (ledger-sources.ts). In
 // `daemonset` mode each instance serves only its node (IgnoredError for the others, gone nodes aside);
 // `deployment` mode reaches the shared paths and only its own node's paths: a node-local claim for another node
 // is left to that node's instance or refused, never created here. local-path's setup/teardown scripts run
@@ -20,16 +21,22 @@ import type { Logger } from '../runtime/logger.ts';
 import { silentLogger } from '../runtime/logger.ts';
 import { localBasePaths, allBasePaths, type HostPathConfig, type NfsExport } from './config.ts';
 import { onDeleteFor, type ClassParameters } from './class-parameters.ts';
-import { checkExistingVolumePath, checkRelativeVolumePath, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
+import { checkExistingVolumePath, checkScriptPath, UnsafePathError } from './path-safety.ts';
+import type { VolumePathIndex } from './volume-path-index.ts';
 import { createVolumeDir, removeVolumeDir, type FsOpsOptions } from './fs-ops.ts';
+import { hostFsOf } from './host-fs.ts';
 import { directoryUsage, type DirectoryUsage, type UsageOptions } from './usage.ts';
 import { expandHostPathVolume } from './expand.ts';
-import { VolumeLedger, SHARED_SCOPE, type Allocation, type BasePathAllocation } from './capacity.ts';
-import { writeVolumeRecord, removeVolumeRecord, readVolumeRecords, readVolumeRecord, findOverlappingRecord, type VolumeRecord } from './volume-records.ts';
+import { VolumeLedger, SHARED_SCOPE, type BasePathAllocation } from './capacity.ts';
+import type { VolumeRecord } from './volume-records.ts';
+import { VolumeRecordStore } from './record-store.ts';
+import { LiveVolumes, type VolumeFeed } from './live-volumes.ts';
+import { LedgerSources } from './ledger-sources.ts';
+import { checkInodes, DirectoryIdentities } from './directory-identity.ts';
 import { nodeAffinityValue, runLoggedScript } from './provision-rules.ts';
 import { planHostPathClaim, type HostPathClaimCheckInput } from './claim-check.ts';
 import { VolumePlacer, type Placement } from './placement.ts';
-import { buildVolume, readVolumeLocation, allocationOfVolume, adoptedAllocation } from './volume-spec.ts';
+import { buildVolume, readVolumeLocation } from './volume-spec.ts';
 import { mountedExports, type MountedExport } from './volume-source.ts';
 import { VolumeScriptError, type ScriptName } from './scripts.ts';
 import { GoneNodePolicy, type NodeExists } from './gone-node.ts';
@@ -54,8 +61,15 @@ export interface HostPathProvisionerOptions {
   /** The node this instance runs on (daemonset: the only node it serves; deployment: default node for Immediate claims). */
   nodeName?: string;
   /**
-   * The PVs in the cluster (typically read from the controller's informer cache): allocation accounting is
-   * rebuilt from them before the first operation and then at most every knownVolumesRefreshMs.
+   * The PVs of the cluster, watched (a runtime Informer of persistentvolumes): every event updates the live-volume
+   * index at once, and no operation lists PVs. Needs getVolume. Takes precedence over knownVolumes.
+   */
+  volumeFeed?: VolumeFeed;
+  /** One PV now (a GET): a delete's leaf proof waits until the feed has seen its current resourceVersion. */
+  getVolume?: (name: string, signal: AbortSignal) => Promise<PersistentVolume | undefined>;
+  /**
+   * Without a feed: the PVs in the cluster as a list, read before the first operation and then at most every
+   * knownVolumesRefreshMs (and for each leaf proof). Its cost grows with the number of PVs: prefer volumeFeed.
    */
   knownVolumes?: (signal: AbortSignal) => PersistentVolume[] | Promise<PersistentVolume[]>;
   /** Default 60 s. */
@@ -117,10 +131,10 @@ export class HostPathProvisioner implements Provisioner {
   private readonly clock: Clock;
   private readonly ledger = new VolumeLedger();
   private readonly locks = new Map<string, Promise<unknown>>();
-  private readonly scannedBases = new Set<string>();
-  private scanning: Promise<void> = Promise.resolve();
-  private lastApiRefresh = -Infinity;
-  private apiRefresh: Promise<void> | undefined;
+  private readonly records: VolumeRecordStore;
+  private readonly live: LiveVolumes;
+  private readonly sources: LedgerSources;
+  private readonly identities: DirectoryIdentities;
   private readonly goneNodes?: GoneNodePolicy;
   private readonly placer: VolumePlacer;
 
@@ -132,6 +146,18 @@ export class HostPathProvisioner implements Provisioner {
     this.logger = (opts.logger ?? silentLogger).child({ component: 'hostpath', node: opts.nodeName });
     this.clock = opts.clock ?? realClock;
     this.placer = new VolumePlacer({ ledger: this.ledger, freeSpace: opts.freeSpace, reachableIndexes: (scope) => this.reachableIndexes(scope) });
+    this.identities = new DirectoryIdentities(hostFsOf(opts.fs));
+    this.records = new VolumeRecordStore({ ledger: this.ledger, logger: this.logger, fs: opts.fs });
+    this.live = new LiveVolumes({
+      ledger: this.ledger, config: () => this.config(), exports: () => this.exports(), identities: this.identities,
+      reachable: (scope) => this.mode === 'deployment' || scope === SHARED_SCOPE || scope === this.nodeName,
+      clock: this.clock, logger: this.logger,
+    });
+    this.sources = new LedgerSources({
+      records: this.records, live: this.live, roots: () => this.configuredRoots(),
+      volumeFeed: opts.volumeFeed, getVolume: opts.getVolume, knownVolumes: opts.knownVolumes, knownVolumesRefreshMs: opts.knownVolumesRefreshMs,
+      clock: this.clock, logger: this.logger,
+    });
     if (opts.nodeExists) this.goneNodes = new GoneNodePolicy({ nodeExists: opts.nodeExists, graceMs: opts.goneNodeGraceMs, clock: this.clock, logger: this.logger });
   }
 
@@ -169,6 +195,7 @@ export class HostPathProvisioner implements Provisioner {
   /** Called after a configuration reload: nodes that refused a claim for space may have paths or room now. */
   configurationChanged(): void {
     this.placer.forgetRefusals();
+    this.identities.forgetRoots();
   }
 
   private async provisionLocked(o: ProvisionOptions, signal: AbortSignal): Promise<ProvisionResult> {
@@ -186,7 +213,7 @@ export class HostPathProvisioner implements Provisioner {
     const nfsMount = volumeType === 'nfs' ? plan.nfsExport : undefined;
     // The node's labels when the controller did not hand the node over: one GET.
     const affinity = shared ? undefined : plan.affinity ?? { key: params.nodeAffinityKey, value: await nodeAffinityValue(o, params.nodeAffinityKey, node!, this.opts.getNode, signal) };
-    await this.ensureLedger(signal);
+    await this.sources.ensure(signal);
     const freeCapacity = await this.placer.freeCapacities(config, className, scope);
 
     // From here to reserve(): no await, so concurrent provisions cannot both take the last free bytes.
@@ -212,30 +239,38 @@ export class HostPathProvisioner implements Provisioner {
     return { volume, state: 'Finished' };
   }
 
-  // Record, overlap check, directory, setup script; on any failure, what this attempt added is taken back.
-  // Returns whether the directory was created (false: an existing one is reused).
+  // Identity on disk, record, path claim, overlap check, directory, setup script; on any failure, what this attempt
+  // added is taken back. Returns whether the directory was created (false: an existing one is reused).
   private async createOnDisk(
     o: ProvisionOptions, placement: Placement, params: ClassParameters, bytes: bigint, config: HostPathConfig, log: Logger, signal: AbortSignal,
   ): Promise<boolean> {
     const { pvName, claim } = o;
+    const base = placement.base.path;
+    const relativePath = placement.segments.join('/');
+    const record: VolumeRecord = {
+      pvName, claimUid: claim.metadata.uid, relativePath, bytes: bytes.toString(), scope: placement.scope, createdAt: new Date(this.clock.now()).toISOString(),
+    };
     try {
       signal.throwIfAborted();
-      const relativePath = placement.segments.join('/');
-      await writeVolumeRecord(placement.base.path, {
-        pvName, claimUid: claim.metadata.uid, relativePath, bytes: bytes.toString(), scope: placement.scope, createdAt: new Date(this.clock.now()).toISOString(),
-      }, this.opts.fs);
-      // Another instance (per-claim replicas) may be placing a claim in the same directory: whoever sees the
-      // other's record backs off and retries, so two volumes never share a directory.
-      const other = placement.isNew ? await findOverlappingRecord(placement.base.path, relativePath, pvName) : undefined;
+      if (config.scripts.setup !== undefined) checkScriptPath('setup', base, placement.path);
+      // The same directory spelled otherwise (a symlink, a bind mount) by a live PV: by device and inode.
+      if (placement.isNew) await this.checkDiskIdentity(base, placement.segments, pvName, placement.scope);
+      await this.records.write(base, record);
+      // Another instance (replicas on a shared path) may be placing a claim in the same directory, above or below
+      // it: the path claim is exclusive, and whoever then sees the other's claim backs off and retries, so two
+      // volumes never share a directory.
+      const held = await this.records.claim(base, record);
+      if (held) throw new Error(`the directory ${placement.path} is the directory of volume ${held.pvName} (its claim is on disk); retrying later`);
+      const other = placement.isNew ? await this.records.conflict(base, relativePath, pvName) : undefined;
       if (other) {
-        throw new Error(`the directory ${placement.path} overlaps the directory ${placement.base.path}/${other.relativePath} of volume ${other.pvName} (its record is on disk); retrying later`);
+        throw new Error(`the directory ${placement.path} overlaps the directory ${base}/${other.relativePath} of volume ${other.pvName} (its claim is on disk); retrying later`);
       }
-      const { created } = await createVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid });
+      const { created } = await createVolumeDir(base, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid });
       if (config.scripts.setup !== undefined) {
         await this.runScript('setup', config, placement.path, bytes, signal).catch(async (e: unknown) => {
           // A failed setup leaves nothing behind that this attempt created (a retry starts clean); a reused
           // directory's contents are not this attempt's to remove.
-          if (created) await removeVolumeDir(placement.base.path, placement.segments, { ...this.opts.fs }).catch(() => {});
+          if (created) await removeVolumeDir(base, placement.segments, { ...this.opts.fs }).catch(() => {});
           throw e;
         });
       }
@@ -243,13 +278,20 @@ export class HostPathProvisioner implements Provisioner {
     } catch (e) {
       if (placement.isNew) {
         this.ledger.release(pvName);
-        await removeVolumeRecord(placement.base.path, pvName).catch(() => {});
+        await this.records.remove(base, pvName, relativePath).catch(() => {});
       }
       log.warn({ err: (e as Error).message, path: placement.path }, 'creating the volume directory failed');
       if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
       if (e instanceof VolumeScriptError) throw new ProvisioningError(shortenText(e.message, 2048), 'Finished', { cause: e });
       throw e;
     }
+  }
+
+  // Throws UnsafePathError when the directory (or a parent below the base) is a live volume's by device and inode.
+  private async checkDiskIdentity(base: string, segments: string[], pvName: string, scope: string | undefined): Promise<void> {
+    const chain = await this.identities.ofCandidate(base, segments);
+    const path = `${base}/${segments.join('/')}`;
+    await checkInodes({ path, chain, pvName, indexes: this.reachableIndexes(scope), identities: this.identities, roots: allBasePaths(this.config()) });
   }
 
   async delete(volume: PersistentVolume, signal: AbortSignal): Promise<void> {
@@ -263,10 +305,11 @@ export class HostPathProvisioner implements Provisioner {
       storageClass: this.opts.storageClass, goneNodes: this.goneNodes,
       config: () => this.config(),
       configuredRoots: () => this.configuredRoots(),
-      ensureLedger: (signal, fresh) => this.ensureLedger(signal, fresh),
+      ensureLedger: (signal, fresh) => this.sources.ensure(signal, fresh),
       reachableIndexes: () => this.reachableIndexes(undefined),
+      checkDiskIdentity: (base, segments, pvName) => this.checkDiskIdentity(base, segments, pvName, undefined),
       release: (pvName) => this.ledger.release(pvName),
-      findRecord: (pvName) => this.findRecord(pvName),
+      records: this.records,
       exports: () => this.exports(),
       teardown: (dir, bytes, signal) => this.runScript('teardown', this.config(), dir, bytes, signal),
     };
@@ -282,8 +325,8 @@ export class HostPathProvisioner implements Provisioner {
   /** Grows the volume's accounting to `newSize` (infeasible when its base path cannot hold it). */
   async expand(volume: PersistentVolume, newSize: string, signal: AbortSignal): Promise<ExpandResult> {
     return this.locked(volume.metadata.name ?? '', async () => {
-      await this.ensureLedger(signal);
-      const ctx = { ledger: this.ledger, config: this.config(), roots: this.configuredRoots(), now: this.clock.now(), fs: this.opts.fs, exports: this.exports() };
+      await this.sources.ensure(signal);
+      const ctx = { ledger: this.ledger, config: this.config(), roots: this.configuredRoots(), now: this.clock.now(), fs: this.opts.fs, records: this.records, exports: this.exports(), logger: this.logger };
       return expandHostPathVolume(this.mode === 'daemonset' ? { ...ctx, servedNode: this.nodeName } : ctx, volume, newSize, signal);
     });
   }
@@ -292,14 +335,6 @@ export class HostPathProvisioner implements Provisioner {
   private configuredRoots(): string[] {
     const config = this.config();
     return this.mode === 'daemonset' ? localBasePaths(config, this.nodeName).map((b) => b.path) : allBasePaths(config);
-  }
-
-  private async findRecord(pvName: string): Promise<{ basePath: string; path: string; record: VolumeRecord } | undefined> {
-    for (const base of this.configuredRoots()) {
-      const r = await readVolumeRecord(base, pvName);
-      if (r && r.pvName === pvName) return { basePath: base, path: `${base}/${r.relativePath}`, record: r };
-    }
-    return undefined;
   }
 
   // The live-volume indexes a directory in `scope` can collide with: in deployment mode every configured path is
@@ -313,31 +348,17 @@ export class HostPathProvisioner implements Provisioner {
 
   /** The volumes the backend holds (from the on-disk records of the reachable base paths), for the leak inventory. */
   async listVolumes(signal: AbortSignal): Promise<Array<{ name: string; createdAt?: Date }>> {
-    const out = new Map<string, { name: string; createdAt?: Date }>();
-    for (const base of this.configuredRoots()) {
-      signal.throwIfAborted();
-      for (const r of await readVolumeRecords(base)) {
-        const t = Date.parse(r.createdAt);
-        out.set(r.pvName, Number.isNaN(t) ? { name: r.pvName } : { name: r.pvName, createdAt: new Date(t) });
-      }
-    }
-    return [...out.values()];
+    await this.records.ensureLoaded(this.configuredRoots());
+    return this.records.list(this.configuredRoots(), signal);
   }
 
   /**
-   * Rebuilds allocation accounting from PVs: ours (recognised by their base-path annotation), and any other PV
-   * whose directory is under a configured root (adopted or static volumes occupy their directory just the same).
+   * Replaces what the API says about the live volumes (as knownVolumes does): ours (recognised by their base-path
+   * annotation), and any other PV whose directory is under a configured root (adopted or static volumes occupy their
+   * directory just the same, whatever its spelling; one whose source names no single directory blocks its root).
    */
   rebuildFromVolumes(volumes: Iterable<PersistentVolume>): void {
-    const allocations: Allocation[] = [];
-    const config = this.config();
-    const roots = allBasePaths(config);
-    const exports = this.exports();
-    for (const pv of volumes) {
-      const a = allocationOfVolume(pv, exports) ?? adoptedAllocation(pv, roots, config, exports);
-      if (a) allocations.push(a);
-    }
-    this.ledger.rebuild('api', allocations);
+    this.live.replaceAll(volumes);
   }
 
   /** Allocated bytes and capacity per base path (for metrics). */
@@ -357,48 +378,6 @@ export class HostPathProvisioner implements Provisioner {
     if (!loc.path || !loc.basePath || !this.configuredRoots().includes(loc.basePath)) throw new Error(`volume ${volume.metadata.name} is not under a configured base path`);
     checkExistingVolumePath(loc.basePath, loc.path);
     return directoryUsage(loc.path, opts);
-  }
-
-  // Disk records of every reachable base path once (restart; a base added by a reload is scanned when it
-  // appears), then the API's PVs when a source is given and the last refresh is old.
-  // `fresh`: list the PVs now whatever the refresh interval (delete identity without a record).
-  private async ensureLedger(signal: AbortSignal, fresh = false): Promise<void> {
-    if (this.configuredRoots().some((b) => !this.scannedBases.has(b))) {
-      this.scanning = this.scanning.then(() => this.scanDiskRecords(), () => this.scanDiskRecords());
-    }
-    await this.scanning;
-    const src = this.opts.knownVolumes;
-    if (!src) return;
-    // Concurrent callers wait for the list in flight: after a restart, a second provision must not place a
-    // volume on the still-empty ledger while the first is fetching the PVs (that overcommitted a base path).
-    if (this.apiRefresh) return this.apiRefresh;
-    if (!fresh && this.clock.now() - this.lastApiRefresh < (this.opts.knownVolumesRefreshMs ?? 60_000)) return;
-    this.lastApiRefresh = this.clock.now();
-    // Always asynchronous (even when src throws at once), so the finally below runs after the assignment.
-    this.apiRefresh = Promise.resolve()
-      .then(() => src(signal))
-      .then((volumes) => this.rebuildFromVolumes(volumes))
-      .catch((e: unknown) => this.logger.warn({ err: (e as Error).message }, 'could not list volumes to rebuild capacity accounting'))
-      .finally(() => {
-        this.apiRefresh = undefined;
-      });
-    return this.apiRefresh;
-  }
-
-  private async scanDiskRecords(): Promise<void> {
-    for (const base of this.configuredRoots()) {
-      if (this.scannedBases.has(base)) continue;
-      for (const r of await readVolumeRecords(base)) {
-        try {
-          checkRelativeVolumePath(r.relativePath);
-        } catch {
-          this.logger.warn({ pv: r.pvName, basePath: base }, 'ignoring a volume record with an unsafe path');
-          continue;
-        }
-        this.ledger.observe('disk', { pvName: r.pvName, scope: r.scope, basePath: base, path: `${base}/${r.relativePath}`, bytes: BigInt(r.bytes) });
-      }
-      this.scannedBases.add(base);
-    }
   }
 
   /** The NFS exports of the configuration in force, mounted at their shared paths. */

@@ -1,8 +1,9 @@
 // local-path's `setup` and `teardown` ConfigMap scripts, run by the provisioner process itself (no helper pod):
 // `sh -c <script>` with local-path's environment (VOL_DIR, VOL_MODE, VOL_SIZE_BYTES, VOL_USER, VOL_GROUP,
-// VOL_PERM) and its arguments (-p <dir> -s <bytes> -m <mode> -a create|delete), in its own process group so
-// that a timeout or an abort kills whatever the script started. Output is captured, bounded, for the event
-// and the log of a failure.
+// VOL_PERM) and its arguments (-p <dir> -s <bytes> -m <mode> -a create|delete); the path is never part of the
+// command string. The script runs in its own process group, and that group is killed when the script exits (as a
+// helper pod's containers end with it), times out or is aborted: nothing it started in the background outlives it.
+// Output is captured, bounded, for the event and the log of a failure.
 import { spawn } from 'node:child_process';
 import type { Clock } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
@@ -78,6 +79,7 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
     child.stderr.on('data', keep);
     let timedOut = false;
     let aborted = false;
+    let exited = false;
     const killGroup = () => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
@@ -85,7 +87,18 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
         // Already gone.
       }
     };
+    // The script is done: what it left running goes with it. (Its output pipes close once the group is gone.)
+    child.on('exit', () => {
+      exited = true;
+      killGroup();
+    });
     const timer = clock.setTimeout(() => {
+      // A process that left the group (setsid) and still holds the output open: stop waiting for it.
+      if (exited) {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        return;
+      }
       timedOut = true;
       killGroup();
     }, r.timeoutMs);

@@ -1,6 +1,8 @@
 // delete() of the hostpath provisioner: find the directory a PV stands for (ours, adopted, or name-only from the
-// leak inventory), let a gone node's PV go, prove the directory is exactly that volume's, then apply its
-// onDelete policy (delete, archive, retain; adopted PVs take it from their class) and forget its record.
+// leak inventory; in canonical form, and refused when its source names no single directory), let a gone node's PV
+// go, prove the directory is exactly that volume's, then apply its onDelete policy (delete, archive, retain;
+// adopted PVs take it from their class) and forget its record and path claim. A teardown script is never handed a
+// path holding a character a shell reads as syntax.
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { IgnoredError } from '../controller/provisioner.ts';
 import { shortenText } from '../types/text.ts';
@@ -8,12 +10,15 @@ import type { Clock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { allBasePaths, type HostPathConfig } from './config.ts';
 import { parseClassParameters, onDeleteFor, type OnDeletePolicy } from './class-parameters.ts';
-import { checkExistingVolumePath, UnsafePathError, type VolumePathIndex } from './path-safety.ts';
+import { checkExistingVolumePath, checkScriptPath, UnsafePathError } from './path-safety.ts';
+import type { VolumePathIndex } from './volume-path-index.ts';
 import { removeVolumeDir, archiveVolumeDir, type FsOpsOptions } from './fs-ops.ts';
-import { removeVolumeRecord, readVolumeRecords, readVolumeRecord, type VolumeRecord } from './volume-records.ts';
+import type { VolumeRecord } from './volume-records.ts';
+import type { VolumeRecordStore } from './record-store.ts';
 import { readVolumeLocation, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
 import { proveVolumeIdentity } from './delete-identity.ts';
-import { localDirectoryOf, longestRootOf, sharedBasePaths, type MountedExport } from './volume-source.ts';
+import { canonicalAbsolutePath } from './canonical-path.ts';
+import { localDirectoryOf, longestRootOf, readVolumeDirectory, sharedBasePaths, type MountedExport } from './volume-source.ts';
 import { isRealDirectory, volumeBytes } from './provision-rules.ts';
 import { REASON_NODE_GONE, type GoneNodePolicy } from './gone-node.ts';
 
@@ -35,17 +40,20 @@ export interface DeleteContext {
   config(): HostPathConfig;
   /** The roots delete may touch: those reachable from this instance. */
   configuredRoots(): string[];
-  /** Brings the live-volume ledger up to date; `fresh` lists the PVs now. */
-  ensureLedger(signal: AbortSignal, fresh?: boolean): Promise<void>;
+  /** Brings the live-volume ledger up to date; `fresh`: current as of the volume's last change (a leaf proof). */
+  ensureLedger(signal: AbortSignal, fresh?: { pvName: string }): Promise<void>;
   /** Every live-volume index a directory here can collide with. */
   reachableIndexes(): VolumePathIndex[];
+  /** Throws UnsafePathError when `<base>/<segments>` is, holds or is inside a live volume's directory by device and inode. */
+  checkDiskIdentity(base: string, segments: string[], pvName: string): Promise<void>;
   /** Forgets a volume in the ledger. */
   release(pvName: string): void;
   /** The NFS exports mounted at the shared paths: an nfs PV source maps to its directory through them. */
   exports(): MountedExport[];
   /** Runs the configured teardown script on a volume directory (none configured: nothing). */
   teardown(dir: string, bytes: bigint, signal: AbortSignal): Promise<void>;
-  findRecord(pvName: string): Promise<{ basePath: string; path: string; record: VolumeRecord } | undefined>;
+  /** The records and path claims of the base paths. */
+  records: VolumeRecordStore;
 }
 
 /** Applies the volume's onDelete policy to its directory once its identity is proven (see delete-identity.ts). */
@@ -58,19 +66,23 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
     return;
   }
   const { base, path: vpath, segments } = target;
+  const rel = segments.join('/');
   await ctx.ensureLedger(signal);
-  const record = target.record ?? (await readVolumeRecord(base, pvName));
+  const record = target.record ?? (await ctx.records.read(base, pvName));
   // Without a record that names this PV and its claim, the leaf rule needs the live volumes as they are now.
   const proof = await proveVolumeIdentity({
     // No claimRef (a name-only volume, or a PV never bound: the controller deletes only released ones): the
     // record's name and path must still match.
     pvName, claimUid: target.nameOnly ? undefined : volume.spec.claimRef?.uid, path: vpath, basePath: base,
-    record: record?.pvName === pvName ? record : undefined,
-    records: () => readVolumeRecords(base),
+    record,
+    pathClaim: await ctx.records.claimOfPath(base, rel),
+    otherClaim: () => ctx.records.conflict(base, rel, pvName),
     liveVolumes: async (fresh) => {
-      await ctx.ensureLedger(signal, fresh);
+      // A name-only volume has no PV to be current with; its record proved it.
+      if (fresh && !target.nameOnly) await ctx.ensureLedger(signal, { pvName });
       return ctx.reachableIndexes();
     },
+    checkInodes: () => ctx.checkDiskIdentity(base, segments, pvName),
     basePaths: allBasePaths(ctx.config()),
   });
   const onDelete = target.onDelete ?? (await adoptedOnDelete(ctx, volume, signal));
@@ -84,7 +96,8 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
   } else {
     // Teardown only for delete (a local-path teardown is typically `rm -rf`, which archive and retain must not
     // run), after the identity proof above, on that proven directory and only while it is still a real one.
-    if (ctx.config().scripts.teardown !== undefined && (await isRealDirectory(vpath))) {
+    if (ctx.config().scripts.teardown !== undefined && (await isRealDirectory(vpath, ctx.fs))) {
+      checkScriptPath('teardown', base, vpath);
       await ctx.teardown(vpath, volumeBytes(volume), signal).catch((e: unknown) => {
         log.warn({ err: (e as Error).message }, 'teardown script failed; the directory is kept and the deletion retried');
         throw e;
@@ -94,7 +107,7 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
     if (r.existed) log.info({}, 'volume directory deleted');
     else log.warn({}, 'volume directory was already gone');
   }
-  await removeVolumeRecord(base, pvName);
+  await ctx.records.remove(base, pvName, rel);
   ctx.release(pvName);
 }
 
@@ -102,18 +115,23 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
 async function deleteTarget(ctx: DeleteContext, volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<DeleteTarget | { goneNode: string; message: string }> {
   const exports = ctx.exports();
   const loc = readVolumeLocation(volume, exports);
-  const dir = localDirectoryOf(volume, exports);
+  const reading = readVolumeDirectory(volume, exports);
+  if (reading.kind === 'ambiguous') {
+    throw new UnsafePathError('outside-root', reading.candidates[0] ?? '', `is what volume ${pvName}'s source may mean, but it cannot be mapped to exactly one directory (${reading.why}); refusing to guess`);
+  }
+  const dir = reading.kind === 'one' ? reading.path : undefined;
   if (!dir) {
     // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
     // A PV we published always has a path, so one with our annotations and none is refused.
     if (loc.basePath !== undefined) throw new Error(`volume ${pvName} has no local directory (no local or hostPath path, and no nfs source under a configured export); refusing to guess`);
-    const found = await ctx.findRecord(pvName);
+    const found = await ctx.records.find(pvName, ctx.configuredRoots());
     if (!found) {
       if (ctx.mode === 'daemonset') throw new IgnoredError(`volume ${pvName} has no path and no record on node ${ctx.nodeName}`);
       throw new Error(noLocalPathMessage(volume));
     }
-    const segments = checkExistingVolumePath(found.basePath, found.path);
-    return { base: found.basePath, path: found.path, segments, onDelete: 'delete', record: found.record, nameOnly: true };
+    const path = `${found.basePath}/${found.record.relativePath}`;
+    const segments = checkExistingVolumePath(found.basePath, path);
+    return { base: found.basePath, path, segments, onDelete: 'delete', record: found.record, nameOnly: true };
   }
   if (ctx.mode === 'daemonset' && loc.node !== ctx.nodeName) {
     const verdict = await ctx.goneNodes?.check(volume, signal);
@@ -124,7 +142,8 @@ async function deleteTarget(ctx: DeleteContext, volume: PersistentVolume, pvName
   if (loc.onDelete === undefined) throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
   signal.throwIfAborted();
   const roots = ctx.configuredRoots();
-  const base = loc.basePath ?? longestRootOf(dir, roots);
+  const annotatedBase = loc.basePath === undefined ? undefined : canonicalAbsolutePath(loc.basePath) ?? loc.basePath;
+  const base = annotatedBase ?? longestRootOf(dir, roots);
   if (!base || !roots.includes(base)) {
     throw new UnsafePathError('outside-root', dir, `is not under a configured base path (${base ?? 'none'} is not configured here); refusing to touch it`);
   }

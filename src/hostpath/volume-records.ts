@@ -1,11 +1,14 @@
-// On-disk records of the volumes in a base path: `<base>/.kube-provisioner/volumes/<pv>.json`, written before
-// the volume directory is created and removed after it is deleted. They make the backend's own inventory
-// exact whatever the pathPattern (listVolumes for the leak inventory) and let capacity accounting survive a
-// restart without the API, and they prove at delete time which PV a directory belongs to (delete-identity.ts).
-// `.kube-provisioner` is a reserved name no pattern can produce.
-import fsp from 'node:fs/promises';
+// On-disk records of the volumes in a base path, one file per PV name: `<base>/.kube-provisioner/volumes/<pv>.json`,
+// written (write-then-rename) before the volume directory is created and removed after it is deleted. They make
+// the backend's own inventory exact whatever the pathPattern (listVolumes for the leak inventory), let capacity
+// accounting survive a restart without the API, and prove at delete time which PV and which claim a directory
+// belongs to (delete-identity.ts). A PV name too long for a file name is stored as `_sha256-<hex>.json`: `_` is in
+// no PV name (DNS-1123), so no PV can share that file, on case-insensitive filesystems too. Files older versions
+// wrote (`<hex>.json` for long names) are still read, and trusted only for the PV they name. `.kube-provisioner`
+// is a reserved name no pattern can produce. Path-keyed claims beside them are path-claims.ts's.
 import { createHash, randomBytes } from 'node:crypto';
 import { createVolumeDir, type FsOpsOptions } from './fs-ops.ts';
+import { errnoCode, hostFsOf } from './host-fs.ts';
 
 /** Where under a base path the provisioner keeps its per-volume records. */
 export const RECORDS_SEGMENTS = ['.kube-provisioner', 'volumes'];
@@ -18,7 +21,7 @@ export interface VolumeRecord {
    * uid does not exist yet when the record is written). Absent in records written by older versions.
    */
   claimUid?: string;
-  /** The volume directory relative to the base path. */
+  /** The volume directory relative to the base path, canonical. */
   relativePath: string;
   /** Allocated bytes, as a decimal string (BigInt in JSON). */
   bytes: string;
@@ -27,64 +30,87 @@ export interface VolumeRecord {
   createdAt: string;
 }
 
-const recordsDir = (basePath: string) => `${basePath}/${RECORDS_SEGMENTS.join('/')}`;
+/** The records directory of a base path. */
+export const recordsDir = (basePath: string) => `${basePath}/${RECORDS_SEGMENTS.join('/')}`;
 
-// PV names are DNS subdomains (<= 253 chars): long ones are hashed so the file name fits 255 bytes.
-function fileName(pvName: string): string {
-  return pvName.length <= 240 ? `${pvName}.json` : `${createHash('sha256').update(pvName).digest('hex')}.json`;
+const MAX_PLAIN_NAME = 240;
+const HASHED_PREFIX = '_sha256-';
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** The record's file name: `<pv>.json`, or `_sha256-<hex>.json` for a name too long for one. */
+export function recordFileName(pvName: string): string {
+  return pvName.length <= MAX_PLAIN_NAME ? `${pvName}.json` : `${HASHED_PREFIX}${sha256(pvName)}.json`;
 }
 
-/** Writes (atomically) the record of a volume. */
+// What older versions named a long PV's record: the bare hash, which a PV named like that hash shared.
+const legacyFileName = (pvName: string) => (pvName.length <= MAX_PLAIN_NAME ? undefined : `${sha256(pvName)}.json`);
+
+/** Writes (atomically: a temporary file renamed over the record) the record of a volume. */
 export async function writeVolumeRecord(basePath: string, record: VolumeRecord, fsOpts?: FsOpsOptions): Promise<void> {
-  const target = `${recordsDir(basePath)}/${fileName(record.pvName)}`;
-  const tmp = `${recordsDir(basePath)}/.tmp-${randomBytes(6).toString('hex')}`;
+  const fs = hostFsOf(fsOpts);
+  const dir = recordsDir(basePath);
+  const target = `${dir}/${recordFileName(record.pvName)}`;
+  const tmp = `${dir}/.tmp-${randomBytes(6).toString('hex')}`;
   // Every time, not only for the first record: the walk refuses a base path that is missing, a file or a symlink
   // (BasePathError, a clear message) and a records directory swapped for a symlink, before anything is written.
   await createVolumeDir(basePath, RECORDS_SEGMENTS, { ...fsOpts, mode: 0o700, parentMode: 0o700 });
-  await fsp.writeFile(tmp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
+  await fs.writeFile(tmp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
   try {
-    await fsp.rename(tmp, target);
+    await fs.rename(tmp, target);
   } catch (e) {
-    await fsp.rm(tmp, { force: true });
+    await fs.rm(tmp, { force: true });
     throw e;
   }
 }
 
-/** Removes the record of a volume (no error when absent). */
-export async function removeVolumeRecord(basePath: string, pvName: string): Promise<void> {
-  await fsp.rm(`${recordsDir(basePath)}/${fileName(pvName)}`, { force: true });
+/** Removes the record of a volume (no error when absent); an older version's file only when it names this PV. */
+export async function removeVolumeRecord(basePath: string, pvName: string, fsOpts?: FsOpsOptions): Promise<void> {
+  const fs = hostFsOf(fsOpts);
+  await fs.rm(`${recordsDir(basePath)}/${recordFileName(pvName)}`, { force: true });
+  const legacy = legacyFileName(pvName);
+  if (legacy && (await readRecordFile(basePath, legacy, fsOpts))?.pvName === pvName) await fs.rm(`${recordsDir(basePath)}/${legacy}`, { force: true });
 }
 
-/** Reads one record, or undefined. */
-export async function readVolumeRecord(basePath: string, pvName: string): Promise<VolumeRecord | undefined> {
-  const text = await fsp.readFile(`${recordsDir(basePath)}/${fileName(pvName)}`, 'utf8').catch(() => undefined);
+/** Reads the record of `pvName`, or undefined (none, unreadable, or a file that names another PV). */
+export async function readVolumeRecord(basePath: string, pvName: string, fsOpts?: FsOpsOptions): Promise<VolumeRecord | undefined> {
+  const current = await readRecordFile(basePath, recordFileName(pvName), fsOpts);
+  if (current?.pvName === pvName) return current;
+  const legacy = legacyFileName(pvName);
+  const old = legacy === undefined ? undefined : await readRecordFile(basePath, legacy, fsOpts);
+  return old?.pvName === pvName ? old : undefined;
+}
+
+/** The file names in a base path's records directory that hold records (none when it does not exist). */
+export async function listRecordFiles(basePath: string, fsOpts?: FsOpsOptions): Promise<string[]> {
+  const names = await hostFsOf(fsOpts).readdir(recordsDir(basePath)).catch((e: unknown) => {
+    if (errnoCode(e) === 'ENOENT') return [] as string[];
+    throw e;
+  });
+  return names.filter((n) => n.endsWith('.json') && !n.startsWith('.tmp-'));
+}
+
+/** The PV name a record file name stands for, when the name says it (not for hashed names). */
+export function pvNameOfRecordFile(fileName: string): string | undefined {
+  if (!fileName.endsWith('.json') || fileName.startsWith(HASHED_PREFIX)) return undefined;
+  const name = fileName.slice(0, -'.json'.length);
+  // An older version's hashed name is 64 hex characters: also a valid PV name, so only its content tells.
+  return /^[0-9a-f]{64}$/.test(name) ? undefined : name;
+}
+
+/** Reads one record file by its name in the records directory, or undefined. */
+export async function readRecordFile(basePath: string, fileName: string, fsOpts?: FsOpsOptions): Promise<VolumeRecord | undefined> {
+  const text = await hostFsOf(fsOpts).readFile(`${recordsDir(basePath)}/${fileName}`).catch(() => undefined);
   return text === undefined ? undefined : parseRecord(text);
 }
 
-/** All records of a base path (none when the base or the records directory is missing). Corrupt files are skipped. */
-export async function readVolumeRecords(basePath: string): Promise<VolumeRecord[]> {
-  const names = await fsp.readdir(recordsDir(basePath)).catch(() => [] as string[]);
+/** Every record in a base path: one directory read, one read per record (loading an index, not per claim). */
+export async function readVolumeRecords(basePath: string, fsOpts?: FsOpsOptions): Promise<VolumeRecord[]> {
   const out: VolumeRecord[] = [];
-  for (const n of names) {
-    if (!n.endsWith('.json')) continue;
-    const text = await fsp.readFile(`${recordsDir(basePath)}/${n}`, 'utf8').catch(() => undefined);
-    const r = text === undefined ? undefined : parseRecord(text);
+  for (const n of await listRecordFiles(basePath, fsOpts)) {
+    const r = await readRecordFile(basePath, n, fsOpts);
     if (r) out.push(r);
   }
   return out;
-}
-
-/**
- * Another volume's record whose directory is `relativePath`, or above or below it (read now: another instance may
- * have just written it), or undefined.
- */
-export async function findOverlappingRecord(basePath: string, relativePath: string, pvName: string): Promise<VolumeRecord | undefined> {
-  const under = (a: string, b: string) => b.startsWith(`${a}/`);
-  for (const r of await readVolumeRecords(basePath)) {
-    if (r.pvName === pvName) continue;
-    if (r.relativePath === relativePath || under(r.relativePath, relativePath) || under(relativePath, r.relativePath)) return r;
-  }
-  return undefined;
 }
 
 function parseRecord(text: string): VolumeRecord | undefined {

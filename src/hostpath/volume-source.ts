@@ -2,13 +2,16 @@
 // shared path is the mount of an NFS export), and which local directory an existing PV's source stands for,
 // whoever created the PV (ours, an older version's, local-path's hostPath/local PVs, nfs-subdir's nfs PVs). This
 // is the one place that turns a PV's volume source into a local directory: delete, accounting, usage and
-// live-volume checks all go through localDirectoryOf. The nfs mapping is lexical and fails closed: anything not
-// exactly below a known export maps to nothing.
+// live-volume checks all go through readVolumeDirectory. Every path is read in its canonical form
+// (canonical-path.ts): `BASE//x`, `BASE/./x`, `BASE/x/` and an nfs source `/export/x/` on server `NFS.Example.`
+// all name the same directory. A source holding `..`, or an nfs source that two exports map, cannot be mapped to
+// exactly one directory: it is `ambiguous`, and callers block everything it could mean.
 import path from 'node:path';
 import type { PersistentVolume, PersistentVolumeSpec } from '../types/k8s.ts';
 import type { HostPathConfig, NfsExport, PathSet } from './config.ts';
 import { isStrictlyUnder } from './path-safety.ts';
 import type { VolumeType } from './class-parameters.ts';
+import { canonicalNfsServer, readAbsolutePath } from './canonical-path.ts';
 
 /** An NFS export and the directory it is mounted at on this instance. */
 export interface MountedExport extends NfsExport {
@@ -86,19 +89,34 @@ export function volumeSourceSpec(type: PublishedType, localPath: string, mount?:
 
 /**
  * The local directory an `nfs:` PV source stands for: `<mountPath>/<rest>` when the source names the export's
- * server and a path at or below the export path, else undefined. Fails closed on anything not normalised
- * (`..`, `.`, doubled or trailing slashes), so a crafted PV can never map outside the mount. The export root
- * itself maps to mountPath (callers' delete-identity checks refuse it as a base path).
+ * server (without case, without a trailing dot) and a path at or below the export path (canonical: `//`, `.` and a
+ * trailing `/` do not matter), else undefined. A path holding `..` maps to nothing here (readVolumeDirectory calls
+ * it ambiguous). The export root itself maps to mountPath (callers' delete-identity checks refuse it as a base path).
  */
 export function localPathOfNfsSource(source: { server?: string; path?: string }, mount: MountedExport): string | undefined {
+  const r = nfsReading(source, mount);
+  return r?.kind === 'canonical' ? r.path : undefined;
+}
+
+// The source's path read below one export: undefined when the server is another one or the path is not below it.
+function nfsReading(source: { server?: string; path?: string }, mount: MountedExport): ReturnType<typeof readAbsolutePath> {
   const { server, path: p } = source;
-  if (typeof server !== 'string' || typeof p !== 'string') return undefined;
-  if (server.toLowerCase() !== mount.server.toLowerCase()) return undefined;
-  if (!p.startsWith('/') || p.includes('\0') || path.posix.normalize(p) !== p || (p.length > 1 && p.endsWith('/'))) return undefined;
-  if (p === mount.path) return mount.mountPath;
-  const prefix = mount.path === '/' ? '/' : `${mount.path}/`;
-  if (!p.startsWith(prefix)) return undefined;
-  return `${mount.mountPath}/${p.slice(prefix.length)}`;
+  if (typeof server !== 'string' || canonicalNfsServer(server) !== canonicalNfsServer(mount.server)) return undefined;
+  const reading = readAbsolutePath(p);
+  const exportPath = readAbsolutePath(mount.path);
+  if (!reading || exportPath?.kind !== 'canonical') return undefined;
+  const map = (abs: string): string | undefined => {
+    if (abs === exportPath.path) return mount.mountPath;
+    if (exportPath.path === '/') return `${mount.mountPath}${abs}`;
+    return isStrictlyUnder(exportPath.path, abs) ? `${mount.mountPath}${abs.slice(exportPath.path.length)}` : undefined;
+  };
+  if (reading.kind === 'canonical') {
+    const local = map(reading.path);
+    return local === undefined ? undefined : { kind: 'canonical', path: local };
+  }
+  // `..` below the export could mean anything the export holds: the export root, at least.
+  const candidates = reading.candidates.map(map).filter((c): c is string => c !== undefined);
+  return { kind: 'ambiguous', candidates: candidates.length > 0 ? candidates : [mount.mountPath], why: reading.why };
 }
 
 /** Every mounted export in a configuration (global and per class), plus a default for the global shared path. */
@@ -118,18 +136,41 @@ export function exportOfPathSet(set: PathSet, config: HostPathConfig, defaultExp
   return e && set.sharedFileSystemPath ? { ...e, mountPath: set.sharedFileSystemPath.path } : undefined;
 }
 
+/** What a PV's volume source names on this machine. */
+export type DirectoryReading =
+  /** No local, hostPath or nfs source, or an nfs source under no configured export. */
+  | { kind: 'none' }
+  /** Exactly one directory, in canonical form. */
+  | { kind: 'one'; path: string }
+  /** Not one directory (`..`, or an nfs source two exports map): the paths it could mean, and why. */
+  | { kind: 'ambiguous'; candidates: string[]; why: string };
+
 /**
  * The local directory a PV's volume source stands for: its `local` or `hostPath` path, or its `nfs` source mapped
- * through `exports` (the configured shared paths that are the mounts of NFS exports). Undefined when there is
- * none, or when an nfs source is under no export, or under two (ambiguous: refused rather than picked).
+ * through `exports` (the configured shared paths that are the mounts of NFS exports), in canonical form.
  */
-export function localDirectoryOf(pv: PersistentVolume, exports: readonly MountedExport[] = []): string | undefined {
+export function readVolumeDirectory(pv: PersistentVolume, exports: readonly MountedExport[] = []): DirectoryReading {
   const direct = pv.spec.local?.path ?? pv.spec.hostPath?.path;
-  if (direct !== undefined) return typeof direct === 'string' ? direct : undefined;
+  if (direct !== undefined) {
+    const r = readAbsolutePath(direct);
+    if (!r) return { kind: 'none' };
+    return r.kind === 'canonical' ? { kind: 'one', path: r.path } : r;
+  }
   const nfs = pv.spec.nfs;
-  if (!nfs) return undefined;
-  const hits = exports.map((m) => localPathOfNfsSource(nfs, m)).filter((p): p is string => p !== undefined);
-  return new Set(hits).size === 1 ? hits[0] : undefined;
+  if (!nfs) return { kind: 'none' };
+  const readings = exports.map((m) => nfsReading(nfs, m)).filter((r) => r !== undefined);
+  const ambiguous = readings.find((r) => r.kind === 'ambiguous');
+  const paths = [...new Set(readings.flatMap((r) => (r.kind === 'canonical' ? [r.path] : r.candidates)))];
+  if (ambiguous) return { kind: 'ambiguous', candidates: paths, why: ambiguous.why };
+  if (paths.length === 0) return { kind: 'none' };
+  if (paths.length === 1) return { kind: 'one', path: paths[0] };
+  return { kind: 'ambiguous', candidates: paths, why: 'more than one configured export maps it' };
+}
+
+/** The one local directory of a PV (canonical), or undefined (none, or not exactly one: see readVolumeDirectory). */
+export function localDirectoryOf(pv: PersistentVolume, exports: readonly MountedExport[] = []): string | undefined {
+  const r = readVolumeDirectory(pv, exports);
+  return r.kind === 'one' ? r.path : undefined;
 }
 
 /** The shared filesystem paths of a configuration (top level and per class). */

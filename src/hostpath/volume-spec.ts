@@ -5,10 +5,9 @@ import type { AccessMode, PersistentVolume, ReclaimPolicy } from '../types/k8s.t
 import { LABEL_HOSTNAME } from '../types/annotations.ts';
 import { parseQuantity, isQuantity } from '../types/quantity.ts';
 import type { OnDeletePolicy } from './class-parameters.ts';
-import { SHARED_SCOPE, type Allocation, type Scope } from './capacity.ts';
-import type { HostPathConfig } from './config.ts';
-import { isStrictlyUnder } from './path-safety.ts';
-import { localDirectoryOf, longestRootOf, sharedBasePaths, volumeSourceSpec, type MountedExport, type PublishedType } from './volume-source.ts';
+import { canonicalAbsolutePath } from './canonical-path.ts';
+import { SHARED_SCOPE, type Allocation } from './capacity.ts';
+import { localDirectoryOf, volumeSourceSpec, type MountedExport, type PublishedType } from './volume-source.ts';
 
 /** The node whose disk holds the volume, or that provisioned it (shared path). */
 export const ANN_HOSTPATH_NODE = 'hostpath.kube-provisioner.io/node';
@@ -93,7 +92,7 @@ export function readVolumeLocation(pv: PersistentVolume, exports: readonly Mount
   const kind = ann[ANN_HOSTPATH_KIND];
   return {
     path: typeof path === 'string' ? path : undefined,
-    basePath: ann[ANN_HOSTPATH_BASE_PATH],
+    basePath: canonicalAbsolutePath(ann[ANN_HOSTPATH_BASE_PATH]) ?? ann[ANN_HOSTPATH_BASE_PATH],
     kind: kind === 'node' || kind === 'shared' ? kind : undefined,
     node: ann[ANN_HOSTPATH_NODE] ?? affinityHostname(pv),
     // Without our annotation (a PV another provisioner wrote): what that provisioner did by default, so nothing it
@@ -115,48 +114,10 @@ function affinityHostname(pv: PersistentVolume): string | undefined {
 /** The allocation a PV of ours stands for (recognised by its base-path annotation), for rebuilding accounting. */
 export function allocationOfVolume(pv: PersistentVolume, exports: readonly MountedExport[] = []): Allocation | undefined {
   const ann = pv.metadata.annotations ?? {};
-  const basePath = ann[ANN_HOSTPATH_BASE_PATH];
+  const basePath = canonicalAbsolutePath(ann[ANN_HOSTPATH_BASE_PATH]);
   const path = localDirectoryOf(pv, exports);
   const storage = pv.spec.capacity?.storage;
   if (!basePath || typeof path !== 'string' || !pv.metadata.name || !isQuantity(storage)) return undefined;
   const scope = ann[ANN_HOSTPATH_KIND] === 'shared' ? SHARED_SCOPE : ann[ANN_HOSTPATH_NODE] ?? SHARED_SCOPE;
   return { pvName: pv.metadata.name, scope, basePath, path, bytes: parseQuantity(storage) };
-}
-
-/** A PV's directory, the configured base path holding it and the scope (node, or shared) of that base. */
-export interface ResolvedVolumeSource {
-  path: string;
-  basePath: string;
-  scope: Scope;
-  /** True when the PV has no base-path annotation of ours (an older version's, or another provisioner's). */
-  adopted: boolean;
-}
-
-/**
- * Resolves a PV's source (local, hostPath, or nfs through `exports`) to a local directory under one of `roots`,
- * or undefined (no local directory, or one under none of the roots). An annotated base path must itself be one
- * of the roots. PVs adopted from local-path or nfs-subdir have only their path: the base is the closest root.
- */
-export function resolveVolumeSource(
-  pv: PersistentVolume, roots: readonly string[], config: HostPathConfig, exports: readonly MountedExport[] = [],
-): ResolvedVolumeSource | undefined {
-  const loc = readVolumeLocation(pv, exports);
-  const dir = loc.path;
-  if (!dir) return undefined;
-  const annotated = pv.metadata.annotations?.[ANN_HOSTPATH_BASE_PATH];
-  const basePath = annotated ?? longestRootOf(dir, roots);
-  if (!basePath || !roots.includes(basePath) || !isStrictlyUnder(basePath, dir)) return undefined;
-  const shared = loc.kind ? loc.kind === 'shared' : sharedBasePaths(config).has(basePath);
-  return { path: dir, basePath, scope: shared ? SHARED_SCOPE : loc.node ?? SHARED_SCOPE, adopted: annotated === undefined };
-}
-
-/** The allocation of a PV without our annotations whose directory is under a configured root. */
-export function adoptedAllocation(
-  pv: PersistentVolume, roots: readonly string[], config: HostPathConfig, exports: readonly MountedExport[] = [],
-): Allocation | undefined {
-  const storage = pv.spec.capacity?.storage;
-  if (!pv.metadata.name || !isQuantity(storage)) return undefined;
-  const src = resolveVolumeSource(pv, roots, config, exports);
-  if (!src) return undefined;
-  return { pvName: pv.metadata.name, scope: src.scope, basePath: src.basePath, path: src.path, bytes: parseQuantity(storage) };
 }

@@ -115,7 +115,8 @@ describe('shutdown on SIGINT/SIGTERM', () => {
       const config = join(dir, 'hostpath.json');
       await writeFile(config, JSON.stringify({ storageClassConfigs: { x: { sharedFileSystemPath: join(dir, 'vols') } } }));
       const cli = startCli(['run', 'hostpath', '--kubeconfig', cluster.kubeconfigPath, '--config', config, '--leader-election', 'none']);
-      await waitFor('the provisioner running', () => cli.stdout().includes('kube-provisioner run hostpath: provisioner'), 30_000);
+      // A guard against a hang, not a speed claim: a cold tsx start of `run hostpath` took over 30 s at load 21.
+      await waitFor('the provisioner running', () => cli.stdout().includes('kube-provisioner run hostpath: provisioner'), 120_000);
       cli.child.kill('SIGTERM');
       assert.equal(await exitWithin(cli), 0, cli.stderr());
       assert.match(cli.stdout(), /run hostpath: stopped/);

@@ -9,6 +9,7 @@ import { InfeasibleError, IgnoredError } from '../../src/controller/provisioner.
 import { validateHostPathConfig } from '../../src/hostpath/config.ts';
 import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
 import { readVolumeRecord } from '../../src/hostpath/volume-records.ts';
+import { VolumeIdentityError } from '../../src/hostpath/delete-identity.ts';
 import { claim, provisionOptions, signal, storageClass, tempTree } from './provisioner-helpers.ts';
 
 const MI = 1024n * 1024n;
@@ -82,4 +83,26 @@ test('daemonset mode: only the volume\'s node expands it', async () => {
   assert.equal(p2.shouldExpand(volume), false);
   await assert.rejects(p2.expand(volume, '2Mi', signal()), IgnoredError);
   assert.deepEqual(await p1.expand(volume, '2Mi', signal()), { capacity: '2Mi' });
+});
+
+test('expansion keeps the claim uid in the record: a Retain PV expanded, deleted by hand and re-created under its name for another claim keeps its directory', async () => {
+  const base = path.join(tmp, 'keep-uid');
+  await fsp.mkdir(base);
+  const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: base }) });
+  const o = provisionOptions(claim({ size: '1Mi', modes: ['ReadWriteMany'] }), storageClass('retained', { onDelete: 'delete' }, 'Retain'));
+  const { volume } = await p.provision(o, signal());
+  volume.spec.claimRef = { namespace: 'team-a', name: o.claim.metadata.name ?? '', uid: o.claim.metadata.uid };
+  await fsp.writeFile(path.join(volume.spec.hostPath?.path ?? '', 'data'), 'retained data');
+  await p.expand({ ...volume, status: { phase: 'Bound' } }, '2Mi', signal());
+  const record = await readVolumeRecord(base, volume.metadata.name ?? '');
+  assert.equal(record?.claimUid, o.claim.metadata.uid, 'the record still names the claim');
+  assert.equal(record?.bytes, String(2n * MI), 'and carries the new size');
+  // The Retain PV is deleted by hand (the provisioner is not asked: the record stays), then re-created under the same
+  // name for another claim with the Delete policy, and released.
+  const recreated = structuredClone(volume);
+  recreated.spec.persistentVolumeReclaimPolicy = 'Delete';
+  recreated.spec.claimRef = { namespace: 'team-b', name: 'other', uid: '99999999-0000-0000-0000-000000000000' };
+  recreated.status = { phase: 'Released' };
+  await assert.rejects(p.delete(recreated, signal()), (e: unknown) => e instanceof VolumeIdentityError && e.rule === 'record-mismatch');
+  assert.equal(await fsp.readFile(path.join(volume.spec.hostPath?.path ?? '', 'data'), 'utf8'), 'retained data');
 });

@@ -1,6 +1,7 @@
 // Randomized end-to-end: hostile labels/annotations through the real provisioner on a real temp tree.
 // Whatever is accepted lands strictly inside the root (checked with realpath), and nothing outside changes.
-// Then forged PVs named after path segments, aimed at random directories, never reach a live volume's data.
+// Then forged PVs named after path segments, aimed at random directories in random spellings (`//`, `/./`, a
+// trailing `/`: the same directory), never reach a live volume's data.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
@@ -96,7 +97,8 @@ test('randomized: forged PVs named after path segments never delete or archive a
     const dirs = [root, ...(await snapshot(root)).filter((e) => !e.startsWith('.kube-provisioner')).map((e) => path.join(root, e))];
     const names = [...new Set(dirs.flatMap((d) => d.slice(root.length + 1).split(/[/_]/)).filter((n) => /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(n)))];
     for (let i = 0; i < 200; i++) {
-      const target = pick(dirs);
+      // Another spelling of the same directory is the same directory.
+      const target = pick([(d: string) => d, (d: string) => `${d}/`, (d: string) => d.replace(/\/([^/]*)$/, '//$1'), (d: string) => d.replace(/\/([^/]*)$/, '/./$1')])(pick(dirs));
       const pv: PersistentVolume = {
         metadata: {
           name: pick([...names, 'root', 'default', 'volumes']),

@@ -1,10 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import {
-  checkRelativeVolumePath, resolveVolumePath, checkBasePath, checkExistingVolumePath, VolumePathIndex,
-  UnsafePathError, type UnsafePathRule,
-} from '../../src/hostpath/path-safety.ts';
+import { checkRelativeVolumePath, resolveVolumePath, checkBasePath, checkExistingVolumePath, UnsafePathError, type UnsafePathRule } from '../../src/hostpath/path-safety.ts';
+import { VolumePathIndex } from '../../src/hostpath/volume-path-index.ts';
 import { compilePathPattern, PathTemplateError } from '../../src/hostpath/path-template.ts';
 
 const pv = 'pvc-42';

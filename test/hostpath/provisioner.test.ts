@@ -235,8 +235,8 @@ test('bad input: Infeasible with nothing created outside (or inside) the roots',
   for (const [name, o] of cases) {
     await assert.rejects(p.provision(o, signal()), isInfeasible, name);
   }
-  // The provisioner's own metadata directory may now exist (empty); nothing else changed.
-  const meta = ['root/.kube-provisioner', 'root/.kube-provisioner/volumes'];
+  // The provisioner's own metadata directory may now exist (empty: records, path claims, markers); nothing else changed.
+  const meta = ['root/.kube-provisioner', 'root/.kube-provisioner/volumes', 'root/.kube-provisioner/paths', 'root/.kube-provisioner/below'];
   assert.deepEqual((await snapshot(dir)).filter((e) => !meta.includes(e)), before, 'nothing created, not even records');
   assert.equal(p.supportsBlock(), false);
   // The provisioner keeps serving other claims.

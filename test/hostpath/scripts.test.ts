@@ -64,3 +64,20 @@ test('a timeout and an abort kill the script and what it started', async () => {
     await fsp.rm(tmp, { recursive: true, force: true });
   }
 });
+
+test('a script that exits 0 takes what it started in the background with it, as a helper pod would', async () => {
+  const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'kp-scripts-'));
+  try {
+    const pidFile = path.join(tmp, 'pid');
+    // Detached from the script's output, so nothing but the process group ties it to the script.
+    await run(`sleep 300 >/dev/null 2>&1 </dev/null & echo $! > ${pidFile}; exit 0`);
+    const child = Number(await fsp.readFile(pidFile, 'utf8'));
+    await waitFor('background child of a finished script killed', () => !alive(child), 5_000);
+    // Holding the script's stdout open does not keep the script "running" either.
+    await run(`sleep 300 & echo $! > ${pidFile}; exit 0`);
+    const holder = Number(await fsp.readFile(pidFile, 'utf8'));
+    await waitFor('background child holding stdout killed', () => !alive(holder), 5_000);
+  } finally {
+    await fsp.rm(tmp, { recursive: true, force: true });
+  }
+});

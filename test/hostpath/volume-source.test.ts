@@ -1,10 +1,11 @@
 // The PV source both ways: the type chosen from local-path's annotations and the class, and the mapping of an
-// nfs source back to the directory under the mounted export, which must fail closed on anything not exactly
-// below the export (other server, traversal, unnormalised paths, a sibling export with a common prefix).
+// nfs source back to the directory under the mounted export: in canonical form (`//`, `.`, a trailing `/`, the
+// server's case and trailing dot do not matter), and failing closed on anything not below the export (other
+// server, traversal, a sibling export with a common prefix); `..` is ambiguous, never mapped.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  chooseVolumeType, localPathOfNfsSource, localDirectoryOf, mountedExports, volumeSourceSpec, VolumeTypeAnnotationError,
+  chooseVolumeType, localPathOfNfsSource, localDirectoryOf, mountedExports, readVolumeDirectory, volumeSourceSpec, VolumeTypeAnnotationError,
 } from '../../src/hostpath/volume-source.ts';
 import { validateHostPathConfig } from '../../src/hostpath/config.ts';
 
@@ -17,9 +18,11 @@ test('nfs source -> local directory: exactly below the export, or nothing', () =
     [{ server: 'nfs.example.com', path: '/exports/k8s' }, '/persistentvolumes'],
     [{ server: 'other.example.com', path: '/exports/k8s/x' }, undefined],
     [{ server: 'nfs.example.com', path: '/exports/k8s/../etc' }, undefined],
-    [{ server: 'nfs.example.com', path: '/exports/k8s/./x' }, undefined],
-    [{ server: 'nfs.example.com', path: '/exports/k8s//x' }, undefined],
-    [{ server: 'nfs.example.com', path: '/exports/k8s/x/' }, undefined],
+    [{ server: 'nfs.example.com', path: '/exports/k8s/./x' }, '/persistentvolumes/x'],
+    [{ server: 'nfs.example.com', path: '/exports/k8s//x' }, '/persistentvolumes/x'],
+    [{ server: 'nfs.example.com', path: '/exports/k8s/x/' }, '/persistentvolumes/x'],
+    [{ server: 'nfs.example.com.', path: '/exports//k8s/x' }, '/persistentvolumes/x'],
+    [{ server: 'nfs.example.com', path: '/exports/k8s/x/../y' }, undefined],
     [{ server: 'nfs.example.com', path: '/exports/k8s-other/x' }, undefined],
     [{ server: 'nfs.example.com', path: '/exports' }, undefined],
     [{ server: 'nfs.example.com', path: 'exports/k8s/x' }, undefined],
@@ -45,6 +48,11 @@ test('a PV maps through the configured exports; two mounts of one export are amb
   assert.equal(localDirectoryOf(pv('s', '/e/dir'), exports), '/mnt/a/dir');
   assert.equal(localDirectoryOf(pv('t', '/e/dir'), exports), undefined);
   assert.equal(localDirectoryOf({ metadata: {}, spec: { hostPath: { path: '/h' } } }, exports), '/h');
+  assert.equal(localDirectoryOf({ metadata: {}, spec: { hostPath: { path: '/h//i/./' } } }, exports), '/h/i');
+  assert.deepEqual(readVolumeDirectory(pv('t', '/e/dir'), exports), { kind: 'ambiguous', candidates: ['/mnt/b/dir', '/mnt/c/dir'], why: 'more than one configured export maps it' });
+  assert.equal(readVolumeDirectory({ metadata: {}, spec: { hostPath: { path: '/h/a/../b' } } }, exports).kind, 'ambiguous');
+  const dotdot = readVolumeDirectory(pv('s', '/e/a/../b'), exports);
+  assert.deepEqual(dotdot.kind === 'ambiguous' && dotdot.candidates, ['/mnt/a/a', '/mnt/a/b'], 'what it could mean: before the "..", and resolved');
   assert.deepEqual(mountedExports(validateHostPathConfig({ sharedFileSystemPath: '/pv' }), { server: 'env', path: '/x' }),
     [{ server: 'env', path: '/x', mountPath: '/pv' }], 'NFS_SERVER/NFS_PATH apply to the top-level shared path');
 });

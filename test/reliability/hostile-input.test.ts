@@ -1,8 +1,9 @@
 // Hostile input against a running hostpath provisioner: an in-process ProvisionController + HostPathProvisioner
 // against the embedded cluster (with its PV binder) on real temp directories. Every row of hostile-rows.ts is a
 // claim or class a tenant can create; objects the API must refuse are checked for their Status; forged PVs,
-// symlink swaps (before, during and at delete time), classes that appear or change mid-flight and invalid
-// configuration reloads complete the table. A local-path teardown script (`rm -rf "$VOL_DIR"`, logging what it was
+// symlink swaps (before, during and at delete time), live static PVs naming a directory in another spelling,
+// classes that appear or change mid-flight and invalid configuration reloads complete the table. The provisioner
+// sees the cluster's PVs through a watch, as `run hostpath` does. A local-path teardown script (`rm -rf "$VOL_DIR"`, logging what it was
 // given) runs on every delete, so the table covers it too. After everything: a sibling "outside" tree is byte-for-byte the
 // same (names, types, modes, mtimes), the roots hold exactly the directories and records of live PVs, and a
 // good claim created last is still Bound (the controller kept serving).
@@ -15,6 +16,7 @@ import { ProvisionController } from '../../src/controller/provision-controller.t
 import { ConfigFileSource } from '../../src/hostpath/config-source.ts';
 import { DEFAULT_NODE } from '../../src/hostpath/config.ts';
 import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
+import { VolumeWatch } from '../../src/hostpath/volume-watch.ts';
 import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpath/volume-spec.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { ApiError } from '../../src/runtime/errors.ts';
@@ -40,6 +42,8 @@ describe('hostile input: claims, classes, configs and API objects', () => {
   let client: KubeClient;
   let source: ConfigFileSource;
   let controller: ProvisionController;
+  const stopWatch = new AbortController();
+  let watching: Promise<void> | undefined;
   let outsideBefore: Map<string, string>;
   let tmpEntriesBefore: string[];
   const invalidConfigs: Error[] = [];
@@ -94,7 +98,12 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     // local-path's stock teardown, logging the directory it was handed.
     const teardown = `echo "$VOL_DIR" >> ${teardownLog}\nrm -rf "$VOL_DIR"`;
     const withTeardown = { current: () => ({ ...source.current(), scripts: { ...source.current().scripts, teardown } }) };
-    const provisioner = new HostPathProvisioner({ config: withTeardown, mode: 'deployment', nodeName: 'node-1', logger: silentLogger });
+    const watch = new VolumeWatch({ client });
+    watching = watch.start(stopWatch.signal);
+    const provisioner = new HostPathProvisioner({
+      config: withTeardown, mode: 'deployment', nodeName: 'node-1', logger: silentLogger,
+      volumeFeed: watch, getVolume: (name, s) => client.get<PersistentVolume>(persistentVolumes, name, { signal: s }).catch(() => undefined),
+    });
     controller = new ProvisionController(client, PROVISIONER, provisioner, {
       leaderElection: { mode: 'none' },
       threadiness: 4,
@@ -119,6 +128,8 @@ describe('hostile input: claims, classes, configs and API objects', () => {
 
   after(async () => {
     await controller?.stop();
+    stopWatch.abort();
+    await watching;
     await source?.stop();
     client?.close();
     await cluster?.stop();
@@ -234,6 +245,43 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     const inner = await waitFor('stable-c refused', () => ourEvents('stable-c').find((e) => e.reason === 'ProvisioningFailed'));
     assert.match(inner.message ?? '', new RegExp(`inside the directory of volume ${a.metadata.name}`));
     for (const n of ['stable-b', 'stable-c']) await client.delete(persistentVolumeClaims, n, { namespace: NS });
+  });
+
+  it('live static PVs naming a directory in another spelling (BASE//x, BASE/./x, BASE/x/) block it, its inside and the leaf proof', async () => {
+    const stable = path.join(shared, 'stable');
+    const spellings: Array<[string, string, string]> = [['victim1', `${stable}//victim1`, 'victim1'], ['victim2', `${stable}/./victim2`, 'victim2'], ['victim3', `${stable}/victim3/`, 'victim3/sub']];
+    for (const [dir, spelled, asked] of spellings) {
+      await fsp.mkdir(path.join(stable, dir), { recursive: true });
+      await fsp.writeFile(path.join(stable, dir, 'owner-data'), 'not yours\n');
+      await client.create(persistentVolumes, {
+        apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: `static-${dir}` },
+        spec: { capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: 'manual', hostPath: { path: spelled } },
+      });
+      await client.create(persistentVolumeClaims, claim(`steal-${dir}`, NS, 'stable-dir', { annotations: { dir: asked } }), { namespace: NS });
+    }
+    for (const [dir] of spellings) {
+      const ev = await waitFor(`steal-${dir} refused`, () => ourEvents(`steal-${dir}`).find((e) => e.reason === 'ProvisioningFailed'));
+      assert.match(ev.message ?? '', new RegExp(`volume static-${dir}`), `steal-${dir}`);
+    }
+    // A released volume of ours with no record at that directory: the leaf proof sees the live static PV.
+    await client.create(persistentVolumes, {
+      apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'leaf-victim1', annotations: { 'pv.kubernetes.io/provisioned-by': PROVISIONER, [ANN_HOSTPATH_ON_DELETE]: 'delete' } },
+      spec: {
+        capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', storageClassName: 'plain', hostPath: { path: path.join(stable, 'victim1') },
+        claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: NS, name: 'ghost-leaf', uid: '00000000-dead-beef-0000-00000000beef' },
+      },
+    });
+    await waitFor('VolumeFailedDelete on leaf-victim1', () => ourEvents('leaf-victim1').find((e) => e.reason === 'VolumeFailedDelete' && /static-victim1/.test(e.message ?? '')));
+    for (const [dir] of spellings) assert.equal(await fsp.readFile(path.join(stable, dir, 'owner-data'), 'utf8'), 'not yours\n');
+    // The released volume goes first: once the static PV is gone, its retried delete would rightly succeed.
+    await client.delete(persistentVolumes, 'leaf-victim1');
+    await waitFor('leaf PV gone', () => !volumes().some((v) => v.metadata.name === 'leaf-victim1'));
+    for (const [dir] of spellings) {
+      await client.delete(persistentVolumeClaims, `steal-${dir}`, { namespace: NS });
+      await client.delete(persistentVolumes, `static-${dir}`);
+    }
+    await waitFor('static PVs gone', () => !volumes().some((v) => /^static-victim/.test(v.metadata.name ?? '')));
+    for (const [dir] of spellings) await fsp.rm(path.join(stable, dir), { recursive: true, force: true });
   });
 
   it('a claim whose class appears later is provisioned once the class exists', async () => {

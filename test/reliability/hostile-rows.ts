@@ -17,6 +17,8 @@ export const CLASSES: Record<string, Record<string, string> | undefined> = {
   'pattern-go-no-pv-name': { pathPattern: 'go/{{ .PVC.Namespace }}/{{ .PVC.Name }}' },
   'by-sub': { pathPattern: 'sub/${.PV.name}' },
   'stable-dir': { pathPattern: 'stable/${.PVC.annotations.dir}' },
+  // local-path's own test class: a trailing slash, which local-path cleans with filepath.Join.
+  'custom-path-pattern': { pathPattern: '{{ .PVC.Namespace }}/custom/{{ .PVC.Name }}/' },
   'pattern-syntax': { pathPattern: '${.PVC.name/${.PV.name}' },
   'pattern-reserved': { pathPattern: '.kube-provisioner/${.PV.name}' },
   'pattern-go-unknown': { pathPattern: '{{ .PVC.Spec }}/{{ .PV.Name }}' },
@@ -82,12 +84,20 @@ export const CLAIM_ROWS: ClaimRow[] = [
   { name: 'ann-path-too-long', why: 'a path longer than PATH_MAX', className: 'by-annotation', annotations: { dir: ('y'.repeat(250) + '/').repeat(17) + 'z' }, expect: { refused: /longer than 4095 bytes/ } },
   { name: 'ann-huge-used', why: 'a 200 KB annotation used in the pattern', className: 'by-annotation', annotations: { dir: 'h'.repeat(200_000) }, expect: { refused: /longer than 255 bytes/ } },
   { name: 'ann-huge-unused', why: 'a 200 KB annotation the pattern ignores', className: 'plain', annotations: { note: 'n'.repeat(200_000) }, expect: { bound: true } },
+  // Values a shell or a glob reads as syntax (local-path's older stock teardown ran `rm -rf ${absolutePath}`: a `*`
+  // Bound at BASE/* wiped every volume on the path when it was deleted).
+  { name: 'ann-glob', why: 'a glob "*"', className: 'by-annotation', annotations: { dir: '*' }, expect: { refused: /annotation "dir" contains "\*" \(U\+002A\), a glob or shell metacharacter/ } },
+  { name: 'ann-glob-class', why: 'a glob "?" inside a name', className: 'by-annotation', annotations: { dir: 'a?c' }, expect: { refused: /"\?" \(U\+003F\).*pathPattern/ } },
+  { name: 'ann-command', why: 'a command substitution', className: 'by-annotation', annotations: { dir: '$(reboot)' }, expect: { refused: /"\$" \(U\+0024\)/ } },
+  { name: 'ann-space', why: 'whitespace', className: 'by-annotation', annotations: { dir: 'my data' }, expect: { refused: /contains whitespace \(U\+0020\)/ } },
+  { name: 'ann-semicolon', why: 'a command separator', className: 'by-annotation', annotations: { dir: 'x;rm' }, expect: { refused: /";" \(U\+003B\)/ } },
   { name: 'ann-symlinked-parent', why: 'a parent that is a symlink to outside the root', className: 'by-annotation', annotations: { dir: 'linked' }, expect: { refused: /is a symlink; refusing to follow it/ } },
   // Hostile or broken classes.
   { name: 'pattern-dotdot', why: 'class pattern with ..', className: 'pattern-dotdot', expect: { refused: /"\.\." segments are not allowed/ } },
   { name: 'pattern-absolute', why: 'class pattern with an absolute path', className: 'pattern-absolute', expect: { refused: /must be relative/ } },
   { name: 'pattern-trailing-dotdot', why: 'class pattern ending in ..', className: 'pattern-trailing-dotdot', expect: { refused: /"\.\." segments are not allowed/ } },
   { name: 'pattern-no-pv-name', why: "nfs-subdir syntax without the PV name (stable names)", className: 'pattern-no-pv-name', expect: { bound: true } },
+  { name: 'custom-path-pattern', why: "local-path's custom-path-pattern class: a trailing slash", className: 'custom-path-pattern', expect: { bound: true } },
   { name: 'pattern-go-no-pv-name', why: "local-path syntax without the PV name (stable names)", className: 'pattern-go-no-pv-name', expect: { bound: true } },
   { name: 'in-sub', why: 'a volume below a shared parent "sub" (the forged PV "sub" aims at that parent)', className: 'by-sub', expect: { bound: true } },
   { name: 'pattern-syntax', why: 'unterminated ${', className: 'pattern-syntax', expect: { refused: /invalid pathPattern/ } },
@@ -181,5 +191,7 @@ export const FORGED_ROWS: ForgedRow[] = [
   { name: 'hostile', why: 'named like the namespace, onDelete archive: would rename every volume of the namespace', path: (t) => `${t.shared}/hostile`, base: 'shared', onDelete: 'archive' },
   { name: 'go', why: 'named like a pattern\'s constant parent, holding a Bound volume', path: (t) => `${t.shared}/go`, base: 'shared', onDelete: 'delete' },
   { name: 'shared', why: 'named like the base path', path: (t) => t.shared },
+  { name: 'forged-spelled-sibling', why: "another volume's directory with a trailing slash", path: (t) => `${t.goodPath}/` },
+  { name: 'forged-doubled-sibling', why: "another volume's directory with a doubled slash", path: (t) => t.goodPath.replace(/\/([^/]*)$/, '//$1') },
   { name: 'legacy-leaf', why: 'no record, a leaf no volume uses: an older or adopted volume', path: (t) => `${t.shared}/legacy-leaf`, expect: 'deleted' },
 ];

@@ -1,9 +1,9 @@
 // Request/response plumbing of the API server: bounded body reading (413 over 3 MiB), JSON/YAML decoding,
 // content negotiation (JSON or Table), and writing JSON bodies and metav1.Status errors.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parse as parseYaml } from 'yaml';
 import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from '../common/errors.ts';
 import { checkJsonValue, JsonTooDeepError, MAX_BODY_BYTES, MAX_JSON_DEPTH, parseJsonText } from '../common/json-safety.ts';
+import { parseYamlBody } from '../schema/field-validation.ts';
 
 export { MAX_BODY_BYTES } from '../common/json-safety.ts';
 
@@ -67,20 +67,34 @@ export function mediaType(header: string | undefined): string {
  * @throws ClusterApiError 400
  */
 export function decodeBody(body: Buffer, contentType: string, depthLimit = MAX_JSON_DEPTH): unknown {
+  return decodeObjectBody(body, contentType, depthLimit).value;
+}
+
+/** A decoded request body; a YAML one also carries Go's strict error for its repeated keys, from the same parse. */
+export interface DecodedBody {
+  value: unknown;
+  yamlDuplicateError?: string;
+}
+
+/** decodeBody, keeping what the one YAML parse found about repeated keys (field validation reports them). */
+export function decodeObjectBody(body: Buffer, contentType: string, depthLimit = MAX_JSON_DEPTH): DecodedBody {
   const text = body.toString('utf8');
   const type = mediaType(contentType);
   if (type === 'application/yaml' || type === 'application/x-yaml' || type === 'text/yaml') {
-    let doc: unknown;
+    // Repeated keys are field validation's business (fieldValidation decides): the last value wins here.
+    const { doc, duplicateError } = parseYamlBody(text);
+    const error = doc.errors[0];
+    if (error) throw badRequest(`couldn't get version/kind; yaml parse error: ${error.message.split('\n')[0]}`);
+    let value: unknown;
     try {
-      // Repeated keys are field validation's business (fieldValidation decides): the last value wins here.
-      doc = parseYaml(text, { uniqueKeys: false });
+      value = doc.toJS();
     } catch (err) {
       throw badRequest(`couldn't get version/kind; yaml parse error: ${(err as Error).message.split('\n')[0]}`);
     }
-    return checkedDepth(doc, depthLimit, 'yaml');
+    return { value: checkedDepth(value, depthLimit, 'yaml'), yamlDuplicateError: duplicateError };
   }
   try {
-    return parseJsonText(text, depthLimit);
+    return { value: parseJsonText(text, depthLimit) };
   } catch (err) {
     throw badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
   }

@@ -9,7 +9,7 @@ import type { Audit } from './audit.ts';
 import type { Faults } from './faults.ts';
 import { sendError, sendPlainNotFound, sendText } from './http-io.ts';
 import { queryBool } from './query-params.ts';
-import type { ConnectionGuard } from './request-limits.ts';
+import type { ConnectionGuard } from './connection-admission.ts';
 import { routeResource, type ResourceIndex, type ResourceRequest } from './routing.ts';
 
 /** What the steps of one request share. */

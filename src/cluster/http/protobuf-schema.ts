@@ -5,6 +5,7 @@
 // decoded: Go's omitempty is mirrored by leaving out zero values of non-pointer scalars.
 import type { KubeObject } from '../../types/k8s.ts';
 import { badRequest } from '../common/errors.ts';
+import { setOwn } from '../common/json-safety.ts';
 import { GO_TAGS, type GoFieldTags } from '../schema/go-tags.generated.ts';
 import { fields, readVarint, type Field as ProtoField } from './protobuf-wire.ts';
 import { fieldOf, model, modelRef, rootModel } from '../schema/schema.ts';
@@ -139,7 +140,8 @@ function decodeInto(buf: Buffer, modelName: string, inline: number, out: Record<
     const { json, type, tags } = slot;
     if (type.startsWith('map[]')) {
       const [k, v] = mapEntry(f, type.slice(5), tags);
-      ((out[json] ??= {}) as Record<string, unknown>)[k] = v;
+      // An own property, as JSON.parse makes it: a map key `__proto__` is a plain key.
+      setOwn((out[json] ??= {}) as Record<string, unknown>, k, v);
     } else if (type.startsWith('[]')) {
       const item = type.slice(2);
       const list = (out[json] ??= []) as unknown[];

@@ -2,6 +2,7 @@
 // `create configmap`, `create secret`): the `k8s\0` envelope (runtime.Unknown) and the few message types those
 // commands use (other kinds: protobuf-schema.ts), into the same plain JSON the rest of the server handles. Responses stay JSON (clients accept it).
 import { badRequest, statusError } from '../common/errors.ts';
+import { setOwn } from '../common/json-safety.ts';
 import type { KubeObject } from '../../types/k8s.ts';
 import { protobufTimeToString, ProtobufTimeRangeError } from './protobuf-time.ts';
 import { decodeBySchema, protobufKinds } from './protobuf-schema.ts';
@@ -48,7 +49,8 @@ function objectMeta(buf: Buffer): KubeObject['metadata'] {
     else if (f.no === 11 || f.no === 12) {
       const target = f.no === 11 ? (m.labels ??= {}) : (m.annotations ??= {});
       const [k, v] = mapEntry(f, false);
-      target[k] = v;
+      // An own property, as JSON.parse makes it: `target[k] = v` with k `__proto__` would set the prototype.
+      setOwn(target, k, v);
     } else if (f.no === 13) {
       const ref: Record<string, unknown> = {};
       for (const e of fields(f.bytes ?? Buffer.alloc(0))) {
@@ -75,7 +77,7 @@ const DECODERS: Record<string, BodyDecoder> = {
         const key = f.no === 2 ? 'data' : 'binaryData';
         const target = (obj[key] ??= {}) as Record<string, string>;
         const [k, v] = mapEntry(f, f.no === 3);
-        target[k] = v;
+        setOwn(target, k, v);
       } else if (f.no === 4) obj.immutable = f.num === 1n;
     }
   },
@@ -85,7 +87,7 @@ const DECODERS: Record<string, BodyDecoder> = {
         const key = f.no === 2 ? 'data' : 'stringData';
         const target = (obj[key] ??= {}) as Record<string, string>;
         const [k, v] = mapEntry(f, f.no === 2);
-        target[k] = v;
+        setOwn(target, k, v);
       } else if (f.no === 3) {
         if (str(f)) obj.type = str(f);
       }

@@ -1,8 +1,6 @@
 // The bounds the API server puts on what a client can make it hold: object size and nesting, JSON-patch copy
 // work, watch buffers (per watch and server-wide), connection timeouts, connections that have not
 // authenticated, and the audit's cardinality. One table of defaults; tests and embedders override any of them.
-// Also the guard that counts unauthenticated connections and refuses new ones past the cap.
-import type { Socket } from 'node:net';
 import { MAX_BODY_BYTES } from './http-io.ts';
 import { DEFAULT_OBJECT_LIMITS } from '../storage/write-limits.ts';
 
@@ -22,7 +20,7 @@ export interface ServerLimits {
   headersTimeoutMs: number;
   /** Time a client has to send a whole request (headers and body). */
   requestTimeoutMs: number;
-  /** Open connections that have not yet sent an authenticated request; new ones beyond are refused. */
+  /** Open connections that have not yet sent an authenticated request; past it the oldest one is closed. */
   maxUnauthenticatedConnections: number;
   /** Distinct client names the audit keeps; later clients are counted as `other`. */
   maxAuditClients: number;
@@ -50,49 +48,4 @@ export function resolveLimits(overrides: Partial<ServerLimits> = {}): ServerLimi
     if (v !== undefined) out[k] = v;
   }
   return out;
-}
-
-/**
- * Counts connections that have not authenticated yet. A connection is admitted on arrival only while fewer
- * than `max` unauthenticated ones are open; it leaves the count at its first authenticated request or when it
- * closes. Timeouts (handshake, headers) make sure the count drains.
- */
-export class ConnectionGuard {
-  /** Keyed by remote address and port: the TLS socket a request arrives on wraps the TCP socket admitted here. */
-  readonly #pending = new Map<string, Socket>();
-  #open = 0;
-
-  constructor(private readonly max: number) {}
-
-  /** Called for every new TCP connection; destroys it when the cap is reached. */
-  admit(socket: Socket): void {
-    if (this.#pending.size >= this.max) {
-      socket.destroy();
-      return;
-    }
-    const key = peerOf(socket);
-    this.#open++;
-    this.#pending.set(key, socket);
-    socket.once('close', () => {
-      this.#open--;
-      if (this.#pending.get(key) === socket) this.#pending.delete(key);
-    });
-  }
-
-  /** The connection carried an authenticated request. */
-  authenticated(socket: Socket | null | undefined): void {
-    if (socket) this.#pending.delete(peerOf(socket));
-  }
-
-  get unauthenticated(): number {
-    return this.#pending.size;
-  }
-
-  get open(): number {
-    return this.#open;
-  }
-}
-
-function peerOf(socket: Socket): string {
-  return `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
 }

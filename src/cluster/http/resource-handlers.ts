@@ -15,10 +15,10 @@ import {
   statusError,
   unsupportedMediaType,
 } from '../common/errors.ts';
-import { decodeBody, decodePatchBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
+import { decodeBody, decodeObjectBody, decodePatchBody, mediaType, readBody, sendJson, type Negotiated } from './http-io.ts';
 import { decodeContinue, encodeContinue, entriesAt, pageOf } from '../storage/list-snapshot.ts';
 import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
-import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors, yamlDuplicateError } from '../schema/field-validation.ts';
+import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors } from '../schema/field-validation.ts';
 import type { Faults } from './faults.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { rootModel } from '../schema/schema.ts';
@@ -119,6 +119,12 @@ export async function handleList(s: RequestScope): Promise<void> {
     if (rvParam && rvParam !== '0') throw badRequest('specifying resource version is not allowed when using continue');
     // rv -1 is the token of an expired continuation: the rest of the list at the latest resourceVersion.
     if (token.rv > 0) listRv = token.rv;
+    // A token from the future: etcd3 store GetList turns etcd's ErrFutureRev into this (retry 0, no retryAfterSeconds).
+    if (listRv > current) {
+      throw serverTimeout(`Timeout: Too large resource version: ${listRv}, current: ${current}`, {
+        causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+      });
+    }
     startAfterKey = token.startAfterKey;
     paging = true;
   } else if (rvMatch === 'Exact' || (rvParam !== undefined && rvParam !== '0' && rvParam !== '' && limit > 0 && !rvMatch)) {
@@ -178,9 +184,10 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
     body = decodeProtobufObject(await readBody(s.req));
   } else if (!type || type === 'application/json' || type === 'application/yaml' || type === 'application/x-yaml' || type === '*/*') {
     const raw = await readBody(s.req);
-    body = decodeBody(raw, type, s.limits.maxJsonDepth);
+    const decoded = decodeObjectBody(raw, type, s.limits.maxJsonDepth);
+    body = decoded.value;
     if (!type.includes('yaml')) duplicates = duplicateFields(raw.toString('utf8'));
-    else yamlError = yamlDuplicateError(raw.toString('utf8'));
+    else yamlError = decoded.yamlDuplicateError;
   } else {
     s.req.resume();
     throw statusError(

@@ -23,7 +23,8 @@ import {
   handleUpdate,
   type RequestScope,
 } from './resource-handlers.ts';
-import { ConnectionGuard, resolveLimits, type ServerLimits } from './request-limits.ts';
+import { admitConnections, ConnectionGuard, LISTEN_BACKLOG } from './connection-admission.ts';
+import { resolveLimits, type ServerLimits } from './request-limits.ts';
 import { ResourceIndex } from './routing.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
 import { serveWatch, WatchRegistry } from './watch-stream.ts';
@@ -57,6 +58,8 @@ export interface ApiServerStats {
   connections: number;
   /** Open connections that have not sent an authenticated request. */
   unauthenticatedConnections: number;
+  /** Unauthenticated connections closed (oldest first) to stay under `maxUnauthenticatedConnections`. */
+  evictedConnections: number;
   /** Unsent watch bytes buffered in the server. */
   watchBufferedBytes: number;
 }
@@ -194,12 +197,12 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     ? createHttpsServer({ cert: opts.tls.certPem, key: opts.tls.keyPem, keepAlive: true, noDelay: true, handshakeTimeout: limits.headersTimeoutMs, ...timeouts }, listener)
     : createHttpServer({ keepAlive: true, noDelay: true, ...timeouts }, listener);
   server.keepAliveTimeout = 65_000;
-  server.on('connection', (socket: Socket) => guard.admit(socket));
+  admitConnections(server, guard, { tls: opts.tls !== undefined, helloTimeoutMs: limits.headersTimeoutMs });
   // Failed handshakes (including handshake timeouts) are the client's problem, not an internal error.
   server.on('tlsClientError', (_err: Error, socket: Socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => {
+    server.listen(opts.port ?? 0, host, LISTEN_BACKLOG, () => {
       server.off('error', reject);
       resolve();
     });
@@ -215,7 +218,12 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     faults: faultRules,
     audit: auditLog,
     watches,
-    stats: () => ({ connections: guard.open, unauthenticatedConnections: guard.unauthenticated, watchBufferedBytes: watches.bufferedBytes }),
+    stats: () => ({
+      connections: guard.open,
+      unauthenticatedConnections: guard.unauthenticated,
+      evictedConnections: guard.evicted,
+      watchBufferedBytes: watches.bufferedBytes,
+    }),
     close() {
       closing ??= new Promise<void>((resolve) => {
         unhookClose();
@@ -223,6 +231,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         watches.closeAll();
         server.close(() => resolve());
         server.closeIdleConnections();
+        guard.closeAll();
         // Connections still busy after the watches ended are cut so close() cannot hang on a stuck client.
         setTimeout(() => server.closeAllConnections(), 1000).unref();
       });

@@ -54,7 +54,7 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
     if (d === 'delete') return {};
     throw bad(`Unexpected patch type: ${JSON.stringify(d)}`);
   }
-  const out: JsonMap = { ...original };
+  let out: JsonMap = { ...original };
   const todo: JsonMap = { ...patch };
 
   if (RETAIN_KEYS in todo) {
@@ -66,7 +66,10 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
       if (v === null || k.startsWith(DELETE_FROM_PRIMITIVE_LIST) || k.startsWith(SET_ELEMENT_ORDER)) continue;
       if (!keep.has(k)) throw bad('doesn\'t match $retainKeys list: the patch has keys that are not in $retainKeys');
     }
-    for (const k of Object.keys(out)) if (!keep.has(k)) delete out[k];
+    // Rebuilt rather than deleted from: deleting most keys of a large object one by one is not linear in V8.
+    const retained: JsonMap = {};
+    for (const k of Object.keys(out)) if (keep.has(k)) setOwn(retained, k, out[k]);
+    out = retained;
   }
 
   // $setElementOrder first: it consumes its list from the patch.
@@ -151,6 +154,16 @@ function elementKind(...lists: unknown[][]): 'map' | 'scalar' | undefined {
 
 const keyOf = (e: unknown, mergeKey: string | undefined): unknown => (mergeKey === undefined ? e : (e as JsonMap)[mergeKey]);
 
+/** Key (the element itself for scalars, its merge key's value for maps) to its first position in `list`. */
+function firstPositions(list: readonly unknown[], mergeKey: string | undefined): Map<unknown, number> {
+  const at = new Map<unknown, number>();
+  list.forEach((x, i) => {
+    const k = mergeKey === undefined ? x : isJsonObject(x) ? x[mergeKey] : undefined;
+    if (!at.has(k)) at.set(k, i);
+  });
+  return at;
+}
+
 function requireMergeKey(e: unknown, mergeKey: string): JsonMap {
   if (!isJsonObject(e)) throw bad(`invalid patch: list element is not a map: ${JSON.stringify(e)}`);
   if (!(mergeKey in e)) throw bad(`map: ${JSON.stringify(e)} does not contain declared merge key: ${mergeKey}`);
@@ -163,7 +176,10 @@ function mergeList(original: unknown[], patch: unknown[], path: string[], isDele
   if (original.length === 0 && patch.length === 0) return [];
   const kind = elementKind(original, patch);
   if (kind !== 'map') {
-    if (isDeleteList) return original.filter((e) => !patch.includes(e));
+    if (isDeleteList) {
+      const removed = new Set(patch);
+      return original.filter((e) => !removed.has(e));
+    }
     const merged = [...new Set([...original, ...patch])];
     return normalizeOrder(merged, patch, original, undefined);
   }
@@ -171,7 +187,7 @@ function mergeList(original: unknown[], patch: unknown[], path: string[], isDele
   if (mergeKey === undefined) throw bad(`cannot merge lists without merge key for ${path.slice(1).join('.')}`);
 
   // Special elements: {$patch: delete, key: v} removes, {$patch: replace} replaces the whole list.
-  let orig = [...original];
+  const deleted = new Set<unknown>();
   const plain: JsonMap[] = [];
   let replace = false;
   for (const e of patch) {
@@ -183,7 +199,7 @@ function mergeList(original: unknown[], patch: unknown[], path: string[], isDele
     const d = m[DIRECTIVE];
     if (d === 'delete') {
       if (!(mergeKey in m)) throw bad(`map: ${JSON.stringify(m)} does not contain declared merge key: ${mergeKey}`);
-      orig = orig.filter((o) => !(isJsonObject(o) && o[mergeKey] === m[mergeKey]));
+      deleted.add(m[mergeKey]);
     } else if (d === 'replace') {
       replace = true;
     } else if (d === 'merge') {
@@ -194,12 +210,18 @@ function mergeList(original: unknown[], patch: unknown[], path: string[], isDele
   }
   if (replace) return plain.map((e) => mergeMap({}, e, path));
 
+  // One pass each, through maps from merge key to position: linear in the lists, not in their product.
+  const orig = deleted.size === 0 ? [...original] : original.filter((o) => !(isJsonObject(o) && deleted.has(o[mergeKey])));
   const merged = [...orig];
+  const at = firstPositions(merged, mergeKey);
   for (const p of plain) {
     requireMergeKey(p, mergeKey);
-    const i = merged.findIndex((o) => isJsonObject(o) && o[mergeKey] === p[mergeKey]);
-    if (i >= 0) merged[i] = mergeMap(requireMergeKey(merged[i], mergeKey), p, path);
-    else merged.push(mergeMap({}, p, path));
+    const i = at.get(p[mergeKey]);
+    if (i !== undefined) merged[i] = mergeMap(requireMergeKey(merged[i], mergeKey), p, path);
+    else {
+      at.set(p[mergeKey], merged.length);
+      merged.push(mergeMap({}, p, path));
+    }
   }
   return normalizeOrder(merged, plain, orig, mergeKey);
 }
@@ -215,9 +237,12 @@ function requireMapElement(e: unknown): JsonMap {
  * server-only items that follow it, e.g. server [a,b] + patch [c] gives [c,a,b]).
  */
 function normalizeOrder(merged: unknown[], patchOrder: unknown[], serverOrder: unknown[], mergeKey: string | undefined): unknown[] {
+  // Position of an item in a list by its key (the first one, as findIndex would): one map per list.
+  const positions = new Map<unknown[], Map<unknown, number>>();
   const idx = (list: unknown[], item: unknown) => {
-    const k = keyOf(item, mergeKey);
-    return list.findIndex((x) => (mergeKey === undefined ? x : isJsonObject(x) ? x[mergeKey] : undefined) === k);
+    let at = positions.get(list);
+    if (!at) positions.set(list, (at = firstPositions(list, mergeKey)));
+    return at.get(keyOf(item, mergeKey)) ?? -1;
   };
   const patchItems: unknown[] = [];
   const serverOnly: unknown[] = [];

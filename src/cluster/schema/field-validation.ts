@@ -3,7 +3,7 @@
 // Strict turns them into an error (400 `... cannot be handled as a ...: strict decoding error: ...` for a body,
 // 422 `patch: Invalid value: ...` for a patch), Warn (the default) into `Warning: 299` headers, Ignore into nothing.
 import type { ServerResponse } from 'node:http';
-import { isScalar, parseDocument, visit } from 'yaml';
+import { isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { badRequest, invalid, type ClusterApiError } from '../common/errors.ts';
 import { pruneUnknown } from './schema.ts';
 import { normalizeTimes } from './time-encoding.ts';
@@ -65,12 +65,23 @@ export function duplicateFields(text: string): string[] {
   return out;
 }
 
+/** A YAML body parsed once: its document and Go's strict error for its repeated keys (undefined when none). */
+export interface ParsedYamlBody {
+  /** Repeated keys are kept; `toJS()` gives the last value, as Go's non-strict decoder does. */
+  doc: Document.Parsed;
+  duplicateError: string | undefined;
+}
+
 /**
- * Repeated keys of a YAML body in the text of Go's strict YAML decoder (`line 4: key "name" already set in map`),
- * joined as its single error; undefined when there are none.
+ * Parses a YAML body and finds its repeated keys in the text of Go's strict YAML decoder
+ * (`line 4: key "name" already set in map`, joined as its single error). Linear in the body: each map's keys go
+ * through one Set, and a key's line comes from the parser's line index (a binary search) rather than from counting
+ * the newlines before it, which made 40,000 repeated keys take 24 s.
  */
-export function yamlDuplicateError(text: string): string | undefined {
-  const doc = parseDocument(text, { uniqueKeys: false });
+export function parseYamlBody(text: string): ParsedYamlBody {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { uniqueKeys: false, lineCounter });
+  if (doc.errors.length > 0) return { doc, duplicateError: undefined };
   const lines: string[] = [];
   visit(doc, {
     Map(_, map) {
@@ -79,13 +90,18 @@ export function yamlDuplicateError(text: string): string | undefined {
         const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
         if (seen.has(key)) {
           const offset = isScalar(pair.key) ? (pair.key.range?.[0] ?? 0) : 0;
-          lines.push(`line ${text.slice(0, offset).split('\n').length}: key ${JSON.stringify(key)} already set in map`);
+          lines.push(`line ${lineCounter.linePos(offset).line}: key ${JSON.stringify(key)} already set in map`);
         }
         seen.add(key);
       }
     },
   });
-  return lines.length ? `yaml: unmarshal errors:\n  ${lines.join('\n  ')}` : undefined;
+  return { doc, duplicateError: lines.length ? `yaml: unmarshal errors:\n  ${lines.join('\n  ')}` : undefined };
+}
+
+/** Go's strict YAML error for the repeated keys of a YAML text; undefined when there are none. */
+export function yamlDuplicateError(text: string): string | undefined {
+  return parseYamlBody(text).duplicateError;
 }
 
 /** Go's YAML strict error split into one warning per line, as handlers/rest.go parseYAMLWarnings does. */
@@ -99,12 +115,101 @@ export function strictErrors(obj: Record<string, unknown>, model: string | undef
   return [...unknown.map((p) => `unknown field "${p}"`), ...duplicates.map((p) => `duplicate field "${p}"`)];
 }
 
-/** Adds one `Warning: 299 - "..."` response header per message, as the API server's warning recorder does. */
+/**
+ * kube-apiserver's warning recorder (k8s.io/apiserver pkg/endpoints/filters/warning.go): texts are deduplicated
+ * and written whole while their total stays within 4,096 runes; the warning that would pass it starts truncation,
+ * which replays every warning so far cut to 256 runes, and after it warnings (cut to 256) are added only while the
+ * total is under 4,096. A response thus carries at most about 4,350 runes of warnings however many are recorded.
+ */
+export const WARNING_TOTAL_RUNES = 4 * 1024;
+export const WARNING_ITEM_RUNES = 256;
+/**
+ * Beyond kube-apiserver: the Warning header lines stop at 12 KiB on the wire, so with the rest of the headers they
+ * stay under Node's default 16 KiB header limit (a rune is up to 4 bytes of UTF-8, and quotes are escaped), and
+ * @kubernetes/client-node can always read the answer. ASCII warnings within the rune limits never reach it.
+ */
+const WARNING_HEADER_BYTES = 12 * 1024;
+
+interface WarningRecorder {
+  recorded: Set<string>;
+  ordered: string[];
+  /** Runes of text written as headers. */
+  written: number;
+  truncating: boolean;
+  headers: string[];
+  headerBytes: number;
+}
+
+const recorders = new WeakMap<ServerResponse, WarningRecorder>();
+
+/** Adds one `Warning: 299 - "..."` response header per message, bounded and deduplicated as kube-apiserver does. */
 export function addWarnings(res: ServerResponse, messages: readonly string[]): void {
   if (messages.length === 0) return;
-  const existing = res.getHeader('Warning');
-  const prior = Array.isArray(existing) ? existing : existing === undefined ? [] : [String(existing)];
-  res.setHeader('Warning', [...prior, ...messages.map((m) => `299 - "${m.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`)]);
+  let r = recorders.get(res);
+  if (!r) recorders.set(res, (r = { recorded: new Set(), ordered: [], written: 0, truncating: false, headers: [], headerBytes: 0 }));
+  for (const text of messages) {
+    // Past the limit while truncating, every further warning is dropped.
+    if (r.written >= WARNING_TOTAL_RUNES && r.truncating) break;
+    recordWarning(r, text);
+  }
+  if (r.headers.length > 0) res.setHeader('Warning', r.headers);
+}
+
+function recordWarning(r: WarningRecorder, text: string): void {
+  if (text.length === 0 || r.recorded.has(text)) return;
+  r.recorded.add(text);
+  r.ordered.push(text);
+  if (!r.truncating) {
+    const length = runeCount(text);
+    if (r.written + length <= WARNING_TOTAL_RUNES) return writeWarning(r, text, length);
+    // Start truncating: the warnings so far are written again, each cut to the item limit.
+    r.truncating = true;
+    r.written = 0;
+    r.headers = [];
+    r.headerBytes = 0;
+    for (const w of r.ordered) writeWarning(r, ...truncated(w));
+    return;
+  }
+  writeWarning(r, ...truncated(text));
+}
+
+function writeWarning(r: WarningRecorder, text: string, length: number): void {
+  const header = warningHeader(text);
+  // 'Warning: ' and CRLF around each value.
+  const bytes = header.length + 11;
+  if (r.headerBytes + bytes > WARNING_HEADER_BYTES) return;
+  r.written += length;
+  r.headerBytes += bytes;
+  r.headers.push(header);
+}
+
+/** Runes (code points) of `text`, as Go's utf8.RuneCountInString counts them. */
+function runeCount(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
+/** `text` cut to WARNING_ITEM_RUNES runes (on a code point boundary), with its rune count. */
+function truncated(text: string): [string, number] {
+  if (text.length <= WARNING_ITEM_RUNES) return [text, runeCount(text)];
+  const points = Array.from(text);
+  return points.length > WARNING_ITEM_RUNES ? [points.slice(0, WARNING_ITEM_RUNES).join(''), WARNING_ITEM_RUNES] : [text, points.length];
+}
+
+/**
+ * net.NewWarningHeader(299, "-", text): the text quoted with `"` and `\\` escaped. Only printable ASCII is sent:
+ * control characters (which Node refuses in a header; Go's server writes CR and LF as spaces) become spaces, and
+ * every other character outside ASCII a `?`, because Node writes a header string as latin1 or as UTF-8 depending on
+ * how the body is written, so no byte sequence for it would reach every client as the same text.
+ */
+function warningHeader(text: string): string {
+  const safe = text
+    // eslint-disable-next-line no-control-regex
+    .replace(/[\u0000-\u0008\u000a-\u001f\u007f]/g, ' ')
+    .replace(/[^\t\u0020-\u007e]/gu, '?')
+    .replace(/[\\"]/g, (c) => `\\${c}`);
+  return `299 - "${safe}"`;
 }
 
 /**
@@ -122,10 +227,10 @@ export function enforceOnBody(directive: FieldValidation, errors: readonly strin
  * (Go `%+v` of the patch map for strategic merge, the patched JSON otherwise) as the invalid value.
  * @throws ClusterApiError 422 under Strict when there are any
  */
-export function enforceOnPatch(directive: FieldValidation, errors: readonly string[], shownValue: string, res: ServerResponse): void {
+export function enforceOnPatch(directive: FieldValidation, errors: readonly string[], shownValue: () => string, res: ServerResponse): void {
   if (errors.length === 0 || directive === 'Ignore') return;
   if (directive === 'Warn') return addWarnings(res, errors);
-  throw patchStrictError(shownValue, errors);
+  throw patchStrictError(shownValue(), errors);
 }
 
 function patchStrictError(shownValue: string, errors: readonly string[]): ClusterApiError {
@@ -161,7 +266,8 @@ export function patchFieldValidation(
   const directive = fieldValidationOf(query);
   const duplicates = directive === 'Ignore' ? [] : duplicateFields(raw.toString('utf8'));
   return (patched) => {
-    const shown = type === 'strategic' ? goValueString(patch) : JSON.stringify(patched);
+    // Written out only for a Strict error: for a large patch it costs as much as applying it.
+    const shown = () => (type === 'strategic' ? goValueString(patch) : JSON.stringify(patched));
     const dupErrors = duplicates.map((p) => `${type === 'json' ? 'json patch ' : ''}duplicate field "${p}"`);
     if (type === 'json' && directive !== 'Ignore') dupErrors.push(...unknownOperationFields(patch));
     const unknown = strictErrors(patched, model, []);

@@ -53,7 +53,8 @@ export function validateConfigMap(obj: KubeObject, old?: KubeObject): StatusCaus
   const causes = [...data.causes, ...bin.causes];
   const binKeys = record(obj.binaryData) ?? {};
   for (const k of Object.keys(record(obj.data) ?? {})) {
-    if (k in binKeys) causes.push(invalid(FieldPath.root('data').key(k), k, 'duplicate of key present in binaryData'));
+    // Own keys only: `k in binKeys` is true for `__proto__`, `constructor`, `toString`... of any object.
+    if (Object.hasOwn(binKeys, k)) causes.push(invalid(FieldPath.root('data').key(k), k, 'duplicate of key present in binaryData'));
   }
   if (data.size + bin.size > MAX_SECRET_SIZE) causes.push(tooLong(FieldPath.root(''), MAX_SECRET_SIZE));
   causes.push(...immutableDataCauses(obj, old, ['data', 'binaryData']));

@@ -1,0 +1,152 @@
+// Admission of connections to the API server, before any request on them is authenticated. Two defences against
+// a local process that opens connections without a token and never finishes them:
+// - ConnectionGuard keeps unauthenticated connections under their cap by closing the *oldest*, so the newest
+//   (the legitimate client, which authenticates within a few round trips) is never the one refused;
+// - admitConnections hands a TLS connection to the TLS layer only once its first record (the ClientHello) is
+//   complete, so a connection that never speaks costs a socket and a timer, not a TLS session, and the attacker's
+//   churn (each closed connection is re-opened at once) stays cheap enough not to starve the legitimate clients.
+// The accept queue is made deep for the same reason: see LISTEN_BACKLOG.
+import type { Server, Socket } from 'node:net';
+
+/**
+ * listen(2) backlog of the API server (the kernel clamps it to net.core.somaxconn). With Node's default (511) a
+ * flood of re-opened connections overflows the accept queue, the kernel drops a legitimate client's handshake and
+ * that client waits for TCP's retransmission (1 s, then 3 s): measured as `ListenOverflows` under the lockout test.
+ */
+export const LISTEN_BACKLOG = 4096;
+
+/** TLS record content type of a handshake record (RFC 8446 5.1); a ClientHello travels in one. */
+const TLS_HANDSHAKE_RECORD = 0x16;
+const TLS_RECORD_HEADER_BYTES = 5;
+
+/**
+ * Takes over `server`'s 'connection' listeners (Node's TLS or HTTP connection handling): every new connection is
+ * first admitted by `guard`; with TLS it is handed over once its first TLS record is complete (at most one record,
+ * 16 KiB, is held), and closed if that takes longer than `helloTimeoutMs`. Without TLS it is handed over at once.
+ */
+export function admitConnections(server: Server, guard: ConnectionGuard, opts: { tls: boolean; helloTimeoutMs: number }): void {
+  const handlers = server.listeners('connection') as Array<(socket: Socket) => void>;
+  server.removeAllListeners('connection');
+  const handOver = (socket: Socket) => {
+    for (const handler of handlers) handler.call(server, socket);
+  };
+  server.on('connection', (socket: Socket) => {
+    guard.admit(socket);
+    if (socket.destroyed) return;
+    if (!opts.tls) return handOver(socket);
+    let held: Buffer | undefined;
+    const onData = (chunk: Buffer) => {
+      held = held ? Buffer.concat([held, chunk]) : chunk;
+      if (!firstRecordComplete(held)) return;
+      socket.off('data', onData);
+      socket.setTimeout(0);
+      socket.pause();
+      // The TLS layer reads what is buffered on the socket before the rest.
+      socket.unshift(held);
+      handOver(socket);
+    };
+    socket.setTimeout(opts.helloTimeoutMs, () => socket.destroy());
+    socket.on('data', onData);
+  });
+}
+
+/** Whether `bytes` hold a whole first TLS record, or are not TLS at all (which the TLS layer then refuses). */
+function firstRecordComplete(bytes: Buffer): boolean {
+  if (bytes[0] !== TLS_HANDSHAKE_RECORD) return true;
+  if (bytes.length < TLS_RECORD_HEADER_BYTES) return false;
+  // A length past TLS's 2^14 + 2048 limit is handed over too, and refused there.
+  return bytes.length >= TLS_RECORD_HEADER_BYTES + bytes.readUInt16BE(3);
+}
+
+/**
+ * Counts connections that have not authenticated yet and keeps them under `max`. Past the cap the oldest one is
+ * closed, never the newest: an attacker holding connections open cannot refuse a legitimate client, whose
+ * connection authenticates within a few round trips of arriving and so is always among the youngest. The victim
+ * comes from the source address holding the most unauthenticated connections, so an attacker on one address
+ * evicts its own connections before anyone else's (on loopback every client shares 127.0.0.1, and the order of
+ * arrival alone protects the legitimate ones). A connection leaves the count at its first authenticated request
+ * or when it closes; the handshake and header timeouts still close the ones nobody evicts.
+ */
+export class ConnectionGuard {
+  /** Per source address, its unauthenticated connections, oldest first (a Set keeps insertion order). */
+  readonly #bySource = new Map<string, Set<Admitted>>();
+  /** Keyed by remote address and port: the TLS socket a request arrives on wraps the TCP socket admitted here. */
+  readonly #byPeer = new Map<string, Admitted>();
+  #open = 0;
+  #evicted = 0;
+
+  constructor(private readonly max: number) {}
+
+  /** Called for every new TCP connection; past the cap, closes the oldest unauthenticated connection. */
+  admit(socket: Socket): void {
+    // Already closed by the peer: nothing to keep.
+    if (socket.remoteAddress === undefined) return void socket.destroy();
+    const admitted: Admitted = { socket, source: socket.remoteAddress, peer: peerOf(socket) };
+    this.#open++;
+    socket.once('close', () => {
+      this.#open--;
+      this.#forget(admitted);
+    });
+    // A peer key still held by a socket that has not reported its close yet: that one is gone.
+    const stale = this.#byPeer.get(admitted.peer);
+    if (stale) this.#forget(stale);
+    this.#byPeer.set(admitted.peer, admitted);
+    let queue = this.#bySource.get(admitted.source);
+    if (!queue) this.#bySource.set(admitted.source, (queue = new Set()));
+    queue.add(admitted);
+    while (this.#byPeer.size > this.max && this.#evictOldest());
+  }
+
+  /** The connection carried an authenticated request. */
+  authenticated(socket: Socket | null | undefined): void {
+    const admitted = socket ? this.#byPeer.get(peerOf(socket)) : undefined;
+    if (admitted) this.#forget(admitted);
+  }
+
+  get unauthenticated(): number {
+    return this.#byPeer.size;
+  }
+
+  get open(): number {
+    return this.#open;
+  }
+
+  /** Unauthenticated connections closed to make room for newer ones. */
+  get evicted(): number {
+    return this.#evicted;
+  }
+
+  /** Closes every unauthenticated connection (the server is shutting down). */
+  closeAll(): void {
+    for (const admitted of [...this.#byPeer.values()]) admitted.socket.destroy();
+  }
+
+  #forget(admitted: Admitted): void {
+    if (this.#byPeer.get(admitted.peer) === admitted) this.#byPeer.delete(admitted.peer);
+    const queue = this.#bySource.get(admitted.source);
+    if (queue?.delete(admitted) && queue.size === 0) this.#bySource.delete(admitted.source);
+  }
+
+  #evictOldest(): boolean {
+    // The source with the largest share (at most `max` + 1 sources to look at), then its oldest connection.
+    let heaviest: Set<Admitted> | undefined;
+    for (const queue of this.#bySource.values()) if (!heaviest || queue.size > heaviest.size) heaviest = queue;
+    const oldest: Admitted | undefined = heaviest?.values().next().value;
+    if (!oldest) return false;
+    this.#forget(oldest);
+    this.#evicted++;
+    oldest.socket.destroy();
+    return true;
+  }
+}
+
+/** One unauthenticated connection as the guard tracks it. */
+interface Admitted {
+  readonly socket: Socket;
+  readonly source: string;
+  readonly peer: string;
+}
+
+function peerOf(socket: Socket): string {
+  return `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
+}

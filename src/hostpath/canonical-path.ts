@@ -1,0 +1,64 @@
+// One canonical form for every path the hostpath provisioner compares, indexes or records: a directory is
+// identified by what it is, not by how a PV or a pattern spelled it. `//` and `.` collapse, a trailing `/` goes,
+// `..` cannot be resolved without the disk (a symlink above it changes its meaning), so a path holding one is
+// not mapped to a directory: callers treat it as meaning anything below what it could reach (fail closed). NFS
+// server names compare without case and without a trailing dot, as DNS names do.
+import path from 'node:path';
+
+/** How a path taken from a PV reads: exactly one canonical path, or paths it could mean. */
+export type PathReading =
+  | { kind: 'canonical'; path: string }
+  /**
+   * It holds `..` (or a NUL): what it names depends on the disk. `candidates` are the absolute paths it could
+   * mean lexically (the part before the first `..`, and the lexical resolution), for blocking what is around them.
+   */
+  | { kind: 'ambiguous'; candidates: string[]; why: string };
+
+/**
+ * Reads an absolute path from a PV (hostPath, local, an nfs export path). Undefined for anything that is not an
+ * absolute path at all (not a string, empty, relative): no directory.
+ */
+export function readAbsolutePath(p: unknown): PathReading | undefined {
+  if (typeof p !== 'string' || !p.startsWith('/')) return undefined;
+  const segments = p.split('/').filter((s) => s !== '' && s !== '.');
+  const up = segments.indexOf('..');
+  if (up < 0 && !p.includes('\0')) return { kind: 'canonical', path: `/${segments.join('/')}` };
+  const before = up < 0 ? segments : segments.slice(0, up);
+  const candidates = new Set([`/${before.join('/')}`, stripTrailingSlash(path.posix.normalize(p.replaceAll('\0', '')))]);
+  return { kind: 'ambiguous', candidates: [...candidates], why: up < 0 ? 'it contains a NUL byte' : 'it contains a ".." segment, whose meaning depends on the directories (and symlinks) above it' };
+}
+
+/** The canonical form of an absolute path, or undefined when it has none (relative, `..`, NUL). */
+export function canonicalAbsolutePath(p: unknown): string | undefined {
+  const r = readAbsolutePath(p);
+  return r?.kind === 'canonical' ? r.path : undefined;
+}
+
+/**
+ * A rendered relative path in canonical form: local-path cleans a pattern such as `{{ .PVC.Namespace }}/{{ .PVC.Name }}/`
+ * with filepath.Join, so one trailing `/` is dropped. Anything else (an empty segment, `.`, `..`) is left for the
+ * path rules to refuse: in a rendered path it means a missing value or an attempt to climb.
+ */
+export function canonicalRenderedPath(rel: string): string {
+  return rel.length > 1 && rel.endsWith('/') ? rel.slice(0, -1) : rel;
+}
+
+/** An NFS server name as compared: lower case, without the root's trailing dot (`NFS.Example.` is `nfs.example`). */
+export function canonicalNfsServer(server: string): string {
+  const lower = server.toLowerCase();
+  return lower.length > 1 && lower.endsWith('.') ? lower.slice(0, -1) : lower;
+}
+
+function stripTrailingSlash(p: string): string {
+  return p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p;
+}
+
+/** The proper ancestors of a canonical absolute path, nearest first (`/a/b/c` -> `/a/b`, `/a`). */
+export function* ancestorsOf(p: string): Generator<string> {
+  for (let i = p.lastIndexOf('/'); i > 0; i = p.lastIndexOf('/', i - 1)) yield p.slice(0, i);
+}
+
+/** The proper ancestors of a canonical relative path, nearest first (`a/b/c` -> `a/b`, `a`). */
+export function* relativeAncestorsOf(rel: string): Generator<string> {
+  for (let i = rel.lastIndexOf('/'); i > 0; i = rel.lastIndexOf('/', i - 1)) yield rel.slice(0, i);
+}

@@ -1,0 +1,158 @@
+// One directory, one identity: a live PV names its directory in whatever spelling it was written with (`BASE//x`,
+// `BASE/./x`, `BASE/x/`, an nfs source with a trailing slash, a doubled slash, a server in capitals or with a
+// trailing dot, a symlinked or bind-mounted path). Every one of them must block that directory, its inside and its
+// parents, for placement, reuse and the leaf proof; a source that cannot be mapped to exactly one directory blocks
+// everything it could mean. Rendered patterns with a trailing `/` are local-path's and are accepted.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config.ts';
+import { InfeasibleError } from '../../src/controller/provisioner.ts';
+import { VolumeIdentityError } from '../../src/hostpath/delete-identity.ts';
+import type { PersistentVolume } from '../../src/types/k8s.ts';
+import { claim, storageClass, provisionOptions, tempTree, snapshot, signal } from './provisioner-helpers.ts';
+
+let tmp: string;
+before(async () => {
+  tmp = await fsp.realpath(await tempTree('kp-spelling-'));
+});
+after(async () => {
+  await fsp.rm(tmp, { recursive: true, force: true });
+});
+
+const STABLE = storageClass('stable', { pathPattern: '${.PVC.annotations.nfs.io/storage-path}', onDelete: 'delete' });
+
+/** A Bound static (or adopted) PV: no annotations of ours, no record. */
+function livePv(name: string, source: Pick<PersistentVolume['spec'], 'hostPath' | 'nfs' | 'local'>): PersistentVolume {
+  return {
+    apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name },
+    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Retain', ...source, claimRef: { namespace: 'owner', name, uid: `uid-owner-${name}` } },
+    status: { phase: 'Bound' },
+  };
+}
+
+/** A tenant's Released PV at `dir` (no record: the leaf proof decides). */
+function releasedPv(name: string, source: Pick<PersistentVolume['spec'], 'hostPath' | 'nfs'>): PersistentVolume {
+  return { ...livePv(name, source), spec: { ...livePv(name, source).spec, persistentVolumeReclaimPolicy: 'Delete', claimRef: { namespace: 'tenant', name, uid: `uid-tenant-${name}` } }, status: { phase: 'Released' } };
+}
+
+const tenantClaim = (name: string, storagePath: string) =>
+  provisionOptions(claim({ name, namespace: 'tenant', modes: ['ReadWriteMany'], annotations: { 'nfs.io/storage-path': storagePath } }), STABLE);
+
+async function ownerData(root: string, rel: string): Promise<void> {
+  await fsp.mkdir(path.join(root, rel), { recursive: true });
+  await fsp.writeFile(path.join(root, rel, 'owner-data'), 'not yours');
+}
+
+const refusedNaming = (pv: string) => (e: unknown) => e instanceof InfeasibleError && e.message.includes(pv);
+const identityRefused = (e: unknown) => e instanceof VolumeIdentityError;
+
+test('static hostPath PVs spelled BASE//victim, BASE/./victim2, BASE/victim3/ block their directory, its inside and the leaf proof', async () => {
+  const root = path.join(tmp, 'static');
+  for (const d of ['victim', 'victim2', 'victim3']) await ownerData(root, d);
+  const live = [
+    livePv('owner1', { hostPath: { path: `${root}//victim` } }),
+    livePv('owner2', { hostPath: { path: `${root}/./victim2` } }),
+    livePv('owner3', { local: { path: `${root}/victim3/` } }),
+  ];
+  const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }), knownVolumes: () => live });
+  const before = await snapshot(root);
+  await assert.rejects(p.provision(tenantClaim('steal1', 'victim'), signal()), refusedNaming('owner1'));
+  await assert.rejects(p.provision(tenantClaim('steal2', 'victim2'), signal()), refusedNaming('owner2'));
+  await assert.rejects(p.provision(tenantClaim('inside3', 'victim3/sub'), signal()), refusedNaming('owner3'));
+  // A tenant's released PV (no record) naming the same directory: the leaf proof sees the live owner.
+  await assert.rejects(p.delete(releasedPv('tenant1', { hostPath: { path: `${root}/victim` } }), signal()), identityRefused);
+  await assert.rejects(p.delete(releasedPv('tenant3', { hostPath: { path: `${root}/victim3/sub/..//` } }), signal()));
+  assert.deepEqual(await snapshot(root), before, 'nothing created, nothing deleted');
+});
+
+test('adopted nfs PVs spelled /export/a1/, /export//a2, server nfs.example. or NFS.Example block their directory', async () => {
+  const root = path.join(tmp, 'nfs');
+  for (const d of ['a1', 'a2', 'a3', 'a4']) await ownerData(root, d);
+  const nfs = (p: string, server = 'nfs.example') => ({ nfs: { server, path: p } });
+  const live = [
+    livePv('nfs1', nfs('/export/a1/')),
+    livePv('nfs2', nfs('/export//a2')),
+    livePv('nfs3', nfs('/export/a3', 'nfs.example.')),
+    livePv('nfs4', nfs('/export/./a4', 'NFS.Example')),
+  ];
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root, nfs: { server: 'nfs.example', path: '/export' } }),
+    knownVolumes: () => live,
+  });
+  const before = await snapshot(root);
+  for (const [i, pv] of live.entries()) {
+    await assert.rejects(p.provision(tenantClaim(`steal-${i}`, `a${i + 1}`), signal()), refusedNaming(pv.metadata.name ?? '?'));
+    await assert.rejects(p.provision(tenantClaim(`inside-${i}`, `a${i + 1}/sub`), signal()), refusedNaming(pv.metadata.name ?? '?'));
+  }
+  await assert.rejects(p.delete(releasedPv('tenant-nfs', nfs('/export/a1')), signal()), identityRefused);
+  assert.deepEqual(await snapshot(root), before);
+});
+
+test('a live PV whose source cannot be mapped to exactly one directory blocks placement, reuse and the leaf proof under its root', async () => {
+  const root = path.join(tmp, 'unmappable');
+  await ownerData(root, 'b/data');
+  await fsp.mkdir(path.join(root, 'free'));
+  const live = [livePv('dotdot', { nfs: { server: 'nfs.example', path: '/export/x/../b' } })];
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root, nfs: { server: 'nfs.example', path: '/export' } }),
+    knownVolumes: () => live,
+  });
+  const before = await snapshot(root);
+  await assert.rejects(p.provision(tenantClaim('under-b', 'b'), signal()), refusedNaming('dotdot'));
+  await assert.rejects(p.provision(tenantClaim('reuse-free', 'free'), signal()), refusedNaming('dotdot'));
+  await assert.rejects(p.delete(releasedPv('leaf', { hostPath: { path: `${root}/free` } }), signal()), identityRefused);
+  assert.deepEqual(await snapshot(root), before);
+  // Once that PV is gone, the same claims go through.
+  live.length = 0;
+  p.rebuildFromVolumes([]);
+  const { volume } = await p.provision(tenantClaim('reuse-free', 'free'), signal());
+  assert.equal(volume.spec.nfs?.path, '/export/free');
+});
+
+test('the same directory through a symlinked path or a bind of the base: same device and inode, blocked', async () => {
+  const root = path.join(tmp, 'inode');
+  await ownerData(root, 'victim');
+  const link = path.join(tmp, 'inode-link');
+  await fsp.symlink(root, link);
+  const live = [livePv('via-link', { hostPath: { path: `${link}/victim` } })];
+  const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }), knownVolumes: () => live });
+  const before = await snapshot(root);
+  await assert.rejects(p.provision(tenantClaim('steal', 'victim'), signal()), refusedNaming('via-link'));
+  await assert.rejects(p.provision(tenantClaim('inside', 'victim/sub'), signal()), refusedNaming('via-link'));
+  await assert.rejects(p.delete(releasedPv('tenant', { hostPath: { path: `${root}/victim` } }), signal()), identityRefused);
+  assert.deepEqual(await snapshot(root), before);
+});
+
+test('a live PV spelled through a symlink outside the roots and "..": what the disk resolves it to is blocked', async () => {
+  const root = path.join(tmp, 'dotdot-link');
+  await ownerData(root, 'victim');
+  await fsp.mkdir(path.join(root, 'sub'));
+  // Outside every root, lexically: `<tmp>/dotdot-out/../victim` would be `<tmp>/victim`; the kernel resolves the
+  // symlink first, then "..": `<root>/sub/..` is `<root>`, so the PV's directory is `<root>/victim`.
+  const link = path.join(tmp, 'dotdot-out');
+  await fsp.symlink(path.join(root, 'sub'), link);
+  const live = [livePv('dotdot-link', { hostPath: { path: `${link}/../victim` } })];
+  const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }), knownVolumes: () => live });
+  const before = await snapshot(root);
+  await assert.rejects(p.provision(tenantClaim('steal', 'victim'), signal()), refusedNaming('dotdot-link'));
+  await assert.rejects(p.provision(tenantClaim('inside', 'victim/sub'), signal()), refusedNaming('dotdot-link'));
+  await assert.rejects(p.delete(releasedPv('tenant', { hostPath: { path: `${root}/victim` } }), signal()), identityRefused);
+  assert.deepEqual(await snapshot(root), before);
+});
+
+test("local-path's custom-path-pattern class (\"{{ .PVC.Namespace }}/{{ .PVC.Name }}/\", trailing slash) provisions <ns>/<claim>", async () => {
+  const root = path.join(tmp, 'trailing');
+  await fsp.mkdir(root);
+  const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }) });
+  const sc = storageClass('local-path-custom-path-pattern', { pathPattern: '{{ .PVC.Namespace }}/{{ .PVC.Name }}/' });
+  const o = provisionOptions(claim({ name: 'local-path-pvc', namespace: 'default', modes: ['ReadWriteOnce'] }), sc);
+  const { volume } = await p.provision(o, signal());
+  assert.equal(volume.spec.hostPath?.path, `${root}/default/local-path-pvc`);
+  assert.ok((await fsp.lstat(`${root}/default/local-path-pvc`)).isDirectory());
+  // A second trailing slash is an empty segment (a missing value), still refused.
+  const twice = storageClass('twice', { pathPattern: '{{ .PVC.Namespace }}/{{ .PVC.Name }}//' });
+  await assert.rejects(p.provision(provisionOptions(claim({ name: 'x', namespace: 'default' }), twice), signal()), /empty segment/);
+});

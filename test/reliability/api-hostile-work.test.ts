@@ -1,0 +1,244 @@
+// Request work linear in the body (issue 20, defect 8): strategic merge patch list handling ($setElementOrder,
+// merge keys, primitive lists, $deleteFromPrimitiveList, $patch: delete) and YAML duplicate-key detection.
+// - The strategic merge cases count operations, not time: every read of a list position (the lists are proxies)
+//   and of an element's merge key (a counting getter), at 10 and at 1,000 entries. Linear work reads about 100
+//   times more for 100 times the entries; the quadratic work this replaced read about 10,000 times more.
+// - YAML parsing has no such hook, so its case compares CPU time (process.cpuUsage, which a busy machine's other
+//   processes do not inflate) of a body 40 times larger with a small one: linear gives about 40, the re-scan of
+//   the text per repeated key gave well over 1,000.
+// - Over HTTP, the reported bodies are answered, a GET sent while one is being worked on is answered, and the
+//   CPU time of the largest body is compared with one thirty times smaller.
+import assert from 'node:assert/strict';
+import https from 'node:https';
+import { after, before, describe, it } from 'node:test';
+import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
+import { applyStrategicMergePatch } from '../../src/cluster/patch/patch.ts';
+import { decodeBody } from '../../src/cluster/http/http-io.ts';
+import { yamlDuplicateError } from '../../src/cluster/schema/field-validation.ts';
+import { call, type Answer, type Endpoint } from './raw-http.ts';
+
+/** CPU milliseconds (user and system) spent while `work` runs. */
+async function cpuMs(work: () => unknown): Promise<number> {
+  const before = process.cpuUsage();
+  await work();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000;
+}
+
+/** Least CPU time of `tries` runs of `work`. */
+async function leastCpuMs(work: () => unknown, tries: number): Promise<number> {
+  let best = Infinity;
+  for (let i = 0; i < tries; i++) best = Math.min(best, await cpuMs(work));
+  return best;
+}
+
+/** cpu(large) / cpu(small): the small body at its least of five runs, the large one at its least of two. */
+async function cpuRatio(small: () => unknown, large: () => unknown): Promise<{ ratio: number; smallMs: number; largeMs: number }> {
+  await small(); // warm-up: compile the code paths once
+  const smallMs = await leastCpuMs(small, 5);
+  const largeMs = await leastCpuMs(large, 2);
+  return { ratio: largeMs / Math.max(smallMs, 0.1), smallMs, largeMs };
+}
+
+const names = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+const half = <T>(list: T[]) => list.filter((_, i) => i % 2 === 0);
+
+/** Counts reads of list positions and of elements' merge keys made while a patch is applied. */
+class ReadCounter {
+  reads = 0;
+  /** `list` as a proxy that counts every read of a position. */
+  list<T>(list: T[]): T[] {
+    return new Proxy(list, {
+      get: (target, prop, receiver) => {
+        if (typeof prop === 'string' && prop.length > 0 && prop.charCodeAt(0) >= 48 && prop.charCodeAt(0) <= 57) this.reads++;
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    });
+  }
+  /** A list element `{name, ...rest}` whose `name` counts its reads. */
+  named(name: string, rest: Record<string, unknown> = {}): Record<string, unknown> {
+    const element: Record<string, unknown> = { ...rest };
+    Object.defineProperty(element, 'name', { enumerable: true, configurable: true, get: () => (this.reads++, name) });
+    return element;
+  }
+}
+
+/** Strategic merge patches of n list entries, each with the document it applies to, built through a counter. */
+const SMP_CASES: Record<string, (n: number, c: ReadCounter) => { doc: object; patch: object; model: string }> = {
+  '$setElementOrder on finalizers (the reported body)': (n, c) => ({
+    doc: { metadata: { name: 'x', finalizers: c.list(half(names(n, 'e.io/f'))) } },
+    patch: { metadata: { '$setElementOrder/finalizers': c.list(names(n, 'e.io/f').reverse()), finalizers: c.list(names(n, 'e.io/f').filter((_, i) => i % 2 === 1)) } },
+    model: 'V1ConfigMap',
+  }),
+  'a primitive merge list': (n, c) => ({
+    doc: { metadata: { finalizers: c.list(names(n, 'e.io/a')) } },
+    patch: { metadata: { finalizers: c.list([...half(names(n, 'e.io/a')), ...names(n / 2, 'e.io/b')]) } },
+    model: 'V1ConfigMap',
+  }),
+  '$deleteFromPrimitiveList': (n, c) => ({
+    doc: { metadata: { finalizers: c.list(names(n, 'e.io/a')) } },
+    patch: { metadata: { '$deleteFromPrimitiveList/finalizers': c.list(half(names(n, 'e.io/a'))) } },
+    model: 'V1ConfigMap',
+  }),
+  'a merge-key list with $setElementOrder': (n, c) => ({
+    doc: { spec: { containers: c.list(half(names(n, 'c')).map((name) => c.named(name, { image: 'a' }))) } },
+    patch: {
+      spec: {
+        '$setElementOrder/containers': c.list(names(n, 'c').map((name) => c.named(name))),
+        containers: c.list(names(n, 'c').map((name) => c.named(name, { image: 'b' }))),
+      },
+    },
+    model: 'V1Pod',
+  }),
+  'a merge-key list without an order': (n, c) => ({
+    doc: { spec: { containers: c.list(names(n, 'c').map((name) => c.named(name, { image: 'a' }))) } },
+    patch: { spec: { containers: c.list(names(n, 'c').reverse().map((name) => c.named(name, { image: 'b' }))) } },
+    model: 'V1Pod',
+  }),
+  '$patch: delete elements': (n, c) => ({
+    doc: { spec: { containers: c.list(names(n, 'c').map((name) => c.named(name, { image: 'a' }))) } },
+    patch: { spec: { containers: c.list(half(names(n, 'c')).map((name) => c.named(name, { $patch: 'delete' }))) } },
+    model: 'V1Pod',
+  }),
+};
+
+/** Reads made applying the case at n entries. */
+function readsAt(build: (n: number, c: ReadCounter) => { doc: object; patch: object; model: string }, n: number): number {
+  const counter = new ReadCounter();
+  const { doc, patch, model } = build(n, counter);
+  counter.reads = 0; // building the proxies read nothing, but be sure
+  applyStrategicMergePatch(doc, patch, model);
+  return counter.reads;
+}
+
+describe('strategic merge patch list work is linear (operation counts)', () => {
+  for (const [what, build] of Object.entries(SMP_CASES)) {
+    it(`${what}: 1,000 entries read at most 3 x 100 times what 10 entries read`, (t) => {
+      const small = readsAt(build, 10);
+      const large = readsAt(build, 1_000);
+      t.diagnostic(`reads: 10 entries ${small}, 1,000 entries ${large}, ratio ${(large / small).toFixed(1)}`);
+      assert.ok(small > 0, 'the counter sees the lists');
+      assert.ok(large <= 300 * small, `1,000 entries read ${large} times, 10 entries ${small} (ratio ${(large / small).toFixed(0)}; quadratic work gives about 10,000)`);
+    });
+  }
+
+  it('the results are still the strategic merge results', () => {
+    const c = new ReadCounter();
+    const plain = (v: unknown) => JSON.parse(JSON.stringify(v)) as unknown;
+    const { doc, patch, model } = SMP_CASES['$setElementOrder on finalizers (the reported body)']!(6, c);
+    assert.deepEqual(applyStrategicMergePatch(doc, patch, model), { metadata: { name: 'x', finalizers: ['e.io/f5', 'e.io/f4', 'e.io/f3', 'e.io/f2', 'e.io/f1', 'e.io/f0'] } });
+    const del = SMP_CASES['$deleteFromPrimitiveList']!(4, c);
+    assert.deepEqual(applyStrategicMergePatch(del.doc, del.patch, del.model), { metadata: { finalizers: ['e.io/a1', 'e.io/a3'] } });
+    const keyed = SMP_CASES['a merge-key list with $setElementOrder']!(4, c);
+    assert.deepEqual(plain(applyStrategicMergePatch(keyed.doc, keyed.patch, keyed.model)), {
+      spec: { containers: ['c0', 'c1', 'c2', 'c3'].map((name) => ({ name, image: 'b' })) },
+    });
+    const unordered = SMP_CASES['a merge-key list without an order']!(3, c);
+    assert.deepEqual(plain(applyStrategicMergePatch(unordered.doc, unordered.patch, unordered.model)), {
+      spec: { containers: ['c2', 'c1', 'c0'].map((name) => ({ name, image: 'b' })) },
+    });
+    const deleted = SMP_CASES['$patch: delete elements']!(4, c);
+    assert.deepEqual(plain(applyStrategicMergePatch(deleted.doc, deleted.patch, deleted.model)), {
+      spec: { containers: ['c1', 'c3'].map((name) => ({ name, image: 'a' })) },
+    });
+    // $retainKeys over many keys rebuilds the map instead of deleting from it.
+    const labels = Object.fromEntries(names(6, 'l').map((k) => [k, 'v']));
+    assert.deepEqual(applyStrategicMergePatch({ metadata: { labels } }, { metadata: { labels: { $retainKeys: ['l0', 'l2', 'l4'], l0: 'w' } } }, 'V1ConfigMap'), {
+      metadata: { labels: { l0: 'w', l2: 'v', l4: 'v' } },
+    });
+  });
+});
+
+/** A ConfigMap in YAML whose `data` repeats one key n times. */
+const repeatedKeyYaml = (name: string, n: number) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${'  k: v\n'.repeat(n)}`;
+
+describe('YAML duplicate-key detection is linear', () => {
+  it('40,000 repeated keys cost at most 5 x 40 times the CPU of 1,000', async (t) => {
+    const small = Buffer.from(repeatedKeyYaml('y', 1_000));
+    const large = Buffer.from(repeatedKeyYaml('y', 40_000));
+    const m = await cpuRatio(
+      () => yamlDuplicateError(small.toString('utf8')),
+      () => yamlDuplicateError(large.toString('utf8')),
+    );
+    t.diagnostic(`CPU: 1k keys ${m.smallMs.toFixed(1)} ms, 40k keys ${m.largeMs.toFixed(1)} ms, ratio ${m.ratio.toFixed(1)}`);
+    assert.ok(m.ratio < 200, `ratio ${m.ratio.toFixed(1)} (1k: ${m.smallMs.toFixed(1)} ms, 40k: ${m.largeMs.toFixed(1)} ms; quadratic work gives over 1,000)`);
+    const lines = yamlDuplicateError(large.toString('utf8'))!.split('\n');
+    assert.equal(lines.length, 40_000, 'one line per repeated key, plus the heading');
+    assert.equal(lines[1], '  line 7: key "k" already set in map');
+    assert.equal(lines[39_999], `  line ${40_005}: key "k" already set in map`);
+    assert.deepEqual(decodeBody(small, 'application/yaml'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'y' }, data: { k: 'v' } });
+  });
+});
+
+/** Sends `body` and, once it has been written whole, a GET on another connection; both answers. */
+async function withConcurrentGet(e: Endpoint, method: string, path: string, body: string, contentType: string): Promise<{ main: Answer; get: Answer; getMs: number }> {
+  let getStarted = 0;
+  let get: Promise<Answer> | undefined;
+  const main = await new Promise<Answer>((resolve, reject) => {
+    const req = https.request(new URL(path, e.url), {
+      method,
+      ca: e.caPem,
+      agent: false,
+      headers: { authorization: `Bearer ${e.token}`, 'content-type': contentType, 'content-length': String(Buffer.byteLength(body)) },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, text, json: <T>() => JSON.parse(text) as T });
+      });
+    });
+    req.on('error', reject);
+    req.on('finish', () => {
+      getStarted = performance.now();
+      get = call(e, 'GET', '/api/v1/namespaces/default/configmaps?limit=1');
+    });
+    req.end(body);
+  });
+  const answer = await get!;
+  return { main, get: answer, getMs: performance.now() - getStarted };
+}
+
+describe('the worst bodies over HTTP', () => {
+  let c: EmbeddedCluster;
+  let e: Endpoint;
+  before(async () => {
+    c = await startEmbeddedCluster({ controllers: false });
+    e = { url: c.url, token: c.token, caPem: c.caPem };
+  });
+  after(() => c.stop());
+
+  const CMS = '/api/v1/namespaces/default/configmaps';
+  let seq = 0;
+  const smpOnce = async (n: number) => {
+    const name = `smp-${n}-${seq++}`;
+    assert.equal((await call(e, 'POST', CMS, { body: JSON.stringify({ metadata: { name } }) })).status, 201);
+    const order = names(n, 'e.io/f');
+    const body = JSON.stringify({ metadata: { '$setElementOrder/finalizers': order, finalizers: order } });
+    return withConcurrentGet(e, 'PATCH', `${CMS}/${name}`, body, 'application/strategic-merge-patch+json');
+  };
+
+  it('$setElementOrder/finalizers with 90,000 entries (1.7 MiB): answered, a GET meanwhile, at most 100 x the CPU of 3,000 (30 x the entries)', async (t) => {
+    const time = (n: number) => async () => {
+      const r = await smpOnce(n);
+      assert.equal(r.main.status, 200, r.main.text.slice(0, 300));
+      assert.equal(r.get.status, 200, 'the GET sent while the patch was worked on');
+      t.diagnostic(`n=${n}: concurrent GET answered after ${r.getMs.toFixed(0)} ms`);
+    };
+    const m = await cpuRatio(time(3_000), time(90_000));
+    t.diagnostic(`CPU: 3k ${m.smallMs.toFixed(0)} ms, 90k ${m.largeMs.toFixed(0)} ms, ratio ${m.ratio.toFixed(1)}`);
+    assert.ok(m.ratio < 100, `ratio ${m.ratio.toFixed(1)} (quadratic work gives several hundred)`);
+  });
+
+  it('a YAML body repeating one key 40,000 times: created, a GET meanwhile, at most 200 x the CPU of 1,000 (40 x the keys)', async (t) => {
+    const time = (n: number) => async () => {
+      const r = await withConcurrentGet(e, 'POST', `${CMS}?fieldValidation=Ignore`, repeatedKeyYaml(`yaml-${n}-${seq++}`, n), 'application/yaml');
+      assert.equal(r.main.status, 201, r.main.text.slice(0, 300));
+      assert.equal(r.get.status, 200, 'the GET sent while the body was worked on');
+      t.diagnostic(`n=${n}: concurrent GET answered after ${r.getMs.toFixed(0)} ms`);
+    };
+    const m = await cpuRatio(time(1_000), time(40_000));
+    t.diagnostic(`CPU: 1k ${m.smallMs.toFixed(0)} ms, 40k ${m.largeMs.toFixed(0)} ms, ratio ${m.ratio.toFixed(1)}`);
+    assert.ok(m.ratio < 200, `ratio ${m.ratio.toFixed(1)} (quadratic work gives over 1,000)`);
+  });
+});
