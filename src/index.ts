@@ -40,6 +40,20 @@ export {
 } from './controller/options.ts';
 export type { EventSink } from './controller/volume-store.ts';
 
+// Why a claim is (not) being provisioned: the same explanation `kube-provisioner explain pvc` prints, for a backend
+// of your own (its checkClaim hook runs too).
+export {
+  explainClaim,
+  formatExplanation,
+  type ClaimExplanation,
+  type ClaimEventSummary,
+  type ExplainClaimOptions,
+  type ExplainDecisionCode,
+  type ExplainedDecision,
+} from './controller/explain.ts';
+export type { ClaimDecisionCode } from './controller/decide-claim.ts';
+export { decideResize, type ResizeAction, type ResizeDecision, type ResizeDecisionCode, type ResizeDecisionInput } from './controller/decide-resize.ts';
+
 // Talking to the cluster: client, kubeconfig, typed resource descriptors, errors.
 export { KubeClient, type KubeClientOptions, type KubeConnection } from './runtime/client.ts';
 export { loadKubeConfig, KubeConfigError, RestConfig, type LoadKubeConfigOptions, type KubeConfigSource } from './runtime/kubeconfig.ts';

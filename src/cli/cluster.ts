@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { join, resolve } from 'node:path';
 import { startEmbeddedCluster } from '../cluster/embedded-cluster.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
+import { persistenceNotice } from './persistence-notice.ts';
 import { abortOnSignals } from './signals.ts';
 import { describeListenError, parsePort } from './user-errors.ts';
 
@@ -41,6 +42,8 @@ async function runClusterLocked(opts: ClusterCommandOptions, io: { out(line: str
   await lock.setUrl(cluster.url);
   io.out(`kube-provisioner cluster ready at ${cluster.url} (kubeconfig: ${join(dataDir, 'kubeconfig')})`);
   if (opts.insecureHttp) io.err('warning: serving plain HTTP (--insecure-http): debugging only');
+  const notice = persistenceNotice(cluster.persistence);
+  if (notice) io.err(notice);
   await new Promise<void>((done) => {
     if (signal.aborted) return done();
     signal.addEventListener('abort', () => done(), { once: true });

@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { startEmbeddedCluster } from '../cluster/embedded-cluster.ts';
 import { localNodeName } from '../cluster/controllers/index.ts';
@@ -24,6 +25,7 @@ import { formatComparison, runMemoryDemo } from './demo-compare.ts';
 import { DEV_CSI_CLASSES, startDevCsi } from './dev-csi.ts';
 import { startHostPathService } from './hostpath-service.ts';
 import { printProvisioningOutcomes } from './dev-outcomes.ts';
+import { persistenceNotice } from './persistence-notice.ts';
 import { DEFAULT_PROVISIONER_NAME, LOG_LEVELS, type LogLevel } from './options.ts';
 import { abortOnSignals } from './signals.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
@@ -53,33 +55,44 @@ export interface DevIo {
   progress: { write(text: string): void; isTTY?: boolean; columns?: number };
 }
 
+/** The example claim and pod the guide applies, as shipped in the package (examples/ is in its files). */
+const EXAMPLE_CLAIM = fileURLToPath(new URL('../../examples/pvc.yaml', import.meta.url));
+
 /** Class names and where their volumes go, relative to DIR/volumes. */
 export const DEV_CLASSES = { shared: 'hostpath', local: 'hostpath-local' } as const;
 
-/** The StorageClasses `dev` creates (also used by tests). */
+/**
+ * The StorageClasses `dev` creates (also used by tests). `onDelete: delete` is written in the class: a shared path
+ * archives by default (nfs-subdir's rule), and dev's walkthrough promises that deleting the claim removes its
+ * directory, so the class says so where `kubectl get storageclass -o yaml` shows it.
+ */
 export function devStorageClasses(provisioner: string): StorageClass[] {
   const base = { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', provisioner, reclaimPolicy: 'Delete' as const, allowVolumeExpansion: true };
+  const parameters = { pathPattern: '${.PVC.namespace}/${.PVC.name}-${.PV.name}', onDelete: 'delete' };
   return [
     {
       ...base,
       metadata: { name: DEV_CLASSES.shared, annotations: { [ANN_DEFAULT_STORAGE_CLASS]: 'true' } },
       volumeBindingMode: 'Immediate',
-      parameters: { pathPattern: '${.PVC.namespace}/${.PVC.name}-${.PV.name}' },
+      parameters,
     },
     {
       ...base,
       metadata: { name: DEV_CLASSES.local },
       volumeBindingMode: 'WaitForFirstConsumer',
-      parameters: { pathPattern: '${.PVC.namespace}/${.PVC.name}-${.PV.name}' },
+      parameters,
     },
   ];
 }
 
-/** The first-run configuration: the shared path for `hostpath`, this node's path for `hostpath-local`. */
+/**
+ * The first-run configuration: the shared path at the top level, the default for every class the configuration
+ * does not list (`hostpath`, and any class a user creates for the provisioner); this node's path for `hostpath-local`.
+ */
 export function devConfig(volumesDir: string): object {
   return {
+    sharedFileSystemPath: join(volumesDir, 'shared'),
     storageClassConfigs: {
-      [DEV_CLASSES.shared]: { sharedFileSystemPath: join(volumesDir, 'shared') },
       [DEV_CLASSES.local]: { nodePathMap: [{ node: DEFAULT_NODE, paths: [join(volumesDir, 'local')] }] },
     },
   };
@@ -171,10 +184,10 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
     io.out(`kube-provisioner dev: cluster ready at ${cluster.url}, node ${nodeName}`);
     io.out(`  export KUBECONFIG=${cluster.kubeconfigPath}`);
     io.out('  kubectl get storageclass,nodes');
-    io.out('  kubectl apply -f examples/pvc.yaml');
+    io.out(`  kubectl apply -f ${show(EXAMPLE_CLAIM)}`);
     io.out("  kubectl wait --for=jsonpath='{.status.phase}'=Bound pvc/example-data --timeout=30s");
     io.out('  kubectl wait --for=condition=Ready pod/example-writer --timeout=30s   (containers are not run: the pod is Ready once its volume mounts)');
-    io.out(`  kube-provisioner explain pvc NAME --config ${show(configFile)}   (why a claim is Pending)`);
+    io.out('  kube-provisioner explain pvc NAME   (why a claim is Pending: finds this configuration by itself)');
     io.out(`  volumes: ${show(join(volumesDir, 'shared'))} (class ${DEV_CLASSES.shared}, default), ${show(join(volumesDir, 'local'))} (class ${DEV_CLASSES.local})`);
     io.out(`  configuration (hot-reloaded): ${show(configFile)}`);
     if (service.metricsUrl) io.out(`  metrics: ${service.metricsUrl}`);
@@ -182,6 +195,8 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
       io.out(`  CSI mode: plugin ${csi.sidecar.driverName} on ${show(csi.plugin.socketPath)} (run csi-hostpath-plugin, pid ${csi.plugin.child.pid}), sidecar (run csi) in-process; classes ${DEV_CSI_CLASSES.shared} (Immediate), ${DEV_CSI_CLASSES.local} (WaitForFirstConsumer)`);
       io.out(`  CSI volumes: ${show(join(volumesDir, 'csi-shared'))}, ${show(join(volumesDir, 'csi-local'))}; plugin configuration: ${show(csi.configFile)}`);
     }
+    const notice = persistenceNotice(cluster.persistence);
+    if (notice) io.out(notice);
 
     let result: DevDemoResults | undefined;
     if (o.demo !== undefined) {

@@ -2,6 +2,7 @@
 // ProvisionController, health and metrics endpoints, wired together and stopped in order. Used by
 // `run hostpath` (against any cluster) and by `dev` (in-process, against the embedded cluster).
 import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import type { Registry } from 'prom-client';
 import { ProvisionController } from '../controller/provision-controller.ts';
 import type { ProvisionControllerOptions } from '../controller/options.ts';
@@ -23,7 +24,7 @@ import { ANN_VOLUME_USAGE, formatVolumeUsage } from '../types/volume-usage.ts';
 import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from '../hostpath/config-map-source.ts';
 import { createHostPathMetrics } from '../hostpath/hostpath-metrics.ts';
 import { VolumeWatch } from '../hostpath/volume-watch.ts';
-import type { ConfigMapRef } from './options.ts';
+import { HOSTPATH_CONFIG_DETAIL, type ConfigMapRef, type HostPathConfigLocation } from './options.ts';
 
 export interface HostPathServiceOptions {
   client: KubeClient;
@@ -145,7 +146,9 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     },
     logger,
   });
-  const controller = new ProvisionController(o.client, o.provisionerName, provisioner, { ...o.controller, logger, registry });
+  const controller = new ProvisionController(o.client, o.provisionerName, provisioner, {
+    ...o.controller, logger, registry, heartbeatDetails: configLocationDetail(o.config),
+  });
   // A reload may fix what made claims infeasible (a class added, a path, a capacity): retry them at once.
   reloads.applied = () => {
     metrics.configApplied();
@@ -196,6 +199,14 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     }
   })();
   return { controller, provisioner, registry, healthUrl, metricsUrl, done };
+}
+
+function configLocationDetail(config: HostPathServiceOptions['config']): Record<string, string> | undefined {
+  let location: HostPathConfigLocation;
+  if ('file' in config) location = { file: resolve(config.file) };
+  else if ('configMap' in config) location = { configMap: config.configMap };
+  else return undefined;
+  return { [HOSTPATH_CONFIG_DETAIL]: JSON.stringify(location) };
 }
 
 async function startConfigSource(

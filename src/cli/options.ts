@@ -34,6 +34,12 @@ export interface ConfigMapRef {
   key: string;
 }
 
+/** Heartbeat detail key under which the hostpath provisioner says where its configuration lives (for explain). */
+export const HOSTPATH_CONFIG_DETAIL = 'hostpath-config';
+
+/** Where the configuration lives, as `explain` finds it: a file (absolute path) or a ConfigMap. */
+export type HostPathConfigLocation = { file: string } | { configMap: ConfigMapRef };
+
 /** Everything `run hostpath` needs, typed and validated. */
 export interface RunHostPathOptions {
   kubeconfig?: string;

@@ -10,6 +10,7 @@ import { Audit } from './http/audit.ts';
 import { ClusterApiError } from './common/errors.ts';
 import { Faults } from './http/faults.ts';
 import { openSqliteBackend } from './storage/persistence.ts';
+import type { SqliteDriverName } from './storage/sqlite.ts';
 import { resolveLimits, type ServerLimits } from './http/request-limits.ts';
 import { startApiServer, type ApiServer } from './http/server.ts';
 import { ClusterStore } from './writes/cluster-store.ts';
@@ -51,6 +52,11 @@ export interface EmbeddedCluster {
   server: ApiServer;
   /** The cluster's own controllers (undefined with controllers: false). */
   controllers: ClusterControllers | undefined;
+  /**
+   * Where the objects are kept: SQLite under dataDir, or memory (no dataDir; or no SQLite driver could be loaded,
+   * `unavailable` says why, and nothing is kept across a restart).
+   */
+  persistence: { kind: 'sqlite'; driver: SqliteDriverName } | { kind: 'memory'; unavailable?: string };
   /** Stops controllers and server, ends watches, closes the database, removes temporary files. */
   stop(): Promise<void>;
 }
@@ -122,9 +128,12 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
     await chmod(dataDir, 0o700);
   }
   const workDir = dataDir ?? (await mkdtemp(join(tmpdir(), 'kube-provisioner-cluster-')));
-  const backend = dataDir ? openSqliteBackend(join(dataDir, 'cluster.db')) : undefined;
+  const sqlite = dataDir ? openSqliteBackend(join(dataDir, 'cluster.db')) : undefined;
+  const persistence: EmbeddedCluster['persistence'] = sqlite?.backend
+    ? { kind: 'sqlite', driver: sqlite.driver }
+    : { kind: 'memory', ...(sqlite ? { unavailable: sqlite.unavailable } : {}) };
   const store = new ClusterStore({
-    backend,
+    backend: sqlite?.backend,
     watchCacheSize: opts.watchCacheSize,
     onWatcherError: opts.onError,
     limits: { maxObjectBytes: limits.maxObjectBytes, maxJsonDepth: limits.maxJsonDepth },
@@ -176,6 +185,7 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
       audit,
       server,
       controllers,
+      persistence,
       stop: () => (stopping ??= runCleanups()),
     };
   } catch (err) {

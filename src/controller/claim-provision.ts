@@ -15,6 +15,9 @@ import { recordFailure } from './failures.ts';
 import { done, failurePolicy, waitForEvent, type FailureClass, type Next } from './next.ts';
 import { IgnoredError, InfeasibleError, ProvisioningError, type ProvisioningState, type ProvisionResult } from './provisioner.ts';
 
+/** How the ProvisioningFailed event of an infeasible error begins (the Go library's text); explain recognises it. */
+export const INFEASIBLE_EVENT_PREFIX = 'Volume provisioning failed with infeasible error. Retries will be delayed.';
+
 /** One attempt to provision one claim: everything the effects need, in one value. */
 export interface ClaimAttempt {
   s: ControllerShared;
@@ -66,7 +69,8 @@ export async function provisionClaim(a: ClaimAttempt): Promise<ProvisionOutcome>
   if (outcome.kind === 'failed') {
     s.metrics.provisionFailedTotal.inc(labels);
     s.claimRecords.set(uid, 'inProgress', undefined);
-    return { next: countFailure(a, outcome.error.message, 'final', false), succeeded: false };
+    // A PV the API server refuses would be refused again: the infeasible slow retry, not the backoff.
+    return { next: countFailure(a, outcome.error.message, outcome.invalid ? 'infeasible' : 'final', outcome.invalid === true), succeeded: false };
   }
   if (outcome.kind === 'saved') s.savedVolumes.record(pvName, outcome.volume);
   s.metrics.provisionTotal.inc(labels);
@@ -127,7 +131,7 @@ async function provisionFailed(a: ClaimAttempt, err: unknown): Promise<Next> {
   const message = errorMessage(err);
   const infeasible = err instanceof InfeasibleError;
   let state: ProvisioningState = err instanceof ProvisioningError ? err.state : 'Finished';
-  const event = infeasible ? `Volume provisioning failed with infeasible error. Retries will be delayed. ${message}` : message;
+  const event = infeasible ? `${INFEASIBLE_EVENT_PREFIX} ${message}` : message;
   s.events.event(claimObject(claim), 'Warning', 'ProvisioningFailed', event);
   s.metrics.provisionFailedTotal.inc(a.labels);
   const inProgress = s.claimRecords.inProgress(uid) !== undefined;

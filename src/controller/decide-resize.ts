@@ -29,6 +29,7 @@ export const CONDITION_FS_RESIZE_PENDING = 'FileSystemResizePending';
  */
 export type ResizeAction = 'expand' | 'finish' | 'wait' | 'none';
 
+/** The rule that made a resize decision (for logs, explain and tests). */
 export type ResizeDecisionCode =
   | 'NotBound'
   | 'VolumeMissing'
@@ -44,6 +45,7 @@ export type ResizeDecisionCode =
   | 'GivenUp'
   | 'Expand';
 
+/** What decideResize looks at: the claim, its PV and class, the provisioner names, the failure record. */
 export interface ResizeDecisionInput {
   claim: PersistentVolumeClaim;
   /** The PV named by the claim's spec.volumeName, if cached. */
@@ -61,6 +63,7 @@ export interface ResizeDecisionInput {
   now: number;
 }
 
+/** What to do about a claim's size, and why. */
 export interface ResizeDecision {
   action: ResizeAction;
   code: ResizeDecisionCode;

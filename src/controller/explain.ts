@@ -2,7 +2,9 @@
 // runs, then the backend's own pure checks (the Provisioner's checkClaim hook, the ones provision() runs), either on
 // a running controller's caches and failure records, or on objects fetched once with a client (for
 // `kube-provisioner explain pvc NS/NAME`, with no controller running). The decision names the first reason that
-// blocks provisioning; the claim's last provisioning events and the next retry, when known, come with it.
+// blocks provisioning; the claim's last provisioning events and the next retry, when known, come with it. From the
+// cluster alone it also says whether any controller serves the provisioner name (explain-presence.ts), and derives
+// the next retry from the last ProvisioningFailed event and the retry timings the controller's heartbeat publishes.
 import type { KubeClient } from '../runtime/client.ts';
 import { undefinedIfNotFound } from '../runtime/errors.ts';
 import { coreEvents, nodes, persistentVolumeClaims, persistentVolumes, pods, storageClasses } from '../runtime/resources.ts';
@@ -17,13 +19,17 @@ import { ANN_VOLUME_USAGE, parseVolumeUsage } from '../types/volume-usage.ts';
 import { formatBytes } from '../types/quantity.ts';
 import { resolveOptions, type ProvisionControllerOptions } from './options.ts';
 import type { ClaimCheckResult, Provisioner } from './provisioner.ts';
+import { INFEASIBLE_EVENT_PREFIX } from './claim-provision.ts';
+import { judgePresence, readControllerPresence } from './explain-presence.ts';
+import type { HeartbeatRecord, HeartbeatRetry } from './heartbeat.ts';
 
 /**
  * Codes explain adds to the controller's: the backend's own checks refused the claim (`BackendInfeasible`: it
  * would fail with an infeasible error; `BackendReschedule`: not on the selected node; `BackendIgnored`: another
- * instance's claim).
+ * instance's claim); `NoController`: no controller serving the provisioner name is running (from the cluster's
+ * heartbeat and leader-election Leases).
  */
-export type ExplainDecisionCode = ClaimDecisionCode | 'BackendInfeasible' | 'BackendReschedule' | 'BackendIgnored';
+export type ExplainDecisionCode = ClaimDecisionCode | 'BackendInfeasible' | 'BackendReschedule' | 'BackendIgnored' | 'NoController';
 
 /** A decision as explain reports it: the controller's, or the first backend check that blocks it. */
 export type ExplainedDecision = Omit<ClaimDecision, 'code'> & { code: ExplainDecisionCode };
@@ -38,6 +44,7 @@ export interface ClaimEventSummary {
   lastSeen?: string;
 }
 
+/** Why a claim is (not) being provisioned: the decision, the facts behind it, its last events and next retry. */
 export interface ClaimExplanation {
   /** `namespace/name`. */
   claim: string;
@@ -59,8 +66,11 @@ export interface ClaimExplanation {
   nextRetryAt?: string;
   /** How the next attempt comes, in words, when known. */
   nextRetry?: string;
+  /** The heartbeats of controllers serving this provisioner name, live first (cluster-only explain). */
+  controllers?: HeartbeatRecord[];
 }
 
+/** What explainDecision builds an explanation from. */
 export interface ExplainFacts {
   claim: PersistentVolumeClaim;
   provisionerName: string;
@@ -73,8 +83,8 @@ export interface ExplainFacts {
   events?: CoreEvent[];
   /** Extra facts (backend checks, consumers), appended in order. */
   extraFacts?: string[];
-  /** The slow retry after an infeasible error (the controller's retry.infeasibleDelayMs), to say when it is due. */
-  infeasibleDelayMs?: number;
+  /** The controller's retry timings (from its heartbeat, else the defaults), to say when the next attempt is due. */
+  retry?: HeartbeatRetry;
   now?: number;
 }
 
@@ -110,7 +120,7 @@ export function explainDecision(f: ExplainFacts): ClaimExplanation {
   facts.push(...(f.extraFacts ?? []));
   const lastFailed = lastEvent(f.events, claim, 'ProvisioningFailed');
   const lastSucceeded = lastEvent(f.events, claim, 'ProvisioningSucceeded');
-  const retry = nextRetry(f, lastFailed);
+  const retry = nextRetry(f, lastFailed, lastSucceeded);
   return {
     claim: claimKey(claim),
     uid: claim.metadata.uid ?? '',
@@ -139,19 +149,24 @@ function lastEvent(events: CoreEvent[] | undefined, claim: PersistentVolumeClaim
   return { type: last.type ?? 'Normal', reason, message: last.message ?? '', count: last.count ?? 1, ...(at ? { lastSeen: new Date(at).toISOString() } : {}) };
 }
 
-// Known only for the infeasible slow retry: from the controller's record, or from the last failure's time.
-function nextRetry(f: ExplainFacts, lastFailed: ClaimEventSummary | undefined): Pick<ClaimExplanation, 'nextRetryAt' | 'nextRetry'> {
+// From the controller's record (a running controller's explain), or from the last ProvisioningFailed event and the
+// controller's retry timings: the event's time plus the slow infeasible delay, or plus the backoff its count reached.
+function nextRetry(f: ExplainFacts, lastFailed: ClaimEventSummary | undefined, lastSucceeded: ClaimEventSummary | undefined): Pick<ClaimExplanation, 'nextRetryAt' | 'nextRetry'> {
   const code = f.decision.code;
   const how = 'at once if the claim, its class or the provisioner\'s configuration changes';
   if (f.failures?.infeasibleUntil !== undefined && code === 'InfeasibleBackoff') {
     return { nextRetryAt: new Date(f.failures.infeasibleUntil).toISOString(), nextRetry: `slow retry after an infeasible error; ${how}` };
   }
-  if (code === 'BackendInfeasible' && lastFailed?.lastSeen && f.infeasibleDelayMs !== undefined) {
-    const due = Date.parse(lastFailed.lastSeen) + f.infeasibleDelayMs;
-    const late = f.now !== undefined && due < f.now;
-    return { nextRetryAt: new Date(due).toISOString(), nextRetry: `slow retry after an infeasible error${late ? ' (due now)' : ''}; ${how}` };
-  }
-  return {};
+  const waiting = code === 'Provision' || code === 'BackendInfeasible' || code === 'InfeasibleBackoff';
+  const failedAt = lastFailed?.lastSeen ? Date.parse(lastFailed.lastSeen) : NaN;
+  if (!waiting || !f.retry || !lastFailed || Number.isNaN(failedAt) || (lastSucceeded?.lastSeen && Date.parse(lastSucceeded.lastSeen) >= failedAt)) return {};
+  const infeasible = code === 'BackendInfeasible' || lastFailed.message.startsWith(INFEASIBLE_EVENT_PREFIX);
+  const r = f.retry;
+  const backoff = r.exponentialBackoff ? Math.min(r.backoffBaseMs * 2 ** Math.min(Math.max(lastFailed.count - 1, 0), 40), r.backoffMaxMs) : r.backoffBaseMs;
+  const due = failedAt + (infeasible ? r.infeasibleDelayMs : backoff);
+  const late = f.now !== undefined && due < f.now ? ' (due now)' : '';
+  const what = infeasible ? 'slow retry after an infeasible error' : `backoff after ${lastFailed.count} failed attempt${lastFailed.count === 1 ? '' : 's'}`;
+  return { nextRetryAt: new Date(due).toISOString(), nextRetry: `${what}${late}; ${how}` };
 }
 
 /** Human-readable form, for the CLI. */
@@ -267,6 +282,9 @@ export interface ExplainClaimOptions {
   now?: number;
 }
 
+/** Decisions a missing controller overrides: those that wait for the controller itself to act. */
+const NEEDS_CONTROLLER: ReadonlySet<ExplainDecisionCode> = new Set(['Provision', 'BackendInfeasible', 'BackendReschedule', 'InfeasibleBackoff', 'BlockNotSupported', 'SelectorNotSupported']);
+
 async function orEmpty<T>(p: Promise<{ items: T[] }>): Promise<T[] | undefined> {
   try {
     return (await p).items;
@@ -313,9 +331,23 @@ export async function explainClaim(client: KubeClient, namespace: string, name: 
   const wantsNodes = storageClass?.volumeBindingMode === 'WaitForFirstConsumer' && selectedNodeName(claim) === undefined && opts.provisioner?.checkClaim;
   const nodeList = wantsNodes ? await orEmpty(client.list<Node>(nodes, { signal })) : undefined;
   const refined = refineDecision({ claim, storageClass, decision, check: opts.provisioner?.checkClaim?.bind(opts.provisioner), consumers, nodes: nodeList });
+  // Is anything running that would act on it? Only asked when the decision waits for a controller of this name.
+  let final = refined.decision;
+  const facts = refined.facts;
+  let retry: HeartbeatRetry = { ...options.retry };
+  let controllers: HeartbeatRecord[] | undefined;
+  if (NEEDS_CONTROLLER.has(final.code) && claim.status?.phase !== 'Bound') {
+    const presence = judgePresence(await readControllerPresence(client, provisionerName, now, signal), provisionerName, claim, now);
+    facts.push(...presence.facts);
+    controllers = presence.mine;
+    if (presence.retry) retry = presence.retry;
+    else facts.push('retry timings: the defaults (no heartbeat of this provisioner publishes its own)');
+    if (presence.running === false && presence.reason) final = { ...final, action: 'wait', code: 'NoController', reason: presence.reason };
+  }
   const explanation = explainDecision({
-    claim, provisionerName, storageClass, volume: boundVolume ?? volume, decision: refined.decision, events, extraFacts: refined.facts, infeasibleDelayMs: options.retry.infeasibleDelayMs, now,
+    claim, provisionerName, storageClass, volume: boundVolume ?? volume, decision: final, events, extraFacts: facts, retry, now,
   });
+  if (controllers) explanation.controllers = controllers;
   if (resize) explanation.resize = resize;
   return explanation;
 }

@@ -66,6 +66,15 @@ export const CONTROLLER_OPTIONS = {
     },
     'leader-election',
   ),
+  /**
+   * How often this instance renews its heartbeat Lease (in the Lease namespace, every mode): how `explain` knows,
+   * from the cluster alone, that a controller serves the provisioner name. 0 = no heartbeat.
+   */
+  heartbeatIntervalMs: duration({
+    default: 30 * SECOND, flag: 'heartbeat-interval',
+    help: 'renew this instance\'s heartbeat Lease this often (0 = none)',
+    doc: 'renew this instance\'s heartbeat Lease (one per host, in the Lease namespace, every mode) this often, so `explain` can tell whether a controller serves the provisioner name; `0` = none',
+  }),
   /** Claim workers, and as many volume workers. */
   threadiness: integer({ min: 1, default: 4, flag: 'worker-threads', help: 'claim workers (and as many volume workers)', doc: 'claim workers, and as many volume workers' }),
   /** Informer resync: every object is re-evaluated this often (costs no API calls for settled claims). */

@@ -24,6 +24,7 @@ import type { ControllerShared, ControllerTerm } from './controller-state.ts';
 import { claimClassName } from './decide-claim.ts';
 import { boundedEventSink } from './event-bounds.ts';
 import { explainCachedClaim, type ClaimExplanation } from './explain.ts';
+import { Heartbeat } from './heartbeat.ts';
 import { wireHandlers } from './informer-handlers.ts';
 import { runLeakInventory, type LeakReport } from './leak-inventory.ts';
 import { createControllerMetrics } from './metrics.ts';
@@ -50,13 +51,18 @@ export interface ProvisionControllerDeps {
   identity?: string;
   /** Where events go (default: an EventRecorder on the client, component `<provisionerName>_<identity>`). */
   events?: EventSink;
+  /**
+   * What the backend publishes about itself in the heartbeat Lease (`detail.kube-provisioner.io/<key>` annotations),
+   * e.g. where its configuration lives, for `explain`.
+   */
+  heartbeatDetails?: Record<string, string>;
 }
 
 /** Options and dependencies of a ProvisionController in one object. */
 export type ProvisionControllerConfig = ProvisionControllerOptions & ProvisionControllerDeps;
 
 /** The keys of ProvisionControllerDeps: resolveOptions refuses every other key that is not an option. */
-const DEPENDENCY_KEYS: ReadonlySet<string> = new Set(Object.keys({ logger: 0, clock: 0, registry: 0, identity: 0, events: 0 } satisfies Record<keyof ProvisionControllerDeps, 0>));
+const DEPENDENCY_KEYS: ReadonlySet<string> = new Set(Object.keys({ logger: 0, clock: 0, registry: 0, identity: 0, events: 0, heartbeatDetails: 0 } satisfies Record<keyof ProvisionControllerDeps, 0>));
 
 /** run() was called while the controller is already running. */
 export class ControllerAlreadyRunningError extends Error {
@@ -84,6 +90,8 @@ export class ProvisionController {
   private readonly leakFirstSeen = new Map<string, number>();
   /** Resize state, when the provisioner implements expand(). */
   private readonly resize: ResizeState | undefined;
+  /** This instance's heartbeat Lease writer (undefined with heartbeatIntervalMs 0). */
+  private readonly heartbeat: Heartbeat | undefined;
 
   constructor(client: KubeClient, provisionerName: string, provisioner: Provisioner, config: ProvisionControllerConfig = {}) {
     validateProvisionerName(provisionerName);
@@ -123,6 +131,14 @@ export class ProvisionController {
       volumeStore: this.volumeStore,
     };
     this.resize = provisioner.expand ? createResizeState(createResizeMetrics(this.registry)) : undefined;
+    const { backoffBaseMs, backoffMaxMs, exponentialBackoff, infeasibleDelayMs } = options.retry;
+    this.heartbeat = options.heartbeatIntervalMs > 0
+      ? new Heartbeat({
+        client, namespace: options.leaderElection.namespace, provisionerName, identity: this.identity, host: hostname(),
+        intervalMs: options.heartbeatIntervalMs, mode: options.leaderElection.mode,
+        retry: { backoffBaseMs, backoffMaxMs, exponentialBackoff, infeasibleDelayMs }, details: config.heartbeatDetails, clock, logger,
+      })
+      : undefined;
   }
 
   /** The provisioner name this controller serves. */
@@ -211,10 +227,13 @@ export class ProvisionController {
     const s = this.shared;
     s.logger.info({ component: `${s.provisionerName}_${this.identity}`, mode: this.options.leaderElection.mode }, 'starting provisioner controller');
     this.volumeStore.run(signal);
+    // Standbys beat too: explain asks whether any controller serves the name, not which one leads.
+    const heartbeat = this.heartbeat?.run(signal);
     try {
       if (this.options.leaderElection.mode === 'lease') await this.runElected(signal);
       else await this.runTerm(signal);
     } finally {
+      await heartbeat;
       await this.volumeStore.stopped();
       await this.ownRecorder?.stop();
       s.metrics.isLeader.set({ provisioner: s.provisionerName }, 0);

@@ -6,9 +6,11 @@
 // Unlike the Go library, AlreadyExists counts as saved only when the existing PV is bound to this claim's uid
 // (the Go library's issue #55 in kubernetes-sigs/sig-storage-lib-external-provisioner); a PV of another claim under our name is a conflict, and then we never delete the backend volume,
 // because an idempotent provisioner may have handed us that other claim's volume.
+// A PV the API server refuses as invalid (422/400) can never be saved by trying again: in either mode the save is
+// final at once, the backend volume is deleted and the Warning event quotes the server's message.
 import type { Clock } from '../runtime/clock.ts';
 import type { ObjectClient } from '../runtime/client.ts';
-import { AlreadyExistsError } from '../runtime/errors.ts';
+import { AlreadyExistsError, InvalidError } from '../runtime/errors.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { ItemExponentialFailureRateLimiter } from '../runtime/rate-limiters.ts';
 import { persistentVolumes } from '../runtime/resources.ts';
@@ -36,8 +38,11 @@ export type SaveOutcome =
   | { kind: 'saved'; volume: PersistentVolume }
   /** Background mode: the PV will be created by the background queue. */
   | { kind: 'queued' }
-  /** Not saved. `cleanedUp`: the backend volume was deleted again. */
-  | { kind: 'failed'; error: Error; cleanedUp: boolean };
+  /**
+   * Not saved. `cleanedUp`: the backend volume was deleted again. `invalid`: the API server refused the PV itself
+   * (422/400), so provisioning the same claim again would fail the same way.
+   */
+  | { kind: 'failed'; error: Error; cleanedUp: boolean; invalid?: boolean };
 
 export interface VolumeStoreDeps {
   client: ObjectClient;
@@ -112,6 +117,7 @@ export class VolumeStore {
       const first = await this.create(claim, volume, signal).catch((err: unknown) => err as Error);
       if (!(first instanceof Error)) return { kind: 'saved', volume: first };
       if (first instanceof VolumeConflictError) return this.conflict(claim, first);
+      if (first instanceof InvalidError) return this.refused(claim, volume, first, signal);
       log.info({ err: first.message }, 'saving PV failed; retrying in the background');
       this.unsaved.set(volume.metadata.name ?? '', { volume, claim });
       this.queue?.addRateLimited(volume.metadata.name ?? '');
@@ -124,6 +130,7 @@ export class VolumeStore {
         return { kind: 'saved', volume: await this.create(claim, volume, signal) };
       } catch (err) {
         if (err instanceof VolumeConflictError) return this.conflict(claim, err);
+        if (err instanceof InvalidError) return this.refused(claim, volume, err, signal);
         lastError = err as Error;
         log.info({ err: lastError.message, attempt }, 'saving PV failed');
       }
@@ -135,10 +142,25 @@ export class VolumeStore {
       if (attempt < save.retryCount) await this.deps.clock.sleep(save.intervalMs, signal).catch(() => {});
     }
 
+    return this.cleanUp(claim, volume, lastError, signal);
+  }
+
+  /** The API server refused the PV as invalid: no retry can save it. */
+  private refused(claim: PersistentVolumeClaim, volume: PersistentVolume, err: InvalidError, signal: AbortSignal): Promise<SaveOutcome> {
+    this.deps.logger.warn({ pvc: claimKey(claim), pv: volume.metadata.name, err: err.message }, 'the API server refused the provisioned PV as invalid');
+    return this.cleanUp(claim, volume, err, signal, true);
+  }
+
+  /** Deletes the backend volume of a PV that will not be saved (bounded attempts), with the events that say so. */
+  private async cleanUp(claim: PersistentVolumeClaim, volume: PersistentVolume, lastError: Error, signal: AbortSignal, invalid = false): Promise<SaveOutcome> {
+    const save = this.deps.save;
+    const retryCount = save.mode === 'retry' ? save.retryCount : 1;
+    const intervalMs = save.mode === 'retry' ? save.intervalMs : 0;
+    const log = this.deps.logger.child({ pvc: claimKey(claim), pv: volume.metadata.name });
     const key = claimKey(claim);
     this.deps.events.event(claim, 'Warning', 'ProvisioningFailed', `Error creating provisioned PV object for claim ${key}: ${lastError.message}. Deleting the volume.`);
     let cleanupError: Error | undefined;
-    for (let attempt = 1; attempt <= save.retryCount; attempt++) {
+    for (let attempt = 1; attempt <= retryCount; attempt++) {
       try {
         await this.deps.provisioner.delete(volume, signal);
         cleanupError = undefined;
@@ -153,13 +175,13 @@ export class VolumeStore {
         log.warn({ err: cleanupError.message, attempt }, 'cleaning up the backend volume failed');
       }
       if (signal.aborted) break;
-      if (attempt < save.retryCount) await this.deps.clock.sleep(save.intervalMs, signal).catch(() => {});
+      if (attempt < retryCount) await this.deps.clock.sleep(intervalMs, signal).catch(() => {});
     }
     if (cleanupError) {
       this.deps.events.event(claim, 'Warning', 'ProvisioningCleanupFailed', `Error cleaning provisioned volume for claim ${key}: ${cleanupError.message}. Please delete manually.`);
-      return { kind: 'failed', error: lastError, cleanedUp: false };
+      return { kind: 'failed', error: lastError, cleanedUp: false, invalid };
     }
-    return { kind: 'failed', error: lastError, cleanedUp: true };
+    return { kind: 'failed', error: lastError, cleanedUp: true, invalid };
   }
 
   private conflict(claim: PersistentVolumeClaim, err: VolumeConflictError): SaveOutcome {
@@ -199,10 +221,12 @@ export class VolumeStore {
       this.unsaved.delete(name);
       this.queue.forget(name);
     } catch (err) {
-      if (err instanceof VolumeConflictError) {
-        this.conflict(claim, err);
+      if (err instanceof VolumeConflictError || err instanceof InvalidError) {
+        // Neither can be saved by trying again; the conflicting volume is kept, a refused one deleted.
+        if (err instanceof VolumeConflictError) this.conflict(claim, err);
         this.unsaved.delete(name);
         this.queue.forget(name);
+        if (err instanceof InvalidError) await this.refused(claim, entry.volume, err, signal);
         return;
       }
       this.deps.logger.info({ pv: name, err: (err as Error).message, failures: this.queue.numRequeues(name) }, 'saving PV failed; retrying in the background');

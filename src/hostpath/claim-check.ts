@@ -112,7 +112,7 @@ export function planHostPathClaim(i: HostPathClaimCheckInput): { ok: true; plan:
   const bytes = parseQuantity(request);
 
   const set = pathSetForClass(i.config, className);
-  if (!set) return infeasible(`storage class ${className} is not listed in the hostpath configuration's storageClassConfigs`);
+  if (!set) return infeasible(`storage class ${className} is not listed in the hostpath configuration's storageClassConfigs, which has no top-level path for the classes it does not list`);
   const shared = set.sharedFileSystemPath;
   const node = i.selectedNodeName ?? (i.mode === 'deployment' ? i.nodeName : undefined);
   let candidates: BasePath[];

@@ -62,7 +62,10 @@ export interface ConfigCompanions {
 
 /** The hostpath provisioner configuration: node-local paths by node, a shared path, per-class path sets. */
 export interface HostPathConfig extends PathSet {
-  /** Per-class path sets; when non-empty, classes not listed are refused (as local-path does). */
+  /**
+   * Per-class path sets. A class not listed gets the top-level paths when there are any, else it is refused (as
+   * local-path refuses it).
+   */
   storageClassConfigs: Record<string, PathSet>;
   scripts: VolumeScripts;
   /** Keys accepted for compatibility but without effect here (local-path's helper-pod settings). */
@@ -286,11 +289,13 @@ function checkNesting(sets: PathSet[], issues: string[]): void {
   for (const p of sharedPaths) if (nodePaths.has(p)) issues.push(`${p} cannot be both a shared path and a node path`);
 }
 
-/** The path set for a class: its storageClassConfigs entry, or the global one when none are configured. */
+/**
+ * The path set for a class: its storageClassConfigs entry; else the top-level one when it has paths (the default
+ * for every class not listed); else undefined: a class not listed is refused, as local-path refuses it.
+ */
 export function pathSetForClass(config: HostPathConfig, className: string): PathSet | undefined {
-  if (Object.keys(config.storageClassConfigs).length > 0) {
-    return Object.prototype.hasOwnProperty.call(config.storageClassConfigs, className) ? config.storageClassConfigs[className] : undefined;
-  }
+  if (Object.prototype.hasOwnProperty.call(config.storageClassConfigs, className)) return config.storageClassConfigs[className];
+  if (Object.keys(config.storageClassConfigs).length > 0 && isEmpty(config)) return undefined;
   return config;
 }
 

@@ -21,7 +21,7 @@ export type { ListFilterOptions } from '../cluster/storage/store-filter.ts';
 export type { StoreWatchOptions } from '../cluster/writes/cluster-store.ts';
 export { ClusterApiError } from '../cluster/common/errors.ts';
 export { MissingDependencyError } from '../cluster/common/optional-deps.ts';
-export { waitFor, conditions, eventsOf, WaitTimeoutError, type Condition, type ConditionContext, type WaitForOptions } from './wait.ts';
+export { waitFor, conditions, eventsOf, WaitTimeoutError, type Condition, type ConditionContext, type ConditionPredicate, type WaitForOptions } from './wait.ts';
 export {
   provisionerConformance, conformanceClaim, conformanceOptions, CONFORMANCE_CASES,
   type ConformanceCase, type ConformanceSubject, type ConformanceSuiteOptions, type TestRunner,
@@ -62,8 +62,11 @@ export interface TestCluster {
   /** Reads an object through the API. */
   get<T extends KubeObject>(resource: ApiResource<T>, name: string, namespace?: string): Promise<T>;
   /**
-   * A @kubernetes/client-node KubeConfig loaded from kubeconfigPath, for tests using its generated clients.
-   * client-node is an optional peer dependency: reading this without it installed throws MissingDependencyError.
+   * A @kubernetes/client-node KubeConfig loaded from kubeconfigPath, for this repository's tests that use its
+   * generated clients. Not in the published types (stripped as internal), so that they name no package the kit does
+   * not depend on: an author who uses client-node loads `kubeconfigPath` with it (`kc.loadFromFile(...)`).
+   * Reading it without client-node installed throws MissingDependencyError.
+   * @internal
    */
   readonly kubeConfig: KubeConfig;
   /** The bearer token of the cluster's admin user. */

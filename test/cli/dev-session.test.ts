@@ -3,6 +3,7 @@
 // reload re-checks blocked claims) instead of after the 5-minute slow retry; its outcome line follows. Capacity is
 // enforced by default: claims larger than the disk's free space (8Ei, 1e30) get the infeasible event.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import { coreEvents, nodes, persistentVolumeClaims, storageClasses } from '../..
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { CoreEvent, Node, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 import { DEFAULT_PROVISIONER_NAME } from '../../src/cli/options.ts';
+import { explainPvc } from '../../src/cli/explain.ts';
 import { startCli, waitFor, type CliProcess } from './cli-helpers.ts';
 
 describe('dev session: re-check after a configuration fix, outcomes in the terminal, capacity', () => {
@@ -21,6 +23,13 @@ describe('dev session: re-check after a configuration fix, outcomes in the termi
   let client: KubeClient;
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'kp-recheck-'));
+    // A configuration that lists its classes and has no top-level default path (dev's own first-run file has one):
+    // a class it does not list is refused until the file lists it.
+    await mkdir(join(dataDir, 'volumes', 'shared'), { recursive: true });
+    await writeFile(join(dataDir, 'hostpath-config.json'), JSON.stringify({
+      storageClassConfigs: { hostpath: { sharedFileSystemPath: join(dataDir, 'volumes', 'shared') }, 'hostpath-local': { nodePathMap: [{ node: 'DEFAULT_PATH_FOR_NON_LISTED_NODES', paths: [join(dataDir, 'volumes', 'local')] }] } },
+    }));
+    await mkdir(join(dataDir, 'volumes', 'local'), { recursive: true });
     cli = startCli(['dev', '--data-dir', dataDir, '--port', '0']);
     await waitFor('dev serving', () => cli.stdout().includes('Ctrl-C to stop'), 30_000);
     client = new KubeClient({ kubeConfig: loadKubeConfig({ path: join(dataDir, 'kubeconfig') }).kubeConfig, qps: 0 });
@@ -79,5 +88,57 @@ describe('dev session: re-check after a configuration fix, outcomes in the termi
       assert.notEqual(c.status?.phase, 'Bound');
     }
     await waitFor('the refusals in the terminal', () => /^claim default\/huge-8ei: not provisioned/m.test(cli.stdout()) && /^claim default\/huge-1e30: not provisioned/m.test(cli.stdout()));
+  });
+});
+
+describe("dev's own configuration and classes", () => {
+  let dataDir: string;
+  let cli: CliProcess;
+  let client: KubeClient;
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'kp-devclass-'));
+    cli = startCli(['dev', '--data-dir', dataDir, '--port', '0']);
+    await waitFor('dev serving', () => cli.stdout().includes('Ctrl-C to stop'), 30_000);
+    client = new KubeClient({ kubeConfig: loadKubeConfig({ path: join(dataDir, 'kubeconfig') }).kubeConfig, qps: 0 });
+  });
+  after(async () => {
+    client?.close();
+    cli.child.kill('SIGINT');
+    await cli.exited;
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("dev's classes say onDelete: delete", async () => {
+    for (const name of ['hostpath', 'hostpath-local']) {
+      assert.equal((await client.get<StorageClass>(storageClasses, name)).parameters?.onDelete, 'delete', name);
+    }
+  });
+
+  it('a class the user creates is served from the default shared path, with its own pathPattern', async () => {
+    await client.create(storageClasses, {
+      apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'patterned' }, provisioner: DEFAULT_PROVISIONER_NAME,
+      volumeBindingMode: 'Immediate', parameters: { pathPattern: 'mine/${.PVC.name}' },
+    } as StorageClass);
+    await client.create(persistentVolumeClaims, {
+      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'mine', namespace: 'default' },
+      spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'patterned', resources: { requests: { storage: '1Mi' } } },
+    } as PersistentVolumeClaim);
+    await waitFor('Bound', async () => (await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'mine', { namespace: 'default' })).status?.phase === 'Bound', 30_000);
+    assert.ok(existsSync(join(dataDir, 'volumes', 'shared', 'mine', 'mine')), 'the directory follows the class pattern under the default shared path');
+  });
+
+  it("explain runs the backend's checks with dev's configuration, found without --config", async () => {
+    await client.create(storageClasses, {
+      apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'bad-mode' }, provisioner: DEFAULT_PROVISIONER_NAME,
+      volumeBindingMode: 'Immediate', parameters: { mode: 'rwx' },
+    } as StorageClass);
+    await client.create(persistentVolumeClaims, {
+      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'bad-mode', namespace: 'default' },
+      spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'bad-mode', resources: { requests: { storage: '1Mi' } } },
+    } as PersistentVolumeClaim);
+    const { explanation, text } = await explainPvc({ namespace: 'default', name: 'bad-mode' }, { kubeconfig: join(dataDir, 'kubeconfig'), output: 'text' });
+    assert.equal(explanation.decision.code, 'BackendInfeasible', text);
+    assert.match(text, /mode/);
+    assert.match(text, new RegExp(`hostpath configuration: file ${join(dataDir, 'hostpath-config.json').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}, named by the heartbeat of `));
   });
 });

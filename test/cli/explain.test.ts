@@ -1,6 +1,7 @@
 // `kube-provisioner explain pvc NS/NAME` against an in-test embedded cluster with no provisioner running: the
-// decision the controller would make, its reason and the facts (as a process: exit 0, text on stdout), JSON
-// output, a claim whose class is missing, and a claim that does not exist (exit 1).
+// decision (no controller for the class's provisioner runs, so nothing will provision it), its reason and the facts
+// (as a process: exit 0, text on stdout), JSON output, a claim whose class is missing, and a claim that does not
+// exist (exit 1). explain-presence.test.ts runs controllers.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { NotFoundError } from '../../src/runtime/errors.ts';
@@ -52,15 +53,15 @@ describe('kube-provisioner explain pvc', () => {
     const r = await runCli(['explain', 'pvc', 'default/wants-volume', '--kubeconfig', cluster.kubeconfigPath]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^PersistentVolumeClaim default\/wants-volume \(uid [0-9a-f-]+\)$/m);
-    assert.match(r.stdout, /^Decision: provision \(\w+\) for provisioner example\.com\/explained$/m);
-    assert.match(r.stdout, /^Why: .+/m);
+    assert.match(r.stdout, /^Decision: wait \(NoController\) for provisioner example\.com\/explained$/m);
+    assert.match(r.stdout, /^Why: No controller for provisioner example\.com\/explained is running \(never seen: .*\); no controller of kube-provisioner is running here$/m);
     assert.match(r.stdout, /storage class: explained \(provisioner example\.com\/explained, Immediate, reclaim Delete\)/);
   });
 
   it('-o json gives the same decision as data; a missing class is explained, not an error', async () => {
     const { explanation, text } = await explainPvc({ namespace: 'default', name: 'wants-volume' }, { kubeconfig: cluster.kubeconfigPath, output: 'json' });
-    assert.equal(explanation.decision.action, 'provision');
-    assert.deepEqual(JSON.parse(text).decision.action, 'provision');
+    assert.equal(explanation.decision.code, 'NoController');
+    assert.deepEqual(JSON.parse(text).decision.code, 'NoController');
     const missing = await explainPvc({ namespace: 'default', name: 'no-class' }, { kubeconfig: cluster.kubeconfigPath, output: 'text' });
     assert.notEqual(missing.explanation.decision.action, 'provision');
     assert.match(missing.text, /storage class: missing-class \(not found\)/);

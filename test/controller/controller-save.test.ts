@@ -87,3 +87,29 @@ describe("ProvisionController: PV save in 'background' mode", () => {
     await waitFor('success event', () => reasons(f.env, 'patient').includes('ProvisioningSucceeded'));
   });
 });
+
+// A PV the API server refuses (422: here a PV without spec.capacity, which the type allows) can never be saved by
+// retrying: the save is final at once, with the server's message in a Warning event, in either mode.
+for (const volumeSave of [{ mode: 'retry' as const, retryCount: 5, intervalMs: 600_000 }, { mode: 'background' as const, baseDelayMs: 600_000, maxDelayMs: 600_000 }]) {
+  describe(`ProvisionController: an invalid PV in '${volumeSave.mode}' mode`, () => {
+    const f = useController({ options: { volumeSave }, classes: [storageClass('std')] });
+
+    it('is final at once: one create, a Warning event quoting the API server, the backend volume deleted', async () => {
+      f.backend.onProvision = (o) => ({ volume: { metadata: { name: o.pvName }, spec: { accessModes: ['ReadWriteOnce'], hostPath: { path: `/tmp/memory/${o.pvName}` } } } });
+      try {
+        const before = f.env.cluster.audit.count({ verb: 'create', resource: 'persistentvolumes', code: 422 });
+        const c = await createClaim(f.env, claim('invalid', 'std'));
+        const pvName = `pvc-${c.metadata.uid}`;
+        const failed = await waitFor('ProvisioningFailed quoting the API server', () =>
+          eventsFor(f.env, 'invalid').find((e) => e.reason === 'ProvisioningFailed' && /spec\.capacity/.test(e.message ?? '')));
+        assert.equal(failed.type, 'Warning');
+        assert.match(failed.message ?? '', /^Error creating provisioned PV object for claim default\/invalid: .*is invalid.*spec\.capacity.*Deleting the volume\.$/);
+        await waitFor('backend volume deleted', () => f.backend.deleteCalls.includes(pvName));
+        assert.equal(f.env.cluster.audit.count({ verb: 'create', resource: 'persistentvolumes', code: 422 }) - before, 1, 'one create, no retries');
+        assert.equal(getPV(f.env, pvName), undefined);
+      } finally {
+        f.backend.onProvision = undefined;
+      }
+    });
+  });
+}

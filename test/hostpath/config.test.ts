@@ -27,6 +27,13 @@ test('parses local-path JSON as-is, with our per-path capacity extension', () =>
   assert.deepEqual(allBasePaths(c).sort(), ['/data1', '/data2', '/opt/local-path-provisioner']);
 });
 
+test('top-level paths beside storageClassConfigs are the default for every class it does not list', () => {
+  const c = parseHostPathConfig(JSON.stringify({ sharedFileSystemPath: '/mnt/default', storageClassConfigs: { fast: { sharedFileSystemPath: '/mnt/fast' } } }));
+  assert.equal(pathSetForClass(c, 'fast')?.sharedFileSystemPath?.path, '/mnt/fast', 'a listed class keeps its own');
+  assert.equal(pathSetForClass(c, 'mine')?.sharedFileSystemPath?.path, '/mnt/default', 'a class created later gets the default');
+  assert.equal(pathSetForClass(c, 'constructor')?.sharedFileSystemPath?.path, '/mnt/default');
+});
+
 test('parses YAML with sharedFileSystemPath and storageClassConfigs', () => {
   const c = parseHostPathConfig(`
 storageClassConfigs:

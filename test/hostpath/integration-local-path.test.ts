@@ -3,11 +3,14 @@
 // own test configuration spells it), under local-path's provisioner name, against the embedded cluster with real
 // temp directories and real `sh` processes. Covers the volumeType / defaultVolumeType annotations, the scripts
 // (environment, arguments, failure output in a Warning event, cleanup, timeout), nodeAffinityKey without a node
-// cache, helperPod.yaml accepted with a warning, and an edited script applied without a restart.
+// cache, helperPod.yaml accepted with a warning, and an edited script applied without a restart; and `explain`,
+// given no --config or --config-map, runs the backend's checks with this ConfigMap, which the running instance names
+// in its heartbeat Lease (as a real deployment's ConfigMap is found).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { explainPvc } from '../../src/cli/explain.ts';
 import { startHostPathService, type HostPathService } from '../../src/cli/hostpath-service.ts';
 import type { Logger } from '../../src/runtime/logger.ts';
 import { configMaps, namespaces, nodes, pods } from '../../src/runtime/resources.ts';
@@ -198,5 +201,17 @@ describe('hostpath integration: local-path-provisioner ConfigMap, annotations an
     await waitFor('VolumeFailedDelete event', () => env.events(pv.metadata.name ?? '').find((e) => e.type === 'Warning' && /refusing: keep-me present/.test(e.message ?? '')));
     assert.equal(await fsp.readFile(path.join(dir, 'keep-me'), 'utf8'), 'data');
     assert.ok(env.volume(pv.metadata.name ?? ''), 'the PV stays until the directory is cleaned up');
+  });
+
+  it('explain finds the ConfigMap through the running instance\'s heartbeat, without --config-map', async () => {
+    // A class the ConfigMap does not list (and it has no top-level path): the backend's own check refuses it.
+    await createClass(env, storageClass('unlisted', LOCAL_PATH));
+    await createClaim(env, claim('unlisted-claim', 'unlisted'));
+    const { explanation, text } = await waitFor('the heartbeat naming the ConfigMap', async () => {
+      const e = await explainPvc({ namespace: NS, name: 'unlisted-claim' }, { kubeconfig: env.cluster.kubeconfigPath, output: 'text' });
+      return /ConfigMap local-path-storage\/local-path-config key config\.json, named by the heartbeat of /.test(e.text) ? e : undefined;
+    });
+    assert.equal(explanation.decision.code, 'BackendInfeasible', text);
+    assert.match(explanation.decision.reason, /storage class unlisted is not listed in the hostpath configuration/, text);
   });
 });

@@ -14,7 +14,7 @@ test('the Dockerfile builds dist in one stage and ships it with production depen
   const final = stages.at(-1) ?? '';
   assert.ok(stages.length >= 2, 'a build stage and a final stage');
   assert.match(stages.join('\n'), /npm run build/);
-  assert.match(stages.join('\n'), /npm ci --omit=dev --ignore-scripts/);
+  assert.match(stages.join('\n'), /npm ci --omit=dev --omit=optional --ignore-scripts/);
   assert.match(final, /COPY --from=\w+ .*\/app\/dist \.\/dist/);
   assert.doesNotMatch(final, /COPY[^\n]* src\b/, 'no TypeScript sources in the image');
   assert.doesNotMatch(final, /^RUN /m, 'nothing is installed or compiled in the final stage');
@@ -22,13 +22,22 @@ test('the Dockerfile builds dist in one stage and ships it with production depen
   assert.match(final, /^USER node$/m, 'runs as non-root');
   assert.match(final, /^ENTRYPOINT \["node", "\/app\/bin\/kube-provisioner\.js"\]$/m);
   // The entry point runs the compiled JavaScript, not tsx.
-  assert.match(readFileSync(join(ROOT, 'bin', 'kube-provisioner.js'), 'utf8'), /import\('\.\.\/dist\/cli\/main\.js'\)/);
+  assert.match(readFileSync(join(ROOT, 'bin', 'kube-provisioner.js'), 'utf8'), /new URL\('\.\.\/dist\/cli\/main\.js', import\.meta\.url\)/);
 });
 
 test('the production dependencies the image installs need no native build', () => {
-  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
-  for (const name of ['better-sqlite3', 'tsx', '@peculiar/x509', 'reflect-metadata', '@kubernetes/client-node']) {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>; optionalDependencies?: Record<string, string>; devDependencies: Record<string, string>;
+  };
+  // The one native module is optional, and the image omits optional dependencies.
+  assert.deepEqual(Object.keys(pkg.optionalDependencies ?? {}), ['better-sqlite3']);
+  assert.equal(pkg.dependencies['better-sqlite3'], undefined);
+  for (const name of ['tsx', '@kubernetes/client-node', 'typescript']) {
     assert.equal(pkg.dependencies[name], undefined, `${name} is not a production dependency`);
     assert.ok(pkg.devDependencies[name], `${name} stays a dev dependency`);
   }
+  // Every production dependency is plain JavaScript: no install script in the lockfile.
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; optional?: boolean; hasInstallScript?: boolean }> };
+  const scripted = Object.entries(lock.packages).filter(([path, p]) => path && !p.dev && !p.optional && p.hasInstallScript).map(([path]) => path);
+  assert.deepEqual(scripted, []);
 });

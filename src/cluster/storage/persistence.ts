@@ -1,13 +1,12 @@
-// SQLite persistence for the cluster store (better-sqlite3): one row per live object plus the last
+// SQLite persistence for the cluster store (better-sqlite3 or node:sqlite, see sqlite.ts): one row per live object plus the last
 // resourceVersion handed out, so a restarted cluster has every object and its resourceVersions keep growing.
 // WAL + synchronous=NORMAL: each write is one small transaction (one statement for creates and updates) that
 // survives a process crash. The database holds every Secret: its files are 0600 (tightened at every start,
 // also on files an older version created), and a row that cannot be read stops the start with an error that
 // says which file, which object and what to do.
-import type BetterSqlite3 from 'better-sqlite3';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { requireOptional } from '../common/optional-deps.ts';
+import { findSqliteDriver, SqliteUnavailableError, describeSqliteReasons, type SqliteDriverName } from './sqlite.ts';
 import type { StoreBackend } from './store.ts';
 
 /** A stored row that cannot be loaded: the cluster refuses to start rather than silently drop an object. */
@@ -47,14 +46,28 @@ function parseRow(file: string, row: { resource: string; key: string; json: stri
   return obj;
 }
 
-/** Opens (creating if needed) the SQLite file at `file` as a store backend. */
-export function openSqliteBackend(file: string): StoreBackend {
+/** A persistent backend and the driver that opened it, or why there is none. */
+export type SqliteBackend = { backend: StoreBackend; driver: SqliteDriverName } | { backend: undefined; unavailable: string };
+
+/**
+ * Opens (creating if needed) the SQLite file at `file` as a store backend. Without a usable driver: no backend
+ * and the reason when the file does not exist yet (the caller runs in memory and says so), SqliteUnavailableError
+ * when it does (its objects must not look lost).
+ */
+export function openSqliteBackend(file: string): SqliteBackend {
+  let driver: ReturnType<typeof findSqliteDriver>;
+  try {
+    driver = findSqliteDriver();
+  } catch (err) {
+    if (!(err instanceof SqliteUnavailableError)) throw err;
+    if (!existsSync(file)) return { backend: undefined, unavailable: describeSqliteReasons(err.reasons) };
+    throw new SqliteUnavailableError(err.reasons, `${file} holds a cluster's objects, and this process cannot open it: ${describeSqliteReasons(err.reasons)}. ` +
+      'Run it with Node 22.13 or later (node:sqlite), or where better-sqlite3 installed with its native addon.');
+  }
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  // Loaded here, not at import: only a persistent cluster needs the native module (an optional peer dependency).
-  const Database = requireOptional<typeof BetterSqlite3>('better-sqlite3', 'the embedded cluster\'s persistence (--data-dir)');
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  const db = driver.open(file);
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = NORMAL');
   db.exec(`
     CREATE TABLE IF NOT EXISTS objects (
       resource TEXT NOT NULL,
@@ -70,19 +83,26 @@ export function openSqliteBackend(file: string): StoreBackend {
   const upsert = db.prepare('INSERT INTO objects (resource, key, rv, json) VALUES (?, ?, ?, ?) ON CONFLICT (resource, key) DO UPDATE SET rv = excluded.rv, json = excluded.json');
   const remove = db.prepare('DELETE FROM objects WHERE resource = ? AND key = ?');
   const setRv = db.prepare("INSERT INTO meta (name, value) VALUES ('resourceVersion', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
-  const getRv = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE name = 'resourceVersion'");
-  const all = db.prepare<[], { resource: string; key: string; rv: number; json: string }>('SELECT resource, key, rv, json FROM objects');
+  const getRv = db.prepare("SELECT value FROM meta WHERE name = 'resourceVersion'");
+  const all = db.prepare('SELECT resource, key, rv, json FROM objects');
   // The last resourceVersion is max(meta value, newest object rv): writes of live objects need one statement,
   // only deletions (which leave no row behind) record their revision in `meta`.
-  const del = db.transaction((resource: string, key: string, rv: number) => {
-    remove.run(resource, key);
-    setRv.run(String(rv));
-  });
+  const del = (resource: string, key: string, rv: number) => {
+    db.exec('BEGIN');
+    try {
+      remove.run(resource, key);
+      setRv.run(String(rv));
+      db.exec('COMMIT');
+    } catch (err) {
+      db.exec('ROLLBACK');
+      throw err;
+    }
+  };
   let closed = false;
-  return {
+  const backend: StoreBackend = {
     load() {
-      const rows = all.all();
-      let resourceVersion = Number(getRv.get()?.value ?? 0);
+      const rows = all.all() as Array<{ resource: string; key: string; rv: number; json: string }>;
+      let resourceVersion = Number((getRv.get() as { value: string } | undefined)?.value ?? 0);
       for (const o of rows) if (o.rv > resourceVersion) resourceVersion = o.rv;
       try {
         const objects = rows.map((o) => ({ resource: o.resource, rv: o.rv, json: o.json, obj: parseRow(file, o) }));
@@ -105,4 +125,5 @@ export function openSqliteBackend(file: string): StoreBackend {
       db.close();
     },
   };
+  return { backend, driver: driver.name };
 }
