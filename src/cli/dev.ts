@@ -19,8 +19,10 @@ import { createLogger, type Logger } from '../runtime/logger.ts';
 import { storageClasses } from '../runtime/resources.ts';
 import type { StorageClass } from '../types/k8s.ts';
 import { ANN_DEFAULT_STORAGE_CLASS } from '../types/annotations.ts';
+import { errorMessage } from '../types/errors.ts';
 import { formatDemoSummary, runDemo, type DemoResult } from './demo.ts';
 import { formatComparison, runMemoryDemo } from './demo-compare.ts';
+import { DEV_CSI_CLASSES, startDevCsi } from './dev-csi.ts';
 import { startHostPathService } from './hostpath-service.ts';
 import { CLUSTER_THREADS, startDevCluster, type ClusterThread } from './dev-cluster.ts';
 import { printProvisioningOutcomes } from './dev-outcomes.ts';
@@ -43,6 +45,8 @@ export interface DevOptions {
   workerThreads: number;
   /** `host:port` for /healthz, /readyz and /metrics of the provisioner; undefined = off. */
   metricsAddress?: string;
+  /** CSI mode as well: the reference CSI plugin, its registration, the CSI sidecar and the csi-hostpath classes. */
+  csi?: boolean;
   logLevel: LogLevel;
   /** Where the embedded cluster runs: a worker thread of its own (default), or the main thread. */
   clusterThread?: ClusterThread;
@@ -101,6 +105,8 @@ export function devConfig(volumesDir: string): object {
 export interface DevDemoResults {
   hostpath: DemoResult;
   memory?: DemoResult;
+  /** With --csi: the same demo through the CSI sidecar and the reference plugin. */
+  csi?: DemoResult;
 }
 
 /** Runs dev until `signal` aborts (or the demo ends). Returns the demo results, if any. */
@@ -138,6 +144,7 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
   });
   let client: KubeClient | undefined;
   let outcomes: Promise<unknown> | undefined;
+  let stopCsi: (() => Promise<void>) | undefined;
   const startedAt = Date.now();
   try {
     await lock.setUrl(cluster.url);
@@ -167,6 +174,13 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
       },
       stopService.signal,
     );
+    // CSI mode: the reference plugin (a child process) on DIR/csi/csi.sock and the sidecar, next to the in-process
+    // hostpath provisioner.
+    // Its own metrics registry: the sidecar's controller registers the same controller metrics as the hostpath one.
+    const csi = o.csi
+      ? await startDevCsi({ client, dataDir, nodeName, workerThreads: o.workerThreads, logger, logLevel: o.logLevel, signal: stopService.signal })
+      : undefined;
+    stopCsi = csi?.stop;
     // Short paths when under the working directory (the default), absolute ones otherwise.
     const show = (p: string) => {
       const r = relative(process.cwd(), p);
@@ -182,6 +196,10 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
     io.out(`  volumes: ${show(join(volumesDir, 'shared'))} (class ${DEV_CLASSES.shared}, default), ${show(join(volumesDir, 'local'))} (class ${DEV_CLASSES.local})`);
     io.out(`  configuration (hot-reloaded): ${show(configFile)}`);
     if (service.metricsUrl) io.out(`  metrics: ${service.metricsUrl}`);
+    if (csi) {
+      io.out(`  CSI mode: plugin ${csi.sidecar.driverName} on ${show(csi.plugin.socketPath)} (run csi-hostpath-plugin, pid ${csi.plugin.child.pid}), sidecar (run csi) in-process; classes ${DEV_CSI_CLASSES.shared} (Immediate), ${DEV_CSI_CLASSES.local} (WaitForFirstConsumer)`);
+      io.out(`  CSI volumes: ${show(join(volumesDir, 'csi-shared'))}, ${show(join(volumesDir, 'csi-local'))}; plugin configuration: ${show(csi.configFile)}`);
+    }
     const notice = persistenceNotice(cluster.persistence);
     if (notice) io.out(notice);
 
@@ -190,6 +208,11 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
       const demo = { client, count: o.demo, timeoutMs: o.demoTimeoutMs, progress: io.progress, signal: AbortSignal.any([signal, stopService.signal]) };
       result = { hostpath: await runDemo({ ...demo, storageClassName: DEV_CLASSES.shared }) };
       io.out(formatDemoSummary(result.hostpath));
+      if (csi && !signal.aborted) {
+        result.csi = await runDemo({ ...demo, storageClassName: DEV_CSI_CLASSES.shared });
+        io.out(`demo (CSI: sidecar + reference plugin): ${formatDemoSummary(result.csi).replace(/^demo: /, '')}`);
+        io.out(formatCsiComparison(result.hostpath, result.csi));
+      }
       if (o.demoCompare && !signal.aborted) {
         result.memory = await runMemoryDemo({ ...demo, registry: service.registry, logger, threadiness: o.workerThreads });
         io.out(`demo (instant in-memory provisioner): ${formatDemoSummary(result.memory).replace(/^demo: /, '')}`);
@@ -203,15 +226,23 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
       );
     }
     await service.done;
+    await stopCsi?.();
     await outcomes;
     if (clusterFailure) throw clusterFailure;
     return result;
   } finally {
     stopService.abort(new Error('dev stopping'));
+    await stopCsi?.().catch((err: unknown) => logger.warn({ err: errorMessage(err) }, 'stopping CSI mode'));
     signal.removeEventListener('abort', onAbort);
     client?.close();
     await cluster.stop();
   }
+}
+
+/** The line comparing the CSI path with the in-process hostpath provisioner (the issue's target: ratio >= 0.5). */
+export function formatCsiComparison(hostpath: DemoResult, csi: DemoResult): string {
+  const ratio = hostpath.claimsPerSecond > 0 ? csi.claimsPerSecond / hostpath.claimsPerSecond : 0;
+  return `demo: CSI reached ${csi.claimsPerSecond.toFixed(1)} claims/s vs ${hostpath.claimsPerSecond.toFixed(1)} in-process: ratio ${ratio.toFixed(2)}`;
 }
 
 function intArg(min: number): (v: string) => number {
@@ -233,10 +264,11 @@ export function registerDevCommand(program: Command): void {
     .addOption(new Option('--demo-compare', 'after the demo, run it again against an instant in-memory provisioner and compare'))
     .addOption(new Option('--demo-timeout <seconds>', 'give up waiting for the demo claims after this').argParser(intArg(1)).default(120))
     .addOption(new Option('--worker-threads <n>', 'provisioner claim workers').argParser(intArg(1)).default(4))
+    .addOption(new Option('--csi', 'CSI mode too: the reference CSI plugin (hostpath over CSI) on DIR/csi/csi.sock, the CSI sidecar, classes csi-hostpath and csi-hostpath-local'))
     .addOption(new Option('--metrics-address <host:port>', 'serve the provisioner\'s /metrics, /healthz and /readyz here'))
     .addOption(new Option('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('warn'))
     .addOption(new Option('--cluster-thread <where>', 'run the embedded cluster in a worker thread of its own (a second core) or in the main thread').choices([...CLUSTER_THREADS]).default('worker'));
-  dev.action(async (f: { dataDir: string; port: number; host: string; demo?: number; demoCompare?: boolean; demoTimeout: number; workerThreads: number; metricsAddress?: string; logLevel: LogLevel; clusterThread: ClusterThread }) => {
+  dev.action(async (f: { dataDir: string; port: number; host: string; demo?: number; demoCompare?: boolean; demoTimeout: number; workerThreads: number; metricsAddress?: string; csi?: boolean; logLevel: LogLevel; clusterThread: ClusterThread }) => {
     const stop = new AbortController();
     const removeHandlers = abortOnSignals(stop, createLogger({ level: f.logLevel }), (line) => process.stderr.write(`${line}\n`));
     try {
@@ -247,7 +279,7 @@ export function registerDevCommand(program: Command): void {
       );
       // Stopped by a signal: a clean stop (exit 0), not a failed demo.
       const incomplete = (r?: DemoResult) => r !== undefined && r.bound < r.requested && !r.interrupted;
-      if (result && (incomplete(result.hostpath) || incomplete(result.memory))) process.exitCode = 1;
+      if (result && (incomplete(result.hostpath) || incomplete(result.memory) || incomplete(result.csi))) process.exitCode = 1;
     } finally {
       removeHandlers();
     }

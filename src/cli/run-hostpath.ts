@@ -10,6 +10,7 @@ import { startHostPathService } from './hostpath-service.ts';
 import { addRunHostPathOptions, givenIn, resolveRunHostPathOptions, type RawRunHostPathFlags, type RunHostPathOptions } from './options.ts';
 import { abortOnSignals } from './signals.ts';
 import { registerRunCsiCommand } from './run-csi-command.ts';
+import { registerCsiHostPathPluginCommand } from './run-csi-hostpath-plugin.ts';
 import { userAgent } from './version.ts';
 
 /** Runs until `signal` aborts; resolves after a clean stop. Throws when it cannot start. */
@@ -62,7 +63,7 @@ async function nfsOnlyConfig(mountPath: string): Promise<HostPathConfig> {
   return config;
 }
 
-/** Registers `run` and its `hostpath` and `csi` subcommands. */
+/** Registers `run` and its `hostpath`, `csi` and `csi-hostpath-plugin` subcommands. */
 export function registerRunCommand(program: Command): void {
   const run = program.command('run').description('run a provisioner against a cluster');
   const hostpath = run
@@ -79,4 +80,5 @@ export function registerRunCommand(program: Command): void {
     }
   });
   registerRunCsiCommand(run);
+  registerCsiHostPathPluginCommand(run);
 }

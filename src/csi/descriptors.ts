@@ -77,8 +77,15 @@ export const ACCESS_MODES = Object.freeze({
 
 /** A plugin capability name (PluginCapability.Service.Type). */
 export type PluginServiceType = keyof typeof PLUGIN_SERVICE_TYPES;
+/** NodeServiceCapability.RPC.Type. */
+export const NODE_RPC_TYPES = Object.freeze({
+  UNKNOWN: 0, STAGE_UNSTAGE_VOLUME: 1, GET_VOLUME_STATS: 2, EXPAND_VOLUME: 3, VOLUME_CONDITION: 4, SINGLE_NODE_MULTI_WRITER: 5, VOLUME_MOUNT_GROUP: 6,
+});
+
 /** A controller capability name (ControllerServiceCapability.RPC.Type). */
 export type ControllerRpcType = keyof typeof CONTROLLER_RPC_TYPES;
+/** A node capability name (NodeServiceCapability.RPC.Type). */
+export type NodeRpcType = keyof typeof NODE_RPC_TYPES;
 /** A CSI access mode name (VolumeCapability.AccessMode.Mode). */
 export type CsiAccessMode = keyof typeof ACCESS_MODES;
 
@@ -143,6 +150,19 @@ const ListedVolumeStatus = define('csi.v1.ListVolumesResponse.VolumeStatus', { p
 const ListedVolume = define('csi.v1.ListVolumesResponse.Entry', { volume: one(1, Volume), status: one(2, ListedVolumeStatus) });
 export const ListVolumesResponse = define('csi.v1.ListVolumesResponse', { entries: many(1, ListedVolume), nextToken: string(2) });
 
-// Node service (only what a controller-side sidecar asks a node plugin: --node-deployment).
+// Node service: NodeGetInfo (what a controller-side sidecar asks a node plugin: --node-deployment), and what a
+// kubelet asks the reference plugin (publish and unpublish without staging, and the node's capabilities).
 export const NodeGetInfoRequest = Empty('NodeGetInfoRequest');
 export const NodeGetInfoResponse = define('csi.v1.NodeGetInfoResponse', { nodeId: string(1), maxVolumesPerNode: int64(2), accessibleTopology: one(3, Topology) });
+export const NodeGetCapabilitiesRequest = Empty('NodeGetCapabilitiesRequest');
+const NodeRpc = define('csi.v1.NodeServiceCapability.RPC', { type: enumOf(1, NODE_RPC_TYPES) });
+/** oneof type: rpc. */
+const NodeServiceCapability = define('csi.v1.NodeServiceCapability', { rpc: one(1, NodeRpc) });
+export const NodeGetCapabilitiesResponse = define('csi.v1.NodeGetCapabilitiesResponse', { capabilities: many(1, NodeServiceCapability) });
+export const NodePublishVolumeRequest = define('csi.v1.NodePublishVolumeRequest', {
+  volumeId: string(1), publishContext: map(2), stagingTargetPath: string(3), targetPath: string(4), volumeCapability: one(5, VolumeCapability),
+  readonly: bool(6), secrets: map(7), volumeContext: map(8),
+});
+export const NodePublishVolumeResponse = define('csi.v1.NodePublishVolumeResponse', {});
+export const NodeUnpublishVolumeRequest = define('csi.v1.NodeUnpublishVolumeRequest', { volumeId: string(1), targetPath: string(2) });
+export const NodeUnpublishVolumeResponse = define('csi.v1.NodeUnpublishVolumeResponse', {});

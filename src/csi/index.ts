@@ -4,10 +4,11 @@
 
 // The client and what its calls carry.
 export { CsiClient, CsiAddressError, socketPathOf, DEFAULT_CSI_TIMEOUT_MS, type CsiClientOptions, type CsiCallOptions } from './client.ts';
+export { serveCsiPlugin, CsiStatusError, type CsiServer, type CsiServerOptions, type CsiPluginHandlers, type CsiHandler, type CsiCallContext } from './server.ts';
 export { CSI_RPCS, serviceDefinition, methodDefinition, type CsiService, type CsiRpcName, type RpcSpec, type RequestOf, type ResponseOf } from './services.ts';
 export {
-  ACCESS_MODES, CONTROLLER_RPC_TYPES, PLUGIN_SERVICE_TYPES, VOLUME_EXPANSION_TYPES,
-  type ControllerRpcType, type CsiAccessMode, type PluginServiceType, type FieldSpec, type MessageDescriptor, type MessageOf,
+  ACCESS_MODES, CONTROLLER_RPC_TYPES, NODE_RPC_TYPES, PLUGIN_SERVICE_TYPES, VOLUME_EXPANSION_TYPES,
+  type ControllerRpcType, type NodeRpcType, type CsiAccessMode, type PluginServiceType, type FieldSpec, type MessageDescriptor, type MessageOf,
 } from './descriptors.ts';
 export { encodeMessage, decodeMessage, MessageEncodeError } from './codec.ts';
 export { WireDecodeError } from './wire.ts';

@@ -35,6 +35,9 @@ export const CSI_RPCS = Object.freeze({
   controllerExpandVolume: rpc('Controller', 'ControllerExpandVolume', d.ControllerExpandVolumeRequest, d.ControllerExpandVolumeResponse),
   listVolumes: rpc('Controller', 'ListVolumes', d.ListVolumesRequest, d.ListVolumesResponse),
   nodeGetInfo: rpc('Node', 'NodeGetInfo', d.NodeGetInfoRequest, d.NodeGetInfoResponse),
+  nodeGetCapabilities: rpc('Node', 'NodeGetCapabilities', d.NodeGetCapabilitiesRequest, d.NodeGetCapabilitiesResponse),
+  nodePublishVolume: rpc('Node', 'NodePublishVolume', d.NodePublishVolumeRequest, d.NodePublishVolumeResponse),
+  nodeUnpublishVolume: rpc('Node', 'NodeUnpublishVolume', d.NodeUnpublishVolumeRequest, d.NodeUnpublishVolumeResponse),
 });
 
 /** The name of an RPC of the client (a key of CSI_RPCS). */

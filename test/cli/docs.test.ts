@@ -36,6 +36,7 @@ function commands(): Map<string, Command> {
   const find = (path: string[]) => path.reduce<Command>((c, name) => c.commands.find((s) => s.name() === name) as Command, program);
   return new Map([
     ['run hostpath', find(['run', 'hostpath'])],
+    ['run csi-hostpath-plugin', find(['run', 'csi-hostpath-plugin'])],
     ['dev', find(['dev'])],
     ['explain pvc', find(['explain', 'pvc'])],
   ]);

@@ -187,3 +187,40 @@ describe('CSI reply decodings (bytes written by hand)', () => {
     assert.throws(() => decodeMessage(response, hex('0b')), WireDecodeError); // wire type 3 (groups) unsupported
   });
 });
+
+describe('Node service encodings (hand-computed bytes; the reference plugin serves them)', () => {
+  it('NodePublishVolumeRequest: every field, in field-number order', () => {
+    const bytes = encode('nodePublishVolume', {
+      volumeContext: { c: 'd' },
+      volumeId: 'v',
+      publishContext: { a: 'b' },
+      stagingTargetPath: '/s',
+      targetPath: '/t',
+      volumeCapability: { mount: {}, accessMode: { mode: 'SINGLE_NODE_WRITER' } },
+      readonly: true,
+      secrets: { k: 'x' },
+    });
+    const expected = hex(`
+      0a 01 76                         # 1 volume_id = "v"
+      12 06 0a 01 61 12 01 62          # 2 publish_context entry: "a" = "b"
+      1a 02 2f 73                      # 3 staging_target_path = "/s"
+      22 02 2f 74                      # 4 target_path = "/t"
+      2a 06                            # 5 volume_capability (6 bytes)
+        12 00                          #   2 mount {} (present, empty)
+        1a 02 08 01                    #   3 access_mode { 1 mode = SINGLE_NODE_WRITER }
+      30 01                            # 6 readonly = true
+      3a 06 0a 01 6b 12 01 78          # 7 secrets entry: "k" = "x"
+      42 06 0a 01 63 12 01 64          # 8 volume_context entry: "c" = "d"
+    `);
+    assert.deepEqual(bytes, expected);
+  });
+
+  it('NodeUnpublishVolumeRequest, and NodeGetCapabilitiesResponse decoded', () => {
+    assert.deepEqual(encode('nodeUnpublishVolume', { volumeId: 'v', targetPath: '/t' }), hex('0a 01 76 12 02 2f 74'));
+    assert.deepEqual(encode('nodeGetCapabilities', {}), Buffer.alloc(0));
+    // capabilities[0] { 1 rpc { 1 type = GET_VOLUME_STATS (2) } }, capabilities[1] { rpc { type = VOLUME_MOUNT_GROUP (6) } }
+    assert.deepEqual(decodeMessage(CSI_RPCS.nodeGetCapabilities.response, hex('0a 04 0a 02 08 02 0a 04 0a 02 08 06')), {
+      capabilities: [{ rpc: { type: 'GET_VOLUME_STATS' } }, { rpc: { type: 'VOLUME_MOUNT_GROUP' } }],
+    });
+  });
+});
