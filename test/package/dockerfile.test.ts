@@ -1,7 +1,7 @@
 // deploy/Dockerfile read as text (no docker engine here): the final image is built from dist/ with production
 // dependencies only, compiles no native module, runs as a non-root user, and runs the compiled command.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ROOT } from '../cli/cli-helpers.ts';
@@ -25,6 +25,8 @@ test('the Dockerfile builds dist in one stage and ships it with production depen
   assert.match(readFileSync(join(ROOT, 'bin', 'kube-provisioner.js'), 'utf8'), /new URL\('\.\.\/dist\/cli\/main\.js', import\.meta\.url\)/);
 });
 
+const PROTOBUFJS = 'node_modules/protobufjs';
+
 test('the production dependencies the image installs need no native build', () => {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
     dependencies: Record<string, string>; optionalDependencies?: Record<string, string>; devDependencies: Record<string, string>;
@@ -36,8 +38,12 @@ test('the production dependencies the image installs need no native build', () =
     assert.equal(pkg.dependencies[name], undefined, `${name} is not a production dependency`);
     assert.ok(pkg.devDependencies[name], `${name} stays a dev dependency`);
   }
-  // Every production dependency is plain JavaScript: no install script in the lockfile.
+  // Every production dependency is plain JavaScript: no install script in the lockfile but protobufjs's (through
+  // @grpc/grpc-js), a JavaScript version note that builds nothing; the image installs with --ignore-scripts.
   const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; optional?: boolean; hasInstallScript?: boolean }> };
   const scripted = Object.entries(lock.packages).filter(([path, p]) => path && !p.dev && !p.optional && p.hasInstallScript).map(([path]) => path);
-  assert.deepEqual(scripted, []);
+  assert.deepEqual(scripted, [PROTOBUFJS]);
+  const script = JSON.parse(readFileSync(join(ROOT, PROTOBUFJS, 'package.json'), 'utf8')) as { scripts: Record<string, string>; gypfile?: boolean };
+  assert.deepEqual(script.scripts.postinstall, 'node scripts/postinstall', 'protobufjs runs its JavaScript note, no native build');
+  assert.ok(!script.gypfile && !existsSync(join(ROOT, PROTOBUFJS, 'binding.gyp')));
 });

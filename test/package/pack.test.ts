@@ -32,6 +32,18 @@ function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = 
   });
 }
 
+/**
+ * npm's warnings in an install's output, leaving out npm 11's install-scripts notice when the only package it names
+ * is protobufjs (a dependency of @grpc/grpc-js, the CSI transport), whose postinstall is a JavaScript version note.
+ */
+function npmWarnings(stderr: string): string[] {
+  const lines = stderr.split('\n').filter((l) => /npm warn/i.test(l));
+  const scripts = lines.filter((l) => /npm warn install-scripts/i.test(l));
+  const named = scripts.map((l) => /install-scripts\s+(\S+@\S+)\s+\(/.exec(l)?.[1]).filter((n): n is string => n !== undefined);
+  const onlyProtobufjs = named.length > 0 && named.every((n) => n.startsWith('protobufjs@'));
+  return onlyProtobufjs ? lines.filter((l) => !scripts.includes(l)) : lines;
+}
+
 const UNREACHABLE = /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ENETUNREACH|network request .* failed/i;
 
 const MJS_CONSUMER = `
@@ -181,7 +193,7 @@ async function installInto(app: string, type: 'module' | 'commonjs'): Promise<vo
   if (install.code !== 0 && UNREACHABLE.test(install.stderr)) skipReason = `the npm registry is unreachable: ${install.stderr.split('\n')[0]}`;
   else {
     assert.equal(install.code, 0, `npm install of the tarball failed: ${install.stderr}`);
-    assert.doesNotMatch(install.stderr, /npm warn/i, 'the install prints no warning (no prepare or other install script of ours)');
+    assert.deepEqual(npmWarnings(install.stderr), [], 'the install prints no warning (no prepare or other install script of ours)');
   }
 }
 
@@ -340,7 +352,7 @@ describe("the guide's project, from `npm init -y`, against the packed package", 
     }
     const install = await run('npm', ['install', '--prefer-offline', '--omit=optional', tarball], project);
     assert.equal(install.code, 0, install.stderr);
-    assert.doesNotMatch(install.stderr, /npm warn/i);
+    assert.deepEqual(npmWarnings(install.stderr), []);
     // typescript, tsx and @types/node come from this checkout (the guide installs them from the registry).
     files = await writeDocProject(project, { typeRoots: [join(ROOT, 'node_modules', '@types')], skipLibCheck: false });
   });
