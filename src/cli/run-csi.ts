@@ -7,7 +7,7 @@ import type { Registry } from 'prom-client';
 import { ProvisionController } from '../controller/provision-controller.ts';
 import { mergeOptions, type ProvisionControllerOptions } from '../controller/options.ts';
 import { CapacityController, ownerReferenceFor, type CapacityOwner } from '../csi/capacity.ts';
-import { KubeClusterAccess } from '../csi/cluster-access.ts';
+import { InformedClusterAccess } from '../csi/cluster-access.ts';
 import { CloneProtection } from '../csi/clone-protection.ts';
 import { CsiProvisioner } from '../csi/provisioner.ts';
 import { KubeClient } from '../runtime/client.ts';
@@ -76,9 +76,11 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
   const registry = deps.registry ?? createMetricsRegistry({ processMetrics: true });
   const stopping = new AbortController();
   const startSignal = deps.signal ? AbortSignal.any([deps.signal, stopping.signal]) : stopping.signal;
-  const cluster = new KubeClusterAccess(client);
+  const cluster = new InformedClusterAccess(client, { logger });
   const cleanup: Array<() => unknown> = [];
   if (ownClient) cleanup.push(() => client.close());
+  cluster.start();
+  cleanup.push(() => cluster.stop());
   try {
     let node: { name: string; labels: Record<string, string> } | undefined;
     if (o.nodeDeployment && o.nodeName) {

@@ -3,6 +3,8 @@
 // `undefined`, never an error: external-provisioner's decisions turn on it (a missing CSINode means Reschedule).
 import { NotFoundError, undefinedIfNotFound } from '../runtime/errors.ts';
 import type { KubeClient } from '../runtime/client.ts';
+import { Informer } from '../runtime/informer.ts';
+import type { Logger } from '../runtime/logger.ts';
 import { nodes, persistentVolumeClaims, persistentVolumes, pods, secrets, storageClasses, type ApiResource } from '../runtime/resources.ts';
 import type { KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Secret, StorageClass } from '../types/k8s.ts';
 import {
@@ -121,3 +123,52 @@ export class KubeClusterAccess implements CsiClusterAccess {
     }
   }
 }
+
+/**
+ * KubeClusterAccess whose Node, CSINode and VolumeAttachment reads come from informers, as external-provisioner reads
+ * them from listers: topology (every Immediate claim needs all nodes' segments) and the delete guard then cost no
+ * request per claim. Until an informer has synced, its reads go to the API server.
+ */
+export class InformedClusterAccess extends KubeClusterAccess {
+  private readonly nodes: Informer<Node>;
+  private readonly csiNodes: Informer<CSINode>;
+  private readonly attachments: Informer<VolumeAttachment>;
+  private readonly stopping = new AbortController();
+
+  constructor(client: KubeClient, options: { resources?: Partial<CsiResources>; logger?: Logger } = {}) {
+    super(client, options.resources);
+    const logger = options.logger;
+    this.nodes = new Informer<Node>({ client, resource: nodes, logger });
+    this.csiNodes = new Informer<CSINode>({ client, resource: csiNodes, logger });
+    this.attachments = new Informer<VolumeAttachment>({ client, resource: volumeAttachments, logger });
+    this.attachments.addIndex(PV_INDEX, (va) => (va.spec.source?.persistentVolumeName ? [va.spec.source.persistentVolumeName] : []));
+  }
+
+  /** Starts the informers (list + watch in the background). */
+  start(): void {
+    for (const informer of [this.nodes, this.csiNodes, this.attachments]) informer.start(this.stopping.signal);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await Promise.all([this.nodes.stop(), this.csiNodes.stop(), this.attachments.stop()]);
+  }
+
+  override getNode(name: string, signal: AbortSignal): Promise<Node | undefined> {
+    return this.nodes.hasSynced() ? Promise.resolve(this.nodes.store.get(undefined, name)) : super.getNode(name, signal);
+  }
+  override listNodes(signal: AbortSignal): Promise<Node[]> {
+    return this.nodes.hasSynced() ? Promise.resolve(this.nodes.store.list()) : super.listNodes(signal);
+  }
+  override getCSINode(name: string, signal: AbortSignal): Promise<CSINode | undefined> {
+    return this.csiNodes.hasSynced() ? Promise.resolve(this.csiNodes.store.get(undefined, name)) : super.getCSINode(name, signal);
+  }
+  override listCSINodes(signal: AbortSignal): Promise<CSINode[]> {
+    return this.csiNodes.hasSynced() ? Promise.resolve(this.csiNodes.store.list()) : super.listCSINodes(signal);
+  }
+  override volumeAttachmentsOf(pvName: string, signal: AbortSignal): Promise<VolumeAttachment[]> {
+    return this.attachments.hasSynced() ? Promise.resolve(this.attachments.store.byIndex(PV_INDEX, pvName)) : super.volumeAttachmentsOf(pvName, signal);
+  }
+}
+
+const PV_INDEX = 'persistentVolumeName';

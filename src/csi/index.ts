@@ -21,7 +21,7 @@ export {
   CsiProvisioner, type CsiProvisionerDeps, type CsiProvisionerSettings, type CsiProvisionerStartOptions,
 } from './provisioner.ts';
 export type { CsiRequestOptions } from './provision-request.ts';
-export { KubeClusterAccess, type CsiClusterAccess, type CsiResources, type FinalizedKind } from './cluster-access.ts';
+export { InformedClusterAccess, KubeClusterAccess, type CsiClusterAccess, type CsiResources, type FinalizedKind } from './cluster-access.ts';
 export { CloneProtection, mayReleaseSource } from './clone-protection.ts';
 export { VolumeInUseError, type ExpansionMode } from './resize.ts';
 export { makeVolumeName, volumeNameHook, checkVolumeNaming, DEFAULT_VOLUME_NAMING, VolumeNameError, type VolumeNaming } from './names.ts';

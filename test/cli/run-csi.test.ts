@@ -180,6 +180,31 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
     }, { namespace: 'default' });
     await waitFor('left-over object removed', () => ours().length === 0, 30_000);
   });
+  it('reads Nodes, CSINodes and VolumeAttachments from informers: more claims list none of them again (external-provisioner\'s listers)', async () => {
+    const reads = () => cluster.audit.records()
+      .filter((r) => r.client === userAgent('csi') && ['nodes', 'csinodes', 'volumeattachments'].includes(r.resource) && r.verb !== 'watch')
+      .reduce((n, r) => n + r.count, 0);
+    const names = ['cost-1', 'cost-2', 'cost-3', 'cost-4', 'cost-5'];
+    const claimOf = (name: string) => cluster.store.get('persistentvolumeclaims', 'default', name) as PersistentVolumeClaim | undefined;
+    // The first claim lets the informers sync; after it, further claims must not read these kinds from the API.
+    await client.create(persistentVolumeClaims, {
+      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'cost-0', namespace: 'default' },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast' },
+    }, { namespace: 'default' });
+    await waitFor('cost-0 Bound', () => claimOf('cost-0')?.status?.phase === 'Bound', 30_000);
+    const before = reads();
+    for (const name of names) {
+      await client.create(persistentVolumeClaims, {
+        apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: 'default' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast' },
+      }, { namespace: 'default' });
+    }
+    await waitFor('claims Bound', () => names.every((n) => claimOf(n)?.status?.phase === 'Bound'), 30_000);
+    for (const name of ['cost-0', ...names]) await client.delete(persistentVolumeClaims, name, { namespace: 'default' });
+    await waitFor('their PVs deleted', () => !(cluster.store.list('persistentvolumes').items as PersistentVolume[]).some((v) => v.spec.claimRef?.name?.startsWith('cost-')), 30_000);
+    assert.equal(reads() - before, 0, 'GET/LIST of nodes, csinodes or volumeattachments while provisioning and deleting 5 claims');
+  });
+
   it('deploy/csi RBAC grants every (verb, resource) the sidecar used (the audit counter), after a delete too', async () => {
     await client.delete(persistentVolumeClaims, 'data', { namespace: 'default' });
     await waitFor('PV deleted', () => !(cluster.store.list('persistentvolumes').items as PersistentVolume[]).some((v) => v.spec.claimRef?.name === 'data'), 30_000);
