@@ -94,7 +94,8 @@ export async function startCeilingServer(opts: CeilingServerOptions): Promise<Ce
           // From resourceVersion "" or "0": the current objects first. From "N": only what comes next (no history).
           const from = url.searchParams.get('resourceVersion');
           if (!from || from === '0') {
-            for (const [k, s] of c.items) if (!namespace || k.startsWith(`${namespace}/`)) res.write(`{"type":"ADDED","object":${s.json}}\n`);
+            for (const [k, s] of c.items)
+              if (!namespace || k.startsWith(`${namespace}/`)) res.write(`{"type":"ADDED","object":${s.json}}\n`);
           }
           c.watches.add(w);
           res.on('close', () => c.watches.delete(w));
@@ -106,7 +107,11 @@ export async function startCeilingServer(opts: CeilingServerOptions): Promise<Ce
         }
         const items: string[] = [];
         for (const [k, s] of c.items) if (!namespace || k.startsWith(`${namespace}/`)) items.push(s.json);
-        return send(res, 200, `{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"${rv}"},"items":[${items.join(',')}]}`);
+        return send(
+          res,
+          200,
+          `{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"${rv}"},"items":[${items.join(',')}]}`,
+        );
       }
       case 'DELETE': {
         const k = key(namespace, name ?? '');
@@ -124,22 +129,25 @@ export async function startCeilingServer(opts: CeilingServerOptions): Promise<Ce
     }
   };
 
-  const server: Server = createServer({ cert: opts.tls.certPem, key: opts.tls.keyPem, keepAlive: true, noDelay: true }, (req, res) => {
-    const auth = Buffer.from(req.headers.authorization ?? '');
-    if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) {
-      req.resume();
-      return send(res, 401, '{"kind":"Status","code":401,"reason":"Unauthorized"}');
-    }
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      try {
-        handle(req, res, Buffer.concat(chunks).toString('utf8'));
-      } catch (err) {
-        send(res, 400, JSON.stringify({ kind: 'Status', code: 400, message: String(err) }));
+  const server: Server = createServer(
+    { cert: opts.tls.certPem, key: opts.tls.keyPem, keepAlive: true, noDelay: true },
+    (req, res) => {
+      const auth = Buffer.from(req.headers.authorization ?? '');
+      if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) {
+        req.resume();
+        return send(res, 401, '{"kind":"Status","code":401,"reason":"Unauthorized"}');
       }
-    });
-  });
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        try {
+          handle(req, res, Buffer.concat(chunks).toString('utf8'));
+        } catch (err) {
+          send(res, 400, JSON.stringify({ kind: 'Status', code: 400, message: String(err) }));
+        }
+      });
+    },
+  );
   server.keepAliveTimeout = 65_000;
   const host = opts.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {

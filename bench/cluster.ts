@@ -15,7 +15,14 @@ import { mkdir } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { formatProfile, summariseProfile } from './cpu-profile.ts';
-import { compare, comparisonHeader, comparisonRows, medianRatio, type RoundResult, type Scenario } from './server-comparison.ts';
+import {
+  compare,
+  comparisonHeader,
+  comparisonRows,
+  medianRatio,
+  type RoundResult,
+  type Scenario,
+} from './server-comparison.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => {
@@ -34,11 +41,25 @@ const n = quick ? 1000 : 5000;
 export const TARGET_SCENARIO = `PV creates, 4 connections x 16 pipelined, 10 watches, memory`;
 
 /** The same requests first, unmeasured: both servers are measured once their JIT compilers have settled. */
-const warmup = (watchers: number): Scenario['prefill'] => ({ op: 'pipelined', count: quick ? 500 : 2000, concurrency: 16, watchers, prefix: 'warm' });
+const warmup = (watchers: number): Scenario['prefill'] => ({
+  op: 'pipelined',
+  count: quick ? 500 : 2000,
+  concurrency: 16,
+  watchers,
+  prefix: 'warm',
+});
 
 const scenarios: Scenario[] = [
-  { label: TARGET_SCENARIO, prefill: warmup(10), task: { op: 'pipelined', count: n, concurrency: 16, watchers: 10, prefix: 'pv' } },
-  { label: 'PV creates, 4 connections x 16 pipelined, 1 watch, memory', prefill: warmup(1), task: { op: 'pipelined', count: n, concurrency: 16, watchers: 1, prefix: 'pv' } },
+  {
+    label: TARGET_SCENARIO,
+    prefill: warmup(10),
+    task: { op: 'pipelined', count: n, concurrency: 16, watchers: 10, prefix: 'pv' },
+  },
+  {
+    label: 'PV creates, 4 connections x 16 pipelined, 1 watch, memory',
+    prefill: warmup(1),
+    task: { op: 'pipelined', count: n, concurrency: 16, watchers: 1, prefix: 'pv' },
+  },
   {
     label: 'PV creates, https.Agent keep-alive 16 in flight, 10 watches, memory',
     prefill: warmup(10),
@@ -60,7 +81,11 @@ const scenarios: Scenario[] = [
     prefill: { op: 'fill', pvsOnly: true, count: quick ? 2000 : 10_000, concurrency: 16, watchers: 0, prefix: 'pv' },
     task: { op: 'list', count: 0, concurrency: 1, watchers: 0, prefix: '' },
   },
-  { label: 'holding 5,000 PVs (server child)', memory: true, task: { op: 'fill', pvsOnly: true, count: 5000, concurrency: 16, watchers: 0, prefix: 'pv' } },
+  {
+    label: 'holding 5,000 PVs (server child)',
+    memory: true,
+    task: { op: 'fill', pvsOnly: true, count: 5000, concurrency: 16, watchers: 0, prefix: 'pv' },
+  },
   {
     label: `holding ${quick ? '2,000 PVs + 2,000 PVCs' : '10,000 PVs + 10,000 PVCs'} (server child)`,
     memory: true,
@@ -83,7 +108,17 @@ async function main(): Promise<void> {
     if (dir) await mkdir(dir, { recursive: true });
     const results = await compare(s, { rounds, profileDir: dir, fromSource, baselineDist, log });
     byLabel.set(s.label, results);
-    out.push(...comparisonRows(s.label, results, ['createsPerSec', 'watchP50Ms', 'watchP99Ms', 'serverCpuMs', 'listMedianMs', 'rssMB', 'heapUsedMB']));
+    out.push(
+      ...comparisonRows(s.label, results, [
+        'createsPerSec',
+        'watchP50Ms',
+        'watchP99Ms',
+        'serverCpuMs',
+        'listMedianMs',
+        'rssMB',
+        'heapUsedMB',
+      ]),
+    );
   }
   out.push('', `Load average at the end: ${loadavg()[0].toFixed(1)}`);
   const target = byLabel.get(TARGET_SCENARIO);
@@ -104,7 +139,13 @@ async function main(): Promise<void> {
       const dir = join(profileDir, s.label.replace(/[^a-z0-9]+/gi, '-').toLowerCase());
       // The profile of the first round; the others are in the directory.
       for (const role of baselineDist ? ['cluster', 'baseline', 'ceiling'] : ['cluster', 'ceiling']) {
-        out.push('', ...formatProfile(`${role}, ${s.label}, round 1`, summariseProfile(join(dir, `${role}-round1.cpuprofile`), 15)));
+        out.push(
+          '',
+          ...formatProfile(
+            `${role}, ${s.label}, round 1`,
+            summariseProfile(join(dir, `${role}-round1.cpuprofile`), 15),
+          ),
+        );
       }
     }
   }

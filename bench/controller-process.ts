@@ -11,7 +11,13 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { writeHeapSnapshot } from 'node:v8';
 import { KubeClient, loadKubeConfig, ProvisionController, silentLogger } from 'kube-provisioner';
-import type { PersistentVolume, ProvisionControllerOptions, Provisioner, ProvisionOptions, ProvisionResult } from 'kube-provisioner';
+import type {
+  PersistentVolume,
+  ProvisionControllerOptions,
+  Provisioner,
+  ProvisionOptions,
+  ProvisionResult,
+} from 'kube-provisioner';
 import { EventRecorder, type EventRecorderStats } from 'kube-provisioner/runtime';
 
 /** What the parent passes in $BENCH_CONTROLLER. */
@@ -27,7 +33,8 @@ export interface ControllerProcessConfig {
 }
 
 /** Messages from the parent. */
-export type ParentMessage = { type: 'stats'; gc?: boolean } | { type: 'flush' } | { type: 'snapshot'; path: string } | { type: 'stop' };
+export type ParentMessage =
+  { type: 'stats'; gc?: boolean } | { type: 'flush' } | { type: 'snapshot'; path: string } | { type: 'stop' };
 
 /** Messages to the parent. */
 export type ChildMessage =
@@ -36,7 +43,18 @@ export type ChildMessage =
   | { type: 'snapshot'; path: string }
   /** `maxRssBytes`: the process's peak RSS so far (getrusage ru_maxrss), not a sample. */
   /** `maxHeapUsedBytes`: the largest heapUsed sampled every 50 ms since start. */
-  | { type: 'stats'; rssBytes: number; maxRssBytes: number; heapUsedBytes: number; maxHeapUsedBytes: number; retainedHeapBytes?: number; cpuUserMs: number; cpuSystemMs: number; events: EventRecorderStats; provisionCalls: number }
+  | {
+      type: 'stats';
+      rssBytes: number;
+      maxRssBytes: number;
+      heapUsedBytes: number;
+      maxHeapUsedBytes: number;
+      retainedHeapBytes?: number;
+      cpuUserMs: number;
+      cpuSystemMs: number;
+      events: EventRecorderStats;
+      provisionCalls: number;
+    }
   | { type: 'stopped' }
   | { type: 'error'; message: string };
 
@@ -65,7 +83,11 @@ export class InstantProvisioner implements Provisioner {
 async function startAllocationProfile(): Promise<() => Promise<unknown>> {
   const session = new Session();
   session.connect();
-  await session.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 16384,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
   return async () => {
     const { profile } = await session.post('HeapProfiler.stopSampling');
     session.disconnect();
@@ -88,7 +110,12 @@ async function main(): Promise<void> {
   const identity = `${hostname()}_${cfg.clientName}`;
   // The same recorder the controller would build for itself (same component and defaults), held here so the
   // benchmark can flush it before counting and report what it dropped.
-  const events = new EventRecorder({ client, component: `${cfg.provisionerName}_${identity}`, host: hostname(), logger: silentLogger });
+  const events = new EventRecorder({
+    client,
+    component: `${cfg.provisionerName}_${identity}`,
+    host: hostname(),
+    logger: silentLogger,
+  });
   const controller = new ProvisionController(client, cfg.provisionerName, provisioner, {
     ...cfg.options,
     identity,

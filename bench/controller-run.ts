@@ -106,10 +106,12 @@ class ControllerChild {
       const i = this.waiters.findIndex((w) => w.type === m.type);
       if (i >= 0) this.waiters.splice(i, 1)[0]?.resolve(m);
     });
-    this.exited = new Promise((resolve) => child.once('exit', () => {
-      this.fail(new Error('controller process exited'));
-      resolve();
-    }));
+    this.exited = new Promise((resolve) =>
+      child.once('exit', () => {
+        this.fail(new Error('controller process exited'));
+        resolve();
+      }),
+    );
   }
 
   private fail(err: Error): void {
@@ -117,7 +119,10 @@ class ControllerChild {
     for (const w of this.waiters.splice(0)) w.resolve({ type: 'error', message: err.message });
   }
 
-  async request<T extends ChildMessage['type']>(type: T, send?: ParentMessage): Promise<Extract<ChildMessage, { type: T }>> {
+  async request<T extends ChildMessage['type']>(
+    type: T,
+    send?: ParentMessage,
+  ): Promise<Extract<ChildMessage, { type: T }>> {
     if (this.failure) throw this.failure;
     const reply = new Promise<ChildMessage>((resolve) => this.waiters.push({ type, resolve }));
     if (send) this.child.send(send);
@@ -129,7 +134,10 @@ class ControllerChild {
   /** Graceful stop; kills this child (by its own handle) if it does not exit within 20 s. */
   async stop(): Promise<void> {
     if (this.child.exitCode === null && this.child.connected) {
-      await within(this.request('stopped', { type: 'stop' }).catch(() => undefined), 20_000);
+      await within(
+        this.request('stopped', { type: 'stop' }).catch(() => undefined),
+        20_000,
+      );
     }
     const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
     await this.exited;
@@ -145,7 +153,12 @@ function sleep(ms: number): Promise<void> {
 async function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<undefined>((r) => { timer = setTimeout(r, ms, undefined); })]);
+    return await Promise.race([
+      p,
+      new Promise<undefined>((r) => {
+        timer = setTimeout(r, ms, undefined);
+      }),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -187,7 +200,12 @@ function claim(i: number): PersistentVolumeClaim {
 }
 
 /** Creates `n` claims with at most `concurrency` requests in flight; records when each create was sent. */
-async function createClaims(client: KubeClient, n: number, concurrency: number, sentAt: Map<string, number>): Promise<void> {
+async function createClaims(
+  client: KubeClient,
+  n: number,
+  concurrency: number,
+  sentAt: Map<string, number>,
+): Promise<void> {
   let next = 0;
   const lane = async () => {
     while (next < n) {
@@ -208,8 +226,12 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
   let unwatch: (() => void) | undefined;
   try {
     const sc: StorageClass = {
-      apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: CLASS_NAME },
-      provisioner: PROVISIONER_NAME, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate',
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: CLASS_NAME },
+      provisioner: PROVISIONER_NAME,
+      reclaimPolicy: 'Delete',
+      volumeBindingMode: 'Immediate',
     };
     await creator.create(storageClasses, sc);
 
@@ -221,13 +243,21 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
       burst: cfg.burst,
       options: cfg.options,
     };
-    const entry = cfg.child === 'tsx'
-      ? ['--conditions=kube-provisioner:source', '--import', 'tsx', fileURLToPath(new URL('./controller-process.ts', import.meta.url))]
-      : [cfg.child.script];
-    child = new ControllerChild(spawn(process.execPath, ['--expose-gc', ...cfg.childNodeArgs, ...entry], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env: { ...process.env, BENCH_CONTROLLER: JSON.stringify(childCfg) },
-    }));
+    const entry =
+      cfg.child === 'tsx'
+        ? [
+            '--conditions=kube-provisioner:source',
+            '--import',
+            'tsx',
+            fileURLToPath(new URL('./controller-process.ts', import.meta.url)),
+          ]
+        : [cfg.child.script];
+    child = new ControllerChild(
+      spawn(process.execPath, ['--expose-gc', ...cfg.childNodeArgs, ...entry], {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        env: { ...process.env, BENCH_CONTROLLER: JSON.stringify(childCfg) },
+      }),
+    );
     await child.request('ready');
     const cpuBefore = await child.request('stats', { type: 'stats' });
     const before = snapshot(cluster.audit, clientName);
@@ -240,23 +270,33 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
     const annotatedAt = new Map<string, number>();
     const volumeAt = new Map<string, number>();
     let allBound: () => void = () => {};
-    const done = new Promise<void>((r) => { allBound = r; });
-    unwatch = cluster.store.watch('persistentvolumeclaims', { namespace: 'default', resourceVersion: String(cluster.store.resourceVersion) }, (ev) => {
-      const c = ev.object as PersistentVolumeClaim;
-      const name = c.metadata.name ?? '';
-      const now = performance.now();
-      if (!storedAt.has(name)) storedAt.set(name, now);
-      if (c.metadata.annotations?.[ANN_STORAGE_PROVISIONER] && !annotatedAt.has(name)) annotatedAt.set(name, now);
-      if (c.status?.phase === 'Bound' && !boundAt.has(name)) {
-        boundAt.set(name, performance.now());
-        if (boundAt.size === cfg.size) allBound();
-      }
+    const done = new Promise<void>((r) => {
+      allBound = r;
     });
+    unwatch = cluster.store.watch(
+      'persistentvolumeclaims',
+      { namespace: 'default', resourceVersion: String(cluster.store.resourceVersion) },
+      (ev) => {
+        const c = ev.object as PersistentVolumeClaim;
+        const name = c.metadata.name ?? '';
+        const now = performance.now();
+        if (!storedAt.has(name)) storedAt.set(name, now);
+        if (c.metadata.annotations?.[ANN_STORAGE_PROVISIONER] && !annotatedAt.has(name)) annotatedAt.set(name, now);
+        if (c.status?.phase === 'Bound' && !boundAt.has(name)) {
+          boundAt.set(name, performance.now());
+          if (boundAt.size === cfg.size) allBound();
+        }
+      },
+    );
 
-    const unwatchVolumes = cluster.store.watch('persistentvolumes', { resourceVersion: String(cluster.store.resourceVersion) }, (ev) => {
-      const ref = (ev.object as PersistentVolume).spec.claimRef?.name ?? '';
-      if (!volumeAt.has(ref)) volumeAt.set(ref, performance.now());
-    });
+    const unwatchVolumes = cluster.store.watch(
+      'persistentvolumes',
+      { resourceVersion: String(cluster.store.resourceVersion) },
+      (ev) => {
+        const ref = (ev.object as PersistentVolume).spec.claimRef?.name ?? '';
+        if (!volumeAt.has(ref)) volumeAt.set(ref, performance.now());
+      },
+    );
     const prevUnwatch = unwatch;
     unwatch = () => {
       prevUnwatch();
@@ -279,8 +319,11 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
     const idleEnd = snapshot(cluster.audit, clientName);
     const final = await child.request('stats', { type: 'stats', gc: true });
 
-    const sampleClaim = cluster.store.get('persistentvolumeclaims', 'default', claim(0).metadata.name ?? '') as PersistentVolumeClaim | undefined;
-    const sampleVolume = sampleClaim?.spec.volumeName ? cluster.store.get('persistentvolumes', undefined, sampleClaim.spec.volumeName) : undefined;
+    const sampleClaim = cluster.store.get('persistentvolumeclaims', 'default', claim(0).metadata.name ?? '') as
+      PersistentVolumeClaim | undefined;
+    const sampleVolume = sampleClaim?.spec.volumeName
+      ? cluster.store.get('persistentvolumes', undefined, sampleClaim.spec.volumeName)
+      : undefined;
     const latencies: number[] = [];
     let lastBound = t0;
     for (const [name, at] of boundAt) {
@@ -294,7 +337,10 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
         const start = from.get(name);
         if (start !== undefined) d.push(at - start);
       }
-      return percentile(d.sort((a, b) => a - b), 50);
+      return percentile(
+        d.sort((a, b) => a - b),
+        50,
+      );
     };
     const lastOf = (m: Map<string, number>) => (Math.max(t0, ...m.values()) - t0) / 1000;
     const elapsedS = (boundAt.size === cfg.size ? lastBound - t0 : tBound - t0) / 1000;
@@ -330,7 +376,10 @@ export async function runOnce(cfg: RunConfig): Promise<RunResult> {
       lastCreatedS: lastOf(storedAt),
       lastAnnotatedS: lastOf(annotatedAt),
       lastVolumeS: lastOf(volumeAt),
-      objectBytes: { claim: JSON.stringify(sampleClaim ?? {}).length, volume: JSON.stringify(sampleVolume ?? {}).length },
+      objectBytes: {
+        claim: JSON.stringify(sampleClaim ?? {}).length,
+        volume: JSON.stringify(sampleVolume ?? {}).length,
+      },
     };
   } finally {
     unwatch?.();
@@ -348,10 +397,16 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
  * transpileModule; it imports the library by package name, which resolves to dist/ from there).
  */
 export function prepareDistChild(): string {
-  const build = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+  const build = spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')],
+    { stdio: 'inherit' },
+  );
   if (build.status !== 0) throw new Error('npm run build failed: --child dist needs the compiled library');
   const source = readFileSync(join(ROOT, 'bench', 'controller-process.ts'), 'utf8');
-  const out = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false } });
+  const out = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false },
+  });
   const dir = join(ROOT, 'bench', '.build');
   mkdirSync(dir, { recursive: true });
   const script = join(dir, 'controller-process.mjs');

@@ -147,7 +147,51 @@ function table(results: RunResult[], args: Args): string {
       if (rs.length === 0) continue;
       const pc = rs.map(perClaim);
       const m = (f: (i: number) => number) => median(rs.map((_r, i) => f(i)));
-      lines.push(`| ${size} | ${mode} | ${rs.length} | ${Math.min(...rs.map((r) => r.bound))} | ${fmt(m((i) => rs[i]!.claimsPerS))} | ${fmt(m((i) => rs[i]!.p50Ms))} | ${fmt(m((i) => rs[i]!.p99Ms))} | ${fmt(m((i) => pc[i]!.cpuPerClaim), 2)} | ${fmt(m((i) => rs[i]!.ctrlPeakRssMB))} / ${fmt(m((i) => rs[i]!.ctrlRssMB))} (${fmt(m((i) => rs[i]!.ctrlRssReadyMB))}) | ${fmt(m((i) => rs[i]!.ctrlPeakHeapMB))} (${fmt(m((i) => rs[i]!.ctrlHeapMB))}) | ${fmt(m((i) => pc[i]!.total), 2)} | ${fmt(m((i) => pc[i]!.byVerb('create')), 2)} | ${fmt(m((i) => pc[i]!.byVerb('update')), 2)} | ${fmt(m((i) => pc[i]!.byVerb('patch')), 2)} | ${fmt(m((i) => pc[i]!.byVerb('get')), 2)} | ${fmt(m((i) => pc[i]!.byVerb('list')), 3)} | ${fmt(m((i) => pc[i]!.writes), 2)} (${fmt(m((i) => pc[i]!.writesAllEvents), 2)}) | ${fmt(m((i) => pc[i]!.idleNonLease / size), 3)} | ${fmt(m((i) => pc[i]!.leaseReqs), 0)} / ${fmt(m((i) => pc[i]!.idleLease), 0)} | ${fmt(m((i) => rs[i]!.eventsDropped), 0)} | ${fmt(m((i) => rs[i]!.eventsDrainS), 2)} |`);
+      lines.push(
+        `| ${size} | ${mode} | ${rs.length} | ${Math.min(...rs.map((r) => r.bound))} | ${fmt(m((i) => rs[i]!.claimsPerS))} | ${fmt(m((i) => rs[i]!.p50Ms))} | ${fmt(m((i) => rs[i]!.p99Ms))} | ${fmt(
+          m((i) => pc[i]!.cpuPerClaim),
+          2,
+        )} | ${fmt(m((i) => rs[i]!.ctrlPeakRssMB))} / ${fmt(m((i) => rs[i]!.ctrlRssMB))} (${fmt(m((i) => rs[i]!.ctrlRssReadyMB))}) | ${fmt(m((i) => rs[i]!.ctrlPeakHeapMB))} (${fmt(m((i) => rs[i]!.ctrlHeapMB))}) | ${fmt(
+          m((i) => pc[i]!.total),
+          2,
+        )} | ${fmt(
+          m((i) => pc[i]!.byVerb('create')),
+          2,
+        )} | ${fmt(
+          m((i) => pc[i]!.byVerb('update')),
+          2,
+        )} | ${fmt(
+          m((i) => pc[i]!.byVerb('patch')),
+          2,
+        )} | ${fmt(
+          m((i) => pc[i]!.byVerb('get')),
+          2,
+        )} | ${fmt(
+          m((i) => pc[i]!.byVerb('list')),
+          3,
+        )} | ${fmt(
+          m((i) => pc[i]!.writes),
+          2,
+        )} (${fmt(
+          m((i) => pc[i]!.writesAllEvents),
+          2,
+        )}) | ${fmt(
+          m((i) => pc[i]!.idleNonLease / size),
+          3,
+        )} | ${fmt(
+          m((i) => pc[i]!.leaseReqs),
+          0,
+        )} / ${fmt(
+          m((i) => pc[i]!.idleLease),
+          0,
+        )} | ${fmt(
+          m((i) => rs[i]!.eventsDropped),
+          0,
+        )} | ${fmt(
+          m((i) => rs[i]!.eventsDrainS),
+          2,
+        )} |`,
+      );
     }
   }
   return lines.join('\n');
@@ -155,7 +199,8 @@ function table(results: RunResult[], args: Args): string {
 
 function targets(results: RunResult[], args: Args): string[] {
   const out: string[] = [];
-  const med = (size: number, mode: string, f: (r: RunResult) => number) => median(results.filter((r) => r.size === size && r.mode === mode).map(f));
+  const med = (size: number, mode: string, f: (r: RunResult) => number) =>
+    median(results.filter((r) => r.size === size && r.mode === mode).map(f));
   const has = (size: number, mode: string) => results.some((r) => r.size === size && r.mode === mode);
   const small = Math.min(...args.sizes);
   const large = Math.max(...args.sizes);
@@ -165,21 +210,29 @@ function targets(results: RunResult[], args: Args): string[] {
       if (!has(size, 'lease')) continue;
       const w = med(size, 'lease', (r) => perClaim(r).writes);
       const wAll = med(size, 'lease', (r) => perClaim(r).writesAllEvents);
-      out.push(`${mark(wAll <= 3)} lease: ${fmt(w, 2)} API writes per claim at ${size}, ${fmt(wAll, 2)} counting the events the recorder dropped (target <= 3)`);
+      out.push(
+        `${mark(wAll <= 3)} lease: ${fmt(w, 2)} API writes per claim at ${size}, ${fmt(wAll, 2)} counting the events the recorder dropped (target <= 3)`,
+      );
     }
   }
   for (const mode of args.modes) {
     for (const size of args.sizes) {
       if (!has(size, mode)) continue;
       const idle = med(size, mode, (r) => perClaim(r).idleNonLease);
-      out.push(`${mark(idle === 0)} ${mode}: ${idle} non-lease requests in ${args.idleMs / 1000} s idle with ${args.resyncMs / 1000} s resync at ${size} claims (target 0)`);
+      out.push(
+        `${mark(idle === 0)} ${mode}: ${idle} non-lease requests in ${args.idleMs / 1000} s idle with ${args.resyncMs / 1000} s resync at ${size} claims (target 0)`,
+      );
     }
   }
   if (has(small, 'per-claim') && has(small, 'lease')) {
     for (const size of args.sizes) {
       if (!has(size, 'per-claim') || !has(size, 'lease')) continue;
-      const extra = med(size, 'per-claim', (r) => perClaim(r).writesAllEvents) - med(size, 'lease', (r) => perClaim(r).writesAllEvents);
-      out.push(`${mark(extra <= 2)} per-claim: ${fmt(extra, 2)} writes per claim more than lease at ${size}, dropped events counted (target <= 2)`);
+      const extra =
+        med(size, 'per-claim', (r) => perClaim(r).writesAllEvents) -
+        med(size, 'lease', (r) => perClaim(r).writesAllEvents);
+      out.push(
+        `${mark(extra <= 2)} per-claim: ${fmt(extra, 2)} writes per claim more than lease at ${size}, dropped events counted (target <= 2)`,
+      );
     }
   }
   for (const mode of args.modes) {
@@ -187,12 +240,16 @@ function targets(results: RunResult[], args: Args): string[] {
     const el = med(large, mode, (r) => (r.bound === r.size ? r.elapsedS : Infinity));
     if (large >= 10_000) out.push(`${mark(el < 60)} ${mode}: ${large} claims Bound in ${fmt(el)} s (target < 60 s)`);
     const rss = med(large, mode, (r) => r.ctrlPeakRssMB);
-    if (large >= 10_000 && mode === 'lease') out.push(`${mark(rss <= 150)} ${mode}: controller peak RSS ${fmt(rss)} MB at ${large} claims (target <= 150 MB)`);
+    if (large >= 10_000 && mode === 'lease')
+      out.push(`${mark(rss <= 150)} ${mode}: controller peak RSS ${fmt(rss)} MB at ${large} claims (target <= 150 MB)`);
     if (has(small, mode) && small !== large) {
-      const cpuRatio = med(large, mode, (r) => perClaim(r).cpuPerClaim) / med(small, mode, (r) => perClaim(r).cpuPerClaim);
+      const cpuRatio =
+        med(large, mode, (r) => perClaim(r).cpuPerClaim) / med(small, mode, (r) => perClaim(r).cpuPerClaim);
       const reqRatio = med(large, mode, (r) => perClaim(r).total) / med(small, mode, (r) => perClaim(r).total);
       const wallRatio = med(small, mode, (r) => r.claimsPerS) / med(large, mode, (r) => r.claimsPerS);
-      out.push(`${mark(cpuRatio <= 1.5 && reqRatio <= 1.5 && wallRatio <= 1.5)} ${mode}: cost per claim ${large} vs ${small}: controller CPU x${fmt(cpuRatio, 2)}, requests x${fmt(reqRatio, 2)}, wall time x${fmt(wallRatio, 2)} (target <= 1.5)`);
+      out.push(
+        `${mark(cpuRatio <= 1.5 && reqRatio <= 1.5 && wallRatio <= 1.5)} ${mode}: cost per claim ${large} vs ${small}: controller CPU x${fmt(cpuRatio, 2)}, requests x${fmt(reqRatio, 2)}, wall time x${fmt(wallRatio, 2)} (target <= 1.5)`,
+      );
     }
   }
   return out;
@@ -217,37 +274,50 @@ async function main(): Promise<void> {
       for (const mode of args.modes) {
         gc?.();
         const cfg: RunConfig = {
-          size, mode, runIndex,
+          size,
+          mode,
+          runIndex,
           options: modeOptions(mode, args),
-          qps: args.qps, burst: Math.max(1, args.qps * 1.5),
+          qps: args.qps,
+          burst: Math.max(1, args.qps * 1.5),
           concurrency: args.concurrency,
           idleMs: args.idleMs,
           timeoutMs: Math.max(60_000, size * 30),
           childNodeArgs,
           child,
-          ...(args.heapSnapshot ? { heapSnapshotPath: join(args.heapSnapshot, `controller-${size}-${mode}-${runIndex + 1}.heapsnapshot`) } : {}),
+          ...(args.heapSnapshot
+            ? { heapSnapshotPath: join(args.heapSnapshot, `controller-${size}-${mode}-${runIndex + 1}.heapsnapshot`) }
+            : {}),
         };
         const r = await runOnce(cfg);
         results.push(r);
         const pc = perClaim(r);
-        console.error(`[${((performance.now() - started) / 1000).toFixed(0)}s] ${size} ${mode} #${runIndex + 1}: ${r.bound}/${size} Bound in ${r.elapsedS.toFixed(2)} s, ` +
-          `${r.claimsPerS.toFixed(0)} claims/s, p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms, ${pc.total.toFixed(2)} req/claim ` +
-          `(${pc.writes.toFixed(2)} writes), idle ${pc.idleNonLease} (+${pc.idleLease} lease), ctrl ${r.ctrlCpuMs.toFixed(0)} ms CPU, ` +
-          `RSS peak ${r.ctrlPeakRssMB.toFixed(0)} MB, end ${r.ctrlRssMB.toFixed(0)} MB (ready ${r.ctrlRssReadyMB.toFixed(0)}), heap peak ${r.ctrlPeakHeapMB.toFixed(0)} MB, at Bound ${r.ctrlHeapAtBoundMB.toFixed(0)} MB, retained ${r.ctrlHeapMB.toFixed(0)} MB, cluster ${r.clusterCpuMs.toFixed(0)} ms CPU, 409s ${r.conflicts}, events dropped ${r.eventsDropped}, drain ${r.eventsDrainS.toFixed(2)} s ` +
-          `stages p50 ms=${JSON.stringify(r.stagesMs, (_k, v: unknown) => (typeof v === 'number' ? Math.round(v) : v))} ` +
-          `last created/annotated/PV/Bound at ${r.lastCreatedS.toFixed(1)}/${r.lastAnnotatedS.toFixed(1)}/${r.lastVolumeS.toFixed(1)}/${r.elapsedS.toFixed(1)} s ` +
-          `objects ${JSON.stringify(r.objectBytes)} B, loadavg ${loadavg()[0]?.toFixed(1)} load=${JSON.stringify(r.load)} idle=${JSON.stringify(r.idle)}`);
+        console.error(
+          `[${((performance.now() - started) / 1000).toFixed(0)}s] ${size} ${mode} #${runIndex + 1}: ${r.bound}/${size} Bound in ${r.elapsedS.toFixed(2)} s, ` +
+            `${r.claimsPerS.toFixed(0)} claims/s, p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms, ${pc.total.toFixed(2)} req/claim ` +
+            `(${pc.writes.toFixed(2)} writes), idle ${pc.idleNonLease} (+${pc.idleLease} lease), ctrl ${r.ctrlCpuMs.toFixed(0)} ms CPU, ` +
+            `RSS peak ${r.ctrlPeakRssMB.toFixed(0)} MB, end ${r.ctrlRssMB.toFixed(0)} MB (ready ${r.ctrlRssReadyMB.toFixed(0)}), heap peak ${r.ctrlPeakHeapMB.toFixed(0)} MB, at Bound ${r.ctrlHeapAtBoundMB.toFixed(0)} MB, retained ${r.ctrlHeapMB.toFixed(0)} MB, cluster ${r.clusterCpuMs.toFixed(0)} ms CPU, 409s ${r.conflicts}, events dropped ${r.eventsDropped}, drain ${r.eventsDrainS.toFixed(2)} s ` +
+            `stages p50 ms=${JSON.stringify(r.stagesMs, (_k, v: unknown) => (typeof v === 'number' ? Math.round(v) : v))} ` +
+            `last created/annotated/PV/Bound at ${r.lastCreatedS.toFixed(1)}/${r.lastAnnotatedS.toFixed(1)}/${r.lastVolumeS.toFixed(1)}/${r.elapsedS.toFixed(1)} s ` +
+            `objects ${JSON.stringify(r.objectBytes)} B, loadavg ${loadavg()[0]?.toFixed(1)} load=${JSON.stringify(r.load)} idle=${JSON.stringify(r.idle)}`,
+        );
       }
     }
   }
   console.log(`\n## Controller benchmark (${new Date().toISOString()}, node ${process.version})\n`);
   console.log(`Command: node --expose-gc --import tsx bench/controller.ts ${process.argv.slice(2).join(' ')}`);
-  console.log(`Controller process: ${args.child === 'dist' ? 'compiled dist/ under plain node' : 'sources under tsx'}.`);
-  console.log(`Resync ${args.resyncMs} ms in every mode, idle window ${args.idleMs} ms, ${args.concurrency} creates in flight, ` +
-    `controller client qps ${args.qps === 0 ? 'unlimited' : args.qps}; medians over the runs shown.\n`);
+  console.log(
+    `Controller process: ${args.child === 'dist' ? 'compiled dist/ under plain node' : 'sources under tsx'}.`,
+  );
+  console.log(
+    `Resync ${args.resyncMs} ms in every mode, idle window ${args.idleMs} ms, ${args.concurrency} creates in flight, ` +
+      `controller client qps ${args.qps === 0 ? 'unlimited' : args.qps}; medians over the runs shown.\n`,
+  );
   console.log(table(results, args));
-  console.log('\nRequests per claim exclude Lease traffic (O(1) per controller; shown as totals). "idle req/claim": ' +
-    'non-Lease requests during the idle window divided by claims.\n');
+  console.log(
+    '\nRequests per claim exclude Lease traffic (O(1) per controller; shown as totals). "idle req/claim": ' +
+      'non-Lease requests during the idle window divided by claims.\n',
+  );
   for (const line of targets(results, args)) console.log(`- ${line}`);
   console.log(`\nTotal bench time ${((performance.now() - started) / 1000).toFixed(0)} s`);
   if (args.json) writeFileSync(args.json, JSON.stringify(results, null, 2));

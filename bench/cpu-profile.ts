@@ -88,7 +88,12 @@ export function summariseProfile(path: string, top = 20): ProfileSummary {
       const key = `${f.functionName || '(anonymous)'} ${shortUrl(f.url)}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      const e = inclusive.get(key) ?? { name: f.functionName || '(anonymous)', where: shortUrl(f.url), selfMs: 0, share: 0 };
+      const e = inclusive.get(key) ?? {
+        name: f.functionName || '(anonymous)',
+        where: shortUrl(f.url),
+        selfMs: 0,
+        share: 0,
+      };
       e.selfMs += ms;
       inclusive.set(key, e);
     }
@@ -98,7 +103,14 @@ export function summariseProfile(path: string, top = 20): ProfileSummary {
       .sort((a, b) => b.selfMs - a.selfMs)
       .slice(0, top)
       .map((e) => ({ ...e, selfMs: Math.round(e.selfMs), share: total ? e.selfMs / total : 0 }));
-  return { totalMs: Math.round(total), idleShare: total ? idle / total : 0, gcShare: total ? gc / total : 0, functions: ranked(fns), files: ranked(files), inclusive: ranked(inclusive) };
+  return {
+    totalMs: Math.round(total),
+    idleShare: total ? idle / total : 0,
+    gcShare: total ? gc / total : 0,
+    functions: ranked(fns),
+    files: ranked(files),
+    inclusive: ranked(inclusive),
+  };
 }
 
 /** The summary as markdown lines. */
@@ -125,5 +137,7 @@ if (process.argv[1] && import.meta.url.endsWith(basename(process.argv[1]))) {
   const file = process.argv[2];
   if (!file) throw new Error('usage: bench/cpu-profile.ts FILE.cpuprofile [--top N]');
   const topAt = process.argv.indexOf('--top');
-  console.log(formatProfile(basename(file), summariseProfile(file, topAt > 0 ? Number(process.argv[topAt + 1]) : 20)).join('\n'));
+  console.log(
+    formatProfile(basename(file), summariseProfile(file, topAt > 0 ? Number(process.argv[topAt + 1]) : 20)).join('\n'),
+  );
 }

@@ -17,7 +17,13 @@ import { startEmbeddedCluster } from '../src/cluster/embedded-cluster.ts';
 import { localNodeName } from '../src/cluster/controllers/index.ts';
 import { HOSTPATH_CSI_DRIVER } from '../src/cli/csi-hostpath-plugin.ts';
 import { runDemo, type DemoResult } from '../src/cli/demo.ts';
-import { devCsiConfig, devCsiSidecarArgs, devCsiStorageClasses, registerCsiDriver, DEV_CSI_CLASSES } from '../src/cli/dev-csi.ts';
+import {
+  devCsiConfig,
+  devCsiSidecarArgs,
+  devCsiStorageClasses,
+  registerCsiDriver,
+  DEV_CSI_CLASSES,
+} from '../src/cli/dev-csi.ts';
 import { devConfig, devStorageClasses, DEV_CLASSES } from '../src/cli/dev.ts';
 import { startHostPathService } from '../src/cli/hostpath-service.ts';
 import { DEFAULT_PROVISIONER_NAME } from '../src/cli/options.ts';
@@ -41,7 +47,9 @@ const CONCURRENCY = arg('--concurrency', 32);
 /** How long each phase may wait for its claims (a loaded machine binds a few claims per second). */
 const TIMEOUT_S = arg('--timeout-s', 3600);
 const TSX = argv.includes('--tsx');
-const SIDECAR_LOG_LEVEL = argv.includes('--sidecar-log-level') ? argv[argv.indexOf('--sidecar-log-level') + 1] : 'error';
+const SIDECAR_LOG_LEVEL = argv.includes('--sidecar-log-level')
+  ? argv[argv.indexOf('--sidecar-log-level') + 1]
+  : 'error';
 /** The audit counter's name for the sidecar: `run csi`'s User-Agent. */
 const SIDECAR_CLIENT = userAgent('csi');
 const COMMAND = `npm run bench:csi${argv.length ? ` -- ${argv.join(' ')}` : ''}`;
@@ -59,8 +67,12 @@ function requestsOf(audit: AuditLike, client: string): number {
 /** Requests per claim by verb and resource (`get nodes 1.00, …`). */
 function breakdown(audit: AuditLike, client: string, claims: number): string {
   const by = new Map<string, number>();
-  for (const r of audit.records()) if (r.client === client) by.set(`${r.verb} ${r.resource}`, (by.get(`${r.verb} ${r.resource}`) ?? 0) + r.count);
-  return [...by].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${(v / claims).toFixed(2)}`).join(', ');
+  for (const r of audit.records())
+    if (r.client === client) by.set(`${r.verb} ${r.resource}`, (by.get(`${r.verb} ${r.resource}`) ?? 0) + r.count);
+  return [...by]
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${(v / claims).toFixed(2)}`)
+    .join(', ');
 }
 
 /** Resolves with the first stdout line of `child` that contains `marker`. */
@@ -97,7 +109,9 @@ class SidecarChild {
   /** VmRSS and VmHWM (peak) from /proc: what the process holds, no GC forced. */
   memory(): { rssBytes: number; peakBytes: number } {
     const status = readFileSync(`/proc/${this.child.pid}/status`, 'utf8');
-    const kb = (field: string) => Number(/^\S+:\s+(\d+) kB$/m.exec(status.split('\n').find((l) => l.startsWith(`${field}:`)) ?? '')?.[1] ?? NaN) * 1024;
+    const kb = (field: string) =>
+      Number(/^\S+:\s+(\d+) kB$/m.exec(status.split('\n').find((l) => l.startsWith(`${field}:`)) ?? '')?.[1] ?? NaN) *
+      1024;
     return { rssBytes: kb('VmRSS'), peakBytes: kb('VmHWM') };
   }
 }
@@ -124,10 +138,20 @@ async function main(): Promise<void> {
     for (const sc of devStorageClasses(DEFAULT_PROVISIONER_NAME)) await creator.create(storageClasses, sc);
     const hostpathClient = new KubeClient({ kubeConfig, qps: 0, userAgent: 'bench-hostpath' });
     const stopHostpath = new AbortController();
-    const service = await startHostPathService({
-      client: hostpathClient, provisionerName: DEFAULT_PROVISIONER_NAME, mode: 'deployment', nodeName, config: { file: configFile }, freeSpaceCapacity: true,
-      controller: { leaderElection: { mode: 'none' }, threadiness: WORKERS, shutdownTimeoutMs: 3000 }, volumeUsageIntervalMs: 0, logger: silentLogger,
-    }, stopHostpath.signal);
+    const service = await startHostPathService(
+      {
+        client: hostpathClient,
+        provisionerName: DEFAULT_PROVISIONER_NAME,
+        mode: 'deployment',
+        nodeName,
+        config: { file: configFile },
+        freeSpaceCapacity: true,
+        controller: { leaderElection: { mode: 'none' }, threadiness: WORKERS, shutdownTimeoutMs: 3000 },
+        volumeUsageIntervalMs: 0,
+        logger: silentLogger,
+      },
+      stopHostpath.signal,
+    );
     const demo = { client: creator, timeoutMs: TIMEOUT_S * 1000, progress: quiet, concurrency: CONCURRENCY };
     const hp = await runDemo({ ...demo, count: CLAIMS, storageClassName: DEV_CLASSES.shared });
     const hpRequests = requestsOf(cluster.audit, 'bench-hostpath');
@@ -139,44 +163,89 @@ async function main(): Promise<void> {
     // `kube-provisioner run csi`), from dist/ (`npm run build` runs first) as the installed command runs; --tsx runs
     // the sources instead. In one process with the SQLite cluster, the plugin's replies waited behind the cluster's
     // synchronous writes during a burst of creates, past the sidecar's 10 s deadline.
-    const main = TSX ? ['--import', 'tsx', fileURLToPath(new URL('../src/cli/main.ts', import.meta.url))] : [fileURLToPath(new URL('../bin/kube-provisioner.js', import.meta.url))];
+    const main = TSX
+      ? ['--import', 'tsx', fileURLToPath(new URL('../src/cli/main.ts', import.meta.url))]
+      : [fileURLToPath(new URL('../bin/kube-provisioner.js', import.meta.url))];
     const pluginConfig = join(dataDir, 'csi-hostpath-config.json');
     writeFileSync(pluginConfig, JSON.stringify(devCsiConfig(volumesDir)));
     const endpoint = `unix://${join(dataDir, 'csi', 'csi.sock')}`;
-    plugin = spawn(process.execPath, [...main, 'run', 'csi-hostpath-plugin', '--endpoint', endpoint, '--config', pluginConfig, '--node-name', nodeName, '--log-level', 'warn'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    plugin = spawn(
+      process.execPath,
+      [
+        ...main,
+        'run',
+        'csi-hostpath-plugin',
+        '--endpoint',
+        endpoint,
+        '--config',
+        pluginConfig,
+        '--node-name',
+        nodeName,
+        '--log-level',
+        'warn',
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     await readyLine(plugin, 'listening on ');
     await registerCsiDriver(creator, HOSTPATH_CSI_DRIVER, nodeName);
     for (const sc of devCsiStorageClasses(HOSTPATH_CSI_DRIVER)) await creator.create(storageClasses, sc);
-    sidecar = new SidecarChild(spawn(process.execPath, [
-      ...main, 'run', 'csi', '--kubeconfig', cluster.kubeconfigPath, ...devCsiSidecarArgs(endpoint, WORKERS), '--metrics-address', '127.0.0.1:0', '--log-level', SIDECAR_LOG_LEVEL,
-    ], { stdio: ['ignore', 'pipe', 'inherit'] }));
+    sidecar = new SidecarChild(
+      spawn(
+        process.execPath,
+        [
+          ...main,
+          'run',
+          'csi',
+          '--kubeconfig',
+          cluster.kubeconfigPath,
+          ...devCsiSidecarArgs(endpoint, WORKERS),
+          '--metrics-address',
+          '127.0.0.1:0',
+          '--log-level',
+          SIDECAR_LOG_LEVEL,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      ),
+    );
     await sidecar.ready;
     const startupCalls = await sidecar.csiCalls();
     const csi: DemoResult = await runDemo({ ...demo, count: CLAIMS, storageClassName: DEV_CSI_CLASSES.shared });
     const csiRequests = requestsOf(cluster.audit, SIDECAR_CLIENT);
     const rssAtClaims = sidecar.memory();
-    const perClaimCalls = [...(await sidecar.csiCalls())].map(([k, v]) => [k, v - (startupCalls.get(k) ?? 0)] as const).filter(([, v]) => v > 0);
+    const perClaimCalls = [...(await sidecar.csiCalls())]
+      .map(([k, v]) => [k, v - (startupCalls.get(k) ?? 0)] as const)
+      .filter(([, v]) => v > 0);
 
     const ratio = hp.claimsPerSecond > 0 ? csi.claimsPerSecond / hp.claimsPerSecond : 0;
     const mark = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
     out(`# CSI benchmark (${COMMAND}); ${WORKERS} workers each, ${CONCURRENCY} creates in flight`);
-    out(`in-process hostpath: ${hp.bound}/${CLAIMS} Bound in ${(hp.elapsedMs / 1000).toFixed(1)} s, ${hp.claimsPerSecond.toFixed(1)} claims/s, p50 ${Math.round(hp.p50Ms)} ms, p99 ${Math.round(hp.p99Ms)} ms`);
-    out(`CSI (run csi + run csi-hostpath-plugin, one process each): ${csi.bound}/${CLAIMS} Bound in ${(csi.elapsedMs / 1000).toFixed(1)} s, ${csi.claimsPerSecond.toFixed(1)} claims/s, p50 ${Math.round(csi.p50Ms)} ms, p99 ${Math.round(csi.p99Ms)} ms`);
+    out(
+      `in-process hostpath: ${hp.bound}/${CLAIMS} Bound in ${(hp.elapsedMs / 1000).toFixed(1)} s, ${hp.claimsPerSecond.toFixed(1)} claims/s, p50 ${Math.round(hp.p50Ms)} ms, p99 ${Math.round(hp.p99Ms)} ms`,
+    );
+    out(
+      `CSI (run csi + run csi-hostpath-plugin, one process each): ${csi.bound}/${CLAIMS} Bound in ${(csi.elapsedMs / 1000).toFixed(1)} s, ${csi.claimsPerSecond.toFixed(1)} claims/s, p50 ${Math.round(csi.p50Ms)} ms, p99 ${Math.round(csi.p99Ms)} ms`,
+    );
     out(`${mark(ratio >= 0.5)} CSI / in-process claims/s ratio ${ratio.toFixed(2)} (target >= 0.5)`);
-    out(`API requests per claim: in-process hostpath ${(hpRequests / CLAIMS).toFixed(2)}, CSI sidecar ${(csiRequests / CLAIMS).toFixed(2)} (start-up included)`);
+    out(
+      `API requests per claim: in-process hostpath ${(hpRequests / CLAIMS).toFixed(2)}, CSI sidecar ${(csiRequests / CLAIMS).toFixed(2)} (start-up included)`,
+    );
     out(`  in-process hostpath: ${breakdown(cluster.audit, 'bench-hostpath', CLAIMS)}`);
     out(`  CSI sidecar: ${breakdown(cluster.audit, SIDECAR_CLIENT, CLAIMS)}`);
     out(`CSI calls per claim: ${perClaimCalls.map(([k, v]) => `${k} ${(v / CLAIMS).toFixed(2)}`).join(', ')}`);
-    out(`sidecar RSS at ${CLAIMS} volumes: ${(rssAtClaims.rssBytes / MB).toFixed(1)} MB (peak ${(rssAtClaims.peakBytes / MB).toFixed(1)} MB)${TSX ? ' (sources through tsx)' : ''}`);
+    out(
+      `sidecar RSS at ${CLAIMS} volumes: ${(rssAtClaims.rssBytes / MB).toFixed(1)} MB (peak ${(rssAtClaims.peakBytes / MB).toFixed(1)} MB)${TSX ? ' (sources through tsx)' : ''}`,
+    );
 
     // 3. Up to V volumes through the sidecar, then its memory.
     if (VOLUMES > CLAIMS) {
       const more = await runDemo({ ...demo, count: VOLUMES - CLAIMS, storageClassName: DEV_CSI_CLASSES.shared });
       if (more.bound < VOLUMES - CLAIMS) out(`(only ${more.bound + CLAIMS} of ${VOLUMES} volumes Bound)`);
       const rss = sidecar.memory();
-      out(`${mark(rss.rssBytes <= 150 * MB)} sidecar RSS with ${more.bound + csi.bound} volumes: ${(rss.rssBytes / MB).toFixed(1)} MB, peak ${(rss.peakBytes / MB).toFixed(1)} MB (target <= 150 MB)${TSX ? ' (sources through tsx)' : ''}`);
+      out(
+        `${mark(rss.rssBytes <= 150 * MB)} sidecar RSS with ${more.bound + csi.bound} volumes: ${(rss.rssBytes / MB).toFixed(1)} MB, peak ${(rss.peakBytes / MB).toFixed(1)} MB (target <= 150 MB)${TSX ? ' (sources through tsx)' : ''}`,
+      );
     }
   } finally {
     sidecar?.child.kill('SIGKILL');

@@ -71,10 +71,24 @@ async function runShape(where: ClusterThread): Promise<ShapeResult> {
   if (heapSnapshot) nodeArgs.push('--heapsnapshot-signal=SIGUSR2');
   if (heapSnapshot) mkdirSync(resolve(heapSnapshot), { recursive: true });
   const started = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'bin', 'kube-provisioner.js'), 'dev', '--port', '0', '--data-dir', dataDir, '--cluster-thread', where], {
-    cwd: heapSnapshot ? resolve(heapSnapshot) : dataDir,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...nodeArgs,
+      join(ROOT, 'bin', 'kube-provisioner.js'),
+      'dev',
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+      '--cluster-thread',
+      where,
+    ],
+    {
+      cwd: heapSnapshot ? resolve(heapSnapshot) : dataDir,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const exited = new Promise<number | string>((r) => child.on('exit', (code, sig) => r(code ?? sig ?? 'unknown')));
   let out = '';
   await new Promise<void>((ready, fail) => {
@@ -98,7 +112,14 @@ async function runShape(where: ClusterThread): Promise<ShapeResult> {
     for (const count of batches) {
       const before = sample(pid);
       const t0 = performance.now();
-      const r: DemoResult = await runDemo({ client, count, storageClassName: 'hostpath', concurrency, timeoutMs: Math.max(120_000, count * 60), progress: sink });
+      const r: DemoResult = await runDemo({
+        client,
+        count,
+        storageClassName: 'hostpath',
+        concurrency,
+        timeoutMs: Math.max(120_000, count * 60),
+        progress: sink,
+      });
       const wallS = (performance.now() - t0) / 1000;
       const after = sample(pid);
       const b: BatchResult = {
@@ -111,8 +132,10 @@ async function runShape(where: ClusterThread): Promise<ShapeResult> {
         cores: (after.cpuS - before.cpuS) / wallS,
       };
       results.push(b);
-      console.error(`[${where}] batch ${results.length}: ${b.bound}/${count} Bound in ${b.seconds.toFixed(1)} s, ${b.claimsPerSecond.toFixed(0)} claims/s, ` +
-        `p50 ${Math.round(b.p50Ms)} ms, p99 ${Math.round(b.p99Ms)} ms, dev ${b.cores.toFixed(2)} cores, RSS ${after.rssMb.toFixed(0)} MB, loadavg ${loadavg()[0].toFixed(1)}`);
+      console.error(
+        `[${where}] batch ${results.length}: ${b.bound}/${count} Bound in ${b.seconds.toFixed(1)} s, ${b.claimsPerSecond.toFixed(0)} claims/s, ` +
+          `p50 ${Math.round(b.p50Ms)} ms, p99 ${Math.round(b.p99Ms)} ms, dev ${b.cores.toFixed(2)} cores, RSS ${after.rssMb.toFixed(0)} MB, loadavg ${loadavg()[0].toFixed(1)}`,
+      );
     }
   } finally {
     client.close();
@@ -145,30 +168,51 @@ async function runShape(where: ClusterThread): Promise<ShapeResult> {
 }
 
 function table(rs: ShapeResult[]): string {
-  const rows = ['| dev cluster thread | batch | claims | Bound | s | claims/s | ratio to batch 1 | p50 ms | p99 ms | dev cores |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'];
+  const rows = [
+    '| dev cluster thread | batch | claims | Bound | s | claims/s | ratio to batch 1 | p50 ms | p99 ms | dev cores |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
   for (const r of rs) {
     r.batches.forEach((b, i) => {
-      rows.push(`| ${r.clusterThread} | ${i + 1} | ${b.claims} | ${b.bound} | ${b.seconds.toFixed(1)} | ${b.claimsPerSecond.toFixed(0)} | ${(b.claimsPerSecond / r.batches[0].claimsPerSecond).toFixed(2)} | ` +
-        `${Math.round(b.p50Ms)} | ${Math.round(b.p99Ms)} | ${b.cores.toFixed(2)} |`);
+      rows.push(
+        `| ${r.clusterThread} | ${i + 1} | ${b.claims} | ${b.bound} | ${b.seconds.toFixed(1)} | ${b.claimsPerSecond.toFixed(0)} | ${(b.claimsPerSecond / r.batches[0].claimsPerSecond).toFixed(2)} | ` +
+          `${Math.round(b.p50Ms)} | ${Math.round(b.p99Ms)} | ${b.cores.toFixed(2)} |`,
+      );
     });
   }
-  rows.push('', '| dev cluster thread | claims/s overall | RSS MB idle / peak / end | ready ms | SIGINT to exit ms (code) |', '|---|---:|---:|---:|---:|');
+  rows.push(
+    '',
+    '| dev cluster thread | claims/s overall | RSS MB idle / peak / end | ready ms | SIGINT to exit ms (code) |',
+    '|---|---:|---:|---:|---:|',
+  );
   for (const r of rs) {
     const claims = r.batches.reduce((s, b) => s + b.bound, 0);
     const seconds = r.batches.reduce((s, b) => s + b.seconds, 0);
-    rows.push(`| ${r.clusterThread} | ${(claims / seconds).toFixed(0)} | ${r.idleRssMb.toFixed(0)} / ${r.peakRssMb.toFixed(0)} / ${r.endRssMb.toFixed(0)} | ${Math.round(r.startupMs)} | ${Math.round(r.sigintExitMs)} (${r.exitCode}) |`);
+    rows.push(
+      `| ${r.clusterThread} | ${(claims / seconds).toFixed(0)} | ${r.idleRssMb.toFixed(0)} / ${r.peakRssMb.toFixed(0)} / ${r.endRssMb.toFixed(0)} | ${Math.round(r.startupMs)} | ${Math.round(r.sigintExitMs)} (${r.exitCode}) |`,
+    );
   }
   return rows.join('\n');
 }
 
 async function main(): Promise<void> {
-  const build = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+  const build = spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')],
+    { stdio: 'inherit' },
+  );
   if (build.status !== 0) throw new Error('npm run build failed');
   const results: ShapeResult[] = [];
   for (const where of shapes) results.push(await runShape(where));
-  console.log(`\n## dev benchmark (${new Date().toISOString()}, node ${process.version}, loadavg ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
+  console.log(
+    `\n## dev benchmark (${new Date().toISOString()}, node ${process.version}, loadavg ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')})\n`,
+  );
   console.log(`Command: npm run bench:dev -- ${argv.join(' ')}`);
-  console.log(`Batches ${batches.join(', ')}, ${concurrency} creates in flight from a separate process, class hostpath (real directories).\n`);
+  console.log(
+    `Batches ${batches.join(', ')}, ${concurrency} creates in flight from a separate process, class hostpath (real directories).\n`,
+  );
   console.log(table(results));
   if (jsonOut) writeFileSync(jsonOut, JSON.stringify(results, null, 2));
 }

@@ -6,7 +6,10 @@
 import { readFileSync } from 'node:fs';
 
 interface Snapshot {
-  snapshot: { meta: { node_fields: string[]; node_types: [string[]]; edge_fields: string[]; edge_types: [string[]] }; node_count: number };
+  snapshot: {
+    meta: { node_fields: string[]; node_types: [string[]]; edge_fields: string[]; edge_types: [string[]] };
+    node_count: number;
+  };
   nodes: number[];
   edges: number[];
   strings: string[];
@@ -53,15 +56,25 @@ function readSnapshot(file: string): Snapshot {
   const buf = readFileSync(file);
   if (buf.length < 0x1fffffe8) return JSON.parse(buf.toString('utf8')) as Snapshot;
   const headerEnd = buf.indexOf('"nodes":[');
-  const header = JSON.parse(`${buf.subarray(0, headerEnd).toString('utf8').replace(/,\s*$/, '')}}`) as Pick<Snapshot, 'snapshot'>;
+  const header = JSON.parse(`${buf.subarray(0, headerEnd).toString('utf8').replace(/,\s*$/, '')}}`) as Pick<
+    Snapshot,
+    'snapshot'
+  >;
   const stringsAt = buf.indexOf('"strings":[');
-  const strings = JSON.parse(buf.subarray(stringsAt + '"strings":'.length, buf.lastIndexOf(']') + 1).toString('utf8')) as string[];
+  const strings = JSON.parse(
+    buf.subarray(stringsAt + '"strings":'.length, buf.lastIndexOf(']') + 1).toString('utf8'),
+  ) as string[];
   return { snapshot: header.snapshot, nodes: numberArray(buf, 'nodes'), edges: numberArray(buf, 'edges'), strings };
 }
 
 function load(file: string): Graph {
   const s = readSnapshot(file);
-  const { node_fields: nf, node_types: [nodeTypes], edge_fields: ef, edge_types: [edgeTypes] } = s.snapshot.meta;
+  const {
+    node_fields: nf,
+    node_types: [nodeTypes],
+    edge_fields: ef,
+    edge_types: [edgeTypes],
+  } = s.snapshot.meta;
   const N = nf.length;
   const E = ef.length;
   const count = s.nodes.length / N;
@@ -129,11 +142,13 @@ function dominators(g: Graph): { idom: Int32Array; order: Uint32Array } {
   }
   // Predecessors of reachable nodes (CSR).
   const predCount = new Uint32Array(count + 1);
-  for (let v = 0; v < count; v++) if (post[v] >= 0) for (let k = firstEdge[v]; k < firstEdge[v + 1]; k++) predCount[edgeTo[k] + 1]++;
+  for (let v = 0; v < count; v++)
+    if (post[v] >= 0) for (let k = firstEdge[v]; k < firstEdge[v + 1]; k++) predCount[edgeTo[k] + 1]++;
   for (let i = 0; i < count; i++) predCount[i + 1] += predCount[i];
   const preds = new Uint32Array(predCount[count]);
   const fill = predCount.slice(0, count);
-  for (let v = 0; v < count; v++) if (post[v] >= 0) for (let k = firstEdge[v]; k < firstEdge[v + 1]; k++) preds[fill[edgeTo[k]]++] = v;
+  for (let v = 0; v < count; v++)
+    if (post[v] >= 0) for (let k = firstEdge[v]; k < firstEdge[v + 1]; k++) preds[fill[edgeTo[k]]++] = v;
   const idom = new Int32Array(count).fill(-1);
   idom[0] = 0;
   const intersect = (a: number, b: number): number => {
@@ -143,7 +158,7 @@ function dominators(g: Graph): { idom: Int32Array; order: Uint32Array } {
     }
     return a;
   };
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (let i = n - 1; i >= 0; i--) {
       const v = order[i];
@@ -178,7 +193,9 @@ function main(): void {
   };
   const file = argv.find((a, i) => !a.startsWith('--') && !argv[i - 1]?.startsWith('--'));
   if (!file) {
-    console.error('usage: node --max-old-space-size=4096 --import tsx bench/heap-summary.ts FILE.heapsnapshot [--depth 8] [--min-mb 0.5]');
+    console.error(
+      'usage: node --max-old-space-size=4096 --import tsx bench/heap-summary.ts FILE.heapsnapshot [--depth 8] [--min-mb 0.5]',
+    );
     process.exitCode = 2;
     return;
   }
@@ -208,7 +225,14 @@ function main(): void {
   const byKind = new Map<string, { n: number; bytes: number }>();
   for (let i = 0; i < g.count; i++) {
     const t = g.type[i];
-    const kind = t === 'object' && g.name[i] === 'Object' ? 'plain objects' : t === 'object' ? `object ${g.name[i]}` : t.includes('string') ? 'strings' : t;
+    const kind =
+      t === 'object' && g.name[i] === 'Object'
+        ? 'plain objects'
+        : t === 'object'
+          ? `object ${g.name[i]}`
+          : t.includes('string')
+            ? 'strings'
+            : t;
     const k = byKind.get(kind) ?? { n: 0, bytes: 0 };
     k.n++;
     k.bytes += g.selfSize[i];
@@ -216,10 +240,15 @@ function main(): void {
   }
   console.log(`Heap snapshot ${file}: ${mb(total)} MB reachable, ${g.count} nodes.\n`);
   console.log('| kind | count | self MB |\n|---|---:|---:|');
-  for (const [kind, k] of [...byKind].sort((a, b) => b[1].bytes - a[1].bytes).slice(0, 12)) console.log(`| ${kind} | ${k.n} | ${mb(k.bytes)} |`);
-  console.log(`\nDominator tree, subtrees retaining >= ${mb(minBytes)} MB (a path of property names; MB retained, share of the heap):\n`);
+  for (const [kind, k] of [...byKind].sort((a, b) => b[1].bytes - a[1].bytes).slice(0, 12))
+    console.log(`| ${kind} | ${k.n} | ${mb(k.bytes)} |`);
+  console.log(
+    `\nDominator tree, subtrees retaining >= ${mb(minBytes)} MB (a path of property names; MB retained, share of the heap):\n`,
+  );
   const walk = (v: number, path: string, depth: number) => {
-    const kids = (children.get(v) ?? []).filter((c) => retained[c] >= minBytes).sort((a, b) => retained[b] - retained[a]);
+    const kids = (children.get(v) ?? [])
+      .filter((c) => retained[c] >= minBytes)
+      .sort((a, b) => retained[b] - retained[a]);
     for (const c of kids) {
       const edge = via(v, c);
       const here = `${path}${path ? '.' : ''}${edge && !edge.startsWith('[') ? edge : label(g, c)}`;
@@ -227,7 +256,9 @@ function main(): void {
       const big = (children.get(c) ?? []).filter((k) => retained[k] >= minBytes);
       const fansOut = big.length !== 1 || retained[big[0]] < retained[c] * 0.9;
       if (fansOut || depth >= maxDepth) {
-        console.log(`${'  '.repeat(Math.min(depth, maxDepth))}- ${here} (${label(g, c)}): ${mb(retained[c])} MB, ${((100 * retained[c]) / total).toFixed(1)}%`);
+        console.log(
+          `${'  '.repeat(Math.min(depth, maxDepth))}- ${here} (${label(g, c)}): ${mb(retained[c])} MB, ${((100 * retained[c]) / total).toFixed(1)}%`,
+        );
         if (depth < maxDepth) walk(c, '', depth + 1);
       } else {
         walk(c, here, depth);

@@ -16,18 +16,38 @@ import type { PersistentVolume } from '../src/types/k8s.ts';
 
 function makePv(i: number, rv: number): PersistentVolume {
   return {
-    apiVersion: 'v1', kind: 'PersistentVolume',
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
     metadata: {
-      name: `pvc-${i.toString(16).padStart(8, '0')}-4f1e-9a8b-1c2d3e4f5a6b`, uid: `uid-${i}`, resourceVersion: String(rv),
+      name: `pvc-${i.toString(16).padStart(8, '0')}-4f1e-9a8b-1c2d3e4f5a6b`,
+      uid: `uid-${i}`,
+      resourceVersion: String(rv),
       creationTimestamp: '2026-01-01T00:00:00Z',
       annotations: { 'pv.kubernetes.io/provisioned-by': 'hostpath.kube-provisioner.io' },
       finalizers: ['kubernetes.io/pv-protection'],
     },
     spec: {
-      capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete',
-      storageClassName: 'hostpath', volumeMode: 'Filesystem', hostPath: { path: `/var/lib/kube-provisioner/pv-${i}`, type: 'DirectoryOrCreate' },
-      claimRef: { kind: 'PersistentVolumeClaim', namespace: 'default', name: `claim-${i}`, uid: `claim-uid-${i}`, apiVersion: 'v1', resourceVersion: String(rv) },
-      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['node-1'] }] }] } },
+      capacity: { storage: '1Gi' },
+      accessModes: ['ReadWriteOnce'],
+      persistentVolumeReclaimPolicy: 'Delete',
+      storageClassName: 'hostpath',
+      volumeMode: 'Filesystem',
+      hostPath: { path: `/var/lib/kube-provisioner/pv-${i}`, type: 'DirectoryOrCreate' },
+      claimRef: {
+        kind: 'PersistentVolumeClaim',
+        namespace: 'default',
+        name: `claim-${i}`,
+        uid: `claim-uid-${i}`,
+        apiVersion: 'v1',
+        resourceVersion: String(rv),
+      },
+      nodeAffinity: {
+        required: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['node-1'] }] },
+          ],
+        },
+      },
     },
     status: { phase: 'Bound' },
   };
@@ -59,10 +79,14 @@ async function feed(objects: number, events: number): Promise<void> {
     const end = Math.min(objects, start + limit);
     const items = [];
     for (let i = start; i < end; i++) items.push(makePv(i, base + i));
-    res.end(JSON.stringify({
-      kind: 'PersistentVolumeList', apiVersion: 'v1',
-      metadata: { resourceVersion: String(base + objects), continue: end < objects ? String(end) : undefined }, items,
-    }));
+    res.end(
+      JSON.stringify({
+        kind: 'PersistentVolumeList',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: String(base + objects), continue: end < objects ? String(end) : undefined },
+        items,
+      }),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   process.send?.({ port: (server.address() as AddressInfo).port });
@@ -75,14 +99,20 @@ async function main(): Promise<void> {
   // One configuration per process, so the heap measured holds exactly one cache.
   const freeze = !process.argv.includes('--no-freeze');
   const gc = (globalThis as { gc?: () => void }).gc;
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), 'feed', String(objects), String(events)], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(import.meta.url), 'feed', String(objects), String(events)],
+    {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
   const port = await new Promise<number>((r) => child.once('message', (m: { port: number }) => r(m.port)));
   const kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-    users: [{ name: 'u', token: 't' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
+    users: [{ name: 'u', token: 't' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
   });
   const client = new KubeClient({ kubeConfig: kc, qps: 0 });
 
@@ -91,10 +121,18 @@ async function main(): Promise<void> {
     const heapBefore = process.memoryUsage().heapUsed;
     let updates = 0;
     let done!: () => void;
-    const allDelivered = new Promise<void>((r) => { done = r; });
+    const allDelivered = new Promise<void>((r) => {
+      done = r;
+    });
     const informer = new Informer<PersistentVolume>({
-      client, resource: persistentVolumes, freeze,
-      handlers: { onUpdate: () => { if (++updates === events) done(); } },
+      client,
+      resource: persistentVolumes,
+      freeze,
+      handlers: {
+        onUpdate: () => {
+          if (++updates === events) done();
+        },
+      },
     });
     const t0 = performance.now();
     informer.start();
@@ -109,11 +147,18 @@ async function main(): Promise<void> {
     const cpu = process.cpuUsage(cpu0);
     const wallMs = performance.now() - w0;
     const usPerEvent = (cpu.user + cpu.system) / events;
-    console.log(JSON.stringify({
-      freeze, objects, initialSyncMs: Math.round(syncMs), heapBytesPerObject: Math.round(perObject),
-      events, cpuMicrosPerEvent: Number(usPerEvent.toFixed(1)), eventsPerSecond: Math.round(events / (wallMs / 1000)),
-      gcExposed: Boolean(gc),
-    }));
+    console.log(
+      JSON.stringify({
+        freeze,
+        objects,
+        initialSyncMs: Math.round(syncMs),
+        heapBytesPerObject: Math.round(perObject),
+        events,
+        cpuMicrosPerEvent: Number(usPerEvent.toFixed(1)),
+        eventsPerSecond: Math.round(events / (wallMs / 1000)),
+        gcExposed: Boolean(gc),
+      }),
+    );
     await informer.stop();
   }
   client.close();

@@ -41,7 +41,12 @@ export function pvBody(name: string): string {
     apiVersion: 'v1',
     kind: 'PersistentVolume',
     metadata: { name },
-    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: `/tmp/${name}` }, storageClassName: 'bench' },
+    spec: {
+      capacity: { storage: '1Gi' },
+      accessModes: ['ReadWriteOnce'],
+      hostPath: { path: `/tmp/${name}` },
+      storageClassName: 'bench',
+    },
   });
 }
 
@@ -54,7 +59,13 @@ function pvcBody(name: string): string {
   });
 }
 
-function call(t: LoadTask, agent: Agent, method: string, path: string, body?: string): Promise<{ status: number; bytes: number }> {
+function call(
+  t: LoadTask,
+  agent: Agent,
+  method: string,
+  path: string,
+  body?: string,
+): Promise<{ status: number; bytes: number }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { authorization: `Bearer ${t.token}`, 'user-agent': 'bench' };
     if (body) {
@@ -78,12 +89,16 @@ async function currentResourceVersion(t: LoadTask): Promise<string> {
   const agent = new Agent({ keepAlive: false });
   try {
     const body = await new Promise<string>((resolve, reject) => {
-      const req = request(new URL('/api/v1/persistentvolumes?limit=1', t.url), { headers: { authorization: `Bearer ${t.token}` }, ca: t.caPem, agent }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => (text += d));
-        res.on('end', () => resolve(text));
-      });
+      const req = request(
+        new URL('/api/v1/persistentvolumes?limit=1', t.url),
+        { headers: { authorization: `Bearer ${t.token}` }, ca: t.caPem, agent },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (text += d));
+          res.on('end', () => resolve(text));
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -94,7 +109,11 @@ async function currentResourceVersion(t: LoadTask): Promise<string> {
 }
 
 /** Opens `n` watches on PVs from the current resourceVersion; calls onAdded(name, arrivalMs) per ADDED event. */
-async function openWatches(t: LoadTask, n: number, onAdded: (name: string, at: number) => void): Promise<Array<() => void>> {
+async function openWatches(
+  t: LoadTask,
+  n: number,
+  onAdded: (name: string, at: number) => void,
+): Promise<Array<() => void>> {
   if (n === 0) return [];
   const rv = await currentResourceVersion(t);
   return Promise.all(
@@ -132,7 +151,12 @@ async function openWatches(t: LoadTask, n: number, onAdded: (name: string, at: n
 }
 
 /** Creates over `connections` keep-alive TLS connections with up to `depth` pipelined requests each. */
-async function pipelinedCreates(t: LoadTask, connections: number, depth: number, sentAt: Map<string, number>): Promise<number> {
+async function pipelinedCreates(
+  t: LoadTask,
+  connections: number,
+  depth: number,
+  sentAt: Map<string, number>,
+): Promise<number> {
   const url = new URL(t.url);
   let next = 0;
   const start = performance.now();
@@ -243,7 +267,12 @@ export async function runLoad(t: LoadTask): Promise<LoadResult> {
     latencies.sort((a, b) => a - b);
     const out: LoadResult = { createsPerSec: Math.round((t.count / elapsed) * 1000) };
     if (t.watchers > 0) {
-      Object.assign(out, { watchP50Ms: round2(percentileOf(latencies, 0.5)), watchP99Ms: round2(percentileOf(latencies, 0.99)), eventsReceived: received, eventsExpected: expected });
+      Object.assign(out, {
+        watchP50Ms: round2(percentileOf(latencies, 0.5)),
+        watchP99Ms: round2(percentileOf(latencies, 0.99)),
+        eventsReceived: received,
+        eventsExpected: expected,
+      });
     }
     return out;
   } finally {
@@ -254,7 +283,10 @@ export async function runLoad(t: LoadTask): Promise<LoadResult> {
 /** Runs a task in a fresh child process (this file with `--client`). */
 export function runLoadInChild(task: LoadTask): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
-    const child = fork(new URL(import.meta.url).pathname, ['--client'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(new URL(import.meta.url).pathname, ['--client'], {
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     child.once('message', (m) => {
       const msg = m as { result?: LoadResult; error?: string };
       if (msg.error) reject(new Error(msg.error));

@@ -37,7 +37,10 @@ export function areaOf(url: string, functionName: string): string {
   const dep = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
   if (dep) return `dependency: ${dep[1]}`;
   if (url.startsWith('node:')) {
-    const mod = url.slice('node:'.length).replace(/^internal\//, '').split('/')[0];
+    const mod = url
+      .slice('node:'.length)
+      .replace(/^internal\//, '')
+      .split('/')[0];
     return `node: ${mod}`;
   }
   return `other: ${basename(url)}`;
@@ -60,7 +63,12 @@ function summarize(files: string[], top: number): string {
         selfUs.set(p.samples[i], (selfUs.get(p.samples[i]) ?? 0) + Math.max(0, next));
       }
     } else {
-      const interval = (p.endTime - p.startTime) / Math.max(1, p.nodes.reduce((a, n) => a + (n.hitCount ?? 0), 0));
+      const interval =
+        (p.endTime - p.startTime) /
+        Math.max(
+          1,
+          p.nodes.reduce((a, n) => a + (n.hitCount ?? 0), 0),
+        );
       for (const n of p.nodes) selfUs.set(n.id, (n.hitCount ?? 0) * interval);
     }
     for (const [id, us] of selfUs) {
@@ -85,11 +93,17 @@ function summarize(files: string[], top: number): string {
     '| area | self ms | share of busy |',
     '|---|---:|---:|',
   ];
-  for (const [area, ms] of [...byArea].filter(([a]) => a !== 'idle').sort((a, b) => b[1] - a[1]).slice(0, top)) {
+  for (const [area, ms] of [...byArea]
+    .filter(([a]) => a !== 'idle')
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)) {
     lines.push(`| ${area} | ${ms.toFixed(0)} | ${pct(ms, busyMs)} |`);
   }
   lines.push('', '| function (file:line) | self ms | share of busy |', '|---|---:|---:|');
-  for (const [fn, ms] of [...byFunction].filter(([f]) => !f.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top)) {
+  for (const [fn, ms] of [...byFunction]
+    .filter(([f]) => !f.startsWith('(idle)'))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)) {
     lines.push(`| ${fn.replace(/\|/g, '\\|')} | ${ms.toFixed(0)} | ${pct(ms, busyMs)} |`);
   }
   return lines.join('\n');

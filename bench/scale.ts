@@ -19,7 +19,14 @@ import { Agent, request } from 'node:https';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadKubeConfig } from '../src/runtime/kubeconfig.ts';
-import { compare, comparisonHeader, comparisonRows, medianOf, medianRatio, type Scenario } from './server-comparison.ts';
+import {
+  compare,
+  comparisonHeader,
+  comparisonRows,
+  medianOf,
+  medianRatio,
+  type Scenario,
+} from './server-comparison.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => {
@@ -47,7 +54,11 @@ const serverScenarios: Scenario[] = [
     prefill: { op: 'pipelined', count: 2000, concurrency: 16, watchers: 10, prefix: 'warm' },
     task: { op: 'pipelined', count: 5000, concurrency: 16, watchers: 10, prefix: 'pv' },
   },
-  { label: HOLDING, memory: true, task: { op: 'fill', pvsOnly: true, count: 5000, concurrency: 16, watchers: 0, prefix: 'pv' } },
+  {
+    label: HOLDING,
+    memory: true,
+    task: { op: 'fill', pvsOnly: true, count: 5000, concurrency: 16, watchers: 0, prefix: 'pv' },
+  },
 ];
 
 // ---- 2. dev, driven over HTTPS ---------------------------------------------------------------------------
@@ -89,12 +100,17 @@ async function callRetrying(api: Api, method: string, path: string, ok: number[]
       text = (err as Error).message;
     }
     if (ok.includes(status)) return;
-    if (attempt >= 20 || (status >= 400 && status < 500 && status !== 429)) throw new Error(`${method} ${path}: ${status} ${text.slice(0, 300)}`);
+    if (attempt >= 20 || (status >= 400 && status < 500 && status !== 429))
+      throw new Error(`${method} ${path}: ${status} ${text.slice(0, 300)}`);
     await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
   }
 }
 
-type Obj = { metadata: { name: string; resourceVersion: string }; status?: { phase?: string }; spec?: { claimRef?: { name?: string } } };
+type Obj = {
+  metadata: { name: string; resourceVersion: string };
+  status?: { phase?: string };
+  spec?: { claimRef?: { name?: string } };
+};
 
 /**
  * A watch that reopens from its last resourceVersion when the server ends it (timeouts), calling `on` per event.
@@ -184,7 +200,9 @@ interface DevResult {
 }
 
 function startDev(dataDir: string): Promise<{ child: ChildProcess; stdout: () => string }> {
-  const child = spawn(process.execPath, [BIN, 'dev', '--port', '0', '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'dev', '--port', '0', '--data-dir', dataDir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -221,7 +239,8 @@ async function pool(names: string[], fn: (name: string) => Promise<void>): Promi
   );
 }
 
-const pct = (xs: number[], p: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] : undefined);
+const pct = (xs: number[], p: number) =>
+  xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] : undefined;
 
 async function runDev(): Promise<DevResult> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kp-scale-'));
@@ -250,15 +269,22 @@ async function runDev(): Promise<DevResult> {
     const boundAt = new Map<string, number>();
     const goneAt = new Map<string, number>();
     let wake: (() => void) | undefined;
-    const rvOf = async (path: string) => (JSON.parse((await call(api, 'GET', `${path}?limit=1`)).text) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    const rvOf = async (path: string) =>
+      (JSON.parse((await call(api, 'GET', `${path}?limit=1`)).text) as { metadata: { resourceVersion: string } })
+        .metadata.resourceVersion;
     stops.push(
-      watchForever(api, '/api/v1/namespaces/default/persistentvolumeclaims', await rvOf('/api/v1/namespaces/default/persistentvolumeclaims'), (type, o) => {
-        if (type !== 'DELETED' && o.status?.phase === 'Bound' && !boundAt.has(o.metadata.name)) {
-          boundAt.set(o.metadata.name, performance.now());
-          if (o.metadata.name.startsWith('scale-')) boundCount[batchOf(o.metadata.name)]++;
-          wake?.();
-        }
-      }),
+      watchForever(
+        api,
+        '/api/v1/namespaces/default/persistentvolumeclaims',
+        await rvOf('/api/v1/namespaces/default/persistentvolumeclaims'),
+        (type, o) => {
+          if (type !== 'DELETED' && o.status?.phase === 'Bound' && !boundAt.has(o.metadata.name)) {
+            boundAt.set(o.metadata.name, performance.now());
+            if (o.metadata.name.startsWith('scale-')) boundCount[batchOf(o.metadata.name)]++;
+            wake?.();
+          }
+        },
+      ),
       watchForever(api, '/api/v1/persistentvolumes', await rvOf('/api/v1/persistentvolumes'), (type, o) => {
         const claim = o.spec?.claimRef?.name;
         if (type === 'DELETED' && claim && !goneAt.has(claim)) {
@@ -295,7 +321,9 @@ async function runDev(): Promise<DevResult> {
       const seconds = (last - started) / 1000;
       const lat = names.filter((n) => boundAt.has(n)).map((n) => boundAt.get(n)! - createdAt.get(n)!);
       create.push({ n: names.length, done, seconds, perSec: done / seconds, p99Ms: pct(lat, 0.99) });
-      log(`  dev create batch ${b + 1}: ${done}/${names.length} Bound in ${seconds.toFixed(1)} s (${(done / seconds).toFixed(0)}/s), RSS ${(treeRss(child.pid!) / 1e6).toFixed(0)} MB, load ${loadavg()[0].toFixed(1)}`);
+      log(
+        `  dev create batch ${b + 1}: ${done}/${names.length} Bound in ${seconds.toFixed(1)} s (${(done / seconds).toFixed(0)}/s), RSS ${(treeRss(child.pid!) / 1e6).toFixed(0)} MB, load ${loadavg()[0].toFixed(1)}`,
+      );
     }
     const rssAtBound = treeRss(child.pid!);
     const remove: BatchResult[] = [];
@@ -308,11 +336,19 @@ async function runDev(): Promise<DevResult> {
       const last = Math.max(...names.map((n) => goneAt.get(n) ?? performance.now()));
       const seconds = (last - started) / 1000;
       remove.push({ n: names.length, done, seconds, perSec: done / seconds });
-      log(`  dev delete batch ${b + 1}: ${done}/${names.length} PVs gone in ${seconds.toFixed(1)} s (${(done / seconds).toFixed(0)}/s), load ${loadavg()[0].toFixed(1)}`);
+      log(
+        `  dev delete batch ${b + 1}: ${done}/${names.length} PVs gone in ${seconds.toFixed(1)} s (${(done / seconds).toFixed(0)}/s), load ${loadavg()[0].toFixed(1)}`,
+      );
     }
     const rssAfterDelete = treeRss(child.pid!);
     api.agent.destroy();
-    return { create, remove, rssAtBoundMB: Math.round(rssAtBound / 1e6), rssPeakMB: Math.round(peak / 1e6), rssAfterDeleteMB: Math.round(rssAfterDelete / 1e6) };
+    return {
+      create,
+      remove,
+      rssAtBoundMB: Math.round(rssAtBound / 1e6),
+      rssPeakMB: Math.round(peak / 1e6),
+      rssAfterDeleteMB: Math.round(rssAfterDelete / 1e6),
+    };
   } finally {
     clearInterval(sampler);
     for (const stop of stops) stop();
@@ -338,7 +374,13 @@ async function main(): Promise<void> {
     out.push(`### Ceiling and cluster side by side (${ROUNDS} rounds)`, '', ...comparisonHeader(false));
     for (const s of serverScenarios) {
       const rounds = await compare(s, { rounds: ROUNDS, log });
-      out.push(...comparisonRows(s.label, rounds, s.memory ? ['rssMB', 'heapUsedMB'] : ['createsPerSec', 'watchP50Ms', 'watchP99Ms', 'serverCpuMs']));
+      out.push(
+        ...comparisonRows(
+          s.label,
+          rounds,
+          s.memory ? ['rssMB', 'heapUsedMB'] : ['createsPerSec', 'watchP50Ms', 'watchP99Ms', 'serverCpuMs'],
+        ),
+      );
       if (s.label === CREATES) {
         ceilingCreates = medianOf(rounds, 'ceiling', 'createsPerSec');
         const creates = medianRatio(rounds, 'createsPerSec');
@@ -349,7 +391,9 @@ async function main(): Promise<void> {
         );
       } else {
         const rss = medianOf(rounds, 'cluster', 'rssMB');
-        targets.push(`| cluster RSS holding 5,000 PVs (MB) | <= 200 | ${rss ?? '—'} | ${verdict(rss === undefined ? undefined : rss <= 200)} |`);
+        targets.push(
+          `| cluster RSS holding 5,000 PVs (MB) | <= 200 | ${rss ?? '—'} | ${verdict(rss === undefined ? undefined : rss <= 200)} |`,
+        );
       }
     }
     out.push('');
@@ -362,8 +406,14 @@ async function main(): Promise<void> {
       '',
       '| phase | batch | claims | done | seconds | per second | p99 create -> Bound ms |',
       '|---|---:|---:|---:|---:|---:|---:|',
-      ...r.create.map((b, i) => `| create -> Bound | ${i + 1} | ${b.n} | ${b.done} | ${b.seconds.toFixed(1)} | ${b.perSec.toFixed(1)} | ${b.p99Ms?.toFixed(0) ?? ''} |`),
-      ...r.remove.map((b, i) => `| delete -> PV gone | ${i + 1} | ${b.n} | ${b.done} | ${b.seconds.toFixed(1)} | ${b.perSec.toFixed(1)} | |`),
+      ...r.create.map(
+        (b, i) =>
+          `| create -> Bound | ${i + 1} | ${b.n} | ${b.done} | ${b.seconds.toFixed(1)} | ${b.perSec.toFixed(1)} | ${b.p99Ms?.toFixed(0) ?? ''} |`,
+      ),
+      ...r.remove.map(
+        (b, i) =>
+          `| delete -> PV gone | ${i + 1} | ${b.n} | ${b.done} | ${b.seconds.toFixed(1)} | ${b.perSec.toFixed(1)} | |`,
+      ),
       '',
       `dev RSS (process tree): ${r.rssAtBoundMB} MB after the create batches (${r.create.reduce((a, b) => a + b.done, 0)} of ${TOTAL} Bound), peak ${r.rssPeakMB} MB, ${r.rssAfterDeleteMB} MB after deleting them`,
       '',
@@ -381,7 +431,15 @@ async function main(): Promise<void> {
       `| dev RSS after creating ${TOTAL.toLocaleString('en')} claims (MB; peak ${r.rssPeakMB}) | <= 350 | ${r.rssAtBoundMB} | ${verdict(r.rssAtBoundMB <= 350)} |`,
     );
   }
-  out.push('### Issue 21 targets (ratios from this run)', '', '| figure | target | measured | |', '|---|---|---:|---|', ...targets, '', `Load average at the end: ${loadavg()[0].toFixed(1)}`);
+  out.push(
+    '### Issue 21 targets (ratios from this run)',
+    '',
+    '| figure | target | measured | |',
+    '|---|---|---:|---|',
+    ...targets,
+    '',
+    `Load average at the end: ${loadavg()[0].toFixed(1)}`,
+  );
   console.log(out.join('\n'));
 }
 

@@ -46,7 +46,13 @@ export interface ComparisonOptions {
   log?: (line: string) => void;
 }
 
-async function runOn(role: ServerRole, spec: ServerSpec, s: Scenario, round: number, o: ComparisonOptions): Promise<Figures> {
+async function runOn(
+  role: ServerRole,
+  spec: ServerSpec,
+  s: Scenario,
+  round: number,
+  o: ComparisonOptions,
+): Promise<Figures> {
   const server = await startServerChild(spec);
   try {
     const address = { url: server.url, token: server.token, caPem: server.caPem };
@@ -78,11 +84,20 @@ export async function compare(s: Scenario, o: ComparisonOptions): Promise<RoundR
     const r: Partial<RoundResult> = {};
     for (const role of order) {
       const spec: ServerSpec =
-        role === 'ceiling' ? { kind: 'ceiling' } : { kind: 'cluster', persistent: s.persistent, fromSource: o.fromSource, distDir: role === 'baseline' ? o.baselineDist : undefined };
+        role === 'ceiling'
+          ? { kind: 'ceiling' }
+          : {
+              kind: 'cluster',
+              persistent: s.persistent,
+              fromSource: o.fromSource,
+              distDir: role === 'baseline' ? o.baselineDist : undefined,
+            };
       r[role] = await runOn(role, spec, s, i, o);
     }
     rounds.push(r as RoundResult);
-    o.log?.(`  ${s.label}, round ${i + 1}/${o.rounds} (load ${loadavg()[0].toFixed(1)}): ${roles.map((role) => `${role} ${fmt(r[role]!)}`).join(' | ')}`);
+    o.log?.(
+      `  ${s.label}, round ${i + 1}/${o.rounds} (load ${loadavg()[0].toFixed(1)}): ${roles.map((role) => `${role} ${fmt(r[role]!)}`).join(' | ')}`,
+    );
   }
   return rounds;
 }
@@ -114,12 +129,17 @@ export function ratios(rounds: RoundResult[], key: keyof Figures, role: ServerRo
 }
 
 /** Median over rounds of `role`/ceiling for one figure. */
-export function medianRatio(rounds: RoundResult[], key: keyof Figures, role: ServerRole = 'cluster'): number | undefined {
+export function medianRatio(
+  rounds: RoundResult[],
+  key: keyof Figures,
+  role: ServerRole = 'cluster',
+): number | undefined {
   const xs = ratios(rounds, key, role);
   return xs.length ? median(xs) : undefined;
 }
 
-const ratioCell = (xs: number[]) => (xs.length ? `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})` : '');
+const ratioCell = (xs: number[]) =>
+  xs.length ? `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})` : '';
 
 /** A markdown row per figure: medians of each server, and the median (range) of the per-round ratios to the ceiling. */
 export function comparisonRows(label: string, rounds: RoundResult[], keys: Array<keyof Figures>): string[] {
@@ -130,7 +150,8 @@ export function comparisonRows(label: string, rounds: RoundResult[], keys: Array
     const k = medianOf(rounds, 'cluster', key);
     if (c === undefined && k === undefined) continue;
     const cells = [label, String(key), String(c ?? ''), String(k ?? ''), ratioCell(ratios(rounds, key))];
-    if (withBaseline) cells.push(String(medianOf(rounds, 'baseline', key) ?? ''), ratioCell(ratios(rounds, key, 'baseline')));
+    if (withBaseline)
+      cells.push(String(medianOf(rounds, 'baseline', key) ?? ''), ratioCell(ratios(rounds, key, 'baseline')));
     rows.push(`| ${cells.join(' | ')} |`);
   }
   return rows;
@@ -138,7 +159,13 @@ export function comparisonRows(label: string, rounds: RoundResult[], keys: Array
 
 /** The header of comparisonRows' table. */
 export function comparisonHeader(withBaseline: boolean): string[] {
-  const cols = ['scenario', 'figure', 'ceiling (median)', 'cluster (median)', 'cluster / ceiling: median of rounds (range)'];
+  const cols = [
+    'scenario',
+    'figure',
+    'ceiling (median)',
+    'cluster (median)',
+    'cluster / ceiling: median of rounds (range)',
+  ];
   if (withBaseline) cols.push('baseline (median)', 'baseline / ceiling: median (range)');
   return [`| ${cols.join(' | ')} |`, `|${cols.map((_, i) => (i < 2 ? '---' : '---:')).join('|')}|`];
 }

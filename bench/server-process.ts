@@ -29,10 +29,15 @@ export interface ServerSpec {
 type EmbeddedClusterModule = typeof import('../src/cluster/embedded-cluster.ts');
 
 /** The embedded cluster's module: compiled (this checkout's dist/, or `distDir`), or the sources. */
-export async function loadCluster(spec: Pick<ServerSpec, 'fromSource' | 'distDir'> = {}): Promise<EmbeddedClusterModule> {
+export async function loadCluster(
+  spec: Pick<ServerSpec, 'fromSource' | 'distDir'> = {},
+): Promise<EmbeddedClusterModule> {
   const url = spec.distDir
     ? pathToFileURL(resolve(spec.distDir, 'cluster/embedded-cluster.js'))
-    : new URL(spec.fromSource ? '../src/cluster/embedded-cluster.ts' : '../dist/cluster/embedded-cluster.js', import.meta.url);
+    : new URL(
+        spec.fromSource ? '../src/cluster/embedded-cluster.ts' : '../dist/cluster/embedded-cluster.js',
+        import.meta.url,
+      );
   return (await import(url.href)) as EmbeddedClusterModule;
 }
 

@@ -80,12 +80,34 @@ async function hostpathIdle() {
   };
   try {
     // The cluster always runs from this checkout's build: only the provisioner is measured.
-    const cluster = start([resolve('bin/kube-provisioner.js'), 'cluster', '--data-dir', join(dir, 'cluster'), '--port', '0']);
+    const cluster = start([
+      resolve('bin/kube-provisioner.js'),
+      'cluster',
+      '--data-dir',
+      join(dir, 'cluster'),
+      '--port',
+      '0',
+    ]);
     await until('the cluster', () => /ready at/.test(cluster.out));
     await mkdir(join(dir, 'shared'));
     await writeFile(join(dir, 'config.json'), JSON.stringify({ sharedFileSystemPath: join(dir, 'shared') }));
-    const hp = start([BIN, 'run', 'hostpath', '--kubeconfig', join(dir, 'cluster', 'kubeconfig'), '--config', join(dir, 'config.json'),
-      '--leader-election', 'lease', '--leader-election-namespace', 'default', '--health-address', '127.0.0.1:0', '--log-level', 'warn']);
+    const hp = start([
+      BIN,
+      'run',
+      'hostpath',
+      '--kubeconfig',
+      join(dir, 'cluster', 'kubeconfig'),
+      '--config',
+      join(dir, 'config.json'),
+      '--leader-election',
+      'lease',
+      '--leader-election-namespace',
+      'default',
+      '--health-address',
+      '127.0.0.1:0',
+      '--log-level',
+      'warn',
+    ]);
     const health = await until('the health URL', () => /health (http:\/\/[^/\s]+)\/healthz/.exec(hp.out)?.[1]);
     await until('leadership', async () => /is_leader\{[^}]*\} 1/.test(await (await fetch(`${health}/metrics`)).text()));
     await new Promise((r) => setTimeout(r, IDLE_MS));
@@ -102,7 +124,15 @@ async function hostpathIdle() {
 if (!existsSync(BIN)) throw new Error(`${BIN} does not exist (npm run build first?)`);
 const help = await helpFigures();
 const idle = await hostpathIdle();
-console.log(`Command: node bench/startup.mjs ${args.join(' ')} (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})`);
-console.log('| build | --help median ms | --help max ms | --help median CPU ms | --help max RSS MB | run hostpath idle RSS MB (leader) |');
+console.log(
+  `Command: node bench/startup.mjs ${args.join(' ')} (load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')})`,
+);
+console.log(
+  '| build | --help median ms | --help max ms | --help median CPU ms | --help max RSS MB | run hostpath idle RSS MB (leader) |',
+);
 console.log('|---|---|---|---|---|---|');
-console.log(`| ${LABEL} | ${help.medianMs.toFixed(0)} | ${help.maxMs.toFixed(0)} | ${help.cpuMs.toFixed(0)} | ${help.peakMb.toFixed(1)} | ${idle.idleRssMb.toFixed(1)} |`);
+console.log(
+  `| ${LABEL} | ${help.medianMs.toFixed(0)} | ${help.maxMs.toFixed(0)} | ${help.cpuMs.toFixed(0)} | ${help.peakMb.toFixed(1)} | ${idle.idleRssMb.toFixed(1)} |`,
+);

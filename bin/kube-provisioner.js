@@ -6,7 +6,9 @@ import { existsSync } from 'node:fs';
 
 const main = new URL('../dist/cli/main.js', import.meta.url);
 if (!existsSync(main)) {
-  process.stderr.write('kube-provisioner: dist/ is missing (a checkout that was not built): run `npm run build` in the repository.\n');
+  process.stderr.write(
+    'kube-provisioner: dist/ is missing (a checkout that was not built): run `npm run build` in the repository.\n',
+  );
   process.exit(1);
 }
 await import(main.href);

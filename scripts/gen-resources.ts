@@ -53,14 +53,24 @@ export interface DiscoveredResource {
 function isResourceType(v: unknown): v is ResourceType {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const o = v as Record<string, unknown>;
-  const strings = ['group', 'version', 'resource', 'kind', 'listKind', 'singular'].every((k) => typeof o[k] === 'string');
-  return strings && typeof o.namespaced === 'boolean' && typeof o.hasStatus === 'boolean' && Array.isArray(o.verbs) && typeof o.validate === 'function';
+  const strings = ['group', 'version', 'resource', 'kind', 'listKind', 'singular'].every(
+    (k) => typeof o[k] === 'string',
+  );
+  return (
+    strings &&
+    typeof o.namespaced === 'boolean' &&
+    typeof o.hasStatus === 'boolean' &&
+    Array.isArray(o.verbs) &&
+    typeof o.validate === 'function'
+  );
 }
 
 /** The registry's modules: every .ts file under the folder except registry.ts and generated files, sorted. */
 export function registryModules(dir = REGISTRY_DIR): string[] {
   const walk = (d: string): string[] =>
-    readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : e.name.endsWith('.ts') ? [join(d, e.name)] : []));
+    readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(join(d, e.name)) : e.name.endsWith('.ts') ? [join(d, e.name)] : [],
+    );
   return walk(dir)
     .map((f) => relative(dir, f).split('\\').join('/'))
     .filter((m) => m !== 'registry.ts' && !m.endsWith('.generated.ts'))
@@ -101,7 +111,8 @@ export async function discoverResources(dir = REGISTRY_DIR): Promise<DiscoveredR
       const id = `${value.group}/${value.version}/${value.resource}`;
       const where = `${module} ${name}`;
       if (seen.has(id)) throw new Error(`${id} is exported twice: ${seen.get(id)} and ${where}`);
-      if (names.has(name)) throw new Error(`two registry modules export ${name} (${names.get(name)} and ${module}): rename one`);
+      if (names.has(name))
+        throw new Error(`two registry modules export ${name} (${names.get(name)} and ${module}): rename one`);
       seen.set(id, where);
       names.set(name, module);
       found.push({ module, name, rt: value });

@@ -85,7 +85,10 @@ function parseStructs(text: string, pkg: string, into: Map<string, GoStruct[]>):
 }
 
 const PREFIX_PACKAGES: Record<string, string> = {
-  CoreV1: 'io.k8s.api.core.v1', EventsV1: 'io.k8s.api.events.v1', RbacV1: 'io.k8s.api.rbac.v1', StorageV1: 'io.k8s.api.storage.v1',
+  CoreV1: 'io.k8s.api.core.v1',
+  EventsV1: 'io.k8s.api.events.v1',
+  RbacV1: 'io.k8s.api.rbac.v1',
+  StorageV1: 'io.k8s.api.storage.v1',
 };
 
 /**

@@ -52,11 +52,23 @@ export {
   type ExplainedDecision,
 } from './controller/explain.ts';
 export type { ClaimDecisionCode } from './controller/decide-claim.ts';
-export { decideResize, type ResizeAction, type ResizeDecision, type ResizeDecisionCode, type ResizeDecisionInput } from './controller/decide-resize.ts';
+export {
+  decideResize,
+  type ResizeAction,
+  type ResizeDecision,
+  type ResizeDecisionCode,
+  type ResizeDecisionInput,
+} from './controller/decide-resize.ts';
 
 // Talking to the cluster: client, kubeconfig, typed resource descriptors, errors.
 export { KubeClient, type KubeClientOptions, type KubeConnection } from './runtime/client.ts';
-export { loadKubeConfig, KubeConfigError, RestConfig, type LoadKubeConfigOptions, type KubeConfigSource } from './runtime/kubeconfig.ts';
+export {
+  loadKubeConfig,
+  KubeConfigError,
+  RestConfig,
+  type LoadKubeConfigOptions,
+  type KubeConfigSource,
+} from './runtime/kubeconfig.ts';
 export {
   defineResource,
   persistentVolumes,
@@ -71,13 +83,7 @@ export {
   leases,
   type ApiResource,
 } from './runtime/resources.ts';
-export {
-  ApiError,
-  AlreadyExistsError,
-  ConflictError,
-  NotFoundError,
-  isTransientError,
-} from './runtime/errors.ts';
+export { ApiError, AlreadyExistsError, ConflictError, NotFoundError, isTransientError } from './runtime/errors.ts';
 
 // What running a controller needs: logger, clock, metrics registry, health server.
 export { createLogger, silentLogger, type Logger } from './runtime/logger.ts';

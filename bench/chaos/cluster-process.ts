@@ -55,12 +55,18 @@ export class ClusterProcess {
 
   /** Starts the process and waits until it serves. */
   async start(): Promise<void> {
-    const proc = startCli(['cluster', '--data-dir', this.dataDir, '--port', String(this.port)], { logFile: this.logFile });
+    const proc = startCli(['cluster', '--data-dir', this.dataDir, '--port', String(this.port)], {
+      logFile: this.logFile,
+    });
     this.#proc = proc;
-    this.#url = await waitUntil('the cluster to be ready', () => {
-      if (proc.done()) throw new Error(`cluster exited: ${proc.stderr().slice(-2000)}`);
-      return /ready at (https:\/\/\S+)/.exec(proc.stdout())?.[1];
-    }, 60_000);
+    this.#url = await waitUntil(
+      'the cluster to be ready',
+      () => {
+        if (proc.done()) throw new Error(`cluster exited: ${proc.stderr().slice(-2000)}`);
+        return /ready at (https:\/\/\S+)/.exec(proc.stdout())?.[1];
+      },
+      60_000,
+    );
     if (!this.#ca) {
       const { kubeConfig } = loadKubeConfig({ path: this.kubeconfigPath });
       this.#ca = Buffer.from(kubeConfig.getCurrentCluster()?.caData ?? '', 'base64');
@@ -101,20 +107,29 @@ export class ClusterProcess {
     const url = new URL(pathname, this.#url);
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
-      const req = https.request(url, {
-        method,
-        ca: this.#ca,
-        agent: false,
-        timeout: 10_000,
-        headers: { Authorization: `Bearer ${this.#token}`, 'X-Client-Name': 'chaos-harness-admin', ...(payload ? { 'Content-Type': 'application/json' } : {}) },
-      }, (res) => {
-        let text = '';
-        res.on('data', (d: Buffer) => (text += d.toString()));
-        res.on('end', () => {
-          if ((res.statusCode ?? 0) >= 300) reject(new Error(`${method} ${pathname}: ${res.statusCode} ${text.slice(0, 300)}`));
-          else resolve(JSON.parse(text) as T);
-        });
-      });
+      const req = https.request(
+        url,
+        {
+          method,
+          ca: this.#ca,
+          agent: false,
+          timeout: 10_000,
+          headers: {
+            Authorization: `Bearer ${this.#token}`,
+            'X-Client-Name': 'chaos-harness-admin',
+            ...(payload ? { 'Content-Type': 'application/json' } : {}),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (d: Buffer) => (text += d.toString()));
+          res.on('end', () => {
+            if ((res.statusCode ?? 0) >= 300)
+              reject(new Error(`${method} ${pathname}: ${res.statusCode} ${text.slice(0, 300)}`));
+            else resolve(JSON.parse(text) as T);
+          });
+        },
+      );
       req.on('timeout', () => req.destroy(new Error(`${method} ${pathname}: timeout`)));
       req.on('error', reject);
       req.end(payload);
@@ -123,7 +138,9 @@ export class ClusterProcess {
 
   /** Adds the running process's audit counters to the totals and resets them there. */
   async collectAudit(): Promise<void> {
-    const { items } = await this.admin<{ items: Array<{ client: string; verb: string; resource: string; code: number; count: number }> }>('GET', '/admin/audit');
+    const { items } = await this.admin<{
+      items: Array<{ client: string; verb: string; resource: string; code: number; count: number }>;
+    }>('GET', '/admin/audit');
     await this.admin('DELETE', '/admin/audit');
     for (const r of items) {
       if (r.client === 'chaos-harness-admin') continue;

@@ -108,22 +108,44 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
   const cluster = new ClusterProcess(path.join(workDir, 'cluster'), await freePort(), path.join(logDir, 'cluster.log'));
   await cluster.start();
   log(`cluster at ${cluster.url}; work dir ${workDir}`);
-  const client = new KubeClient({ kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig, userAgent: 'chaos-harness', qps: 0, timeoutMs: 10_000 });
+  const client = new KubeClient({
+    kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig,
+    userAgent: 'chaos-harness',
+    qps: 0,
+    timeoutMs: 10_000,
+  });
   const hard = new AbortController();
   let removeWorkDir = false;
   const pool = new ProvisionerPool({
-    extraArgs: input.provisionerArgs, count: o.provisioners, kubeconfigPath: cluster.kubeconfigPath, provisionerName: PROVISIONER, configFile, mode: o.mode, logDir, seed: o.seed,
+    extraArgs: input.provisionerArgs,
+    count: o.provisioners,
+    kubeconfigPath: cluster.kubeconfigPath,
+    provisionerName: PROVISIONER,
+    configFile,
+    mode: o.mode,
+    logDir,
+    seed: o.seed,
     chaosEnv: {
-      KP_CHAOS_FS_FAIL_RATE: String(o.fsFailRate), KP_CHAOS_FS_ROOT: root,
-      KP_CHAOS_CRASH_AFTER_PROVISION: String(o.crashAfterProvision), KP_CHAOS_CRASH_AFTER_DELETE: String(o.crashAfterDelete),
+      KP_CHAOS_FS_FAIL_RATE: String(o.fsFailRate),
+      KP_CHAOS_FS_ROOT: root,
+      KP_CHAOS_CRASH_AFTER_PROVISION: String(o.crashAfterProvision),
+      KP_CHAOS_CRASH_AFTER_DELETE: String(o.crashAfterDelete),
     },
   });
   try {
     await client.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } });
-    for (const [name, policy] of [[DELETE_CLASS, 'Delete'], [RETAIN_CLASS, 'Retain']] as const) {
+    for (const [name, policy] of [
+      [DELETE_CLASS, 'Delete'],
+      [RETAIN_CLASS, 'Retain'],
+    ] as const) {
       // onDelete delete: the invariants expect a deleted claim's directory gone (a shared root archives by default).
       const sc: StorageClass = {
-        apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: PROVISIONER, reclaimPolicy: policy, volumeBindingMode: 'Immediate',
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'StorageClass',
+        metadata: { name },
+        provisioner: PROVISIONER,
+        reclaimPolicy: policy,
+        volumeBindingMode: 'Immediate',
         parameters: { onDelete: 'delete' },
       };
       await client.create(storageClasses, sc).catch((e: unknown) => {
@@ -132,7 +154,9 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
     }
     pool.start();
     await pool.waitAllUp();
-    log(`${o.provisioners} provisioners up (${o.mode}); fault phase ${o.durationS} s, ${o.claims} claims, seed ${o.seed}`);
+    log(
+      `${o.provisioners} provisioners up (${o.mode}); fault phase ${o.durationS} s, ${o.claims} claims, seed ${o.seed}`,
+    );
 
     // ---- Fault phase.
     const phase = new AbortController();
@@ -142,38 +166,74 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
     const started = Date.now();
     // Six kinds of write faults in equal shares: four refused writes, and two applied writes whose response is lost.
     const faultRules = ['create', 'update', 'patch', 'delete'].flatMap((verb) => [
-      ...[500, 429, 409, 504].map((status) => ({ verb, status, probability: o.writeFaultRate / 6, retryAfterSeconds: 1 })),
-      ...(['timeout', 'reset'] as const).map((lostResponse) => ({ verb, lostResponse, probability: o.writeFaultRate / 6 })),
+      ...[500, 429, 409, 504].map((status) => ({
+        verb,
+        status,
+        probability: o.writeFaultRate / 6,
+        retryAfterSeconds: 1,
+      })),
+      ...(['timeout', 'reset'] as const).map((lostResponse) => ({
+        verb,
+        lostResponse,
+        probability: o.writeFaultRate / 6,
+      })),
     ]);
     // The cluster's draws are seeded from the run seed (and the restart count), so a run can be replayed.
-    const installFaults = () => cluster.admin('POST', '/admin/faults', { rules: faultRules, seed: o.seed * 100 + cluster.restarts });
+    const installFaults = () =>
+      cluster.admin('POST', '/admin/faults', { rules: faultRules, seed: o.seed * 100 + cluster.restarts });
     await installFaults();
     const counters = { watchCuts: 0, compactions: 0, leaderKillsSkipped: 0 };
     const workload = new Workload({
-      client, prng: new Prng(o.seed + 1), claims: o.claims, durationMs: phaseMs, survivorShare: 0.3, retainShare: 0.1,
-      minLifetimeMs: 500, maxLifetimeMs: 15_000, phaseSignal: phase.signal, signal: hard.signal,
+      client,
+      prng: new Prng(o.seed + 1),
+      claims: o.claims,
+      durationMs: phaseMs,
+      survivorShare: 0.3,
+      retainShare: 0.1,
+      minLifetimeMs: 500,
+      maxLifetimeMs: 15_000,
+      phaseSignal: phase.signal,
+      signal: hard.signal,
     });
     const at = (ms: number) => sleep(started + ms - Date.now(), phase.signal).then(() => !phase.signal.aborted);
     // A failing scheduler (e.g. the cluster cannot be restarted) ends the phase and fails the run after cleanup.
     let loopError: unknown;
     const loops: Array<Promise<unknown>> = [];
     const guard = (p: Promise<unknown>) => {
-      loops.push(p.catch((err: unknown) => {
-        loopError ??= err;
-        phase.abort();
-      }));
+      loops.push(
+        p.catch((err: unknown) => {
+          loopError ??= err;
+          phase.abort();
+        }),
+      );
     };
     guard(workload.run());
-    guard((async () => {
-      while (await at(Date.now() - started + prng.between(3_000, 6_000))) {
-        if (await cluster.admin('POST', '/admin/close-watches').then(() => true, () => false)) counters.watchCuts++;
-      }
-    })());
-    guard((async () => {
-      while (await at(Date.now() - started + prng.between(8_000, 15_000))) {
-        if (await cluster.admin('POST', '/admin/compact').then(() => true, () => false)) counters.compactions++;
-      }
-    })());
+    guard(
+      (async () => {
+        while (await at(Date.now() - started + prng.between(3_000, 6_000))) {
+          if (
+            await cluster.admin('POST', '/admin/close-watches').then(
+              () => true,
+              () => false,
+            )
+          )
+            counters.watchCuts++;
+        }
+      })(),
+    );
+    guard(
+      (async () => {
+        while (await at(Date.now() - started + prng.between(8_000, 15_000))) {
+          if (
+            await cluster.admin('POST', '/admin/compact').then(
+              () => true,
+              () => false,
+            )
+          )
+            counters.compactions++;
+        }
+      })(),
+    );
     // Kills and cluster restarts are obligations, not chances: on a loaded machine there can be no single leader
     // for long stretches, so a kill waits for one (however long) and the phase is extended until every planned
     // kill and restart has happened (up to a cap). A run's injected counts then do not depend on machine speed.
@@ -182,43 +242,54 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
       obligations.push(p);
       guard(p);
     };
-    mustInject((async () => {
-      for (const t of plan(prng, o.leaderKills, phaseMs)) {
-        if (!(await at(t))) return;
-        let victim: number | undefined;
-        if (o.mode === 'lease') {
-          while (victim === undefined && !phase.signal.aborted) {
-            const leaders = await pool.leaders();
-            if (leaders.length === 1) victim = leaders[0];
-            else await sleep(250, phase.signal);
+    mustInject(
+      (async () => {
+        for (const t of plan(prng, o.leaderKills, phaseMs)) {
+          if (!(await at(t))) return;
+          let victim: number | undefined;
+          if (o.mode === 'lease') {
+            while (victim === undefined && !phase.signal.aborted) {
+              const leaders = await pool.leaders();
+              if (leaders.length === 1) victim = leaders[0];
+              else await sleep(250, phase.signal);
+            }
+          } else {
+            const alive = pool.alive();
+            if (alive.length > 0) victim = prng.pick(alive);
           }
-        } else {
-          const alive = pool.alive();
-          if (alive.length > 0) victim = prng.pick(alive);
+          if (victim === undefined) counters.leaderKillsSkipped++;
+          else await pool.kill(victim, prng.between(500, 2_000));
         }
-        if (victim === undefined) counters.leaderKillsSkipped++;
-        else await pool.kill(victim, prng.between(500, 2_000));
-      }
-    })());
-    mustInject((async () => {
-      for (const [i, t] of plan(prng, o.clusterRestarts, phaseMs).entries()) {
-        if (!(await at(t))) return;
-        const signal = i % 2 === 0 ? 'SIGKILL' : 'SIGTERM';
-        log(`restarting the cluster (${signal})`);
-        await cluster.restart(signal);
-        await installFaults().catch(() => {});
-      }
-    })());
-    guard((async () => {
-      while (await at(Date.now() - started + 3_000)) await workload.observeBindings(phase.signal).catch(() => {});
-    })());
+      })(),
+    );
+    mustInject(
+      (async () => {
+        for (const [i, t] of plan(prng, o.clusterRestarts, phaseMs).entries()) {
+          if (!(await at(t))) return;
+          const signal = i % 2 === 0 ? 'SIGKILL' : 'SIGTERM';
+          log(`restarting the cluster (${signal})`);
+          await cluster.restart(signal);
+          await installFaults().catch(() => {});
+        }
+      })(),
+    );
+    guard(
+      (async () => {
+        while (await at(Date.now() - started + 3_000)) await workload.observeBindings(phase.signal).catch(() => {});
+      })(),
+    );
     const progress = setInterval(() => {
       const c = [...workload.claims.values()];
-      log(`t=${Math.round((Date.now() - started) / 1000)}s claims ${c.length} (bound seen ${c.filter((r) => r.boundTo).length}, deleted ${c.filter((r) => r.deleted).length}) kills ${pool.kills} crash-restarts ${pool.crashRestarts} cluster restarts ${cluster.restarts}`);
+      log(
+        `t=${Math.round((Date.now() - started) / 1000)}s claims ${c.length} (bound seen ${c.filter((r) => r.boundTo).length}, deleted ${c.filter((r) => r.deleted).length}) kills ${pool.kills} crash-restarts ${pool.crashRestarts} cluster restarts ${cluster.restarts}`,
+      );
     }, 15_000);
     await sleep(phaseMs, phase.signal);
     const overrun = new AbortController();
-    await Promise.race([Promise.all(obligations), sleep(Math.max(60_000, phaseMs), AbortSignal.any([phase.signal, overrun.signal]))]);
+    await Promise.race([
+      Promise.all(obligations),
+      sleep(Math.max(60_000, phaseMs), AbortSignal.any([phase.signal, overrun.signal])),
+    ]);
     overrun.abort();
     phase.abort();
     await Promise.all(loops);
@@ -241,11 +312,23 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
       pvcs = (await client.listAll<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: NAMESPACE })).items;
       pvs = (await client.listAll<PersistentVolume>(persistentVolumes)).items;
       const bound = new Set(pvcs.filter((c) => c.status?.phase === 'Bound').map((c) => c.metadata.uid));
-      const unsettledPvs = pvs.filter((pv) => !(pv.status?.phase === 'Bound' || (pv.status?.phase === 'Released' && pv.spec.persistentVolumeReclaimPolicy === 'Retain')));
+      const unsettledPvs = pvs.filter(
+        (pv) =>
+          !(
+            pv.status?.phase === 'Bound' ||
+            (pv.status?.phase === 'Released' && pv.spec.persistentVolumeReclaimPolicy === 'Retain')
+          ),
+      );
       const dirs = (await fsp.readdir(root)).filter((n) => n !== '.kube-provisioner').length;
       // Records without a directory (a kill between the two writes) wait for the leak inventory's grace period.
-      const records = (await fsp.readdir(path.join(root, '.kube-provisioner', 'volumes')).catch(() => [] as string[])).filter((n) => n.endsWith('.json')).length;
-      const settled = survivors.every((r) => bound.has(r.uid)) && unsettledPvs.length === 0 && dirs === pvs.length && records === pvs.length;
+      const records = (
+        await fsp.readdir(path.join(root, '.kube-provisioner', 'volumes')).catch(() => [] as string[])
+      ).filter((n) => n.endsWith('.json')).length;
+      const settled =
+        survivors.every((r) => bound.has(r.uid)) &&
+        unsettledPvs.length === 0 &&
+        dirs === pvs.length &&
+        records === pvs.length;
       if (settled || Date.now() - settleStart > o.settleTimeoutS * 1000) break;
       await sleep(2_000);
     }
@@ -255,30 +338,62 @@ export async function runChaos(input: ChaosOptions): Promise<ChaosReport> {
     const outsideAfter = await snapshotTree(outside);
     await pool.stop();
     const facts = parseLogs(pool.logFiles());
-    const violations = await checkInvariants({ claims: [...workload.claims.values()], pvcs, pvs, provisionerName: PROVISIONER, root, outsideBefore, outsideAfter, facts });
+    const violations = await checkInvariants({
+      claims: [...workload.claims.values()],
+      pvcs,
+      pvs,
+      provisionerName: PROVISIONER,
+      root,
+      outsideBefore,
+      outsideAfter,
+      facts,
+    });
     addEvidence(violations, pool.logFiles());
 
     const audit = cluster.auditTotals();
     const apiErrorResponses: Record<string, number> = {};
     // Code 0: a lost response whose connection was reset (the write was applied, no status was sent).
     for (const a of audit) {
-      if (![0, 409, 429, 500, 504].includes(a.code) || !['create', 'update', 'patch', 'delete'].includes(a.verb)) continue;
+      if (![0, 409, 429, 500, 504].includes(a.code) || !['create', 'update', 'patch', 'delete'].includes(a.verb))
+        continue;
       const key = a.code === 0 ? 'reset' : String(a.code);
       apiErrorResponses[key] = (apiErrorResponses[key] ?? 0) + a.count;
     }
     const claims = [...workload.claims.values()];
     const report: ChaosReport = {
-      options: { claims: o.claims, durationS: o.durationS, seed: o.seed, mode: o.mode, provisioners: o.provisioners, leaderKills: o.leaderKills, clusterRestarts: o.clusterRestarts,
-        writeFaultRate: o.writeFaultRate, fsFailRate: o.fsFailRate, crashAfterProvision: o.crashAfterProvision, crashAfterDelete: o.crashAfterDelete, settleTimeoutS: o.settleTimeoutS },
+      options: {
+        claims: o.claims,
+        durationS: o.durationS,
+        seed: o.seed,
+        mode: o.mode,
+        provisioners: o.provisioners,
+        leaderKills: o.leaderKills,
+        clusterRestarts: o.clusterRestarts,
+        writeFaultRate: o.writeFaultRate,
+        fsFailRate: o.fsFailRate,
+        crashAfterProvision: o.crashAfterProvision,
+        crashAfterDelete: o.crashAfterDelete,
+        settleTimeoutS: o.settleTimeoutS,
+      },
       workDir,
       ok: violations.length === 0,
       claims: {
-        created: claims.filter((r) => r.uid).length, deleted: claims.filter((r) => r.deleted).length, surviving: survivors.length,
-        retain: claims.filter((r) => r.className === RETAIN_CLASS).length, boundBeforeDelete: claims.filter((r) => r.deleted && r.boundTo).length,
+        created: claims.filter((r) => r.uid).length,
+        deleted: claims.filter((r) => r.deleted).length,
+        surviving: survivors.length,
+        retain: claims.filter((r) => r.className === RETAIN_CLASS).length,
+        boundBeforeDelete: claims.filter((r) => r.deleted && r.boundTo).length,
       },
       injected: {
-        apiErrorResponses, watchCuts: counters.watchCuts, compactions: counters.compactions, leaderKills: pool.kills, leaderKillsSkipped: counters.leaderKillsSkipped,
-        clusterRestarts: cluster.restarts, fsFaults: Object.fromEntries(facts.fsFaults), crashes: Object.fromEntries(facts.crashes), crashRestarts: pool.crashRestarts,
+        apiErrorResponses,
+        watchCuts: counters.watchCuts,
+        compactions: counters.compactions,
+        leaderKills: pool.kills,
+        leaderKillsSkipped: counters.leaderKillsSkipped,
+        clusterRestarts: cluster.restarts,
+        fsFaults: Object.fromEntries(facts.fsFaults),
+        crashes: Object.fromEntries(facts.crashes),
+        crashRestarts: pool.crashRestarts,
       },
       harnessWriteErrors: workload.writeErrors,
       duplicateProvisions: facts.duplicateProvisions,
@@ -317,7 +432,8 @@ function addEvidence(violations: Violation[], files: string[]): void {
     if (needles.length === 0) continue;
     const lines: string[] = [];
     texts.forEach((t, i) => {
-      for (const line of t.split('\n')) if (needles.some((n) => line.includes(n))) lines.push(`[provisioner-${i}] ${line.slice(0, 400)}`);
+      for (const line of t.split('\n'))
+        if (needles.some((n) => line.includes(n))) lines.push(`[provisioner-${i}] ${line.slice(0, 400)}`);
     });
     v.evidence = lines.slice(-12);
   }

@@ -46,8 +46,16 @@ interface LogLine {
 
 export function parseLogs(files: string[]): LogFacts {
   const facts: LogFacts = {
-    ready: new Map(), deleted: new Map(), crashes: new Map(), crashedPvs: new Map(), fsFaults: new Map(),
-    duplicateProvisions: 0, duplicatesAfterCrash: 0, doubleDeletes: [], deletesOfMissing: 0, otherLines: [],
+    ready: new Map(),
+    deleted: new Map(),
+    crashes: new Map(),
+    crashedPvs: new Map(),
+    fsFaults: new Map(),
+    duplicateProvisions: 0,
+    duplicatesAfterCrash: 0,
+    doubleDeletes: [],
+    deletesOfMissing: 0,
+    otherLines: [],
   };
   const push = (m: Map<string, number[]>, k: string, t: number) => m.set(k, [...(m.get(k) ?? []), t]);
   const inc = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
@@ -60,7 +68,8 @@ export function parseLogs(files: string[]): LogFacts {
     }
     for (const line of text.split('\n')) {
       if (!line.startsWith('{')) {
-        if (line.trim() && !line.startsWith('kube-provisioner run hostpath') && facts.otherLines.length < 20) facts.otherLines.push(line.slice(0, 300));
+        if (line.trim() && !line.startsWith('kube-provisioner run hostpath') && facts.otherLines.length < 20)
+          facts.otherLines.push(line.slice(0, 300));
         continue;
       }
       let l: LogLine;
@@ -105,8 +114,12 @@ export async function snapshotTree(dir: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   const walk = async (p: string, rel: string) => {
     const st = await fsp.lstat(p);
-    out.set(rel, `${st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'link' : 'file'} ${(st.mode & 0o7777).toString(8)} ${st.mtimeMs} ${st.size}`);
-    if (st.isDirectory()) for (const n of (await fsp.readdir(p)).sort()) await walk(path.join(p, n), rel === '.' ? n : `${rel}/${n}`);
+    out.set(
+      rel,
+      `${st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'link' : 'file'} ${(st.mode & 0o7777).toString(8)} ${st.mtimeMs} ${st.size}`,
+    );
+    if (st.isDirectory())
+      for (const n of (await fsp.readdir(p)).sort()) await walk(path.join(p, n), rel === '.' ? n : `${rel}/${n}`);
   };
   await walk(dir, '.');
   return out;
@@ -125,7 +138,11 @@ export interface CheckInput {
 }
 
 const dirOf = (pv: PersistentVolume) => pv.spec.hostPath?.path ?? pv.spec.local?.path;
-const isDir = (p: string) => fsp.lstat(p).then((s) => s.isDirectory(), () => false);
+const isDir = (p: string) =>
+  fsp.lstat(p).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 
 export async function checkInvariants(i: CheckInput): Promise<Violation[]> {
   const v: Violation[] = [];
@@ -151,20 +168,67 @@ export async function checkInvariants(i: CheckInput): Promise<Violation[]> {
         v.push({ invariant: 'surviving-claim-exists', claim: rec.name, detail: 'the claim vanished' });
         continue;
       }
-      if (c.status?.phase !== 'Bound') v.push({ invariant: 'surviving-claim-bound', claim: rec.name, pv: `pvc-${rec.uid}`, detail: `phase ${c.status?.phase ?? 'none'}` });
-      if (pvs.length !== 1) v.push({ invariant: 'one-pv-per-claim', claim: rec.name, detail: `${pvs.length} PVs reference it: ${pvs.map((p) => p.metadata.name).join(', ')}` });
+      if (c.status?.phase !== 'Bound')
+        v.push({
+          invariant: 'surviving-claim-bound',
+          claim: rec.name,
+          pv: `pvc-${rec.uid}`,
+          detail: `phase ${c.status?.phase ?? 'none'}`,
+        });
+      if (pvs.length !== 1)
+        v.push({
+          invariant: 'one-pv-per-claim',
+          claim: rec.name,
+          detail: `${pvs.length} PVs reference it: ${pvs.map((p) => p.metadata.name).join(', ')}`,
+        });
       const pv = c.spec.volumeName ? pvByName.get(c.spec.volumeName) : undefined;
-      if (c.status?.phase === 'Bound' && !pv) v.push({ invariant: 'bound-pv-exists', claim: rec.name, pv: c.spec.volumeName, detail: 'bound to a PV that does not exist' });
-      if (pv && !(await isDir(dirOf(pv) ?? ''))) v.push({ invariant: 'bound-pv-directory-exists', claim: rec.name, pv: pv.metadata.name, detail: `directory ${dirOf(pv)} missing` });
+      if (c.status?.phase === 'Bound' && !pv)
+        v.push({
+          invariant: 'bound-pv-exists',
+          claim: rec.name,
+          pv: c.spec.volumeName,
+          detail: 'bound to a PV that does not exist',
+        });
+      if (pv && !(await isDir(dirOf(pv) ?? '')))
+        v.push({
+          invariant: 'bound-pv-directory-exists',
+          claim: rec.name,
+          pv: pv.metadata.name,
+          detail: `directory ${dirOf(pv)} missing`,
+        });
     } else if (rec.className === RETAIN_CLASS) {
-      if (rec.boundTo && !pvByName.has(rec.boundTo)) v.push({ invariant: 'retain-kept', claim: rec.name, pv: rec.boundTo, detail: 'the Retain PV of a deleted claim is gone' });
+      if (rec.boundTo && !pvByName.has(rec.boundTo))
+        v.push({
+          invariant: 'retain-kept',
+          claim: rec.name,
+          pv: rec.boundTo,
+          detail: 'the Retain PV of a deleted claim is gone',
+        });
       for (const pv of pvs) {
-        if (!(await isDir(dirOf(pv) ?? ''))) v.push({ invariant: 'retain-kept', claim: rec.name, pv: pv.metadata.name, detail: `directory ${dirOf(pv)} of a Retain PV missing` });
+        if (!(await isDir(dirOf(pv) ?? '')))
+          v.push({
+            invariant: 'retain-kept',
+            claim: rec.name,
+            pv: pv.metadata.name,
+            detail: `directory ${dirOf(pv)} of a Retain PV missing`,
+          });
       }
     } else {
-      for (const pv of pvs) v.push({ invariant: 'deleted-claim-volume-gone', claim: rec.name, pv: pv.metadata.name, detail: `PV still exists (phase ${pv.status?.phase ?? 'none'})` });
+      for (const pv of pvs)
+        v.push({
+          invariant: 'deleted-claim-volume-gone',
+          claim: rec.name,
+          pv: pv.metadata.name,
+          detail: `PV still exists (phase ${pv.status?.phase ?? 'none'})`,
+        });
       const leftover = `pvc-${rec.uid}`;
-      for (const d of rootEntries.filter((n) => n.startsWith(leftover))) v.push({ invariant: 'deleted-claim-volume-gone', claim: rec.name, pv: leftover, detail: `directory ${d} still on disk` });
+      for (const d of rootEntries.filter((n) => n.startsWith(leftover)))
+        v.push({
+          invariant: 'deleted-claim-volume-gone',
+          claim: rec.name,
+          pv: leftover,
+          detail: `directory ${d} still on disk`,
+        });
     }
   }
 
@@ -176,16 +240,24 @@ export async function checkInvariants(i: CheckInput): Promise<Violation[]> {
     const phase = pv.status?.phase;
     const policy = pv.spec.persistentVolumeReclaimPolicy;
     if (!(phase === 'Bound' || (phase === 'Released' && policy === 'Retain'))) {
-      v.push({ invariant: 'volume-settled', pv: pv.metadata.name, claim: pv.spec.claimRef?.name, detail: `phase ${phase ?? 'none'}, policy ${policy}` });
+      v.push({
+        invariant: 'volume-settled',
+        pv: pv.metadata.name,
+        claim: pv.spec.claimRef?.name,
+        detail: `phase ${phase ?? 'none'}, policy ${policy}`,
+      });
     }
   }
-  for (const [dir, names] of owners) if (names.length > 1) v.push({ invariant: 'one-pv-per-directory', pv: names.join(','), detail: `${dir} is shared` });
+  for (const [dir, names] of owners)
+    if (names.length > 1)
+      v.push({ invariant: 'one-pv-per-directory', pv: names.join(','), detail: `${dir} is shared` });
 
   // Every directory and record on disk belongs to exactly one PV (leaks after the inventory's grace period).
   for (const name of rootEntries) {
     if (name === '.kube-provisioner') continue;
     const full = path.join(i.root, name);
-    if (!owners.has(full)) v.push({ invariant: 'no-orphan-directory', pv: name.split('_')[0], detail: `${full} has no PV` });
+    if (!owners.has(full))
+      v.push({ invariant: 'no-orphan-directory', pv: name.split('_')[0], detail: `${full} has no PV` });
   }
   const recordsDir = path.join(i.root, '.kube-provisioner', 'volumes');
   for (const f of (await fsp.readdir(recordsDir).catch(() => [] as string[])).filter((n) => n.endsWith('.json'))) {
@@ -196,15 +268,22 @@ export async function checkInvariants(i: CheckInput): Promise<Violation[]> {
   // Every directory claim (path-claims.ts) belongs to a live PV: a claim outliving its volume would hold the directory.
   const claimsDir = path.join(i.root, '.kube-provisioner', 'paths');
   for (const f of (await fsp.readdir(claimsDir).catch(() => [] as string[])).filter((n) => n.endsWith('.json'))) {
-    const held = await fsp.readFile(path.join(claimsDir, f), 'utf8').then((t) => (JSON.parse(t) as { pvName?: string }).pvName, () => undefined);
-    if (!held || !pvByName.has(held)) v.push({ invariant: 'no-orphan-claim', pv: held, detail: `directory claim ${f} has no PV` });
+    const held = await fsp.readFile(path.join(claimsDir, f), 'utf8').then(
+      (t) => (JSON.parse(t) as { pvName?: string }).pvName,
+      () => undefined,
+    );
+    if (!held || !pvByName.has(held))
+      v.push({ invariant: 'no-orphan-claim', pv: held, detail: `directory claim ${f} has no PV` });
   }
 
-  for (const pv of i.facts.doubleDeletes) v.push({ invariant: 'no-double-delete', pv, detail: 'directory deleted twice without a provision in between' });
+  for (const pv of i.facts.doubleDeletes)
+    v.push({ invariant: 'no-double-delete', pv, detail: 'directory deleted twice without a provision in between' });
 
   for (const [k, val] of i.outsideBefore) {
-    if (i.outsideAfter.get(k) !== val) v.push({ invariant: 'nothing-outside-roots', detail: `${k}: ${val} -> ${i.outsideAfter.get(k) ?? 'removed'}` });
+    if (i.outsideAfter.get(k) !== val)
+      v.push({ invariant: 'nothing-outside-roots', detail: `${k}: ${val} -> ${i.outsideAfter.get(k) ?? 'removed'}` });
   }
-  for (const k of i.outsideAfter.keys()) if (!i.outsideBefore.has(k)) v.push({ invariant: 'nothing-outside-roots', detail: `${k} created` });
+  for (const k of i.outsideAfter.keys())
+    if (!i.outsideBefore.has(k)) v.push({ invariant: 'nothing-outside-roots', detail: `${k} created` });
   return v;
 }

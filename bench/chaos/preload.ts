@@ -35,7 +35,8 @@ function note(fields: Record<string, unknown>): void {
   writeSync(2, `${JSON.stringify({ time: Date.now(), pid: process.pid, ...fields })}\n`);
 }
 
-const isVolumePath = (p: unknown) => typeof p === 'string' && (p.startsWith('/proc/self/fd/') || (root !== '' && p.startsWith(`${root}/`)));
+const isVolumePath = (p: unknown) =>
+  typeof p === 'string' && (p.startsWith('/proc/self/fd/') || (root !== '' && p.startsWith(`${root}/`)));
 
 type FsFn = (...args: never[]) => Promise<unknown>;
 const fsTable = fsp as unknown as Record<string, FsFn>;

@@ -81,7 +81,12 @@ export async function stopProcess(p: CliProcess, graceMs = 30_000): Promise<numb
 }
 
 /** Polls `check` until it returns a value other than undefined/false/null; throws after `timeoutMs`. */
-export async function waitUntil<T>(what: string, check: () => T | undefined | false | null | Promise<T | undefined | false | null>, timeoutMs = 30_000, intervalMs = 50): Promise<T> {
+export async function waitUntil<T>(
+  what: string,
+  check: () => T | undefined | false | null | Promise<T | undefined | false | null>,
+  timeoutMs = 30_000,
+  intervalMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -91,7 +96,8 @@ export async function waitUntil<T>(what: string, check: () => T | undefined | fa
     } catch (err) {
       lastError = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

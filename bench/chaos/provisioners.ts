@@ -35,7 +35,13 @@ export class ProvisionerPool {
   crashRestarts = 0;
 
   constructor(private readonly o: ProvisionerPoolOptions) {
-    this.#replicas = Array.from({ length: o.count }, (_, index) => ({ index, proc: undefined, healthUrl: undefined, starts: 0, restartAt: 0 }));
+    this.#replicas = Array.from({ length: o.count }, (_, index) => ({
+      index,
+      proc: undefined,
+      healthUrl: undefined,
+      starts: 0,
+      restartAt: 0,
+    }));
   }
 
   logFile(index: number): string {
@@ -49,17 +55,63 @@ export class ProvisionerPool {
   #start(r: Replica): void {
     r.starts++;
     const args = [
-      'run', 'hostpath', '--kubeconfig', this.o.kubeconfigPath, '--provisioner-name', this.o.provisionerName, '--config', this.o.configFile,
-      '--mode', 'deployment', '--leader-election', this.o.mode, '--leader-election-namespace', 'default',
-      '--lease-duration', '4s', '--renew-deadline', '3s', '--retry-period', '1s',
-      '--backoff-base', '200ms', '--backoff-max', '5s', '--volume-save-interval', '200ms', '--retry-interval-max', '10s',
-      '--kube-api-qps', '200', '--kube-api-burst', '400', '--kube-api-timeout', '10s',
-      '--leak-inventory', '--delete-leaked', '--leak-inventory-interval', '5s', '--leak-inventory-grace-period', '20s',
-      '--health-address', '127.0.0.1:0', '--log-level', 'info', ...(this.o.extraArgs ?? []),
+      'run',
+      'hostpath',
+      '--kubeconfig',
+      this.o.kubeconfigPath,
+      '--provisioner-name',
+      this.o.provisionerName,
+      '--config',
+      this.o.configFile,
+      '--mode',
+      'deployment',
+      '--leader-election',
+      this.o.mode,
+      '--leader-election-namespace',
+      'default',
+      '--lease-duration',
+      '4s',
+      '--renew-deadline',
+      '3s',
+      '--retry-period',
+      '1s',
+      '--backoff-base',
+      '200ms',
+      '--backoff-max',
+      '5s',
+      '--volume-save-interval',
+      '200ms',
+      '--retry-interval-max',
+      '10s',
+      '--kube-api-qps',
+      '200',
+      '--kube-api-burst',
+      '400',
+      '--kube-api-timeout',
+      '10s',
+      '--leak-inventory',
+      '--delete-leaked',
+      '--leak-inventory-interval',
+      '5s',
+      '--leak-inventory-grace-period',
+      '20s',
+      '--health-address',
+      '127.0.0.1:0',
+      '--log-level',
+      'info',
+      ...(this.o.extraArgs ?? []),
     ];
-    const env: NodeJS.ProcessEnv = { ...process.env, KP_CHAOS_SEED: String(this.o.seed * 1000 + r.index * 100 + r.starts) };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      KP_CHAOS_SEED: String(this.o.seed * 1000 + r.index * 100 + r.starts),
+    };
     if (this.#chaos) Object.assign(env, this.o.chaosEnv);
-    r.proc = startCli(args, { env, logFile: this.logFile(r.index), nodeArgs: ['--import', './bench/chaos/preload.ts'], maxBuffered: 20_000 });
+    r.proc = startCli(args, {
+      env,
+      logFile: this.logFile(r.index),
+      nodeArgs: ['--import', './bench/chaos/preload.ts'],
+      maxBuffered: 20_000,
+    });
     r.healthUrl = undefined;
   }
 
@@ -87,12 +139,16 @@ export class ProvisionerPool {
   /** Replicas whose metrics say they lead (lease mode: at most one, unless a term is ending). */
   async leaders(): Promise<number[]> {
     const out: number[] = [];
-    await Promise.all(this.#replicas.map(async (r) => {
-      const url = await this.#health(r);
-      if (!url) return;
-      const text = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2_000) }).then((res) => res.text()).catch(() => '');
-      if (/^controller_leader_election_is_leader\{[^}]*\} 1$/m.test(text)) out.push(r.index);
-    }));
+    await Promise.all(
+      this.#replicas.map(async (r) => {
+        const url = await this.#health(r);
+        if (!url) return;
+        const text = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2_000) })
+          .then((res) => res.text())
+          .catch(() => '');
+        if (/^controller_leader_election_is_leader\{[^}]*\} 1$/m.test(text)) out.push(r.index);
+      }),
+    );
     return out.sort();
   }
 
@@ -119,15 +175,22 @@ export class ProvisionerPool {
 
   /** Waits until every replica runs and answers its health endpoint. */
   async waitAllUp(timeoutMs = 60_000): Promise<void> {
-    await waitUntil('every provisioner replica up', async () => {
-      for (const r of this.#replicas) {
-        const url = await this.#health(r);
-        if (!url) return false;
-        const ok = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) }).then((res) => res.ok).catch(() => false);
-        if (!ok) return false;
-      }
-      return true;
-    }, timeoutMs, 250);
+    await waitUntil(
+      'every provisioner replica up',
+      async () => {
+        for (const r of this.#replicas) {
+          const url = await this.#health(r);
+          if (!url) return false;
+          const ok = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) })
+            .then((res) => res.ok)
+            .catch(() => false);
+          if (!ok) return false;
+        }
+        return true;
+      },
+      timeoutMs,
+      250,
+    );
   }
 
   /** Stops the watchdog and every replica (SIGTERM, graceful). */

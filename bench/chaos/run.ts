@@ -35,7 +35,11 @@ function summary(r: ChaosReport): string {
     lines.push(`  VIOLATION ${v.invariant}: claim ${v.claim ?? '-'} pv ${v.pv ?? '-'}: ${v.detail}`);
     for (const e of v.evidence ?? []) lines.push(`      ${e}`);
   }
-  if (r.unexpectedLogLines.length > 0) lines.push(`  non-JSON log lines (first ${r.unexpectedLogLines.length}):`, ...r.unexpectedLogLines.map((l) => `      ${l}`));
+  if (r.unexpectedLogLines.length > 0)
+    lines.push(
+      `  non-JSON log lines (first ${r.unexpectedLogLines.length}):`,
+      ...r.unexpectedLogLines.map((l) => `      ${l}`),
+    );
   return lines.join('\n');
 }
 
@@ -63,8 +67,13 @@ async function main(): Promise<number> {
   if (mode !== 'lease' && mode !== 'per-claim') throw new Error(`--mode must be lease or per-claim, not ${mode}`);
   const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
   const report = await runChaos({
-    claims: Number(values.claims), durationS: Number(values.duration), seed: Number(values.seed), mode,
-    leaderKills: num(values['leader-kills']), clusterRestarts: num(values['cluster-restarts']), settleTimeoutS: num(values['settle-timeout']),
+    claims: Number(values.claims),
+    durationS: Number(values.duration),
+    seed: Number(values.seed),
+    mode,
+    leaderKills: num(values['leader-kills']),
+    clusterRestarts: num(values['cluster-restarts']),
+    settleTimeoutS: num(values['settle-timeout']),
     keep: values.keep,
     provisionerArgs: values['provisioner-arg'],
     log: (line) => process.stderr.write(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}\n`),

@@ -88,7 +88,9 @@ export class Workload {
         className: prng.chance(this.o.retainShare) ? RETAIN_CLASS : DELETE_CLASS,
         deleted: false,
       };
-      const lifetime = prng.chance(this.o.survivorShare) ? undefined : prng.between(this.o.minLifetimeMs, this.o.maxLifetimeMs);
+      const lifetime = prng.chance(this.o.survivorShare)
+        ? undefined
+        : prng.between(this.o.minLifetimeMs, this.o.maxLifetimeMs);
       this.claims.set(rec.name, rec);
       this.#track(this.#create(rec, lifetime));
     }
@@ -102,17 +104,34 @@ export class Workload {
   async #create(rec: ClaimRecord, lifetime: number | undefined): Promise<void> {
     const { client, signal } = this.o;
     const body: PersistentVolumeClaim = {
-      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: rec.name, namespace: NAMESPACE },
-      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } }, storageClassName: rec.className },
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: rec.name, namespace: NAMESPACE },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: '1Mi' } },
+        storageClassName: rec.className,
+      },
     };
-    const created = await persist(async () => {
-      try {
-        return await client.create<PersistentVolumeClaim>(persistentVolumeClaims, body, { namespace: NAMESPACE, signal });
-      } catch (err) {
-        if (err instanceof AlreadyExistsError) return client.get<PersistentVolumeClaim>(persistentVolumeClaims, rec.name, { namespace: NAMESPACE, signal });
-        throw err;
-      }
-    }, signal, () => this.writeErrors++);
+    const created = await persist(
+      async () => {
+        try {
+          return await client.create<PersistentVolumeClaim>(persistentVolumeClaims, body, {
+            namespace: NAMESPACE,
+            signal,
+          });
+        } catch (err) {
+          if (err instanceof AlreadyExistsError)
+            return client.get<PersistentVolumeClaim>(persistentVolumeClaims, rec.name, {
+              namespace: NAMESPACE,
+              signal,
+            });
+          throw err;
+        }
+      },
+      signal,
+      () => this.writeErrors++,
+    );
     if (!created) return;
     rec.uid = created.metadata.uid;
     rec.createdAt = Date.now();
@@ -124,14 +143,22 @@ export class Workload {
 
   /** Deletes a claim (retried until it is gone). */
   async delete(rec: ClaimRecord, signal: AbortSignal): Promise<void> {
-    const done = await persist(async () => {
-      try {
-        await this.o.client.delete(persistentVolumeClaims, rec.name, { namespace: NAMESPACE, signal, preconditions: rec.uid ? { uid: rec.uid } : undefined });
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw err;
-      }
-      return true;
-    }, signal, () => this.writeErrors++);
+    const done = await persist(
+      async () => {
+        try {
+          await this.o.client.delete(persistentVolumeClaims, rec.name, {
+            namespace: NAMESPACE,
+            signal,
+            preconditions: rec.uid ? { uid: rec.uid } : undefined,
+          });
+        } catch (err) {
+          if (!(err instanceof NotFoundError)) throw err;
+        }
+        return true;
+      },
+      signal,
+      () => this.writeErrors++,
+    );
     if (done) rec.deleted = true;
   }
 
@@ -139,15 +166,20 @@ export class Workload {
   async finish(signal: AbortSignal): Promise<void> {
     await Promise.all([...this.#inflight]);
     const pending = [...this.claims.values()].filter((r) => r.uid && r.deleteAt !== undefined && !r.deleted);
-    for (let i = 0; i < pending.length; i += 32) await Promise.all(pending.slice(i, i + 32).map((r) => this.delete(r, signal)));
+    for (let i = 0; i < pending.length; i += 32)
+      await Promise.all(pending.slice(i, i + 32).map((r) => this.delete(r, signal)));
   }
 
   /** Records which claims are Bound now (to which PV). */
   async observeBindings(signal: AbortSignal): Promise<void> {
-    const { items } = await this.o.client.listAll<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: NAMESPACE, signal });
+    const { items } = await this.o.client.listAll<PersistentVolumeClaim>(persistentVolumeClaims, {
+      namespace: NAMESPACE,
+      signal,
+    });
     for (const c of items) {
       const rec = this.claims.get(c.metadata.name ?? '');
-      if (rec && c.status?.phase === 'Bound' && c.metadata.uid === rec.uid && c.spec.volumeName) rec.boundTo = c.spec.volumeName;
+      if (rec && c.status?.phase === 'Bound' && c.metadata.uid === rec.uid && c.spec.volumeName)
+        rec.boundTo = c.spec.volumeName;
     }
   }
 }

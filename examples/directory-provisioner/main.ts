@@ -37,7 +37,12 @@ const controller = new ProvisionController(
 const stop = new AbortController();
 for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => stop.abort());
 const checks = controller.healthChecks();
-const health = await startHealthServer({ address: process.env.HEALTH_ADDRESS ?? '0.0.0.0:8080', registry, checks, signal: stop.signal });
+const health = await startHealthServer({
+  address: process.env.HEALTH_ADDRESS ?? '0.0.0.0:8080',
+  registry,
+  checks,
+  signal: stop.signal,
+});
 logger.info({ url: health.url }, 'health and metrics server listening');
 await controller.run(stop.signal);
 await health.stop();

@@ -57,7 +57,9 @@ export class DirectoryProvisioner implements Provisioner {
           hostPath: { path: dir, type: 'DirectoryOrCreate' },
           nodeAffinity: {
             required: {
-              nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [this.opts.nodeName] }] }],
+              nodeSelectorTerms: [
+                { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [this.opts.nodeName] }] },
+              ],
             },
           },
         },
@@ -77,7 +79,9 @@ export class DirectoryProvisioner implements Provisioner {
   async listVolumes(): Promise<Array<{ name: string; createdAt?: Date }>> {
     const names = await readdir(this.opts.baseDir).catch(() => [] as string[]);
     return Promise.all(
-      names.filter((n) => n.startsWith('pvc-')).map(async (name) => ({ name, createdAt: (await stat(join(this.opts.baseDir, name))).birthtime })),
+      names
+        .filter((n) => n.startsWith('pvc-'))
+        .map(async (name) => ({ name, createdAt: (await stat(join(this.opts.baseDir, name))).birthtime })),
     );
   }
 }

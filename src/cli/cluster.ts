@@ -17,7 +17,11 @@ export interface ClusterCommandOptions {
 }
 
 /** Runs the cluster until `signal` aborts; resolves after a clean stop. */
-export async function runCluster(opts: ClusterCommandOptions, io: { out(line: string): void; err(line: string): void }, signal: AbortSignal): Promise<void> {
+export async function runCluster(
+  opts: ClusterCommandOptions,
+  io: { out(line: string): void; err(line: string): void },
+  signal: AbortSignal,
+): Promise<void> {
   const dataDir = resolve(opts.dataDir);
   // Before anything else is written under the data directory: a second instance must leave it untouched.
   const lock = await lockDataDir(dataDir, 'cluster');
@@ -28,14 +32,23 @@ export async function runCluster(opts: ClusterCommandOptions, io: { out(line: st
   }
 }
 
-async function runClusterLocked(opts: ClusterCommandOptions, io: { out(line: string): void; err(line: string): void }, signal: AbortSignal, dataDir: string, lock: DataDirLock): Promise<void> {
+async function runClusterLocked(
+  opts: ClusterCommandOptions,
+  io: { out(line: string): void; err(line: string): void },
+  signal: AbortSignal,
+  dataDir: string,
+  lock: DataDirLock,
+): Promise<void> {
   const cluster = await startEmbeddedCluster({
     dataDir,
     port: opts.port,
     host: opts.host,
     insecureHttp: opts.insecureHttp,
     controllers: opts.controllers,
-    onError: (err) => io.err(`kube-provisioner cluster: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`),
+    onError: (err) =>
+      io.err(
+        `kube-provisioner cluster: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+      ),
   }).catch((err: unknown) => {
     throw describeListenError(err, opts.host, opts.port);
   });
@@ -56,7 +69,11 @@ export function registerClusterCommand(program: Command): void {
   program
     .command('cluster')
     .description('run the embedded Kubernetes-compatible API server (HTTPS, bearer token, SQLite under --data-dir)')
-    .option('--data-dir <dir>', 'where objects, certificates, token and kubeconfig are kept', '.kube-provisioner/cluster')
+    .option(
+      '--data-dir <dir>',
+      'where objects, certificates, token and kubeconfig are kept',
+      '.kube-provisioner/cluster',
+    )
     .option('--port <n>', 'port to listen on (0 = any free port)', parsePort, 6443)
     .option('--host <address>', 'address to bind', '127.0.0.1')
     .option('--insecure-http', 'serve plain HTTP instead of HTTPS (debugging only)')

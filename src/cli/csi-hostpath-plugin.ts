@@ -14,7 +14,13 @@ import { IgnoredError, InfeasibleError, ProvisioningError } from '../controller/
 import { CsiStatusError, type CsiPluginHandlers } from '../csi/server.ts';
 import type { CsiAccessMode } from '../csi/descriptors.ts';
 import type { RequestOf, ResponseOf } from '../csi/services.ts';
-import { allBasePaths, localBasePaths, nodeBasePaths, pathSetForClass, type HostPathConfig } from '../hostpath/config.ts';
+import {
+  allBasePaths,
+  localBasePaths,
+  nodeBasePaths,
+  pathSetForClass,
+  type HostPathConfig,
+} from '../hostpath/config.ts';
 import { VolumeIdentityError } from '../hostpath/delete-identity.ts';
 import { filesystemFreeBytes } from '../hostpath/free-space.ts';
 import { createVolumeDir } from '../hostpath/fs-ops.ts';
@@ -41,8 +47,13 @@ const DEFAULT_BYTES = 1n << 30n;
 
 /** CSI access mode → the Kubernetes one the hostpath provisioner checks. */
 const K8S_MODES: Partial<Record<CsiAccessMode, AccessMode>> = {
-  SINGLE_NODE_WRITER: 'ReadWriteOnce', SINGLE_NODE_MULTI_WRITER: 'ReadWriteOnce', SINGLE_NODE_SINGLE_WRITER: 'ReadWriteOncePod',
-  SINGLE_NODE_READER_ONLY: 'ReadOnlyMany', MULTI_NODE_READER_ONLY: 'ReadOnlyMany', MULTI_NODE_MULTI_WRITER: 'ReadWriteMany', MULTI_NODE_SINGLE_WRITER: 'ReadWriteMany',
+  SINGLE_NODE_WRITER: 'ReadWriteOnce',
+  SINGLE_NODE_MULTI_WRITER: 'ReadWriteOnce',
+  SINGLE_NODE_SINGLE_WRITER: 'ReadWriteOncePod',
+  SINGLE_NODE_READER_ONLY: 'ReadOnlyMany',
+  MULTI_NODE_READER_ONLY: 'ReadOnlyMany',
+  MULTI_NODE_MULTI_WRITER: 'ReadWriteMany',
+  MULTI_NODE_SINGLE_WRITER: 'ReadWriteMany',
 };
 
 /** Bind mounts (the Node service). Replaceable in tests of a machine that does not let the process mount. */
@@ -103,10 +114,20 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
   const logger = (o.logger ?? silentLogger).child({ component: 'csi-hostpath-plugin' });
   const freeSpace = o.freeSpace ?? filesystemFreeBytes;
   const mounter = o.mounter ?? systemMounter;
-  const config = (): HostPathConfig => ('current' in o.config && typeof o.config.current === 'function' ? o.config.current() : (o.config as HostPathConfig));
-  const provisioner = new HostPathProvisioner({ config: o.config, mode: 'deployment', nodeName: o.nodeName, freeSpace, logger });
+  const config = (): HostPathConfig =>
+    'current' in o.config && typeof o.config.current === 'function' ? o.config.current() : (o.config as HostPathConfig);
+  const provisioner = new HostPathProvisioner({
+    config: o.config,
+    mode: 'deployment',
+    nodeName: o.nodeName,
+    freeSpace,
+    logger,
+  });
 
-  async function findRecord(volumeId: string, bases: string[]): Promise<{ base: string; record: VolumeRecord } | undefined> {
+  async function findRecord(
+    volumeId: string,
+    bases: string[],
+  ): Promise<{ base: string; record: VolumeRecord } | undefined> {
     for (const base of bases) {
       const record = await readVolumeRecord(base, volumeId);
       if (record && record.pvName === volumeId) return { base, record };
@@ -114,7 +135,8 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
     return undefined;
   }
 
-  const topologyOf = (scope: string): Topology[] | undefined => (scope ? [{ segments: { [topologyKey]: scope } }] : undefined);
+  const topologyOf = (scope: string): Topology[] | undefined =>
+    scope ? [{ segments: { [topologyKey]: scope } }] : undefined;
 
   const handlers: CsiPluginHandlers = {
     getPluginInfo: () => ({ name: driverName, vendorVersion: o.version ?? '0.0.0' }),
@@ -130,43 +152,74 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
       return { ready: { value: true } };
     },
     controllerGetCapabilities: () => ({
-      capabilities: (['CREATE_DELETE_VOLUME', 'EXPAND_VOLUME', 'GET_CAPACITY', 'LIST_VOLUMES', 'SINGLE_NODE_MULTI_WRITER'] as const).map((type) => ({ rpc: { type } })),
+      capabilities: (
+        ['CREATE_DELETE_VOLUME', 'EXPAND_VOLUME', 'GET_CAPACITY', 'LIST_VOLUMES', 'SINGLE_NODE_MULTI_WRITER'] as const
+      ).map((type) => ({ rpc: { type } })),
     }),
 
     async createVolume(req, { signal }) {
       const name = req.name ?? '';
       if (!name) throw new CsiStatusError('InvalidArgument', 'name is required');
       const accessModes = accessModesOf(req.volumeCapabilities ?? []);
-      if (req.volumeContentSource) throw new CsiStatusError('InvalidArgument', 'volume content sources (clones, snapshots) are not supported by the hostpath plugin');
+      if (req.volumeContentSource)
+        throw new CsiStatusError(
+          'InvalidArgument',
+          'volume content sources (clones, snapshots) are not supported by the hostpath plugin',
+        );
       const required = req.capacityRange?.requiredBytes ?? 0n;
       const limit = req.capacityRange?.limitBytes ?? 0n;
-      if (required < 0n || limit < 0n || (limit > 0n && required > limit)) throw new CsiStatusError('OutOfRange', `capacity range ${required}..${limit} is not valid`);
+      if (required < 0n || limit < 0n || (limit > 0n && required > limit))
+        throw new CsiStatusError('OutOfRange', `capacity range ${required}..${limit} is not valid`);
       const bytes = required > 0n ? required : limit > 0n && limit < DEFAULT_BYTES ? limit : DEFAULT_BYTES;
       const { className, hostpathParameters, claimName, claimNamespace } = splitParameters(req.parameters ?? {}, name);
       const node = selectedNode(req.accessibilityRequirements, topologyKey, o.nodeName);
       const mountFlags = req.volumeCapabilities?.find((c) => c.mount)?.mount?.mountFlags;
       const storageClass: StorageClass = {
-        apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: className }, provisioner: driverName, parameters: hostpathParameters,
-        reclaimPolicy: 'Delete', volumeBindingMode: node ? 'WaitForFirstConsumer' : 'Immediate', ...(mountFlags?.length ? { mountOptions: mountFlags } : {}),
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'StorageClass',
+        metadata: { name: className },
+        provisioner: driverName,
+        parameters: hostpathParameters,
+        reclaimPolicy: 'Delete',
+        volumeBindingMode: node ? 'WaitForFirstConsumer' : 'Immediate',
+        ...(mountFlags?.length ? { mountOptions: mountFlags } : {}),
       };
       const claim: PersistentVolumeClaim = {
-        apiVersion: 'v1', kind: 'PersistentVolumeClaim',
-        metadata: { name: claimName, namespace: claimNamespace, uid: name, ...(node ? { annotations: { [ANN_SELECTED_NODE]: node } } : {}) },
-        spec: { accessModes, resources: { requests: { storage: bytes.toString() } }, storageClassName: className, volumeMode: 'Filesystem' },
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: {
+          name: claimName,
+          namespace: claimNamespace,
+          uid: name,
+          ...(node ? { annotations: { [ANN_SELECTED_NODE]: node } } : {}),
+        },
+        spec: {
+          accessModes,
+          resources: { requests: { storage: bytes.toString() } },
+          storageClassName: className,
+          volumeMode: 'Filesystem',
+        },
       };
       let pv: PersistentVolume;
       try {
-        pv = (await provisioner.provision({ storageClass, claim, pvName: name, ...(node ? { selectedNodeName: node } : {}) }, signal)).volume;
+        pv = (
+          await provisioner.provision(
+            { storageClass, claim, pvName: name, ...(node ? { selectedNodeName: node } : {}) },
+            signal,
+          )
+        ).volume;
       } catch (err) {
         throw provisionStatus(err);
       }
       const loc = readVolumeLocation(pv);
       const policy = pv.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE];
-      if (loc.basePath && (policy === 'archive' || policy === 'retain' || policy === 'delete')) await writeOnDeletePolicy(loc.basePath, name, policy);
+      if (loc.basePath && (policy === 'archive' || policy === 'retain' || policy === 'delete'))
+        await writeOnDeletePolicy(loc.basePath, name, policy);
       const accessible = loc.kind === 'node' ? topologyOf(loc.node ?? '') : undefined;
       return {
         volume: {
-          volumeId: name, capacityBytes: bytes,
+          volumeId: name,
+          capacityBytes: bytes,
           volumeContext: (loc.path ? { [CONTEXT_PATH]: loc.path } : {}) as Record<string, string>,
           ...(accessible ? { accessibleTopology: accessible } : {}),
         },
@@ -186,7 +239,8 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
         await provisioner.delete(recordVolume(id, found.base, found.record, policy), signal);
         await rm(policyFile(found.base, id), { force: true });
       } catch (err) {
-        if (err instanceof VolumeIdentityError || err instanceof UnsafePathError || err instanceof IgnoredError) throw new CsiStatusError('FailedPrecondition', err.message, { cause: err });
+        if (err instanceof VolumeIdentityError || err instanceof UnsafePathError || err instanceof IgnoredError)
+          throw new CsiStatusError('FailedPrecondition', err.message, { cause: err });
         throw new CsiStatusError('Internal', (err as Error).message, { cause: err });
       }
       return {};
@@ -210,7 +264,10 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
         if (err instanceof InfeasibleError) throw new CsiStatusError('OutOfRange', err.message, { cause: err });
         throw new CsiStatusError('Internal', (err as Error).message, { cause: err });
       }
-      return { capacityBytes: required > BigInt(record.bytes) ? required : BigInt(record.bytes), nodeExpansionRequired: false };
+      return {
+        capacityBytes: required > BigInt(record.bytes) ? required : BigInt(record.bytes),
+        nodeExpansionRequired: false,
+      };
     },
 
     async getCapacity(req) {
@@ -237,13 +294,20 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
       for (const base of allBasePaths(config())) for (const r of await readVolumeRecords(base)) byName.set(r.pvName, r);
       const all = [...byName.values()].sort((a, b) => (a.pvName < b.pvName ? -1 : a.pvName > b.pvName ? 1 : 0));
       const start = req.startingToken ? Number(req.startingToken) : 0;
-      if (!Number.isInteger(start) || start < 0 || start > all.length) throw new CsiStatusError('Aborted', `starting_token ${JSON.stringify(req.startingToken)} is not valid`);
+      if (!Number.isInteger(start) || start < 0 || start > all.length)
+        throw new CsiStatusError('Aborted', `starting_token ${JSON.stringify(req.startingToken)} is not valid`);
       const max = req.maxEntries && req.maxEntries > 0 ? req.maxEntries : all.length;
       const page = all.slice(start, start + max);
       const next = start + page.length < all.length ? String(start + page.length) : '';
       const entries: NonNullable<ResponseOf<'listVolumes'>['entries']> = page.map((r) => {
         const accessible = topologyOf(r.scope);
-        return { volume: { volumeId: r.pvName, capacityBytes: BigInt(r.bytes), ...(accessible ? { accessibleTopology: accessible } : {}) } };
+        return {
+          volume: {
+            volumeId: r.pvName,
+            capacityBytes: BigInt(r.bytes),
+            ...(accessible ? { accessibleTopology: accessible } : {}),
+          },
+        };
       });
       return { entries, ...(next ? { nextToken: next } : {}) };
     },
@@ -257,8 +321,12 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
       if (!id) throw new CsiStatusError('InvalidArgument', 'volume_id is required');
       if (!target.startsWith('/')) throw new CsiStatusError('InvalidArgument', 'target_path must be an absolute path');
       if (!req.volumeCapability) throw new CsiStatusError('InvalidArgument', 'volume_capability is required');
-      if (req.volumeCapability.block) throw new CsiStatusError('InvalidArgument', 'block access is not supported: hostpath volumes are directories');
-      const found = await findRecord(id, localBasePaths(config(), o.nodeName).map((b) => b.path));
+      if (req.volumeCapability.block)
+        throw new CsiStatusError('InvalidArgument', 'block access is not supported: hostpath volumes are directories');
+      const found = await findRecord(
+        id,
+        localBasePaths(config(), o.nodeName).map((b) => b.path),
+      );
       if (!found) throw new CsiStatusError('NotFound', `volume ${id} has no directory on node ${o.nodeName}`);
       const dir = await volumeDirectory(found.base, found.record);
       if (await mounter.isMountPoint(target)) return {};
@@ -266,7 +334,9 @@ export function hostPathCsiPlugin(o: HostPathCsiPluginOptions): HostPathCsiPlugi
       try {
         await mounter.bind(dir, target, req.readonly === true);
       } catch (err) {
-        throw new CsiStatusError('Internal', `bind-mounting ${dir} at ${target}: ${(err as Error).message}`, { cause: err });
+        throw new CsiStatusError('Internal', `bind-mounting ${dir} at ${target}: ${(err as Error).message}`, {
+          cause: err,
+        });
       }
       logger.info({ volume: id, dir, target, readOnly: req.readonly === true }, 'volume published');
       return {};
@@ -318,10 +388,13 @@ async function volumeDirectory(base: string, record: VolumeRecord): Promise<stri
   try {
     checkExistingVolumePath(base, dir);
     const real = await realpath(dir);
-    if (real !== join(await realpath(base), record.relativePath)) throw new UnsafePathError('symlink', dir, `resolves to ${real}`);
+    if (real !== join(await realpath(base), record.relativePath))
+      throw new UnsafePathError('symlink', dir, `resolves to ${real}`);
     return real;
   } catch (err) {
-    throw new CsiStatusError('FailedPrecondition', `volume ${record.pvName}: ${(err as Error).message}`, { cause: err });
+    throw new CsiStatusError('FailedPrecondition', `volume ${record.pvName}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 
@@ -329,8 +402,16 @@ async function volumeDirectory(base: string, record: VolumeRecord): Promise<stri
 // and the volume id as the claim uid (what CreateVolume wrote in the record).
 function recordVolume(id: string, base: string, record: VolumeRecord, onDelete: OnDeletePolicy): PersistentVolume {
   const pv = buildVolume({
-    pvName: id, path: `${base}/${record.relativePath}`, basePath: base, kind: record.scope ? 'node' : 'shared', node: record.scope || undefined,
-    volumeType: 'hostPath', capacity: record.bytes, accessModes: ['ReadWriteOnce'], reclaimPolicy: 'Delete', onDelete,
+    pvName: id,
+    path: `${base}/${record.relativePath}`,
+    basePath: base,
+    kind: record.scope ? 'node' : 'shared',
+    node: record.scope || undefined,
+    volumeType: 'hostPath',
+    capacity: record.bytes,
+    accessModes: ['ReadWriteOnce'],
+    reclaimPolicy: 'Delete',
+    onDelete,
   });
   pv.spec.claimRef = { uid: id };
   return pv;
@@ -338,7 +419,8 @@ function recordVolume(id: string, base: string, record: VolumeRecord, onDelete: 
 
 function classOfBasePath(c: HostPathConfig, base: string): string | undefined {
   for (const [name, set] of Object.entries(c.storageClassConfigs)) {
-    if (set.sharedFileSystemPath?.path === base || set.nodePathMap.some((n) => n.paths.some((p) => p.path === base))) return name;
+    if (set.sharedFileSystemPath?.path === base || set.nodePathMap.some((n) => n.paths.some((p) => p.path === base)))
+      return name;
   }
   return undefined;
 }
@@ -347,9 +429,11 @@ function accessModesOf(caps: RequestOf<'createVolume'>['volumeCapabilities'] & o
   if (caps.length === 0) throw new CsiStatusError('InvalidArgument', 'volume_capabilities is required');
   const out = new Set<AccessMode>();
   for (const c of caps) {
-    if (c.block) throw new CsiStatusError('InvalidArgument', 'block volumes are not supported: hostpath volumes are directories');
+    if (c.block)
+      throw new CsiStatusError('InvalidArgument', 'block volumes are not supported: hostpath volumes are directories');
     const mode = K8S_MODES[c.accessMode?.mode ?? 'UNKNOWN'];
-    if (!mode) throw new CsiStatusError('InvalidArgument', `access mode ${c.accessMode?.mode ?? 'UNKNOWN'} is not supported`);
+    if (!mode)
+      throw new CsiStatusError('InvalidArgument', `access mode ${c.accessMode?.mode ?? 'UNKNOWN'} is not supported`);
     out.add(mode);
   }
   return [...out];
@@ -359,7 +443,8 @@ function accessModesOf(caps: RequestOf<'createVolume'>['volumeCapabilities'] & o
 // plugin's own storageClassConfig), and the claim's name and namespace when --extra-create-metadata sent them.
 function splitParameters(parameters: Record<string, string>, volumeName: string) {
   const hostpathParameters: Record<string, string> = {};
-  for (const [k, v] of Object.entries(parameters)) if (k !== PARAM_CONFIG_CLASS && !k.startsWith(RESERVED_PREFIX)) hostpathParameters[k] = v;
+  for (const [k, v] of Object.entries(parameters))
+    if (k !== PARAM_CONFIG_CLASS && !k.startsWith(RESERVED_PREFIX)) hostpathParameters[k] = v;
   return {
     className: parameters[PARAM_CONFIG_CLASS] ?? '',
     hostpathParameters,
@@ -370,8 +455,14 @@ function splitParameters(parameters: Record<string, string>, volumeName: string)
 
 // The node a node-local volume goes to: this plugin's node when the requirement allows it (preferred first),
 // else the first preferred (or requisite) segment's; undefined without requirements.
-function selectedNode(req: RequestOf<'createVolume'>['accessibilityRequirements'], key: string, self: string): string | undefined {
-  const segments = [...(req?.preferred ?? []), ...(req?.requisite ?? [])].map((t) => t.segments?.[key]).filter((v): v is string => !!v);
+function selectedNode(
+  req: RequestOf<'createVolume'>['accessibilityRequirements'],
+  key: string,
+  self: string,
+): string | undefined {
+  const segments = [...(req?.preferred ?? []), ...(req?.requisite ?? [])]
+    .map((t) => t.segments?.[key])
+    .filter((v): v is string => !!v);
   if (segments.length === 0) return undefined;
   return segments.includes(self) ? self : segments[0];
 }
@@ -379,8 +470,10 @@ function selectedNode(req: RequestOf<'createVolume'>['accessibilityRequirements'
 // What a failed provision() means to the sidecar (external-provisioner's checkError reads the code).
 function provisionStatus(err: unknown): CsiStatusError {
   const message = (err as Error)?.message ?? String(err);
-  if (err instanceof InfeasibleError || err instanceof UnsafePathError) return new CsiStatusError('InvalidArgument', message, { cause: err });
-  if (err instanceof ProvisioningError && err.state === 'Reschedule') return new CsiStatusError('ResourceExhausted', message, { cause: err });
+  if (err instanceof InfeasibleError || err instanceof UnsafePathError)
+    return new CsiStatusError('InvalidArgument', message, { cause: err });
+  if (err instanceof ProvisioningError && err.state === 'Reschedule')
+    return new CsiStatusError('ResourceExhausted', message, { cause: err });
   if (err instanceof IgnoredError) return new CsiStatusError('ResourceExhausted', message, { cause: err });
   if ((err as Error)?.name === 'AbortError') return new CsiStatusError('Aborted', message, { cause: err });
   return new CsiStatusError('Internal', message, { cause: err });

@@ -7,7 +7,16 @@ import type { LeaderElectionMode } from '../controller/options.ts';
 import { LEADER_ELECTION_DEFAULTS } from '../runtime/leader-election.ts';
 import { parseListenAddress } from '../runtime/health-server.ts';
 import {
-  addConnectionOptions, applyEnvironment, CliOptionError, givenIn, LOG_LEVELS, opt, parseBoolean, parseDuration, type GivenFlag, type LogLevel,
+  addConnectionOptions,
+  applyEnvironment,
+  CliOptionError,
+  givenIn,
+  LOG_LEVELS,
+  opt,
+  parseBoolean,
+  parseDuration,
+  type GivenFlag,
+  type LogLevel,
 } from './options.ts';
 
 /** `--capacity-ownerref-level`: -1 none, 0 the pod, 1 its controller (StatefulSet, DaemonSet, ReplicaSet), 2 the ReplicaSet's Deployment. */
@@ -69,7 +78,8 @@ function positiveDuration(v: string): number {
 function integer(min: number): (v: string) => number {
   return (v) => {
     const n = Number(v);
-    if (!/^-?\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`"${v}" is not an integer >= ${min}`);
+    if (!/^-?\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || n < min)
+      throw new InvalidArgumentError(`"${v}" is not an integer >= ${min}`);
     return n;
   };
 }
@@ -101,32 +111,95 @@ const bool = (o: Option, dflt: boolean) => o.argParser(parseBoolean).default(dfl
 export function addRunCsiOptions(cmd: Command): Command {
   addConnectionOptions(cmd);
   const own: Option[] = [
-    opt('--csi-address <path>', 'the CSI plugin\'s unix socket: /path or unix:///path').default(DEFAULT_CSI_ADDRESS),
+    opt('--csi-address <path>', "the CSI plugin's unix socket: /path or unix:///path").default(DEFAULT_CSI_ADDRESS),
     opt('--timeout <duration>', 'deadline of each CSI call').argParser(positiveDuration).default(10_000, '10s'),
-    opt('--retry-interval-start <duration>', 'first retry delay of a failed provisioning, deletion or expansion; doubles each time').argParser(positiveDuration).default(1_000, '1s'),
-    opt('--retry-interval-max <duration>', 'longest retry delay (also the slow retry of an infeasible claim)').argParser(positiveDuration).default(300_000, '5m'),
-    opt('--leader-election [mode]', 'none, lease (one active replica) or per-claim (active/active); true/false as in external-provisioner').argParser(leaderElectionArg).default('lease').preset('lease'),
+    opt(
+      '--retry-interval-start <duration>',
+      'first retry delay of a failed provisioning, deletion or expansion; doubles each time',
+    )
+      .argParser(positiveDuration)
+      .default(1_000, '1s'),
+    opt('--retry-interval-max <duration>', 'longest retry delay (also the slow retry of an infeasible claim)')
+      .argParser(positiveDuration)
+      .default(300_000, '5m'),
+    opt(
+      '--leader-election [mode]',
+      'none, lease (one active replica) or per-claim (active/active); true/false as in external-provisioner',
+    )
+      .argParser(leaderElectionArg)
+      .default('lease')
+      .preset('lease'),
     opt('--leader-election-namespace <ns>', 'namespace of the Lease (default: $POD_NAMESPACE)'),
-    opt('--leader-election-lease-duration <duration>', 'lease (and per-claim lock) duration').argParser(positiveDuration).default(LEADER_ELECTION_DEFAULTS.leaseDurationMs, `${LEADER_ELECTION_DEFAULTS.leaseDurationMs / 1000}s`),
-    opt('--leader-election-renew-deadline <duration>', 'the leader gives up if it cannot renew within this').argParser(positiveDuration).default(LEADER_ELECTION_DEFAULTS.renewDeadlineMs, `${LEADER_ELECTION_DEFAULTS.renewDeadlineMs / 1000}s`),
-    opt('--leader-election-retry-period <duration>', 'interval between lease attempts').argParser(positiveDuration).default(LEADER_ELECTION_DEFAULTS.retryPeriodMs, `${LEADER_ELECTION_DEFAULTS.retryPeriodMs / 1000}s`),
-    opt('--worker-threads <n>', 'claim workers (and as many volume and resize workers)').argParser(integer(1)).default(100),
+    opt('--leader-election-lease-duration <duration>', 'lease (and per-claim lock) duration')
+      .argParser(positiveDuration)
+      .default(LEADER_ELECTION_DEFAULTS.leaseDurationMs, `${LEADER_ELECTION_DEFAULTS.leaseDurationMs / 1000}s`),
+    opt('--leader-election-renew-deadline <duration>', 'the leader gives up if it cannot renew within this')
+      .argParser(positiveDuration)
+      .default(LEADER_ELECTION_DEFAULTS.renewDeadlineMs, `${LEADER_ELECTION_DEFAULTS.renewDeadlineMs / 1000}s`),
+    opt('--leader-election-retry-period <duration>', 'interval between lease attempts')
+      .argParser(positiveDuration)
+      .default(LEADER_ELECTION_DEFAULTS.retryPeriodMs, `${LEADER_ELECTION_DEFAULTS.retryPeriodMs / 1000}s`),
+    opt('--worker-threads <n>', 'claim workers (and as many volume and resize workers)')
+      .argParser(integer(1))
+      .default(100),
     opt('--volume-name-prefix <prefix>', 'prefix of volume (and PV) names: <prefix>-<claim uid>').default('pvc'),
-    opt('--volume-name-uuid-length <n>', 'keep this many characters of the claim uid, dashes dropped (-1: the whole uid)').argParser(integer(-1)).default(-1),
-    bool(opt('--extra-create-metadata [bool]', 'add csi.storage.k8s.io/pvc/name, pvc/namespace and pv/name to CreateVolume\'s parameters'), false),
+    opt(
+      '--volume-name-uuid-length <n>',
+      'keep this many characters of the claim uid, dashes dropped (-1: the whole uid)',
+    )
+      .argParser(integer(-1))
+      .default(-1),
+    bool(
+      opt(
+        '--extra-create-metadata [bool]',
+        "add csi.storage.k8s.io/pvc/name, pvc/namespace and pv/name to CreateVolume's parameters",
+      ),
+      false,
+    ),
     opt('--default-fstype <type>', 'fstype when the class sets none (default: none, the plugin decides)').default(''),
-    bool(opt('--strict-topology [bool]', 'with a selected node, request only that node\'s segment'), false),
+    bool(opt('--strict-topology [bool]', "with a selected node, request only that node's segment"), false),
     bool(opt('--immediate-topology [bool]', 'send topology requirements for Immediate classes (all segments)'), true),
-    bool(opt('--controller-publish-readonly [bool]', 'a claim whose only mode is ReadOnlyMany gets a read-only PV source'), false),
-    bool(opt('--enable-capacity [bool]', 'publish CSIStorageCapacity objects (GetCapacity per topology segment and WaitForFirstConsumer class) in $POD_NAMESPACE'), false),
-    opt('--capacity-poll-interval <duration>', 'how often GetCapacity is asked again').argParser(positiveDuration).default(60_000, '1m'),
-    opt('--capacity-ownerref-level <n>', 'owner of the capacity objects: -1 none, 0 the pod, 1 its StatefulSet/DaemonSet/ReplicaSet, 2 the Deployment (needs POD_NAME)').argParser(ownerLevel).default(1),
+    bool(
+      opt('--controller-publish-readonly [bool]', 'a claim whose only mode is ReadOnlyMany gets a read-only PV source'),
+      false,
+    ),
+    bool(
+      opt(
+        '--enable-capacity [bool]',
+        'publish CSIStorageCapacity objects (GetCapacity per topology segment and WaitForFirstConsumer class) in $POD_NAMESPACE',
+      ),
+      false,
+    ),
+    opt('--capacity-poll-interval <duration>', 'how often GetCapacity is asked again')
+      .argParser(positiveDuration)
+      .default(60_000, '1m'),
+    opt(
+      '--capacity-ownerref-level <n>',
+      'owner of the capacity objects: -1 none, 0 the pod, 1 its StatefulSet/DaemonSet/ReplicaSet, 2 the Deployment (needs POD_NAME)',
+    )
+      .argParser(ownerLevel)
+      .default(1),
     bool(opt('--capacity-for-immediate-binding [bool]', 'publish capacity for Immediate classes too'), false),
-    bool(opt('--node-deployment [bool]', 'one instance per node: serve the claims selected for NODE_NAME, publish that node\'s capacity'), false),
+    bool(
+      opt(
+        '--node-deployment [bool]',
+        "one instance per node: serve the claims selected for NODE_NAME, publish that node's capacity",
+      ),
+      false,
+    ),
     opt('--node-name <name>', 'this node (with --node-deployment)', 'NODE_NAME'),
-    opt('--health-address <host:port>', '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable').argParser(address).default(':8080'),
-    opt('--metrics-address <host:port>', '/metrics address (default: the health address); off to disable').argParser(address),
-    opt('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('info'),
+    opt(
+      '--health-address <host:port>',
+      '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable',
+    )
+      .argParser(address)
+      .default(':8080'),
+    opt('--metrics-address <host:port>', '/metrics address (default: the health address); off to disable').argParser(
+      address,
+    ),
+    opt('--log-level <level>', 'log level (JSON logs on stderr)')
+      .choices([...LOG_LEVELS])
+      .default('info'),
   ];
   for (const o of own) cmd.addOption(o);
   return cmd;
@@ -168,19 +241,37 @@ export interface RawRunCsiFlags {
 }
 
 /** Validates the combination of flags and converts them. Throws CliOptionError. */
-export function resolveRunCsiOptions(f: RawRunCsiFlags, env: NodeJS.ProcessEnv, given: GivenFlag = () => false): RunCsiOptions {
-  if (f.nodeDeployment && !f.nodeName) throw new CliOptionError('--node-deployment', 'needs the node\'s name: set NODE_NAME (or --node-name)');
+export function resolveRunCsiOptions(
+  f: RawRunCsiFlags,
+  env: NodeJS.ProcessEnv,
+  given: GivenFlag = () => false,
+): RunCsiOptions {
+  if (f.nodeDeployment && !f.nodeName)
+    throw new CliOptionError('--node-deployment', "needs the node's name: set NODE_NAME (or --node-name)");
   if (f.nodeDeployment && f.leaderElection !== 'none') {
     // Each node's instance serves its own node: there is nobody to elect (external-provisioner runs it without).
-    if (given('leaderElection')) throw new CliOptionError('--leader-election', 'must be none with --node-deployment (each node\'s instance serves its own claims)');
+    if (given('leaderElection'))
+      throw new CliOptionError(
+        '--leader-election',
+        "must be none with --node-deployment (each node's instance serves its own claims)",
+      );
     f = { ...f, leaderElection: 'none' };
   }
   if (f.enableCapacity && f.leaderElection === 'per-claim') {
-    throw new CliOptionError('--enable-capacity', 'needs --leader-election lease or none (per-claim replicas would all write the same CSIStorageCapacity objects)');
+    throw new CliOptionError(
+      '--enable-capacity',
+      'needs --leader-election lease or none (per-claim replicas would all write the same CSIStorageCapacity objects)',
+    );
   }
-  if (f.retryIntervalStart > f.retryIntervalMax) throw new CliOptionError('--retry-interval-start', 'is longer than --retry-interval-max');
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(f.volumeNamePrefix)) throw new CliOptionError('--volume-name-prefix', `"${f.volumeNamePrefix}" is not a DNS label`);
-  if (f.leaderElectionRenewDeadline >= f.leaderElectionLeaseDuration) throw new CliOptionError('--leader-election-renew-deadline', 'must be shorter than --leader-election-lease-duration');
+  if (f.retryIntervalStart > f.retryIntervalMax)
+    throw new CliOptionError('--retry-interval-start', 'is longer than --retry-interval-max');
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(f.volumeNamePrefix))
+    throw new CliOptionError('--volume-name-prefix', `"${f.volumeNamePrefix}" is not a DNS label`);
+  if (f.leaderElectionRenewDeadline >= f.leaderElectionLeaseDuration)
+    throw new CliOptionError(
+      '--leader-election-renew-deadline',
+      'must be shorter than --leader-election-lease-duration',
+    );
   const health = f.healthAddress === 'off' ? undefined : f.healthAddress;
   const metrics = f.metricsAddress === undefined ? health : f.metricsAddress === 'off' ? undefined : f.metricsAddress;
   return {
@@ -222,7 +313,9 @@ export function resolveRunCsiOptions(f: RawRunCsiFlags, env: NodeJS.ProcessEnv, 
 
 /** Parses `run csi` arguments (without `run csi`) as the command would; for tests, manifests and `dev --csi`. */
 export function parseRunCsiArgs(args: string[], env: NodeJS.ProcessEnv = {}): RunCsiOptions {
-  const cmd = addRunCsiOptions(new Command('csi')).exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  const cmd = addRunCsiOptions(new Command('csi'))
+    .exitOverride()
+    .configureOutput({ writeErr: () => {}, writeOut: () => {} });
   cmd.parse(args, { from: 'user' });
   applyEnvironment(cmd, env);
   return resolveRunCsiOptions(cmd.opts<RawRunCsiFlags>(), env, givenIn(cmd));

@@ -65,7 +65,10 @@ async function notALockFile(path: string): Promise<DataDirLockPathError | undefi
   const otherwise = 'or start with another --data-dir';
   if (st.isSymbolicLink()) {
     const target = await readlink(path).catch(() => '?');
-    const dangling = await stat(path).then(() => false, (e: NodeJS.ErrnoException) => e.code === 'ENOENT');
+    const dangling = await stat(path).then(
+      () => false,
+      (e: NodeJS.ErrnoException) => e.code === 'ENOENT',
+    );
     return new DataDirLockPathError(
       path,
       `is a ${dangling ? 'dangling ' : ''}symbolic link to ${target}`,
@@ -73,9 +76,17 @@ async function notALockFile(path: string): Promise<DataDirLockPathError | undefi
     );
   }
   if (st.isDirectory()) {
-    return new DataDirLockPathError(path, 'is a directory', `if nothing in it is needed, remove it (rm -r ${path}) and start again, ${otherwise}`);
+    return new DataDirLockPathError(
+      path,
+      'is a directory',
+      `if nothing in it is needed, remove it (rm -r ${path}) and start again, ${otherwise}`,
+    );
   }
-  return new DataDirLockPathError(path, 'is a special file', `if no kube-provisioner is running on this directory, remove it (rm ${path}) and start again, ${otherwise}`);
+  return new DataDirLockPathError(
+    path,
+    'is a special file',
+    `if no kube-provisioner is running on this directory, remove it (rm ${path}) and start again, ${otherwise}`,
+  );
 }
 
 /** A held lock. */
@@ -105,7 +116,13 @@ function parseOwner(text: string): DataDirLockOwner | undefined {
   try {
     const v = JSON.parse(text) as Partial<DataDirLockOwner>;
     if (typeof v.pid !== 'number' || typeof v.token !== 'string') return undefined;
-    return { pid: v.pid, url: typeof v.url === 'string' ? v.url : undefined, command: String(v.command ?? '?'), startedAt: String(v.startedAt ?? ''), token: v.token };
+    return {
+      pid: v.pid,
+      url: typeof v.url === 'string' ? v.url : undefined,
+      command: String(v.command ?? '?'),
+      startedAt: String(v.startedAt ?? ''),
+      token: v.token,
+    };
   } catch {
     return undefined;
   }
@@ -138,7 +155,12 @@ async function writeWhole(path: string, owner: DataDirLockOwner, replace: boolea
 export async function lockDataDir(dataDir: string, command: string): Promise<DataDirLock> {
   await mkdir(dataDir, { recursive: true });
   const path = join(dataDir, LOCK_FILE);
-  const owner: DataDirLockOwner = { pid: process.pid, command, startedAt: new Date().toISOString(), token: randomBytes(12).toString('hex') };
+  const owner: DataDirLockOwner = {
+    pid: process.pid,
+    command,
+    startedAt: new Date().toISOString(),
+    token: randomBytes(12).toString('hex'),
+  };
   for (let attempt = 0; ; attempt++) {
     try {
       await writeWhole(path, owner, false);
@@ -153,7 +175,8 @@ export async function lockDataDir(dataDir: string, command: string): Promise<Dat
     const held = await readOwner(path);
     if (held === 'gone') continue;
     // Our own PID in a lock we do not hold in this process: a previous run that had the same PID (containers).
-    if (held && (heldHere.has(path) || (isAlive(held.pid) && held.pid !== process.pid))) throw new DataDirLockedError(dataDir, held);
+    if (held && (heldHere.has(path) || (isAlive(held.pid) && held.pid !== process.pid)))
+      throw new DataDirLockedError(dataDir, held);
     await takeOver(path, dataDir, held);
   }
   heldHere.add(path);

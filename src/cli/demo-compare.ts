@@ -37,7 +37,10 @@ export class InstantProvisioner implements Provisioner {
 
 /** Runs the demo against the instant provisioner, then removes its claims and volumes. */
 export async function runMemoryDemo(
-  o: { client: KubeClient; registry: Registry; logger: Logger; threadiness: number } & Pick<DemoOptions, 'count' | 'timeoutMs' | 'progress' | 'signal'>,
+  o: { client: KubeClient; registry: Registry; logger: Logger; threadiness: number } & Pick<
+    DemoOptions,
+    'count' | 'timeoutMs' | 'progress' | 'signal'
+  >,
 ): Promise<DemoResult> {
   const sc: StorageClass = {
     apiVersion: 'storage.k8s.io/v1',
@@ -70,12 +73,20 @@ export async function runMemoryDemo(
 
 // Deletes the run's claims and waits (bounded) for the controller to delete their volumes.
 async function cleanUp(client: KubeClient, runId: string): Promise<void> {
-  const claims = await client.listAll<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: 'default', labelSelector: `${DEMO_LABEL}=${runId}` });
-  await Promise.all(claims.items.map((c) => client.delete(persistentVolumeClaims, c.metadata.name ?? '', { namespace: 'default' }).catch(() => undefined)));
+  const claims = await client.listAll<PersistentVolumeClaim>(persistentVolumeClaims, {
+    namespace: 'default',
+    labelSelector: `${DEMO_LABEL}=${runId}`,
+  });
+  await Promise.all(
+    claims.items.map((c) =>
+      client.delete(persistentVolumeClaims, c.metadata.name ?? '', { namespace: 'default' }).catch(() => undefined),
+    ),
+  );
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     const pvs = await client.listAll<PersistentVolume>(persistentVolumes);
-    if (!pvs.items.some((pv) => pv.metadata.annotations?.[ANN_DYNAMICALLY_PROVISIONED] === MEMORY_PROVISIONER_NAME)) return;
+    if (!pvs.items.some((pv) => pv.metadata.annotations?.[ANN_DYNAMICALLY_PROVISIONED] === MEMORY_PROVISIONER_NAME))
+      return;
     await new Promise((r) => setTimeout(r, 200));
   }
 }

@@ -75,7 +75,9 @@ class ProgressBar {
       this.lastDraw = now;
       const width = Math.max(10, Math.min(40, (this.out.columns ?? 80) - 40));
       const filled = Math.round((bound / this.total) * width);
-      this.out.write(`\r[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${bound}/${this.total} Bound, ${created} created `);
+      this.out.write(
+        `\r[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${bound}/${this.total} Bound, ${created} created `,
+      );
       return;
     }
     // Not a terminal (CI logs, pipes): a line at each quarter.

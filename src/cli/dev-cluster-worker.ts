@@ -20,10 +20,13 @@ try {
     onError: (err) => logger.error({ err: errorMessage(err) }, 'embedded cluster error'),
   });
   port.once('message', () => {
-    cluster.stop().then(
-      () => send({ type: 'stopped' }),
-      (err: unknown) => send({ type: 'stopped', error: errorMessage(err) }),
-    ).finally(() => port.close());
+    cluster
+      .stop()
+      .then(
+        () => send({ type: 'stopped' }),
+        (err: unknown) => send({ type: 'stopped', error: errorMessage(err) }),
+      )
+      .finally(() => port.close());
   });
   send({ type: 'ready', url: cluster.url, kubeconfigPath: cluster.kubeconfigPath, persistence: cluster.persistence });
 } catch (err) {

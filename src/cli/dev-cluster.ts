@@ -44,7 +44,11 @@ export interface DevCluster {
 const STOP_TIMEOUT_MS = 10_000;
 
 /** Starts the cluster in the chosen thread; rejects like startEmbeddedCluster (with the listen error's code). */
-export async function startDevCluster(where: ClusterThread, opts: ClusterThreadOptions, logger: Logger): Promise<DevCluster> {
+export async function startDevCluster(
+  where: ClusterThread,
+  opts: ClusterThreadOptions,
+  logger: Logger,
+): Promise<DevCluster> {
   if (where === 'main') {
     const cluster = await startEmbeddedCluster({
       ...opts,
@@ -52,8 +56,11 @@ export async function startDevCluster(where: ClusterThread, opts: ClusterThreadO
     });
     let stopping: Promise<void> | undefined;
     return {
-      url: cluster.url, kubeconfigPath: cluster.kubeconfigPath, persistence: cluster.persistence,
-      exited: new Promise(() => {}), stop: () => (stopping ??= cluster.stop()),
+      url: cluster.url,
+      kubeconfigPath: cluster.kubeconfigPath,
+      persistence: cluster.persistence,
+      exited: new Promise(() => {}),
+      stop: () => (stopping ??= cluster.stop()),
     };
   }
   return startWorkerCluster(opts);
@@ -83,13 +90,20 @@ function startWorkerCluster(opts: ClusterThreadOptions): Promise<DevCluster> {
   const gone = new Promise<number>((resolve) => worker.once('exit', resolve));
   worker.on('error', (err) => (lastError = err));
   void gone.then((code) => {
-    if (!stopRequested) settleExited(new Error(`the embedded cluster's thread ended (exit code ${code})${lastError ? `: ${errorMessage(lastError)}` : ''}`));
+    if (!stopRequested)
+      settleExited(
+        new Error(
+          `the embedded cluster's thread ended (exit code ${code})${lastError ? `: ${errorMessage(lastError)}` : ''}`,
+        ),
+      );
   });
 
   const stop = (): Promise<void> => {
     stopRequested = true;
     return (stopping ??= (async () => {
-      const stopped = new Promise<ClusterThreadMessage>((resolve) => worker.on('message', (m: ClusterThreadMessage) => m.type === 'stopped' && resolve(m)));
+      const stopped = new Promise<ClusterThreadMessage>((resolve) =>
+        worker.on('message', (m: ClusterThreadMessage) => m.type === 'stopped' && resolve(m)),
+      );
       worker.postMessage({ type: 'stop' });
       let timer: NodeJS.Timeout | undefined;
       const outcome = await Promise.race([
@@ -99,8 +113,12 @@ function startWorkerCluster(opts: ClusterThreadOptions): Promise<DevCluster> {
       ]);
       clearTimeout(timer);
       await worker.terminate();
-      if (outcome === 'timeout') throw new Error(`the embedded cluster did not stop within ${STOP_TIMEOUT_MS / 1000} s; its thread was terminated`);
-      if (outcome?.type === 'stopped' && outcome.error) throw new Error(`stopping the embedded cluster: ${outcome.error}`);
+      if (outcome === 'timeout')
+        throw new Error(
+          `the embedded cluster did not stop within ${STOP_TIMEOUT_MS / 1000} s; its thread was terminated`,
+        );
+      if (outcome?.type === 'stopped' && outcome.error)
+        throw new Error(`stopping the embedded cluster: ${outcome.error}`);
     })());
   };
 
@@ -117,6 +135,12 @@ function startWorkerCluster(opts: ClusterThreadOptions): Promise<DevCluster> {
       }
     };
     worker.on('message', onMessage);
-    void gone.then((code) => reject(new Error(`the embedded cluster's thread ended before it was ready (exit code ${code})${lastError ? `: ${errorMessage(lastError)}` : ''}`)));
+    void gone.then((code) =>
+      reject(
+        new Error(
+          `the embedded cluster's thread ended before it was ready (exit code ${code})${lastError ? `: ${errorMessage(lastError)}` : ''}`,
+        ),
+      ),
+    );
   });
 }

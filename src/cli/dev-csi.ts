@@ -30,11 +30,27 @@ export const DEV_CSI_CLASSES = { shared: 'csi-hostpath', local: 'csi-hostpath-lo
 
 /** The StorageClasses of the reference plugin in dev (also used by tests and benchmarks). */
 export function devCsiStorageClasses(driver = HOSTPATH_CSI_DRIVER): StorageClass[] {
-  const base = { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', provisioner: driver, reclaimPolicy: 'Delete' as const, allowVolumeExpansion: true };
+  const base = {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    provisioner: driver,
+    reclaimPolicy: 'Delete' as const,
+    allowVolumeExpansion: true,
+  };
   const pathPattern = '${.PVC.namespace}/${.PVC.name}-${.PV.name}';
   return [
-    { ...base, metadata: { name: DEV_CSI_CLASSES.shared }, volumeBindingMode: 'Immediate', parameters: { [PARAM_CONFIG_CLASS]: DEV_CSI_CLASSES.shared, pathPattern, onDelete: 'delete' } },
-    { ...base, metadata: { name: DEV_CSI_CLASSES.local }, volumeBindingMode: 'WaitForFirstConsumer', parameters: { [PARAM_CONFIG_CLASS]: DEV_CSI_CLASSES.local, pathPattern } },
+    {
+      ...base,
+      metadata: { name: DEV_CSI_CLASSES.shared },
+      volumeBindingMode: 'Immediate',
+      parameters: { [PARAM_CONFIG_CLASS]: DEV_CSI_CLASSES.shared, pathPattern, onDelete: 'delete' },
+    },
+    {
+      ...base,
+      metadata: { name: DEV_CSI_CLASSES.local },
+      volumeBindingMode: 'WaitForFirstConsumer',
+      parameters: { [PARAM_CONFIG_CLASS]: DEV_CSI_CLASSES.local, pathPattern },
+    },
   ];
 }
 
@@ -52,11 +68,24 @@ export function devCsiConfig(volumesDir: string): object {
  * What node-driver-registrar and the kubelet publish for a driver: its CSIDriver (no attach, persistent volumes),
  * and its entry (node id, topology keys) in the node's CSINode, created or updated. Idempotent.
  */
-export async function registerCsiDriver(client: KubeClient, driver: string, nodeName: string, topologyKey = LABEL_HOSTNAME): Promise<void> {
+export async function registerCsiDriver(
+  client: KubeClient,
+  driver: string,
+  nodeName: string,
+  topologyKey = LABEL_HOSTNAME,
+): Promise<void> {
   await client
     .create(csiDrivers, {
-      apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: driver },
-      spec: { attachRequired: false, podInfoOnMount: false, volumeLifecycleModes: ['Persistent'], storageCapacity: false, fsGroupPolicy: 'File' },
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'CSIDriver',
+      metadata: { name: driver },
+      spec: {
+        attachRequired: false,
+        podInfoOnMount: false,
+        volumeLifecycleModes: ['Persistent'],
+        storageCapacity: false,
+        fsGroupPolicy: 'File',
+      },
     })
     .catch((err: unknown) => {
       if (!(err instanceof AlreadyExistsError)) throw err;
@@ -67,7 +96,12 @@ export async function registerCsiDriver(client: KubeClient, driver: string, node
     throw err;
   });
   if (!existing) {
-    await client.create(csiNodes, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: nodeName }, spec: { drivers: [entry] } });
+    await client.create(csiNodes, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'CSINode',
+      metadata: { name: nodeName },
+      spec: { drivers: [entry] },
+    });
     return;
   }
   const drivers = (existing.spec.drivers ?? []).filter((d) => d.name !== driver);
@@ -92,9 +126,18 @@ export interface DevCsiSidecarOptions {
  */
 export function devCsiSidecarArgs(address: string, workerThreads: number): string[] {
   return [
-    '--csi-address', address, '--leader-election', 'none', '--worker-threads', String(workerThreads), '--extra-create-metadata', '--kube-api-qps', '0',
+    '--csi-address',
+    address,
+    '--leader-election',
+    'none',
+    '--worker-threads',
+    String(workerThreads),
+    '--extra-create-metadata',
+    '--kube-api-qps',
+    '0',
     // No fixed port: dev serves its own endpoints, and two dev instances (or tests) must not collide on :8080.
-    '--health-address', 'off',
+    '--health-address',
+    'off',
   ];
 }
 
@@ -106,7 +149,11 @@ export function devCsiSidecarArgs(address: string, workerThreads: number): strin
 export async function startDevCsiSidecar(o: DevCsiSidecarOptions): Promise<CsiSidecar> {
   const options = parseRunCsiArgs(devCsiSidecarArgs(o.address, o.workerThreads));
   return startCsiSidecar(options, {
-    client: o.client, logger: o.logger, startupIntervalMs: 100, ...(o.registry ? { registry: o.registry } : {}), ...(o.signal ? { signal: o.signal } : {}),
+    client: o.client,
+    logger: o.logger,
+    startupIntervalMs: 100,
+    ...(o.registry ? { registry: o.registry } : {}),
+    ...(o.signal ? { signal: o.signal } : {}),
   });
 }
 
@@ -126,14 +173,40 @@ export interface PluginProcess {
  * cluster's process its replies waited behind the cluster's synchronous SQLite writes during a burst of creates,
  * past the sidecar's 10 s call deadline.
  */
-export async function startPluginProcess(o: { endpoint: string; configFile: string; nodeName: string; logLevel?: string }): Promise<PluginProcess> {
+export async function startPluginProcess(o: {
+  endpoint: string;
+  configFile: string;
+  nodeName: string;
+  logLevel?: string;
+}): Promise<PluginProcess> {
   const main = fileURLToPath(new URL(`./main${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
-  const child = spawn(process.execPath, [...process.execArgv, main, 'run', 'csi-hostpath-plugin', '--endpoint', o.endpoint, '--config', o.configFile, '--node-name', o.nodeName, '--log-level', o.logLevel ?? 'warn'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...process.execArgv,
+      main,
+      'run',
+      'csi-hostpath-plugin',
+      '--endpoint',
+      o.endpoint,
+      '--config',
+      o.configFile,
+      '--node-name',
+      o.nodeName,
+      '--log-level',
+      o.logLevel ?? 'warn',
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   // Its logs go to dev's stderr; its own note on the SIGTERM that stop() sends does not.
   child.stderr!.on('data', (b: Buffer) => {
-    const text = b.toString().split('\n').filter((l) => !/^received SIG[A-Z]+, shutting down/.test(l)).join('\n');
+    const text = b
+      .toString()
+      .split('\n')
+      .filter((l) => !/^received SIG[A-Z]+, shutting down/.test(l))
+      .join('\n');
     if (text.trim()) process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -149,7 +222,11 @@ export async function startPluginProcess(o: { endpoint: string; configFile: stri
       }
     };
     child.stdout!.on('data', onData);
-    void exited.then(() => reject(new Error(`the CSI plugin process exited before it listened (exit code ${child.exitCode ?? child.signalCode})`)));
+    void exited.then(() =>
+      reject(
+        new Error(`the CSI plugin process exited before it listened (exit code ${child.exitCode ?? child.signalCode})`),
+      ),
+    );
   });
   const m = / (\S+) listening on (unix:\/\/\S+)/.exec(line);
   const address = m?.[2] ?? o.endpoint;
@@ -180,13 +257,27 @@ export interface DevCsi {
  * Starts the reference plugin process (configuration DIR/csi-hostpath-config.json), registers it, creates its
  * classes, starts the sidecar in this process.
  */
-export async function startDevCsi(o: { client: KubeClient; dataDir: string; nodeName: string; workerThreads: number; logger: Logger; logLevel?: string; registry?: Registry; signal?: AbortSignal }): Promise<DevCsi> {
+export async function startDevCsi(o: {
+  client: KubeClient;
+  dataDir: string;
+  nodeName: string;
+  workerThreads: number;
+  logger: Logger;
+  logLevel?: string;
+  registry?: Registry;
+  signal?: AbortSignal;
+}): Promise<DevCsi> {
   const volumesDir = join(o.dataDir, 'volumes');
   await mkdir(join(volumesDir, 'csi-shared'), { recursive: true });
   await mkdir(join(volumesDir, 'csi-local'), { recursive: true });
   const configFile = join(o.dataDir, 'csi-hostpath-config.json');
   if (!existsSync(configFile)) await writeFile(configFile, `${JSON.stringify(devCsiConfig(volumesDir), null, 2)}\n`);
-  const plugin = await startPluginProcess({ endpoint: `unix://${join(o.dataDir, 'csi', 'csi.sock')}`, configFile, nodeName: o.nodeName, logLevel: o.logLevel });
+  const plugin = await startPluginProcess({
+    endpoint: `unix://${join(o.dataDir, 'csi', 'csi.sock')}`,
+    configFile,
+    nodeName: o.nodeName,
+    logLevel: o.logLevel,
+  });
   try {
     await registerCsiDriver(o.client, plugin.driverName, o.nodeName);
     for (const sc of devCsiStorageClasses(plugin.driverName)) {
@@ -194,9 +285,18 @@ export async function startDevCsi(o: { client: KubeClient; dataDir: string; node
         if (!(err instanceof AlreadyExistsError)) throw err;
       });
     }
-    const sidecar = await startDevCsiSidecar({ client: o.client, address: plugin.address, workerThreads: o.workerThreads, logger: o.logger, registry: o.registry, signal: o.signal });
+    const sidecar = await startDevCsiSidecar({
+      client: o.client,
+      address: plugin.address,
+      workerThreads: o.workerThreads,
+      logger: o.logger,
+      registry: o.registry,
+      signal: o.signal,
+    });
     return {
-      plugin, sidecar, configFile,
+      plugin,
+      sidecar,
+      configFile,
       stop: async () => {
         await sidecar.stop();
         await plugin.stop();

@@ -33,10 +33,20 @@ export function outcomeEventTransform(sinceMs: number): (e: CoreEvent) => CoreEv
   return (e) => {
     // No uid: the store would index it, and nothing here looks an event up by uid.
     const { name, namespace, resourceVersion } = e.metadata;
-    const slim = { apiVersion: e.apiVersion, kind: e.kind, metadata: { name, namespace, resourceVersion } } as CoreEvent;
+    const slim = {
+      apiVersion: e.apiVersion,
+      kind: e.kind,
+      metadata: { name, namespace, resourceVersion },
+    } as CoreEvent;
     if (!(eventTime(e) >= Math.floor(sinceMs / 1000) * 1000) || outcomeLine(e) === undefined) return slim;
     const { kind, namespace: ns, name: claim, uid: claimUid } = e.involvedObject;
-    return { ...slim, involvedObject: { kind, namespace: ns, name: claim, uid: claimUid }, reason: e.reason, message: e.message, lastTimestamp: e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp };
+    return {
+      ...slim,
+      involvedObject: { kind, namespace: ns, name: claim, uid: claimUid },
+      reason: e.reason,
+      message: e.message,
+      lastTimestamp: e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp,
+    };
   };
 }
 
@@ -44,7 +54,12 @@ export function outcomeEventTransform(sinceMs: number): (e: CoreEvent) => CoreEv
  * Prints each provisioning outcome recorded at or after `sinceMs` once (a repeat of the same message, which the
  * event correlator aggregates into a count, is not printed again). Runs until `signal` aborts.
  */
-export async function printProvisioningOutcomes(client: KubeClient, sinceMs: number, out: (line: string) => void, signal: AbortSignal): Promise<void> {
+export async function printProvisioningOutcomes(
+  client: KubeClient,
+  sinceMs: number,
+  out: (line: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
   const printed = new Set<string>();
   const seen = (e: CoreEvent) => {
     if (!e.involvedObject) return; // slimmed by the transform: not an outcome to print

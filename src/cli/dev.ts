@@ -70,7 +70,13 @@ export const DEV_CLASSES = { shared: 'hostpath', local: 'hostpath-local' } as co
  * directory, so the class says so where `kubectl get storageclass -o yaml` shows it.
  */
 export function devStorageClasses(provisioner: string): StorageClass[] {
-  const base = { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', provisioner, reclaimPolicy: 'Delete' as const, allowVolumeExpansion: true };
+  const base = {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    provisioner,
+    reclaimPolicy: 'Delete' as const,
+    allowVolumeExpansion: true,
+  };
   const parameters = { pathPattern: '${.PVC.namespace}/${.PVC.name}-${.PV.name}', onDelete: 'delete' };
   return [
     {
@@ -122,14 +128,25 @@ export async function runDev(o: DevOptions, io: DevIo, signal: AbortSignal): Pro
   }
 }
 
-async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logger: Logger, dataDir: string, lock: DataDirLock): Promise<DevDemoResults | undefined> {
+async function runDevLocked(
+  o: DevOptions,
+  io: DevIo,
+  signal: AbortSignal,
+  logger: Logger,
+  dataDir: string,
+  lock: DataDirLock,
+): Promise<DevDemoResults | undefined> {
   const volumesDir = join(dataDir, 'volumes');
   await mkdir(join(volumesDir, 'shared'), { recursive: true });
   await mkdir(join(volumesDir, 'local'), { recursive: true });
   const configFile = join(dataDir, 'hostpath-config.json');
   if (!existsSync(configFile)) await writeFile(configFile, `${JSON.stringify(devConfig(volumesDir), null, 2)}\n`);
 
-  const cluster = await startDevCluster(o.clusterThread ?? 'worker', { dataDir, port: o.port, host: o.host, logLevel: o.logLevel }, logger).catch((err: unknown) => {
+  const cluster = await startDevCluster(
+    o.clusterThread ?? 'worker',
+    { dataDir, port: o.port, host: o.host, logLevel: o.logLevel },
+    logger,
+  ).catch((err: unknown) => {
     throw describeListenError(err, o.host, o.port);
   });
   const stopService = new AbortController();
@@ -178,7 +195,15 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
     // hostpath provisioner.
     // Its own metrics registry: the sidecar's controller registers the same controller metrics as the hostpath one.
     const csi = o.csi
-      ? await startDevCsi({ client, dataDir, nodeName, workerThreads: o.workerThreads, logger, logLevel: o.logLevel, signal: stopService.signal })
+      ? await startDevCsi({
+          client,
+          dataDir,
+          nodeName,
+          workerThreads: o.workerThreads,
+          logger,
+          logLevel: o.logLevel,
+          signal: stopService.signal,
+        })
       : undefined;
     stopCsi = csi?.stop;
     // Short paths when under the working directory (the default), absolute ones otherwise.
@@ -191,21 +216,35 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
     io.out('  kubectl get storageclass,nodes');
     io.out(`  kubectl apply -f ${show(EXAMPLE_CLAIM)}`);
     io.out("  kubectl wait --for=jsonpath='{.status.phase}'=Bound pvc/example-data --timeout=30s");
-    io.out('  kubectl wait --for=condition=Ready pod/example-writer --timeout=30s   (containers are not run: the pod is Ready once its volume mounts)');
+    io.out(
+      '  kubectl wait --for=condition=Ready pod/example-writer --timeout=30s   (containers are not run: the pod is Ready once its volume mounts)',
+    );
     io.out('  kube-provisioner explain pvc NAME   (why a claim is Pending: finds this configuration by itself)');
-    io.out(`  volumes: ${show(join(volumesDir, 'shared'))} (class ${DEV_CLASSES.shared}, default), ${show(join(volumesDir, 'local'))} (class ${DEV_CLASSES.local})`);
+    io.out(
+      `  volumes: ${show(join(volumesDir, 'shared'))} (class ${DEV_CLASSES.shared}, default), ${show(join(volumesDir, 'local'))} (class ${DEV_CLASSES.local})`,
+    );
     io.out(`  configuration (hot-reloaded): ${show(configFile)}`);
     if (service.metricsUrl) io.out(`  metrics: ${service.metricsUrl}`);
     if (csi) {
-      io.out(`  CSI mode: plugin ${csi.sidecar.driverName} on ${show(csi.plugin.socketPath)} (run csi-hostpath-plugin, pid ${csi.plugin.child.pid}), sidecar (run csi) in-process; classes ${DEV_CSI_CLASSES.shared} (Immediate), ${DEV_CSI_CLASSES.local} (WaitForFirstConsumer)`);
-      io.out(`  CSI volumes: ${show(join(volumesDir, 'csi-shared'))}, ${show(join(volumesDir, 'csi-local'))}; plugin configuration: ${show(csi.configFile)}`);
+      io.out(
+        `  CSI mode: plugin ${csi.sidecar.driverName} on ${show(csi.plugin.socketPath)} (run csi-hostpath-plugin, pid ${csi.plugin.child.pid}), sidecar (run csi) in-process; classes ${DEV_CSI_CLASSES.shared} (Immediate), ${DEV_CSI_CLASSES.local} (WaitForFirstConsumer)`,
+      );
+      io.out(
+        `  CSI volumes: ${show(join(volumesDir, 'csi-shared'))}, ${show(join(volumesDir, 'csi-local'))}; plugin configuration: ${show(csi.configFile)}`,
+      );
     }
     const notice = persistenceNotice(cluster.persistence);
     if (notice) io.out(notice);
 
     let result: DevDemoResults | undefined;
     if (o.demo !== undefined) {
-      const demo = { client, count: o.demo, timeoutMs: o.demoTimeoutMs, progress: io.progress, signal: AbortSignal.any([signal, stopService.signal]) };
+      const demo = {
+        client,
+        count: o.demo,
+        timeoutMs: o.demoTimeoutMs,
+        progress: io.progress,
+        signal: AbortSignal.any([signal, stopService.signal]),
+      };
       result = { hostpath: await runDemo({ ...demo, storageClassName: DEV_CLASSES.shared }) };
       io.out(formatDemoSummary(result.hostpath));
       if (csi && !signal.aborted) {
@@ -214,7 +253,12 @@ async function runDevLocked(o: DevOptions, io: DevIo, signal: AbortSignal, logge
         io.out(formatCsiComparison(result.hostpath, result.csi));
       }
       if (o.demoCompare && !signal.aborted) {
-        result.memory = await runMemoryDemo({ ...demo, registry: service.registry, logger, threadiness: o.workerThreads });
+        result.memory = await runMemoryDemo({
+          ...demo,
+          registry: service.registry,
+          logger,
+          threadiness: o.workerThreads,
+        });
         io.out(`demo (instant in-memory provisioner): ${formatDemoSummary(result.memory).replace(/^demo: /, '')}`);
         io.out(formatComparison(result.hostpath, result.memory));
       }
@@ -257,32 +301,79 @@ function intArg(min: number): (v: string) => number {
 export function registerDevCommand(program: Command): void {
   const dev = new Command('dev')
     .description('run the embedded cluster, this machine as a node, and the hostpath provisioner, all in one process')
-    .addOption(new Option('--data-dir <dir>', 'cluster data, kubeconfig and volumes (kept between runs)').default('.kube-provisioner'))
+    .addOption(
+      new Option('--data-dir <dir>', 'cluster data, kubeconfig and volumes (kept between runs)').default(
+        '.kube-provisioner',
+      ),
+    )
     .addOption(new Option('--port <n>', 'API server port (0 = any free port)').argParser(parsePort).default(6443))
     .addOption(new Option('--host <address>', 'API server bind address').default('127.0.0.1'))
-    .addOption(new Option('--demo <n>', 'create N claims, print claims/s and p50/p99 time to Bound, then exit').argParser(intArg(1)))
-    .addOption(new Option('--demo-compare', 'after the demo, run it again against an instant in-memory provisioner and compare'))
-    .addOption(new Option('--demo-timeout <seconds>', 'give up waiting for the demo claims after this').argParser(intArg(1)).default(120))
+    .addOption(
+      new Option('--demo <n>', 'create N claims, print claims/s and p50/p99 time to Bound, then exit').argParser(
+        intArg(1),
+      ),
+    )
+    .addOption(
+      new Option('--demo-compare', 'after the demo, run it again against an instant in-memory provisioner and compare'),
+    )
+    .addOption(
+      new Option('--demo-timeout <seconds>', 'give up waiting for the demo claims after this')
+        .argParser(intArg(1))
+        .default(120),
+    )
     .addOption(new Option('--worker-threads <n>', 'provisioner claim workers').argParser(intArg(1)).default(4))
-    .addOption(new Option('--csi', 'CSI mode too: the reference CSI plugin (hostpath over CSI) on DIR/csi/csi.sock, the CSI sidecar, classes csi-hostpath and csi-hostpath-local'))
-    .addOption(new Option('--metrics-address <host:port>', 'serve the provisioner\'s /metrics, /healthz and /readyz here'))
-    .addOption(new Option('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('warn'))
-    .addOption(new Option('--cluster-thread <where>', 'run the embedded cluster in a worker thread of its own (a second core) or in the main thread').choices([...CLUSTER_THREADS]).default('worker'));
-  dev.action(async (f: { dataDir: string; port: number; host: string; demo?: number; demoCompare?: boolean; demoTimeout: number; workerThreads: number; metricsAddress?: string; csi?: boolean; logLevel: LogLevel; clusterThread: ClusterThread }) => {
-    const stop = new AbortController();
-    const removeHandlers = abortOnSignals(stop, createLogger({ level: f.logLevel }), (line) => process.stderr.write(`${line}\n`));
-    try {
-      const result = await runDev(
-        { ...f, demoTimeoutMs: f.demoTimeout * 1000 },
-        { out: (line) => process.stdout.write(`${line}\n`), progress: process.stderr },
-        stop.signal,
+    .addOption(
+      new Option(
+        '--csi',
+        'CSI mode too: the reference CSI plugin (hostpath over CSI) on DIR/csi/csi.sock, the CSI sidecar, classes csi-hostpath and csi-hostpath-local',
+      ),
+    )
+    .addOption(
+      new Option('--metrics-address <host:port>', "serve the provisioner's /metrics, /healthz and /readyz here"),
+    )
+    .addOption(
+      new Option('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('warn'),
+    )
+    .addOption(
+      new Option(
+        '--cluster-thread <where>',
+        'run the embedded cluster in a worker thread of its own (a second core) or in the main thread',
+      )
+        .choices([...CLUSTER_THREADS])
+        .default('worker'),
+    );
+  dev.action(
+    async (f: {
+      dataDir: string;
+      port: number;
+      host: string;
+      demo?: number;
+      demoCompare?: boolean;
+      demoTimeout: number;
+      workerThreads: number;
+      metricsAddress?: string;
+      csi?: boolean;
+      logLevel: LogLevel;
+      clusterThread: ClusterThread;
+    }) => {
+      const stop = new AbortController();
+      const removeHandlers = abortOnSignals(stop, createLogger({ level: f.logLevel }), (line) =>
+        process.stderr.write(`${line}\n`),
       );
-      // Stopped by a signal: a clean stop (exit 0), not a failed demo.
-      const incomplete = (r?: DemoResult) => r !== undefined && r.bound < r.requested && !r.interrupted;
-      if (result && (incomplete(result.hostpath) || incomplete(result.memory) || incomplete(result.csi))) process.exitCode = 1;
-    } finally {
-      removeHandlers();
-    }
-  });
+      try {
+        const result = await runDev(
+          { ...f, demoTimeoutMs: f.demoTimeout * 1000 },
+          { out: (line) => process.stdout.write(`${line}\n`), progress: process.stderr },
+          stop.signal,
+        );
+        // Stopped by a signal: a clean stop (exit 0), not a failed demo.
+        const incomplete = (r?: DemoResult) => r !== undefined && r.bound < r.requested && !r.interrupted;
+        if (result && (incomplete(result.hostpath) || incomplete(result.memory) || incomplete(result.csi)))
+          process.exitCode = 1;
+      } finally {
+        removeHandlers();
+      }
+    },
+  );
   program.addCommand(dev);
 }

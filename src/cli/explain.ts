@@ -17,7 +17,15 @@ import { NotFoundError } from '../runtime/errors.ts';
 import { configMaps, persistentVolumeClaims, storageClasses } from '../runtime/resources.ts';
 import type { KubeObject, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { loadCliKubeConfig } from './user-errors.ts';
-import { addConnectionOptions, CliOptionError, DEFAULT_CONFIG_KEY, DEFAULT_PROVISIONER_NAME, HOSTPATH_CONFIG_DETAIL, parseConfigMapRef, type HostPathConfigLocation } from './options.ts';
+import {
+  addConnectionOptions,
+  CliOptionError,
+  DEFAULT_CONFIG_KEY,
+  DEFAULT_PROVISIONER_NAME,
+  HOSTPATH_CONFIG_DETAIL,
+  parseConfigMapRef,
+  type HostPathConfigLocation,
+} from './options.ts';
 import { userAgent } from './version.ts';
 
 export interface ExplainOptions {
@@ -41,26 +49,45 @@ interface FoundConfig {
   source: string;
 }
 
-async function readConfigMap(client: KubeClient, ref: { namespace: string; name: string; key: string }, option: string): Promise<HostPathConfig> {
-  const cm = await client.get<KubeObject & { data?: Record<string, string> }>(configMaps, ref.name, { namespace: ref.namespace });
+async function readConfigMap(
+  client: KubeClient,
+  ref: { namespace: string; name: string; key: string },
+  option: string,
+): Promise<HostPathConfig> {
+  const cm = await client.get<KubeObject & { data?: Record<string, string> }>(configMaps, ref.name, {
+    namespace: ref.namespace,
+  });
   const text = cm.data?.[ref.key];
-  if (text === undefined) throw new CliOptionError(option, `ConfigMap ${ref.namespace}/${ref.name} has no key ${ref.key}`);
+  if (text === undefined)
+    throw new CliOptionError(option, `ConfigMap ${ref.namespace}/${ref.name} has no key ${ref.key}`);
   return parseHostPathConfig(text, `${ref.namespace}/${ref.name}:${ref.key}`);
 }
 
 /** The configuration the provisioner would use: --config or --config-map, else what its heartbeat names. */
-async function loadConfig(o: ExplainOptions, client: KubeClient, ref: { namespace: string; name: string }): Promise<FoundConfig> {
+async function loadConfig(
+  o: ExplainOptions,
+  client: KubeClient,
+  ref: { namespace: string; name: string },
+): Promise<FoundConfig> {
   if (o.config && o.configMap) throw new CliOptionError('--config', 'give either --config or --config-map, not both');
-  if (o.config) return { config: parseHostPathConfig(await readFile(o.config, 'utf8'), o.config), source: `--config ${o.config}` };
+  if (o.config)
+    return { config: parseHostPathConfig(await readFile(o.config, 'utf8'), o.config), source: `--config ${o.config}` };
   if (o.configMap) {
     const cm = parseConfigMapRef(o.configMap, o.configKey ?? DEFAULT_CONFIG_KEY);
-    return { config: await readConfigMap(client, cm, '--config-map'), source: `--config-map ${cm.namespace}/${cm.name}` };
+    return {
+      config: await readConfigMap(client, cm, '--config-map'),
+      source: `--config-map ${cm.namespace}/${cm.name}`,
+    };
   }
   return discoverConfig(o, client, ref);
 }
 
 /** The configuration a running (else the last seen) hostpath controller of the claim's provisioner names. */
-async function discoverConfig(o: ExplainOptions, client: KubeClient, ref: { namespace: string; name: string }): Promise<FoundConfig> {
+async function discoverConfig(
+  o: ExplainOptions,
+  client: KubeClient,
+  ref: { namespace: string; name: string },
+): Promise<FoundConfig> {
   let claim: PersistentVolumeClaim;
   try {
     claim = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, ref.name, { namespace: ref.namespace });
@@ -69,12 +96,23 @@ async function discoverConfig(o: ExplainOptions, client: KubeClient, ref: { name
     throw err;
   }
   const className = claimClassName(claim);
-  const storageClass = className ? await client.get<StorageClass>(storageClasses, className).catch(() => undefined) : undefined;
-  const provisionerName = o.provisionerName ?? claimProvisionerName(claim) ?? storageClass?.provisioner ?? DEFAULT_PROVISIONER_NAME;
+  const storageClass = className
+    ? await client.get<StorageClass>(storageClasses, className).catch(() => undefined)
+    : undefined;
+  const provisionerName =
+    o.provisionerName ?? claimProvisionerName(claim) ?? storageClass?.provisioner ?? DEFAULT_PROVISIONER_NAME;
   const now = Date.now();
-  const { mine } = judgePresence(await readControllerPresence(client, provisionerName, now), provisionerName, claim, now);
+  const { mine } = judgePresence(
+    await readControllerPresence(client, provisionerName, now),
+    provisionerName,
+    claim,
+    now,
+  );
   const beat = mine.find((h) => h.details[HOSTPATH_CONFIG_DETAIL] !== undefined);
-  if (!beat) return { source: `none (no hostpath controller of ${provisionerName} names its configuration; give --config or --config-map)` };
+  if (!beat)
+    return {
+      source: `none (no hostpath controller of ${provisionerName} names its configuration; give --config or --config-map)`,
+    };
   const from = `named by the heartbeat of ${beat.identity || 'a stopped controller'} in ${beat.namespace}`;
   let location: HostPathConfigLocation;
   try {
@@ -84,11 +122,20 @@ async function discoverConfig(o: ExplainOptions, client: KubeClient, ref: { name
   }
   if ('configMap' in location) {
     const cm = location.configMap;
-    return { config: await readConfigMap(client, cm, '--config-map'), source: `ConfigMap ${cm.namespace}/${cm.name} key ${cm.key}, ${from}` };
+    return {
+      config: await readConfigMap(client, cm, '--config-map'),
+      source: `ConfigMap ${cm.namespace}/${cm.name} key ${cm.key}, ${from}`,
+    };
   }
   // A file is readable here when explain runs where the controller does (dev), not inside a pod's mount.
-  if (!existsSync(location.file)) return { source: `none (the controller's file ${location.file}, ${from}, is not on this machine; give --config or --config-map)` };
-  return { config: parseHostPathConfig(await readFile(location.file, 'utf8'), location.file), source: `file ${location.file}, ${from}` };
+  if (!existsSync(location.file))
+    return {
+      source: `none (the controller's file ${location.file}, ${from}, is not on this machine; give --config or --config-map)`,
+    };
+  return {
+    config: parseHostPathConfig(await readFile(location.file, 'utf8'), location.file),
+    source: `file ${location.file}, ${from}`,
+  };
 }
 
 /** `ns/name`, or `name` in `defaultNamespace`. */
@@ -101,9 +148,17 @@ export function parseClaimRef(ref: string, defaultNamespace = 'default'): { name
 }
 
 /** Fetches and explains; returns the text to print. */
-export async function explainPvc(ref: { namespace: string; name: string }, o: ExplainOptions): Promise<{ explanation: ClaimExplanation; text: string }> {
+export async function explainPvc(
+  ref: { namespace: string; name: string },
+  o: ExplainOptions,
+): Promise<{ explanation: ClaimExplanation; text: string }> {
   const { kubeConfig } = loadCliKubeConfig({ path: o.kubeconfig, context: o.context });
-  const client = new KubeClient({ kubeConfig, userAgent: userAgent('explain'), timeoutMs: o.kubeApiTimeout, maxRetries: 1 });
+  const client = new KubeClient({
+    kubeConfig,
+    userAgent: userAgent('explain'),
+    timeoutMs: o.kubeApiTimeout,
+    maxRetries: 1,
+  });
   try {
     const { config, source } = await loadConfig(o, client, ref);
     // The same checks provision() runs, as the instance that serves the claim's node would run them (a node-local
@@ -111,14 +166,22 @@ export async function explainPvc(ref: { namespace: string; name: string }, o: Ex
     // node's claim is not reported as refused for that reason. Without a node: a deployment-mode instance.
     const provisioner: Pick<Provisioner, 'checkClaim'> | undefined = config
       ? {
-        checkClaim: (input) => new HostPathProvisioner(input.selectedNodeName
-          ? { config, mode: 'daemonset', nodeName: input.selectedNodeName }
-          : { config }).checkClaim(input),
-      }
+          checkClaim: (input) =>
+            new HostPathProvisioner(
+              input.selectedNodeName ? { config, mode: 'daemonset', nodeName: input.selectedNodeName } : { config },
+            ).checkClaim(input),
+        }
       : undefined;
-    const explanation = await explainClaim(client, ref.namespace, ref.name, { provisionerName: o.provisionerName, defaultProvisionerName: DEFAULT_PROVISIONER_NAME, provisioner });
+    const explanation = await explainClaim(client, ref.namespace, ref.name, {
+      provisionerName: o.provisionerName,
+      defaultProvisionerName: DEFAULT_PROVISIONER_NAME,
+      provisioner,
+    });
     explanation.facts.push(`hostpath configuration: ${source}`);
-    const text = o.output === 'json' ? JSON.stringify(explanation, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2) : formatExplanation(explanation);
+    const text =
+      o.output === 'json'
+        ? JSON.stringify(explanation, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2)
+        : formatExplanation(explanation);
     return { explanation, text };
   } finally {
     client.close();
@@ -127,13 +190,22 @@ export async function explainPvc(ref: { namespace: string; name: string }, o: Ex
 
 /** Registers `explain pvc`. */
 export function registerExplainCommand(program: Command): void {
-  const explain = program.command('explain').description('explain what the provisioning controller decides for an object, and why');
+  const explain = program
+    .command('explain')
+    .description('explain what the provisioning controller decides for an object, and why');
   const pvc = new Command('pvc')
     .description('why a PersistentVolumeClaim is (or is not) being provisioned')
     .argument('<namespace/name>', 'the claim (a bare name means namespace "default")')
-    .addOption(new Option('--provisioner-name <name>', 'explain for this provisioner (default: the claim\'s, else its class\'s)'))
+    .addOption(
+      new Option('--provisioner-name <name>', "explain for this provisioner (default: the claim's, else its class's)"),
+    )
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
-    .addOption(new Option('--config <file>', 'the hostpath configuration the provisioner runs with: run its own checks too (default: the one its running controller names)'))
+    .addOption(
+      new Option(
+        '--config <file>',
+        'the hostpath configuration the provisioner runs with: run its own checks too (default: the one its running controller names)',
+      ),
+    )
     .addOption(new Option('--config-map <namespace/name>', 'the same, from its ConfigMap'))
     .addOption(new Option('--config-key <key>', 'the ConfigMap key').default(DEFAULT_CONFIG_KEY));
   addConnectionOptions(pvc);

@@ -74,7 +74,12 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
   const registry = o.registry ?? createMetricsRegistry({ processMetrics: true });
   // Configuration events (reload / invalid) are recorded on the ConfigMap by a recorder of their own, so they
   // are flushed even when the controller is not leading.
-  const configEvents = new EventRecorder({ client: o.client, component: `${o.provisionerName}/config`, host: o.nodeName ?? hostname(), logger });
+  const configEvents = new EventRecorder({
+    client: o.client,
+    component: `${o.provisionerName}/config`,
+    host: o.nodeName ?? hostname(),
+    logger,
+  });
   // The provisioner and the metrics need each other (metrics read its ledger, config sources count reloads).
   // (Replaced by the metrics' counters below; the sources call through this object.)
   const reloads = { applied: () => {}, invalid: () => {} };
@@ -86,7 +91,8 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     throw err;
   }
 
-  const listVolumes = async (s: AbortSignal) => (await o.client.listAll<PersistentVolume>(persistentVolumes, { signal: s })).items;
+  const listVolumes = async (s: AbortSignal) =>
+    (await o.client.listAll<PersistentVolume>(persistentVolumes, { signal: s })).items;
   // The live-volume index is fed by a watch of the PVs (slim copies), not by listing every PV per claim.
   const volumeWatch = new VolumeWatch({ client: o.client, logger });
   const stopWatch = new AbortController();
@@ -95,7 +101,12 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
   else signal.addEventListener('abort', onStop, { once: true });
   const watching = volumeWatch.start(stopWatch.signal).finally(() => signal.removeEventListener('abort', onStop));
   // What the provisioner itself has to tell a claim (a reused stable-name directory, usage over capacity).
-  const volumeEvents = new EventRecorder({ client: o.client, component: o.provisionerName, host: o.nodeName ?? hostname(), logger });
+  const volumeEvents = new EventRecorder({
+    client: o.client,
+    component: o.provisionerName,
+    host: o.nodeName ?? hostname(),
+    logger,
+  });
   const provisioner = new HostPathProvisioner({
     config: holder,
     mode: o.mode,
@@ -103,33 +114,43 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     logger,
     // Capacity accounting and delete identity are checked against the PVs (the records on disk cover the rest).
     volumeFeed: volumeWatch,
-    getVolume: (name, s) => o.client.get<PersistentVolume>(persistentVolumes, name, { signal: s }).catch((e: unknown) => {
-      if (e instanceof NotFoundError) return undefined;
-      throw e;
-    }),
+    getVolume: (name, s) =>
+      o.client.get<PersistentVolume>(persistentVolumes, name, { signal: s }).catch((e: unknown) => {
+        if (e instanceof NotFoundError) return undefined;
+        throw e;
+      }),
     // Adopted PVs (local-path, nfs-subdir) carry no onDelete annotation: their class decides. A list by name
     // needs only the list permission the class informer already has.
     storageClass: async (name, s) =>
-      (await o.client.list<StorageClass>(storageClasses, { fieldSelector: `metadata.name=${name}`, signal: s })).items[0],
+      (await o.client.list<StorageClass>(storageClasses, { fieldSelector: `metadata.name=${name}`, signal: s }))
+        .items[0],
     events: volumeEvents,
     // Gone nodes (daemonset mode): a Node that cannot be read (no permission, API error) counts as present.
-    nodeExists: (name, s) => o.client.get(nodes, name, { signal: s }).then(() => true, (e: unknown) => {
-      if (e instanceof NotFoundError) return false;
-      logger.debug({ node: name, err: (e as Error).message }, 'could not tell whether the node exists');
-      return undefined;
-    }),
+    nodeExists: (name, s) =>
+      o.client.get(nodes, name, { signal: s }).then(
+        () => true,
+        (e: unknown) => {
+          if (e instanceof NotFoundError) return false;
+          logger.debug({ node: name, err: (e as Error).message }, 'could not tell whether the node exists');
+          return undefined;
+        },
+      ),
     goneNodeGraceMs: o.goneNodeGraceMs,
     nfs: o.nfs,
     otherNodeClaims: o.otherNodeClaims,
     // nodeAffinityKey reads the selected node's labels: one GET when the controller has no node cache.
-    getNode: (name, s) => o.client.get<Node>(nodes, name, { signal: s }).catch((e: unknown) => {
-      if (e instanceof NotFoundError) return undefined;
-      throw e;
-    }),
+    getNode: (name, s) =>
+      o.client.get<Node>(nodes, name, { signal: s }).catch((e: unknown) => {
+        if (e instanceof NotFoundError) return undefined;
+        throw e;
+      }),
     freeSpace: o.freeSpaceCapacity ? filesystemFreeBytes : undefined,
   });
   if (o.nfs && !holder.current().sharedFileSystemPath) {
-    logger.warn({ nfsServer: o.nfs.server, nfsPath: o.nfs.path }, 'NFS_SERVER/NFS_PATH apply to the top-level sharedFileSystemPath, which this configuration does not set');
+    logger.warn(
+      { nfsServer: o.nfs.server, nfsPath: o.nfs.path },
+      'NFS_SERVER/NFS_PATH apply to the top-level sharedFileSystemPath, which this configuration does not set',
+    );
   }
   const metrics = createHostPathMetrics({
     registry,
@@ -142,12 +163,20 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     walkEntriesPerSecond: o.volumeUsageWalkRate,
     events: volumeEvents,
     publishUsage: async (pv, value, s) => {
-      await o.client.patch(persistentVolumes, pv.metadata.name ?? '', { metadata: { annotations: { [ANN_VOLUME_USAGE]: formatVolumeUsage(value) } } }, { type: 'merge', signal: s });
+      await o.client.patch(
+        persistentVolumes,
+        pv.metadata.name ?? '',
+        { metadata: { annotations: { [ANN_VOLUME_USAGE]: formatVolumeUsage(value) } } },
+        { type: 'merge', signal: s },
+      );
     },
     logger,
   });
   const controller = new ProvisionController(o.client, o.provisionerName, provisioner, {
-    ...o.controller, logger, registry, heartbeatDetails: configLocationDetail(o.config),
+    ...o.controller,
+    logger,
+    registry,
+    heartbeatDetails: configLocationDetail(o.config),
   });
   // A reload may fix what made claims infeasible (a class added, a path, a capacity): retry them at once.
   reloads.applied = () => {
@@ -159,13 +188,20 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
 
   const servers: HealthServer[] = [];
   const checks = controller.healthChecks();
-  const readyz: Record<string, HealthCheck> = { ...checks.readyz, config: () => (holder.current() ? true : 'no configuration') };
+  const readyz: Record<string, HealthCheck> = {
+    ...checks.readyz,
+    config: () => (holder.current() ? true : 'no configuration'),
+  };
   let healthUrl: string | undefined;
   let metricsUrl: string | undefined;
   try {
     if (o.healthAddress) {
       const shared = o.metricsAddress === o.healthAddress;
-      const server = await startHealthServer({ address: o.healthAddress, registry: shared ? registry : undefined, checks: { healthz: checks.healthz, readyz } });
+      const server = await startHealthServer({
+        address: o.healthAddress,
+        registry: shared ? registry : undefined,
+        checks: { healthz: checks.healthz, readyz },
+      });
       servers.push(server);
       healthUrl = server.url;
       if (shared) metricsUrl = `${server.url}/metrics`;
@@ -184,7 +220,10 @@ export async function startHostPathService(o: HostPathServiceOptions, signal: Ab
     await volumeEvents.stop();
     throw err;
   }
-  logger.info({ provisioner: o.provisionerName, mode: o.mode, node: o.nodeName, health: healthUrl, metrics: metricsUrl }, 'hostpath provisioner starting');
+  logger.info(
+    { provisioner: o.provisionerName, mode: o.mode, node: o.nodeName, health: healthUrl, metrics: metricsUrl },
+    'hostpath provisioner starting',
+  );
 
   metrics.run(signal);
   const done = (async () => {
@@ -223,7 +262,9 @@ async function startConfigSource(
   if ('file' in o.config) {
     const file = o.config.file;
     // A file has no API object of its own: its events go on this instance's Node (none without a node name).
-    const node: KubeObject | undefined = o.nodeName ? { apiVersion: 'v1', kind: 'Node', metadata: { name: o.nodeName } } : undefined;
+    const node: KubeObject | undefined = o.nodeName
+      ? { apiVersion: 'v1', kind: 'Node', metadata: { name: o.nodeName } }
+      : undefined;
     const source = new ConfigFileSource({
       path: file,
       nodeName: o.nodeName,
@@ -234,13 +275,26 @@ async function startConfigSource(
       },
       onInvalid: (err) => {
         reloads.invalid();
-        if (node) events.event(node, 'Warning', REASON_INVALID_CONFIG, `invalid hostpath configuration file ${file}, keeping the last good configuration: ${shortenText(err.message, MAX_EVENT_MESSAGE_BYTES - 512)}`);
+        if (node)
+          events.event(
+            node,
+            'Warning',
+            REASON_INVALID_CONFIG,
+            `invalid hostpath configuration file ${file}, keeping the last good configuration: ${shortenText(err.message, MAX_EVENT_MESSAGE_BYTES - 512)}`,
+          );
       },
     });
     await source.start();
     return source;
   }
-  const source = new ConfigMapSource({ client: o.client, ...o.config.configMap, nodeName: o.nodeName, events, logger: o.logger, ...callbacks });
+  const source = new ConfigMapSource({
+    client: o.client,
+    ...o.config.configMap,
+    nodeName: o.nodeName,
+    events,
+    logger: o.logger,
+    ...callbacks,
+  });
   await source.start(signal);
   return source;
 }

@@ -8,7 +8,9 @@ const program = new Command();
 program.name('kube-provisioner').description('Kubernetes dynamic volume provisioning for TypeScript').version(VERSION);
 // Environment fallbacks of the flags, read from process.env here and nowhere else (loaded only when a command
 // runs, so --help and --version stay cheap).
-program.hook('preAction', async (_program, action) => (await import('./options.ts')).applyEnvironment(action, process.env));
+program.hook('preAction', async (_program, action) =>
+  (await import('./options.ts')).applyEnvironment(action, process.env),
+);
 
 try {
   const selected = subcommandOf(process.argv.slice(2));

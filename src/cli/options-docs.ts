@@ -12,7 +12,8 @@ function defaultCell(row: OptionRow, library = false): string {
   if (row.docDefault !== undefined) return row.docDefault;
   const d = row.default;
   if (d === undefined || (Array.isArray(d) && d.length === 0)) return 'none';
-  if (row.kind.type === 'duration') return library ? `\`${String(d)}\` (${formatDuration(d as number)})` : `\`${formatDuration(d as number)}\``;
+  if (row.kind.type === 'duration')
+    return library ? `\`${String(d)}\` (${formatDuration(d as number)})` : `\`${formatDuration(d as number)}\``;
   return `\`${library && typeof d === 'string' ? `'${d}'` : String(d)}\``;
 }
 
@@ -25,7 +26,9 @@ function meaningCell(row: OptionRow, variant: string | undefined): string {
 export function controllerOptionsTable(section: OptionSection): string {
   const lines = ['| Flag | Environment | Default | Meaning |', '|---|---|---|---|'];
   for (const { row, variant } of controllerFlagRows().filter((r) => r.section === section)) {
-    lines.push(`| \`--${row.flag} ${placeholderOf(row)}\` | \`${envName(row.flag)}\` | ${defaultCell(row)} | ${meaningCell(row, variant)} |`);
+    lines.push(
+      `| \`--${row.flag} ${placeholderOf(row)}\` | \`${envName(row.flag)}\` | ${defaultCell(row)} | ${meaningCell(row, variant)} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -34,7 +37,9 @@ export function controllerOptionsTable(section: OptionSection): string {
 export function libraryOptionsTable(): string {
   const lines = ['| Option | Default | Flag | Meaning |', '|---|---|---|---|'];
   for (const { path, row, variant } of flatRows(CONTROLLER_OPTIONS)) {
-    lines.push(`| \`${path}\` | ${defaultCell(row, true)} | ${row.flag ? `\`--${row.flag}\`` : ''} | ${meaningCell(row, variant)} |`);
+    lines.push(
+      `| \`${path}\` | ${defaultCell(row, true)} | ${row.flag ? `\`--${row.flag}\`` : ''} | ${meaningCell(row, variant)} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -55,7 +60,11 @@ export interface GeneratedTable {
 
 /** Every generated table of the docs. */
 export const GENERATED_TABLES: readonly GeneratedTable[] = [
-  { file: 'docs/configuration.md', marker: 'controller-options:leader-election', render: () => controllerOptionsTable('leader-election') },
+  {
+    file: 'docs/configuration.md',
+    marker: 'controller-options:leader-election',
+    render: () => controllerOptionsTable('leader-election'),
+  },
   { file: 'docs/configuration.md', marker: 'controller-options:work', render: () => controllerOptionsTable('work') },
   { file: 'docs/configuration.md', marker: 'storageclass-parameters', render: classParametersTable },
   { file: 'docs/writing-a-provisioner.md', marker: 'library-options', render: libraryOptionsTable },

@@ -22,7 +22,10 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** Invalid or contradictory flags (after commander's own per-flag parsing). */
 export class CliOptionError extends Error {
   override name = 'CliOptionError';
-  constructor(readonly flag: string, message: string) {
+  constructor(
+    readonly flag: string,
+    message: string,
+  ) {
     super(`${flag}: ${message}`);
   }
 }
@@ -84,7 +87,8 @@ export function parseDuration(text: string): number {
     total += Number(m[1]) * UNIT_MS[m[2]];
     matched = re.lastIndex;
   }
-  if (matched === 0 || matched !== s.length) throw new InvalidArgumentError(`"${text}" is not a duration (e.g. 500ms, 15s, 1m30s, 2h)`);
+  if (matched === 0 || matched !== s.length)
+    throw new InvalidArgumentError(`"${text}" is not a duration (e.g. 500ms, 15s, 1m30s, 2h)`);
   return total;
 }
 
@@ -92,7 +96,10 @@ function durationArg(min: number, max: number): (v: string) => number {
   return (v) => {
     const ms = parseDuration(v);
     if (ms < min) throw new InvalidArgumentError(`"${v}" is shorter than ${formatDuration(min)}`);
-    if (ms > max) throw new InvalidArgumentError(`"${v}" is longer than ${max} ms${max === TIMER_MAX_MS ? ' (about 24.8 days, the longest timer Node keeps)' : ''}`);
+    if (ms > max)
+      throw new InvalidArgumentError(
+        `"${v}" is longer than ${max} ms${max === TIMER_MAX_MS ? ' (about 24.8 days, the longest timer Node keeps)' : ''}`,
+      );
     return ms;
   };
 }
@@ -100,7 +107,8 @@ function durationArg(min: number, max: number): (v: string) => number {
 function intArg(min: number): (v: string) => number {
   return (v) => {
     const n = Number(v);
-    if (!/^-?\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`"${v}" is not an integer >= ${min}`);
+    if (!/^-?\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || n < min)
+      throw new InvalidArgumentError(`"${v}" is not an integer >= ${min}`);
     return n;
   };
 }
@@ -108,7 +116,8 @@ function intArg(min: number): (v: string) => number {
 function numberArg(min: number): (v: string) => number {
   return (v) => {
     const n = Number(v);
-    if (v.trim() === '' || !Number.isFinite(n) || n < min) throw new InvalidArgumentError(`"${v}" is not a number >= ${min}`);
+    if (v.trim() === '' || !Number.isFinite(n) || n < min)
+      throw new InvalidArgumentError(`"${v}" is not a number >= ${min}`);
     return n;
   };
 }
@@ -132,7 +141,10 @@ export function parseBoolean(v: string): boolean {
 }
 
 function listArg(v: string): string[] {
-  return v.split(',').map((s) => s.trim()).filter(Boolean);
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /** `KUBE_PROVISIONER_<FLAG>`: the environment fallback of a flag without a conventional variable. */
@@ -218,11 +230,19 @@ function attributeOf(flag: string): string {
 /** Adds the flags shared by commands that talk to an API server. */
 export function addConnectionOptions(cmd: Command): Command {
   return cmd
-    .addOption(opt('--kubeconfig <file>', 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)', false))
+    .addOption(
+      opt('--kubeconfig <file>', 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)', false),
+    )
     .addOption(opt('--context <name>', 'kubeconfig context (default: its current-context)'))
-    .addOption(opt('--kube-api-qps <n>', 'client-side request rate limit (0 = unlimited)').argParser(numberArg(0)).default(20))
+    .addOption(
+      opt('--kube-api-qps <n>', 'client-side request rate limit (0 = unlimited)').argParser(numberArg(0)).default(20),
+    )
     .addOption(opt('--kube-api-burst <n>', 'client-side burst above the rate').argParser(intArg(1)).default(30))
-    .addOption(opt('--kube-api-timeout <duration>', 'timeout of one API request').argParser(durationArg(0, TIMER_MAX_MS)).default(30_000, '30s'));
+    .addOption(
+      opt('--kube-api-timeout <duration>', 'timeout of one API request')
+        .argParser(durationArg(0, TIMER_MAX_MS))
+        .default(30_000, '30s'),
+    );
 }
 
 /** Adds every flag of `run hostpath` to `cmd`. */
@@ -232,23 +252,88 @@ export function addRunHostPathOptions(cmd: Command): Command {
   return (
     cmd
       // Identity and topology.
-      .addOption(opt('--provisioner-name <name>', 'provisioner name StorageClasses refer to', 'PROVISIONER_NAME').default(DEFAULT_PROVISIONER_NAME))
-      .addOption(opt('--mode <mode>', 'daemonset: serve only --node-name\'s volumes; deployment: every configured path is reachable here').choices(['deployment', 'daemonset']).default('deployment'))
-      .addOption(opt('--node-name <name>', 'the node this instance runs on (required with --mode daemonset)', 'NODE_NAME'))
+      .addOption(
+        opt('--provisioner-name <name>', 'provisioner name StorageClasses refer to', 'PROVISIONER_NAME').default(
+          DEFAULT_PROVISIONER_NAME,
+        ),
+      )
+      .addOption(
+        opt(
+          '--mode <mode>',
+          "daemonset: serve only --node-name's volumes; deployment: every configured path is reachable here",
+        )
+          .choices(['deployment', 'daemonset'])
+          .default('deployment'),
+      )
+      .addOption(
+        opt('--node-name <name>', 'the node this instance runs on (required with --mode daemonset)', 'NODE_NAME'),
+      )
       // Configuration.
       .addOption(opt('--config <file>', 'hostpath configuration file (JSON or YAML), watched and hot-reloaded'))
-      .addOption(opt('--config-map <namespace/name>', 'hostpath configuration ConfigMap, watched through the API (namespace defaults to $POD_NAMESPACE)'))
+      .addOption(
+        opt(
+          '--config-map <namespace/name>',
+          'hostpath configuration ConfigMap, watched through the API (namespace defaults to $POD_NAMESPACE)',
+        ),
+      )
       .addOption(opt('--config-key <key>', 'ConfigMap key holding the configuration').default(DEFAULT_CONFIG_KEY))
-      .addOption(opt('--nfs-server <host>', 'NFS server of the export mounted at the shared path: PVs are published as nfs volumes (nfs-subdir\'s variable)', 'NFS_SERVER'))
-      .addOption(opt('--nfs-path <path>', 'path the NFS server exports (nfs-subdir\'s variable); with --nfs-server', 'NFS_PATH'))
-      .addOption(opt('--nfs-mount-path <dir>', 'where the export is mounted, used as the shared path when neither --config nor --config-map is given').default('/persistentvolumes'))
-      .addOption(opt('--other-node-claims <policy>', 'deployment mode, a node-local claim scheduled to another node: refuse (Warning event) or ignore (the node\'s DaemonSet instance serves it)').choices(['refuse', 'ignore']).default('refuse'))
+      .addOption(
+        opt(
+          '--nfs-server <host>',
+          "NFS server of the export mounted at the shared path: PVs are published as nfs volumes (nfs-subdir's variable)",
+          'NFS_SERVER',
+        ),
+      )
+      .addOption(
+        opt('--nfs-path <path>', "path the NFS server exports (nfs-subdir's variable); with --nfs-server", 'NFS_PATH'),
+      )
+      .addOption(
+        opt(
+          '--nfs-mount-path <dir>',
+          'where the export is mounted, used as the shared path when neither --config nor --config-map is given',
+        ).default('/persistentvolumes'),
+      )
+      .addOption(
+        opt(
+          '--other-node-claims <policy>',
+          "deployment mode, a node-local claim scheduled to another node: refuse (Warning event) or ignore (the node's DaemonSet instance serves it)",
+        )
+          .choices(['refuse', 'ignore'])
+          .default('refuse'),
+      )
       // Observability.
-      .addOption(opt('--health-address <host:port>', '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable').argParser(addressArg).default(':8080'))
-      .addOption(opt('--metrics-address <host:port>', '/metrics address (default: the health address); off to disable').argParser(addressArg))
-      .addOption(opt('--volume-usage-interval <duration>', 'refresh of the per-volume disk usage metric (0 = off)').argParser(durationArg(0, TIMER_MAX_MS)).default(60_000, '1m'))
-      .addOption(opt('--volume-usage-walk-rate <entries/s>', 'files and directories the usage walk visits per second, all volumes together').argParser(numberArg(1)).default(1_000))
-      .addOption(opt('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('info'))
+      .addOption(
+        opt(
+          '--health-address <host:port>',
+          '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable',
+        )
+          .argParser(addressArg)
+          .default(':8080'),
+      )
+      .addOption(
+        opt(
+          '--metrics-address <host:port>',
+          '/metrics address (default: the health address); off to disable',
+        ).argParser(addressArg),
+      )
+      .addOption(
+        opt('--volume-usage-interval <duration>', 'refresh of the per-volume disk usage metric (0 = off)')
+          .argParser(durationArg(0, TIMER_MAX_MS))
+          .default(60_000, '1m'),
+      )
+      .addOption(
+        opt(
+          '--volume-usage-walk-rate <entries/s>',
+          'files and directories the usage walk visits per second, all volumes together',
+        )
+          .argParser(numberArg(1))
+          .default(1_000),
+      )
+      .addOption(
+        opt('--log-level <level>', 'log level (JSON logs on stderr)')
+          .choices([...LOG_LEVELS])
+          .default('info'),
+      )
   );
 }
 
@@ -306,7 +391,8 @@ function controllerOptionsFrom(f: RawRunHostPathFlags, given: GivenFlag): Provis
       const modeFlag = modeFlagOf(keys.slice(0, -1).join('.'));
       const mode = f[attributeOf(modeFlag)];
       if (mode !== variant) {
-        if (given(attribute)) throw new CliOptionError(`--${row.flag}`, `belongs to --${modeFlag} ${variant}, not ${String(mode)}`);
+        if (given(attribute))
+          throw new CliOptionError(`--${row.flag}`, `belongs to --${modeFlag} ${variant}, not ${String(mode)}`);
         continue;
       }
     }
@@ -321,17 +407,23 @@ function controllerOptionsFrom(f: RawRunHostPathFlags, given: GivenFlag): Provis
 export function parseConfigMapRef(ref: string, key: string, env: NodeJS.ProcessEnv = process.env): ConfigMapRef {
   const parts = ref.split('/');
   const [namespace, name] = parts.length === 2 ? parts : [env.POD_NAMESPACE || 'default', parts[0]];
-  if (parts.length > 2 || !isDnsLabel(namespace) || !isDnsSubdomain(name)) throw new CliOptionError('--config-map', `"${ref}" is not namespace/name`);
+  if (parts.length > 2 || !isDnsLabel(namespace) || !isDnsSubdomain(name))
+    throw new CliOptionError('--config-map', `"${ref}" is not namespace/name`);
   if (!/^[-._a-zA-Z0-9]+$/.test(key)) throw new CliOptionError('--config-key', `"${key}" is not a valid ConfigMap key`);
   return { namespace, name, key };
 }
 
 function resolveNfs(f: RawRunHostPathFlags): NfsExport | undefined {
   if (f.nfsServer === undefined && f.nfsPath === undefined) return undefined;
-  if (!f.nfsServer || !f.nfsPath) throw new CliOptionError(f.nfsServer ? '--nfs-path' : '--nfs-server', 'give both --nfs-server and --nfs-path (NFS_SERVER and NFS_PATH)');
+  if (!f.nfsServer || !f.nfsPath)
+    throw new CliOptionError(
+      f.nfsServer ? '--nfs-path' : '--nfs-server',
+      'give both --nfs-server and --nfs-path (NFS_SERVER and NFS_PATH)',
+    );
   const bad = checkNfsExport(f.nfsServer, f.nfsPath);
   if (bad) throw new CliOptionError('--nfs-server', bad);
-  if (!f.nfsMountPath.startsWith('/') || f.nfsMountPath === '/') throw new CliOptionError('--nfs-mount-path', `"${f.nfsMountPath}" must be an absolute path other than /`);
+  if (!f.nfsMountPath.startsWith('/') || f.nfsMountPath === '/')
+    throw new CliOptionError('--nfs-mount-path', `"${f.nfsMountPath}" must be an absolute path other than /`);
   return { server: f.nfsServer, path: f.nfsPath };
 }
 
@@ -339,11 +431,20 @@ function resolveNfs(f: RawRunHostPathFlags): NfsExport | undefined {
  * Validates the combination of flags and converts them. Throws CliOptionError (or ConfigurationError for names).
  * `given` tells a flag that was set from one left at its default (`givenIn(cmd)`).
  */
-export function resolveRunHostPathOptions(f: RawRunHostPathFlags, env: NodeJS.ProcessEnv, given: GivenFlag): RunHostPathOptions {
+export function resolveRunHostPathOptions(
+  f: RawRunHostPathFlags,
+  env: NodeJS.ProcessEnv,
+  given: GivenFlag,
+): RunHostPathOptions {
   if (f.config && f.configMap) throw new CliOptionError('--config', 'give either --config or --config-map, not both');
   const nfs = resolveNfs(f);
-  if (!f.config && !f.configMap && !nfs) throw new CliOptionError('--config', 'a configuration is required: --config FILE, --config-map NAMESPACE/NAME, or --nfs-server and --nfs-path');
-  if (f.mode === 'daemonset' && !f.nodeName) throw new CliOptionError('--node-name', 'required with --mode daemonset (or set NODE_NAME)');
+  if (!f.config && !f.configMap && !nfs)
+    throw new CliOptionError(
+      '--config',
+      'a configuration is required: --config FILE, --config-map NAMESPACE/NAME, or --nfs-server and --nfs-path',
+    );
+  if (f.mode === 'daemonset' && !f.nodeName)
+    throw new CliOptionError('--node-name', 'required with --mode daemonset (or set NODE_NAME)');
   validateProvisionerName(f.provisionerName, '--provisioner-name');
   const controller = controllerOptionsFrom(f, given);
   const health = f.healthAddress === 'off' ? undefined : f.healthAddress;
@@ -373,7 +474,9 @@ export function resolveRunHostPathOptions(f: RawRunHostPathFlags, env: NodeJS.Pr
 
 /** Parses `run hostpath` arguments (without `run hostpath`) as the command would; for tests and manifest checks. */
 export function parseRunHostPathArgs(args: string[], env: NodeJS.ProcessEnv = {}): RunHostPathOptions {
-  const cmd = addRunHostPathOptions(new Command('hostpath')).exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  const cmd = addRunHostPathOptions(new Command('hostpath'))
+    .exitOverride()
+    .configureOutput({ writeErr: () => {}, writeOut: () => {} });
   cmd.parse(args, { from: 'user' });
   applyEnvironment(cmd, env);
   return resolveRunHostPathOptions(cmd.opts<RawRunHostPathFlags>(), env, givenIn(cmd));

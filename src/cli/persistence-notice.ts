@@ -6,7 +6,9 @@ import type { EmbeddedCluster } from '../cluster/embedded-cluster.ts';
 /** The notice for an in-memory cluster that was given a data directory, else undefined. */
 export function persistenceNotice(persistence: EmbeddedCluster['persistence']): string | undefined {
   if (persistence.kind !== 'memory' || persistence.unavailable === undefined) return undefined;
-  return `notice: the cluster keeps its objects in memory only; they are gone after a restart (the volumes' directories stay). ` +
+  return (
+    `notice: the cluster keeps its objects in memory only; they are gone after a restart (the volumes' directories stay). ` +
     `No SQLite driver: ${persistence.unavailable}. To keep them, run on Node 22.13 or later, or where the optional ` +
-    'dependency better-sqlite3 installs (a prebuilt binary for this platform, or a C++ toolchain).';
+    'dependency better-sqlite3 installs (a prebuilt binary for this platform, or a C++ toolchain).'
+  );
 }

@@ -8,7 +8,9 @@ import { abortOnSignals } from './signals.ts';
 
 /** Registers `run csi` on the `run` command. */
 export function registerRunCsiCommand(run: Command): void {
-  const csi = run.command('csi').description('the sidecar of a CSI plugin: provisioning, resizing and capacity publishing in one process');
+  const csi = run
+    .command('csi')
+    .description('the sidecar of a CSI plugin: provisioning, resizing and capacity publishing in one process');
   addRunCsiOptions(csi).action(async (flags: RawRunCsiFlags, cmd: Command) => {
     // The environment fallbacks were applied by main's preAction hook.
     const options = resolveRunCsiOptions(flags, process.env, givenIn(cmd));

@@ -37,7 +37,11 @@ export interface RunningCsiHostPathPlugin {
 export async function startCsiHostPathPlugin(o: CsiHostPathPluginRunOptions): Promise<RunningCsiHostPathPlugin> {
   let holder: { current(): HostPathConfig; stop(): unknown };
   if ('file' in o.config) {
-    const source = new ConfigFileSource({ path: o.config.file, nodeName: o.nodeName, ...(o.logger ? { logger: o.logger } : {}) });
+    const source = new ConfigFileSource({
+      path: o.config.file,
+      nodeName: o.nodeName,
+      ...(o.logger ? { logger: o.logger } : {}),
+    });
     await source.start();
     holder = source;
   } else {
@@ -45,12 +49,21 @@ export async function startCsiHostPathPlugin(o: CsiHostPathPluginRunOptions): Pr
     holder = { current: () => value, stop: () => undefined };
   }
   const plugin = hostPathCsiPlugin({
-    config: holder, nodeName: o.nodeName, driverName: o.driverName, topologyKey: o.topologyKey, version: VERSION,
-    ...(o.mounter ? { mounter: o.mounter } : {}), ...(o.logger ? { logger: o.logger } : {}),
+    config: holder,
+    nodeName: o.nodeName,
+    driverName: o.driverName,
+    topologyKey: o.topologyKey,
+    version: VERSION,
+    ...(o.mounter ? { mounter: o.mounter } : {}),
+    ...(o.logger ? { logger: o.logger } : {}),
   });
   let server: CsiServer;
   try {
-    server = await serveCsiPlugin({ endpoint: o.endpoint, handlers: plugin.handlers, ...(o.logger ? { logger: o.logger } : {}) });
+    server = await serveCsiPlugin({
+      endpoint: o.endpoint,
+      handlers: plugin.handlers,
+      ...(o.logger ? { logger: o.logger } : {}),
+    });
   } catch (err) {
     holder.stop();
     throw err;
@@ -77,22 +90,51 @@ interface Flags {
 /** Registers `run csi-hostpath-plugin` under `run`. */
 export function registerCsiHostPathPluginCommand(run: Command): void {
   const cmd = new Command('csi-hostpath-plugin')
-    .description('serve the hostpath provisioner as a CSI plugin (Identity, Controller, Node) on a unix socket, for a CSI sidecar')
-    .addOption(new Option('--endpoint <unix:///path>', 'the socket to listen on').env('CSI_ENDPOINT').makeOptionMandatory())
-    .addOption(new Option('--config <file>', 'hostpath configuration file (JSON or YAML, hot-reloaded)').makeOptionMandatory())
-    .addOption(new Option('--node-name <name>', 'this node: NodeGetInfo\'s node id and topology value (default: $NODE_NAME, else the hostname)').env('NODE_NAME'))
-    .addOption(new Option('--driver-name <name>', 'the driver name GetPluginInfo answers (the StorageClass provisioner)').default(HOSTPATH_CSI_DRIVER))
-    .addOption(new Option('--topology-key <label>', 'the topology key (a Node label the sidecar reads the value from)').default(LABEL_HOSTNAME))
-    .addOption(new Option('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('info'));
+    .description(
+      'serve the hostpath provisioner as a CSI plugin (Identity, Controller, Node) on a unix socket, for a CSI sidecar',
+    )
+    .addOption(
+      new Option('--endpoint <unix:///path>', 'the socket to listen on').env('CSI_ENDPOINT').makeOptionMandatory(),
+    )
+    .addOption(
+      new Option('--config <file>', 'hostpath configuration file (JSON or YAML, hot-reloaded)').makeOptionMandatory(),
+    )
+    .addOption(
+      new Option(
+        '--node-name <name>',
+        "this node: NodeGetInfo's node id and topology value (default: $NODE_NAME, else the hostname)",
+      ).env('NODE_NAME'),
+    )
+    .addOption(
+      new Option(
+        '--driver-name <name>',
+        'the driver name GetPluginInfo answers (the StorageClass provisioner)',
+      ).default(HOSTPATH_CSI_DRIVER),
+    )
+    .addOption(
+      new Option('--topology-key <label>', 'the topology key (a Node label the sidecar reads the value from)').default(
+        LABEL_HOSTNAME,
+      ),
+    )
+    .addOption(
+      new Option('--log-level <level>', 'log level (JSON logs on stderr)').choices([...LOG_LEVELS]).default('info'),
+    );
   cmd.action(async (f: Flags) => {
     const logger = createLogger({ level: f.logLevel, name: 'kube-provisioner' });
     const stop = new AbortController();
     const removeHandlers = abortOnSignals(stop, logger, (line) => process.stderr.write(`${line}\n`));
     try {
       const plugin = await startCsiHostPathPlugin({
-        endpoint: f.endpoint, config: { file: f.config }, nodeName: f.nodeName || hostname(), driverName: f.driverName, topologyKey: f.topologyKey, logger,
+        endpoint: f.endpoint,
+        config: { file: f.config },
+        nodeName: f.nodeName || hostname(),
+        driverName: f.driverName,
+        topologyKey: f.topologyKey,
+        logger,
       });
-      process.stdout.write(`kube-provisioner run csi-hostpath-plugin: ${plugin.driverName} listening on ${plugin.server.address}\n`);
+      process.stdout.write(
+        `kube-provisioner run csi-hostpath-plugin: ${plugin.driverName} listening on ${plugin.server.address}\n`,
+      );
       await new Promise((resolve) => stop.signal.addEventListener('abort', resolve, { once: true }));
       await plugin.stop();
       process.stdout.write('kube-provisioner run csi-hostpath-plugin: stopped\n');

@@ -112,7 +112,9 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
 
     let capacity: CapacityController | undefined;
     if (o.enableCapacity) {
-      capacity = await startCapacity(o, client, provisioner, logger, registry, startSignal, () => controller.isLeader());
+      capacity = await startCapacity(o, client, provisioner, logger, registry, startSignal, () =>
+        controller.isLeader(),
+      );
     }
 
     const servers: HealthServer[] = [];
@@ -122,7 +124,11 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
     cleanup.push(() => Promise.all(servers.map((s) => s.stop())));
     if (o.healthAddress) {
       const shared = o.metricsAddress === o.healthAddress;
-      const server = await startHealthServer({ address: o.healthAddress, registry: shared ? registry : undefined, checks: checks });
+      const server = await startHealthServer({
+        address: o.healthAddress,
+        registry: shared ? registry : undefined,
+        checks: checks,
+      });
       servers.push(server);
       healthUrl = server.url;
       if (shared) metricsUrl = `${server.url}/metrics`;
@@ -135,14 +141,26 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
 
     const clones = new CloneProtection({ client, cluster, logger });
     logger.info(
-      { driver: provisioner.driverName, leaderElection: o.leaderElection, capacity: o.enableCapacity, expand: provisioner.expand !== undefined, health: healthUrl, metrics: metricsUrl },
+      {
+        driver: provisioner.driverName,
+        leaderElection: o.leaderElection,
+        capacity: o.enableCapacity,
+        expand: provisioner.expand !== undefined,
+        health: healthUrl,
+        metrics: metricsUrl,
+      },
       'CSI sidecar starting',
     );
-    const loops = [controller.run(stopping.signal), clones.run(stopping.signal), ...(capacity ? [capacity.run(stopping.signal)] : [])];
+    const loops = [
+      controller.run(stopping.signal),
+      clones.run(stopping.signal),
+      ...(capacity ? [capacity.run(stopping.signal)] : []),
+    ];
     const done = (async () => {
       try {
         const results = await Promise.allSettled(loops);
-        for (const r of results) if (r.status === 'rejected') logger.error({ err: errorMessage(r.reason) }, 'a CSI sidecar loop failed');
+        for (const r of results)
+          if (r.status === 'rejected') logger.error({ err: errorMessage(r.reason) }, 'a CSI sidecar loop failed');
       } finally {
         await runCleanup(cleanup);
       }
@@ -191,16 +209,28 @@ export function controllerOptionsOf(o: RunCsiOptions): ProvisionControllerOption
       retryPeriodMs: o.retryPeriodMs,
     },
     threadiness: o.workerThreads,
-    retry: { backoffBaseMs: o.retryIntervalStartMs, backoffMaxMs: o.retryIntervalMaxMs, infeasibleDelayMs: o.retryIntervalMaxMs },
+    retry: {
+      backoffBaseMs: o.retryIntervalStartMs,
+      backoffMaxMs: o.retryIntervalMaxMs,
+      infeasibleDelayMs: o.retryIntervalMaxMs,
+    },
   };
 }
 
 /** The capacity loop: its segments (the node's own with --node-deployment), its owner, its managed-by label. */
 async function startCapacity(
-  o: RunCsiOptions, client: KubeClient, provisioner: CsiProvisioner, logger: Logger, registry: Registry, signal: AbortSignal, leading: () => boolean,
+  o: RunCsiOptions,
+  client: KubeClient,
+  provisioner: CsiProvisioner,
+  logger: Logger,
+  registry: Registry,
+  signal: AbortSignal,
+  leading: () => boolean,
 ): Promise<CapacityController> {
   if (!provisioner.driver.controllerCapabilities.has('GET_CAPACITY')) {
-    throw new Error(`--enable-capacity: CSI driver ${provisioner.driverName} does not report the GET_CAPACITY controller capability`);
+    throw new Error(
+      `--enable-capacity: CSI driver ${provisioner.driverName} does not report the GET_CAPACITY controller capability`,
+    );
   }
   const topology = provisioner.driver.pluginCapabilities.has('VOLUME_ACCESSIBILITY_CONSTRAINTS');
   let fixedSegment: Record<string, string> | undefined;

@@ -7,14 +7,24 @@ import { loadCliKubeConfig } from './user-errors.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '../hostpath/config.ts';
 import { startHostPathService } from './hostpath-service.ts';
-import { addRunHostPathOptions, givenIn, resolveRunHostPathOptions, type RawRunHostPathFlags, type RunHostPathOptions } from './options.ts';
+import {
+  addRunHostPathOptions,
+  givenIn,
+  resolveRunHostPathOptions,
+  type RawRunHostPathFlags,
+  type RunHostPathOptions,
+} from './options.ts';
 import { abortOnSignals } from './signals.ts';
 import { registerRunCsiCommand } from './run-csi-command.ts';
 import { registerCsiHostPathPluginCommand } from './run-csi-hostpath-plugin.ts';
 import { userAgent } from './version.ts';
 
 /** Runs until `signal` aborts; resolves after a clean stop. Throws when it cannot start. */
-export async function runHostPath(o: RunHostPathOptions, signal: AbortSignal, io: { out(line: string): void } = { out: () => {} }): Promise<void> {
+export async function runHostPath(
+  o: RunHostPathOptions,
+  signal: AbortSignal,
+  io: { out(line: string): void } = { out: () => {} },
+): Promise<void> {
   const logger = createLogger({ level: o.logLevel, name: 'kube-provisioner' });
   const { kubeConfig, source } = loadCliKubeConfig({ path: o.kubeconfig, context: o.context });
   const client = new KubeClient({
@@ -32,7 +42,11 @@ export async function runHostPath(o: RunHostPathOptions, signal: AbortSignal, io
         provisionerName: o.provisionerName,
         mode: o.mode,
         nodeName: o.nodeName,
-        config: o.configMap ? { configMap: o.configMap } : o.configFile ? { file: o.configFile } : { value: await nfsOnlyConfig(o.nfsMountPath) },
+        config: o.configMap
+          ? { configMap: o.configMap }
+          : o.configFile
+            ? { file: o.configFile }
+            : { value: await nfsOnlyConfig(o.nfsMountPath) },
         nfs: o.nfs,
         otherNodeClaims: o.otherNodeClaims,
         controller: o.controller,
@@ -68,11 +82,15 @@ export function registerRunCommand(program: Command): void {
   const run = program.command('run').description('run a provisioner against a cluster');
   const hostpath = run
     .command('hostpath')
-    .description('provision directories as volumes, on node-local paths (daemonset) or a shared filesystem (deployment)');
+    .description(
+      'provision directories as volumes, on node-local paths (daemonset) or a shared filesystem (deployment)',
+    );
   addRunHostPathOptions(hostpath).action(async (flags: RawRunHostPathFlags, cmd: Command) => {
     const options = resolveRunHostPathOptions(flags, process.env, givenIn(cmd));
     const stop = new AbortController();
-    const removeHandlers = abortOnSignals(stop, createLogger({ level: options.logLevel }), (line) => process.stderr.write(`${line}\n`));
+    const removeHandlers = abortOnSignals(stop, createLogger({ level: options.logLevel }), (line) =>
+      process.stderr.write(`${line}\n`),
+    );
     try {
       await runHostPath(options, stop.signal, { out: (line) => process.stdout.write(`${line}\n`) });
     } finally {

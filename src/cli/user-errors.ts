@@ -14,7 +14,8 @@ export class StartupError extends Error {
 /** commander parser of `--port`: an integer 0..65535 (0 = any free port). */
 export function parsePort(v: string): number {
   const n = Number(v);
-  if (!/^\d+$/.test(v) || n > 65535) throw new InvalidArgumentError(`"${v}" is not a port: use 1-65535, or 0 for any free port`);
+  if (!/^\d+$/.test(v) || n > 65535)
+    throw new InvalidArgumentError(`"${v}" is not a port: use 1-65535, or 0 for any free port`);
   return n;
 }
 
@@ -30,8 +31,12 @@ export function describeListenError(err: unknown, host: string, port: number): u
         'Stop it, or pass --port 0 to take any free port (the kubeconfig then names the port chosen).',
     );
   }
-  if (code === 'EACCES') return new StartupError(`not allowed to listen on ${host}:${port} (ports below 1024 need privileges): pass another --port, or --port 0`);
-  if (code === 'EADDRNOTAVAIL') return new StartupError(`${host} is not an address of this machine: pass another --host`);
+  if (code === 'EACCES')
+    return new StartupError(
+      `not allowed to listen on ${host}:${port} (ports below 1024 need privileges): pass another --port, or --port 0`,
+    );
+  if (code === 'EADDRNOTAVAIL')
+    return new StartupError(`${host} is not an address of this machine: pass another --host`);
   return err;
 }
 
@@ -40,7 +45,10 @@ export function describeListenError(err: unknown, host: string, port: number): u
  * kubectl's reading of a $KUBECONFIG list: the files of it that do not exist are skipped; none at all is the
  * loader's missing-file error.
  */
-export function loadCliKubeConfig(o: { path?: string; context?: string; env?: NodeJS.ProcessEnv }): { kubeConfig: RestConfig; source: KubeConfigSource } {
+export function loadCliKubeConfig(o: { path?: string; context?: string; env?: NodeJS.ProcessEnv }): {
+  kubeConfig: RestConfig;
+  source: KubeConfigSource;
+} {
   let env = o.env ?? process.env;
   if (!o.path && env.KUBECONFIG) {
     const files = env.KUBECONFIG.split(delimiter).filter(Boolean);

@@ -2,7 +2,9 @@
 // the user agent the command's clients send, so audit logs name the version that actually runs.
 import { readFileSync } from 'node:fs';
 
-export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 /** `kube-provisioner/<version> (<what>)`: the user agent of one of the command's clients. */
 export function userAgent(what: string): string {

@@ -15,7 +15,11 @@ import { resolveLimits, type ServerLimits } from './http/request-limits.ts';
 import { startApiServer, type ApiServer } from './http/server.ts';
 import { ClusterStore } from './writes/cluster-store.ts';
 import { buildKubeconfig, ensureServingCertificates } from './http/tls.ts';
-import { startClusterControllers, type ClusterControllers, type ClusterControllersOptions } from './controllers/index.ts';
+import {
+  startClusterControllers,
+  type ClusterControllers,
+  type ClusterControllersOptions,
+} from './controllers/index.ts';
 
 export interface EmbeddedClusterOptions {
   /** Keep objects (SQLite), certificates, token and kubeconfig here; without it, everything is in memory. */
@@ -153,7 +157,9 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
     const clientHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
     const tls = opts.insecureHttp
       ? undefined
-      : await ensureServingCertificates(dataDir ? join(dataDir, 'pki') : undefined, [...new Set([clientHost, 'localhost', '127.0.0.1'])]);
+      : await ensureServingCertificates(dataDir ? join(dataDir, 'pki') : undefined, [
+          ...new Set([clientHost, 'localhost', '127.0.0.1']),
+        ]);
     const faults = new Faults();
     const audit = new Audit({ maxClients: limits.maxAuditClients, maxClientNameLength: limits.maxClientNameLength });
     const server = await startApiServer({
@@ -171,7 +177,11 @@ export async function startEmbeddedCluster(opts: EmbeddedClusterOptions = {}): P
     cleanups.push(() => server.close());
     const url = `${opts.insecureHttp ? 'http' : 'https'}://${clientHost.includes(':') ? `[${clientHost}]` : clientHost}:${server.port}`;
     const kubeconfigPath = join(workDir, 'kubeconfig');
-    await writeFile(kubeconfigPath, buildKubeconfig({ server: url, caPem: tls?.caPem, token, insecure: opts.insecureHttp }), { mode: 0o600 });
+    await writeFile(
+      kubeconfigPath,
+      buildKubeconfig({ server: url, caPem: tls?.caPem, token, insecure: opts.insecureHttp }),
+      { mode: 0o600 },
+    );
     let controllers: ClusterControllers | undefined;
     if (opts.controllers !== false) {
       controllers = startClusterControllers(store, typeof opts.controllers === 'object' ? opts.controllers : {});

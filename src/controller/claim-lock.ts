@@ -12,7 +12,14 @@ import type { Clock } from '../runtime/clock.ts';
 import type { ObjectClient } from '../runtime/client.ts';
 import { ConflictError, NotFoundError, syntheticStatus } from '../runtime/errors.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { LockObservation, releasedRecord, tryAcquireOrRenew, type Candidate, type LockRecord, type ResourceLock } from '../runtime/resource-lock.ts';
+import {
+  LockObservation,
+  releasedRecord,
+  tryAcquireOrRenew,
+  type Candidate,
+  type LockRecord,
+  type ResourceLock,
+} from '../runtime/resource-lock.ts';
 import { persistentVolumeClaims, persistentVolumes } from '../runtime/resources.ts';
 import { ANN_CONTROL_PLANE_LEADER } from '../types/annotations.ts';
 import type { KubeObject, PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
@@ -48,7 +55,8 @@ export type LockState =
   | { state: 'expired'; holder: string; record: LeaderElectionRecord };
 
 /** The outcome of a lock attempt: a handle, or who holds it (retry after `retryAfterMs`; 0 after a write conflict). */
-export type LockAttempt = { acquired: true; handle: ClaimLockHandle } | { acquired: false; holder: string; retryAfterMs: number };
+export type LockAttempt =
+  { acquired: true; handle: ClaimLockHandle } | { acquired: false; holder: string; retryAfterMs: number };
 
 /** A held lock, to renew while provision() runs and to release after a failure. */
 export interface ClaimLockHandle {
@@ -72,7 +80,10 @@ interface LockTarget<T extends KubeObject> {
 
 /** The lock record in the annotation of one object (a ResourceLock over that object). */
 class AnnotationLock<T extends KubeObject> implements ResourceLock {
-  constructor(public current: T, private readonly target: LockTarget<T>) {}
+  constructor(
+    public current: T,
+    private readonly target: LockTarget<T>,
+  ) {}
 
   async get(signal: AbortSignal): Promise<LockRecord | undefined> {
     this.current = await this.target.read(this.current, signal);
@@ -106,11 +117,20 @@ export class ClaimLock {
     this.claimTarget = {
       write: (claim, record, signal) => {
         const copy = structuredClone(claim) as PersistentVolumeClaim;
-        copy.metadata.annotations = { ...(copy.metadata.annotations ?? {}), [ANN_CONTROL_PLANE_LEADER]: JSON.stringify(record) };
-        return opts.client.update<PersistentVolumeClaim>(persistentVolumeClaims, copy, { namespace: claim.metadata.namespace, signal });
+        copy.metadata.annotations = {
+          ...(copy.metadata.annotations ?? {}),
+          [ANN_CONTROL_PLANE_LEADER]: JSON.stringify(record),
+        };
+        return opts.client.update<PersistentVolumeClaim>(persistentVolumeClaims, copy, {
+          namespace: claim.metadata.namespace,
+          signal,
+        });
       },
       read: (claim, signal) =>
-        opts.client.get<PersistentVolumeClaim>(persistentVolumeClaims, claim.metadata.name ?? '', { namespace: claim.metadata.namespace, signal }),
+        opts.client.get<PersistentVolumeClaim>(persistentVolumeClaims, claim.metadata.name ?? '', {
+          namespace: claim.metadata.namespace,
+          signal,
+        }),
     };
     this.volumeTarget = {
       // A merge patch carrying resourceVersion and uid is as optimistic as an update (409 when stale).
@@ -118,10 +138,17 @@ export class ClaimLock {
         opts.client.patch<PersistentVolume>(
           persistentVolumes,
           volume.metadata.name ?? '',
-          { metadata: { uid: volume.metadata.uid, resourceVersion: volume.metadata.resourceVersion, annotations: { [ANN_CONTROL_PLANE_LEADER]: JSON.stringify(record) } } },
+          {
+            metadata: {
+              uid: volume.metadata.uid,
+              resourceVersion: volume.metadata.resourceVersion,
+              annotations: { [ANN_CONTROL_PLANE_LEADER]: JSON.stringify(record) },
+            },
+          },
           { type: 'merge', signal },
         ),
-      read: (volume, signal) => opts.client.get<PersistentVolume>(persistentVolumes, volume.metadata.name ?? '', { signal }),
+      read: (volume, signal) =>
+        opts.client.get<PersistentVolume>(persistentVolumes, volume.metadata.name ?? '', { signal }),
     };
   }
 
@@ -147,7 +174,9 @@ export class ClaimLock {
     const seen = this.observation(uid);
     seen.observe(record, now);
     const expiresInMs = seen.expiresInMs(now, this.opts.leaseDurationMs);
-    return expiresInMs > 0 ? { state: 'held', holder: record.holderIdentity, expiresInMs } : { state: 'expired', holder: record.holderIdentity, record };
+    return expiresInMs > 0
+      ? { state: 'held', holder: record.holderIdentity, expiresInMs }
+      : { state: 'expired', holder: record.holderIdentity, record };
   }
 
   /** Drops local bookkeeping for a claim (bound or deleted). */
@@ -176,7 +205,11 @@ export class ClaimLock {
     return this.acquireOn(volume, this.volumeTarget, signal);
   }
 
-  private async acquireOn<T extends KubeObject>(obj: T, target: LockTarget<T>, signal: AbortSignal): Promise<LockAttempt> {
+  private async acquireOn<T extends KubeObject>(
+    obj: T,
+    target: LockTarget<T>,
+    signal: AbortSignal,
+  ): Promise<LockAttempt> {
     const state = this.inspect(obj);
     if (state.state === 'held') return { acquired: false, holder: state.holder, retryAfterMs: state.expiresInMs };
     const uid = obj.metadata.uid ?? '';
@@ -187,7 +220,8 @@ export class ClaimLock {
     try {
       result = await tryAcquireOrRenew(lock, this.observation(uid), this.candidate, signal, known);
     } catch (err) {
-      if (err instanceof ConflictError || err instanceof NotFoundError) return { acquired: false, holder: '', retryAfterMs: 0 };
+      if (err instanceof ConflictError || err instanceof NotFoundError)
+        return { acquired: false, holder: '', retryAfterMs: 0 };
       throw err;
     }
     if (!result.acquired) return { acquired: false, holder: result.holder, retryAfterMs: result.expiresInMs };
@@ -203,12 +237,16 @@ export class ClaimLock {
     let renewing: Promise<void> = Promise.resolve();
     const every = Math.max(1, Math.floor(this.opts.leaseDurationMs / 2));
     const schedule = (): { cancel(): void } =>
-      this.opts.clock.setTimeout(() => {
-        if (ended || signal.aborted) return;
-        renewing = this.renew(lock, seen, signal).then(() => {
-          if (!ended) timer = schedule();
-        });
-      }, every, { unref: true });
+      this.opts.clock.setTimeout(
+        () => {
+          if (ended || signal.aborted) return;
+          renewing = this.renew(lock, seen, signal).then(() => {
+            if (!ended) timer = schedule();
+          });
+        },
+        every,
+        { unref: true },
+      );
     let timer = schedule();
     return {
       end: async (release: boolean) => {
@@ -256,7 +294,10 @@ export function isOnlyLockUpdate(oldClaim: PersistentVolumeClaim, newClaim: Pers
   const strip = (c: PersistentVolumeClaim) => {
     const annotations = { ...(c.metadata.annotations ?? {}) };
     delete annotations[ANN_CONTROL_PLANE_LEADER];
-    return JSON.stringify({ ...c, metadata: { ...c.metadata, annotations, resourceVersion: '', managedFields: undefined } });
+    return JSON.stringify({
+      ...c,
+      metadata: { ...c.metadata, annotations, resourceVersion: '', managedFields: undefined },
+    });
   };
   if (oldClaim === newClaim) return false; // a resync
   return strip(oldClaim) === strip(newClaim);

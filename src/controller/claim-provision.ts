@@ -4,7 +4,11 @@
 // returns the Next the worker applies; nothing here touches a queue.
 import type { Logger } from '../runtime/logger.ts';
 import { persistentVolumeClaims } from '../runtime/resources.ts';
-import { ANN_DYNAMICALLY_PROVISIONED, ANN_SELECTED_NODE, FINALIZER_EXTERNAL_PROVISIONER } from '../types/annotations.ts';
+import {
+  ANN_DYNAMICALLY_PROVISIONED,
+  ANN_SELECTED_NODE,
+  FINALIZER_EXTERNAL_PROVISIONER,
+} from '../types/annotations.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { isDnsSubdomain } from '../types/names.ts';
 import { shortenText } from '../types/text.ts';
@@ -13,7 +17,13 @@ import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm 
 import { ANN_ALPHA_SELECTED_NODE, claimKey, selectedNodeName, type ClaimDecision } from './decide-claim.ts';
 import { recordFailure } from './failures.ts';
 import { done, failurePolicy, waitForEvent, type FailureClass, type Next } from './next.ts';
-import { IgnoredError, InfeasibleError, ProvisioningError, type ProvisioningState, type ProvisionResult } from './provisioner.ts';
+import {
+  IgnoredError,
+  InfeasibleError,
+  ProvisioningError,
+  type ProvisioningState,
+  type ProvisionResult,
+} from './provisioner.ts';
 
 /** How the ProvisioningFailed event of an infeasible error begins (the Go library's text); explain recognises it. */
 export const INFEASIBLE_EVENT_PREFIX = 'Volume provisioning failed with infeasible error. Retries will be delayed.';
@@ -47,7 +57,12 @@ export async function provisionClaim(a: ClaimAttempt): Promise<ProvisionOutcome>
   const badNode = checkSelectedNode(t, d.selectedNodeName);
   // Before the Provisioning event and before provision(): the backend never sees a node name it cannot trust.
   if (badNode) return { next: await provisionFailed(a, badNode), succeeded: false };
-  s.events.event(claimObject(claim), 'Normal', 'Provisioning', `External provisioner is provisioning volume for claim "${claimKey(claim)}"`);
+  s.events.event(
+    claimObject(claim),
+    'Normal',
+    'Provisioning',
+    `External provisioner is provisioning volume for claim "${claimKey(claim)}"`,
+  );
   log.debug({ pv: pvName }, 'provision started');
   const started = s.clock.now();
   const timeout = timeoutSignal(t.signal, s.options.provisionTimeoutMs, s.clock);
@@ -56,7 +71,13 @@ export async function provisionClaim(a: ClaimAttempt): Promise<ProvisionOutcome>
     const node = d.selectedNodeName;
     const selectedNode = node ? t.nodes?.get(node) : undefined;
     result = await s.provisioner.provision(
-      { storageClass, pvName, claim, ...(node ? { selectedNodeName: node } : {}), ...(selectedNode ? { selectedNode } : {}) },
+      {
+        storageClass,
+        pvName,
+        claim,
+        ...(node ? { selectedNodeName: node } : {}),
+        ...(selectedNode ? { selectedNode } : {}),
+      },
       timeout.signal,
     );
   } catch (err) {
@@ -70,7 +91,10 @@ export async function provisionClaim(a: ClaimAttempt): Promise<ProvisionOutcome>
     s.metrics.provisionFailedTotal.inc(labels);
     s.claimRecords.set(uid, 'inProgress', undefined);
     // A PV the API server refuses would be refused again: the infeasible slow retry, not the backoff.
-    return { next: countFailure(a, outcome.error.message, outcome.invalid ? 'infeasible' : 'final', outcome.invalid === true), succeeded: false };
+    return {
+      next: countFailure(a, outcome.error.message, outcome.invalid ? 'infeasible' : 'final', outcome.invalid === true),
+      succeeded: false,
+    };
   }
   if (outcome.kind === 'saved') s.savedVolumes.record(pvName, outcome.volume, t.volumes.get(pvName));
   s.metrics.provisionTotal.inc(labels);
@@ -93,7 +117,10 @@ export function completeVolume(
   v.kind = 'PersistentVolume';
   const { uid: _uid, resourceVersion: _rv, creationTimestamp: _ct, ...meta } = v.metadata ?? {};
   v.metadata = { ...meta, name: d.pvName };
-  v.metadata.annotations = { ...(v.metadata.annotations ?? {}), [ANN_DYNAMICALLY_PROVISIONED]: d.storageClass?.provisioner ?? s.provisionerName };
+  v.metadata.annotations = {
+    ...(v.metadata.annotations ?? {}),
+    [ANN_DYNAMICALLY_PROVISIONED]: d.storageClass?.provisioner ?? s.provisionerName,
+  };
   v.spec = v.spec ?? {};
   v.spec.claimRef = {
     apiVersion: 'v1',
@@ -107,7 +134,8 @@ export function completeVolume(
   v.spec.persistentVolumeReclaimPolicy ??= d.storageClass?.reclaimPolicy ?? 'Delete';
   if (s.options.addFinalizer && v.spec.persistentVolumeReclaimPolicy === 'Delete') {
     const finalizers = v.metadata.finalizers ?? [];
-    if (!finalizers.includes(FINALIZER_EXTERNAL_PROVISIONER)) v.metadata.finalizers = [...finalizers, FINALIZER_EXTERNAL_PROVISIONER];
+    if (!finalizers.includes(FINALIZER_EXTERNAL_PROVISIONER))
+      v.metadata.finalizers = [...finalizers, FINALIZER_EXTERNAL_PROVISIONER];
   }
   return v;
 }
@@ -136,7 +164,8 @@ async function provisionFailed(a: ClaimAttempt, err: unknown): Promise<Next> {
   s.metrics.provisionFailedTotal.inc(a.labels);
   const inProgress = s.claimRecords.inProgress(uid) !== undefined;
   if (state === 'Reschedule') {
-    if (inProgress) state = 'InBackground'; // something may still run on that node: keep it
+    if (inProgress)
+      state = 'InBackground'; // something may still run on that node: keep it
     else if (a.claimDeleted || selectedNodeName(claim) === undefined) state = 'Finished';
     else {
       try {
@@ -173,7 +202,10 @@ function countFailure(a: ClaimAttempt, message: string, failure: FailureClass, i
   const threshold = o.retry.failedProvisionThreshold;
   const next = failurePolicy(record, threshold, failure, o.retry.infeasibleDelayMs);
   if (next.kind === 'giveUp') {
-    log.error({ failures: record.failures, threshold, err: message }, 'giving up provisioning because failures >= threshold');
+    log.error(
+      { failures: record.failures, threshold, err: message },
+      'giving up provisioning because failures >= threshold',
+    );
     s.events.event(
       claimObject(claim),
       'Warning',
@@ -197,19 +229,34 @@ function countFailure(a: ClaimAttempt, message: string, failure: FailureClass, i
 function checkSelectedNode(t: ControllerTerm, node: string | undefined): Error | undefined {
   if (node === undefined) return undefined;
   if (!isDnsSubdomain(node)) {
-    return new InfeasibleError(`the claim's selected node ${JSON.stringify(shortenText(node, 256))} is not a valid node name (a DNS-1123 subdomain); nothing was provisioned`);
+    return new InfeasibleError(
+      `the claim's selected node ${JSON.stringify(shortenText(node, 256))} is not a valid node name (a DNS-1123 subdomain); nothing was provisioned`,
+    );
   }
-  if (t.nodes && !t.nodes.get(node)) return new ProvisioningError(`selected node ${node} does not exist; asking the scheduler for another node`, 'Reschedule');
+  if (t.nodes && !t.nodes.get(node))
+    return new ProvisioningError(
+      `selected node ${node} does not exist; asking the scheduler for another node`,
+      'Reschedule',
+    );
   return undefined;
 }
 
 /** Reschedule: drop the scheduler's node choice (GA and alpha keys) so it picks again. Returns the written claim. */
-async function removeSelectedNode(s: ControllerShared, claim: PersistentVolumeClaim, signal: AbortSignal): Promise<PersistentVolumeClaim> {
+async function removeSelectedNode(
+  s: ControllerShared,
+  claim: PersistentVolumeClaim,
+  signal: AbortSignal,
+): Promise<PersistentVolumeClaim> {
   const annotations: Record<string, null> = { [ANN_SELECTED_NODE]: null };
   if (claim.metadata.annotations?.[ANN_ALPHA_SELECTED_NODE] !== undefined) annotations[ANN_ALPHA_SELECTED_NODE] = null;
-  return s.client.patch<PersistentVolumeClaim>(persistentVolumeClaims, claim.metadata.name ?? '', { metadata: { annotations } }, {
-    namespace: claim.metadata.namespace,
-    type: 'merge',
-    signal,
-  });
+  return s.client.patch<PersistentVolumeClaim>(
+    persistentVolumeClaims,
+    claim.metadata.name ?? '',
+    { metadata: { annotations } },
+    {
+      namespace: claim.metadata.namespace,
+      type: 'merge',
+      signal,
+    },
+  );
 }

@@ -67,7 +67,11 @@ async function provisionWithLock(a: ClaimAttempt): Promise<Next> {
     if (!got.acquired) {
       log.debug({ holder: got.holder, retryAfterMs: got.retryAfterMs }, 'claim is locked by another replica');
       // Look again when the holder's lease would expire (takeover if it died), or soon after a write race.
-      return after(got.retryAfterMs > 0 ? got.retryAfterMs + s.options.leaderElection.retryPeriodMs : s.options.leaderElection.retryPeriodMs);
+      return after(
+        got.retryAfterMs > 0
+          ? got.retryAfterMs + s.options.leaderElection.retryPeriodMs
+          : s.options.leaderElection.retryPeriodMs,
+      );
     }
     lock = got.handle;
   }

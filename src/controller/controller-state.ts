@@ -72,13 +72,19 @@ export function volumeObject(volume: PersistentVolume): PersistentVolume {
 }
 
 /** An AbortSignal that aborts with `parent` or after `timeoutMs` (0 = never), and a dispose function. */
-export function timeoutSignal(parent: AbortSignal, timeoutMs: number, clock: Clock): { signal: AbortSignal; dispose(): void } {
+export function timeoutSignal(
+  parent: AbortSignal,
+  timeoutMs: number,
+  clock: Clock,
+): { signal: AbortSignal; dispose(): void } {
   if (timeoutMs <= 0) return { signal: parent, dispose: () => {} };
   const controller = new AbortController();
   const onAbort = () => controller.abort(parent.reason);
   if (parent.aborted) controller.abort(parent.reason);
   else parent.addEventListener('abort', onAbort, { once: true });
-  const timer = clock.setTimeout(() => controller.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs, { unref: true });
+  const timer = clock.setTimeout(() => controller.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs, {
+    unref: true,
+  });
   return {
     signal: controller.signal,
     dispose: () => {

@@ -55,7 +55,9 @@ export interface ClaimDecisionInput {
   claim: PersistentVolumeClaim;
   /** The controller's own provisioner name. */
   provisionerName: string;
-  options: Pick<ResolvedOptions, 'additionalProvisionerNames' | 'selectorPolicy' | 'volumeNameHook'> & { retry: Pick<ResolvedOptions['retry'], 'failedProvisionThreshold'> };
+  options: Pick<ResolvedOptions, 'additionalProvisionerNames' | 'selectorPolicy' | 'volumeNameHook'> & {
+    retry: Pick<ResolvedOptions['retry'], 'failedProvisionThreshold'>;
+  };
   /** Class lookup (informer cache). */
   getStorageClass(name: string): StorageClass | undefined;
   /** PV lookup by name (informer cache). */
@@ -115,7 +117,11 @@ export function claimKey(claim: PersistentVolumeClaim): string {
 }
 
 /** Whether `name` is this controller's provisioner name or one of its additional names. */
-export function isKnownProvisioner(name: string | undefined, provisionerName: string, additional: readonly string[]): boolean {
+export function isKnownProvisioner(
+  name: string | undefined,
+  provisionerName: string,
+  additional: readonly string[],
+): boolean {
   return name !== undefined && (name === provisionerName || additional.includes(name));
 }
 
@@ -129,7 +135,11 @@ export function decideClaim(input: ClaimDecisionInput): ClaimDecision {
   const key = claimKey(claim);
 
   if (claim.spec.volumeName) {
-    return { action: 'ignore', code: 'AlreadyBound', reason: `claim is bound (or pre-bound) to volume ${claim.spec.volumeName}` };
+    return {
+      action: 'ignore',
+      code: 'AlreadyBound',
+      reason: `claim is bound (or pre-bound) to volume ${claim.spec.volumeName}`,
+    };
   }
   if (claim.metadata.deletionTimestamp && !input.inProgress) {
     // Provisioning a claim that is going away only creates a volume to delete again; an in-progress one must go
@@ -148,7 +158,11 @@ export function decideClaim(input: ClaimDecisionInput): ClaimDecision {
     };
   }
   if (!isKnownProvisioner(requested, provisionerName, options.additionalProvisionerNames)) {
-    return { action: 'ignore', code: 'OtherProvisioner', reason: `claim is for provisioner "${requested}", not "${provisionerName}"` };
+    return {
+      action: 'ignore',
+      code: 'OtherProvisioner',
+      reason: `claim is for provisioner "${requested}", not "${provisionerName}"`,
+    };
   }
 
   const pvName = options.volumeNameHook(claim);
@@ -156,17 +170,34 @@ export function decideClaim(input: ClaimDecisionInput): ClaimDecision {
   if (existing) {
     const ref = existing.spec.claimRef;
     if (ref?.uid === claim.metadata.uid) {
-      return { action: 'ignore', code: 'AlreadyProvisioned', reason: `volume ${pvName} already exists for this claim`, pvName };
+      return {
+        action: 'ignore',
+        code: 'AlreadyProvisioned',
+        reason: `volume ${pvName} already exists for this claim`,
+        pvName,
+      };
     }
     const owner = ref ? `claim ${ref.namespace ?? ''}/${ref.name ?? ''} (uid ${ref.uid ?? 'none'})` : 'no claim';
     const message = `PersistentVolume ${pvName} already exists and belongs to ${owner}; refusing to provision another volume under that name`;
-    return { action: 'reject', code: 'VolumeNameConflict', reason: message, pvName, event: warning('ProvisioningFailed', message) };
+    return {
+      action: 'reject',
+      code: 'VolumeNameConflict',
+      reason: message,
+      pvName,
+      event: warning('ProvisioningFailed', message),
+    };
   }
 
   const className = claimClassName(claim);
   if (className === '') {
     const message = 'claim names no StorageClass, so there are no parameters to provision it with';
-    return { action: 'reject', code: 'NoStorageClass', reason: message, pvName, event: warning('ProvisioningFailed', message) };
+    return {
+      action: 'reject',
+      code: 'NoStorageClass',
+      reason: message,
+      pvName,
+      event: warning('ProvisioningFailed', message),
+    };
   }
   const storageClass = input.getStorageClass(className);
   if (!storageClass) {
@@ -182,7 +213,13 @@ export function decideClaim(input: ClaimDecisionInput): ClaimDecision {
   const base = { className, storageClass, pvName };
   if (!isKnownProvisioner(storageClass.provisioner, provisionerName, options.additionalProvisionerNames)) {
     const message = `StorageClass "${className}" names provisioner "${storageClass.provisioner}", but the claim was handed to "${requested}"`;
-    return { action: 'reject', code: 'ClassProvisionerMismatch', reason: message, ...base, event: warning('ProvisioningFailed', message) };
+    return {
+      action: 'reject',
+      code: 'ClassProvisionerMismatch',
+      reason: message,
+      ...base,
+      event: warning('ProvisioningFailed', message),
+    };
   }
 
   const node = selectedNodeName(claim);
@@ -219,11 +256,23 @@ export function decideClaim(input: ClaimDecisionInput): ClaimDecision {
   }
   if (claim.spec.volumeMode === 'Block' && !(provisioner.supportsBlock?.() ?? false)) {
     const message = `${provisionerName} does not support block volume provisioning`;
-    return { action: 'reject', code: 'BlockNotSupported', reason: message, ...withNode, event: warning('ProvisioningFailed', message) };
+    return {
+      action: 'reject',
+      code: 'BlockNotSupported',
+      reason: message,
+      ...withNode,
+      event: warning('ProvisioningFailed', message),
+    };
   }
   if (claim.spec.selector && options.selectorPolicy === 'reject') {
     const message = `claim Selector is not supported: ${provisionerName} creates volumes on demand and cannot match spec.selector; remove the selector`;
-    return { action: 'reject', code: 'SelectorNotSupported', reason: message, ...withNode, event: warning('ProvisioningFailed', message) };
+    return {
+      action: 'reject',
+      code: 'SelectorNotSupported',
+      reason: message,
+      ...withNode,
+      event: warning('ProvisioningFailed', message),
+    };
   }
   return {
     action: 'provision',

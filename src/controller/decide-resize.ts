@@ -76,7 +76,8 @@ export interface ResizeDecision {
 }
 
 const storageOf = (r: Record<string, string> | undefined): string | undefined => r?.storage;
-const bytes = (q: string | undefined): bigint | undefined => (q !== undefined && isQuantity(q) ? parseQuantity(q) : undefined);
+const bytes = (q: string | undefined): bigint | undefined =>
+  q !== undefined && isQuantity(q) ? parseQuantity(q) : undefined;
 
 /** The claim's resize status for storage (`''` when none). */
 export function resizeStatusOf(claim: PersistentVolumeClaim): string {
@@ -98,7 +99,11 @@ export function mayNeedResize(claim: PersistentVolumeClaim): boolean {
 }
 
 /** What must change for a given-up or infeasible resize to be tried again. */
-export function resizeFingerprint(claim: PersistentVolumeClaim, storageClass: StorageClass | undefined, target: string): string {
+export function resizeFingerprint(
+  claim: PersistentVolumeClaim,
+  storageClass: StorageClass | undefined,
+  target: string,
+): string {
   return stableStringify({
     request: storageOf(claim.spec.resources?.requests),
     target,
@@ -111,31 +116,53 @@ export function decideResize(input: ResizeDecisionInput): ResizeDecision {
   const { claim, volume, storageClass } = input;
   if (claim.status?.phase !== 'Bound' || !claim.spec.volumeName) return none('NotBound', 'the claim is not Bound');
   if (!volume) return none('VolumeMissing', `volume ${claim.spec.volumeName} is not in the cache`);
-  if (volume.spec.claimRef?.uid !== claim.metadata.uid) return none('NotBound', `volume ${claim.spec.volumeName} is not bound to this claim`);
+  if (volume.spec.claimRef?.uid !== claim.metadata.uid)
+    return none('NotBound', `volume ${claim.spec.volumeName} is not bound to this claim`);
   const provisionedBy = volume.metadata.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
   if (!isKnownProvisioner(provisionedBy, input.provisionerName, input.additionalProvisionerNames)) {
-    return none('NotOurs', `volume ${volume.metadata.name} was provisioned by ${provisionedBy ?? 'nobody (static)'}, not ${input.provisionerName}`);
+    return none(
+      'NotOurs',
+      `volume ${volume.metadata.name} was provisioned by ${provisionedBy ?? 'nobody (static)'}, not ${input.provisionerName}`,
+    );
   }
   if (!input.canExpand) return none('ExpandNotSupported', 'the provisioner does not implement expand()');
-  if (input.shouldExpand && !input.shouldExpand(volume)) return none('NotQualified', `volume ${volume.metadata.name} is expanded by another instance (shouldExpand)`);
+  if (input.shouldExpand && !input.shouldExpand(volume))
+    return none('NotQualified', `volume ${volume.metadata.name} is expanded by another instance (shouldExpand)`);
   const requestText = storageOf(claim.spec.resources?.requests);
   const request = bytes(requestText);
   const pvCapacityText = storageOf(volume.spec.capacity);
   const pvCapacity = bytes(pvCapacityText);
-  if (request === undefined || pvCapacity === undefined) return none('BadSize', 'the claim request or the volume capacity is not a valid quantity');
+  if (request === undefined || pvCapacity === undefined)
+    return none('BadSize', 'the claim request or the volume capacity is not a valid quantity');
   const status = resizeStatusOf(claim);
   if (pvCapacity >= request) {
     if (status === RESIZE_STATUS.nodePending || status === RESIZE_STATUS.nodeInProgress) {
-      return wait('NodeResizePending', `the volume has ${pvCapacityText}; the filesystem resize on the node is pending (kubelet finishes it)`);
+      return wait(
+        'NodeResizePending',
+        `the volume has ${pvCapacityText}; the filesystem resize on the node is pending (kubelet finishes it)`,
+      );
     }
     const claimCapacity = bytes(storageOf(claim.status?.capacity));
-    if (status !== '' || hasCondition(claim, CONDITION_RESIZING) || claimCapacity === undefined || claimCapacity < pvCapacity) {
-      return { action: 'finish', code: 'RecordCapacity', reason: `the volume already has ${pvCapacityText}; recording it on the claim`, targetSize: pvCapacityText };
+    if (
+      status !== '' ||
+      hasCondition(claim, CONDITION_RESIZING) ||
+      claimCapacity === undefined ||
+      claimCapacity < pvCapacity
+    ) {
+      return {
+        action: 'finish',
+        code: 'RecordCapacity',
+        reason: `the volume already has ${pvCapacityText}; recording it on the claim`,
+        targetSize: pvCapacityText,
+      };
     }
     return none('UpToDate', `the volume's capacity ${pvCapacityText} covers the request ${requestText}`);
   }
   if (storageClass?.allowVolumeExpansion !== true) {
-    return wait('ExpansionNotAllowed', `the claim asks for ${requestText} but the volume has ${pvCapacityText}, and storage class ${storageClass?.metadata.name ?? '(not found)'} does not set allowVolumeExpansion: true`);
+    return wait(
+      'ExpansionNotAllowed',
+      `the claim asks for ${requestText} but the volume has ${pvCapacityText}, and storage class ${storageClass?.metadata.name ?? '(not found)'} does not set allowVolumeExpansion: true`,
+    );
   }
   const target = targetSize(claim, requestText ?? '', request, status);
   const fingerprint = resizeFingerprint(claim, storageClass, target);
@@ -143,15 +170,29 @@ export function decideResize(input: ResizeDecisionInput): ResizeDecision {
   const base = { targetSize: target, fingerprint };
   if (record?.infeasibleUntil !== undefined && record.infeasibleUntil > input.now) {
     return {
-      ...wait('InfeasibleBackoff', `expanding to ${target} failed with an infeasible error (${record.lastError ?? 'unknown'}); next attempt in ${Math.ceil((record.infeasibleUntil - input.now) / 1000)} s unless the request or the class changes`),
+      ...wait(
+        'InfeasibleBackoff',
+        `expanding to ${target} failed with an infeasible error (${record.lastError ?? 'unknown'}); next attempt in ${Math.ceil((record.infeasibleUntil - input.now) / 1000)} s unless the request or the class changes`,
+      ),
       ...base,
       retryAfterMs: record.infeasibleUntil - input.now,
     };
   }
   if (thresholdReached(record, input.threshold)) {
-    return { ...wait('GivenUp', `gave up expanding to ${target} after ${record?.failures ?? 0} failed attempts (last: ${record?.lastError ?? 'unknown'}); change the request or the class to retry`), ...base };
+    return {
+      ...wait(
+        'GivenUp',
+        `gave up expanding to ${target} after ${record?.failures ?? 0} failed attempts (last: ${record?.lastError ?? 'unknown'}); change the request or the class to retry`,
+      ),
+      ...base,
+    };
   }
-  return { action: 'expand', code: 'Expand', reason: `the claim asks for ${requestText}, the volume has ${pvCapacityText}`, ...base };
+  return {
+    action: 'expand',
+    code: 'Expand',
+    reason: `the claim asks for ${requestText}, the volume has ${pvCapacityText}`,
+    ...base,
+  };
 }
 
 /**
@@ -162,7 +203,13 @@ export function decideResize(input: ResizeDecisionInput): ResizeDecision {
 function targetSize(claim: PersistentVolumeClaim, requestText: string, request: bigint, status: string): string {
   const allocatedText = storageOf(claim.status?.allocatedResources);
   const allocated = bytes(allocatedText);
-  if (status === RESIZE_STATUS.controllerInProgress && allocated !== undefined && allocatedText !== undefined && allocated > request) return allocatedText;
+  if (
+    status === RESIZE_STATUS.controllerInProgress &&
+    allocated !== undefined &&
+    allocatedText !== undefined &&
+    allocated > request
+  )
+    return allocatedText;
   return requestText;
 }
 
@@ -183,11 +230,14 @@ export function resizeFacts(claim: PersistentVolumeClaim, volume: PersistentVolu
   const requestBytes = bytes(request);
   const capacityBytes = bytes(volumeCapacity ?? claimCapacity);
   if (requestBytes !== undefined && capacityBytes !== undefined && requestBytes > capacityBytes) {
-    facts.push(`resize requested: ${request} (claim capacity ${claimCapacity ?? 'none'}, volume capacity ${volumeCapacity ?? 'unknown'})`);
+    facts.push(
+      `resize requested: ${request} (claim capacity ${claimCapacity ?? 'none'}, volume capacity ${volumeCapacity ?? 'unknown'})`,
+    );
   }
   const allocated = storageOf(claim.status?.allocatedResources);
   const status = resizeStatusOf(claim);
-  if (status || (allocated && allocated !== claimCapacity)) facts.push(`resize status: ${status || '(none)'}${allocated ? `, allocated ${allocated}` : ''}`);
+  if (status || (allocated && allocated !== claimCapacity))
+    facts.push(`resize status: ${status || '(none)'}${allocated ? `, allocated ${allocated}` : ''}`);
   for (const c of claim.status?.conditions ?? []) {
     if (c.type === CONDITION_RESIZING || c.type === CONDITION_FS_RESIZE_PENDING) {
       facts.push(`condition ${String(c.type)}=${String(c.status)}${c.message ? `: ${String(c.message)}` : ''}`);

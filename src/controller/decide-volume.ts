@@ -31,7 +31,9 @@ export type VolumeDecisionCode =
 export interface VolumeDecisionInput {
   volume: PersistentVolume;
   provisionerName: string;
-  options: Pick<ResolvedOptions, 'additionalProvisionerNames' | 'addFinalizer'> & { retry: Pick<ResolvedOptions['retry'], 'failedDeleteThreshold'> };
+  options: Pick<ResolvedOptions, 'additionalProvisionerNames' | 'addFinalizer'> & {
+    retry: Pick<ResolvedOptions['retry'], 'failedDeleteThreshold'>;
+  };
   /** The provisioner's optional DeletionGuard. */
   provisioner: Pick<Provisioner, 'shouldDelete'>;
   /** Claim lookup (informer cache) by namespace and name. */
@@ -56,7 +58,11 @@ export interface VolumeDecision {
  * Whether this controller is responsible for the PV: by `pv.kubernetes.io/provisioned-by` (or `migrated-to`) when
  * set; for static PVs by the CSI driver name or `migrated-to`. Static in-tree PVs are never ours.
  */
-export function isProvisionerForVolume(volume: PersistentVolume, provisionerName: string, additional: readonly string[]): boolean {
+export function isProvisionerForVolume(
+  volume: PersistentVolume,
+  provisionerName: string,
+  additional: readonly string[],
+): boolean {
   const ann = volume.metadata.annotations ?? {};
   const migratedTo = ann[ANN_MIGRATED_TO];
   if (isKnownProvisioner(migratedTo, provisionerName, additional)) return true;
@@ -98,10 +104,20 @@ export function decideVolume(input: VolumeDecisionInput): VolumeDecision {
   const withFinalizer = finalizer ? { finalizer } : {};
 
   if (input.provisioner.shouldDelete && !input.provisioner.shouldDelete(volume)) {
-    return { action: 'ignore', code: 'DeletionGuard', reason: "the provisioner's shouldDelete() protects this volume", ...withFinalizer };
+    return {
+      action: 'ignore',
+      code: 'DeletionGuard',
+      reason: "the provisioner's shouldDelete() protects this volume",
+      ...withFinalizer,
+    };
   }
   if (volume.metadata.deletionTimestamp !== undefined && !hasFinalizerAfter) {
-    return { action: 'ignore', code: 'BeingDeleted', reason: 'volume is already being deleted and our finalizer is not on it', ...withFinalizer };
+    return {
+      action: 'ignore',
+      code: 'BeingDeleted',
+      reason: 'volume is already being deleted and our finalizer is not on it',
+      ...withFinalizer,
+    };
   }
   const phase = volume.status?.phase ?? 'Pending';
   if (phase !== 'Released') {
@@ -109,7 +125,12 @@ export function decideVolume(input: VolumeDecisionInput): VolumeDecision {
   }
   const policy = volume.spec.persistentVolumeReclaimPolicy ?? 'Retain';
   if (policy !== 'Delete') {
-    return { action: 'ignore', code: 'NotDeletePolicy', reason: `reclaim policy is ${policy}, not Delete`, ...withFinalizer };
+    return {
+      action: 'ignore',
+      code: 'NotDeletePolicy',
+      reason: `reclaim policy is ${policy}, not Delete`,
+      ...withFinalizer,
+    };
   }
   const ref = volume.spec.claimRef;
   if (ref?.name && ref.uid) {
@@ -125,7 +146,12 @@ export function decideVolume(input: VolumeDecisionInput): VolumeDecision {
     }
   }
   if (input.backendDeleted) {
-    return { action: 'finish-delete', code: 'BackendDeleted', reason: 'backend volume already deleted; removing the PV', ...withFinalizer };
+    return {
+      action: 'finish-delete',
+      code: 'BackendDeleted',
+      reason: 'backend volume already deleted; removing the PV',
+      ...withFinalizer,
+    };
   }
   const fingerprint = volumeFingerprint(volume);
   const record = currentRecord(input.failures, fingerprint);
@@ -138,5 +164,11 @@ export function decideVolume(input: VolumeDecisionInput): VolumeDecision {
       ...withFinalizer,
     };
   }
-  return { action: 'delete', code: 'Delete', reason: 'volume is Released with reclaim policy Delete', fingerprint, ...withFinalizer };
+  return {
+    action: 'delete',
+    code: 'Delete',
+    reason: 'volume is Released with reclaim policy Delete',
+    fingerprint,
+    ...withFinalizer,
+  };
 }

@@ -7,11 +7,26 @@
 // the next retry from the last ProvisioningFailed event and the retry timings the controller's heartbeat publishes.
 import type { KubeClient } from '../runtime/client.ts';
 import { undefinedIfNotFound } from '../runtime/errors.ts';
-import { coreEvents, nodes, persistentVolumeClaims, persistentVolumes, pods, storageClasses } from '../runtime/resources.ts';
+import {
+  coreEvents,
+  nodes,
+  persistentVolumeClaims,
+  persistentVolumes,
+  pods,
+  storageClasses,
+} from '../runtime/resources.ts';
 import type { CoreEvent, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '../types/k8s.ts';
 import { parseLockRecord } from './claim-lock.ts';
 import type { ControllerShared, ControllerTerm } from './controller-state.ts';
-import { claimClassName, claimKey, claimProvisionerName, decideClaim, selectedNodeName, type ClaimDecision, type ClaimDecisionCode } from './decide-claim.ts';
+import {
+  claimClassName,
+  claimKey,
+  claimProvisionerName,
+  decideClaim,
+  selectedNodeName,
+  type ClaimDecision,
+  type ClaimDecisionCode,
+} from './decide-claim.ts';
 import { decideCachedClaim } from './cached-decisions.ts';
 import type { FailureRecord } from './failures.ts';
 import { decideResize, resizeFacts, type ResizeDecision } from './decide-resize.ts';
@@ -29,7 +44,8 @@ import type { HeartbeatRecord, HeartbeatRetry } from './heartbeat.ts';
  * instance's claim); `NoController`: no controller serving the provisioner name is running (from the cluster's
  * heartbeat and leader-election Leases).
  */
-export type ExplainDecisionCode = ClaimDecisionCode | 'BackendInfeasible' | 'BackendReschedule' | 'BackendIgnored' | 'NoController';
+export type ExplainDecisionCode =
+  ClaimDecisionCode | 'BackendInfeasible' | 'BackendReschedule' | 'BackendIgnored' | 'NoController';
 
 /** A decision as explain reports it: the controller's, or the first backend check that blocks it. */
 export type ExplainedDecision = Omit<ClaimDecision, 'code'> & { code: ExplainDecisionCode };
@@ -93,30 +109,43 @@ export function explainDecision(f: ExplainFacts): ClaimExplanation {
   const { claim, decision } = f;
   const ann = claim.metadata.annotations ?? {};
   const facts: string[] = [];
-  facts.push(`phase: ${claim.status?.phase ?? 'Pending'}${claim.spec.volumeName ? `, bound to volume ${claim.spec.volumeName}` : ''}`);
+  facts.push(
+    `phase: ${claim.status?.phase ?? 'Pending'}${claim.spec.volumeName ? `, bound to volume ${claim.spec.volumeName}` : ''}`,
+  );
   facts.push(`storage-provisioner annotation: ${claimProvisionerName(claim) ?? '(none)'}`);
   const className = claimClassName(claim);
-  facts.push(`storage class: ${className || '(none)'}${f.storageClass ? ` (provisioner ${f.storageClass.provisioner}, ${f.storageClass.volumeBindingMode ?? 'Immediate'}, reclaim ${f.storageClass.reclaimPolicy ?? 'Delete'})` : className ? ' (not found)' : ''}`);
+  facts.push(
+    `storage class: ${className || '(none)'}${f.storageClass ? ` (provisioner ${f.storageClass.provisioner}, ${f.storageClass.volumeBindingMode ?? 'Immediate'}, reclaim ${f.storageClass.reclaimPolicy ?? 'Delete'})` : className ? ' (not found)' : ''}`,
+  );
   const node = selectedNodeName(claim);
   if (node) facts.push(`selected node: ${node}`);
   if (claim.spec.volumeMode === 'Block') facts.push('volume mode: Block');
   if (claim.spec.selector) facts.push('claim has spec.selector');
-  if (decision.pvName) facts.push(`volume name: ${decision.pvName}${f.volume ? ` (exists, claimRef uid ${f.volume.spec.claimRef?.uid ?? 'none'})` : ' (does not exist)'}`);
+  if (decision.pvName)
+    facts.push(
+      `volume name: ${decision.pvName}${f.volume ? ` (exists, claimRef uid ${f.volume.spec.claimRef?.uid ?? 'none'})` : ' (does not exist)'}`,
+    );
   const lock = parseLockRecord(claim);
   if (lock?.holderIdentity) facts.push(`per-claim lock held by ${lock.holderIdentity} (renewed ${lock.renewTime})`);
   if (f.inProgress) facts.push('provisioning may still be running in the backend (InBackground)');
   if (f.failures) {
-    facts.push(`failed attempts: ${f.failures.failures}${f.failures.lastError ? ` (last: ${f.failures.lastError})` : ''}`);
-    if (f.failures.infeasibleUntil) facts.push(`infeasible: next attempt after ${new Date(f.failures.infeasibleUntil).toISOString()}`);
+    facts.push(
+      `failed attempts: ${f.failures.failures}${f.failures.lastError ? ` (last: ${f.failures.lastError})` : ''}`,
+    );
+    if (f.failures.infeasibleUntil)
+      facts.push(`infeasible: next attempt after ${new Date(f.failures.infeasibleUntil).toISOString()}`);
   }
   const boundVolume = claim.spec.volumeName && f.volume?.metadata.name === claim.spec.volumeName ? f.volume : undefined;
   facts.push(...resizeFacts(claim, boundVolume));
   const usage = parseVolumeUsage(boundVolume?.metadata.annotations?.[ANN_VOLUME_USAGE]);
   if (usage) {
     const bound = usage.complete ? '' : 'at least ';
-    facts.push(`usage: ${bound}${formatBytes(BigInt(usage.bytes))} of ${boundVolume?.spec.capacity?.storage ?? '?'}, ${bound}${usage.inodes} inodes (measured ${usage.measuredAt})`);
+    facts.push(
+      `usage: ${bound}${formatBytes(BigInt(usage.bytes))} of ${boundVolume?.spec.capacity?.storage ?? '?'}, ${bound}${usage.inodes} inodes (measured ${usage.measuredAt})`,
+    );
   }
-  if (ann['volume.kubernetes.io/storage-resizer']) facts.push(`resizer: ${ann['volume.kubernetes.io/storage-resizer']}`);
+  if (ann['volume.kubernetes.io/storage-resizer'])
+    facts.push(`resizer: ${ann['volume.kubernetes.io/storage-resizer']}`);
   facts.push(...(f.extraFacts ?? []));
   const lastFailed = lastEvent(f.events, claim, 'ProvisioningFailed');
   const lastSucceeded = lastEvent(f.events, claim, 'ProvisioningSucceeded');
@@ -141,31 +170,64 @@ function eventTime(e: CoreEvent): number {
   return Number.isNaN(t) ? 0 : t;
 }
 
-function lastEvent(events: CoreEvent[] | undefined, claim: PersistentVolumeClaim, reason: string): ClaimEventSummary | undefined {
-  const mine = (events ?? []).filter((e) => e.reason === reason && e.involvedObject.kind === 'PersistentVolumeClaim' && (!e.involvedObject.uid || e.involvedObject.uid === claim.metadata.uid));
+function lastEvent(
+  events: CoreEvent[] | undefined,
+  claim: PersistentVolumeClaim,
+  reason: string,
+): ClaimEventSummary | undefined {
+  const mine = (events ?? []).filter(
+    (e) =>
+      e.reason === reason &&
+      e.involvedObject.kind === 'PersistentVolumeClaim' &&
+      (!e.involvedObject.uid || e.involvedObject.uid === claim.metadata.uid),
+  );
   const last = mine.sort((a, b) => eventTime(a) - eventTime(b)).at(-1);
   if (!last) return undefined;
   const at = eventTime(last);
-  return { type: last.type ?? 'Normal', reason, message: last.message ?? '', count: last.count ?? 1, ...(at ? { lastSeen: new Date(at).toISOString() } : {}) };
+  return {
+    type: last.type ?? 'Normal',
+    reason,
+    message: last.message ?? '',
+    count: last.count ?? 1,
+    ...(at ? { lastSeen: new Date(at).toISOString() } : {}),
+  };
 }
 
 // From the controller's record (a running controller's explain), or from the last ProvisioningFailed event and the
 // controller's retry timings: the event's time plus the slow infeasible delay, or plus the backoff its count reached.
-function nextRetry(f: ExplainFacts, lastFailed: ClaimEventSummary | undefined, lastSucceeded: ClaimEventSummary | undefined): Pick<ClaimExplanation, 'nextRetryAt' | 'nextRetry'> {
+function nextRetry(
+  f: ExplainFacts,
+  lastFailed: ClaimEventSummary | undefined,
+  lastSucceeded: ClaimEventSummary | undefined,
+): Pick<ClaimExplanation, 'nextRetryAt' | 'nextRetry'> {
   const code = f.decision.code;
-  const how = 'at once if the claim, its class or the provisioner\'s configuration changes';
+  const how = "at once if the claim, its class or the provisioner's configuration changes";
   if (f.failures?.infeasibleUntil !== undefined && code === 'InfeasibleBackoff') {
-    return { nextRetryAt: new Date(f.failures.infeasibleUntil).toISOString(), nextRetry: `slow retry after an infeasible error; ${how}` };
+    return {
+      nextRetryAt: new Date(f.failures.infeasibleUntil).toISOString(),
+      nextRetry: `slow retry after an infeasible error; ${how}`,
+    };
   }
   const waiting = code === 'Provision' || code === 'BackendInfeasible' || code === 'InfeasibleBackoff';
   const failedAt = lastFailed?.lastSeen ? Date.parse(lastFailed.lastSeen) : NaN;
-  if (!waiting || !f.retry || !lastFailed || Number.isNaN(failedAt) || (lastSucceeded?.lastSeen && Date.parse(lastSucceeded.lastSeen) >= failedAt)) return {};
+  if (
+    !waiting ||
+    !f.retry ||
+    !lastFailed ||
+    Number.isNaN(failedAt) ||
+    (lastSucceeded?.lastSeen && Date.parse(lastSucceeded.lastSeen) >= failedAt)
+  )
+    return {};
   const infeasible = code === 'BackendInfeasible' || lastFailed.message.startsWith(INFEASIBLE_EVENT_PREFIX);
   const r = f.retry;
-  const backoff = r.exponentialBackoff ? Math.min(r.backoffBaseMs * 2 ** Math.min(Math.max(lastFailed.count - 1, 0), 40), r.backoffMaxMs) : r.backoffBaseMs;
+  const backoff = r.exponentialBackoff
+    ? Math.min(r.backoffBaseMs * 2 ** Math.min(Math.max(lastFailed.count - 1, 0), 40), r.backoffMaxMs)
+    : r.backoffBaseMs;
   const due = failedAt + (infeasible ? r.infeasibleDelayMs : backoff);
   const late = f.now !== undefined && due < f.now ? ' (due now)' : '';
-  const what = infeasible ? 'slow retry after an infeasible error' : `backoff after ${lastFailed.count} failed attempt${lastFailed.count === 1 ? '' : 's'}`;
+  const what = infeasible
+    ? 'slow retry after an infeasible error'
+    : `backoff after ${lastFailed.count} failed attempt${lastFailed.count === 1 ? '' : 's'}`;
   return { nextRetryAt: new Date(due).toISOString(), nextRetry: `${what}${late}; ${how}` };
 }
 
@@ -176,9 +238,12 @@ export function formatExplanation(e: ClaimExplanation): string {
     `Decision: ${e.decision.action} (${e.decision.code}) for provisioner ${e.provisionerName}`,
     `Why: ${e.decision.reason}`,
   ];
-  if (e.resize && e.resize.code !== 'NotBound') lines.push(`Resize: ${e.resize.action} (${e.resize.code}): ${e.resize.reason}`);
-  if (e.decision.event) lines.push(`Event: ${e.decision.event.type} ${e.decision.event.reason}: ${e.decision.event.message}`);
-  const ev = (x: ClaimEventSummary) => `${x.type} ${x.reason}${x.count > 1 ? ` (${x.count}x)` : ''}${x.lastSeen ? ` at ${x.lastSeen}` : ''}: ${x.message}`;
+  if (e.resize && e.resize.code !== 'NotBound')
+    lines.push(`Resize: ${e.resize.action} (${e.resize.code}): ${e.resize.reason}`);
+  if (e.decision.event)
+    lines.push(`Event: ${e.decision.event.type} ${e.decision.event.reason}: ${e.decision.event.message}`);
+  const ev = (x: ClaimEventSummary) =>
+    `${x.type} ${x.reason}${x.count > 1 ? ` (${x.count}x)` : ''}${x.lastSeen ? ` at ${x.lastSeen}` : ''}: ${x.message}`;
   if (e.lastFailed) lines.push(`Last failure: ${ev(e.lastFailed)}`);
   if (e.lastSucceeded) lines.push(`Last success: ${ev(e.lastSucceeded)}`);
   if (e.nextRetry) lines.push(`Next retry: ${e.nextRetryAt ? `${e.nextRetryAt}, ` : ''}${e.nextRetry}`);
@@ -187,10 +252,19 @@ export function formatExplanation(e: ClaimExplanation): string {
 }
 
 /** Explanation from a running controller's caches and records. */
-export function explainCachedClaim(s: ControllerShared, t: ControllerTerm, claim: PersistentVolumeClaim): ClaimExplanation {
+export function explainCachedClaim(
+  s: ControllerShared,
+  t: ControllerTerm,
+  claim: PersistentVolumeClaim,
+): ClaimExplanation {
   const uid = claim.metadata.uid ?? '';
   const storageClass = t.classes.get(claimClassName(claim));
-  const refined = refineDecision({ claim, storageClass, decision: decideCachedClaim(s, t, claim), check: s.provisioner.checkClaim?.bind(s.provisioner) });
+  const refined = refineDecision({
+    claim,
+    storageClass,
+    decision: decideCachedClaim(s, t, claim),
+    check: s.provisioner.checkClaim?.bind(s.provisioner),
+  });
   const decision = refined.decision;
   return explainDecision({
     claim,
@@ -217,16 +291,24 @@ export interface RefineInput {
   nodes?: Node[];
 }
 
-const CHECK_CODES: Record<Extract<ClaimCheckResult, { ok: false }>['kind'], { code: ExplainDecisionCode; action: ClaimDecision['action'] }> = {
+const CHECK_CODES: Record<
+  Extract<ClaimCheckResult, { ok: false }>['kind'],
+  { code: ExplainDecisionCode; action: ClaimDecision['action'] }
+> = {
   infeasible: { code: 'BackendInfeasible', action: 'reject' },
   reschedule: { code: 'BackendReschedule', action: 'wait' },
   ignored: { code: 'BackendIgnored', action: 'ignore' },
 };
 
 function consumersText(consumers: Pod[] | undefined, className: string): string {
-  if (consumers === undefined) return `StorageClass "${className}" is WaitForFirstConsumer: provisioning starts when a pod that uses the claim is scheduled`;
-  if (consumers.length === 0) return `waiting for first consumer: no pod uses this claim yet, and StorageClass "${className}" is WaitForFirstConsumer; create a pod that mounts it`;
-  const names = consumers.map((p) => p.metadata.name ?? '').slice(0, 3).join(', ');
+  if (consumers === undefined)
+    return `StorageClass "${className}" is WaitForFirstConsumer: provisioning starts when a pod that uses the claim is scheduled`;
+  if (consumers.length === 0)
+    return `waiting for first consumer: no pod uses this claim yet, and StorageClass "${className}" is WaitForFirstConsumer; create a pod that mounts it`;
+  const names = consumers
+    .map((p) => p.metadata.name ?? '')
+    .slice(0, 3)
+    .join(', ');
   return `waiting for first consumer: pod ${names} uses this claim but is not scheduled to a node yet (StorageClass "${className}" is WaitForFirstConsumer)`;
 }
 
@@ -239,29 +321,67 @@ export function refineDecision(r: RefineInput): { decision: ExplainedDecision; f
   const { claim, storageClass, decision } = r;
   const className = claimClassName(claim);
   const facts: string[] = [];
-  if (r.consumers !== undefined) facts.push(`pods using the claim: ${r.consumers.length === 0 ? 'none' : r.consumers.map((p) => `${p.metadata.name}${p.spec?.nodeName ? ` (on ${p.spec.nodeName})` : ' (not scheduled)'}`).join(', ')}`);
-  const waitingForConsumer = storageClass?.volumeBindingMode === 'WaitForFirstConsumer' && selectedNodeName(claim) === undefined;
+  if (r.consumers !== undefined)
+    facts.push(
+      `pods using the claim: ${r.consumers.length === 0 ? 'none' : r.consumers.map((p) => `${p.metadata.name}${p.spec?.nodeName ? ` (on ${p.spec.nodeName})` : ' (not scheduled)'}`).join(', ')}`,
+    );
+  const waitingForConsumer =
+    storageClass?.volumeBindingMode === 'WaitForFirstConsumer' && selectedNodeName(claim) === undefined;
   if (decision.code === 'NoProvisionerAnnotation' && className && !storageClass) {
-    return { decision: { ...decision, action: 'wait', code: 'StorageClassNotFound', reason: `StorageClass "${className}" not found: no provisioner is asked for a volume until it exists` }, facts };
+    return {
+      decision: {
+        ...decision,
+        action: 'wait',
+        code: 'StorageClassNotFound',
+        reason: `StorageClass "${className}" not found: no provisioner is asked for a volume until it exists`,
+      },
+      facts,
+    };
   }
   if ((decision.code === 'NoProvisionerAnnotation' || decision.code === 'WaitForFirstConsumer') && waitingForConsumer) {
     // Would any node do, once one is selected? If the backend refuses the claim on every node, that is the truth.
     if (r.check && storageClass && r.nodes && r.nodes.length > 0) {
-      const verdicts = r.nodes.slice(0, 50).map((n) => r.check!({ claim, storageClass, selectedNodeName: n.metadata.name, selectedNode: n }));
+      const verdicts = r.nodes
+        .slice(0, 50)
+        .map((n) => r.check!({ claim, storageClass, selectedNodeName: n.metadata.name, selectedNode: n }));
       const first = verdicts[0];
       if (verdicts.every((v) => !v.ok && v.kind === 'infeasible') && first && !first.ok) {
         facts.push('backend checks: infeasible on every node');
-        return { decision: { ...decision, ...CHECK_CODES.infeasible, className, storageClass, reason: `the provisioner would refuse it on any node: ${first.message}` }, facts };
+        return {
+          decision: {
+            ...decision,
+            ...CHECK_CODES.infeasible,
+            className,
+            storageClass,
+            reason: `the provisioner would refuse it on any node: ${first.message}`,
+          },
+          facts,
+        };
       }
     }
-    return { decision: { ...decision, action: 'wait', code: 'WaitForFirstConsumer', className, storageClass, reason: consumersText(r.consumers, className) }, facts };
+    return {
+      decision: {
+        ...decision,
+        action: 'wait',
+        code: 'WaitForFirstConsumer',
+        className,
+        storageClass,
+        reason: consumersText(r.consumers, className),
+      },
+      facts,
+    };
   }
   if (decision.action !== 'provision' || !decision.storageClass) return { decision, facts };
   if (!r.check) {
     facts.push('backend checks: not run (the provisioner has no checkClaim hook, or its configuration was not given)');
     return { decision, facts };
   }
-  const verdict = r.check({ claim, storageClass: decision.storageClass, pvName: decision.pvName, selectedNodeName: decision.selectedNodeName });
+  const verdict = r.check({
+    claim,
+    storageClass: decision.storageClass,
+    pvName: decision.pvName,
+    selectedNodeName: decision.selectedNodeName,
+  });
   if (verdict.ok) {
     facts.push('backend checks: passed (parameters, configuration, access modes, node)');
     return { decision, facts };
@@ -283,7 +403,14 @@ export interface ExplainClaimOptions {
 }
 
 /** Decisions a missing controller overrides: those that wait for the controller itself to act. */
-const NEEDS_CONTROLLER: ReadonlySet<ExplainDecisionCode> = new Set(['Provision', 'BackendInfeasible', 'BackendReschedule', 'InfeasibleBackoff', 'BlockNotSupported', 'SelectorNotSupported']);
+const NEEDS_CONTROLLER: ReadonlySet<ExplainDecisionCode> = new Set([
+  'Provision',
+  'BackendInfeasible',
+  'BackendReschedule',
+  'InfeasibleBackoff',
+  'BlockNotSupported',
+  'SelectorNotSupported',
+]);
 
 async function orEmpty<T>(p: Promise<{ items: T[] }>): Promise<T[] | undefined> {
   try {
@@ -300,22 +427,47 @@ async function orEmpty<T>(p: Promise<{ items: T[] }>): Promise<T[] | undefined> 
  * make now, checked against the backend's own checks when `provisioner.checkClaim` is given. Without a running
  * controller there are no failure records. Throws NotFoundError when the claim does not exist.
  */
-export async function explainClaim(client: KubeClient, namespace: string, name: string, opts: ExplainClaimOptions = {}): Promise<ClaimExplanation> {
+export async function explainClaim(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  opts: ExplainClaimOptions = {},
+): Promise<ClaimExplanation> {
   const signal = opts.signal;
   const claim = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, name, { namespace, signal });
   const options = resolveOptions(opts.options ?? {}, {});
   const className = claimClassName(claim);
-  const storageClass = className ? await undefinedIfNotFound(client.get<StorageClass>(storageClasses, className, { signal })) : undefined;
+  const storageClass = className
+    ? await undefinedIfNotFound(client.get<StorageClass>(storageClasses, className, { signal }))
+    : undefined;
   const pvName = options.volumeNameHook(claim);
   const volume = await undefinedIfNotFound(client.get<PersistentVolume>(persistentVolumes, pvName, { signal }));
-  const provisionerName = opts.provisionerName ?? claimProvisionerName(claim) ?? storageClass?.provisioner ?? opts.defaultProvisionerName ?? '(none: the claim names no existing class)';
+  const provisionerName =
+    opts.provisionerName ??
+    claimProvisionerName(claim) ??
+    storageClass?.provisioner ??
+    opts.defaultProvisionerName ??
+    '(none: the claim names no existing class)';
   const now = opts.now ?? Date.now();
   const bound = claim.spec.volumeName;
-  const boundVolume = bound && bound !== pvName ? await undefinedIfNotFound(client.get<PersistentVolume>(persistentVolumes, bound, { signal })) : volume;
+  const boundVolume =
+    bound && bound !== pvName
+      ? await undefinedIfNotFound(client.get<PersistentVolume>(persistentVolumes, bound, { signal }))
+      : volume;
   // Without the controller's failure records: what a controller that implements expand() would do next.
-  const resize = claim.status?.phase === 'Bound'
-    ? decideResize({ claim, volume: boundVolume, storageClass, provisionerName, additionalProvisionerNames: options.additionalProvisionerNames, canExpand: true, threshold: options.retry.failedProvisionThreshold, now })
-    : undefined;
+  const resize =
+    claim.status?.phase === 'Bound'
+      ? decideResize({
+          claim,
+          volume: boundVolume,
+          storageClass,
+          provisionerName,
+          additionalProvisionerNames: options.additionalProvisionerNames,
+          canExpand: true,
+          threshold: options.retry.failedProvisionThreshold,
+          now,
+        })
+      : undefined;
   const decision = decideClaim({
     claim,
     provisionerName,
@@ -325,27 +477,56 @@ export async function explainClaim(client: KubeClient, namespace: string, name: 
     provisioner: opts.provisioner ?? {},
     now,
   });
-  const events = await orEmpty(client.list<CoreEvent>(coreEvents, { namespace, fieldSelector: `involvedObject.name=${name}`, signal }));
-  const podList = claim.status?.phase === 'Bound' ? undefined : await orEmpty(client.list<Pod>(pods, { namespace, signal }));
-  const consumers = podList?.filter((p) => (p.spec?.volumes ?? []).some((v) => v.persistentVolumeClaim?.claimName === name));
-  const wantsNodes = storageClass?.volumeBindingMode === 'WaitForFirstConsumer' && selectedNodeName(claim) === undefined && opts.provisioner?.checkClaim;
+  const events = await orEmpty(
+    client.list<CoreEvent>(coreEvents, { namespace, fieldSelector: `involvedObject.name=${name}`, signal }),
+  );
+  const podList =
+    claim.status?.phase === 'Bound' ? undefined : await orEmpty(client.list<Pod>(pods, { namespace, signal }));
+  const consumers = podList?.filter((p) =>
+    (p.spec?.volumes ?? []).some((v) => v.persistentVolumeClaim?.claimName === name),
+  );
+  const wantsNodes =
+    storageClass?.volumeBindingMode === 'WaitForFirstConsumer' &&
+    selectedNodeName(claim) === undefined &&
+    opts.provisioner?.checkClaim;
   const nodeList = wantsNodes ? await orEmpty(client.list<Node>(nodes, { signal })) : undefined;
-  const refined = refineDecision({ claim, storageClass, decision, check: opts.provisioner?.checkClaim?.bind(opts.provisioner), consumers, nodes: nodeList });
+  const refined = refineDecision({
+    claim,
+    storageClass,
+    decision,
+    check: opts.provisioner?.checkClaim?.bind(opts.provisioner),
+    consumers,
+    nodes: nodeList,
+  });
   // Is anything running that would act on it? Only asked when the decision waits for a controller of this name.
   let final = refined.decision;
   const facts = refined.facts;
   let retry: HeartbeatRetry = { ...options.retry };
   let controllers: HeartbeatRecord[] | undefined;
   if (NEEDS_CONTROLLER.has(final.code) && claim.status?.phase !== 'Bound') {
-    const presence = judgePresence(await readControllerPresence(client, provisionerName, now, signal), provisionerName, claim, now);
+    const presence = judgePresence(
+      await readControllerPresence(client, provisionerName, now, signal),
+      provisionerName,
+      claim,
+      now,
+    );
     facts.push(...presence.facts);
     controllers = presence.mine;
     if (presence.retry) retry = presence.retry;
     else facts.push('retry timings: the defaults (no heartbeat of this provisioner publishes its own)');
-    if (presence.running === false && presence.reason) final = { ...final, action: 'wait', code: 'NoController', reason: presence.reason };
+    if (presence.running === false && presence.reason)
+      final = { ...final, action: 'wait', code: 'NoController', reason: presence.reason };
   }
   const explanation = explainDecision({
-    claim, provisionerName, storageClass, volume: boundVolume ?? volume, decision: final, events, extraFacts: facts, retry, now,
+    claim,
+    provisionerName,
+    storageClass,
+    volume: boundVolume ?? volume,
+    decision: final,
+    events,
+    extraFacts: facts,
+    retry,
+    now,
   });
   if (controllers) explanation.controllers = controllers;
   if (resize) explanation.resize = resize;

@@ -59,14 +59,18 @@ export interface HeartbeatRecord {
 /** The Lease name of a heartbeat: the provisioner's Lease name plus a digest of the host (a valid, bounded name). */
 export function heartbeatLeaseName(provisionerName: string, host: string): string {
   const digest = createHash('sha256').update(host).digest('hex').slice(0, 10);
-  return `${leaseNameFor(provisionerName).slice(0, 200).replace(/[.-]+$/, '')}-heartbeat-${digest}`;
+  return `${leaseNameFor(provisionerName)
+    .slice(0, 200)
+    .replace(/[.-]+$/, '')}-heartbeat-${digest}`;
 }
 
 function parseRetry(text: string | undefined): HeartbeatRetry | undefined {
   if (!text) return undefined;
   try {
     const r = JSON.parse(text) as Partial<HeartbeatRetry>;
-    const ok = [r.backoffBaseMs, r.backoffMaxMs, r.infeasibleDelayMs].every((n) => typeof n === 'number' && Number.isFinite(n) && n >= 0);
+    const ok = [r.backoffBaseMs, r.backoffMaxMs, r.infeasibleDelayMs].every(
+      (n) => typeof n === 'number' && Number.isFinite(n) && n >= 0,
+    );
     return ok ? (r as HeartbeatRetry) : undefined;
   } catch {
     return undefined;
@@ -82,7 +86,8 @@ export function parseHeartbeat(lease: Lease, now: number): HeartbeatRecord | und
   const identity = lease.spec.holderIdentity ?? '';
   const validMs = (lease.spec.leaseDurationSeconds ?? 0) * 1000;
   const details: Record<string, string> = {};
-  for (const [k, v] of Object.entries(ann)) if (k.startsWith(HEARTBEAT_DETAIL_PREFIX)) details[k.slice(HEARTBEAT_DETAIL_PREFIX.length)] = v;
+  for (const [k, v] of Object.entries(ann))
+    if (k.startsWith(HEARTBEAT_DETAIL_PREFIX)) details[k.slice(HEARTBEAT_DETAIL_PREFIX.length)] = v;
   return {
     provisionerName,
     namespace: lease.metadata.namespace ?? '',
@@ -131,11 +136,17 @@ export class Heartbeat {
       } catch (err) {
         if (signal.aborted) break;
         if (err instanceof ForbiddenError) {
-          o.logger.warn({ lease: `${o.namespace}/${this.name}`, err: errorMessage(err) }, 'cannot write the heartbeat Lease (explain will not see this controller); heartbeat stopped');
+          o.logger.warn(
+            { lease: `${o.namespace}/${this.name}`, err: errorMessage(err) },
+            'cannot write the heartbeat Lease (explain will not see this controller); heartbeat stopped',
+          );
           return;
         }
         this.current = undefined;
-        o.logger.debug({ lease: `${o.namespace}/${this.name}`, err: errorMessage(err) }, 'heartbeat failed; trying again next interval');
+        o.logger.debug(
+          { lease: `${o.namespace}/${this.name}`, err: errorMessage(err) },
+          'heartbeat failed; trying again next interval',
+        );
       }
       await o.clock.sleep(o.intervalMs, signal).catch(() => {});
     }
@@ -144,7 +155,9 @@ export class Heartbeat {
 
   private lease(renewedAt: number, holder: string): Lease {
     const o = this.o;
-    const details = Object.fromEntries(Object.entries(o.details ?? {}).map(([k, v]) => [`${HEARTBEAT_DETAIL_PREFIX}${k}`, v]));
+    const details = Object.fromEntries(
+      Object.entries(o.details ?? {}).map(([k, v]) => [`${HEARTBEAT_DETAIL_PREFIX}${k}`, v]),
+    );
     return {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
@@ -165,7 +178,10 @@ export class Heartbeat {
         holderIdentity: holder,
         leaseDurationSeconds: Math.max(1, Math.ceil((EXPIRY_INTERVALS * o.intervalMs) / 1000)),
         renewTime: formatMicroTime(renewedAt),
-        acquireTime: this.current?.spec.holderIdentity === holder && this.current.spec.acquireTime ? this.current.spec.acquireTime : formatMicroTime(renewedAt),
+        acquireTime:
+          this.current?.spec.holderIdentity === holder && this.current.spec.acquireTime
+            ? this.current.spec.acquireTime
+            : formatMicroTime(renewedAt),
       },
     };
   }
@@ -191,7 +207,10 @@ export class Heartbeat {
     try {
       await o.client.update<Lease>(leases, this.lease(o.clock.now(), ''), { signal: AbortSignal.timeout(5_000) });
     } catch (err) {
-      o.logger.debug({ lease: `${o.namespace}/${this.name}`, err: errorMessage(err) }, 'could not mark the heartbeat released; it expires by itself');
+      o.logger.debug(
+        { lease: `${o.namespace}/${this.name}`, err: errorMessage(err) },
+        'could not mark the heartbeat released; it expires by itself',
+      );
     }
   }
 }

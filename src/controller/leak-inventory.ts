@@ -88,7 +88,10 @@ async function confirmedMissing(s: ControllerShared, name: string, signal: Abort
     return false;
   } catch (err) {
     if (err instanceof NotFoundError) return true;
-    s.logger.warn({ pv: name, err: errorMessage(err) }, 'could not confirm that a leaked volume has no PV; not deleting it');
+    s.logger.warn(
+      { pv: name, err: errorMessage(err) },
+      'could not confirm that a leaked volume has no PV; not deleting it',
+    );
     return false;
   }
 }
@@ -97,7 +100,12 @@ async function confirmedMissing(s: ControllerShared, name: string, signal: Abort
  * Takes one inventory: lists the backend, reports, and deletes when enabled. `synced`: the term's caches completed
  * their first list (without it nothing is deleted, only reported).
  */
-export async function runLeakInventory(s: ControllerShared, t: ControllerTerm, firstSeen: Map<string, number>, synced: boolean): Promise<LeakReport> {
+export async function runLeakInventory(
+  s: ControllerShared,
+  t: ControllerTerm,
+  firstSeen: Map<string, number>,
+  synced: boolean,
+): Promise<LeakReport> {
   const list = s.provisioner.listVolumes;
   if (!list) return { leaked: [], deleted: [], total: 0 };
   const backend = await list.call(s.provisioner, t.signal);
@@ -124,7 +132,12 @@ export async function runLeakInventory(s: ControllerShared, t: ControllerTerm, f
     const obj = leakedVolumeObject(s, name);
     s.logger.warn({ pv: name }, 'backend volume has no PersistentVolume (leaked)');
     if (!deleting) {
-      s.events.event(obj, 'Warning', 'VolumeLeaked', `Backend volume ${name} has no PersistentVolume; delete it, or enable leakInventory.deleteLeaked`);
+      s.events.event(
+        obj,
+        'Warning',
+        'VolumeLeaked',
+        `Backend volume ${name} has no PersistentVolume; delete it, or enable leakInventory.deleteLeaked`,
+      );
       continue;
     }
     try {
@@ -132,10 +145,20 @@ export async function runLeakInventory(s: ControllerShared, t: ControllerTerm, f
       deleted.push(name);
       firstSeen.delete(name);
       s.metrics.leakedVolumesDeletedTotal.inc({ provisioner: s.provisionerName });
-      s.events.event(obj, 'Normal', 'LeakedVolumeDeleted', `Deleted backend volume ${name}, which had no PersistentVolume`);
+      s.events.event(
+        obj,
+        'Normal',
+        'LeakedVolumeDeleted',
+        `Deleted backend volume ${name}, which had no PersistentVolume`,
+      );
     } catch (err) {
       if (err instanceof IgnoredError) continue;
-      s.events.event(obj, 'Warning', 'VolumeLeaked', `Backend volume ${name} has no PersistentVolume and could not be deleted: ${errorMessage(err)}`);
+      s.events.event(
+        obj,
+        'Warning',
+        'VolumeLeaked',
+        `Backend volume ${name} has no PersistentVolume and could not be deleted: ${errorMessage(err)}`,
+      );
     }
   }
   s.metrics.leakedVolumes.set({ provisioner: s.provisionerName }, reported.length);

@@ -51,22 +51,72 @@ export function createControllerMetrics(registry: Registry): ControllerMetrics {
   const counter = <L extends string>(name: string, help: string, labelNames: L[]) =>
     reuse(registry, name, () => new Counter<L>({ name, help, labelNames, registers }));
   const histogram = <L extends string>(name: string, help: string, labelNames: L[]) =>
-    reuse(registry, name, () => new Histogram<L>({ name, help, labelNames, buckets: DEFAULT_DURATION_BUCKETS, registers }));
+    reuse(
+      registry,
+      name,
+      () => new Histogram<L>({ name, help, labelNames, buckets: DEFAULT_DURATION_BUCKETS, registers }),
+    );
   const gauge = <L extends string>(name: string, help: string, labelNames: L[]) =>
     reuse(registry, name, () => new Gauge<L>({ name, help, labelNames, registers }));
   const claim: ClaimLabels[] = ['class', 'source'];
   return {
-    provisionTotal: counter(METRIC_NAMES.provisionTotal, 'Total number of persistent volumes provisioned successfully. Broken down by storage class name and source of the claim.', claim),
-    provisionFailedTotal: counter(METRIC_NAMES.provisionFailedTotal, 'Total number of persistent volume provisioning attempts that failed. Broken down by storage class name and source of the claim.', claim),
-    provisionDuration: histogram(METRIC_NAMES.provisionDuration, 'Latency in seconds to provision persistent volumes. Failed provisioning attempts are ignored. Broken down by storage class name and source of the claim.', claim),
-    provisionGivenUpTotal: counter(METRIC_NAMES.provisionGivenUpTotal, 'Total number of claims given up after failedProvisionThreshold failed attempts. Broken down by storage class name and source of the claim.', claim),
-    deleteTotal: counter(METRIC_NAMES.deleteTotal, 'Total number of persistent volumes deleted successfully. Broken down by storage class name.', ['class']),
-    deleteFailedTotal: counter(METRIC_NAMES.deleteFailedTotal, 'Total number of persistent volume deletion attempts that failed. Broken down by storage class name.', ['class']),
-    deleteDuration: histogram(METRIC_NAMES.deleteDuration, 'Latency in seconds to delete persistent volumes. Failed deletion attempts are ignored. Broken down by storage class name.', ['class']),
-    deleteGivenUpTotal: counter(METRIC_NAMES.deleteGivenUpTotal, 'Total number of persistent volumes whose deletion was given up after failedDeleteThreshold failed attempts. Broken down by storage class name.', ['class']),
-    claimsInProgress: gauge(METRIC_NAMES.claimsInProgress, 'Claims whose provisioning may still be running in the backend (InBackground).', ['provisioner']),
-    leakedVolumes: gauge(METRIC_NAMES.leakedVolumes, 'Backend volumes without a PersistentVolume older than the grace period, at the last leak inventory.', ['provisioner']),
-    leakedVolumesDeletedTotal: counter(METRIC_NAMES.leakedVolumesDeletedTotal, 'Leaked backend volumes deleted by the leak inventory (deleteLeaked).', ['provisioner']),
-    isLeader: gauge(METRIC_NAMES.isLeader, '1 while this instance leads (always 1 without leader election).', ['provisioner']),
+    provisionTotal: counter(
+      METRIC_NAMES.provisionTotal,
+      'Total number of persistent volumes provisioned successfully. Broken down by storage class name and source of the claim.',
+      claim,
+    ),
+    provisionFailedTotal: counter(
+      METRIC_NAMES.provisionFailedTotal,
+      'Total number of persistent volume provisioning attempts that failed. Broken down by storage class name and source of the claim.',
+      claim,
+    ),
+    provisionDuration: histogram(
+      METRIC_NAMES.provisionDuration,
+      'Latency in seconds to provision persistent volumes. Failed provisioning attempts are ignored. Broken down by storage class name and source of the claim.',
+      claim,
+    ),
+    provisionGivenUpTotal: counter(
+      METRIC_NAMES.provisionGivenUpTotal,
+      'Total number of claims given up after failedProvisionThreshold failed attempts. Broken down by storage class name and source of the claim.',
+      claim,
+    ),
+    deleteTotal: counter(
+      METRIC_NAMES.deleteTotal,
+      'Total number of persistent volumes deleted successfully. Broken down by storage class name.',
+      ['class'],
+    ),
+    deleteFailedTotal: counter(
+      METRIC_NAMES.deleteFailedTotal,
+      'Total number of persistent volume deletion attempts that failed. Broken down by storage class name.',
+      ['class'],
+    ),
+    deleteDuration: histogram(
+      METRIC_NAMES.deleteDuration,
+      'Latency in seconds to delete persistent volumes. Failed deletion attempts are ignored. Broken down by storage class name.',
+      ['class'],
+    ),
+    deleteGivenUpTotal: counter(
+      METRIC_NAMES.deleteGivenUpTotal,
+      'Total number of persistent volumes whose deletion was given up after failedDeleteThreshold failed attempts. Broken down by storage class name.',
+      ['class'],
+    ),
+    claimsInProgress: gauge(
+      METRIC_NAMES.claimsInProgress,
+      'Claims whose provisioning may still be running in the backend (InBackground).',
+      ['provisioner'],
+    ),
+    leakedVolumes: gauge(
+      METRIC_NAMES.leakedVolumes,
+      'Backend volumes without a PersistentVolume older than the grace period, at the last leak inventory.',
+      ['provisioner'],
+    ),
+    leakedVolumesDeletedTotal: counter(
+      METRIC_NAMES.leakedVolumesDeletedTotal,
+      'Leaked backend volumes deleted by the leak inventory (deleteLeaked).',
+      ['provisioner'],
+    ),
+    isLeader: gauge(METRIC_NAMES.isLeader, '1 while this instance leads (always 1 without leader election).', [
+      'provisioner',
+    ]),
   };
 }

@@ -63,7 +63,12 @@ export type FailureClass = 'final' | 'infeasible' | 'inBackground';
  * The failure policy of both flows: an infeasible failure waits `infeasibleRetryMs`; otherwise the threshold
  * (0 = never) gives up once reached, unless the backend may still be working; anything else backs off.
  */
-export function failurePolicy(record: FailureRecord, threshold: number, failure: FailureClass, infeasibleRetryMs = 0): Next {
+export function failurePolicy(
+  record: FailureRecord,
+  threshold: number,
+  failure: FailureClass,
+  infeasibleRetryMs = 0,
+): Next {
   if (failure === 'infeasible') return after(infeasibleRetryMs);
   if (failure === 'final' && thresholdReached(record, threshold)) return giveUp;
   return backoff;

@@ -131,13 +131,22 @@ export const number = (init: RowInit<number> & { min: number }): OptionRow<numbe
   return row({ type: 'number', min }, rest);
 };
 export const boolean = (init: RowInit<boolean>): OptionRow<boolean> => row({ type: 'boolean' }, init);
-export const choice = <T extends string>(values: readonly T[], init: RowInit<T>): OptionRow<T> => row({ type: 'choice', values }, init);
+export const choice = <T extends string>(values: readonly T[], init: RowInit<T>): OptionRow<T> =>
+  row({ type: 'choice', values }, init);
 export const list = (init: RowInit<string[]>): OptionRow<string[]> => row({ type: 'list' }, init);
 export const text = (init: RowInit<string>): OptionRow<string> => row({ type: 'string' }, init);
 /** A function-valued option (a hook); never a flag. */
-export const hook = <F extends (...args: never[]) => unknown>(init: RowInit<F> & { flag?: never }): OptionRow<F> => row({ type: 'function' }, init);
-export const group = <R extends OptionTable>(rows: R, section?: OptionSection): OptionGroup<R> => ({ entry: 'group', rows, section });
-export const variants = <V extends Record<string, OptionTable>>(mode: OptionRow<keyof V & string>, alternatives: V): OptionVariants<V> => ({
+export const hook = <F extends (...args: never[]) => unknown>(init: RowInit<F> & { flag?: never }): OptionRow<F> =>
+  row({ type: 'function' }, init);
+export const group = <R extends OptionTable>(rows: R, section?: OptionSection): OptionGroup<R> => ({
+  entry: 'group',
+  rows,
+  section,
+});
+export const variants = <V extends Record<string, OptionTable>>(
+  mode: OptionRow<keyof V & string>,
+  alternatives: V,
+): OptionVariants<V> => ({
   entry: 'variants',
   mode,
   variants: alternatives,
@@ -171,7 +180,10 @@ export function flatRows(table: OptionTable, prefix = '', section: OptionSection
 
 /** A value refused by its row; `option` is the dotted path. */
 export class OptionValueError extends Error {
-  constructor(readonly option: string, message: string) {
+  constructor(
+    readonly option: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -187,7 +199,8 @@ export function checkValue(path: string, r: OptionRow, value: unknown): unknown 
   switch (k.type) {
     case 'duration': {
       const [min, max] = durationBounds(k);
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) fail(`a number of milliseconds from ${min} to ${max}`);
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max)
+        fail(`a number of milliseconds from ${min} to ${max}`);
       break;
     }
     case 'number':
@@ -224,10 +237,18 @@ export function movedNames(table: OptionTable): Map<string, string> {
  * Checks `input` against `table` and applies the defaults. Unknown keys are refused (naming the new path of a
  * moved one) except `allowed`, which the caller keeps for itself. Throws OptionValueError naming the option.
  */
-export function resolveTable(table: OptionTable, input: unknown, prefix = '', allowed: ReadonlySet<string> = new Set(), moved = movedNames(table)): Record<string, unknown> {
+export function resolveTable(
+  table: OptionTable,
+  input: unknown,
+  prefix = '',
+  allowed: ReadonlySet<string> = new Set(),
+  moved = movedNames(table),
+): Record<string, unknown> {
   const where = prefix.slice(0, -1);
   if (input != null && !isJsonObject(input)) {
-    const hint = moved.has(where) ? ` (the value moved to ${moved.get(where)}: write { ${moved.get(where)?.slice(prefix.length)}: ${JSON.stringify(input)} })` : '';
+    const hint = moved.has(where)
+      ? ` (the value moved to ${moved.get(where)}: write { ${moved.get(where)?.slice(prefix.length)}: ${JSON.stringify(input)} })`
+      : '';
     throw new OptionValueError(where, `expected an object${hint}`);
   }
   const given = input ?? {};
@@ -235,7 +256,10 @@ export function resolveTable(table: OptionTable, input: unknown, prefix = '', al
     if (Object.hasOwn(table, key) || allowed.has(key) || given[key] === undefined) continue;
     const path = `${prefix}${key}`;
     const to = moved.get(path);
-    throw new OptionValueError(path, to ? `moved to ${to}` : `unknown option (known: ${Object.keys(table).join(', ')})`);
+    throw new OptionValueError(
+      path,
+      to ? `moved to ${to}` : `unknown option (known: ${Object.keys(table).join(', ')})`,
+    );
   }
   const out: Record<string, unknown> = {};
   for (const [key, e] of Object.entries(table)) {
@@ -247,7 +271,12 @@ export function resolveTable(table: OptionTable, input: unknown, prefix = '', al
   return out;
 }
 
-function resolveVariant(e: OptionVariants, input: unknown, path: string, moved: Map<string, string>): Record<string, unknown> {
+function resolveVariant(
+  e: OptionVariants,
+  input: unknown,
+  path: string,
+  moved: Map<string, string>,
+): Record<string, unknown> {
   if (input != null && !isJsonObject(input)) throw new OptionValueError(path, 'expected an object');
   const { mode: given, ...rest } = input ?? {};
   const mode = checkValue(`${path}.mode`, e.mode, given) as string;
@@ -256,7 +285,10 @@ function resolveVariant(e: OptionVariants, input: unknown, path: string, moved: 
     if (Object.hasOwn(mine, key) || rest[key] === undefined) continue;
     const owner = Object.keys(e.variants).find((m) => Object.hasOwn(e.variants[m], key));
     if (owner) throw new OptionValueError(path, `${key} belongs to mode '${owner}', not '${mode}'`);
-    throw new OptionValueError(`${path}.${key}`, `unknown option (known for mode '${mode}': mode, ${Object.keys(mine).join(', ')})`);
+    throw new OptionValueError(
+      `${path}.${key}`,
+      `unknown option (known for mode '${mode}': mode, ${Object.keys(mine).join(', ')})`,
+    );
   }
   return { mode, ...resolveTable(mine, rest, `${path}.`, undefined, moved) };
 }

@@ -14,7 +14,10 @@ export { defaultVolumeName, type LeaderElectionMode, type SelectorPolicy } from 
 /** Thrown by resolveOptions() (and the controller's constructor) when options are invalid or contradictory. */
 export class ConfigurationError extends Error {
   override name = 'ConfigurationError';
-  constructor(readonly option: string, message: string) {
+  constructor(
+    readonly option: string,
+    message: string,
+  ) {
     super(`invalid option ${option}: ${message}`);
   }
 }
@@ -70,7 +73,10 @@ const PROVISIONER_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?(\/[A-Za-z0-9
  */
 export function validateProvisionerName(name: string, option = 'provisionerName', allowInTree = false): void {
   if (typeof name !== 'string' || name.length === 0 || name.length > 253 || !PROVISIONER_NAME.test(name)) {
-    throw new ConfigurationError(option, `"${String(name)}" is not a valid provisioner name (expected <vendor>/<name>)`);
+    throw new ConfigurationError(
+      option,
+      `"${String(name)}" is not a valid provisioner name (expected <vendor>/<name>)`,
+    );
   }
   if (!allowInTree && name.startsWith('kubernetes.io/')) {
     throw new ConfigurationError(option, `"${name}": the kubernetes.io/ prefix is reserved for in-tree plugins`);
@@ -80,10 +86,15 @@ export function validateProvisionerName(name: string, option = 'provisionerName'
 /** The rules between options that no single row can check. */
 function checkRules(o: ResolvedOptions): void {
   const le = o.leaderElection;
-  const timing = le.mode === 'none' ? undefined : leaderElectionTimingProblem(le.leaseDurationMs, le.renewDeadlineMs, le.retryPeriodMs);
+  const timing =
+    le.mode === 'none'
+      ? undefined
+      : leaderElectionTimingProblem(le.leaseDurationMs, le.renewDeadlineMs, le.retryPeriodMs);
   if (timing) throw new ConfigurationError(`leaderElection.${timing.timing}`, timing.message);
-  if (!isDnsLabel(le.namespace)) throw new ConfigurationError('leaderElection.namespace', `"${le.namespace}" is not a valid namespace name`);
-  if (o.retry.backoffMaxMs < o.retry.backoffBaseMs) throw new ConfigurationError('retry.backoffMaxMs', 'must be >= backoffBaseMs');
+  if (!isDnsLabel(le.namespace))
+    throw new ConfigurationError('leaderElection.namespace', `"${le.namespace}" is not a valid namespace name`);
+  if (o.retry.backoffMaxMs < o.retry.backoffBaseMs)
+    throw new ConfigurationError('retry.backoffMaxMs', 'must be >= backoffBaseMs');
   o.additionalProvisionerNames.forEach((n, i) => validateProvisionerName(n, `additionalProvisionerNames[${i}]`, true));
   if (o.volumeSave.mode === 'background' && o.volumeSave.maxDelayMs < o.volumeSave.baseDelayMs) {
     throw new ConfigurationError('volumeSave.maxDelayMs', 'must be >= baseDelayMs');
@@ -105,7 +116,10 @@ export function resolveOptions(
   allowedKeys: ReadonlySet<string> = new Set(),
 ): ResolvedOptions {
   if (!isJsonObject(partial)) {
-    throw new ConfigurationError('options', `expected an object, got ${Array.isArray(partial) ? 'an array' : String(partial)}`);
+    throw new ConfigurationError(
+      'options',
+      `expected an object, got ${Array.isArray(partial) ? 'an array' : String(partial)}`,
+    );
   }
   let resolved: ResolvedOptions;
   try {
@@ -115,7 +129,8 @@ export function resolveOptions(
     throw err;
   }
   const le = resolved.leaderElection;
-  le.namespace = partial.leaderElection?.namespace ?? environment.podNamespace ?? environment.serviceAccountNamespace ?? 'default';
+  le.namespace =
+    partial.leaderElection?.namespace ?? environment.podNamespace ?? environment.serviceAccountNamespace ?? 'default';
   checkRules(resolved);
   return resolved;
 }
@@ -132,7 +147,8 @@ export function mergeOptions<T extends ProvisionControllerOptions>(...layers: Ar
     for (const [key, value] of Object.entries(layer ?? {})) {
       const entry = Object.hasOwn(CONTROLLER_OPTIONS, key) ? (CONTROLLER_OPTIONS as OptionTable)[key] : undefined;
       const before = out[key];
-      const merged = entry?.entry === 'group' && isJsonObject(before) && isJsonObject(value) ? { ...before, ...value } : value;
+      const merged =
+        entry?.entry === 'group' && isJsonObject(before) && isJsonObject(value) ? { ...before, ...value } : value;
       // defineProperty: a `__proto__` key stays data (an assignment would replace the result's prototype).
       Object.defineProperty(out, key, { value: merged, enumerable: true, writable: true, configurable: true });
     }

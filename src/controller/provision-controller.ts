@@ -28,7 +28,13 @@ import { createControllerMetrics } from './metrics.ts';
 import { resizeHooks } from './resize-loop.ts';
 import { createResizeMetrics } from './resize-metrics.ts';
 import { createResizeState, decideCachedResize, syncResize, type ResizeState } from './resize-sync.ts';
-import { leaseNameFor, resolveOptions, validateProvisionerName, type ProvisionControllerOptions, type ResolvedOptions } from './options.ts';
+import {
+  leaseNameFor,
+  resolveOptions,
+  validateProvisionerName,
+  type ProvisionControllerOptions,
+  type ResolvedOptions,
+} from './options.ts';
 import type { Provisioner } from './provisioner.ts';
 import { syncVolume } from './volume-sync.ts';
 import { VolumeStore, type EventSink } from './volume-store.ts';
@@ -60,7 +66,12 @@ export interface ProvisionControllerDeps {
 export type ProvisionControllerConfig = ProvisionControllerOptions & ProvisionControllerDeps;
 
 /** The keys of ProvisionControllerDeps: resolveOptions refuses every other key that is not an option. */
-const DEPENDENCY_KEYS: ReadonlySet<string> = new Set(Object.keys({ logger: 0, clock: 0, registry: 0, identity: 0, events: 0, heartbeatDetails: 0 } satisfies Record<keyof ProvisionControllerDeps, 0>));
+const DEPENDENCY_KEYS: ReadonlySet<string> = new Set(
+  Object.keys({ logger: 0, clock: 0, registry: 0, identity: 0, events: 0, heartbeatDetails: 0 } satisfies Record<
+    keyof ProvisionControllerDeps,
+    0
+  >),
+);
 
 /** run() was called while the controller is already running. */
 export class ControllerAlreadyRunningError extends Error {
@@ -91,24 +102,44 @@ export class ProvisionController {
   /** This instance's heartbeat Lease writer (undefined with heartbeatIntervalMs 0). */
   private readonly heartbeat: Heartbeat | undefined;
 
-  constructor(client: KubeClient, provisionerName: string, provisioner: Provisioner, config: ProvisionControllerConfig = {}) {
+  constructor(
+    client: KubeClient,
+    provisionerName: string,
+    provisioner: Provisioner,
+    config: ProvisionControllerConfig = {},
+  ) {
     validateProvisionerName(provisionerName);
     this.client = client;
     const options = resolveOptions(config, undefined, DEPENDENCY_KEYS);
     this.options = options;
     this.identity = config.identity ?? `${hostname()}_${randomUUID()}`;
     const clock = config.clock ?? realClock;
-    const logger = (config.logger ?? createLogger({ name: 'kube-provisioner' })).child({ provisioner: provisionerName });
+    const logger = (config.logger ?? createLogger({ name: 'kube-provisioner' })).child({
+      provisioner: provisionerName,
+    });
     this.registry = config.registry ?? createMetricsRegistry();
     this.ownRecorder = config.events
       ? undefined
       : // A burst of claims makes two events each: client-go's 1000-event queue would drop most of them.
-        new EventRecorder({ client, component: `${provisionerName}_${this.identity}`, host: hostname(), clock, logger });
+        new EventRecorder({
+          client,
+          component: `${provisionerName}_${this.identity}`,
+          host: hostname(),
+          clock,
+          logger,
+        });
     // Every event of the claim and volume flows, the volume store and the leak inventory goes through this one sink.
     const events: EventSink = boundedEventSink(config.events ?? (this.ownRecorder as EventRecorder));
     const savedVolumes = new OwnWrites<PersistentVolume>();
     this.volumeStore = new VolumeStore({
-      client, provisioner, events, clock, logger, save: options.volumeSave, savedVolumes, cachedVolume: (name) => this.term?.volumes.get(name),
+      client,
+      provisioner,
+      events,
+      clock,
+      logger,
+      save: options.volumeSave,
+      savedVolumes,
+      cachedVolume: (name) => this.term?.volumes.get(name),
     });
     this.shared = {
       client,
@@ -126,19 +157,34 @@ export class ProvisionController {
       writtenClaims: new OwnWrites<PersistentVolumeClaim>(),
       claimLock:
         options.leaderElection.mode === 'per-claim'
-          ? new ClaimLock({ client, identity: this.identity, leaseDurationMs: options.leaderElection.leaseDurationMs, clock, logger })
+          ? new ClaimLock({
+              client,
+              identity: this.identity,
+              leaseDurationMs: options.leaderElection.leaseDurationMs,
+              clock,
+              logger,
+            })
           : undefined,
       volumeStore: this.volumeStore,
     };
     this.resize = provisioner.expand ? createResizeState(createResizeMetrics(this.registry)) : undefined;
     const { backoffBaseMs, backoffMaxMs, exponentialBackoff, infeasibleDelayMs } = options.retry;
-    this.heartbeat = options.heartbeatIntervalMs > 0
-      ? new Heartbeat({
-        client, namespace: options.leaderElection.namespace, provisionerName, identity: this.identity, host: hostname(),
-        intervalMs: options.heartbeatIntervalMs, mode: options.leaderElection.mode,
-        retry: { backoffBaseMs, backoffMaxMs, exponentialBackoff, infeasibleDelayMs }, details: config.heartbeatDetails, clock, logger,
-      })
-      : undefined;
+    this.heartbeat =
+      options.heartbeatIntervalMs > 0
+        ? new Heartbeat({
+            client,
+            namespace: options.leaderElection.namespace,
+            provisionerName,
+            identity: this.identity,
+            host: hostname(),
+            intervalMs: options.heartbeatIntervalMs,
+            mode: options.leaderElection.mode,
+            retry: { backoffBaseMs, backoffMaxMs, exponentialBackoff, infeasibleDelayMs },
+            details: config.heartbeatDetails,
+            clock,
+            logger,
+          })
+        : undefined;
   }
 
   /** The provisioner name this controller serves. */
@@ -166,7 +212,14 @@ export class ProvisionController {
    * How many claims and PVs the controller remembers something about besides its caches (records, own writes not yet
    * seen by the cache, lock observations, unsaved PVs). A claim that is done (Bound, or deleted) leaves nothing here.
    */
-  bookkeeping(): { claimRecords: number; volumeRecords: number; savedVolumes: number; writtenClaims: number; lockObservations: number; unsavedVolumes: number } {
+  bookkeeping(): {
+    claimRecords: number;
+    volumeRecords: number;
+    savedVolumes: number;
+    writtenClaims: number;
+    lockObservations: number;
+    unsavedVolumes: number;
+  } {
     const s = this.shared;
     return {
       claimRecords: s.claimRecords.size,
@@ -183,7 +236,8 @@ export class ProvisionController {
     return {
       healthz: { leaderElection: () => this.elector?.healthy(this.options.leaderElection.renewDeadlineMs) ?? true },
       readyz: {
-        informers: () => (this.options.leaderElection.mode === 'lease' && !this.term ? true : this.synced || 'caches not synced'),
+        informers: () =>
+          this.options.leaderElection.mode === 'lease' && !this.term ? true : this.synced || 'caches not synced',
       },
     };
   }
@@ -241,7 +295,10 @@ export class ProvisionController {
 
   private async runAll(signal: AbortSignal): Promise<void> {
     const s = this.shared;
-    s.logger.info({ component: `${s.provisionerName}_${this.identity}`, mode: this.options.leaderElection.mode }, 'starting provisioner controller');
+    s.logger.info(
+      { component: `${s.provisionerName}_${this.identity}`, mode: this.options.leaderElection.mode },
+      'starting provisioner controller',
+    );
     this.volumeStore.run(signal);
     // Standbys beat too: explain asks whether any controller serves the name, not which one leads.
     const heartbeat = this.heartbeat?.run(signal);
@@ -295,7 +352,13 @@ export class ProvisionController {
     const o = this.options;
     // Every in-flight request and sleep of every worker listens on the term's signal: not a leak.
     setMaxListeners(0, signal);
-    const { claims, volumes, classes, nodes: nodeInformer, all: informers } = termInformers(this.client, o, s.clock, s.logger);
+    const {
+      claims,
+      volumes,
+      classes,
+      nodes: nodeInformer,
+      all: informers,
+    } = termInformers(this.client, o, s.clock, s.logger);
     const claimQueue = this.makeQueue('claims');
     const volumeQueue = this.makeQueue('volumes');
     const t: ControllerTerm = {
@@ -348,10 +411,17 @@ export class ProvisionController {
     const s = this.shared;
     const grace = new AbortController();
     const done = Promise.all(workers).then(() => true);
-    const timedOut = s.clock.sleep(this.options.shutdownTimeoutMs, grace.signal).then(() => false, () => true);
+    const timedOut = s.clock.sleep(this.options.shutdownTimeoutMs, grace.signal).then(
+      () => false,
+      () => true,
+    );
     const finished = await Promise.race([done, timedOut]);
     grace.abort();
-    if (!finished) s.logger.warn({ timeoutMs: this.options.shutdownTimeoutMs }, 'workers still busy after the shutdown timeout; not waiting any longer');
+    if (!finished)
+      s.logger.warn(
+        { timeoutMs: this.options.shutdownTimeoutMs },
+        'workers still busy after the shutdown timeout; not waiting any longer',
+      );
   }
 
   private makeQueue(name: string): WorkQueue<string> {
@@ -359,7 +429,10 @@ export class ProvisionController {
     const s = this.shared;
     // Separate limiter instances per queue (the Go library shared one 10 qps bucket between both queues).
     const rateLimiter = new MaxOfRateLimiter<string>(
-      new ItemExponentialFailureRateLimiter<string>(o.retry.backoffBaseMs, o.retry.exponentialBackoff ? o.retry.backoffMaxMs : o.retry.backoffBaseMs),
+      new ItemExponentialFailureRateLimiter<string>(
+        o.retry.backoffBaseMs,
+        o.retry.exponentialBackoff ? o.retry.backoffMaxMs : o.retry.backoffBaseMs,
+      ),
       new BucketRateLimiter<string>(o.retry.qps, o.retry.burst, s.clock),
     );
     try {
@@ -367,7 +440,12 @@ export class ProvisionController {
     } catch (err) {
       if (!(err instanceof DuplicateQueueNameError)) throw err;
       // Another controller on the same registry already reports a queue of that name.
-      return new WorkQueue<string>({ name: `${name}-${this.identity.slice(-8)}`, clock: s.clock, rateLimiter, registry: this.registry });
+      return new WorkQueue<string>({
+        name: `${name}-${this.identity.slice(-8)}`,
+        clock: s.clock,
+        rateLimiter,
+        registry: this.registry,
+      });
     }
   }
 

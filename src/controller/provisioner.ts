@@ -40,7 +40,12 @@ export type ClaimCheckInput = Pick<ProvisionOptions, 'storageClass' | 'claim' | 
  */
 export type ClaimCheckResult =
   | { ok: true }
-  | { ok: false; kind: 'infeasible' | 'reschedule' | 'ignored'; message: string; /** The backend's typed error, when one caused it. */ cause?: unknown };
+  | {
+      ok: false;
+      kind: 'infeasible' | 'reschedule' | 'ignored';
+      message: string;
+      /** The backend's typed error, when one caused it. */ cause?: unknown;
+    };
 
 /** The outcome of a successful provision(). */
 export interface ProvisionResult {
@@ -131,7 +136,11 @@ export class InfeasibleError extends Error {
  */
 export class ProvisioningError extends Error {
   override name = 'ProvisioningError';
-  constructor(message: string, readonly state: ProvisioningState, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly state: ProvisioningState,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }

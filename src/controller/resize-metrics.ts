@@ -25,9 +25,50 @@ export function createResizeMetrics(registry: Registry): ResizeMetrics {
   const registers = [registry];
   const n = RESIZE_METRIC_NAMES;
   return {
-    resizeTotal: reuse(registry, n.resizeTotal, () => new Counter({ name: n.resizeTotal, help: 'Total number of claims resized successfully (controller side). Broken down by storage class name.', labelNames: ['class'], registers })),
-    resizeFailedTotal: reuse(registry, n.resizeFailedTotal, () => new Counter({ name: n.resizeFailedTotal, help: 'Total number of resize attempts that failed. Broken down by storage class name and reason (infeasible, error, api).', labelNames: ['class', 'reason'], registers })),
-    resizeDuration: reuse(registry, n.resizeDuration, () => new Histogram({ name: n.resizeDuration, help: 'Latency in seconds of successful resizes, from expand() to the claim status. Broken down by storage class name.', labelNames: ['class'], buckets: DEFAULT_DURATION_BUCKETS, registers })),
-    resizeGivenUpTotal: reuse(registry, n.resizeGivenUpTotal, () => new Counter({ name: n.resizeGivenUpTotal, help: 'Total number of resizes given up after failedProvisionThreshold failed attempts. Broken down by storage class name.', labelNames: ['class'], registers })),
+    resizeTotal: reuse(
+      registry,
+      n.resizeTotal,
+      () =>
+        new Counter({
+          name: n.resizeTotal,
+          help: 'Total number of claims resized successfully (controller side). Broken down by storage class name.',
+          labelNames: ['class'],
+          registers,
+        }),
+    ),
+    resizeFailedTotal: reuse(
+      registry,
+      n.resizeFailedTotal,
+      () =>
+        new Counter({
+          name: n.resizeFailedTotal,
+          help: 'Total number of resize attempts that failed. Broken down by storage class name and reason (infeasible, error, api).',
+          labelNames: ['class', 'reason'],
+          registers,
+        }),
+    ),
+    resizeDuration: reuse(
+      registry,
+      n.resizeDuration,
+      () =>
+        new Histogram({
+          name: n.resizeDuration,
+          help: 'Latency in seconds of successful resizes, from expand() to the claim status. Broken down by storage class name.',
+          labelNames: ['class'],
+          buckets: DEFAULT_DURATION_BUCKETS,
+          registers,
+        }),
+    ),
+    resizeGivenUpTotal: reuse(
+      registry,
+      n.resizeGivenUpTotal,
+      () =>
+        new Counter({
+          name: n.resizeGivenUpTotal,
+          help: 'Total number of resizes given up after failedProvisionThreshold failed attempts. Broken down by storage class name.',
+          labelNames: ['class'],
+          registers,
+        }),
+    ),
   };
 }

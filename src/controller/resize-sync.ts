@@ -13,7 +13,14 @@ import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm 
 import { errorMessage } from '../types/errors.ts';
 import { ConflictError } from '../runtime/errors.ts';
 import { claimClassName, claimKey } from './decide-claim.ts';
-import { CONDITION_FS_RESIZE_PENDING, CONDITION_RESIZING, decideResize, RESIZE_STATUS, resizeStatusOf, type ResizeDecision } from './decide-resize.ts';
+import {
+  CONDITION_FS_RESIZE_PENDING,
+  CONDITION_RESIZING,
+  decideResize,
+  RESIZE_STATUS,
+  resizeStatusOf,
+  type ResizeDecision,
+} from './decide-resize.ts';
 import { recordFailure, type FailureRecord } from './failures.ts';
 import { after, backoff, done, failurePolicy, giveUp, type Next } from './next.ts';
 import { IgnoredError, InfeasibleError, type ExpandResult } from './provisioner.ts';
@@ -38,7 +45,12 @@ export function forgetResize(r: ResizeState, uid: string): void {
 }
 
 /** The resize decision for a cached claim. */
-export function decideCachedResize(s: ControllerShared, t: ControllerTerm, r: ResizeState, claim: PersistentVolumeClaim): ResizeDecision {
+export function decideCachedResize(
+  s: ControllerShared,
+  t: ControllerTerm,
+  r: ResizeState,
+  claim: PersistentVolumeClaim,
+): ResizeDecision {
   return decideResize({
     claim,
     volume: claim.spec.volumeName ? t.volumes.get(claim.spec.volumeName) : undefined,
@@ -84,14 +96,26 @@ export async function syncResize(s: ControllerShared, t: ControllerTerm, r: Resi
  * take). The lock write is optimistic on the cached PV, so a replica whose cache still shows
  * the old capacity cannot take it after another finished.
  */
-async function expandWithLock(s: ControllerShared, t: ControllerTerm, r: ResizeState, claim: PersistentVolumeClaim, volume: PersistentVolume, d: ResizeDecision): Promise<Next> {
+async function expandWithLock(
+  s: ControllerShared,
+  t: ControllerTerm,
+  r: ResizeState,
+  claim: PersistentVolumeClaim,
+  volume: PersistentVolume,
+  d: ResizeDecision,
+): Promise<Next> {
   let got: LockAttempt;
   try {
     got = await s.claimLock!.acquireVolume(volume, t.signal);
   } catch (err) {
     return apiFailure(s, r, claim, err, 'could not take the volume lock for the resize');
   }
-  if (!got.acquired) return after(got.retryAfterMs > 0 ? got.retryAfterMs + s.options.leaderElection.retryPeriodMs : s.options.leaderElection.retryPeriodMs);
+  if (!got.acquired)
+    return after(
+      got.retryAfterMs > 0
+        ? got.retryAfterMs + s.options.leaderElection.retryPeriodMs
+        : s.options.leaderElection.retryPeriodMs,
+    );
   let next: Next = backoff;
   try {
     next = await expandClaim(s, t, r, claim, volume, d);
@@ -103,7 +127,14 @@ async function expandWithLock(s: ControllerShared, t: ControllerTerm, r: ResizeS
   }
 }
 
-async function expandClaim(s: ControllerShared, t: ControllerTerm, r: ResizeState, claim: PersistentVolumeClaim, volume: PersistentVolume, d: ResizeDecision): Promise<Next> {
+async function expandClaim(
+  s: ControllerShared,
+  t: ControllerTerm,
+  r: ResizeState,
+  claim: PersistentVolumeClaim,
+  volume: PersistentVolume,
+  d: ResizeDecision,
+): Promise<Next> {
   const uid = claim.metadata.uid ?? '';
   const target = d.targetSize ?? '';
   const pvName = volume.metadata.name ?? '';
@@ -125,7 +156,9 @@ async function expandClaim(s: ControllerShared, t: ControllerTerm, r: ResizeStat
     try {
       result = await s.provisioner.expand!(volume, target, timeout.signal);
       if (!isQuantity(result.capacity) || parseQuantity(result.capacity) < parseQuantity(target)) {
-        throw new Error(`expand() returned capacity ${JSON.stringify(result.capacity)}, less than the ${target} asked for`);
+        throw new Error(
+          `expand() returned capacity ${JSON.stringify(result.capacity)}, less than the ${target} asked for`,
+        );
       }
     } catch (err) {
       return expandFailed(s, t, r, current, d, err, log);
@@ -144,13 +177,28 @@ async function expandClaim(s: ControllerShared, t: ControllerTerm, r: ResizeStat
 }
 
 /** Step 1: allocatedResources = target, ControllerResizeInProgress, Resizing condition (skipped when already so). */
-async function markInProgress(s: ControllerShared, t: ControllerTerm, claim: PersistentVolumeClaim, target: string): Promise<PersistentVolumeClaim> {
+async function markInProgress(
+  s: ControllerShared,
+  t: ControllerTerm,
+  claim: PersistentVolumeClaim,
+  target: string,
+): Promise<PersistentVolumeClaim> {
   const st = claim.status ?? {};
   const resizing = (st.conditions ?? []).some((c) => c.type === CONDITION_RESIZING);
-  if (st.allocatedResources?.storage === target && resizeStatusOf(claim) === RESIZE_STATUS.controllerInProgress && resizing) return claim;
+  if (
+    st.allocatedResources?.storage === target &&
+    resizeStatusOf(claim) === RESIZE_STATUS.controllerInProgress &&
+    resizing
+  )
+    return claim;
   const conditions = [
     ...(st.conditions ?? []).filter((c) => c.type !== CONDITION_RESIZING && c.type !== CONDITION_FS_RESIZE_PENDING),
-    { type: CONDITION_RESIZING, status: 'True', lastProbeTime: null, lastTransitionTime: new Date(s.clock.now()).toISOString() },
+    {
+      type: CONDITION_RESIZING,
+      status: 'True',
+      lastProbeTime: null,
+      lastTransitionTime: new Date(s.clock.now()).toISOString(),
+    },
   ];
   return patchClaimStatus(s, t, claim, {
     allocatedResources: { storage: target },
@@ -159,11 +207,21 @@ async function markInProgress(s: ControllerShared, t: ControllerTerm, claim: Per
   });
 }
 
-async function writeVolumeCapacity(s: ControllerShared, t: ControllerTerm, volume: PersistentVolume, capacity: string): Promise<void> {
+async function writeVolumeCapacity(
+  s: ControllerShared,
+  t: ControllerTerm,
+  volume: PersistentVolume,
+  capacity: string,
+): Promise<void> {
   const cached = t.volumes.get(volume.metadata.name ?? '') ?? volume;
   const now = cached.spec.capacity?.storage;
   if (now !== undefined && isQuantity(now) && parseQuantity(now) >= parseQuantity(capacity)) return;
-  await s.client.patch(persistentVolumes, volume.metadata.name ?? '', { spec: { capacity: { storage: capacity } } }, { type: 'merge', signal: t.signal });
+  await s.client.patch(
+    persistentVolumes,
+    volume.metadata.name ?? '',
+    { spec: { capacity: { storage: capacity } } },
+    { type: 'merge', signal: t.signal },
+  );
 }
 
 /** Last step: the claim's capacity and a cleared resize status, or FileSystemResizePending for the node. */
@@ -177,7 +235,9 @@ async function finishClaim(
   started: number | undefined,
 ): Promise<Next> {
   const uid = claim.metadata.uid ?? '';
-  const others = (claim.status?.conditions ?? []).filter((c) => c.type !== CONDITION_RESIZING && c.type !== CONDITION_FS_RESIZE_PENDING);
+  const others = (claim.status?.conditions ?? []).filter(
+    (c) => c.type !== CONDITION_RESIZING && c.type !== CONDITION_FS_RESIZE_PENDING,
+  );
   const pvName = volume.metadata.name ?? '';
   try {
     if (result.nodeExpansionRequired) {
@@ -194,7 +254,12 @@ async function finishClaim(
           },
         ],
       });
-      s.events.event(claimObject(claim), 'Normal', 'FileSystemResizeRequired', 'Require file system resize of volume on node');
+      s.events.event(
+        claimObject(claim),
+        'Normal',
+        'FileSystemResizeRequired',
+        'Require file system resize of volume on node',
+      );
     } else {
       await patchClaimStatus(s, t, claim, {
         capacity: { ...(claim.status?.capacity ?? {}), storage: result.capacity },
@@ -211,7 +276,15 @@ async function finishClaim(
   if (started !== undefined) r.metrics.resizeDuration.observe(labels, (s.clock.now() - started) / 1000);
   r.expanded.delete(uid);
   r.failures.delete(uid);
-  s.logger.info({ pvc: claimKey(claim), pv: pvName, capacity: result.capacity, nodeExpansionRequired: result.nodeExpansionRequired ?? false }, 'resize finished');
+  s.logger.info(
+    {
+      pvc: claimKey(claim),
+      pv: pvName,
+      capacity: result.capacity,
+      nodeExpansionRequired: result.nodeExpansionRequired ?? false,
+    },
+    'resize finished',
+  );
   return done;
 }
 
@@ -239,23 +312,38 @@ async function expandFailed(
   const labels = { class: claimClassName(claim) };
   r.metrics.resizeFailedTotal.inc({ ...labels, reason: infeasible ? 'infeasible' : 'error' });
   const now = s.clock.now();
-  const record = recordFailure(r.failures.get(uid), d.fingerprint ?? '', message, infeasible ? { now, infeasibleDelayMs: s.options.retry.infeasibleDelayMs } : undefined);
+  const record = recordFailure(
+    r.failures.get(uid),
+    d.fingerprint ?? '',
+    message,
+    infeasible ? { now, infeasibleDelayMs: s.options.retry.infeasibleDelayMs } : undefined,
+  );
   r.failures.set(uid, record);
   const pvName = claim.spec.volumeName ?? '';
-  s.events.event(claimObject(claim), 'Warning', 'VolumeResizeFailed', `resize volume "${pvName}" by resizer "${s.provisionerName}" failed: ${message}`);
+  s.events.event(
+    claimObject(claim),
+    'Warning',
+    'VolumeResizeFailed',
+    `resize volume "${pvName}" by resizer "${s.provisionerName}" failed: ${message}`,
+  );
   const threshold = s.options.retry.failedProvisionThreshold;
   const next = failurePolicy(record, threshold, infeasible ? 'infeasible' : 'final', s.options.retry.infeasibleDelayMs);
   const givenUp = next.kind === 'giveUp';
   if (infeasible || givenUp) {
     // A final answer: ControllerResizeInfeasible lets the user lower the request again (RecoverVolumeExpansionFailure).
-    await markInfeasible(s, t, claim).catch((e: unknown) => log.warn({ err: errorMessage(e) }, 'could not mark the resize infeasible'));
+    await markInfeasible(s, t, claim).catch((e: unknown) =>
+      log.warn({ err: errorMessage(e) }, 'could not mark the resize infeasible'),
+    );
   }
   if (infeasible) {
     log.warn({ err: message }, 'resize infeasible; retrying slowly');
     return next;
   }
   if (givenUp) {
-    log.error({ failures: record.failures, threshold, err: message }, 'giving up resizing because failures >= threshold');
+    log.error(
+      { failures: record.failures, threshold, err: message },
+      'giving up resizing because failures >= threshold',
+    );
     s.events.event(
       claimObject(claim),
       'Warning',
@@ -271,10 +359,19 @@ async function expandFailed(
 
 async function markInfeasible(s: ControllerShared, t: ControllerTerm, claim: PersistentVolumeClaim): Promise<void> {
   const conditions = (claim.status?.conditions ?? []).filter((c) => c.type !== CONDITION_RESIZING);
-  await patchClaimStatus(s, t, claim, { allocatedResourceStatuses: { storage: RESIZE_STATUS.controllerInfeasible }, conditions });
+  await patchClaimStatus(s, t, claim, {
+    allocatedResourceStatuses: { storage: RESIZE_STATUS.controllerInfeasible },
+    conditions,
+  });
 }
 
-function apiFailure(s: ControllerShared, r: ResizeState, claim: PersistentVolumeClaim, err: unknown, what: string): Next {
+function apiFailure(
+  s: ControllerShared,
+  r: ResizeState,
+  claim: PersistentVolumeClaim,
+  err: unknown,
+  what: string,
+): Next {
   r.metrics.resizeFailedTotal.inc({ class: claimClassName(claim), reason: 'api' });
   // A conflict is optimistic concurrency doing its job (the claim changed under us): retried, not worth a warning.
   const log = err instanceof ConflictError ? s.logger.debug.bind(s.logger) : s.logger.warn.bind(s.logger);
@@ -283,7 +380,12 @@ function apiFailure(s: ControllerShared, r: ResizeState, claim: PersistentVolume
 }
 
 /** A merge patch of the claim's status, conditional on the version we decided on (a conflict retries with backoff). */
-async function patchClaimStatus(s: ControllerShared, t: ControllerTerm, claim: PersistentVolumeClaim, status: Record<string, unknown>): Promise<PersistentVolumeClaim> {
+async function patchClaimStatus(
+  s: ControllerShared,
+  t: ControllerTerm,
+  claim: PersistentVolumeClaim,
+  status: Record<string, unknown>,
+): Promise<PersistentVolumeClaim> {
   return s.client.patch<PersistentVolumeClaim>(
     persistentVolumeClaims,
     claim.metadata.name ?? '',

@@ -9,7 +9,13 @@ import type { KubeClient } from '../runtime/client.ts';
 import { cacheTransform, StringTable } from '../runtime/cache-transform.ts';
 import { Informer } from '../runtime/informer.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { nodes, persistentVolumeClaims, persistentVolumes, storageClasses, type ApiResource } from '../runtime/resources.ts';
+import {
+  nodes,
+  persistentVolumeClaims,
+  persistentVolumes,
+  storageClasses,
+  type ApiResource,
+} from '../runtime/resources.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { claimClassName } from './decide-claim.ts';
 import type { ResolvedOptions } from './options.ts';
@@ -20,7 +26,13 @@ import type { ResolvedOptions } from './options.ts';
  * capacity, allocatable and nodeInfo are kept.
  */
 export const NODE_FIELDS_NOT_CACHED: readonly string[] = [
-  'status.images', 'status.volumesInUse', 'status.volumesAttached', 'status.daemonEndpoints', 'status.config', 'status.runtimeHandlers', 'status.features',
+  'status.images',
+  'status.volumesInUse',
+  'status.volumesAttached',
+  'status.daemonEndpoints',
+  'status.config',
+  'status.runtimeHandlers',
+  'status.features',
 ];
 
 /** The informers of one term (not started). */
@@ -35,13 +47,29 @@ export interface TermInformers {
 /** Builds the term's informers with their transforms and the claim indexes `class` and `pvName`. */
 export function termInformers(client: KubeClient, o: ResolvedOptions, clock: Clock, logger: Logger): TermInformers {
   const strings = new StringTable();
-  const informer = <T extends PersistentVolumeClaim | PersistentVolume | StorageClass | Node>(resource: ApiResource<T>, dropFields?: readonly string[]) =>
-    new Informer<T>({ client, resource, resyncMs: o.resyncPeriodMs, clock, logger, transform: cacheTransform<T>({ strings, dropFields }) });
+  const informer = <T extends PersistentVolumeClaim | PersistentVolume | StorageClass | Node>(
+    resource: ApiResource<T>,
+    dropFields?: readonly string[],
+  ) =>
+    new Informer<T>({
+      client,
+      resource,
+      resyncMs: o.resyncPeriodMs,
+      clock,
+      logger,
+      transform: cacheTransform<T>({ strings, dropFields }),
+    });
   const claims = informer<PersistentVolumeClaim>(persistentVolumeClaims);
   const volumes = informer<PersistentVolume>(persistentVolumes);
   const classes = informer<StorageClass>(storageClasses);
   const nodeInformer = o.nodeCache ? informer<Node>(nodes, NODE_FIELDS_NOT_CACHED) : undefined;
   claims.addIndex('class', (c) => [claimClassName(c)]);
   claims.addIndex('pvName', (c) => [o.volumeNameHook(c)]);
-  return { claims, volumes, classes, nodes: nodeInformer, all: [claims, volumes, classes, ...(nodeInformer ? [nodeInformer] : [])] };
+  return {
+    claims,
+    volumes,
+    classes,
+    nodes: nodeInformer,
+    all: [claims, volumes, classes, ...(nodeInformer ? [nodeInformer] : [])],
+  };
 }

@@ -28,7 +28,10 @@ export type { EventSink };
 /** Thrown (as SaveOutcome.error) when our PV name is taken by a PV of another claim. */
 export class VolumeConflictError extends Error {
   override name = 'VolumeConflictError';
-  constructor(readonly volumeName: string, readonly ownerUid: string | undefined) {
+  constructor(
+    readonly volumeName: string,
+    readonly ownerUid: string | undefined,
+  ) {
     super(`PersistentVolume ${volumeName} already exists and is bound to another claim (uid ${ownerUid ?? 'none'})`);
   }
 }
@@ -148,19 +151,38 @@ export class VolumeStore {
   }
 
   /** The API server refused the PV as invalid: no retry can save it. */
-  private refused(claim: PersistentVolumeClaim, volume: PersistentVolume, err: InvalidError, signal: AbortSignal): Promise<SaveOutcome> {
-    this.deps.logger.warn({ pvc: claimKey(claim), pv: volume.metadata.name, err: err.message }, 'the API server refused the provisioned PV as invalid');
+  private refused(
+    claim: PersistentVolumeClaim,
+    volume: PersistentVolume,
+    err: InvalidError,
+    signal: AbortSignal,
+  ): Promise<SaveOutcome> {
+    this.deps.logger.warn(
+      { pvc: claimKey(claim), pv: volume.metadata.name, err: err.message },
+      'the API server refused the provisioned PV as invalid',
+    );
     return this.cleanUp(claim, volume, err, signal, true);
   }
 
   /** Deletes the backend volume of a PV that will not be saved (bounded attempts), with the events that say so. */
-  private async cleanUp(claim: PersistentVolumeClaim, volume: PersistentVolume, lastError: Error, signal: AbortSignal, invalid = false): Promise<SaveOutcome> {
+  private async cleanUp(
+    claim: PersistentVolumeClaim,
+    volume: PersistentVolume,
+    lastError: Error,
+    signal: AbortSignal,
+    invalid = false,
+  ): Promise<SaveOutcome> {
     const save = this.deps.save;
     const retryCount = save.mode === 'retry' ? save.retryCount : 1;
     const intervalMs = save.mode === 'retry' ? save.intervalMs : 0;
     const log = this.deps.logger.child({ pvc: claimKey(claim), pv: volume.metadata.name });
     const key = claimKey(claim);
-    this.deps.events.event(claim, 'Warning', 'ProvisioningFailed', `Error creating provisioned PV object for claim ${key}: ${lastError.message}. Deleting the volume.`);
+    this.deps.events.event(
+      claim,
+      'Warning',
+      'ProvisioningFailed',
+      `Error creating provisioned PV object for claim ${key}: ${lastError.message}. Deleting the volume.`,
+    );
     let cleanupError: Error | undefined;
     for (let attempt = 1; attempt <= retryCount; attempt++) {
       try {
@@ -180,19 +202,33 @@ export class VolumeStore {
       if (attempt < retryCount) await this.deps.clock.sleep(intervalMs, signal).catch(() => {});
     }
     if (cleanupError) {
-      this.deps.events.event(claim, 'Warning', 'ProvisioningCleanupFailed', `Error cleaning provisioned volume for claim ${key}: ${cleanupError.message}. Please delete manually.`);
+      this.deps.events.event(
+        claim,
+        'Warning',
+        'ProvisioningCleanupFailed',
+        `Error cleaning provisioned volume for claim ${key}: ${cleanupError.message}. Please delete manually.`,
+      );
       return { kind: 'failed', error: lastError, cleanedUp: false, invalid };
     }
     return { kind: 'failed', error: lastError, cleanedUp: true, invalid };
   }
 
   private conflict(claim: PersistentVolumeClaim, err: VolumeConflictError): SaveOutcome {
-    this.deps.events.event(claim, 'Warning', 'ProvisioningFailed', `${err.message}; the backend volume is kept (it may be that claim's).`);
+    this.deps.events.event(
+      claim,
+      'Warning',
+      'ProvisioningFailed',
+      `${err.message}; the backend volume is kept (it may be that claim's).`,
+    );
     return { kind: 'failed', error: err, cleanedUp: false };
   }
 
   /** One create. Resolves to the PV once it exists for this claim; throws VolumeConflictError or the API error. */
-  private async create(claim: PersistentVolumeClaim, volume: PersistentVolume, signal: AbortSignal): Promise<PersistentVolume> {
+  private async create(
+    claim: PersistentVolumeClaim,
+    volume: PersistentVolume,
+    signal: AbortSignal,
+  ): Promise<PersistentVolume> {
     const name = volume.metadata.name ?? '';
     let created: PersistentVolume;
     try {
@@ -219,7 +255,11 @@ export class VolumeStore {
     if (!entry || !this.queue) return;
     const claim = entry.claim;
     try {
-      this.deps.savedVolumes.record(name, await this.create(claim, entry.volume, signal), this.deps.cachedVolume?.(name));
+      this.deps.savedVolumes.record(
+        name,
+        await this.create(claim, entry.volume, signal),
+        this.deps.cachedVolume?.(name),
+      );
       this.unsaved.delete(name);
       this.queue.forget(name);
     } catch (err) {
@@ -231,7 +271,10 @@ export class VolumeStore {
         if (err instanceof InvalidError) await this.refused(claim, entry.volume, err, signal);
         return;
       }
-      this.deps.logger.info({ pv: name, err: (err as Error).message, failures: this.queue.numRequeues(name) }, 'saving PV failed; retrying in the background');
+      this.deps.logger.info(
+        { pv: name, err: (err as Error).message, failures: this.queue.numRequeues(name) },
+        'saving PV failed; retrying in the background',
+      );
       if (!signal.aborted) this.queue.addRateLimited(name);
     }
   }

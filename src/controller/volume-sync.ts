@@ -36,7 +36,13 @@ export async function syncVolume(s: ControllerShared, t: ControllerTerm, name: s
   const decision = decideCachedVolume(s, t, volume);
   const log = s.logger.child({ pv: name, storageClass: volume.spec.storageClassName });
   log.debug(
-    { action: decision.action, code: decision.code, reason: decision.reason, finalizer: decision.finalizer, resourceVersion: volume.metadata.resourceVersion },
+    {
+      action: decision.action,
+      code: decision.code,
+      reason: decision.reason,
+      finalizer: decision.finalizer,
+      resourceVersion: volume.metadata.resourceVersion,
+    },
     'volume decision',
   );
   if (decision.finalizer) {
@@ -61,18 +67,24 @@ export async function syncVolume(s: ControllerShared, t: ControllerTerm, name: s
 }
 
 /** Adds or removes our finalizer with a JSON patch guarded by a test of the current list (no lost updates). */
-async function patchFinalizer(s: ControllerShared, volume: PersistentVolume, change: 'add' | 'remove', signal: AbortSignal): Promise<void> {
+async function patchFinalizer(
+  s: ControllerShared,
+  volume: PersistentVolume,
+  change: 'add' | 'remove',
+  signal: AbortSignal,
+): Promise<void> {
   const current = volume.metadata.finalizers;
   const next =
     change === 'add'
       ? [...(current ?? []), FINALIZER_EXTERNAL_PROVISIONER]
       : (current ?? []).filter((f) => f !== FINALIZER_EXTERNAL_PROVISIONER);
-  const ops = current === undefined
-    ? [{ op: 'add', path: '/metadata/finalizers', value: next }]
-    : [
-        { op: 'test', path: '/metadata/finalizers', value: current },
-        { op: 'replace', path: '/metadata/finalizers', value: next },
-      ];
+  const ops =
+    current === undefined
+      ? [{ op: 'add', path: '/metadata/finalizers', value: next }]
+      : [
+          { op: 'test', path: '/metadata/finalizers', value: current },
+          { op: 'replace', path: '/metadata/finalizers', value: next },
+        ];
   await s.client.patch(persistentVolumes, volume.metadata.name ?? '', ops, { type: 'json', signal });
 }
 
@@ -122,7 +134,10 @@ function deleteFailed(a: VolumeAttempt, message: string): Next {
   const threshold = s.options.retry.failedDeleteThreshold;
   const next = failurePolicy(record, threshold, 'final');
   if (next.kind === 'giveUp') {
-    log.error({ failures: record.failures, threshold, err: message }, 'giving up deleting volume because failures >= threshold');
+    log.error(
+      { failures: record.failures, threshold, err: message },
+      'giving up deleting volume because failures >= threshold',
+    );
     s.events.event(
       volumeObject(volume),
       'Warning',
@@ -143,11 +158,18 @@ async function finishDelete(a: VolumeAttempt, started: number | undefined): Prom
   try {
     if (volume.metadata.deletionTimestamp === undefined) {
       try {
-        await s.client.delete(persistentVolumes, name, { preconditions: { uid: volume.metadata.uid }, signal: t.signal });
+        await s.client.delete(persistentVolumes, name, {
+          preconditions: { uid: volume.metadata.uid },
+          signal: t.signal,
+        });
       } catch (err) {
         // NotFound: already gone. A Conflict is done only when the name now belongs to a new PV (the uid
         // precondition failed) or ours is already being deleted; any other 409 is retried.
-        if (!(err instanceof NotFoundError) && !(err instanceof ConflictError && (await replacedOrDeleting(s, volume, t.signal)))) throw err;
+        if (
+          !(err instanceof NotFoundError) &&
+          !(err instanceof ConflictError && (await replacedOrDeleting(s, volume, t.signal)))
+        )
+          throw err;
       }
     }
     if (hasOurFinalizer(volume)) {
@@ -170,7 +192,11 @@ async function finishDelete(a: VolumeAttempt, started: number | undefined): Prom
 }
 
 /** After a 409 on the PV delete: whether the PV we meant is gone, replaced by a same-named one, or terminating. */
-async function replacedOrDeleting(s: ControllerShared, volume: PersistentVolume, signal: AbortSignal): Promise<boolean> {
+async function replacedOrDeleting(
+  s: ControllerShared,
+  volume: PersistentVolume,
+  signal: AbortSignal,
+): Promise<boolean> {
   try {
     const fresh = await s.client.get<PersistentVolume>(persistentVolumes, volume.metadata.name ?? '', { signal });
     return fresh.metadata.uid !== volume.metadata.uid || fresh.metadata.deletionTimestamp !== undefined;

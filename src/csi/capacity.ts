@@ -32,7 +32,13 @@ import { csiNodes, type CSINode } from './kinds.ts';
 import { CSI_PARAMETER_PREFIX } from './parameters.ts';
 
 /** storage.k8s.io/v1 CSIStorageCapacities (namespaced). */
-export const csiStorageCapacities = defineResource<CSIStorageCapacity>('storage.k8s.io', 'v1', 'csistoragecapacities', 'CSIStorageCapacity', true);
+export const csiStorageCapacities = defineResource<CSIStorageCapacity>(
+  'storage.k8s.io',
+  'v1',
+  'csistoragecapacities',
+  'CSIStorageCapacity',
+  true,
+);
 const replicaSets = defineResource<KubeObject>('apps', 'v1', 'replicasets', 'ReplicaSet', true);
 
 /** external-provisioner's label on the capacity objects it manages: the driver's name. */
@@ -68,7 +74,11 @@ export type CapacityOwner = OwnerReference;
 
 /** A segment's canonical text: its pairs sorted by key. */
 export function segmentKey(segment: Segment): string {
-  return JSON.stringify(Object.keys(segment).sort().map((k) => [k, segment[k]]));
+  return JSON.stringify(
+    Object.keys(segment)
+      .sort()
+      .map((k) => [k, segment[k]]),
+  );
 }
 
 /** The key of one (class, segment) combination. */
@@ -86,7 +96,11 @@ export function keyOfObject(o: CSIStorageCapacity): string {
  * lists the driver with topology keys, valued by its Node's labels; a node missing a label of its keys has no
  * segment. Duplicates are one segment.
  */
-export function segmentsOf(csiNodeList: readonly CSINode[], nodeOf: (name: string) => Node | undefined, driverName: string): Segment[] {
+export function segmentsOf(
+  csiNodeList: readonly CSINode[],
+  nodeOf: (name: string) => Node | undefined,
+  driverName: string,
+): Segment[] {
   const out = new Map<string, Segment>();
   for (const cn of csiNodeList) {
     const keys = cn.spec.drivers?.find((d) => d.name === driverName)?.topologyKeys;
@@ -106,7 +120,12 @@ export function publishesFor(sc: StorageClass, driverName: string, immediateBind
 }
 
 /** Every combination to publish. */
-export function desiredItems(classes: readonly StorageClass[], segments: readonly Segment[], driverName: string, immediateBinding: boolean): Map<string, CapacityItem> {
+export function desiredItems(
+  classes: readonly StorageClass[],
+  segments: readonly Segment[],
+  driverName: string,
+  immediateBinding: boolean,
+): Map<string, CapacityItem> {
   const out = new Map<string, CapacityItem>();
   for (const sc of classes) {
     if (!publishesFor(sc, driverName, immediateBinding)) continue;
@@ -145,7 +164,9 @@ export interface CapacityInput {
  */
 export function decideCapacity(i: CapacityInput): CapacityDecision {
   if (!i.item) {
-    return i.existing.length > 0 ? { action: 'delete', names: i.existing.map((o) => o.metadata.name ?? '') } : { action: 'none', nextPollMs: 0 };
+    return i.existing.length > 0
+      ? { action: 'delete', names: i.existing.map((o) => o.metadata.name ?? '') }
+      : { action: 'none', nextPollMs: 0 };
   }
   if (i.existing.length > 1) return { action: 'delete', names: i.existing.slice(1).map((o) => o.metadata.name ?? '') };
   const age = i.reading ? i.now - i.reading.at : Infinity;
@@ -167,7 +188,14 @@ export function decideCapacity(i: CapacityInput): CapacityDecision {
       metadata: {
         ...have.metadata,
         labels: { ...have.metadata.labels, ...i.labels },
-        ...(i.owner ? { ownerReferences: [...(have.metadata.ownerReferences ?? []).filter((r) => r.uid !== i.owner!.uid), i.owner] } : {}),
+        ...(i.owner
+          ? {
+              ownerReferences: [
+                ...(have.metadata.ownerReferences ?? []).filter((r) => r.uid !== i.owner!.uid),
+                i.owner,
+              ],
+            }
+          : {}),
       },
       capacity: want.capacity,
       ...(want.maximumVolumeSize !== undefined ? { maximumVolumeSize: want.maximumVolumeSize } : {}),
@@ -185,11 +213,20 @@ function sameQuantity(a: string | undefined, b: string | undefined): boolean {
 }
 
 /** The object external-provisioner creates for a combination. */
-export function desiredObject(item: CapacityItem, reading: CapacityReading, o: { namespace: string; labels: Record<string, string>; owner?: CapacityOwner }): CSIStorageCapacity {
+export function desiredObject(
+  item: CapacityItem,
+  reading: CapacityReading,
+  o: { namespace: string; labels: Record<string, string>; owner?: CapacityOwner },
+): CSIStorageCapacity {
   return {
     apiVersion: 'storage.k8s.io/v1',
     kind: 'CSIStorageCapacity',
-    metadata: { generateName: 'csisc-', namespace: o.namespace, labels: { ...o.labels }, ...(o.owner ? { ownerReferences: [o.owner] } : {}) },
+    metadata: {
+      generateName: 'csisc-',
+      namespace: o.namespace,
+      labels: { ...o.labels },
+      ...(o.owner ? { ownerReferences: [o.owner] } : {}),
+    },
     storageClassName: item.className,
     nodeTopology: { matchLabels: { ...item.segment } },
     capacity: formatBytes(reading.capacity),
@@ -198,15 +235,25 @@ export function desiredObject(item: CapacityItem, reading: CapacityReading, o: {
 }
 
 /** The owner reference of --capacity-ownerref-level: 0 the pod, 1 its controller, 2 the ReplicaSet's controller. */
-export async function ownerReferenceFor(client: KubeClient, namespace: string, podName: string, level: 0 | 1 | 2, signal?: AbortSignal): Promise<CapacityOwner> {
+export async function ownerReferenceFor(
+  client: KubeClient,
+  namespace: string,
+  podName: string,
+  level: 0 | 1 | 2,
+  signal?: AbortSignal,
+): Promise<CapacityOwner> {
   let obj: KubeObject = await client.get<Pod>(pods, podName, { namespace, signal });
   let ref: OwnerReference = { apiVersion: 'v1', kind: 'Pod', name: podName, uid: obj.metadata.uid ?? '' };
   for (let l = 0; l < level; l++) {
     const owner = (obj.metadata.ownerReferences ?? []).find((r) => r.controller);
-    if (!owner) throw new Error(`--capacity-ownerref-level ${level}: ${ref.kind} ${namespace}/${ref.name} has no controller`);
+    if (!owner)
+      throw new Error(`--capacity-ownerref-level ${level}: ${ref.kind} ${namespace}/${ref.name} has no controller`);
     ref = { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid };
     if (l + 1 < level) {
-      if (owner.kind !== 'ReplicaSet') throw new Error(`--capacity-ownerref-level ${level}: ${owner.kind} ${namespace}/${owner.name} is not a ReplicaSet`);
+      if (owner.kind !== 'ReplicaSet')
+        throw new Error(
+          `--capacity-ownerref-level ${level}: ${owner.kind} ${namespace}/${owner.name} is not a ReplicaSet`,
+        );
       obj = await client.get(replicaSets, owner.name, { namespace, signal });
     }
   }
@@ -227,9 +274,18 @@ function capacityMetrics(registry: Registry | undefined): CapacityMetrics {
     return new Gauge({ name, help, registers: registry ? [registry] : [] });
   };
   return {
-    desired: make('csistoragecapacities_desired_goal', 'Number of CSIStorageCapacity objects that are supposed to be managed automatically.'),
-    current: make('csistoragecapacities_desired_current', 'Number of CSIStorageCapacity objects that exist and are supposed to be managed automatically.'),
-    obsolete: make('csistoragecapacities_obsolete', 'Number of CSIStorageCapacity objects that exist and will be deleted automatically.'),
+    desired: make(
+      'csistoragecapacities_desired_goal',
+      'Number of CSIStorageCapacity objects that are supposed to be managed automatically.',
+    ),
+    current: make(
+      'csistoragecapacities_desired_current',
+      'Number of CSIStorageCapacity objects that exist and are supposed to be managed automatically.',
+    ),
+    obsolete: make(
+      'csistoragecapacities_obsolete',
+      'Number of CSIStorageCapacity objects that exist and will be deleted automatically.',
+    ),
   };
 }
 
@@ -292,20 +348,33 @@ export class CapacityController {
 
   async run(signal: AbortSignal): Promise<void> {
     const { client } = this.o;
-    const informer = <T extends KubeObject>(resource: Parameters<typeof client.get<T>>[0], extra: { namespace?: string; labelSelector?: string } = {}) =>
-      new Informer<T>({ client, resource, clock: this.clock, logger: this.logger, ...extra });
+    const informer = <T extends KubeObject>(
+      resource: Parameters<typeof client.get<T>>[0],
+      extra: { namespace?: string; labelSelector?: string } = {},
+    ) => new Informer<T>({ client, resource, clock: this.clock, logger: this.logger, ...extra });
     this.classes = informer<StorageClass>(storageClasses);
     this.capacities = informer<CSIStorageCapacity>(csiStorageCapacities, {
       namespace: this.o.namespace,
-      labelSelector: Object.entries(this.labels).map(([k, v]) => `${k}=${v}`).join(','),
+      labelSelector: Object.entries(this.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
     });
     this.capacities.addIndex(BY_KEY, (c) => [keyOfObject(c)]);
     if (!this.o.fixedSegment) {
       this.csiNodeInformer = informer<CSINode>(csiNodes);
       this.nodeInformer = informer<Node>(nodes);
     }
-    const informers: Informer<KubeObject>[] = [this.classes, this.capacities, ...(this.csiNodeInformer ? [this.csiNodeInformer, this.nodeInformer!] : [])] as Informer<KubeObject>[];
-    const queue = new WorkQueue<string>({ name: 'capacity', clock: this.clock, rateLimiter: new ItemExponentialFailureRateLimiter<string>(1000, 300_000), registry: this.o.registry });
+    const informers: Informer<KubeObject>[] = [
+      this.classes,
+      this.capacities,
+      ...(this.csiNodeInformer ? [this.csiNodeInformer, this.nodeInformer!] : []),
+    ] as Informer<KubeObject>[];
+    const queue = new WorkQueue<string>({
+      name: 'capacity',
+      clock: this.clock,
+      rateLimiter: new ItemExponentialFailureRateLimiter<string>(1000, 300_000),
+      registry: this.o.registry,
+    });
     this.queue = queue;
     this.wireHooks(queue);
     for (const inf of informers) inf.start(signal);
@@ -339,25 +408,44 @@ export class CapacityController {
   /** Informer hooks: classes and topology change the wanted keys; our objects' changes re-check their key. */
   private wireHooks(queue: WorkQueue<string>): void {
     const topologyChanged = () => this.recompute();
-    this.classes!.addEventHandler({ onAdd: topologyChanged, onUpdate: (a, b) => a !== b && topologyChanged(), onDelete: topologyChanged });
-    this.csiNodeInformer?.addEventHandler({ onAdd: topologyChanged, onUpdate: (a, b) => a !== b && topologyChanged(), onDelete: topologyChanged });
+    this.classes!.addEventHandler({
+      onAdd: topologyChanged,
+      onUpdate: (a, b) => a !== b && topologyChanged(),
+      onDelete: topologyChanged,
+    });
+    this.csiNodeInformer?.addEventHandler({
+      onAdd: topologyChanged,
+      onUpdate: (a, b) => a !== b && topologyChanged(),
+      onDelete: topologyChanged,
+    });
     // Node status writes are frequent: only a change of labels can change a segment.
     this.nodeInformer?.addEventHandler({
       onAdd: topologyChanged,
-      onUpdate: (a, b) => JSON.stringify(a.metadata.labels ?? {}) !== JSON.stringify(b.metadata.labels ?? {}) && topologyChanged(),
+      onUpdate: (a, b) =>
+        JSON.stringify(a.metadata.labels ?? {}) !== JSON.stringify(b.metadata.labels ?? {}) && topologyChanged(),
       onDelete: topologyChanged,
     });
     const objectChanged = (c: CSIStorageCapacity) => {
       queue.add(keyOfObject(c));
       this.updateGauges();
     };
-    this.capacities!.addEventHandler({ onAdd: objectChanged, onUpdate: (_a, b) => objectChanged(b), onDelete: objectChanged });
+    this.capacities!.addEventHandler({
+      onAdd: objectChanged,
+      onUpdate: (_a, b) => objectChanged(b),
+      onDelete: objectChanged,
+    });
   }
 
   /** Recomputes the wanted keys; keys that appeared or went away are queued. */
   private recompute(): void {
-    if (!this.classes?.hasSynced() || (this.csiNodeInformer && !(this.csiNodeInformer.hasSynced() && this.nodeInformer!.hasSynced()))) return;
-    const segments = this.o.fixedSegment ? [this.o.fixedSegment] : segmentsOf(this.csiNodeInformer!.store.list(), (n) => this.nodeInformer!.store.get(n), this.o.driverName);
+    if (
+      !this.classes?.hasSynced() ||
+      (this.csiNodeInformer && !(this.csiNodeInformer.hasSynced() && this.nodeInformer!.hasSynced()))
+    )
+      return;
+    const segments = this.o.fixedSegment
+      ? [this.o.fixedSegment]
+      : segmentsOf(this.csiNodeInformer!.store.list(), (n) => this.nodeInformer!.store.get(n), this.o.driverName);
     const next = desiredItems(this.classes.store.list(), segments, this.o.driverName, this.o.immediateBinding ?? false);
     const previous = this.desired;
     this.desired = next;
@@ -460,8 +548,10 @@ export class CapacityController {
 
   /** decideCapacity on the caches and the record of `key`. */
   decide(key: string): CapacityDecision {
-    const existing = [...(this.capacities?.store.byIndex(BY_KEY, key) ?? [])].sort((a, b) =>
-      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''),
+    const existing = [...(this.capacities?.store.byIndex(BY_KEY, key) ?? [])].sort(
+      (a, b) =>
+        (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
+        (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''),
     );
     return decideCapacity({
       ...(this.desired.has(key) ? { item: this.desired.get(key)! } : {}),

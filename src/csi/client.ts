@@ -47,7 +47,8 @@ export function socketPathOf(address: string): string {
   let path = address;
   if (address.startsWith('unix://')) path = address.slice('unix://'.length);
   else if (address.startsWith('unix:')) path = address.slice('unix:'.length);
-  else if (/^[a-z][a-z0-9+.-]*:/i.test(address)) throw new CsiAddressError(`${address}: only unix sockets are supported (unix:///path or /path)`);
+  else if (/^[a-z][a-z0-9+.-]*:/i.test(address))
+    throw new CsiAddressError(`${address}: only unix sockets are supported (unix:///path or /path)`);
   if (path === '') throw new CsiAddressError(`${address}: no socket path`);
   return isAbsolute(path) ? path : resolve(path);
 }
@@ -106,7 +107,10 @@ export class CsiClient {
     const spec = CSI_RPCS[name];
     if (this.closed) return Promise.reject(new CsiError(spec.path, GRPC_CODES.Canceled, 'client closed'));
     const signal = options.signal;
-    if (signal?.aborted) return Promise.reject(new CsiError(spec.path, GRPC_CODES.Canceled, 'call cancelled before it started', { cause: signal.reason }));
+    if (signal?.aborted)
+      return Promise.reject(
+        new CsiError(spec.path, GRPC_CODES.Canceled, 'call cancelled before it started', { cause: signal.reason }),
+      );
     const started = this.clock.now();
     const deadline = Date.now() + (options.timeoutMs ?? this.timeoutMs);
     return new Promise<ResponseOf<N>>((resolvePromise, reject) => {
@@ -120,7 +124,10 @@ export class CsiClient {
         (err, response) => {
           signal?.removeEventListener('abort', onAbort);
           const code = err ? err.code : GRPC_CODES.OK;
-          this.metric.observe({ driver_name: this.driver, method_name: spec.path, grpc_status_code: grpcCodeName(code) }, (this.clock.now() - started) / 1000);
+          this.metric.observe(
+            { driver_name: this.driver, method_name: spec.path, grpc_status_code: grpcCodeName(code) },
+            (this.clock.now() - started) / 1000,
+          );
           if (err) {
             this.logger.debug({ method: spec.path, code: grpcCodeName(code), err: err.details }, 'CSI call failed');
             reject(new CsiError(spec.path, code, err.details || err.message, { cause: err }));

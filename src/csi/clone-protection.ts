@@ -19,12 +19,15 @@ const CLONES_OF = 'clonesOf';
 /** The source claim a claim clones (`namespace/name`), if it clones one. */
 function cloneSourceKey(claim: PersistentVolumeClaim): string | undefined {
   const ds = claim.spec.dataSource;
-  return ds && ds.kind === 'PersistentVolumeClaim' && !ds.apiGroup ? `${claim.metadata.namespace ?? ''}/${ds.name}` : undefined;
+  return ds && ds.kind === 'PersistentVolumeClaim' && !ds.apiGroup
+    ? `${claim.metadata.namespace ?? ''}/${ds.name}`
+    : undefined;
 }
 
 /** The rule: a source being deleted with our finalizer loses it once none of its clones is Pending. */
 export function mayReleaseSource(source: PersistentVolumeClaim, clones: readonly PersistentVolumeClaim[]): boolean {
-  if (!source.metadata.deletionTimestamp || !(source.metadata.finalizers ?? []).includes(FINALIZER_CLONE_PROTECTION)) return false;
+  if (!source.metadata.deletionTimestamp || !(source.metadata.finalizers ?? []).includes(FINALIZER_CLONE_PROTECTION))
+    return false;
   return !clones.some((c) => (c.status?.phase ?? 'Pending') === 'Pending');
 }
 
@@ -33,20 +36,39 @@ export class CloneProtection {
   private readonly clock: Clock;
   private readonly logger: Logger;
 
-  constructor(private readonly o: { client: KubeClient; cluster: CsiClusterAccess; clock?: Clock; logger?: Logger; resyncMs?: number }) {
+  constructor(
+    private readonly o: {
+      client: KubeClient;
+      cluster: CsiClusterAccess;
+      clock?: Clock;
+      logger?: Logger;
+      resyncMs?: number;
+    },
+  ) {
     this.clock = o.clock ?? realClock;
     this.logger = (o.logger ?? silentLogger).child({ loop: 'cloning-protection' });
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    const informer = new Informer<PersistentVolumeClaim>({ client: this.o.client, resource: persistentVolumeClaims, clock: this.clock, logger: this.logger, resyncMs: this.o.resyncMs ?? 0 });
+    const informer = new Informer<PersistentVolumeClaim>({
+      client: this.o.client,
+      resource: persistentVolumeClaims,
+      clock: this.clock,
+      logger: this.logger,
+      resyncMs: this.o.resyncMs ?? 0,
+    });
     informer.addIndex(CLONES_OF, (c) => {
       const key = cloneSourceKey(c);
       return key ? [key] : [];
     });
-    const queue = new WorkQueue<string>({ name: 'cloning-protection', clock: this.clock, rateLimiter: new ItemExponentialFailureRateLimiter<string>(1000, 300_000) });
+    const queue = new WorkQueue<string>({
+      name: 'cloning-protection',
+      clock: this.clock,
+      rateLimiter: new ItemExponentialFailureRateLimiter<string>(1000, 300_000),
+    });
     const consider = (c: PersistentVolumeClaim) => {
-      if (c.metadata.deletionTimestamp && (c.metadata.finalizers ?? []).includes(FINALIZER_CLONE_PROTECTION)) queue.add(objectKey(c));
+      if (c.metadata.deletionTimestamp && (c.metadata.finalizers ?? []).includes(FINALIZER_CLONE_PROTECTION))
+        queue.add(objectKey(c));
       const source = cloneSourceKey(c);
       if (source) queue.add(source); // a clone changed phase or went away: its source may be free now
     };
@@ -63,12 +85,19 @@ export class CloneProtection {
           const source = informer.store.get(item.key);
           if (source && mayReleaseSource(source, informer.store.byIndex(CLONES_OF, item.key))) {
             const { namespace, name } = splitKey(item.key);
-            await this.o.cluster.removeFinalizer('PersistentVolumeClaim', namespace ?? '', name, FINALIZER_CLONE_PROTECTION, signal);
+            await this.o.cluster.removeFinalizer(
+              'PersistentVolumeClaim',
+              namespace ?? '',
+              name,
+              FINALIZER_CLONE_PROTECTION,
+              signal,
+            );
             this.logger.info({ pvc: item.key }, 'removed the cloning-protection finalizer: no clone is pending');
           }
           queue.forget(item.key);
         } catch (err) {
-          if (!signal.aborted) this.logger.warn({ pvc: item.key, err: errorMessage(err) }, 'could not release a clone source; retrying');
+          if (!signal.aborted)
+            this.logger.warn({ pvc: item.key, err: errorMessage(err) }, 'could not release a clone source; retrying');
           queue.addRateLimited(item.key);
         } finally {
           queue.done(item.key);

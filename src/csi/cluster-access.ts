@@ -5,11 +5,27 @@ import { NotFoundError, undefinedIfNotFound } from '../runtime/errors.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { Informer } from '../runtime/informer.ts';
 import type { Logger } from '../runtime/logger.ts';
-import { nodes, persistentVolumeClaims, persistentVolumes, pods, secrets, storageClasses, type ApiResource } from '../runtime/resources.ts';
+import {
+  nodes,
+  persistentVolumeClaims,
+  persistentVolumes,
+  pods,
+  secrets,
+  storageClasses,
+  type ApiResource,
+} from '../runtime/resources.ts';
 import type { KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Secret, StorageClass } from '../types/k8s.ts';
 import {
-  csiNodes, volumeAttachments, volumeAttributesClasses, volumeSnapshotContents, volumeSnapshots,
-  type CSINode, type VolumeAttachment, type VolumeAttributesClass, type VolumeSnapshot, type VolumeSnapshotContent,
+  csiNodes,
+  volumeAttachments,
+  volumeAttributesClasses,
+  volumeSnapshotContents,
+  volumeSnapshots,
+  type CSINode,
+  type VolumeAttachment,
+  type VolumeAttributesClass,
+  type VolumeSnapshot,
+  type VolumeSnapshotContent,
 } from './kinds.ts';
 
 /** Objects whose finalizers CsiProvisioner manages: source claims (cloning) and source snapshots (restoring). */
@@ -36,9 +52,21 @@ export interface CsiClusterAccess {
   /** Whether a pod that is not finished mounts the claim (resize waits while a FAILED_PRECONDITION volume is in use). */
   claimInUse(namespace: string, name: string, signal: AbortSignal): Promise<boolean>;
   /** Adds `finalizer` to the object unless it has it. */
-  addFinalizer(kind: FinalizedKind, namespace: string, name: string, finalizer: string, signal: AbortSignal): Promise<void>;
+  addFinalizer(
+    kind: FinalizedKind,
+    namespace: string,
+    name: string,
+    finalizer: string,
+    signal: AbortSignal,
+  ): Promise<void>;
   /** Removes `finalizer` from the object; a missing object or finalizer is not an error. */
-  removeFinalizer(kind: FinalizedKind, namespace: string, name: string, finalizer: string, signal: AbortSignal): Promise<void>;
+  removeFinalizer(
+    kind: FinalizedKind,
+    namespace: string,
+    name: string,
+    finalizer: string,
+    signal: AbortSignal,
+  ): Promise<void>;
 }
 
 /** Resource descriptors KubeClusterAccess uses, for clusters that serve a kind at another version. */
@@ -50,7 +78,10 @@ export interface CsiResources {
 export class KubeClusterAccess implements CsiClusterAccess {
   private readonly vacs: ApiResource<VolumeAttributesClass>;
 
-  constructor(private readonly client: KubeClient, resources: Partial<CsiResources> = {}) {
+  constructor(
+    private readonly client: KubeClient,
+    resources: Partial<CsiResources> = {},
+  ) {
     this.vacs = resources.volumeAttributesClasses ?? volumeAttributesClasses;
   }
 
@@ -97,19 +128,42 @@ export class KubeClusterAccess implements CsiClusterAccess {
   async claimInUse(namespace: string, name: string, signal: AbortSignal): Promise<boolean> {
     const list = await this.client.listAll(pods, { namespace, signal });
     return list.items.some(
-      (p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && (p.spec.volumes ?? []).some((v) => v.persistentVolumeClaim?.claimName === name),
+      (p) =>
+        p.status?.phase !== 'Succeeded' &&
+        p.status?.phase !== 'Failed' &&
+        (p.spec.volumes ?? []).some((v) => v.persistentVolumeClaim?.claimName === name),
     );
   }
-  addFinalizer(kind: FinalizedKind, namespace: string, name: string, finalizer: string, signal: AbortSignal): Promise<void> {
-    return this.editFinalizers(kind, namespace, name, signal, (f) => (f.includes(finalizer) ? undefined : [...f, finalizer]));
+  addFinalizer(
+    kind: FinalizedKind,
+    namespace: string,
+    name: string,
+    finalizer: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    return this.editFinalizers(kind, namespace, name, signal, (f) =>
+      f.includes(finalizer) ? undefined : [...f, finalizer],
+    );
   }
-  removeFinalizer(kind: FinalizedKind, namespace: string, name: string, finalizer: string, signal: AbortSignal): Promise<void> {
-    return this.editFinalizers(kind, namespace, name, signal, (f) => (f.includes(finalizer) ? f.filter((x) => x !== finalizer) : undefined));
+  removeFinalizer(
+    kind: FinalizedKind,
+    namespace: string,
+    name: string,
+    finalizer: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    return this.editFinalizers(kind, namespace, name, signal, (f) =>
+      f.includes(finalizer) ? f.filter((x) => x !== finalizer) : undefined,
+    );
   }
 
   /** Read, change, write back with the read resourceVersion (a conflict surfaces as ConflictError: retried by the caller). */
   private async editFinalizers(
-    kind: FinalizedKind, namespace: string, name: string, signal: AbortSignal, change: (finalizers: string[]) => string[] | undefined,
+    kind: FinalizedKind,
+    namespace: string,
+    name: string,
+    signal: AbortSignal,
+    change: (finalizers: string[]) => string[] | undefined,
   ): Promise<void> {
     const resource: ApiResource<KubeObject> = kind === 'VolumeSnapshot' ? volumeSnapshots : persistentVolumeClaims;
     const current = await undefinedIfNotFound(this.client.get(resource, name, { namespace, signal }));
@@ -117,7 +171,12 @@ export class KubeClusterAccess implements CsiClusterAccess {
     const next = change(current.metadata.finalizers ?? []);
     if (!next) return;
     try {
-      await this.client.patch(resource, name, { metadata: { resourceVersion: current.metadata.resourceVersion, finalizers: next } }, { namespace, type: 'merge', signal });
+      await this.client.patch(
+        resource,
+        name,
+        { metadata: { resourceVersion: current.metadata.resourceVersion, finalizers: next } },
+        { namespace, type: 'merge', signal },
+      );
     } catch (err) {
       if (!(err instanceof NotFoundError)) throw err;
     }
@@ -141,7 +200,9 @@ export class InformedClusterAccess extends KubeClusterAccess {
     this.nodes = new Informer<Node>({ client, resource: nodes, logger });
     this.csiNodes = new Informer<CSINode>({ client, resource: csiNodes, logger });
     this.attachments = new Informer<VolumeAttachment>({ client, resource: volumeAttachments, logger });
-    this.attachments.addIndex(PV_INDEX, (va) => (va.spec.source?.persistentVolumeName ? [va.spec.source.persistentVolumeName] : []));
+    this.attachments.addIndex(PV_INDEX, (va) =>
+      va.spec.source?.persistentVolumeName ? [va.spec.source.persistentVolumeName] : [],
+    );
   }
 
   /** Starts the informers (list + watch in the background). */
@@ -155,19 +216,25 @@ export class InformedClusterAccess extends KubeClusterAccess {
   }
 
   override getNode(name: string, signal: AbortSignal): Promise<Node | undefined> {
-    return this.nodes.hasSynced() ? Promise.resolve(this.nodes.store.get(undefined, name)) : super.getNode(name, signal);
+    return this.nodes.hasSynced()
+      ? Promise.resolve(this.nodes.store.get(undefined, name))
+      : super.getNode(name, signal);
   }
   override listNodes(signal: AbortSignal): Promise<Node[]> {
     return this.nodes.hasSynced() ? Promise.resolve(this.nodes.store.list()) : super.listNodes(signal);
   }
   override getCSINode(name: string, signal: AbortSignal): Promise<CSINode | undefined> {
-    return this.csiNodes.hasSynced() ? Promise.resolve(this.csiNodes.store.get(undefined, name)) : super.getCSINode(name, signal);
+    return this.csiNodes.hasSynced()
+      ? Promise.resolve(this.csiNodes.store.get(undefined, name))
+      : super.getCSINode(name, signal);
   }
   override listCSINodes(signal: AbortSignal): Promise<CSINode[]> {
     return this.csiNodes.hasSynced() ? Promise.resolve(this.csiNodes.store.list()) : super.listCSINodes(signal);
   }
   override volumeAttachmentsOf(pvName: string, signal: AbortSignal): Promise<VolumeAttachment[]> {
-    return this.attachments.hasSynced() ? Promise.resolve(this.attachments.store.byIndex(PV_INDEX, pvName)) : super.volumeAttachmentsOf(pvName, signal);
+    return this.attachments.hasSynced()
+      ? Promise.resolve(this.attachments.store.byIndex(PV_INDEX, pvName))
+      : super.volumeAttachmentsOf(pvName, signal);
   }
 }
 

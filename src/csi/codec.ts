@@ -63,13 +63,18 @@ function writeMessage(w: WireWriter, d: MessageDescriptor, value: Readonly<Recor
         break;
       case 'int32':
       case 'int64': {
-        if (typeof v !== 'bigint' && !(typeof v === 'number' && Number.isInteger(v))) throw new MessageEncodeError(`${where}: expected an integer`);
-        if (BigInt(v) !== 0n) w.key(spec.no, WIRE.varint).varint(spec.kind === 'int32' ? BigInt.asIntN(32, BigInt(v)) : BigInt.asIntN(64, BigInt(v)));
+        if (typeof v !== 'bigint' && !(typeof v === 'number' && Number.isInteger(v)))
+          throw new MessageEncodeError(`${where}: expected an integer`);
+        if (BigInt(v) !== 0n)
+          w.key(spec.no, WIRE.varint).varint(
+            spec.kind === 'int32' ? BigInt.asIntN(32, BigInt(v)) : BigInt.asIntN(64, BigInt(v)),
+          );
         break;
       }
       case 'enum': {
         const n = typeof v === 'string' ? spec.values[v] : undefined;
-        if (n === undefined) throw new MessageEncodeError(`${where}: ${String(v)} is not one of ${Object.keys(spec.values).join(', ')}`);
+        if (n === undefined)
+          throw new MessageEncodeError(`${where}: ${String(v)} is not one of ${Object.keys(spec.values).join(', ')}`);
         if (n !== 0) w.key(spec.no, WIRE.varint).varint(n);
         break;
       }
@@ -99,7 +104,10 @@ function asArray(v: unknown, where: string): unknown[] {
 }
 
 /** The wire bytes of `value` as a `d` message. */
-export function encodeMessage<D extends MessageDescriptor>(d: D, value: MessageOf<D> | Readonly<Record<string, unknown>>): Buffer {
+export function encodeMessage<D extends MessageDescriptor>(
+  d: D,
+  value: MessageOf<D> | Readonly<Record<string, unknown>>,
+): Buffer {
   const w = new WireWriter();
   writeMessage(w, d, value as Readonly<Record<string, unknown>>);
   return w.finish();

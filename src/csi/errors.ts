@@ -5,9 +5,23 @@ import type { ProvisioningState } from '../controller/provisioner.ts';
 
 /** gRPC status codes, by the names Go's `codes.Code.String()` gives them (the `grpc_status_code` metric label). */
 export const GRPC_CODES = Object.freeze({
-  OK: 0, Canceled: 1, Unknown: 2, InvalidArgument: 3, DeadlineExceeded: 4, NotFound: 5, AlreadyExists: 6, PermissionDenied: 7,
-  ResourceExhausted: 8, FailedPrecondition: 9, Aborted: 10, OutOfRange: 11, Unimplemented: 12, Internal: 13, Unavailable: 14,
-  DataLoss: 15, Unauthenticated: 16,
+  OK: 0,
+  Canceled: 1,
+  Unknown: 2,
+  InvalidArgument: 3,
+  DeadlineExceeded: 4,
+  NotFound: 5,
+  AlreadyExists: 6,
+  PermissionDenied: 7,
+  ResourceExhausted: 8,
+  FailedPrecondition: 9,
+  Aborted: 10,
+  OutOfRange: 11,
+  Unimplemented: 12,
+  Internal: 13,
+  Unavailable: 14,
+  DataLoss: 15,
+  Unauthenticated: 16,
 });
 
 /** A gRPC status code name. */
@@ -33,7 +47,10 @@ export class CsiError extends Error {
   readonly method: string;
 
   constructor(method: string, code: number, details: string, options?: { cause?: unknown }) {
-    super(`${method.split('/').pop() ?? method} failed: rpc error: code = ${grpcCodeName(code)} desc = ${details}`, options);
+    super(
+      `${method.split('/').pop() ?? method} failed: rpc error: code = ${grpcCodeName(code)} desc = ${details}`,
+      options,
+    );
     this.method = method;
     this.code = code;
     this.codeName = grpcCodeName(code);

@@ -20,7 +20,8 @@ export const DEFAULT_VOLUME_NAMING: Readonly<VolumeNaming> = Object.freeze({ pre
 /** Checks a naming (as the sidecar's flags are checked at start). */
 export function checkVolumeNaming(n: VolumeNaming): void {
   if (n.prefix.length === 0) throw new VolumeNameError('volume name prefix cannot be of length 0');
-  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(n.prefix)) throw new VolumeNameError(`volume name prefix "${n.prefix}" is not a DNS-1123 subdomain`);
+  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(n.prefix))
+    throw new VolumeNameError(`volume name prefix "${n.prefix}" is not a DNS-1123 subdomain`);
   if (!Number.isInteger(n.uuidLength) || (n.uuidLength !== -1 && (n.uuidLength < 1 || n.uuidLength > 32))) {
     throw new VolumeNameError(`volume name uuid length must be -1 (the whole uid) or 1..32, got ${n.uuidLength}`);
   }

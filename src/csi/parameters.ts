@@ -15,14 +15,25 @@ export const PARAMETER_PVC_NAMESPACE = `${CSI_PARAMETER_PREFIX}pvc/namespace`;
 /** `--extra-create-metadata`: the PV's name. */
 export const PARAMETER_PV_NAME = `${CSI_PARAMETER_PREFIX}pv/name`;
 
-const SECRET_KINDS = ['provisioner', 'controller-publish', 'node-stage', 'node-publish', 'controller-expand', 'node-expand', 'controller-modify'];
+const SECRET_KINDS = [
+  'provisioner',
+  'controller-publish',
+  'node-stage',
+  'node-publish',
+  'controller-expand',
+  'node-expand',
+  'controller-modify',
+];
 
 /** The reserved keys we know: fstype and every secret's name and namespace (and the default secret's). */
 export const KNOWN_PREFIXED_PARAMETERS: ReadonlySet<string> = new Set([
   PARAMETER_FSTYPE,
   `${CSI_PARAMETER_PREFIX}secret-name`,
   `${CSI_PARAMETER_PREFIX}secret-namespace`,
-  ...SECRET_KINDS.flatMap((k) => [`${CSI_PARAMETER_PREFIX}${k}-secret-name`, `${CSI_PARAMETER_PREFIX}${k}-secret-namespace`]),
+  ...SECRET_KINDS.flatMap((k) => [
+    `${CSI_PARAMETER_PREFIX}${k}-secret-name`,
+    `${CSI_PARAMETER_PREFIX}${k}-secret-namespace`,
+  ]),
 ]);
 
 /** The parameters the plugin sees: the class's, minus the reserved keys. An unknown reserved key is refused. */
@@ -31,7 +42,9 @@ export function removePrefixedParameters(parameters: Readonly<Record<string, str
   for (const [k, v] of Object.entries(parameters)) {
     if (!k.startsWith(CSI_PARAMETER_PREFIX)) out[k] = v;
     else if (!KNOWN_PREFIXED_PARAMETERS.has(k)) {
-      throw new InfeasibleError(`failed to strip CSI Parameters of prefixed keys: found unknown parameter key "${k}" with reserved namespace ${CSI_PARAMETER_PREFIX}`);
+      throw new InfeasibleError(
+        `failed to strip CSI Parameters of prefixed keys: found unknown parameter key "${k}" with reserved namespace ${CSI_PARAMETER_PREFIX}`,
+      );
     }
   }
   return out;
@@ -47,6 +60,7 @@ export function fsTypeOf(parameters: Readonly<Record<string, string>>, defaultFs
       found++;
     }
   }
-  if (found > 1) throw new InfeasibleError(`fstype specified in parameters with both "fstype" and "${PARAMETER_FSTYPE}" keys`);
+  if (found > 1)
+    throw new InfeasibleError(`fstype specified in parameters with both "fstype" and "${PARAMETER_FSTYPE}" keys`);
   return fsType || defaultFsType;
 }

@@ -10,9 +10,23 @@ import { errorMessage } from '../types/errors.ts';
 import { isQuantity, parseQuantity } from '../types/quantity.ts';
 import { volumeCapabilities, type VolumeCapability } from './access-modes.ts';
 import type { CsiClusterAccess } from './cluster-access.ts';
-import { cloneSource, dataSourceOf, FINALIZER_CLONE_PROTECTION, FINALIZER_SNAPSHOT_SOURCE_PROTECTION, snapshotSource, sourceKindOf, type DataSource } from './content-source.ts';
+import {
+  cloneSource,
+  dataSourceOf,
+  FINALIZER_CLONE_PROTECTION,
+  FINALIZER_SNAPSHOT_SOURCE_PROTECTION,
+  snapshotSource,
+  sourceKindOf,
+  type DataSource,
+} from './content-source.ts';
 import type { ControllerRpcType } from './descriptors.ts';
-import { fsTypeOf, PARAMETER_PV_NAME, PARAMETER_PVC_NAME, PARAMETER_PVC_NAMESPACE, removePrefixedParameters } from './parameters.ts';
+import {
+  fsTypeOf,
+  PARAMETER_PV_NAME,
+  PARAMETER_PVC_NAME,
+  PARAMETER_PVC_NAMESPACE,
+  removePrefixedParameters,
+} from './parameters.ts';
 import { secretData, secretReferences, type SecretReference, type SecretOperation } from './secrets.ts';
 import type { RequestOf } from './services.ts';
 import { accessibilityRequirements, TopologyNotFoundError } from './topology.ts';
@@ -49,11 +63,18 @@ export interface CheckedClaim {
 }
 
 function requiredCapability(facts: PluginFacts, cap: ControllerRpcType, what: string): void {
-  if (!facts.controllerCapabilities.has(cap)) throw new InfeasibleError(`CSI driver does not support ${what}: controller ${cap} capability is not reported`);
+  if (!facts.controllerCapabilities.has(cap))
+    throw new InfeasibleError(`CSI driver does not support ${what}: controller ${cap} capability is not reported`);
 }
 
 /** Every check that needs only the claim, its class and the plugin's capabilities. Throws InfeasibleError (or IgnoredError for a populator's source). */
-export function checkCsiClaim(claim: PersistentVolumeClaim, sc: StorageClass, pvName: string, facts: PluginFacts, o: CsiRequestOptions): CheckedClaim {
+export function checkCsiClaim(
+  claim: PersistentVolumeClaim,
+  sc: StorageClass,
+  pvName: string,
+  facts: PluginFacts,
+  o: CsiRequestOptions,
+): CheckedClaim {
   const dataSource = dataSourceOf(claim);
   const sourceKind = dataSource ? sourceKindOf(dataSource) : undefined;
   if (sourceKind === 'snapshot') requiredCapability(facts, 'CREATE_DELETE_SNAPSHOT', 'snapshot restore');
@@ -63,12 +84,27 @@ export function checkCsiClaim(claim: PersistentVolumeClaim, sc: StorageClass, pv
   const params = sc.parameters ?? {};
   const fsType = fsTypeOf(params, o.defaultFsType);
   const request = claim.spec.resources?.requests?.storage;
-  if (request !== undefined && !isQuantity(request)) throw new InfeasibleError(`the claim's storage request ${JSON.stringify(request)} is not a quantity`);
+  if (request !== undefined && !isQuantity(request))
+    throw new InfeasibleError(`the claim's storage request ${JSON.stringify(request)} is not a quantity`);
   const requiredBytes = request === undefined ? 0n : parseQuantity(request);
-  const capabilities = volumeCapabilities(claim.spec.accessModes ?? [], claim.spec.volumeMode, fsType, sc.mountOptions, facts.controllerCapabilities.has('SINGLE_NODE_MULTI_WRITER'));
+  const capabilities = volumeCapabilities(
+    claim.spec.accessModes ?? [],
+    claim.spec.volumeMode,
+    fsType,
+    sc.mountOptions,
+    facts.controllerCapabilities.has('SINGLE_NODE_MULTI_WRITER'),
+  );
   const secretRefs = secretReferences(params, pvName, claim);
   const parameters = removePrefixedParameters(params);
-  return { fsType, parameters, capabilities, requiredBytes, secretRefs, ...(dataSource ? { dataSource } : {}), ...(sourceKind ? { sourceKind } : {}) };
+  return {
+    fsType,
+    parameters,
+    capabilities,
+    requiredBytes,
+    secretRefs,
+    ...(dataSource ? { dataSource } : {}),
+    ...(sourceKind ? { sourceKind } : {}),
+  };
 }
 
 /** The request and what the PV needs from the preparation. */
@@ -81,23 +117,36 @@ export interface PreparedProvision {
   mayReschedule: boolean;
 }
 
-const noChange = (what: string, err: unknown) => new ProvisioningError(`${what}: ${errorMessage(err)}`, 'NoChange', { cause: err });
+const noChange = (what: string, err: unknown) =>
+  new ProvisioningError(`${what}: ${errorMessage(err)}`, 'NoChange', { cause: err });
 
 /** Reads a secret's data; a missing secret or a failed read is NoChange (it may be created, the API may recover). */
-export async function readSecret(cluster: CsiClusterAccess, ref: SecretReference, signal: AbortSignal): Promise<Record<string, string>> {
+export async function readSecret(
+  cluster: CsiClusterAccess,
+  ref: SecretReference,
+  signal: AbortSignal,
+): Promise<Record<string, string>> {
   let secret;
   try {
     secret = await cluster.getSecret(ref.namespace, ref.name, signal);
   } catch (err) {
     throw noChange(`error getting secret ${ref.name} in namespace ${ref.namespace}`, err);
   }
-  if (!secret) throw new ProvisioningError(`error getting secret ${ref.name} in namespace ${ref.namespace}: secrets "${ref.name}" not found`, 'NoChange');
+  if (!secret)
+    throw new ProvisioningError(
+      `error getting secret ${ref.name} in namespace ${ref.namespace}: secrets "${ref.name}" not found`,
+      'NoChange',
+    );
   return secretData(secret.data);
 }
 
 /** prepareProvision: the CreateVolumeRequest for `options`, with the cluster reads and source finalizers it takes. */
 export async function prepareProvision(
-  options: ProvisionOptions, facts: PluginFacts, o: CsiRequestOptions, cluster: CsiClusterAccess, signal: AbortSignal,
+  options: ProvisionOptions,
+  facts: PluginFacts,
+  o: CsiRequestOptions,
+  cluster: CsiClusterAccess,
+  signal: AbortSignal,
 ): Promise<PreparedProvision> {
   const { claim, storageClass: sc, pvName } = options;
   const checked = checkCsiClaim(claim, sc, pvName, facts, o);
@@ -109,8 +158,14 @@ export async function prepareProvision(
   };
   const ds = checked.dataSource;
   if (ds && checked.sourceKind) {
-    request.volumeContentSource = checked.sourceKind === 'clone' ? await cloneSource(claim, sc, ds, cluster, signal) : await snapshotSource(claim, sc, ds, cluster, signal);
-    const [kind, finalizer] = checked.sourceKind === 'clone' ? (['PersistentVolumeClaim', FINALIZER_CLONE_PROTECTION] as const) : (['VolumeSnapshot', FINALIZER_SNAPSHOT_SOURCE_PROTECTION] as const);
+    request.volumeContentSource =
+      checked.sourceKind === 'clone'
+        ? await cloneSource(claim, sc, ds, cluster, signal)
+        : await snapshotSource(claim, sc, ds, cluster, signal);
+    const [kind, finalizer] =
+      checked.sourceKind === 'clone'
+        ? (['PersistentVolumeClaim', FINALIZER_CLONE_PROTECTION] as const)
+        : (['VolumeSnapshot', FINALIZER_SNAPSHOT_SOURCE_PROTECTION] as const);
     try {
       await cluster.addFinalizer(kind, ds.namespace, ds.name, finalizer, signal);
     } catch (err) {
@@ -121,7 +176,14 @@ export async function prepareProvision(
   if (facts.topology) {
     try {
       const requirement = await accessibilityRequirements(
-        { driverName: facts.driverName, claimName: claim.metadata.name ?? '', allowedTopologies: sc.allowedTopologies, selectedNodeName: node, strictTopology: o.strictTopology, immediateTopology: o.immediateTopology },
+        {
+          driverName: facts.driverName,
+          claimName: claim.metadata.name ?? '',
+          allowedTopologies: sc.allowedTopologies,
+          selectedNodeName: node,
+          strictTopology: o.strictTopology,
+          immediateTopology: o.immediateTopology,
+        },
         cluster,
         signal,
       );
@@ -135,7 +197,12 @@ export async function prepareProvision(
   const provisionerSecrets = provisionerRef ? await readSecret(cluster, provisionerRef, signal) : undefined;
   if (provisionerSecrets) request.secrets = provisionerSecrets;
   if (o.extraCreateMetadata) {
-    request.parameters = { ...request.parameters, [PARAMETER_PVC_NAME]: claim.metadata.name ?? '', [PARAMETER_PVC_NAMESPACE]: claim.metadata.namespace ?? '', [PARAMETER_PV_NAME]: pvName };
+    request.parameters = {
+      ...request.parameters,
+      [PARAMETER_PVC_NAME]: claim.metadata.name ?? '',
+      [PARAMETER_PVC_NAMESPACE]: claim.metadata.namespace ?? '',
+      [PARAMETER_PV_NAME]: pvName,
+    };
   }
   const vacName = claim.spec.volumeAttributesClassName;
   if (vacName) {
@@ -147,7 +214,9 @@ export async function prepareProvision(
     }
     if (!vac) throw new ProvisioningError(`volumeattributesclass.storage.k8s.io "${vacName}" not found`, 'NoChange');
     if (vac.driverName !== facts.driverName) {
-      throw new InfeasibleError(`VAC ${vacName} referenced in PVC is for driver ${vac.driverName} which does not match driver name ${facts.driverName}`);
+      throw new InfeasibleError(
+        `VAC ${vacName} referenced in PVC is for driver ${vac.driverName} which does not match driver name ${facts.driverName}`,
+      );
     }
     request.mutableParameters = { ...(vac.parameters ?? {}) };
   }

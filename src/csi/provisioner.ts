@@ -6,7 +6,17 @@
 // hooks (expand, listVolumes) exist exactly when the plugin has the capability.
 import { randomInt } from 'node:crypto';
 import type { Registry } from 'prom-client';
-import { IgnoredError, InfeasibleError, ProvisioningError, type ClaimCheckInput, type ClaimCheckResult, type ExpandResult, type Provisioner, type ProvisionOptions, type ProvisionResult } from '../controller/provisioner.ts';
+import {
+  IgnoredError,
+  InfeasibleError,
+  ProvisioningError,
+  type ClaimCheckInput,
+  type ClaimCheckResult,
+  type ExpandResult,
+  type Provisioner,
+  type ProvisionOptions,
+  type ProvisionResult,
+} from '../controller/provisioner.ts';
 import type { ProvisionControllerOptions } from '../controller/options.ts';
 import { realClock, type Clock } from '../runtime/clock.ts';
 import { silentLogger, type Logger } from '../runtime/logger.ts';
@@ -19,7 +29,13 @@ import type { CsiClusterAccess } from './cluster-access.ts';
 import { FINALIZER_SNAPSHOT_SOURCE_PROTECTION } from './content-source.ts';
 import { CsiError, GRPC_CODES, provisioningStateOf } from './errors.ts';
 import { DEFAULT_VOLUME_NAMING, checkVolumeNaming, volumeNameHook, type VolumeNaming } from './names.ts';
-import { checkCsiClaim, prepareProvision, readSecret, type CsiRequestOptions, type PluginFacts } from './provision-request.ts';
+import {
+  checkCsiClaim,
+  prepareProvision,
+  readSecret,
+  type CsiRequestOptions,
+  type PluginFacts,
+} from './provision-request.ts';
 import { expandCsiVolume, type ExpansionMode } from './resize.ts';
 import { ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE, secretReference } from './secrets.ts';
 import { CsiStartupError, waitForPlugin, type CsiDriverInfo } from './startup.ts';
@@ -93,8 +109,14 @@ export class CsiProvisioner implements Provisioner {
 
   constructor(d: CsiProvisionerDeps) {
     const caps = d.driver.controllerCapabilities;
-    if (!d.driver.pluginCapabilities.has('CONTROLLER_SERVICE')) throw new CsiStartupError('CSI driver does not support dynamic provisioning: plugin CONTROLLER_SERVICE capability is not reported');
-    if (!caps.has('CREATE_DELETE_VOLUME')) throw new CsiStartupError('CSI driver does not support dynamic provisioning: controller CREATE_DELETE_VOLUME capability is not reported');
+    if (!d.driver.pluginCapabilities.has('CONTROLLER_SERVICE'))
+      throw new CsiStartupError(
+        'CSI driver does not support dynamic provisioning: plugin CONTROLLER_SERVICE capability is not reported',
+      );
+    if (!caps.has('CREATE_DELETE_VOLUME'))
+      throw new CsiStartupError(
+        'CSI driver does not support dynamic provisioning: controller CREATE_DELETE_VOLUME capability is not reported',
+      );
     this.naming = d.naming ?? DEFAULT_VOLUME_NAMING;
     checkVolumeNaming(this.naming);
     this.client = d.client;
@@ -102,7 +124,11 @@ export class CsiProvisioner implements Provisioner {
     this.driverName = d.driver.name;
     this.cluster = d.cluster;
     this.identity = d.identity ?? `${(d.clock ?? realClock).now()}-${randomInt(10_000)}-${d.driver.name}`;
-    this.facts = { driverName: d.driver.name, controllerCapabilities: caps, topology: d.driver.pluginCapabilities.has('VOLUME_ACCESSIBILITY_CONSTRAINTS') };
+    this.facts = {
+      driverName: d.driver.name,
+      controllerCapabilities: caps,
+      topology: d.driver.pluginCapabilities.has('VOLUME_ACCESSIBILITY_CONSTRAINTS'),
+    };
     this.request = {
       defaultFsType: d.defaultFsType ?? '',
       strictTopology: d.strictTopology ?? false,
@@ -115,7 +141,14 @@ export class CsiProvisioner implements Provisioner {
     this.logger = (d.logger ?? silentLogger).child({ driver: d.driver.name });
     const mode: ExpansionMode = caps.has('EXPAND_VOLUME') ? 'controller' : d.driver.volumeExpansion ? 'node' : 'none';
     if (mode !== 'none') {
-      const r = { client: this.client, cluster: this.cluster, mode, singleNodeMultiWriter: caps.has('SINGLE_NODE_MULTI_WRITER'), logger: this.logger, inUseErrors: this.inUseErrors };
+      const r = {
+        client: this.client,
+        cluster: this.cluster,
+        mode,
+        singleNodeMultiWriter: caps.has('SINGLE_NODE_MULTI_WRITER'),
+        logger: this.logger,
+        inUseErrors: this.inUseErrors,
+      };
       this.expand = (volume, newSize, signal) => expandCsiVolume(r, volume, newSize, signal);
     }
     if (caps.has('LIST_VOLUMES')) this.listVolumes = (signal) => this.inventory(signal);
@@ -126,7 +159,13 @@ export class CsiProvisioner implements Provisioner {
    * capabilities, refuse a plugin without CONTROLLER_SERVICE + CREATE_DELETE_VOLUME (CsiStartupError).
    */
   static async start(o: CsiProvisionerStartOptions): Promise<CsiProvisioner> {
-    const client = await CsiClient.connect({ address: o.address, ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.registry ? { registry: o.registry } : {}), ...(o.clock ? { clock: o.clock } : {}), ...(o.logger ? { logger: o.logger } : {}) });
+    const client = await CsiClient.connect({
+      address: o.address,
+      ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+      ...(o.registry ? { registry: o.registry } : {}),
+      ...(o.clock ? { clock: o.clock } : {}),
+      ...(o.logger ? { logger: o.logger } : {}),
+    });
     try {
       const driver = await waitForPlugin(client, o.signal ?? new AbortController().signal, {
         clock: o.clock ?? realClock,
@@ -150,7 +189,13 @@ export class CsiProvisioner implements Provisioner {
   controllerOptions(): ProvisionControllerOptions {
     return {
       threadiness: 100,
-      retry: { backoffBaseMs: 1000, backoffMaxMs: 300_000, infeasibleDelayMs: 300_000, failedProvisionThreshold: 0, failedDeleteThreshold: 0 },
+      retry: {
+        backoffBaseMs: 1000,
+        backoffMaxMs: 300_000,
+        infeasibleDelayMs: 300_000,
+        failedProvisionThreshold: 0,
+        failedDeleteThreshold: 0,
+      },
       volumeSave: { mode: 'background' },
       addFinalizer: true,
       volumeNameHook: volumeNameHook(this.naming),
@@ -197,7 +242,13 @@ export class CsiProvisioner implements Provisioner {
   /** The checks that need no I/O, for `explain`: the same function provision() runs first. */
   checkClaim(input: ClaimCheckInput): ClaimCheckResult {
     try {
-      checkCsiClaim(input.claim, input.storageClass, input.pvName ?? volumeNameHook(this.naming)(input.claim), this.facts, this.request);
+      checkCsiClaim(
+        input.claim,
+        input.storageClass,
+        input.pvName ?? volumeNameHook(this.naming)(input.claim),
+        this.facts,
+        this.request,
+      );
       return { ok: true };
     } catch (err) {
       const kind = err instanceof InfeasibleError ? 'infeasible' : 'ignored';
@@ -211,7 +262,13 @@ export class CsiProvisioner implements Provisioner {
     try {
       prepared = await prepareProvision(options, this.facts, this.request, this.cluster, signal);
     } catch (err) {
-      if (err instanceof IgnoredError) this.events?.event(claimObject(claim), 'Normal', 'Provisioning', 'Assuming an external populator will provision the volume');
+      if (err instanceof IgnoredError)
+        this.events?.event(
+          claimObject(claim),
+          'Normal',
+          'Provisioning',
+          'Assuming an external populator will provision the volume',
+        );
       throw err;
     }
     let reply;
@@ -219,7 +276,8 @@ export class CsiProvisioner implements Provisioner {
       reply = await this.client.call('createVolume', prepared.request, { signal });
     } catch (err) {
       // The library's infeasible rule (InvalidArgument: slow retry), then checkError's states.
-      if (err instanceof CsiError && err.code === GRPC_CODES.InvalidArgument) throw new InfeasibleError(err.message, { cause: err });
+      if (err instanceof CsiError && err.code === GRPC_CODES.InvalidArgument)
+        throw new InfeasibleError(err.message, { cause: err });
       throw new ProvisioningError(errorMessage(err), provisioningStateOf(err, prepared.mayReschedule), { cause: err });
     }
     const volume = reply.volume ?? {};
@@ -228,26 +286,49 @@ export class CsiProvisioner implements Provisioner {
     // capacity_bytes 0 means unknown (NFS-like plugins); the API server needs a size, so the PV gets the request.
     if (capacity === 0n) capacity = required;
     else if (capacity < required) {
-      throw await this.cleanUp(volume.volumeId ?? '', prepared.provisionerSecrets, `created volume capacity ${capacity} less than requested capacity ${required}`, signal);
+      throw await this.cleanUp(
+        volume.volumeId ?? '',
+        prepared.provisionerSecrets,
+        `created volume capacity ${capacity} less than requested capacity ${required}`,
+        signal,
+      );
     }
     if (prepared.request.volumeContentSource && !volume.contentSource) {
-      throw await this.cleanUp(volume.volumeId ?? '', prepared.provisionerSecrets, 'volume content source missing', signal);
+      throw await this.cleanUp(
+        volume.volumeId ?? '',
+        prepared.provisionerSecrets,
+        'volume content source missing',
+        signal,
+      );
     }
     const pv = persistentVolumeFor(options, prepared, volume, capacity, {
-      driverName: this.driverName, identity: this.identity, topology: this.facts.topology, controllerPublishReadOnly: this.publishReadOnly,
+      driverName: this.driverName,
+      identity: this.identity,
+      topology: this.facts.topology,
+      controllerPublishReadOnly: this.publishReadOnly,
     });
     const ds = prepared.checked.dataSource;
     if (ds && prepared.checked.sourceKind === 'snapshot') {
       // The restore is done: the snapshot may go (a failure here only leaves the finalizer for a later sweep).
-      await this.cluster.removeFinalizer('VolumeSnapshot', ds.namespace, ds.name, FINALIZER_SNAPSHOT_SOURCE_PROTECTION, signal).catch((err: unknown) =>
-        this.logger.warn({ snapshot: `${ds.namespace}/${ds.name}`, err: errorMessage(err) }, 'could not remove the snapshot source finalizer'),
-      );
+      await this.cluster
+        .removeFinalizer('VolumeSnapshot', ds.namespace, ds.name, FINALIZER_SNAPSHOT_SOURCE_PROTECTION, signal)
+        .catch((err: unknown) =>
+          this.logger.warn(
+            { snapshot: `${ds.namespace}/${ds.name}`, err: errorMessage(err) },
+            'could not remove the snapshot source finalizer',
+          ),
+        );
     }
     return { volume: pv };
   }
 
   /** DeleteVolume of an unusable volume; the error to throw is InBackground (the next attempt asks again). */
-  private async cleanUp(volumeId: string, secrets: Record<string, string> | undefined, reason: string, signal: AbortSignal): Promise<ProvisioningError> {
+  private async cleanUp(
+    volumeId: string,
+    secrets: Record<string, string> | undefined,
+    reason: string,
+    signal: AbortSignal,
+  ): Promise<ProvisioningError> {
     let last: unknown;
     for (let i = 0; i < CLEANUP_ATTEMPTS; i++) {
       try {
@@ -258,7 +339,11 @@ export class CsiProvisioner implements Provisioner {
         if (signal.aborted) break;
       }
     }
-    return new ProvisioningError(`${reason}. Cleanup of volume ${volumeId} failed, volume is orphaned: ${errorMessage(last)}`, 'InBackground', { cause: last });
+    return new ProvisioningError(
+      `${reason}. Cleanup of volume ${volumeId} failed, volume is orphaned: ${errorMessage(last)}`,
+      'InBackground',
+      { cause: last },
+    );
   }
 
   async delete(volume: PersistentVolume, signal: AbortSignal): Promise<void> {
@@ -269,12 +354,16 @@ export class CsiProvisioner implements Provisioner {
     if (!volumeId) throw new InfeasibleError(`invalid CSI PV ${name}: no spec.csi.volumeHandle`);
     const secrets = await this.deletionSecrets(volume, signal);
     const attachments = await this.cluster.volumeAttachmentsOf(name, signal);
-    if (attachments.length > 0) throw new Error(`persistentvolume ${name} is still attached to node ${attachments[0].spec.nodeName}`);
+    if (attachments.length > 0)
+      throw new Error(`persistentvolume ${name} is still attached to node ${attachments[0].spec.nodeName}`);
     await this.client.call('deleteVolume', { volumeId, ...(secrets ? { secrets } : {}) }, { signal });
   }
 
   /** handleSecretsForDeletion: the PV's annotations, else the class's provisioner secret (a missing secret is logged, not fatal). */
-  private async deletionSecrets(volume: PersistentVolume, signal: AbortSignal): Promise<Record<string, string> | undefined> {
+  private async deletionSecrets(
+    volume: PersistentVolume,
+    signal: AbortSignal,
+  ): Promise<Record<string, string> | undefined> {
     const ann = volume.metadata.annotations ?? {};
     let ref: { name: string; namespace: string } | undefined;
     if (Object.hasOwn(ann, ANN_DELETION_SECRET_NAME) && Object.hasOwn(ann, ANN_DELETION_SECRET_NAMESPACE)) {
@@ -285,14 +374,19 @@ export class CsiProvisioner implements Provisioner {
       const sc = className ? await this.cluster.getStorageClass(className, signal) : undefined;
       const claimRef = volume.spec.claimRef;
       if (sc && claimRef) {
-        ref = secretReference('provisioner', sc.parameters ?? {}, volume.metadata.name ?? '', { metadata: { name: claimRef.name, namespace: claimRef.namespace } });
+        ref = secretReference('provisioner', sc.parameters ?? {}, volume.metadata.name ?? '', {
+          metadata: { name: claimRef.name, namespace: claimRef.namespace },
+        });
       }
     }
     if (!ref) return undefined;
     try {
       return await readSecret(this.cluster, ref, signal);
     } catch (err) {
-      this.logger.error({ pv: volume.metadata.name, err: errorMessage(err) }, 'failed to get deletion credentials; deleting without them');
+      this.logger.error(
+        { pv: volume.metadata.name, err: errorMessage(err) },
+        'failed to get deletion credentials; deleting without them',
+      );
       return undefined;
     }
   }

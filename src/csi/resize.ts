@@ -32,24 +32,49 @@ export interface ResizeContext {
 }
 
 /** expand() of a CSI volume. */
-export async function expandCsiVolume(r: ResizeContext, volume: PersistentVolume, newSize: string, signal: AbortSignal): Promise<ExpandResult> {
+export async function expandCsiVolume(
+  r: ResizeContext,
+  volume: PersistentVolume,
+  newSize: string,
+  signal: AbortSignal,
+): Promise<ExpandResult> {
   if (r.mode === 'node') return { capacity: newSize, nodeExpansionRequired: true };
   const pvName = volume.metadata.name ?? '';
   const csi = volume.spec.csi;
   if (!csi?.volumeHandle) throw new InfeasibleError(`volume ${pvName} has no CSI volume handle`);
   const claim = volume.spec.claimRef;
-  if (r.inUseErrors.has(pvName) && claim && (await r.cluster.claimInUse(claim.namespace ?? '', claim.name ?? '', signal))) {
-    throw new VolumeInUseError(`Unable to expand ${claim.namespace ?? ''}/${claim.name ?? ''} because the CSI driver only supports offline expansion and volume is currently in-use`);
+  if (
+    r.inUseErrors.has(pvName) &&
+    claim &&
+    (await r.cluster.claimInUse(claim.namespace ?? '', claim.name ?? '', signal))
+  ) {
+    throw new VolumeInUseError(
+      `Unable to expand ${claim.namespace ?? ''}/${claim.name ?? ''} because the CSI driver only supports offline expansion and volume is currently in-use`,
+    );
   }
   r.inUseErrors.delete(pvName);
   const secretRef = csi.controllerExpandSecretRef as { name?: string; namespace?: string } | undefined;
-  const secrets = secretRef?.name && secretRef.namespace ? await readSecret(r.cluster, { name: secretRef.name, namespace: secretRef.namespace }, signal) : undefined;
-  const capability = volumeCapability(volume.spec.accessModes ?? [], volume.spec.volumeMode, typeof csi.fsType === 'string' ? csi.fsType : '', volume.spec.mountOptions, r.singleNodeMultiWriter);
+  const secrets =
+    secretRef?.name && secretRef.namespace
+      ? await readSecret(r.cluster, { name: secretRef.name, namespace: secretRef.namespace }, signal)
+      : undefined;
+  const capability = volumeCapability(
+    volume.spec.accessModes ?? [],
+    volume.spec.volumeMode,
+    typeof csi.fsType === 'string' ? csi.fsType : '',
+    volume.spec.mountOptions,
+    r.singleNodeMultiWriter,
+  );
   const requiredBytes = parseQuantity(newSize);
   try {
     const reply = await r.client.call(
       'controllerExpandVolume',
-      { volumeId: csi.volumeHandle, capacityRange: { requiredBytes }, ...(secrets ? { secrets } : {}), volumeCapability: capability },
+      {
+        volumeId: csi.volumeHandle,
+        capacityRange: { requiredBytes },
+        ...(secrets ? { secrets } : {}),
+        volumeCapability: capability,
+      },
       { signal },
     );
     const bytes = reply.capacityBytes && reply.capacityBytes > 0n ? reply.capacityBytes : requiredBytes;

@@ -15,7 +15,14 @@ export interface SecretReference {
 }
 
 /** The operations a class may name a secret for. */
-export type SecretOperation = 'provisioner' | 'controllerPublish' | 'nodeStage' | 'nodePublish' | 'controllerExpand' | 'nodeExpand' | 'controllerModify';
+export type SecretOperation =
+  | 'provisioner'
+  | 'controllerPublish'
+  | 'nodeStage'
+  | 'nodePublish'
+  | 'controllerExpand'
+  | 'nodeExpand'
+  | 'controllerModify';
 
 interface SecretKeys {
   label: string;
@@ -29,7 +36,9 @@ const keys = (label: string, op: string, deprecated?: string): SecretKeys => ({
   label,
   name: `${CSI_PARAMETER_PREFIX}${op}-secret-name`,
   namespace: `${CSI_PARAMETER_PREFIX}${op}-secret-namespace`,
-  ...(deprecated ? { deprecatedName: `csi${deprecated}SecretName`, deprecatedNamespace: `csi${deprecated}SecretNamespace` } : {}),
+  ...(deprecated
+    ? { deprecatedName: `csi${deprecated}SecretName`, deprecatedNamespace: `csi${deprecated}SecretNamespace` }
+    : {}),
 });
 
 /** Each operation's parameter keys. */
@@ -42,7 +51,11 @@ export const SECRET_PARAMETERS: Readonly<Record<SecretOperation, SecretKeys>> = 
   nodeExpand: keys('NodeExpand', 'node-expand'),
   controllerModify: keys('ControllerModify', 'controller-modify'),
 });
-const DEFAULT_KEYS: SecretKeys = { label: 'Default', name: `${CSI_PARAMETER_PREFIX}secret-name`, namespace: `${CSI_PARAMETER_PREFIX}secret-namespace` };
+const DEFAULT_KEYS: SecretKeys = {
+  label: 'Default',
+  name: `${CSI_PARAMETER_PREFIX}secret-name`,
+  namespace: `${CSI_PARAMETER_PREFIX}secret-namespace`,
+};
 
 /** PV annotation remembering the provisioner secret's name for DeleteVolume (the class may be gone by then). */
 export const ANN_DELETION_SECRET_NAME = 'volume.kubernetes.io/provisioner-deletion-secret-name';
@@ -53,12 +66,20 @@ export const ANN_MODIFY_SECRET_NAME = 'volume.kubernetes.io/controller-modify-se
 /** PV annotation remembering the controller-modify secret's namespace. */
 export const ANN_MODIFY_SECRET_NAMESPACE = 'volume.kubernetes.io/controller-modify-secret-namespace';
 
-function templates(k: SecretKeys, params: Readonly<Record<string, string>>): { name: string; namespace: string } | undefined {
+function templates(
+  k: SecretKeys,
+  params: Readonly<Record<string, string>>,
+): { name: string; namespace: string } | undefined {
   let names = 0;
   let namespaces = 0;
   let name = '';
   let namespace = '';
-  for (const [key, isName] of [[k.deprecatedName, true], [k.deprecatedNamespace, false], [k.name, true], [k.namespace, false]] as const) {
+  for (const [key, isName] of [
+    [k.deprecatedName, true],
+    [k.deprecatedNamespace, false],
+    [k.name, true],
+    [k.namespace, false],
+  ] as const) {
     if (key === undefined || !Object.hasOwn(params, key)) continue;
     if (isName) {
       name = params[key];
@@ -68,10 +89,17 @@ function templates(k: SecretKeys, params: Readonly<Record<string, string>>): { n
       namespaces++;
     }
   }
-  if (names > 1 || namespaces > 1) throw new InfeasibleError(`${k.label} secrets specified in parameters with both "csi" and "${CSI_PARAMETER_PREFIX}" keys`);
-  if (names !== namespaces) throw new InfeasibleError(`either name and namespace for ${k.label} secrets specified, Both must be specified`);
+  if (names > 1 || namespaces > 1)
+    throw new InfeasibleError(
+      `${k.label} secrets specified in parameters with both "csi" and "${CSI_PARAMETER_PREFIX}" keys`,
+    );
+  if (names !== namespaces)
+    throw new InfeasibleError(`either name and namespace for ${k.label} secrets specified, Both must be specified`);
   if (names === 0) return undefined;
-  if (name === '' || namespace === '') throw new InfeasibleError(`${k.label} secrets specified in parameters but value of either namespace or name is empty`);
+  if (name === '' || namespace === '')
+    throw new InfeasibleError(
+      `${k.label} secrets specified in parameters but value of either namespace or name is empty`,
+    );
   return { name, namespace };
 }
 
@@ -129,7 +157,11 @@ export function secretReference(
   if (claim) nsParams['pvc.namespace'] = claim.metadata.namespace ?? '';
   const namespace = resolveTemplate(t.namespace, nsParams);
   if (!isDnsLabel(namespace)) {
-    throw new InfeasibleError(namespace !== t.namespace ? `"${t.namespace}" resolved to "${namespace}" which is not a valid namespace name` : `"${t.namespace}" is not a valid namespace name`);
+    throw new InfeasibleError(
+      namespace !== t.namespace
+        ? `"${t.namespace}" resolved to "${namespace}" which is not a valid namespace name`
+        : `"${t.namespace}" is not a valid namespace name`,
+    );
   }
   const nameParams: Record<string, string> = { 'pv.name': pvName };
   if (claim) {
@@ -139,13 +171,21 @@ export function secretReference(
   }
   const name = resolveTemplate(t.name, nameParams);
   if (!isDnsSubdomain(name)) {
-    throw new InfeasibleError(name !== t.name ? `"${t.name}" resolved to "${name}" which is not a valid secret name` : `"${t.name}" is not a valid secret name`);
+    throw new InfeasibleError(
+      name !== t.name
+        ? `"${t.name}" resolved to "${name}" which is not a valid secret name`
+        : `"${t.name}" is not a valid secret name`,
+    );
   }
   return { name, namespace };
 }
 
 /** Every operation's reference for a claim (those the class names). */
-export function secretReferences(params: Readonly<Record<string, string>>, pvName: string, claim: Pick<PersistentVolumeClaim, 'metadata'>): Partial<Record<SecretOperation, SecretReference>> {
+export function secretReferences(
+  params: Readonly<Record<string, string>>,
+  pvName: string,
+  claim: Pick<PersistentVolumeClaim, 'metadata'>,
+): Partial<Record<SecretOperation, SecretReference>> {
   const out: Partial<Record<SecretOperation, SecretReference>> = {};
   for (const op of Object.keys(SECRET_PARAMETERS) as SecretOperation[]) {
     const ref = secretReference(op, params, pvName, claim);

@@ -9,7 +9,14 @@ import type { sendUnaryData, Server, ServerUnaryCall, UntypedServiceImplementati
 import { silentLogger, type Logger } from '../runtime/logger.ts';
 import { socketPathOf } from './client.ts';
 import { CsiError, GRPC_CODES, grpcCodeName, type GrpcCodeName } from './errors.ts';
-import { CSI_RPCS, serviceDefinition, type CsiRpcName, type CsiService, type RequestOf, type ResponseOf } from './services.ts';
+import {
+  CSI_RPCS,
+  serviceDefinition,
+  type CsiRpcName,
+  type CsiService,
+  type RequestOf,
+  type ResponseOf,
+} from './services.ts';
 
 /** What a handler sees of its call besides the request. */
 export interface CsiCallContext {
@@ -18,7 +25,10 @@ export interface CsiCallContext {
 }
 
 /** One RPC's implementation. */
-export type CsiHandler<N extends CsiRpcName> = (request: RequestOf<N>, context: CsiCallContext) => Promise<ResponseOf<N>> | ResponseOf<N>;
+export type CsiHandler<N extends CsiRpcName> = (
+  request: RequestOf<N>,
+  context: CsiCallContext,
+) => Promise<ResponseOf<N>> | ResponseOf<N>;
 
 /** A plugin: handlers by RPC name (those it leaves out answer UNIMPLEMENTED). */
 export type CsiPluginHandlers = { [N in CsiRpcName]?: CsiHandler<N> };
@@ -46,7 +56,11 @@ export interface CsiServer {
 export class CsiStatusError extends Error {
   override name = 'CsiStatusError';
   readonly code: number;
-  constructor(readonly codeName: GrpcCodeName, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly codeName: GrpcCodeName,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.code = GRPC_CODES[codeName];
   }
@@ -67,11 +81,17 @@ export async function serveCsiPlugin(o: CsiServerOptions): Promise<CsiServer> {
     await rm(socketPath, { force: true });
   }
   const server: Server = new grpc.Server();
-  const services = o.services ?? (['Identity', 'Controller', 'Node'] as const).filter((s) =>
-    (Object.keys(o.handlers) as CsiRpcName[]).some((n) => CSI_RPCS[n].service === s));
-  for (const service of services) server.addService(serviceDefinition(service), implementation(service, o.handlers, logger));
+  const services =
+    o.services ??
+    (['Identity', 'Controller', 'Node'] as const).filter((s) =>
+      (Object.keys(o.handlers) as CsiRpcName[]).some((n) => CSI_RPCS[n].service === s),
+    );
+  for (const service of services)
+    server.addService(serviceDefinition(service), implementation(service, o.handlers, logger));
   const address = `unix://${socketPath}`;
-  await new Promise<void>((resolve, reject) => server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+  );
   return {
     socketPath,
     address,
@@ -92,7 +112,11 @@ export async function serveCsiPlugin(o: CsiServerOptions): Promise<CsiServer> {
   };
 }
 
-function implementation(service: CsiService, handlers: CsiPluginHandlers, logger: Logger): UntypedServiceImplementation {
+function implementation(
+  service: CsiService,
+  handlers: CsiPluginHandlers,
+  logger: Logger,
+): UntypedServiceImplementation {
   const out: UntypedServiceImplementation = {};
   for (const [name, spec] of Object.entries(CSI_RPCS) as Array<[CsiRpcName, (typeof CSI_RPCS)[CsiRpcName]]>) {
     if (spec.service !== service) continue;
@@ -111,7 +135,10 @@ function implementation(service: CsiService, handlers: CsiPluginHandlers, logger
           (err: unknown) => {
             const code = statusCodeOf(err);
             const details = err instanceof CsiError ? err.details : err instanceof Error ? err.message : String(err);
-            logger.debug({ method: spec.path, code: grpcCodeName(code), err: details }, 'CSI call answered with an error');
+            logger.debug(
+              { method: spec.path, code: grpcCodeName(code), err: details },
+              'CSI call answered with an error',
+            );
             callback({ code, details });
           },
         );

@@ -10,7 +10,10 @@ import type { MessageDescriptor, MessageOf } from './descriptors.ts';
 export type CsiService = 'Identity' | 'Controller' | 'Node';
 
 /** One unary RPC: where it lives and what it carries. */
-export interface RpcSpec<Req extends MessageDescriptor = MessageDescriptor, Res extends MessageDescriptor = MessageDescriptor> {
+export interface RpcSpec<
+  Req extends MessageDescriptor = MessageDescriptor,
+  Res extends MessageDescriptor = MessageDescriptor,
+> {
   readonly service: CsiService;
   /** The method name, as in the spec (`CreateVolume`). */
   readonly method: string;
@@ -20,19 +23,38 @@ export interface RpcSpec<Req extends MessageDescriptor = MessageDescriptor, Res 
   readonly response: Res;
 }
 
-const rpc = <Req extends MessageDescriptor, Res extends MessageDescriptor>(service: CsiService, method: string, request: Req, response: Res): RpcSpec<Req, Res> =>
-  Object.freeze({ service, method, path: `/csi.v1.${service}/${method}`, request, response });
+const rpc = <Req extends MessageDescriptor, Res extends MessageDescriptor>(
+  service: CsiService,
+  method: string,
+  request: Req,
+  response: Res,
+): RpcSpec<Req, Res> => Object.freeze({ service, method, path: `/csi.v1.${service}/${method}`, request, response });
 
 /** Every RPC of the client, by a camelCase name. */
 export const CSI_RPCS = Object.freeze({
   getPluginInfo: rpc('Identity', 'GetPluginInfo', d.GetPluginInfoRequest, d.GetPluginInfoResponse),
-  getPluginCapabilities: rpc('Identity', 'GetPluginCapabilities', d.GetPluginCapabilitiesRequest, d.GetPluginCapabilitiesResponse),
+  getPluginCapabilities: rpc(
+    'Identity',
+    'GetPluginCapabilities',
+    d.GetPluginCapabilitiesRequest,
+    d.GetPluginCapabilitiesResponse,
+  ),
   probe: rpc('Identity', 'Probe', d.ProbeRequest, d.ProbeResponse),
   createVolume: rpc('Controller', 'CreateVolume', d.CreateVolumeRequest, d.CreateVolumeResponse),
   deleteVolume: rpc('Controller', 'DeleteVolume', d.DeleteVolumeRequest, d.DeleteVolumeResponse),
-  controllerGetCapabilities: rpc('Controller', 'ControllerGetCapabilities', d.ControllerGetCapabilitiesRequest, d.ControllerGetCapabilitiesResponse),
+  controllerGetCapabilities: rpc(
+    'Controller',
+    'ControllerGetCapabilities',
+    d.ControllerGetCapabilitiesRequest,
+    d.ControllerGetCapabilitiesResponse,
+  ),
   getCapacity: rpc('Controller', 'GetCapacity', d.GetCapacityRequest, d.GetCapacityResponse),
-  controllerExpandVolume: rpc('Controller', 'ControllerExpandVolume', d.ControllerExpandVolumeRequest, d.ControllerExpandVolumeResponse),
+  controllerExpandVolume: rpc(
+    'Controller',
+    'ControllerExpandVolume',
+    d.ControllerExpandVolumeRequest,
+    d.ControllerExpandVolumeResponse,
+  ),
   listVolumes: rpc('Controller', 'ListVolumes', d.ListVolumesRequest, d.ListVolumesResponse),
   nodeGetInfo: rpc('Node', 'NodeGetInfo', d.NodeGetInfoRequest, d.NodeGetInfoResponse),
   nodeGetCapabilities: rpc('Node', 'NodeGetCapabilities', d.NodeGetCapabilitiesRequest, d.NodeGetCapabilitiesResponse),

@@ -66,8 +66,13 @@ export async function probeUntilReady(client: CsiClient, signal: AbortSignal, t:
       t.logger.info({}, 'CSI driver is not ready');
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      if (!(err instanceof CsiError) || (err.code !== GRPC_CODES.DeadlineExceeded && err.code !== GRPC_CODES.Unavailable)) {
-        throw new CsiStartupError(`CSI driver probe failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      if (
+        !(err instanceof CsiError) ||
+        (err.code !== GRPC_CODES.DeadlineExceeded && err.code !== GRPC_CODES.Unavailable)
+      ) {
+        throw new CsiStartupError(`CSI driver probe failed: ${err instanceof Error ? err.message : String(err)}`, {
+          cause: err,
+        });
       }
       t.logger.info({ code: err.codeName }, 'CSI driver probe did not answer yet');
     }
@@ -91,7 +96,8 @@ export async function readDriverInfo(client: CsiClient, signal: AbortSignal): Pr
   const controllerCapabilities = new Set<ControllerRpcType>();
   if (pluginCapabilities.has('CONTROLLER_SERVICE')) {
     const ctrl = await client.call('controllerGetCapabilities', {}, { signal });
-    for (const c of ctrl.capabilities ?? []) if (c.rpc?.type && c.rpc.type !== 'UNKNOWN') controllerCapabilities.add(c.rpc.type);
+    for (const c of ctrl.capabilities ?? [])
+      if (c.rpc?.type && c.rpc.type !== 'UNKNOWN') controllerCapabilities.add(c.rpc.type);
   }
   return {
     name: info.name,
@@ -109,7 +115,12 @@ export async function waitForPlugin(client: CsiClient, signal: AbortSignal, t: S
   await probeUntilReady(client, signal, t);
   const info = await readDriverInfo(client, signal);
   t.logger.info(
-    { driver: info.name, version: info.vendorVersion, plugin: [...info.pluginCapabilities], controller: [...info.controllerCapabilities] },
+    {
+      driver: info.name,
+      version: info.vendorVersion,
+      plugin: [...info.pluginCapabilities],
+      controller: [...info.controllerCapabilities],
+    },
     'CSI driver ready',
   );
   return info;

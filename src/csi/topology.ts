@@ -27,7 +27,8 @@ export class TopologyError extends Error {
 /** A topology term: [key, value] pairs sorted by key (then value). */
 type Term = Array<readonly [string, string]>;
 
-const sortTerm = (t: Term): Term => t.sort(([ka, va], [kb, vb]) => (ka < kb ? -1 : ka > kb ? 1 : va < vb ? -1 : va > vb ? 1 : 0));
+const sortTerm = (t: Term): Term =>
+  t.sort(([ka, va], [kb, vb]) => (ka < kb ? -1 : ka > kb ? 1 : va < vb ? -1 : va > vb ? 1 : 0));
 
 function compareTerms(a: Term, b: Term): number {
   if (a.length !== b.length) return a.length - b.length;
@@ -52,7 +53,9 @@ function isSubset(t: Term, other: Term): boolean {
 }
 
 /** allowedTopologies as terms: each selector term is ANDed expressions of ORed values, expanded. */
-export function flattenAllowedTopologies(allowed: readonly TopologySelectorTerm[]): Array<Array<readonly [string, string]>> {
+export function flattenAllowedTopologies(
+  allowed: readonly TopologySelectorTerm[],
+): Array<Array<readonly [string, string]>> {
   const out: Term[] = [];
   for (const selector of allowed) {
     let terms: Term[] = [];
@@ -115,7 +118,8 @@ export function claimNameHash(claimName: string, random: () => number = Math.ran
   return { hash: fnv32(hashString), index };
 }
 
-const toCsi = (terms: Term[]): CsiTopology[] => terms.filter((t) => t.length > 0).map((t) => ({ segments: Object.fromEntries(t) }));
+const toCsi = (terms: Term[]): CsiTopology[] =>
+  terms.filter((t) => t.length > 0).map((t) => ({ segments: Object.fromEntries(t) }));
 
 /** What the requirements are built from. */
 export interface TopologyInput {
@@ -128,7 +132,12 @@ export interface TopologyInput {
 }
 
 /** The driver's keys and every node's segment for them (all nodes that carry every key). */
-async function aggregateTopologies(input: TopologyInput, selectedKeys: string[], cluster: CsiClusterAccess, signal: AbortSignal): Promise<Term[]> {
+async function aggregateTopologies(
+  input: TopologyInput,
+  selectedKeys: string[],
+  cluster: CsiClusterAccess,
+  signal: AbortSignal,
+): Promise<Term[]> {
   let keys = selectedKeys;
   if (!input.selectedNodeName) {
     const csiNodes = await cluster.listCSINodes(signal);
@@ -146,7 +155,11 @@ async function aggregateTopologies(input: TopologyInput, selectedKeys: string[],
 }
 
 /** external-provisioner's GenerateAccessibilityRequirements. Undefined: send no requirement. */
-export async function accessibilityRequirements(input: TopologyInput, cluster: CsiClusterAccess, signal: AbortSignal): Promise<TopologyRequirement | undefined> {
+export async function accessibilityRequirements(
+  input: TopologyInput,
+  cluster: CsiClusterAccess,
+  signal: AbortSignal,
+): Promise<TopologyRequirement | undefined> {
   const allowed = input.allowedTopologies ?? [];
   const node = input.selectedNodeName;
   let requisite: Term[] = [];
@@ -154,17 +167,25 @@ export async function accessibilityRequirements(input: TopologyInput, cluster: C
   let keys: string[] = [];
   if (node) {
     const csiNode = await cluster.getCSINode(node, signal);
-    if (!csiNode) throw new TopologyNotFoundError(`failed to get selected CSINode ${node}: csinode.storage.k8s.io "${node}" not found`);
+    if (!csiNode)
+      throw new TopologyNotFoundError(
+        `failed to get selected CSINode ${node}: csinode.storage.k8s.io "${node}" not found`,
+      );
     keys = topologyKeysOf(csiNode, input.driverName);
     if (keys.length === 0) throw new TopologyError(`no topology key found for node ${node}`);
     const nodeObject = await cluster.getNode(node, signal);
     if (!nodeObject) throw new TopologyNotFoundError(`failed to get selected node ${node}: node "${node}" not found`);
     const term = termOfLabels(nodeObject.metadata.labels, keys);
-    if (!term) throw new TopologyError(`topology labels from selected node ${JSON.stringify(nodeObject.metadata.labels ?? {})} does not match topology keys from CSINode ${JSON.stringify(keys)}`);
+    if (!term)
+      throw new TopologyError(
+        `topology labels from selected node ${JSON.stringify(nodeObject.metadata.labels ?? {})} does not match topology keys from CSINode ${JSON.stringify(keys)}`,
+      );
     selected = term;
     if (input.strictTopology) {
       if (allowed.length > 0 && !flattenAllowedTopologies(allowed).some((t) => isSubset(t, selected))) {
-        throw new TopologyError(`selected node '${JSON.stringify(node)}' topology '${JSON.stringify(Object.fromEntries(selected))}' is not in allowed topologies`);
+        throw new TopologyError(
+          `selected node '${JSON.stringify(node)}' topology '${JSON.stringify(Object.fromEntries(selected))}' is not in allowed topologies`,
+        );
       }
       requisite = [selected];
     }
@@ -188,14 +209,19 @@ export async function accessibilityRequirements(input: TopologyInput, cluster: C
     preferred = requisite;
   } else {
     const i = requisite.findIndex((t) => isSubset(t, selected));
-    if (i < 0) throw new TopologyError(`topology ${JSON.stringify(Object.fromEntries(selected))} from selected node "${node}" is not in requisite`);
+    if (i < 0)
+      throw new TopologyError(
+        `topology ${JSON.stringify(Object.fromEntries(selected))} from selected node "${node}" is not in requisite`,
+      );
     preferred = [...requisite.slice(i), ...requisite.slice(0, i)];
   }
   return { requisite: toCsi(requisite), preferred: toCsi(preferred) };
 }
 
 /** The PV's node affinity from CreateVolume's accessible_topology: one term per topology, `key In [value]` each. */
-export function volumeNodeAffinity(accessible: readonly CsiTopology[] | undefined): { required: { nodeSelectorTerms: NodeSelectorTerm[] } } | undefined {
+export function volumeNodeAffinity(
+  accessible: readonly CsiTopology[] | undefined,
+): { required: { nodeSelectorTerms: NodeSelectorTerm[] } } | undefined {
   const terms: NodeSelectorTerm[] = [];
   for (const t of accessible ?? []) {
     const entries = Object.entries(t.segments ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

@@ -6,7 +6,13 @@ import type { ProvisionOptions } from '../controller/provisioner.ts';
 import type { PersistentVolume } from '../types/k8s.ts';
 import { formatBytes } from '../types/quantity.ts';
 import type { PreparedProvision } from './provision-request.ts';
-import { ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE, ANN_MODIFY_SECRET_NAME, ANN_MODIFY_SECRET_NAMESPACE, type SecretReference } from './secrets.ts';
+import {
+  ANN_DELETION_SECRET_NAME,
+  ANN_DELETION_SECRET_NAMESPACE,
+  ANN_MODIFY_SECRET_NAME,
+  ANN_MODIFY_SECRET_NAMESPACE,
+  type SecretReference,
+} from './secrets.ts';
 import type { ResponseOf } from './services.ts';
 import { volumeNodeAffinity } from './topology.ts';
 
@@ -29,7 +35,8 @@ export function persistentVolumeFor(
   const { claim, storageClass: sc } = options;
   const refs = prepared.checked.secretRefs;
   const caps = prepared.request.volumeCapabilities ?? [];
-  const readOnly = p.controllerPublishReadOnly && caps.length === 1 && caps[0].accessMode?.mode === 'MULTI_NODE_READER_ONLY';
+  const readOnly =
+    p.controllerPublishReadOnly && caps.length === 1 && caps[0].accessMode?.mode === 'MULTI_NODE_READER_ONLY';
   const block = claim.spec.volumeMode === 'Block';
   const csi: Record<string, unknown> = {
     driver: p.driverName,
@@ -68,7 +75,9 @@ export function persistentVolumeFor(
       ...(sc.reclaimPolicy ? { persistentVolumeReclaimPolicy: sc.reclaimPolicy } : {}),
       ...(affinity ? { nodeAffinity: affinity } : {}),
       ...(claim.spec.volumeMode ? { volumeMode: claim.spec.volumeMode } : {}),
-      ...(claim.spec.volumeAttributesClassName ? { volumeAttributesClassName: claim.spec.volumeAttributesClassName } : {}),
+      ...(claim.spec.volumeAttributesClassName
+        ? { volumeAttributesClassName: claim.spec.volumeAttributesClassName }
+        : {}),
     },
   };
 }

@@ -55,7 +55,8 @@ export class WireWriter {
 }
 
 /** One field as read from the wire: its number and either a varint value or a length-delimited payload. */
-export type WireField = { no: number; wire: 0; value: bigint } | { no: number; wire: 2; bytes: Buffer } | { no: number; wire: 1 | 5 };
+export type WireField =
+  { no: number; wire: 0; value: bigint } | { no: number; wire: 2; bytes: Buffer } | { no: number; wire: 1 | 5 };
 
 function readVarint(buf: Buffer, start: number): [bigint, number] {
   let result = 0n;
@@ -87,7 +88,8 @@ export function* readFields(buf: Buffer): Generator<WireField> {
     } else if (wire === WIRE.lengthDelimited) {
       const [length, next] = readVarint(buf, pos);
       const end = next + Number(length);
-      if (length > BigInt(buf.length) || end > buf.length) throw new WireDecodeError('truncated length-delimited field');
+      if (length > BigInt(buf.length) || end > buf.length)
+        throw new WireDecodeError('truncated length-delimited field');
       pos = end;
       yield { no, wire: 2, bytes: buf.subarray(next, end) };
     } else if (wire === WIRE.fixed64 || wire === WIRE.fixed32) {

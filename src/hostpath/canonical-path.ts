@@ -24,8 +24,18 @@ export function readAbsolutePath(p: unknown): PathReading | undefined {
   const up = segments.indexOf('..');
   if (up < 0 && !p.includes('\0')) return { kind: 'canonical', path: `/${segments.join('/')}` };
   const before = up < 0 ? segments : segments.slice(0, up);
-  const candidates = new Set([`/${before.join('/')}`, stripTrailingSlash(path.posix.normalize(p.replaceAll('\0', '')))]);
-  return { kind: 'ambiguous', candidates: [...candidates], why: up < 0 ? 'it contains a NUL byte' : 'it contains a ".." segment, whose meaning depends on the directories (and symlinks) above it' };
+  const candidates = new Set([
+    `/${before.join('/')}`,
+    stripTrailingSlash(path.posix.normalize(p.replaceAll('\0', ''))),
+  ]);
+  return {
+    kind: 'ambiguous',
+    candidates: [...candidates],
+    why:
+      up < 0
+        ? 'it contains a NUL byte'
+        : 'it contains a ".." segment, whose meaning depends on the directories (and symlinks) above it',
+  };
 }
 
 /** The canonical form of an absolute path, or undefined when it has none (relative, `..`, NUL). */

@@ -74,7 +74,11 @@ export class VolumeLedger {
    * left); entries it lists are added or updated. A `local` reservation is dropped once the API confirms it.
    * Blockers (API only) are replaced when given.
    */
-  rebuild(source: Exclude<AllocationSource, 'local'>, allocations: Iterable<Allocation>, blockers?: Iterable<Blocker>): void {
+  rebuild(
+    source: Exclude<AllocationSource, 'local'>,
+    allocations: Iterable<Allocation>,
+    blockers?: Iterable<Blocker>,
+  ): void {
     if (blockers) {
       for (const pvName of [...this.blockers.keys()]) this.unblock(pvName);
       for (const b of blockers) this.block(b);

@@ -12,12 +12,25 @@ import { isQuantity, parseQuantity } from '../types/quantity.ts';
 import { isDnsSubdomain } from '../types/names.ts';
 import { shortenText } from '../types/text.ts';
 import type { ClaimCheckResult } from '../controller/provisioner.ts';
-import { nodeBasePaths, pathSetForClass, type BasePath, type HostPathConfig, type NfsExport, type PathSet } from './config.ts';
+import {
+  nodeBasePaths,
+  pathSetForClass,
+  type BasePath,
+  type HostPathConfig,
+  type NfsExport,
+  type PathSet,
+} from './config.ts';
 import { parseClassParameters, StorageClassParameterError, type ClassParameters } from './class-parameters.ts';
 import { defaultVolumeDirName, nfsSubdirVolumeDirName, PathTemplateError } from './path-template.ts';
 import { checkRelativeVolumePath, UnsafePathError } from './path-safety.ts';
 import { canonicalRenderedPath } from './canonical-path.ts';
-import { chooseVolumeType, exportOfPathSet, VolumeTypeAnnotationError, type MountedExport, type PublishedType } from './volume-source.ts';
+import {
+  chooseVolumeType,
+  exportOfPathSet,
+  VolumeTypeAnnotationError,
+  type MountedExport,
+  type PublishedType,
+} from './volume-source.ts';
 import { otherNodeRefusal } from './provision-rules.ts';
 import { SHARED_SCOPE } from './capacity.ts';
 
@@ -69,16 +82,24 @@ export type HostPathCheckFailure = Extract<ClaimCheckResult, { ok: false }>;
 const PV_NAME_RE = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const NODE_ONLY_MODES: AccessMode[] = ['ReadWriteOnce', 'ReadWriteOncePod'];
 
-const infeasible = (message: string, cause?: unknown): HostPathCheckFailure => (cause === undefined ? { ok: false, kind: 'infeasible', message } : { ok: false, kind: 'infeasible', message, cause });
+const infeasible = (message: string, cause?: unknown): HostPathCheckFailure =>
+  cause === undefined ? { ok: false, kind: 'infeasible', message } : { ok: false, kind: 'infeasible', message, cause };
 
 // With a selected node, another node may do: Reschedule (the controller clears selected-node). Without, give up.
 function rescheduleOrInfeasible(i: HostPathClaimCheckInput, message: string): HostPathCheckFailure {
-  return i.selectedNodeName ? { ok: false, kind: 'reschedule', message: `${message}; asking the scheduler for another node` } : infeasible(message);
+  return i.selectedNodeName
+    ? { ok: false, kind: 'reschedule', message: `${message}; asking the scheduler for another node` }
+    : infeasible(message);
 }
 
 // Configuration and tenant-input errors: infeasible as they stand.
 function tenantError(e: unknown): HostPathCheckFailure {
-  if (e instanceof StorageClassParameterError || e instanceof PathTemplateError || e instanceof UnsafePathError || e instanceof VolumeTypeAnnotationError) {
+  if (
+    e instanceof StorageClassParameterError ||
+    e instanceof PathTemplateError ||
+    e instanceof UnsafePathError ||
+    e instanceof VolumeTypeAnnotationError
+  ) {
     return infeasible(e.message, e);
   }
   throw e;
@@ -89,16 +110,28 @@ export function planHostPathClaim(i: HostPathClaimCheckInput): { ok: true; plan:
   const { claim, storageClass } = i;
   const className = storageClass.metadata.name ?? '';
   if (i.mode === 'daemonset' && i.selectedNodeName !== i.nodeName) {
-    return { ok: false, kind: 'ignored', message: `claim is ${i.selectedNodeName ? `scheduled to node ${i.selectedNodeName}` : 'not scheduled to a node'}; this instance serves node ${i.nodeName}` };
+    return {
+      ok: false,
+      kind: 'ignored',
+      message: `claim is ${i.selectedNodeName ? `scheduled to node ${i.selectedNodeName}` : 'not scheduled to a node'}; this instance serves node ${i.nodeName}`,
+    };
   }
   // Tenant-writable annotation that ends up in the node affinity, the ledger scope and the path lookup.
   if (i.selectedNodeName !== undefined && !isDnsSubdomain(i.selectedNodeName)) {
-    return infeasible(`the claim's selected node ${shortenText(JSON.stringify(i.selectedNodeName), 256)} is not a valid node name (a DNS-1123 subdomain)`);
+    return infeasible(
+      `the claim's selected node ${shortenText(JSON.stringify(i.selectedNodeName), 256)} is not a valid node name (a DNS-1123 subdomain)`,
+    );
   }
-  if (i.pvName !== undefined && !PV_NAME_RE.test(i.pvName)) return infeasible(`volume name ${JSON.stringify(i.pvName)} is not a valid DNS subdomain`);
-  if (claim.spec.volumeMode === 'Block') return infeasible('volumeMode Block is not supported by the hostpath provisioner: its volumes are directories');
-  if (claim.spec.dataSource || claim.spec.dataSourceRef) return infeasible('claims with a dataSource (clones, snapshots, populators) are not supported by the hostpath provisioner');
-  if (claim.spec.selector) return infeasible('claims with a label selector cannot be provisioned: hostpath volumes are created, not matched');
+  if (i.pvName !== undefined && !PV_NAME_RE.test(i.pvName))
+    return infeasible(`volume name ${JSON.stringify(i.pvName)} is not a valid DNS subdomain`);
+  if (claim.spec.volumeMode === 'Block')
+    return infeasible('volumeMode Block is not supported by the hostpath provisioner: its volumes are directories');
+  if (claim.spec.dataSource || claim.spec.dataSourceRef)
+    return infeasible(
+      'claims with a dataSource (clones, snapshots, populators) are not supported by the hostpath provisioner',
+    );
+  if (claim.spec.selector)
+    return infeasible('claims with a label selector cannot be provisioned: hostpath volumes are created, not matched');
   let params: ClassParameters;
   try {
     params = parseClassParameters(storageClass.parameters);
@@ -108,11 +141,15 @@ export function planHostPathClaim(i: HostPathClaimCheckInput): { ok: true; plan:
   const accessModes = claim.spec.accessModes ?? [];
   if (accessModes.length === 0) return infeasible('the claim has no accessModes');
   const request = claim.spec.resources?.requests?.storage;
-  if (!isQuantity(request) || parseQuantity(request) <= 0n) return infeasible(`the claim's storage request ${JSON.stringify(request)} is not a positive quantity`);
+  if (!isQuantity(request) || parseQuantity(request) <= 0n)
+    return infeasible(`the claim's storage request ${JSON.stringify(request)} is not a positive quantity`);
   const bytes = parseQuantity(request);
 
   const set = pathSetForClass(i.config, className);
-  if (!set) return infeasible(`storage class ${className} is not listed in the hostpath configuration's storageClassConfigs, which has no top-level path for the classes it does not list`);
+  if (!set)
+    return infeasible(
+      `storage class ${className} is not listed in the hostpath configuration's storageClassConfigs, which has no top-level path for the classes it does not list`,
+    );
   const shared = set.sharedFileSystemPath;
   const node = i.selectedNodeName ?? (i.mode === 'deployment' ? i.nodeName : undefined);
   let candidates: BasePath[];
@@ -121,41 +158,61 @@ export function planHostPathClaim(i: HostPathClaimCheckInput): { ok: true; plan:
     candidates = [shared];
     scope = SHARED_SCOPE;
   } else {
-    if (!node) return infeasible(`storage class ${className} uses node-local paths: it needs volumeBindingMode WaitForFirstConsumer (no node was selected)`);
+    if (!node)
+      return infeasible(
+        `storage class ${className} uses node-local paths: it needs volumeBindingMode WaitForFirstConsumer (no node was selected)`,
+      );
     const bad = accessModes.filter((m) => !NODE_ONLY_MODES.includes(m));
-    if (bad.length > 0) return infeasible(`access mode ${bad.join(', ')} is not possible on node-local paths (only ReadWriteOnce, ReadWriteOncePod; use sharedFileSystemPath for shared volumes)`);
+    if (bad.length > 0)
+      return infeasible(
+        `access mode ${bad.join(', ')} is not possible on node-local paths (only ReadWriteOnce, ReadWriteOncePod; use sharedFileSystemPath for shared volumes)`,
+      );
     candidates = nodeBasePaths(set, node) ?? [];
     scope = node;
-    if (candidates.length === 0) return rescheduleOrInfeasible(i, `node ${node} has no paths for storage class ${className}`);
+    if (candidates.length === 0)
+      return rescheduleOrInfeasible(i, `node ${node} has no paths for storage class ${className}`);
   }
   if (params.nodePath !== undefined) {
     candidates = candidates.filter((c) => c.path === params.nodePath);
     if (candidates.length === 0) {
-      const anywhere = shared ? shared.path === params.nodePath : set.nodePathMap.some((n) => n.paths.some((p) => p.path === params.nodePath));
-      if (!anywhere) return infeasible(`nodePath ${params.nodePath} is not a configured path for storage class ${className}`);
+      const anywhere = shared
+        ? shared.path === params.nodePath
+        : set.nodePathMap.some((n) => n.paths.some((p) => p.path === params.nodePath));
+      if (!anywhere)
+        return infeasible(`nodePath ${params.nodePath} is not a configured path for storage class ${className}`);
       return rescheduleOrInfeasible(i, `nodePath ${params.nodePath} is not configured on node ${node}`);
     }
   }
   // A deployment-mode instance reaches only its own node's disks.
-  if (!shared && i.mode === 'deployment' && node !== i.nodeName) return otherNodeRefusal(node!, i.nodeName, i.otherNodeClaims);
+  if (!shared && i.mode === 'deployment' && node !== i.nodeName)
+    return otherNodeRefusal(node!, i.nodeName, i.otherNodeClaims);
   const nfsExport = exportOfPathSet(set, i.config, i.nfs);
   let volumeType: PublishedType;
   try {
     volumeType = chooseVolumeType({
-      claimAnnotations: claim.metadata.annotations, classAnnotations: storageClass.metadata.annotations,
-      parameter: params.volumeType, shared: shared !== undefined, nfs: nfsExport !== undefined,
+      claimAnnotations: claim.metadata.annotations,
+      classAnnotations: storageClass.metadata.annotations,
+      parameter: params.volumeType,
+      shared: shared !== undefined,
+      nfs: nfsExport !== undefined,
     });
   } catch (e) {
     return tenantError(e);
   }
-  if (shared && volumeType === 'local') return infeasible('volumeType local needs node affinity; volumes on the shared path are hostPath volumes');
+  if (shared && volumeType === 'local')
+    return infeasible('volumeType local needs node affinity; volumes on the shared path are hostPath volumes');
   const affinity = shared ? undefined : knownAffinity(i, params.nodeAffinityKey, node!);
   if (affinity && 'message' in affinity) return affinity;
   let relativePath: string | undefined;
   if (i.pvName !== undefined) {
     const data = {
       pvName: i.pvName,
-      claim: { namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', labels: claim.metadata.labels, annotations: claim.metadata.annotations },
+      claim: {
+        namespace: claim.metadata.namespace ?? '',
+        name: claim.metadata.name ?? '',
+        labels: claim.metadata.labels,
+        annotations: claim.metadata.annotations,
+      },
     };
     const defaultName = nfsExport ? nfsSubdirVolumeDirName : defaultVolumeDirName;
     try {
@@ -167,13 +224,32 @@ export function planHostPathClaim(i: HostPathClaimCheckInput): { ok: true; plan:
   }
   return {
     ok: true,
-    plan: { className, params, accessModes, request: request as string, bytes, set, shared, node, candidates, scope, volumeType, nfsExport, affinity, relativePath },
+    plan: {
+      className,
+      params,
+      accessModes,
+      request: request as string,
+      bytes,
+      set,
+      shared,
+      node,
+      candidates,
+      scope,
+      volumeType,
+      nfsExport,
+      affinity,
+      relativePath,
+    },
   };
 }
 
 // The affinity from the node object at hand (or the node name for the hostname key); undefined when the labels
 // need a lookup (provision() does it); a failure when the node at hand lacks the label.
-function knownAffinity(i: HostPathClaimCheckInput, key: string, node: string): HostPathPlan['affinity'] | HostPathCheckFailure {
+function knownAffinity(
+  i: HostPathClaimCheckInput,
+  key: string,
+  node: string,
+): HostPathPlan['affinity'] | HostPathCheckFailure {
   const labels = i.selectedNode?.metadata.labels;
   const v = labels && Object.prototype.hasOwnProperty.call(labels, key) ? labels[key] : undefined;
   if (v) return { key, value: v };

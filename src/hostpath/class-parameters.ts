@@ -35,7 +35,11 @@ export interface ClassParameters {
 /** An invalid StorageClass parameter; `parameter` names it. */
 export class StorageClassParameterError extends Error {
   override name = 'StorageClassParameterError';
-  constructor(readonly parameter: string, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly parameter: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(`StorageClass parameter ${JSON.stringify(parameter)}: ${message}`, options);
   }
 }
@@ -84,13 +88,19 @@ export const CLASS_PARAMETERS: readonly ParameterRow[] = [
   parameter({
     name: 'nodePath',
     field: 'nodePath',
-    docDefault: 'any configured path: the one with the most free space (unlimited first), then the least allocated, then configuration order',
+    docDefault:
+      'any configured path: the one with the most free space (unlimited first), then the least allocated, then configuration order',
     doc: 'use only this base path; it must be configured for the node (or be the shared path)',
     parse: (v) => {
       try {
         checkBasePath(v);
       } catch (e) {
-        if (e instanceof UnsafePathError) throw new StorageClassParameterError('nodePath', `${JSON.stringify(v)} must be an absolute, normalised path other than /`, { cause: e });
+        if (e instanceof UnsafePathError)
+          throw new StorageClassParameterError(
+            'nodePath',
+            `${JSON.stringify(v)} must be an absolute, normalised path other than /`,
+            { cause: e },
+          );
         throw e;
       }
       return v;
@@ -99,15 +109,17 @@ export const CLASS_PARAMETERS: readonly ParameterRow[] = [
   parameter({
     name: 'pathPattern',
     field: 'pathPattern',
-    docDefault: "`<pv>_<namespace>_<claim>` (local-path's); on a shared path published as NFS (`nfs`, `NFS_SERVER`) `<namespace>-<claim>-<pv>` (nfs-subdir's)",
-    doc: "the directory below the base path. Variables: nfs-subdir's `${.PVC.namespace}`, `${.PVC.name}`, `${.PVC.labels.KEY}`, `${.PVC.annotations.KEY}`, `${.PV.name}`, or local-path's `{{ .PVC.Namespace }}`, `{{ .PVC.Name }}`, `{{ .PVC.Labels.KEY }}`, `{{ .PVC.Annotations.KEY }}`, `{{ .PV.Name }}`, `{{ .PVName }}`, `{{ index .PVC.Labels \"KEY\" }}`. `/` makes subdirectories. The PV name is optional: without it a claim gets a stable directory (see \"Stable names, delete identity, adopted volumes\" below). A missing or empty value is an error (never `<no value>` or an empty segment); a value taken from the claim may not hold a glob or shell metacharacter, whitespace or a control character. One trailing `/` is dropped (local-path's `{{ .PVC.Namespace }}/{{ .PVC.Name }}/`). The result is checked: no absolute path, no `..`, `.` or empty segment, no control characters, segments ≤ 255 bytes, not a base path, not inside or above another live volume (however that volume's PV spells its directory), no symlinked parent. There is no `allowUnsafePathPattern`.",
+    docDefault:
+      "`<pv>_<namespace>_<claim>` (local-path's); on a shared path published as NFS (`nfs`, `NFS_SERVER`) `<namespace>-<claim>-<pv>` (nfs-subdir's)",
+    doc: 'the directory below the base path. Variables: nfs-subdir\'s `${.PVC.namespace}`, `${.PVC.name}`, `${.PVC.labels.KEY}`, `${.PVC.annotations.KEY}`, `${.PV.name}`, or local-path\'s `{{ .PVC.Namespace }}`, `{{ .PVC.Name }}`, `{{ .PVC.Labels.KEY }}`, `{{ .PVC.Annotations.KEY }}`, `{{ .PV.Name }}`, `{{ .PVName }}`, `{{ index .PVC.Labels "KEY" }}`. `/` makes subdirectories. The PV name is optional: without it a claim gets a stable directory (see "Stable names, delete identity, adopted volumes" below). A missing or empty value is an error (never `<no value>` or an empty segment); a value taken from the claim may not hold a glob or shell metacharacter, whitespace or a control character. One trailing `/` is dropped (local-path\'s `{{ .PVC.Namespace }}/{{ .PVC.Name }}/`). The result is checked: no absolute path, no `..`, `.` or empty segment, no control characters, segments ≤ 255 bytes, not a base path, not inside or above another live volume (however that volume\'s PV spells its directory), no symlinked parent. There is no `allowUnsafePathPattern`.',
     parse: (v) => {
       if (v.length > 1024) throw new StorageClassParameterError('pathPattern', 'is longer than 1024 characters');
       let pattern: CompiledPathPattern;
       try {
         pattern = compilePathPattern(v);
       } catch (e) {
-        if (e instanceof PathTemplateError) throw new StorageClassParameterError('pathPattern', e.message, { cause: e });
+        if (e instanceof PathTemplateError)
+          throw new StorageClassParameterError('pathPattern', e.message, { cause: e });
         throw e;
       }
       return pattern;
@@ -121,7 +133,10 @@ export const CLASS_PARAMETERS: readonly ParameterRow[] = [
     parse: (v) => {
       const archive = parseGoBool(v);
       if (archive === undefined) {
-        throw new StorageClassParameterError('archiveOnDelete', `${JSON.stringify(v)} is not a boolean (one of ${GO_TRUE.join(', ')}, ${GO_FALSE.join(', ')})`);
+        throw new StorageClassParameterError(
+          'archiveOnDelete',
+          `${JSON.stringify(v)} is not a boolean (one of ${GO_TRUE.join(', ')}, ${GO_FALSE.join(', ')})`,
+        );
       }
       return archive ? 'archive' : 'delete';
     },
@@ -146,12 +161,28 @@ export const CLASS_PARAMETERS: readonly ParameterRow[] = [
     docDefault: '`0777`',
     doc: 'permission bits of the volume directory, octal (`"0770"`, `"2775"`); applied exactly with chmod after mkdir (the umask does not apply); parent directories a pattern creates get `0755`',
     parse: (v) => {
-      if (!/^0?[0-7]{3,4}$/.test(v)) throw new StorageClassParameterError('mode', `${JSON.stringify(v)} must be an octal permission string such as "0770" or "2775"`);
+      if (!/^0?[0-7]{3,4}$/.test(v))
+        throw new StorageClassParameterError(
+          'mode',
+          `${JSON.stringify(v)} must be an octal permission string such as "0770" or "2775"`,
+        );
       return parseInt(v, 8);
     },
   }),
-  parameter({ name: 'uid', field: 'uid', docDefault: "unchanged (the provisioner's)", doc: 'numeric owner of the volume directory', parse: (v) => parseId('uid', v) }),
-  parameter({ name: 'gid', field: 'gid', docDefault: "unchanged (the provisioner's)", doc: 'numeric group of the volume directory', parse: (v) => parseId('gid', v) }),
+  parameter({
+    name: 'uid',
+    field: 'uid',
+    docDefault: "unchanged (the provisioner's)",
+    doc: 'numeric owner of the volume directory',
+    parse: (v) => parseId('uid', v),
+  }),
+  parameter({
+    name: 'gid',
+    field: 'gid',
+    docDefault: "unchanged (the provisioner's)",
+    doc: 'numeric group of the volume directory',
+    parse: (v) => parseId('gid', v),
+  }),
   parameter({
     name: 'volumeType',
     field: 'volumeType',
@@ -159,7 +190,8 @@ export const CLASS_PARAMETERS: readonly ParameterRow[] = [
     doc: 'the PV source: `local` (fsGroup and kubelet volume stats work) or `hostPath` (type `Directory`, never `DirectoryOrCreate`)',
     parse: (value) => {
       const v = value.toLowerCase();
-      if (v !== 'local' && v !== 'hostpath') throw new StorageClassParameterError('volumeType', `${JSON.stringify(value)} is not one of local, hostPath`);
+      if (v !== 'local' && v !== 'hostpath')
+        throw new StorageClassParameterError('volumeType', `${JSON.stringify(value)} is not one of local, hostPath`);
       return v === 'local' ? 'local' : 'hostPath';
     },
   }),
@@ -194,9 +226,13 @@ export function parseClassParameters(params: Record<string, string> | undefined)
   const p = params ?? {};
   for (const key of Object.keys(p)) {
     if (key === 'allowUnsafePathPattern') {
-      throw new StorageClassParameterError(key, 'is not supported: every pathPattern result is checked (absolute paths and ".." are never allowed)');
+      throw new StorageClassParameterError(
+        key,
+        'is not supported: every pathPattern result is checked (absolute paths and ".." are never allowed)',
+      );
     }
-    if (!KNOWN.includes(key)) throw new StorageClassParameterError(key, `unknown parameter (known: ${KNOWN.join(', ')})`);
+    if (!KNOWN.includes(key))
+      throw new StorageClassParameterError(key, `unknown parameter (known: ${KNOWN.join(', ')})`);
     if (typeof p[key] !== 'string') throw new StorageClassParameterError(key, 'must be a string');
   }
   const out = {} as ClassParameters;

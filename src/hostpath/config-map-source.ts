@@ -57,7 +57,11 @@ export class ConfigMapSource implements ConfigHolder {
   private readonly logger: Logger;
 
   constructor(private readonly opts: ConfigMapSourceOptions) {
-    this.logger = (opts.logger ?? silentLogger).child({ component: 'hostpath-config', configMap: `${opts.namespace}/${opts.name}`, key: opts.key });
+    this.logger = (opts.logger ?? silentLogger).child({
+      component: 'hostpath-config',
+      configMap: `${opts.namespace}/${opts.name}`,
+      key: opts.key,
+    });
   }
 
   /** Lists the ConfigMap, loads the first configuration (throws when missing or invalid), then follows it. */
@@ -82,12 +86,18 @@ export class ConfigMapSource implements ConfigHolder {
     const text = cm?.data?.[this.opts.key];
     if (text === undefined) {
       await this.stop();
-      throw new ConfigMapMissingError(cm ? `ConfigMap ${namespace}/${name} has no key ${this.opts.key}` : `ConfigMap ${namespace}/${name} not found`);
+      throw new ConfigMapMissingError(
+        cm ? `ConfigMap ${namespace}/${name} has no key ${this.opts.key}` : `ConfigMap ${namespace}/${name} not found`,
+      );
     }
     await this.applying;
     if (!this.config) {
       // The first version is invalid: refuse to start (there is no last good configuration to fall back to).
-      const err = await loadHostPathConfig(text, { nodeName: this.opts.nodeName, source: `${namespace}/${name}:${this.opts.key}`, companions: companions(cm) }).then(
+      const err = await loadHostPathConfig(text, {
+        nodeName: this.opts.nodeName,
+        source: `${namespace}/${name}:${this.opts.key}`,
+        companions: companions(cm),
+      }).then(
         () => undefined,
         (e: unknown) => e,
       );
@@ -108,7 +118,9 @@ export class ConfigMapSource implements ConfigHolder {
   }
 
   private enqueue(cm: ConfigMapObject): void {
-    this.applying = this.applying.then(() => this.apply(cm)).catch((e: unknown) => this.logger.error({ err: (e as Error).message }, 'applying configuration failed'));
+    this.applying = this.applying
+      .then(() => this.apply(cm))
+      .catch((e: unknown) => this.logger.error({ err: (e as Error).message }, 'applying configuration failed'));
   }
 
   private async apply(cm: ConfigMapObject): Promise<void> {
@@ -121,15 +133,27 @@ export class ConfigMapSource implements ConfigHolder {
     const fingerprint = JSON.stringify([text, companions(cm)]);
     if (fingerprint === this.lastText) return;
     try {
-      const next = await loadHostPathConfig(text, { nodeName: this.opts.nodeName, source: `${this.opts.namespace}/${this.opts.name}:${this.opts.key}`, companions: companions(cm) });
+      const next = await loadHostPathConfig(text, {
+        nodeName: this.opts.nodeName,
+        source: `${this.opts.namespace}/${this.opts.name}:${this.opts.key}`,
+        companions: companions(cm),
+      });
       const initial = this.config === undefined;
       this.config = next;
       this.lastText = fingerprint;
       this.lastInvalid = undefined;
       for (const w of next.warnings) this.logger.warn({}, w);
-      this.logger.info({ config: summarize(next) }, initial ? 'hostpath configuration loaded' : 'hostpath configuration reloaded');
+      this.logger.info(
+        { config: summarize(next) },
+        initial ? 'hostpath configuration loaded' : 'hostpath configuration reloaded',
+      );
       if (!initial) {
-        this.opts.events?.event(cm, 'Normal', REASON_CONFIG_RELOADED, `hostpath configuration (key ${this.opts.key}) applied`);
+        this.opts.events?.event(
+          cm,
+          'Normal',
+          REASON_CONFIG_RELOADED,
+          `hostpath configuration (key ${this.opts.key}) applied`,
+        );
         this.opts.onChange?.(next);
       }
     } catch (e) {
@@ -145,7 +169,12 @@ export class ConfigMapSource implements ConfigHolder {
     const kept = this.config ? 'keeping the last good configuration' : 'no configuration in force yet';
     this.logger.error({ err: message }, `invalid hostpath configuration; ${kept}`);
     if (this.config) {
-      this.opts.events?.event(cm, 'Warning', REASON_INVALID_CONFIG, `invalid hostpath configuration (key ${this.opts.key}), ${kept}: ${message}`);
+      this.opts.events?.event(
+        cm,
+        'Warning',
+        REASON_INVALID_CONFIG,
+        `invalid hostpath configuration (key ${this.opts.key}), ${kept}: ${message}`,
+      );
       this.opts.onInvalid?.(new Error(message));
     }
   }

@@ -70,7 +70,10 @@ export class ConfigFileSource {
   /** Re-reads the file now. Resolves true when a new configuration was applied. */
   reload(): Promise<boolean> {
     const run = this.reloading.then(() => this.reloadOnce());
-    this.reloading = run.then(() => undefined, () => undefined);
+    this.reloading = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 
@@ -139,15 +142,25 @@ export class ConfigFileSource {
   private scheduleReload(): void {
     if (this.stopped) return;
     this.debounce?.cancel();
-    this.debounce = this.clock.setTimeout(() => void this.reload().catch((e: unknown) => this.invalid(e as Error, 'error')), 100, { unref: true });
+    this.debounce = this.clock.setTimeout(
+      () => void this.reload().catch((e: unknown) => this.invalid(e as Error, 'error')),
+      100,
+      { unref: true },
+    );
   }
 
   private schedulePoll(): void {
     const every = this.opts.pollIntervalMs ?? 10_000;
     if (every <= 0 || this.stopped) return;
-    this.pollTimer = this.clock.setTimeout(() => {
-      void this.reload().catch((e: unknown) => this.invalid(e as Error, 'error')).finally(() => this.schedulePoll());
-    }, every, { unref: true });
+    this.pollTimer = this.clock.setTimeout(
+      () => {
+        void this.reload()
+          .catch((e: unknown) => this.invalid(e as Error, 'error'))
+          .finally(() => this.schedulePoll());
+      },
+      every,
+      { unref: true },
+    );
   }
 
   private logWarnings(config: HostPathConfig): void {
@@ -158,8 +171,14 @@ export class ConfigFileSource {
 /** A one-line, log-friendly view of a configuration (paths and capacities). */
 export function summarize(config: HostPathConfig): Record<string, unknown> {
   const set = (s: HostPathConfig | HostPathConfig['storageClassConfigs'][string]) => ({
-    nodePathMap: s.nodePathMap.map((n) => ({ node: n.node, paths: n.paths.map((p) => (p.capacity ? `${p.path} (${p.capacity})` : p.path)) })),
+    nodePathMap: s.nodePathMap.map((n) => ({
+      node: n.node,
+      paths: n.paths.map((p) => (p.capacity ? `${p.path} (${p.capacity})` : p.path)),
+    })),
     sharedFileSystemPath: s.sharedFileSystemPath?.path,
   });
-  return { ...set(config), storageClassConfigs: Object.fromEntries(Object.entries(config.storageClassConfigs).map(([k, v]) => [k, set(v)])) };
+  return {
+    ...set(config),
+    storageClassConfigs: Object.fromEntries(Object.entries(config.storageClassConfigs).map(([k, v]) => [k, set(v)])),
+  };
 }

@@ -79,7 +79,10 @@ const MAX_SCRIPT_BYTES = 64 * 1024;
 /** An invalid configuration; `issues` lists every problem found, each naming its key. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
-  constructor(readonly issues: string[], source = 'config') {
+  constructor(
+    readonly issues: string[],
+    source = 'config',
+  ) {
     super(`invalid hostpath ${source}: ${issues.join('; ')}`);
   }
 }
@@ -90,7 +93,11 @@ const SET_KEYS = ['nodePathMap', 'sharedFileSystemPath', 'nfs'];
 const TOP_KEYS = [...SET_KEYS, 'storageClassConfigs', 'cmdTimeoutSeconds', ...IGNORED_KEYS];
 
 /** Parses and validates (lexically) a JSON or YAML configuration text. Throws ConfigError. */
-export function parseHostPathConfig(text: string, source = 'config', companions: ConfigCompanions = {}): HostPathConfig {
+export function parseHostPathConfig(
+  text: string,
+  source = 'config',
+  companions: ConfigCompanions = {},
+): HostPathConfig {
   let raw: unknown;
   try {
     raw = YAML.parse(text, { uniqueKeys: true, maxAliasCount: 100 });
@@ -105,34 +112,50 @@ export function parseHostPathConfig(text: string, source = 'config', companions:
  * writes `sharedFilesystemPath`): returns the object with known keys in their canonical spelling. Two
  * spellings of one key are an issue rather than last-one-wins.
  */
-export function canonicalKeys(raw: Record<string, unknown>, known: readonly string[], where: string, issues: string[]): Record<string, unknown> {
+export function canonicalKeys(
+  raw: Record<string, unknown>,
+  known: readonly string[],
+  where: string,
+  issues: string[],
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
     const canonical = known.find((k) => k === key) ?? known.find((k) => k.toLowerCase() === key.toLowerCase()) ?? key;
-    if (Object.prototype.hasOwnProperty.call(out, canonical)) issues.push(`${where}${key}: ${canonical} is given twice (keys match case-insensitively)`);
+    if (Object.prototype.hasOwnProperty.call(out, canonical))
+      issues.push(`${where}${key}: ${canonical} is given twice (keys match case-insensitively)`);
     else out[canonical] = value;
   }
   return out;
 }
 
 /** Validates an already-decoded configuration object (and local-path's ConfigMap companions). Throws ConfigError. */
-export function validateHostPathConfig(input: unknown, source = 'config', companions: ConfigCompanions = {}): HostPathConfig {
+export function validateHostPathConfig(
+  input: unknown,
+  source = 'config',
+  companions: ConfigCompanions = {},
+): HostPathConfig {
   const issues: string[] = [];
   const warnings: string[] = [];
   if (!isJsonObject(input)) throw new ConfigError(['must be an object'], source);
   const raw = canonicalKeys(input, TOP_KEYS, '', issues);
   for (const key of Object.keys(raw)) {
-    if (IGNORED_KEYS.includes(key)) warnings.push(`${key} has no effect: kube-provisioner uses no helper pods (put the commands in the setup/teardown scripts)`);
+    if (IGNORED_KEYS.includes(key))
+      warnings.push(
+        `${key} has no effect: kube-provisioner uses no helper pods (put the commands in the setup/teardown scripts)`,
+      );
     else if (!TOP_KEYS.includes(key)) issues.push(`${key}: unknown key`);
   }
   const scripts = volumeScripts(raw.cmdTimeoutSeconds, companions, issues);
   if (companions['helperPod.yaml'] !== undefined) {
-    warnings.push('helperPod.yaml has no effect: kube-provisioner runs the setup and teardown scripts itself, no helper pods are used');
+    warnings.push(
+      'helperPod.yaml has no effect: kube-provisioner runs the setup and teardown scripts itself, no helper pods are used',
+    );
   }
   const global = pathSet(raw, '', issues);
   const storageClassConfigs: Record<string, PathSet> = {};
   if (raw.storageClassConfigs !== undefined && raw.storageClassConfigs !== null) {
-    if (!isJsonObject(raw.storageClassConfigs)) issues.push('storageClassConfigs: must be a map of class name to {nodePathMap | sharedFileSystemPath}');
+    if (!isJsonObject(raw.storageClassConfigs))
+      issues.push('storageClassConfigs: must be a map of class name to {nodePathMap | sharedFileSystemPath}');
     else {
       for (const [name, value] of Object.entries(raw.storageClassConfigs)) {
         const where = `storageClassConfigs.${name}`;
@@ -160,13 +183,15 @@ function volumeScripts(timeout: unknown, companions: ConfigCompanions, issues: s
   const scripts: VolumeScripts = { timeoutMs: DEFAULT_SCRIPT_TIMEOUT_MS };
   // local-path: 0 or absent means the default.
   if (timeout !== undefined && timeout !== null && timeout !== 0) {
-    if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 0 || timeout > 86_400) issues.push('cmdTimeoutSeconds: must be a whole number of seconds up to 86400');
+    if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 0 || timeout > 86_400)
+      issues.push('cmdTimeoutSeconds: must be a whole number of seconds up to 86400');
     else scripts.timeoutMs = timeout * 1000;
   }
   for (const name of ['setup', 'teardown'] as const) {
     const text = companions[name];
     if (text === undefined || text.trim() === '') continue;
-    if (Buffer.byteLength(text) > MAX_SCRIPT_BYTES) issues.push(`${name}: script is larger than ${MAX_SCRIPT_BYTES} bytes`);
+    if (Buffer.byteLength(text) > MAX_SCRIPT_BYTES)
+      issues.push(`${name}: script is larger than ${MAX_SCRIPT_BYTES} bytes`);
     else if (text.includes('\0')) issues.push(`${name}: script contains a NUL byte`);
     else scripts[name] = text;
   }
@@ -190,8 +215,14 @@ function nfsExport(raw: unknown, at: string, issues: string[]): NfsExport | unde
 
 /** Why `server` / `path` are not a usable NFS export (undefined when they are). Shared with the CLI flags. */
 export function checkNfsExport(server: unknown, exportPath: unknown): string | undefined {
-  if (typeof server !== 'string' || !/^[A-Za-z0-9]([-A-Za-z0-9.:[\]]{0,252})$/.test(server)) return `server ${JSON.stringify(server)} must be a host name or IP address`;
-  if (typeof exportPath !== 'string' || !exportPath.startsWith('/') || (exportPath !== '/' && path.posix.normalize(exportPath) !== exportPath) || exportPath.endsWith('/') && exportPath !== '/') {
+  if (typeof server !== 'string' || !/^[A-Za-z0-9]([-A-Za-z0-9.:[\]]{0,252})$/.test(server))
+    return `server ${JSON.stringify(server)} must be a host name or IP address`;
+  if (
+    typeof exportPath !== 'string' ||
+    !exportPath.startsWith('/') ||
+    (exportPath !== '/' && path.posix.normalize(exportPath) !== exportPath) ||
+    (exportPath.endsWith('/') && exportPath !== '/')
+  ) {
     return `path ${JSON.stringify(exportPath)} must be the absolute, normalised path the server exports`;
   }
   return undefined;
@@ -205,7 +236,8 @@ function pathSet(raw: Record<string, unknown>, where: string, issues: string[]):
     if (bp) set.sharedFileSystemPath = bp;
   }
   if (raw.nfs !== undefined && raw.nfs !== null) {
-    if (shared === undefined || shared === null || shared === '') issues.push(`${where}nfs: needs sharedFileSystemPath (the directory the export is mounted at)`);
+    if (shared === undefined || shared === null || shared === '')
+      issues.push(`${where}nfs: needs sharedFileSystemPath (the directory the export is mounted at)`);
     const e = nfsExport(raw.nfs, `${where}nfs`, issues);
     if (e) set.nfs = e;
   }
@@ -216,7 +248,9 @@ function pathSet(raw: Record<string, unknown>, where: string, issues: string[]):
     return set;
   }
   if (map.length > 0 && set.sharedFileSystemPath) {
-    issues.push(`${where}nodePathMap and ${where}sharedFileSystemPath are exclusive: nodePathMap must be empty when a shared path is set`);
+    issues.push(
+      `${where}nodePathMap and ${where}sharedFileSystemPath are exclusive: nodePathMap must be empty when a shared path is set`,
+    );
   }
   const nodes = new Set<string>();
   map.forEach((item: unknown, i) => {
@@ -226,7 +260,8 @@ function pathSet(raw: Record<string, unknown>, where: string, issues: string[]):
       issues.push(`${at}: needs a non-empty "node"`);
       return;
     }
-    for (const key of Object.keys(entry)) if (key !== 'node' && key !== 'paths') issues.push(`${at}.${key}: unknown key`);
+    for (const key of Object.keys(entry))
+      if (key !== 'node' && key !== 'paths') issues.push(`${at}.${key}: unknown key`);
     if (nodes.has(entry.node)) issues.push(`${at}: node ${entry.node} is listed twice`);
     nodes.add(entry.node);
     if (!Array.isArray(entry.paths)) {
@@ -237,7 +272,8 @@ function pathSet(raw: Record<string, unknown>, where: string, issues: string[]):
     entry.paths.forEach((p: unknown, j) => {
       const bp = basePath(p, `${at}.paths[${j}]`, issues);
       if (!bp) return;
-      if (paths.some((q) => q.path === bp.path)) issues.push(`${at}.paths[${j}]: ${bp.path} is listed twice for node ${entry.node}`);
+      if (paths.some((q) => q.path === bp.path))
+        issues.push(`${at}.paths[${j}]: ${bp.path} is listed twice for node ${entry.node}`);
       else paths.push(bp);
     });
     set.nodePathMap.push({ node: entry.node, paths });
@@ -250,11 +286,13 @@ function basePath(raw: unknown, at: string, issues: string[]): BasePath | undefi
   let capacity: bigint | undefined;
   if (isJsonObject(raw)) {
     const obj = canonicalKeys(raw, ['path', 'capacity'], `${at}.`, issues);
-    for (const key of Object.keys(obj)) if (key !== 'path' && key !== 'capacity') issues.push(`${at}.${key}: unknown key`);
+    for (const key of Object.keys(obj))
+      if (key !== 'path' && key !== 'capacity') issues.push(`${at}.${key}: unknown key`);
     p = obj.path;
     if (obj.capacity !== undefined) {
       const c = typeof obj.capacity === 'number' ? String(obj.capacity) : obj.capacity;
-      if (!isQuantity(c) || parseQuantity(c) <= 0n) issues.push(`${at}.capacity: ${JSON.stringify(obj.capacity)} is not a positive quantity such as "100Gi"`);
+      if (!isQuantity(c) || parseQuantity(c) <= 0n)
+        issues.push(`${at}.capacity: ${JSON.stringify(obj.capacity)} is not a positive quantity such as "100Gi"`);
       else capacity = parseQuantity(c);
     }
   }
@@ -294,7 +332,8 @@ function checkNesting(sets: PathSet[], issues: string[]): void {
  * for every class not listed); else undefined: a class not listed is refused, as local-path refuses it.
  */
 export function pathSetForClass(config: HostPathConfig, className: string): PathSet | undefined {
-  if (Object.prototype.hasOwnProperty.call(config.storageClassConfigs, className)) return config.storageClassConfigs[className];
+  if (Object.prototype.hasOwnProperty.call(config.storageClassConfigs, className))
+    return config.storageClassConfigs[className];
   if (Object.keys(config.storageClassConfigs).length > 0 && isEmpty(config)) return undefined;
   return config;
 }
@@ -328,7 +367,10 @@ export function allBasePaths(config: HostPathConfig): string[] {
  * Filesystem checks for the paths this instance uses (localBasePaths): each must be a real directory (not
  * a symlink, not a file), or missing with an existing directory above it (creatable). Throws ConfigError.
  */
-export async function checkConfigPaths(config: HostPathConfig, opts: { nodeName?: string; source?: string } = {}): Promise<void> {
+export async function checkConfigPaths(
+  config: HostPathConfig,
+  opts: { nodeName?: string; source?: string } = {},
+): Promise<void> {
   const issues: string[] = [];
   for (const { path: p } of localBasePaths(config, opts.nodeName)) {
     const st = await fsp.lstat(p).catch(() => undefined);
@@ -348,7 +390,10 @@ export async function checkConfigPaths(config: HostPathConfig, opts: { nodeName?
 }
 
 /** Parses, validates and checks the filesystem in one call. */
-export async function loadHostPathConfig(text: string, opts: { nodeName?: string; source?: string; companions?: ConfigCompanions } = {}): Promise<HostPathConfig> {
+export async function loadHostPathConfig(
+  text: string,
+  opts: { nodeName?: string; source?: string; companions?: ConfigCompanions } = {},
+): Promise<HostPathConfig> {
   const config = parseHostPathConfig(text, opts.source, opts.companions);
   await checkConfigPaths(config, opts);
   return config;

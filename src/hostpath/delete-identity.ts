@@ -24,8 +24,15 @@ export type IdentityRule =
 /** A directory that cannot be proven to belong to the volume. The controller reports it as VolumeFailedDelete. */
 export class VolumeIdentityError extends Error {
   override name = 'VolumeIdentityError';
-  constructor(readonly rule: IdentityRule, readonly pvName: string, readonly path: string, detail: string) {
-    super(`refusing to delete, archive or tear down ${shortenText(JSON.stringify(path), MAX_QUOTED_INPUT_BYTES)} for volume ${pvName}: ${detail}; nothing was touched`);
+  constructor(
+    readonly rule: IdentityRule,
+    readonly pvName: string,
+    readonly path: string,
+    detail: string,
+  ) {
+    super(
+      `refusing to delete, archive or tear down ${shortenText(JSON.stringify(path), MAX_QUOTED_INPUT_BYTES)} for volume ${pvName}: ${detail}; nothing was touched`,
+    );
   }
 }
 
@@ -62,19 +69,32 @@ export async function proveVolumeIdentity(e: IdentityEvidence): Promise<Identity
   const rel = e.path.slice(e.basePath.length + 1);
   let proof: IdentityProof = 'leaf';
   if (e.pathClaim && e.pathClaim.pvName !== e.pvName) {
-    throw new VolumeIdentityError('overlaps-volume', e.pvName, e.path, `it is the directory of volume ${e.pathClaim.pvName} (its claim on disk says so)`);
+    throw new VolumeIdentityError(
+      'overlaps-volume',
+      e.pvName,
+      e.path,
+      `it is the directory of volume ${e.pathClaim.pvName} (its claim on disk says so)`,
+    );
   }
   if (e.record) {
     if (e.record.pvName !== e.pvName) {
       throw new VolumeIdentityError('record-mismatch', e.pvName, e.path, `its record names volume ${e.record.pvName}`);
     }
     if (e.record.relativePath !== rel) {
-      throw new VolumeIdentityError('record-mismatch', e.pvName, e.path,
-        `the record written when ${e.pvName} was provisioned says its directory is ${e.basePath}/${e.record.relativePath}`);
+      throw new VolumeIdentityError(
+        'record-mismatch',
+        e.pvName,
+        e.path,
+        `the record written when ${e.pvName} was provisioned says its directory is ${e.basePath}/${e.record.relativePath}`,
+      );
     }
     if (e.record.claimUid !== undefined && e.claimUid !== undefined && e.record.claimUid !== e.claimUid) {
-      throw new VolumeIdentityError('record-mismatch', e.pvName, e.path,
-        `the record written when ${e.pvName} was provisioned names claim uid ${e.record.claimUid}, and this volume is bound to claim uid ${JSON.stringify(e.claimUid)}`);
+      throw new VolumeIdentityError(
+        'record-mismatch',
+        e.pvName,
+        e.path,
+        `the record written when ${e.pvName} was provisioned names claim uid ${e.record.claimUid}, and this volume is bound to claim uid ${JSON.stringify(e.claimUid)}`,
+      );
     }
     // A record without a claim uid (older versions) proves the name only: the leaf rule decides.
     if (e.claimUid === undefined || e.record.claimUid !== undefined) proof = 'record';
@@ -92,8 +112,18 @@ export async function proveVolumeIdentity(e: IdentityEvidence): Promise<Identity
     const c = await e.otherClaim();
     if (c) {
       const other = `${e.basePath}/${c.relativePath}`;
-      const how = other === e.path ? 'is the directory' : isStrictlyUnder(e.path, other) ? 'contains the directory' : 'is inside the directory';
-      throw new VolumeIdentityError('overlaps-volume', e.pvName, e.path, `it ${how} of volume ${c.pvName} (its claim on disk says so)`);
+      const how =
+        other === e.path
+          ? 'is the directory'
+          : isStrictlyUnder(e.path, other)
+            ? 'contains the directory'
+            : 'is inside the directory';
+      throw new VolumeIdentityError(
+        'overlaps-volume',
+        e.pvName,
+        e.path,
+        `it ${how} of volume ${c.pvName} (its claim on disk says so)`,
+      );
     }
   }
   return proof;

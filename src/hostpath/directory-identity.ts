@@ -101,14 +101,28 @@ export class DirectoryIdentities {
  * nothing matches, one more per match.
  */
 export async function checkInodes(o: {
-  path: string; chain: InodeChain; pvName: string; indexes: readonly VolumePathIndex[]; identities: DirectoryIdentities; roots: readonly string[];
+  path: string;
+  chain: InodeChain;
+  pvName: string;
+  indexes: readonly VolumePathIndex[];
+  identities: DirectoryIdentities;
+  roots: readonly string[];
 }): Promise<void> {
   for (const index of o.indexes) {
     for (const m of index.inodeMatches(o.chain, o.pvName)) {
       const now = await o.identities.ofVolume(m.source, o.roots);
       if (now && stillMatches(now.chain, m)) {
-        const how = m.relation === 'same' ? 'is the directory' : m.relation === 'contains' ? 'contains the directory' : 'is inside the directory';
-        throw new UnsafePathError('overlaps-volume', o.path, `${how} of volume ${m.pvName} (the same device and inode, spelled ${JSON.stringify(m.source)})`);
+        const how =
+          m.relation === 'same'
+            ? 'is the directory'
+            : m.relation === 'contains'
+              ? 'contains the directory'
+              : 'is inside the directory';
+        throw new UnsafePathError(
+          'overlaps-volume',
+          o.path,
+          `${how} of volume ${m.pvName} (the same device and inode, spelled ${JSON.stringify(m.source)})`,
+        );
       }
       if (now) index.setInodes(m.pvName, now.chain, m.source);
       else index.clearInodes(m.pvName);

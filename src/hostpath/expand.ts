@@ -37,22 +37,35 @@ export interface ExpandContext {
 }
 
 /** Grows `volume` to `newSize` in the accounting (ledger + record). Call with the volume's operation lock held. */
-export async function expandHostPathVolume(ctx: ExpandContext, volume: PersistentVolume, newSize: string, signal: AbortSignal): Promise<ExpandResult> {
+export async function expandHostPathVolume(
+  ctx: ExpandContext,
+  volume: PersistentVolume,
+  newSize: string,
+  signal: AbortSignal,
+): Promise<ExpandResult> {
   signal.throwIfAborted();
   const pvName = volume.metadata.name ?? '';
   if (!isQuantity(newSize)) throw new InfeasibleError(`${JSON.stringify(newSize)} is not a valid size`);
   const bytes = parseQuantity(newSize);
   const loc = readVolumeLocation(volume, ctx.exports);
   const alloc = allocationOfVolume(volume, ctx.exports);
-  if (!loc.path || !loc.basePath || !alloc) throw new InfeasibleError(`volume ${pvName} is not a hostpath volume of this provisioner (no base-path annotation or path)`);
+  if (!loc.path || !loc.basePath || !alloc)
+    throw new InfeasibleError(
+      `volume ${pvName} is not a hostpath volume of this provisioner (no base-path annotation or path)`,
+    );
   if (ctx.servedNode !== undefined && alloc.scope !== SHARED_SCOPE && loc.node !== ctx.servedNode) {
-    throw new IgnoredError(`volume ${pvName} belongs to node ${loc.node ?? '(none)'}; this instance serves node ${ctx.servedNode}`);
+    throw new IgnoredError(
+      `volume ${pvName} belongs to node ${loc.node ?? '(none)'}; this instance serves node ${ctx.servedNode}`,
+    );
   }
   const phase = volume.status?.phase;
   if (volume.metadata.deletionTimestamp || phase === 'Released' || phase === 'Failed') {
-    throw new InfeasibleError(`volume ${pvName} is ${volume.metadata.deletionTimestamp ? 'being deleted' : `${phase} (retained or archived)`}; only volumes in use are expanded`);
+    throw new InfeasibleError(
+      `volume ${pvName} is ${volume.metadata.deletionTimestamp ? 'being deleted' : `${phase} (retained or archived)`}; only volumes in use are expanded`,
+    );
   }
-  if (!ctx.roots.includes(loc.basePath)) throw new InfeasibleError(`volume ${pvName} is under ${loc.basePath}, not a configured base path here`);
+  if (!ctx.roots.includes(loc.basePath))
+    throw new InfeasibleError(`volume ${pvName} is under ${loc.basePath}, not a configured base path here`);
   let segments: string[];
   try {
     segments = checkExistingVolumePath(loc.basePath, loc.path);
@@ -60,8 +73,13 @@ export async function expandHostPathVolume(ctx: ExpandContext, volume: Persisten
     if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
     throw e;
   }
-  const stat = await hostFsOf(ctx.fs).lstat(loc.path).catch(() => undefined);
-  if (!stat?.isDirectory()) throw new InfeasibleError(`volume ${pvName}'s directory ${loc.path} is gone (archived or deleted); refusing to expand`);
+  const stat = await hostFsOf(ctx.fs)
+    .lstat(loc.path)
+    .catch(() => undefined);
+  if (!stat?.isDirectory())
+    throw new InfeasibleError(
+      `volume ${pvName}'s directory ${loc.path} is gone (archived or deleted); refusing to expand`,
+    );
 
   const current = ctx.ledger.get(pvName) ?? alloc;
   const claimUid = volume.spec.claimRef?.uid;
@@ -92,7 +110,12 @@ export async function expandHostPathVolume(ctx: ExpandContext, volume: Persisten
  * The on-disk record carries the allocation's size (written only when it differs), every other field unchanged. A
  * volume of ours without a record (an older version's) gets one, with the claim it is bound to.
  */
-async function syncRecord(ctx: ExpandContext, a: Allocation, segments: string[], claimUid: string | undefined): Promise<void> {
+async function syncRecord(
+  ctx: ExpandContext,
+  a: Allocation,
+  segments: string[],
+  claimUid: string | undefined,
+): Promise<void> {
   const existing = await ctx.records.read(a.basePath, a.pvName);
   if (existing && existing.bytes === a.bytes.toString()) return;
   if (existing) {
@@ -100,18 +123,27 @@ async function syncRecord(ctx: ExpandContext, a: Allocation, segments: string[],
     return;
   }
   const record: VolumeRecord = {
-    pvName: a.pvName, relativePath: segments.join('/'), bytes: a.bytes.toString(), scope: a.scope, createdAt: new Date(ctx.now).toISOString(),
+    pvName: a.pvName,
+    relativePath: segments.join('/'),
+    bytes: a.bytes.toString(),
+    scope: a.scope,
+    createdAt: new Date(ctx.now).toISOString(),
     ...(claimUid ? { claimUid } : {}),
   };
   await ctx.records.write(a.basePath, record);
   const held = await ctx.records.claim(a.basePath, record);
-  if (held) ctx.logger?.warn({ pv: a.pvName, heldBy: held.pvName }, 'the directory of an expanded volume is claimed by another volume');
+  if (held)
+    ctx.logger?.warn(
+      { pv: a.pvName, heldBy: held.pvName },
+      'the directory of an expanded volume is claimed by another volume',
+    );
 }
 
 /** The configured capacity of a base path for the volume's class and scope (undefined = unlimited). */
 function baseCapacity(config: HostPathConfig, className: string, scope: string, basePath: string): bigint | undefined {
   const set = pathSetForClass(config, className);
   if (!set) return undefined;
-  if (scope === SHARED_SCOPE) return set.sharedFileSystemPath?.path === basePath ? set.sharedFileSystemPath.capacity : undefined;
+  if (scope === SHARED_SCOPE)
+    return set.sharedFileSystemPath?.path === basePath ? set.sharedFileSystemPath.capacity : undefined;
   return nodeBasePaths(set, scope)?.find((p) => p.path === basePath)?.capacity;
 }

@@ -14,7 +14,11 @@ export async function filesystemFreeBytes(path: string): Promise<bigint> {
  * The capacity of each path that configures none: what is allocated there plus what its filesystem has free now.
  * A path whose free space cannot be read keeps no capacity (unlimited), as before the option.
  */
-export async function freeSpaceCapacities(paths: BasePath[], allocated: (path: string) => bigint, free: (path: string) => Promise<bigint>): Promise<Map<string, bigint>> {
+export async function freeSpaceCapacities(
+  paths: BasePath[],
+  allocated: (path: string) => bigint,
+  free: (path: string) => Promise<bigint>,
+): Promise<Map<string, bigint>> {
   const out = new Map<string, bigint>();
   for (const p of paths) {
     if (p.capacity !== undefined || out.has(p.path)) continue;
@@ -26,5 +30,9 @@ export async function freeSpaceCapacities(paths: BasePath[], allocated: (path: s
 
 /** `paths` with the capacities given to those that configure none. */
 export function withCapacity(paths: BasePath[], capacities: Map<string, bigint>): BasePath[] {
-  return capacities.size === 0 ? paths : paths.map((p) => (p.capacity === undefined && capacities.has(p.path) ? { ...p, capacity: capacities.get(p.path) } : p));
+  return capacities.size === 0
+    ? paths
+    : paths.map((p) =>
+        p.capacity === undefined && capacities.has(p.path) ? { ...p, capacity: capacities.get(p.path) } : p,
+      );
 }

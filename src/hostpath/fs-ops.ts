@@ -13,8 +13,15 @@ import { errnoCode as code, hostFsOf, type HostFs } from './host-fs.ts';
 /** The base path is missing or unusable (not a directory, a symlink): nothing was created. */
 export class BasePathError extends Error {
   override name = 'BasePathError';
-  constructor(readonly basePath: string, readonly reason: 'missing' | 'symlink' | 'not-directory', options?: { cause?: unknown }) {
-    super(`base path ${basePath} ${reason === 'missing' ? 'does not exist (is the disk mounted?)' : reason === 'symlink' ? 'is a symlink' : 'is not a directory'}`, options);
+  constructor(
+    readonly basePath: string,
+    readonly reason: 'missing' | 'symlink' | 'not-directory',
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `base path ${basePath} ${reason === 'missing' ? 'does not exist (is the disk mounted?)' : reason === 'symlink' ? 'is a symlink' : 'is not a directory'}`,
+      options,
+    );
   }
 }
 
@@ -113,7 +120,11 @@ export interface CreateVolumeDirOptions extends FsOpsOptions {
  * owner and mode to the last one. Idempotent: an existing real directory is accepted (owner and mode
  * re-applied). On failure, what this call created is removed again (nothing half-created).
  */
-export async function createVolumeDir(basePath: string, segments: string[], opts: CreateVolumeDirOptions = {}): Promise<{ created: boolean }> {
+export async function createVolumeDir(
+  basePath: string,
+  segments: string[],
+  opts: CreateVolumeDirOptions = {},
+): Promise<{ created: boolean }> {
   if (segments.length === 0) throw new UnsafePathError('is-base-path', basePath, 'a volume cannot be the base path');
   const created: Array<{ parent: Dir; name: string }> = [];
   const open: Dir[] = [];
@@ -132,7 +143,8 @@ export async function createVolumeDir(basePath: string, segments: string[], opts
           if (code(e) !== 'EEXIST') throw e;
         }
         child = await openChild(dir, segments[i]);
-        if (!child) throw new UnsafePathError('not-directory', `${dir.path}/${segments[i]}`, 'vanished while being created');
+        if (!child)
+          throw new UnsafePathError('not-directory', `${dir.path}/${segments[i]}`, 'vanished while being created');
         if (!last && created.at(-1)?.parent === dir) await child.handle.chmod(opts.parentMode ?? 0o755);
       }
       open.push(child);
@@ -140,7 +152,9 @@ export async function createVolumeDir(basePath: string, segments: string[], opts
     }
     if (opts.uid !== undefined || opts.gid !== undefined) {
       const handle = dir.handle;
-      await (opts.chown ? opts.chown(handle, opts.uid ?? -1, opts.gid ?? -1) : handle.chown(opts.uid ?? -1, opts.gid ?? -1));
+      await (opts.chown
+        ? opts.chown(handle, opts.uid ?? -1, opts.gid ?? -1)
+        : handle.chown(opts.uid ?? -1, opts.gid ?? -1));
     }
     await dir.handle.chmod(opts.mode ?? 0o777);
     return { created: created.length > 0 };
@@ -168,7 +182,11 @@ export interface RemoveOptions extends FsOpsOptions {
  * are never touched); a directory swapped for a symlink mid-way is unlinked as a link. Returns whether
  * the volume existed. A symlink in place of a parent component is refused.
  */
-export async function removeVolumeDir(basePath: string, segments: string[], opts: RemoveOptions = {}): Promise<{ existed: boolean }> {
+export async function removeVolumeDir(
+  basePath: string,
+  segments: string[],
+  opts: RemoveOptions = {},
+): Promise<{ existed: boolean }> {
   if (segments.length === 0) throw new UnsafePathError('is-base-path', basePath, 'refusing to remove a base path');
   const parent = await walk(basePath, segments.slice(0, -1), opts);
   if (!parent) return { existed: false };
@@ -261,7 +279,11 @@ export interface ArchiveOptions extends FsOpsOptions {
  * when that name is taken does a suffix `-<UTC timestamp>[-<random>]` make it unique. Returns the new path,
  * or undefined when the volume does not exist.
  */
-export async function archiveVolumeDir(basePath: string, segments: string[], opts: ArchiveOptions): Promise<{ archivedPath?: string }> {
+export async function archiveVolumeDir(
+  basePath: string,
+  segments: string[],
+  opts: ArchiveOptions,
+): Promise<{ archivedPath?: string }> {
   if (segments.length === 0) throw new UnsafePathError('is-base-path', basePath, 'refusing to archive a base path');
   const parent = await walk(basePath, segments.slice(0, -1), opts);
   if (!parent) return {};
@@ -269,11 +291,19 @@ export async function archiveVolumeDir(basePath: string, segments: string[], opt
     const name = segments.at(-1)!;
     const st = await parent.fs.lstat(entry(parent, name)).catch(() => undefined);
     if (!st) return {};
-    if (!st.isDirectory()) throw new UnsafePathError(st.isSymbolicLink() ? 'symlink' : 'not-directory', `${parent.path}/${name}`, 'is not a real directory; refusing to archive it');
+    if (!st.isDirectory())
+      throw new UnsafePathError(
+        st.isSymbolicLink() ? 'symlink' : 'not-directory',
+        `${parent.path}/${name}`,
+        'is not a real directory; refusing to archive it',
+      );
     for (let attempt = 0; attempt < 6; attempt++) {
       const target = archiveName(name, opts.now ?? new Date(), attempt);
       // rename() would replace an empty directory of that name: make sure there is none.
-      const taken = await parent.fs.lstat(entry(parent, target)).then(() => true, () => false);
+      const taken = await parent.fs.lstat(entry(parent, target)).then(
+        () => true,
+        () => false,
+      );
       if (taken) continue;
       await parent.fs.rename(entry(parent, name), entry(parent, target));
       return { archivedPath: `${parent.path}/${target}` };
@@ -290,7 +320,10 @@ export async function archiveVolumeDir(basePath: string, segments: string[], opt
  * is shortened if needed so the result fits 255 bytes.
  */
 export function archiveName(dirName: string, now: Date, attempt = 0): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   const suffix = attempt === 0 ? '' : attempt === 1 ? `-${stamp}` : `-${stamp}-${randomBytes(8).toString('hex')}`;
   let name = dirName;
   while (Buffer.byteLength(`archived-${name}${suffix}`) > MAX_SEGMENT_BYTES) name = name.slice(0, -1);

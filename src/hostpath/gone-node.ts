@@ -42,7 +42,8 @@ export class GoneNodePolicy {
 
   constructor(private readonly o: GoneNodeOptions) {
     this.graceMs = o.graceMs ?? DEFAULT_GONE_NODE_GRACE_MS;
-    if (!Number.isFinite(this.graceMs) || this.graceMs < 0) throw new Error(`gone-node grace period must be a duration >= 0, not ${String(o.graceMs)}`);
+    if (!Number.isFinite(this.graceMs) || this.graceMs < 0)
+      throw new Error(`gone-node grace period must be a duration >= 0, not ${String(o.graceMs)}`);
   }
 
   /**
@@ -62,9 +63,16 @@ export class GoneNodePolicy {
     const since = this.missingSince.get(node) ?? now;
     this.missingSince.set(node, since);
     const left = since + this.graceMs - now;
-    if (left > 0) return { gone: false, reason: `node ${node} no longer exists; its volumes are let go if it is still missing in ${Math.ceil(left / 1000)} s` };
+    if (left > 0)
+      return {
+        gone: false,
+        reason: `node ${node} no longer exists; its volumes are let go if it is still missing in ${Math.ceil(left / 1000)} s`,
+      };
     const reachable = loc.kind === 'shared';
-    this.o.logger.warn({ pv: volume.metadata.name, node, path: loc.path, reachable }, 'node gone: taking over the volume');
+    this.o.logger.warn(
+      { pv: volume.metadata.name, node, path: loc.path, reachable },
+      'node gone: taking over the volume',
+    );
     return {
       gone: true,
       node,

@@ -83,52 +83,84 @@ export function createHostPathMetrics(o: HostPathMetricsOptions): HostPathMetric
   };
   const pathLabels = ['base_path', 'scope'] as const;
   const scopeOf = (s: string) => (s === '' ? 'shared' : s);
-  once(HOSTPATH_METRIC_NAMES.allocatedBytes, () =>
-    new Gauge({
-      name: HOSTPATH_METRIC_NAMES.allocatedBytes,
-      help: 'Bytes allocated to volumes (sum of their capacities) per base path; scope is the node, or "shared".',
-      labelNames: pathLabels,
-      registers,
-      collect() {
-        this.reset();
-        for (const a of o.provisioner.allocations()) this.set({ base_path: a.basePath, scope: scopeOf(a.scope) }, num(a.allocated));
-      },
-    }));
-  once(HOSTPATH_METRIC_NAMES.capacityBytes, () =>
-    new Gauge({
-      name: HOSTPATH_METRIC_NAMES.capacityBytes,
-      help: 'Configured capacity per base path (only paths with a capacity).',
-      labelNames: pathLabels,
-      registers,
-      collect() {
-        this.reset();
-        for (const a of o.provisioner.allocations()) if (a.capacity !== undefined) this.set({ base_path: a.basePath, scope: scopeOf(a.scope) }, num(a.capacity));
-      },
-    }));
-  once(HOSTPATH_METRIC_NAMES.volumes, () =>
-    new Gauge({
-      name: HOSTPATH_METRIC_NAMES.volumes,
-      help: 'Volumes allocated per base path.',
-      labelNames: pathLabels,
-      registers,
-      collect() {
-        this.reset();
-        for (const a of o.provisioner.allocations()) this.set({ base_path: a.basePath, scope: scopeOf(a.scope) }, a.volumes);
-      },
-    }));
+  once(
+    HOSTPATH_METRIC_NAMES.allocatedBytes,
+    () =>
+      new Gauge({
+        name: HOSTPATH_METRIC_NAMES.allocatedBytes,
+        help: 'Bytes allocated to volumes (sum of their capacities) per base path; scope is the node, or "shared".',
+        labelNames: pathLabels,
+        registers,
+        collect() {
+          this.reset();
+          for (const a of o.provisioner.allocations())
+            this.set({ base_path: a.basePath, scope: scopeOf(a.scope) }, num(a.allocated));
+        },
+      }),
+  );
+  once(
+    HOSTPATH_METRIC_NAMES.capacityBytes,
+    () =>
+      new Gauge({
+        name: HOSTPATH_METRIC_NAMES.capacityBytes,
+        help: 'Configured capacity per base path (only paths with a capacity).',
+        labelNames: pathLabels,
+        registers,
+        collect() {
+          this.reset();
+          for (const a of o.provisioner.allocations())
+            if (a.capacity !== undefined) this.set({ base_path: a.basePath, scope: scopeOf(a.scope) }, num(a.capacity));
+        },
+      }),
+  );
+  once(
+    HOSTPATH_METRIC_NAMES.volumes,
+    () =>
+      new Gauge({
+        name: HOSTPATH_METRIC_NAMES.volumes,
+        help: 'Volumes allocated per base path.',
+        labelNames: pathLabels,
+        registers,
+        collect() {
+          this.reset();
+          for (const a of o.provisioner.allocations())
+            this.set({ base_path: a.basePath, scope: scopeOf(a.scope) }, a.volumes);
+        },
+      }),
+  );
   const volumeLabels = ['persistentvolume', 'namespace', 'persistentvolumeclaim'] as const;
   const used =
     existing<Gauge<(typeof volumeLabels)[number]>>(HOSTPATH_METRIC_NAMES.volumeUsedBytes) ??
-    new Gauge({ name: HOSTPATH_METRIC_NAMES.volumeUsedBytes, help: 'Disk usage of a volume directory (allocated blocks, like du), refreshed in the background.', labelNames: volumeLabels, registers });
+    new Gauge({
+      name: HOSTPATH_METRIC_NAMES.volumeUsedBytes,
+      help: 'Disk usage of a volume directory (allocated blocks, like du), refreshed in the background.',
+      labelNames: volumeLabels,
+      registers,
+    });
   const complete =
     existing<Gauge<(typeof volumeLabels)[number]>>(HOSTPATH_METRIC_NAMES.volumeUsageScanComplete) ??
-    new Gauge({ name: HOSTPATH_METRIC_NAMES.volumeUsageScanComplete, help: '1 when the last usage walk of the volume visited every file, 0 when it stopped at the entry limit (the usage is then a lower bound).', labelNames: volumeLabels, registers });
+    new Gauge({
+      name: HOSTPATH_METRIC_NAMES.volumeUsageScanComplete,
+      help: '1 when the last usage walk of the volume visited every file, 0 when it stopped at the entry limit (the usage is then a lower bound).',
+      labelNames: volumeLabels,
+      registers,
+    });
   const inodes =
     existing<Gauge<(typeof volumeLabels)[number]>>(HOSTPATH_METRIC_NAMES.volumeUsedInodes) ??
-    new Gauge({ name: HOSTPATH_METRIC_NAMES.volumeUsedInodes, help: 'Inodes used by a volume directory (files and directories, hard links once), refreshed with the usage.', labelNames: volumeLabels, registers });
+    new Gauge({
+      name: HOSTPATH_METRIC_NAMES.volumeUsedInodes,
+      help: 'Inodes used by a volume directory (files and directories, hard links once), refreshed with the usage.',
+      labelNames: volumeLabels,
+      registers,
+    });
   const reloads =
     existing<Counter<'result'>>(HOSTPATH_METRIC_NAMES.configReloadsTotal) ??
-    new Counter({ name: HOSTPATH_METRIC_NAMES.configReloadsTotal, help: 'Configuration changes seen after the first load, by result: applied, or invalid (the last good configuration stays).', labelNames: ['result'], registers });
+    new Counter({
+      name: HOSTPATH_METRIC_NAMES.configReloadsTotal,
+      help: 'Configuration changes seen after the first load, by result: applied, or invalid (the last good configuration stays).',
+      labelNames: ['result'],
+      registers,
+    });
   const clock = o.clock ?? realClock;
 
   const budget = new WalkBudget(o.walkEntriesPerSecond ?? 1_000, clock);
@@ -141,9 +173,19 @@ export function createHostPathMetrics(o: HostPathMetricsOptions): HostPathMetric
     const deadline = o.usageIntervalMs > 0 ? clock.now() + o.usageIntervalMs : Infinity;
     for (const pv of volumes) {
       if (signal.aborted) return;
-      const labels = { persistentvolume: pv.metadata.name ?? '', namespace: pv.spec.claimRef?.namespace ?? '', persistentvolumeclaim: pv.spec.claimRef?.name ?? '' };
+      const labels = {
+        persistentvolume: pv.metadata.name ?? '',
+        namespace: pv.spec.claimRef?.namespace ?? '',
+        persistentvolumeclaim: pv.spec.claimRef?.name ?? '',
+      };
       try {
-        const usage = await o.provisioner.volumeUsage(pv, { maxEntries: o.maxEntries ?? 100_000, budget, deadline, fs: o.usageFs, signal });
+        const usage = await o.provisioner.volumeUsage(pv, {
+          maxEntries: o.maxEntries ?? 100_000,
+          budget,
+          deadline,
+          fs: o.usageFs,
+          signal,
+        });
         used.set(labels, num(usage.bytes));
         inodes.set(labels, usage.inodes);
         complete.set(labels, usage.complete ? 1 : 0);
@@ -158,7 +200,16 @@ export function createHostPathMetrics(o: HostPathMetricsOptions): HostPathMetric
     for (const g of [used, inodes, complete]) {
       for (const v of (await g.get()).values) {
         const l = v.labels as Record<(typeof volumeLabels)[number], string>;
-        if (!seen.has(JSON.stringify({ persistentvolume: l.persistentvolume, namespace: l.namespace, persistentvolumeclaim: l.persistentvolumeclaim }))) g.remove(l);
+        if (
+          !seen.has(
+            JSON.stringify({
+              persistentvolume: l.persistentvolume,
+              namespace: l.namespace,
+              persistentvolumeclaim: l.persistentvolumeclaim,
+            }),
+          )
+        )
+          g.remove(l);
       }
     }
   };
@@ -170,7 +221,11 @@ export function createHostPathMetrics(o: HostPathMetricsOptions): HostPathMetric
     const capacity = isQuantity(cap) ? parseQuantity(cap) : undefined;
     const ref = pv.spec.claimRef;
     if (watch.crossed(name, usage, capacity) && o.events && ref?.name) {
-      const claim = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: ref.name, namespace: ref.namespace, uid: ref.uid } };
+      const claim = {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: ref.name, namespace: ref.namespace, uid: ref.uid },
+      };
       o.events.event(
         claim,
         'Warning',
@@ -179,8 +234,14 @@ export function createHostPathMetrics(o: HostPathMetricsOptions): HostPathMetric
       );
     }
     if (!o.publishUsage) return;
-    const summary: VolumeUsageSummary = { bytes: usage.bytes.toString(), inodes: usage.inodes, complete: usage.complete, measuredAt: new Date(clock.now()).toISOString() };
-    if (!watch.needsPublish(name, summary, capacity, parseVolumeUsage(pv.metadata.annotations?.[ANN_VOLUME_USAGE]))) return;
+    const summary: VolumeUsageSummary = {
+      bytes: usage.bytes.toString(),
+      inodes: usage.inodes,
+      complete: usage.complete,
+      measuredAt: new Date(clock.now()).toISOString(),
+    };
+    if (!watch.needsPublish(name, summary, capacity, parseVolumeUsage(pv.metadata.annotations?.[ANN_VOLUME_USAGE])))
+      return;
     await o.publishUsage(pv, summary, signal).then(
       () => watch.markPublished(name, summary),
       (err: unknown) => o.logger.warn({ pv: name, err: (err as Error).message }, 'could not publish the volume usage'),

@@ -37,7 +37,10 @@ export class LedgerSources {
 
   constructor(private readonly o: LedgerSourcesOptions) {
     if (o.volumeFeed) {
-      if (!o.getVolume) throw new Error('HostPathProvisioner: volumeFeed needs getVolume (a GET of one PV, for the freshness of delete proofs)');
+      if (!o.getVolume)
+        throw new Error(
+          'HostPathProvisioner: volumeFeed needs getVolume (a GET of one PV, for the freshness of delete proofs)',
+        );
       o.live.follow(o.volumeFeed);
     }
   }
@@ -52,7 +55,10 @@ export class LedgerSources {
       await untilAborted(this.o.live.synced(), signal);
       if (fresh) {
         const now = await this.o.getVolume!(fresh.pvName, signal);
-        if (!now) throw new VolumeGoneError(`volume ${fresh.pvName} is no longer in the API; not deleting its directory without it`);
+        if (!now)
+          throw new VolumeGoneError(
+            `volume ${fresh.pvName} is no longer in the API; not deleting its directory without it`,
+          );
         await this.o.live.waitForResourceVersion(now.metadata.resourceVersion, signal);
       }
     } else if (this.o.knownVolumes) {
@@ -72,7 +78,9 @@ export class LedgerSources {
     this.listing = Promise.resolve()
       .then(() => src(signal))
       .then((volumes) => this.o.live.replaceAll(volumes))
-      .catch((e: unknown) => this.o.logger.warn({ err: (e as Error).message }, 'could not list volumes to rebuild capacity accounting'))
+      .catch((e: unknown) =>
+        this.o.logger.warn({ err: (e as Error).message }, 'could not list volumes to rebuild capacity accounting'),
+      )
       .finally(() => {
         this.listing = undefined;
       });

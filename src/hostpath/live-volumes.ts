@@ -130,11 +130,17 @@ export class LiveVolumes {
    */
   async waitForResourceVersion(resourceVersion: string | undefined, signal: AbortSignal): Promise<void> {
     const target = numericRv(resourceVersion);
-    if (target === undefined) throw new StaleVolumeIndexError(`cannot tell whether the live-volume index is current: resourceVersion ${JSON.stringify(resourceVersion)} is not a number`);
+    if (target === undefined)
+      throw new StaleVolumeIndexError(
+        `cannot tell whether the live-volume index is current: resourceVersion ${JSON.stringify(resourceVersion)} is not a number`,
+      );
     const deadline = this.ctx.clock.now() + FRESHNESS_TIMEOUT_MS;
     while (this.currentRv() < target) {
       const left = deadline - this.ctx.clock.now();
-      if (left <= 0) throw new StaleVolumeIndexError(`the live-volume index has seen resourceVersion ${this.currentRv()}, not yet ${target}; retrying later`);
+      if (left <= 0)
+        throw new StaleVolumeIndexError(
+          `the live-volume index has seen resourceVersion ${this.currentRv()}, not yet ${target}; retrying later`,
+        );
       signal.throwIfAborted();
       // Woken by the next event, or by the deadline (then the loop throws).
       await new Promise<void>((resolve, reject) => {
@@ -192,19 +198,25 @@ export class LiveVolumes {
     };
     if (reading.kind === 'none') return {};
     if (reading.kind === 'ambiguous') {
-      const hit = roots.filter((r) => reading.candidates.some((c) => c === r || isStrictlyUnder(r, c) || isStrictlyUnder(c, r)));
+      const hit = roots.filter((r) =>
+        reading.candidates.some((c) => c === r || isStrictlyUnder(r, c) || isStrictlyUnder(c, r)),
+      );
       const scope = scopeFor(hit.find((r) => shared.has(r)) ?? hit[0]);
       // A hostPath or local path holding `..` means what the kernel makes of it (symlinks first, then `..`), which
       // may be under a root whatever its letters say (`/elsewhere/link/../victim`): the disk is asked, as for a
       // path outside every root, and what it resolves to is blocked too.
       const direct = pv.spec.local?.path ?? pv.spec.hostPath?.path;
-      const tracked: Tracked | undefined = typeof direct === 'string' ? { scope, path: direct, outside: true } : undefined;
+      const tracked: Tracked | undefined =
+        typeof direct === 'string' ? { scope, path: direct, outside: true } : undefined;
       if (hit.length === 0) return { tracked };
       return { blocker: { pvName: name, scope, roots: hit, why: reading.why }, tracked };
     }
     const path = reading.path;
     const annotated = canonicalAbsolutePath(pv.metadata.annotations?.[ANN_HOSTPATH_BASE_PATH]);
-    const base = annotated !== undefined && roots.includes(annotated) && isStrictlyUnder(annotated, path) ? annotated : longestRootOf(path, roots);
+    const base =
+      annotated !== undefined && roots.includes(annotated) && isStrictlyUnder(annotated, path)
+        ? annotated
+        : longestRootOf(path, roots);
     const scope = scopeFor(base);
     const tracked: Tracked = { scope, path, outside: base === undefined };
     if (base === undefined) return { tracked };
@@ -257,7 +269,10 @@ export class LiveVolumes {
       if (found.alias !== undefined) index.addAlias(name, found.alias);
       index.setInodes(name, found.chain, t.path);
     } catch (e) {
-      this.ctx.logger.debug({ pv: name, path: t.path, err: (e as Error).message }, 'could not read the identity of a volume directory');
+      this.ctx.logger.debug(
+        { pv: name, path: t.path, err: (e as Error).message },
+        'could not read the identity of a volume directory',
+      );
     }
   }
 }

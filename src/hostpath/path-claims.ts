@@ -30,10 +30,12 @@ const markerDir = (base: string, ancestor: string) => `${belowDir(base)}/${keyOf
 
 /** The claim file names present in a base path (one directory read; for loading an index). */
 export async function listPathClaimKeys(base: string, fsOpts?: FsOpsOptions): Promise<Set<string>> {
-  const names = await hostFsOf(fsOpts).readdir(claimsDir(base)).catch((e: unknown) => {
-    if (errnoCode(e) === 'ENOENT') return [] as string[];
-    throw e;
-  });
+  const names = await hostFsOf(fsOpts)
+    .readdir(claimsDir(base))
+    .catch((e: unknown) => {
+      if (errnoCode(e) === 'ENOENT') return [] as string[];
+      throw e;
+    });
   return new Set(names.filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -5)));
 }
 
@@ -42,7 +44,9 @@ export const pathClaimKey = keyOf;
 
 /** Reads the claim of `rel`, or undefined. */
 export async function readPathClaim(base: string, rel: string, fsOpts?: FsOpsOptions): Promise<PathClaim | undefined> {
-  const text = await hostFsOf(fsOpts).readFile(claimFile(base, rel)).catch(() => undefined);
+  const text = await hostFsOf(fsOpts)
+    .readFile(claimFile(base, rel))
+    .catch(() => undefined);
   const c = text === undefined ? undefined : parse(text);
   // A hash collision (or a hand-edited file) never stands for another path.
   return c?.relativePath === rel ? c : undefined;
@@ -99,7 +103,12 @@ async function writeMarker(fs: HostFs, base: string, ancestor: string, claim: Pa
  * Another volume's claim at `rel`, on one of its ancestors, or below it (read now: another instance may have just
  * written it), or undefined. Bounded: one read per ancestor, one directory open, and the first live marker below.
  */
-export async function findConflictingClaim(base: string, rel: string, pvName: string, fsOpts?: FsOpsOptions): Promise<PathClaim | undefined> {
+export async function findConflictingClaim(
+  base: string,
+  rel: string,
+  pvName: string,
+  fsOpts?: FsOpsOptions,
+): Promise<PathClaim | undefined> {
   const own = await readPathClaim(base, rel, fsOpts);
   if (own && own.pvName !== pvName) return own;
   for (const a of relativeAncestorsOf(rel)) {
@@ -109,7 +118,12 @@ export async function findConflictingClaim(base: string, rel: string, pvName: st
   return firstClaimBelow(base, rel, pvName, fsOpts);
 }
 
-async function firstClaimBelow(base: string, rel: string, pvName: string, fsOpts?: FsOpsOptions): Promise<PathClaim | undefined> {
+async function firstClaimBelow(
+  base: string,
+  rel: string,
+  pvName: string,
+  fsOpts?: FsOpsOptions,
+): Promise<PathClaim | undefined> {
   const fs = hostFsOf(fsOpts);
   const dir = markerDir(base, rel);
   const handle = await fs.opendir(dir).catch((e: unknown) => {
@@ -120,7 +134,10 @@ async function firstClaimBelow(base: string, rel: string, pvName: string, fsOpts
   try {
     for await (const entry of handle) {
       const marker = parse(await fs.readFile(`${dir}/${entry.name}`).catch(() => '{}'));
-      const live = marker && isStrictlyUnder(`/${rel}`, `/${marker.relativePath}`) ? await readPathClaim(base, marker.relativePath, fsOpts) : undefined;
+      const live =
+        marker && isStrictlyUnder(`/${rel}`, `/${marker.relativePath}`)
+          ? await readPathClaim(base, marker.relativePath, fsOpts)
+          : undefined;
       if (live && live.pvName !== pvName) return live;
       // Its claim is gone (a crash between the writes, or a release that did not finish): forget the marker.
       if (!live) await fs.rm(`${dir}/${entry.name}`, { force: true });

@@ -16,15 +16,33 @@ export const RESERVED_PREFIXES = ['.kube-provisioner', 'archived-'] as const;
 
 /** Which rule a path broke: stable codes for tests, events and metrics. */
 export type UnsafePathRule =
-  | 'empty' | 'absolute' | 'control-character' | 'malformed-unicode' | 'backslash' | 'dot-segment'
-  | 'empty-segment' | 'segment-too-long' | 'path-too-long' | 'too-deep' | 'reserved-name'
-  | 'invalid-base-path' | 'outside-root' | 'is-base-path' | 'overlaps-volume'
-  | 'symlink' | 'not-directory' | 'shell-unsafe';
+  | 'empty'
+  | 'absolute'
+  | 'control-character'
+  | 'malformed-unicode'
+  | 'backslash'
+  | 'dot-segment'
+  | 'empty-segment'
+  | 'segment-too-long'
+  | 'path-too-long'
+  | 'too-deep'
+  | 'reserved-name'
+  | 'invalid-base-path'
+  | 'outside-root'
+  | 'is-base-path'
+  | 'overlaps-volume'
+  | 'symlink'
+  | 'not-directory'
+  | 'shell-unsafe';
 
 /** A path that must not be used. `rule` says why; never match on the message. */
 export class UnsafePathError extends Error {
   override name = 'UnsafePathError';
-  constructor(readonly rule: UnsafePathRule, readonly path: string, readonly detail: string) {
+  constructor(
+    readonly rule: UnsafePathRule,
+    readonly path: string,
+    readonly detail: string,
+  ) {
     // The path can be 200 KB of tenant input: the message (and so the claim's event) quotes at most 1 KiB of it.
     super(`unsafe volume path ${shortenText(JSON.stringify(path), MAX_QUOTED_INPUT_BYTES)}: ${detail}`);
   }
@@ -53,7 +71,8 @@ export function shellUnsafeCharacter(s: string, o: { backslash?: boolean } = {})
   for (const char of s) {
     if (CONTROL_RE.test(char)) return { char, kind: 'control character' };
     if (WHITESPACE_RE.test(char)) return { char, kind: 'whitespace' };
-    if (SHELL_META_RE.test(char) || (o.backslash && char === '\\')) return { char, kind: 'glob or shell metacharacter' };
+    if (SHELL_META_RE.test(char) || (o.backslash && char === '\\'))
+      return { char, kind: 'glob or shell metacharacter' };
   }
   return undefined;
 }
@@ -61,7 +80,8 @@ export function shellUnsafeCharacter(s: string, o: { backslash?: boolean } = {})
 /** `"*" (U+002A), a glob or shell metacharacter`: how messages name an unsafe character. */
 export function describeCharacter(c: ShellUnsafeCharacter): string {
   const code = `U+${(c.char.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
-  if (c.kind === 'glob or shell metacharacter') return `${JSON.stringify(c.char)} (${code}), a glob or shell metacharacter`;
+  if (c.kind === 'glob or shell metacharacter')
+    return `${JSON.stringify(c.char)} (${code}), a glob or shell metacharacter`;
   return c.kind === 'whitespace' ? `whitespace (${code})` : `a control character (${code})`;
 }
 
@@ -72,7 +92,12 @@ export function describeCharacter(c: ShellUnsafeCharacter): string {
  */
 export function checkScriptPath(script: 'setup' | 'teardown', base: string, p: string): void {
   const c = shellUnsafeCharacter(isStrictlyUnder(base, p) ? p.slice(base.length + 1) : p, { backslash: true });
-  if (c) throw new UnsafePathError('shell-unsafe', p, `contains ${describeCharacter(c)}; refusing to hand it to the ${script} script (a script that expands its path unquoted would read it as syntax)`);
+  if (c)
+    throw new UnsafePathError(
+      'shell-unsafe',
+      p,
+      `contains ${describeCharacter(c)}; refusing to hand it to the ${script} script (a script that expands its path unquoted would read it as syntax)`,
+    );
 }
 
 /**
@@ -106,7 +131,11 @@ export function checkRelativeVolumePath(rel: string, rules: RelativePathRules = 
       throw new UnsafePathError('segment-too-long', rel, `a segment is longer than ${maxBytes} bytes`);
     }
     if (RESERVED_PREFIXES.some((p) => seg.startsWith(p))) {
-      throw new UnsafePathError('reserved-name', rel, `segments starting with ${RESERVED_PREFIXES.map((p) => `"${p}"`).join(' or ')} are reserved`);
+      throw new UnsafePathError(
+        'reserved-name',
+        rel,
+        `segments starting with ${RESERVED_PREFIXES.map((p) => `"${p}"`).join(' or ')} are reserved`,
+      );
     }
   }
   return segments;
@@ -114,12 +143,18 @@ export function checkRelativeVolumePath(rel: string, rules: RelativePathRules = 
 
 /** Checks a configured base path lexically: absolute, normalised, not `/`, no control characters. */
 export function checkBasePath(base: string): void {
-  if (typeof base !== 'string' || !path.isAbsolute(base)) throw new UnsafePathError('invalid-base-path', String(base), 'must be absolute');
+  if (typeof base !== 'string' || !path.isAbsolute(base))
+    throw new UnsafePathError('invalid-base-path', String(base), 'must be absolute');
   if (base === '/') throw new UnsafePathError('invalid-base-path', base, 'must not be the filesystem root');
   if (path.normalize(base) !== base || base.endsWith('/')) {
-    throw new UnsafePathError('invalid-base-path', base, `must be normalised (${JSON.stringify(path.normalize(base).replace(/\/$/, ''))})`);
+    throw new UnsafePathError(
+      'invalid-base-path',
+      base,
+      `must be normalised (${JSON.stringify(path.normalize(base).replace(/\/$/, ''))})`,
+    );
   }
-  if (CONTROL_RE.test(base) || LONE_SURROGATE_RE.test(base)) throw new UnsafePathError('invalid-base-path', base, 'contains a control character');
+  if (CONTROL_RE.test(base) || LONE_SURROGATE_RE.test(base))
+    throw new UnsafePathError('invalid-base-path', base, 'contains a control character');
 }
 
 /** True when `p` is strictly below `root` (lexically; both absolute and normalised). */
@@ -132,12 +167,18 @@ export function isStrictlyUnder(root: string, p: string): boolean {
  * Joins a base path and a checked relative path, and re-verifies the result lexically:
  * strictly under the base, within PATH_MAX.
  */
-export function resolveVolumePath(base: string, rel: string, rules: RelativePathRules = {}): { path: string; segments: string[] } {
+export function resolveVolumePath(
+  base: string,
+  rel: string,
+  rules: RelativePathRules = {},
+): { path: string; segments: string[] } {
   checkBasePath(base);
   const segments = checkRelativeVolumePath(rel, rules);
   const full = `${base}/${segments.join('/')}`;
-  if (path.normalize(full) !== full || !isStrictlyUnder(base, full)) throw new UnsafePathError('outside-root', full, `not under ${base}`);
-  if (Buffer.byteLength(full, 'utf8') > MAX_PATH_BYTES) throw new UnsafePathError('path-too-long', full, `longer than ${MAX_PATH_BYTES} bytes`);
+  if (path.normalize(full) !== full || !isStrictlyUnder(base, full))
+    throw new UnsafePathError('outside-root', full, `not under ${base}`);
+  if (Buffer.byteLength(full, 'utf8') > MAX_PATH_BYTES)
+    throw new UnsafePathError('path-too-long', full, `longer than ${MAX_PATH_BYTES} bytes`);
   return { path: full, segments };
 }
 

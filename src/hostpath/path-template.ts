@@ -24,7 +24,10 @@ export interface PathTemplateData {
 /** Base class of every pathPattern error. */
 export class PathTemplateError extends Error {
   override name = 'PathTemplateError';
-  constructor(message: string, readonly pattern: string) {
+  constructor(
+    message: string,
+    readonly pattern: string,
+  ) {
     super(message);
   }
 }
@@ -32,7 +35,11 @@ export class PathTemplateError extends Error {
 /** The pattern itself is malformed or uses syntax we do not support. */
 export class TemplateSyntaxError extends PathTemplateError {
   override name = 'TemplateSyntaxError';
-  constructor(message: string, pattern: string, readonly position: number) {
+  constructor(
+    message: string,
+    pattern: string,
+    readonly position: number,
+  ) {
     super(`invalid pathPattern ${JSON.stringify(pattern)} at offset ${position}: ${message}`, pattern);
   }
 }
@@ -40,19 +47,32 @@ export class TemplateSyntaxError extends PathTemplateError {
 /** A referenced value is absent (`reason: 'missing'`) or the empty string (`reason: 'empty'`). */
 export class MissingTemplateKeyError extends PathTemplateError {
   override name = 'MissingTemplateKeyError';
-  constructor(pattern: string, readonly field: TemplateField, readonly key: string | undefined, readonly reason: 'missing' | 'empty') {
+  constructor(
+    pattern: string,
+    readonly field: TemplateField,
+    readonly key: string | undefined,
+    readonly reason: 'missing' | 'empty',
+  ) {
     const what = key === undefined ? field : `${field === 'pvc.label' ? 'label' : 'annotation'} ${JSON.stringify(key)}`;
-    super(`pathPattern ${JSON.stringify(pattern)} needs the claim's ${what}, which is ${reason === 'missing' ? 'not set' : 'empty'}`, pattern);
+    super(
+      `pathPattern ${JSON.stringify(pattern)} needs the claim's ${what}, which is ${reason === 'missing' ? 'not set' : 'empty'}`,
+      pattern,
+    );
   }
 }
 
 /** A value taken from the claim holds a character a shell or a glob reads as syntax. */
 export class UnsafeTemplateValueError extends PathTemplateError {
   override name = 'UnsafeTemplateValueError';
-  constructor(pattern: string, readonly field: TemplateField, readonly key: string | undefined, readonly character: ShellUnsafeCharacter) {
+  constructor(
+    pattern: string,
+    readonly field: TemplateField,
+    readonly key: string | undefined,
+    readonly character: ShellUnsafeCharacter,
+  ) {
     super(
       `the claim's ${describeField(field, key)} contains ${describeCharacter(character)}: the StorageClass parameter pathPattern ` +
-      `(${JSON.stringify(pattern)}) takes no glob or shell metacharacters, whitespace or control characters from a claim`,
+        `(${JSON.stringify(pattern)}) takes no glob or shell metacharacters, whitespace or control characters from a claim`,
       pattern,
     );
   }
@@ -94,11 +114,21 @@ export function renderPathPattern(pattern: string, data: PathTemplateData): stri
 function lookup(pattern: string, field: TemplateField, key: string | undefined, data: PathTemplateData): string {
   let value: string | undefined;
   switch (field) {
-    case 'pvc.namespace': value = data.claim.namespace; break;
-    case 'pvc.name': value = data.claim.name; break;
-    case 'pv.name': value = data.pvName; break;
-    case 'pvc.label': value = own(data.claim.labels, key!); break;
-    case 'pvc.annotation': value = own(data.claim.annotations, key!); break;
+    case 'pvc.namespace':
+      value = data.claim.namespace;
+      break;
+    case 'pvc.name':
+      value = data.claim.name;
+      break;
+    case 'pv.name':
+      value = data.pvName;
+      break;
+    case 'pvc.label':
+      value = own(data.claim.labels, key!);
+      break;
+    case 'pvc.annotation':
+      value = own(data.claim.annotations, key!);
+      break;
   }
   if (value === undefined || value === null) throw new MissingTemplateKeyError(pattern, field, key, 'missing');
   if (typeof value !== 'string') throw new MissingTemplateKeyError(pattern, field, key, 'missing');
@@ -178,7 +208,9 @@ function parseDollar(pattern: string, raw: string, at: number): Part {
   if (m) return { kind: 'ref', field: m[1] === 'labels' ? 'pvc.label' : 'pvc.annotation', key: m[2] };
   throw new TemplateSyntaxError(
     `unknown variable "\${${raw}}" (known: \${.PVC.namespace}, \${.PVC.name}, \${.PVC.labels.KEY}, \${.PVC.annotations.KEY}, \${.PV.name})`,
-    pattern, at);
+    pattern,
+    at,
+  );
 }
 
 // local-path (Go text/template): {{ .PVC.Namespace }} {{ .PVC.Name }} {{ .PVC.Labels.K }}
@@ -192,11 +224,17 @@ function parseAction(pattern: string, raw: string, at: number): Part {
   if (dotted) return { kind: 'ref', field: dotted[1] === 'Labels' ? 'pvc.label' : 'pvc.annotation', key: dotted[2] };
   const indexed = /^index\s+\.PVC\.(Labels|Annotations)\s+("(?:[^"\\]|\\.)*"|`[^`]*`)$/.exec(inner);
   if (indexed) {
-    return { kind: 'ref', field: indexed[1] === 'Labels' ? 'pvc.label' : 'pvc.annotation', key: unquote(pattern, indexed[2], at) };
+    return {
+      kind: 'ref',
+      field: indexed[1] === 'Labels' ? 'pvc.label' : 'pvc.annotation',
+      key: unquote(pattern, indexed[2], at),
+    };
   }
   throw new TemplateSyntaxError(
     `unsupported action "{{${raw}}}" (known: {{ .PVC.Namespace }}, {{ .PVC.Name }}, {{ .PVC.Labels.KEY }}, {{ .PVC.Annotations.KEY }}, {{ .PV.Name }}, {{ .PVName }}, {{ index .PVC.Labels "KEY" }})`,
-    pattern, at);
+    pattern,
+    at,
+  );
 }
 
 function unquote(pattern: string, literal: string, at: number): string {

@@ -76,16 +76,28 @@ export class VolumePlacer {
     if (fitting.length === 0) this.refuseForSpace(o, plan, config, candidates, freeCapacity);
     this.capacityRefusals.delete(pvName);
     // Most free space first (unlimited counts as most), then least allocated, then configuration order.
-    const ranked = fitting.map((c, i) => ({ c, i, free: ledger.free(scope, c.path, c.capacity, pvName), alloc: ledger.allocated(scope, c.path) }));
+    const ranked = fitting.map((c, i) => ({
+      c,
+      i,
+      free: ledger.free(scope, c.path, c.capacity, pvName),
+      alloc: ledger.allocated(scope, c.path),
+    }));
     ranked.sort((a, b) => cmpFree(b.free, a.free) || (a.alloc < b.alloc ? -1 : a.alloc > b.alloc ? 1 : 0) || a.i - b.i);
     const base = ranked[0].c;
     const { path, segments } = infeasibleOn(() => resolveVolumePath(base.path, rel));
     // Stable names: a directory at, inside or above a live volume's is refused, naming that volume.
-    for (const index of this.ctx.reachableIndexes(scope)) infeasibleOn(() => index.checkFree(path, pvName, allBasePaths(config)));
+    for (const index of this.ctx.reachableIndexes(scope))
+      infeasibleOn(() => index.checkFree(path, pvName, allBasePaths(config)));
     return { scope, base, path, segments, isNew: true };
   }
 
-  private refuseForSpace(o: ProvisionOptions, plan: HostPathPlan, config: HostPathConfig, candidates: BasePath[], freeCapacity: Map<string, bigint>): never {
+  private refuseForSpace(
+    o: ProvisionOptions,
+    plan: HostPathPlan,
+    config: HostPathConfig,
+    candidates: BasePath[],
+    freeCapacity: Map<string, bigint>,
+  ): never {
     const { pvName } = o;
     const { scope, bytes } = plan;
     const ledger = this.ctx.ledger;
@@ -93,13 +105,16 @@ export class VolumePlacer {
     const fitsSomewhere = all.some((p) => p.capacity === undefined || p.capacity >= bytes);
     const freeOf = (c: BasePath) => freeText(ledger.free(scope, c.path, c.capacity, pvName));
     const msg = `no base path has ${requestOf(o)} free for this claim (${candidates.map((c) => `${c.path}: ${freeOf(c)} free`).join(', ')})`;
-    if (!fitsSomewhere) throw new InfeasibleError(`the claim asks for ${requestOf(o)}, more than the capacity of any configured path`);
+    if (!fitsSomewhere)
+      throw new InfeasibleError(`the claim asks for ${requestOf(o)}, more than the capacity of any configured path`);
     // Every node sees the same shared path: another node would not help.
     if (scope === SHARED_SCOPE) throw new InfeasibleError(msg);
     // Asking the scheduler again only helps if another node may have room; otherwise it selects this node again
     // at once and the claim loops. Then it backs off like any infeasible claim instead.
     if (!this.otherNodeMayFit(o, plan, config, freeCapacity)) {
-      throw new InfeasibleError(`no node has ${requestOf(o)} free for this claim (${candidates.map((c) => `${scope}:${c.path}: ${freeOf(c)} free`).join(', ')}; no other node has room)`);
+      throw new InfeasibleError(
+        `no node has ${requestOf(o)} free for this claim (${candidates.map((c) => `${scope}:${c.path}: ${freeOf(c)} free`).join(', ')}; no other node has room)`,
+      );
     }
     this.rememberRefusal(pvName, scope);
     if (o.selectedNodeName) throw new ProvisioningError(`${msg}; asking the scheduler for another node`, 'Reschedule');
@@ -111,14 +126,21 @@ export class VolumePlacer {
    * default paths for unlisted nodes, which we cannot enumerate) any node as long as the scheduler has not brought
    * this claim back to a node that already refused it for capacity.
    */
-  private otherNodeMayFit(o: ProvisionOptions, plan: HostPathPlan, config: HostPathConfig, freeCapacity: Map<string, bigint>): boolean {
+  private otherNodeMayFit(
+    o: ProvisionOptions,
+    plan: HostPathPlan,
+    config: HostPathConfig,
+    freeCapacity: Map<string, bigint>,
+  ): boolean {
     const { params, scope: node, bytes } = plan;
     const set = pathSetForClass(config, o.storageClass.metadata.name ?? '');
     if (!set) return false;
-    const usable = (paths: BasePath[]) => withCapacity(paths, freeCapacity).filter((p) => params.nodePath === undefined || p.path === params.nodePath);
+    const usable = (paths: BasePath[]) =>
+      withCapacity(paths, freeCapacity).filter((p) => params.nodePath === undefined || p.path === params.nodePath);
     for (const entry of set.nodePathMap) {
       if (entry.node === DEFAULT_NODE || entry.node === node) continue;
-      if (usable(entry.paths).some((p) => this.ctx.ledger.fits(entry.node, p.path, p.capacity, bytes, o.pvName))) return true;
+      if (usable(entry.paths).some((p) => this.ctx.ledger.fits(entry.node, p.path, p.capacity, bytes, o.pvName)))
+        return true;
     }
     const defaults = set.nodePathMap.find((n) => n.node === DEFAULT_NODE);
     if (!defaults || !usable(defaults.paths).some((p) => p.capacity === undefined || p.capacity >= bytes)) return false;
@@ -130,7 +152,8 @@ export class VolumePlacer {
     const nodes = this.capacityRefusals.get(pvName) ?? new Set<string>();
     this.capacityRefusals.delete(pvName);
     this.capacityRefusals.set(pvName, nodes.add(node));
-    if (this.capacityRefusals.size > MAX_REMEMBERED_REFUSALS) this.capacityRefusals.delete(this.capacityRefusals.keys().next().value ?? '');
+    if (this.capacityRefusals.size > MAX_REMEMBERED_REFUSALS)
+      this.capacityRefusals.delete(this.capacityRefusals.keys().next().value ?? '');
   }
 }
 

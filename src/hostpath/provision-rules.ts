@@ -34,8 +34,14 @@ export async function nodeAffinityValue(
   if (v) return v;
   if (key === LABEL_HOSTNAME) return node;
   if (!nodeObject) {
-    if (!getNode) throw new InfeasibleError(`nodeAffinityKey ${key} needs the node's labels, and this provisioner has no way to look node ${node} up`);
-    throw new ProvisioningError(`node ${node} was not found; cannot read its label ${key} (the class's nodeAffinityKey)`, 'Reschedule');
+    if (!getNode)
+      throw new InfeasibleError(
+        `nodeAffinityKey ${key} needs the node's labels, and this provisioner has no way to look node ${node} up`,
+      );
+    throw new ProvisioningError(
+      `node ${node} was not found; cannot read its label ${key} (the class's nodeAffinityKey)`,
+      'Reschedule',
+    );
   }
   throw new InfeasibleError(`node ${node} has no label ${key} (the class's nodeAffinityKey)`);
 }
@@ -44,13 +50,23 @@ export async function nodeAffinityValue(
  * A deployment-mode instance reaches only its own node's disks: a claim of another node is ignored (that node's
  * instance serves it) or refused with how to fix it.
  */
-export function otherNodeRefusal(node: string, ownNode: string | undefined, policy: 'refuse' | 'ignore' | undefined): { ok: false; kind: 'ignored' | 'infeasible'; message: string } {
-  if (policy === 'ignore') return { ok: false, kind: 'ignored', message: `claim is scheduled to node ${node}; node-local volumes are created by that node's instance` };
+export function otherNodeRefusal(
+  node: string,
+  ownNode: string | undefined,
+  policy: 'refuse' | 'ignore' | undefined,
+): { ok: false; kind: 'ignored' | 'infeasible'; message: string } {
+  if (policy === 'ignore')
+    return {
+      ok: false,
+      kind: 'ignored',
+      message: `claim is scheduled to node ${node}; node-local volumes are created by that node's instance`,
+    };
   const here = ownNode ? `runs on node ${ownNode}` : 'does not know its node (--node-name)';
   return {
     ok: false,
     kind: 'infeasible',
-    message: `claim is scheduled to node ${node}, but this deployment-mode instance ${here} and cannot create a directory on another node's disk. ` +
+    message:
+      `claim is scheduled to node ${node}, but this deployment-mode instance ${here} and cannot create a directory on another node's disk. ` +
       'Fix: run the node-local DaemonSet (deploy/node-local) for this provisioner name and start the deployment with --other-node-claims=ignore, ' +
       'or use a class on a shared path (sharedFileSystemPath)',
   };
@@ -58,13 +74,27 @@ export function otherNodeRefusal(node: string, ownNode: string | undefined, poli
 
 /** Runs a configured script (none configured: nothing), logging its output on failure. */
 export async function runLoggedScript(r: {
-  name: ScriptName; scripts: VolumeScripts; dir: string; bytes: bigint; signal: AbortSignal; clock: Clock; logger: Logger;
+  name: ScriptName;
+  scripts: VolumeScripts;
+  dir: string;
+  bytes: bigint;
+  signal: AbortSignal;
+  clock: Clock;
+  logger: Logger;
 }): Promise<void> {
   const script = r.scripts[r.name];
   if (script === undefined) return;
   const log = r.logger.child({ path: r.dir, script: r.name });
   try {
-    const { output } = await runVolumeScript({ script, name: r.name, volumeDir: r.dir, sizeBytes: r.bytes, timeoutMs: r.scripts.timeoutMs, signal: r.signal, clock: r.clock });
+    const { output } = await runVolumeScript({
+      script,
+      name: r.name,
+      volumeDir: r.dir,
+      sizeBytes: r.bytes,
+      timeoutMs: r.scripts.timeoutMs,
+      signal: r.signal,
+      clock: r.clock,
+    });
     if (output.trim()) log.debug({ output }, `${r.name} script output`);
   } catch (e) {
     if (e instanceof VolumeScriptError) log.warn({ output: e.output, ...e.outcome }, `${r.name} script failed`);
@@ -90,7 +120,12 @@ export function infeasibleOn<T>(fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    if (e instanceof StorageClassParameterError || e instanceof PathTemplateError || e instanceof UnsafePathError || e instanceof VolumeTypeAnnotationError) {
+    if (
+      e instanceof StorageClassParameterError ||
+      e instanceof PathTemplateError ||
+      e instanceof UnsafePathError ||
+      e instanceof VolumeTypeAnnotationError
+    ) {
       throw new InfeasibleError(e.message, { cause: e });
     }
     throw e;

@@ -11,8 +11,15 @@
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass, Node } from '../types/k8s.ts';
 import { ANN_SELECTED_NODE } from '../types/annotations.ts';
 import {
-  IgnoredError, InfeasibleError, ProvisioningError,
-  type ClaimCheckInput, type ClaimCheckResult, type ExpandResult, type Provisioner, type ProvisionOptions, type ProvisionResult,
+  IgnoredError,
+  InfeasibleError,
+  ProvisioningError,
+  type ClaimCheckInput,
+  type ClaimCheckResult,
+  type ExpandResult,
+  type Provisioner,
+  type ProvisionOptions,
+  type ProvisionResult,
 } from '../controller/provisioner.ts';
 import { shortenText } from '../types/text.ts';
 import type { Clock } from '../runtime/clock.ts';
@@ -116,12 +123,10 @@ export interface HostPathProvisionerOptions {
   fs?: FsOpsOptions;
 }
 
-
 /** Allocation of a base path with its configured capacity (undefined = unlimited). */
 export interface BasePathStatus extends BasePathAllocation {
   capacity?: bigint;
 }
-
 
 /** The hostpath Provisioner: volumes are directories under configured base paths, published as hostPath or local PVs. */
 export class HostPathProvisioner implements Provisioner {
@@ -140,25 +145,47 @@ export class HostPathProvisioner implements Provisioner {
 
   constructor(private readonly opts: HostPathProvisionerOptions) {
     this.mode = opts.mode ?? 'deployment';
-    if (this.mode !== 'deployment' && this.mode !== 'daemonset') throw new Error(`HostPathProvisioner: mode must be deployment or daemonset, not ${String(this.mode)}`);
-    if (this.mode === 'daemonset' && !opts.nodeName) throw new Error('HostPathProvisioner: daemonset mode needs nodeName');
+    if (this.mode !== 'deployment' && this.mode !== 'daemonset')
+      throw new Error(`HostPathProvisioner: mode must be deployment or daemonset, not ${String(this.mode)}`);
+    if (this.mode === 'daemonset' && !opts.nodeName)
+      throw new Error('HostPathProvisioner: daemonset mode needs nodeName');
     this.nodeName = opts.nodeName;
     this.logger = (opts.logger ?? silentLogger).child({ component: 'hostpath', node: opts.nodeName });
     this.clock = opts.clock ?? realClock;
-    this.placer = new VolumePlacer({ ledger: this.ledger, freeSpace: opts.freeSpace, reachableIndexes: (scope) => this.reachableIndexes(scope) });
+    this.placer = new VolumePlacer({
+      ledger: this.ledger,
+      freeSpace: opts.freeSpace,
+      reachableIndexes: (scope) => this.reachableIndexes(scope),
+    });
     this.identities = new DirectoryIdentities(hostFsOf(opts.fs));
     this.records = new VolumeRecordStore({ ledger: this.ledger, logger: this.logger, fs: opts.fs });
     this.live = new LiveVolumes({
-      ledger: this.ledger, config: () => this.config(), exports: () => this.exports(), identities: this.identities,
+      ledger: this.ledger,
+      config: () => this.config(),
+      exports: () => this.exports(),
+      identities: this.identities,
       reachable: (scope) => this.mode === 'deployment' || scope === SHARED_SCOPE || scope === this.nodeName,
-      clock: this.clock, logger: this.logger,
+      clock: this.clock,
+      logger: this.logger,
     });
     this.sources = new LedgerSources({
-      records: this.records, live: this.live, roots: () => this.configuredRoots(),
-      volumeFeed: opts.volumeFeed, getVolume: opts.getVolume, knownVolumes: opts.knownVolumes, knownVolumesRefreshMs: opts.knownVolumesRefreshMs,
-      clock: this.clock, logger: this.logger,
+      records: this.records,
+      live: this.live,
+      roots: () => this.configuredRoots(),
+      volumeFeed: opts.volumeFeed,
+      getVolume: opts.getVolume,
+      knownVolumes: opts.knownVolumes,
+      knownVolumesRefreshMs: opts.knownVolumesRefreshMs,
+      clock: this.clock,
+      logger: this.logger,
     });
-    if (opts.nodeExists) this.goneNodes = new GoneNodePolicy({ nodeExists: opts.nodeExists, graceMs: opts.goneNodeGraceMs, clock: this.clock, logger: this.logger });
+    if (opts.nodeExists)
+      this.goneNodes = new GoneNodePolicy({
+        nodeExists: opts.nodeExists,
+        graceMs: opts.goneNodeGraceMs,
+        clock: this.clock,
+        logger: this.logger,
+      });
   }
 
   private config(): HostPathConfig {
@@ -189,7 +216,14 @@ export class HostPathProvisioner implements Provisioner {
   }
 
   private checkInput(input: ClaimCheckInput, config: HostPathConfig): HostPathClaimCheckInput {
-    return { ...input, config, mode: this.mode, nodeName: this.nodeName, nfs: this.opts.nfs, otherNodeClaims: this.opts.otherNodeClaims };
+    return {
+      ...input,
+      config,
+      mode: this.mode,
+      nodeName: this.nodeName,
+      nfs: this.opts.nfs,
+      otherNodeClaims: this.opts.otherNodeClaims,
+    };
   }
 
   /** Called after a configuration reload: nodes that refused a claim for space may have paths or room now. */
@@ -212,7 +246,12 @@ export class HostPathProvisioner implements Provisioner {
     const { className, params, accessModes, request, bytes, shared, node, scope, volumeType } = plan;
     const nfsMount = volumeType === 'nfs' ? plan.nfsExport : undefined;
     // The node's labels when the controller did not hand the node over: one GET.
-    const affinity = shared ? undefined : plan.affinity ?? { key: params.nodeAffinityKey, value: await nodeAffinityValue(o, params.nodeAffinityKey, node!, this.opts.getNode, signal) };
+    const affinity = shared
+      ? undefined
+      : (plan.affinity ?? {
+          key: params.nodeAffinityKey,
+          value: await nodeAffinityValue(o, params.nodeAffinityKey, node!, this.opts.getNode, signal),
+        });
     await this.sources.ensure(signal);
     const freeCapacity = await this.placer.freeCapacities(config, className, scope);
 
@@ -221,19 +260,44 @@ export class HostPathProvisioner implements Provisioner {
     if (placement.isNew) {
       this.ledger.reserve({ pvName, scope, basePath: placement.base.path, path: placement.path, bytes });
     }
-    const log = this.logger.child({ pv: pvName, pvc: `${claim.metadata.namespace}/${claim.metadata.name}`, storageClass: className });
+    const log = this.logger.child({
+      pv: pvName,
+      pvc: `${claim.metadata.namespace}/${claim.metadata.name}`,
+      storageClass: className,
+    });
     const created = await this.createOnDisk(o, placement, params, bytes, config, log, signal);
-    log.info({ path: placement.path, basePath: placement.base.path, bytes: bytes.toString(), reused: placement.isNew && !created }, 'volume directory ready');
+    log.info(
+      {
+        path: placement.path,
+        basePath: placement.base.path,
+        bytes: bytes.toString(),
+        reused: placement.isNew && !created,
+      },
+      'volume directory ready',
+    );
     if (placement.isNew && !created) {
       // Stable names: a directory no live volume uses is given to the claim with whatever it holds.
-      this.opts.events?.event(claim, 'Normal', 'VolumeDirectoryReused',
-        `The directory ${shortenText(placement.path, 1024)} already existed and no live volume uses it: volume ${pvName} reuses it with its contents`);
+      this.opts.events?.event(
+        claim,
+        'Normal',
+        'VolumeDirectoryReused',
+        `The directory ${shortenText(placement.path, 1024)} already existed and no live volume uses it: volume ${pvName} reuses it with its contents`,
+      );
     }
     const volume = buildVolume({
-      pvName, path: placement.path, basePath: placement.base.path, kind: shared ? 'shared' : 'node',
-      node: shared ? this.nodeName ?? o.selectedNodeName : node, affinity, volumeType, nfsMount, mountOptions: storageClass.mountOptions,
-      capacity: request, accessModes,
-      reclaimPolicy: storageClass.reclaimPolicy ?? 'Delete', storageClassName: className || undefined,
+      pvName,
+      path: placement.path,
+      basePath: placement.base.path,
+      kind: shared ? 'shared' : 'node',
+      node: shared ? (this.nodeName ?? o.selectedNodeName) : node,
+      affinity,
+      volumeType,
+      nfsMount,
+      mountOptions: storageClass.mountOptions,
+      capacity: request,
+      accessModes,
+      reclaimPolicy: storageClass.reclaimPolicy ?? 'Delete',
+      storageClassName: className || undefined,
       onDelete: onDeleteFor(params, shared !== undefined),
     });
     return { volume, state: 'Finished' };
@@ -242,13 +306,24 @@ export class HostPathProvisioner implements Provisioner {
   // Identity on disk, record, path claim, overlap check, directory, setup script; on any failure, what this attempt
   // added is taken back. Returns whether the directory was created (false: an existing one is reused).
   private async createOnDisk(
-    o: ProvisionOptions, placement: Placement, params: ClassParameters, bytes: bigint, config: HostPathConfig, log: Logger, signal: AbortSignal,
+    o: ProvisionOptions,
+    placement: Placement,
+    params: ClassParameters,
+    bytes: bigint,
+    config: HostPathConfig,
+    log: Logger,
+    signal: AbortSignal,
   ): Promise<boolean> {
     const { pvName, claim } = o;
     const base = placement.base.path;
     const relativePath = placement.segments.join('/');
     const record: VolumeRecord = {
-      pvName, claimUid: claim.metadata.uid, relativePath, bytes: bytes.toString(), scope: placement.scope, createdAt: new Date(this.clock.now()).toISOString(),
+      pvName,
+      claimUid: claim.metadata.uid,
+      relativePath,
+      bytes: bytes.toString(),
+      scope: placement.scope,
+      createdAt: new Date(this.clock.now()).toISOString(),
     };
     try {
       signal.throwIfAborted();
@@ -260,12 +335,22 @@ export class HostPathProvisioner implements Provisioner {
       // it: the path claim is exclusive, and whoever then sees the other's claim backs off and retries, so two
       // volumes never share a directory.
       const held = await this.records.claim(base, record);
-      if (held) throw new Error(`the directory ${placement.path} is the directory of volume ${held.pvName} (its claim is on disk); retrying later`);
+      if (held)
+        throw new Error(
+          `the directory ${placement.path} is the directory of volume ${held.pvName} (its claim is on disk); retrying later`,
+        );
       const other = placement.isNew ? await this.records.conflict(base, relativePath, pvName) : undefined;
       if (other) {
-        throw new Error(`the directory ${placement.path} overlaps the directory ${base}/${other.relativePath} of volume ${other.pvName} (its claim is on disk); retrying later`);
+        throw new Error(
+          `the directory ${placement.path} overlaps the directory ${base}/${other.relativePath} of volume ${other.pvName} (its claim is on disk); retrying later`,
+        );
       }
-      const { created } = await createVolumeDir(base, placement.segments, { ...this.opts.fs, mode: params.mode, uid: params.uid, gid: params.gid });
+      const { created } = await createVolumeDir(base, placement.segments, {
+        ...this.opts.fs,
+        mode: params.mode,
+        uid: params.uid,
+        gid: params.gid,
+      });
       if (config.scripts.setup !== undefined) {
         await this.runScript('setup', config, placement.path, bytes, signal).catch(async (e: unknown) => {
           // A failed setup leaves nothing behind that this attempt created (a retry starts clean); a reused
@@ -282,16 +367,29 @@ export class HostPathProvisioner implements Provisioner {
       }
       log.warn({ err: (e as Error).message, path: placement.path }, 'creating the volume directory failed');
       if (e instanceof UnsafePathError) throw new InfeasibleError(e.message, { cause: e });
-      if (e instanceof VolumeScriptError) throw new ProvisioningError(shortenText(e.message, 2048), 'Finished', { cause: e });
+      if (e instanceof VolumeScriptError)
+        throw new ProvisioningError(shortenText(e.message, 2048), 'Finished', { cause: e });
       throw e;
     }
   }
 
   // Throws UnsafePathError when the directory (or a parent below the base) is a live volume's by device and inode.
-  private async checkDiskIdentity(base: string, segments: string[], pvName: string, scope: string | undefined): Promise<void> {
+  private async checkDiskIdentity(
+    base: string,
+    segments: string[],
+    pvName: string,
+    scope: string | undefined,
+  ): Promise<void> {
     const chain = await this.identities.ofCandidate(base, segments);
     const path = `${base}/${segments.join('/')}`;
-    await checkInodes({ path, chain, pvName, indexes: this.reachableIndexes(scope), identities: this.identities, roots: allBasePaths(this.config()) });
+    await checkInodes({
+      path,
+      chain,
+      pvName,
+      indexes: this.reachableIndexes(scope),
+      identities: this.identities,
+      roots: allBasePaths(this.config()),
+    });
   }
 
   async delete(volume: PersistentVolume, signal: AbortSignal): Promise<void> {
@@ -301,8 +399,14 @@ export class HostPathProvisioner implements Provisioner {
 
   private deleteContext(): DeleteContext {
     return {
-      mode: this.mode, nodeName: this.nodeName, logger: this.logger, clock: this.clock, fs: this.opts.fs, events: this.opts.events,
-      storageClass: this.opts.storageClass, goneNodes: this.goneNodes,
+      mode: this.mode,
+      nodeName: this.nodeName,
+      logger: this.logger,
+      clock: this.clock,
+      fs: this.opts.fs,
+      events: this.opts.events,
+      storageClass: this.opts.storageClass,
+      goneNodes: this.goneNodes,
       config: () => this.config(),
       configuredRoots: () => this.configuredRoots(),
       ensureLedger: (signal, fresh) => this.sources.ensure(signal, fresh),
@@ -326,8 +430,22 @@ export class HostPathProvisioner implements Provisioner {
   async expand(volume: PersistentVolume, newSize: string, signal: AbortSignal): Promise<ExpandResult> {
     return this.locked(volume.metadata.name ?? '', async () => {
       await this.sources.ensure(signal);
-      const ctx = { ledger: this.ledger, config: this.config(), roots: this.configuredRoots(), now: this.clock.now(), fs: this.opts.fs, records: this.records, exports: this.exports(), logger: this.logger };
-      return expandHostPathVolume(this.mode === 'daemonset' ? { ...ctx, servedNode: this.nodeName } : ctx, volume, newSize, signal);
+      const ctx = {
+        ledger: this.ledger,
+        config: this.config(),
+        roots: this.configuredRoots(),
+        now: this.clock.now(),
+        fs: this.opts.fs,
+        records: this.records,
+        exports: this.exports(),
+        logger: this.logger,
+      };
+      return expandHostPathVolume(
+        this.mode === 'daemonset' ? { ...ctx, servedNode: this.nodeName } : ctx,
+        volume,
+        newSize,
+        signal,
+      );
     });
   }
 
@@ -367,7 +485,9 @@ export class HostPathProvisioner implements Provisioner {
     const capacity = new Map<string, bigint | undefined>();
     for (const set of [config, ...Object.values(config.storageClassConfigs)]) {
       if (set.sharedFileSystemPath) capacity.set(set.sharedFileSystemPath.path, set.sharedFileSystemPath.capacity);
-      for (const n of set.nodePathMap) for (const p of n.paths) if (!capacity.has(p.path) || p.capacity !== undefined) capacity.set(p.path, p.capacity);
+      for (const n of set.nodePathMap)
+        for (const p of n.paths)
+          if (!capacity.has(p.path) || p.capacity !== undefined) capacity.set(p.path, p.capacity);
     }
     return this.ledger.snapshot().map((a) => ({ ...a, capacity: capacity.get(a.basePath) }));
   }
@@ -375,7 +495,8 @@ export class HostPathProvisioner implements Provisioner {
   /** Disk usage of a volume's directory (bounded walk, never following symlinks). */
   async volumeUsage(volume: PersistentVolume, opts: UsageOptions = {}): Promise<DirectoryUsage> {
     const loc = readVolumeLocation(volume, this.exports());
-    if (!loc.path || !loc.basePath || !this.configuredRoots().includes(loc.basePath)) throw new Error(`volume ${volume.metadata.name} is not under a configured base path`);
+    if (!loc.path || !loc.basePath || !this.configuredRoots().includes(loc.basePath))
+      throw new Error(`volume ${volume.metadata.name} is not under a configured base path`);
     checkExistingVolumePath(loc.basePath, loc.path);
     return directoryUsage(loc.path, opts);
   }
@@ -385,15 +506,32 @@ export class HostPathProvisioner implements Provisioner {
     return mountedExports(this.config(), this.opts.nfs);
   }
 
-  private runScript(name: ScriptName, config: HostPathConfig, dir: string, bytes: bigint, signal: AbortSignal): Promise<void> {
-    return runLoggedScript({ name, scripts: config.scripts, dir, bytes, signal, clock: this.clock, logger: this.logger });
+  private runScript(
+    name: ScriptName,
+    config: HostPathConfig,
+    dir: string,
+    bytes: bigint,
+    signal: AbortSignal,
+  ): Promise<void> {
+    return runLoggedScript({
+      name,
+      scripts: config.scripts,
+      dir,
+      bytes,
+      signal,
+      clock: this.clock,
+      logger: this.logger,
+    });
   }
 
   // One operation per volume name at a time (a retried provision waits for the first to finish).
   private async locked<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.locks.get(key) ?? Promise.resolve();
     const run = prev.then(fn, fn);
-    const tail = run.then(() => undefined, () => undefined);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
     this.locks.set(key, tail);
     try {
       return await run;

@@ -11,9 +11,23 @@ import { hostFsOf } from './host-fs.ts';
 import type { VolumeLedger } from './capacity.ts';
 import { checkRelativeVolumePath } from './path-safety.ts';
 import {
-  listRecordFiles, pvNameOfRecordFile, readRecordFile, readVolumeRecord, removeVolumeRecord, writeVolumeRecord, type VolumeRecord,
+  listRecordFiles,
+  pvNameOfRecordFile,
+  readRecordFile,
+  readVolumeRecord,
+  removeVolumeRecord,
+  writeVolumeRecord,
+  type VolumeRecord,
 } from './volume-records.ts';
-import { claimPath, findConflictingClaim, listPathClaimKeys, pathClaimKey, readPathClaim, releasePath, type PathClaim } from './path-claims.ts';
+import {
+  claimPath,
+  findConflictingClaim,
+  listPathClaimKeys,
+  pathClaimKey,
+  readPathClaim,
+  releasePath,
+  type PathClaim,
+} from './path-claims.ts';
 
 const LOAD_CONCURRENCY = 32;
 
@@ -43,7 +57,10 @@ export class VolumeRecordStore {
         this.loads.set(base, load);
         load.catch((e: unknown) => {
           this.loads.delete(base);
-          this.o.logger.debug({ basePath: base, err: (e as Error).message }, 'could not read the volume records of a base path; trying again later');
+          this.o.logger.debug(
+            { basePath: base, err: (e as Error).message },
+            'could not read the volume records of a base path; trying again later',
+          );
         });
       }
       await load.catch(() => {});
@@ -65,22 +82,34 @@ export class VolumeRecordStore {
     // A few reads in flight at once: a start with 10,000 volumes should not wait for 10,000 round trips in a row.
     for (let first = 0; first < files.length; first += LOAD_CONCURRENCY) {
       const batch = files.slice(first, first + LOAD_CONCURRENCY);
-      await Promise.all(batch.map(async (file) => {
-        const r = await readRecordFile(base, file, fs);
-        if (!r) return;
-        try {
-          checkRelativeVolumePath(r.relativePath);
-        } catch {
-          this.o.logger.warn({ pv: r.pvName, basePath: base }, 'ignoring a volume record with an unsafe path');
-          return;
-        }
-        this.remember(base, r);
-        this.o.ledger.observe('disk', { pvName: r.pvName, scope: r.scope, basePath: base, path: `${base}/${r.relativePath}`, bytes: BigInt(r.bytes) });
-        // Written by an older version: give it the claim that lets other instances see it in O(1).
-        if (claimed.has(pathClaimKey(r.relativePath))) return;
-        const held = await claimPath(base, claimOf(r), fs);
-        if (held) this.o.logger.warn({ pv: r.pvName, basePath: base, heldBy: held.pvName }, 'two volume records name the same directory');
-      }));
+      await Promise.all(
+        batch.map(async (file) => {
+          const r = await readRecordFile(base, file, fs);
+          if (!r) return;
+          try {
+            checkRelativeVolumePath(r.relativePath);
+          } catch {
+            this.o.logger.warn({ pv: r.pvName, basePath: base }, 'ignoring a volume record with an unsafe path');
+            return;
+          }
+          this.remember(base, r);
+          this.o.ledger.observe('disk', {
+            pvName: r.pvName,
+            scope: r.scope,
+            basePath: base,
+            path: `${base}/${r.relativePath}`,
+            bytes: BigInt(r.bytes),
+          });
+          // Written by an older version: give it the claim that lets other instances see it in O(1).
+          if (claimed.has(pathClaimKey(r.relativePath))) return;
+          const held = await claimPath(base, claimOf(r), fs);
+          if (held)
+            this.o.logger.warn(
+              { pv: r.pvName, basePath: base, heldBy: held.pvName },
+              'two volume records name the same directory',
+            );
+        }),
+      );
     }
   }
 
@@ -118,7 +147,10 @@ export class VolumeRecordStore {
   }
 
   /** The base path holding the record of `pvName` (memory first, then each root's file), with the record. */
-  async find(pvName: string, roots: readonly string[]): Promise<{ basePath: string; record: VolumeRecord } | undefined> {
+  async find(
+    pvName: string,
+    roots: readonly string[],
+  ): Promise<{ basePath: string; record: VolumeRecord } | undefined> {
     const k = this.known.get(pvName);
     const order = k && roots.includes(k.base) ? [k.base, ...roots.filter((r) => r !== k.base)] : roots;
     for (const base of order) {
@@ -161,5 +193,7 @@ export class VolumeRecordStore {
 }
 
 function claimOf(r: VolumeRecord): PathClaim {
-  return r.claimUid === undefined ? { pvName: r.pvName, relativePath: r.relativePath } : { pvName: r.pvName, claimUid: r.claimUid, relativePath: r.relativePath };
+  return r.claimUid === undefined
+    ? { pvName: r.pvName, relativePath: r.relativePath }
+    : { pvName: r.pvName, claimUid: r.claimUid, relativePath: r.relativePath };
 }

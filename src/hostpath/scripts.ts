@@ -39,7 +39,13 @@ export class VolumeScriptError extends Error {
     readonly output: string,
     options?: { cause?: unknown },
   ) {
-    const how = outcome.timedOut ? 'timed out' : outcome.aborted ? 'was aborted' : outcome.signal ? `was killed by ${outcome.signal}` : `exited with ${outcome.exitCode}`;
+    const how = outcome.timedOut
+      ? 'timed out'
+      : outcome.aborted
+        ? 'was aborted'
+        : outcome.signal
+          ? `was killed by ${outcome.signal}`
+          : `exited with ${outcome.exitCode}`;
     super(`the ${script} script ${how}${output.trim() ? `: ${output.trim()}` : ''}`, options);
   }
 }
@@ -52,16 +58,24 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
   const action = r.name === 'setup' ? 'create' : 'delete';
   const size = r.sizeBytes.toString();
   return new Promise((resolve, reject) => {
-    const child = spawn('sh', ['-c', r.script, r.name, '-p', r.volumeDir, '-s', size, '-m', 'Filesystem', '-a', action], {
-      // Only what a script needs: the provisioner's own environment (kube tokens, flags) is not its business.
-      env: {
-        PATH: process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-        VOL_DIR: r.volumeDir, VOL_MODE: 'Filesystem', VOL_SIZE_BYTES: size,
-        VOL_USER: r.user ?? '', VOL_GROUP: r.group ?? '', VOL_PERM: r.perm ?? '',
+    const child = spawn(
+      'sh',
+      ['-c', r.script, r.name, '-p', r.volumeDir, '-s', size, '-m', 'Filesystem', '-a', action],
+      {
+        // Only what a script needs: the provisioner's own environment (kube tokens, flags) is not its business.
+        env: {
+          PATH: process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+          VOL_DIR: r.volumeDir,
+          VOL_MODE: 'Filesystem',
+          VOL_SIZE_BYTES: size,
+          VOL_USER: r.user ?? '',
+          VOL_GROUP: r.group ?? '',
+          VOL_PERM: r.perm ?? '',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
+    );
     const chunks: Buffer[] = [];
     let kept = 0;
     let truncated = false;
@@ -119,7 +133,14 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
     child.on('close', (code, sig) => {
       done();
       if (code === 0 && !timedOut && !aborted) resolve({ output: output() });
-      else reject(new VolumeScriptError(r.name, { exitCode: code ?? undefined, signal: sig ?? undefined, timedOut, aborted }, output()));
+      else
+        reject(
+          new VolumeScriptError(
+            r.name,
+            { exitCode: code ?? undefined, signal: sig ?? undefined, timedOut, aborted },
+            output(),
+          ),
+        );
     });
   });
 }

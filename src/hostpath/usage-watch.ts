@@ -30,7 +30,12 @@ export class UsageWatch {
    * the first time, when completeness changes, or when bytes move by max(1 MiB, capacity/64) or inodes by
    * max(100, 1/64).
    */
-  needsPublish(pvName: string, next: VolumeUsageSummary, capacity: bigint | undefined, onVolume: VolumeUsageSummary | undefined): boolean {
+  needsPublish(
+    pvName: string,
+    next: VolumeUsageSummary,
+    capacity: bigint | undefined,
+    onVolume: VolumeUsageSummary | undefined,
+  ): boolean {
     const last = this.published.get(pvName) ?? onVolume;
     if (!last || last.complete !== next.complete) return true;
     const byteStep = capacity !== undefined && capacity / 64n > MI ? capacity / 64n : MI;

@@ -39,7 +39,10 @@ export interface DirectoryUsage {
 /** Entries per second across every walk that shares it. */
 export class WalkBudget {
   private readonly bucket: TokenBucket;
-  constructor(readonly entriesPerSecond: number, private readonly clock: Clock = realClock) {
+  constructor(
+    readonly entriesPerSecond: number,
+    private readonly clock: Clock = realClock,
+  ) {
     this.bucket = new TokenBucket(entriesPerSecond, Math.max(1, Math.ceil(entriesPerSecond)), clock);
   }
 

@@ -18,13 +18,24 @@ import type { VolumeRecordStore } from './record-store.ts';
 import { readVolumeLocation, ANN_HOSTPATH_ON_DELETE } from './volume-spec.ts';
 import { proveVolumeIdentity } from './delete-identity.ts';
 import { canonicalAbsolutePath } from './canonical-path.ts';
-import { localDirectoryOf, longestRootOf, readVolumeDirectory, sharedBasePaths, type MountedExport } from './volume-source.ts';
+import {
+  localDirectoryOf,
+  longestRootOf,
+  readVolumeDirectory,
+  sharedBasePaths,
+  type MountedExport,
+} from './volume-source.ts';
 import { isRealDirectory, volumeBytes } from './provision-rules.ts';
 import { REASON_NODE_GONE, type GoneNodePolicy } from './gone-node.ts';
 
 /** The narrow part of an EventRecorder the provisioner uses. */
 export interface VolumeEventSink {
-  event(obj: PersistentVolumeClaim | PersistentVolume, type: 'Normal' | 'Warning', reason: string, message: string): void;
+  event(
+    obj: PersistentVolumeClaim | PersistentVolume,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): void;
 }
 
 /** What delete needs from the provisioner: its mode, options, configuration and live-volume ledger. */
@@ -57,7 +68,12 @@ export interface DeleteContext {
 }
 
 /** Applies the volume's onDelete policy to its directory once its identity is proven (see delete-identity.ts). */
-export async function deleteVolumeDirectory(ctx: DeleteContext, volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<void> {
+export async function deleteVolumeDirectory(
+  ctx: DeleteContext,
+  volume: PersistentVolume,
+  pvName: string,
+  signal: AbortSignal,
+): Promise<void> {
   signal.throwIfAborted();
   const target = await deleteTarget(ctx, volume, pvName, signal);
   if ('goneNode' in target) {
@@ -73,7 +89,10 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
   const proof = await proveVolumeIdentity({
     // No claimRef (a name-only volume, or a PV never bound: the controller deletes only released ones): the
     // record's name and path must still match.
-    pvName, claimUid: target.nameOnly ? undefined : volume.spec.claimRef?.uid, path: vpath, basePath: base,
+    pvName,
+    claimUid: target.nameOnly ? undefined : volume.spec.claimRef?.uid,
+    path: vpath,
+    basePath: base,
     record,
     pathClaim: await ctx.records.claimOfPath(base, rel),
     otherClaim: () => ctx.records.conflict(base, rel, pvName),
@@ -99,7 +118,10 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
     if (ctx.config().scripts.teardown !== undefined && (await isRealDirectory(vpath, ctx.fs))) {
       checkScriptPath('teardown', base, vpath);
       await ctx.teardown(vpath, volumeBytes(volume), signal).catch((e: unknown) => {
-        log.warn({ err: (e as Error).message }, 'teardown script failed; the directory is kept and the deletion retried');
+        log.warn(
+          { err: (e as Error).message },
+          'teardown script failed; the directory is kept and the deletion retried',
+        );
         throw e;
       });
     }
@@ -112,21 +134,34 @@ export async function deleteVolumeDirectory(ctx: DeleteContext, volume: Persiste
 }
 
 // The directory a delete would touch, checked against the configured roots (not yet against other volumes).
-async function deleteTarget(ctx: DeleteContext, volume: PersistentVolume, pvName: string, signal: AbortSignal): Promise<DeleteTarget | { goneNode: string; message: string }> {
+async function deleteTarget(
+  ctx: DeleteContext,
+  volume: PersistentVolume,
+  pvName: string,
+  signal: AbortSignal,
+): Promise<DeleteTarget | { goneNode: string; message: string }> {
   const exports = ctx.exports();
   const loc = readVolumeLocation(volume, exports);
   const reading = readVolumeDirectory(volume, exports);
   if (reading.kind === 'ambiguous') {
-    throw new UnsafePathError('outside-root', reading.candidates[0] ?? '', `is what volume ${pvName}'s source may mean, but it cannot be mapped to exactly one directory (${reading.why}); refusing to guess`);
+    throw new UnsafePathError(
+      'outside-root',
+      reading.candidates[0] ?? '',
+      `is what volume ${pvName}'s source may mean, but it cannot be mapped to exactly one directory (${reading.why}); refusing to guess`,
+    );
   }
   const dir = reading.kind === 'one' ? reading.path : undefined;
   if (!dir) {
     // A name-only volume (the leak inventory deleting a directory that has no PV): our record says where.
     // A PV we published always has a path, so one with our annotations and none is refused.
-    if (loc.basePath !== undefined) throw new Error(`volume ${pvName} has no local directory (no local or hostPath path, and no nfs source under a configured export); refusing to guess`);
+    if (loc.basePath !== undefined)
+      throw new Error(
+        `volume ${pvName} has no local directory (no local or hostPath path, and no nfs source under a configured export); refusing to guess`,
+      );
     const found = await ctx.records.find(pvName, ctx.configuredRoots());
     if (!found) {
-      if (ctx.mode === 'daemonset') throw new IgnoredError(`volume ${pvName} has no path and no record on node ${ctx.nodeName}`);
+      if (ctx.mode === 'daemonset')
+        throw new IgnoredError(`volume ${pvName} has no path and no record on node ${ctx.nodeName}`);
       throw new Error(noLocalPathMessage(volume));
     }
     const path = `${found.basePath}/${found.record.relativePath}`;
@@ -137,15 +172,23 @@ async function deleteTarget(ctx: DeleteContext, volume: PersistentVolume, pvName
     const verdict = await ctx.goneNodes?.check(volume, signal);
     if (verdict?.gone && !verdict.reachable) return { goneNode: verdict.node, message: verdict.message };
     // A shared-path volume of a gone node: its directory is here too, and goes through the usual checks.
-    if (!verdict?.gone) throw new IgnoredError(`volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${ctx.nodeName}${verdict ? ` (${verdict.reason})` : ''}`);
+    if (!verdict?.gone)
+      throw new IgnoredError(
+        `volume ${pvName} belongs to ${loc.node ? `node ${loc.node}` : 'no node'}; this instance serves node ${ctx.nodeName}${verdict ? ` (${verdict.reason})` : ''}`,
+      );
   }
-  if (loc.onDelete === undefined) throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
+  if (loc.onDelete === undefined)
+    throw new Error(`volume ${pvName} has an unrecognised ${ANN_HOSTPATH_ON_DELETE} annotation; refusing to guess`);
   signal.throwIfAborted();
   const roots = ctx.configuredRoots();
-  const annotatedBase = loc.basePath === undefined ? undefined : canonicalAbsolutePath(loc.basePath) ?? loc.basePath;
+  const annotatedBase = loc.basePath === undefined ? undefined : (canonicalAbsolutePath(loc.basePath) ?? loc.basePath);
   const base = annotatedBase ?? longestRootOf(dir, roots);
   if (!base || !roots.includes(base)) {
-    throw new UnsafePathError('outside-root', dir, `is not under a configured base path (${base ?? 'none'} is not configured here); refusing to touch it`);
+    throw new UnsafePathError(
+      'outside-root',
+      dir,
+      `is not under a configured base path (${base ?? 'none'} is not configured here); refusing to touch it`,
+    );
   }
   const segments = checkExistingVolumePath(base, dir);
   const annotated = volume.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE] !== undefined;
@@ -154,14 +197,20 @@ async function deleteTarget(ctx: DeleteContext, volume: PersistentVolume, pvName
 
 // A PV without our onDelete annotation (an older version's, or adopted from local-path / nfs-subdir): its
 // class decides, as it did for the provisioner that created it. No class lookup configured: delete.
-async function adoptedOnDelete(ctx: DeleteContext, volume: PersistentVolume, signal: AbortSignal): Promise<OnDeletePolicy> {
+async function adoptedOnDelete(
+  ctx: DeleteContext,
+  volume: PersistentVolume,
+  signal: AbortSignal,
+): Promise<OnDeletePolicy> {
   const lookup = ctx.storageClass;
   // No class to ask: what the provisioner of that shape did by default (nfs-subdir archives, local-path deletes).
   if (!lookup) return onDeleteFor({}, sharedVolume(ctx, volume));
   const name = volume.spec.storageClassName ?? '';
   const sc = name ? await lookup(name, signal) : undefined;
   if (!sc) {
-    throw new Error(`volume ${volume.metadata.name} has no onDelete annotation and its storage class ${JSON.stringify(name)} does not exist, so whether to delete, archive or retain its directory is unknown; refusing to guess (recreate the class, or annotate the volume with ${ANN_HOSTPATH_ON_DELETE})`);
+    throw new Error(
+      `volume ${volume.metadata.name} has no onDelete annotation and its storage class ${JSON.stringify(name)} does not exist, so whether to delete, archive or retain its directory is unknown; refusing to guess (recreate the class, or annotate the volume with ${ANN_HOSTPATH_ON_DELETE})`,
+    );
   }
   return onDeleteFor(parseClassParameters(sc.parameters), sharedVolume(ctx, volume));
 }

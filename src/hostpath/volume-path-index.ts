@@ -126,17 +126,25 @@ export class VolumePathIndex {
     for (const [root, blockers] of this.blocked) {
       if (candidate !== root && !isStrictlyUnder(root, candidate)) continue;
       for (const [o, why] of blockers) {
-        if (o !== pvName) throw new UnsafePathError('overlaps-volume', candidate, `is under ${root}, which volume ${o} blocks: its source cannot be mapped to exactly one directory (${why}); fix or delete that PV`);
+        if (o !== pvName)
+          throw new UnsafePathError(
+            'overlaps-volume',
+            candidate,
+            `is under ${root}, which volume ${o} blocks: its source cannot be mapped to exactly one directory (${why}); fix or delete that PV`,
+          );
       }
     }
     const owner = otherOwner(this.owners.get(candidate), pvName);
-    if (owner !== undefined) throw new UnsafePathError('overlaps-volume', candidate, `is already the path of volume ${owner}`);
+    if (owner !== undefined)
+      throw new UnsafePathError('overlaps-volume', candidate, `is already the path of volume ${owner}`);
     const below = this.ancestorCount.get(candidate) ?? 0;
     const own = (this.byVolume.get(pvName) ?? []).filter((p) => isStrictlyUnder(candidate, p)).length;
-    if (below - own > 0) throw new UnsafePathError('overlaps-volume', candidate, 'contains the directory of another volume');
+    if (below - own > 0)
+      throw new UnsafePathError('overlaps-volume', candidate, 'contains the directory of another volume');
     for (const a of ancestorsOf(candidate)) {
       const o = otherOwner(this.owners.get(a), pvName);
-      if (o !== undefined) throw new UnsafePathError('overlaps-volume', candidate, `is inside the directory of volume ${o}`);
+      if (o !== undefined)
+        throw new UnsafePathError('overlaps-volume', candidate, `is inside the directory of volume ${o}`);
     }
   }
 
@@ -144,7 +152,7 @@ export class VolumePathIndex {
   inodeMatches(chain: InodeChain, pvName: string): InodeMatch[] {
     const out: InodeMatch[] = [];
     const push = (owners: Owners | undefined, relation: InodeMatch['relation'], key: string) => {
-      for (const o of typeof owners === 'string' ? [owners] : owners ?? []) {
+      for (const o of typeof owners === 'string' ? [owners] : (owners ?? [])) {
         const source = this.inodesOf.get(o)?.source;
         if (o !== pvName && source !== undefined) out.push({ pvName: o, relation, key, source });
       }

@@ -68,11 +68,16 @@ export async function removeVolumeRecord(basePath: string, pvName: string, fsOpt
   const fs = hostFsOf(fsOpts);
   await fs.rm(`${recordsDir(basePath)}/${recordFileName(pvName)}`, { force: true });
   const legacy = legacyFileName(pvName);
-  if (legacy && (await readRecordFile(basePath, legacy, fsOpts))?.pvName === pvName) await fs.rm(`${recordsDir(basePath)}/${legacy}`, { force: true });
+  if (legacy && (await readRecordFile(basePath, legacy, fsOpts))?.pvName === pvName)
+    await fs.rm(`${recordsDir(basePath)}/${legacy}`, { force: true });
 }
 
 /** Reads the record of `pvName`, or undefined (none, unreadable, or a file that names another PV). */
-export async function readVolumeRecord(basePath: string, pvName: string, fsOpts?: FsOpsOptions): Promise<VolumeRecord | undefined> {
+export async function readVolumeRecord(
+  basePath: string,
+  pvName: string,
+  fsOpts?: FsOpsOptions,
+): Promise<VolumeRecord | undefined> {
   const current = await readRecordFile(basePath, recordFileName(pvName), fsOpts);
   if (current?.pvName === pvName) return current;
   const legacy = legacyFileName(pvName);
@@ -82,10 +87,12 @@ export async function readVolumeRecord(basePath: string, pvName: string, fsOpts?
 
 /** The file names in a base path's records directory that hold records (none when it does not exist). */
 export async function listRecordFiles(basePath: string, fsOpts?: FsOpsOptions): Promise<string[]> {
-  const names = await hostFsOf(fsOpts).readdir(recordsDir(basePath)).catch((e: unknown) => {
-    if (errnoCode(e) === 'ENOENT') return [] as string[];
-    throw e;
-  });
+  const names = await hostFsOf(fsOpts)
+    .readdir(recordsDir(basePath))
+    .catch((e: unknown) => {
+      if (errnoCode(e) === 'ENOENT') return [] as string[];
+      throw e;
+    });
   return names.filter((n) => n.endsWith('.json') && !n.startsWith('.tmp-'));
 }
 
@@ -98,8 +105,14 @@ export function pvNameOfRecordFile(fileName: string): string | undefined {
 }
 
 /** Reads one record file by its name in the records directory, or undefined. */
-export async function readRecordFile(basePath: string, fileName: string, fsOpts?: FsOpsOptions): Promise<VolumeRecord | undefined> {
-  const text = await hostFsOf(fsOpts).readFile(`${recordsDir(basePath)}/${fileName}`).catch(() => undefined);
+export async function readRecordFile(
+  basePath: string,
+  fileName: string,
+  fsOpts?: FsOpsOptions,
+): Promise<VolumeRecord | undefined> {
+  const text = await hostFsOf(fsOpts)
+    .readFile(`${recordsDir(basePath)}/${fileName}`)
+    .catch(() => undefined);
   return text === undefined ? undefined : parseRecord(text);
 }
 
@@ -116,8 +129,20 @@ export async function readVolumeRecords(basePath: string, fsOpts?: FsOpsOptions)
 function parseRecord(text: string): VolumeRecord | undefined {
   try {
     const r = JSON.parse(text) as Partial<VolumeRecord>;
-    if (typeof r.pvName !== 'string' || typeof r.relativePath !== 'string' || typeof r.bytes !== 'string' || !/^\d+$/.test(r.bytes)) return undefined;
-    const out: VolumeRecord = { pvName: r.pvName, relativePath: r.relativePath, bytes: r.bytes, scope: typeof r.scope === 'string' ? r.scope : '', createdAt: String(r.createdAt ?? '') };
+    if (
+      typeof r.pvName !== 'string' ||
+      typeof r.relativePath !== 'string' ||
+      typeof r.bytes !== 'string' ||
+      !/^\d+$/.test(r.bytes)
+    )
+      return undefined;
+    const out: VolumeRecord = {
+      pvName: r.pvName,
+      relativePath: r.relativePath,
+      bytes: r.bytes,
+      scope: typeof r.scope === 'string' ? r.scope : '',
+      createdAt: String(r.createdAt ?? ''),
+    };
     if (typeof r.claimUid === 'string' && r.claimUid !== '') out.claimUid = r.claimUid;
     return out;
   } catch {

@@ -29,7 +29,11 @@ export const ANN_DEFAULT_VOLUME_TYPE = 'defaultVolumeType';
 /** A `volumeType` / `defaultVolumeType` annotation that is not local or hostPath. */
 export class VolumeTypeAnnotationError extends Error {
   override name = 'VolumeTypeAnnotationError';
-  constructor(readonly annotation: string, readonly value: string, readonly on: 'claim' | 'class') {
+  constructor(
+    readonly annotation: string,
+    readonly value: string,
+    readonly on: 'claim' | 'class',
+  ) {
     super(`the ${on}'s ${annotation} annotation ${JSON.stringify(value.slice(0, 64))} is not one of local, hostPath`);
   }
 }
@@ -47,7 +51,11 @@ export function chooseVolumeType(o: {
   shared: boolean;
   nfs: boolean;
 }): PublishedType {
-  const fromAnnotation = (ann: Record<string, string> | undefined, key: string, on: 'claim' | 'class'): PublishedType | undefined => {
+  const fromAnnotation = (
+    ann: Record<string, string> | undefined,
+    key: string,
+    on: 'claim' | 'class',
+  ): PublishedType | undefined => {
     const v = ann?.[key];
     if (v === undefined) return undefined;
     // local-path lower-cases the value before matching.
@@ -69,7 +77,11 @@ export function chooseVolumeType(o: {
 }
 
 /** The PV spec fields of the source: exactly one of local, hostPath, nfs. */
-export function volumeSourceSpec(type: PublishedType, localPath: string, mount?: MountedExport): Partial<PersistentVolumeSpec> {
+export function volumeSourceSpec(
+  type: PublishedType,
+  localPath: string,
+  mount?: MountedExport,
+): Partial<PersistentVolumeSpec> {
   switch (type) {
     case 'local':
       return { local: { path: localPath } };
@@ -81,7 +93,8 @@ export function volumeSourceSpec(type: PublishedType, localPath: string, mount?:
     case 'nfs': {
       if (!mount) throw new Error('an nfs volume source needs the mounted export');
       const rel = path.posix.relative(mount.mountPath, localPath);
-      if (rel === '' || rel.startsWith('..') || path.posix.isAbsolute(rel)) throw new Error(`${localPath} is not below the export mount ${mount.mountPath}`);
+      if (rel === '' || rel.startsWith('..') || path.posix.isAbsolute(rel))
+        throw new Error(`${localPath} is not below the export mount ${mount.mountPath}`);
       return { nfs: { server: mount.server, path: mount.path === '/' ? `/${rel}` : `${mount.path}/${rel}` } };
     }
   }
@@ -93,13 +106,19 @@ export function volumeSourceSpec(type: PublishedType, localPath: string, mount?:
  * trailing `/` do not matter), else undefined. A path holding `..` maps to nothing here (readVolumeDirectory calls
  * it ambiguous). The export root itself maps to mountPath (callers' delete-identity checks refuse it as a base path).
  */
-export function localPathOfNfsSource(source: { server?: string; path?: string }, mount: MountedExport): string | undefined {
+export function localPathOfNfsSource(
+  source: { server?: string; path?: string },
+  mount: MountedExport,
+): string | undefined {
   const r = nfsReading(source, mount);
   return r?.kind === 'canonical' ? r.path : undefined;
 }
 
 // The source's path read below one export: undefined when the server is another one or the path is not below it.
-function nfsReading(source: { server?: string; path?: string }, mount: MountedExport): ReturnType<typeof readAbsolutePath> {
+function nfsReading(
+  source: { server?: string; path?: string },
+  mount: MountedExport,
+): ReturnType<typeof readAbsolutePath> {
   const { server, path: p } = source;
   if (typeof server !== 'string' || canonicalNfsServer(server) !== canonicalNfsServer(mount.server)) return undefined;
   const reading = readAbsolutePath(p);
@@ -123,7 +142,8 @@ function nfsReading(source: { server?: string; path?: string }, mount: MountedEx
 export function mountedExports(config: HostPathConfig, defaultExport?: NfsExport): MountedExport[] {
   const out: MountedExport[] = [];
   const globalExport = config.nfs ?? defaultExport;
-  if (config.sharedFileSystemPath && globalExport) out.push({ ...globalExport, mountPath: config.sharedFileSystemPath.path });
+  if (config.sharedFileSystemPath && globalExport)
+    out.push({ ...globalExport, mountPath: config.sharedFileSystemPath.path });
   for (const set of Object.values(config.storageClassConfigs)) {
     if (set.sharedFileSystemPath && set.nfs) out.push({ ...set.nfs, mountPath: set.sharedFileSystemPath.path });
   }
@@ -131,7 +151,11 @@ export function mountedExports(config: HostPathConfig, defaultExport?: NfsExport
 }
 
 /** The export a path set's shared path is mounted from: its own, or `defaultExport` for the top level. */
-export function exportOfPathSet(set: PathSet, config: HostPathConfig, defaultExport?: NfsExport): MountedExport | undefined {
+export function exportOfPathSet(
+  set: PathSet,
+  config: HostPathConfig,
+  defaultExport?: NfsExport,
+): MountedExport | undefined {
   const e = set.nfs ?? (set === config ? defaultExport : undefined);
   return e && set.sharedFileSystemPath ? { ...e, mountPath: set.sharedFileSystemPath.path } : undefined;
 }
@@ -176,7 +200,8 @@ export function localDirectoryOf(pv: PersistentVolume, exports: readonly Mounted
 /** The shared filesystem paths of a configuration (top level and per class). */
 export function sharedBasePaths(config: HostPathConfig): Set<string> {
   const out = new Set<string>();
-  for (const set of [config, ...Object.values(config.storageClassConfigs)]) if (set.sharedFileSystemPath) out.add(set.sharedFileSystemPath.path);
+  for (const set of [config, ...Object.values(config.storageClassConfigs)])
+    if (set.sharedFileSystemPath) out.add(set.sharedFileSystemPath.path);
   return out;
 }
 

@@ -66,7 +66,13 @@ export function buildVolume(v: VolumeSpecInput): PersistentVolume {
   if (v.mountOptions && v.mountOptions.length > 0) pv.spec.mountOptions = [...v.mountOptions];
   if (v.storageClassName) pv.spec.storageClassName = v.storageClassName;
   if (v.affinity) {
-    pv.spec.nodeAffinity = { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: v.affinity.key, operator: 'In', values: [v.affinity.value] }] }] } };
+    pv.spec.nodeAffinity = {
+      required: {
+        nodeSelectorTerms: [
+          { matchExpressions: [{ key: v.affinity.key, operator: 'In', values: [v.affinity.value] }] },
+        ],
+      },
+    };
   }
   return pv;
 }
@@ -97,7 +103,14 @@ export function readVolumeLocation(pv: PersistentVolume, exports: readonly Mount
     node: ann[ANN_HOSTPATH_NODE] ?? affinityHostname(pv),
     // Without our annotation (a PV another provisioner wrote): what that provisioner did by default, so nothing it
     // would have kept is lost: nfs-subdir (an nfs source) archives, local-path (local, hostPath) deletes.
-    onDelete: od === undefined ? (pv.spec.nfs ? 'archive' : 'delete') : od === 'delete' || od === 'retain' || od === 'archive' ? od : undefined,
+    onDelete:
+      od === undefined
+        ? pv.spec.nfs
+          ? 'archive'
+          : 'delete'
+        : od === 'delete' || od === 'retain' || od === 'archive'
+          ? od
+          : undefined,
   };
 }
 
@@ -112,12 +125,15 @@ function affinityHostname(pv: PersistentVolume): string | undefined {
 }
 
 /** The allocation a PV of ours stands for (recognised by its base-path annotation), for rebuilding accounting. */
-export function allocationOfVolume(pv: PersistentVolume, exports: readonly MountedExport[] = []): Allocation | undefined {
+export function allocationOfVolume(
+  pv: PersistentVolume,
+  exports: readonly MountedExport[] = [],
+): Allocation | undefined {
   const ann = pv.metadata.annotations ?? {};
   const basePath = canonicalAbsolutePath(ann[ANN_HOSTPATH_BASE_PATH]);
   const path = localDirectoryOf(pv, exports);
   const storage = pv.spec.capacity?.storage;
   if (!basePath || typeof path !== 'string' || !pv.metadata.name || !isQuantity(storage)) return undefined;
-  const scope = ann[ANN_HOSTPATH_KIND] === 'shared' ? SHARED_SCOPE : ann[ANN_HOSTPATH_NODE] ?? SHARED_SCOPE;
+  const scope = ann[ANN_HOSTPATH_KIND] === 'shared' ? SHARED_SCOPE : (ann[ANN_HOSTPATH_NODE] ?? SHARED_SCOPE);
   return { pvName: pv.metadata.name, scope, basePath, path, bytes: parseQuantity(storage) };
 }

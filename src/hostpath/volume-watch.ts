@@ -18,10 +18,12 @@ const OUR_ANNOTATIONS = 'hostpath.kube-provisioner.io/';
 /** What the live-volume index reads of a PV. */
 export function slimVolume(pv: PersistentVolume): PersistentVolume {
   const { name, uid, resourceVersion, annotations } = pv.metadata;
-  const ours = annotations && Object.fromEntries(Object.entries(annotations).filter(([k]) => k.startsWith(OUR_ANNOTATIONS)));
+  const ours =
+    annotations && Object.fromEntries(Object.entries(annotations).filter(([k]) => k.startsWith(OUR_ANNOTATIONS)));
   const { capacity, hostPath, local, nfs, nodeAffinity } = pv.spec;
   return {
-    apiVersion: 'v1', kind: 'PersistentVolume',
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
     metadata: { name, uid, resourceVersion, ...(ours && Object.keys(ours).length > 0 ? { annotations: ours } : {}) },
     spec: { capacity, hostPath, local, nfs, nodeAffinity },
   };
@@ -47,7 +49,11 @@ export class VolumeWatch implements VolumeFeed {
     this.logger = (o.logger ?? silentLogger).child({ watch: 'persistentvolumes' });
     this.synced = new Promise((resolve) => (this.resolveSynced = resolve));
     this.reflector = new Reflector<PersistentVolume>({
-      client: o.client, resource: persistentVolumes, store: this.store, clock: o.clock, logger: o.logger,
+      client: o.client,
+      resource: persistentVolumes,
+      store: this.store,
+      clock: o.clock,
+      logger: o.logger,
       onDelta: (d) => {
         for (const h of this.handlers) {
           try {

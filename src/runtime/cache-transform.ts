@@ -9,7 +9,14 @@ import type { KubeObject } from '../types/k8s.ts';
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
 
 /** Keys whose string values are (nearly) unique per object: sharing them would only fill the table. */
-const UNIQUE_VALUE_KEYS: ReadonlySet<string> = new Set(['name', 'uid', 'resourceVersion', 'volumeName', 'path', 'volumeHandle']);
+const UNIQUE_VALUE_KEYS: ReadonlySet<string> = new Set([
+  'name',
+  'uid',
+  'resourceVersion',
+  'volumeName',
+  'path',
+  'volumeHandle',
+]);
 
 /** Strings longer than this are not shared (lock records, messages, certificates: unique, and rarely equal). */
 const MAX_SHARED_LENGTH = 64;

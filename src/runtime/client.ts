@@ -7,8 +7,15 @@ import https from 'node:https';
 import type { KubeList, KubeObject, Status } from '../types/k8s.ts';
 import { realClock, type Clock } from './clock.ts';
 import {
-  ApiError, errorFromStatus, GoneError, NetworkError, parseStatus, ServerError, syntheticStatus,
-  TimeoutError, TooManyRequestsError,
+  ApiError,
+  errorFromStatus,
+  GoneError,
+  NetworkError,
+  parseStatus,
+  ServerError,
+  syntheticStatus,
+  TimeoutError,
+  TooManyRequestsError,
 } from './errors.ts';
 import { apiVersionOf, resourcePath, type ApiResource } from './resources.ts';
 import { TokenBucket } from './token-bucket.ts';
@@ -157,7 +164,8 @@ export class KubeClient {
     this.maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     this.retryBaseDelayMs = options.retryBaseDelayMs ?? 250;
     const qps = options.qps ?? DEFAULT_QPS;
-    this.bucket = options.bucket ?? (qps > 0 ? new TokenBucket(qps, options.burst ?? DEFAULT_BURST, this.clock) : undefined);
+    this.bucket =
+      options.bucket ?? (qps > 0 ? new TokenBucket(qps, options.burst ?? DEFAULT_BURST, this.clock) : undefined);
   }
 
   /**
@@ -180,7 +188,11 @@ export class KubeClient {
     this.shared.agent = undefined;
   }
 
-  async get<T extends KubeObject = KubeObject>(r: ApiResource<T>, name: string, opts: NamespacedOptions & { subresource?: string } = {}): Promise<T> {
+  async get<T extends KubeObject = KubeObject>(
+    r: ApiResource<T>,
+    name: string,
+    opts: NamespacedOptions & { subresource?: string } = {},
+  ): Promise<T> {
     return this.call<T>({ verb: 'GET', path: resourcePath(r, opts.namespace, name, opts.subresource), opts });
   }
 
@@ -190,8 +202,12 @@ export class KubeClient {
       verb: 'GET',
       path: resourcePath(r, opts.namespace),
       query: {
-        labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, limit: opts.limit,
-        continue: opts.continue, resourceVersion: opts.resourceVersion, resourceVersionMatch: opts.resourceVersionMatch,
+        labelSelector: opts.labelSelector,
+        fieldSelector: opts.fieldSelector,
+        limit: opts.limit,
+        continue: opts.continue,
+        resourceVersion: opts.resourceVersion,
+        resourceVersionMatch: opts.resourceVersionMatch,
       },
       opts,
     });
@@ -208,7 +224,10 @@ export class KubeClient {
    * Every page of a list (`limit` per page, default 500), as one consistent snapshot. If a continue token
    * expires mid-way (410), falls back to one unpaginated list, as client-go's pager does.
    */
-  async listAll<T extends KubeObject = KubeObject>(r: ApiResource<T>, opts: ListOptions = {}): Promise<{ items: T[]; resourceVersion: string }> {
+  async listAll<T extends KubeObject = KubeObject>(
+    r: ApiResource<T>,
+    opts: ListOptions = {},
+  ): Promise<{ items: T[]; resourceVersion: string }> {
     const limit = opts.limit ?? 500;
     const items: T[] = [];
     let cont: string | undefined;
@@ -232,8 +251,11 @@ export class KubeClient {
   async create<T extends KubeObject = KubeObject>(r: ApiResource<T>, obj: T, opts: WriteOptions = {}): Promise<T> {
     const namespace = opts.namespace ?? obj.metadata.namespace;
     return this.call<T>({
-      verb: 'POST', path: resourcePath(r, namespace, undefined, undefined), body: withTypeMeta(r, obj),
-      query: writeQuery(opts), opts,
+      verb: 'POST',
+      path: resourcePath(r, namespace, undefined, undefined),
+      body: withTypeMeta(r, obj),
+      query: writeQuery(opts),
+      opts,
     });
   }
 
@@ -243,21 +265,37 @@ export class KubeClient {
     const name = obj.metadata.name;
     if (!name) throw new TypeError('update needs metadata.name');
     return this.call<T>({
-      verb: 'PUT', path: resourcePath(r, namespace, name, opts.subresource), body: withTypeMeta(r, obj),
-      query: writeQuery(opts), opts,
+      verb: 'PUT',
+      path: resourcePath(r, namespace, name, opts.subresource),
+      body: withTypeMeta(r, obj),
+      query: writeQuery(opts),
+      opts,
     });
   }
 
   /** PATCH, merge-patch by default; `type: 'json'` for RFC 6902 (with `test` guards), `'strategic'` for SMP. */
-  async patch<T extends KubeObject = KubeObject>(r: ApiResource<T>, name: string, patch: unknown, opts: PatchOptions = {}): Promise<T> {
+  async patch<T extends KubeObject = KubeObject>(
+    r: ApiResource<T>,
+    name: string,
+    patch: unknown,
+    opts: PatchOptions = {},
+  ): Promise<T> {
     return this.call<T>({
-      verb: 'PATCH', path: resourcePath(r, opts.namespace, name, opts.subresource), body: patch,
-      contentType: PATCH_CONTENT_TYPES[opts.type ?? 'merge'], query: writeQuery(opts), opts,
+      verb: 'PATCH',
+      path: resourcePath(r, opts.namespace, name, opts.subresource),
+      body: patch,
+      contentType: PATCH_CONTENT_TYPES[opts.type ?? 'merge'],
+      query: writeQuery(opts),
+      opts,
     });
   }
 
   /** DELETE; returns the object (now terminating or gone) or the server's Success Status. */
-  async delete<T extends KubeObject = KubeObject>(r: ApiResource<T>, name: string, opts: DeleteOptions = {}): Promise<T | Status> {
+  async delete<T extends KubeObject = KubeObject>(
+    r: ApiResource<T>,
+    name: string,
+    opts: DeleteOptions = {},
+  ): Promise<T | Status> {
     const body: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'v1' };
     if (opts.preconditions) body.preconditions = opts.preconditions;
     if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
@@ -272,8 +310,12 @@ export class KubeClient {
   async watch<T extends KubeObject = KubeObject>(r: ApiResource<T>, opts: WatchOptions = {}): Promise<WatchStream<T>> {
     const path = resourcePath(r, opts.namespace);
     const query = {
-      watch: 'true', resourceVersion: opts.resourceVersion, allowWatchBookmarks: opts.allowWatchBookmarks || undefined,
-      timeoutSeconds: opts.timeoutSeconds, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector,
+      watch: 'true',
+      resourceVersion: opts.resourceVersion,
+      allowWatchBookmarks: opts.allowWatchBookmarks || undefined,
+      timeoutSeconds: opts.timeoutSeconds,
+      labelSelector: opts.labelSelector,
+      fieldSelector: opts.fieldSelector,
     };
     const call: Call = { verb: 'GET', path, query, opts };
     await this.bucket?.take(opts.signal);
@@ -297,7 +339,8 @@ export class KubeClient {
   }
 
   private retryDelay(attempt: number, err: ApiError): number {
-    if (err.retryAfterSeconds !== undefined && err.retryAfterSeconds >= 0) return Math.min(err.retryAfterSeconds * 1000, 30_000);
+    if (err.retryAfterSeconds !== undefined && err.retryAfterSeconds >= 0)
+      return Math.min(err.retryAfterSeconds * 1000, 30_000);
     const base = Math.min(this.retryBaseDelayMs * 2 ** attempt, 8_000);
     return base / 2 + Math.random() * (base / 2);
   }
@@ -308,7 +351,8 @@ export class KubeClient {
     const reqOpts: https.RequestOptions = { headers: {} };
     await kc.applyToHTTPSOptions(reqOpts);
     const url = new URL(server.href.replace(/\/$/, '') + call.path);
-    for (const [k, v] of Object.entries(call.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(call.query ?? {}))
+      if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
     const payload = call.body === undefined ? undefined : Buffer.from(JSON.stringify(call.body));
     const headers: http.OutgoingHttpHeaders = {
       ...(reqOpts.headers as http.OutgoingHttpHeaders),
@@ -334,13 +378,17 @@ export class KubeClient {
         }
       };
       // Covers connect, headers and (for non-watch calls) the body: the timer destroys whichever is in flight.
-      const timer = timeoutMs > 0
-        ? setTimeout(() => {
-          const err = new TimeoutError(syntheticStatus(0, 'Timeout', `${call.verb} ${call.path}: no response in ${timeoutMs} ms`), request);
-          if (response) response.destroy(err);
-          else req.destroy(err);
-        }, timeoutMs)
-        : undefined;
+      const timer =
+        timeoutMs > 0
+          ? setTimeout(() => {
+              const err = new TimeoutError(
+                syntheticStatus(0, 'Timeout', `${call.verb} ${call.path}: no response in ${timeoutMs} ms`),
+                request,
+              );
+              if (response) response.destroy(err);
+              else req.destroy(err);
+            }, timeoutMs)
+          : undefined;
       timer?.unref();
       const req = mod.request(url, { method: call.verb, headers, agent, auth: reqOpts.auth, signal: call.opts.signal });
       req.on('response', (res) => {
@@ -356,7 +404,9 @@ export class KubeClient {
             const retryAfter = parseRetryAfter(res.headers['retry-after']);
             settle(() => reject(errorFromStatus(parseStatus(code, body), request, retryAfter)));
           })
-          .catch((err: unknown) => settle(() => reject(err instanceof ApiError ? err : toNetworkError(err, request, true))));
+          .catch((err: unknown) =>
+            settle(() => reject(err instanceof ApiError ? err : toNetworkError(err, request, true))),
+          );
       });
       req.on('error', (err) => {
         if (timer) clearTimeout(timer);
@@ -376,10 +426,15 @@ export class KubeClient {
     if (cluster?.proxyUrl) return reqOpts.agent as http.Agent; // client-node's proxy agent
     if (!this.shared.agent) {
       const tls: https.AgentOptions = {
-        keepAlive: true, ca: reqOpts.ca, cert: reqOpts.cert, key: reqOpts.key, servername: reqOpts.servername,
+        keepAlive: true,
+        ca: reqOpts.ca,
+        cert: reqOpts.cert,
+        key: reqOpts.key,
+        servername: reqOpts.servername,
       };
       if (reqOpts.rejectUnauthorized !== undefined) tls.rejectUnauthorized = reqOpts.rejectUnauthorized;
-      this.shared.agent = this.shared.server.protocol === 'http:' ? new http.Agent({ keepAlive: true }) : new OneServerAgent(tls);
+      this.shared.agent =
+        this.shared.server.protocol === 'http:' ? new http.Agent({ keepAlive: true }) : new OneServerAgent(tls);
     }
     return this.shared.agent;
   }
@@ -447,6 +502,11 @@ async function readJson(res: http.IncomingMessage, call: Call): Promise<unknown>
   try {
     return JSON.parse(body);
   } catch (err) {
-    throw new ApiError(syntheticStatus(res.statusCode ?? 0, 'BadResponse', `${call.verb} ${call.path}: response is not JSON`), { verb: call.verb, path: call.path }, undefined, { cause: err });
+    throw new ApiError(
+      syntheticStatus(res.statusCode ?? 0, 'BadResponse', `${call.verb} ${call.path}: response is not JSON`),
+      { verb: call.verb, path: call.path },
+      undefined,
+      { cause: err },
+    );
   }
 }

@@ -71,7 +71,11 @@ export class TestClock implements Clock {
   setTimeout(fn: () => void, ms: number): Timer {
     const entry: Scheduled = { at: this.current + Math.max(0, ms), seq: this.seq++, fn, cancelled: false };
     this.timers.push(entry);
-    return { cancel: () => { entry.cancelled = true; } };
+    return {
+      cancel: () => {
+        entry.cancelled = true;
+      },
+    };
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {

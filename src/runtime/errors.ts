@@ -118,21 +118,35 @@ export function parseStatus(code: number, body: string): Status {
 
 function reasonForCode(code: number): string {
   switch (code) {
-    case 400: return 'BadRequest';
-    case 401: return 'Unauthorized';
-    case 403: return 'Forbidden';
-    case 404: return 'NotFound';
-    case 409: return 'Conflict';
-    case 410: return 'Expired';
-    case 422: return 'Invalid';
-    case 429: return 'TooManyRequests';
-    case 504: return 'Timeout';
-    default: return code >= 500 ? 'InternalError' : '';
+    case 400:
+      return 'BadRequest';
+    case 401:
+      return 'Unauthorized';
+    case 403:
+      return 'Forbidden';
+    case 404:
+      return 'NotFound';
+    case 409:
+      return 'Conflict';
+    case 410:
+      return 'Expired';
+    case 422:
+      return 'Invalid';
+    case 429:
+      return 'TooManyRequests';
+    case 504:
+      return 'Timeout';
+    default:
+      return code >= 500 ? 'InternalError' : '';
   }
 }
 
 /** Maps a Status (server or synthetic) to the matching typed error class. */
-export function errorFromStatus(status: Status, request?: { verb: string; path: string }, retryAfterSeconds?: number): ApiError {
+export function errorFromStatus(
+  status: Status,
+  request?: { verb: string; path: string },
+  retryAfterSeconds?: number,
+): ApiError {
   const { code } = status;
   const reason = status.reason ?? '';
   const args = [status, request, retryAfterSeconds] as const;

@@ -80,7 +80,19 @@ const join = (parts: (string | undefined | null)[]): string => parts.map((p) => 
 /** Dedup key: everything that identifies "the same event" (client-go getEventKey). */
 export function eventKey(e: CoreEvent): string {
   const o = e.involvedObject;
-  return join([e.source?.component, e.source?.host, o.kind, o.namespace, o.name, o.fieldPath, o.uid, o.apiVersion, e.type, e.reason, e.message]);
+  return join([
+    e.source?.component,
+    e.source?.host,
+    o.kind,
+    o.namespace,
+    o.name,
+    o.fieldPath,
+    o.uid,
+    o.apiVersion,
+    e.type,
+    e.reason,
+    e.message,
+  ]);
 }
 
 /** Spam key: source and object and type, but not reason or message (client-go getSpamKey). */
@@ -93,7 +105,19 @@ export function spamKey(e: CoreEvent): string {
 export function aggregateKeys(e: CoreEvent): { aggregateKey: string; localKey: string } {
   const o = e.involvedObject;
   return {
-    aggregateKey: join([e.source?.component, e.source?.host, o.kind, o.namespace, o.name, o.uid, o.apiVersion, e.type, e.reason, e.reportingComponent, e.reportingInstance]),
+    aggregateKey: join([
+      e.source?.component,
+      e.source?.host,
+      o.kind,
+      o.namespace,
+      o.name,
+      o.uid,
+      o.apiVersion,
+      e.type,
+      e.reason,
+      e.reportingComponent,
+      e.reportingInstance,
+    ]),
     localKey: e.message ?? '',
   };
 }

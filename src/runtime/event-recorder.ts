@@ -71,10 +71,15 @@ export class EventRecorder {
   constructor(private readonly opts: EventRecorderOptions) {
     this.clock = opts.clock ?? realClock;
     this.logger = (opts.logger ?? silentLogger).child({ component: 'event-recorder' });
-    this.correlator = opts.correlator instanceof EventCorrelator
-      ? opts.correlator
-      : new EventCorrelator({ clock: this.clock, ...opts.correlator });
-    this.lanes = Array.from({ length: Math.max(1, opts.writers ?? 4) }, () => ({ queue: [], head: 0, draining: undefined }));
+    this.correlator =
+      opts.correlator instanceof EventCorrelator
+        ? opts.correlator
+        : new EventCorrelator({ clock: this.clock, ...opts.correlator });
+    this.lanes = Array.from({ length: Math.max(1, opts.writers ?? 4) }, () => ({
+      queue: [],
+      head: 0,
+      draining: undefined,
+    }));
   }
 
   /** Records an event about `obj`. Never blocks, never throws. */
@@ -89,7 +94,9 @@ export class EventRecorder {
       const lane = this.lanes[laneOf(event, this.lanes.length)];
       lane.queue.push(event);
       this.queued++;
-      lane.draining ??= this.drain(lane).finally(() => { lane.draining = undefined; });
+      lane.draining ??= this.drain(lane).finally(() => {
+        lane.draining = undefined;
+      });
     } catch (err) {
       this.logger.error({ err: (err as Error).message }, 'could not record event');
     }
@@ -175,7 +182,11 @@ export class EventRecorder {
         let saved: CoreEvent;
         if (patch) {
           try {
-            saved = await this.opts.client.patch<CoreEvent>(coreEvents, event.metadata.name ?? '', patch, { namespace, type: 'strategic', signal });
+            saved = await this.opts.client.patch<CoreEvent>(coreEvents, event.metadata.name ?? '', patch, {
+              namespace,
+              type: 'strategic',
+              signal,
+            });
             this.stats.patched++;
           } catch (err) {
             if (!(err instanceof NotFoundError)) throw err;
@@ -191,7 +202,10 @@ export class EventRecorder {
         const transport = err instanceof ApiError && err.code === 0;
         if (signal.aborted || !transport || attempt >= maxTries) {
           this.stats.failed++;
-          this.logger.warn({ err: (err as Error).message, reason: event.reason, event: event.metadata.name }, 'event not written');
+          this.logger.warn(
+            { err: (err as Error).message, reason: event.reason, event: event.metadata.name },
+            'event not written',
+          );
           return;
         }
         const wait = attempt === 1 ? Math.random() * delay : delay;

@@ -38,7 +38,9 @@ export class ExecCredentialPlugin {
   /** The cached credential while valid, else a fresh one from the plugin. */
   async credential(): Promise<ExecCredentialStatus> {
     if (this.cached && Date.now() < this.cached.expiresAt) return this.cached.status;
-    this.running ??= this.run().finally(() => { this.running = undefined; });
+    this.running ??= this.run().finally(() => {
+      this.running = undefined;
+    });
     return this.running;
   }
 
@@ -49,7 +51,12 @@ export class ExecCredentialPlugin {
     for (const e of env) childEnv[e.name] = e.value;
     const stdout = await new Promise<string>((resolve, reject) => {
       execFile(command, args, { env: childEnv, timeout: PLUGIN_TIMEOUT_MS, maxBuffer: 1 << 20 }, (err, out, errOut) => {
-        if (err) reject(new ExecCredentialError(`exec plugin ${command} failed: ${err.message}${errOut ? `: ${String(errOut).trim().slice(0, 500)}` : ''}`));
+        if (err)
+          reject(
+            new ExecCredentialError(
+              `exec plugin ${command} failed: ${err.message}${errOut ? `: ${String(errOut).trim().slice(0, 500)}` : ''}`,
+            ),
+          );
         else resolve(String(out));
       });
     });

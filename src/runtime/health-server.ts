@@ -65,13 +65,21 @@ async function runCheck(name: string, check: HealthCheck): Promise<CheckResult> 
   }
 }
 
-async function serveChecks(kind: 'healthz' | 'readyz', checks: Record<string, HealthCheck>, sub: string, query: URLSearchParams, res: ServerResponse): Promise<void> {
+async function serveChecks(
+  kind: 'healthz' | 'readyz',
+  checks: Record<string, HealthCheck>,
+  sub: string,
+  query: URLSearchParams,
+  res: ServerResponse,
+): Promise<void> {
   if (sub !== '') {
     // /healthz/<name>: just that check, like kube.
     const check = Object.hasOwn(checks, sub) ? checks[sub] : undefined;
     if (!check) return sendText(res, 404, '404 page not found\n');
     const result = await runCheck(sub, check);
-    return result.ok ? sendText(res, 200, 'ok') : sendText(res, 500, `internal server error: ${result.reason ?? 'check failed'}\n`);
+    return result.ok
+      ? sendText(res, 200, 'ok')
+      : sendText(res, 500, `internal server error: ${result.reason ?? 'check failed'}\n`);
   }
   const excluded = new Set(query.getAll('exclude'));
   const results = await Promise.all(
@@ -81,14 +89,20 @@ async function serveChecks(kind: 'healthz' | 'readyz', checks: Record<string, He
   );
   const failed = results.some((r) => !r.ok);
   if (!failed && !query.has('verbose')) return sendText(res, 200, 'ok');
-  const lines = results.map((r) => (r.ok ? `[+]${r.name} ok` : `[-]${r.name} failed: ${r.reason ?? 'reason withheld'}`));
+  const lines = results.map((r) =>
+    r.ok ? `[+]${r.name} ok` : `[-]${r.name} failed: ${r.reason ?? 'reason withheld'}`,
+  );
   for (const name of excluded) if (Object.hasOwn(checks, name)) lines.push(`[+]${name} excluded: ok`);
   lines.push(failed ? `${kind} check failed` : `${kind} check passed`);
   sendText(res, failed ? 500 : 200, lines.join('\n') + '\n');
 }
 
 function sendText(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
-  res.writeHead(status, { 'content-type': contentType, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' });
+  res.writeHead(status, {
+    'content-type': contentType,
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+  });
   res.end(body);
 }
 
@@ -133,7 +147,8 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   });
 
   const bound = server.address() as AddressInfo;
-  const urlHost = host === '' || host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
+  const urlHost =
+    host === '' || host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopped ??= new Promise<void>((resolve) => {

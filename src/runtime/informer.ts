@@ -76,11 +76,20 @@ export class Informer<T extends KubeObject = KubeObject> {
     });
     this.synced.catch(() => {}); // only rejects on stop; callers who await it still see the rejection
     this.reflector = new Reflector<T>({
-      client: opts.client, resource: opts.resource, store: this.cache,
-      namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector,
-      pageSize: opts.pageSize, minWatchTimeoutSeconds: opts.minWatchTimeoutSeconds,
-      watchIdleTimeoutMs: opts.watchIdleTimeoutMs, backoff: opts.backoff, clock: this.clock,
-      logger: opts.logger, random: opts.random, transform: opts.transform,
+      client: opts.client,
+      resource: opts.resource,
+      store: this.cache,
+      namespace: opts.namespace,
+      labelSelector: opts.labelSelector,
+      fieldSelector: opts.fieldSelector,
+      pageSize: opts.pageSize,
+      minWatchTimeoutSeconds: opts.minWatchTimeoutSeconds,
+      watchIdleTimeoutMs: opts.watchIdleTimeoutMs,
+      backoff: opts.backoff,
+      clock: this.clock,
+      logger: opts.logger,
+      random: opts.random,
+      transform: opts.transform,
       onDelta: (d) => this.dispatch(d),
       onListed: () => this.markSynced(),
     });
@@ -126,7 +135,10 @@ export class Informer<T extends KubeObject = KubeObject> {
       signal?.removeEventListener('abort', onAbort);
       this.resyncTimer?.cancel();
       this.resyncTimer = undefined;
-      if (!this.isSynced) this.rejectSynced(new InformerStoppedError(`informer for ${this.opts.resource.resource} stopped before syncing`));
+      if (!this.isSynced)
+        this.rejectSynced(
+          new InformerStoppedError(`informer for ${this.opts.resource.resource} stopped before syncing`),
+        );
     });
   }
 
@@ -146,13 +158,17 @@ export class Informer<T extends KubeObject = KubeObject> {
   private scheduleResync(): void {
     const every = this.opts.resyncMs ?? 0;
     if (every <= 0 || this.controller?.signal.aborted) return;
-    this.resyncTimer = this.clock.setTimeout(() => {
-      if (this.controller?.signal.aborted) return;
-      for (const obj of this.cache.list()) {
-        for (const h of this.handlers) this.call(h, 'onUpdate', () => h.onUpdate?.(obj, obj));
-      }
-      this.scheduleResync();
-    }, every, { unref: true });
+    this.resyncTimer = this.clock.setTimeout(
+      () => {
+        if (this.controller?.signal.aborted) return;
+        for (const obj of this.cache.list()) {
+          for (const h of this.handlers) this.call(h, 'onUpdate', () => h.onUpdate?.(obj, obj));
+        }
+        this.scheduleResync();
+      },
+      every,
+      { unref: true },
+    );
   }
 
   private dispatch(d: Delta<T>): void {
@@ -184,7 +200,10 @@ export class Informer<T extends KubeObject = KubeObject> {
  * Waits until every informer has synced (client-go's WaitForCacheSync). Rejects with the signal's reason
  * if it aborts first, or with InformerStoppedError if an informer stops before syncing.
  */
-export async function waitForCacheSync(signal: AbortSignal | undefined, ...informers: Array<{ synced: Promise<void> }>): Promise<void> {
+export async function waitForCacheSync(
+  signal: AbortSignal | undefined,
+  ...informers: Array<{ synced: Promise<void> }>
+): Promise<void> {
   const all = Promise.all(informers.map((i) => i.synced)).then(() => undefined);
   if (!signal) return all;
   all.catch(() => {}); // a later rejection after an abort is not "unhandled"; the race below still reports it

@@ -72,6 +72,7 @@ export function loadKubeConfig(opts: LoadKubeConfigOptions = {}): { kubeConfig: 
 
 /** The one message for a kubeconfig that is not there, however it was named. */
 function mustExist(files: string[]): string {
-  if (!files.every((f) => existsSync(f))) throw new KubeConfigError(`kubeconfig ${files.join(delimiter)} does not exist`);
+  if (!files.every((f) => existsSync(f)))
+    throw new KubeConfigError(`kubeconfig ${files.join(delimiter)} does not exist`);
   return files[0];
 }

@@ -11,7 +11,6 @@ import { LeaseLock } from './lease-lock.ts';
 import { silentLogger, type Logger } from './logger.ts';
 import { LockObservation, releasedRecord, tryAcquireOrRenew, type Candidate } from './resource-lock.ts';
 
-
 /** Leader election timings that cannot work together (e.g. renew deadline not below the lease duration). */
 export class LeaderElectionConfigError extends Error {
   override readonly name = 'LeaderElectionConfigError';
@@ -60,7 +59,11 @@ export interface LeaderElectorOptions {
 const JITTER_FACTOR = 1.2;
 
 /** client-go's leader-election timings, the defaults of the elector and of the controller's options. */
-export const LEADER_ELECTION_DEFAULTS = Object.freeze({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+export const LEADER_ELECTION_DEFAULTS = Object.freeze({
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+});
 
 /** The timing that breaks client-go's rule leaseDuration > renewDeadline > 1.2 * retryPeriod (all > 0), if any. */
 export function leaderElectionTimingProblem(
@@ -70,16 +73,26 @@ export function leaderElectionTimingProblem(
 ): { timing: keyof typeof LEADER_ELECTION_DEFAULTS; message: string } | undefined {
   if (!(retryPeriodMs > 0)) return { timing: 'retryPeriodMs', message: 'retryPeriod must be greater than zero' };
   if (!(leaseDurationMs > renewDeadlineMs)) {
-    return { timing: 'leaseDurationMs', message: `leaseDuration must be greater than renewDeadline (${leaseDurationMs} <= ${renewDeadlineMs})` };
+    return {
+      timing: 'leaseDurationMs',
+      message: `leaseDuration must be greater than renewDeadline (${leaseDurationMs} <= ${renewDeadlineMs})`,
+    };
   }
   if (!(renewDeadlineMs > JITTER_FACTOR * retryPeriodMs)) {
-    return { timing: 'renewDeadlineMs', message: `renewDeadline must be greater than retryPeriod*${JITTER_FACTOR} (${renewDeadlineMs} <= ${JITTER_FACTOR * retryPeriodMs})` };
+    return {
+      timing: 'renewDeadlineMs',
+      message: `renewDeadline must be greater than retryPeriod*${JITTER_FACTOR} (${renewDeadlineMs} <= ${JITTER_FACTOR * retryPeriodMs})`,
+    };
   }
   return undefined;
 }
 
 /** Validates client-go's constraint leaseDuration > renewDeadline > 1.2 * retryPeriod (all > 0). */
-export function validateLeaderElectionTimings(leaseDurationMs: number, renewDeadlineMs: number, retryPeriodMs: number): void {
+export function validateLeaderElectionTimings(
+  leaseDurationMs: number,
+  renewDeadlineMs: number,
+  retryPeriodMs: number,
+): void {
   const problem = leaderElectionTimingProblem(leaseDurationMs, renewDeadlineMs, retryPeriodMs);
   if (problem) throw new LeaderElectionConfigError(problem.message);
 }
@@ -103,10 +116,17 @@ export class LeaderElector {
     this.retryPeriodMs = opts.retryPeriodMs ?? LEADER_ELECTION_DEFAULTS.retryPeriodMs;
     validateLeaderElectionTimings(this.leaseDurationMs, this.renewDeadlineMs, this.retryPeriodMs);
     if (!opts.identity) throw new LeaderElectionConfigError('identity must not be empty');
-    this.lock = new LeaseLock(opts.client.withOptions({ qps: opts.qps ?? 5, burst: opts.burst ?? 10 }), opts.namespace, opts.name);
+    this.lock = new LeaseLock(
+      opts.client.withOptions({ qps: opts.qps ?? 5, burst: opts.burst ?? 10 }),
+      opts.namespace,
+      opts.name,
+    );
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;
-    this.logger = (opts.logger ?? silentLogger).child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
+    this.logger = (opts.logger ?? silentLogger).child({
+      lease: `${opts.namespace}/${opts.name}`,
+      identity: opts.identity,
+    });
   }
 
   /** True while this candidate holds the lease. */
@@ -180,7 +200,10 @@ export class LeaderElector {
       let renewed = false;
       while (!signal.aborted && this.clock.now() < deadline) {
         const attempt = new AbortController();
-        const timer = this.clock.setTimeout(() => attempt.abort(new Error('renew deadline')), deadline - this.clock.now());
+        const timer = this.clock.setTimeout(
+          () => attempt.abort(new Error('renew deadline')),
+          deadline - this.clock.now(),
+        );
         const onAbort = () => attempt.abort(signal.reason);
         signal.addEventListener('abort', onAbort, { once: true });
         try {

@@ -31,7 +31,11 @@ export class LeaseLock implements ResourceLock {
   /** The Lease as last read or written (events are recorded on it). */
   current: Lease | undefined;
 
-  constructor(private readonly client: ObjectClient, private readonly namespace: string, private readonly name: string) {}
+  constructor(
+    private readonly client: ObjectClient,
+    private readonly namespace: string,
+    private readonly name: string,
+  ) {}
 
   async get(signal: AbortSignal): Promise<LockRecord | undefined> {
     this.current = await this.client.get<Lease>(leases, this.name, { namespace: this.namespace, signal });
@@ -39,7 +43,12 @@ export class LeaseLock implements ResourceLock {
   }
 
   async create(record: LockRecord, signal: AbortSignal): Promise<void> {
-    const lease: Lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace }, spec: toSpec(record) };
+    const lease: Lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: this.name, namespace: this.namespace },
+      spec: toSpec(record),
+    };
     this.current = await this.client.create<Lease>(leases, lease, { signal });
   }
 

@@ -5,7 +5,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, exponentialBuckets } from 'prom-client';
 
 /** Creates a fresh registry. `processMetrics` adds prom-client's process/nodejs default metrics to it. */
-export function createMetricsRegistry(opts: { processMetrics?: boolean; defaultLabels?: Record<string, string> } = {}): Registry {
+export function createMetricsRegistry(
+  opts: { processMetrics?: boolean; defaultLabels?: Record<string, string> } = {},
+): Registry {
   const registry = new Registry();
   if (opts.defaultLabels) registry.setDefaultLabels(opts.defaultLabels);
   if (opts.processMetrics) collectDefaultMetrics({ register: registry });
@@ -102,7 +104,14 @@ export class WorkQueueMetrics {
     };
     const registers = [registry];
     const labelNames = ['name'] as const;
-    for (const name of ['workqueue_depth', 'workqueue_adds_total', 'workqueue_queue_duration_seconds', 'workqueue_work_duration_seconds', 'workqueue_longest_running_processor_seconds', 'workqueue_retries_total']) {
+    for (const name of [
+      'workqueue_depth',
+      'workqueue_adds_total',
+      'workqueue_queue_duration_seconds',
+      'workqueue_work_duration_seconds',
+      'workqueue_longest_running_processor_seconds',
+      'workqueue_retries_total',
+    ]) {
       if (registry.getSingleMetric(name)) throw new MetricConflictError(name);
     }
     this.depth = new Gauge({
@@ -139,7 +148,7 @@ export class WorkQueueMetrics {
     });
     const unfinished = new UnfinishedWorkGauge({
       name: UNFINISHED_NAME,
-      help: 'How many seconds of work has been done that is in progress and hasn\'t been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.',
+      help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
       labelNames,
       registers,
       collect() {

@@ -159,7 +159,10 @@ export function provisionerRateLimiter<K>(
   opts: { baseMs?: number; maxMs?: number } = {},
 ): RateLimiter<K> {
   return new MaxOfRateLimiter<K>(
-    new ItemExponentialFailureRateLimiter<K>(opts.baseMs ?? PROVISIONER_BASE_DELAY_MS, opts.maxMs ?? DEFAULT_MAX_DELAY_MS),
+    new ItemExponentialFailureRateLimiter<K>(
+      opts.baseMs ?? PROVISIONER_BASE_DELAY_MS,
+      opts.maxMs ?? DEFAULT_MAX_DELAY_MS,
+    ),
     new BucketRateLimiter<K>(10, 100, clock),
   );
 }

@@ -64,7 +64,11 @@ export class Backoff {
   private lastAt = -Infinity;
   private readonly o: Required<BackoffOptions>;
 
-  constructor(opts: BackoffOptions, private readonly clock: Clock, private readonly random: () => number = Math.random) {
+  constructor(
+    opts: BackoffOptions,
+    private readonly clock: Clock,
+    private readonly random: () => number = Math.random,
+  ) {
     this.o = { initialMs: 800, maxMs: 30_000, factor: 2, jitter: 1, resetAfterMs: 120_000, ...opts };
     this.delay = this.o.initialMs;
   }
@@ -129,8 +133,11 @@ export class Reflector<T extends KubeObject = KubeObject> {
   private async relist(signal: AbortSignal): Promise<void> {
     const { client, resource, store, onDelta } = this.opts;
     const { items, resourceVersion } = await client.listAll<T>(resource, {
-      namespace: this.opts.namespace, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector,
-      limit: this.opts.pageSize ?? 500, signal,
+      namespace: this.opts.namespace,
+      labelSelector: this.opts.labelSelector,
+      fieldSelector: this.opts.fieldSelector,
+      limit: this.opts.pageSize ?? 500,
+      signal,
     });
     if (signal.aborted) return;
     const transform = this.opts.transform;
@@ -169,8 +176,13 @@ export class Reflector<T extends KubeObject = KubeObject> {
     const timeoutSeconds = Math.floor(min * (1 + this.random()));
     const started = this.clock.now();
     const stream = await this.opts.client.watch<T>(this.opts.resource, {
-      namespace: this.opts.namespace, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector,
-      resourceVersion: this.rv, allowWatchBookmarks: true, timeoutSeconds, signal,
+      namespace: this.opts.namespace,
+      labelSelector: this.opts.labelSelector,
+      fieldSelector: this.opts.fieldSelector,
+      resourceVersion: this.rv,
+      allowWatchBookmarks: true,
+      timeoutSeconds,
+      signal,
       idleTimeoutMs: this.opts.watchIdleTimeoutMs ?? timeoutSeconds * 1000 + 30_000,
     });
     const { store, onDelta, transform } = this.opts;

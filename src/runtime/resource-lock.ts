@@ -113,7 +113,9 @@ export async function tryAcquireOrRenew(
   const record = recordFor(lock, c, current);
   await lock.update(record, signal);
   seen.observe(record, c.clock.now());
-  return holder !== '' && holder !== c.identity ? { acquired: true, record, tookOverFrom: holder } : { acquired: true, record };
+  return holder !== '' && holder !== c.identity
+    ? { acquired: true, record, tookOverFrom: holder }
+    : { acquired: true, record };
 }
 
 /** The record that releases a lock `c` holds: no holder, so any candidate may take it at once. */

@@ -2,7 +2,19 @@
 // Descriptors are plain data, so callers can address any resource, including custom ones, without codegen.
 // Each carries the object type it addresses (a type-only marker), so `client.get(persistentVolumes, name)`
 // returns a PersistentVolume without a cast.
-import type { ConfigMap, CoreEvent, KubeObject, Lease, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Secret, StorageClass } from '../types/k8s.ts';
+import type {
+  ConfigMap,
+  CoreEvent,
+  KubeObject,
+  Lease,
+  Namespace,
+  Node,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  Secret,
+  StorageClass,
+} from '../types/k8s.ts';
 
 import { apiVersionOf } from '../types/api-version.ts';
 
@@ -23,7 +35,13 @@ export interface ApiResource<T extends KubeObject = KubeObject> {
 }
 
 /** A descriptor for any resource, custom ones included: `defineResource<MyKind>('example.com', 'v1', 'mykinds', 'MyKind', true)`. */
-export function defineResource<T extends KubeObject = KubeObject>(group: string, version: string, resource: string, kind: string, namespaced: boolean): ApiResource<T> {
+export function defineResource<T extends KubeObject = KubeObject>(
+  group: string,
+  version: string,
+  resource: string,
+  kind: string,
+  namespaced: boolean,
+): ApiResource<T> {
   return Object.freeze({ group, version, resource, kind, namespaced });
 }
 const res = defineResource;
@@ -31,7 +49,13 @@ const res = defineResource;
 /** PersistentVolumes (cluster-scoped). */
 export const persistentVolumes = res<PersistentVolume>('', 'v1', 'persistentvolumes', 'PersistentVolume', false);
 /** PersistentVolumeClaims (namespaced). */
-export const persistentVolumeClaims = res<PersistentVolumeClaim>('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim', true);
+export const persistentVolumeClaims = res<PersistentVolumeClaim>(
+  '',
+  'v1',
+  'persistentvolumeclaims',
+  'PersistentVolumeClaim',
+  true,
+);
 /** StorageClasss (cluster-scoped). */
 export const storageClasses = res<StorageClass>('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false);
 /** Nodes (cluster-scoped). */
@@ -56,7 +80,12 @@ export { apiVersionOf };
  * REST path of a collection (no name) or of one object. Namespaced resources without a namespace address
  * the all-namespaces collection (lists and watches only).
  */
-export function resourcePath(r: ApiResource<KubeObject>, namespace?: string, name?: string, subresource?: string): string {
+export function resourcePath(
+  r: ApiResource<KubeObject>,
+  namespace?: string,
+  name?: string,
+  subresource?: string,
+): string {
   let p = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
   if (r.namespaced && namespace) p += `/namespaces/${encodeURIComponent(namespace)}`;
   p += `/${r.resource}`;

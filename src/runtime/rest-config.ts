@@ -94,8 +94,11 @@ export class RestConfig {
       if (str(c['proxy-url'])) throw new KubeConfigError(`${source}: cluster ${name}: proxy-url is not supported`);
       if (this.clusters.some((x) => x.name === name)) continue;
       this.clusters.push({
-        name, server: server.replace(/\/$/, ''), caData: str(c['certificate-authority-data']),
-        caFile: abs(rootDirectory, str(c['certificate-authority'])), skipTLSVerify: c['insecure-skip-tls-verify'] === true,
+        name,
+        server: server.replace(/\/$/, ''),
+        caData: str(c['certificate-authority-data']),
+        caFile: abs(rootDirectory, str(c['certificate-authority'])),
+        skipTLSVerify: c['insecure-skip-tls-verify'] === true,
         tlsServerName: str(c['tls-server-name']),
       });
     }
@@ -114,14 +117,22 @@ export class RestConfig {
     const u = obj(e.user);
     const name = str(e.name);
     if (!name) throw new KubeConfigError(`${source}: users[${i}] needs a name`);
-    if (u['auth-provider'] !== undefined) throw new KubeConfigError(`${source}: user ${name}: auth-provider is not supported (use an exec plugin)`);
+    if (u['auth-provider'] !== undefined)
+      throw new KubeConfigError(`${source}: user ${name}: auth-provider is not supported (use an exec plugin)`);
     if (this.users.some((x) => x.name === name)) return;
     const exec = u.exec === undefined ? undefined : parseExec(obj(u.exec), `${source}: user ${name}`);
     this.users.push({
-      name, token: str(u.token), tokenFile: abs(root, str(u.tokenFile) ?? str(u['token-file'])),
-      certData: str(u['client-certificate-data']), certFile: abs(root, str(u['client-certificate'])),
-      keyData: str(u['client-key-data']), keyFile: abs(root, str(u['client-key'])),
-      username: str(u.username), password: str(u.password), impersonate: str(u.as), exec,
+      name,
+      token: str(u.token),
+      tokenFile: abs(root, str(u.tokenFile) ?? str(u['token-file'])),
+      certData: str(u['client-certificate-data']),
+      certFile: abs(root, str(u['client-certificate'])),
+      keyData: str(u['client-key-data']),
+      keyFile: abs(root, str(u['client-key'])),
+      username: str(u.username),
+      password: str(u.password),
+      impersonate: str(u.as),
+      exec,
     });
   }
 
@@ -142,7 +153,12 @@ export class RestConfig {
     const port = env.KUBERNETES_SERVICE_PORT ?? '443';
     if (!host) throw new KubeConfigError('in-cluster config needs KUBERNETES_SERVICE_HOST');
     const h = host.includes(':') ? `[${host}]` : host;
-    this.clusters.push({ name: 'inCluster', server: `https://${h}:${port}`, caFile: `${saDir}/ca.crt`, skipTLSVerify: false });
+    this.clusters.push({
+      name: 'inCluster',
+      server: `https://${h}:${port}`,
+      caFile: `${saDir}/ca.crt`,
+      skipTLSVerify: false,
+    });
     this.users.push({ name: 'inClusterUser', tokenFile: `${saDir}/token` });
     let namespace: string | undefined;
     try {
@@ -156,7 +172,8 @@ export class RestConfig {
 
   /** Switches context; throws KubeConfigError for an unknown name. */
   setCurrentContext(name: string): void {
-    if (!this.contexts.some((c) => c.name === name)) throw new KubeConfigError(`context ${name} not found in the kubeconfig`);
+    if (!this.contexts.some((c) => c.name === name))
+      throw new KubeConfigError(`context ${name} not found in the kubeconfig`);
     this.currentContext = name;
   }
 
@@ -251,16 +268,20 @@ export class RestConfig {
   }
 }
 
-
 function parseExec(e: Raw, where: string): ExecConfig {
   const command = str(e.command);
   if (!command) throw new KubeConfigError(`${where}: exec needs a command`);
   const apiVersion = str(e.apiVersion) ?? '';
   if (!/^client\.authentication\.k8s\.io\/(v1|v1beta1)$/.test(apiVersion)) {
-    throw new KubeConfigError(`${where}: exec apiVersion ${apiVersion || '(none)'} is not supported (client.authentication.k8s.io/v1 or v1beta1)`);
+    throw new KubeConfigError(
+      `${where}: exec apiVersion ${apiVersion || '(none)'} is not supported (client.authentication.k8s.io/v1 or v1beta1)`,
+    );
   }
   const args = Array.isArray(e.args) ? e.args.map(String) : [];
-  const env = (Array.isArray(e.env) ? e.env : []).map(obj).map((x) => ({ name: String(x.name ?? ''), value: String(x.value ?? '') }));
-  if (e.interactiveMode === 'Always') throw new KubeConfigError(`${where}: exec plugins with interactiveMode Always cannot run in a controller`);
+  const env = (Array.isArray(e.env) ? e.env : [])
+    .map(obj)
+    .map((x) => ({ name: String(x.name ?? ''), value: String(x.value ?? '') }));
+  if (e.interactiveMode === 'Always')
+    throw new KubeConfigError(`${where}: exec plugins with interactiveMode Always cannot run in a controller`);
   return { command, args, env, apiVersion };
 }

@@ -28,7 +28,8 @@ export class TokenBucket {
 
   constructor(qps: number, burst: number, clock: Clock = realClock) {
     if (!(qps > 0)) throw new InvalidRateError(`token bucket qps must be > 0 or Infinity, got ${qps}`);
-    if (!(burst >= 1) || !Number.isFinite(burst)) throw new InvalidRateError(`token bucket burst must be a finite number >= 1, got ${burst}`);
+    if (!(burst >= 1) || !Number.isFinite(burst))
+      throw new InvalidRateError(`token bucket burst must be a finite number >= 1, got ${burst}`);
     this.qps = qps;
     this.burst = burst;
     this.clock = clock;

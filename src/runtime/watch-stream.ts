@@ -6,7 +6,9 @@ import type { KubeObject, Status, WatchEvent } from '../types/k8s.ts';
 import { errorFromStatus, NetworkError, syntheticStatus, TimeoutError } from './errors.ts';
 
 /** Event types a WatchStream yields (ERROR events are thrown as ApiError instead). */
-export type WatchStreamEvent<T extends KubeObject> = WatchEvent<T> & { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' };
+export type WatchStreamEvent<T extends KubeObject> = WatchEvent<T> & {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
+};
 
 /**
  * An open watch. Iterate it with `for await`; iteration ends when the server closes the stream cleanly
@@ -64,7 +66,13 @@ export class WatchStream<T extends KubeObject = KubeObject> implements AsyncIter
       if (this.closed) return;
       if (err instanceof TimeoutError || (err instanceof Error && err.name === 'AbortError')) throw err;
       if (err instanceof Error && 'status' in err) throw err; // already an ApiError from decode()
-      throw new NetworkError(`watch ${this.request.path}: ${(err as Error).message}`, true, (err as NodeJS.ErrnoException).code, this.request, { cause: err });
+      throw new NetworkError(
+        `watch ${this.request.path}: ${(err as Error).message}`,
+        true,
+        (err as NodeJS.ErrnoException).code,
+        this.request,
+        { cause: err },
+      );
     } finally {
       this.clearIdle();
       if (!this.res.destroyed) this.res.destroy();
@@ -77,7 +85,9 @@ export class WatchStream<T extends KubeObject = KubeObject> implements AsyncIter
       ev = JSON.parse(line) as WatchEvent<T | Status>;
     } catch (err) {
       // Skipping a line (client-node's choice) could silently lose a state change; reconnecting from the last RV cannot.
-      throw new NetworkError(`watch ${this.request.path}: malformed event`, true, undefined, this.request, { cause: err });
+      throw new NetworkError(`watch ${this.request.path}: malformed event`, true, undefined, this.request, {
+        cause: err,
+      });
     }
     if (ev.type === 'ERROR') throw errorFromStatus(ev.object as Status, this.request);
     if (!ev.object || typeof ev.object !== 'object') {

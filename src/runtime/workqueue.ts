@@ -322,7 +322,13 @@ export class WorkQueue<K> {
       total += seconds;
       if (seconds > longest) longest = seconds;
     }
-    return { depth: this.dirty.size, adds: this.addsTotal, retries: this.retriesTotal, unfinishedSeconds: total, longestSeconds: longest };
+    return {
+      depth: this.dirty.size,
+      adds: this.addsTotal,
+      retries: this.retriesTotal,
+      unfinishedSeconds: total,
+      longestSeconds: longest,
+    };
   }
 }
 

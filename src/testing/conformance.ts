@@ -56,9 +56,12 @@ export interface ConformanceSuiteOptions {
 }
 
 /** A claim for the suite: namespace `conformance`, a fresh uid, 1Gi ReadWriteOnce unless overridden. */
-export function conformanceClaim(opts: { name?: string; storage?: string; accessModes?: AccessMode[]; className?: string } = {}): PersistentVolumeClaim {
+export function conformanceClaim(
+  opts: { name?: string; storage?: string; accessModes?: AccessMode[]; className?: string } = {},
+): PersistentVolumeClaim {
   return {
-    apiVersion: 'v1', kind: 'PersistentVolumeClaim',
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
     metadata: { name: opts.name ?? `claim-${randomUUID().slice(0, 8)}`, namespace: 'conformance', uid: randomUUID() },
     spec: {
       accessModes: opts.accessModes ?? ['ReadWriteOnce'],
@@ -69,7 +72,10 @@ export function conformanceClaim(opts: { name?: string; storage?: string; access
 }
 
 /** Valid provision() options for a subject: a fresh claim of its class and `pvc-<uid>` as pvName. */
-export function conformanceOptions(s: ConformanceSubject, claim = conformanceClaim({ className: s.storageClass.metadata.name })): ProvisionOptions {
+export function conformanceOptions(
+  s: ConformanceSubject,
+  claim = conformanceClaim({ className: s.storageClass.metadata.name }),
+): ProvisionOptions {
   return { storageClass: s.storageClass, claim, pvName: `pvc-${claim.metadata.uid ?? randomUUID()}`, ...s.options };
 }
 
@@ -86,14 +92,23 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   {
     name: 'the PV carries the capacity, access modes and reclaim policy the claim and class ask for',
     async run(s) {
-      const o = conformanceOptions(s, conformanceClaim({ className: s.storageClass.metadata.name, storage: '1Gi', accessModes: ['ReadWriteOnce'] }));
+      const o = conformanceOptions(
+        s,
+        conformanceClaim({ className: s.storageClass.metadata.name, storage: '1Gi', accessModes: ['ReadWriteOnce'] }),
+      );
       const { volume } = await s.provisioner.provision(o, live());
       const capacity = volume.spec.capacity?.storage;
-      ok(capacity !== undefined && parseQuantity(capacity) >= parseQuantity('1Gi'), `capacity ${String(capacity)} is at least the 1Gi asked`);
+      ok(
+        capacity !== undefined && parseQuantity(capacity) >= parseQuantity('1Gi'),
+        `capacity ${String(capacity)} is at least the 1Gi asked`,
+      );
       deepStrictEqual(volume.spec.accessModes, ['ReadWriteOnce']);
       const policy = volume.spec.persistentVolumeReclaimPolicy;
       // Unset is allowed: the controller then takes the class's.
-      ok(policy === undefined || policy === (s.storageClass.reclaimPolicy ?? 'Delete'), `reclaim policy ${String(policy)} is the class's`);
+      ok(
+        policy === undefined || policy === (s.storageClass.reclaimPolicy ?? 'Delete'),
+        `reclaim policy ${String(policy)} is the class's`,
+      );
       await s.provisioner.delete(volume, live());
     },
   },
@@ -139,10 +154,16 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
     name: 'an aborted signal stops provision and delete before they act',
     async run(s) {
       const o = conformanceOptions(s);
-      await rejects(s.provisioner.provision(o, aborted()), (err: unknown) => err instanceof Error && err.name === 'AbortError');
+      await rejects(
+        s.provisioner.provision(o, aborted()),
+        (err: unknown) => err instanceof Error && err.name === 'AbortError',
+      );
       equal(await s.exists({ metadata: { name: o.pvName }, spec: {} }), false, 'an aborted provision created nothing');
       const { volume } = await s.provisioner.provision(o, live());
-      await rejects(s.provisioner.delete(volume, aborted()), (err: unknown) => err instanceof Error && err.name === 'AbortError');
+      await rejects(
+        s.provisioner.delete(volume, aborted()),
+        (err: unknown) => err instanceof Error && err.name === 'AbortError',
+      );
       ok(await s.exists(volume), 'an aborted delete left the volume in place');
       await s.provisioner.delete(volume, live());
     },
@@ -164,7 +185,7 @@ export function provisionerConformance(opts: ConformanceSuiteOptions): void {
           if (typeof (subject as Partial<ConformanceSubject>).exists !== 'function') {
             throw new TypeError(
               'provisionerConformance: the subject from make() has no exists(volume): the suite cannot check that delete ' +
-              'removes the volume, that a refused claim creates nothing, or that an aborted delete leaves it in place',
+                'removes the volume, that a refused claim creates nothing, or that an aborted delete leaves it in place',
             );
           }
           await c.run(subject, opts);

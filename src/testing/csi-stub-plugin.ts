@@ -14,8 +14,16 @@ import type { RequestOf, ResponseOf } from '../csi/services.ts';
 
 /** The RPCs the stub serves, by their spec names. */
 export type StubMethod =
-  | 'GetPluginInfo' | 'GetPluginCapabilities' | 'Probe' | 'CreateVolume' | 'DeleteVolume' | 'ControllerGetCapabilities'
-  | 'GetCapacity' | 'ControllerExpandVolume' | 'ListVolumes' | 'NodeGetInfo';
+  | 'GetPluginInfo'
+  | 'GetPluginCapabilities'
+  | 'Probe'
+  | 'CreateVolume'
+  | 'DeleteVolume'
+  | 'ControllerGetCapabilities'
+  | 'GetCapacity'
+  | 'ControllerExpandVolume'
+  | 'ListVolumes'
+  | 'NodeGetInfo';
 
 /**
  * What the stub answers to one call:
@@ -72,8 +80,16 @@ export interface StubPluginOptions {
 }
 
 const SERVICES: Record<StubMethod, CsiService> = {
-  GetPluginInfo: 'Identity', GetPluginCapabilities: 'Identity', Probe: 'Identity', CreateVolume: 'Controller', DeleteVolume: 'Controller',
-  ControllerGetCapabilities: 'Controller', GetCapacity: 'Controller', ControllerExpandVolume: 'Controller', ListVolumes: 'Controller', NodeGetInfo: 'Node',
+  GetPluginInfo: 'Identity',
+  GetPluginCapabilities: 'Identity',
+  Probe: 'Identity',
+  CreateVolume: 'Controller',
+  DeleteVolume: 'Controller',
+  ControllerGetCapabilities: 'Controller',
+  GetCapacity: 'Controller',
+  ControllerExpandVolume: 'Controller',
+  ListVolumes: 'Controller',
+  NodeGetInfo: 'Node',
 };
 
 interface Rule {
@@ -110,7 +126,12 @@ export class StubCsiPlugin {
   private readonly rules = new Map<StubMethod, Rule[]>();
   private readonly counts = new Map<StubMethod, number>();
 
-  private constructor(private readonly server: Server, private readonly dir: string, socketPath: string, o: StubPluginOptions) {
+  private constructor(
+    private readonly server: Server,
+    private readonly dir: string,
+    socketPath: string,
+    o: StubPluginOptions,
+  ) {
     this.socketPath = socketPath;
     this.address = `unix://${socketPath}`;
     this.name = o.name ?? 'stub.csi.kube-provisioner.io';
@@ -133,7 +154,8 @@ export class StubCsiPlugin {
     const dir = await mkdtemp(join(tmpdir(), 'csi-stub-'));
     const server = new grpc.Server();
     const stub = new StubCsiPlugin(server, dir, join(dir, 'csi.sock'), options);
-    for (const service of ['Identity', 'Controller', 'Node'] as const) server.addService(serviceDefinition(service), stub.handlers(service));
+    for (const service of ['Identity', 'Controller', 'Node'] as const)
+      server.addService(serviceDefinition(service), stub.handlers(service));
     if (options.listen !== false) await stub.listen();
     return stub;
   }
@@ -142,14 +164,20 @@ export class StubCsiPlugin {
   async listen(): Promise<void> {
     const grpc = await import('@grpc/grpc-js');
     await new Promise<void>((resolve, reject) =>
-      this.server.bindAsync(this.address, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+      this.server.bindAsync(this.address, grpc.ServerCredentials.createInsecure(), (err) =>
+        err ? reject(err) : resolve(),
+      ),
     );
   }
 
   /** Scripts `answer` for `method`: for its call number `call`, or for the next `times` calls (default 1). */
   script(method: StubMethod, answer: StubAnswer, opts: { call?: number; times?: number } = {}): this {
     const rules = this.rules.get(method) ?? [];
-    rules.push({ answer, ...(opts.call !== undefined ? { call: opts.call } : {}), remaining: opts.call !== undefined ? 1 : (opts.times ?? 1) });
+    rules.push({
+      answer,
+      ...(opts.call !== undefined ? { call: opts.call } : {}),
+      remaining: opts.call !== undefined ? 1 : (opts.times ?? 1),
+    });
     this.rules.set(method, rules);
     return this;
   }
@@ -199,15 +227,25 @@ export class StubCsiPlugin {
     return rule.answer;
   }
 
-  private async answer(method: StubMethod, n: number, request: Record<string, unknown>, answer: StubAnswer | undefined): Promise<unknown> {
+  private async answer(
+    method: StubMethod,
+    n: number,
+    request: Record<string, unknown>,
+    answer: StubAnswer | undefined,
+  ): Promise<unknown> {
     if (answer && 'after' in answer) {
       await answer.after;
       return this.answer(method, n, request, answer.then);
     }
-    if (answer && 'error' in answer) throw { code: GRPC_CODES[answer.error], details: answer.message ?? `stub: scripted ${answer.error} on ${method} call ${n}` };
+    if (answer && 'error' in answer)
+      throw {
+        code: GRPC_CODES[answer.error],
+        details: answer.message ?? `stub: scripted ${answer.error} on ${method} call ${n}`,
+      };
     if (answer && 'hang' in answer) return 'hang';
     if (answer && 'reply' in answer) {
-      if (method === 'CreateVolume') this.record(request as RequestOf<'createVolume'>, answer.reply as ResponseOf<'createVolume'>);
+      if (method === 'CreateVolume')
+        this.record(request as RequestOf<'createVolume'>, answer.reply as ResponseOf<'createVolume'>);
       return answer.reply;
     }
     return this.defaultReply(method, request);
@@ -216,7 +254,12 @@ export class StubCsiPlugin {
   private record(req: RequestOf<'createVolume'>, reply: ResponseOf<'createVolume'>): void {
     const v = reply.volume;
     if (!v?.volumeId) return;
-    this.volumes.set(v.volumeId, { volumeId: v.volumeId, name: req.name ?? '', capacityBytes: v.capacityBytes ?? 0n, parameters: req.parameters ?? {} });
+    this.volumes.set(v.volumeId, {
+      volumeId: v.volumeId,
+      name: req.name ?? '',
+      capacityBytes: v.capacityBytes ?? 0n,
+      parameters: req.parameters ?? {},
+    });
   }
 
   private defaultReply(method: StubMethod, request: Record<string, unknown>): unknown {
@@ -233,14 +276,15 @@ export class StubCsiPlugin {
       case 'Probe':
         return (this.ready === undefined ? {} : { ready: { value: this.ready } }) satisfies ResponseOf<'probe'>;
       case 'ControllerGetCapabilities':
-        return { capabilities: this.controllerCapabilities.map((type) => ({ rpc: { type } })) } satisfies ResponseOf<'controllerGetCapabilities'>;
+        return {
+          capabilities: this.controllerCapabilities.map((type) => ({ rpc: { type } })),
+        } satisfies ResponseOf<'controllerGetCapabilities'>;
       case 'CreateVolume':
         return { volume: this.create(request as RequestOf<'createVolume'>) } satisfies ResponseOf<'createVolume'>;
       case 'DeleteVolume':
         this.volumes.delete(String((request as RequestOf<'deleteVolume'>).volumeId ?? ''));
         return {};
-      case 'GetCapacity':
-      {
+      case 'GetCapacity': {
         const segment = (request as RequestOf<'getCapacity'>).accessibleTopology?.segments ?? {};
         return {
           availableCapacity: this.capacityOf?.(segment) ?? this.availableCapacity,
@@ -252,7 +296,10 @@ export class StubCsiPlugin {
         const v = this.volumes.get(req.volumeId ?? '');
         if (!v) throw { code: GRPC_CODES.NotFound, details: `volume ${req.volumeId ?? ''} not found` };
         v.capacityBytes = req.capacityRange?.requiredBytes ?? v.capacityBytes;
-        return { capacityBytes: v.capacityBytes, nodeExpansionRequired: false } satisfies ResponseOf<'controllerExpandVolume'>;
+        return {
+          capacityBytes: v.capacityBytes,
+          nodeExpansionRequired: false,
+        } satisfies ResponseOf<'controllerExpandVolume'>;
       }
       case 'ListVolumes':
         return this.list(request as RequestOf<'listVolumes'>);
@@ -273,7 +320,9 @@ export class StubCsiPlugin {
       name,
       capacityBytes: req.capacityRange?.requiredBytes ?? 0n,
       parameters: req.parameters ?? {},
-      ...(this.accessibleTopology ? { accessibleTopology: this.accessibleTopology.map((segments) => ({ segments })) } : {}),
+      ...(this.accessibleTopology
+        ? { accessibleTopology: this.accessibleTopology.map((segments) => ({ segments })) }
+        : {}),
       ...(req.volumeContentSource ? { contentSource: req.volumeContentSource as Record<string, unknown> } : {}),
     };
     this.volumes.set(name, volume);
@@ -287,12 +336,18 @@ export class StubCsiPlugin {
   }
 
   private list(req: RequestOf<'listVolumes'>): ResponseOf<'listVolumes'> {
-    const all = [...this.volumes.values()].sort((a, b) => (a.volumeId < b.volumeId ? -1 : a.volumeId > b.volumeId ? 1 : 0));
+    const all = [...this.volumes.values()].sort((a, b) =>
+      a.volumeId < b.volumeId ? -1 : a.volumeId > b.volumeId ? 1 : 0,
+    );
     const start = req.startingToken ? Number(req.startingToken) : 0;
-    if (!Number.isInteger(start) || start < 0 || start > all.length) throw { code: GRPC_CODES.Aborted, details: `invalid starting_token ${req.startingToken}` };
+    if (!Number.isInteger(start) || start < 0 || start > all.length)
+      throw { code: GRPC_CODES.Aborted, details: `invalid starting_token ${req.startingToken}` };
     const max = req.maxEntries && req.maxEntries > 0 ? req.maxEntries : all.length;
     const page = all.slice(start, start + max);
     const next = start + page.length < all.length ? String(start + page.length) : '';
-    return { entries: page.map((v) => ({ volume: { volumeId: v.volumeId, capacityBytes: v.capacityBytes } })), ...(next ? { nextToken: next } : {}) };
+    return {
+      entries: page.map((v) => ({ volume: { volumeId: v.volumeId, capacityBytes: v.capacityBytes } })),
+      ...(next ? { nextToken: next } : {}),
+    };
   }
 }

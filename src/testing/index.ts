@@ -21,12 +21,34 @@ export type { ListFilterOptions } from '../cluster/storage/store-filter.ts';
 export type { StoreWatchOptions } from '../cluster/writes/cluster-store.ts';
 export { ClusterApiError } from '../cluster/common/errors.ts';
 export { MissingDependencyError } from '../cluster/common/optional-deps.ts';
-export { waitFor, conditions, eventsOf, WaitTimeoutError, type Condition, type ConditionContext, type ConditionPredicate, type WaitForOptions } from './wait.ts';
 export {
-  provisionerConformance, conformanceClaim, conformanceOptions, CONFORMANCE_CASES,
-  type ConformanceCase, type ConformanceSubject, type ConformanceSuiteOptions, type TestRunner,
+  waitFor,
+  conditions,
+  eventsOf,
+  WaitTimeoutError,
+  type Condition,
+  type ConditionContext,
+  type ConditionPredicate,
+  type WaitForOptions,
+} from './wait.ts';
+export {
+  provisionerConformance,
+  conformanceClaim,
+  conformanceOptions,
+  CONFORMANCE_CASES,
+  type ConformanceCase,
+  type ConformanceSubject,
+  type ConformanceSuiteOptions,
+  type TestRunner,
 } from './conformance.ts';
-export { StubCsiPlugin, type StubAnswer, type StubCall, type StubMethod, type StubPluginOptions, type StubVolume } from './csi-stub-plugin.ts';
+export {
+  StubCsiPlugin,
+  type StubAnswer,
+  type StubCall,
+  type StubMethod,
+  type StubPluginOptions,
+  type StubVolume,
+} from './csi-stub-plugin.ts';
 
 /** The embedded cluster's options, less the server-error hook (tests see errors as failed requests). */
 export type StartClusterOptions = Omit<EmbeddedClusterOptions, 'onError'>;
@@ -84,7 +106,11 @@ export interface TestCluster {
 export async function startCluster(opts: StartClusterOptions = {}): Promise<TestCluster> {
   const cluster = await startEmbeddedCluster(opts);
   const kubeConfig = await clientNodeKubeConfig(cluster.kubeconfigPath);
-  const client = new KubeClient({ kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig, qps: 0, userAgent: 'kube-provisioner-testing' });
+  const client = new KubeClient({
+    kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig,
+    qps: 0,
+    userAgent: 'kube-provisioner-testing',
+  });
   return {
     url: cluster.url,
     kubeconfigPath: cluster.kubeconfigPath,

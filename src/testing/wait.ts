@@ -23,7 +23,10 @@ export interface Condition<T extends KubeObject = KubeObject> {
 }
 
 /** A plain predicate, for {@link waitFor}: true once the object (undefined: absent) is in the awaited state. */
-export type ConditionPredicate<T extends KubeObject = KubeObject> = (obj: T | undefined, ctx: ConditionContext) => boolean | Promise<boolean>;
+export type ConditionPredicate<T extends KubeObject = KubeObject> = (
+  obj: T | undefined,
+  ctx: ConditionContext,
+) => boolean | Promise<boolean>;
 
 /** Options of {@link waitFor}. */
 export interface WaitForOptions {
@@ -39,7 +42,10 @@ export interface WaitForOptions {
 /** The condition did not hold within the timeout; `last` is the object as last seen (undefined = absent). */
 export class WaitTimeoutError extends Error {
   override readonly name = 'WaitTimeoutError';
-  constructor(message: string, readonly last: KubeObject | undefined) {
+  constructor(
+    message: string,
+    readonly last: KubeObject | undefined,
+  ) {
     super(message);
   }
 }
@@ -60,7 +66,8 @@ export async function waitFor<T extends KubeObject>(
   const intervalMs = opts.intervalMs ?? 50;
   const deadline = Date.now() + timeoutMs;
   const ctx: ConditionContext = { client, namespace: opts.namespace, name };
-  const test = typeof condition === 'function' ? condition : (o: T | undefined, c: ConditionContext) => condition.test(o, c);
+  const test =
+    typeof condition === 'function' ? condition : (o: T | undefined, c: ConditionContext) => condition.test(o, c);
   const description = typeof condition === 'function' ? 'in the awaited state' : condition.description;
   let last: T | undefined;
   for (;;) {
@@ -69,8 +76,13 @@ export async function waitFor<T extends KubeObject>(
     if (await test(last, ctx)) return last;
     if (Date.now() >= deadline) {
       const where = opts.namespace ? `${opts.namespace}/${name}` : name;
-      const state = await describeState(last, ctx).catch((err: unknown) => [`(its events could not be read: ${(err as Error).message})`]);
-      throw new WaitTimeoutError([`${resource.kind} ${where}: not ${description} after ${timeoutMs} ms`, ...state].join('\n  '), last);
+      const state = await describeState(last, ctx).catch((err: unknown) => [
+        `(its events could not be read: ${(err as Error).message})`,
+      ]);
+      throw new WaitTimeoutError(
+        [`${resource.kind} ${where}: not ${description} after ${timeoutMs} ms`, ...state].join('\n  '),
+        last,
+      );
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
@@ -82,19 +94,37 @@ const EVENTS_IN_TIMEOUT = 5;
 /** The object's last phase, status conditions and newest events, one per line, for a timeout error. */
 async function describeState(obj: KubeObject | undefined, ctx: ConditionContext): Promise<string[]> {
   if (!obj) return ['it does not exist'];
-  const status = (obj as { status?: { phase?: string; conditions?: Array<{ type?: string; status?: string; reason?: string; message?: string }> } }).status;
+  const status = (
+    obj as {
+      status?: {
+        phase?: string;
+        conditions?: Array<{ type?: string; status?: string; reason?: string; message?: string }>;
+      };
+    }
+  ).status;
   const lines = [`phase ${status?.phase ?? '(none)'}`];
   for (const c of status?.conditions ?? []) {
-    lines.push(`condition ${c.type}=${c.status}${c.reason ? ` (${c.reason})` : ''}${c.message ? `: ${c.message}` : ''}`);
+    lines.push(
+      `condition ${c.type}=${c.status}${c.reason ? ` (${c.reason})` : ''}${c.message ? `: ${c.message}` : ''}`,
+    );
   }
   const time = (e: CoreEvent) => Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '') || 0;
   const events = (await eventsOf(obj, ctx)).sort((a, b) => time(a) - time(b)).slice(-EVENTS_IN_TIMEOUT);
   if (events.length === 0) lines.push('no events');
-  for (const e of events) lines.push(`event ${e.type ?? 'Normal'} ${e.reason}${(e.count ?? 1) > 1 ? ` (${e.count}x)` : ''}: ${e.message ?? ''}`);
+  for (const e of events)
+    lines.push(
+      `event ${e.type ?? 'Normal'} ${e.reason}${(e.count ?? 1) > 1 ? ` (${e.count}x)` : ''}: ${e.message ?? ''}`,
+    );
   return lines;
 }
 
-async function getOrUndefined<T extends KubeObject>(client: KubeClient, r: ApiResource<T>, name: string, namespace: string | undefined, signal?: AbortSignal): Promise<T | undefined> {
+async function getOrUndefined<T extends KubeObject>(
+  client: KubeClient,
+  r: ApiResource<T>,
+  name: string,
+  namespace: string | undefined,
+  signal?: AbortSignal,
+): Promise<T | undefined> {
   try {
     return await client.get(r, name, { namespace, signal });
   } catch (err) {
@@ -106,7 +136,11 @@ async function getOrUndefined<T extends KubeObject>(client: KubeClient, r: ApiRe
 /** The events whose involvedObject is the object named in `ctx` (same uid when the object exists). */
 export async function eventsOf(obj: KubeObject | undefined, ctx: ConditionContext): Promise<CoreEvent[]> {
   const { items } = await ctx.client.list(coreEvents, { namespace: ctx.namespace ?? 'default' });
-  return items.filter((e) => e.involvedObject.name === ctx.name && (!obj?.metadata.uid || !e.involvedObject.uid || e.involvedObject.uid === obj.metadata.uid));
+  return items.filter(
+    (e) =>
+      e.involvedObject.name === ctx.name &&
+      (!obj?.metadata.uid || !e.involvedObject.uid || e.involvedObject.uid === obj.metadata.uid),
+  );
 }
 
 /** Ready-made conditions (kube-rs `conditions::*`). */
@@ -119,7 +153,10 @@ export const conditions = {
   claimPendingWithEvent(reason: string): Condition<PersistentVolumeClaim> {
     return {
       description: `claim Pending with a ${reason} event`,
-      test: async (c, ctx) => (c?.status?.phase ?? 'Pending') === 'Pending' && c !== undefined && (await eventsOf(c, ctx)).some((e) => e.reason === reason),
+      test: async (c, ctx) =>
+        (c?.status?.phase ?? 'Pending') === 'Pending' &&
+        c !== undefined &&
+        (await eventsOf(c, ctx)).some((e) => e.reason === reason),
     };
   },
   /** The object does not exist (or, with `uid`, that incarnation of it is gone). */
@@ -128,6 +165,9 @@ export const conditions = {
   },
   /** An event with this reason was recorded about the object. */
   eventSeen<T extends KubeObject = KubeObject>(reason: string): Condition<T> {
-    return { description: `with a ${reason} event`, test: async (o, ctx) => (await eventsOf(o, ctx)).some((e) => e.reason === reason) };
+    return {
+      description: `with a ${reason} event`,
+      test: async (o, ctx) => (await eventsOf(o, ctx)).some((e) => e.reason === reason),
+    };
   },
 };

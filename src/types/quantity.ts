@@ -2,7 +2,12 @@
 // past 2^53 are real), rounded up to a whole unit as Quantity.Value() does.
 
 const BINARY: Record<string, bigint> = {
-  Ki: 1n << 10n, Mi: 1n << 20n, Gi: 1n << 30n, Ti: 1n << 40n, Pi: 1n << 50n, Ei: 1n << 60n,
+  Ki: 1n << 10n,
+  Mi: 1n << 20n,
+  Gi: 1n << 30n,
+  Ti: 1n << 40n,
+  Pi: 1n << 50n,
+  Ei: 1n << 60n,
 };
 const DECIMAL_EXP: Record<string, number> = { n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
 
@@ -31,9 +36,13 @@ export function isQuantity(s: unknown): s is string {
 
 /** Parses a quantity into its integer value, rounding fractions up (e.g. "1.5" -> 2, "500m" -> 1). */
 export function parseQuantity(s: string): bigint {
-  if (s.length > MAX_LENGTH) throw new QuantityError(`quantity too long (${s.length} characters): ${JSON.stringify(s.slice(0, 64) + '…')}`);
+  if (s.length > MAX_LENGTH)
+    throw new QuantityError(`quantity too long (${s.length} characters): ${JSON.stringify(s.slice(0, 64) + '…')}`);
   const m = QUANTITY_RE.exec(s);
-  if (!m) throw new QuantityError(`quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': ${JSON.stringify(s)}`);
+  if (!m)
+    throw new QuantityError(
+      `quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': ${JSON.stringify(s)}`,
+    );
   const [, sign, num, suffix = ''] = m;
   const [intPart, fracPart = ''] = num.split('.');
   // value = digits * 10^(exp - fracLen) * multiplier
@@ -46,7 +55,8 @@ export function parseQuantity(s: string): bigint {
   // Bound the work before building BigInts: "1e99999999" would otherwise allocate a 100-million-digit number and
   // stall whoever parses it (a tenant controls claim sizes). Kubernetes itself caps quantities far below this.
   const magnitude = intPart.replace(/^0+/, '').length + exp10 + fracPart.length + (mult > 1n ? 19 : 0);
-  if (magnitude > MAX_DECIMAL_DIGITS) throw new QuantityError(`quantity too large: ${JSON.stringify(s.length > 64 ? s.slice(0, 64) + '…' : s)}`);
+  if (magnitude > MAX_DECIMAL_DIGITS)
+    throw new QuantityError(`quantity too large: ${JSON.stringify(s.length > 64 ? s.slice(0, 64) + '…' : s)}`);
   if (exp10 < -2 * MAX_DECIMAL_DIGITS) return digits === 0n || sign === '-' ? 0n : 1n; // a positive sliver rounds up to 1
   digits *= mult;
   let value: bigint;

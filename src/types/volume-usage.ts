@@ -26,7 +26,13 @@ export function parseVolumeUsage(text: string | undefined): VolumeUsageSummary |
   if (!text) return undefined;
   try {
     const v = JSON.parse(text) as Partial<VolumeUsageSummary>;
-    if (typeof v.bytes !== 'string' || !/^\d+$/.test(v.bytes) || typeof v.inodes !== 'number' || typeof v.complete !== 'boolean') return undefined;
+    if (
+      typeof v.bytes !== 'string' ||
+      !/^\d+$/.test(v.bytes) ||
+      typeof v.inodes !== 'number' ||
+      typeof v.complete !== 'boolean'
+    )
+      return undefined;
     return { bytes: v.bytes, inodes: v.inodes, complete: v.complete, measuredAt: String(v.measuredAt ?? '') };
   } catch {
     return undefined;

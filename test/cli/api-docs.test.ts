@@ -7,14 +7,26 @@ import { test } from 'node:test';
 import ts from 'typescript';
 import { ROOT } from './cli-helpers.ts';
 
-const ENTRY_POINTS = ['src/index.ts', 'src/runtime/index.ts', 'src/hostpath/index.ts', 'src/csi/index.ts', 'src/testing/index.ts'];
+const ENTRY_POINTS = [
+  'src/index.ts',
+  'src/runtime/index.ts',
+  'src/hostpath/index.ts',
+  'src/csi/index.ts',
+  'src/testing/index.ts',
+];
 
 /** `entry: name` of every export without documentation. */
 function undocumentedExports(): string[] {
   const files = ENTRY_POINTS.map((f) => join(ROOT, f));
   const program = ts.createProgram(files, {
-    target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
-    allowImportingTsExtensions: true, noEmit: true, strict: true, skipLibCheck: true, types: ['node'],
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    allowImportingTsExtensions: true,
+    noEmit: true,
+    strict: true,
+    skipLibCheck: true,
+    types: ['node'],
   });
   const checker = program.getTypeChecker();
   const missing: string[] = [];
@@ -24,8 +36,9 @@ function undocumentedExports(): string[] {
     assert.ok(moduleSymbol, `${ENTRY_POINTS[i]} is a module`);
     for (const exported of checker.getExportsOfModule(moduleSymbol)) {
       const symbol = exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported;
-      const documented = symbol.getDocumentationComment(checker).length > 0
-        || (symbol.declarations ?? []).some((d) => ts.getJSDocCommentsAndTags(d).length > 0);
+      const documented =
+        symbol.getDocumentationComment(checker).length > 0 ||
+        (symbol.declarations ?? []).some((d) => ts.getJSDocCommentsAndTags(d).length > 0);
       if (!documented) missing.push(`${ENTRY_POINTS[i]}: ${exported.name}`);
     }
   }

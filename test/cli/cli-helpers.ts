@@ -36,11 +36,15 @@ export function startCli(args: string[], opts: { env?: NodeJS.ProcessEnv; timeou
 }
 
 /** Runs the command to completion. */
-export async function runCli(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number | string; stdout: string; stderr: string }> {
+export async function runCli(
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<{ code: number | string; stdout: string; stderr: string }> {
   const p = startCli(args, opts);
   const code = await p.exited;
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }
 
 /** The shared polling helper with the CLI tests' longer default (a child process starts first). */
-export const waitFor = <T>(what: string, check: Probe<T>, timeoutMs = 20_000): Promise<T> => poll(what, check, timeoutMs, 50);
+export const waitFor = <T>(what: string, check: Probe<T>, timeoutMs = 20_000): Promise<T> =>
+  poll(what, check, timeoutMs, 50);

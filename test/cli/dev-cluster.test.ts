@@ -33,7 +33,11 @@ for (const where of ['worker', 'main'] as ClusterThread[]) {
     });
 
     it('serves over HTTPS through its kubeconfig, and stop() frees the port', async () => {
-      const cluster = await startDevCluster(where, { dataDir, port: 0, host: '127.0.0.1', logLevel: 'silent' }, silentLogger);
+      const cluster = await startDevCluster(
+        where,
+        { dataDir, port: 0, host: '127.0.0.1', logLevel: 'silent' },
+        silentLogger,
+      );
       const { kubeConfig } = loadKubeConfig({ path: cluster.kubeconfigPath });
       const client = new KubeClient({ kubeConfig, qps: 0 });
       try {
@@ -57,10 +61,13 @@ for (const where of ['worker', 'main'] as ClusterThread[]) {
       const busy = await listenerOn(0);
       const port = (busy.address() as { port: number }).port;
       try {
-        await assert.rejects(startDevCluster(where, { dataDir, port, host: '127.0.0.1', logLevel: 'silent' }, silentLogger), (err: NodeJS.ErrnoException) => {
-          assert.equal(err.code, 'EADDRINUSE');
-          return true;
-        });
+        await assert.rejects(
+          startDevCluster(where, { dataDir, port, host: '127.0.0.1', logLevel: 'silent' }, silentLogger),
+          (err: NodeJS.ErrnoException) => {
+            assert.equal(err.code, 'EADDRINUSE');
+            return true;
+          },
+        );
       } finally {
         busy.close();
       }

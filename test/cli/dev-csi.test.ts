@@ -29,41 +29,81 @@ describe('kube-provisioner dev --csi', () => {
   });
 
   it('--demo runs the claims through the in-process provisioner, then through the CSI sidecar and the reference plugin, and compares', async () => {
-    const r = await runCli(['dev', '--csi', '--data-dir', dataDir, '--demo', '10', '--port', '0'], { timeoutMs: 120_000 });
+    const r = await runCli(['dev', '--csi', '--data-dir', dataDir, '--demo', '10', '--port', '0'], {
+      timeoutMs: 120_000,
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /CSI mode: plugin hostpath\.csi\.kube-provisioner\.io on .*csi\.sock/);
     assert.match(r.stdout, /^demo: 10\/10 claims Bound in /m);
     assert.match(r.stdout, /^demo \(CSI: sidecar \+ reference plugin\): 10\/10 claims Bound in [\d.]+ s/m);
     assert.match(r.stdout, /^demo: CSI reached [\d.]+ claims\/s vs [\d.]+ in-process: ratio [\d.]+$/m);
     const dirs = await readdir(join(dataDir, 'volumes', 'csi-shared', 'default'));
-    assert.equal(dirs.filter((d) => d.startsWith('demo-')).length, 10, 'the CSI claims\' directories, named after the claims (--extra-create-metadata)');
+    assert.equal(
+      dirs.filter((d) => d.startsWith('demo-')).length,
+      10,
+      "the CSI claims' directories, named after the claims (--extra-create-metadata)",
+    );
   });
 
   it('serves: CSIDriver and CSINode published; a WaitForFirstConsumer claim with a pod becomes a CSI volume on the node path, deleted through DeleteVolume', async () => {
     const cli = startCli(['dev', '--csi', '--data-dir', dataDir, '--port', '0'], { timeoutMs: 120_000 });
     try {
       await waitFor('the guide', () => cli.stdout().includes('Ctrl-C to stop'), 60_000);
-      const client = new KubeClient({ kubeConfig: loadKubeConfig({ path: join(dataDir, 'kubeconfig') }).kubeConfig, qps: 0 });
+      const client = new KubeClient({
+        kubeConfig: loadKubeConfig({ path: join(dataDir, 'kubeconfig') }).kubeConfig,
+        qps: 0,
+      });
       try {
         await client.get(csiDrivers, DRIVER);
         const node = (await client.list(csiNodes)).items[0];
-        assert.deepEqual(node?.spec.drivers.map((d) => [d.name, d.topologyKeys]), [[DRIVER, ['kubernetes.io/hostname']]]);
-        await client.create(persistentVolumeClaims, {
-          apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'local-data', namespace: 'default' },
-          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } }, storageClassName: 'csi-hostpath-local' },
-        } as PersistentVolumeClaim, { namespace: 'default' });
-        await client.create(pods, {
-          apiVersion: 'v1', kind: 'Pod', metadata: { name: 'user', namespace: 'default' },
-          spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'local-data' } }] },
-        } as Pod, { namespace: 'default' });
-        const claim = await waitFor('the claim Bound', async () => {
-          const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'local-data', { namespace: 'default' });
-          return c.status?.phase === 'Bound' ? c : undefined;
-        }, 60_000);
+        assert.deepEqual(
+          node?.spec.drivers.map((d) => [d.name, d.topologyKeys]),
+          [[DRIVER, ['kubernetes.io/hostname']]],
+        );
+        await client.create(
+          persistentVolumeClaims,
+          {
+            apiVersion: 'v1',
+            kind: 'PersistentVolumeClaim',
+            metadata: { name: 'local-data', namespace: 'default' },
+            spec: {
+              accessModes: ['ReadWriteOnce'],
+              resources: { requests: { storage: '1Mi' } },
+              storageClassName: 'csi-hostpath-local',
+            },
+          } as PersistentVolumeClaim,
+          { namespace: 'default' },
+        );
+        await client.create(
+          pods,
+          {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: 'user', namespace: 'default' },
+            spec: {
+              containers: [{ name: 'c', image: 'busybox' }],
+              volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'local-data' } }],
+            },
+          } as Pod,
+          { namespace: 'default' },
+        );
+        const claim = await waitFor(
+          'the claim Bound',
+          async () => {
+            const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'local-data', {
+              namespace: 'default',
+            });
+            return c.status?.phase === 'Bound' ? c : undefined;
+          },
+          60_000,
+        );
         const pv = await client.get<PersistentVolume>(persistentVolumes, claim.spec.volumeName ?? '');
         assert.equal(pv.spec.csi?.driver, DRIVER);
         assert.equal(pv.spec.csi?.volumeHandle, pv.metadata.name);
-        assert.equal(pv.spec.nodeAffinity?.required?.nodeSelectorTerms[0]?.matchExpressions?.[0]?.key, 'kubernetes.io/hostname');
+        assert.equal(
+          pv.spec.nodeAffinity?.required?.nodeSelectorTerms[0]?.matchExpressions?.[0]?.key,
+          'kubernetes.io/hostname',
+        );
         const dir = join(dataDir, 'volumes', 'csi-local', 'default', `local-data-${pv.metadata.name}`);
         assert.ok(existsSync(dir), `${dir} exists`);
         await client.delete(pods, 'user', { namespace: 'default' });

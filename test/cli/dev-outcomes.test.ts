@@ -12,10 +12,21 @@ function event(reason: string, at: string, message = `message of ${reason}`): Co
     apiVersion: 'v1',
     kind: 'Event',
     metadata: {
-      name: `claim-1.${reason}`, namespace: 'default', uid: 'e-uid', resourceVersion: '42', creationTimestamp: at,
+      name: `claim-1.${reason}`,
+      namespace: 'default',
+      uid: 'e-uid',
+      resourceVersion: '42',
+      creationTimestamp: at,
       managedFields: [{ manager: 'kube-provisioner', operation: 'Update', fieldsV1: { 'f:message': {} } }],
     },
-    involvedObject: { kind: 'PersistentVolumeClaim', namespace: 'default', name: 'claim-1', uid: 'c-uid', apiVersion: 'v1', resourceVersion: '7' },
+    involvedObject: {
+      kind: 'PersistentVolumeClaim',
+      namespace: 'default',
+      name: 'claim-1',
+      uid: 'c-uid',
+      apiVersion: 'v1',
+      resourceVersion: '7',
+    },
     reason,
     message,
     source: { component: 'kube-provisioner.io/hostpath_vm_0123456789abcdef' },
@@ -44,9 +55,17 @@ describe('outcomeEventTransform', () => {
   });
 
   it('keeps only the identity of other events and of outcomes from before the start', () => {
-    for (const e of [event('Provisioning', '2026-12-01T10:00:05Z'), event('ExternalProvisioning', '2026-12-01T10:00:05Z'), event('ProvisioningSucceeded', '2026-12-01T09:59:58Z')]) {
+    for (const e of [
+      event('Provisioning', '2026-12-01T10:00:05Z'),
+      event('ExternalProvisioning', '2026-12-01T10:00:05Z'),
+      event('ProvisioningSucceeded', '2026-12-01T09:59:58Z'),
+    ]) {
       const slim = transform(structuredClone(e));
-      assert.deepEqual(slim, { apiVersion: 'v1', kind: 'Event', metadata: { name: e.metadata.name, namespace: 'default', resourceVersion: '42' } });
+      assert.deepEqual(slim, {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: e.metadata.name, namespace: 'default', resourceVersion: '42' },
+      });
     }
   });
 });

@@ -26,9 +26,17 @@ describe('dev session: re-check after a configuration fix, outcomes in the termi
     // A configuration that lists its classes and has no top-level default path (dev's own first-run file has one):
     // a class it does not list is refused until the file lists it.
     await mkdir(join(dataDir, 'volumes', 'shared'), { recursive: true });
-    await writeFile(join(dataDir, 'hostpath-config.json'), JSON.stringify({
-      storageClassConfigs: { hostpath: { sharedFileSystemPath: join(dataDir, 'volumes', 'shared') }, 'hostpath-local': { nodePathMap: [{ node: 'DEFAULT_PATH_FOR_NON_LISTED_NODES', paths: [join(dataDir, 'volumes', 'local')] }] } },
-    }));
+    await writeFile(
+      join(dataDir, 'hostpath-config.json'),
+      JSON.stringify({
+        storageClassConfigs: {
+          hostpath: { sharedFileSystemPath: join(dataDir, 'volumes', 'shared') },
+          'hostpath-local': {
+            nodePathMap: [{ node: 'DEFAULT_PATH_FOR_NON_LISTED_NODES', paths: [join(dataDir, 'volumes', 'local')] }],
+          },
+        },
+      }),
+    );
     await mkdir(join(dataDir, 'volumes', 'local'), { recursive: true });
     cli = startCli(['dev', '--data-dir', dataDir, '--port', '0']);
     await waitFor('dev serving', () => cli.stdout().includes('Ctrl-C to stop'), 30_000);
@@ -43,13 +51,23 @@ describe('dev session: re-check after a configuration fix, outcomes in the termi
 
   it('infeasible until the class is configured, then Bound at once, each outcome printed once', async () => {
     await client.create(storageClasses, {
-      apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'extra' }, provisioner: DEFAULT_PROVISIONER_NAME, volumeBindingMode: 'Immediate',
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'extra' },
+      provisioner: DEFAULT_PROVISIONER_NAME,
+      volumeBindingMode: 'Immediate',
     } as StorageClass);
     await client.create(persistentVolumeClaims, {
-      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'late', namespace: 'default' },
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'late', namespace: 'default' },
       spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'extra', resources: { requests: { storage: '1Mi' } } },
     } as PersistentVolumeClaim);
-    await waitFor('the refusal in the terminal', () => /^claim default\/late: not provisioned: .*infeasible.*extra is not listed/m.test(cli.stdout()), 30_000);
+    await waitFor(
+      'the refusal in the terminal',
+      () => /^claim default\/late: not provisioned: .*infeasible.*extra is not listed/m.test(cli.stdout()),
+      30_000,
+    );
 
     const file = join(dataDir, 'hostpath-config.json');
     const config = JSON.parse(await readFile(file, 'utf8')) as { storageClassConfigs: Record<string, unknown> };
@@ -57,11 +75,19 @@ describe('dev session: re-check after a configuration fix, outcomes in the termi
     config.storageClassConfigs.extra = { sharedFileSystemPath: join(dataDir, 'volumes', 'extra') };
     await writeFile(file, JSON.stringify(config));
     // Far below the 5-minute slow retry: only the re-check after the reload can bind it within this bound.
-    await waitFor('the claim Bound after the fix', async () => {
-      const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'late', { namespace: 'default' });
-      return c.status?.phase === 'Bound';
-    }, 60_000);
-    await waitFor('the success line', () => /^claim default\/late: Successfully provisioned volume pvc-/m.test(cli.stdout()), 30_000);
+    await waitFor(
+      'the claim Bound after the fix',
+      async () => {
+        const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'late', { namespace: 'default' });
+        return c.status?.phase === 'Bound';
+      },
+      60_000,
+    );
+    await waitFor(
+      'the success line',
+      () => /^claim default\/late: Successfully provisioned volume pvc-/m.test(cli.stdout()),
+      30_000,
+    );
     // Each outcome once. On a loaded machine the claim can reach the controller before its class does, which is a
     // distinct first outcome ("storageclass ... not found"), so lines are counted per outcome, not in total.
     const refusals = cli.stdout().match(/^claim default\/late: not provisioned: .*$/gm) ?? [];
@@ -69,10 +95,17 @@ describe('dev session: re-check after a configuration fix, outcomes in the termi
     assert.equal(refusals.filter((l) => /infeasible/.test(l)).length, 1, cli.stdout());
   });
 
-  it('claims larger than the free space of the volumes\' filesystem are refused as infeasible; 1Mi is Bound', async () => {
-    const create = (name: string, size: string, extra: Partial<PersistentVolumeClaim['spec']> = {}, annotations?: Record<string, string>) =>
+  it("claims larger than the free space of the volumes' filesystem are refused as infeasible; 1Mi is Bound", async () => {
+    const create = (
+      name: string,
+      size: string,
+      extra: Partial<PersistentVolumeClaim['spec']> = {},
+      annotations?: Record<string, string>,
+    ) =>
       client.create(persistentVolumeClaims, {
-        apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: 'default', ...(annotations ? { annotations } : {}) },
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name, namespace: 'default', ...(annotations ? { annotations } : {}) },
         spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: size } }, ...extra },
       } as PersistentVolumeClaim);
     const node = (await client.list<Node>(nodes)).items[0]?.metadata.name ?? '';
@@ -80,10 +113,18 @@ describe('dev session: re-check after a configuration fix, outcomes in the termi
     await create('huge-1e30', '1e30');
     await create('huge-local', '8Ei', { storageClassName: 'hostpath-local' }, { [ANN_SELECTED_NODE]: node });
     await create('small', '1Mi');
-    await waitFor('the small claim Bound', async () => (await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'small', { namespace: 'default' })).status?.phase === 'Bound');
+    await waitFor(
+      'the small claim Bound',
+      async () =>
+        (await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'small', { namespace: 'default' })).status
+          ?.phase === 'Bound',
+    );
     for (const name of ['huge-8ei', 'huge-1e30', 'huge-local']) {
       const ev = await waitFor(`the infeasible event of ${name}`, async () => {
-        const list = await client.list<CoreEvent>(coreEvents, { namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
+        const list = await client.list<CoreEvent>(coreEvents, {
+          namespace: 'default',
+          fieldSelector: `involvedObject.name=${name}`,
+        });
         return list.items.find((e) => e.reason === 'ProvisioningFailed');
       });
       assert.equal(ev.type, 'Warning');
@@ -91,7 +132,12 @@ describe('dev session: re-check after a configuration fix, outcomes in the termi
       const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, name, { namespace: 'default' });
       assert.notEqual(c.status?.phase, 'Bound');
     }
-    await waitFor('the refusals in the terminal', () => /^claim default\/huge-8ei: not provisioned/m.test(cli.stdout()) && /^claim default\/huge-1e30: not provisioned/m.test(cli.stdout()));
+    await waitFor(
+      'the refusals in the terminal',
+      () =>
+        /^claim default\/huge-8ei: not provisioned/m.test(cli.stdout()) &&
+        /^claim default\/huge-1e30: not provisioned/m.test(cli.stdout()),
+    );
   });
 });
 
@@ -120,29 +166,66 @@ describe("dev's own configuration and classes", () => {
 
   it('a class the user creates is served from the default shared path, with its own pathPattern', async () => {
     await client.create(storageClasses, {
-      apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'patterned' }, provisioner: DEFAULT_PROVISIONER_NAME,
-      volumeBindingMode: 'Immediate', parameters: { pathPattern: 'mine/${.PVC.name}' },
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'patterned' },
+      provisioner: DEFAULT_PROVISIONER_NAME,
+      volumeBindingMode: 'Immediate',
+      parameters: { pathPattern: 'mine/${.PVC.name}' },
     } as StorageClass);
     await client.create(persistentVolumeClaims, {
-      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'mine', namespace: 'default' },
-      spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'patterned', resources: { requests: { storage: '1Mi' } } },
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'mine', namespace: 'default' },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        storageClassName: 'patterned',
+        resources: { requests: { storage: '1Mi' } },
+      },
     } as PersistentVolumeClaim);
-    await waitFor('Bound', async () => (await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'mine', { namespace: 'default' })).status?.phase === 'Bound', 30_000);
-    assert.ok(existsSync(join(dataDir, 'volumes', 'shared', 'mine', 'mine')), 'the directory follows the class pattern under the default shared path');
+    await waitFor(
+      'Bound',
+      async () =>
+        (await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'mine', { namespace: 'default' })).status
+          ?.phase === 'Bound',
+      30_000,
+    );
+    assert.ok(
+      existsSync(join(dataDir, 'volumes', 'shared', 'mine', 'mine')),
+      'the directory follows the class pattern under the default shared path',
+    );
   });
 
   it("explain runs the backend's checks with dev's configuration, found without --config", async () => {
     await client.create(storageClasses, {
-      apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'bad-mode' }, provisioner: DEFAULT_PROVISIONER_NAME,
-      volumeBindingMode: 'Immediate', parameters: { mode: 'rwx' },
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'bad-mode' },
+      provisioner: DEFAULT_PROVISIONER_NAME,
+      volumeBindingMode: 'Immediate',
+      parameters: { mode: 'rwx' },
     } as StorageClass);
     await client.create(persistentVolumeClaims, {
-      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'bad-mode', namespace: 'default' },
-      spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'bad-mode', resources: { requests: { storage: '1Mi' } } },
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'bad-mode', namespace: 'default' },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        storageClassName: 'bad-mode',
+        resources: { requests: { storage: '1Mi' } },
+      },
     } as PersistentVolumeClaim);
-    const { explanation, text } = await explainPvc({ namespace: 'default', name: 'bad-mode' }, { kubeconfig: join(dataDir, 'kubeconfig'), output: 'text' });
+    const { explanation, text } = await explainPvc(
+      { namespace: 'default', name: 'bad-mode' },
+      { kubeconfig: join(dataDir, 'kubeconfig'), output: 'text' },
+    );
     assert.equal(explanation.decision.code, 'BackendInfeasible', text);
     assert.match(text, /mode/);
-    assert.match(text, new RegExp(`hostpath configuration: file ${join(dataDir, 'hostpath-config.json').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}, named by the heartbeat of `));
+    assert.match(
+      text,
+      new RegExp(
+        `hostpath configuration: file ${join(dataDir, 'hostpath-config.json').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}, named by the heartbeat of `,
+      ),
+    );
   });
 });

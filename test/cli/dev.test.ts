@@ -13,7 +13,8 @@ import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
 import type { PersistentVolumeClaim } from '../../src/types/k8s.ts';
 import { runCli, startCli, waitFor } from './cli-helpers.ts';
 
-const SUMMARY = /^demo: (\d+)\/(\d+) claims Bound in ([\d.]+) s \(([\d.]+) claims\/s\); time to Bound p50 (\d+) ms, p99 (\d+) ms, max (\d+) ms$/m;
+const SUMMARY =
+  /^demo: (\d+)\/(\d+) claims Bound in ([\d.]+) s \(([\d.]+) claims\/s\); time to Bound p50 (\d+) ms, p99 (\d+) ms, max (\d+) ms$/m;
 
 /** Volume directories of the demo: DIR/volumes/shared/default/<claim>-<pv>. */
 async function volumeDirs(dataDir: string): Promise<string[]> {
@@ -41,10 +42,16 @@ describe('kube-provisioner dev --demo', () => {
     assert.equal(m[2], '20');
     assert.ok(Number(m[4]) > 0, 'claims/s');
     assert.ok(Number(m[5]) <= Number(m[6]) && Number(m[6]) <= Number(m[7]), 'p50 <= p99 <= max');
-    assert.match(r.stdout, new RegExp(`export KUBECONFIG=${join(dataDir, 'kubeconfig').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    assert.match(
+      r.stdout,
+      new RegExp(`export KUBECONFIG=${join(dataDir, 'kubeconfig').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+    );
     assert.match(r.stdout, /kubectl apply -f examples\/pvc\.yaml/);
     assert.match(r.stdout, /^demo \(instant in-memory provisioner\): 20\/20 claims Bound in [\d.]+ s/m);
-    assert.match(r.stdout, /^demo: the instant in-memory provisioner reached [\d.]+ claims\/s vs [\d.]+ with directories; filesystem share of the time to Bound: \d+% at p50, \d+% at p99$/m);
+    assert.match(
+      r.stdout,
+      /^demo: the instant in-memory provisioner reached [\d.]+ claims\/s vs [\d.]+ with directories; filesystem share of the time to Bound: \d+% at p50, \d+% at p99$/m,
+    );
     // Not a terminal: the progress is a few plain lines on stderr, ending at 20/20.
     assert.match(r.stderr, /demo: 20\/20 Bound/);
     assert.equal((await volumeDirs(dataDir)).length, 20);
@@ -60,8 +67,15 @@ describe('kube-provisioner dev --demo', () => {
       const client = new KubeClient({ kubeConfig, qps: 0 });
       try {
         const before = await client.list<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: 'default' });
-        assert.equal(before.items.filter((c) => c.status?.phase === 'Bound').length, 20, 'the first run\'s hostpath claims survived the restart');
-        assert.ok(before.items.every((c) => c.spec.storageClassName === 'hostpath'), 'the in-memory comparison cleaned up its claims');
+        assert.equal(
+          before.items.filter((c) => c.status?.phase === 'Bound').length,
+          20,
+          "the first run's hostpath claims survived the restart",
+        );
+        assert.ok(
+          before.items.every((c) => c.spec.storageClassName === 'hostpath'),
+          'the in-memory comparison cleaned up its claims',
+        );
         await client.create(persistentVolumeClaims, {
           apiVersion: 'v1',
           kind: 'PersistentVolumeClaim',
@@ -69,14 +83,19 @@ describe('kube-provisioner dev --demo', () => {
           spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } } },
         } as PersistentVolumeClaim);
         await waitFor('the new claim Bound', async () => {
-          const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'after-restart', { namespace: 'default' });
+          const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'after-restart', {
+            namespace: 'default',
+          });
           return c.status?.phase === 'Bound';
         });
       } finally {
         client.close();
       }
       const dirs = await readdir(join(dataDir, 'volumes', 'shared', 'default'));
-      assert.ok(dirs.some((d) => d.startsWith('after-restart-pvc-')), 'the default class put it under volumes/shared');
+      assert.ok(
+        dirs.some((d) => d.startsWith('after-restart-pvc-')),
+        'the default class put it under volumes/shared',
+      );
       cli.child.kill('SIGINT');
       assert.equal(await cli.exited, 0, cli.stderr());
       assert.match(cli.stderr(), /received SIGINT, shutting down/);

@@ -33,7 +33,8 @@ function commands(): Map<string, Command> {
   registerRunCommand(program);
   registerDevCommand(program);
   registerExplainCommand(program);
-  const find = (path: string[]) => path.reduce<Command>((c, name) => c.commands.find((s) => s.name() === name) as Command, program);
+  const find = (path: string[]) =>
+    path.reduce<Command>((c, name) => c.commands.find((s) => s.name() === name) as Command, program);
   return new Map([
     ['run hostpath', find(['run', 'hostpath'])],
     ['run csi-hostpath-plugin', find(['run', 'csi-hostpath-plugin'])],
@@ -51,7 +52,8 @@ describe('docs/configuration.md', () => {
         const long = o.long ?? '';
         if (!new RegExp(`${long}(?![-a-z])`).test(configurationDoc)) missing.push(`${name} ${long}`);
         const env = envVarOf(o);
-        if (name === 'run hostpath' && env && !configurationDoc.includes(`\`${env}\``)) missing.push(`${name} ${long}: env ${env}`);
+        if (name === 'run hostpath' && env && !configurationDoc.includes(`\`${env}\``))
+          missing.push(`${name} ${long}: env ${env}`);
         if (name === 'run hostpath' && o.defaultValue !== undefined) {
           const shown = o.defaultValueDescription ?? String(o.defaultValue);
           const row = configurationDoc.split('\n').find((l) => l.startsWith(`| \`${long}`));
@@ -75,7 +77,10 @@ describe('docs/configuration.md', () => {
 
   it('replaceTable swaps exactly the table after its marker, and refuses a missing marker', () => {
     const text = 'intro\n<!-- m (note) -->\n| a |\n|---|\n| old |\n\nafter\n| other |';
-    assert.equal(replaceTable(text, 'm', '| a |\n|---|\n| new |'), 'intro\n<!-- m (note) -->\n| a |\n|---|\n| new |\n\nafter\n| other |');
+    assert.equal(
+      replaceTable(text, 'm', '| a |\n|---|\n| new |'),
+      'intro\n<!-- m (note) -->\n| a |\n|---|\n| new |\n\nafter\n| other |',
+    );
     assert.throws(() => replaceTable(text, 'missing', '| x |'), /no <!-- missing -->/);
   });
 });
@@ -119,14 +124,18 @@ describe('docs/metrics.md and examples/pvc.yaml against a running provisioner', 
   });
 
   it('examples/pvc.yaml: the claim is Bound under DIR/volumes/shared and the pod is accepted', async () => {
-    const docs = parseAllDocuments(await readFile(join(ROOT, 'examples/pvc.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject);
+    const docs = parseAllDocuments(await readFile(join(ROOT, 'examples/pvc.yaml'), 'utf8')).map(
+      (d) => d.toJS() as KubeObject,
+    );
     const pvc = docs.find((d) => d.kind === 'PersistentVolumeClaim') as PersistentVolumeClaim;
     const pod = docs.find((d) => d.kind === 'Pod');
     assert.ok(pvc && pod);
     await client.create(persistentVolumeClaims, pvc);
     await client.create(pods, pod);
     const bound = await waitFor('the example claim Bound', async () => {
-      const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, pvc.metadata.name ?? '', { namespace: 'default' });
+      const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, pvc.metadata.name ?? '', {
+        namespace: 'default',
+      });
       return c.status?.phase === 'Bound' ? c : undefined;
     });
     assert.equal(bound.spec.storageClassName, 'hostpath', 'the default class');
@@ -136,14 +145,21 @@ describe('docs/metrics.md and examples/pvc.yaml against a running provisioner', 
     const url = service.metricsUrl ?? '';
     const shared = join(dir, 'shared');
     const text = await (await fetch(url)).text();
-    assert.match(text, new RegExp(`^hostpath_base_path_allocated_bytes\\{base_path="${shared}",scope="shared"\\} 104857600$`, 'm'), '100Mi allocated');
+    assert.match(
+      text,
+      new RegExp(`^hostpath_base_path_allocated_bytes\\{base_path="${shared}",scope="shared"\\} 104857600$`, 'm'),
+      '100Mi allocated',
+    );
     assert.match(text, new RegExp(`^hostpath_base_path_volumes\\{base_path="${shared}",scope="shared"\\} 1$`, 'm'));
     const claimDir = (await readdir(join(shared, 'default'))).find((d) => d.startsWith('example-data-'));
     assert.ok(claimDir);
     await writeFile(join(shared, 'default', claimDir, 'data.bin'), Buffer.alloc(1 << 20, 1));
     await waitFor('usage >= 1 MiB', async () => {
       const t = await (await fetch(url)).text();
-      const m = /^hostpath_volume_used_bytes\{persistentvolume="pvc-[^"]+",namespace="default",persistentvolumeclaim="example-data"\} (\d+)$/m.exec(t);
+      const m =
+        /^hostpath_volume_used_bytes\{persistentvolume="pvc-[^"]+",namespace="default",persistentvolumeclaim="example-data"\} (\d+)$/m.exec(
+          t,
+        );
       return m && Number(m[1]) >= 1 << 20;
     });
   });
@@ -156,9 +172,12 @@ describe('docs/metrics.md and examples/pvc.yaml against a running provisioner', 
       return t.includes('hostpath_volume_used_bytes{') ? t : undefined;
     });
     const served = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]));
-    const documented = new Set([...metricsDoc.matchAll(/`((?:controller|workqueue|hostpath|process|nodejs)_[a-z0-9_]+)`/g)].map((m) => m[1]));
+    const documented = new Set(
+      [...metricsDoc.matchAll(/`((?:controller|workqueue|hostpath|process|nodejs)_[a-z0-9_]+)`/g)].map((m) => m[1]),
+    );
     // The doc abbreviates the event-loop-lag family as "(and _min, _max...)": expand it.
-    for (const s of ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99']) documented.add(`nodejs_eventloop_lag_${s}_seconds`);
+    for (const s of ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'])
+      documented.add(`nodejs_eventloop_lag_${s}_seconds`);
     const undocumented = [...served].filter((n) => !documented.has(n));
     const notServed = [...documented].filter((n) => !served.has(n));
     assert.deepEqual(undocumented, [], 'served but not in docs/metrics.md');

@@ -35,14 +35,34 @@ describe('explain tells the truth', () => {
   let node: string;
 
   const sc = (name: string, extra: Partial<StorageClass> = {}): StorageClass =>
-    ({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: P, volumeBindingMode: 'Immediate', ...extra }) as StorageClass;
-  const pvc = (name: string, className: string, o: { modes?: AccessMode[]; annotations?: Record<string, string> } = {}): PersistentVolumeClaim =>
     ({
-      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: 'default', ...(o.annotations ? { annotations: o.annotations } : {}) },
-      spec: { accessModes: o.modes ?? ['ReadWriteOnce'], storageClassName: className, resources: { requests: { storage: '1Mi' } } },
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name },
+      provisioner: P,
+      volumeBindingMode: 'Immediate',
+      ...extra,
+    }) as StorageClass;
+  const pvc = (
+    name: string,
+    className: string,
+    o: { modes?: AccessMode[]; annotations?: Record<string, string> } = {},
+  ): PersistentVolumeClaim =>
+    ({
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name, namespace: 'default', ...(o.annotations ? { annotations: o.annotations } : {}) },
+      spec: {
+        accessModes: o.modes ?? ['ReadWriteOnce'],
+        storageClassName: className,
+        resources: { requests: { storage: '1Mi' } },
+      },
     }) as PersistentVolumeClaim;
   const explain = (name: string, extra: { config?: string } = {}) =>
-    explainPvc({ namespace: 'default', name }, { kubeconfig: cluster.kubeconfigPath, output: 'text', config: configFile, ...extra });
+    explainPvc(
+      { namespace: 'default', name },
+      { kubeconfig: cluster.kubeconfigPath, output: 'text', config: configFile, ...extra },
+    );
 
   before(async () => {
     dir = await realpath(await mkdtemp(join(tmpdir(), 'kp-explain-')));
@@ -60,24 +80,46 @@ describe('explain tells the truth', () => {
     cluster = await startCluster();
     client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0 });
     node = cluster.store.list('nodes').items[0]?.metadata.name ?? '';
-    for (const c of [sc('ok'), sc('bad-param', { parameters: { archiveOnDelete: 'yes' } }), sc('unconfigured'), sc('local', { volumeBindingMode: 'WaitForFirstConsumer' })]) {
+    for (const c of [
+      sc('ok'),
+      sc('bad-param', { parameters: { archiveOnDelete: 'yes' } }),
+      sc('unconfigured'),
+      sc('local', { volumeBindingMode: 'WaitForFirstConsumer' }),
+    ]) {
       await client.create(storageClasses, c);
     }
     // The real controller with the same configuration, so that events exist to be shown.
     const provisioner = new HostPathProvisioner({ config: validateHostPathConfig(raw), nodeName: node });
-    controller = new ProvisionController(client, P, provisioner, { leaderElection: { mode: 'none' }, logger: silentLogger, retry: { infeasibleDelayMs: 600_000 } });
+    controller = new ProvisionController(client, P, provisioner, {
+      leaderElection: { mode: 'none' },
+      logger: silentLogger,
+      retry: { infeasibleDelayMs: 600_000 },
+    });
     running = controller.run();
     await client.create(persistentVolumeClaims, pvc('c-ok', 'ok'));
     await client.create(persistentVolumeClaims, pvc('c-bad-param', 'bad-param'));
     await client.create(persistentVolumeClaims, pvc('c-unconfigured', 'unconfigured'));
-    await client.create(persistentVolumeClaims, pvc('c-rwx', 'local', { modes: ['ReadWriteMany'], annotations: { [ANN_SELECTED_NODE]: node } }));
+    await client.create(
+      persistentVolumeClaims,
+      pvc('c-rwx', 'local', { modes: ['ReadWriteMany'], annotations: { [ANN_SELECTED_NODE]: node } }),
+    );
     await client.create(persistentVolumeClaims, pvc('c-rwx-no-pod', 'local', { modes: ['ReadWriteMany'] }));
     await client.create(persistentVolumeClaims, pvc('c-wffc', 'local'));
     await client.create(persistentVolumeClaims, pvc('c-no-class', 'does-not-exist'));
     const failedOf = async (name: string) =>
-      (await client.list<CoreEvent>(coreEvents, { namespace: 'default', fieldSelector: `involvedObject.name=${name}` })).items.some((e) => e.reason === 'ProvisioningFailed');
-    await waitFor('the controller\'s failures', async () => (await failedOf('c-unconfigured')) && (await failedOf('c-bad-param')) && (await failedOf('c-rwx')));
-    await waitFor('c-ok Bound', async () => (await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'c-ok', { namespace: 'default' })).status?.phase === 'Bound');
+      (
+        await client.list<CoreEvent>(coreEvents, { namespace: 'default', fieldSelector: `involvedObject.name=${name}` })
+      ).items.some((e) => e.reason === 'ProvisioningFailed');
+    await waitFor(
+      "the controller's failures",
+      async () => (await failedOf('c-unconfigured')) && (await failedOf('c-bad-param')) && (await failedOf('c-rwx')),
+    );
+    await waitFor(
+      'c-ok Bound',
+      async () =>
+        (await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'c-ok', { namespace: 'default' })).status
+          ?.phase === 'Bound',
+    );
   });
   after(async () => {
     await controller?.stop();
@@ -101,9 +143,15 @@ describe('explain tells the truth', () => {
     assert.match(e.decision.reason, /storage class unconfigured is not listed in the hostpath configuration/);
     assert.equal(e.lastFailed?.reason, 'ProvisioningFailed');
     assert.match(e.lastFailed?.message ?? '', /infeasible error/);
-    assert.ok(e.nextRetryAt && Date.parse(e.nextRetryAt) > Date.parse(e.lastFailed?.lastSeen ?? ''), `next retry ${e.nextRetryAt}`);
+    assert.ok(
+      e.nextRetryAt && Date.parse(e.nextRetryAt) > Date.parse(e.lastFailed?.lastSeen ?? ''),
+      `next retry ${e.nextRetryAt}`,
+    );
     assert.match(text, /^Last failure: Warning ProvisioningFailed .*infeasible error/m);
-    assert.match(text, /^Next retry: \d{4}-.*slow retry after an infeasible error; at once if the claim, its class or the provisioner's configuration changes$/m);
+    assert.match(
+      text,
+      /^Next retry: \d{4}-.*slow retry after an infeasible error; at once if the claim, its class or the provisioner's configuration changes$/m,
+    );
   });
 
   it('ReadWriteMany on a node-local class -> infeasible, with a selected node and before any (no pod)', async () => {
@@ -134,17 +182,43 @@ describe('explain tells the truth', () => {
     const { explanation: e } = await explain('c-ok');
     assert.equal(e.lastSucceeded?.reason, 'ProvisioningSucceeded');
     assert.match(e.lastSucceeded?.message ?? '', /Successfully provisioned volume pvc-/);
-    const noConfig = await explainPvc({ namespace: 'default', name: 'c-unconfigured' }, { kubeconfig: cluster.kubeconfigPath, output: 'text' });
+    const noConfig = await explainPvc(
+      { namespace: 'default', name: 'c-unconfigured' },
+      { kubeconfig: cluster.kubeconfigPath, output: 'text' },
+    );
     assert.match(noConfig.text, /backend checks: not run/);
   });
 
   it('as a process: human-readable by default, -o json for scripts', async () => {
-    const text = await runCli(['explain', 'pvc', 'default/c-bad-param', '--kubeconfig', cluster.kubeconfigPath, '--config', configFile]);
+    const text = await runCli([
+      'explain',
+      'pvc',
+      'default/c-bad-param',
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '--config',
+      configFile,
+    ]);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /^Why: .*archiveOnDelete/m);
-    const json = await runCli(['explain', 'pvc', 'default/c-unconfigured', '--kubeconfig', cluster.kubeconfigPath, '--config', configFile, '-o', 'json']);
+    const json = await runCli([
+      'explain',
+      'pvc',
+      'default/c-unconfigured',
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '--config',
+      configFile,
+      '-o',
+      'json',
+    ]);
     assert.equal(json.code, 0, json.stderr);
-    const parsed = JSON.parse(json.stdout) as { decision: { code: string }; provisionerName: string; lastFailed?: { reason: string }; nextRetryAt?: string };
+    const parsed = JSON.parse(json.stdout) as {
+      decision: { code: string };
+      provisionerName: string;
+      lastFailed?: { reason: string };
+      nextRetryAt?: string;
+    };
     assert.equal(parsed.decision.code, 'BackendInfeasible');
     assert.equal(parsed.provisionerName, P);
     assert.equal(parsed.lastFailed?.reason, 'ProvisioningFailed');

@@ -40,7 +40,9 @@ describe('kube-provisioner explain pvc', () => {
     await client.create(persistentVolumeClaims, claim('no-class', 'missing-class'));
     // The cluster's PV controller hands the claim to the external provisioner (annotation) first.
     await waitFor('the storage-provisioner annotation', async () => {
-      const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'wants-volume', { namespace: 'default' });
+      const c = await client.get<PersistentVolumeClaim>(persistentVolumeClaims, 'wants-volume', {
+        namespace: 'default',
+      });
       return c.metadata.annotations?.['volume.kubernetes.io/storage-provisioner'];
     });
   });
@@ -54,21 +56,36 @@ describe('kube-provisioner explain pvc', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^PersistentVolumeClaim default\/wants-volume \(uid [0-9a-f-]+\)$/m);
     assert.match(r.stdout, /^Decision: wait \(NoController\) for provisioner example\.com\/explained$/m);
-    assert.match(r.stdout, /^Why: No controller for provisioner example\.com\/explained is running \(never seen: .*\); no controller of kube-provisioner is running here$/m);
-    assert.match(r.stdout, /storage class: explained \(provisioner example\.com\/explained, Immediate, reclaim Delete\)/);
+    assert.match(
+      r.stdout,
+      /^Why: No controller for provisioner example\.com\/explained is running \(never seen: .*\); no controller of kube-provisioner is running here$/m,
+    );
+    assert.match(
+      r.stdout,
+      /storage class: explained \(provisioner example\.com\/explained, Immediate, reclaim Delete\)/,
+    );
   });
 
   it('-o json gives the same decision as data; a missing class is explained, not an error', async () => {
-    const { explanation, text } = await explainPvc({ namespace: 'default', name: 'wants-volume' }, { kubeconfig: cluster.kubeconfigPath, output: 'json' });
+    const { explanation, text } = await explainPvc(
+      { namespace: 'default', name: 'wants-volume' },
+      { kubeconfig: cluster.kubeconfigPath, output: 'json' },
+    );
     assert.equal(explanation.decision.code, 'NoController');
     assert.deepEqual(JSON.parse(text).decision.code, 'NoController');
-    const missing = await explainPvc({ namespace: 'default', name: 'no-class' }, { kubeconfig: cluster.kubeconfigPath, output: 'text' });
+    const missing = await explainPvc(
+      { namespace: 'default', name: 'no-class' },
+      { kubeconfig: cluster.kubeconfigPath, output: 'text' },
+    );
     assert.notEqual(missing.explanation.decision.action, 'provision');
     assert.match(missing.text, /storage class: missing-class \(not found\)/);
   });
 
   it('a claim that does not exist is a NotFoundError (the command exits 1)', async () => {
-    await assert.rejects(explainPvc({ namespace: 'default', name: 'nope' }, { kubeconfig: cluster.kubeconfigPath, output: 'text' }), NotFoundError);
+    await assert.rejects(
+      explainPvc({ namespace: 'default', name: 'nope' }, { kubeconfig: cluster.kubeconfigPath, output: 'text' }),
+      NotFoundError,
+    );
   });
 
   it('parses NS/NAME and a bare name, refuses anything else', () => {

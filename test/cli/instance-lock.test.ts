@@ -39,10 +39,16 @@ describe('data directory lock', () => {
       const listing = (await readdir(dataDir)).sort();
       const mtime = (await stat(join(dataDir, 'kubeconfig'))).mtimeMs;
 
-      for (const args of [['dev', '--data-dir', dataDir, '--port', '0'], ['cluster', '--data-dir', dataDir, '--port', '0']]) {
+      for (const args of [
+        ['dev', '--data-dir', dataDir, '--port', '0'],
+        ['cluster', '--data-dir', dataDir, '--port', '0'],
+      ]) {
         const second = await runCli(args, { timeoutMs: 30_000 });
         assert.equal(second.code, 1, second.stderr);
-        assert.match(second.stderr, new RegExp(`data directory ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use`));
+        assert.match(
+          second.stderr,
+          new RegExp(`data directory ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use`),
+        );
         assert.match(second.stderr, new RegExp(`PID ${first.child.pid}\\b`));
         assert.ok(second.stderr.includes(url), second.stderr);
         assert.doesNotMatch(second.stdout, /cluster ready/);
@@ -64,13 +70,19 @@ describe('data directory lock', () => {
     const { mkdir } = await import('node:fs/promises');
     await mkdir(dataDir);
     const pid = deadPid();
-    await writeFile(join(dataDir, LOCK_FILE), JSON.stringify({ pid, command: 'dev', startedAt: '', token: 'old', url: 'https://127.0.0.1:1' }));
+    await writeFile(
+      join(dataDir, LOCK_FILE),
+      JSON.stringify({ pid, command: 'dev', startedAt: '', token: 'old', url: 'https://127.0.0.1:1' }),
+    );
     const lock = await lockDataDir(dataDir, 'test');
     try {
       const held = JSON.parse(await readFile(join(dataDir, LOCK_FILE), 'utf8')) as { pid: number };
       assert.equal(held.pid, process.pid);
       await lock.setUrl('https://127.0.0.1:2');
-      const err = await lockDataDir(dataDir, 'again').then(() => undefined, (e: unknown) => e);
+      const err = await lockDataDir(dataDir, 'again').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof DataDirLockedError, String(err));
       assert.equal(err.owner.url, 'https://127.0.0.1:2');
     } finally {

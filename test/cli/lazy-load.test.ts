@@ -19,7 +19,16 @@ function runtimeImports(file: string): string[] {
     const clause = text.slice(m.index, m.index + m[0].length);
     // `import { type A, type B } from` is erased by the compiler: only value specifiers keep the module.
     const named = /\{([^}]*)\}/.exec(clause)?.[1];
-    if (named !== undefined && !/^\s*import\s+\w/.test(clause) && named.split(',').map((s) => s.trim()).filter(Boolean).every((s) => s.startsWith('type '))) continue;
+    if (
+      named !== undefined &&
+      !/^\s*import\s+\w/.test(clause) &&
+      named
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .every((s) => s.startsWith('type '))
+    )
+      continue;
     specs.push(m[1]);
   }
   return specs;
@@ -41,12 +50,21 @@ function staticClosure(entry: string): Set<string> {
   return new Set([...seen].map((f) => (f.startsWith('package:') ? f : f.slice(ROOT.length))));
 }
 
-const heavy = (mods: Set<string>) => [...mods].filter((m) => m.startsWith('src/cluster/') || /better-sqlite3|@peculiar\/x509|reflect-metadata|@kubernetes\/client-node/.test(m));
+const heavy = (mods: Set<string>) =>
+  [...mods].filter(
+    (m) =>
+      m.startsWith('src/cluster/') ||
+      /better-sqlite3|@peculiar\/x509|reflect-metadata|@kubernetes\/client-node/.test(m),
+  );
 
 describe('lazy loading of subcommands', () => {
   it('--help and --version load only the command table and the version', () => {
     const mods = staticClosure('src/cli/main.ts');
-    assert.deepEqual([...mods].filter((m) => !m.startsWith('package:')).sort(), ['src/cli/commands.ts', 'src/cli/main.ts', 'src/cli/version.ts']);
+    assert.deepEqual([...mods].filter((m) => !m.startsWith('package:')).sort(), [
+      'src/cli/commands.ts',
+      'src/cli/main.ts',
+      'src/cli/version.ts',
+    ]);
     assert.deepEqual(heavy(mods), []);
   });
   it('explain loads no cluster, SQLite, x509 or client-node', () => {

@@ -23,7 +23,7 @@ import { userAgent } from '../../src/cli/version.ts';
 const DRIVER = 'stub.csi.kube-provisioner.io';
 
 describe('run csi flags', () => {
-  it('external-provisioner\'s defaults: /run/csi/socket, 10s timeout, retries 1s..5m, 100 workers, pvc prefix, whole uid, immediate topology', () => {
+  it("external-provisioner's defaults: /run/csi/socket, 10s timeout, retries 1s..5m, 100 workers, pvc prefix, whole uid, immediate topology", () => {
     const o = parseRunCsiArgs([]);
     assert.equal(o.csiAddress, '/run/csi/socket');
     assert.equal(o.timeoutMs, 10_000);
@@ -43,19 +43,51 @@ describe('run csi flags', () => {
   });
 
   it('every flag of the issue parses, and maps onto the controller options', () => {
-    const o = parseRunCsiArgs([
-      '--csi-address', 'unix:///csi/csi.sock', '--kubeconfig', '/k', '--retry-interval-start', '2s', '--retry-interval-max', '1m',
-      '--leader-election', 'per-claim', '--health-address', ':9808', '--metrics-address', ':9809', '--volume-name-prefix', 'vol',
-      '--volume-name-uuid-length', '8', '--timeout', '30s', '--worker-threads', '7', '--extra-create-metadata', '--default-fstype', 'ext4',
-      '--strict-topology', '--immediate-topology=false', '--capacity-poll-interval', '30s', '--controller-publish-readonly',
-    ], { POD_NAMESPACE: 'storage', POD_NAME: 'sidecar-0' });
+    const o = parseRunCsiArgs(
+      [
+        '--csi-address',
+        'unix:///csi/csi.sock',
+        '--kubeconfig',
+        '/k',
+        '--retry-interval-start',
+        '2s',
+        '--retry-interval-max',
+        '1m',
+        '--leader-election',
+        'per-claim',
+        '--health-address',
+        ':9808',
+        '--metrics-address',
+        ':9809',
+        '--volume-name-prefix',
+        'vol',
+        '--volume-name-uuid-length',
+        '8',
+        '--timeout',
+        '30s',
+        '--worker-threads',
+        '7',
+        '--extra-create-metadata',
+        '--default-fstype',
+        'ext4',
+        '--strict-topology',
+        '--immediate-topology=false',
+        '--capacity-poll-interval',
+        '30s',
+        '--controller-publish-readonly',
+      ],
+      { POD_NAMESPACE: 'storage', POD_NAME: 'sidecar-0' },
+    );
     assert.equal(o.csiAddress, 'unix:///csi/csi.sock');
     assert.equal(o.kubeconfig, '/k');
     assert.equal(o.leaderElection, 'per-claim');
     assert.equal(o.healthAddress, ':9808');
     assert.equal(o.metricsAddress, ':9809');
     assert.deepEqual([o.volumeNamePrefix, o.volumeNameUuidLength, o.timeoutMs, o.workerThreads], ['vol', 8, 30_000, 7]);
-    assert.deepEqual([o.extraCreateMetadata, o.defaultFsType, o.strictTopology, o.immediateTopology, o.controllerPublishReadOnly], [true, 'ext4', true, false, true]);
+    assert.deepEqual(
+      [o.extraCreateMetadata, o.defaultFsType, o.strictTopology, o.immediateTopology, o.controllerPublishReadOnly],
+      [true, 'ext4', true, false, true],
+    );
     assert.equal(o.capacityPollIntervalMs, 30_000);
     assert.deepEqual([o.podNamespace, o.podName], ['storage', 'sidecar-0']);
     const c = controllerOptionsOf(o);
@@ -64,13 +96,16 @@ describe('run csi flags', () => {
     assert.equal(c.leaderElection?.namespace, 'storage');
   });
 
-  it('--leader-election takes external-provisioner\'s booleans; --node-deployment needs NODE_NAME and runs without election', () => {
+  it("--leader-election takes external-provisioner's booleans; --node-deployment needs NODE_NAME and runs without election", () => {
     assert.equal(parseRunCsiArgs(['--leader-election', 'false']).leaderElection, 'none');
     assert.equal(parseRunCsiArgs(['--leader-election']).leaderElection, 'lease');
     assert.throws(() => parseRunCsiArgs(['--node-deployment']), /NODE_NAME/);
     const o = parseRunCsiArgs(['--node-deployment'], { NODE_NAME: 'n1' });
     assert.deepEqual([o.nodeDeployment, o.nodeName, o.leaderElection], [true, 'n1', 'none']);
-    assert.throws(() => parseRunCsiArgs(['--node-deployment', '--leader-election', 'lease'], { NODE_NAME: 'n1' }), /must be none/);
+    assert.throws(
+      () => parseRunCsiArgs(['--node-deployment', '--leader-election', 'lease'], { NODE_NAME: 'n1' }),
+      /must be none/,
+    );
     assert.throws(() => parseRunCsiArgs(['--enable-capacity', '--leader-election', 'per-claim']), /lease or none/);
     assert.equal(managedByForNode('n1'), 'external-provisioner-n1');
     assert.equal(managedByForNode('x'.repeat(80)).length, 63);
@@ -86,25 +121,56 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
 
   before(async () => {
     cluster = await startCluster({ controllers: true });
-    client = new KubeClient({ kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig, qps: 0, userAgent: 'run-csi-test' });
+    client = new KubeClient({
+      kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig,
+      qps: 0,
+      userAgent: 'run-csi-test',
+    });
     stub = await StubCsiPlugin.start({
       pluginCapabilities: ['CONTROLLER_SERVICE', 'VOLUME_ACCESSIBILITY_CONSTRAINTS'],
       controllerCapabilities: ['CREATE_DELETE_VOLUME', 'EXPAND_VOLUME', 'GET_CAPACITY'],
     });
     stub.capacityOf = (segment) => (segment.zone === 'za' ? 10n << 30n : 20n << 30n);
     stub.maximumVolumeSize = 5n << 30n;
-    for (const [node, zone] of [['node-a', 'za'], ['node-b', 'zb']]) {
+    for (const [node, zone] of [
+      ['node-a', 'za'],
+      ['node-b', 'zb'],
+    ]) {
       await client.create(nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: node, labels: { zone } } });
-      await client.create(csiNodes, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: node }, spec: { drivers: [{ name: DRIVER, nodeID: node, topologyKeys: ['zone'] }] } });
+      await client.create(csiNodes, {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'CSINode',
+        metadata: { name: node },
+        spec: { drivers: [{ name: DRIVER, nodeID: node, topologyKeys: ['zone'] }] },
+      });
     }
     // The sidecar's own pod, owned by a StatefulSet: --capacity-ownerref-level 1 makes that the owner.
     await client.create(pods, {
-      apiVersion: 'v1', kind: 'Pod',
-      metadata: { name: 'csi-0', namespace: 'default', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'csi', uid: 'ss-uid', controller: true }] },
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: 'csi-0',
+        namespace: 'default',
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'csi', uid: 'ss-uid', controller: true }],
+      },
       spec: { containers: [{ name: 'c', image: 'x' }] },
     });
     const options = parseRunCsiArgs(
-      ['--kubeconfig', cluster.kubeconfigPath, '--csi-address', stub.address, '--leader-election', 'none', '--health-address', '127.0.0.1:0', '--enable-capacity', '--capacity-poll-interval', '200ms', '--worker-threads', '4'],
+      [
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        '--csi-address',
+        stub.address,
+        '--leader-election',
+        'none',
+        '--health-address',
+        '127.0.0.1:0',
+        '--enable-capacity',
+        '--capacity-poll-interval',
+        '200ms',
+        '--worker-threads',
+        '4',
+      ],
       { POD_NAMESPACE: 'default', POD_NAME: 'csi-0' },
     );
     sidecar = await startCsiSidecar(options, { logger: silentLogger, registry, startupIntervalMs: 10 });
@@ -117,9 +183,16 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
   });
 
   const sc = (name: string, extra: Partial<StorageClass> = {}): StorageClass => ({
-    apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: DRIVER, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate', allowVolumeExpansion: true, ...extra,
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name },
+    provisioner: DRIVER,
+    reclaimPolicy: 'Delete',
+    volumeBindingMode: 'Immediate',
+    allowVolumeExpansion: true,
+    ...extra,
   });
-  const ours = () => (cluster.store.list('csistoragecapacities', { namespace: 'default' }).items as CSIStorageCapacity[]);
+  const ours = () => cluster.store.list('csistoragecapacities', { namespace: 'default' }).items as CSIStorageCapacity[];
 
   it('the driver name comes from GetPluginInfo; health is served', async () => {
     assert.equal(sidecar.driverName, DRIVER);
@@ -130,33 +203,67 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
 
   it('provisions a claim, then expands it through ControllerExpandVolume (EXPAND_VOLUME)', async () => {
     await client.create(storageClasses, sc('fast'));
-    const c = await client.create(persistentVolumeClaims, {
-      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', namespace: 'default' },
-      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast' },
-    }, { namespace: 'default' });
+    const c = await client.create(
+      persistentVolumeClaims,
+      {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: 'data', namespace: 'default' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast' },
+      },
+      { namespace: 'default' },
+    );
     const pvName = `pvc-${c.metadata.uid}`;
-    await waitFor('claim Bound', () => (cluster.store.get('persistentvolumeclaims', 'default', 'data') as PersistentVolumeClaim | undefined)?.status?.phase === 'Bound', 30_000);
+    await waitFor(
+      'claim Bound',
+      () =>
+        (cluster.store.get('persistentvolumeclaims', 'default', 'data') as PersistentVolumeClaim | undefined)?.status
+          ?.phase === 'Bound',
+      30_000,
+    );
     const bound = cluster.store.get('persistentvolumeclaims', 'default', 'data') as PersistentVolumeClaim;
-    await client.update(persistentVolumeClaims, { ...bound, spec: { ...bound.spec, resources: { requests: { storage: '2Gi' } } } }, { namespace: 'default' });
-    await waitFor('PV capacity 2Gi', () => (cluster.store.get('persistentvolumes', undefined, pvName) as PersistentVolume | undefined)?.spec.capacity?.storage === '2Gi', 30_000);
+    await client.update(
+      persistentVolumeClaims,
+      { ...bound, spec: { ...bound.spec, resources: { requests: { storage: '2Gi' } } } },
+      { namespace: 'default' },
+    );
+    await waitFor(
+      'PV capacity 2Gi',
+      () =>
+        (cluster.store.get('persistentvolumes', undefined, pvName) as PersistentVolume | undefined)?.spec.capacity
+          ?.storage === '2Gi',
+      30_000,
+    );
     assert.equal(stub.requests('ControllerExpandVolume')[0]?.volumeId, pvName);
   });
 
-  it('capacity: one CSIStorageCapacity per segment x WaitForFirstConsumer class, csisc- names, external-provisioner\'s labels, maximumVolumeSize, owner', async () => {
-    await client.create(storageClasses, sc('wffc', { volumeBindingMode: 'WaitForFirstConsumer', parameters: { type: 'ssd', 'csi.storage.k8s.io/fstype': 'ext4' } }));
-    const objects = await waitFor('two capacity objects', () => (ours().filter((o) => o.storageClassName === 'wffc').length === 2 ? ours() : undefined), 30_000);
+  it("capacity: one CSIStorageCapacity per segment x WaitForFirstConsumer class, csisc- names, external-provisioner's labels, maximumVolumeSize, owner", async () => {
+    await client.create(
+      storageClasses,
+      sc('wffc', {
+        volumeBindingMode: 'WaitForFirstConsumer',
+        parameters: { type: 'ssd', 'csi.storage.k8s.io/fstype': 'ext4' },
+      }),
+    );
+    const objects = await waitFor(
+      'two capacity objects',
+      () => (ours().filter((o) => o.storageClassName === 'wffc').length === 2 ? ours() : undefined),
+      30_000,
+    );
     assert.equal(ours().filter((o) => o.storageClassName === 'fast').length, 0, 'no capacity for an Immediate class');
     for (const o of objects) {
       assert.match(o.metadata.name ?? '', /^csisc-/);
       assert.equal(o.metadata.labels?.[LABEL_DRIVER_NAME], DRIVER);
       assert.equal(o.metadata.labels?.[LABEL_MANAGED_BY], 'external-provisioner');
       assert.equal(o.maximumVolumeSize, '5Gi');
-      assert.deepEqual(o.metadata.ownerReferences, [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'csi', uid: 'ss-uid', controller: true }]);
+      assert.deepEqual(o.metadata.ownerReferences, [
+        { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'csi', uid: 'ss-uid', controller: true },
+      ]);
     }
     const byZone = Object.fromEntries(objects.map((o) => [o.nodeTopology?.matchLabels?.zone, o.capacity]));
     assert.deepEqual(byZone, { za: '10Gi', zb: '20Gi' });
     const req = stub.requests('GetCapacity').at(-1);
-    assert.deepEqual(req?.parameters, { type: 'ssd' }, 'the csi.storage.k8s.io/ keys are ours, not the plugin\'s');
+    assert.deepEqual(req?.parameters, { type: 'ssd' }, "the csi.storage.k8s.io/ keys are ours, not the plugin's");
     const gauge = async (name: string) => (await registry.getSingleMetric(name)!.get()).values[0]?.value;
     assert.equal(await gauge('csistoragecapacities_desired_goal'), 2);
     await waitFor('current gauge', async () => (await gauge('csistoragecapacities_desired_current')) === 2);
@@ -164,7 +271,11 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
 
   it('capacity: the poll interval picks up a new GetCapacity answer', async () => {
     stub.capacityOf = (segment) => (segment.zone === 'za' ? 3n << 30n : 20n << 30n);
-    await waitFor('za at 3Gi', () => ours().some((o) => o.nodeTopology?.matchLabels?.zone === 'za' && o.capacity === '3Gi'), 30_000);
+    await waitFor(
+      'za at 3Gi',
+      () => ours().some((o) => o.nodeTopology?.matchLabels?.zone === 'za' && o.capacity === '3Gi'),
+      30_000,
+    );
   });
 
   it('capacity: stale objects are removed (a segment whose CSINode went away, a deleted class)', async () => {
@@ -173,41 +284,94 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
     await client.delete(storageClasses, 'wffc');
     await waitFor('no capacity objects', () => ours().length === 0, 30_000);
     // An object of ours that nothing wants (left by an earlier instance) is removed too.
-    await client.create(csiStorageCapacities, {
-      apiVersion: 'storage.k8s.io/v1', kind: 'CSIStorageCapacity',
-      metadata: { name: 'csisc-left', namespace: 'default', labels: { [LABEL_DRIVER_NAME]: DRIVER, [LABEL_MANAGED_BY]: 'external-provisioner' } },
-      storageClassName: 'gone', capacity: '1Gi',
-    }, { namespace: 'default' });
+    await client.create(
+      csiStorageCapacities,
+      {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'CSIStorageCapacity',
+        metadata: {
+          name: 'csisc-left',
+          namespace: 'default',
+          labels: { [LABEL_DRIVER_NAME]: DRIVER, [LABEL_MANAGED_BY]: 'external-provisioner' },
+        },
+        storageClassName: 'gone',
+        capacity: '1Gi',
+      },
+      { namespace: 'default' },
+    );
     await waitFor('left-over object removed', () => ours().length === 0, 30_000);
   });
-  it('reads Nodes, CSINodes and VolumeAttachments from informers: more claims list none of them again (external-provisioner\'s listers)', async () => {
-    const reads = () => cluster.audit.records()
-      .filter((r) => r.client === userAgent('csi') && ['nodes', 'csinodes', 'volumeattachments'].includes(r.resource) && r.verb !== 'watch')
-      .reduce((n, r) => n + r.count, 0);
+  it("reads Nodes, CSINodes and VolumeAttachments from informers: more claims list none of them again (external-provisioner's listers)", async () => {
+    const reads = () =>
+      cluster.audit
+        .records()
+        .filter(
+          (r) =>
+            r.client === userAgent('csi') &&
+            ['nodes', 'csinodes', 'volumeattachments'].includes(r.resource) &&
+            r.verb !== 'watch',
+        )
+        .reduce((n, r) => n + r.count, 0);
     const names = ['cost-1', 'cost-2', 'cost-3', 'cost-4', 'cost-5'];
-    const claimOf = (name: string) => cluster.store.get('persistentvolumeclaims', 'default', name) as PersistentVolumeClaim | undefined;
+    const claimOf = (name: string) =>
+      cluster.store.get('persistentvolumeclaims', 'default', name) as PersistentVolumeClaim | undefined;
     // The first claim lets the informers sync; after it, further claims must not read these kinds from the API.
-    await client.create(persistentVolumeClaims, {
-      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'cost-0', namespace: 'default' },
-      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast' },
-    }, { namespace: 'default' });
+    await client.create(
+      persistentVolumeClaims,
+      {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: 'cost-0', namespace: 'default' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast' },
+      },
+      { namespace: 'default' },
+    );
     await waitFor('cost-0 Bound', () => claimOf('cost-0')?.status?.phase === 'Bound', 30_000);
     const before = reads();
     for (const name of names) {
-      await client.create(persistentVolumeClaims, {
-        apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: 'default' },
-        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast' },
-      }, { namespace: 'default' });
+      await client.create(
+        persistentVolumeClaims,
+        {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name, namespace: 'default' },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            resources: { requests: { storage: '1Gi' } },
+            storageClassName: 'fast',
+          },
+        },
+        { namespace: 'default' },
+      );
     }
     await waitFor('claims Bound', () => names.every((n) => claimOf(n)?.status?.phase === 'Bound'), 30_000);
-    for (const name of ['cost-0', ...names]) await client.delete(persistentVolumeClaims, name, { namespace: 'default' });
-    await waitFor('their PVs deleted', () => !(cluster.store.list('persistentvolumes').items as PersistentVolume[]).some((v) => v.spec.claimRef?.name?.startsWith('cost-')), 30_000);
-    assert.equal(reads() - before, 0, 'GET/LIST of nodes, csinodes or volumeattachments while provisioning and deleting 5 claims');
+    for (const name of ['cost-0', ...names])
+      await client.delete(persistentVolumeClaims, name, { namespace: 'default' });
+    await waitFor(
+      'their PVs deleted',
+      () =>
+        !(cluster.store.list('persistentvolumes').items as PersistentVolume[]).some((v) =>
+          v.spec.claimRef?.name?.startsWith('cost-'),
+        ),
+      30_000,
+    );
+    assert.equal(
+      reads() - before,
+      0,
+      'GET/LIST of nodes, csinodes or volumeattachments while provisioning and deleting 5 claims',
+    );
   });
 
   it('deploy/csi RBAC grants every (verb, resource) the sidecar used (the audit counter), after a delete too', async () => {
     await client.delete(persistentVolumeClaims, 'data', { namespace: 'default' });
-    await waitFor('PV deleted', () => !(cluster.store.list('persistentvolumes').items as PersistentVolume[]).some((v) => v.spec.claimRef?.name === 'data'), 30_000);
+    await waitFor(
+      'PV deleted',
+      () =>
+        !(cluster.store.list('persistentvolumes').items as PersistentVolume[]).some(
+          (v) => v.spec.claimRef?.name === 'data',
+        ),
+      30_000,
+    );
     const used = usedKeys(cluster.audit.records(), (c) => c === userAgent('csi'));
     assert.ok(used.has('create persistentvolumes') && used.has('create csistoragecapacities'), [...used].join(', '));
     const grants = loadGrants(`${DEPLOY_DIR}csi`);

@@ -19,13 +19,19 @@ import { startCli, waitFor, type CliProcess } from './cli-helpers.ts';
 async function startRelay(target: URL): Promise<{ url: string; hold(): void; close(): void }> {
   let held = false;
   const sockets = new Set<Socket>();
-  const forward = (from: Socket, to: Socket) => from.on('data', (d: Buffer) => { if (!held) to.write(d); });
+  const forward = (from: Socket, to: Socket) =>
+    from.on('data', (d: Buffer) => {
+      if (!held) to.write(d);
+    });
   const server = createServer((client) => {
     const upstream = connect(Number(target.port), target.hostname);
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on('error', () => {});
-      s.on('close', () => { client.destroy(); upstream.destroy(); });
+      s.on('close', () => {
+        client.destroy();
+        upstream.destroy();
+      });
     }
     forward(client, upstream);
     forward(upstream, client);
@@ -34,7 +40,9 @@ async function startRelay(target: URL): Promise<{ url: string; hold(): void; clo
   const { port } = server.address() as AddressInfo;
   return {
     url: `https://127.0.0.1:${port}`,
-    hold: () => { held = true; },
+    hold: () => {
+      held = true;
+    },
     close: () => {
       server.close();
       for (const s of sockets) s.destroy();
@@ -67,7 +75,11 @@ describe('shutdown on SIGINT/SIGTERM', () => {
     const dataDir = join(dir, 'demo');
     const cli = startCli(['dev', '--data-dir', dataDir, '--port', '0', '--demo', '100000', '--demo-timeout', '600']);
     // A hang guard, not a speed check: a cold tsx start of dev took over 60 s at a load average of 19 on 2 cores.
-    await waitFor('claims being Bound', () => /demo: [1-9]\d*\/100000 Bound|Bound, \d+ created/.test(cli.stderr()) || readdirCount(dataDir) > 5, 180_000);
+    await waitFor(
+      'claims being Bound',
+      () => /demo: [1-9]\d*\/100000 Bound|Bound, \d+ created/.test(cli.stderr()) || readdirCount(dataDir) > 5,
+      180_000,
+    );
     cli.child.kill('SIGINT');
     assert.equal(await exitWithin(cli), 0, cli.stderr());
     assert.match(cli.stderr(), /received SIGINT, shutting down/);
@@ -79,7 +91,9 @@ describe('shutdown on SIGINT/SIGTERM', () => {
       const pvs = cluster.store.list('persistentvolumes').items as PersistentVolume[];
       const claims = cluster.store.list('persistentvolumeclaims').items as PersistentVolumeClaim[];
       const paths = new Set(pvs.map((pv) => pv.spec.hostPath?.path ?? pv.spec.local?.path));
-      const pendingDirs = new Set(claims.filter((c) => c.status?.phase !== 'Bound').map((c) => `${c.metadata.name}-pvc-${c.metadata.uid}`));
+      const pendingDirs = new Set(
+        claims.filter((c) => c.status?.phase !== 'Bound').map((c) => `${c.metadata.name}-pvc-${c.metadata.uid}`),
+      );
       const base = join(dataDir, 'volumes', 'shared', 'default');
       const dirs = existsSync(base) ? await readdir(base) : [];
       assert.ok(dirs.length > 0, 'the demo created volumes before the signal');
@@ -105,19 +119,45 @@ describe('shutdown on SIGINT/SIGTERM', () => {
     const relay = await startRelay(new URL(cluster.url));
     try {
       const config = join(dir, 'hostpath-130.json');
-      await writeFile(config, JSON.stringify({ storageClassConfigs: { x: { sharedFileSystemPath: join(dir, 'vols-130') } } }));
+      await writeFile(
+        config,
+        JSON.stringify({ storageClassConfigs: { x: { sharedFileSystemPath: join(dir, 'vols-130') } } }),
+      );
       const kubeconfig = join(dir, 'kubeconfig-relay');
       await writeFile(kubeconfig, (await readFile(cluster.kubeconfigPath, 'utf8')).replaceAll(cluster.url, relay.url));
-      const cli = startCli([
-        'run', 'hostpath', '--kubeconfig', kubeconfig, '--config', config,
-        '--leader-election', 'lease', '--lease-duration', '10m', '--renew-deadline', '5m', '--retry-period', '1s', '--health-address', 'off',
-      ], { timeoutMs: 300_000 });
+      const cli = startCli(
+        [
+          'run',
+          'hostpath',
+          '--kubeconfig',
+          kubeconfig,
+          '--config',
+          config,
+          '--leader-election',
+          'lease',
+          '--lease-duration',
+          '10m',
+          '--renew-deadline',
+          '5m',
+          '--retry-period',
+          '1s',
+          '--health-address',
+          'off',
+        ],
+        { timeoutMs: 300_000 },
+      );
       // Hang guards, not speed checks (a cold start took over 60 s at a load average of 19 on 2 cores).
-      await waitFor('the provisioner running', () => cli.stdout().includes('kube-provisioner run hostpath: provisioner'), 180_000);
+      await waitFor(
+        'the provisioner running',
+        () => cli.stdout().includes('kube-provisioner run hostpath: provisioner'),
+        180_000,
+      );
       // The process's own word that it leads (its log), not the Lease in the store: the store holds the record
       // before the answer reaches the process, and a relay held in between would leave it still campaigning.
       await waitFor('the provisioner leading', () => cli.stderr().includes('"msg":"became leader"'), 60_000);
-      const ours = (cluster.store.list('leases').items as Lease[]).find((l) => l.metadata.name === 'kube-provisioner.io-hostpath');
+      const ours = (cluster.store.list('leases').items as Lease[]).find(
+        (l) => l.metadata.name === 'kube-provisioner.io-hostpath',
+      );
       assert.ok(ours?.spec?.holderIdentity, 'the Lease names a holder');
       relay.hold();
       cli.child.kill('SIGTERM');
@@ -132,7 +172,12 @@ describe('shutdown on SIGINT/SIGTERM', () => {
   });
 
   it('the first signal aborts, the second forces exit 130 (signal handling without a process race)', () => {
-    const source = Object.assign(new EventEmitter(), { exits: [] as number[], exit(code: number) { this.exits.push(code); } });
+    const source = Object.assign(new EventEmitter(), {
+      exits: [] as number[],
+      exit(code: number) {
+        this.exits.push(code);
+      },
+    });
     const controller = new AbortController();
     const lines: string[] = [];
     const warned: unknown[] = [];
@@ -162,10 +207,31 @@ describe('shutdown on SIGINT/SIGTERM', () => {
     const cluster = await startEmbeddedCluster({});
     try {
       const config = join(dir, 'hostpath.json');
-      await writeFile(config, JSON.stringify({ storageClassConfigs: { x: { sharedFileSystemPath: join(dir, 'vols') } } }));
-      const cli = startCli(['run', 'hostpath', '--kubeconfig', cluster.kubeconfigPath, '--config', config, '--leader-election', 'none', '--health-address', 'off'], { timeoutMs: 300_000 });
+      await writeFile(
+        config,
+        JSON.stringify({ storageClassConfigs: { x: { sharedFileSystemPath: join(dir, 'vols') } } }),
+      );
+      const cli = startCli(
+        [
+          'run',
+          'hostpath',
+          '--kubeconfig',
+          cluster.kubeconfigPath,
+          '--config',
+          config,
+          '--leader-election',
+          'none',
+          '--health-address',
+          'off',
+        ],
+        { timeoutMs: 300_000 },
+      );
       // A guard against a hang, not a speed claim: a cold tsx start of `run hostpath` took over 30 s at load 21.
-      await waitFor('the provisioner running', () => cli.stdout().includes('kube-provisioner run hostpath: provisioner'), 120_000);
+      await waitFor(
+        'the provisioner running',
+        () => cli.stdout().includes('kube-provisioner run hostpath: provisioner'),
+        120_000,
+      );
       cli.child.kill('SIGTERM');
       assert.equal(await exitWithin(cli), 0, cli.stderr());
       assert.match(cli.stdout(), /run hostpath: stopped/);

@@ -28,7 +28,13 @@ async function codeOf(p: Promise<unknown>): Promise<number> {
 describe('faults', () => {
   it('fails matching requests by count through the admin endpoint, with Retry-After on 429', async () => {
     const add = await raw(c, 'POST', '/admin/faults', {
-      body: JSON.stringify({ verb: 'create', resource: 'persistentvolumes', status: 429, retryAfterSeconds: 3, count: 1 }),
+      body: JSON.stringify({
+        verb: 'create',
+        resource: 'persistentvolumes',
+        status: 429,
+        retryAfterSeconds: 3,
+        count: 1,
+      }),
     });
     assert.equal(add.status, 200);
     const failed = await raw(c, 'POST', '/api/v1/persistentvolumes', { body: JSON.stringify(pvBody('f1')) });
@@ -65,7 +71,9 @@ describe('audit', () => {
     assert.equal(c.audit.count({ client: 'audit-test', verb: 'list', resource: 'persistentvolumes', code: 200 }), 1);
     assert.equal(c.audit.count({ client: 'audit-test', verb: 'get', code: 404 }), 1);
     assert.equal(c.audit.count({ client: 'named-client' }), 1);
-    const viaHttp = (await raw(c, 'GET', '/admin/audit')).json<{ items: Array<{ client: string; verb: string; count: number }> }>();
+    const viaHttp = (await raw(c, 'GET', '/admin/audit')).json<{
+      items: Array<{ client: string; verb: string; count: number }>;
+    }>();
     assert.ok(viaHttp.items.some((r) => r.client === 'audit-test/1.0' && r.verb === 'list' && r.count === 1));
   });
 });
@@ -77,7 +85,12 @@ describe('event expiry', () => {
       const api = short.kubeConfig.makeApiClient(CoreV1Api);
       await api.createNamespacedEvent({
         namespace: 'default',
-        body: { metadata: { name: 'old' }, involvedObject: { kind: 'Pod', name: 'p', namespace: 'default' }, reason: 'R', message: 'm' },
+        body: {
+          metadata: { name: 'old' },
+          involvedObject: { kind: 'Pod', name: 'p', namespace: 'default' },
+          reason: 'R',
+          message: 'm',
+        },
       });
       assert.equal((await api.listNamespacedEvent({ namespace: 'default' })).items.length, 1);
       await waitFor('the expired event collected', () => short.store.list('events').items.length === 0, 10_000);

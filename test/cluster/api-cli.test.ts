@@ -17,9 +17,13 @@ describe('kube-provisioner cluster', () => {
   it('serves until SIGTERM with the kubeconfig it writes', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'kp-cli-'));
     dirs.push(dataDir);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'cluster', '--data-dir', dataDir, '--port', '0', '--no-controllers'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'cluster', '--data-dir', dataDir, '--port', '0', '--no-controllers'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -17,8 +17,13 @@ after(() => c.stop());
 
 describe('concurrency', () => {
   it('loses no update when writers race and retry on Conflict', async () => {
-    await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'counter' }, data: { n: '0' } } });
-    const w = await collectWatch(c.kubeConfig, '/api/v1/namespaces/default/configmaps', { fieldSelector: 'metadata.name=counter' });
+    await core.createNamespacedConfigMap({
+      namespace: 'default',
+      body: { metadata: { name: 'counter' }, data: { n: '0' } },
+    });
+    const w = await collectWatch(c.kubeConfig, '/api/v1/namespaces/default/configmaps', {
+      fieldSelector: 'metadata.name=counter',
+    });
     const writers = 6;
     const perWriter = 10;
     let conflicts = 0;
@@ -46,7 +51,8 @@ describe('concurrency', () => {
       assert.ok(conflicts > 0, 'the writers did race');
       await w.until((e) => e.length === writers * perWriter + 1);
       const rvs = w.events.map((e) => Number(e.object.metadata.resourceVersion));
-      for (let i = 1; i < rvs.length; i++) assert.ok(rvs[i] > rvs[i - 1], `resourceVersions increase: ${rvs[i - 1]} -> ${rvs[i]}`);
+      for (let i = 1; i < rvs.length; i++)
+        assert.ok(rvs[i] > rvs[i - 1], `resourceVersions increase: ${rvs[i - 1]} -> ${rvs[i]}`);
       assert.deepEqual(
         w.events.map((e) => Number(e.object.data.n)),
         Array.from({ length: writers * perWriter + 1 }, (_, i) => i),

@@ -44,7 +44,10 @@ const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 
 function createPvc(name: string, extra: Record<string, unknown> = {}): Promise<V1PersistentVolumeClaim> {
-  return core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: pvcBody(name, extra) as V1PersistentVolumeClaim });
+  return core.createNamespacedPersistentVolumeClaim({
+    namespace: 'default',
+    body: pvcBody(name, extra) as V1PersistentVolumeClaim,
+  });
 }
 
 describe('create', () => {
@@ -53,7 +56,11 @@ describe('create', () => {
     assert.match(pvc.metadata!.uid!, /^[0-9a-f-]{36}$/);
     assert.match(String(pvc.metadata!.resourceVersion), /^\d+$/);
     const rawGet = await raw(c, 'GET', '/api/v1/namespaces/default/persistentvolumeclaims/create-meta');
-    const obj = rawGet.json<{ metadata: { creationTimestamp: string }; spec: { volumeMode: string }; status: { phase: string } }>();
+    const obj = rawGet.json<{
+      metadata: { creationTimestamp: string };
+      spec: { volumeMode: string };
+      status: { phase: string };
+    }>();
     assert.match(obj.metadata.creationTimestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
     assert.equal(obj.spec.volumeMode, 'Filesystem');
     assert.equal(obj.status.phase, 'Pending');
@@ -74,7 +81,9 @@ describe('create', () => {
   });
 
   it('answers 404 for a namespace that does not exist', async () => {
-    const { code, status } = await failure(core.createNamespacedPersistentVolumeClaim({ namespace: 'nope', body: pvcBody('x') as V1PersistentVolumeClaim }));
+    const { code, status } = await failure(
+      core.createNamespacedPersistentVolumeClaim({ namespace: 'nope', body: pvcBody('x') as V1PersistentVolumeClaim }),
+    );
     assert.equal(code, 404);
     assert.equal(status.message, 'namespaces "nope" not found');
   });
@@ -92,7 +101,9 @@ describe('update', () => {
     const updated = await core.replaceNamespacedPersistentVolumeClaim({ name: 'upd', namespace: 'default', body: pvc });
     assert.ok(Number(updated.metadata!.resourceVersion) > Number(pvc.metadata!.resourceVersion));
     pvc.metadata!.labels = { a: '2' };
-    const { code, status } = await failure(core.replaceNamespacedPersistentVolumeClaim({ name: 'upd', namespace: 'default', body: pvc }));
+    const { code, status } = await failure(
+      core.replaceNamespacedPersistentVolumeClaim({ name: 'upd', namespace: 'default', body: pvc }),
+    );
     assert.equal(code, 409);
     assert.equal(status.reason, 'Conflict');
     assert.equal(
@@ -105,7 +116,10 @@ describe('update', () => {
     const pvc = await createPvc('noop');
     const again = await core.replaceNamespacedPersistentVolumeClaim({ name: 'noop', namespace: 'default', body: pvc });
     assert.equal(again.metadata!.resourceVersion, pvc.metadata!.resourceVersion);
-    const patched = await core.patchNamespacedPersistentVolumeClaim({ name: 'noop', namespace: 'default', body: { metadata: { labels: {} } } }, merge);
+    const patched = await core.patchNamespacedPersistentVolumeClaim(
+      { name: 'noop', namespace: 'default', body: { metadata: { labels: {} } } },
+      merge,
+    );
     assert.equal(patched.metadata!.resourceVersion, pvc.metadata!.resourceVersion);
   });
 
@@ -116,7 +130,11 @@ describe('update', () => {
     assert.equal(main.status!.phase, 'Pending');
     main.status = { phase: 'Bound' };
     main.spec!.volumeName = 'sneaky';
-    const viaStatus = await core.replaceNamespacedPersistentVolumeClaimStatus({ name: 'st', namespace: 'default', body: main });
+    const viaStatus = await core.replaceNamespacedPersistentVolumeClaimStatus({
+      name: 'st',
+      namespace: 'default',
+      body: main,
+    });
     assert.equal(viaStatus.status!.phase, 'Bound');
     assert.equal(viaStatus.spec!.volumeName, undefined);
     const patched = await core.patchNamespacedPersistentVolumeClaimStatus(
@@ -128,24 +146,39 @@ describe('update', () => {
   });
 
   it('enforces the Lease rules: PUT needs a resourceVersion, PUT on a missing Lease creates it', async () => {
-    const lease = { metadata: { name: 'leader', namespace: 'default' }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15 } };
+    const lease = {
+      metadata: { name: 'leader', namespace: 'default' },
+      spec: { holderIdentity: 'a', leaseDurationSeconds: 15 },
+    };
     const created = await coord.replaceNamespacedLease({ name: 'leader', namespace: 'default', body: lease });
     assert.equal(created.spec!.holderIdentity, 'a');
-    const { code, status } = await failure(coord.replaceNamespacedLease({ name: 'leader', namespace: 'default', body: lease }));
+    const { code, status } = await failure(
+      coord.replaceNamespacedLease({ name: 'leader', namespace: 'default', body: lease }),
+    );
     assert.equal(code, 422);
     assert.equal(
       status.message,
       'leases.coordination.k8s.io "leader" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update',
     );
     const res = await raw(c, 'PUT', '/apis/coordination.k8s.io/v1/namespaces/default/leases/fresh', {
-      body: JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'fresh' }, spec: { renewTime: '2025-01-02T03:04:05.123456Z' } }),
+      body: JSON.stringify({
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: 'fresh' },
+        spec: { renewTime: '2025-01-02T03:04:05.123456Z' },
+      }),
     });
     assert.equal(res.status, 201);
     assert.equal(res.json<{ spec: { renewTime: string } }>().spec.renewTime, '2025-01-02T03:04:05.123456Z');
     // A leader's cached Lease (with its old resourceVersion) PUT after the Lease was deleted: created, not 404.
-    const cached = { ...created, metadata: { ...created.metadata, resourceVersion: created.metadata!.resourceVersion } };
+    const cached = {
+      ...created,
+      metadata: { ...created.metadata, resourceVersion: created.metadata!.resourceVersion },
+    };
     await coord.deleteNamespacedLease({ name: 'leader', namespace: 'default' });
-    const recreated = await raw(c, 'PUT', '/apis/coordination.k8s.io/v1/namespaces/default/leases/leader', { body: JSON.stringify(cached) });
+    const recreated = await raw(c, 'PUT', '/apis/coordination.k8s.io/v1/namespaces/default/leases/leader', {
+      body: JSON.stringify(cached),
+    });
     assert.equal(recreated.status, 201);
     const body = recreated.json<{ metadata: { uid: string; resourceVersion: string } }>();
     assert.notEqual(body.metadata.uid, created.metadata!.uid);
@@ -156,17 +189,26 @@ describe('update', () => {
 describe('patch', () => {
   it('applies merge, JSON and strategic merge patches and rejects apply-patch with 415', async () => {
     await createPvc('p', { metadata: { finalizers: ['a/one'] } });
-    const m = await core.patchNamespacedPersistentVolumeClaim({ name: 'p', namespace: 'default', body: { metadata: { labels: { x: 'y' } } } }, merge);
+    const m = await core.patchNamespacedPersistentVolumeClaim(
+      { name: 'p', namespace: 'default', body: { metadata: { labels: { x: 'y' } } } },
+      merge,
+    );
     assert.deepEqual(m.metadata!.labels, { x: 'y' });
     const j = await core.patchNamespacedPersistentVolumeClaim(
       { name: 'p', namespace: 'default', body: [{ op: 'add', path: '/metadata/annotations', value: { k: 'v' } }] },
       jsonPatch,
     );
     assert.deepEqual(j.metadata!.annotations, { k: 'v' });
-    const s = await core.patchNamespacedPersistentVolumeClaim({ name: 'p', namespace: 'default', body: { metadata: { finalizers: ['b/two'] } } }, strategic);
+    const s = await core.patchNamespacedPersistentVolumeClaim(
+      { name: 'p', namespace: 'default', body: { metadata: { finalizers: ['b/two'] } } },
+      strategic,
+    );
     assert.deepEqual([...s.metadata!.finalizers!].sort(), ['a/one', 'b/two']);
     const failed = await failure(
-      core.patchNamespacedPersistentVolumeClaim({ name: 'p', namespace: 'default', body: [{ op: 'test', path: '/metadata/name', value: 'other' }] }, jsonPatch),
+      core.patchNamespacedPersistentVolumeClaim(
+        { name: 'p', namespace: 'default', body: [{ op: 'test', path: '/metadata/name', value: 'other' }] },
+        jsonPatch,
+      ),
     );
     assert.equal(failed.code, 422);
     const apply = await raw(c, 'PATCH', '/api/v1/namespaces/default/persistentvolumeclaims/p?fieldManager=t', {
@@ -175,14 +217,19 @@ describe('patch', () => {
     });
     assert.equal(apply.status, 415);
     assert.equal(apply.json<Status>().reason, 'UnsupportedMediaType');
-    const missing = await failure(core.patchNamespacedPersistentVolumeClaim({ name: 'gone', namespace: 'default', body: {} }, merge));
+    const missing = await failure(
+      core.patchNamespacedPersistentVolumeClaim({ name: 'gone', namespace: 'default', body: {} }, merge),
+    );
     assert.equal(missing.code, 404);
   });
 
   it('conflicts when a patch carries a stale resourceVersion', async () => {
     await createPvc('prv');
     const { code } = await failure(
-      core.patchNamespacedPersistentVolumeClaim({ name: 'prv', namespace: 'default', body: { metadata: { resourceVersion: '1', labels: { a: 'b' } } } }, merge),
+      core.patchNamespacedPersistentVolumeClaim(
+        { name: 'prv', namespace: 'default', body: { metadata: { resourceVersion: '1', labels: { a: 'b' } } } },
+        merge,
+      ),
     );
     assert.equal(code, 409);
   });
@@ -198,11 +245,17 @@ describe('delete', () => {
     const again = await core.deleteNamespacedPersistentVolumeClaim({ name: 'fin', namespace: 'default' });
     assert.equal((again as V1PersistentVolumeClaim).metadata!.resourceVersion, still.metadata!.resourceVersion);
     const added = await failure(
-      core.patchNamespacedPersistentVolumeClaim({ name: 'fin', namespace: 'default', body: { metadata: { finalizers: ['example.com/hold', 'x.io/new'] } } }, merge),
+      core.patchNamespacedPersistentVolumeClaim(
+        { name: 'fin', namespace: 'default', body: { metadata: { finalizers: ['example.com/hold', 'x.io/new'] } } },
+        merge,
+      ),
     );
     assert.equal(added.code, 422);
     assert.match(added.status.message!, /no new finalizers can be added if the object is being deleted/);
-    await core.patchNamespacedPersistentVolumeClaim({ name: 'fin', namespace: 'default', body: { metadata: { finalizers: null } } }, merge);
+    await core.patchNamespacedPersistentVolumeClaim(
+      { name: 'fin', namespace: 'default', body: { metadata: { finalizers: null } } },
+      merge,
+    );
     const gone = await failure(core.readNamespacedPersistentVolumeClaim({ name: 'fin', namespace: 'default' }));
     assert.equal(gone.code, 404);
     assert.equal(gone.status.message, 'persistentvolumeclaims "fin" not found');
@@ -211,7 +264,11 @@ describe('delete', () => {
   it('checks uid and resourceVersion preconditions', async () => {
     const pvc = await createPvc('pre');
     const uid = await failure(
-      core.deleteNamespacedPersistentVolumeClaim({ name: 'pre', namespace: 'default', body: { preconditions: { uid: 'not-it' } } }),
+      core.deleteNamespacedPersistentVolumeClaim({
+        name: 'pre',
+        namespace: 'default',
+        body: { preconditions: { uid: 'not-it' } },
+      }),
     );
     assert.equal(uid.code, 409);
     assert.equal(
@@ -219,10 +276,18 @@ describe('delete', () => {
       `Operation cannot be fulfilled on PersistentVolumeClaim "pre": the UID in the precondition (not-it) does not match the UID in record (${pvc.metadata!.uid}). The object might have been deleted and then recreated`,
     );
     const rv = await failure(
-      core.deleteNamespacedPersistentVolumeClaim({ name: 'pre', namespace: 'default', body: { preconditions: { resourceVersion: '1' } } }),
+      core.deleteNamespacedPersistentVolumeClaim({
+        name: 'pre',
+        namespace: 'default',
+        body: { preconditions: { resourceVersion: '1' } },
+      }),
     );
     assert.equal(rv.code, 409);
-    await core.deleteNamespacedPersistentVolumeClaim({ name: 'pre', namespace: 'default', body: { preconditions: { uid: pvc.metadata!.uid } } });
+    await core.deleteNamespacedPersistentVolumeClaim({
+      name: 'pre',
+      namespace: 'default',
+      body: { preconditions: { uid: pvc.metadata!.uid } },
+    });
   });
 
   it('answers a Success Status for kinds that do not return the deleted object', async () => {
@@ -241,18 +306,32 @@ describe('delete', () => {
     await createPvc('col-c', { metadata: { labels: { batch: 'y' } } });
     await core.deleteCollectionNamespacedPersistentVolumeClaim({ namespace: 'default', labelSelector: 'batch=x' });
     const left = await core.listNamespacedPersistentVolumeClaim({ namespace: 'default', labelSelector: 'batch' });
-    assert.deepEqual(left.items.map((p) => p.metadata!.name), ['col-c']);
+    assert.deepEqual(
+      left.items.map((p) => p.metadata!.name),
+      ['col-c'],
+    );
   });
 
   it('terminates a namespace: content deleted, namespace removed once empty', async () => {
     await core.createNamespace({ body: { metadata: { name: 'doomed' } } });
-    await core.createNamespacedPersistentVolumeClaim({ namespace: 'doomed', body: pvcBody('held', { metadata: { finalizers: ['x.io/f'] } }) as V1PersistentVolumeClaim });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: 'doomed',
+      body: pvcBody('held', { metadata: { finalizers: ['x.io/f'] } }) as V1PersistentVolumeClaim,
+    });
     await core.deleteNamespace({ name: 'doomed' });
     const ns = await core.readNamespace({ name: 'doomed' });
     assert.equal(ns.status!.phase, 'Terminating');
-    const refused = await failure(core.createNamespacedPersistentVolumeClaim({ namespace: 'doomed', body: pvcBody('late') as V1PersistentVolumeClaim }));
+    const refused = await failure(
+      core.createNamespacedPersistentVolumeClaim({
+        namespace: 'doomed',
+        body: pvcBody('late') as V1PersistentVolumeClaim,
+      }),
+    );
     assert.equal(refused.code, 403);
-    await core.patchNamespacedPersistentVolumeClaim({ name: 'held', namespace: 'doomed', body: { metadata: { finalizers: null } } }, merge);
+    await core.patchNamespacedPersistentVolumeClaim(
+      { name: 'held', namespace: 'doomed', body: { metadata: { finalizers: null } } },
+      merge,
+    );
     assert.equal((await failure(core.readNamespace({ name: 'doomed' }))).code, 404);
     assert.equal((await failure(core.deleteNamespace({ name: 'default' }))).code, 403);
   });
@@ -260,10 +339,15 @@ describe('delete', () => {
 
 describe('request variants', () => {
   it('runs every check for dryRun=All but stores nothing', async () => {
-    const res = await raw(c, 'POST', '/api/v1/namespaces/default/persistentvolumeclaims?dryRun=All', { body: JSON.stringify(pvcBody('dry')) });
+    const res = await raw(c, 'POST', '/api/v1/namespaces/default/persistentvolumeclaims?dryRun=All', {
+      body: JSON.stringify(pvcBody('dry')),
+    });
     assert.equal(res.status, 201);
     assert.equal(res.json<{ metadata: { name: string } }>().metadata.name, 'dry');
-    assert.equal((await failure(core.readNamespacedPersistentVolumeClaim({ name: 'dry', namespace: 'default' }))).code, 404);
+    assert.equal(
+      (await failure(core.readNamespacedPersistentVolumeClaim({ name: 'dry', namespace: 'default' }))).code,
+      404,
+    );
     const invalidDry = await raw(c, 'POST', '/api/v1/namespaces/default/persistentvolumeclaims?dryRun=All', {
       body: JSON.stringify({ ...pvcBody('dry2'), spec: {} }),
     });
@@ -275,15 +359,30 @@ describe('request variants', () => {
     const ld = (no: number, payload: Buffer) => Buffer.concat([Buffer.from([(no << 3) | 2, payload.length]), payload]);
     const s = (v: string) => Buffer.from(v);
     const typeMeta = ld(1, Buffer.concat([ld(1, s('v1')), ld(2, s('ConfigMap'))]));
-    const meta = ld(1, Buffer.concat([ld(1, s('from-proto')), ld(11, Buffer.concat([ld(1, s('app')), ld(2, s('demo'))]))]));
+    const meta = ld(
+      1,
+      Buffer.concat([ld(1, s('from-proto')), ld(11, Buffer.concat([ld(1, s('app')), ld(2, s('demo'))]))]),
+    );
     const data = ld(2, Buffer.concat([ld(1, s('key')), ld(2, s('value'))]));
-    const body = Buffer.concat([Buffer.from('k8s\0'), typeMeta, ld(2, Buffer.concat([meta, data])), ld(3, s('')), ld(4, s(''))]);
-    const res = await raw(c, 'POST', '/api/v1/namespaces/default/configmaps', { body, contentType: 'application/vnd.kubernetes.protobuf' });
+    const body = Buffer.concat([
+      Buffer.from('k8s\0'),
+      typeMeta,
+      ld(2, Buffer.concat([meta, data])),
+      ld(3, s('')),
+      ld(4, s('')),
+    ]);
+    const res = await raw(c, 'POST', '/api/v1/namespaces/default/configmaps', {
+      body,
+      contentType: 'application/vnd.kubernetes.protobuf',
+    });
     assert.equal(res.status, 201, res.text);
     const cm = await core.readNamespacedConfigMap({ name: 'from-proto', namespace: 'default' });
     assert.deepEqual(cm.data, { key: 'value' });
     assert.deepEqual(cm.metadata!.labels, { app: 'demo' });
-    const garbage = await raw(c, 'POST', '/api/v1/namespaces/default/configmaps', { body: Buffer.from('k8s\0\x0a\xff'), contentType: 'application/vnd.kubernetes.protobuf' });
+    const garbage = await raw(c, 'POST', '/api/v1/namespaces/default/configmaps', {
+      body: Buffer.from('k8s\0\x0a\xff'),
+      contentType: 'application/vnd.kubernetes.protobuf',
+    });
     assert.equal(garbage.status, 400);
   });
 });

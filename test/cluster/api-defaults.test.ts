@@ -5,7 +5,14 @@
 // compared with the object 1.32 gives, written out by hand from those rules.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AppsV1Api, CoreV1Api, type V1DaemonSet, type V1Deployment, type V1Pod, type V1PodSpec } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  type V1DaemonSet,
+  type V1Deployment,
+  type V1Pod,
+  type V1PodSpec,
+} from '@kubernetes/client-node';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { raw } from './api-harness.ts';
 
@@ -31,7 +38,11 @@ async function read(path: string): Promise<Obj> {
 }
 
 /** What every defaulted container carries besides its own fields. */
-const CONTAINER_DEFAULTS = { resources: {}, terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File' };
+const CONTAINER_DEFAULTS = {
+  resources: {},
+  terminationMessagePath: '/dev/termination-log',
+  terminationMessagePolicy: 'File',
+};
 /** SetDefaults_PodSpec. */
 const POD_SPEC_DEFAULTS = {
   dnsPolicy: 'ClusterFirst',
@@ -66,7 +77,15 @@ function bareSpec(): V1PodSpec & Obj {
     volumes: [
       { name: 'conf', configMap: { name: 'conf' } },
       { name: 'scratch' },
-      { name: 'token', projected: { sources: [{ serviceAccountToken: { path: 'token' } }, { downwardAPI: { items: [{ path: 'n', fieldRef: { fieldPath: 'metadata.name' } }] } }] } },
+      {
+        name: 'token',
+        projected: {
+          sources: [
+            { serviceAccountToken: { path: 'token' } },
+            { downwardAPI: { items: [{ path: 'n', fieldRef: { fieldPath: 'metadata.name' } }] } },
+          ],
+        },
+      },
       { name: 'creds', secret: { secretName: 's', defaultMode: 256 } },
       { name: 'host', hostPath: { path: '/var/tmp' } },
     ],
@@ -77,14 +96,19 @@ function bareSpec(): V1PodSpec & Obj {
 function defaultedSpec(): Obj {
   return {
     ...POD_SPEC_DEFAULTS,
-    initContainers: [{ name: 'init', image: 'registry.example:5000/tools', imagePullPolicy: 'Always', ...CONTAINER_DEFAULTS }],
+    initContainers: [
+      { name: 'init', image: 'registry.example:5000/tools', imagePullPolicy: 'Always', ...CONTAINER_DEFAULTS },
+    ],
     containers: [
       { name: 'app', image: 'nginx', imagePullPolicy: 'Always', ...CONTAINER_DEFAULTS },
       {
         name: 'side',
         image: 'busybox:1.36',
         imagePullPolicy: 'IfNotPresent',
-        ports: [{ containerPort: 80, protocol: 'TCP' }, { containerPort: 53, protocol: 'UDP' }],
+        ports: [
+          { containerPort: 80, protocol: 'TCP' },
+          { containerPort: 53, protocol: 'UDP' },
+        ],
         env: [{ name: 'POD', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } }],
         livenessProbe: { httpGet: { port: 8080, path: '/', scheme: 'HTTP' }, ...PROBE_DEFAULTS },
         readinessProbe: { grpc: { port: 9090, service: '' }, ...PROBE_DEFAULTS, periodSeconds: 3 },
@@ -97,7 +121,12 @@ function defaultedSpec(): Obj {
         terminationMessagePolicy: 'File',
       },
       // A digest without a tag is not `latest`.
-      { name: 'pinned', image: `quay.io/x/y@sha256:${'0123456789abcdef'.repeat(4)}`, imagePullPolicy: 'IfNotPresent', ...CONTAINER_DEFAULTS },
+      {
+        name: 'pinned',
+        image: `quay.io/x/y@sha256:${'0123456789abcdef'.repeat(4)}`,
+        imagePullPolicy: 'IfNotPresent',
+        ...CONTAINER_DEFAULTS,
+      },
       { name: 'latest', image: 'docker.io/library/alpine:latest', imagePullPolicy: 'Always', ...CONTAINER_DEFAULTS },
     ],
     volumes: [
@@ -125,7 +154,10 @@ describe('defaulting of pod specs (kube-apiserver 1.32)', () => {
     const pod = await read(`/api/v1/namespaces/${NS}/pods/bare`);
     const want = defaultedSpec();
     // SetDefaults_Pod (Pods only, not templates): requests default to limits, service links on.
-    want.containers[1].resources = { limits: { cpu: '500m', memory: '128Mi' }, requests: { cpu: '1m', memory: '128Mi' } };
+    want.containers[1].resources = {
+      limits: { cpu: '500m', memory: '128Mi' },
+      requests: { cpu: '1m', memory: '128Mi' },
+    };
     want.enableServiceLinks = true;
     assert.deepEqual(pod.spec, want);
     // ComputePodQOS on the defaulted requests: a limit without an equal request.
@@ -139,7 +171,10 @@ describe('defaulting of pod specs (kube-apiserver 1.32)', () => {
   it('gives hostNetwork pods host ports equal to their container ports', async () => {
     await core.createNamespacedPod({
       namespace: NS,
-      body: { metadata: { name: 'hostnet' }, spec: { hostNetwork: true, containers: [{ name: 'c', image: 'nginx:1', ports: [{ containerPort: 8080 }] }] } } as V1Pod,
+      body: {
+        metadata: { name: 'hostnet' },
+        spec: { hostNetwork: true, containers: [{ name: 'c', image: 'nginx:1', ports: [{ containerPort: 8080 }] }] },
+      } as V1Pod,
     });
     const pod = await read(`/api/v1/namespaces/${NS}/pods/hostnet`);
     assert.deepEqual(pod.spec.containers[0].ports, [{ containerPort: 8080, hostPort: 8080, protocol: 'TCP' }]);
@@ -149,10 +184,16 @@ describe('defaulting of pod specs (kube-apiserver 1.32)', () => {
   it('gives a pod whose cpu and memory limits default its requests the Guaranteed QoS class', async () => {
     await core.createNamespacedPod({
       namespace: NS,
-      body: { metadata: { name: 'guaranteed' }, spec: { containers: [{ name: 'c', image: 'nginx:1', resources: { limits: { cpu: '1', memory: '1Gi' } } }] } } as V1Pod,
+      body: {
+        metadata: { name: 'guaranteed' },
+        spec: { containers: [{ name: 'c', image: 'nginx:1', resources: { limits: { cpu: '1', memory: '1Gi' } } }] },
+      } as V1Pod,
     });
     const pod = await read(`/api/v1/namespaces/${NS}/pods/guaranteed`);
-    assert.deepEqual(pod.spec.containers[0].resources, { limits: { cpu: '1', memory: '1Gi' }, requests: { cpu: '1', memory: '1Gi' } });
+    assert.deepEqual(pod.spec.containers[0].resources, {
+      limits: { cpu: '1', memory: '1Gi' },
+      requests: { cpu: '1', memory: '1Gi' },
+    });
     assert.equal(pod.status.qosClass, 'Guaranteed');
   });
 
@@ -160,7 +201,10 @@ describe('defaulting of pod specs (kube-apiserver 1.32)', () => {
     const template = { metadata: { labels: { app: 'web' } }, spec: bareSpec() };
     await apps.createNamespacedDeployment({
       namespace: NS,
-      body: { metadata: { name: 'web' }, spec: { selector: { matchLabels: { app: 'web' } }, template } } as V1Deployment,
+      body: {
+        metadata: { name: 'web' },
+        spec: { selector: { matchLabels: { app: 'web' } }, template },
+      } as V1Deployment,
     });
     const d = await read(`/apis/apps/v1/namespaces/${NS}/deployments/web`);
     assert.deepEqual(d.spec, {
@@ -175,17 +219,26 @@ describe('defaulting of pod specs (kube-apiserver 1.32)', () => {
   });
 
   it('defaults a DaemonSet: SetDefaults_DaemonSet and its pod template', async () => {
-    const template = { metadata: { labels: { app: 'agent' } }, spec: { containers: [{ name: 'agent', image: 'agent:v2' }] } };
+    const template = {
+      metadata: { labels: { app: 'agent' } },
+      spec: { containers: [{ name: 'agent', image: 'agent:v2' }] },
+    };
     await apps.createNamespacedDaemonSet({
       namespace: NS,
-      body: { metadata: { name: 'agent' }, spec: { selector: { matchLabels: { app: 'agent' } }, template } } as V1DaemonSet,
+      body: {
+        metadata: { name: 'agent' },
+        spec: { selector: { matchLabels: { app: 'agent' } }, template },
+      } as V1DaemonSet,
     });
     const ds = await read(`/apis/apps/v1/namespaces/${NS}/daemonsets/agent`);
     assert.deepEqual(ds.spec, {
       selector: { matchLabels: { app: 'agent' } },
       template: {
         metadata: { creationTimestamp: null, labels: { app: 'agent' } },
-        spec: { ...POD_SPEC_DEFAULTS, containers: [{ name: 'agent', image: 'agent:v2', imagePullPolicy: 'IfNotPresent', ...CONTAINER_DEFAULTS }] },
+        spec: {
+          ...POD_SPEC_DEFAULTS,
+          containers: [{ name: 'agent', image: 'agent:v2', imagePullPolicy: 'IfNotPresent', ...CONTAINER_DEFAULTS }],
+        },
       },
       updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
       revisionHistoryLimit: 10,
@@ -193,10 +246,16 @@ describe('defaulting of pod specs (kube-apiserver 1.32)', () => {
   });
 
   it('keeps what the client set and defaults again on update', async () => {
-    const template = { metadata: { labels: { app: 'kept' } }, spec: { containers: [{ name: 'c', image: 'nginx', imagePullPolicy: 'Never' }], dnsPolicy: 'Default' } };
+    const template = {
+      metadata: { labels: { app: 'kept' } },
+      spec: { containers: [{ name: 'c', image: 'nginx', imagePullPolicy: 'Never' }], dnsPolicy: 'Default' },
+    };
     await apps.createNamespacedDeployment({
       namespace: NS,
-      body: { metadata: { name: 'kept' }, spec: { selector: { matchLabels: { app: 'kept' } }, template } } as V1Deployment,
+      body: {
+        metadata: { name: 'kept' },
+        spec: { selector: { matchLabels: { app: 'kept' } }, template },
+      } as V1Deployment,
     });
     const d = await read(`/apis/apps/v1/namespaces/${NS}/deployments/kept`);
     assert.equal(d.spec.template.spec.containers[0].imagePullPolicy, 'Never');
@@ -204,11 +263,25 @@ describe('defaulting of pod specs (kube-apiserver 1.32)', () => {
     // A merge patch that adds a container: the new one is defaulted too.
     const patched = await raw(c, 'PATCH', `/apis/apps/v1/namespaces/${NS}/deployments/kept`, {
       contentType: 'application/merge-patch+json',
-      body: JSON.stringify({ spec: { template: { spec: { containers: [{ name: 'c', image: 'nginx' }, { name: 'd', image: 'redis:7' }] } } } }),
+      body: JSON.stringify({
+        spec: {
+          template: {
+            spec: {
+              containers: [
+                { name: 'c', image: 'nginx' },
+                { name: 'd', image: 'redis:7' },
+              ],
+            },
+          },
+        },
+      }),
     });
     assert.equal(patched.status, 200, patched.text);
     const containers = patched.json<Obj>().spec.template.spec.containers;
-    assert.deepEqual(containers.map((x: Obj) => x.imagePullPolicy), ['Always', 'IfNotPresent']);
+    assert.deepEqual(
+      containers.map((x: Obj) => x.imagePullPolicy),
+      ['Always', 'IfNotPresent'],
+    );
     assert.equal(patched.json<Obj>().metadata.generation, 2);
   });
 });

@@ -16,7 +16,14 @@ const NS = 'delete-answers';
 let c: TestCluster;
 
 const send = (method: string, path: string, body?: unknown): Promise<RawResponse> =>
-  raw(c, method, path, body === undefined ? {} : { body: JSON.stringify(body), contentType: method === 'PATCH' ? 'application/merge-patch+json' : undefined });
+  raw(
+    c,
+    method,
+    path,
+    body === undefined
+      ? {}
+      : { body: JSON.stringify(body), contentType: method === 'PATCH' ? 'application/merge-patch+json' : undefined },
+  );
 
 before(async () => {
   // Without the cluster's controllers nothing adds protection finalizers: deletions are immediate.
@@ -43,36 +50,84 @@ interface Row {
 const KINDS: Record<string, Row> = {
   namespaces: { path: '/api/v1/namespaces', body: (name) => ({ metadata: { name } }), answer: 'object' },
   nodes: { path: '/api/v1/nodes', body: (name) => ({ metadata: { name } }), answer: 'status' },
-  pods: { path: `/api/v1/namespaces/${NS}/pods`, body: (name) => ({ metadata: { name }, spec: podSpec }), answer: 'object' },
+  pods: {
+    path: `/api/v1/namespaces/${NS}/pods`,
+    body: (name) => ({ metadata: { name }, spec: podSpec }),
+    answer: 'object',
+  },
   persistentvolumes: { path: '/api/v1/persistentvolumes', body: (name) => pvBody(name), answer: 'object' },
-  persistentvolumeclaims: { path: `/api/v1/namespaces/${NS}/persistentvolumeclaims`, body: (name) => pvcBody(name), answer: 'object' },
-  configmaps: { path: `/api/v1/namespaces/${NS}/configmaps`, body: (name) => ({ metadata: { name } }), answer: 'status' },
+  persistentvolumeclaims: {
+    path: `/api/v1/namespaces/${NS}/persistentvolumeclaims`,
+    body: (name) => pvcBody(name),
+    answer: 'object',
+  },
+  configmaps: {
+    path: `/api/v1/namespaces/${NS}/configmaps`,
+    body: (name) => ({ metadata: { name } }),
+    answer: 'status',
+  },
   secrets: { path: `/api/v1/namespaces/${NS}/secrets`, body: (name) => ({ metadata: { name } }), answer: 'status' },
-  serviceaccounts: { path: `/api/v1/namespaces/${NS}/serviceaccounts`, body: (name) => ({ metadata: { name } }), answer: 'object' },
+  serviceaccounts: {
+    path: `/api/v1/namespaces/${NS}/serviceaccounts`,
+    body: (name) => ({ metadata: { name } }),
+    answer: 'object',
+  },
   events: {
     path: `/api/v1/namespaces/${NS}/events`,
-    body: (name) => ({ metadata: { name }, involvedObject: { kind: 'Pod', name: 'p', namespace: NS }, reason: 'Tested', message: 'm', type: 'Normal' }),
+    body: (name) => ({
+      metadata: { name },
+      involvedObject: { kind: 'Pod', name: 'p', namespace: NS },
+      reason: 'Tested',
+      message: 'm',
+      type: 'Normal',
+    }),
     answer: 'status',
   },
   'events.events.k8s.io': {
     path: `/apis/events.k8s.io/v1/namespaces/${NS}/events`,
     body: (name) => ({
-      metadata: { name }, eventTime: '2025-01-02T03:04:05.000000Z', reportingController: 'example.com/tester', reportingInstance: 'i',
-      action: 'Test', reason: 'Tested', type: 'Normal', regarding: { kind: 'Pod', name: 'p', namespace: NS },
+      metadata: { name },
+      eventTime: '2025-01-02T03:04:05.000000Z',
+      reportingController: 'example.com/tester',
+      reportingInstance: 'i',
+      action: 'Test',
+      reason: 'Tested',
+      type: 'Normal',
+      regarding: { kind: 'Pod', name: 'p', namespace: NS },
     }),
     answer: 'status',
     group: 'events.k8s.io',
   },
-  storageclasses: { path: '/apis/storage.k8s.io/v1/storageclasses', body: (name) => ({ metadata: { name }, provisioner: 'example.com/p' }), answer: 'object', group: 'storage.k8s.io' },
-  leases: { path: `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`, body: (name) => ({ metadata: { name }, spec: {} }), answer: 'status', group: 'coordination.k8s.io' },
-  clusterroles: { path: '/apis/rbac.authorization.k8s.io/v1/clusterroles', body: (name) => ({ metadata: { name }, rules: [] }), answer: 'status', group: 'rbac.authorization.k8s.io' },
+  storageclasses: {
+    path: '/apis/storage.k8s.io/v1/storageclasses',
+    body: (name) => ({ metadata: { name }, provisioner: 'example.com/p' }),
+    answer: 'object',
+    group: 'storage.k8s.io',
+  },
+  leases: {
+    path: `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`,
+    body: (name) => ({ metadata: { name }, spec: {} }),
+    answer: 'status',
+    group: 'coordination.k8s.io',
+  },
+  clusterroles: {
+    path: '/apis/rbac.authorization.k8s.io/v1/clusterroles',
+    body: (name) => ({ metadata: { name }, rules: [] }),
+    answer: 'status',
+    group: 'rbac.authorization.k8s.io',
+  },
   clusterrolebindings: {
     path: '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
     body: (name) => ({ metadata: { name }, roleRef: roleRef('ClusterRole'), subjects: [] }),
     answer: 'status',
     group: 'rbac.authorization.k8s.io',
   },
-  roles: { path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/roles`, body: (name) => ({ metadata: { name }, rules: [] }), answer: 'status', group: 'rbac.authorization.k8s.io' },
+  roles: {
+    path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/roles`,
+    body: (name) => ({ metadata: { name }, rules: [] }),
+    answer: 'status',
+    group: 'rbac.authorization.k8s.io',
+  },
   rolebindings: {
     path: `/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/rolebindings`,
     body: (name) => ({ metadata: { name }, roleRef: roleRef('ClusterRole'), subjects: [] }),
@@ -81,13 +136,19 @@ const KINDS: Record<string, Row> = {
   },
   deployments: {
     path: `/apis/apps/v1/namespaces/${NS}/deployments`,
-    body: (name) => ({ metadata: { name }, spec: { selector: { matchLabels: { app: name } }, template: template(name) } }),
+    body: (name) => ({
+      metadata: { name },
+      spec: { selector: { matchLabels: { app: name } }, template: template(name) },
+    }),
     answer: 'status',
     group: 'apps',
   },
   daemonsets: {
     path: `/apis/apps/v1/namespaces/${NS}/daemonsets`,
-    body: (name) => ({ metadata: { name }, spec: { selector: { matchLabels: { app: name } }, template: template(name) } }),
+    body: (name) => ({
+      metadata: { name },
+      spec: { selector: { matchLabels: { app: name } }, template: template(name) },
+    }),
     answer: 'status',
     group: 'apps',
   },
@@ -105,10 +166,19 @@ function assertAnswer(res: RawResponse, row: Row, resource: string, created: Obj
   assert.equal(res.status, 200, `${label}: ${res.text}`);
   const body = res.json<Obj>();
   if (row.answer === 'status') {
-    const details: Obj = { name: created.metadata.name, ...(row.group ? { group: row.group } : {}), kind: resource.split('.')[0], uid: created.metadata.uid };
+    const details: Obj = {
+      name: created.metadata.name,
+      ...(row.group ? { group: row.group } : {}),
+      kind: resource.split('.')[0],
+      uid: created.metadata.uid,
+    };
     assert.deepEqual(body, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details }, label);
     // Go writes the fields in struct order.
-    assert.equal(res.text.trimEnd(), JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details }), label);
+    assert.equal(
+      res.text.trimEnd(),
+      JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details }),
+      label,
+    );
   } else {
     assert.equal(body.kind, created.kind, `${label}: ${res.text}`);
     assert.equal(body.metadata.uid, created.metadata.uid, label);
@@ -160,7 +230,11 @@ describe('DELETE answers per kind', () => {
   it('answers 202 Accepted when orphanDependents=false leaves the object pending', async () => {
     const row = KINDS.deployments;
     await create(row, 'accepted', { finalizers: ['example.com/hold'] });
-    const res = await send('DELETE', `${row.path}/accepted`, { kind: 'DeleteOptions', apiVersion: 'v1', orphanDependents: false });
+    const res = await send('DELETE', `${row.path}/accepted`, {
+      kind: 'DeleteOptions',
+      apiVersion: 'v1',
+      orphanDependents: false,
+    });
     assert.equal(res.status, 202, res.text);
     assert.equal(res.json<Obj>().kind, 'Deployment');
     // Deleted at once: 200, whatever the option.

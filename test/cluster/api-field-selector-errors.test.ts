@@ -9,7 +9,11 @@ import { after, before, describe, it } from 'node:test';
 import { ApiException, AppsV1Api, CoreV1Api, StorageV1Api } from '@kubernetes/client-node';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 
-interface Status { code: number; reason: string; message: string }
+interface Status {
+  code: number;
+  reason: string;
+  message: string;
+}
 
 let c: TestCluster;
 let core: CoreV1Api;
@@ -41,31 +45,66 @@ const known = (label: string) => `"${label}" is not a known field selector: only
 
 describe('field selector errors', () => {
   it('names the only known fields for kinds without a conversion of their own', async () => {
-    assert.equal(await badRequest(apps.listNamespacedDeployment({ namespace: 'default', fieldSelector: 'spec.replicas=1' })), known('spec.replicas'));
-    assert.equal(await badRequest(core.listPersistentVolume({ fieldSelector: 'spec.storageClassName=fast' })), known('spec.storageClassName'));
-    assert.equal(await badRequest(core.listNamespacedPersistentVolumeClaim({ namespace: 'default', fieldSelector: 'status.phase=Bound' })), known('status.phase'));
+    assert.equal(
+      await badRequest(apps.listNamespacedDeployment({ namespace: 'default', fieldSelector: 'spec.replicas=1' })),
+      known('spec.replicas'),
+    );
+    assert.equal(
+      await badRequest(core.listPersistentVolume({ fieldSelector: 'spec.storageClassName=fast' })),
+      known('spec.storageClassName'),
+    );
+    assert.equal(
+      await badRequest(
+        core.listNamespacedPersistentVolumeClaim({ namespace: 'default', fieldSelector: 'status.phase=Bound' }),
+      ),
+      known('status.phase'),
+    );
     assert.equal(await badRequest(storage.listStorageClass({ fieldSelector: 'provisioner=x' })), known('provisioner'));
     // Watches go through the same conversion.
-    assert.equal(await badRequest(core.listNamespacedConfigMap({ namespace: 'default', watch: true, fieldSelector: 'data.x=1' })), known('data.x'));
+    assert.equal(
+      await badRequest(core.listNamespacedConfigMap({ namespace: 'default', watch: true, fieldSelector: 'data.x=1' })),
+      known('data.x'),
+    );
     // The known ones still work, metadata.namespace on a cluster-scoped kind included.
     const pvs = await core.listPersistentVolume({ fieldSelector: 'metadata.namespace=,metadata.name=none' });
     assert.deepEqual(pvs.items, []);
   });
 
   it('answers "field label not supported" for kinds with their own conversion', async () => {
-    assert.equal(await badRequest(core.listNamespacedPod({ namespace: 'default', fieldSelector: 'spec.foo=bar' })), 'field label not supported: spec.foo');
-    assert.equal(await badRequest(core.listNamespacedSecret({ namespace: 'default', fieldSelector: 'data.x=1' })), 'field label not supported: data.x');
-    assert.equal(await badRequest(core.listNamespacedEvent({ namespace: 'default', fieldSelector: 'note=x' })), 'field label not supported: note');
+    assert.equal(
+      await badRequest(core.listNamespacedPod({ namespace: 'default', fieldSelector: 'spec.foo=bar' })),
+      'field label not supported: spec.foo',
+    );
+    assert.equal(
+      await badRequest(core.listNamespacedSecret({ namespace: 'default', fieldSelector: 'data.x=1' })),
+      'field label not supported: data.x',
+    );
+    assert.equal(
+      await badRequest(core.listNamespacedEvent({ namespace: 'default', fieldSelector: 'note=x' })),
+      'field label not supported: note',
+    );
     // Node and Namespace accept metadata.name but not metadata.namespace.
-    assert.equal(await badRequest(core.listNode({ fieldSelector: 'metadata.namespace=' })), 'field label not supported: metadata.namespace');
-    assert.equal(await badRequest(core.listNamespace({ fieldSelector: 'metadata.namespace=' })), 'field label not supported: metadata.namespace');
+    assert.equal(
+      await badRequest(core.listNode({ fieldSelector: 'metadata.namespace=' })),
+      'field label not supported: metadata.namespace',
+    );
+    assert.equal(
+      await badRequest(core.listNamespace({ fieldSelector: 'metadata.namespace=' })),
+      'field label not supported: metadata.namespace',
+    );
     const nodes = await core.listNode({ fieldSelector: 'metadata.name=none,spec.unschedulable=true' });
     assert.deepEqual(nodes.items, []);
   });
 
   it('reads the legacy spec.host of pods as spec.nodeName', async () => {
-    await core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: 'placed' }, spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'x' }] } } });
+    await core.createNamespacedPod({
+      namespace: 'default',
+      body: { metadata: { name: 'placed' }, spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'x' }] } },
+    });
     const pods = await core.listNamespacedPod({ namespace: 'default', fieldSelector: 'spec.host=n1' });
-    assert.deepEqual(pods.items.map((p) => p.metadata!.name), ['placed']);
+    assert.deepEqual(
+      pods.items.map((p) => p.metadata!.name),
+      ['placed'],
+    );
   });
 });

@@ -66,7 +66,11 @@ export interface WatchCollector {
   stop(): void;
 }
 
-export async function collectWatch(kc: KubeConfig, path: string, query: Record<string, string | number | boolean | undefined> = {}): Promise<WatchCollector> {
+export async function collectWatch(
+  kc: KubeConfig,
+  path: string,
+  query: Record<string, string | number | boolean | undefined> = {},
+): Promise<WatchCollector> {
   const events: CollectedEvent[] = [];
   let finish!: (v: unknown) => void;
   const done = new Promise((r) => (finish = r));

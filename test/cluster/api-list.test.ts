@@ -15,7 +15,9 @@ before(async () => {
   for (let i = 0; i < 25; i++) {
     const labels: Record<string, string> = { index: String(i), parity: i % 2 ? 'odd' : 'even' };
     if (i % 5 === 0) labels.five = 'yes';
-    await core.createPersistentVolume({ body: pvBody(`pv-${String(i).padStart(2, '0')}`, labels) as V1PersistentVolume });
+    await core.createPersistentVolume({
+      body: pvBody(`pv-${String(i).padStart(2, '0')}`, labels) as V1PersistentVolume,
+    });
   }
 });
 after(() => c.stop());
@@ -48,19 +50,32 @@ describe('list', () => {
 
   it('supports the full label selector syntax', async () => {
     const names = async (labelSelector: string) =>
-      (await core.listPersistentVolume({ labelSelector })).items.map((p) => p.metadata!.name).filter((n) => n!.startsWith('pv-'));
+      (await core.listPersistentVolume({ labelSelector })).items
+        .map((p) => p.metadata!.name)
+        .filter((n) => n!.startsWith('pv-'));
     assert.deepEqual(await names('parity=odd,index in (1,2,3)'), ['pv-01', 'pv-03']);
     assert.deepEqual(await names('five,parity!=odd'), ['pv-00', 'pv-10', 'pv-20']);
     assert.equal((await names('!five')).length, 20);
-    assert.deepEqual(await names('index notin (0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23)'), ['pv-24']);
+    assert.deepEqual(await names('index notin (0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23)'), [
+      'pv-24',
+    ]);
     assert.deepEqual(await names('index>22'), ['pv-23', 'pv-24']);
   });
 
-  it('supports each kind\'s field selectors and rejects unknown fields with 400', async () => {
+  it("supports each kind's field selectors and rejects unknown fields with 400", async () => {
     const byName = await core.listPersistentVolume({ fieldSelector: 'metadata.name=pv-07' });
-    assert.deepEqual(byName.items.map((p) => p.metadata!.name), ['pv-07']);
-    const notName = await core.listPersistentVolume({ fieldSelector: 'metadata.name!=pv-07', labelSelector: 'parity=odd,index<9' });
-    assert.deepEqual(notName.items.map((p) => p.metadata!.name), ['pv-01', 'pv-03', 'pv-05']);
+    assert.deepEqual(
+      byName.items.map((p) => p.metadata!.name),
+      ['pv-07'],
+    );
+    const notName = await core.listPersistentVolume({
+      fieldSelector: 'metadata.name!=pv-07',
+      labelSelector: 'parity=odd,index<9',
+    });
+    assert.deepEqual(
+      notName.items.map((p) => p.metadata!.name),
+      ['pv-01', 'pv-03', 'pv-05'],
+    );
     const event: CoreEvent = {
       metadata: { name: 'ev1', namespace: 'default' },
       involvedObject: { kind: 'PersistentVolumeClaim', name: 'data', namespace: 'default', uid: 'u1' },
@@ -72,9 +87,13 @@ describe('list', () => {
     await core.createNamespacedEvent({ namespace: 'default', body: event });
     const evs = await core.listNamespacedEvent({
       namespace: 'default',
-      fieldSelector: 'involvedObject.name=data,involvedObject.kind=PersistentVolumeClaim,reason=Provisioning,source=tester',
+      fieldSelector:
+        'involvedObject.name=data,involvedObject.kind=PersistentVolumeClaim,reason=Provisioning,source=tester',
     });
-    assert.deepEqual(evs.items.map((e) => e.metadata!.name), ['ev1']);
+    assert.deepEqual(
+      evs.items.map((e) => e.metadata!.name),
+      ['ev1'],
+    );
     const bad = await raw(c, 'GET', '/api/v1/persistentvolumes?fieldSelector=spec.nope%3Dx');
     assert.equal(bad.status, 400);
     assert.equal(bad.json<{ reason: string }>().reason, 'BadRequest');
@@ -86,7 +105,11 @@ describe('list', () => {
   it('serves events.k8s.io/v1 as a view of the same events', async () => {
     const res = await raw(c, 'GET', '/apis/events.k8s.io/v1/namespaces/default/events');
     assert.equal(res.status, 200);
-    const list = res.json<{ kind: string; apiVersion: string; items: Array<{ apiVersion?: string; regarding?: { name: string }; note?: string }> }>();
+    const list = res.json<{
+      kind: string;
+      apiVersion: string;
+      items: Array<{ apiVersion?: string; regarding?: { name: string }; note?: string }>;
+    }>();
     assert.equal(list.kind, 'EventList');
     assert.equal(list.apiVersion, 'events.k8s.io/v1');
     const ev = list.items.find((e) => e.regarding?.name === 'data');
@@ -119,14 +142,24 @@ describe('list', () => {
 
   it('serializes the zero-valued core/v1 Event fields as Go does (eventTime null, reporting fields "")', async () => {
     const res = await raw(c, 'POST', '/api/v1/namespaces/default/events', {
-      body: JSON.stringify({ apiVersion: 'v1', kind: 'Event', metadata: { name: 'legacy' }, involvedObject: { kind: 'Pod', name: 'p', namespace: 'default' }, reason: 'R', message: 'm', type: 'Normal' }),
+      body: JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: 'legacy' },
+        involvedObject: { kind: 'Pod', name: 'p', namespace: 'default' },
+        reason: 'R',
+        message: 'm',
+        type: 'Normal',
+      }),
     });
     assert.equal(res.status, 201, res.text);
     const ev = res.json<Record<string, unknown>>();
     assert.equal(ev.eventTime, null);
     assert.equal(ev.reportingComponent, '');
     assert.equal(ev.reportingInstance, '');
-    const view = (await raw(c, 'GET', '/apis/events.k8s.io/v1/namespaces/default/events/legacy')).json<Record<string, unknown>>();
+    const view = (await raw(c, 'GET', '/apis/events.k8s.io/v1/namespaces/default/events/legacy')).json<
+      Record<string, unknown>
+    >();
     assert.equal(view.eventTime, null);
     assert.ok(!('reportingController' in view) && !('reportingInstance' in view), 'omitempty in events.k8s.io/v1');
   });
@@ -135,7 +168,8 @@ describe('list', () => {
 describe('discovery and tables', () => {
   it('serves legacy discovery with status subresources and short names', async () => {
     const v1 = await raw(c, 'GET', '/api/v1');
-    const resources = v1.json<{ resources: Array<{ name: string; shortNames?: string[]; verbs: string[] }> }>().resources;
+    const resources = v1.json<{ resources: Array<{ name: string; shortNames?: string[]; verbs: string[] }> }>()
+      .resources;
     const pvc = resources.find((r) => r.name === 'persistentvolumeclaims')!;
     assert.deepEqual(pvc.shortNames, ['pvc']);
     assert.ok(resources.some((r) => r.name === 'persistentvolumeclaims/status'));
@@ -150,7 +184,10 @@ describe('discovery and tables', () => {
 
   it('answers a Table when kubectl asks for one', async () => {
     const res = await raw(c, 'GET', '/api/v1/persistentvolumes?limit=500', {
-      headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json' },
+      headers: {
+        accept:
+          'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json',
+      },
     });
     const table = res.json<{ kind: string; rows: Array<{ cells: unknown[]; object: { kind: string } }> }>();
     assert.equal(table.kind, 'Table');

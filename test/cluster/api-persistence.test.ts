@@ -22,7 +22,10 @@ describe('persistence', () => {
     let c: TestCluster = await startCluster({ dataDir, controllers: false });
     let core = c.kubeConfig.makeApiClient(CoreV1Api);
     const pv = await core.createPersistentVolume({ body: pvBody('persisted') as V1PersistentVolume });
-    const pvc = await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: pvcBody('claim') as V1PersistentVolumeClaim });
+    const pvc = await core.createNamespacedPersistentVolumeClaim({
+      namespace: 'default',
+      body: pvcBody('claim') as V1PersistentVolumeClaim,
+    });
     await core.deleteNamespacedPersistentVolumeClaim({ name: 'claim', namespace: 'default' });
     const beforeList = await core.listPersistentVolume();
     const lastRv = beforeList.metadata!.resourceVersion!;
@@ -42,7 +45,9 @@ describe('persistence', () => {
       assert.equal(claims.items.length, 0, 'the deleted claim stays deleted');
       assert.equal(claims.metadata!.resourceVersion, lastRv, 'no write happened since the last one before the stop');
 
-      const stale = await collectWatch(c.kubeConfig, '/api/v1/persistentvolumes', { resourceVersion: pvc.metadata!.resourceVersion });
+      const stale = await collectWatch(c.kubeConfig, '/api/v1/persistentvolumes', {
+        resourceVersion: pvc.metadata!.resourceVersion,
+      });
       await stale.done;
       assert.equal(stale.events[0]?.type, 'ERROR');
       assert.equal(stale.events[0].object.code, 410);

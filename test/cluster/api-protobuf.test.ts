@@ -45,7 +45,10 @@ describe('protobuf bodies decoded from the schema', () => {
       msg(1, str(1, 'pb-claim'), msg(11, str(1, 'app'), str(2, 'x'))),
       msg(2, str(1, 'ReadWriteOnce'), msg(2, msg(2, str(1, 'storage'), msg(2, str(1, '2Gi')))), str(5, '')),
     ]);
-    const res = await raw(c, 'POST', '/api/v1/namespaces/default/persistentvolumeclaims', { body: envelope('v1', 'PersistentVolumeClaim', body), contentType: PB });
+    const res = await raw(c, 'POST', '/api/v1/namespaces/default/persistentvolumeclaims', {
+      body: envelope('v1', 'PersistentVolumeClaim', body),
+      contentType: PB,
+    });
     assert.equal(res.status, 201, res.text);
     const pvc = res.json<{ metadata: { labels: Record<string, string> }; spec: Record<string, unknown> }>();
     assert.deepEqual(pvc.metadata.labels, { app: 'x' });
@@ -55,8 +58,15 @@ describe('protobuf bodies decoded from the schema', () => {
   });
 
   it('decodes a PV whose hostPath sits in the embedded PersistentVolumeSource message', async () => {
-    const spec = Buffer.concat([msg(1, str(1, 'storage'), msg(2, str(1, '1Gi'))), msg(2, msg(3, str(1, '/tmp/pb-pv'))), str(3, 'ReadWriteOnce')]);
-    const res = await raw(c, 'POST', '/api/v1/persistentvolumes', { body: envelope('v1', 'PersistentVolume', Buffer.concat([msg(1, str(1, 'pb-pv')), msg(2, spec)])), contentType: PB });
+    const spec = Buffer.concat([
+      msg(1, str(1, 'storage'), msg(2, str(1, '1Gi'))),
+      msg(2, msg(3, str(1, '/tmp/pb-pv'))),
+      str(3, 'ReadWriteOnce'),
+    ]);
+    const res = await raw(c, 'POST', '/api/v1/persistentvolumes', {
+      body: envelope('v1', 'PersistentVolume', Buffer.concat([msg(1, str(1, 'pb-pv')), msg(2, spec)])),
+      contentType: PB,
+    });
     assert.equal(res.status, 201, res.text);
     const pv = res.json<{ spec: { hostPath: { path: string }; capacity: Record<string, string> } }>();
     assert.equal(pv.spec.hostPath.path, '/tmp/pb-pv');
@@ -71,20 +81,32 @@ describe('protobuf bodies decoded from the schema', () => {
       contentType: PB,
     });
     assert.equal(res.status, 201, res.text);
-    assert.deepEqual(res.json<{ spec: unknown }>().spec, { holderIdentity: 'me', leaseDurationSeconds: 15, renewTime: '2025-01-02T03:04:05.123456Z' });
+    assert.deepEqual(res.json<{ spec: unknown }>().spec, {
+      holderIdentity: 'me',
+      leaseDurationSeconds: 15,
+      renewTime: '2025-01-02T03:04:05.123456Z',
+    });
   });
 
-  it('rejects a time outside Go\'s range with 400 and a kind without a schema with a 415 naming the decodable kinds', async () => {
+  it("rejects a time outside Go's range with 400 and a kind without a schema with a 415 naming the decodable kinds", async () => {
     const spec = Buffer.concat([str(1, 'me'), msg(4, num(1, 999_999_999_999))]);
     const bad = await raw(c, 'POST', '/apis/coordination.k8s.io/v1/namespaces/default/leases', {
       body: envelope('coordination.k8s.io/v1', 'Lease', Buffer.concat([msg(1, str(1, 'pb-bad')), msg(2, spec)])),
       contentType: PB,
     });
     assert.equal(bad.status, 400);
-    const job = await raw(c, 'POST', '/api/v1/namespaces/default/configmaps', { body: envelope('batch/v1', 'Job', msg(1, str(1, 'j'))), contentType: PB });
+    const job = await raw(c, 'POST', '/api/v1/namespaces/default/configmaps', {
+      body: envelope('batch/v1', 'Job', msg(1, str(1, 'j'))),
+      contentType: PB,
+    });
     assert.equal(job.status, 415);
     const message = job.json<{ message: string }>().message;
-    for (const kind of ['v1 PersistentVolumeClaim', 'apps/v1 Deployment', 'rbac.authorization.k8s.io/v1 RoleBinding', 'storage.k8s.io/v1 StorageClass']) {
+    for (const kind of [
+      'v1 PersistentVolumeClaim',
+      'apps/v1 Deployment',
+      'rbac.authorization.k8s.io/v1 RoleBinding',
+      'storage.k8s.io/v1 StorageClass',
+    ]) {
       assert.ok(message.includes(kind), `${kind} in: ${message}`);
     }
   });
@@ -95,29 +117,38 @@ const hasKubectl = await run('kubectl', ['version', '--client']).then(
   () => false,
 );
 
-describe('kubectl imperative create (protobuf bodies)', { skip: hasKubectl ? false : 'kubectl is not installed' }, () => {
-  it('creates deployment, serviceaccount, role, rolebinding, clusterrole and clusterrolebinding', async () => {
-    const k = (...args: string[]) => run('kubectl', args, { env: { ...process.env, KUBECONFIG: c.kubeconfigPath } });
-    await k('create', 'deployment', 'web', '--image=nginx', '--replicas=2');
-    await k('create', 'serviceaccount', 'robot');
-    await k('create', 'role', 'reader', '--verb=get,list', '--resource=pods');
-    await k('create', 'rolebinding', 'reader-robot', '--role=reader', '--serviceaccount=default:robot');
-    await k('create', 'clusterrole', 'nodes', '--verb=get', '--resource=nodes');
-    await k('create', 'clusterrolebinding', 'nodes-alice', '--clusterrole=nodes', '--user=alice');
-    const apps = c.kubeConfig.makeApiClient(AppsV1Api);
-    const rbac = c.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-    const core = c.kubeConfig.makeApiClient(CoreV1Api);
-    const d = await apps.readNamespacedDeployment({ namespace: 'default', name: 'web' });
-    assert.equal(d.spec!.replicas, 2);
-    assert.equal(d.spec!.template.spec!.containers[0].image, 'nginx');
-    assert.deepEqual(d.spec!.selector.matchLabels, { app: 'web' });
-    assert.ok(await core.readNamespacedServiceAccount({ namespace: 'default', name: 'robot' }));
-    assert.deepEqual((await rbac.readNamespacedRole({ namespace: 'default', name: 'reader' })).rules![0].verbs, ['get', 'list']);
-    const rb = await rbac.readNamespacedRoleBinding({ namespace: 'default', name: 'reader-robot' });
-    assert.deepEqual(JSON.parse(JSON.stringify(rb.subjects)), [{ kind: 'ServiceAccount', name: 'robot', namespace: 'default' }]);
-    assert.equal((await rbac.readClusterRole({ name: 'nodes' })).rules![0].resources![0], 'nodes');
-    const crb = await rbac.readClusterRoleBinding({ name: 'nodes-alice' });
-    assert.equal(crb.roleRef.name, 'nodes');
-    assert.equal(crb.subjects![0].name, 'alice');
-  });
-});
+describe(
+  'kubectl imperative create (protobuf bodies)',
+  { skip: hasKubectl ? false : 'kubectl is not installed' },
+  () => {
+    it('creates deployment, serviceaccount, role, rolebinding, clusterrole and clusterrolebinding', async () => {
+      const k = (...args: string[]) => run('kubectl', args, { env: { ...process.env, KUBECONFIG: c.kubeconfigPath } });
+      await k('create', 'deployment', 'web', '--image=nginx', '--replicas=2');
+      await k('create', 'serviceaccount', 'robot');
+      await k('create', 'role', 'reader', '--verb=get,list', '--resource=pods');
+      await k('create', 'rolebinding', 'reader-robot', '--role=reader', '--serviceaccount=default:robot');
+      await k('create', 'clusterrole', 'nodes', '--verb=get', '--resource=nodes');
+      await k('create', 'clusterrolebinding', 'nodes-alice', '--clusterrole=nodes', '--user=alice');
+      const apps = c.kubeConfig.makeApiClient(AppsV1Api);
+      const rbac = c.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+      const core = c.kubeConfig.makeApiClient(CoreV1Api);
+      const d = await apps.readNamespacedDeployment({ namespace: 'default', name: 'web' });
+      assert.equal(d.spec!.replicas, 2);
+      assert.equal(d.spec!.template.spec!.containers[0].image, 'nginx');
+      assert.deepEqual(d.spec!.selector.matchLabels, { app: 'web' });
+      assert.ok(await core.readNamespacedServiceAccount({ namespace: 'default', name: 'robot' }));
+      assert.deepEqual((await rbac.readNamespacedRole({ namespace: 'default', name: 'reader' })).rules![0].verbs, [
+        'get',
+        'list',
+      ]);
+      const rb = await rbac.readNamespacedRoleBinding({ namespace: 'default', name: 'reader-robot' });
+      assert.deepEqual(JSON.parse(JSON.stringify(rb.subjects)), [
+        { kind: 'ServiceAccount', name: 'robot', namespace: 'default' },
+      ]);
+      assert.equal((await rbac.readClusterRole({ name: 'nodes' })).rules![0].resources![0], 'nodes');
+      const crb = await rbac.readClusterRoleBinding({ name: 'nodes-alice' });
+      assert.equal(crb.roleRef.name, 'nodes');
+      assert.equal(crb.subjects![0].name, 'alice');
+    });
+  },
+);

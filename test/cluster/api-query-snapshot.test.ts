@@ -20,7 +20,10 @@ before(async () => {
   core = c.kubeConfig.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: NS } } });
   for (let i = 1; i <= 6; i++) {
-    await core.createNamespacedPersistentVolumeClaim({ namespace: NS, body: pvcBody(`c${i}`) as V1PersistentVolumeClaim });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: NS,
+      body: pvcBody(`c${i}`) as V1PersistentVolumeClaim,
+    });
   }
 });
 after(() => c.stop());
@@ -38,15 +41,25 @@ describe('query parameters as apimachinery converts them', () => {
       // timeoutSeconds ends the stream, so the raw request completes with the initial ADDED events.
       const res = await raw(c, 'GET', `${PVCS}?watch=${v}&timeoutSeconds=1`);
       assert.equal(res.status, 200);
-      const frames = res.text.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+      const frames = res.text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { type: string });
       assert.equal(frames.length, 6, `watch=${v}`);
       assert.ok(frames.every((f) => f.type === 'ADDED'));
     }
   });
 
   it('honours allowWatchBookmarks=True and sendInitialEvents=True', async () => {
-    const res = await raw(c, 'GET', `${PVCS}?watch=1&allowWatchBookmarks=True&sendInitialEvents=True&resourceVersionMatch=NotOlderThan&timeoutSeconds=1`);
-    const frames = res.text.trim().split('\n').map((l) => JSON.parse(l) as { type: string; object: { metadata: { annotations?: Record<string, string> } } });
+    const res = await raw(
+      c,
+      'GET',
+      `${PVCS}?watch=1&allowWatchBookmarks=True&sendInitialEvents=True&resourceVersionMatch=NotOlderThan&timeoutSeconds=1`,
+    );
+    const frames = res.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; object: { metadata: { annotations?: Record<string, string> } } });
     assert.equal(frames.filter((f) => f.type === 'ADDED').length, 6);
     const bookmark = frames.find((f) => f.type === 'BOOKMARK');
     assert.equal(bookmark?.object.metadata.annotations?.['k8s.io/initial-events-end'], 'true');
@@ -64,7 +77,10 @@ describe('query parameters as apimachinery converts them', () => {
     assert.equal(bad.json<{ message: string }>().message, 'strconv.ParseInt: parsing "ten": invalid syntax');
     const range = await raw(c, 'GET', `${PVCS}?timeoutSeconds=99999999999999999999`);
     assert.equal(range.status, 400);
-    assert.equal(range.json<{ message: string }>().message, 'strconv.ParseInt: parsing "99999999999999999999": value out of range');
+    assert.equal(
+      range.json<{ message: string }>().message,
+      'strconv.ParseInt: parsing "99999999999999999999": value out of range',
+    );
     const signed = await raw(c, 'GET', `${PVCS}?limit=%2B2`);
     assert.equal(signed.json<{ items: unknown[] }>().items.length, 2);
     const grace = await raw(c, 'DELETE', `${PVCS}/c1?gracePeriodSeconds=soon`);
@@ -73,7 +89,10 @@ describe('query parameters as apimachinery converts them', () => {
   });
 
   it('forbids force on a non-apply patch, parsed as a boolean', async () => {
-    const res = await raw(c, 'PATCH', `${PVCS}/c1?force=False`, { body: '{}', contentType: 'application/merge-patch+json' });
+    const res = await raw(c, 'PATCH', `${PVCS}/c1?force=False`, {
+      body: '{}',
+      contentType: 'application/merge-patch+json',
+    });
     assert.equal(res.status, 422);
     assert.match(res.json<{ message: string }>().message, /force: Forbidden: may not be specified for non-apply patch/);
   });
@@ -81,23 +100,40 @@ describe('query parameters as apimachinery converts them', () => {
   it('validates resourceVersionMatch combinations with kube-apiserver messages', async () => {
     const exactZero = await raw(c, 'GET', `${PVCS}?resourceVersion=0&resourceVersionMatch=Exact`);
     assert.equal(exactZero.status, 422);
-    assert.match(exactZero.json<{ message: string }>().message, /resourceVersionMatch "exact" is forbidden for resourceVersion "0"/);
+    assert.match(
+      exactZero.json<{ message: string }>().message,
+      /resourceVersionMatch "exact" is forbidden for resourceVersion "0"/,
+    );
     const bogus = await raw(c, 'GET', `${PVCS}?resourceVersion=1&resourceVersionMatch=Newest`);
-    assert.match(bogus.json<{ message: string }>().message, /Unsupported value: "Newest": supported values: "Exact", "NotOlderThan", ""/);
+    assert.match(
+      bogus.json<{ message: string }>().message,
+      /Unsupported value: "Newest": supported values: "Exact", "NotOlderThan", ""/,
+    );
     const watchMatch = await raw(c, 'GET', `${PVCS}?watch=True&resourceVersionMatch=NotOlderThan`);
     assert.equal(watchMatch.status, 422);
-    assert.match(watchMatch.json<{ message: string }>().message, /resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided/);
+    assert.match(
+      watchMatch.json<{ message: string }>().message,
+      /resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided/,
+    );
   });
 });
 
 describe('list snapshots', () => {
   it('serves continue pages as of the first page resourceVersion', async () => {
     const first = await core.listNamespacedPersistentVolumeClaim({ namespace: NS, limit: 2 });
-    assert.deepEqual(first.items.map((p) => p.metadata!.name), ['c1', 'c2']);
-    const c3Before = (await core.readNamespacedPersistentVolumeClaim({ namespace: NS, name: 'c3' })).metadata!.resourceVersion;
+    assert.deepEqual(
+      first.items.map((p) => p.metadata!.name),
+      ['c1', 'c2'],
+    );
+    const c3Before = (await core.readNamespacedPersistentVolumeClaim({ namespace: NS, name: 'c3' })).metadata!
+      .resourceVersion;
     await core.deleteNamespacedPersistentVolumeClaim({ namespace: NS, name: 'c5' });
     await core.createNamespacedPersistentVolumeClaim({ namespace: NS, body: pvcBody('c9') as V1PersistentVolumeClaim });
-    await core.patchNamespacedPersistentVolumeClaim({ namespace: NS, name: 'c3', body: [{ op: 'add', path: '/metadata/labels', value: { patched: 'yes' } }] });
+    await core.patchNamespacedPersistentVolumeClaim({
+      namespace: NS,
+      name: 'c3',
+      body: [{ op: 'add', path: '/metadata/labels', value: { patched: 'yes' } }],
+    });
     const names: string[] = [];
     let cont = first.metadata!._continue;
     let c3Seen: V1PersistentVolumeClaim | undefined;
@@ -112,28 +148,48 @@ describe('list snapshots', () => {
     assert.equal(c3Seen!.metadata!.resourceVersion, c3Before);
     assert.equal(c3Seen!.metadata!.labels, undefined);
     const now = await core.listNamespacedPersistentVolumeClaim({ namespace: NS });
-    assert.deepEqual(now.items.map((p) => p.metadata!.name), ['c1', 'c2', 'c3', 'c4', 'c6', 'c9']);
+    assert.deepEqual(
+      now.items.map((p) => p.metadata!.name),
+      ['c1', 'c2', 'c3', 'c4', 'c6', 'c9'],
+    );
   });
 
   it('serves resourceVersionMatch=Exact from history', async () => {
     const before = await core.listNamespacedPersistentVolumeClaim({ namespace: NS });
-    await core.createNamespacedPersistentVolumeClaim({ namespace: NS, body: pvcBody('c10') as V1PersistentVolumeClaim });
-    const exact = await raw(c, 'GET', `${PVCS}?resourceVersion=${before.metadata!.resourceVersion}&resourceVersionMatch=Exact`);
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: NS,
+      body: pvcBody('c10') as V1PersistentVolumeClaim,
+    });
+    const exact = await raw(
+      c,
+      'GET',
+      `${PVCS}?resourceVersion=${before.metadata!.resourceVersion}&resourceVersionMatch=Exact`,
+    );
     assert.equal(exact.status, 200);
     const names = exact.json<{ items: Array<{ metadata: { name: string } }> }>().items.map((i) => i.metadata.name);
-    assert.deepEqual(names, before.items.map((p) => p.metadata!.name));
+    assert.deepEqual(
+      names,
+      before.items.map((p) => p.metadata!.name),
+    );
   });
 
   it('answers 410 Expired with an inconsistent-continue token once history is compacted, and that token lists the rest', async () => {
     const first = await core.listNamespacedPersistentVolumeClaim({ namespace: NS, limit: 2 });
-    await core.createNamespacedPersistentVolumeClaim({ namespace: NS, body: pvcBody('c11') as V1PersistentVolumeClaim });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: NS,
+      body: pvcBody('c11') as V1PersistentVolumeClaim,
+    });
     assert.equal((await raw(c, 'POST', '/admin/compact')).status, 200);
     const res = await raw(c, 'GET', `${PVCS}?limit=2&continue=${first.metadata!._continue}`);
     assert.equal(res.status, 410);
     const status = res.json<{ reason: string; message: string; metadata: { continue: string } }>();
     assert.equal(status.reason, 'Expired');
     assert.match(status.message, /^The provided continue parameter is too old to display a consistent list result\./);
-    const decoded = JSON.parse(Buffer.from(status.metadata.continue, 'base64url').toString()) as { v: string; rv: number; start: string };
+    const decoded = JSON.parse(Buffer.from(status.metadata.continue, 'base64url').toString()) as {
+      v: string;
+      rv: number;
+      start: string;
+    };
     assert.equal(decoded.rv, -1);
     assert.equal(decoded.v, 'meta.k8s.io/v1');
     const rest = await core.listNamespacedPersistentVolumeClaim({ namespace: NS, _continue: status.metadata.continue });
@@ -143,9 +199,16 @@ describe('list snapshots', () => {
 
   it('answers a compacted Exact list with 410 "too old"', async () => {
     const before = await core.listNamespacedPersistentVolumeClaim({ namespace: NS });
-    await core.createNamespacedPersistentVolumeClaim({ namespace: NS, body: pvcBody('c12') as V1PersistentVolumeClaim });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: NS,
+      body: pvcBody('c12') as V1PersistentVolumeClaim,
+    });
     await raw(c, 'POST', '/admin/compact');
-    const res = await raw(c, 'GET', `${PVCS}?resourceVersion=${before.metadata!.resourceVersion}&resourceVersionMatch=Exact`);
+    const res = await raw(
+      c,
+      'GET',
+      `${PVCS}?resourceVersion=${before.metadata!.resourceVersion}&resourceVersionMatch=Exact`,
+    );
     assert.equal(res.status, 410);
     assert.equal(res.json<{ message: string }>().message, 'The resourceVersion for the provided list is too old.');
   });
@@ -153,18 +216,31 @@ describe('list snapshots', () => {
   it('checks continue tokens like storage.DecodeContinue', async () => {
     const cases: Array<[string, RegExp]> = [
       ['not*base64', /^invalid continue token: continue key is not valid: illegal base64 data at input byte 3$/],
-      [token({ v: 'meta.k8s.io/v2', rv: 5, start: 'a\u0000' }), /server does not recognize this encoded version meta.k8s.io\/v2/],
+      [
+        token({ v: 'meta.k8s.io/v2', rv: 5, start: 'a\u0000' }),
+        /server does not recognize this encoded version meta.k8s.io\/v2/,
+      ],
       [token({ v: 'meta.k8s.io/v1', rv: 0, start: 'a\u0000' }), /incorrect encoded start resourceVersion/],
       [token({ v: 'meta.k8s.io/v1', rv: 5, start: '' }), /encoded start key empty/],
-      [token({ v: 'meta.k8s.io/v1', rv: 5, start: '../../secrets/x\u0000' }), /continue key is not valid: \.\.\/\.\.\/secrets/],
+      [
+        token({ v: 'meta.k8s.io/v1', rv: 5, start: '../../secrets/x\u0000' }),
+        /continue key is not valid: \.\.\/\.\.\/secrets/,
+      ],
     ];
     for (const [t, message] of cases) {
       const res = await raw(c, 'GET', `${PVCS}?limit=2&continue=${t}`);
       assert.equal(res.status, 400, t);
       assert.match(res.json<{ message: string }>().message, message);
     }
-    const withRv = await raw(c, 'GET', `${PVCS}?resourceVersion=5&continue=${token({ v: 'meta.k8s.io/v1', rv: 5, start: 'a\u0000' })}`);
-    assert.equal(withRv.json<{ message: string }>().message, 'specifying resource version is not allowed when using continue');
+    const withRv = await raw(
+      c,
+      'GET',
+      `${PVCS}?resourceVersion=5&continue=${token({ v: 'meta.k8s.io/v1', rv: 5, start: 'a\u0000' })}`,
+    );
+    assert.equal(
+      withRv.json<{ message: string }>().message,
+      'specifying resource version is not allowed when using continue',
+    );
   });
 });
 
@@ -173,15 +249,30 @@ describe('list snapshots keep no history beyond the watch cache', () => {
     const small = await startCluster({ controllers: false, watchCacheSize: 5 });
     try {
       const api = small.kubeConfig.makeApiClient(CoreV1Api);
-      for (let i = 0; i < 3; i++) await api.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: `cm${i}` } } });
+      for (let i = 0; i < 3; i++)
+        await api.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: `cm${i}` } } });
       const first = await api.listNamespacedConfigMap({ namespace: 'default', limit: 1 });
       // Within the ring (5 events per resource) the page is still served as a snapshot...
-      for (let i = 0; i < 4; i++) await api.patchNamespacedConfigMap({ namespace: 'default', name: 'cm1', body: [{ op: 'add', path: '/data', value: { n: String(i) } }] });
+      for (let i = 0; i < 4; i++)
+        await api.patchNamespacedConfigMap({
+          namespace: 'default',
+          name: 'cm1',
+          body: [{ op: 'add', path: '/data', value: { n: String(i) } }],
+        });
       const page = await api.listNamespacedConfigMap({ namespace: 'default', _continue: first.metadata!._continue });
       assert.equal(page.items.find((m) => m.metadata!.name === 'cm1')!.data, undefined);
       // ...and once more writes than the ring holds happened, the answer is 410, not an ever-growing history.
-      for (let i = 0; i < 5; i++) await api.patchNamespacedConfigMap({ namespace: 'default', name: 'cm2', body: [{ op: 'add', path: '/data', value: { n: String(i) } }] });
-      const res = await raw(small, 'GET', `/api/v1/namespaces/default/configmaps?continue=${first.metadata!._continue}`);
+      for (let i = 0; i < 5; i++)
+        await api.patchNamespacedConfigMap({
+          namespace: 'default',
+          name: 'cm2',
+          body: [{ op: 'add', path: '/data', value: { n: String(i) } }],
+        });
+      const res = await raw(
+        small,
+        'GET',
+        `/api/v1/namespaces/default/configmaps?continue=${first.metadata!._continue}`,
+      );
       assert.equal(res.status, 410);
     } finally {
       await small.stop();
@@ -194,13 +285,27 @@ describe("the project's KubeClient over a consistent list", () => {
     const client = new KubeClient({ kubeConfig: c.kubeConfig, qps: 0 });
     const ns = 'snap-client';
     await core.createNamespace({ body: { metadata: { name: ns } } });
-    for (let i = 1; i <= 4; i++) await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: pvcBody(`k${i}`) as V1PersistentVolumeClaim });
+    for (let i = 1; i <= 4; i++)
+      await core.createNamespacedPersistentVolumeClaim({
+        namespace: ns,
+        body: pvcBody(`k${i}`) as V1PersistentVolumeClaim,
+      });
     const first = await client.list<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: ns, limit: 2 });
     await core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name: 'k4' });
-    const second = await client.list<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: ns, limit: 2, continue: first.metadata.continue });
-    assert.deepEqual(second.items.map((p) => p.metadata.name), ['k3', 'k4']);
+    const second = await client.list<PersistentVolumeClaim>(persistentVolumeClaims, {
+      namespace: ns,
+      limit: 2,
+      continue: first.metadata.continue,
+    });
+    assert.deepEqual(
+      second.items.map((p) => p.metadata.name),
+      ['k3', 'k4'],
+    );
     assert.equal(second.metadata.resourceVersion, first.metadata.resourceVersion);
     const all = await client.listAll<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: ns, limit: 1 });
-    assert.deepEqual(all.items.map((p) => p.metadata.name), ['k1', 'k2', 'k3']);
+    assert.deepEqual(
+      all.items.map((p) => p.metadata.name),
+      ['k1', 'k2', 'k3'],
+    );
   });
 });

@@ -22,7 +22,12 @@ let core: CoreV1Api;
 const NS = 'schema';
 const PVCS = `/api/v1/namespaces/${NS}/persistentvolumeclaims`;
 const typo = (name: string) =>
-  JSON.stringify({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name }, spec: { ...(pvcBody(name).spec as object), storageClasName: 'fast' } });
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name },
+    spec: { ...(pvcBody(name).spec as object), storageClasName: 'fast' },
+  });
 
 before(async () => {
   c = await startCluster({ controllers: false });
@@ -61,11 +66,16 @@ describe('derived resource list', () => {
 
   it('places a kind without an order row after its group, and a new group after the known ones', () => {
     const served = RESOURCES.map((rt) => ({ rt }));
-    const order = names(sortResources([entry('zz.example.com', 'b'), entry('', 'zz-trials'), entry('zy.example.com', 'a'), ...served]));
+    const order = names(
+      sortResources([entry('zz.example.com', 'b'), entry('', 'zz-trials'), entry('zy.example.com', 'a'), ...served]),
+    );
     const core = served.filter((e) => e.rt.group === '').length;
     assert.equal(order.indexOf('/zz-trials'), core, 'after every core kind, before the first group');
     assert.deepEqual(order.slice(-2), ['zy.example.com/a', 'zz.example.com/b']);
-    assert.deepEqual(order.filter((n) => !['/zz-trials', 'zy.example.com/a', 'zz.example.com/b'].includes(n)), names(served));
+    assert.deepEqual(
+      order.filter((n) => !['/zz-trials', 'zy.example.com/a', 'zz.example.com/b'].includes(n)),
+      names(served),
+    );
   });
 
   it('refuses a module that exports its entries as an array, or one resource twice', async () => {
@@ -79,9 +89,18 @@ describe('derived resource list', () => {
         writeFileSync(join(sub, 'things.ts'), `${body}\n${exports}\n`);
         return discoverResources(sub);
       };
-      await assert.rejects(run('array', 'export const THINGS = [e];'), /things\.ts exports THINGS, an array of registry entries/);
-      await assert.rejects(run('twice', 'export const THING = e;\nexport const SAME = e;'), /x\.io\/v1\/things is exported twice/);
-      assert.deepEqual((await run('ok', 'export const THING = e;')).map((d) => [d.module, d.name]), [['things.ts', 'THING']]);
+      await assert.rejects(
+        run('array', 'export const THINGS = [e];'),
+        /things\.ts exports THINGS, an array of registry entries/,
+      );
+      await assert.rejects(
+        run('twice', 'export const THING = e;\nexport const SAME = e;'),
+        /x\.io\/v1\/things is exported twice/,
+      );
+      assert.deepEqual(
+        (await run('ok', 'export const THING = e;')).map((d) => [d.module, d.name]),
+        [['things.ts', 'THING']],
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -100,7 +119,10 @@ describe('fieldValidation', () => {
   });
 
   it('Warn (and absent) creates the object without the field and answers a Warning header', async () => {
-    for (const [name, q] of [['warn', '?fieldValidation=Warn'], ['absent', '']]) {
+    for (const [name, q] of [
+      ['warn', '?fieldValidation=Warn'],
+      ['absent', ''],
+    ]) {
       const res = await raw(c, 'POST', `${PVCS}${q}`, { body: typo(name) });
       assert.equal(res.status, 201);
       assert.equal(res.headers.warning, '299 - "unknown field \\"spec.storageClasName\\""');
@@ -117,7 +139,9 @@ describe('fieldValidation', () => {
   });
 
   it('prunes unknown fields nested in lists and maps of known types', async () => {
-    const body = pvcBody('nested', { metadata: { name: 'nested', ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'u', bogus: 1 }] } });
+    const body = pvcBody('nested', {
+      metadata: { name: 'nested', ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'u', bogus: 1 }] },
+    });
     const res = await raw(c, 'POST', `${PVCS}?fieldValidation=Strict`, { body: JSON.stringify(body) });
     assert.equal(res.status, 400);
     assert.match(res.json<{ message: string }>().message, /unknown field "metadata\.ownerReferences\[0\]\.bogus"/);
@@ -127,7 +151,10 @@ describe('fieldValidation', () => {
     const text = `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"dup","name":"dup2"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}`;
     const strict = await raw(c, 'POST', `${PVCS}?fieldValidation=Strict`, { body: text });
     assert.equal(strict.status, 400);
-    assert.match(strict.json<{ message: string }>().message, /strict decoding error: duplicate field "metadata\.name"$/);
+    assert.match(
+      strict.json<{ message: string }>().message,
+      /strict decoding error: duplicate field "metadata\.name"$/,
+    );
     const warn = await raw(c, 'POST', PVCS, { body: text });
     assert.equal(warn.status, 201);
     assert.equal(warn.headers.warning, '299 - "duplicate field \\"metadata.name\\""');
@@ -135,10 +162,17 @@ describe('fieldValidation', () => {
   });
 
   it("reports repeated YAML keys as Go's strict YAML decoder does", async () => {
-    const yaml = 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: ydup\n  name: ydup2\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n';
-    const strict = await raw(c, 'POST', `${PVCS}?fieldValidation=Strict`, { body: yaml, contentType: 'application/yaml' });
+    const yaml =
+      'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: ydup\n  name: ydup2\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n';
+    const strict = await raw(c, 'POST', `${PVCS}?fieldValidation=Strict`, {
+      body: yaml,
+      contentType: 'application/yaml',
+    });
     assert.equal(strict.status, 400);
-    assert.match(strict.json<{ message: string }>().message, /strict decoding error: yaml: unmarshal errors:\n {2}line 5: key "name" already set in map$/);
+    assert.match(
+      strict.json<{ message: string }>().message,
+      /strict decoding error: yaml: unmarshal errors:\n {2}line 5: key "name" already set in map$/,
+    );
     const warn = await raw(c, 'POST', PVCS, { body: yaml, contentType: 'application/yaml' });
     assert.equal(warn.status, 201);
     assert.equal(warn.headers.warning, '299 - "line 5: key \\"name\\" already set in map"');
@@ -146,7 +180,10 @@ describe('fieldValidation', () => {
   });
 
   it('applies to patches: Strict 422 on the patch, Warn prunes and warns', async () => {
-    await core.createNamespacedPersistentVolumeClaim({ namespace: NS, body: pvcBody('patched') as V1PersistentVolumeClaim });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: NS,
+      body: pvcBody('patched') as V1PersistentVolumeClaim,
+    });
     const strict = await raw(c, 'PATCH', `${PVCS}/patched?fieldValidation=Strict`, {
       body: '{"spec":{"storageClasName":"fast"}}',
       contentType: 'application/strategic-merge-patch+json',
@@ -156,7 +193,10 @@ describe('fieldValidation', () => {
       strict.json<{ message: string }>().message,
       ' "" is invalid: patch: Invalid value: "map[spec:map[storageClasName:fast]]": strict decoding error: unknown field "spec.storageClasName"',
     );
-    const warn = await raw(c, 'PATCH', `${PVCS}/patched`, { body: '{"metadata":{"labels":{"a":"b"}},"spec":{"storageClasName":"fast"}}', contentType: 'application/merge-patch+json' });
+    const warn = await raw(c, 'PATCH', `${PVCS}/patched`, {
+      body: '{"metadata":{"labels":{"a":"b"}},"spec":{"storageClasName":"fast"}}',
+      contentType: 'application/merge-patch+json',
+    });
     assert.equal(warn.status, 200);
     assert.equal(warn.headers.warning, '299 - "unknown field \\"spec.storageClasName\\""');
     assert.ok(!warn.text.includes('storageClasName'));
@@ -172,10 +212,19 @@ describe('fieldValidation', () => {
 
 describe('strategic merge patch keys from the schema', () => {
   it('merges status.conditions by type and replaces accessModes', async () => {
-    await core.createNamespacedPersistentVolumeClaim({ namespace: NS, body: pvcBody('smp') as V1PersistentVolumeClaim });
-    const a = await raw(c, 'PATCH', `${PVCS}/smp/status`, { body: '{"status":{"conditions":[{"type":"Resizing","status":"True"}]}}', contentType: 'application/strategic-merge-patch+json' });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: NS,
+      body: pvcBody('smp') as V1PersistentVolumeClaim,
+    });
+    const a = await raw(c, 'PATCH', `${PVCS}/smp/status`, {
+      body: '{"status":{"conditions":[{"type":"Resizing","status":"True"}]}}',
+      contentType: 'application/strategic-merge-patch+json',
+    });
     assert.equal(a.status, 200);
-    const b = await raw(c, 'PATCH', `${PVCS}/smp/status`, { body: '{"status":{"conditions":[{"type":"FileSystemResizePending","status":"True"}]}}', contentType: 'application/strategic-merge-patch+json' });
+    const b = await raw(c, 'PATCH', `${PVCS}/smp/status`, {
+      body: '{"status":{"conditions":[{"type":"FileSystemResizePending","status":"True"}]}}',
+      contentType: 'application/strategic-merge-patch+json',
+    });
     const types = b.json<{ status: { conditions: Array<{ type: string }> } }>().status.conditions.map((x) => x.type);
     assert.deepEqual(types.sort(), ['FileSystemResizePending', 'Resizing']);
   });
@@ -184,44 +233,56 @@ describe('strategic merge patch keys from the schema', () => {
 describe('OpenAPI v3 from the schemas', () => {
   it('describes PersistentVolumeSpec fields with types and descriptions', async () => {
     const paths = (await raw(c, 'GET', '/openapi/v3')).json<{ paths: Record<string, { serverRelativeURL: string }> }>();
-    const doc = (await raw(c, 'GET', paths.paths['api/v1'].serverRelativeURL)).json<{ components: { schemas: Record<string, { properties?: Record<string, Record<string, unknown>> }> } }>();
+    const doc = (await raw(c, 'GET', paths.paths['api/v1'].serverRelativeURL)).json<{
+      components: { schemas: Record<string, { properties?: Record<string, Record<string, unknown>> }> };
+    }>();
     const spec = doc.components.schemas['io.k8s.api.core.v1.PersistentVolumeSpec'];
     assert.deepEqual(spec.properties!.accessModes.type, 'array');
     assert.match(String(spec.properties!.storageClassName.description), /storageClassName is the name of StorageClass/);
-    assert.deepEqual(spec.properties!.capacity.additionalProperties, { $ref: '#/components/schemas/io.k8s.apimachinery.pkg.api.resource.Quantity' });
+    assert.deepEqual(spec.properties!.capacity.additionalProperties, {
+      $ref: '#/components/schemas/io.k8s.apimachinery.pkg.api.resource.Quantity',
+    });
     const meta = doc.components.schemas['io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta'];
     assert.equal(meta.properties!.ownerReferences['x-kubernetes-patch-merge-key'], 'uid');
   });
 
-  it('kubectl explain pv.spec, pvc.spec.resources and storageclass', { skip: hasKubectl ? false : 'kubectl is not installed' }, async () => {
-    const pv = await kubectl('explain', 'pv.spec');
-    assert.equal(pv.code, 0, pv.stderr);
-    assert.match(pv.stdout, /FIELD: spec <PersistentVolumeSpec>/);
-    assert.match(pv.stdout, /capacity\s+<map\[string\]Quantity>/);
-    assert.match(pv.stdout, /hostPath\s+<HostPathVolumeSource>\n\s+hostPath represents a directory on the host/);
-    const res = await kubectl('explain', 'pvc.spec.resources');
-    assert.match(res.stdout, /FIELD: resources <VolumeResourceRequirements>/);
-    assert.match(res.stdout, /requests\s+<map\[string\]Quantity>/);
-    const sc = await kubectl('explain', 'storageclass');
-    assert.match(sc.stdout, /GROUP:\s+storage\.k8s\.io/);
-    assert.match(sc.stdout, /volumeBindingMode\s+<string>/);
-  });
+  it(
+    'kubectl explain pv.spec, pvc.spec.resources and storageclass',
+    { skip: hasKubectl ? false : 'kubectl is not installed' },
+    async () => {
+      const pv = await kubectl('explain', 'pv.spec');
+      assert.equal(pv.code, 0, pv.stderr);
+      assert.match(pv.stdout, /FIELD: spec <PersistentVolumeSpec>/);
+      assert.match(pv.stdout, /capacity\s+<map\[string\]Quantity>/);
+      assert.match(pv.stdout, /hostPath\s+<HostPathVolumeSource>\n\s+hostPath represents a directory on the host/);
+      const res = await kubectl('explain', 'pvc.spec.resources');
+      assert.match(res.stdout, /FIELD: resources <VolumeResourceRequirements>/);
+      assert.match(res.stdout, /requests\s+<map\[string\]Quantity>/);
+      const sc = await kubectl('explain', 'storageclass');
+      assert.match(sc.stdout, /GROUP:\s+storage\.k8s\.io/);
+      assert.match(sc.stdout, /volumeBindingMode\s+<string>/);
+    },
+  );
 
-  it('kubectl apply with a misspelt field fails under its default Strict validation', { skip: hasKubectl ? false : 'kubectl is not installed' }, async () => {
-    const manifest = `apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: kubectl-typo, namespace: ${NS}}\nspec:\n  storageClasName: fast\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n`;
-    const { writeFile, mkdtemp, rm } = await import('node:fs/promises');
-    const { tmpdir } = await import('node:os');
-    const dir = await mkdtemp(`${tmpdir()}/schema-`);
-    try {
-      await writeFile(`${dir}/pvc.yaml`, manifest);
-      const strict = await kubectl('apply', '-f', `${dir}/pvc.yaml`);
-      assert.notEqual(strict.code, 0);
-      assert.match(strict.stderr, /strict decoding error: unknown field "spec.storageClasName"/);
-      const warn = await kubectl('apply', '-f', `${dir}/pvc.yaml`, '--validate=warn');
-      assert.equal(warn.code, 0, warn.stderr);
-      assert.match(warn.stderr, /Warning: unknown field "spec.storageClasName"/);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  it(
+    'kubectl apply with a misspelt field fails under its default Strict validation',
+    { skip: hasKubectl ? false : 'kubectl is not installed' },
+    async () => {
+      const manifest = `apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: kubectl-typo, namespace: ${NS}}\nspec:\n  storageClasName: fast\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n`;
+      const { writeFile, mkdtemp, rm } = await import('node:fs/promises');
+      const { tmpdir } = await import('node:os');
+      const dir = await mkdtemp(`${tmpdir()}/schema-`);
+      try {
+        await writeFile(`${dir}/pvc.yaml`, manifest);
+        const strict = await kubectl('apply', '-f', `${dir}/pvc.yaml`);
+        assert.notEqual(strict.code, 0);
+        assert.match(strict.stderr, /strict decoding error: unknown field "spec.storageClasName"/);
+        const warn = await kubectl('apply', '-f', `${dir}/pvc.yaml`, '--validate=warn');
+        assert.equal(warn.code, 0, warn.stderr);
+        assert.match(warn.stderr, /Warning: unknown field "spec.storageClasName"/);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -27,7 +27,11 @@ describe('Secret stringData', () => {
   it('is merged into data on create, overwriting the same key, and not stored', async () => {
     const created = await core.createNamespacedSecret({
       namespace: NS,
-      body: { metadata: { name: 'creds' }, data: { user: b64('old'), token: b64('t0k') }, stringData: { user: 'admin', 'pass.txt': 'p@ss' } },
+      body: {
+        metadata: { name: 'creds' },
+        data: { user: b64('old'), token: b64('t0k') },
+        stringData: { user: 'admin', 'pass.txt': 'p@ss' },
+      },
     });
     assert.deepEqual(created.data, { user: b64('admin'), token: b64('t0k'), 'pass.txt': b64('p@ss') });
     assert.equal(created.stringData, undefined);
@@ -38,10 +42,17 @@ describe('Secret stringData', () => {
 
   it('is merged on update and on patch, keeping the other keys', async () => {
     const current = await core.readNamespacedSecret({ name: 'creds', namespace: NS });
-    const updated = await core.replaceNamespacedSecret({ name: 'creds', namespace: NS, body: { ...current, stringData: { token: 'new' } } });
+    const updated = await core.replaceNamespacedSecret({
+      name: 'creds',
+      namespace: NS,
+      body: { ...current, stringData: { token: 'new' } },
+    });
     assert.equal(updated.data?.token, b64('new'));
     assert.equal(updated.data?.user, b64('admin'));
-    const patched = await raw(cluster, 'PATCH', path('creds'), { body: JSON.stringify({ stringData: { extra: 'x' } }), contentType: 'application/merge-patch+json' });
+    const patched = await raw(cluster, 'PATCH', path('creds'), {
+      body: JSON.stringify({ stringData: { extra: 'x' } }),
+      contentType: 'application/merge-patch+json',
+    });
     assert.equal(patched.status, 200, patched.text);
     const body = patched.json<{ data: Record<string, string>; stringData?: unknown }>();
     assert.deepEqual(Object.keys(body.data).sort(), ['extra', 'pass.txt', 'token', 'user']);
@@ -49,44 +60,87 @@ describe('Secret stringData', () => {
   });
 
   it('validates its keys as data keys, and counts toward the 1 MiB limit', async () => {
-    const res = await raw(cluster, 'POST', path(), { body: JSON.stringify({ metadata: { name: 'bad-key' }, stringData: { 'a/b': 'x' } }) });
+    const res = await raw(cluster, 'POST', path(), {
+      body: JSON.stringify({ metadata: { name: 'bad-key' }, stringData: { 'a/b': 'x' } }),
+    });
     assert.equal(res.status, 422, res.text);
     assert.match(res.json<{ message: string }>().message, /data\[a\/b\]: Invalid value: "a\/b"/);
-    const big = await raw(cluster, 'POST', path(), { body: JSON.stringify({ metadata: { name: 'big' }, stringData: { big: 'x'.repeat(1024 * 1024 + 1) } }) });
+    const big = await raw(cluster, 'POST', path(), {
+      body: JSON.stringify({ metadata: { name: 'big' }, stringData: { big: 'x'.repeat(1024 * 1024 + 1) } }),
+    });
     assert.equal(big.status, 422, big.text);
     assert.match(big.json<{ message: string }>().message, /data: Too long/);
   });
 
   it('cannot change the data of an immutable Secret', async () => {
-    await core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'frozen' }, immutable: true, stringData: { a: '1' } } });
-    const res = await raw(cluster, 'PATCH', path('frozen'), { body: JSON.stringify({ stringData: { a: '2' } }), contentType: 'application/merge-patch+json' });
+    await core.createNamespacedSecret({
+      namespace: NS,
+      body: { metadata: { name: 'frozen' }, immutable: true, stringData: { a: '1' } },
+    });
+    const res = await raw(cluster, 'PATCH', path('frozen'), {
+      body: JSON.stringify({ stringData: { a: '2' } }),
+      contentType: 'application/merge-patch+json',
+    });
     assert.equal(res.status, 422, res.text);
-    assert.match(res.json<{ message: string }>().message, /data: Forbidden: field is immutable when `immutable` is set/);
-    const same = await raw(cluster, 'PATCH', path('frozen'), { body: JSON.stringify({ stringData: { a: '1' } }), contentType: 'application/merge-patch+json' });
+    assert.match(
+      res.json<{ message: string }>().message,
+      /data: Forbidden: field is immutable when `immutable` is set/,
+    );
+    const same = await raw(cluster, 'PATCH', path('frozen'), {
+      body: JSON.stringify({ stringData: { a: '1' } }),
+      contentType: 'application/merge-patch+json',
+    });
     assert.equal(same.status, 200, same.text);
   });
 });
 
 describe('Secret data decoding', () => {
   it('refuses a value that is not base64 with the 400 and byte offset kube-apiserver gives', async () => {
-    const res = await raw(cluster, 'POST', path(), { body: JSON.stringify({ metadata: { name: 'not-b64' }, data: { token: 'c2Vj!mV0' } }) });
+    const res = await raw(cluster, 'POST', path(), {
+      body: JSON.stringify({ metadata: { name: 'not-b64' }, data: { token: 'c2Vj!mV0' } }),
+    });
     assert.equal(res.status, 400, res.text);
-    assert.equal(res.json<{ message: string }>().message, 'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 4');
-    const unpadded = await raw(cluster, 'POST', path(), { body: JSON.stringify({ metadata: { name: 'unpadded' }, data: { token: 'YWJj ZA' } }) });
+    assert.equal(
+      res.json<{ message: string }>().message,
+      'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 4',
+    );
+    const unpadded = await raw(cluster, 'POST', path(), {
+      body: JSON.stringify({ metadata: { name: 'unpadded' }, data: { token: 'YWJj ZA' } }),
+    });
     assert.equal(unpadded.status, 400, unpadded.text);
   });
 
   it('answers a patch that produces a bad value with 422 on the patch', async () => {
-    await core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'patch-me' }, data: { a: b64('1') } } });
-    const res = await raw(cluster, 'PATCH', path('patch-me'), { body: JSON.stringify({ data: { a: '***' } }), contentType: 'application/merge-patch+json' });
+    await core.createNamespacedSecret({
+      namespace: NS,
+      body: { metadata: { name: 'patch-me' }, data: { a: b64('1') } },
+    });
+    const res = await raw(cluster, 'PATCH', path('patch-me'), {
+      body: JSON.stringify({ data: { a: '***' } }),
+      contentType: 'application/merge-patch+json',
+    });
     assert.equal(res.status, 422, res.text);
-    assert.match(res.json<{ message: string }>().message, /^ "" is invalid: patch: Invalid value: ".*": illegal base64 data at input byte 0$/);
+    assert.match(
+      res.json<{ message: string }>().message,
+      /^ "" is invalid: patch: Invalid value: ".*": illegal base64 data at input byte 0$/,
+    );
   });
 
   it('follows Go base64.StdEncoding: padding, newlines, offsets', () => {
     const cases: Array<[string, number | undefined]> = [
-      ['', undefined], ['YQ==', undefined], ['YWI=', undefined], ['YWJj', undefined], ['YW\nJj\r\n', undefined],
-      ['YQ', 0], ['YWJjZ', 4], ['Y===', 1], ['YQ=', 3], ['YQ=x', 2], ['YQ==YQ==', 4], ['YW!j', 2], ['YWI=\n\nx', 6],
+      ['', undefined],
+      ['YQ==', undefined],
+      ['YWI=', undefined],
+      ['YWJj', undefined],
+      ['YW\nJj\r\n', undefined],
+      ['YQ', 0],
+      ['YWJjZ', 4],
+      ['Y===', 1],
+      ['YQ=', 3],
+      ['YQ=x', 2],
+      ['YQ==YQ==', 4],
+      ['YW!j', 2],
+      ['YWI=\n\nx', 6],
     ];
     for (const [input, want] of cases) assert.equal(base64ErrorOffset(input), want, JSON.stringify(input));
   });

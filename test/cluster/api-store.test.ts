@@ -11,17 +11,31 @@ function storeWithDefault(opts: ConstructorParameters<typeof ClusterStore>[0] = 
   return s;
 }
 
-const cm = (name: string, data: Record<string, string> = {}): KubeObject => ({ metadata: { name, namespace: 'default' }, data });
+const cm = (name: string, data: Record<string, string> = {}): KubeObject => ({
+  metadata: { name, namespace: 'default' },
+  data,
+});
 
 describe('ClusterStore', () => {
   it('runs admission plugins before validation; a throwing plugin rejects the write', () => {
     const s = storeWithDefault();
     s.addAdmission('configmaps', (op, obj) => {
       if (op === 'create') obj.metadata.labels = { ...obj.metadata.labels, admitted: 'yes' };
-      if (obj.metadata.name === 'forbidden') throw new ClusterApiError({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason: 'Forbidden', code: 403 });
+      if (obj.metadata.name === 'forbidden')
+        throw new ClusterApiError({
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          reason: 'Forbidden',
+          code: 403,
+        });
     });
     assert.deepEqual(s.create('configmaps', cm('a')).metadata.labels, { admitted: 'yes' });
-    assert.throws(() => s.create('configmaps', cm('forbidden')), (err: unknown) => err instanceof ClusterApiError && err.code === 403);
+    assert.throws(
+      () => s.create('configmaps', cm('forbidden')),
+      (err: unknown) => err instanceof ClusterApiError && err.code === 403,
+    );
     assert.equal(s.get('configmaps', 'default', 'forbidden'), undefined);
   });
 

@@ -28,7 +28,10 @@ after(() => c.stop());
 const PVCS = '/api/v1/namespaces/default/persistentvolumeclaims';
 
 function createPvc(name: string, extra: Record<string, unknown> = {}): Promise<V1PersistentVolumeClaim> {
-  return core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: pvcBody(name, extra) as V1PersistentVolumeClaim });
+  return core.createNamespacedPersistentVolumeClaim({
+    namespace: 'default',
+    body: pvcBody(name, extra) as V1PersistentVolumeClaim,
+  });
 }
 
 describe('watch', () => {
@@ -43,7 +46,10 @@ describe('watch', () => {
         merge,
       );
       await core.deleteNamespacedPersistentVolumeClaim({ name: 'w-existing', namespace: 'default' });
-      await core.patchNamespacedPersistentVolumeClaim({ name: 'w-existing', namespace: 'default', body: { metadata: { finalizers: null } } }, merge);
+      await core.patchNamespacedPersistentVolumeClaim(
+        { name: 'w-existing', namespace: 'default', body: { metadata: { finalizers: null } } },
+        merge,
+      );
       await w.until((e) => e.length === 4);
       assert.deepEqual(
         w.events.map((e) => e.type),
@@ -69,7 +75,10 @@ describe('watch', () => {
       assert.ok(!w.events.some((e) => e.object.metadata.name === 'w-replay-a'));
       const current = await core.readNamespacedPersistentVolumeClaim({ name: 'w-replay-b', namespace: 'default' });
       await core.replaceNamespacedPersistentVolumeClaim({ name: 'w-replay-b', namespace: 'default', body: current });
-      await core.patchNamespacedPersistentVolumeClaim({ name: 'w-replay-b', namespace: 'default', body: { metadata: { labels: { step: '1' } } } }, merge);
+      await core.patchNamespacedPersistentVolumeClaim(
+        { name: 'w-replay-b', namespace: 'default', body: { metadata: { labels: { step: '1' } } } },
+        merge,
+      );
       await w.until((e) => e.some((x) => x.object.metadata.labels?.step === '1'));
       const forB = w.events.filter((e) => e.object.metadata.name === 'w-replay-b').map((e) => e.type);
       assert.deepEqual(forB, ['ADDED', 'MODIFIED']);
@@ -80,7 +89,10 @@ describe('watch', () => {
 
   it('sends a 410 Expired ERROR event when the resourceVersion predates the retained history', async () => {
     const pvc = await createPvc('w-old');
-    await core.patchNamespacedPersistentVolumeClaim({ name: 'w-old', namespace: 'default', body: { metadata: { labels: { v: '2' } } } }, merge);
+    await core.patchNamespacedPersistentVolumeClaim(
+      { name: 'w-old', namespace: 'default', body: { metadata: { labels: { v: '2' } } } },
+      merge,
+    );
     const compact = await raw(c, 'POST', '/admin/compact');
     assert.equal(compact.status, 200);
     const w = await collectWatch(c.kubeConfig, PVCS, { resourceVersion: pvc.metadata!.resourceVersion });
@@ -121,7 +133,10 @@ describe('watch', () => {
       // A write the bookmark-less watch must deliver: a bookmark sent to it in the meantime would come before it.
       await createPvc('w-no-bookmarks');
       await without.until((e) => e.length >= 1);
-      assert.deepEqual(without.events.map((e) => e.type), ['ADDED']);
+      assert.deepEqual(
+        without.events.map((e) => e.type),
+        ['ADDED'],
+      );
     } finally {
       with_.stop();
       without.stop();
@@ -145,15 +160,26 @@ describe('watch', () => {
       w.stop();
     }
     // A legacy watch from "" is defaulted to sendInitialEvents=true (WatchList, 1.32): same marker; from "N" none.
-    const legacy = await collectWatch(c.kubeConfig, PVCS, { allowWatchBookmarks: true, fieldSelector: 'metadata.name=w-initial' });
+    const legacy = await collectWatch(c.kubeConfig, PVCS, {
+      allowWatchBookmarks: true,
+      fieldSelector: 'metadata.name=w-initial',
+    });
     let fromRv: Awaited<ReturnType<typeof collectWatch>> | undefined;
     try {
       await legacy.until((e) => e.some((x) => x.type === 'BOOKMARK'));
-      assert.deepEqual(legacy.events.slice(0, 2).map((e) => e.type), ['ADDED', 'BOOKMARK']);
+      assert.deepEqual(
+        legacy.events.slice(0, 2).map((e) => e.type),
+        ['ADDED', 'BOOKMARK'],
+      );
       assert.equal(legacy.events[1].object.metadata.annotations['k8s.io/initial-events-end'], 'true');
-      fromRv = await collectWatch(c.kubeConfig, PVCS, { allowWatchBookmarks: true, resourceVersion: legacy.events[0].object.metadata.resourceVersion });
+      fromRv = await collectWatch(c.kubeConfig, PVCS, {
+        allowWatchBookmarks: true,
+        resourceVersion: legacy.events[0].object.metadata.resourceVersion,
+      });
       await fromRv.until((e) => e.some((x) => x.type === 'BOOKMARK'));
-      assert.ok(fromRv.events.every((e) => e.object.metadata?.annotations?.['k8s.io/initial-events-end'] === undefined));
+      assert.ok(
+        fromRv.events.every((e) => e.object.metadata?.annotations?.['k8s.io/initial-events-end'] === undefined),
+      );
     } finally {
       legacy.stop();
       fromRv?.stop();
@@ -217,7 +243,10 @@ describe('client-node informer', () => {
     informer.on('add', (o) => seen.push(`add ${o.metadata!.name}`));
     informer.on('update', (o) => seen.push(`update ${o.metadata!.name}`));
     informer.on('delete', (o) => seen.push(`delete ${o.metadata!.name}`));
-    await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'inf-a' }, data: { k: 'v' } } });
+    await core.createNamespacedConfigMap({
+      namespace: 'default',
+      body: { metadata: { name: 'inf-a' }, data: { k: 'v' } },
+    });
     await informer.start();
     try {
       await waitFor('informer add of inf-a', () => seen.includes('add inf-a'));

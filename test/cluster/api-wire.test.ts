@@ -32,11 +32,19 @@ interface WireResponse {
 function wire(method: string, target: string, body?: string, contentType = 'application/json'): Promise<WireResponse> {
   const url = new URL(c.url);
   const ca = Buffer.from(c.kubeConfig.getCurrentCluster()!.caData!, 'base64');
-  const lines = [`${method} ${target} HTTP/1.1`, `Host: ${url.host}`, `Authorization: Bearer ${c.token}`, 'Accept: application/json', 'Connection: close'];
+  const lines = [
+    `${method} ${target} HTTP/1.1`,
+    `Host: ${url.host}`,
+    `Authorization: Bearer ${c.token}`,
+    'Accept: application/json',
+    'Connection: close',
+  ];
   if (body !== undefined) lines.push(`Content-Type: ${contentType}`, `Content-Length: ${Buffer.byteLength(body)}`);
   const request = `${lines.join('\r\n')}\r\n\r\n${body ?? ''}`;
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: url.hostname, port: Number(url.port), ca, servername: url.hostname }, () => socket.end(request));
+    const socket = connect({ host: url.hostname, port: Number(url.port), ca, servername: url.hostname }, () =>
+      socket.end(request),
+    );
     const chunks: Buffer[] = [];
     socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', reject);
@@ -63,16 +71,23 @@ function dechunk(buf: Buffer): Buffer {
   }
 }
 
-const header = (r: WireResponse, name: string) => r.headers.filter((h) => h.toLowerCase().startsWith(`${name.toLowerCase()}:`));
+const header = (r: WireResponse, name: string) =>
+  r.headers.filter((h) => h.toLowerCase().startsWith(`${name.toLowerCase()}:`));
 
 describe('raw HTTP as a non-JavaScript client', () => {
   it('watch=True streams events like a watch (Python client booleans)', async () => {
     await core.createNamespacedPersistentVolumeClaim({ namespace: NS, body: pvcBody('w1') as V1PersistentVolumeClaim });
-    const r = await wire('GET', `/api/v1/namespaces/${NS}/persistentvolumeclaims?watch=True&allowWatchBookmarks=True&timeoutSeconds=1`);
+    const r = await wire(
+      'GET',
+      `/api/v1/namespaces/${NS}/persistentvolumeclaims?watch=True&allowWatchBookmarks=True&timeoutSeconds=1`,
+    );
     assert.equal(r.statusLine, 'HTTP/1.1 200 OK');
     const text = r.body.toString('utf8');
     assert.ok(text.endsWith('\n'));
-    const frames = text.trimEnd().split('\n').map((l) => JSON.parse(l) as { type: string; object: { metadata: { name?: string } } });
+    const frames = text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; object: { metadata: { name?: string } } });
     assert.equal(frames[0].type, 'ADDED');
     assert.equal(frames[0].object.metadata.name, 'w1');
   });
@@ -88,7 +103,10 @@ describe('raw HTTP as a non-JavaScript client', () => {
   });
 
   it('answers an unknown field with the exact Warning header bytes', async () => {
-    const body = JSON.stringify({ ...pvcBody('w2'), spec: { ...(pvcBody('w2').spec as object), storageClasName: 'fast' } });
+    const body = JSON.stringify({
+      ...pvcBody('w2'),
+      spec: { ...(pvcBody('w2').spec as object), storageClasName: 'fast' },
+    });
     const r = await wire('POST', `/api/v1/namespaces/${NS}/persistentvolumeclaims`, body);
     assert.equal(r.statusLine, 'HTTP/1.1 201 Created');
     assert.deepEqual(header(r, 'warning'), ['Warning: 299 - "unknown field \\"spec.storageClasName\\""']);
@@ -102,7 +120,12 @@ describe('raw HTTP as a non-JavaScript client', () => {
   });
 
   it('refuses server-side apply with a 415 that does not offer apply-patch+yaml', async () => {
-    const r = await wire('PATCH', `/api/v1/namespaces/${NS}/persistentvolumeclaims/w1?fieldManager=py`, '{}', 'application/apply-patch+yaml');
+    const r = await wire(
+      'PATCH',
+      `/api/v1/namespaces/${NS}/persistentvolumeclaims/w1?fieldManager=py`,
+      '{}',
+      'application/apply-patch+yaml',
+    );
     assert.equal(r.statusLine, 'HTTP/1.1 415 Unsupported Media Type');
     const status = JSON.parse(r.body.toString()) as { message: string };
     assert.equal(
@@ -112,9 +135,17 @@ describe('raw HTTP as a non-JavaScript client', () => {
   });
 
   it('rejects $deleteFromPrimitiveList given a map, as apimachinery does', async () => {
-    const r = await wire('PATCH', `/api/v1/namespaces/${NS}/persistentvolumeclaims/w1`, '{"metadata":{"$deleteFromPrimitiveList/finalizers":{"a":"b"}}}', 'application/strategic-merge-patch+json');
+    const r = await wire(
+      'PATCH',
+      `/api/v1/namespaces/${NS}/persistentvolumeclaims/w1`,
+      '{"metadata":{"$deleteFromPrimitiveList/finalizers":{"a":"b"}}}',
+      'application/strategic-merge-patch+json',
+    );
     assert.equal(r.statusLine, 'HTTP/1.1 400 Bad Request');
-    assert.equal((JSON.parse(r.body.toString()) as { message: string }).message, 'invalid patch format of primitive list');
+    assert.equal(
+      (JSON.parse(r.body.toString()) as { message: string }).message,
+      'invalid patch format of primitive list',
+    );
   });
 });
 
@@ -124,7 +155,11 @@ describe('time fields re-encoded as kube-apiserver stores them', () => {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { name: 'l1' },
-      spec: { holderIdentity: 'a', renewTime: '2025-01-02T03:04:05.123456+02:00', acquireTime: '2025-01-02T03:04:05.123456+00:00' },
+      spec: {
+        holderIdentity: 'a',
+        renewTime: '2025-01-02T03:04:05.123456+02:00',
+        acquireTime: '2025-01-02T03:04:05.123456+00:00',
+      },
     });
     const r = await wire('POST', `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`, lease);
     assert.equal(r.statusLine, 'HTTP/1.1 201 Created');
@@ -146,7 +181,12 @@ describe('time fields re-encoded as kube-apiserver stores them', () => {
     const stored = JSON.parse(e.body.toString()) as Record<string, string>;
     assert.equal(stored.firstTimestamp, '2025-01-02T02:04:05Z');
     assert.equal(stored.lastTimestamp, '2025-01-02T03:04:05Z');
-    const patched = await wire('PATCH', `/api/v1/namespaces/${NS}/events/e1`, '{"lastTimestamp":"2025-01-02T05:00:00.5-01:30"}', 'application/strategic-merge-patch+json');
+    const patched = await wire(
+      'PATCH',
+      `/api/v1/namespaces/${NS}/events/e1`,
+      '{"lastTimestamp":"2025-01-02T05:00:00.5-01:30"}',
+      'application/strategic-merge-patch+json',
+    );
     assert.equal((JSON.parse(patched.body.toString()) as Record<string, string>).lastTimestamp, '2025-01-02T06:30:00Z');
   });
 });
@@ -154,12 +194,18 @@ describe('time fields re-encoded as kube-apiserver stores them', () => {
 describe('default ServiceAccount', () => {
   it('exists in every namespace and comes back when deleted', async () => {
     await core.createNamespace({ body: { metadata: { name: 'sa-ns' } } });
-    await waitFor('default service account', () => core.readNamespacedServiceAccount({ namespace: 'sa-ns', name: 'default' }).catch(() => undefined));
-    await waitFor('default account in default', () => core.readNamespacedServiceAccount({ namespace: 'default', name: 'default' }).catch(() => undefined));
+    await waitFor('default service account', () =>
+      core.readNamespacedServiceAccount({ namespace: 'sa-ns', name: 'default' }).catch(() => undefined),
+    );
+    await waitFor('default account in default', () =>
+      core.readNamespacedServiceAccount({ namespace: 'default', name: 'default' }).catch(() => undefined),
+    );
     const before = await core.readNamespacedServiceAccount({ namespace: 'sa-ns', name: 'default' });
     await core.deleteNamespacedServiceAccount({ namespace: 'sa-ns', name: 'default' });
     const again = await waitFor('re-created service account', async () => {
-      const sa = await core.readNamespacedServiceAccount({ namespace: 'sa-ns', name: 'default' }).catch(() => undefined);
+      const sa = await core
+        .readNamespacedServiceAccount({ namespace: 'sa-ns', name: 'default' })
+        .catch(() => undefined);
       return sa && sa.metadata!.uid !== before.metadata!.uid ? sa : undefined;
     });
     assert.equal(again.metadata!.name, 'default');

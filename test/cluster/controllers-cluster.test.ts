@@ -33,8 +33,14 @@ async function provisionerPass(api: CoreV1Api, opts: { deleteReleased: boolean }
             storageClassName: c.spec?.storageClassName,
             persistentVolumeReclaimPolicy: cls?.reclaimPolicy ?? 'Delete',
             hostPath: { path: `/tmp/${name}` },
-            claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: c.metadata?.namespace, name: c.metadata?.name,
-              uid: c.metadata?.uid, resourceVersion: c.metadata?.resourceVersion },
+            claimRef: {
+              kind: 'PersistentVolumeClaim',
+              apiVersion: 'v1',
+              namespace: c.metadata?.namespace,
+              name: c.metadata?.name,
+              uid: c.metadata?.uid,
+              resourceVersion: c.metadata?.resourceVersion,
+            },
           },
         },
       });
@@ -44,18 +50,28 @@ async function provisionerPass(api: CoreV1Api, opts: { deleteReleased: boolean }
   }
   if (!opts.deleteReleased) return;
   for (const pv of (await api.listPersistentVolume()).items) {
-    if (pv.status?.phase === 'Released' && pv.spec?.persistentVolumeReclaimPolicy === 'Delete' &&
-        pv.metadata?.annotations?.['pv.kubernetes.io/provisioned-by'] === PROVISIONER && !pv.metadata.deletionTimestamp) {
+    if (
+      pv.status?.phase === 'Released' &&
+      pv.spec?.persistentVolumeReclaimPolicy === 'Delete' &&
+      pv.metadata?.annotations?.['pv.kubernetes.io/provisioned-by'] === PROVISIONER &&
+      !pv.metadata.deletionTimestamp
+    ) {
       await api.deletePersistentVolume({ name: pv.metadata.name! });
     }
   }
 }
 
 function claimBody(name: string, storageClassName?: string): V1PersistentVolumeClaim {
-  return { metadata: { name }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName } };
+  return {
+    metadata: { name },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName },
+  };
 }
 
-async function eventsFor(namespace: string, name: string): Promise<Array<{ reason?: string; type?: string; source?: string }>> {
+async function eventsFor(
+  namespace: string,
+  name: string,
+): Promise<Array<{ reason?: string; type?: string; source?: string }>> {
   const list = await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` });
   return list.items.map((e) => ({ reason: e.reason, type: e.type, source: e.source?.component }));
 }
@@ -64,8 +80,12 @@ before(async () => {
   cluster = await startCluster({ controllers: { resyncMs: 500 } });
   core = cluster.kubeConfig.makeApiClient(CoreV1Api);
   storage = cluster.kubeConfig.makeApiClient(StorageV1Api);
-  await storage.createStorageClass({ body: { metadata: { name: 'ext' }, provisioner: PROVISIONER, reclaimPolicy: 'Delete' } });
-  await storage.createStorageClass({ body: { metadata: { name: 'wffc' }, provisioner: PROVISIONER, volumeBindingMode: 'WaitForFirstConsumer' } });
+  await storage.createStorageClass({
+    body: { metadata: { name: 'ext' }, provisioner: PROVISIONER, reclaimPolicy: 'Delete' },
+  });
+  await storage.createStorageClass({
+    body: { metadata: { name: 'wffc' }, provisioner: PROVISIONER, volumeBindingMode: 'WaitForFirstConsumer' },
+  });
 });
 after(async () => {
   await cluster?.stop();
@@ -88,7 +108,10 @@ test('external provisioning end to end: annotations, event, binding, release, de
     const e = await eventsFor('default', 'ext-claim');
     return e.some((x) => x.reason === 'ExternalProvisioning') ? e : undefined;
   });
-  assert.deepEqual(evs.find((e) => e.reason === 'ExternalProvisioning'), { reason: 'ExternalProvisioning', type: 'Normal', source: 'persistentvolume-controller' });
+  assert.deepEqual(
+    evs.find((e) => e.reason === 'ExternalProvisioning'),
+    { reason: 'ExternalProvisioning', type: 'Normal', source: 'persistentvolume-controller' },
+  );
 
   await provisionerPass(core, { deleteReleased: false });
   const bound = await waitFor('claim Bound', async () => {
@@ -111,14 +134,30 @@ test('external provisioning end to end: annotations, event, binding, release, de
   assert.deepEqual(pv.metadata?.finalizers, ['kubernetes.io/pv-protection']);
 
   await core.deleteNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'ext-claim' });
-  await waitFor('PV Released', async () => (await core.readPersistentVolume({ name: pvName })).status?.phase === 'Released');
+  await waitFor(
+    'PV Released',
+    async () => (await core.readPersistentVolume({ name: pvName })).status?.phase === 'Released',
+  );
   await provisionerPass(core, { deleteReleased: true });
-  await waitFor('PV gone', async () => !(await core.listPersistentVolume()).items.some((v) => v.metadata?.name === pvName));
+  await waitFor(
+    'PV gone',
+    async () => !(await core.listPersistentVolume()).items.some((v) => v.metadata?.name === pvName),
+  );
 });
 
 test('pre-existing PV: the matching one binds, a mismatching one stays Available', async () => {
-  const pv = (name: string, storageClassName: string, storageSize: string) => core.createPersistentVolume({ body: {
-    metadata: { name }, spec: { capacity: { storage: storageSize }, accessModes: ['ReadWriteOnce'], storageClassName, hostPath: { path: `/tmp/${name}` } } } });
+  const pv = (name: string, storageClassName: string, storageSize: string) =>
+    core.createPersistentVolume({
+      body: {
+        metadata: { name },
+        spec: {
+          capacity: { storage: storageSize },
+          accessModes: ['ReadWriteOnce'],
+          storageClassName,
+          hostPath: { path: `/tmp/${name}` },
+        },
+      },
+    });
   await pv('static-other-class', 'other', '5Gi');
   await pv('static-too-small', 'manual', '100Mi');
   await pv('static-ok', 'manual', '2Gi');
@@ -132,16 +171,31 @@ test('pre-existing PV: the matching one binds, a mismatching one stays Available
   for (const name of ['static-other-class', 'static-too-small']) {
     assert.equal((await core.readPersistentVolume({ name })).status?.phase, 'Available', name);
   }
-  assert.equal((await core.readPersistentVolume({ name: 'static-ok' })).metadata?.annotations?.['pv.kubernetes.io/bound-by-controller'], 'yes');
+  assert.equal(
+    (await core.readPersistentVolume({ name: 'static-ok' })).metadata?.annotations?.[
+      'pv.kubernetes.io/bound-by-controller'
+    ],
+    'yes',
+  );
 });
 
 test('default class: set at create on a claim without class, an explicit "" is kept', async () => {
-  await storage.createStorageClass({ body: { metadata: { name: 'dflt', annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } },
-    provisioner: PROVISIONER } });
+  await storage.createStorageClass({
+    body: {
+      metadata: { name: 'dflt', annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } },
+      provisioner: PROVISIONER,
+    },
+  });
   try {
-    const created = await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: claimBody('no-class') });
+    const created = await core.createNamespacedPersistentVolumeClaim({
+      namespace: 'default',
+      body: claimBody('no-class'),
+    });
     assert.equal(created.spec?.storageClassName, 'dflt');
-    const explicit = await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: claimBody('empty-class', '') });
+    const explicit = await core.createNamespacedPersistentVolumeClaim({
+      namespace: 'default',
+      body: claimBody('empty-class', ''),
+    });
     assert.equal(explicit.spec?.storageClassName, '');
   } finally {
     await storage.deleteStorageClass({ name: 'dflt' });
@@ -151,15 +205,23 @@ test('default class: set at create on a claim without class, an explicit "" is k
 test('WaitForFirstConsumer: waits for a pod, then selected-node, provisioning, and the pod is bound to the node', async () => {
   await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: claimBody('late', 'wffc') });
   await waitFor('WaitForFirstConsumer event', async () =>
-    (await eventsFor('default', 'late')).some((e) => e.reason === 'WaitForFirstConsumer'));
+    (await eventsFor('default', 'late')).some((e) => e.reason === 'WaitForFirstConsumer'),
+  );
   await provisionerPass(core, { deleteReleased: false });
   let c = await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'late' });
   assert.equal(c.metadata?.annotations?.['volume.kubernetes.io/selected-node'], undefined);
   assert.equal(c.spec?.volumeName, undefined, 'nothing provisioned before a consumer exists');
 
-  await core.createNamespacedPod({ namespace: 'default', body: {
-    metadata: { name: 'consumer' },
-    spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'late' } }] } } });
+  await core.createNamespacedPod({
+    namespace: 'default',
+    body: {
+      metadata: { name: 'consumer' },
+      spec: {
+        containers: [{ name: 'c', image: 'busybox' }],
+        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'late' } }],
+      },
+    },
+  });
   c = await waitFor('selected-node', async () => {
     const x = await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'late' });
     return x.metadata?.annotations?.['volume.kubernetes.io/selected-node'] ? x : undefined;
@@ -172,14 +234,24 @@ test('WaitForFirstConsumer: waits for a pod, then selected-node, provisioning, a
     return p.spec?.nodeName ? p : undefined;
   });
   assert.equal(pod.spec?.nodeName, localNodeName());
-  assert.equal((await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'late' })).status?.phase, 'Bound');
+  assert.equal(
+    (await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'late' })).status?.phase,
+    'Bound',
+  );
 });
 
 test('protection: a claim in use stays Terminating until its pod is gone', async () => {
   await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: claimBody('used', 'ext') });
-  await core.createNamespacedPod({ namespace: 'default', body: {
-    metadata: { name: 'user' },
-    spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'used' } }] } } });
+  await core.createNamespacedPod({
+    namespace: 'default',
+    body: {
+      metadata: { name: 'user' },
+      spec: {
+        containers: [{ name: 'c', image: 'busybox' }],
+        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'used' } }],
+      },
+    },
+  });
   await core.deleteNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'used' });
   const terminating = await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'used' });
   assert.ok(terminating.metadata?.deletionTimestamp);
@@ -187,19 +259,41 @@ test('protection: a claim in use stays Terminating until its pod is gone', async
   // After a resync has been worked off, it is still there: the pod holds it.
   cluster.controllers!.resync();
   await cluster.controllers!.idle();
-  assert.ok((await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'used' })).metadata?.deletionTimestamp);
+  assert.ok(
+    (await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'used' })).metadata
+      ?.deletionTimestamp,
+  );
   await core.deleteNamespacedPod({ namespace: 'default', name: 'user' });
-  await waitFor('claim gone', async () =>
-    !(await core.listNamespacedPersistentVolumeClaim({ namespace: 'default' })).items.some((x) => x.metadata?.name === 'used'));
+  await waitFor(
+    'claim gone',
+    async () =>
+      !(await core.listNamespacedPersistentVolumeClaim({ namespace: 'default' })).items.some(
+        (x) => x.metadata?.name === 'used',
+      ),
+  );
 });
 
 test('bad input: a claim of a missing class gets ProvisioningFailed and others still bind', async () => {
-  await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: claimBody('ghost-class', 'does-not-exist') });
+  await core.createNamespacedPersistentVolumeClaim({
+    namespace: 'default',
+    body: claimBody('ghost-class', 'does-not-exist'),
+  });
   await core.createNamespacedPersistentVolumeClaim({ namespace: 'default', body: claimBody('fine', 'ext') });
   await waitFor('ProvisioningFailed', async () =>
-    (await eventsFor('default', 'ghost-class')).some((e) => e.reason === 'ProvisioningFailed' && e.type === 'Warning'));
-  await waitFor('annotated', async () => (await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'fine' }))
-    .metadata?.annotations?.['volume.kubernetes.io/storage-provisioner'] === PROVISIONER);
+    (await eventsFor('default', 'ghost-class')).some((e) => e.reason === 'ProvisioningFailed' && e.type === 'Warning'),
+  );
+  await waitFor(
+    'annotated',
+    async () =>
+      (await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'fine' })).metadata?.annotations?.[
+        'volume.kubernetes.io/storage-provisioner'
+      ] === PROVISIONER,
+  );
   await provisionerPass(core, { deleteReleased: false });
-  await waitFor('fine Bound', async () => (await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'fine' })).status?.phase === 'Bound');
+  await waitFor(
+    'fine Bound',
+    async () =>
+      (await core.readNamespacedPersistentVolumeClaim({ namespace: 'default', name: 'fine' })).status?.phase ===
+      'Bound',
+  );
 });

@@ -9,36 +9,86 @@ import type { CoreEvent, KubeObject, PersistentVolume, PersistentVolumeClaim, Po
 function setup(): { store: ClusterStore; ctl: ClusterControllers } {
   const store = new ClusterStore();
   for (const name of ['default', 'ns']) {
-    if (!store.get('namespaces', undefined, name)) store.create('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    if (!store.get('namespaces', undefined, name))
+      store.create('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
   }
   const ctl = startClusterControllers(store, { nodeName: 'node-a', resyncMs: 60_000 });
   return { store, ctl };
 }
-const cls = (name: string, extra: Record<string, unknown> = {}): KubeObject =>
-  ({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name, ...(extra.metadata ?? {}) }, provisioner: 'example.com/p', ...extra, ...(extra.metadata ? { metadata: { name, ...(extra.metadata as object) } } : {}) });
+const cls = (name: string, extra: Record<string, unknown> = {}): KubeObject => ({
+  apiVersion: 'storage.k8s.io/v1',
+  kind: 'StorageClass',
+  metadata: { name, ...(extra.metadata ?? {}) },
+  provisioner: 'example.com/p',
+  ...extra,
+  ...(extra.metadata ? { metadata: { name, ...(extra.metadata as object) } } : {}),
+});
 const claim = (name: string, spec: Partial<PersistentVolumeClaim['spec']> = {}): PersistentVolumeClaim => ({
-  apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: 'ns' },
+  apiVersion: 'v1',
+  kind: 'PersistentVolumeClaim',
+  metadata: { name, namespace: 'ns' },
   spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, ...spec },
 });
-const volume = (name: string, spec: Partial<PersistentVolume['spec']> = {}, meta: Partial<KubeObject['metadata']> = {}): PersistentVolume => ({
-  apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name, ...meta },
-  spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', hostPath: { path: `/tmp/${name}` }, ...spec },
+const volume = (
+  name: string,
+  spec: Partial<PersistentVolume['spec']> = {},
+  meta: Partial<KubeObject['metadata']> = {},
+): PersistentVolume => ({
+  apiVersion: 'v1',
+  kind: 'PersistentVolume',
+  metadata: { name, ...meta },
+  spec: {
+    capacity: { storage: '1Gi' },
+    accessModes: ['ReadWriteOnce'],
+    persistentVolumeReclaimPolicy: 'Retain',
+    hostPath: { path: `/tmp/${name}` },
+    ...spec,
+  },
 });
 const pod = (name: string, claimName: string, spec: Partial<Pod['spec']> = {}): Pod => ({
-  apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'ns' },
-  spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }], ...spec },
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'ns' },
+  spec: {
+    containers: [{ name: 'c', image: 'busybox' }],
+    volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }],
+    ...spec,
+  },
 });
-const getClaim = (store: ClusterStore, name: string) => store.get('persistentvolumeclaims', 'ns', name) as PersistentVolumeClaim | undefined;
-const getVolume = (store: ClusterStore, name: string) => store.get('persistentvolumes', undefined, name) as PersistentVolume | undefined;
+const getClaim = (store: ClusterStore, name: string) =>
+  store.get('persistentvolumeclaims', 'ns', name) as PersistentVolumeClaim | undefined;
+const getVolume = (store: ClusterStore, name: string) =>
+  store.get('persistentvolumes', undefined, name) as PersistentVolume | undefined;
 const events = (store: ClusterStore, name: string) =>
-  (store.list('events').items as CoreEvent[]).filter((e) => e.involvedObject.name === name).map((e) => `${e.type} ${e.reason}`);
+  (store.list('events').items as CoreEvent[])
+    .filter((e) => e.involvedObject.name === name)
+    .map((e) => `${e.type} ${e.reason}`);
 
 /** What an external provisioner does for a claim: a PV named pvc-<uid> with claimRef and provisioned-by. */
-function provision(store: ClusterStore, c: PersistentVolumeClaim, policy: 'Delete' | 'Retain' = 'Delete'): PersistentVolume {
-  return store.create('persistentvolumes', volume(`pvc-${c.metadata.uid}`, {
-    storageClassName: c.spec.storageClassName ?? '', persistentVolumeReclaimPolicy: policy,
-    claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: 'ns', name: c.metadata.name, uid: c.metadata.uid, resourceVersion: c.metadata.resourceVersion },
-  }, { annotations: { 'pv.kubernetes.io/provisioned-by': 'example.com/p' } })) as PersistentVolume;
+function provision(
+  store: ClusterStore,
+  c: PersistentVolumeClaim,
+  policy: 'Delete' | 'Retain' = 'Delete',
+): PersistentVolume {
+  return store.create(
+    'persistentvolumes',
+    volume(
+      `pvc-${c.metadata.uid}`,
+      {
+        storageClassName: c.spec.storageClassName ?? '',
+        persistentVolumeReclaimPolicy: policy,
+        claimRef: {
+          kind: 'PersistentVolumeClaim',
+          apiVersion: 'v1',
+          namespace: 'ns',
+          name: c.metadata.name,
+          uid: c.metadata.uid,
+          resourceVersion: c.metadata.resourceVersion,
+        },
+      },
+      { annotations: { 'pv.kubernetes.io/provisioned-by': 'example.com/p' } },
+    ),
+  ) as PersistentVolume;
 }
 
 test('external provisioning: annotations, event, binding with exact annotations, release on claim deletion', async () => {
@@ -64,7 +114,11 @@ test('external provisioning: annotations, event, binding with exact annotations,
     assert.equal(c.metadata.annotations?.['pv.kubernetes.io/bind-completed'], 'yes');
     assert.equal(c.metadata.annotations?.['pv.kubernetes.io/bound-by-controller'], 'yes');
     assert.equal(v.status?.phase, 'Bound');
-    assert.equal(v.metadata.annotations?.['pv.kubernetes.io/bound-by-controller'], undefined, 'the provisioner bound it, not the controller');
+    assert.equal(
+      v.metadata.annotations?.['pv.kubernetes.io/bound-by-controller'],
+      undefined,
+      'the provisioner bound it, not the controller',
+    );
     assert.deepEqual(v.metadata.finalizers, ['kubernetes.io/pv-protection']);
 
     store.delete('persistentvolumeclaims', 'ns', 'c');
@@ -82,16 +136,31 @@ test('external provisioning: annotations, event, binding with exact annotations,
 test('pre-existing PVs: smallest match binds; each mismatching criterion is skipped', async () => {
   const { store, ctl } = setup();
   try {
-    store.create('persistentvolumes', volume('too-small', { capacity: { storage: '500Mi' }, storageClassName: 'manual' }));
+    store.create(
+      'persistentvolumes',
+      volume('too-small', { capacity: { storage: '500Mi' }, storageClassName: 'manual' }),
+    );
     store.create('persistentvolumes', volume('wrong-class', { storageClassName: 'other' }));
-    store.create('persistentvolumes', volume('wrong-mode', { storageClassName: 'manual', accessModes: ['ReadOnlyMany'] }));
+    store.create(
+      'persistentvolumes',
+      volume('wrong-mode', { storageClassName: 'manual', accessModes: ['ReadOnlyMany'] }),
+    );
     store.create('persistentvolumes', volume('block', { storageClassName: 'manual', volumeMode: 'Block' }));
     store.create('persistentvolumes', volume('unlabelled', { storageClassName: 'manual' }));
-    store.create('persistentvolumes', volume('big', { storageClassName: 'manual', capacity: { storage: '10Gi' } }, { labels: { tier: 'gold' } }));
-    store.create('persistentvolumes', volume('fit', { storageClassName: 'manual', capacity: { storage: '2Gi' } }, { labels: { tier: 'gold' } }));
+    store.create(
+      'persistentvolumes',
+      volume('big', { storageClassName: 'manual', capacity: { storage: '10Gi' } }, { labels: { tier: 'gold' } }),
+    );
+    store.create(
+      'persistentvolumes',
+      volume('fit', { storageClassName: 'manual', capacity: { storage: '2Gi' } }, { labels: { tier: 'gold' } }),
+    );
     await ctl.idle();
     assert.equal(getVolume(store, 'fit')?.status?.phase, 'Available');
-    store.create('persistentvolumeclaims', claim('c', { storageClassName: 'manual', selector: { matchLabels: { tier: 'gold' } } }));
+    store.create(
+      'persistentvolumeclaims',
+      claim('c', { storageClassName: 'manual', selector: { matchLabels: { tier: 'gold' } } }),
+    );
     await ctl.idle();
     assert.equal(getClaim(store, 'c')?.spec.volumeName, 'fit');
     assert.equal(getClaim(store, 'c')?.status?.phase, 'Bound');
@@ -168,24 +237,57 @@ test('WaitForFirstConsumer: waits, selected-node when a pod uses it, pod bound o
 test('scheduler respects nodeSelector, allowedTopologies and static PV node affinity', async () => {
   const { store, ctl } = setup();
   try {
-    store.create('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-b', labels: { zone: 'b' } },
-      status: { conditions: [{ type: 'Ready', status: 'True' }] } });
-    store.update('nodes', { ...store.get('nodes', undefined, 'node-b')!, status: { conditions: [{ type: 'Ready', status: 'True' }] } }, { subresource: 'status' });
-    store.create('storageclasses', cls('zonal', { volumeBindingMode: 'WaitForFirstConsumer',
-      allowedTopologies: [{ matchLabelExpressions: [{ key: 'zone', values: ['b'] }] }] }));
+    store.create('nodes', {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'node-b', labels: { zone: 'b' } },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    });
+    store.update(
+      'nodes',
+      { ...store.get('nodes', undefined, 'node-b')!, status: { conditions: [{ type: 'Ready', status: 'True' }] } },
+      { subresource: 'status' },
+    );
+    store.create(
+      'storageclasses',
+      cls('zonal', {
+        volumeBindingMode: 'WaitForFirstConsumer',
+        allowedTopologies: [{ matchLabelExpressions: [{ key: 'zone', values: ['b'] }] }],
+      }),
+    );
     store.create('persistentvolumeclaims', claim('z', { storageClassName: 'zonal' }));
     store.create('pods', pod('pz', 'z'));
     await ctl.idle();
     assert.equal(getClaim(store, 'z')?.metadata.annotations?.['volume.kubernetes.io/selected-node'], 'node-b');
 
-    store.create('storageclasses', { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'local' },
-      provisioner: 'kubernetes.io/no-provisioner', volumeBindingMode: 'WaitForFirstConsumer' });
-    store.create('persistentvolumes', volume('local-a', { storageClassName: 'local',
-      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['node-a'] }] }] } } }));
+    store.create('storageclasses', {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'local' },
+      provisioner: 'kubernetes.io/no-provisioner',
+      volumeBindingMode: 'WaitForFirstConsumer',
+    });
+    store.create(
+      'persistentvolumes',
+      volume('local-a', {
+        storageClassName: 'local',
+        nodeAffinity: {
+          required: {
+            nodeSelectorTerms: [
+              { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['node-a'] }] },
+            ],
+          },
+        },
+      }),
+    );
     store.create('persistentvolumeclaims', claim('l', { storageClassName: 'local' }));
     store.create('pods', pod('pl', 'l'));
     await ctl.idle();
-    assert.equal(getClaim(store, 'l')?.spec.volumeName, 'local-a', 'the static local PV is bound through the scheduler');
+    assert.equal(
+      getClaim(store, 'l')?.spec.volumeName,
+      'local-a',
+      'the static local PV is bound through the scheduler',
+    );
     assert.equal((store.get('pods', 'ns', 'pl') as Pod).spec.nodeName, 'node-a');
 
     store.create('storageclasses', cls('late', { volumeBindingMode: 'WaitForFirstConsumer' }));
@@ -194,7 +296,11 @@ test('scheduler respects nodeSelector, allowedTopologies and static PV node affi
     store.create('persistentvolumeclaims', claim('t', { storageClassName: 'late' }));
     store.create('pods', pod('pt', 't', { nodeSelector: { zone: 'b' } }));
     await ctl.idle();
-    assert.equal(getClaim(store, 's')?.metadata.annotations?.['volume.kubernetes.io/selected-node'], undefined, 'no node matches the nodeSelector');
+    assert.equal(
+      getClaim(store, 's')?.metadata.annotations?.['volume.kubernetes.io/selected-node'],
+      undefined,
+      'no node matches the nodeSelector',
+    );
     assert.equal((store.get('pods', 'ns', 'ps') as Pod).spec.nodeName, undefined);
     assert.equal(getClaim(store, 't')?.metadata.annotations?.['volume.kubernetes.io/selected-node'], 'node-b');
   } finally {
@@ -206,7 +312,11 @@ test('a pod created with spec.nodeName: its WaitForFirstConsumer claim gets that
   const { store, ctl } = setup();
   try {
     store.create('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-z' } });
-    store.update('nodes', { ...store.get('nodes', undefined, 'node-z')!, status: { conditions: [{ type: 'Ready', status: 'True' }] } }, { subresource: 'status' });
+    store.update(
+      'nodes',
+      { ...store.get('nodes', undefined, 'node-z')!, status: { conditions: [{ type: 'Ready', status: 'True' }] } },
+      { subresource: 'status' },
+    );
     store.create('storageclasses', cls('late', { volumeBindingMode: 'WaitForFirstConsumer' }));
     store.create('persistentvolumeclaims', claim('c', { storageClassName: 'late' }));
     store.create('pods', pod('pinned', 'c', { nodeName: 'node-z' }));
@@ -244,7 +354,10 @@ test('protection: a claim used by a running pod stays Terminating until the pod 
 test('reclaim Delete of a PV no external provisioner owns: the binder deletes it', async () => {
   const { store, ctl } = setup();
   try {
-    store.create('persistentvolumes', volume('v', { storageClassName: 'manual', persistentVolumeReclaimPolicy: 'Delete' }));
+    store.create(
+      'persistentvolumes',
+      volume('v', { storageClassName: 'manual', persistentVolumeReclaimPolicy: 'Delete' }),
+    );
     store.create('persistentvolumeclaims', claim('c', { storageClassName: 'manual' }));
     await ctl.idle();
     assert.equal(getVolume(store, 'v')?.status?.phase, 'Bound');
@@ -260,16 +373,26 @@ test('bad input: missing claim, two PVs for one claim, missing class; everything
   const { store, ctl } = setup();
   try {
     store.create('storageclasses', cls('fast'));
-    store.create('persistentvolumes', volume('orphan', { storageClassName: 'fast',
-      claimRef: { kind: 'PersistentVolumeClaim', namespace: 'ns', name: 'ghost', uid: '1234' } }));
+    store.create(
+      'persistentvolumes',
+      volume('orphan', {
+        storageClassName: 'fast',
+        claimRef: { kind: 'PersistentVolumeClaim', namespace: 'ns', name: 'ghost', uid: '1234' },
+      }),
+    );
     store.create('persistentvolumeclaims', claim('nocls', { storageClassName: 'missing' }));
     const c = store.create('persistentvolumeclaims', claim('c', { storageClassName: 'fast' })) as PersistentVolumeClaim;
     await ctl.idle();
     const first = provision(store, getClaim(store, 'c')!);
     await ctl.idle();
-    const second = store.create('persistentvolumes', { ...volume('dup', { storageClassName: 'fast', persistentVolumeReclaimPolicy: 'Delete',
-      claimRef: { kind: 'PersistentVolumeClaim', namespace: 'ns', name: 'c', uid: c.metadata.uid } }),
-    metadata: { name: 'dup', annotations: { 'pv.kubernetes.io/provisioned-by': 'example.com/p' } } });
+    const second = store.create('persistentvolumes', {
+      ...volume('dup', {
+        storageClassName: 'fast',
+        persistentVolumeReclaimPolicy: 'Delete',
+        claimRef: { kind: 'PersistentVolumeClaim', namespace: 'ns', name: 'c', uid: c.metadata.uid },
+      }),
+      metadata: { name: 'dup', annotations: { 'pv.kubernetes.io/provisioned-by': 'example.com/p' } },
+    });
     store.create('persistentvolumeclaims', claim('ok', { storageClassName: 'fast' }));
     await ctl.idle();
     provision(store, getClaim(store, 'ok')!);
@@ -278,10 +401,16 @@ test('bad input: missing claim, two PVs for one claim, missing class; everything
     assert.equal(getVolume(store, 'orphan')?.status?.phase, 'Released');
     assert.deepEqual(events(store, 'orphan'), [], 'kube-controller-manager releases it without an event');
     assert.ok(events(store, 'nocls').includes('Warning ProvisioningFailed'));
-    const failed = (store.list('events').items as CoreEvent[]).find((e) => e.involvedObject.name === 'nocls' && e.reason === 'ProvisioningFailed');
+    const failed = (store.list('events').items as CoreEvent[]).find(
+      (e) => e.involvedObject.name === 'nocls' && e.reason === 'ProvisioningFailed',
+    );
     assert.equal(failed?.message, 'storageclass.storage.k8s.io "missing" not found');
     assert.equal(getClaim(store, 'c')?.spec.volumeName, first.metadata.name);
-    assert.equal(getVolume(store, second.metadata.name!)?.status?.phase, 'Released', 'the duplicate goes back to its provisioner');
+    assert.equal(
+      getVolume(store, second.metadata.name!)?.status?.phase,
+      'Released',
+      'the duplicate goes back to its provisioner',
+    );
     assert.deepEqual(events(store, 'dup'), []);
     assert.equal(getClaim(store, 'ok')?.status?.phase, 'Bound');
   } finally {
@@ -295,7 +424,10 @@ test('resync re-emits ExternalProvisioning as one event with a growing count', a
     store.create('storageclasses', cls('fast'));
     store.create('persistentvolumeclaims', claim('c', { storageClassName: 'fast' }));
     await ctl.idle();
-    const count = () => (store.list('events').items as CoreEvent[]).filter((e) => e.reason === 'ExternalProvisioning').map((e) => e.count);
+    const count = () =>
+      (store.list('events').items as CoreEvent[])
+        .filter((e) => e.reason === 'ExternalProvisioning')
+        .map((e) => e.count);
     const before = count();
     assert.equal(before.length, 1);
     ctl.resync();

@@ -27,7 +27,11 @@ test('deletion finalizers: options, then the object, then the kind', () => {
     [undefined, ['foregroundDeletion', 'x'], { propagationPolicy: 'Foreground' }, undefined],
   ];
   for (const [policy, finalizers, opts, want] of cases) {
-    assert.deepEqual(deletionFinalizers(policy, finalizers, opts), want, `${policy} ${JSON.stringify(finalizers)} ${JSON.stringify(opts)}`);
+    assert.deepEqual(
+      deletionFinalizers(policy, finalizers, opts),
+      want,
+      `${policy} ${JSON.stringify(finalizers)} ${JSON.stringify(opts)}`,
+    );
   }
 });
 

@@ -16,7 +16,10 @@ function deployment(name: string): KubeObject {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name, namespace: NS },
-    spec: { selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'x' }] } } },
+    spec: {
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'x' }] } },
+    },
   };
 }
 
@@ -25,7 +28,13 @@ function configMap(name: string, owners?: OwnerReference[]): KubeObject {
 }
 
 function refTo(obj: KubeObject, blockOwnerDeletion = true): OwnerReference {
-  return { apiVersion: 'apps/v1', kind: 'Deployment', name: obj.metadata.name!, uid: obj.metadata.uid!, blockOwnerDeletion };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    name: obj.metadata.name!,
+    uid: obj.metadata.uid!,
+    blockOwnerDeletion,
+  };
 }
 
 /** Objects the collector examines to carry out one deletion of an owner with three dependents. */
@@ -49,7 +58,11 @@ async function examinedPerDeletion(unrelated: number, policy: PropagationPolicy)
     assert.equal(store.get('deployments', NS, 'owner'), undefined, `${policy}: owner left`);
     const left = ['dep-a', 'dep-b', 'dep-c'].filter((n) => store.get('configmaps', NS, n));
     assert.deepEqual(left, policy === 'Orphan' ? ['dep-a', 'dep-b', 'dep-c'] : [], `${policy}: dependents`);
-    assert.equal(store.list('configmaps', { namespace: NS }).items.length, unrelated + left.length, `${policy}: unrelated objects touched`);
+    assert.equal(
+      store.list('configmaps', { namespace: NS }).items.length,
+      unrelated + left.length,
+      `${policy}: unrelated objects touched`,
+    );
     return gc.examined - before;
   } finally {
     gc.stop();

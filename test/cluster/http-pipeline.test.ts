@@ -3,7 +3,13 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ClusterApiError } from '../../src/cluster/common/errors.ts';
-import { compose, newContext, NextCalledTwiceError, type RequestContext, type Step } from '../../src/cluster/http/pipeline.ts';
+import {
+  compose,
+  newContext,
+  NextCalledTwiceError,
+  type RequestContext,
+  type Step,
+} from '../../src/cluster/http/pipeline.ts';
 import { parseWatchRequest } from '../../src/cluster/http/watch-stream.ts';
 
 function context(path: string): RequestContext {
@@ -44,7 +50,11 @@ describe('request pipeline', () => {
 describe('parseWatchRequest', () => {
   const pods = { group: '', resource: 'pods' };
   it('adds metadata.name for a watch of one object and keeps the other parameters', () => {
-    const w = parseWatchRequest(pods, 'p1', new URLSearchParams('fieldSelector=spec.nodeName%3Dn1&allowWatchBookmarks=true&resourceVersion=7'));
+    const w = parseWatchRequest(
+      pods,
+      'p1',
+      new URLSearchParams('fieldSelector=spec.nodeName%3Dn1&allowWatchBookmarks=true&resourceVersion=7'),
+    );
     assert.equal(w.fieldSelector, 'spec.nodeName=n1,metadata.name=p1');
     assert.equal(w.rvParam, '7');
     assert.equal(w.bookmarks, true);

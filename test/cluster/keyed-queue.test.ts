@@ -39,6 +39,9 @@ test('KeyedQueue: handles many keys in FIFO order across batches', async () => {
   const q = new KeyedQueue({ handle: (k) => (seen.push(Number(k)), 'done'), batchSize: 7 });
   for (let i = 0; i < 3000; i++) q.add(String(i));
   await q.idle();
-  assert.deepEqual(seen, Array.from({ length: 3000 }, (_, i) => i));
+  assert.deepEqual(
+    seen,
+    Array.from({ length: 3000 }, (_, i) => i),
+  );
   q.stop();
 });

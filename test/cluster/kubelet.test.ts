@@ -27,18 +27,41 @@ describe('kubelet stand-in', () => {
 
   const volume = (name: string, path: string): PersistentVolume =>
     ({
-      apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name },
-      spec: { capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], hostPath: { path }, persistentVolumeReclaimPolicy: 'Retain', storageClassName: '' },
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name },
+      spec: {
+        capacity: { storage: '1Mi' },
+        accessModes: ['ReadWriteOnce'],
+        hostPath: { path },
+        persistentVolumeReclaimPolicy: 'Retain',
+        storageClassName: '',
+      },
     }) as PersistentVolume;
   const claim = (name: string, volumeName: string): PersistentVolumeClaim =>
     ({
-      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: 'default' },
-      spec: { accessModes: ['ReadWriteOnce'], storageClassName: '', volumeName, resources: { requests: { storage: '1Mi' } } },
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name, namespace: 'default' },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        storageClassName: '',
+        volumeName,
+        resources: { requests: { storage: '1Mi' } },
+      },
     }) as PersistentVolumeClaim;
   const pod = (name: string, claimName: string): Pod =>
     ({
-      apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' },
-      spec: { containers: [{ name: 'app', image: 'busybox' }, { name: 'sidecar', image: 'busybox' }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }] },
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default' },
+      spec: {
+        containers: [
+          { name: 'app', image: 'busybox' },
+          { name: 'sidecar', image: 'busybox' },
+        ],
+        volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }],
+      },
     }) as Pod;
   const getPod = (name: string) => client.get<Pod>(pods, name, { namespace: 'default' });
 
@@ -65,30 +88,57 @@ describe('kubelet stand-in', () => {
       const got = await getPod('runs');
       return got.status?.phase === 'Running' && got;
     });
-    const status = p.status as { message?: string; conditions?: Array<{ type: string; status: string }>; containerStatuses?: Array<{ name: string; ready: boolean; state: { running?: unknown } }> };
+    const status = p.status as {
+      message?: string;
+      conditions?: Array<{ type: string; status: string }>;
+      containerStatuses?: Array<{ name: string; ready: boolean; state: { running?: unknown } }>;
+    };
     assert.equal(status.message, NOT_RUN_MESSAGE);
     assert.equal(status.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
     assert.equal(status.conditions?.find((c) => c.type === 'ContainersReady')?.status, 'True');
-    assert.deepEqual(status.containerStatuses?.map((c) => [c.name, c.ready, c.state.running !== undefined]), [['app', true, true], ['sidecar', true, true]]);
+    assert.deepEqual(
+      status.containerStatuses?.map((c) => [c.name, c.ready, c.state.running !== undefined]),
+      [
+        ['app', true, true],
+        ['sidecar', true, true],
+      ],
+    );
     assert.ok(p.spec.nodeName, 'scheduled to the local node');
   });
 
   it('a pod whose volume directory is missing stays Pending with a FailedMount Warning', async () => {
     const ev = await waitFor('FailedMount', async () => {
-      const list = await client.list<CoreEvent>(coreEvents, { namespace: 'default', fieldSelector: 'involvedObject.name=stuck' });
+      const list = await client.list<CoreEvent>(coreEvents, {
+        namespace: 'default',
+        fieldSelector: 'involvedObject.name=stuck',
+      });
       return list.items.find((e) => e.reason === 'FailedMount');
     });
     assert.equal(ev.type, 'Warning');
-    assert.match(ev.message ?? '', /MountVolume\.SetUp failed for volume "data": directory .*missing of persistentvolume "pv-missing" does not exist/);
+    assert.match(
+      ev.message ?? '',
+      /MountVolume\.SetUp failed for volume "data": directory .*missing of persistentvolume "pv-missing" does not exist/,
+    );
     assert.equal((await getPod('stuck')).status?.phase, 'Pending');
     // Creating the directory and touching the claim lets it run: the stand-in re-checks on changes.
     await mkdir(join(dir, 'missing'));
-    await client.patch(persistentVolumeClaims, 'data-missing', { metadata: { labels: { touched: 'yes' } } }, { namespace: 'default', type: 'merge' });
-    await waitFor('pod stuck Running once the directory exists', async () => (await getPod('stuck')).status?.phase === 'Running');
+    await client.patch(
+      persistentVolumeClaims,
+      'data-missing',
+      { metadata: { labels: { touched: 'yes' } } },
+      { namespace: 'default', type: 'merge' },
+    );
+    await waitFor(
+      'pod stuck Running once the directory exists',
+      async () => (await getPod('stuck')).status?.phase === 'Running',
+    );
   });
 
   it('pods/log answers 400: containers are not run', async () => {
-    const err = await client.get(pods, 'runs', { namespace: 'default', subresource: 'log' }).then(() => undefined, (e: unknown) => e);
+    const err = await client.get(pods, 'runs', { namespace: 'default', subresource: 'log' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof ApiError, String(err));
     assert.equal(err.code, 400);
     assert.match(err.message, /containers are not run by the embedded cluster/);
@@ -97,8 +147,12 @@ describe('kubelet stand-in', () => {
   it('kubectl wait --for=condition=Ready and kubectl logs', { skip: SKIP_KUBECTL }, async () => {
     const run = (...args: string[]) =>
       new Promise<{ code: number; out: string; err: string }>((resolve) => {
-        execFile('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', join(dir, 'cache'), ...args], { timeout: 30_000, env: { ...process.env, KUBECONFIG: '' } }, (e, out, err) =>
-          resolve({ code: e ? ((e as { code?: number }).code ?? 1) : 0, out, err }));
+        execFile(
+          'kubectl',
+          ['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', join(dir, 'cache'), ...args],
+          { timeout: 30_000, env: { ...process.env, KUBECONFIG: '' } },
+          (e, out, err) => resolve({ code: e ? ((e as { code?: number }).code ?? 1) : 0, out, err }),
+        );
       });
     const waited = await run('wait', '--for=condition=Ready', 'pod/runs', '--timeout=20s');
     assert.equal(waited.code, 0, waited.err);

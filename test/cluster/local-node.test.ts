@@ -8,5 +8,8 @@ test('local node: DNS-safe name from the hostname, hostname label, Ready', () =>
   assert.equal(localNodeName('---'), 'localhost');
   const nodeObj = localNodeObject('host-1', Date.parse('2026-01-01T00:00:00Z'));
   assert.equal(nodeObj.metadata.labels?.['kubernetes.io/hostname'], 'host-1');
-  assert.deepEqual(nodeObj.status?.conditions?.map((c) => [c.type, c.status, c.lastHeartbeatTime]), [['Ready', 'True', '2026-01-01T00:00:00Z']]);
+  assert.deepEqual(
+    nodeObj.status?.conditions?.map((c) => [c.type, c.status, c.lastHeartbeatTime]),
+    [['Ready', 'True', '2026-01-01T00:00:00Z']],
+  );
 });

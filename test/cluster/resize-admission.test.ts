@@ -17,20 +17,40 @@ let client: KubeClient;
 
 async function boundClaim(name: string, className: string, size = '1Gi'): Promise<void> {
   await client.create(persistentVolumes, {
-    apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: `pv-${name}` },
-    spec: { capacity: { storage: size }, accessModes: ['ReadWriteOnce'], storageClassName: className, hostPath: { path: `/tmp/${name}` }, claimRef: { namespace: NS, name } },
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: `pv-${name}` },
+    spec: {
+      capacity: { storage: size },
+      accessModes: ['ReadWriteOnce'],
+      storageClassName: className,
+      hostPath: { path: `/tmp/${name}` },
+      claimRef: { namespace: NS, name },
+    },
   });
-  await client.create(persistentVolumeClaims, {
-    apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: NS },
-    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: size } }, storageClassName: className },
-  }, { namespace: NS });
+  await client.create(
+    persistentVolumeClaims,
+    {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name, namespace: NS },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: size } }, storageClassName: className },
+    },
+    { namespace: NS },
+  );
   await waitFor(`${name} Bound`, () => claim(name)?.status?.phase === 'Bound');
 }
 
-const claim = (name: string) => cluster.store.get('persistentvolumeclaims', NS, name) as PersistentVolumeClaim | undefined;
+const claim = (name: string) =>
+  cluster.store.get('persistentvolumeclaims', NS, name) as PersistentVolumeClaim | undefined;
 
 function request(name: string, size: string): Promise<unknown> {
-  return client.patch(persistentVolumeClaims, name, { spec: { resources: { requests: { storage: size } } } }, { namespace: NS, type: 'merge' });
+  return client.patch(
+    persistentVolumeClaims,
+    name,
+    { spec: { resources: { requests: { storage: size } } } },
+    { namespace: NS, type: 'merge' },
+  );
 }
 
 async function refusal(p: Promise<unknown>): Promise<{ code: number; message: string; cls: string }> {
@@ -47,10 +67,17 @@ describe('claim resize admission and events', () => {
   before(async () => {
     cluster = await startCluster();
     client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: 'resize-admission-test' });
-    for (const [name, allow] of [['elastic', true], ['fixed', false]] as const) {
+    for (const [name, allow] of [
+      ['elastic', true],
+      ['fixed', false],
+    ] as const) {
       await client.create(storageClasses, {
-        apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: 'example.com/external',
-        volumeBindingMode: 'Immediate', ...(allow ? { allowVolumeExpansion: true } : {}),
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'StorageClass',
+        metadata: { name },
+        provisioner: 'example.com/external',
+        volumeBindingMode: 'Immediate',
+        ...(allow ? { allowVolumeExpansion: true } : {}),
       });
     }
   });
@@ -64,7 +91,10 @@ describe('claim resize admission and events', () => {
     await request('grows', '3Gi');
     assert.equal(claim('grows')?.spec.resources?.requests?.storage, '3Gi');
     const ev = await waitFor('ExternalExpanding', () =>
-      (cluster.store.list('events').items as CoreEvent[]).find((e) => e.involvedObject.name === 'grows' && e.reason === 'ExternalExpanding'));
+      (cluster.store.list('events').items as CoreEvent[]).find(
+        (e) => e.involvedObject.name === 'grows' && e.reason === 'ExternalExpanding',
+      ),
+    );
     assert.equal(ev.message, 'waiting for an external controller to expand this PVC');
     assert.equal(ev.source?.component, 'volume_expand');
     assert.equal(ev.type, 'Normal');
@@ -78,14 +108,20 @@ describe('claim resize admission and events', () => {
     const r = await refusal(request('recovers', '1Gi'));
     assert.equal(r.code, 422);
     assert.equal(r.cls, InvalidError.name);
-    assert.equal(r.message, 'PersistentVolumeClaim "recovers" is invalid: spec.resources.requests.storage: Forbidden: field can not be less than status.capacity');
+    assert.equal(
+      r.message,
+      'PersistentVolumeClaim "recovers" is invalid: spec.resources.requests.storage: Forbidden: field can not be less than status.capacity',
+    );
   });
 
   it('refuses a shrink below status.capacity (422)', async () => {
     await boundClaim('shrinks', 'elastic');
     const r = await refusal(request('shrinks', '512Mi'));
     assert.equal(r.code, 422);
-    assert.equal(r.message, 'PersistentVolumeClaim "shrinks" is invalid: spec.resources.requests.storage: Forbidden: field can not be less than status.capacity');
+    assert.equal(
+      r.message,
+      'PersistentVolumeClaim "shrinks" is invalid: spec.resources.requests.storage: Forbidden: field can not be less than status.capacity',
+    );
     assert.equal(claim('shrinks')?.spec.resources?.requests?.storage, '1Gi');
   });
 
@@ -94,16 +130,32 @@ describe('claim resize admission and events', () => {
     const r = await refusal(request('fixed-size', '2Gi'));
     assert.equal(r.code, 403);
     assert.equal(r.cls, ForbiddenError.name);
-    assert.equal(r.message, 'persistentvolumeclaims "fixed-size" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize');
+    assert.equal(
+      r.message,
+      'persistentvolumeclaims "fixed-size" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize',
+    );
   });
 
   it('refuses a change to an unbound claim request (422, validation answers before admission)', async () => {
-    await client.create(persistentVolumeClaims, {
-      apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'pending', namespace: NS },
-      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'elastic' },
-    }, { namespace: NS });
+    await client.create(
+      persistentVolumeClaims,
+      {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: 'pending', namespace: NS },
+        spec: {
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '1Gi' } },
+          storageClassName: 'elastic',
+        },
+      },
+      { namespace: NS },
+    );
     const r = await refusal(request('pending', '2Gi'));
     assert.equal(r.code, 422);
-    assert.match(r.message, /^PersistentVolumeClaim "pending" is invalid: spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims/);
+    assert.match(
+      r.message,
+      /^PersistentVolumeClaim "pending" is invalid: spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims/,
+    );
   });
 });

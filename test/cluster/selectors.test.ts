@@ -1,7 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  parseLabelSelector, labelSelectorToPredicate, parseFieldSelector, SelectorError,
+  parseLabelSelector,
+  labelSelectorToPredicate,
+  parseFieldSelector,
+  SelectorError,
 } from '../../src/cluster/common/selectors.ts';
 import type { LabelSelector } from '../../src/types/k8s.ts';
 
@@ -61,17 +64,27 @@ test('label selector: errors carry kube messages', () => {
     ['a in x', /^unable to parse requirement: found 'x' expected: '\('$/],
     ['a in (x', /^unable to parse requirement: found '', expected: ',' or '\)'$/],
     ['a=(b)', /^unable to parse requirement: found '\(', expected: identifier$/],
-    ['-a=b', /^unable to parse requirement: <nil>: Invalid value: "-a": name part must consist of alphanumeric characters, '-', '_' or '\.', and must start and end with an alphanumeric character \(e\.g\. 'MyName', {2}or 'my\.name', {2}or '123-abc', regex used/],
+    [
+      '-a=b',
+      /^unable to parse requirement: <nil>: Invalid value: "-a": name part must consist of alphanumeric characters, '-', '_' or '\.', and must start and end with an alphanumeric character \(e\.g\. 'MyName', {2}or 'my\.name', {2}or '123-abc', regex used/,
+    ],
     ['a/b/c=d', /a qualified name must consist/],
     ['Bad_Prefix/x=y', /prefix part a lowercase RFC 1123 subdomain/],
     [`${'k'.repeat(64)}=v`, /name part must be no more than 63 characters/],
-    [`a=${'v'.repeat(64)}`, /^unable to parse requirement: values\[0\]\[a\]: Invalid value: "v{64}": must be no more than 63 characters$/],
+    [
+      `a=${'v'.repeat(64)}`,
+      /^unable to parse requirement: values\[0\]\[a\]: Invalid value: "v{64}": must be no more than 63 characters$/,
+    ],
     ['a=-x', /values\[0\]\[a\]: Invalid value: "-x": a valid label must be an empty string/],
     ['a>x', /for 'Gt', 'Lt' operators, the value must be an integer/],
     ['!a=b', /^found '=', expected: ',' or 'end of string'$/],
   ];
   for (const [sel, re] of cases) {
-    assert.throws(() => parseLabelSelector(sel), (e: unknown) => e instanceof SelectorError && re.test(e.message), sel);
+    assert.throws(
+      () => parseLabelSelector(sel),
+      (e: unknown) => e instanceof SelectorError && re.test(e.message),
+      sel,
+    );
   }
   assert.equal(parseLabelSelector('a==')({ a: '' }), true);
 });
@@ -95,8 +108,14 @@ test('label selector object: matchLabels and matchExpressions', () => {
   assert.equal(p(undefined), false);
   assert.equal(labelSelectorToPredicate({})(undefined), true, 'empty selector matches everything');
   assert.equal(labelSelectorToPredicate(undefined)({ x: 'y' }), true, 'undefined selector matches everything');
-  assert.throws(() => labelSelectorToPredicate({ matchExpressions: [{ key: 'a', operator: 'In', values: [] }] }), SelectorError);
-  assert.throws(() => labelSelectorToPredicate({ matchExpressions: [{ key: 'a', operator: 'Exists', values: ['x'] }] }), SelectorError);
+  assert.throws(
+    () => labelSelectorToPredicate({ matchExpressions: [{ key: 'a', operator: 'In', values: [] }] }),
+    SelectorError,
+  );
+  assert.throws(
+    () => labelSelectorToPredicate({ matchExpressions: [{ key: 'a', operator: 'Exists', values: ['x'] }] }),
+    SelectorError,
+  );
   assert.throws(
     () => labelSelectorToPredicate({ matchExpressions: [{ key: 'a', operator: 'Gt' as 'In', values: ['1'] }] }),
     (e: unknown) => e instanceof SelectorError && e.message === '"Gt" is not a valid label selector operator',
@@ -130,7 +149,11 @@ test('field selector: matching, escaping and errors', () => {
     ['metadata.name=a\\', 'invalid field selector: invalid escape sequence: \\'],
   ];
   for (const [sel, msg] of errors) {
-    assert.throws(() => parseFieldSelector(sel, supported), (e: unknown) => e instanceof SelectorError && e.message === msg, sel);
+    assert.throws(
+      () => parseFieldSelector(sel, supported),
+      (e: unknown) => e instanceof SelectorError && e.message === msg,
+      sel,
+    );
   }
 });
 
@@ -151,11 +174,25 @@ test('property: string and object selectors agree on random label sets', () => {
       const k = keys[rnd(keys.length)];
       const vs = [...new Set([vals[rnd(3)], vals[rnd(3)]])];
       switch (rnd(5)) {
-        case 0: parts.push(`${k} in (${vs.join(',')})`); sel.matchExpressions!.push({ key: k, operator: 'In', values: vs }); break;
-        case 1: parts.push(`${k} notin (${vs.join(', ')})`); sel.matchExpressions!.push({ key: k, operator: 'NotIn', values: vs }); break;
-        case 2: parts.push(k); sel.matchExpressions!.push({ key: k, operator: 'Exists' }); break;
-        case 3: parts.push(`!${k}`); sel.matchExpressions!.push({ key: k, operator: 'DoesNotExist' }); break;
-        default: parts.push(`${k}=${vs[0]}`); sel.matchExpressions!.push({ key: k, operator: 'In', values: [vs[0]] });
+        case 0:
+          parts.push(`${k} in (${vs.join(',')})`);
+          sel.matchExpressions!.push({ key: k, operator: 'In', values: vs });
+          break;
+        case 1:
+          parts.push(`${k} notin (${vs.join(', ')})`);
+          sel.matchExpressions!.push({ key: k, operator: 'NotIn', values: vs });
+          break;
+        case 2:
+          parts.push(k);
+          sel.matchExpressions!.push({ key: k, operator: 'Exists' });
+          break;
+        case 3:
+          parts.push(`!${k}`);
+          sel.matchExpressions!.push({ key: k, operator: 'DoesNotExist' });
+          break;
+        default:
+          parts.push(`${k}=${vs[0]}`);
+          sel.matchExpressions!.push({ key: k, operator: 'In', values: [vs[0]] });
       }
     }
     const fromString = parseLabelSelector(parts.join(rnd(2) ? ',' : ' , '));

@@ -12,22 +12,34 @@ import { parse } from 'yaml';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { buildKubeconfig, ensureServingCertificates, randomToken } from '../../src/cluster/http/tls.ts';
 
-async function withServer(certs: { certPem: string; keyPem: string }, token: string, fn: (port: number, seen: string[]) => Promise<void>) {
+async function withServer(
+  certs: { certPem: string; keyPem: string },
+  token: string,
+  fn: (port: number, seen: string[]) => Promise<void>,
+) {
   const seen: string[] = [];
   const server: Server = createServer({ cert: certs.certPem, key: certs.keyPem }, (req, res) => {
     seen.push(`${req.method} ${req.url} ${req.headers.authorization ?? ''}`);
     if (req.headers.authorization !== `Bearer ${token}`) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 401, reason: 'Unauthorized' }));
+      res
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end(
+          JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 401, reason: 'Unauthorized' }),
+        );
       return;
     }
     if (req.url === '/healthz') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
       return;
     }
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
-      kind: 'NamespaceList', apiVersion: 'v1', metadata: { resourceVersion: '7' },
-      items: [{ metadata: { name: 'default' } }, { metadata: { name: 'kube-system' } }],
-    }));
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        kind: 'NamespaceList',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: '7' },
+        items: [{ metadata: { name: 'default' } }, { metadata: { name: 'kube-system' } }],
+      }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
@@ -38,13 +50,25 @@ async function withServer(certs: { certPem: string; keyPem: string }, token: str
   }
 }
 
-function get(url: string, opts: { ca?: string; servername?: string; token?: string }): Promise<{ status: number; body: string }> {
+function get(
+  url: string,
+  opts: { ca?: string; servername?: string; token?: string },
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { ca: opts.ca, servername: opts.servername, agent: false, headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {} }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = request(
+      url,
+      {
+        ca: opts.ca,
+        servername: opts.servername,
+        agent: false,
+        headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {},
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -72,10 +96,16 @@ test('https server with the certificate is trusted by a client that trusts only 
   await withServer(c, token, async (port) => {
     assert.equal((await get(`https://127.0.0.1:${port}/healthz`, { ca: c.caPem, token })).body, 'ok');
     assert.equal((await get(`https://localhost:${port}/healthz`, { ca: c.caPem, token })).status, 200);
-    await assert.rejects(get(`https://127.0.0.1:${port}/healthz`, { token }), /self-signed|unable to verify|self signed/i);
+    await assert.rejects(
+      get(`https://127.0.0.1:${port}/healthz`, { token }),
+      /self-signed|unable to verify|self signed/i,
+    );
     const otherCA = await ensureServingCertificates(undefined, []);
     await assert.rejects(get(`https://127.0.0.1:${port}/healthz`, { ca: otherCA.caPem, token }), /certificate|verify/i);
-    await assert.rejects(get(`https://127.0.0.1:${port}/healthz`, { ca: c.caPem, servername: 'evil.example', token }), /altnames|Hostname/i);
+    await assert.rejects(
+      get(`https://127.0.0.1:${port}/healthz`, { ca: c.caPem, servername: 'evil.example', token }),
+      /altnames|Hostname/i,
+    );
   });
 });
 
@@ -86,17 +116,29 @@ test('client-node KubeConfig loaded from buildKubeconfig talks to the server wit
     const kc = new KubeConfig();
     kc.loadFromString(buildKubeconfig({ server: `https://127.0.0.1:${port}`, caPem: c.caPem, token }));
     const list = await kc.makeApiClient(CoreV1Api).listNamespace();
-    assert.deepEqual(list.items.map((n) => n.metadata?.name), ['default', 'kube-system']);
-    assert.ok(seen.some((s) => s.startsWith('GET /api/v1/namespaces') && s.endsWith(`Bearer ${token}`)), seen.join('\n'));
+    assert.deepEqual(
+      list.items.map((n) => n.metadata?.name),
+      ['default', 'kube-system'],
+    );
+    assert.ok(
+      seen.some((s) => s.startsWith('GET /api/v1/namespaces') && s.endsWith(`Bearer ${token}`)),
+      seen.join('\n'),
+    );
 
     const wrong = new KubeConfig();
     wrong.loadFromString(buildKubeconfig({ server: `https://127.0.0.1:${port}`, caPem: c.caPem, token: 'nope' }));
-    await assert.rejects(wrong.makeApiClient(CoreV1Api).listNamespace(), (e: unknown) => (e as { code?: number }).code === 401);
+    await assert.rejects(
+      wrong.makeApiClient(CoreV1Api).listNamespace(),
+      (e: unknown) => (e as { code?: number }).code === 401,
+    );
   });
 });
 
 test('kubectl (Go TLS) accepts the certificate via the kubeconfig, when kubectl is installed', async (t) => {
-  const kubectl = await promisify(execFile)('kubectl', ['version', '--client'], { timeout: 10_000 }).then(() => true, () => false);
+  const kubectl = await promisify(execFile)('kubectl', ['version', '--client'], { timeout: 10_000 }).then(
+    () => true,
+    () => false,
+  );
   if (!kubectl) {
     t.skip('kubectl not installed');
     return;
@@ -107,9 +149,15 @@ test('kubectl (Go TLS) accepts the certificate via the kubeconfig, when kubectl 
   try {
     await withServer(c, token, async (port) => {
       const kubeconfig = join(dir, 'kubeconfig');
-      await writeFile(kubeconfig, buildKubeconfig({ server: `https://127.0.0.1:${port}`, caPem: c.caPem, token }), { mode: 0o600 });
+      await writeFile(kubeconfig, buildKubeconfig({ server: `https://127.0.0.1:${port}`, caPem: c.caPem, token }), {
+        mode: 0o600,
+      });
       // execFile (async) so the in-process server can answer while kubectl runs.
-      const { stdout } = await promisify(execFile)('kubectl', ['--kubeconfig', kubeconfig, 'get', '--raw', '/healthz'], { timeout: 15_000 });
+      const { stdout } = await promisify(execFile)(
+        'kubectl',
+        ['--kubeconfig', kubeconfig, 'get', '--raw', '/healthz'],
+        { timeout: 15_000 },
+      );
       assert.equal(stdout.trim(), 'ok');
     });
   } finally {
@@ -149,7 +197,9 @@ test('certificates in a directory: written with safe modes, reused, reissued und
 
 test('buildKubeconfig shape and randomToken', () => {
   const ca = '-----BEGIN CERTIFICATE-----\nabc\n-----END CERTIFICATE-----\n';
-  const doc = parse(buildKubeconfig({ server: 'https://127.0.0.1:6443', caPem: ca, token: 't0k', name: 'dev', namespace: 'team' }));
+  const doc = parse(
+    buildKubeconfig({ server: 'https://127.0.0.1:6443', caPem: ca, token: 't0k', name: 'dev', namespace: 'team' }),
+  );
   assert.equal(doc['current-context'], 'dev');
   assert.equal(doc.clusters[0].cluster.server, 'https://127.0.0.1:6443');
   assert.equal(Buffer.from(doc.clusters[0].cluster['certificate-authority-data'], 'base64').toString(), ca);
@@ -157,7 +207,11 @@ test('buildKubeconfig shape and randomToken', () => {
   assert.deepEqual(doc.contexts, [{ name: 'dev', context: { cluster: 'dev', user: 'dev', namespace: 'team' } }]);
   const insecure = parse(buildKubeconfig({ server: 'http://127.0.0.1:8080', caPem: ca, token: 't', insecure: true }));
   assert.equal(insecure.clusters[0].cluster['insecure-skip-tls-verify'], true);
-  assert.equal(insecure.clusters[0].cluster['certificate-authority-data'], undefined, 'kubectl rejects CA data with insecure');
+  assert.equal(
+    insecure.clusters[0].cluster['certificate-authority-data'],
+    undefined,
+    'kubectl rejects CA data with insecure',
+  );
   assert.equal(insecure['current-context'], 'kube-provisioner');
   const tokens = new Set(Array.from({ length: 100 }, () => randomToken()));
   assert.equal(tokens.size, 100);
@@ -176,10 +230,17 @@ test('property: every requested host is covered by the serving certificate', asy
     const hosts: string[] = [];
     for (let j = 0; j < 1 + rnd(5); j++) {
       switch (rnd(4)) {
-        case 0: hosts.push(`h${rnd(1000)}.example${rnd(10)}.test`); break;
-        case 1: hosts.push(`${rnd(256)}.${rnd(256)}.${rnd(256)}.${1 + rnd(254)}`); break;
-        case 2: hosts.push(`fd00:${hex()}::${hex()}`); break;
-        default: hosts.push(`::ffff:10.0.${rnd(256)}.${rnd(256)}`);
+        case 0:
+          hosts.push(`h${rnd(1000)}.example${rnd(10)}.test`);
+          break;
+        case 1:
+          hosts.push(`${rnd(256)}.${rnd(256)}.${rnd(256)}.${1 + rnd(254)}`);
+          break;
+        case 2:
+          hosts.push(`fd00:${hex()}::${hex()}`);
+          break;
+        default:
+          hosts.push(`::ffff:10.0.${rnd(256)}.${rnd(256)}`);
       }
     }
     const c = await ensureServingCertificates(undefined, hosts);

@@ -5,11 +5,23 @@ import assert from 'node:assert/strict';
 import { VolumeIndex } from '../../src/cluster/controllers/volume-index.ts';
 import type { AccessMode, PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
 
-const pv = (name: string, size: string, modes: AccessMode[] = ['ReadWriteOnce'], extra: Partial<PersistentVolume['spec']> = {}, phase: 'Available' | 'Bound' = 'Available'): PersistentVolume => ({
-  metadata: { name }, spec: { capacity: { storage: size }, accessModes: modes, storageClassName: 'c', ...extra }, status: { phase },
+const pv = (
+  name: string,
+  size: string,
+  modes: AccessMode[] = ['ReadWriteOnce'],
+  extra: Partial<PersistentVolume['spec']> = {},
+  phase: 'Available' | 'Bound' = 'Available',
+): PersistentVolume => ({
+  metadata: { name },
+  spec: { capacity: { storage: size }, accessModes: modes, storageClassName: 'c', ...extra },
+  status: { phase },
 });
-const claim = (name: string): PersistentVolumeClaim => ({ metadata: { name, namespace: 'ns', uid: `u-${name}` }, spec: {} });
-const names = (groups: Iterable<Iterable<PersistentVolume>>) => [...groups].map((g) => [...g].map((v) => v.metadata.name));
+const claim = (name: string): PersistentVolumeClaim => ({
+  metadata: { name, namespace: 'ns', uid: `u-${name}` },
+  spec: {},
+});
+const names = (groups: Iterable<Iterable<PersistentVolume>>) =>
+  [...groups].map((g) => [...g].map((v) => v.metadata.name));
 
 test('VolumeIndex: unclaimed groups by access modes (fewest first) in ascending capacity, from the minimum', () => {
   const idx = new VolumeIndex();
@@ -29,7 +41,10 @@ test('VolumeIndex: unclaimed groups by access modes (fewest first) in ascending 
   idx.remove('mid');
   idx.upsert({ ...pv('mid2', '5Gi'), spec: { ...pv('mid2', '5Gi').spec, claimRef: { namespace: 'ns', name: 'x' } } });
   assert.deepEqual(names(idx.unclaimedGroups('c', ['ReadWriteOnce'], 2n * 1024n ** 3n)), [['big'], []]);
-  assert.deepEqual([...idx.preBoundTo(claim('x'))].map((v) => v.metadata.name), ['mid2']);
+  assert.deepEqual(
+    [...idx.preBoundTo(claim('x'))].map((v) => v.metadata.name),
+    ['mid2'],
+  );
   idx.upsert(pv('mid2', '5Gi')); // unbound again
   idx.upsert(pv('mid', '5Gi'));
   assert.deepEqual(names(idx.unclaimedGroups('c', ['ReadWriteOnce'], 2n * 1024n ** 3n))[0], ['mid2', 'mid', 'big']);

@@ -12,12 +12,24 @@ import { ScriptedClient } from './fakes.ts';
 import { newClaim } from './fixtures.ts';
 
 function withLock(claim: PersistentVolumeClaim, record: object): PersistentVolumeClaim {
-  return { ...claim, metadata: { ...claim.metadata, annotations: { ...claim.metadata.annotations, [ANN_CONTROL_PLANE_LEADER]: JSON.stringify(record) } } };
+  return {
+    ...claim,
+    metadata: {
+      ...claim.metadata,
+      annotations: { ...claim.metadata.annotations, [ANN_CONTROL_PLANE_LEADER]: JSON.stringify(record) },
+    },
+  };
 }
 
 describe('claim lock record', () => {
   it('parses the seed format', () => {
-    const rec = { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: '2017-01-01T00:00:00Z', renewTime: '2017-01-01T00:00:05Z', leaderTransitions: 2 };
+    const rec = {
+      holderIdentity: 'a',
+      leaseDurationSeconds: 15,
+      acquireTime: '2017-01-01T00:00:00Z',
+      renewTime: '2017-01-01T00:00:05Z',
+      leaderTransitions: 2,
+    };
     assert.deepEqual(parseLockRecord(withLock(newClaim('c', 'u', 'x', '', ''), rec)), rec);
     assert.equal(parseLockRecord(newClaim('c', 'u', 'x', '', '')), undefined);
     const broken = newClaim('c', 'u', 'x', '', '', { [ANN_CONTROL_PLANE_LEADER]: 'not json' });
@@ -30,9 +42,21 @@ describe('claim lock record', () => {
 
   it('judges expiry by local observation time, not by the record timestamps', async () => {
     const clock = new TestClock();
-    const lock = new ClaimLock({ client: new ScriptedClient(), identity: 'me', leaseDurationMs: 15_000, clock, logger: silentLogger });
+    const lock = new ClaimLock({
+      client: new ScriptedClient(),
+      identity: 'me',
+      leaseDurationMs: 15_000,
+      clock,
+      logger: silentLogger,
+    });
     // renewTime far in the past: a skewed clock must not make it look expired on first sight.
-    const held = withLock(newClaim('c', 'u1', 'x', '', ''), { holderIdentity: 'other', leaseDurationSeconds: 15, acquireTime: '2000-01-01T00:00:00Z', renewTime: '2000-01-01T00:00:00Z', leaderTransitions: 0 });
+    const held = withLock(newClaim('c', 'u1', 'x', '', ''), {
+      holderIdentity: 'other',
+      leaseDurationSeconds: 15,
+      acquireTime: '2000-01-01T00:00:00Z',
+      renewTime: '2000-01-01T00:00:00Z',
+      leaderTransitions: 0,
+    });
     const first = lock.inspect(held);
     assert.equal(first.state, 'held');
     await clock.advance(14_000);
@@ -40,15 +64,46 @@ describe('claim lock record', () => {
     await clock.advance(1_000);
     assert.equal(lock.inspect(held).state, 'expired');
     // A renewal (changed record) restarts the count.
-    const renewed = withLock(held, { holderIdentity: 'other', leaseDurationSeconds: 15, acquireTime: '2000-01-01T00:00:00Z', renewTime: '2000-01-01T00:00:10Z', leaderTransitions: 0 });
+    const renewed = withLock(held, {
+      holderIdentity: 'other',
+      leaseDurationSeconds: 15,
+      acquireTime: '2000-01-01T00:00:00Z',
+      renewTime: '2000-01-01T00:00:10Z',
+      leaderTransitions: 0,
+    });
     assert.equal(lock.inspect(renewed).state, 'held');
-    assert.equal(lock.inspect(withLock(held, { holderIdentity: 'me', leaseDurationSeconds: 15, acquireTime: '', renewTime: '', leaderTransitions: 0 })).state, 'ours');
-    assert.equal(lock.inspect(withLock(held, { holderIdentity: '', leaseDurationSeconds: 15, acquireTime: '', renewTime: '', leaderTransitions: 0 })).state, 'free');
+    assert.equal(
+      lock.inspect(
+        withLock(held, {
+          holderIdentity: 'me',
+          leaseDurationSeconds: 15,
+          acquireTime: '',
+          renewTime: '',
+          leaderTransitions: 0,
+        }),
+      ).state,
+      'ours',
+    );
+    assert.equal(
+      lock.inspect(
+        withLock(held, {
+          holderIdentity: '',
+          leaseDurationSeconds: 15,
+          acquireTime: '',
+          renewTime: '',
+          leaderTransitions: 0,
+        }),
+      ).state,
+      'free',
+    );
   });
 
   it('filters updates that only touched the lock annotation', () => {
     const a = newClaim('c', 'u', 'x', 'p', '');
-    const b = { ...withLock(a, { holderIdentity: 'x' }), metadata: { ...withLock(a, { holderIdentity: 'x' }).metadata, resourceVersion: '7' } };
+    const b = {
+      ...withLock(a, { holderIdentity: 'x' }),
+      metadata: { ...withLock(a, { holderIdentity: 'x' }).metadata, resourceVersion: '7' },
+    };
     assert.equal(isOnlyLockUpdate(a, b), true);
     const c = { ...b, spec: { ...b.spec, volumeName: 'pv' } };
     assert.equal(isOnlyLockUpdate(a, c), false);

@@ -20,8 +20,14 @@ describe('completeVolume', () => {
     provisioner: {},
     now: 0,
   });
-  const returned: PersistentVolume = { metadata: { name: 'whatever', uid: 'x', resourceVersion: '3', labels: { a: 'b' } }, spec: { capacity: { storage: '1Mi' }, hostPath: { path: '/x' } } };
-  const shared = (addFinalizer: boolean) => ({ options: resolveOptions({ addFinalizer }, {}), provisionerName: 'foo.bar/baz' });
+  const returned: PersistentVolume = {
+    metadata: { name: 'whatever', uid: 'x', resourceVersion: '3', labels: { a: 'b' } },
+    spec: { capacity: { storage: '1Mi' }, hostPath: { path: '/x' } },
+  };
+  const shared = (addFinalizer: boolean) => ({
+    options: resolveOptions({ addFinalizer }, {}),
+    provisionerName: 'foo.bar/baz',
+  });
 
   it('fills in what the controller owns', () => {
     const v = completeVolume(shared(false), claim, decision, returned);
@@ -30,7 +36,14 @@ describe('completeVolume', () => {
     assert.equal(v.metadata.resourceVersion, undefined);
     assert.deepEqual(v.metadata.labels, { a: 'b' });
     assert.equal(v.metadata.annotations?.[ANN_DYNAMICALLY_PROVISIONED], 'foo.bar/baz');
-    assert.deepEqual(v.spec.claimRef, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'default', name: 'claim-1', uid: 'uid-1', resourceVersion: '0' });
+    assert.deepEqual(v.spec.claimRef, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      namespace: 'default',
+      name: 'claim-1',
+      uid: 'uid-1',
+      resourceVersion: '0',
+    });
     assert.equal(v.spec.storageClassName, 'class-1');
     assert.equal(v.spec.persistentVolumeReclaimPolicy, 'Retain', 'reclaim policy from the class when unset');
     assert.equal(v.metadata.finalizers, undefined);
@@ -38,7 +51,10 @@ describe('completeVolume', () => {
   });
 
   it('adds the finalizer in finalizer mode for Delete volumes only', () => {
-    const del = completeVolume(shared(true), claim, decision, { ...returned, spec: { ...returned.spec, persistentVolumeReclaimPolicy: 'Delete' } });
+    const del = completeVolume(shared(true), claim, decision, {
+      ...returned,
+      spec: { ...returned.spec, persistentVolumeReclaimPolicy: 'Delete' },
+    });
     assert.deepEqual(del.metadata.finalizers, [FINALIZER_EXTERNAL_PROVISIONER]);
     const retain = completeVolume(shared(true), claim, decision, returned);
     assert.equal(retain.metadata.finalizers, undefined);

@@ -48,12 +48,19 @@ describe('ProvisionController with the cluster controllers', () => {
   it('WaitForFirstConsumer: provisions on the node the pod was scheduled to', async () => {
     const created = await createClaim(f.env, plainClaim('local-data', 'local'));
     const explained = await waitFor('explanation', () => f.ctrl.explain('default', 'local-data'));
-    assert.equal(explained.decision.action === 'wait' || explained.decision.action === 'ignore', true, explained.decision.reason);
+    assert.equal(
+      explained.decision.action === 'wait' || explained.decision.action === 'ignore',
+      true,
+      explained.decision.reason,
+    );
     const pod: Pod = {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'consumer', namespace: 'default' },
-      spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'local-data' } }] },
+      spec: {
+        containers: [{ name: 'c', image: 'busybox' }],
+        volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'local-data' } }],
+      },
     };
     await f.env.client.create(pods, pod, { namespace: 'default' });
     await waitFor('claim Bound', () => getPVC(f.env, 'default', 'local-data')?.status?.phase === 'Bound', 15_000);

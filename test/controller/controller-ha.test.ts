@@ -5,7 +5,17 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
 import { ANN_CONTROL_PLANE_LEADER } from '../../src/types/annotations.ts';
-import { claim, createClaim, getPV, getPVC, MemoryProvisioner, storageClass, useController, waitFor, type Env } from './harness.ts';
+import {
+  claim,
+  createClaim,
+  getPV,
+  getPVC,
+  MemoryProvisioner,
+  storageClass,
+  useController,
+  waitFor,
+  type Env,
+} from './harness.ts';
 
 const TIMING = { leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 200 };
 /**
@@ -32,12 +42,18 @@ function hangFirst(backend: MemoryProvisioner, claimName: string): void {
   backend.onProvision = (o, signal) => {
     if (o.claim.metadata.name !== claimName || hung) return undefined;
     hung = true;
-    return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('process died')), { once: true }));
+    return new Promise((_resolve, reject) =>
+      signal.addEventListener('abort', () => reject(new Error('process died')), { once: true }),
+    );
   };
 }
 
 async function createMany(env: Env, prefix: string, n: number): Promise<string[]> {
-  const uids = await Promise.all(Array.from({ length: n }, (_, i) => createClaim(env, claim(`${prefix}-${i}`, 'std')).then((c) => c.metadata.uid ?? '')));
+  const uids = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      createClaim(env, claim(`${prefix}-${i}`, 'std')).then((c) => c.metadata.uid ?? ''),
+    ),
+  );
   return uids.map((uid) => `pvc-${uid}`);
 }
 
@@ -68,10 +84,16 @@ for (const mode of ['lease', 'per-claim'] as const) {
       if (mode === 'lease') {
         assert.ok(calls.a.length === 0 || calls.b.length === 0, 'only the leader provisions');
       } else {
-        const lock = JSON.parse(getPVC(f.env, 'default', 'many-0')?.metadata.annotations?.[ANN_CONTROL_PLANE_LEADER] ?? '{}') as Record<string, unknown>;
+        const lock = JSON.parse(
+          getPVC(f.env, 'default', 'many-0')?.metadata.annotations?.[ANN_CONTROL_PLANE_LEADER] ?? '{}',
+        ) as Record<string, unknown>;
         assert.ok(['ctrl-a', 'ctrl-b'].includes(String(lock.holderIdentity)), 'the seed lock record is on the claim');
         assert.equal(lock.leaseDurationSeconds, 1);
-        assert.ok(typeof lock.acquireTime === 'string' && typeof lock.renewTime === 'string' && typeof lock.leaderTransitions === 'number');
+        assert.ok(
+          typeof lock.acquireTime === 'string' &&
+            typeof lock.renewTime === 'string' &&
+            typeof lock.leaderTransitions === 'number',
+        );
       }
     });
 
@@ -79,7 +101,9 @@ for (const mode of ['lease', 'per-claim'] as const) {
       hangFirst(f.backend, 'orphan');
       const created = await createClaim(f.env, claim('orphan', 'std'));
       const pvName = `pvc-${created.metadata.uid}`;
-      const stuck = await waitFor('someone provisioning', () => (calls.a.includes(pvName) ? 'a' : calls.b.includes(pvName) ? 'b' : undefined));
+      const stuck = await waitFor('someone provisioning', () =>
+        calls.a.includes(pvName) ? 'a' : calls.b.includes(pvName) ? 'b' : undefined,
+      );
       const [a, b] = f.ctrls;
       const [dying, survivor] = stuck === 'a' ? [a, calls.b] : [b, calls.a];
       await dying.stop();
@@ -92,7 +116,10 @@ for (const mode of ['lease', 'per-claim'] as const) {
 }
 
 describe("'lease' mode: losing the lease", () => {
-  const f = useController({ options: { leaderElection: { ...TIMING, mode: 'lease', namespace: 'default' } }, classes: [storageClass('std')] });
+  const f = useController({
+    options: { leaderElection: { ...TIMING, mode: 'lease', namespace: 'default' } },
+    classes: [storageClass('std')],
+  });
 
   it('stops working when renewals fail, campaigns again, and resumes (no process exit)', async () => {
     await waitFor('leading', () => f.ctrl.hasSynced());
@@ -119,19 +146,30 @@ describe("two controllers in 'per-claim' mode with the lease timings docs/reliab
   });
 
   it('a live holder renews its lock during a provision() longer than the lease: nobody takes over', async () => {
-    const lockOf = () => JSON.parse(getPVC(f.env, 'default', 'slow')?.metadata.annotations?.[ANN_CONTROL_PLANE_LEADER] ?? '{}') as {
-      holderIdentity?: string; acquireTime?: string; renewTime?: string; leaderTransitions?: number;
-    };
+    const lockOf = () =>
+      JSON.parse(getPVC(f.env, 'default', 'slow')?.metadata.annotations?.[ANN_CONTROL_PLANE_LEADER] ?? '{}') as {
+        holderIdentity?: string;
+        acquireTime?: string;
+        renewTime?: string;
+        leaderTransitions?: number;
+      };
     const holders = new Set<string>();
     f.backend.onProvision = async (o) => {
       if (o.claim.metadata.name !== 'slow') return undefined;
       // provision() lasts until the lock record shows renewals spanning two leases (not a fixed sleep), or until
       // the other replica took the lock over: a holder that stopped renewing loses the claim long before.
-      await waitFor('lock renewals spanning two leases, or a takeover', () => {
-        const lock = lockOf();
-        if (lock.holderIdentity) holders.add(lock.holderIdentity);
-        return holders.size > 1 || Date.parse(lock.renewTime ?? '') - Date.parse(lock.acquireTime ?? '') >= 2 * SAFE_TIMING.leaseDurationMs;
-      }, 60_000);
+      await waitFor(
+        'lock renewals spanning two leases, or a takeover',
+        () => {
+          const lock = lockOf();
+          if (lock.holderIdentity) holders.add(lock.holderIdentity);
+          return (
+            holders.size > 1 ||
+            Date.parse(lock.renewTime ?? '') - Date.parse(lock.acquireTime ?? '') >= 2 * SAFE_TIMING.leaseDurationMs
+          );
+        },
+        60_000,
+      );
       return undefined;
     };
     try {

@@ -56,7 +56,11 @@ describe("two controllers in 'per-claim' mode deleting volumes", () => {
     await waitFor(`PV of ${name}`, () => getPV(f.env, pvName));
     await f.env.client.delete(persistentVolumeClaims, name, { namespace: 'default' });
     const pv = getPV(f.env, pvName) as PersistentVolume;
-    f.env.cluster.store.update('persistentvolumes', { ...pv, status: { phase: 'Released' } }, { subresource: 'status' });
+    f.env.cluster.store.update(
+      'persistentvolumes',
+      { ...pv, status: { phase: 'Released' } },
+      { subresource: 'status' },
+    );
     return pvName;
   }
 
@@ -82,7 +86,11 @@ describe("two controllers in 'per-claim' mode deleting volumes", () => {
     await waitFor('PV of flaky', () => getPV(f.env, pvName));
     await f.env.client.delete(persistentVolumeClaims, 'flaky', { namespace: 'default' });
     const pv = getPV(f.env, pvName) as PersistentVolume;
-    f.env.cluster.store.update('persistentvolumes', { ...pv, status: { phase: 'Released' } }, { subresource: 'status' });
+    f.env.cluster.store.update(
+      'persistentvolumes',
+      { ...pv, status: { phase: 'Released' } },
+      { subresource: 'status' },
+    );
     await waitFor('flaky PV gone', () => !getPV(f.env, pvName), 15_000);
     assert.equal(failFirstDeleteOf, '', 'the first delete() failed');
     assert.equal(maxRunning.get(pvName), 1);

@@ -7,7 +7,21 @@ import { ControllerAlreadyRunningError, ProvisionController } from '../../src/co
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
 import { ANN_DYNAMICALLY_PROVISIONED, ANN_STORAGE_PROVISIONER } from '../../src/types/annotations.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
-import { claim, createClaim, createClass, eventsFor, FAST, getPV, MemoryProvisioner, PROVISIONER, reasons, startEnv, storageClass, waitFor, useController } from './harness.ts';
+import {
+  claim,
+  createClaim,
+  createClass,
+  eventsFor,
+  FAST,
+  getPV,
+  MemoryProvisioner,
+  PROVISIONER,
+  reasons,
+  startEnv,
+  storageClass,
+  waitFor,
+  useController,
+} from './harness.ts';
 
 describe('ProvisionController: provisioning and deleting', () => {
   const f = useController({ classes: [storageClass('fast')] });
@@ -30,7 +44,11 @@ describe('ProvisionController: provisioning and deleting', () => {
     const text = await f.registry.metrics();
     assert.match(text, /controller_persistentvolumeclaim_provision_total\{class="fast",source=""\} 1/);
     assert.match(text, /controller_persistentvolumeclaim_provision_duration_seconds_count\{class="fast",source=""\} 1/);
-    assert.deepEqual(f.backend.provisionCalls.filter((n) => n === pvName), [pvName], 'provision() called once');
+    assert.deepEqual(
+      f.backend.provisionCalls.filter((n) => n === pvName),
+      [pvName],
+      'provision() called once',
+    );
   });
 
   it('deletes a Released volume: backend first, then the PV, delete() once', async () => {
@@ -43,15 +61,29 @@ describe('ProvisionController: provisioning and deleting', () => {
     f.env.cluster.store.update('persistentvolumes', released, { subresource: 'status' });
     await waitFor('PV deleted', () => !getPV(f.env, pvName));
     assert.equal(f.backend.volumes.has(pvName), false);
-    assert.deepEqual(f.backend.deleteCalls.filter((n) => n === pvName), [pvName], 'delete() called once');
+    assert.deepEqual(
+      f.backend.deleteCalls.filter((n) => n === pvName),
+      [pvName],
+      'delete() called once',
+    );
     // The PV disappears when the DELETE is served; the metric is counted when its answer arrives.
-    await waitFor('delete metric', async () => /controller_persistentvolume_delete_total\{class="fast"\} 1/.test(await f.registry.metrics()));
+    await waitFor('delete metric', async () =>
+      /controller_persistentvolume_delete_total\{class="fast"\} 1/.test(await f.registry.metrics()),
+    );
   });
 
   it("ignores another provisioner's claims silently", async () => {
-    const created = await createClaim(f.env, claim('foreign', 'fast', { annotations: { [ANN_STORAGE_PROVISIONER]: 'other.example.com/x' } }));
+    const created = await createClaim(
+      f.env,
+      claim('foreign', 'fast', { annotations: { [ANN_STORAGE_PROVISIONER]: 'other.example.com/x' } }),
+    );
     await createClaim(f.env, claim('marker-1', 'fast'));
-    await waitFor('marker provisioned', () => f.backend.provisionCalls.length > 0 && getPV(f.env, `pvc-${f.env.cluster.store.get('persistentvolumeclaims', 'default', 'marker-1')?.metadata.uid}`));
+    await waitFor(
+      'marker provisioned',
+      () =>
+        f.backend.provisionCalls.length > 0 &&
+        getPV(f.env, `pvc-${f.env.cluster.store.get('persistentvolumeclaims', 'default', 'marker-1')?.metadata.uid}`),
+    );
     assert.equal(getPV(f.env, `pvc-${created.metadata.uid}`), undefined);
     assert.deepEqual(reasons(f.env, 'foreign'), []);
   });
@@ -72,7 +104,10 @@ describe('ProvisionController: provisioning and deleting', () => {
   });
 
   it('rejects claims with a selector by default, with a clear event', async () => {
-    const created = await createClaim(f.env, claim('selective', 'fast', { spec: { selector: { matchLabels: { tier: 'gold' } } } }));
+    const created = await createClaim(
+      f.env,
+      claim('selective', 'fast', { spec: { selector: { matchLabels: { tier: 'gold' } } } }),
+    );
     await waitFor('selector event', () => reasons(f.env, 'selective').includes('ProvisioningFailed'));
     assert.equal(f.backend.provisionCalls.includes(`pvc-${created.metadata.uid}`), false);
   });

@@ -9,12 +9,32 @@ import { ProvisionController } from '../../src/controller/provision-controller.t
 import { InfeasibleError, type ExpandResult, type Provisioner } from '../../src/controller/provisioner.ts';
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
-import { createClaim, createClass, FAST, getPV, getPVC, MemoryProvisioner, PROVISIONER, reasons, startEnv, storageClass, useController, waitFor, type Env } from './harness.ts';
+import {
+  createClaim,
+  createClass,
+  FAST,
+  getPV,
+  getPVC,
+  MemoryProvisioner,
+  PROVISIONER,
+  reasons,
+  startEnv,
+  storageClass,
+  useController,
+  waitFor,
+  type Env,
+} from './harness.ts';
 
 /** The memory backend with expand(): records calls; `onExpand` may throw or block. */
 class ExpandingProvisioner extends MemoryProvisioner {
   expandCalls: Array<{ pv: string; size: string }> = [];
-  onExpand: ((v: PersistentVolume, size: string, signal: AbortSignal) => Promise<ExpandResult | undefined> | ExpandResult | undefined) | undefined;
+  onExpand:
+    | ((
+        v: PersistentVolume,
+        size: string,
+        signal: AbortSignal,
+      ) => Promise<ExpandResult | undefined> | ExpandResult | undefined)
+    | undefined;
   async expand(v: PersistentVolume, size: string, signal: AbortSignal): Promise<ExpandResult> {
     this.expandCalls.push({ pv: v.metadata.name ?? '', size });
     return (await this.onExpand?.(v, size, signal)) ?? { capacity: size };
@@ -31,12 +51,20 @@ function plainClaim(name: string, className: string, size = '1Mi'): PersistentVo
 }
 
 async function requestSize(env: Env, name: string, size: string): Promise<void> {
-  await env.client.patch(persistentVolumeClaims, name, { spec: { resources: { requests: { storage: size } } } }, { namespace: 'default', type: 'merge' });
+  await env.client.patch(
+    persistentVolumeClaims,
+    name,
+    { spec: { resources: { requests: { storage: size } } } },
+    { namespace: 'default', type: 'merge' },
+  );
 }
 
 async function boundClaim(env: Env, name: string, className: string): Promise<string> {
   await createClaim(env, plainClaim(name, className));
-  const c = await waitFor(`${name} Bound`, () => getPVC(env, 'default', name)?.status?.phase === 'Bound' && getPVC(env, 'default', name));
+  const c = await waitFor(
+    `${name} Bound`,
+    () => getPVC(env, 'default', name)?.status?.phase === 'Bound' && getPVC(env, 'default', name),
+  );
   return c.spec.volumeName ?? '';
 }
 
@@ -74,27 +102,50 @@ describe('resize with the cluster controllers', () => {
       return e?.facts.some((fact) => fact.includes('resize status: ControllerResizeInProgress, allocated 2Mi')) && e;
     });
     assert.equal(explained.resize?.action, 'expand');
-    assert.ok(explained.facts.some((fact) => fact.startsWith('condition Resizing=True')), explained.facts.join('\n'));
+    assert.ok(
+      explained.facts.some((fact) => fact.startsWith('condition Resizing=True')),
+      explained.facts.join('\n'),
+    );
     release();
-    const done = await waitFor('claim capacity 2Mi', () => getPVC(f.env, 'default', 'grow-me')?.status?.capacity?.storage === '2Mi' && getPVC(f.env, 'default', 'grow-me'));
+    const done = await waitFor(
+      'claim capacity 2Mi',
+      () =>
+        getPVC(f.env, 'default', 'grow-me')?.status?.capacity?.storage === '2Mi' && getPVC(f.env, 'default', 'grow-me'),
+    );
     assert.equal(getPV(f.env, pvName)?.spec.capacity?.storage, '2Mi');
     assert.equal(done.status?.allocatedResourceStatuses?.storage, undefined);
     assert.equal(done.status?.allocatedResources?.storage, '2Mi');
     assert.deepEqual(conditionTypes(done), []);
-    await waitFor('events', () => ['ExternalExpanding', 'Resizing', 'VolumeResizeSuccessful'].every((r) => reasons(f.env, 'grow-me').includes(r)) || undefined);
-    assert.deepEqual(f.backend.expandCalls.filter((c) => c.pv === pvName), [{ pv: pvName, size: '2Mi' }]);
+    await waitFor(
+      'events',
+      () =>
+        ['ExternalExpanding', 'Resizing', 'VolumeResizeSuccessful'].every((r) =>
+          reasons(f.env, 'grow-me').includes(r),
+        ) || undefined,
+    );
+    assert.deepEqual(
+      f.backend.expandCalls.filter((c) => c.pv === pvName),
+      [{ pv: pvName, size: '2Mi' }],
+    );
   });
 
   it('a backend that needs the node stops at FileSystemResizePending, capacity unchanged', async () => {
     const pvName = await boundClaim(f.env, 'fs-pending', 'grow');
     f.backend.onExpand = (_v, size) => ({ capacity: size, nodeExpansionRequired: true });
     await requestSize(f.env, 'fs-pending', '3Mi');
-    const c = await waitFor('FileSystemResizePending', () => conditionTypes(getPVC(f.env, 'default', 'fs-pending')).includes('FileSystemResizePending') && getPVC(f.env, 'default', 'fs-pending'));
+    const c = await waitFor(
+      'FileSystemResizePending',
+      () =>
+        conditionTypes(getPVC(f.env, 'default', 'fs-pending')).includes('FileSystemResizePending') &&
+        getPVC(f.env, 'default', 'fs-pending'),
+    );
     assert.equal(c.status?.allocatedResourceStatuses?.storage, 'NodeResizePending');
     assert.equal(c.status?.capacity?.storage, '1Mi');
     assert.equal(getPV(f.env, pvName)?.spec.capacity?.storage, '3Mi');
     assert.ok(!conditionTypes(c).includes('Resizing'));
-    await waitFor('FileSystemResizeRequired event', () => reasons(f.env, 'fs-pending').includes('FileSystemResizeRequired'));
+    await waitFor('FileSystemResizeRequired event', () =>
+      reasons(f.env, 'fs-pending').includes('FileSystemResizeRequired'),
+    );
     assert.equal(f.ctrl.explain('default', 'fs-pending')?.resize?.code, 'NodeResizePending');
   });
 
@@ -105,7 +156,12 @@ describe('resize with the cluster controllers', () => {
       return undefined;
     };
     await requestSize(f.env, 'too-big', '100Mi');
-    await waitFor('infeasible status', () => getPVC(f.env, 'default', 'too-big')?.status?.allocatedResourceStatuses?.storage === 'ControllerResizeInfeasible');
+    await waitFor(
+      'infeasible status',
+      () =>
+        getPVC(f.env, 'default', 'too-big')?.status?.allocatedResourceStatuses?.storage ===
+        'ControllerResizeInfeasible',
+    );
     await waitFor('VolumeResizeFailed', () => reasons(f.env, 'too-big').includes('VolumeResizeFailed'));
     const explained = f.ctrl.explain('default', 'too-big');
     assert.equal(explained?.resize?.code, 'InfeasibleBackoff');
@@ -116,15 +172,28 @@ describe('resize with the cluster controllers', () => {
     assert.match(text, /Resize: expand \(Expand\): the claim asks for 100Mi, the volume has 1Mi/);
     // The slow retry (60 s here) is not waited for: lowering the request is a new attempt at once.
     await requestSize(f.env, 'too-big', '4Mi');
-    const c = await waitFor('capacity 4Mi', () => getPVC(f.env, 'default', 'too-big')?.status?.capacity?.storage === '4Mi' && getPVC(f.env, 'default', 'too-big'));
+    const c = await waitFor(
+      'capacity 4Mi',
+      () =>
+        getPVC(f.env, 'default', 'too-big')?.status?.capacity?.storage === '4Mi' && getPVC(f.env, 'default', 'too-big'),
+    );
     assert.equal(c.status?.allocatedResourceStatuses?.storage, undefined);
     assert.equal(getPV(f.env, pvName)?.spec.capacity?.storage, '4Mi');
-    assert.deepEqual(f.backend.expandCalls.filter((x) => x.pv === pvName).map((x) => x.size), ['100Mi', '4Mi']);
+    assert.deepEqual(
+      f.backend.expandCalls.filter((x) => x.pv === pvName).map((x) => x.size),
+      ['100Mi', '4Mi'],
+    );
   });
 
   it('a failed PV capacity write is retried without calling expand() again', async () => {
     const pvName = await boundClaim(f.env, 'pv-write', 'grow');
-    const rule = f.env.cluster.faults.add({ verb: 'patch', resource: 'persistentvolumes', name: pvName, status: 500, count: 2 });
+    const rule = f.env.cluster.faults.add({
+      verb: 'patch',
+      resource: 'persistentvolumes',
+      name: pvName,
+      status: 500,
+      count: 2,
+    });
     try {
       await requestSize(f.env, 'pv-write', '5Mi');
       await waitFor('capacity 5Mi', () => getPVC(f.env, 'default', 'pv-write')?.status?.capacity?.storage === '5Mi');
@@ -132,7 +201,10 @@ describe('resize with the cluster controllers', () => {
       f.env.cluster.faults.remove(rule);
     }
     assert.equal(getPV(f.env, pvName)?.spec.capacity?.storage, '5Mi');
-    assert.deepEqual(f.backend.expandCalls.filter((x) => x.pv === pvName), [{ pv: pvName, size: '5Mi' }]);
+    assert.deepEqual(
+      f.backend.expandCalls.filter((x) => x.pv === pvName),
+      [{ pv: pvName, size: '5Mi' }],
+    );
   });
 
   it('a failed claim status write after the PV write: the retry only records the capacity (no second expand())', async () => {
@@ -140,17 +212,30 @@ describe('resize with the cluster controllers', () => {
     let rule: number | undefined;
     f.backend.onExpand = () => {
       // After the claim was marked in progress: the next status writes (the final one) fail twice.
-      rule = f.env.cluster.faults.add({ verb: 'patch', resource: 'persistentvolumeclaims', subresource: 'status', name: 'status-write', status: 500, count: 2 });
+      rule = f.env.cluster.faults.add({
+        verb: 'patch',
+        resource: 'persistentvolumeclaims',
+        subresource: 'status',
+        name: 'status-write',
+        status: 500,
+        count: 2,
+      });
       return undefined;
     };
     try {
       await requestSize(f.env, 'status-write', '8Mi');
-      await waitFor('capacity 8Mi', () => getPVC(f.env, 'default', 'status-write')?.status?.capacity?.storage === '8Mi');
+      await waitFor(
+        'capacity 8Mi',
+        () => getPVC(f.env, 'default', 'status-write')?.status?.capacity?.storage === '8Mi',
+      );
     } finally {
       if (rule !== undefined) f.env.cluster.faults.remove(rule);
     }
     assert.equal(getPV(f.env, pvName)?.spec.capacity?.storage, '8Mi');
-    assert.deepEqual(f.backend.expandCalls.filter((x) => x.pv === pvName), [{ pv: pvName, size: '8Mi' }]);
+    assert.deepEqual(
+      f.backend.expandCalls.filter((x) => x.pv === pvName),
+      [{ pv: pvName, size: '8Mi' }],
+    );
     assert.deepEqual(conditionTypes(getPVC(f.env, 'default', 'status-write')), []);
   });
 
@@ -161,7 +246,12 @@ describe('resize with the cluster controllers', () => {
     };
     await requestSize(f.env, 'always-fails', '6Mi');
     await waitFor('given up', () => f.ctrl.explain('default', 'always-fails')?.resize?.code === 'GivenUp');
-    await waitFor('status infeasible', () => getPVC(f.env, 'default', 'always-fails')?.status?.allocatedResourceStatuses?.storage === 'ControllerResizeInfeasible');
+    await waitFor(
+      'status infeasible',
+      () =>
+        getPVC(f.env, 'default', 'always-fails')?.status?.allocatedResourceStatuses?.storage ===
+        'ControllerResizeInfeasible',
+    );
     assert.equal(f.backend.expandCalls.filter((x) => x.pv === pvName).length, 3);
   });
 });
@@ -170,7 +260,9 @@ describe('resize with per-claim election', () => {
   const f = useController({
     env: { controllers: true },
     backend: () => new ExpandingProvisioner(),
-    options: { leaderElection: { mode: 'per-claim', leaseDurationMs: 2_000, renewDeadlineMs: 1_000, retryPeriodMs: 100 } },
+    options: {
+      leaderElection: { mode: 'per-claim', leaseDurationMs: 2_000, renewDeadlineMs: 1_000, retryPeriodMs: 100 },
+    },
     replicas: [{ options: { identity: 'replica-a' } }, { options: { identity: 'replica-b' } }],
     classes: [storageClass('grow', { allowVolumeExpansion: true })],
   });
@@ -180,7 +272,11 @@ describe('resize with per-claim election', () => {
     await requestSize(f.env, 'shared-work', '9Mi');
     await waitFor('capacity 9Mi', () => getPVC(f.env, 'default', 'shared-work')?.status?.capacity?.storage === '9Mi');
     assert.deepEqual(f.backend.expandCalls, [{ pv: pvName, size: '9Mi' }]);
-    assert.match(getPV(f.env, pvName)?.metadata.annotations?.['control-plane.alpha.kubernetes.io/leader'] ?? '', /"holderIdentity":"replica-[ab]"/, 'expanded under the PV lock');
+    assert.match(
+      getPV(f.env, pvName)?.metadata.annotations?.['control-plane.alpha.kubernetes.io/leader'] ?? '',
+      /"holderIdentity":"replica-[ab]"/,
+      'expanded under the PV lock',
+    );
   });
 });
 
@@ -188,7 +284,15 @@ describe('resize across a leader change', () => {
   it('the new leader calls expand() again with the same size and finishes', async () => {
     const env = await startEnv({ controllers: true });
     const backend = new ExpandingProvisioner();
-    const timing = { leaderElection: { mode: 'lease' as const, namespace: 'default', leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 100 } };
+    const timing = {
+      leaderElection: {
+        mode: 'lease' as const,
+        namespace: 'default',
+        leaseDurationMs: 1_000,
+        renewDeadlineMs: 600,
+        retryPeriodMs: 100,
+      },
+    };
     const seen: string[] = [];
     const via = (who: string): Provisioner => ({
       provision: (o, s) => backend.provision(o, s),
@@ -206,15 +310,26 @@ describe('resize across a leader change', () => {
       const pvName = await boundClaim(env, 'handover', 'grow');
       // a's expand() hangs until its term ends (stop aborts the signal).
       backend.onExpand = (_v, _size, signal) =>
-        seen.length === 1 ? new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })) : undefined;
+        seen.length === 1
+          ? new Promise((_, reject) =>
+              signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }),
+            )
+          : undefined;
       await requestSize(env, 'handover', '7Mi');
       await waitFor('a is expanding', () => seen.length === 1);
       b = new ProvisionController(env.client, PROVISIONER, via('b'), { ...FAST, ...timing, identity: 'ctrl-b' });
       void b.run();
       await a.stop();
-      await waitFor('capacity 7Mi', () => getPVC(env, 'default', 'handover')?.status?.capacity?.storage === '7Mi', 15_000);
+      await waitFor(
+        'capacity 7Mi',
+        () => getPVC(env, 'default', 'handover')?.status?.capacity?.storage === '7Mi',
+        15_000,
+      );
       assert.deepEqual(seen, ['a', 'b']);
-      assert.deepEqual(backend.expandCalls.map((x) => x.size), ['7Mi', '7Mi']);
+      assert.deepEqual(
+        backend.expandCalls.map((x) => x.size),
+        ['7Mi', '7Mi'],
+      );
       assert.equal(getPV(env, pvName)?.spec.capacity?.storage, '7Mi');
     } finally {
       await a.stop();

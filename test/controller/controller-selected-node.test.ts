@@ -26,17 +26,27 @@ describe('selected node checks and bounded events', () => {
   const failed = (name: string) => eventsFor(f.env, name).filter((e) => e.reason === 'ProvisioningFailed');
 
   it('a selected node that is not a valid node name: infeasible Warning, provision() never called', async () => {
-    const c = await createClaim(f.env, claim('bad-node', 'wffc', { annotations: { [ANN_SELECTED_NODE]: '../../etc' } }));
+    const c = await createClaim(
+      f.env,
+      claim('bad-node', 'wffc', { annotations: { [ANN_SELECTED_NODE]: '../../etc' } }),
+    );
     const ev = await waitFor('ProvisioningFailed', () => failed('bad-node')[0]);
     assert.equal(ev.type, 'Warning');
     assert.match(ev.message ?? '', /infeasible error.*selected node "\.\.\/\.\.\/etc" is not a valid node name/);
     assert.equal(f.backend.provisionCalls.includes(`pvc-${c.metadata.uid}`), false);
-    assert.equal(getPVC(f.env, 'default', 'bad-node')?.metadata.annotations?.[ANN_SELECTED_NODE], '../../etc', 'not rescheduled: no node can have that name');
+    assert.equal(
+      getPVC(f.env, 'default', 'bad-node')?.metadata.annotations?.[ANN_SELECTED_NODE],
+      '../../etc',
+      'not rescheduled: no node can have that name',
+    );
   });
 
   it('a selected node missing from the node cache: Reschedule (selected-node removed), provision() never called', async () => {
     const c = await createClaim(f.env, claim('gone-node', 'wffc', { annotations: { [ANN_SELECTED_NODE]: 'node-2' } }));
-    await waitFor('selected-node removed', () => getPVC(f.env, 'default', 'gone-node')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined);
+    await waitFor(
+      'selected-node removed',
+      () => getPVC(f.env, 'default', 'gone-node')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined,
+    );
     assert.match(failed('gone-node')[0]?.message ?? '', /selected node node-2 does not exist/);
     assert.equal(f.backend.provisionCalls.includes(`pvc-${c.metadata.uid}`), false);
   });
@@ -50,6 +60,9 @@ describe('selected node checks and bounded events', () => {
     await createClaim(f.env, claim('huge-error', 'std'));
     const ev = await waitFor('ProvisioningFailed', () => failed('huge-error')[0]);
     assert.ok(Buffer.byteLength(ev.message ?? '') <= 4096, `${Buffer.byteLength(ev.message ?? '')} bytes`);
-    assert.match(ev.message ?? '', /^Volume provisioning failed with infeasible error\. Retries will be delayed\. bad: x+…\(\d+ bytes, shortened\)…x+$/);
+    assert.match(
+      ev.message ?? '',
+      /^Volume provisioning failed with infeasible error\. Retries will be delayed\. bad: x+…\(\d+ bytes, shortened\)…x+$/,
+    );
   });
 });

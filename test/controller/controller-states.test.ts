@@ -4,11 +4,28 @@
 // thresholds that hold across resyncs until the claim changes.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { IgnoredError, InfeasibleError, ProvisioningError, type ProvisionOptions, type ProvisionResult } from '../../src/controller/provisioner.ts';
+import {
+  IgnoredError,
+  InfeasibleError,
+  ProvisioningError,
+  type ProvisionOptions,
+  type ProvisionResult,
+} from '../../src/controller/provisioner.ts';
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
-import { claim, createClaim, eventsFor, getPV, getPVC, MemoryProvisioner, reasons, storageClass, useController, waitFor } from './harness.ts';
+import {
+  claim,
+  createClaim,
+  eventsFor,
+  getPV,
+  getPVC,
+  MemoryProvisioner,
+  reasons,
+  storageClass,
+  useController,
+  waitFor,
+} from './harness.ts';
 
 /** A MemoryProvisioner that refuses one claim name with IgnoredError on every call (after counting the call). */
 class WitnessIgnoringProvisioner extends MemoryProvisioner {
@@ -57,10 +74,11 @@ describe('ProvisionController: provisioning states and failures', () => {
   /** Resolves once the witness was asked `n` more times, i.e. `n` more resyncs ran (n - 1 of them completely). */
   const resyncs = async (n: number) => {
     const start = calls(witnessPv);
-await waitFor(`${n} more resyncs`, () => calls(witnessPv) >= start + n);
+    await waitFor(`${n} more resyncs`, () => calls(witnessPv) >= start + n);
   };
   /** Rate-limited re-adds of the claim queue (WorkQueue.addRateLimited: the backoff retries). */
-  const backoffRetries = async () => Number(/workqueue_retries_total\{name="claims"\} (\d+)/.exec(await f.registry.metrics())?.[1]);
+  const backoffRetries = async () =>
+    Number(/workqueue_retries_total\{name="claims"\} (\d+)/.exec(await f.registry.metrics())?.[1]);
 
   const fail = (err: Error) => () => {
     throw err;
@@ -113,7 +131,9 @@ await waitFor(`${n} more resyncs`, () => calls(witnessPv) >= start + n);
     assert.equal(pv.spec.claimRef?.uid, uid);
     await waitFor('no longer in progress', () => !f.ctrl.claimsInProgress().includes(uid));
     // The PV controller releases a PV whose claim is gone; the controller then deletes the backend volume.
-    f.env.cluster.store.update('persistentvolumes', { ...pv, status: { phase: 'Released' } } as PersistentVolume, { subresource: 'status' });
+    f.env.cluster.store.update('persistentvolumes', { ...pv, status: { phase: 'Released' } } as PersistentVolume, {
+      subresource: 'status',
+    });
     await waitFor('PV reclaimed', () => !getPV(f.env, `pvc-${uid}`));
     assert.equal(f.backend.volumes.has(`pvc-${uid}`), false);
   });
@@ -121,31 +141,58 @@ await waitFor(`${n} more resyncs`, () => calls(witnessPv) >= start + n);
   it('Reschedule removes selected-node, and provisions on the next node chosen', async () => {
     script.set('resched', [fail(new ProvisioningError('node-1 is full', 'Reschedule'))]);
     const c = await createClaim(f.env, claim('resched', 'wffc', { annotations: { [ANN_SELECTED_NODE]: 'node-1' } }));
-    await waitFor('selected-node removed', () => getPVC(f.env, 'default', 'resched')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined);
+    await waitFor(
+      'selected-node removed',
+      () => getPVC(f.env, 'default', 'resched')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined,
+    );
     assert.equal(getPV(f.env, `pvc-${c.metadata.uid}`), undefined);
     const current = getPVC(f.env, 'default', 'resched') as PersistentVolumeClaim;
-    await f.env.client.update(persistentVolumeClaims, {
-      ...current,
-      metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, [ANN_SELECTED_NODE]: 'node-2' } },
-    }, { namespace: 'default' });
+    await f.env.client.update(
+      persistentVolumeClaims,
+      {
+        ...current,
+        metadata: {
+          ...current.metadata,
+          annotations: { ...current.metadata.annotations, [ANN_SELECTED_NODE]: 'node-2' },
+        },
+      },
+      { namespace: 'default' },
+    );
     const pv = await waitFor('PV on node-2', () => getPV(f.env, `pvc-${c.metadata.uid}`));
     assert.equal(pv.spec.nodeAffinity?.required?.nodeSelectorTerms[0]?.matchExpressions?.[0]?.values?.[0], 'node-2');
   });
 
   it('IgnoredError: no failure event, no metric, no PV, no backoff retry (resync asks again, as in Go)', async () => {
     const ignore = fail(new IgnoredError('another shard owns it'));
-    script.set('ignored', Array.from({ length: 100 }, () => ignore));
+    script.set(
+      'ignored',
+      Array.from({ length: 100 }, () => ignore),
+    );
     const metricsBefore = await f.registry.metrics();
     const retriesBefore = await backoffRetries();
     assert.ok(Number.isFinite(retriesBefore), 'the claim queue reports workqueue_retries_total');
     const c = await createClaim(f.env, claim('ignored', 'std'));
     // Asked three times: once when created, then by two resyncs (the only way back for an ignored claim).
     await waitFor('provision called by two resyncs', () => calls(`pvc-${c.metadata.uid}`) >= 3);
-    assert.equal(await backoffRetries(), retriesBefore, 'no backoff retry: the claim queue re-added nothing rate-limited');
+    assert.equal(
+      await backoffRetries(),
+      retriesBefore,
+      'no backoff retry: the claim queue re-added nothing rate-limited',
+    );
     assert.equal(getPV(f.env, `pvc-${c.metadata.uid}`), undefined);
-    assert.deepEqual(reasons(f.env, 'ignored').filter((r) => r !== 'Provisioning'), []);
-    const failedCount = (text: string) => Number(/controller_persistentvolumeclaim_provision_failed_total\{class="std",source=""\} (\d+)/.exec(text)?.[1] ?? 0);
-    assert.equal(failedCount(await f.registry.metrics()), failedCount(metricsBefore), 'IgnoredError is not counted as a failure');
+    assert.deepEqual(
+      reasons(f.env, 'ignored').filter((r) => r !== 'Provisioning'),
+      [],
+    );
+    const failedCount = (text: string) =>
+      Number(
+        /controller_persistentvolumeclaim_provision_failed_total\{class="std",source=""\} (\d+)/.exec(text)?.[1] ?? 0,
+      );
+    assert.equal(
+      failedCount(await f.registry.metrics()),
+      failedCount(metricsBefore),
+      'IgnoredError is not counted as a failure',
+    );
   });
 
   it('InfeasibleError: slow retry that resync does not shorten, retried at once when the claim changes', async () => {
@@ -156,10 +203,17 @@ await waitFor(`${n} more resyncs`, () => calls(witnessPv) >= start + n);
     await resyncs(4);
     assert.equal(calls(pvName), 1, 'no retry before retryIntervalMax, across three resyncs');
     const current = getPVC(f.env, 'default', 'infeasible') as PersistentVolumeClaim;
-    await f.env.client.update(persistentVolumeClaims, { ...current, metadata: { ...current.metadata, labels: { fixed: 'yes' } } }, { namespace: 'default' });
+    await f.env.client.update(
+      persistentVolumeClaims,
+      { ...current, metadata: { ...current.metadata, labels: { fixed: 'yes' } } },
+      { namespace: 'default' },
+    );
     await waitFor('PV after the claim changed', () => getPV(f.env, pvName));
     const ev = eventsFor(f.env, 'infeasible').find((e) => e.reason === 'ProvisioningFailed');
-    assert.match(ev?.message ?? '', /^Volume provisioning failed with infeasible error\. Retries will be delayed\. size 1Mi below the minimum$/);
+    assert.match(
+      ev?.message ?? '',
+      /^Volume provisioning failed with infeasible error\. Retries will be delayed\. size 1Mi below the minimum$/,
+    );
   });
 
   it('gives up after failedProvisionThreshold failures with an event and a metric, holds across resyncs, retries when the claim changes', async () => {
@@ -171,13 +225,20 @@ await waitFor(`${n} more resyncs`, () => calls(witnessPv) >= start + n);
     assert.equal(calls(pvName), 3);
     await resyncs(4);
     assert.equal(calls(pvName), 3, 'three resyncs do not retry a given-up claim');
-    assert.match(await f.registry.metrics(), /controller_persistentvolumeclaim_provision_given_up_total\{class="std",source=""\} 1/);
+    assert.match(
+      await f.registry.metrics(),
+      /controller_persistentvolumeclaim_provision_given_up_total\{class="std",source=""\} 1/,
+    );
     script.set('doomed', []);
     const current = getPVC(f.env, 'default', 'doomed') as PersistentVolumeClaim;
-    await f.env.client.update(persistentVolumeClaims, {
-      ...current,
-      metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, 'example.com/retry': '1' } },
-    }, { namespace: 'default' });
+    await f.env.client.update(
+      persistentVolumeClaims,
+      {
+        ...current,
+        metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, 'example.com/retry': '1' } },
+      },
+      { namespace: 'default' },
+    );
     await waitFor('PV after the claim changed', () => getPV(f.env, pvName));
     assert.equal(calls(pvName), 4);
   });

@@ -7,15 +7,30 @@ import { persistentVolumeClaims, persistentVolumes } from '../../src/runtime/res
 import { ANN_DYNAMICALLY_PROVISIONED, FINALIZER_EXTERNAL_PROVISIONER as FIN } from '../../src/types/annotations.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import {
-  claim, createClaim, getPV, PROVISIONER, reasons, storageClass, useController, volumeDecisionLogger, waitFor, type VolumeDecisionEntry,
+  claim,
+  createClaim,
+  getPV,
+  PROVISIONER,
+  reasons,
+  storageClass,
+  useController,
+  volumeDecisionLogger,
+  waitFor,
+  type VolumeDecisionEntry,
 } from './harness.ts';
 
 /** Resolves once the controller decided `code` about `pv` at `resourceVersion` or later: it saw that version. */
-function decided(log: VolumeDecisionEntry[], pv: string, resourceVersion: string | undefined, code: string): Promise<VolumeDecisionEntry> {
+function decided(
+  log: VolumeDecisionEntry[],
+  pv: string,
+  resourceVersion: string | undefined,
+  code: string,
+): Promise<VolumeDecisionEntry> {
   const rv = Number(resourceVersion);
   assert.ok(Number.isFinite(rv), `resourceVersion ${String(resourceVersion)}`);
   return waitFor(`${code} decided about ${pv} at resourceVersion >= ${rv}`, () =>
-    log.find((e) => e.pv === pv && e.resourceVersion >= rv && e.code === code));
+    log.find((e) => e.pv === pv && e.resourceVersion >= rv && e.code === code),
+  );
 }
 
 describe('ProvisionController: volumes in finalizer mode', () => {
@@ -28,7 +43,13 @@ describe('ProvisionController: volumes in finalizer mode', () => {
   /** Sets the PV's phase; returns the new resourceVersion. */
   function setPhase(name: string, phase: 'Bound' | 'Released'): string | undefined {
     const pv = getPV(f.env, name) as PersistentVolume;
-    return (f.env.cluster.store.update('persistentvolumes', { ...pv, status: { phase } }, { subresource: 'status' }) as PersistentVolume).metadata.resourceVersion;
+    return (
+      f.env.cluster.store.update(
+        'persistentvolumes',
+        { ...pv, status: { phase } },
+        { subresource: 'status' },
+      ) as PersistentVolume
+    ).metadata.resourceVersion;
   }
 
   async function provisioned(name: string): Promise<{ uid: string; pvName: string }> {
@@ -53,7 +74,12 @@ describe('ProvisionController: volumes in finalizer mode', () => {
       apiVersion: 'v1',
       kind: 'PersistentVolume',
       metadata: { name: 'static-ours', annotations: { [ANN_DYNAMICALLY_PROVISIONED]: PROVISIONER } },
-      spec: { capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', hostPath: { path: '/x' } },
+      spec: {
+        capacity: { storage: '1Mi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        hostPath: { path: '/x' },
+      },
     };
     f.env.cluster.store.create('persistentvolumes', pv);
     setPhase('static-ours', 'Bound');
@@ -65,17 +91,27 @@ describe('ProvisionController: volumes in finalizer mode', () => {
       apiVersion: 'v1',
       kind: 'PersistentVolume',
       metadata: { name: 'kept', annotations: { [ANN_DYNAMICALLY_PROVISIONED]: PROVISIONER }, finalizers: [FIN] },
-      spec: { capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', hostPath: { path: '/x' } },
+      spec: {
+        capacity: { storage: '1Mi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Retain',
+        hostPath: { path: '/x' },
+      },
     };
     f.env.cluster.store.create('persistentvolumes', pv);
-    await waitFor('finalizer removed', () => getPV(f.env, 'kept')?.metadata.finalizers === undefined || getPV(f.env, 'kept')?.metadata.finalizers?.length === 0);
+    await waitFor(
+      'finalizer removed',
+      () =>
+        getPV(f.env, 'kept')?.metadata.finalizers === undefined ||
+        getPV(f.env, 'kept')?.metadata.finalizers?.length === 0,
+    );
     assert.equal(f.backend.deleteCalls.includes('kept'), false);
   });
 
   it('HonorPVReclaimPolicy: a PV deleted before its claim stays until the claim is gone, then its volume is deleted', async () => {
     const { pvName } = await provisioned('b');
     setPhase(pvName, 'Bound');
-    const terminating = await f.env.client.delete(persistentVolumes, pvName) as PersistentVolume;
+    const terminating = (await f.env.client.delete(persistentVolumes, pvName)) as PersistentVolume;
     assert.ok(terminating.metadata.deletionTimestamp, 'PV terminating, held by our finalizer');
     // The controller saw the terminating PV and let it be: its claim is still Bound.
     await decided(decisions, pvName, terminating.metadata.resourceVersion, 'NotReleased');
@@ -138,15 +174,27 @@ describe('ProvisionController: delete failure threshold', () => {
       apiVersion: 'v1',
       kind: 'PersistentVolume',
       metadata: { name: 'stubborn', annotations: { [ANN_DYNAMICALLY_PROVISIONED]: PROVISIONER } },
-      spec: { capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', hostPath: { path: '/x' } },
+      spec: {
+        capacity: { storage: '1Mi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        hostPath: { path: '/x' },
+      },
     };
     const created = f.env.cluster.store.create('persistentvolumes', pv) as PersistentVolume;
-    f.env.cluster.store.update('persistentvolumes', { ...created, status: { phase: 'Released' } }, { subresource: 'status' });
+    f.env.cluster.store.update(
+      'persistentvolumes',
+      { ...created, status: { phase: 'Released' } },
+      { subresource: 'status' },
+    );
     await waitFor('given-up event', () => reasons(f.env, 'stubborn').includes('VolumeDeleteGivenUp'));
     assert.equal(f.backend.deleteCalls.length, 2);
     // Three resyncs looked at the PV again after the give-up: each decided GivenUp and called nothing.
     const mark = decisions.length;
-    await waitFor('three resync decisions after the give-up', () => decisions.slice(mark).filter((e) => e.pv === 'stubborn' && e.code === 'GivenUp').length >= 3);
+    await waitFor(
+      'three resync decisions after the give-up',
+      () => decisions.slice(mark).filter((e) => e.pv === 'stubborn' && e.code === 'GivenUp').length >= 3,
+    );
     assert.equal(f.backend.deleteCalls.length, 2, 'not retried by resync');
     assert.ok(getPV(f.env, 'stubborn'));
   });

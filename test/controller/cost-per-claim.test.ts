@@ -13,7 +13,16 @@ import { persistentVolumeClaims, storageClasses } from '../../src/runtime/resour
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { ANN_DYNAMICALLY_PROVISIONED, ANN_STORAGE_PROVISIONER } from '../../src/types/annotations.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
-import { claim, createClaim, fast, MemoryProvisioner, PROVISIONER, storageClass, useController, waitFor } from './harness.ts';
+import {
+  claim,
+  createClaim,
+  fast,
+  MemoryProvisioner,
+  PROVISIONER,
+  storageClass,
+  useController,
+  waitFor,
+} from './harness.ts';
 
 /** Claims created and measured per case; each is Bound and its events written before the next is created. */
 const MEASURED = 4;
@@ -27,17 +36,33 @@ function seed(cluster: TestCluster, existing: number): void {
     const name = `old-${i}`;
     const pvName = `pv-old-${i}`;
     const claim = cluster.store.create('persistentvolumeclaims', {
-      apiVersion: 'v1', kind: 'PersistentVolumeClaim',
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
       metadata: { name, namespace: 'default', annotations: { [ANN_STORAGE_PROVISIONER]: PROVISIONER } },
-      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } }, storageClassName: 'std', volumeName: pvName },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: '1Mi' } },
+        storageClassName: 'std',
+        volumeName: pvName,
+      },
     } as PersistentVolumeClaim);
     cluster.store.create('persistentvolumes', {
-      apiVersion: 'v1', kind: 'PersistentVolume',
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
       metadata: { name: pvName, annotations: { [ANN_DYNAMICALLY_PROVISIONED]: PROVISIONER } },
       spec: {
-        capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', storageClassName: 'std',
+        capacity: { storage: '1Mi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        storageClassName: 'std',
         hostPath: { path: `/tmp/cost/${pvName}` },
-        claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'default', name, uid: claim.metadata.uid },
+        claimRef: {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          namespace: 'default',
+          name,
+          uid: claim.metadata.uid,
+        },
       },
     } as PersistentVolume);
   }
@@ -54,14 +79,22 @@ async function measure(existing: number, mode: Mode): Promise<{ requests: Counts
   const examined: Counts = {};
   const cluster = await startCluster({
     // No periodic resync inside the measurement: it re-queues everything by design, and is not per claim.
-    controllers: { resyncMs: 3_600_000, readCounter: { examined: (resource, n) => void (examined[resource] = (examined[resource] ?? 0) + n) } },
+    controllers: {
+      resyncMs: 3_600_000,
+      readCounter: { examined: (resource, n) => void (examined[resource] = (examined[resource] ?? 0) + n) },
+    },
   });
   const clientName = `cost-${mode}-${existing}`;
   const client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: clientName });
-  const ctrl = new ProvisionController(client, PROVISIONER, new MemoryProvisioner(), fast({
-    registry: new Registry(),
-    leaderElection: mode === 'lease' ? { mode: 'lease', namespace: 'default' } : { mode: 'per-claim' },
-  }));
+  const ctrl = new ProvisionController(
+    client,
+    PROVISIONER,
+    new MemoryProvisioner(),
+    fast({
+      registry: new Registry(),
+      leaderElection: mode === 'lease' ? { mode: 'lease', namespace: 'default' } : { mode: 'per-claim' },
+    }),
+  );
   const running = ctrl.run();
   try {
     await cluster.client.create(storageClasses, storageClass('std'));
@@ -70,7 +103,11 @@ async function measure(existing: number, mode: Mode): Promise<{ requests: Counts
     await waitFor('the controller synced', () => ctrl.hasSynced(), 30_000);
     // The "became leader" event is written once per term, in the background: let it land before counting.
     if (mode === 'lease') {
-      await waitFor('the LeaderElection event', () => (cluster.store.list('events').items as CoreEvent[]).some((e) => e.reason === 'LeaderElection'), 30_000);
+      await waitFor(
+        'the LeaderElection event',
+        () => (cluster.store.list('events').items as CoreEvent[]).some((e) => e.reason === 'LeaderElection'),
+        30_000,
+      );
     }
     const requests = (): Counts => {
       const out: Counts = {};
@@ -84,15 +121,31 @@ async function measure(existing: number, mode: Mode): Promise<{ requests: Counts
     const examinedBefore = { ...examined };
     for (let i = 0; i < MEASURED; i++) {
       const name = `new-${i}`;
-      await cluster.client.create(persistentVolumeClaims, {
-        apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: 'default' },
-        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } }, storageClassName: 'std' },
-      }, { namespace: 'default' });
-      await waitFor(`${name} Bound with its events written`, () => {
-        const c = cluster.store.get('persistentvolumeclaims', 'default', name) as PersistentVolumeClaim | undefined;
-        const events = (cluster.store.list('events').items as CoreEvent[]).filter((e) => e.involvedObject.name === name && e.reason === 'ProvisioningSucceeded');
-        return c?.status?.phase === 'Bound' && events.length === 1;
-      }, 30_000);
+      await cluster.client.create(
+        persistentVolumeClaims,
+        {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name, namespace: 'default' },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            resources: { requests: { storage: '1Mi' } },
+            storageClassName: 'std',
+          },
+        },
+        { namespace: 'default' },
+      );
+      await waitFor(
+        `${name} Bound with its events written`,
+        () => {
+          const c = cluster.store.get('persistentvolumeclaims', 'default', name) as PersistentVolumeClaim | undefined;
+          const events = (cluster.store.list('events').items as CoreEvent[]).filter(
+            (e) => e.involvedObject.name === name && e.reason === 'ProvisioningSucceeded',
+          );
+          return c?.status?.phase === 'Bound' && events.length === 1;
+        },
+        30_000,
+      );
       await cluster.controllers?.idle();
     }
     return { requests: diff(requests(), requestsBefore), examined: diff({ ...examined }, examinedBefore) };
@@ -119,13 +172,33 @@ describe('cost per claim does not grow with the claims and volumes already there
 });
 
 describe('nothing is kept per claim once it is done', () => {
-  const f = useController({ env: { controllers: true }, options: { leaderElection: { mode: 'per-claim' } }, classes: [storageClass('std')] });
+  const f = useController({
+    env: { controllers: true },
+    options: { leaderElection: { mode: 'per-claim' } },
+    classes: [storageClass('std')],
+  });
 
   it('per-claim mode: after 12 claims are Bound the controller holds no record, own write or lock observation for them', async () => {
     for (let i = 0; i < 12; i++) await createClaim(f.env, claim(`done-${i}`, 'std'));
-    await waitFor('12 claims Bound', () => (f.env.cluster.store.list('persistentvolumeclaims').items as PersistentVolumeClaim[]).filter((c) => c.status?.phase === 'Bound').length === 12, 30_000);
+    await waitFor(
+      '12 claims Bound',
+      () =>
+        (f.env.cluster.store.list('persistentvolumeclaims').items as PersistentVolumeClaim[]).filter(
+          (c) => c.status?.phase === 'Bound',
+        ).length === 12,
+      30_000,
+    );
     // Bounded wait for the last informer events, then the comparison that names what is left.
-    await waitFor('bookkeeping empty', () => Object.values(f.ctrl.bookkeeping()).every((n) => n === 0), 10_000).catch(() => {});
-    assert.deepEqual(f.ctrl.bookkeeping(), { claimRecords: 0, volumeRecords: 0, savedVolumes: 0, writtenClaims: 0, lockObservations: 0, unsavedVolumes: 0 });
+    await waitFor('bookkeeping empty', () => Object.values(f.ctrl.bookkeeping()).every((n) => n === 0), 10_000).catch(
+      () => {},
+    );
+    assert.deepEqual(f.ctrl.bookkeeping(), {
+      claimRecords: 0,
+      volumeRecords: 0,
+      savedVolumes: 0,
+      writtenClaims: 0,
+      lockObservations: 0,
+      unsavedVolumes: 0,
+    });
   });
 });

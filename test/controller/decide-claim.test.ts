@@ -3,7 +3,12 @@
 // (TestShouldProvision, TestCanProvision, TestController's "don't provision" rows, TestInfeasibleRetry).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { decideClaim, type ClaimDecisionInput, type ClaimAction, type ClaimDecisionCode } from '../../src/controller/decide-claim.ts';
+import {
+  decideClaim,
+  type ClaimDecisionInput,
+  type ClaimAction,
+  type ClaimDecisionCode,
+} from '../../src/controller/decide-claim.ts';
 import { claimFingerprint, recordFailure, type FailureRecord } from '../../src/controller/failures.ts';
 import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
@@ -65,7 +70,12 @@ function failuresOf(n: number, extra: Partial<FailureRecord> = {}) {
 
 const rows: Row[] = [
   // TestShouldProvision
-  { name: 'should provision based on provisionerName', claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''), action: 'provision', code: 'Provision' },
+  {
+    name: 'should provision based on provisionerName',
+    claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
+    action: 'provision',
+    code: 'Provision',
+  },
   {
     name: 'should provision based on additionalProvisionerNames',
     provisionerName: 'csi.com/mock-csi',
@@ -74,7 +84,12 @@ const rows: Row[] = [
     action: 'provision',
     code: 'Provision',
   },
-  { name: 'claim already bound', claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', 'foo'), action: 'ignore', code: 'AlreadyBound' },
+  {
+    name: 'claim already bound',
+    claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', 'foo'),
+    action: 'ignore',
+    code: 'AlreadyBound',
+  },
   {
     name: 'no such class: wait (with an event), provisioning starts when the class appears',
     claim: newClaim('claim-1', '1-1', 'class-2', 'foo.bar/baz', ''),
@@ -96,7 +111,12 @@ const rows: Row[] = [
     action: 'ignore',
     code: 'OtherProvisioner',
   },
-  { name: 'no provisioner annotation', claim: newClaim('claim-1', '1-1', 'class-1', '', ''), action: 'ignore', code: 'NoProvisionerAnnotation' },
+  {
+    name: 'no provisioner annotation',
+    claim: newClaim('claim-1', '1-1', 'class-1', '', ''),
+    action: 'ignore',
+    code: 'NoProvisionerAnnotation',
+  },
   {
     name: 'unknown provisioner annotation (GA)',
     claim: newClaim('claim-1', '1-1', 'class-1', '', '', { [ANN_STORAGE_PROVISIONER]: 'abc.def/ghi' }),
@@ -147,14 +167,19 @@ const rows: Row[] = [
   {
     name: 'delay binding mode: provision once selected-node is set (GA provisioner annotation)',
     classes: [newStorageClass('class-1', 'foo.bar/baz', wffc)],
-    claim: newClaim('claim-1', '1-1', 'class-1', '', '', { [ANN_STORAGE_PROVISIONER]: 'foo.bar/baz', [ANN_SELECTED_NODE]: 'node1' }),
+    claim: newClaim('claim-1', '1-1', 'class-1', '', '', {
+      [ANN_STORAGE_PROVISIONER]: 'foo.bar/baz',
+      [ANN_SELECTED_NODE]: 'node1',
+    }),
     action: 'provision',
     code: 'Provision',
   },
   {
     name: 'delay binding mode: the alpha selected-node key counts too (the Go library ignored the alpha key)',
     classes: [newStorageClass('class-1', 'foo.bar/baz', wffc)],
-    claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', '', { 'volume.alpha.kubernetes.io/selected-node': 'node2' }),
+    claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', '', {
+      'volume.alpha.kubernetes.io/selected-node': 'node2',
+    }),
     action: 'provision',
     code: 'Provision',
     check: (d) => assert.equal(d.selectedNodeName, 'node2'),
@@ -211,38 +236,46 @@ const rows: Row[] = [
   },
   // TestCanProvision (block volumes)
   ...(['Filesystem', undefined] as const).flatMap((mode) =>
-    [undefined, false, true].map(
-      (supports): Row => ({
-        name: `${mode ?? 'undefined'} volumeMode with supportsBlock ${String(supports)}: provision`,
-        provisioner: supports === undefined ? {} : { supportsBlock: () => supports },
-        claim: { ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''), spec: { ...newClaim('c', '1', 'class-1', '', '').spec, ...(mode ? { volumeMode: mode } : {}) } },
-        action: 'provision',
-        code: 'Provision',
-      }),
-    ),
-  ),
-  ...[undefined, false].map(
-    (supports): Row => ({
-      name: `Block volumeMode with supportsBlock ${String(supports)}: reject with the Go message`,
+    [undefined, false, true].map((supports): Row => ({
+      name: `${mode ?? 'undefined'} volumeMode with supportsBlock ${String(supports)}: provision`,
       provisioner: supports === undefined ? {} : { supportsBlock: () => supports },
-      claim: { ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''), spec: { ...newClaim('c', '1', 'class-1', '', '').spec, volumeMode: 'Block' } },
-      action: 'reject',
-      code: 'BlockNotSupported',
-      eventReason: 'ProvisioningFailed',
-      eventMessage: /^foo\.bar\/baz does not support block volume provisioning$/,
-    }),
+      claim: {
+        ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
+        spec: { ...newClaim('c', '1', 'class-1', '', '').spec, ...(mode ? { volumeMode: mode } : {}) },
+      },
+      action: 'provision',
+      code: 'Provision',
+    })),
   ),
+  ...[undefined, false].map((supports): Row => ({
+    name: `Block volumeMode with supportsBlock ${String(supports)}: reject with the Go message`,
+    provisioner: supports === undefined ? {} : { supportsBlock: () => supports },
+    claim: {
+      ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
+      spec: { ...newClaim('c', '1', 'class-1', '', '').spec, volumeMode: 'Block' },
+    },
+    action: 'reject',
+    code: 'BlockNotSupported',
+    eventReason: 'ProvisioningFailed',
+    eventMessage: /^foo\.bar\/baz does not support block volume provisioning$/,
+  })),
   {
     name: 'Block volumeMode with supportsBlock true: provision',
     provisioner: { supportsBlock: () => true },
-    claim: { ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''), spec: { ...newClaim('c', '1', 'class-1', '', '').spec, volumeMode: 'Block' } },
+    claim: {
+      ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
+      spec: { ...newClaim('c', '1', 'class-1', '', '').spec, volumeMode: 'Block' },
+    },
     action: 'provision',
     code: 'Provision',
   },
   // Selector policy
   {
     name: 'selector with the default policy: reject with a clear event',
-    claim: { ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''), spec: { ...newClaim('c', '1', 'class-1', '', '').spec, selector: { matchLabels: { a: 'b' } } } },
+    claim: {
+      ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
+      spec: { ...newClaim('c', '1', 'class-1', '', '').spec, selector: { matchLabels: { a: 'b' } } },
+    },
     action: 'reject',
     code: 'SelectorNotSupported',
     eventReason: 'ProvisioningFailed',
@@ -251,14 +284,22 @@ const rows: Row[] = [
   {
     name: "selector with policy 'allow': provision (the provisioner honours it)",
     options: { selectorPolicy: 'allow' },
-    claim: { ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''), spec: { ...newClaim('c', '1', 'class-1', '', '').spec, selector: { matchLabels: { a: 'b' } } } },
+    claim: {
+      ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
+      spec: { ...newClaim('c', '1', 'class-1', '', '').spec, selector: { matchLabels: { a: 'b' } } },
+    },
     action: 'provision',
     code: 'Provision',
   },
   // TestController: "don't provision, volume already exists"
   {
     name: 'volume already exists for this claim uid: nothing to do',
-    volumes: [newProvisionedVolume(newStorageClass('class-1', 'foo.bar/baz'), newClaim('claim-1', 'uid-1-1', 'class-1', 'foo.bar/baz', ''))],
+    volumes: [
+      newProvisionedVolume(
+        newStorageClass('class-1', 'foo.bar/baz'),
+        newClaim('claim-1', 'uid-1-1', 'class-1', 'foo.bar/baz', ''),
+      ),
+    ],
     claim: newClaim('claim-1', 'uid-1-1', 'class-1', 'foo.bar/baz', ''),
     action: 'ignore',
     code: 'AlreadyProvisioned',
@@ -266,16 +307,27 @@ const rows: Row[] = [
   {
     name: 'volume already exists for this claim uid even though the class is gone',
     classes: [],
-    volumes: [newProvisionedVolume(newStorageClass('class-1', 'foo.bar/baz'), newClaim('claim-1', 'uid-1-1', 'class-1', 'foo.bar/baz', ''))],
+    volumes: [
+      newProvisionedVolume(
+        newStorageClass('class-1', 'foo.bar/baz'),
+        newClaim('claim-1', 'uid-1-1', 'class-1', 'foo.bar/baz', ''),
+      ),
+    ],
     claim: newClaim('claim-1', 'uid-1-1', 'class-1', 'foo.bar/baz', ''),
     action: 'ignore',
     code: 'AlreadyProvisioned',
   },
   {
-    name: "a PV with our name belongs to another claim: conflict event, no provisioning (Go issue #55)",
+    name: 'a PV with our name belongs to another claim: conflict event, no provisioning (Go issue #55)',
     options: { volumeNameHook: (c) => `${c.metadata.namespace}-${c.metadata.name}` },
     volumes: [
-      { ...newProvisionedVolume(newStorageClass('class-1', 'foo.bar/baz'), newClaim('claim-1', 'old-uid', 'class-1', 'foo.bar/baz', '')), metadata: { name: 'default-claim-1' } },
+      {
+        ...newProvisionedVolume(
+          newStorageClass('class-1', 'foo.bar/baz'),
+          newClaim('claim-1', 'old-uid', 'class-1', 'foo.bar/baz', ''),
+        ),
+        metadata: { name: 'default-claim-1' },
+      },
     ],
     claim: newClaim('claim-1', 'uid-1-1', 'class-1', 'foo.bar/baz', ''),
     action: 'reject',
@@ -294,14 +346,26 @@ const rows: Row[] = [
   // Deletion
   {
     name: 'claim being deleted and nothing in progress: ignore',
-    claim: { ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''), metadata: { ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', '').metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } },
+    claim: {
+      ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
+      metadata: {
+        ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', '').metadata,
+        deletionTimestamp: '2026-01-01T00:00:00Z',
+      },
+    },
     action: 'ignore',
     code: 'ClaimDeleting',
   },
   {
     name: 'claim being deleted with provisioning in background: carry on',
     inProgress: true,
-    claim: { ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''), metadata: { ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', '').metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } },
+    claim: {
+      ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
+      metadata: {
+        ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', '').metadata,
+        deletionTimestamp: '2026-01-01T00:00:00Z',
+      },
+    },
     action: 'provision',
     code: 'Provision',
   },
@@ -339,7 +403,8 @@ const rows: Row[] = [
   },
   {
     name: 'given up, then the claim spec changed: provision again',
-    failures: (claim, cls) => failuresOf(15)({ ...claim, spec: { ...claim.spec, resources: { requests: { storage: '2Mi' } } } }, cls),
+    failures: (claim, cls) =>
+      failuresOf(15)({ ...claim, spec: { ...claim.spec, resources: { requests: { storage: '2Mi' } } } }, cls),
     claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
     action: 'provision',
     code: 'Provision',
@@ -353,7 +418,8 @@ const rows: Row[] = [
   },
   {
     name: 'given up, then the class changed (resourceVersion): provision again',
-    failures: (claim, cls) => failuresOf(15)(claim, cls && { ...cls, metadata: { ...cls.metadata, resourceVersion: '0' } }),
+    failures: (claim, cls) =>
+      failuresOf(15)(claim, cls && { ...cls, metadata: { ...cls.metadata, resourceVersion: '0' } }),
     claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
     action: 'provision',
     code: 'Provision',
@@ -366,7 +432,10 @@ const rows: Row[] = [
       metadata: {
         ...newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', '').metadata,
         resourceVersion: '99',
-        annotations: { [ANN_BETA_STORAGE_PROVISIONER]: 'foo.bar/baz', [ANN_CONTROL_PLANE_LEADER]: '{"holderIdentity":"x"}' },
+        annotations: {
+          [ANN_BETA_STORAGE_PROVISIONER]: 'foo.bar/baz',
+          [ANN_CONTROL_PLANE_LEADER]: '{"holderIdentity":"x"}',
+        },
       },
       status: { phase: 'Pending', conditions: [{ type: 'Resizing' }] },
     },
@@ -391,7 +460,11 @@ const rows: Row[] = [
   },
   {
     name: 'infeasible error: provision again at once when the claim changed',
-    failures: (claim, cls) => failuresOf(1, { infeasibleUntil: NOW + 60_000 })({ ...claim, spec: { ...claim.spec, accessModes: ['ReadWriteMany'] } }, cls),
+    failures: (claim, cls) =>
+      failuresOf(1, { infeasibleUntil: NOW + 60_000 })(
+        { ...claim, spec: { ...claim.spec, accessModes: ['ReadWriteMany'] } },
+        cls,
+      ),
     claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
     action: 'provision',
     code: 'Provision',
@@ -417,7 +490,12 @@ describe('decideClaim', () => {
   }
 
   it('provision decisions carry everything provision() needs', () => {
-    const d = run({ name: '', claim: newClaim('claim-1', 'uid-9', 'class-1', 'foo.bar/baz', ''), action: 'provision', code: 'Provision' });
+    const d = run({
+      name: '',
+      claim: newClaim('claim-1', 'uid-9', 'class-1', 'foo.bar/baz', ''),
+      action: 'provision',
+      code: 'Provision',
+    });
     assert.equal(d.pvName, 'pvc-uid-9');
     assert.equal(d.className, 'class-1');
     assert.equal(d.storageClass?.provisioner, 'foo.bar/baz');

@@ -2,25 +2,32 @@
 // only the claim's status is left to write, and the infeasible / given-up / node-pending waits. Pure, no server.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { decideResize, mayNeedResize, resizeFingerprint, type ResizeDecisionInput } from '../../src/controller/decide-resize.ts';
+import {
+  decideResize,
+  mayNeedResize,
+  resizeFingerprint,
+  type ResizeDecisionInput,
+} from '../../src/controller/decide-resize.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 
 const NAME = 'example.com/p';
 const NOW = 1_000_000;
 
-function input(o: {
-  request?: string;
-  claimCapacity?: string;
-  pvCapacity?: string;
-  status?: Record<string, string>;
-  allocated?: string;
-  conditions?: string[];
-  phase?: 'Bound' | 'Pending';
-  provisionedBy?: string;
-  allow?: boolean;
-  canExpand?: boolean;
-  failures?: ResizeDecisionInput['failures'];
-} = {}): ResizeDecisionInput {
+function input(
+  o: {
+    request?: string;
+    claimCapacity?: string;
+    pvCapacity?: string;
+    status?: Record<string, string>;
+    allocated?: string;
+    conditions?: string[];
+    phase?: 'Bound' | 'Pending';
+    provisionedBy?: string;
+    allow?: boolean;
+    canExpand?: boolean;
+    failures?: ResizeDecisionInput['failures'];
+  } = {},
+): ResizeDecisionInput {
   const claim: PersistentVolumeClaim = {
     metadata: { name: 'c', namespace: 'ns', uid: 'uid-1' },
     spec: { volumeName: 'pv-1', storageClassName: 'sc', resources: { requests: { storage: o.request ?? '2Gi' } } },
@@ -36,10 +43,21 @@ function input(o: {
     metadata: { name: 'pv-1', annotations: { 'pv.kubernetes.io/provisioned-by': o.provisionedBy ?? NAME } },
     spec: { capacity: { storage: o.pvCapacity ?? '1Gi' }, claimRef: { uid: 'uid-1', namespace: 'ns', name: 'c' } },
   };
-  const storageClass: StorageClass = { metadata: { name: 'sc', uid: 'sc-uid', resourceVersion: '1' }, provisioner: NAME, allowVolumeExpansion: o.allow ?? true };
+  const storageClass: StorageClass = {
+    metadata: { name: 'sc', uid: 'sc-uid', resourceVersion: '1' },
+    provisioner: NAME,
+    allowVolumeExpansion: o.allow ?? true,
+  };
   return {
-    claim, volume, storageClass, provisionerName: NAME, additionalProvisionerNames: [], canExpand: o.canExpand ?? true,
-    failures: o.failures, threshold: 3, now: NOW,
+    claim,
+    volume,
+    storageClass,
+    provisionerName: NAME,
+    additionalProvisionerNames: [],
+    canExpand: o.canExpand ?? true,
+    failures: o.failures,
+    threshold: 3,
+    now: NOW,
   };
 }
 
@@ -52,10 +70,33 @@ describe('decideResize', () => {
     ['class without expansion', { allow: false }, 'wait', 'ExpansionNotAllowed'],
     ['settled', { request: '1Gi' }, 'none', 'UpToDate'],
     ['PV grown, claim not recorded', { pvCapacity: '2Gi' }, 'finish', 'RecordCapacity', '2Gi'],
-    ['PV grown, resize status left over', { request: '2Gi', pvCapacity: '2Gi', claimCapacity: '2Gi', status: { storage: 'ControllerResizeInProgress' } }, 'finish', 'RecordCapacity', '2Gi'],
-    ['node resize pending', { pvCapacity: '2Gi', status: { storage: 'NodeResizePending' } }, 'wait', 'NodeResizePending'],
-    ['in progress to a larger allocated size: finish that first', { request: '2Gi', allocated: '5Gi', status: { storage: 'ControllerResizeInProgress' } }, 'expand', 'Expand', '5Gi'],
-    ['infeasible, request lowered: the smaller size', { request: '2Gi', allocated: '5Gi', status: { storage: 'ControllerResizeInfeasible' } }, 'expand', 'Expand', '2Gi'],
+    [
+      'PV grown, resize status left over',
+      { request: '2Gi', pvCapacity: '2Gi', claimCapacity: '2Gi', status: { storage: 'ControllerResizeInProgress' } },
+      'finish',
+      'RecordCapacity',
+      '2Gi',
+    ],
+    [
+      'node resize pending',
+      { pvCapacity: '2Gi', status: { storage: 'NodeResizePending' } },
+      'wait',
+      'NodeResizePending',
+    ],
+    [
+      'in progress to a larger allocated size: finish that first',
+      { request: '2Gi', allocated: '5Gi', status: { storage: 'ControllerResizeInProgress' } },
+      'expand',
+      'Expand',
+      '5Gi',
+    ],
+    [
+      'infeasible, request lowered: the smaller size',
+      { request: '2Gi', allocated: '5Gi', status: { storage: 'ControllerResizeInfeasible' } },
+      'expand',
+      'Expand',
+      '2Gi',
+    ],
   ];
   for (const [title, o, action, code, target] of rows) {
     it(title, () => {

@@ -3,11 +3,20 @@
 // TestIsProvisionerForVolume and TestController's volume rows, plus the defects we fix.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { decideVolume, finalizerChange, type VolumeAction, type VolumeDecisionCode } from '../../src/controller/decide-volume.ts';
+import {
+  decideVolume,
+  finalizerChange,
+  type VolumeAction,
+  type VolumeDecisionCode,
+} from '../../src/controller/decide-volume.ts';
 import { recordFailure, volumeFingerprint, type FailureRecord } from '../../src/controller/failures.ts';
 import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
-import { ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, FINALIZER_EXTERNAL_PROVISIONER as FIN } from '../../src/types/annotations.ts';
+import {
+  ANN_DYNAMICALLY_PROVISIONED,
+  ANN_MIGRATED_TO,
+  FINALIZER_EXTERNAL_PROVISIONER as FIN,
+} from '../../src/types/annotations.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
 import { newCSIVolume, newClaim, newVolume } from './fixtures.ts';
 
@@ -30,16 +39,44 @@ interface Row {
 }
 
 function withClaimRef(pv: PersistentVolume, uid: string): PersistentVolume {
-  return { ...pv, spec: { ...pv.spec, claimRef: { kind: 'PersistentVolumeClaim', namespace: 'default', name: 'claim-1', uid } } };
+  return {
+    ...pv,
+    spec: { ...pv.spec, claimRef: { kind: 'PersistentVolumeClaim', namespace: 'default', name: 'claim-1', uid } },
+  };
 }
 
 const rows: Row[] = [
   // TestShouldDelete
-  { name: 'should delete', volume: newVolume('volume-1', 'Released', 'Delete', ours), action: 'delete', code: 'Delete' },
-  { name: "failed: shouldn't delete", volume: newVolume('volume-1', 'Failed', 'Delete', ours), action: 'ignore', code: 'NotReleased' },
-  { name: 'volume still bound', volume: newVolume('volume-1', 'Bound', 'Delete', ours), action: 'ignore', code: 'NotReleased' },
-  { name: 'non-delete reclaim policy', volume: newVolume('volume-1', 'Released', 'Retain', ours), action: 'ignore', code: 'NotDeletePolicy' },
-  { name: 'non-nil deletion timestamp', volume: newVolume('volume-1', 'Released', 'Delete', ours, undefined, TS), action: 'ignore', code: 'BeingDeleted' },
+  {
+    name: 'should delete',
+    volume: newVolume('volume-1', 'Released', 'Delete', ours),
+    action: 'delete',
+    code: 'Delete',
+  },
+  {
+    name: "failed: shouldn't delete",
+    volume: newVolume('volume-1', 'Failed', 'Delete', ours),
+    action: 'ignore',
+    code: 'NotReleased',
+  },
+  {
+    name: 'volume still bound',
+    volume: newVolume('volume-1', 'Bound', 'Delete', ours),
+    action: 'ignore',
+    code: 'NotReleased',
+  },
+  {
+    name: 'non-delete reclaim policy',
+    volume: newVolume('volume-1', 'Released', 'Retain', ours),
+    action: 'ignore',
+    code: 'NotDeletePolicy',
+  },
+  {
+    name: 'non-nil deletion timestamp',
+    volume: newVolume('volume-1', 'Released', 'Delete', ours, undefined, TS),
+    action: 'ignore',
+    code: 'BeingDeleted',
+  },
   {
     name: 'migrated to',
     provisionerName: 'csi.driver',
@@ -48,11 +85,30 @@ const rows: Row[] = [
     code: 'Delete',
   },
   // TestController volume rows
-  { name: 'delete volume-2 is not ours', volume: newVolume('volume-2', 'Released', 'Delete', theirs), action: 'ignore', code: 'NotOurVolume' },
+  {
+    name: 'delete volume-2 is not ours',
+    volume: newVolume('volume-2', 'Released', 'Delete', theirs),
+    action: 'ignore',
+    code: 'NotOurVolume',
+  },
   // TestIsProvisionerForVolume (through decideVolume: not ours => NotOurVolume)
-  { name: 'known dynamically provisioned in-tree volume', volume: newVolume('v', 'Released', 'Delete', ours), action: 'delete' },
-  { name: 'known dynamically provisioned in-tree migrated volume', volume: newVolume('v', 'Released', 'Delete', { ...ours, [ANN_MIGRATED_TO]: 'foo.bar/baz' }), action: 'delete' },
-  { name: 'unknown dynamically provisioned in-tree volume', provisionerName: 'foo.bar1/baz1', volume: newVolume('v', 'Released', 'Delete', ours), action: 'ignore', code: 'NotOurVolume' },
+  {
+    name: 'known dynamically provisioned in-tree volume',
+    volume: newVolume('v', 'Released', 'Delete', ours),
+    action: 'delete',
+  },
+  {
+    name: 'known dynamically provisioned in-tree migrated volume',
+    volume: newVolume('v', 'Released', 'Delete', { ...ours, [ANN_MIGRATED_TO]: 'foo.bar/baz' }),
+    action: 'delete',
+  },
+  {
+    name: 'unknown dynamically provisioned in-tree volume',
+    provisionerName: 'foo.bar1/baz1',
+    volume: newVolume('v', 'Released', 'Delete', ours),
+    action: 'ignore',
+    code: 'NotOurVolume',
+  },
   {
     name: 'unknown dynamically provisioned in-tree migrated volume',
     provisionerName: 'foo.bar1/baz1',
@@ -60,7 +116,11 @@ const rows: Row[] = [
     action: 'ignore',
     code: 'NotOurVolume',
   },
-  { name: 'known dynamically provisioned csi volume', volume: newCSIVolume('v', 'Released', 'Delete', ours, undefined, 'foo.bar/baz'), action: 'delete' },
+  {
+    name: 'known dynamically provisioned csi volume',
+    volume: newCSIVolume('v', 'Released', 'Delete', ours, undefined, 'foo.bar/baz'),
+    action: 'delete',
+  },
   {
     name: 'unknown dynamically provisioned csi volume',
     provisionerName: 'foo.bar1/baz1',
@@ -68,7 +128,11 @@ const rows: Row[] = [
     action: 'ignore',
     code: 'NotOurVolume',
   },
-  { name: 'known statically provisioned csi volume', volume: newCSIVolume('v', 'Released', 'Delete', undefined, undefined, 'foo.bar/baz'), action: 'delete' },
+  {
+    name: 'known statically provisioned csi volume',
+    volume: newCSIVolume('v', 'Released', 'Delete', undefined, undefined, 'foo.bar/baz'),
+    action: 'delete',
+  },
   {
     name: 'unknown statically provisioned csi volume',
     provisionerName: 'foo.bar1/baz1',
@@ -76,8 +140,17 @@ const rows: Row[] = [
     action: 'ignore',
     code: 'NotOurVolume',
   },
-  { name: 'statically provisioned in-tree volume is never ours', volume: newVolume('v', 'Released', 'Delete', undefined), action: 'ignore', code: 'NotOurVolume' },
-  { name: 'known statically provisioned in-tree migrated volume', volume: newVolume('v', 'Released', 'Delete', { [ANN_MIGRATED_TO]: 'foo.bar/baz' }), action: 'delete' },
+  {
+    name: 'statically provisioned in-tree volume is never ours',
+    volume: newVolume('v', 'Released', 'Delete', undefined),
+    action: 'ignore',
+    code: 'NotOurVolume',
+  },
+  {
+    name: 'known statically provisioned in-tree migrated volume',
+    volume: newVolume('v', 'Released', 'Delete', { [ANN_MIGRATED_TO]: 'foo.bar/baz' }),
+    action: 'delete',
+  },
   {
     name: 'unknown statically provisioned in-tree migrated volume',
     provisionerName: 'foo.bar1/baz1',
@@ -93,14 +166,54 @@ const rows: Row[] = [
     action: 'delete',
   },
   // TestShouldDeleteWithFinalizer
-  { name: 'finalizer present, no deletionTimestamp: delete', options: { addFinalizer: true }, volume: newVolume('v', 'Released', 'Delete', ours, [FIN]), action: 'delete' },
-  { name: 'finalizer present, with deletionTimestamp: delete', options: { addFinalizer: true }, volume: newVolume('v', 'Released', 'Delete', ours, [FIN], TS), action: 'delete' },
-  { name: 'finalizer present, still bound: keep', options: { addFinalizer: true }, volume: newVolume('v', 'Bound', 'Delete', ours, [FIN]), action: 'ignore', code: 'NotReleased' },
-  { name: 'finalizer mode, Retain: no delete', options: { addFinalizer: true }, volume: newVolume('v', 'Released', 'Retain', ours, []), action: 'ignore', code: 'NotDeletePolicy' },
+  {
+    name: 'finalizer present, no deletionTimestamp: delete',
+    options: { addFinalizer: true },
+    volume: newVolume('v', 'Released', 'Delete', ours, [FIN]),
+    action: 'delete',
+  },
+  {
+    name: 'finalizer present, with deletionTimestamp: delete',
+    options: { addFinalizer: true },
+    volume: newVolume('v', 'Released', 'Delete', ours, [FIN], TS),
+    action: 'delete',
+  },
+  {
+    name: 'finalizer present, still bound: keep',
+    options: { addFinalizer: true },
+    volume: newVolume('v', 'Bound', 'Delete', ours, [FIN]),
+    action: 'ignore',
+    code: 'NotReleased',
+  },
+  {
+    name: 'finalizer mode, Retain: no delete',
+    options: { addFinalizer: true },
+    volume: newVolume('v', 'Released', 'Retain', ours, []),
+    action: 'ignore',
+    code: 'NotDeletePolicy',
+  },
   // TestController finalizer rows
-  { name: 'finalizer removed when addFinalizer is false', volume: newVolume('v', 'Bound', 'Delete', ours, [FIN]), action: 'ignore', code: 'NotReleased', finalizer: 'remove' },
-  { name: 'finalizer removed on Retain even with addFinalizer', options: { addFinalizer: true }, volume: newVolume('v', 'Bound', 'Retain', ours, [FIN]), action: 'ignore', finalizer: 'remove' },
-  { name: 'finalizer removed on Recycle even with addFinalizer', options: { addFinalizer: true }, volume: newVolume('v', 'Bound', 'Recycle', ours, [FIN]), action: 'ignore', finalizer: 'remove' },
+  {
+    name: 'finalizer removed when addFinalizer is false',
+    volume: newVolume('v', 'Bound', 'Delete', ours, [FIN]),
+    action: 'ignore',
+    code: 'NotReleased',
+    finalizer: 'remove',
+  },
+  {
+    name: 'finalizer removed on Retain even with addFinalizer',
+    options: { addFinalizer: true },
+    volume: newVolume('v', 'Bound', 'Retain', ours, [FIN]),
+    action: 'ignore',
+    finalizer: 'remove',
+  },
+  {
+    name: 'finalizer removed on Recycle even with addFinalizer',
+    options: { addFinalizer: true },
+    volume: newVolume('v', 'Bound', 'Recycle', ours, [FIN]),
+    action: 'ignore',
+    finalizer: 'remove',
+  },
   {
     name: 'Retain PV being deleted drops our finalizer (never stuck Terminating)',
     options: { addFinalizer: true },
@@ -115,7 +228,13 @@ const rows: Row[] = [
     action: 'ignore',
     code: 'BeingDeleted',
   },
-  { name: 'finalizer added on Bound Delete PV', options: { addFinalizer: true }, volume: newVolume('v', 'Bound', 'Delete', ours), action: 'ignore', finalizer: 'add' },
+  {
+    name: 'finalizer added on Bound Delete PV',
+    options: { addFinalizer: true },
+    volume: newVolume('v', 'Bound', 'Delete', ours),
+    action: 'ignore',
+    finalizer: 'add',
+  },
   {
     name: 'finalizer added on statically provisioned, migrated, in-tree volumes',
     options: { addFinalizer: true },
@@ -130,8 +249,19 @@ const rows: Row[] = [
     action: 'ignore',
     finalizer: 'add',
   },
-  { name: 'finalizer not added on Available PV', options: { addFinalizer: true }, volume: newVolume('v', 'Available', 'Delete', ours), action: 'ignore' },
-  { name: "finalizer not added on someone else's PV", options: { addFinalizer: true }, volume: newVolume('v', 'Bound', 'Delete', theirs), action: 'ignore', code: 'NotOurVolume' },
+  {
+    name: 'finalizer not added on Available PV',
+    options: { addFinalizer: true },
+    volume: newVolume('v', 'Available', 'Delete', ours),
+    action: 'ignore',
+  },
+  {
+    name: "finalizer not added on someone else's PV",
+    options: { addFinalizer: true },
+    volume: newVolume('v', 'Bound', 'Delete', theirs),
+    action: 'ignore',
+    code: 'NotOurVolume',
+  },
   {
     name: 'PV deleted before its claim (HonorPVReclaimPolicy): kept while Bound',
     options: { addFinalizer: true },
@@ -147,8 +277,19 @@ const rows: Row[] = [
     finalizer: 'remove',
   },
   // DeletionGuard
-  { name: 'DeletionGuard says no', provisioner: { shouldDelete: () => false }, volume: newVolume('v', 'Released', 'Delete', ours), action: 'ignore', code: 'DeletionGuard' },
-  { name: 'DeletionGuard says yes', provisioner: { shouldDelete: () => true }, volume: newVolume('v', 'Released', 'Delete', ours), action: 'delete' },
+  {
+    name: 'DeletionGuard says no',
+    provisioner: { shouldDelete: () => false },
+    volume: newVolume('v', 'Released', 'Delete', ours),
+    action: 'ignore',
+    code: 'DeletionGuard',
+  },
+  {
+    name: 'DeletionGuard says yes',
+    provisioner: { shouldDelete: () => true },
+    volume: newVolume('v', 'Released', 'Delete', ours),
+    action: 'delete',
+  },
   // Claim still exists
   {
     name: 'Released but the claim with the same uid still exists: do not delete',
@@ -164,11 +305,22 @@ const rows: Row[] = [
     action: 'delete',
   },
   // Dedup and thresholds
-  { name: 'backend already deleted: only finish (delete() is never called twice)', volume: newVolume('v', 'Released', 'Delete', ours, [FIN], TS), options: { addFinalizer: true }, backendDeleted: true, action: 'finish-delete', code: 'BackendDeleted' },
+  {
+    name: 'backend already deleted: only finish (delete() is never called twice)',
+    volume: newVolume('v', 'Released', 'Delete', ours, [FIN], TS),
+    options: { addFinalizer: true },
+    backendDeleted: true,
+    action: 'finish-delete',
+    code: 'BackendDeleted',
+  },
   {
     name: 'failures reached the threshold: give up',
     volume: newVolume('v', 'Released', 'Delete', ours),
-    failures: (v) => Array.from({ length: 15 }).reduce<FailureRecord | undefined>((r) => recordFailure(r, volumeFingerprint(v), 'boom'), undefined) as FailureRecord,
+    failures: (v) =>
+      Array.from({ length: 15 }).reduce<FailureRecord | undefined>(
+        (r) => recordFailure(r, volumeFingerprint(v), 'boom'),
+        undefined,
+      ) as FailureRecord,
     action: 'give-up',
     code: 'GivenUp',
   },

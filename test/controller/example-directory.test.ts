@@ -7,7 +7,14 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeClient, ProvisionController, silentLogger, type CoreEvent, type PersistentVolumeClaim, type StorageClass } from 'kube-provisioner';
+import {
+  KubeClient,
+  ProvisionController,
+  silentLogger,
+  type CoreEvent,
+  type PersistentVolumeClaim,
+  type StorageClass,
+} from 'kube-provisioner';
 import { startCluster, type TestCluster } from 'kube-provisioner/testing';
 import { DirectoryProvisioner } from '../../examples/directory-provisioner/provisioner.ts';
 import { waitFor } from '../support/wait.ts';
@@ -31,7 +38,13 @@ describe('example: directory provisioner', () => {
       logger: silentLogger,
     });
     void controller.run();
-    const sc: StorageClass = { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'dirs' }, provisioner: NAME, reclaimPolicy: 'Delete' };
+    const sc: StorageClass = {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'dirs' },
+      provisioner: NAME,
+      reclaimPolicy: 'Delete',
+    };
     cluster.store.create('storageclasses', sc);
   });
   after(async () => {
@@ -52,7 +65,12 @@ describe('example: directory provisioner', () => {
     };
     const created = cluster.store.create('persistentvolumeclaims', pvc);
     const dir = join(baseDir, `pvc-${created.metadata.uid}`);
-    await until(() => (cluster.store.get('persistentvolumeclaims', 'default', 'data') as PersistentVolumeClaim | undefined)?.status?.phase === 'Bound', 'Bound');
+    await until(
+      () =>
+        (cluster.store.get('persistentvolumeclaims', 'default', 'data') as PersistentVolumeClaim | undefined)?.status
+          ?.phase === 'Bound',
+      'Bound',
+    );
     assert.ok(existsSync(join(dir, '.claim')));
     cluster.store.delete('persistentvolumeclaims', 'default', 'data');
     await until(() => !cluster.store.get('persistentvolumes', undefined, `pvc-${created.metadata.uid}`), 'PV deleted');
@@ -68,7 +86,10 @@ describe('example: directory provisioner', () => {
     };
     cluster.store.create('persistentvolumeclaims', pvc);
     const ev = await until(
-      () => (cluster.store.list('events').items as CoreEvent[]).find((e) => e.involvedObject.name === 'huge' && e.reason === 'ProvisioningFailed'),
+      () =>
+        (cluster.store.list('events').items as CoreEvent[]).find(
+          (e) => e.involvedObject.name === 'huge' && e.reason === 'ProvisioningFailed',
+        ),
       'ProvisioningFailed event',
     );
     assert.match(ev.message ?? '', /infeasible error\. Retries will be delayed\. requested 5Gi exceeds/);

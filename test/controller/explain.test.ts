@@ -9,7 +9,15 @@ import { newClaim } from './fixtures.ts';
 describe('explain', () => {
   it('formats a decision with its facts', () => {
     const claim = newClaim('claim-1', 'uid-1', 'missing', 'foo.bar/baz', '');
-    const decision = decideClaim({ claim, provisionerName: 'foo.bar/baz', options: resolveOptions({}, {}), getStorageClass: () => undefined, getVolume: () => undefined, provisioner: {}, now: 0 });
+    const decision = decideClaim({
+      claim,
+      provisionerName: 'foo.bar/baz',
+      options: resolveOptions({}, {}),
+      getStorageClass: () => undefined,
+      getVolume: () => undefined,
+      provisioner: {},
+      now: 0,
+    });
     const text = formatExplanation(explainDecision({ claim, provisionerName: 'foo.bar/baz', decision }));
     assert.match(text, /Decision: wait \(StorageClassNotFound\)/);
     assert.match(text, /storage class: missing \(not found\)/);

@@ -81,7 +81,11 @@ export interface Fake {
   pendingSaves: string[];
 }
 
-export function fakeController(provisioner: Provisioner, options: ProvisionControllerOptions = {}, identity = 'replica-a'): Fake {
+export function fakeController(
+  provisioner: Provisioner,
+  options: ProvisionControllerOptions = {},
+  identity = 'replica-a',
+): Fake {
   const client = new ScriptedClient();
   const clock = new TestClock(Date.parse('2026-01-01T00:00:00Z'));
   const claims = new ObjectStore<PersistentVolumeClaim>(false);
@@ -110,7 +114,15 @@ export function fakeController(provisioner: Provisioner, options: ProvisionContr
       save: async () => ({ kind: 'failed', error: new Error('the fake volume store saves nothing'), cleanedUp: false }),
     },
   };
-  const t: ControllerTerm = { claims, volumes, classes, nodes: undefined, claimQueue, volumeQueue, signal: new AbortController().signal };
+  const t: ControllerTerm = {
+    claims,
+    volumes,
+    classes,
+    nodes: undefined,
+    claimQueue,
+    volumeQueue,
+    signal: new AbortController().signal,
+  };
   return { s, t, client, claims, volumes, classes, claimQueue, volumeQueue, clock, pendingSaves };
 }
 
@@ -124,7 +136,12 @@ export function boundVolume(name: string, claimUid: string): PersistentVolume {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolume',
-    metadata: { name, uid: `uid-${name}`, resourceVersion: '5', annotations: { [ANN_DYNAMICALLY_PROVISIONED]: 'test.kube-provisioner.io/memory' } },
+    metadata: {
+      name,
+      uid: `uid-${name}`,
+      resourceVersion: '5',
+      annotations: { [ANN_DYNAMICALLY_PROVISIONED]: 'test.kube-provisioner.io/memory' },
+    },
     spec: {
       persistentVolumeReclaimPolicy: 'Delete',
       capacity: { storage: '1Mi' },

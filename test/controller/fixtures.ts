@@ -3,11 +3,7 @@
 import { ANN_BETA_STORAGE_PROVISIONER, ANN_DYNAMICALLY_PROVISIONED } from '../../src/types/annotations.ts';
 import type { PersistentVolume, PersistentVolumeClaim, ReclaimPolicy, StorageClass } from '../../src/types/k8s.ts';
 
-export function newStorageClass(
-  name: string,
-  provisioner: string,
-  extra: Partial<StorageClass> = {},
-): StorageClass {
+export function newStorageClass(name: string, provisioner: string, extra: Partial<StorageClass> = {}): StorageClass {
   return {
     apiVersion: 'storage.k8s.io/v1',
     kind: 'StorageClass',
@@ -90,7 +86,10 @@ export function newProvisionedVolume(storageClass: StorageClass, claim: Persiste
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolume',
-    metadata: { name: `pvc-${claim.metadata.uid}`, annotations: { [ANN_DYNAMICALLY_PROVISIONED]: storageClass.provisioner } },
+    metadata: {
+      name: `pvc-${claim.metadata.uid}`,
+      annotations: { [ANN_DYNAMICALLY_PROVISIONED]: storageClass.provisioner },
+    },
     spec: {
       persistentVolumeReclaimPolicy: storageClass.reclaimPolicy ?? 'Delete',
       accessModes: claim.spec.accessModes,

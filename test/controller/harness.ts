@@ -48,7 +48,10 @@ export function fast(...layers: Array<ProvisionControllerConfig | undefined>): P
   return mergeOptions(FAST, ...layers);
 }
 
-type ProvisionHook = (o: ProvisionOptions, signal: AbortSignal) => Promise<ProvisionResult | undefined> | ProvisionResult | undefined;
+type ProvisionHook = (
+  o: ProvisionOptions,
+  signal: AbortSignal,
+) => Promise<ProvisionResult | undefined> | ProvisionResult | undefined;
 
 /** A backend keeping volumes in a map. `onProvision`/`onDelete` hooks may throw or delay. */
 export class MemoryProvisioner implements Provisioner {
@@ -68,7 +71,8 @@ export class MemoryProvisioner implements Provisioner {
     this.selectedNodeObjects.push(o.selectedNode?.metadata.name);
     const hooked = await this.onProvision?.(o, signal);
     if (hooked) return hooked;
-    if (!this.volumes.has(o.pvName)) this.volumes.set(o.pvName, { claimUid: o.claim.metadata.uid ?? '', createdAt: new Date() });
+    if (!this.volumes.has(o.pvName))
+      this.volumes.set(o.pvName, { claimUid: o.claim.metadata.uid ?? '', createdAt: new Date() });
     return {
       volume: {
         metadata: { name: o.pvName },
@@ -77,7 +81,21 @@ export class MemoryProvisioner implements Provisioner {
           accessModes: o.claim.spec.accessModes,
           persistentVolumeReclaimPolicy: o.storageClass.reclaimPolicy ?? 'Delete',
           hostPath: { path: `/tmp/memory/${o.pvName}` },
-          ...(o.selectedNodeName ? { nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [o.selectedNodeName] }] }] } } } : {}),
+          ...(o.selectedNodeName
+            ? {
+                nodeAffinity: {
+                  required: {
+                    nodeSelectorTerms: [
+                      {
+                        matchExpressions: [
+                          { key: 'kubernetes.io/hostname', operator: 'In', values: [o.selectedNodeName] },
+                        ],
+                      },
+                    ],
+                  },
+                },
+              }
+            : {}),
         },
       },
     };
@@ -103,16 +121,41 @@ export class MemoryProvisioner implements Provisioner {
 }
 
 export function storageClass(name: string, extra: Partial<StorageClass> = {}): StorageClass {
-  return { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: PROVISIONER, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate', ...extra };
+  return {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name },
+    provisioner: PROVISIONER,
+    reclaimPolicy: 'Delete',
+    volumeBindingMode: 'Immediate',
+    ...extra,
+  };
 }
 
 /** A claim already handed to our provisioner (as the PV binder would annotate it). */
-export function claim(name: string, className: string, extra: { annotations?: Record<string, string>; namespace?: string; spec?: Partial<PersistentVolumeClaim['spec']> } = {}): PersistentVolumeClaim {
+export function claim(
+  name: string,
+  className: string,
+  extra: {
+    annotations?: Record<string, string>;
+    namespace?: string;
+    spec?: Partial<PersistentVolumeClaim['spec']>;
+  } = {},
+): PersistentVolumeClaim {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
-    metadata: { name, namespace: extra.namespace ?? 'default', annotations: { [ANN_STORAGE_PROVISIONER]: PROVISIONER, ...(extra.annotations ?? {}) } },
-    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } }, storageClassName: className, ...(extra.spec ?? {}) },
+    metadata: {
+      name,
+      namespace: extra.namespace ?? 'default',
+      annotations: { [ANN_STORAGE_PROVISIONER]: PROVISIONER, ...(extra.annotations ?? {}) },
+    },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: '1Mi' } },
+      storageClassName: className,
+      ...(extra.spec ?? {}),
+    },
   };
 }
 
@@ -144,7 +187,12 @@ export function volumeDecisionLogger(into: VolumeDecisionEntry[]): Logger {
     debug: (obj, msg) => {
       if (msg !== 'volume decision' || typeof obj !== 'object') return;
       const e = { ...bindings, ...obj } as Record<string, unknown>;
-      into.push({ pv: String(e.pv), resourceVersion: Number(e.resourceVersion), action: String(e.action), code: String(e.code) });
+      into.push({
+        pv: String(e.pv),
+        resourceVersion: Number(e.resourceVersion),
+        action: String(e.action),
+        code: String(e.code),
+      });
     },
     info() {},
     warn() {},
@@ -214,7 +262,12 @@ export function useController<B extends MemoryProvisioner = MemoryProvisioner>(
     await opts.setup?.(f.backend, f.env);
     f.ctrls = (opts.replicas ?? [{}]).map((r) => {
       const provisioner = r.provisioner?.(f.backend) ?? f.backend;
-      return new ProvisionController(f.env.client, PROVISIONER, provisioner, fast({ registry: new Registry() }, opts.options, r.options));
+      return new ProvisionController(
+        f.env.client,
+        PROVISIONER,
+        provisioner,
+        fast({ registry: new Registry() }, opts.options, r.options),
+      );
     });
     [f.ctrl] = f.ctrls;
     f.registry = f.ctrl.registry;

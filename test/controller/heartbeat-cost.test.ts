@@ -7,7 +7,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import { TestClock } from '../../src/runtime/clock.ts';
-import { createClass, fast, MemoryProvisioner, PROVISIONER, startEnv, storageClass, claim, waitFor } from './harness.ts';
+import {
+  createClass,
+  fast,
+  MemoryProvisioner,
+  PROVISIONER,
+  startEnv,
+  storageClass,
+  claim,
+  waitFor,
+} from './harness.ts';
 
 const INTERVAL_MS = 30_000;
 const INTERVALS = 3;
@@ -25,13 +34,22 @@ async function leaseCost(claims: number): Promise<LeaseCost> {
   const env = await startEnv();
   const clock = new TestClock(Date.now());
   const backend = new MemoryProvisioner();
-  const ctrl = new ProvisionController(env.client, PROVISIONER, backend, fast({ clock, heartbeatIntervalMs: INTERVAL_MS }));
+  const ctrl = new ProvisionController(
+    env.client,
+    PROVISIONER,
+    backend,
+    fast({ clock, heartbeatIntervalMs: INTERVAL_MS }),
+  );
   const leases = (verb: string) => env.cluster.audit.count({ resource: 'leases', verb });
   try {
     await createClass(env, storageClass('std'));
     for (let i = 0; i < claims; i++) env.cluster.store.create('persistentvolumeclaims', claim(`c-${i}`, 'std'));
     void ctrl.run();
-    await waitFor(`${claims} PVs saved`, () => env.cluster.store.list('persistentvolumes').items.length === claims, 120_000);
+    await waitFor(
+      `${claims} PVs saved`,
+      () => env.cluster.store.list('persistentvolumes').items.length === claims,
+      120_000,
+    );
     await waitFor('the first beat', () => leases('create') === 1);
     const whileProvisioning = { create: leases('create'), update: leases('update'), get: leases('get') };
     const perInterval: number[] = [];
@@ -53,7 +71,11 @@ async function leaseCost(claims: number): Promise<LeaseCost> {
 test('heartbeat Lease writes: one per interval, the same with 10 and 1,000 claims', async () => {
   const ten = await leaseCost(10);
   const thousand = await leaseCost(1_000);
-  const expected: LeaseCost = { whileProvisioning: { create: 1, update: 0, get: 1 }, perInterval: [1, 1, 1], atStop: 1 };
+  const expected: LeaseCost = {
+    whileProvisioning: { create: 1, update: 0, get: 1 },
+    perInterval: [1, 1, 1],
+    atStop: 1,
+  };
   assert.deepEqual(ten, expected);
   assert.deepEqual(thousand, expected);
 });

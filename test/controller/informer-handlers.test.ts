@@ -10,7 +10,9 @@ import { boundVolume, fakeController, stored } from './fakes.ts';
 import { claim, MemoryProvisioner } from './harness.ts';
 
 /** An informer standing in for the real one: indexes go to `store`, handlers are kept to be called by the test. */
-function fakeInformer<T extends KubeObject>(store: ObjectStore<T>): { informer: InformerEvents<T>; handlers: InformerHandlers<T>[] } {
+function fakeInformer<T extends KubeObject>(
+  store: ObjectStore<T>,
+): { informer: InformerEvents<T>; handlers: InformerHandlers<T>[] } {
   const handlers: InformerHandlers<T>[] = [];
   const informer = {
     addIndex: (name: string, fn: (obj: T) => readonly string[]) => store.addIndex(name, fn),

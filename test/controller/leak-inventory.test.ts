@@ -29,7 +29,11 @@ describe('findLeakedVolumes', () => {
     };
     assert.deepEqual(findLeakedVolumes(args), ['pvc-old-orphan']);
     assert.equal(firstSeen.get('pvc-no-date'), now, 'undated volumes age from first sight');
-    assert.deepEqual(findLeakedVolumes({ ...args, now: now + 3600_000 }), ['pvc-no-date', 'pvc-old-orphan', 'pvc-young-orphan']);
+    assert.deepEqual(findLeakedVolumes({ ...args, now: now + 3600_000 }), [
+      'pvc-no-date',
+      'pvc-old-orphan',
+      'pvc-young-orphan',
+    ]);
     assert.deepEqual(findLeakedVolumes({ ...args, backend: [], now: now + 3600_000 }), []);
     assert.equal(firstSeen.size, 0, 'volumes gone from the backend are forgotten');
   });
@@ -57,7 +61,10 @@ describe('runLeakInventory with a volume cache lagging the API server', () => {
     assert.deepEqual(report.deleted, ['pvc-orphan']);
     assert.deepEqual(backend.deleteCalls, ['pvc-orphan']);
     assert.ok(backend.volumes.has('pvc-live'), 'the live PV keeps its backend volume');
-    assert.ok(f.client.calls.some((c) => c.verb === 'get' && c.name === 'pvc-live'), 'the PV was read from the API');
+    assert.ok(
+      f.client.calls.some((c) => c.verb === 'get' && c.name === 'pvc-live'),
+      'the PV was read from the API',
+    );
   });
 
   it('deletes nothing before the caches synced, and nothing a GET error leaves in doubt', async () => {

@@ -3,7 +3,17 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { createControllerMetrics, METRIC_NAMES } from '../../src/controller/metrics.ts';
-import { claim, createClaim, createClass, eventsFor, getPV, PROVISIONER, storageClass, useController, waitFor } from './harness.ts';
+import {
+  claim,
+  createClaim,
+  createClass,
+  eventsFor,
+  getPV,
+  PROVISIONER,
+  storageClass,
+  useController,
+  waitFor,
+} from './harness.ts';
 
 describe('metrics', () => {
   it('registers the Go names once; a second controller on the same registry reuses them', async () => {
@@ -25,13 +35,27 @@ describe('metrics: a claim waiting for its missing StorageClass', () => {
   const f = useController();
 
   it('gets the ProvisioningFailed event, is not counted as failed, and counts once provisioned', async () => {
-    const c = await createClaim(f.env, claim('orphan', 'later', { annotations: { 'volume.kubernetes.io/storage-provisioner': PROVISIONER } }));
-    await waitFor('the missing-class event', () => eventsFor(f.env, 'orphan').find((e) => e.reason === 'ProvisioningFailed' && /"later" not found/.test(e.message ?? '')));
-    const failed = async () => (await f.registry.getSingleMetric('controller_persistentvolumeclaim_provision_failed_total')?.get())?.values.reduce((n, v) => n + v.value, 0) ?? 0;
+    const c = await createClaim(
+      f.env,
+      claim('orphan', 'later', { annotations: { 'volume.kubernetes.io/storage-provisioner': PROVISIONER } }),
+    );
+    await waitFor('the missing-class event', () =>
+      eventsFor(f.env, 'orphan').find(
+        (e) => e.reason === 'ProvisioningFailed' && /"later" not found/.test(e.message ?? ''),
+      ),
+    );
+    const failed = async () =>
+      (
+        await f.registry.getSingleMetric('controller_persistentvolumeclaim_provision_failed_total')?.get()
+      )?.values.reduce((n, v) => n + v.value, 0) ?? 0;
     assert.equal(await failed(), 0);
     await createClass(f.env, storageClass('later'));
     await waitFor('the PV saved', () => getPV(f.env, `pvc-${c.metadata.uid}`));
     assert.equal(await failed(), 0);
-    await waitFor('counted as provisioned', async () => (await f.registry.metrics()).includes('controller_persistentvolumeclaim_provision_total{class="later",source=""} 1'));
+    await waitFor('counted as provisioned', async () =>
+      (await f.registry.metrics()).includes(
+        'controller_persistentvolumeclaim_provision_total{class="later",source=""} 1',
+      ),
+    );
   });
 });

@@ -28,13 +28,24 @@ describe('resolveOptions', () => {
       infeasibleDelayMs: 5 * 60_000,
     });
     assert.deepEqual(o.volumeSave, { mode: 'retry', retryCount: 5, intervalMs: 10_000 });
-    assert.deepEqual(o.leaderElection, { mode: 'lease', namespace: 'default', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+    assert.deepEqual(o.leaderElection, {
+      mode: 'lease',
+      namespace: 'default',
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+    });
     assert.equal(o.provisionTimeoutMs, 0);
     assert.equal(o.deletionTimeoutMs, 0);
     assert.deepEqual(o.additionalProvisionerNames, []);
     assert.equal(o.addFinalizer, false);
     assert.equal(o.selectorPolicy, 'reject');
-    assert.deepEqual(o.leakInventory, { enabled: false, intervalMs: 600_000, gracePeriodMs: 3_600_000, deleteLeaked: false });
+    assert.deepEqual(o.leakInventory, {
+      enabled: false,
+      intervalMs: 600_000,
+      gracePeriodMs: 3_600_000,
+      deleteLeaked: false,
+    });
     assert.equal(o.shutdownTimeoutMs, 30_000);
     assert.equal(o.nodeCache, false);
     assert.equal(o.volumeNameHook(newClaim('c', 'uid-7', 'x', '', '')), 'pvc-uid-7');
@@ -42,7 +53,10 @@ describe('resolveOptions', () => {
 
   it('fills the rest of a group from the defaults, and copies lists', () => {
     const names = ['a.io/x'];
-    const o = resolveOptions({ retry: { backoffBaseMs: 20 }, leaderElection: { mode: 'none' }, additionalProvisionerNames: names }, {});
+    const o = resolveOptions(
+      { retry: { backoffBaseMs: 20 }, leaderElection: { mode: 'none' }, additionalProvisionerNames: names },
+      {},
+    );
     assert.equal(o.retry.backoffBaseMs, 20);
     assert.equal(o.retry.backoffMaxMs, 1_000_000);
     assert.equal(o.leaderElection.leaseDurationMs, 15_000);
@@ -53,11 +67,18 @@ describe('resolveOptions', () => {
   it('takes the leader-election namespace from POD_NAMESPACE, then the service account file', () => {
     assert.equal(resolveOptions({}, { podNamespace: 'a', serviceAccountNamespace: 'b' }).leaderElection.namespace, 'a');
     assert.equal(resolveOptions({}, { serviceAccountNamespace: 'b' }).leaderElection.namespace, 'b');
-    assert.equal(resolveOptions({ leaderElection: { namespace: 'c' } }, { podNamespace: 'a' }).leaderElection.namespace, 'c');
+    assert.equal(
+      resolveOptions({ leaderElection: { namespace: 'c' } }, { podNamespace: 'a' }).leaderElection.namespace,
+      'c',
+    );
   });
 
   it('background save mode has its own defaults', () => {
-    assert.deepEqual(resolveOptions({ volumeSave: { mode: 'background' } }, {}).volumeSave, { mode: 'background', baseDelayMs: 5, maxDelayMs: 1_000_000 });
+    assert.deepEqual(resolveOptions({ volumeSave: { mode: 'background' } }, {}).volumeSave, {
+      mode: 'background',
+      baseDelayMs: 5,
+      maxDelayMs: 1_000_000,
+    });
   });
 
   const bad: Array<[string, unknown, string]> = [
@@ -68,13 +89,25 @@ describe('resolveOptions', () => {
     ['NaN timeout', { provisionTimeoutMs: Number.NaN }, 'provisionTimeoutMs'],
     ['a string for a number', { threadiness: '4' }, 'threadiness'],
     ['a string for a boolean', { addFinalizer: 'true' }, 'addFinalizer'],
-    ['lease <= renew', { leaderElection: { leaseDurationMs: 10_000, renewDeadlineMs: 10_000 } }, 'leaderElection.leaseDurationMs'],
-    ['renew <= 1.2 retry', { leaderElection: { renewDeadlineMs: 2_000, retryPeriodMs: 2_000 } }, 'leaderElection.renewDeadlineMs'],
+    [
+      'lease <= renew',
+      { leaderElection: { leaseDurationMs: 10_000, renewDeadlineMs: 10_000 } },
+      'leaderElection.leaseDurationMs',
+    ],
+    [
+      'renew <= 1.2 retry',
+      { leaderElection: { renewDeadlineMs: 2_000, retryPeriodMs: 2_000 } },
+      'leaderElection.renewDeadlineMs',
+    ],
     ['unknown leader election mode', { leaderElection: { mode: 'raft' } }, 'leaderElection.mode'],
     ['background mode with retryCount', { volumeSave: { mode: 'background', retryCount: 3 } }, 'volumeSave'],
     ['retry mode with zero attempts', { volumeSave: { mode: 'retry', retryCount: 0 } }, 'volumeSave.retryCount'],
     ['unknown save mode', { volumeSave: { mode: 'sometimes' } }, 'volumeSave.mode'],
-    ['background cap below base', { volumeSave: { mode: 'background', baseDelayMs: 10, maxDelayMs: 5 } }, 'volumeSave.maxDelayMs'],
+    [
+      'background cap below base',
+      { volumeSave: { mode: 'background', baseDelayMs: 10, maxDelayMs: 5 } },
+      'volumeSave.maxDelayMs',
+    ],
     ['backoff cap below base', { retry: { backoffBaseMs: 10, backoffMaxMs: 5 } }, 'retry.backoffMaxMs'],
     ['bad additional name', { additionalProvisionerNames: ['has space'] }, 'additionalProvisionerNames[0]'],
     ['additional names not a list', { additionalProvisionerNames: 'a.io/x' }, 'additionalProvisionerNames'],
@@ -120,46 +153,84 @@ describe('resolveOptions', () => {
     // The old string form of leaderElection says how to write it now.
     assert.throws(
       () => resolveOptions({ leaderElection: 'none' } as unknown as ProvisionControllerOptions, {}),
-      (e: unknown) => e instanceof ConfigurationError && e.option === 'leaderElection' && e.message.includes('{ mode: "none" }'),
+      (e: unknown) =>
+        e instanceof ConfigurationError && e.option === 'leaderElection' && e.message.includes('{ mode: "none" }'),
     );
   });
 
-  it('keeps the keys the caller names (the controller\'s dependencies) and ignores undefined values', () => {
-    assert.doesNotThrow(() => resolveOptions({ logger: {}, threadiness: undefined } as ProvisionControllerOptions, {}, new Set(['logger'])));
+  it("keeps the keys the caller names (the controller's dependencies) and ignores undefined values", () => {
+    assert.doesNotThrow(() =>
+      resolveOptions({ logger: {}, threadiness: undefined } as ProvisionControllerOptions, {}, new Set(['logger'])),
+    );
     assert.throws(() => resolveOptions({ logger: {} } as ProvisionControllerOptions, {}), ConfigurationError);
   });
 
   it('refuses keys inherited from Object.prototype, and merges __proto__ as plain data', () => {
     for (const key of ['constructor', 'toString', 'hasOwnProperty']) {
-      assert.throws(() => resolveOptions(JSON.parse(`{"${key}": 1}`) as ProvisionControllerOptions, {}), (e: unknown) => e instanceof ConfigurationError && e.option === key, key);
-      assert.throws(() => resolveOptions(JSON.parse(`{"retry": {"${key}": 1}}`) as ProvisionControllerOptions, {}), (e: unknown) => e instanceof ConfigurationError && e.option === `retry.${key}`, key);
       assert.throws(
-        () => resolveOptions(JSON.parse(`{"volumeSave": {"mode": "retry", "${key}": 1}}`) as ProvisionControllerOptions, {}),
+        () => resolveOptions(JSON.parse(`{"${key}": 1}`) as ProvisionControllerOptions, {}),
+        (e: unknown) => e instanceof ConfigurationError && e.option === key,
+        key,
+      );
+      assert.throws(
+        () => resolveOptions(JSON.parse(`{"retry": {"${key}": 1}}`) as ProvisionControllerOptions, {}),
+        (e: unknown) => e instanceof ConfigurationError && e.option === `retry.${key}`,
+        key,
+      );
+      assert.throws(
+        () =>
+          resolveOptions(
+            JSON.parse(`{"volumeSave": {"mode": "retry", "${key}": 1}}`) as ProvisionControllerOptions,
+            {},
+          ),
         (e: unknown) => e instanceof ConfigurationError && e.option === `volumeSave.${key}`,
         key,
       );
     }
-    const merged = mergeOptions({ threadiness: 2 }, JSON.parse('{"__proto__": {"threadiness": 9}}') as ProvisionControllerOptions);
+    const merged = mergeOptions(
+      { threadiness: 2 },
+      JSON.parse('{"__proto__": {"threadiness": 9}}') as ProvisionControllerOptions,
+    );
     assert.equal(Object.getPrototypeOf(merged), Object.prototype, 'the prototype is not replaced');
     assert.ok(Object.hasOwn(merged, '__proto__'), 'kept as an own key');
-    assert.throws(() => resolveOptions(merged, {}), (e: unknown) => e instanceof ConfigurationError && e.option === '__proto__');
+    assert.throws(
+      () => resolveOptions(merged, {}),
+      (e: unknown) => e instanceof ConfigurationError && e.option === '__proto__',
+    );
   });
 
   it('refuses durations a timer cannot hold (Node fires a timer over 2^31-1 ms after 1 ms), except plain comparisons', () => {
-    for (const partial of [{ provisionTimeoutMs: 2 ** 31 }, { resyncPeriodMs: 2 ** 31 }, { retry: { backoffMaxMs: 2 ** 31 } }, { leakInventory: { intervalMs: 2 ** 31 } }]) {
-      assert.throws(() => resolveOptions(partial, {}), (e: unknown) => e instanceof ConfigurationError && /2147483647/.test(e.message), JSON.stringify(partial));
+    for (const partial of [
+      { provisionTimeoutMs: 2 ** 31 },
+      { resyncPeriodMs: 2 ** 31 },
+      { retry: { backoffMaxMs: 2 ** 31 } },
+      { leakInventory: { intervalMs: 2 ** 31 } },
+    ]) {
+      assert.throws(
+        () => resolveOptions(partial, {}),
+        (e: unknown) => e instanceof ConfigurationError && /2147483647/.test(e.message),
+        JSON.stringify(partial),
+      );
     }
     assert.equal(resolveOptions({ provisionTimeoutMs: 2 ** 31 - 1 }, {}).provisionTimeoutMs, 2 ** 31 - 1);
     // The leak inventory's grace period is compared with a directory's age, never used as a timer.
-    assert.equal(resolveOptions({ leakInventory: { gracePeriodMs: 90 * 24 * 3_600_000 } }, {}).leakInventory.gracePeriodMs, 90 * 24 * 3_600_000);
+    assert.equal(
+      resolveOptions({ leakInventory: { gracePeriodMs: 90 * 24 * 3_600_000 } }, {}).leakInventory.gracePeriodMs,
+      90 * 24 * 3_600_000,
+    );
   });
 
-  it('names the option in every refusal: the whole object, a variant\'s unknown key, a list entry', () => {
+  it("names the option in every refusal: the whole object, a variant's unknown key, a list entry", () => {
     for (const whole of [null, [], 'x']) {
-      assert.throws(() => resolveOptions(whole as unknown as ProvisionControllerOptions, {}), (e: unknown) => e instanceof ConfigurationError && e.option === 'options', String(whole));
+      assert.throws(
+        () => resolveOptions(whole as unknown as ProvisionControllerOptions, {}),
+        (e: unknown) => e instanceof ConfigurationError && e.option === 'options',
+        String(whole),
+      );
     }
     assert.throws(
-      () => resolveOptions({ volumeSave: { mode: 'retry', retryCont: 3 } } as unknown as ProvisionControllerOptions, {}),
+      () =>
+        resolveOptions({ volumeSave: { mode: 'retry', retryCont: 3 } } as unknown as ProvisionControllerOptions, {}),
       (e: unknown) => e instanceof ConfigurationError && e.option === 'volumeSave.retryCont',
     );
     assert.throws(
@@ -178,20 +249,38 @@ describe('resolveOptions', () => {
   });
 
   it('treats null like an absent value, for a group too', () => {
-    assert.equal(resolveOptions({ retry: null, threadiness: null } as unknown as ProvisionControllerOptions, {}).retry.backoffBaseMs, 15_000);
+    assert.equal(
+      resolveOptions({ retry: null, threadiness: null } as unknown as ProvisionControllerOptions, {}).retry
+        .backoffBaseMs,
+      15_000,
+    );
   });
 
   it('mergeOptions merges groups field by field and replaces everything else', () => {
     const merged = mergeOptions<ProvisionControllerOptions>(
-      { retry: { backoffBaseMs: 20 }, volumeSave: { mode: 'retry', retryCount: 3 }, additionalProvisionerNames: ['a.io/x'] },
-      { retry: { failedProvisionThreshold: 2 }, volumeSave: { mode: 'background' }, additionalProvisionerNames: ['b.io/y'] },
+      {
+        retry: { backoffBaseMs: 20 },
+        volumeSave: { mode: 'retry', retryCount: 3 },
+        additionalProvisionerNames: ['a.io/x'],
+      },
+      {
+        retry: { failedProvisionThreshold: 2 },
+        volumeSave: { mode: 'background' },
+        additionalProvisionerNames: ['b.io/y'],
+      },
       undefined,
     );
-    assert.deepEqual(merged, { retry: { backoffBaseMs: 20, failedProvisionThreshold: 2 }, volumeSave: { mode: 'background' }, additionalProvisionerNames: ['b.io/y'] });
+    assert.deepEqual(merged, {
+      retry: { backoffBaseMs: 20, failedProvisionThreshold: 2 },
+      volumeSave: { mode: 'background' },
+      additionalProvisionerNames: ['b.io/y'],
+    });
   });
 
   it('lease timing is not checked when leader election is off', () => {
-    assert.doesNotThrow(() => resolveOptions({ leaderElection: { mode: 'none', leaseDurationMs: 1, renewDeadlineMs: 5 } }, {}));
+    assert.doesNotThrow(() =>
+      resolveOptions({ leaderElection: { mode: 'none', leaseDurationMs: 1, renewDeadlineMs: 5 } }, {}),
+    );
   });
 
   it('validates provisioner names', () => {

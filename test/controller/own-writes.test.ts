@@ -6,7 +6,10 @@ import { OwnWrites } from '../../src/controller/own-writes.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import { newClaim } from './fixtures.ts';
 
-const pv = (rv: string | undefined): PersistentVolume => ({ metadata: { name: 'pv', ...(rv ? { resourceVersion: rv } : {}) }, spec: {} });
+const pv = (rv: string | undefined): PersistentVolume => ({
+  metadata: { name: 'pv', ...(rv ? { resourceVersion: rv } : {}) },
+  spec: {},
+});
 
 describe('OwnWrites', () => {
   it('serves our write until the cache holds the same or a newer resourceVersion', () => {

@@ -26,29 +26,65 @@ describe('capacity publishing cost at 10 and 1,000 segments', () => {
 
   async function measure(n: number, tag: string): Promise<{ getCapacity: number; creates: number; reads: number }> {
     const agent = `capacity-cost-${tag}`;
-    const client = new KubeClient({ kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig, qps: 0, userAgent: agent });
+    const client = new KubeClient({
+      kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig,
+      qps: 0,
+      userAgent: agent,
+    });
     const ns = `cost-${tag}`;
     cluster.store.create('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     for (let i = 0; i < n; i++) {
       const name = `${tag}-node-${i}`;
-      cluster.store.create('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { [`${tag}/zone`]: `z${i}` } } });
-      cluster.store.create('csinodes', { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name }, spec: { drivers: [{ name: `${DRIVER}.${tag}`, nodeID: name, topologyKeys: [`${tag}/zone`] }] } });
+      cluster.store.create('nodes', {
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: { name, labels: { [`${tag}/zone`]: `z${i}` } },
+      });
+      cluster.store.create('csinodes', {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'CSINode',
+        metadata: { name },
+        spec: { drivers: [{ name: `${DRIVER}.${tag}`, nodeID: name, topologyKeys: [`${tag}/zone`] }] },
+      });
     }
-    await client.create(storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: `wffc-${tag}` }, provisioner: `${DRIVER}.${tag}`, volumeBindingMode: 'WaitForFirstConsumer' });
+    await client.create(storageClasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: `wffc-${tag}` },
+      provisioner: `${DRIVER}.${tag}`,
+      volumeBindingMode: 'WaitForFirstConsumer',
+    });
     let calls = 0;
-    const csi = { call: async () => ((calls += 1), { availableCapacity: 1n << 30n }) } as unknown as Pick<CsiClient, 'call'>;
-    const loop = new CapacityController({ client, csi, driverName: `${DRIVER}.${tag}`, namespace: ns, pollIntervalMs: 3_600_000, registry: new Registry(), logger: silentLogger });
+    const csi = { call: async () => ((calls += 1), { availableCapacity: 1n << 30n }) } as unknown as Pick<
+      CsiClient,
+      'call'
+    >;
+    const loop = new CapacityController({
+      client,
+      csi,
+      driverName: `${DRIVER}.${tag}`,
+      namespace: ns,
+      pollIntervalMs: 3_600_000,
+      registry: new Registry(),
+      logger: silentLogger,
+    });
     const stop = new AbortController();
     const running = loop.run(stop.signal);
     try {
-      await waitFor(`${n} capacity objects`, () => cluster.store.list('csistoragecapacities', { namespace: ns }).items.length === n, 120_000, 50);
+      await waitFor(
+        `${n} capacity objects`,
+        () => cluster.store.list('csistoragecapacities', { namespace: ns }).items.length === n,
+        120_000,
+        50,
+      );
     } finally {
       stop.abort();
       await running;
       client.close();
     }
     const mine = cluster.audit.records().filter((r) => r.client === agent);
-    const sum = (keep: (verb: string, resource: string) => boolean) => mine.filter((r) => keep(r.verb, r.resource)).reduce((n, r) => n + r.count, 0);
+    const sum = (keep: (verb: string, resource: string) => boolean) =>
+      mine.filter((r) => keep(r.verb, r.resource)).reduce((n, r) => n + r.count, 0);
     return {
       getCapacity: calls,
       creates: sum((verb, resource) => verb === 'create' && resource === 'csistoragecapacities'),

@@ -29,9 +29,17 @@ after(async () => {
 describe('CSI start-up (external-provisioner main)', () => {
   it('waits for the socket to appear, probes until ready, and makes no CreateVolume before; then GetPluginInfo and capabilities', async () => {
     const s = await stub({ listen: false, ready: false });
-    const starting = CsiProvisioner.start({ address: s.address, cluster: new FakeCluster(), startupIntervalMs: 10, logger: silentLogger });
+    const starting = CsiProvisioner.start({
+      address: s.address,
+      cluster: new FakeCluster(),
+      startupIntervalMs: 10,
+      logger: silentLogger,
+    });
     let started: CsiProvisioner | undefined;
-    void starting.then((p) => (started = p), () => {});
+    void starting.then(
+      (p) => (started = p),
+      () => {},
+    );
     await s.listen();
     await waitFor('two not-ready probes', () => s.count('Probe') >= 2);
     assert.equal(started, undefined, 'not started while the plugin is not ready');
@@ -41,11 +49,15 @@ describe('CSI start-up (external-provisioner main)', () => {
     assert.equal(p.driverName, 'stub.csi.kube-provisioner.io');
     const order = s.calls.map((c) => c.method);
     assert.ok(order.lastIndexOf('Probe') < order.indexOf('GetPluginInfo'), 'GetPluginInfo only after a ready Probe');
-    assert.deepEqual(order.slice(order.indexOf('GetPluginInfo')), ['GetPluginInfo', 'GetPluginCapabilities', 'ControllerGetCapabilities']);
+    assert.deepEqual(order.slice(order.indexOf('GetPluginInfo')), [
+      'GetPluginInfo',
+      'GetPluginCapabilities',
+      'ControllerGetCapabilities',
+    ]);
     assert.equal(s.count('CreateVolume'), 0);
   });
 
-  it('a Probe reply without `ready` means ready (the spec\'s default)', async () => {
+  it("a Probe reply without `ready` means ready (the spec's default)", async () => {
     const s = await stub({ ready: undefined });
     const p = await CsiProvisioner.start({ address: s.address, cluster: new FakeCluster(), startupIntervalMs: 10 });
     clients.push(p);
@@ -54,16 +66,29 @@ describe('CSI start-up (external-provisioner main)', () => {
 
   it('refuses a plugin without CREATE_DELETE_VOLUME, or without the controller service', async () => {
     const s = await stub({ controllerCapabilities: ['GET_CAPACITY'] });
-    await assert.rejects(CsiProvisioner.start({ address: s.address, cluster: new FakeCluster(), startupIntervalMs: 10 }), (e: unknown) => e instanceof CsiStartupError && /CREATE_DELETE_VOLUME/.test(e.message));
+    await assert.rejects(
+      CsiProvisioner.start({ address: s.address, cluster: new FakeCluster(), startupIntervalMs: 10 }),
+      (e: unknown) => e instanceof CsiStartupError && /CREATE_DELETE_VOLUME/.test(e.message),
+    );
     const n = await stub({ pluginCapabilities: [] });
-    await assert.rejects(CsiProvisioner.start({ address: n.address, cluster: new FakeCluster(), startupIntervalMs: 10 }), /CONTROLLER_SERVICE/);
-    assert.equal(n.count('ControllerGetCapabilities'), 0, 'no controller call to a plugin without the controller service');
+    await assert.rejects(
+      CsiProvisioner.start({ address: n.address, cluster: new FakeCluster(), startupIntervalMs: 10 }),
+      /CONTROLLER_SERVICE/,
+    );
+    assert.equal(
+      n.count('ControllerGetCapabilities'),
+      0,
+      'no controller call to a plugin without the controller service',
+    );
   });
 
   it('a Probe failing with another code than DEADLINE_EXCEEDED/UNAVAILABLE is fatal', async () => {
     const s = await stub();
     s.script('Probe', { error: 'FailedPrecondition', message: 'unhealthy' });
-    await assert.rejects(CsiProvisioner.start({ address: s.address, cluster: new FakeCluster(), startupIntervalMs: 10 }), CsiStartupError);
+    await assert.rejects(
+      CsiProvisioner.start({ address: s.address, cluster: new FakeCluster(), startupIntervalMs: 10 }),
+      CsiStartupError,
+    );
   });
 });
 
@@ -80,7 +105,11 @@ describe('CSI calls', () => {
     const c = await CsiClient.connect({ address: s.address, timeoutMs: 200 });
     clients.push(c);
     s.script('CreateVolume', { hang: true });
-    await assert.rejects(c.call('createVolume', { name: 'pvc-x' }), (e: unknown) => e instanceof CsiError && e.code === GRPC_CODES.DeadlineExceeded && e.codeName === 'DeadlineExceeded');
+    await assert.rejects(
+      c.call('createVolume', { name: 'pvc-x' }),
+      (e: unknown) =>
+        e instanceof CsiError && e.code === GRPC_CODES.DeadlineExceeded && e.codeName === 'DeadlineExceeded',
+    );
     assert.equal(s.count('CreateVolume'), 1);
   });
 
@@ -101,14 +130,20 @@ describe('CSI calls', () => {
     const c = await CsiClient.connect({ address: s.address });
     clients.push(c);
     s.script('CreateVolume', { error: 'ResourceExhausted', message: 'no space in zone z1' });
-    await assert.rejects(c.call('createVolume', { name: 'a' }), (e: unknown) => e instanceof CsiError && e.code === 8 && e.details === 'no space in zone z1');
+    await assert.rejects(
+      c.call('createVolume', { name: 'a' }),
+      (e: unknown) => e instanceof CsiError && e.code === 8 && e.details === 'no space in zone z1',
+    );
   });
 
   it('no plugin listening: UNAVAILABLE', async () => {
     const s = await stub({ listen: false });
     const c = await CsiClient.connect({ address: s.address, timeoutMs: 2000 });
     clients.push(c);
-    await assert.rejects(c.call('probe', {}), (e: unknown) => e instanceof CsiError && e.code === GRPC_CODES.Unavailable);
+    await assert.rejects(
+      c.call('probe', {}),
+      (e: unknown) => e instanceof CsiError && e.code === GRPC_CODES.Unavailable,
+    );
   });
 
   it('csi_sidecar_operations_seconds{driver_name,method_name,grpc_status_code}, csi-lib-utils buckets, in the injected registry', async () => {
@@ -123,7 +158,9 @@ describe('CSI calls', () => {
     await c.call('deleteVolume', { volumeId: 'pvc-m' }, { timeoutMs: 200 }).catch(() => {});
     const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === CSI_OPERATIONS_METRIC);
     assert.ok(metric, 'the histogram is registered in the given registry');
-    const counts = (metric.values as Array<{ metricName?: string; labels: Record<string, string | number>; value: number }>)
+    const counts = (
+      metric.values as Array<{ metricName?: string; labels: Record<string, string | number>; value: number }>
+    )
       .filter((v) => v.metricName === `${CSI_OPERATIONS_METRIC}_count`)
       .map((v) => `${v.labels.driver_name} ${v.labels.method_name} ${v.labels.grpc_status_code} ${v.value}`)
       .sort();
@@ -133,7 +170,9 @@ describe('CSI calls', () => {
       'unknown-driver /csi.v1.Identity/Probe OK 1',
     ]);
     const buckets = (metric.values as Array<{ metricName?: string; labels: Record<string, string | number> }>)
-      .filter((v) => v.metricName === `${CSI_OPERATIONS_METRIC}_bucket` && v.labels.method_name === '/csi.v1.Identity/Probe')
+      .filter(
+        (v) => v.metricName === `${CSI_OPERATIONS_METRIC}_bucket` && v.labels.method_name === '/csi.v1.Identity/Probe',
+      )
       .map((v) => v.labels.le);
     assert.deepEqual(buckets, [...CSI_OPERATIONS_BUCKETS, '+Inf']);
     assert.deepEqual(await new Registry().getMetricsAsJSON(), [], 'nothing global');

@@ -51,15 +51,29 @@ interface Env {
   stop(): Promise<void>;
 }
 
-async function startEnv(stubOptions: Parameters<typeof StubCsiPlugin.start>[0], extra: { timeoutMs?: number; leakInventory?: boolean } = {}): Promise<Env> {
+async function startEnv(
+  stubOptions: Parameters<typeof StubCsiPlugin.start>[0],
+  extra: { timeoutMs?: number; leakInventory?: boolean } = {},
+): Promise<Env> {
   const cluster = await startCluster({ controllers: true });
-  const client = new KubeClient({ kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig, qps: 0, userAgent: 'csi-e2e' });
+  const client = new KubeClient({
+    kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig,
+    qps: 0,
+    userAgent: 'csi-e2e',
+  });
   const stub = await StubCsiPlugin.start(stubOptions);
   const access = new OverlayAccess(client);
   const registry = new Registry();
   let provisioner: CsiProvisioner;
   try {
-    provisioner = await CsiProvisioner.start({ address: stub.address, cluster: access, registry, timeoutMs: extra.timeoutMs ?? 5000, startupIntervalMs: 10, logger: silentLogger });
+    provisioner = await CsiProvisioner.start({
+      address: stub.address,
+      cluster: access,
+      registry,
+      timeoutMs: extra.timeoutMs ?? 5000,
+      startupIntervalMs: 10,
+      logger: silentLogger,
+    });
   } catch (err) {
     // Nothing may keep the test process alive after a failed start.
     await stub.stop();
@@ -67,25 +81,25 @@ async function startEnv(stubOptions: Parameters<typeof StubCsiPlugin.start>[0], 
     await cluster.stop();
     throw err;
   }
-  const ctrl = new ProvisionController(
-    client,
-    provisioner.driverName,
-    provisioner,
-    {
-      ...mergeOptions(provisioner.controllerOptions(), {
-        leaderElection: { mode: 'none' },
-        threadiness: 4,
-        ...(extra.leakInventory ? { leakInventory: { enabled: true, gracePeriodMs: 0, intervalMs: 3_600_000 } } : {}),
-      }),
-      logger: silentLogger,
-      registry,
-    },
-  );
+  const ctrl = new ProvisionController(client, provisioner.driverName, provisioner, {
+    ...mergeOptions(provisioner.controllerOptions(), {
+      leaderElection: { mode: 'none' },
+      threadiness: 4,
+      ...(extra.leakInventory ? { leakInventory: { enabled: true, gracePeriodMs: 0, intervalMs: 3_600_000 } } : {}),
+    }),
+    logger: silentLogger,
+    registry,
+  });
   const stopped = new AbortController();
   const clones = new CloneProtection({ client, cluster: access, logger: silentLogger });
   const running = [ctrl.run(stopped.signal), clones.run(stopped.signal)];
   return {
-    cluster, client, stub, access, provisioner, ctrl,
+    cluster,
+    client,
+    stub,
+    access,
+    provisioner,
+    ctrl,
     stop: async () => {
       stopped.abort();
       await Promise.all(running);
@@ -98,29 +112,65 @@ async function startEnv(stubOptions: Parameters<typeof StubCsiPlugin.start>[0], 
 }
 
 function storageClass(name: string, extra: Partial<StorageClass> = {}): StorageClass {
-  return { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: DRIVER, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate', ...extra };
-}
-function claim(name: string, className: string, spec: Partial<PersistentVolumeClaim['spec']> = {}, annotations: Record<string, string> = {}): PersistentVolumeClaim {
   return {
-    apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: 'default', annotations },
-    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: className, ...spec },
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name },
+    provisioner: DRIVER,
+    reclaimPolicy: 'Delete',
+    volumeBindingMode: 'Immediate',
+    ...extra,
   };
 }
-const getPV = (e: Env, name: string) => e.cluster.store.get('persistentvolumes', undefined, name) as PersistentVolume | undefined;
-const getPVC = (e: Env, name: string) => e.cluster.store.get('persistentvolumeclaims', 'default', name) as PersistentVolumeClaim | undefined;
-const events = (e: Env, name: string) => (e.cluster.store.list('events').items as CoreEvent[]).filter((ev) => ev.involvedObject.name === name);
-const createClaim = (e: Env, c: PersistentVolumeClaim) => e.client.create(persistentVolumeClaims, c, { namespace: 'default' });
+function claim(
+  name: string,
+  className: string,
+  spec: Partial<PersistentVolumeClaim['spec']> = {},
+  annotations: Record<string, string> = {},
+): PersistentVolumeClaim {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace: 'default', annotations },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: '1Gi' } },
+      storageClassName: className,
+      ...spec,
+    },
+  };
+}
+const getPV = (e: Env, name: string) =>
+  e.cluster.store.get('persistentvolumes', undefined, name) as PersistentVolume | undefined;
+const getPVC = (e: Env, name: string) =>
+  e.cluster.store.get('persistentvolumeclaims', 'default', name) as PersistentVolumeClaim | undefined;
+const events = (e: Env, name: string) =>
+  (e.cluster.store.list('events').items as CoreEvent[]).filter((ev) => ev.involvedObject.name === name);
+const createClaim = (e: Env, c: PersistentVolumeClaim) =>
+  e.client.create(persistentVolumeClaims, c, { namespace: 'default' });
 const deleteClaim = (e: Env, name: string) => e.client.delete(persistentVolumeClaims, name, { namespace: 'default' });
 
 describe('CSI mode through ProvisionController: checkError states', () => {
   let e: Env;
   before(async () => {
     // The deadline is short for the hanging call of the first test, long enough for a loaded machine's other calls.
-    e = await startEnv({ pluginCapabilities: ['CONTROLLER_SERVICE', 'VOLUME_ACCESSIBILITY_CONSTRAINTS'] }, { timeoutMs: 1500 });
-    for (const sc of [storageClass('std'), storageClass('wffc', { volumeBindingMode: 'WaitForFirstConsumer' })]) await e.client.create(storageClasses, sc);
+    e = await startEnv(
+      { pluginCapabilities: ['CONTROLLER_SERVICE', 'VOLUME_ACCESSIBILITY_CONSTRAINTS'] },
+      { timeoutMs: 1500 },
+    );
+    for (const sc of [storageClass('std'), storageClass('wffc', { volumeBindingMode: 'WaitForFirstConsumer' })])
+      await e.client.create(storageClasses, sc);
     // Topology for every test of this suite: two nodes, zone keys on their CSINodes.
-    for (const [node, zone] of [['node-a', 'za'], ['node-b', 'zb']]) {
-      e.access.csiNodes.set(node, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: node }, spec: { drivers: [{ name: DRIVER, nodeID: node, topologyKeys: ['zone'] }] } });
+    for (const [node, zone] of [
+      ['node-a', 'za'],
+      ['node-b', 'zb'],
+    ]) {
+      e.access.csiNodes.set(node, {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'CSINode',
+        metadata: { name: node },
+        spec: { drivers: [{ name: DRIVER, nodeID: node, topologyKeys: ['zone'] }] },
+      });
       e.cluster.store.create('nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: node, labels: { zone } } });
     }
   });
@@ -134,29 +184,50 @@ describe('CSI mode through ProvisionController: checkError states', () => {
     // First call: no answer until the 1.5 s deadline. Second call: held until the claim is gone, then created.
     e.stub.script('CreateVolume', { hang: true }, { call: e.stub.count('CreateVolume') + 1 });
     e.stub.script('CreateVolume', { after: gate }, { call: e.stub.count('CreateVolume') + 2 });
-    await waitFor('the claim in progress after DEADLINE_EXCEEDED', () => e.ctrl.claimsInProgress().includes(c.metadata.uid ?? ''));
-    await waitFor('the second CreateVolume', () => e.stub.requests('CreateVolume').filter((r) => r.name === name).length >= 2);
+    await waitFor('the claim in progress after DEADLINE_EXCEEDED', () =>
+      e.ctrl.claimsInProgress().includes(c.metadata.uid ?? ''),
+    );
+    await waitFor(
+      'the second CreateVolume',
+      () => e.stub.requests('CreateVolume').filter((r) => r.name === name).length >= 2,
+    );
     await deleteClaim(e, 'slow');
     await waitFor('claim gone', () => !getPVC(e, 'slow'));
     release();
-    await waitFor('DeleteVolume of the volume created for the deleted claim', () => e.stub.requests('DeleteVolume').some((r) => r.volumeId === name), 20_000);
+    await waitFor(
+      'DeleteVolume of the volume created for the deleted claim',
+      () => e.stub.requests('DeleteVolume').some((r) => r.volumeId === name),
+      20_000,
+    );
     await waitFor('PV gone', () => !getPV(e, name));
-    assert.ok(e.stub.requests('CreateVolume').filter((r) => r.name === name).length >= 2, 'CreateVolume asked again with the same name');
+    assert.ok(
+      e.stub.requests('CreateVolume').filter((r) => r.name === name).length >= 2,
+      'CreateVolume asked again with the same name',
+    );
     assert.equal(e.stub.volumes.has(name), false, 'nothing leaked in the plugin');
   });
 
   it('checkError: RESOURCE_EXHAUSTED with a selected node is Reschedule: selected-node is removed', async () => {
     e.stub.script('CreateVolume', { error: 'ResourceExhausted', message: 'zone za is full' });
     await createClaim(e, claim('full', 'wffc', {}, { [ANN_SELECTED_NODE]: 'node-a' }));
-    await waitFor('selected-node removed', () => getPVC(e, 'full')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined);
+    await waitFor(
+      'selected-node removed',
+      () => getPVC(e, 'full')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined,
+    );
     const req = e.stub.requests('CreateVolume').at(-1);
-    assert.deepEqual(req?.accessibilityRequirements, { requisite: [{ segments: { zone: 'za' } }, { segments: { zone: 'zb' } }], preferred: [{ segments: { zone: 'za' } }, { segments: { zone: 'zb' } }] });
+    assert.deepEqual(req?.accessibilityRequirements, {
+      requisite: [{ segments: { zone: 'za' } }, { segments: { zone: 'zb' } }],
+      preferred: [{ segments: { zone: 'za' } }, { segments: { zone: 'zb' } }],
+    });
   });
 
   it('a missing CSINode for the selected node is Reschedule (external-provisioner #1438), with no CreateVolume', async () => {
     const before = e.stub.count('CreateVolume');
     await createClaim(e, claim('nocsinode', 'wffc', {}, { [ANN_SELECTED_NODE]: 'node-gone' }));
-    await waitFor('selected-node removed', () => getPVC(e, 'nocsinode')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined);
+    await waitFor(
+      'selected-node removed',
+      () => getPVC(e, 'nocsinode')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined,
+    );
     assert.equal(e.stub.count('CreateVolume'), before);
   });
 
@@ -165,7 +236,9 @@ describe('CSI mode through ProvisionController: checkError states', () => {
     const c = await createClaim(e, claim('hiccup', 'std'));
     const pv = await waitFor('PV after the retry', () => getPV(e, `pvc-${c.metadata.uid}`), 20_000);
     assert.equal(pv.spec.csi?.volumeHandle, `pvc-${c.metadata.uid}`);
-    assert.ok(events(e, 'hiccup').some((ev) => ev.reason === 'ProvisioningFailed' && /backend hiccup/.test(ev.message ?? '')));
+    assert.ok(
+      events(e, 'hiccup').some((ev) => ev.reason === 'ProvisioningFailed' && /backend hiccup/.test(ev.message ?? '')),
+    );
     assert.equal(e.ctrl.options.retry.backoffBaseMs, 1000);
   });
 
@@ -173,11 +246,17 @@ describe('CSI mode through ProvisionController: checkError states', () => {
     e.stub.script('CreateVolume', { error: 'InvalidArgument', message: 'unsupported type' });
     const c = await createClaim(e, claim('invalid', 'std'));
     const name = `pvc-${c.metadata.uid}`;
-    await waitFor('infeasible event', () => events(e, 'invalid').some((ev) => /Retries will be delayed/.test(ev.message ?? '')));
+    await waitFor('infeasible event', () =>
+      events(e, 'invalid').some((ev) => /Retries will be delayed/.test(ev.message ?? '')),
+    );
     const calls = () => e.stub.requests('CreateVolume').filter((r) => r.name === name).length;
     assert.equal(calls(), 1);
     const current = getPVC(e, 'invalid') as PersistentVolumeClaim;
-    await e.client.update(persistentVolumeClaims, { ...current, metadata: { ...current.metadata, labels: { fixed: 'yes' } } }, { namespace: 'default' });
+    await e.client.update(
+      persistentVolumeClaims,
+      { ...current, metadata: { ...current.metadata, labels: { fixed: 'yes' } } },
+      { namespace: 'default' },
+    );
     await waitFor('PV once the claim changed', () => getPV(e, name));
     assert.equal(calls(), 2);
   });
@@ -186,15 +265,28 @@ describe('CSI mode through ProvisionController: checkError states', () => {
 describe('CSI mode through ProvisionController: volumes', () => {
   let e: Env;
   before(async () => {
-    e = await startEnv({ controllerCapabilities: ['CREATE_DELETE_VOLUME', 'CLONE_VOLUME', 'EXPAND_VOLUME', 'LIST_VOLUMES'] }, { leakInventory: true });
-    await e.client.create(secrets, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'default-creds', namespace: 'default' }, data: { key: Buffer.from('v').toString('base64') } });
-    await e.client.create(storageClasses, storageClass('secret', {
-      allowVolumeExpansion: true,
-      parameters: {
-        'csi.storage.k8s.io/provisioner-secret-name': '${pvc.namespace}-creds', 'csi.storage.k8s.io/provisioner-secret-namespace': '${pvc.namespace}',
-        'csi.storage.k8s.io/controller-expand-secret-name': 'default-creds', 'csi.storage.k8s.io/controller-expand-secret-namespace': 'default',
-      },
-    }));
+    e = await startEnv(
+      { controllerCapabilities: ['CREATE_DELETE_VOLUME', 'CLONE_VOLUME', 'EXPAND_VOLUME', 'LIST_VOLUMES'] },
+      { leakInventory: true },
+    );
+    await e.client.create(secrets, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'default-creds', namespace: 'default' },
+      data: { key: Buffer.from('v').toString('base64') },
+    });
+    await e.client.create(
+      storageClasses,
+      storageClass('secret', {
+        allowVolumeExpansion: true,
+        parameters: {
+          'csi.storage.k8s.io/provisioner-secret-name': '${pvc.namespace}-creds',
+          'csi.storage.k8s.io/provisioner-secret-namespace': '${pvc.namespace}',
+          'csi.storage.k8s.io/controller-expand-secret-name': 'default-creds',
+          'csi.storage.k8s.io/controller-expand-secret-namespace': 'default',
+        },
+      }),
+    );
   });
   after(() => e?.stop());
 
@@ -206,9 +298,18 @@ describe('CSI mode through ProvisionController: volumes', () => {
     const pv = getPV(e, name) as PersistentVolume;
     assert.equal(pv.metadata.annotations?.['volume.kubernetes.io/provisioner-deletion-secret-name'], 'default-creds');
     assert.deepEqual(pv.spec.csi?.controllerExpandSecretRef, { name: 'default-creds', namespace: 'default' });
-    e.access.attachments.push({ apiVersion: 'storage.k8s.io/v1', kind: 'VolumeAttachment', metadata: { name: 'va-1' }, spec: { attacher: DRIVER, nodeName: 'node-a', source: { persistentVolumeName: name } } });
+    e.access.attachments.push({
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'VolumeAttachment',
+      metadata: { name: 'va-1' },
+      spec: { attacher: DRIVER, nodeName: 'node-a', source: { persistentVolumeName: name } },
+    });
     await deleteClaim(e, 'data');
-    await waitFor('VolumeFailedDelete while attached', () => events(e, name).some((ev) => ev.reason === 'VolumeFailedDelete' && /still attached to node node-a/.test(ev.message ?? '')));
+    await waitFor('VolumeFailedDelete while attached', () =>
+      events(e, name).some(
+        (ev) => ev.reason === 'VolumeFailedDelete' && /still attached to node node-a/.test(ev.message ?? ''),
+      ),
+    );
     assert.equal(e.stub.requests('DeleteVolume').filter((r) => r.volumeId === name).length, 0);
     e.access.attachments.length = 0;
     await waitFor('PV deleted once detached', () => !getPV(e, name), 20_000);
@@ -219,7 +320,11 @@ describe('CSI mode through ProvisionController: volumes', () => {
     const c = await createClaim(e, claim('grow', 'secret'));
     await waitFor('claim Bound', () => getPVC(e, 'grow')?.status?.phase === 'Bound');
     const current = getPVC(e, 'grow') as PersistentVolumeClaim;
-    await e.client.update(persistentVolumeClaims, { ...current, spec: { ...current.spec, resources: { requests: { storage: '2Gi' } } } }, { namespace: 'default' });
+    await e.client.update(
+      persistentVolumeClaims,
+      { ...current, spec: { ...current.spec, resources: { requests: { storage: '2Gi' } } } },
+      { namespace: 'default' },
+    );
     await waitFor('claim capacity 2Gi', () => getPVC(e, 'grow')?.status?.capacity?.storage === '2Gi', 20_000);
     const req = e.stub.requests('ControllerExpandVolume').find((r) => r.volumeId === `pvc-${c.metadata.uid}`);
     assert.deepEqual(req?.secrets, { key: 'v' });
@@ -232,26 +337,59 @@ describe('CSI mode through ProvisionController: volumes', () => {
     await waitFor('claim Bound', () => getPVC(e, 'nogrow')?.status?.phase === 'Bound');
     e.stub.script('ControllerExpandVolume', { error: 'InvalidArgument', message: 'too big' });
     const current = getPVC(e, 'nogrow') as PersistentVolumeClaim;
-    await e.client.update(persistentVolumeClaims, { ...current, spec: { ...current.spec, resources: { requests: { storage: '9Gi' } } } }, { namespace: 'default' });
-    await waitFor('ControllerResizeInfeasible', () => getPVC(e, 'nogrow')?.status?.allocatedResourceStatuses?.storage === 'ControllerResizeInfeasible', 20_000);
+    await e.client.update(
+      persistentVolumeClaims,
+      { ...current, spec: { ...current.spec, resources: { requests: { storage: '9Gi' } } } },
+      { namespace: 'default' },
+    );
+    await waitFor(
+      'ControllerResizeInfeasible',
+      () => getPVC(e, 'nogrow')?.status?.allocatedResourceStatuses?.storage === 'ControllerResizeInfeasible',
+      20_000,
+    );
   });
 
   it('expansion: FAILED_PRECONDITION means in use: no new ControllerExpandVolume while a pod uses the claim, expanded once it is gone', async () => {
     const c = await createClaim(e, claim('busy', 'secret'));
     const name = `pvc-${c.metadata.uid}`;
     await waitFor('claim Bound', () => getPVC(e, 'busy')?.status?.phase === 'Bound');
-    await e.client.create(pods, {
-      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'user', namespace: 'default' },
-      spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'busy' } }] },
-    }, { namespace: 'default' });
-    e.stub.script('ControllerExpandVolume', { error: 'FailedPrecondition', message: 'volume is published and the plugin expands offline' });
+    await e.client.create(
+      pods,
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'user', namespace: 'default' },
+        spec: {
+          containers: [{ name: 'c', image: 'busybox' }],
+          volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'busy' } }],
+        },
+      },
+      { namespace: 'default' },
+    );
+    e.stub.script('ControllerExpandVolume', {
+      error: 'FailedPrecondition',
+      message: 'volume is published and the plugin expands offline',
+    });
     const current = getPVC(e, 'busy') as PersistentVolumeClaim;
-    await e.client.update(persistentVolumeClaims, { ...current, spec: { ...current.spec, resources: { requests: { storage: '3Gi' } } } }, { namespace: 'default' });
+    await e.client.update(
+      persistentVolumeClaims,
+      { ...current, spec: { ...current.spec, resources: { requests: { storage: '3Gi' } } } },
+      { namespace: 'default' },
+    );
     const expandCalls = () => e.stub.requests('ControllerExpandVolume').filter((r) => r.volumeId === name).length;
-    await waitFor('a retry refused without calling the plugin', () => events(e, 'busy').some((ev) => ev.reason === 'VolumeResizeFailed' && /currently in-use/.test(ev.message ?? '')), 20_000);
+    await waitFor(
+      'a retry refused without calling the plugin',
+      () =>
+        events(e, 'busy').some((ev) => ev.reason === 'VolumeResizeFailed' && /currently in-use/.test(ev.message ?? '')),
+      20_000,
+    );
     assert.equal(expandCalls(), 1, 'only the first attempt reached the plugin');
     await e.client.delete(pods, 'user', { namespace: 'default' });
-    await waitFor('claim capacity 3Gi once the pod is gone', () => getPVC(e, 'busy')?.status?.capacity?.storage === '3Gi', 20_000);
+    await waitFor(
+      'claim capacity 3Gi once the pod is gone',
+      () => getPVC(e, 'busy')?.status?.capacity?.storage === '3Gi',
+      20_000,
+    );
     assert.equal(expandCalls(), 2);
   });
 
@@ -261,8 +399,13 @@ describe('CSI mode through ProvisionController: volumes', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     e.stub.script('CreateVolume', { after: gate });
-    const cl = await createClaim(e, claim('copy', 'secret', { dataSource: { kind: 'PersistentVolumeClaim', name: 'src' } }));
-    await waitFor('finalizer on the source', () => getPVC(e, 'src')?.metadata.finalizers?.includes(FINALIZER_CLONE_PROTECTION));
+    const cl = await createClaim(
+      e,
+      claim('copy', 'secret', { dataSource: { kind: 'PersistentVolumeClaim', name: 'src' } }),
+    );
+    await waitFor('finalizer on the source', () =>
+      getPVC(e, 'src')?.metadata.finalizers?.includes(FINALIZER_CLONE_PROTECTION),
+    );
     await deleteClaim(e, 'src');
     await waitFor('source Terminating', () => getPVC(e, 'src')?.metadata.deletionTimestamp !== undefined);
     assert.ok(getPVC(e, 'src'), 'held while the clone is Pending');

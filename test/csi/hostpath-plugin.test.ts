@@ -5,7 +5,16 @@
 // (root in a container usually may); elsewhere the same test runs with a recording mounter and says so.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -68,7 +77,12 @@ describe('reference CSI plugin (hostpath over CSI)', () => {
         small: { nodePathMap: [{ node: NODE, paths: [{ path: join(dir, 'small'), capacity: '10Mi' }] }] },
       },
     });
-    plugin = await startCsiHostPathPlugin({ endpoint: `unix://${join(dir, 'run', 'csi.sock')}`, config: { value: config }, nodeName: NODE, mounter: realMount ? systemMounter : recording });
+    plugin = await startCsiHostPathPlugin({
+      endpoint: `unix://${join(dir, 'run', 'csi.sock')}`,
+      config: { value: config },
+      nodeName: NODE,
+      mounter: realMount ? systemMounter : recording,
+    });
     client = await CsiClient.connect({ address: plugin.server.address, timeoutMs: 10_000 });
   });
   after(async () => {
@@ -95,16 +109,33 @@ describe('reference CSI plugin (hostpath over CSI)', () => {
   it('Identity: GetPluginInfo, GetPluginCapabilities (controller, topology, online expansion), Probe ready', async () => {
     assert.equal((await client.call('getPluginInfo', {})).name, HOSTPATH_CSI_DRIVER);
     const caps = (await client.call('getPluginCapabilities', {})).capabilities ?? [];
-    assert.deepEqual(caps.map((c) => c.service?.type ?? c.volumeExpansion?.type), ['CONTROLLER_SERVICE', 'VOLUME_ACCESSIBILITY_CONSTRAINTS', 'ONLINE']);
+    assert.deepEqual(
+      caps.map((c) => c.service?.type ?? c.volumeExpansion?.type),
+      ['CONTROLLER_SERVICE', 'VOLUME_ACCESSIBILITY_CONSTRAINTS', 'ONLINE'],
+    );
     assert.deepEqual(await client.call('probe', {}), { ready: { value: true } });
     const ctrl = (await client.call('controllerGetCapabilities', {})).capabilities?.map((c) => c.rpc?.type);
-    assert.deepEqual(ctrl, ['CREATE_DELETE_VOLUME', 'EXPAND_VOLUME', 'GET_CAPACITY', 'LIST_VOLUMES', 'SINGLE_NODE_MULTI_WRITER']);
+    assert.deepEqual(ctrl, [
+      'CREATE_DELETE_VOLUME',
+      'EXPAND_VOLUME',
+      'GET_CAPACITY',
+      'LIST_VOLUMES',
+      'SINGLE_NODE_MULTI_WRITER',
+    ]);
   });
 
   it('CreateVolume on a shared path: a directory named by the class pattern, idempotent by name; DeleteVolume removes it, twice is OK', async () => {
     const req = {
-      name: 'pvc-1111', capacityRange: { requiredBytes: 1n << 20n }, volumeCapabilities: [mountCap('MULTI_NODE_MULTI_WRITER')],
-      parameters: { storageClassConfig: 'shared', pathPattern: '${.PVC.namespace}/${.PVC.name}', onDelete: 'delete', 'csi.storage.k8s.io/pvc/name': 'data', 'csi.storage.k8s.io/pvc/namespace': 'team' },
+      name: 'pvc-1111',
+      capacityRange: { requiredBytes: 1n << 20n },
+      volumeCapabilities: [mountCap('MULTI_NODE_MULTI_WRITER')],
+      parameters: {
+        storageClassConfig: 'shared',
+        pathPattern: '${.PVC.namespace}/${.PVC.name}',
+        onDelete: 'delete',
+        'csi.storage.k8s.io/pvc/name': 'data',
+        'csi.storage.k8s.io/pvc/namespace': 'team',
+      },
     };
     const first = await client.call('createVolume', req);
     assert.equal(first.volume?.volumeId, 'pvc-1111');
@@ -116,20 +147,30 @@ describe('reference CSI plugin (hostpath over CSI)', () => {
     assert.deepEqual(readdirSync(join(dir, 'shared', 'team')), ['data'], 'no second directory');
     await client.call('deleteVolume', { volumeId: 'pvc-1111' });
     assert.ok(!existsSync(join(dir, 'shared', 'team', 'data')));
-    assert.equal(await codeOf(client.call('deleteVolume', { volumeId: 'pvc-1111' })), 'OK', 'DeleteVolume of an absent volume succeeds');
+    assert.equal(
+      await codeOf(client.call('deleteVolume', { volumeId: 'pvc-1111' })),
+      'OK',
+      'DeleteVolume of an absent volume succeeds',
+    );
   });
 
-  it('the class\'s onDelete is kept at CreateVolume and applied at DeleteVolume: archive renames the directory, retain keeps it', async () => {
-    const make = (name: string, onDelete: string) => client.call('createVolume', {
-      name, volumeCapabilities: [mountCap('MULTI_NODE_MULTI_WRITER')], parameters: { storageClassConfig: 'shared', pathPattern: name, onDelete },
-    });
+  it("the class's onDelete is kept at CreateVolume and applied at DeleteVolume: archive renames the directory, retain keeps it", async () => {
+    const make = (name: string, onDelete: string) =>
+      client.call('createVolume', {
+        name,
+        volumeCapabilities: [mountCap('MULTI_NODE_MULTI_WRITER')],
+        parameters: { storageClassConfig: 'shared', pathPattern: name, onDelete },
+      });
     await make('pvc-arch', 'archive');
     await make('pvc-keep', 'retain');
     await client.call('deleteVolume', { volumeId: 'pvc-arch' });
     await client.call('deleteVolume', { volumeId: 'pvc-keep' });
     const entries = readdirSync(join(dir, 'shared'));
     assert.ok(!entries.includes('pvc-arch'), 'archived: no longer under its name');
-    assert.ok(entries.some((e) => e.startsWith('archived-') && e.includes('pvc-arch')), `an archived-… directory in ${entries.join(', ')}`);
+    assert.ok(
+      entries.some((e) => e.startsWith('archived-') && e.includes('pvc-arch')),
+      `an archived-… directory in ${entries.join(', ')}`,
+    );
     assert.ok(entries.includes('pvc-keep'), 'retained');
     const listed = (await client.call('listVolumes', {})).entries?.map((e) => e.volume?.volumeId) ?? [];
     assert.ok(!listed.includes('pvc-arch') && !listed.includes('pvc-keep'), 'both are gone as volumes');
@@ -137,27 +178,104 @@ describe('reference CSI plugin (hostpath over CSI)', () => {
 
   it('CreateVolume on a node path: accessible_topology names the node; unsafe patterns, block and unknown classes are INVALID_ARGUMENT', async () => {
     const topo = { preferred: [{ segments: { [KEY]: NODE } }], requisite: [{ segments: { [KEY]: NODE } }] };
-    const v = await client.call('createVolume', { name: 'pvc-2222', capacityRange: { requiredBytes: 1024n }, volumeCapabilities: [mountCap()], parameters: { storageClassConfig: 'local' }, accessibilityRequirements: topo });
+    const v = await client.call('createVolume', {
+      name: 'pvc-2222',
+      capacityRange: { requiredBytes: 1024n },
+      volumeCapabilities: [mountCap()],
+      parameters: { storageClassConfig: 'local' },
+      accessibilityRequirements: topo,
+    });
     assert.deepEqual(v.volume?.accessibleTopology, [{ segments: { [KEY]: NODE } }]);
-    assert.equal(await codeOf(client.call('createVolume', {
-      name: 'pvc-3333', volumeCapabilities: [mountCap()], parameters: { storageClassConfig: 'local', pathPattern: '../../etc' }, accessibilityRequirements: topo,
-    })), 'InvalidArgument');
-    assert.equal(await codeOf(client.call('createVolume', { name: 'pvc-3334', volumeCapabilities: [{ block: {}, accessMode: { mode: 'SINGLE_NODE_WRITER' } }], parameters: { storageClassConfig: 'local' } })), 'InvalidArgument');
-    assert.equal(await codeOf(client.call('createVolume', { name: 'pvc-3335', volumeCapabilities: [mountCap()], parameters: { storageClassConfig: 'nope' } })), 'InvalidArgument');
-    assert.equal(await codeOf(client.call('createVolume', { name: 'pvc-3336', volumeCapabilities: [mountCap()], parameters: { storageClassConfig: 'local', bogus: 'x' } })), 'InvalidArgument');
+    assert.equal(
+      await codeOf(
+        client.call('createVolume', {
+          name: 'pvc-3333',
+          volumeCapabilities: [mountCap()],
+          parameters: { storageClassConfig: 'local', pathPattern: '../../etc' },
+          accessibilityRequirements: topo,
+        }),
+      ),
+      'InvalidArgument',
+    );
+    assert.equal(
+      await codeOf(
+        client.call('createVolume', {
+          name: 'pvc-3334',
+          volumeCapabilities: [{ block: {}, accessMode: { mode: 'SINGLE_NODE_WRITER' } }],
+          parameters: { storageClassConfig: 'local' },
+        }),
+      ),
+      'InvalidArgument',
+    );
+    assert.equal(
+      await codeOf(
+        client.call('createVolume', {
+          name: 'pvc-3335',
+          volumeCapabilities: [mountCap()],
+          parameters: { storageClassConfig: 'nope' },
+        }),
+      ),
+      'InvalidArgument',
+    );
+    assert.equal(
+      await codeOf(
+        client.call('createVolume', {
+          name: 'pvc-3336',
+          volumeCapabilities: [mountCap()],
+          parameters: { storageClassConfig: 'local', bogus: 'x' },
+        }),
+      ),
+      'InvalidArgument',
+    );
   });
 
   it('capacity: GetCapacity per class and node; a volume larger than the room left on the only node is INVALID_ARGUMENT (the hostpath provisioner finds no node with room: infeasible); expansion beyond it is OUT_OF_RANGE', async () => {
     const topo = { preferred: [{ segments: { [KEY]: NODE } }] };
-    const cap = await client.call('getCapacity', { parameters: { storageClassConfig: 'small' }, accessibleTopology: { segments: { [KEY]: NODE } } });
+    const cap = await client.call('getCapacity', {
+      parameters: { storageClassConfig: 'small' },
+      accessibleTopology: { segments: { [KEY]: NODE } },
+    });
     assert.equal(cap.availableCapacity, 10n << 20n);
-    await client.call('createVolume', { name: 'pvc-4444', capacityRange: { requiredBytes: 4n << 20n }, volumeCapabilities: [mountCap()], parameters: { storageClassConfig: 'small' }, accessibilityRequirements: topo });
-    assert.equal((await client.call('getCapacity', { parameters: { storageClassConfig: 'small' } })).availableCapacity, 6n << 20n);
-    assert.equal(await codeOf(client.call('createVolume', { name: 'pvc-5555', capacityRange: { requiredBytes: 8n << 20n }, volumeCapabilities: [mountCap()], parameters: { storageClassConfig: 'small' }, accessibilityRequirements: topo })), 'InvalidArgument');
-    const grown = await client.call('controllerExpandVolume', { volumeId: 'pvc-4444', capacityRange: { requiredBytes: 6n << 20n } });
+    await client.call('createVolume', {
+      name: 'pvc-4444',
+      capacityRange: { requiredBytes: 4n << 20n },
+      volumeCapabilities: [mountCap()],
+      parameters: { storageClassConfig: 'small' },
+      accessibilityRequirements: topo,
+    });
+    assert.equal(
+      (await client.call('getCapacity', { parameters: { storageClassConfig: 'small' } })).availableCapacity,
+      6n << 20n,
+    );
+    assert.equal(
+      await codeOf(
+        client.call('createVolume', {
+          name: 'pvc-5555',
+          capacityRange: { requiredBytes: 8n << 20n },
+          volumeCapabilities: [mountCap()],
+          parameters: { storageClassConfig: 'small' },
+          accessibilityRequirements: topo,
+        }),
+      ),
+      'InvalidArgument',
+    );
+    const grown = await client.call('controllerExpandVolume', {
+      volumeId: 'pvc-4444',
+      capacityRange: { requiredBytes: 6n << 20n },
+    });
     assert.deepEqual(grown, { capacityBytes: 6n << 20n });
-    assert.equal(await codeOf(client.call('controllerExpandVolume', { volumeId: 'pvc-4444', capacityRange: { requiredBytes: 64n << 20n } })), 'OutOfRange');
-    assert.equal(await codeOf(client.call('controllerExpandVolume', { volumeId: 'pvc-nope', capacityRange: { requiredBytes: 1n } })), 'NotFound');
+    assert.equal(
+      await codeOf(
+        client.call('controllerExpandVolume', { volumeId: 'pvc-4444', capacityRange: { requiredBytes: 64n << 20n } }),
+      ),
+      'OutOfRange',
+    );
+    assert.equal(
+      await codeOf(
+        client.call('controllerExpandVolume', { volumeId: 'pvc-nope', capacityRange: { requiredBytes: 1n } }),
+      ),
+      'NotFound',
+    );
   });
 
   it('ListVolumes pages through every volume with its capacity and topology; a bad token is ABORTED', async () => {
@@ -173,7 +291,12 @@ describe('reference CSI plugin (hostpath over CSI)', () => {
 
   it('DeleteVolume never follows a symlink: a volume directory swapped for a symlink to elsewhere leaves elsewhere untouched', async () => {
     const topo = { preferred: [{ segments: { [KEY]: NODE } }] };
-    await client.call('createVolume', { name: 'pvc-6666', volumeCapabilities: [mountCap()], parameters: { storageClassConfig: 'local', pathPattern: 'victim' }, accessibilityRequirements: topo });
+    await client.call('createVolume', {
+      name: 'pvc-6666',
+      volumeCapabilities: [mountCap()],
+      parameters: { storageClassConfig: 'local', pathPattern: 'victim' },
+      accessibilityRequirements: topo,
+    });
     const outside = join(dir, 'outside');
     mkdirSync(outside);
     writeFileSync(join(outside, 'keep'), 'x');
@@ -183,11 +306,17 @@ describe('reference CSI plugin (hostpath over CSI)', () => {
     assert.equal(readFileSync(join(outside, 'keep'), 'utf8'), 'x');
     rmSync(join(dir, 'local', 'victim'), { force: true });
     await client.call('deleteVolume', { volumeId: 'pvc-6666' });
-    assert.equal((await client.call('listVolumes', {})).entries?.some((e) => e.volume?.volumeId === 'pvc-6666'), false);
+    assert.equal(
+      (await client.call('listVolumes', {})).entries?.some((e) => e.volume?.volumeId === 'pvc-6666'),
+      false,
+    );
   });
 
   it(`Node: NodeGetInfo with topology; NodePublishVolume bind-mounts the volume's directory (${realMount ? 'real mount(8): root here may mount' : 'mount is not permitted here: a recording mounter'}), idempotently; NodeUnpublishVolume undoes it`, async () => {
-    assert.deepEqual(await client.call('nodeGetInfo', {}), { nodeId: NODE, accessibleTopology: { segments: { [KEY]: NODE } } });
+    assert.deepEqual(await client.call('nodeGetInfo', {}), {
+      nodeId: NODE,
+      accessibleTopology: { segments: { [KEY]: NODE } },
+    });
     assert.deepEqual(await client.call('nodeGetCapabilities', {}), {});
     const target = join(dir, 'pods', 'uid-1', 'volumes', 'mount');
     const req = { volumeId: 'pvc-2222', targetPath: target, volumeCapability: mountCap() };
@@ -196,8 +325,14 @@ describe('reference CSI plugin (hostpath over CSI)', () => {
     const source = readdirSync(join(dir, 'local')).filter((n) => !n.startsWith('.'))[0];
     if (realMount) {
       writeFileSync(join(target, 'hello'), 'from the pod');
-      assert.equal(readFileSync(join(dir, 'local', source, 'hello'), 'utf8'), 'from the pod', 'a write through the mount lands in the volume directory');
-      const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.split(' ')[4] === target);
+      assert.equal(
+        readFileSync(join(dir, 'local', source, 'hello'), 'utf8'),
+        'from the pod',
+        'a write through the mount lands in the volume directory',
+      );
+      const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+        .split('\n')
+        .filter((l) => l.split(' ')[4] === target);
       assert.equal(mounts.length, 1, 'published once');
     } else {
       assert.deepEqual(recording.mounts.get(target), { source: join(dir, 'local', source), readOnly: false });

@@ -30,19 +30,45 @@ describe('run csi against the embedded cluster: snapshots, VAC, topology flags',
 
   before(async () => {
     cluster = await startCluster({ controllers: true });
-    client = new KubeClient({ kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig, qps: 0, userAgent: 'sidecar-e2e' });
+    client = new KubeClient({
+      kubeConfig: loadKubeConfig({ path: cluster.kubeconfigPath }).kubeConfig,
+      qps: 0,
+      userAgent: 'sidecar-e2e',
+    });
     stub = await StubCsiPlugin.start({
       pluginCapabilities: ['CONTROLLER_SERVICE', 'VOLUME_ACCESSIBILITY_CONSTRAINTS'],
       controllerCapabilities: ['CREATE_DELETE_VOLUME', 'CREATE_DELETE_SNAPSHOT', 'MODIFY_VOLUME'],
     });
-    for (const [node, zone] of [['node-a', 'za'], ['node-b', 'zb']]) {
+    for (const [node, zone] of [
+      ['node-a', 'za'],
+      ['node-b', 'zb'],
+    ]) {
       await client.create(nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: node, labels: { zone } } });
-      await client.create(csiNodes, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: node }, spec: { drivers: [{ name: DRIVER, nodeID: node, topologyKeys: ['zone'] }] } });
+      await client.create(csiNodes, {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'CSINode',
+        metadata: { name: node },
+        spec: { drivers: [{ name: DRIVER, nodeID: node, topologyKeys: ['zone'] }] },
+      });
     }
-    for (const c of [storageClass('imm', 'Immediate'), storageClass('wffc', 'WaitForFirstConsumer')]) await client.create(storageClasses, c);
+    for (const c of [storageClass('imm', 'Immediate'), storageClass('wffc', 'WaitForFirstConsumer')])
+      await client.create(storageClasses, c);
     const options = parseRunCsiArgs([
-      '--kubeconfig', cluster.kubeconfigPath, '--csi-address', stub.address, '--leader-election', 'none', '--health-address', 'off',
-      '--worker-threads', '4', '--strict-topology', '--immediate-topology=false', '--extra-create-metadata', '--timeout', '5s',
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '--csi-address',
+      stub.address,
+      '--leader-election',
+      'none',
+      '--health-address',
+      'off',
+      '--worker-threads',
+      '4',
+      '--strict-topology',
+      '--immediate-topology=false',
+      '--extra-create-metadata',
+      '--timeout',
+      '5s',
     ]);
     sidecar = await startCsiSidecar(options, { logger: silentLogger, registry: new Registry(), startupIntervalMs: 10 });
   });
@@ -54,20 +80,49 @@ describe('run csi against the embedded cluster: snapshots, VAC, topology flags',
   });
 
   function storageClass(name: string, mode: 'Immediate' | 'WaitForFirstConsumer'): StorageClass {
-    return { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: DRIVER, reclaimPolicy: 'Delete', volumeBindingMode: mode };
+    return {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name },
+      provisioner: DRIVER,
+      reclaimPolicy: 'Delete',
+      volumeBindingMode: mode,
+    };
   }
-  const claim = (name: string, className: string, spec: Partial<PersistentVolumeClaim['spec']> = {}, annotations: Record<string, string> = {}): PersistentVolumeClaim => ({
-    apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: 'default', annotations },
-    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: className, ...spec },
+  const claim = (
+    name: string,
+    className: string,
+    spec: Partial<PersistentVolumeClaim['spec']> = {},
+    annotations: Record<string, string> = {},
+  ): PersistentVolumeClaim => ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace: 'default', annotations },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: '1Gi' } },
+      storageClassName: className,
+      ...spec,
+    },
   });
-  const getPVC = (name: string) => cluster.store.get('persistentvolumeclaims', 'default', name) as PersistentVolumeClaim | undefined;
-  const getPV = (name: string) => cluster.store.get('persistentvolumes', undefined, name) as PersistentVolume | undefined;
-  const createVolumeOf = (uid: string | undefined) => stub.requests('CreateVolume').find((r) => r.name === `pvc-${uid}`);
+  const getPVC = (name: string) =>
+    cluster.store.get('persistentvolumeclaims', 'default', name) as PersistentVolumeClaim | undefined;
+  const getPV = (name: string) =>
+    cluster.store.get('persistentvolumes', undefined, name) as PersistentVolume | undefined;
+  const createVolumeOf = (uid: string | undefined) =>
+    stub.requests('CreateVolume').find((r) => r.name === `pvc-${uid}`);
 
-  it('--strict-topology: a claim with a selected node requests only that node\'s segment, preferred too', async () => {
-    const c = await client.create(persistentVolumeClaims, claim('strict', 'wffc', {}, { [ANN_SELECTED_NODE]: 'node-b' }), { namespace: 'default' });
+  it("--strict-topology: a claim with a selected node requests only that node's segment, preferred too", async () => {
+    const c = await client.create(
+      persistentVolumeClaims,
+      claim('strict', 'wffc', {}, { [ANN_SELECTED_NODE]: 'node-b' }),
+      { namespace: 'default' },
+    );
     await waitFor('strict Bound', () => getPVC('strict')?.status?.phase === 'Bound', 30_000);
-    assert.deepEqual(createVolumeOf(c.metadata.uid)?.accessibilityRequirements, { requisite: [{ segments: { zone: 'zb' } }], preferred: [{ segments: { zone: 'zb' } }] });
+    assert.deepEqual(createVolumeOf(c.metadata.uid)?.accessibilityRequirements, {
+      requisite: [{ segments: { zone: 'zb' } }],
+      preferred: [{ segments: { zone: 'zb' } }],
+    });
   });
 
   it('--immediate-topology=false: an Immediate claim is created with no accessibility requirements', async () => {
@@ -76,16 +131,26 @@ describe('run csi against the embedded cluster: snapshots, VAC, topology flags',
     assert.equal(createVolumeOf(c.metadata.uid)?.accessibilityRequirements, undefined);
   });
 
-  it('--extra-create-metadata: the claim\'s and the PV\'s names reach CreateVolume\'s parameters', async () => {
+  it("--extra-create-metadata: the claim's and the PV's names reach CreateVolume's parameters", async () => {
     const c = getPVC('imm')!;
     assert.deepEqual(createVolumeOf(c.metadata.uid)?.parameters, {
-      'csi.storage.k8s.io/pvc/name': 'imm', 'csi.storage.k8s.io/pvc/namespace': 'default', 'csi.storage.k8s.io/pv/name': `pvc-${c.metadata.uid}`,
+      'csi.storage.k8s.io/pvc/name': 'imm',
+      'csi.storage.k8s.io/pvc/namespace': 'default',
+      'csi.storage.k8s.io/pv/name': `pvc-${c.metadata.uid}`,
     });
   });
 
   it('VolumeAttributesClass (served at v1beta1): its parameters become mutable_parameters, the PV names the class', async () => {
-    await client.create(volumeAttributesClasses, { apiVersion: 'storage.k8s.io/v1beta1', kind: 'VolumeAttributesClass', metadata: { name: 'gold' }, driverName: DRIVER, parameters: { iops: '5000' } });
-    const c = await client.create(persistentVolumeClaims, claim('gold', 'imm', { volumeAttributesClassName: 'gold' }), { namespace: 'default' });
+    await client.create(volumeAttributesClasses, {
+      apiVersion: 'storage.k8s.io/v1beta1',
+      kind: 'VolumeAttributesClass',
+      metadata: { name: 'gold' },
+      driverName: DRIVER,
+      parameters: { iops: '5000' },
+    });
+    const c = await client.create(persistentVolumeClaims, claim('gold', 'imm', { volumeAttributesClassName: 'gold' }), {
+      namespace: 'default',
+    });
     await waitFor('gold Bound', () => getPVC('gold')?.status?.phase === 'Bound', 30_000);
     assert.deepEqual(createVolumeOf(c.metadata.uid)?.mutableParameters, { iops: '5000' });
     assert.equal(getPV(`pvc-${c.metadata.uid}`)?.spec.volumeAttributesClassName, 'gold');
@@ -93,25 +158,62 @@ describe('run csi against the embedded cluster: snapshots, VAC, topology flags',
 
   it('getSnapshotSource: a ready VolumeSnapshot becomes snapshot_id; volumesnapshot-as-source-protection holds it during the restore and is taken off after', async () => {
     // A pre-provisioned snapshot: the VolumeSnapshot, then its content bound back to it by uid.
-    const snap = await client.create(volumeSnapshots, {
-      apiVersion: 'snapshot.storage.k8s.io/v1', kind: 'VolumeSnapshot', metadata: { name: 'snap', namespace: 'default' },
-      spec: { source: { volumeSnapshotContentName: 'content-1' } },
-    }, { namespace: 'default' });
+    const snap = await client.create(
+      volumeSnapshots,
+      {
+        apiVersion: 'snapshot.storage.k8s.io/v1',
+        kind: 'VolumeSnapshot',
+        metadata: { name: 'snap', namespace: 'default' },
+        spec: { source: { volumeSnapshotContentName: 'content-1' } },
+      },
+      { namespace: 'default' },
+    );
     await client.create(volumeSnapshotContents, {
-      apiVersion: 'snapshot.storage.k8s.io/v1', kind: 'VolumeSnapshotContent', metadata: { name: 'content-1' },
-      spec: { deletionPolicy: 'Delete', driver: DRIVER, source: { snapshotHandle: 'snap-handle' }, volumeSnapshotRef: { name: 'snap', namespace: 'default', uid: snap.metadata.uid ?? '' } },
+      apiVersion: 'snapshot.storage.k8s.io/v1',
+      kind: 'VolumeSnapshotContent',
+      metadata: { name: 'content-1' },
+      spec: {
+        deletionPolicy: 'Delete',
+        driver: DRIVER,
+        source: { snapshotHandle: 'snap-handle' },
+        volumeSnapshotRef: { name: 'snap', namespace: 'default', uid: snap.metadata.uid ?? '' },
+      },
     });
-    await client.patch(volumeSnapshotContents, 'content-1', { status: { snapshotHandle: 'snap-handle', readyToUse: true, restoreSize: 1 << 30 } }, { subresource: 'status' });
-    await client.patch(volumeSnapshots, 'snap', { status: { boundVolumeSnapshotContentName: 'content-1', readyToUse: true, restoreSize: '1Gi' } }, { namespace: 'default', subresource: 'status' });
+    await client.patch(
+      volumeSnapshotContents,
+      'content-1',
+      { status: { snapshotHandle: 'snap-handle', readyToUse: true, restoreSize: 1 << 30 } },
+      { subresource: 'status' },
+    );
+    await client.patch(
+      volumeSnapshots,
+      'snap',
+      { status: { boundVolumeSnapshotContentName: 'content-1', readyToUse: true, restoreSize: '1Gi' } },
+      { namespace: 'default', subresource: 'status' },
+    );
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     stub.script('CreateVolume', { after: gate }, { call: stub.count('CreateVolume') + 1 });
-    const c = await client.create(persistentVolumeClaims, claim('restored', 'imm', { dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap' } }), { namespace: 'default' });
+    const c = await client.create(
+      persistentVolumeClaims,
+      claim('restored', 'imm', {
+        dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap' },
+      }),
+      { namespace: 'default' },
+    );
     const snapshot = () => cluster.store.get('volumesnapshots', 'default', 'snap') as VolumeSnapshot | undefined;
-    await waitFor('finalizer on the snapshot while CreateVolume runs', () => snapshot()?.metadata.finalizers?.includes(FINALIZER_SNAPSHOT_SOURCE_PROTECTION), 30_000);
+    await waitFor(
+      'finalizer on the snapshot while CreateVolume runs',
+      () => snapshot()?.metadata.finalizers?.includes(FINALIZER_SNAPSHOT_SOURCE_PROTECTION),
+      30_000,
+    );
     release();
     await waitFor('restored Bound', () => getPVC('restored')?.status?.phase === 'Bound', 30_000);
     assert.deepEqual(createVolumeOf(c.metadata.uid)?.volumeContentSource, { snapshot: { snapshotId: 'snap-handle' } });
-    await waitFor('finalizer taken off', () => !snapshot()?.metadata.finalizers?.includes(FINALIZER_SNAPSHOT_SOURCE_PROTECTION), 30_000);
+    await waitFor(
+      'finalizer taken off',
+      () => !snapshot()?.metadata.finalizers?.includes(FINALIZER_SNAPSHOT_SOURCE_PROTECTION),
+      30_000,
+    );
   });
 });

@@ -27,7 +27,18 @@ const CLAIMS = 40;
 
 /** `kube-provisioner run csi` (from the sources) with dev's sidecar flags. */
 function startSidecar(kubeconfig: string, address: string): { child: ChildProcess; ready: Promise<void> } {
-  const args = ['--import', 'tsx', 'src/cli/main.ts', 'run', 'csi', '--kubeconfig', kubeconfig, ...devCsiSidecarArgs(address, 16), '--log-level', 'error'];
+  const args = [
+    '--import',
+    'tsx',
+    'src/cli/main.ts',
+    'run',
+    'csi',
+    '--kubeconfig',
+    kubeconfig,
+    ...devCsiSidecarArgs(address, 16),
+    '--log-level',
+    'error',
+  ];
   const child = spawn(process.execPath, args, { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
   const ready = new Promise<void>((resolveReady, reject) => {
     let out = '';
@@ -56,7 +67,9 @@ describe('CSI sidecar killed mid-provisioning (SIGKILL, real processes)', () => 
     dir = mkdtempSync(join(tmpdir(), 'csi-sigkill-'));
     sharedPath = join(dir, 'shared');
     mkdirSync(sharedPath);
-    const config = validateHostPathConfig({ storageClassConfigs: { [DEV_CSI_CLASSES.shared]: { sharedFileSystemPath: sharedPath } } });
+    const config = validateHostPathConfig({
+      storageClassConfigs: { [DEV_CSI_CLASSES.shared]: { sharedFileSystemPath: sharedPath } },
+    });
     const plugin = hostPathCsiPlugin({ config, nodeName: localNodeName() });
     const createVolume = plugin.handlers.createVolume!;
     const handlers: CsiPluginHandlers = {
@@ -91,8 +104,14 @@ describe('CSI sidecar killed mid-provisioning (SIGKILL, real processes)', () => 
     await first.ready;
     for (let i = 0; i < CLAIMS; i++) {
       const claim: PersistentVolumeClaim = {
-        apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: `data-${i}`, namespace: 'default' },
-        spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Mi' } }, storageClassName: DEV_CSI_CLASSES.shared },
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: `data-${i}`, namespace: 'default' },
+        spec: {
+          accessModes: ['ReadWriteMany'],
+          resources: { requests: { storage: '1Mi' } },
+          storageClassName: DEV_CSI_CLASSES.shared,
+        },
       };
       await cluster.client.create(persistentVolumeClaims, claim, { namespace: 'default' });
     }
@@ -110,19 +129,40 @@ describe('CSI sidecar killed mid-provisioning (SIGKILL, real processes)', () => 
     const second = startSidecar(cluster.kubeconfigPath, server.address);
     children.push(second.child);
     await second.ready;
-    await waitFor('every claim Bound', async () => {
-      const claims = (await cluster.client.listAll<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: 'default' })).items;
-      return claims.length === CLAIMS && claims.every((c) => c.status?.phase === 'Bound');
-    }, 120_000, 100);
+    await waitFor(
+      'every claim Bound',
+      async () => {
+        const claims = (
+          await cluster.client.listAll<PersistentVolumeClaim>(persistentVolumeClaims, { namespace: 'default' })
+        ).items;
+        return claims.length === CLAIMS && claims.every((c) => c.status?.phase === 'Bound');
+      },
+      120_000,
+      100,
+    );
     const all = await pvs();
     const byHandle = new Set(all.map((pv) => pv.spec.csi?.volumeHandle));
     const onDisk = await handles();
-    assert.equal(onDisk.length, CLAIMS, 'one volume per claim: the retried CreateVolume answered the volume it had created');
-    assert.deepEqual(onDisk.filter((h) => !byHandle.has(h)), [], 'every created handle is a PV');
+    assert.equal(
+      onDisk.length,
+      CLAIMS,
+      'one volume per claim: the retried CreateVolume answered the volume it had created',
+    );
+    assert.deepEqual(
+      onDisk.filter((h) => !byHandle.has(h)),
+      [],
+      'every created handle is a PV',
+    );
     for (const h of orphans) assert.ok(byHandle.has(h), `${h}, created before the kill, is a PV`);
 
-    for (let i = 0; i < CLAIMS; i++) await cluster.client.delete(persistentVolumeClaims, `data-${i}`, { namespace: 'default' });
-    await waitFor('every volume deleted', async () => (await handles()).length === 0 && (await pvs()).length === 0, 120_000, 100);
+    for (let i = 0; i < CLAIMS; i++)
+      await cluster.client.delete(persistentVolumeClaims, `data-${i}`, { namespace: 'default' });
+    await waitFor(
+      'every volume deleted',
+      async () => (await handles()).length === 0 && (await pvs()).length === 0,
+      120_000,
+      100,
+    );
     second.child.kill('SIGTERM');
     await new Promise((r) => second.child.once('exit', r));
   });

@@ -9,14 +9,28 @@ import { WireDecodeError } from '../../src/csi/wire.ts';
 
 /** Bytes from hex pairs; anything after `#` on a line is a comment. */
 function hex(text: string): Buffer {
-  return Buffer.from(text.split('\n').map((l) => l.replace(/#.*/, '')).join('').replace(/\s+/g, ''), 'hex');
+  return Buffer.from(
+    text
+      .split('\n')
+      .map((l) => l.replace(/#.*/, ''))
+      .join('')
+      .replace(/\s+/g, ''),
+    'hex',
+  );
 }
 
-const encode = <N extends keyof typeof CSI_RPCS>(rpc: N, value: Record<string, unknown>) => encodeMessage(CSI_RPCS[rpc].request, value);
+const encode = <N extends keyof typeof CSI_RPCS>(rpc: N, value: Record<string, unknown>) =>
+  encodeMessage(CSI_RPCS[rpc].request, value);
 
 describe('CSI request encodings (hand-computed bytes)', () => {
   it('the empty requests (GetPluginInfo, GetPluginCapabilities, Probe, ControllerGetCapabilities, NodeGetInfo) are zero bytes', () => {
-    for (const rpc of ['getPluginInfo', 'getPluginCapabilities', 'probe', 'controllerGetCapabilities', 'nodeGetInfo'] as const) {
+    for (const rpc of [
+      'getPluginInfo',
+      'getPluginCapabilities',
+      'probe',
+      'controllerGetCapabilities',
+      'nodeGetInfo',
+    ] as const) {
       assert.deepEqual(encode(rpc, {}), Buffer.alloc(0), rpc);
     }
   });
@@ -63,7 +77,10 @@ describe('CSI request encodings (hand-computed bytes)', () => {
 
   it('CreateVolumeRequest: proto3 defaults are left out, a present empty message is not', () => {
     const bytes = encode('createVolume', { name: '', capacityRange: { requiredBytes: 0n }, parameters: {} });
-    assert.equal(bytes.toString('hex'), hex('12 00 # 2 capacity_range {} (required_bytes 0 is the default)').toString('hex'));
+    assert.equal(
+      bytes.toString('hex'),
+      hex('12 00 # 2 capacity_range {} (required_bytes 0 is the default)').toString('hex'),
+    );
   });
 
   it('DeleteVolumeRequest', () => {
@@ -108,19 +125,28 @@ describe('CSI request encodings (hand-computed bytes)', () => {
   });
 
   it('ListVolumesRequest', () => {
-    assert.equal(encode('listVolumes', { maxEntries: 100, startingToken: '5' }).toString('hex'), hex('08 64 # 1 max_entries = 100\n12 01 35 # 2 starting_token = "5"').toString('hex'));
+    assert.equal(
+      encode('listVolumes', { maxEntries: 100, startingToken: '5' }).toString('hex'),
+      hex('08 64 # 1 max_entries = 100\n12 01 35 # 2 starting_token = "5"').toString('hex'),
+    );
     assert.deepEqual(encode('listVolumes', {}), Buffer.alloc(0));
   });
 
-  it('a negative int64 is its 64-bit two\'s complement in 10 bytes', () => {
+  it("a negative int64 is its 64-bit two's complement in 10 bytes", () => {
     const bytes = encodeMessage(CSI_RPCS.createVolume.request, { capacityRange: { requiredBytes: -1n } });
     assert.equal(bytes.toString('hex'), hex('12 0b 08 ff ff ff ff ff ff ff ff ff 01').toString('hex'));
     assert.equal(decodeMessage(CSI_RPCS.createVolume.request, bytes).capacityRange?.requiredBytes, -1n);
   });
 
   it('a value of the wrong type is refused, naming the field', () => {
-    assert.throws(() => encode('deleteVolume', { volumeId: 5 }), (e: unknown) => e instanceof MessageEncodeError && /DeleteVolumeRequest.volumeId/.test(e.message));
-    assert.throws(() => encode('createVolume', { volumeCapabilities: [{ accessMode: { mode: 'EVERYWHERE' } }] }), MessageEncodeError);
+    assert.throws(
+      () => encode('deleteVolume', { volumeId: 5 }),
+      (e: unknown) => e instanceof MessageEncodeError && /DeleteVolumeRequest.volumeId/.test(e.message),
+    );
+    assert.throws(
+      () => encode('createVolume', { volumeCapabilities: [{ accessMode: { mode: 'EVERYWHERE' } }] }),
+      MessageEncodeError,
+    );
   });
 });
 
@@ -151,7 +177,9 @@ describe('CSI reply decodings (bytes written by hand)', () => {
     const probe = CSI_RPCS.probe.response;
     assert.deepEqual(decodeMessage(probe, Buffer.alloc(0)), {});
     assert.deepEqual(decodeMessage(probe, hex('0a 00 # 1 ready = BoolValue{} (false)')), { ready: {} });
-    assert.deepEqual(decodeMessage(probe, hex('0a 02 08 01 # 1 ready = BoolValue{ value true }')), { ready: { value: true } });
+    assert.deepEqual(decodeMessage(probe, hex('0a 02 08 01 # 1 ready = BoolValue{ value true }')), {
+      ready: { value: true },
+    });
   });
 
   it('capabilities: an enum value we do not know decodes as UNKNOWN', () => {
@@ -170,13 +198,19 @@ describe('CSI reply decodings (bytes written by hand)', () => {
       0a 04 12 02 08 01                # capabilities[1] { 2 volume_expansion { type = ONLINE } }
     `);
     assert.deepEqual(decodeMessage(CSI_RPCS.getPluginCapabilities.response, bytes), {
-      capabilities: [{ service: { type: 'VOLUME_ACCESSIBILITY_CONSTRAINTS' } }, { volumeExpansion: { type: 'ONLINE' } }],
+      capabilities: [
+        { service: { type: 'VOLUME_ACCESSIBILITY_CONSTRAINTS' } },
+        { volumeExpansion: { type: 'ONLINE' } },
+      ],
     });
   });
 
   it('GetCapacityResponse with the Int64Value wrapper', () => {
     const bytes = hex('08 0a # 1 available_capacity = 10\n12 02 08 05 # 2 maximum_volume_size { value 5 }');
-    assert.deepEqual(decodeMessage(CSI_RPCS.getCapacity.response, bytes), { availableCapacity: 10n, maximumVolumeSize: { value: 5n } });
+    assert.deepEqual(decodeMessage(CSI_RPCS.getCapacity.response, bytes), {
+      availableCapacity: 10n,
+      maximumVolumeSize: { value: 5n },
+    });
   });
 
   it('malformed input is a WireDecodeError', () => {

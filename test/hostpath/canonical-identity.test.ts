@@ -7,7 +7,12 @@ import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { canonicalAbsolutePath, canonicalNfsServer, canonicalRenderedPath, readAbsolutePath } from '../../src/hostpath/canonical-path.ts';
+import {
+  canonicalAbsolutePath,
+  canonicalNfsServer,
+  canonicalRenderedPath,
+  readAbsolutePath,
+} from '../../src/hostpath/canonical-path.ts';
 import { UnsafePathError } from '../../src/hostpath/path-safety.ts';
 import { VolumePathIndex } from '../../src/hostpath/volume-path-index.ts';
 import { checkInodes, DirectoryIdentities } from '../../src/hostpath/directory-identity.ts';
@@ -15,8 +20,13 @@ import { nodeHostFs } from '../../src/hostpath/host-fs.ts';
 
 test('PV paths: one canonical form for every spelling; ".." and NUL are ambiguous', () => {
   for (const [given, want] of [
-    ['/base/victim', '/base/victim'], ['/base//victim', '/base/victim'], ['/base/./victim', '/base/victim'], ['/base/victim/', '/base/victim'],
-    ['//base///victim//', '/base/victim'], ['/', '/'], ['/./', '/'],
+    ['/base/victim', '/base/victim'],
+    ['/base//victim', '/base/victim'],
+    ['/base/./victim', '/base/victim'],
+    ['/base/victim/', '/base/victim'],
+    ['//base///victim//', '/base/victim'],
+    ['/', '/'],
+    ['/./', '/'],
   ] as const) {
     assert.equal(canonicalAbsolutePath(given), want, given);
   }
@@ -32,7 +42,11 @@ test('NFS servers compare without case and without the trailing dot; rendered pa
   assert.equal(canonicalNfsServer('NFS.Example.'), 'nfs.example');
   assert.equal(canonicalNfsServer('10.0.0.5'), '10.0.0.5');
   assert.equal(canonicalRenderedPath('default/claim/'), 'default/claim');
-  assert.equal(canonicalRenderedPath('default/claim//'), 'default/claim/', 'a second one stays, for the empty-segment rule');
+  assert.equal(
+    canonicalRenderedPath('default/claim//'),
+    'default/claim/',
+    'a second one stays, for the empty-segment rule',
+  );
   assert.equal(canonicalRenderedPath('x'), 'x');
 });
 
@@ -40,7 +54,11 @@ test('a blocker refuses every path at or under the roots it blocks, naming itsel
   const index = new VolumePathIndex();
   index.block('odd', ['/data'], 'it contains a ".." segment');
   for (const p of ['/data/a', '/data/a/b']) {
-    assert.throws(() => index.checkFree(p, 'mine', []), (e: unknown) => e instanceof UnsafePathError && /volume odd blocks/.test(e.message) && /"\.\." segment/.test(e.message));
+    assert.throws(
+      () => index.checkFree(p, 'mine', []),
+      (e: unknown) =>
+        e instanceof UnsafePathError && /volume odd blocks/.test(e.message) && /"\.\." segment/.test(e.message),
+    );
   }
   index.checkFree('/other/a', 'mine', []);
   index.checkFree('/data/a', 'odd', []);
@@ -51,7 +69,8 @@ test('a blocker refuses every path at or under the roots it blocks, naming itsel
 test('by device and inode: the same directory, its inside and its parents match, whatever the spelling', () => {
   const index = new VolumePathIndex();
   index.setInodes('bind', { self: '1:100', ancestors: ['1:10', '1:2'] }, '/mnt/bind/victim');
-  const relations = (chain: { self?: string; ancestors: string[] }, pv = 'tenant') => index.inodeMatches(chain, pv).map((m) => `${m.pvName} ${m.relation}`);
+  const relations = (chain: { self?: string; ancestors: string[] }, pv = 'tenant') =>
+    index.inodeMatches(chain, pv).map((m) => `${m.pvName} ${m.relation}`);
   assert.deepEqual(relations({ self: '1:100', ancestors: [] }), ['bind same']);
   assert.deepEqual(relations({ ancestors: ['1:100'] }), ['bind inside']);
   assert.deepEqual(relations({ self: '1:10', ancestors: [] }), ['bind contains']);
@@ -73,8 +92,19 @@ test('an inode match is read again before it refuses: a reused inode number of a
     const live = await identities.ofVolume(path.join(tmp, 'link', 'live'), [root]);
     assert.equal(live?.alias, path.join(root, 'live'), 'the symlinked spelling leads below the root');
     index.setInodes('live-pv', live!.chain, path.join(tmp, 'link', 'live'));
-    const check = async (segments: string[]) => checkInodes({ path: path.join(root, ...segments), chain: await identities.ofCandidate(root, segments), pvName: 'tenant', indexes: [index], identities, roots: [root] });
-    await assert.rejects(check(['live']), (e: unknown) => e instanceof UnsafePathError && /is the directory of volume live-pv/.test(e.message));
+    const check = async (segments: string[]) =>
+      checkInodes({
+        path: path.join(root, ...segments),
+        chain: await identities.ofCandidate(root, segments),
+        pvName: 'tenant',
+        indexes: [index],
+        identities,
+        roots: [root],
+      });
+    await assert.rejects(
+      check(['live']),
+      (e: unknown) => e instanceof UnsafePathError && /is the directory of volume live-pv/.test(e.message),
+    );
     await assert.rejects(check(['live', 'sub']), /is inside the directory of volume live-pv/);
     // A chain read from a directory that is gone now, whose inode number another directory may carry.
     await fsp.mkdir(path.join(root, 'fresh'));

@@ -4,7 +4,13 @@ import { VolumeLedger, SHARED_SCOPE, type Allocation } from '../../src/hostpath/
 import { UnsafePathError } from '../../src/hostpath/path-safety.ts';
 
 const GI = 1n << 30n;
-const a = (pvName: string, bytes: bigint, basePath = '/data', scope = 'n1'): Allocation => ({ pvName, scope, basePath, path: `${basePath}/${pvName}`, bytes });
+const a = (pvName: string, bytes: bigint, basePath = '/data', scope = 'n1'): Allocation => ({
+  pvName,
+  scope,
+  basePath,
+  path: `${basePath}/${pvName}`,
+  bytes,
+});
 
 test('reserve/release keep per base path sums; fits counts own allocation as free', () => {
   const l = new VolumeLedger();

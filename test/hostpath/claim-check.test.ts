@@ -25,15 +25,45 @@ test('checkClaim and provision() agree on the migrate-local rules; explain sees 
     });
     const p = new HostPathProvisioner({ config, nodeName: 'n1' });
     const check = (o: ReturnType<typeof provisionOptions>) => p.checkClaim(o);
-    const cases: Array<{ name: string; o: ReturnType<typeof provisionOptions>; kind: 'infeasible' | 'ignored'; match: RegExp }> = [
-      { name: 'another node in deployment mode', o: provisionOptions(claim({ node: 'n2' }), storageClass('local')), kind: 'infeasible', match: /scheduled to node n2.*--other-node-claims=ignore/ },
-      { name: 'a bad volumeType annotation', o: provisionOptions(claim({ node: 'n1', annotations: { volumeType: 'nfs' } }), storageClass('local')), kind: 'infeasible', match: /volumeType annotation "nfs" is not one of local, hostPath/ },
-      { name: 'a pattern naming a missing annotation', o: provisionOptions(claim({ node: 'n1' }), storageClass('local', { pathPattern: '${.PVC.annotations.dir}/${.PV.name}' })), kind: 'infeasible', match: /dir/ },
+    const cases: Array<{
+      name: string;
+      o: ReturnType<typeof provisionOptions>;
+      kind: 'infeasible' | 'ignored';
+      match: RegExp;
+    }> = [
+      {
+        name: 'another node in deployment mode',
+        o: provisionOptions(claim({ node: 'n2' }), storageClass('local')),
+        kind: 'infeasible',
+        match: /scheduled to node n2.*--other-node-claims=ignore/,
+      },
+      {
+        name: 'a bad volumeType annotation',
+        o: provisionOptions(claim({ node: 'n1', annotations: { volumeType: 'nfs' } }), storageClass('local')),
+        kind: 'infeasible',
+        match: /volumeType annotation "nfs" is not one of local, hostPath/,
+      },
+      {
+        name: 'a pattern naming a missing annotation',
+        o: provisionOptions(
+          claim({ node: 'n1' }),
+          storageClass('local', { pathPattern: '${.PVC.annotations.dir}/${.PV.name}' }),
+        ),
+        kind: 'infeasible',
+        match: /dir/,
+      },
     ];
     for (const c of cases) {
       const verdict = check(c.o);
-      assert.ok(!verdict.ok && verdict.kind === c.kind && c.match.test(verdict.message), `${c.name}: ${JSON.stringify(verdict)}`);
-      await assert.rejects(p.provision(c.o, signal()), (e: unknown) => e instanceof InfeasibleError && c.match.test(e.message), c.name);
+      assert.ok(
+        !verdict.ok && verdict.kind === c.kind && c.match.test(verdict.message),
+        `${c.name}: ${JSON.stringify(verdict)}`,
+      );
+      await assert.rejects(
+        p.provision(c.o, signal()),
+        (e: unknown) => e instanceof InfeasibleError && c.match.test(e.message),
+        c.name,
+      );
     }
     const ignoring = new HostPathProvisioner({ config, nodeName: 'n1', otherNodeClaims: 'ignore' });
     const other = provisionOptions(claim({ node: 'n2' }), storageClass('local'));

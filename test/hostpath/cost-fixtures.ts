@@ -52,7 +52,11 @@ export class CountingFs {
   }
 }
 
-type Handlers = { onAdd?(pv: PersistentVolume): void; onUpdate?(old: PersistentVolume, pv: PersistentVolume): void; onDelete?(pv: PersistentVolume): void };
+type Handlers = {
+  onAdd?(pv: PersistentVolume): void;
+  onUpdate?(old: PersistentVolume, pv: PersistentVolume): void;
+  onDelete?(pv: PersistentVolume): void;
+};
 
 /**
  * A PV informer stand-in: put() and remove() deliver watch events with increasing resourceVersions; get() is the

@@ -22,15 +22,28 @@ after(async () => {
 });
 
 /** A Released, Delete-policy PV as a forger (or an older provisioner) would write it. */
-function forged(name: string, p: string, o: { base?: string; onDelete?: string; claimUid?: string } = {}): PersistentVolume {
+function forged(
+  name: string,
+  p: string,
+  o: { base?: string; onDelete?: string; claimUid?: string } = {},
+): PersistentVolume {
   const annotations: Record<string, string> = { 'pv.kubernetes.io/provisioned-by': 'kube-provisioner.io/hostpath' };
   if (o.base) annotations[ANN_HOSTPATH_BASE_PATH] = o.base;
   if (o.onDelete) annotations[ANN_HOSTPATH_ON_DELETE] = o.onDelete;
   return {
-    apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name, annotations },
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name, annotations },
     spec: {
-      capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', hostPath: { path: p },
-      claimRef: { namespace: 'default', name: `ghost-${name}`, uid: o.claimUid ?? '00000000-dead-beef-0000-000000000000' },
+      capacity: { storage: '1Gi' },
+      accessModes: ['ReadWriteOnce'],
+      persistentVolumeReclaimPolicy: 'Delete',
+      hostPath: { path: p },
+      claimRef: {
+        namespace: 'default',
+        name: `ghost-${name}`,
+        uid: o.claimUid ?? '00000000-dead-beef-0000-000000000000',
+      },
     },
     status: { phase: 'Released' },
   };
@@ -63,7 +76,10 @@ test('PV "bob" (a substring of another volume\'s directory) is refused; bob\'s d
   const bob = await provision('bob', 'default');
   const before = await snapshot(root);
   await assert.rejects(p.delete(forged('bob', bob.spec.hostPath!.path), signal()), refused);
-  await assert.rejects(p.delete(forged('bob', bob.spec.hostPath!.path, { base: root, onDelete: 'archive' }), signal()), refused);
+  await assert.rejects(
+    p.delete(forged('bob', bob.spec.hostPath!.path, { base: root, onDelete: 'archive' }), signal()),
+    refused,
+  );
   assert.deepEqual(await snapshot(root), before);
 });
 
@@ -87,7 +103,10 @@ test('a namespace-named PV with onDelete archive never renames the namespace dir
   const { root, p, provision } = await env('ns-archive');
   await provision('db', 'shop', { pathPattern: '${.PVC.namespace}/${.PVC.name}' });
   const before = await snapshot(root);
-  await assert.rejects(p.delete(forged('shop', `${root}/shop`, { base: root, onDelete: 'archive' }), signal()), refused);
+  await assert.rejects(
+    p.delete(forged('shop', `${root}/shop`, { base: root, onDelete: 'archive' }), signal()),
+    refused,
+  );
   assert.deepEqual(await snapshot(root), before);
 });
 
@@ -98,11 +117,16 @@ test('a PV whose name has a record is deleted only at the recorded path; another
   const before = await snapshot(root);
   const moved = structuredClone(a);
   moved.spec.hostPath!.path = `${root}/elsewhere`;
-  await assert.rejects(p.delete(moved, signal()), (e: unknown) => refused(e) && (e as VolumeIdentityError).rule === 'record-mismatch');
+  await assert.rejects(
+    p.delete(moved, signal()),
+    (e: unknown) => refused(e) && (e as VolumeIdentityError).rule === 'record-mismatch',
+  );
   await assert.rejects(p.delete(forged('impostor', a.spec.hostPath!.path, { base: root }), signal()), refused);
   // Same name and path, another claim: a PV re-created under that name is not the volume the record describes.
-  await assert.rejects(p.delete(forged(a.metadata.name ?? '', a.spec.hostPath!.path, { base: root }), signal()),
-    (e: unknown) => refused(e) && (e as VolumeIdentityError).rule === 'record-mismatch');
+  await assert.rejects(
+    p.delete(forged(a.metadata.name ?? '', a.spec.hostPath!.path, { base: root }), signal()),
+    (e: unknown) => refused(e) && (e as VolumeIdentityError).rule === 'record-mismatch',
+  );
   assert.deepEqual(await snapshot(root), before);
   await p.delete(a, signal());
   assert.equal(await fsp.lstat(a.spec.hostPath!.path).catch(() => undefined), undefined);
@@ -121,11 +145,15 @@ test('volumes with no record: a leaf is deleted; a directory holding a volume is
   await p.delete(forged('old', `${root}/legacy/old`), signal());
   // No onDelete annotation and no class to ask, under a shared path: the shared path's default, archive
   // (nfs-subdir's), so the leaf is renamed in place with its data, and nothing else moves.
-  const expected = [...before.filter((e) => !e.startsWith('.kube-provisioner') && !e.startsWith('legacy/old')), 'legacy/archived-old', 'legacy/archived-old/file'].sort();
+  const expected = [
+    ...before.filter((e) => !e.startsWith('.kube-provisioner') && !e.startsWith('legacy/old')),
+    'legacy/archived-old',
+    'legacy/archived-old/file',
+  ].sort();
   assert.deepEqual((await snapshot(root)).filter((e) => !e.startsWith('.kube-provisioner')).sort(), expected);
 });
 
-test('no record, and the directory is another live PV\'s (API only, no record): refused', async () => {
+test("no record, and the directory is another live PV's (API only, no record): refused", async () => {
   const extra: PersistentVolume[] = [];
   const { root, p } = await env('api-only', () => extra);
   await fsp.mkdir(`${root}/team/app`, { recursive: true });
@@ -137,12 +165,15 @@ test('no record, and the directory is another live PV\'s (API only, no record): 
   assert.ok((await fsp.lstat(`${root}/team/app`)).isDirectory());
 });
 
-test('pattern without the PV name: a live volume\'s directory is refused naming it; a free existing directory is reused', async () => {
+test("pattern without the PV name: a live volume's directory is refused naming it; a free existing directory is reused", async () => {
   const { root, p, provision, live } = await env('collide');
   const pattern = { pathPattern: '${.PVC.namespace}/${.PVC.name}', onDelete: 'retain' };
   const first = await provision('data', 'app', pattern);
   const o = provisionOptions(claim({ name: 'data', namespace: 'app' }), storageClass('s', pattern));
-  await assert.rejects(p.provision(o, signal()), (e: unknown) => e instanceof Error && e.message.includes(first.metadata.name ?? '?'));
+  await assert.rejects(
+    p.provision(o, signal()),
+    (e: unknown) => e instanceof Error && e.message.includes(first.metadata.name ?? '?'),
+  );
   // The first volume goes (retain keeps the directory); the same claim name gets the same directory back.
   await p.delete(first, signal());
   live.splice(0, live.length);
@@ -151,9 +182,15 @@ test('pattern without the PV name: a live volume\'s directory is refused naming 
   assert.equal(await fsp.readFile(`${root}/app/data/data`, 'utf8'), "data's data");
   // Ancestors and descendants of a live volume's directory are refused.
   live.push(volume);
-  const up = provisionOptions(claim({ name: 'x', namespace: 'app' }), storageClass('s', { pathPattern: '${.PVC.namespace}' }));
+  const up = provisionOptions(
+    claim({ name: 'x', namespace: 'app' }),
+    storageClass('s', { pathPattern: '${.PVC.namespace}' }),
+  );
   await assert.rejects(p.provision(up, signal()), /contains the directory of another volume/);
-  const down = provisionOptions(claim({ name: 'data', namespace: 'app' }), storageClass('s', { pathPattern: '${.PVC.namespace}/${.PVC.name}/${.PV.name}' }));
+  const down = provisionOptions(
+    claim({ name: 'data', namespace: 'app' }),
+    storageClass('s', { pathPattern: '${.PVC.namespace}/${.PVC.name}/${.PV.name}' }),
+  );
   await assert.rejects(p.provision(down, signal()), /inside the directory of volume/);
 });
 
@@ -163,15 +200,24 @@ test('adopted nfs-subdir PVs (nfs source, no annotations of ours) map through th
   const exportPath = '/exports/k8s';
   const live: PersistentVolume[] = [];
   const p = new HostPathProvisioner({
-    config: validateHostPathConfig({ sharedFileSystemPath: root }), nfs: { server: '10.0.0.5', path: exportPath },
-    knownVolumes: () => live, knownVolumesRefreshMs: 0,
+    config: validateHostPathConfig({ sharedFileSystemPath: root }),
+    nfs: { server: '10.0.0.5', path: exportPath },
+    knownVolumes: () => live,
+    knownVolumesRefreshMs: 0,
   });
-  const o = provisionOptions(claim({ name: 'app', namespace: 'default' }), storageClass('s', { pathPattern: 'outer/${.PV.name}' }));
+  const o = provisionOptions(
+    claim({ name: 'app', namespace: 'default' }),
+    storageClass('s', { pathPattern: 'outer/${.PV.name}' }),
+  );
   const { volume } = await p.provision(o, signal());
   volume.spec.claimRef = { namespace: 'default', name: 'app', uid: o.claim.metadata.uid };
   live.push(volume);
   const livePath = path.join(root, 'outer', o.pvName);
-  assert.deepEqual(volume.spec.nfs, { server: '10.0.0.5', path: `${exportPath}/outer/${o.pvName}` }, 'published as nfs');
+  assert.deepEqual(
+    volume.spec.nfs,
+    { server: '10.0.0.5', path: `${exportPath}/outer/${o.pvName}` },
+    'published as nfs',
+  );
   await fsp.mkdir(path.join(root, 'default-old-pvc-1', 'x'), { recursive: true });
   const nfsPv = (name: string, nfsPath: string): PersistentVolume => {
     const pv = forged(name, '/unused');

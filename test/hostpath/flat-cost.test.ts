@@ -25,11 +25,21 @@ const NAMESPACES = 7;
 
 function volumeAt(root: string, name: string, dir: string, claimUid: string, ours = true): PersistentVolume {
   return {
-    apiVersion: 'v1', kind: 'PersistentVolume',
-    metadata: { name, annotations: ours ? { [ANN_HOSTPATH_BASE_PATH]: root, [ANN_HOSTPATH_KIND]: 'shared', [ANN_HOSTPATH_ON_DELETE]: 'delete' } : {} },
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: {
+      name,
+      annotations: ours
+        ? { [ANN_HOSTPATH_BASE_PATH]: root, [ANN_HOSTPATH_KIND]: 'shared', [ANN_HOSTPATH_ON_DELETE]: 'delete' }
+        : {},
+    },
     spec: {
-      capacity: { storage: '1Mi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Delete', storageClassName: 'flat',
-      hostPath: { path: dir }, claimRef: { namespace: 'team-0', name: name, uid: claimUid },
+      capacity: { storage: '1Mi' },
+      accessModes: ['ReadWriteMany'],
+      persistentVolumeReclaimPolicy: 'Delete',
+      storageClassName: 'flat',
+      hostPath: { path: dir },
+      claimRef: { namespace: 'team-0', name: name, uid: claimUid },
     },
     status: { phase: 'Bound' },
   };
@@ -47,18 +57,33 @@ async function costs(n: number): Promise<Record<string, Record<string, number>>>
   for (let ns = 0; ns < NAMESPACES; ns++) await fsp.mkdir(path.join(root, `team-${ns}`));
   // Written as an older version left them (records without path claims), 50 at a time.
   for (let first = 0; first < n; first += 50) {
-    await Promise.all(Array.from({ length: Math.min(50, n - first) }, async (_, k) => {
-      const i = first + k;
-      const rel = `team-${i % NAMESPACES}/vol-${i}`;
-      await fsp.mkdir(path.join(root, rel));
-      await fsp.writeFile(path.join(records, `vol-${i}.json`),
-        JSON.stringify({ pvName: `vol-${i}`, claimUid: `uid-${i}`, relativePath: rel, bytes: String(1024 * 1024), scope: '', createdAt: '2026-01-01T00:00:00.000Z' }));
-    }));
+    await Promise.all(
+      Array.from({ length: Math.min(50, n - first) }, async (_, k) => {
+        const i = first + k;
+        const rel = `team-${i % NAMESPACES}/vol-${i}`;
+        await fsp.mkdir(path.join(root, rel));
+        await fsp.writeFile(
+          path.join(records, `vol-${i}.json`),
+          JSON.stringify({
+            pvName: `vol-${i}`,
+            claimUid: `uid-${i}`,
+            relativePath: rel,
+            bytes: String(1024 * 1024),
+            scope: '',
+            createdAt: '2026-01-01T00:00:00.000Z',
+          }),
+        );
+      }),
+    );
   }
-  for (let i = 0; i < n; i++) feed.put(volumeAt(root, `vol-${i}`, path.join(root, `team-${i % NAMESPACES}/vol-${i}`), `uid-${i}`));
+  for (let i = 0; i < n; i++)
+    feed.put(volumeAt(root, `vol-${i}`, path.join(root, `team-${i % NAMESPACES}/vol-${i}`), `uid-${i}`));
   for (const name of ['legacy-warm', 'legacy-measured']) {
     await fsp.mkdir(path.join(root, 'adopted', name), { recursive: true });
-    feed.put({ ...volumeAt(root, name, path.join(root, 'adopted', name), `uid-${name}`, false), status: { phase: 'Released' } });
+    feed.put({
+      ...volumeAt(root, name, path.join(root, 'adopted', name), `uid-${name}`, false),
+      status: { phase: 'Released' },
+    });
   }
   const counter = new CountingFs();
   const api = new Map<string, number>();
@@ -81,12 +106,17 @@ async function costs(n: number): Promise<Record<string, Record<string, number>>>
   const apiDuring = async (fn: () => Promise<unknown>) => {
     const before = new Map(api);
     const fs = await counter.during(fn);
-    const requests = Object.fromEntries([...api].filter(([k, v]) => v !== before.get(k)).map(([k, v]) => [`api ${k}`, v - (before.get(k) ?? 0)]));
+    const requests = Object.fromEntries(
+      [...api].filter(([k, v]) => v !== before.get(k)).map(([k, v]) => [`api ${k}`, v - (before.get(k) ?? 0)]),
+    );
     return { ...fs, ...requests };
   };
   // One claim's life, as the controller drives it: provision, the PV appears, grows, is released and deleted.
   const life = async (claimName: string) => {
-    const o = provisionOptions(claim({ name: claimName, namespace: 'team-0', size: '1Mi', modes: ['ReadWriteMany'] }), sc);
+    const o = provisionOptions(
+      claim({ name: claimName, namespace: 'team-0', size: '1Mi', modes: ['ReadWriteMany'] }),
+      sc,
+    );
     let pv: PersistentVolume | undefined;
     const provision = await apiDuring(async () => {
       const { volume } = await p.provision(o, signal());
@@ -104,18 +134,23 @@ async function costs(n: number): Promise<Record<string, Record<string, number>>>
     });
     return { provision, expand, deleteByRecord };
   };
-  const adoptedDelete = (name: string) => apiDuring(async () => {
-    const pv = (await feed.get(name))!;
-    await p.delete(pv, signal());
-    feed.remove(name);
-  });
+  const adoptedDelete = (name: string) =>
+    apiDuring(async () => {
+      const pv = (await feed.get(name))!;
+      await p.delete(pv, signal());
+      feed.remove(name);
+    });
 
   // Warm-up: the first operations load the base path's records once (and migrate older ones).
   await life('warm');
   await adoptedDelete('legacy-warm');
   const measured = await life('measured');
   const deleteAsLeaf = await adoptedDelete('legacy-measured');
-  assert.equal(await fsp.lstat(path.join(root, 'adopted', 'legacy-measured')).catch(() => undefined), undefined, 'the adopted leaf was deleted');
+  assert.equal(
+    await fsp.lstat(path.join(root, 'adopted', 'legacy-measured')).catch(() => undefined),
+    undefined,
+    'the adopted leaf was deleted',
+  );
   return { ...measured, deleteAsLeaf };
 }
 

@@ -16,10 +16,17 @@ let n = 0;
 function options(className: string, size: string): ProvisionOptions {
   n++;
   const claim = {
-    apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: `c${n}`, namespace: 'default', uid: `uid-${n}` },
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: `c${n}`, namespace: 'default', uid: `uid-${n}` },
     spec: { accessModes: ['ReadWriteOnce'], storageClassName: className, resources: { requests: { storage: size } } },
   } as PersistentVolumeClaim;
-  const storageClass = { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: className }, provisioner: 'p' } as StorageClass;
+  const storageClass = {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: className },
+    provisioner: 'p',
+  } as StorageClass;
   return { claim, storageClass, pvName: `pvc-uid-${n}` };
 }
 
@@ -39,7 +46,11 @@ test('free space is the capacity of unconfigured paths; configured capacity wins
   await p.provision(options('free', '6Mi'), signal);
   await p.provision(options('free', '10Mi'), signal); // the directories are empty: the disk still has 10Mi free
   for (const size of ['11Mi', '8Ei', '1e30']) {
-    await assert.rejects(p.provision(options('free', size), signal), (e) => e instanceof InfeasibleError && /free|capacity/.test(e.message), size);
+    await assert.rejects(
+      p.provision(options('free', size), signal),
+      (e) => e instanceof InfeasibleError && /free|capacity/.test(e.message),
+      size,
+    );
   }
   await p.provision(options('fixed', '512Gi'), signal); // configured: 1Ti, whatever the disk says
   assert.ok((await filesystemFreeBytes(dir)) > 0n);

@@ -5,7 +5,11 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  createVolumeDir, removeVolumeDir, archiveVolumeDir, archiveName, BasePathError,
+  createVolumeDir,
+  removeVolumeDir,
+  archiveVolumeDir,
+  archiveName,
+  BasePathError,
 } from '../../src/hostpath/fs-ops.ts';
 import { directoryUsage } from '../../src/hostpath/usage.ts';
 import { UnsafePathError } from '../../src/hostpath/path-safety.ts';
@@ -73,16 +77,28 @@ test('a failed chown leaves nothing half-created', async () => {
     calls.push([uid, gid]);
     throw Object.assign(new Error('EPERM: operation not permitted, fchown'), { code: 'EPERM' });
   };
-  await assert.rejects(createVolumeDir(base, ['existing', 'ns', 'pvc-x'], { uid: 1234, gid: 5678, chown }), (e: NodeJS.ErrnoException) => e.code === 'EPERM');
+  await assert.rejects(
+    createVolumeDir(base, ['existing', 'ns', 'pvc-x'], { uid: 1234, gid: 5678, chown }),
+    (e: NodeJS.ErrnoException) => e.code === 'EPERM',
+  );
   assert.deepEqual(calls, [[1234, 5678]], 'the chown of the volume directory was attempted');
   assert.deepEqual(await snapshot(base), ['existing'], 'what the call created is gone; what existed before is kept');
 });
 
-test('a real chown refused by the kernel leaves nothing half-created (unprivileged only)', { skip: process.getuid?.() === 0 ? 'running as root: chown cannot fail; the injected variant above covers it' : false }, async () => {
-  const base = await fsp.mkdtemp(path.join(root, 'b-'));
-  await assert.rejects(createVolumeDir(base, ['ns', 'pvc-x'], { uid: 0 }), (e: NodeJS.ErrnoException) => e.code === 'EPERM');
-  assert.deepEqual(await snapshot(base), []);
-});
+test(
+  'a real chown refused by the kernel leaves nothing half-created (unprivileged only)',
+  {
+    skip: process.getuid?.() === 0 ? 'running as root: chown cannot fail; the injected variant above covers it' : false,
+  },
+  async () => {
+    const base = await fsp.mkdtemp(path.join(root, 'b-'));
+    await assert.rejects(
+      createVolumeDir(base, ['ns', 'pvc-x'], { uid: 0 }),
+      (e: NodeJS.ErrnoException) => e.code === 'EPERM',
+    );
+    assert.deepEqual(await snapshot(base), []);
+  },
+);
 
 test('a failure after mkdir (here an out-of-range uid) rolls back what this call created', async () => {
   const base = await fsp.mkdtemp(path.join(root, 'b-'));
@@ -93,11 +109,20 @@ test('a failure after mkdir (here an out-of-range uid) rolls back what this call
 
 test('base path missing, a file or a symlink is refused', async () => {
   const base = await fsp.mkdtemp(path.join(root, 'b-'));
-  await assert.rejects(createVolumeDir(path.join(base, 'missing'), ['pvc']), (e: unknown) => e instanceof BasePathError && e.reason === 'missing');
+  await assert.rejects(
+    createVolumeDir(path.join(base, 'missing'), ['pvc']),
+    (e: unknown) => e instanceof BasePathError && e.reason === 'missing',
+  );
   await fsp.writeFile(path.join(base, 'file'), '');
-  await assert.rejects(createVolumeDir(path.join(base, 'file'), ['pvc']), (e: unknown) => e instanceof BasePathError && e.reason === 'not-directory');
+  await assert.rejects(
+    createVolumeDir(path.join(base, 'file'), ['pvc']),
+    (e: unknown) => e instanceof BasePathError && e.reason === 'not-directory',
+  );
   await fsp.symlink(outside, path.join(base, 'link'));
-  await assert.rejects(createVolumeDir(path.join(base, 'link'), ['pvc']), (e: unknown) => e instanceof BasePathError && e.reason === 'symlink');
+  await assert.rejects(
+    createVolumeDir(path.join(base, 'link'), ['pvc']),
+    (e: unknown) => e instanceof BasePathError && e.reason === 'symlink',
+  );
   assert.deepEqual(await snapshot(outside), ['secret']);
 });
 
@@ -196,7 +221,10 @@ test('a volume directory that is itself a symlink is removed as a link', async (
   await fsp.symlink(outside, path.join(base, 'pvc-1'));
   assert.equal((await removeVolumeDir(base, ['pvc-1'])).existed, true);
   await assert.rejects(fsp.lstat(path.join(base, 'pvc-1')), { code: 'ENOENT' });
-  assert.deepEqual((await snapshot(outside)).filter((p) => !p.startsWith('race-target')), ['secret']);
+  assert.deepEqual(
+    (await snapshot(outside)).filter((p) => !p.startsWith('race-target')),
+    ['secret'],
+  );
 });
 
 test('archive renames within the parent to archived-<name>, with a suffix only on collision', async () => {
@@ -205,7 +233,7 @@ test('archive renames within the parent to archived-<name>, with a suffix only o
   await fsp.writeFile(path.join(base, 'ns/pvc-1/f'), 'x');
   const now = new Date('2026-11-29T20:00:00.123Z');
   const a1 = await archiveVolumeDir(base, ['ns', 'pvc-1'], { pvName: 'pvc-1', now });
-  assert.equal(a1.archivedPath, path.join(base, 'ns', 'archived-pvc-1'), 'nfs-subdir\'s name when it is free');
+  assert.equal(a1.archivedPath, path.join(base, 'ns', 'archived-pvc-1'), "nfs-subdir's name when it is free");
   await createVolumeDir(base, ['ns', 'pvc-1']);
   const a2 = await archiveVolumeDir(base, ['ns', 'pvc-1'], { pvName: 'pvc-1', now });
   assert.equal(a2.archivedPath, path.join(base, 'ns', 'archived-pvc-1-20261129T200000Z'));
@@ -213,8 +241,13 @@ test('archive renames within the parent to archived-<name>, with a suffix only o
   const a3 = await archiveVolumeDir(base, ['ns', 'pvc-1'], { pvName: 'pvc-1', now });
   assert.match(path.basename(a3.archivedPath ?? ''), /^archived-pvc-1-20261129T200000Z-[0-9a-f]{16}$/);
   assert.equal(await fsp.readFile(path.join(a1.archivedPath, 'f'), 'utf8'), 'x', 'the first archive is never replaced');
-  assert.deepEqual(await archiveVolumeDir(base, ['ns', 'pvc-1'], { pvName: 'pvc-1' }), {}, 'missing volume: nothing to archive');
-  for (let attempt = 0; attempt < 3; attempt++) assert.ok(Buffer.byteLength(archiveName('p'.repeat(253), now, attempt)) <= 255);
+  assert.deepEqual(
+    await archiveVolumeDir(base, ['ns', 'pvc-1'], { pvName: 'pvc-1' }),
+    {},
+    'missing volume: nothing to archive',
+  );
+  for (let attempt = 0; attempt < 3; attempt++)
+    assert.ok(Buffer.byteLength(archiveName('p'.repeat(253), now, attempt)) <= 255);
 });
 
 test('usage sums allocated and apparent bytes without following symlinks, bounded', async () => {

@@ -16,8 +16,25 @@ import type { PersistentVolume } from '../../src/types/k8s.ts';
 import { claim, storageClass, provisionOptions, tempTree, snapshot, signal } from './provisioner-helpers.ts';
 import { fuzzSeed, seededRandom } from '../support/fuzz-seed.ts';
 
-
-const ATOMS = ['..', '.', '/', '../', '%2e%2e', '\u0000', '\\', 'é', '🙂', '\u202e', 'outside', 'link', 'x'.repeat(120), 'ns', '.kube-provisioner', 'archived-', ' '];
+const ATOMS = [
+  '..',
+  '.',
+  '/',
+  '../',
+  '%2e%2e',
+  '\u0000',
+  '\\',
+  'é',
+  '🙂',
+  '\u202e',
+  'outside',
+  'link',
+  'x'.repeat(120),
+  'ns',
+  '.kube-provisioner',
+  'archived-',
+  ' ',
+];
 
 test('randomized: hostile claims never create or delete anything outside the root', async (t) => {
   const seed = fuzzSeed(t);
@@ -36,10 +53,14 @@ test('randomized: hostile claims never create or delete anything outside the roo
       storageClass('b', { pathPattern: '{{ .PVC.Labels.l }}{{ .PVC.Annotations.p }}-{{ .PV.Name }}' }),
       storageClass('c', { pathPattern: '${.PVC.annotations.p}/${.PVC.labels.l}/${.PV.name}', onDelete: 'archive' }),
     ];
-    const value = () => Array.from({ length: 1 + Math.floor(rand() * 4) }, () => ATOMS[Math.floor(rand() * ATOMS.length)]).join('');
+    const value = () =>
+      Array.from({ length: 1 + Math.floor(rand() * 4) }, () => ATOMS[Math.floor(rand() * ATOMS.length)]).join('');
     let accepted = 0;
     for (let i = 0; i < 300; i++) {
-      const o = provisionOptions(claim({ labels: { l: value() }, annotations: { p: value() } }), classes[i % classes.length]);
+      const o = provisionOptions(
+        claim({ labels: { l: value() }, annotations: { p: value() } }),
+        classes[i % classes.length],
+      );
       try {
         const { volume } = await p.provision(o, signal());
         accepted++;
@@ -58,7 +79,7 @@ test('randomized: hostile claims never create or delete anything outside the roo
   }
 });
 
-test('randomized: forged PVs named after path segments never delete or archive a live volume\'s data', async (t) => {
+test("randomized: forged PVs named after path segments never delete or archive a live volume's data", async (t) => {
   const seed = fuzzSeed(t);
   const rand = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)];
@@ -76,7 +97,10 @@ test('randomized: forged PVs named after path segments never delete or archive a
     ];
     const live: Array<{ dir: string; content: string }> = [];
     for (let i = 0; i < 24; i++) {
-      const c = claim({ name: pick(['db', 'bob', 'sub', 'data', `app-${i}`]), namespace: pick(['default', 'shop', 'sub', 'bob']) });
+      const c = claim({
+        name: pick(['db', 'bob', 'sub', 'data', `app-${i}`]),
+        namespace: pick(['default', 'shop', 'sub', 'bob']),
+      });
       try {
         const { volume } = await p.provision(provisionOptions(c, classes[i % classes.length]), signal());
         const dir = volume.spec.hostPath!.path;
@@ -87,15 +111,32 @@ test('randomized: forged PVs named after path segments never delete or archive a
       }
     }
     assert.ok(live.length >= 10, `seed ${seed}: only ${live.length} volumes`);
-    const dirs = [root, ...(await snapshot(root)).filter((e) => !e.startsWith('.kube-provisioner')).map((e) => path.join(root, e))];
-    const names = [...new Set(dirs.flatMap((d) => d.slice(root.length + 1).split(/[/_]/)).filter((n) => /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(n)))];
+    const dirs = [
+      root,
+      ...(await snapshot(root)).filter((e) => !e.startsWith('.kube-provisioner')).map((e) => path.join(root, e)),
+    ];
+    const names = [
+      ...new Set(
+        dirs
+          .flatMap((d) => d.slice(root.length + 1).split(/[/_]/))
+          .filter((n) => /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(n)),
+      ),
+    ];
     for (let i = 0; i < 200; i++) {
       // Another spelling of the same directory is the same directory.
-      const target = pick([(d: string) => d, (d: string) => `${d}/`, (d: string) => d.replace(/\/([^/]*)$/, '//$1'), (d: string) => d.replace(/\/([^/]*)$/, '/./$1')])(pick(dirs));
+      const target = pick([
+        (d: string) => d,
+        (d: string) => `${d}/`,
+        (d: string) => d.replace(/\/([^/]*)$/, '//$1'),
+        (d: string) => d.replace(/\/([^/]*)$/, '/./$1'),
+      ])(pick(dirs));
       const pv: PersistentVolume = {
         metadata: {
           name: pick([...names, 'root', 'default', 'volumes']),
-          annotations: { ...(rand() < 0.5 ? { [ANN_HOSTPATH_BASE_PATH]: root } : {}), [ANN_HOSTPATH_ON_DELETE]: pick(['delete', 'archive']) },
+          annotations: {
+            ...(rand() < 0.5 ? { [ANN_HOSTPATH_BASE_PATH]: root } : {}),
+            [ANN_HOSTPATH_ON_DELETE]: pick(['delete', 'archive']),
+          },
         },
         spec: { hostPath: { path: target }, claimRef: { uid: 'forged' } },
       };
@@ -105,7 +146,12 @@ test('randomized: forged PVs named after path segments never delete or archive a
         assert.ok(e instanceof VolumeIdentityError || e instanceof UnsafePathError, `seed ${seed}: ${String(e)}`);
       }
     }
-    for (const v of live) assert.equal(await fsp.readFile(path.join(v.dir, 'data'), 'utf8'), v.content, `seed ${seed}: ${v.dir} lost its data`);
+    for (const v of live)
+      assert.equal(
+        await fsp.readFile(path.join(v.dir, 'data'), 'utf8'),
+        v.content,
+        `seed ${seed}: ${v.dir} lost its data`,
+      );
   } finally {
     await fsp.rm(tmp, { recursive: true, force: true });
   }

@@ -10,8 +10,18 @@ import path from 'node:path';
 import { validateHostPathConfig } from '../../src/hostpath/config.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import {
-  boundVolume, claim, createClaim, createClass, entriesBelow, startHostPathEnv, startInstance, storageClass, volumePath, waitFor,
-  type HostPathEnv, type Instance,
+  boundVolume,
+  claim,
+  createClaim,
+  createClass,
+  entriesBelow,
+  startHostPathEnv,
+  startInstance,
+  storageClass,
+  volumePath,
+  waitFor,
+  type HostPathEnv,
+  type Instance,
 } from './integration-helpers.ts';
 
 const PROVISIONER = 'bad-input.kube-provisioner.io/hostpath';
@@ -35,14 +45,48 @@ describe('hostpath integration: bad input', () => {
 
   const rows = (): Row[] => [
     { name: 'base-symlink', className: 'base-symlink', message: /base path .*\/link is a symlink/ },
-    { name: 'base-missing', className: 'base-missing', message: /base path .*\/missing does not exist \(is the disk mounted\?\)/ },
+    {
+      name: 'base-missing',
+      className: 'base-missing',
+      message: /base path .*\/missing does not exist \(is the disk mounted\?\)/,
+    },
     { name: 'base-file', className: 'base-file', message: /base path .*\/a-file is not a directory/ },
-    { name: 'mode-letters', className: 'mode-letters', parameters: { mode: 'rwxr-xr-x' }, message: /"mode": "rwxr-xr-x" must be an octal/ },
-    { name: 'uid-fraction', className: 'uid-fraction', parameters: { uid: '1.5' }, message: /"uid": "1.5" must be a numeric id/ },
-    { name: 'gid-name', className: 'gid-name', parameters: { gid: 'wheel' }, message: /"gid": "wheel" must be a numeric id/ },
-    { name: 'param-misspelt', className: 'param-misspelt', parameters: { pathpattern: '${.PV.name}' }, message: /"pathpattern": unknown parameter/ },
-    { name: 'node-not-a-name', className: 'node-local', annotations: { [ANN_SELECTED_NODE]: '../../etc' }, message: /infeasible error.*selected node "\.\.\/\.\.\/etc" is not a valid node name/ },
-    { name: 'node-upper-case', className: 'node-local', annotations: { [ANN_SELECTED_NODE]: 'Node-1' }, message: /is not a valid node name/ },
+    {
+      name: 'mode-letters',
+      className: 'mode-letters',
+      parameters: { mode: 'rwxr-xr-x' },
+      message: /"mode": "rwxr-xr-x" must be an octal/,
+    },
+    {
+      name: 'uid-fraction',
+      className: 'uid-fraction',
+      parameters: { uid: '1.5' },
+      message: /"uid": "1.5" must be a numeric id/,
+    },
+    {
+      name: 'gid-name',
+      className: 'gid-name',
+      parameters: { gid: 'wheel' },
+      message: /"gid": "wheel" must be a numeric id/,
+    },
+    {
+      name: 'param-misspelt',
+      className: 'param-misspelt',
+      parameters: { pathpattern: '${.PV.name}' },
+      message: /"pathpattern": unknown parameter/,
+    },
+    {
+      name: 'node-not-a-name',
+      className: 'node-local',
+      annotations: { [ANN_SELECTED_NODE]: '../../etc' },
+      message: /infeasible error.*selected node "\.\.\/\.\.\/etc" is not a valid node name/,
+    },
+    {
+      name: 'node-upper-case',
+      className: 'node-local',
+      annotations: { [ANN_SELECTED_NODE]: 'Node-1' },
+      message: /is not a valid node name/,
+    },
   ];
 
   before(async () => {
@@ -62,7 +106,11 @@ describe('hostpath integration: bad input', () => {
     const good = { sharedFileSystemPath: root };
     const config = validateHostPathConfig({
       storageClassConfigs: {
-        good, 'mode-letters': good, 'uid-fraction': good, 'gid-name': good, 'param-misspelt': good,
+        good,
+        'mode-letters': good,
+        'uid-fraction': good,
+        'gid-name': good,
+        'param-misspelt': good,
         'base-symlink': { sharedFileSystemPath: path.join(env.tmp, 'link') },
         'base-missing': { sharedFileSystemPath: path.join(env.tmp, 'missing') },
         'base-file': { sharedFileSystemPath: path.join(env.tmp, 'a-file') },
@@ -70,13 +118,24 @@ describe('hostpath integration: bad input', () => {
       },
     });
     // The node cache lets the controller check that a selected node exists (else: Reschedule).
-    instance = startInstance(env, { provisionerName: PROVISIONER, config, mode: 'deployment', nodeName: env.localNode, controller: { nodeCache: true } });
+    instance = startInstance(env, {
+      provisionerName: PROVISIONER,
+      config,
+      mode: 'deployment',
+      nodeName: env.localNode,
+      controller: { nodeCache: true },
+    });
     for (const r of rows()) {
-      if (r.className !== 'node-local') await createClass(env, storageClass(r.className, PROVISIONER, r.parameters ? { parameters: r.parameters } : {}));
+      if (r.className !== 'node-local')
+        await createClass(
+          env,
+          storageClass(r.className, PROVISIONER, r.parameters ? { parameters: r.parameters } : {}),
+        );
     }
     await createClass(env, storageClass('node-local', PROVISIONER, { volumeBindingMode: 'WaitForFirstConsumer' }));
     await createClass(env, storageClass('good', PROVISIONER));
-    for (const r of rows()) await createClaim(env, claim(r.name, r.className, r.annotations ? { annotations: r.annotations } : {}));
+    for (const r of rows())
+      await createClaim(env, claim(r.name, r.className, r.annotations ? { annotations: r.annotations } : {}));
   });
 
   after(async () => {
@@ -86,21 +145,35 @@ describe('hostpath integration: bad input', () => {
 
   for (const r of rows()) {
     it(`${r.name}: a Warning event says what is wrong, nothing is created`, async () => {
-      const ev = await waitFor(`ProvisioningFailed on ${r.name}`, () => env.events(r.name, PROVISIONER).find((e) => e.reason === 'ProvisioningFailed'));
+      const ev = await waitFor(`ProvisioningFailed on ${r.name}`, () =>
+        env.events(r.name, PROVISIONER).find((e) => e.reason === 'ProvisioningFailed'),
+      );
       assert.equal(ev.type, 'Warning');
       assert.match(ev.message ?? '', r.message);
       assert.notEqual(env.claim(r.name)?.status?.phase, 'Bound');
-      assert.equal(env.volumes().some((v) => v.spec.claimRef?.name === r.name), false, 'no PV');
+      assert.equal(
+        env.volumes().some((v) => v.spec.claimRef?.name === r.name),
+        false,
+        'no PV',
+      );
     });
   }
 
   it('a selected node that does not exist (node cache on) is rescheduled: selected-node removed, nothing created', async () => {
     await createClaim(env, claim('node-gone', 'node-local', { annotations: { [ANN_SELECTED_NODE]: 'no-such-node' } }));
-    const ev = await waitFor('ProvisioningFailed', () => env.events('node-gone', PROVISIONER).find((e) => e.reason === 'ProvisioningFailed'));
+    const ev = await waitFor('ProvisioningFailed', () =>
+      env.events('node-gone', PROVISIONER).find((e) => e.reason === 'ProvisioningFailed'),
+    );
     assert.match(ev.message ?? '', /selected node no-such-node does not exist; asking the scheduler for another node/);
-    await waitFor('selected-node removed', () => env.claim('node-gone')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined);
-    assert.equal(instance.calls.some((c) => c.op === 'provision' && c.name.endsWith(env.claim('node-gone')?.metadata.uid ?? '?')), false,
-      'provision() is never called for a node that does not exist');
+    await waitFor(
+      'selected-node removed',
+      () => env.claim('node-gone')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined,
+    );
+    assert.equal(
+      instance.calls.some((c) => c.op === 'provision' && c.name.endsWith(env.claim('node-gone')?.metadata.uid ?? '?')),
+      false,
+      'provision() is never called for a node that does not exist',
+    );
   });
 
   it('afterwards: the provisioner still serves, and nothing was created outside (or inside) the roots', async () => {
@@ -114,6 +187,9 @@ describe('hostpath integration: bad input', () => {
     assert.deepEqual(await entriesBelow(nodes), [], 'no directory for the claims with a bad node');
     // Node names were refused before provision(): the provisioner was never asked.
     const badNodeUids = ['node-not-a-name', 'node-upper-case'].map((n) => env.claim(n)?.metadata.uid ?? '?');
-    assert.equal(instance.calls.some((c) => badNodeUids.some((u) => c.name.endsWith(u))), false);
+    assert.equal(
+      instance.calls.some((c) => badNodeUids.some((u) => c.name.endsWith(u))),
+      false,
+    );
   });
 });

@@ -10,8 +10,17 @@ import path from 'node:path';
 import { DEFAULT_NODE, validateHostPathConfig } from '../../src/hostpath/config.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import {
-  boundVolume, claim, createClaim, createClass, createPod, startHostPathEnv, startInstance, storageClass, waitFor,
-  type HostPathEnv, type Instance,
+  boundVolume,
+  claim,
+  createClaim,
+  createClass,
+  createPod,
+  startHostPathEnv,
+  startInstance,
+  storageClass,
+  waitFor,
+  type HostPathEnv,
+  type Instance,
 } from './integration-helpers.ts';
 
 const PROVISIONER = 'backoff.kube-provisioner.io/local';
@@ -28,10 +37,18 @@ describe('hostpath: no hot loop when no node has room', () => {
     // The dev setup: every node (this one included) gets the default paths, so the provisioner cannot list the
     // other nodes and must learn from the scheduler picking this node again.
     const config = validateHostPathConfig({
-      storageClassConfigs: { full: { nodePathMap: [{ node: DEFAULT_NODE, paths: [{ path: nodes, capacity: '10Mi' }] }] } },
+      storageClassConfigs: {
+        full: { nodePathMap: [{ node: DEFAULT_NODE, paths: [{ path: nodes, capacity: '10Mi' }] }] },
+      },
     });
     // A short slow retry so that several backoff steps happen within the test.
-    instance = startInstance(env, { provisionerName: PROVISIONER, config, mode: 'deployment', nodeName: env.localNode, controller: { retry: { infeasibleDelayMs: 300 } } });
+    instance = startInstance(env, {
+      provisionerName: PROVISIONER,
+      config,
+      mode: 'deployment',
+      nodeName: env.localNode,
+      controller: { retry: { infeasibleDelayMs: 300 } },
+    });
     await createClass(env, storageClass('full', PROVISIONER, { volumeBindingMode: 'WaitForFirstConsumer' }));
   });
 
@@ -49,18 +66,29 @@ describe('hostpath: no hot loop when no node has room', () => {
 
     const failed = () => env.events('too-big', PROVISIONER).filter((e) => e.reason === 'ProvisioningFailed');
     const infeasible = () => failed().find((e) => /infeasible error/.test(e.message ?? ''));
-    const ev = await waitFor(`${STEPS} infeasible attempts`, () => (infeasible()?.count ?? 0) >= STEPS && infeasible(), 30_000);
+    const ev = await waitFor(
+      `${STEPS} infeasible attempts`,
+      () => (infeasible()?.count ?? 0) >= STEPS && infeasible(),
+      30_000,
+    );
     assert.equal(ev.type, 'Warning');
     assert.match(ev.message ?? '', /Retries will be delayed/);
     assert.match(ev.message ?? '', /no node has 6Mi free/);
     // The first refusal asked the scheduler for another node; after that only the one aggregated infeasible Event.
     const events = failed();
-    assert.ok(events.length <= 2, `ProvisioningFailed events: ${events.map((e) => `${e.count}x ${e.message}`).join(' | ')}`);
+    assert.ok(
+      events.length <= 2,
+      `ProvisioningFailed events: ${events.map((e) => `${e.count}x ${e.message}`).join(' | ')}`,
+    );
     const steps = ev.count ?? 0;
     const calls = instance.calls.filter((c) => c.name.length > 0 && c.outcome !== 'ok').length;
     // One call per backoff step (+ the rescheduled one, + one that may be running right now).
     assert.ok(calls <= steps + 2, `provision() failed ${calls} times for ${steps} backoff steps`);
-    assert.equal(env.claim('too-big')?.metadata.annotations?.[ANN_SELECTED_NODE], env.localNode, 'the claim stays on its node while it backs off');
+    assert.equal(
+      env.claim('too-big')?.metadata.annotations?.[ANN_SELECTED_NODE],
+      env.localNode,
+      'the claim stays on its node while it backs off',
+    );
     assert.notEqual(env.claim('too-big')?.status?.phase, 'Bound');
   });
 });

@@ -9,8 +9,18 @@ import path from 'node:path';
 import { validateHostPathConfig, type HostPathConfig } from '../../src/hostpath/config.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import {
-  boundVolume, claim, createClaim, createClass, entriesBelow, startHostPathEnv, startInstance, storageClass, volumePath, waitFor,
-  type HostPathEnv, type Instance,
+  boundVolume,
+  claim,
+  createClaim,
+  createClass,
+  entriesBelow,
+  startHostPathEnv,
+  startInstance,
+  storageClass,
+  volumePath,
+  waitFor,
+  type HostPathEnv,
+  type Instance,
 } from './integration-helpers.ts';
 
 const SHARED = 'capacity.kube-provisioner.io/shared';
@@ -26,10 +36,16 @@ describe('hostpath integration: capacity, reschedule and restart', () => {
   let localInstance: Instance;
 
   const start = () => {
-    sharedInstance = startInstance(env, { provisionerName: SHARED, config, mode: 'deployment', nodeName: env.localNode });
+    sharedInstance = startInstance(env, {
+      provisionerName: SHARED,
+      config,
+      mode: 'deployment',
+      nodeName: env.localNode,
+    });
     localInstance = startInstance(env, { provisionerName: LOCAL, config, mode: 'daemonset', nodeName: env.localNode });
   };
-  const failures = (name: string, provisioner: string) => env.events(name, provisioner).filter((e) => e.reason === 'ProvisioningFailed');
+  const failures = (name: string, provisioner: string) =>
+    env.events(name, provisioner).filter((e) => e.reason === 'ProvisioningFailed');
 
   before(async () => {
     env = await startHostPathEnv('kp-int-capacity-');
@@ -65,15 +81,27 @@ describe('hostpath integration: capacity, reschedule and restart', () => {
     assert.match(ev.message ?? '', /no base path has 6Mi free/);
     assert.notEqual(env.claim('shared-too-big')?.status?.phase, 'Bound');
     assert.deepEqual(await entriesBelow(shared), before, 'nothing created for the refused claim');
-    assert.deepEqual(sharedInstance.provisioner.allocations().filter((a) => a.basePath === shared).map((a) => [a.basePath, a.allocated, a.capacity]), [[shared, 6n * MI, 10n * MI]]);
+    assert.deepEqual(
+      sharedInstance.provisioner
+        .allocations()
+        .filter((a) => a.basePath === shared)
+        .map((a) => [a.basePath, a.allocated, a.capacity]),
+      [[shared, 6n * MI, 10n * MI]],
+    );
   });
 
   it('WaitForFirstConsumer on the only node with paths: a claim that does not fit is infeasible, selected node kept', async () => {
-    await createClaim(env, claim('local-first', 'local-10mi', { size: '6Mi', annotations: { [ANN_SELECTED_NODE]: env.localNode } }));
+    await createClaim(
+      env,
+      claim('local-first', 'local-10mi', { size: '6Mi', annotations: { [ANN_SELECTED_NODE]: env.localNode } }),
+    );
     await boundVolume(env, 'local-first');
     const before = await entriesBelow(nodes);
     // Selected by hand (no pod), so the scheduler stand-in does not select the node again after the reschedule.
-    await createClaim(env, claim('local-too-big', 'local-10mi', { size: '6Mi', annotations: { [ANN_SELECTED_NODE]: env.localNode } }));
+    await createClaim(
+      env,
+      claim('local-too-big', 'local-10mi', { size: '6Mi', annotations: { [ANN_SELECTED_NODE]: env.localNode } }),
+    );
     const ev = await waitFor('ProvisioningFailed', () => failures('local-too-big', LOCAL)[0]);
     assert.equal(ev.type, 'Warning');
     assert.match(ev.message ?? '', /infeasible error.*no node has 6Mi free/);
@@ -95,9 +123,18 @@ describe('hostpath integration: capacity, reschedule and restart', () => {
     await createClaim(env, claim('shared-rest', 'shared-10mi', { size: '4Mi' }));
     const pv = await boundVolume(env, 'shared-rest');
     assert.equal(path.dirname(volumePath(pv)), shared);
-    assert.deepEqual(sharedInstance.provisioner.allocations().filter((a) => a.basePath === shared).map((a) => [a.basePath, a.allocated, a.volumes]), [[shared, 10n * MI, 2]]);
+    assert.deepEqual(
+      sharedInstance.provisioner
+        .allocations()
+        .filter((a) => a.basePath === shared)
+        .map((a) => [a.basePath, a.allocated, a.volumes]),
+      [[shared, 10n * MI, 2]],
+    );
 
-    await createClaim(env, claim('local-after-restart', 'local-10mi', { size: '5Mi', annotations: { [ANN_SELECTED_NODE]: env.localNode } }));
+    await createClaim(
+      env,
+      claim('local-after-restart', 'local-10mi', { size: '5Mi', annotations: { [ANN_SELECTED_NODE]: env.localNode } }),
+    );
     const refused = await waitFor('refused after restart', () => failures('local-after-restart', LOCAL)[0]);
     assert.match(refused.message ?? '', /no node has 5Mi free/);
   });

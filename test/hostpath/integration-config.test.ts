@@ -9,7 +9,16 @@ import path from 'node:path';
 import { startHostPathService, type HostPathService } from '../../src/cli/hostpath-service.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import {
-  boundVolume, claim, createClaim, createClass, entriesBelow, FAST_CONTROLLER, startHostPathEnv, storageClass, volumePath, waitFor,
+  boundVolume,
+  claim,
+  createClaim,
+  createClass,
+  entriesBelow,
+  FAST_CONTROLLER,
+  startHostPathEnv,
+  storageClass,
+  volumePath,
+  waitFor,
   type HostPathEnv,
 } from './integration-helpers.ts';
 
@@ -24,7 +33,9 @@ describe('hostpath integration: configuration reload from a file', () => {
   const stop = new AbortController();
 
   const configEvents = (reason: string) =>
-    env.events(env.localNode, `${PROVISIONER}/config`).filter((e) => e.reason === reason && e.involvedObject.kind === 'Node');
+    env
+      .events(env.localNode, `${PROVISIONER}/config`)
+      .filter((e) => e.reason === reason && e.involvedObject.kind === 'Node');
   // Written next to the file and renamed over it, the way a ConfigMap volume swaps its content.
   async function writeConfig(value: unknown): Promise<void> {
     const tmp = `${configFile}.tmp`;
@@ -41,15 +52,18 @@ describe('hostpath integration: configuration reload from a file', () => {
     configFile = path.join(env.tmp, 'config', 'config.json');
     await fsp.mkdir(path.dirname(configFile));
     await writeConfig({ storageClassConfigs: { one: { sharedFileSystemPath: first } } });
-    service = await startHostPathService({
-      client: env.client,
-      provisionerName: PROVISIONER,
-      mode: 'deployment',
-      nodeName: env.localNode,
-      config: { file: configFile },
-      controller: FAST_CONTROLLER,
-      logger: silentLogger,
-    }, stop.signal);
+    service = await startHostPathService(
+      {
+        client: env.client,
+        provisionerName: PROVISIONER,
+        mode: 'deployment',
+        nodeName: env.localNode,
+        config: { file: configFile },
+        controller: FAST_CONTROLLER,
+        logger: silentLogger,
+      },
+      stop.signal,
+    );
     await createClass(env, storageClass('one', PROVISIONER));
     await createClass(env, storageClass('two', PROVISIONER));
   });
@@ -64,12 +78,16 @@ describe('hostpath integration: configuration reload from a file', () => {
     const pv = await boundVolume(env, (await createClaim(env, claim('in-first', 'one'))).metadata.name ?? '');
     assert.equal(path.dirname(volumePath(pv)), first);
     await createClaim(env, claim('too-early', 'two'));
-    const ev = await waitFor('refused', () => env.events('too-early', PROVISIONER).find((e) => e.reason === 'ProvisioningFailed'));
+    const ev = await waitFor('refused', () =>
+      env.events('too-early', PROVISIONER).find((e) => e.reason === 'ProvisioningFailed'),
+    );
     assert.match(ev.message ?? '', /storage class two is not listed in the hostpath configuration/);
   });
 
   it('an edit adding a new base path applies without a restart, and the refused claim is re-checked at once', async () => {
-    await writeConfig({ storageClassConfigs: { one: { sharedFileSystemPath: first }, two: { sharedFileSystemPath: second } } });
+    await writeConfig({
+      storageClassConfigs: { one: { sharedFileSystemPath: first }, two: { sharedFileSystemPath: second } },
+    });
     await waitFor('ConfigurationReloaded event', () => configEvents('ConfigurationReloaded')[0]);
     const pv = await boundVolume(env, (await createClaim(env, claim('in-second', 'two'))).metadata.name ?? '');
     assert.equal(path.dirname(volumePath(pv)), second);
@@ -81,7 +99,9 @@ describe('hostpath integration: configuration reload from a file', () => {
   it('an invalid edit keeps the last good configuration and emits a Warning event', async () => {
     const notADirectory = path.join(env.tmp, 'a-file');
     await fsp.writeFile(notADirectory, 'not a directory');
-    await writeConfig({ storageClassConfigs: { one: { sharedFileSystemPath: first }, two: { sharedFileSystemPath: notADirectory } } });
+    await writeConfig({
+      storageClassConfigs: { one: { sharedFileSystemPath: first }, two: { sharedFileSystemPath: notADirectory } },
+    });
     const ev = await waitFor('InvalidConfiguration event', () => configEvents('InvalidConfiguration')[0]);
     assert.equal(ev.type, 'Warning');
     assert.match(ev.message ?? '', /keeping the last good configuration/);
@@ -92,7 +112,10 @@ describe('hostpath integration: configuration reload from a file', () => {
     assert.equal(await fsp.readFile(notADirectory, 'utf8'), 'not a directory');
 
     await writeConfig('{ "storageClassConfigs": ');
-    await waitFor('a second InvalidConfiguration event (unparsable file)', () => configEvents('InvalidConfiguration').length >= 2);
+    await waitFor(
+      'a second InvalidConfiguration event (unparsable file)',
+      () => configEvents('InvalidConfiguration').length >= 2,
+    );
     const pv2 = await boundVolume(env, (await createClaim(env, claim('after-garbage', 'one'))).metadata.name ?? '');
     assert.equal(path.dirname(volumePath(pv2)), first);
     assert.deepEqual((await entriesBelow(second)).length, 3, 'exactly the three volumes of class two');

@@ -12,7 +12,18 @@ import { InfeasibleError } from '../../src/controller/provisioner.ts';
 import { readVolumeRecords } from '../../src/hostpath/volume-records.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
-import { boundVolume, claim, createClaim, createClass, FAST_CONTROLLER, NS, startHostPathEnv, storageClass, waitFor, type HostPathEnv } from './integration-helpers.ts';
+import {
+  boundVolume,
+  claim,
+  createClaim,
+  createClass,
+  FAST_CONTROLLER,
+  NS,
+  startHostPathEnv,
+  storageClass,
+  waitFor,
+  type HostPathEnv,
+} from './integration-helpers.ts';
 
 const PROVISIONER = 'expand.kube-provisioner.io/hostpath';
 const MI = 1024n * 1024n;
@@ -26,23 +37,40 @@ describe('hostpath integration: expansion', () => {
 
   async function writeConfig(capacity: string): Promise<void> {
     const tmp = `${configFile}.tmp`;
-    await fsp.writeFile(tmp, JSON.stringify({ storageClassConfigs: { grow: { sharedFileSystemPath: { path: base, capacity } } } }));
+    await fsp.writeFile(
+      tmp,
+      JSON.stringify({ storageClassConfigs: { grow: { sharedFileSystemPath: { path: base, capacity } } } }),
+    );
     await fsp.rename(tmp, configFile);
   }
   async function startService(): Promise<void> {
     stop = new AbortController();
-    service = await startHostPathService({
-      client: env.client, provisionerName: PROVISIONER, mode: 'deployment', nodeName: env.localNode, config: { file: configFile },
-      // The infeasible slow retry is short here: the budget is raised by a reload, not by a change to the claim.
-      controller: { ...FAST_CONTROLLER, retry: { ...FAST_CONTROLLER.retry, infeasibleDelayMs: 300 } }, logger: silentLogger, volumeUsageIntervalMs: 0,
-    }, stop.signal);
+    service = await startHostPathService(
+      {
+        client: env.client,
+        provisionerName: PROVISIONER,
+        mode: 'deployment',
+        nodeName: env.localNode,
+        config: { file: configFile },
+        // The infeasible slow retry is short here: the budget is raised by a reload, not by a change to the claim.
+        controller: { ...FAST_CONTROLLER, retry: { ...FAST_CONTROLLER.retry, infeasibleDelayMs: 300 } },
+        logger: silentLogger,
+        volumeUsageIntervalMs: 0,
+      },
+      stop.signal,
+    );
   }
   async function stopService(): Promise<void> {
     stop.abort();
     await service.done;
   }
   const request = (name: string, size: string) =>
-    env.client.patch(persistentVolumeClaims, name, { spec: { resources: { requests: { storage: size } } } }, { namespace: NS, type: 'merge' });
+    env.client.patch(
+      persistentVolumeClaims,
+      name,
+      { spec: { resources: { requests: { storage: size } } } },
+      { namespace: NS, type: 'merge' },
+    );
   const recordedBytes = async () => (await readVolumeRecords(base)).reduce((sum, r) => sum + BigInt(r.bytes), 0n);
   const allocated = () => service.provisioner.allocations().find((a) => a.basePath === base)?.allocated;
 
@@ -76,8 +104,13 @@ describe('hostpath integration: expansion', () => {
     await createClaim(env, claim('second', 'grow', { size: '2Mi' }));
     await boundVolume(env, 'second');
     await request('second', '8Mi');
-    await waitFor('infeasible', () => env.claim('second')?.status?.allocatedResourceStatuses?.storage === 'ControllerResizeInfeasible');
-    const failed = await waitFor('VolumeResizeFailed', () => env.events('second').find((e) => e.reason === 'VolumeResizeFailed'));
+    await waitFor(
+      'infeasible',
+      () => env.claim('second')?.status?.allocatedResourceStatuses?.storage === 'ControllerResizeInfeasible',
+    );
+    const failed = await waitFor('VolumeResizeFailed', () =>
+      env.events('second').find((e) => e.reason === 'VolumeResizeFailed'),
+    );
     assert.match(failed.message ?? '', /cannot hold 8Mi/);
     assert.equal(env.claim('second')?.status?.capacity?.storage, '2Mi');
     assert.equal(allocated(), 6n * MI, 'a refused growth allocates nothing');
@@ -95,7 +128,10 @@ describe('hostpath integration: expansion', () => {
     const rule = env.cluster.faults.add({ verb: 'patch', resource: 'persistentvolumes', name: pvName, status: 500 });
     await request('third', '3Mi');
     // expand() ran (the record says 3Mi), the PV write keeps failing; then the process goes away.
-    await waitFor('record at 3Mi', async () => (await readVolumeRecords(base)).find((r) => r.pvName === pvName)?.bytes === String(3n * MI));
+    await waitFor(
+      'record at 3Mi',
+      async () => (await readVolumeRecords(base)).find((r) => r.pvName === pvName)?.bytes === String(3n * MI),
+    );
     await stopService();
     env.cluster.faults.remove(rule);
     assert.equal(env.volume(pvName)?.spec.capacity?.storage, '2Mi');

@@ -9,12 +9,24 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { validateHostPathConfig, DEFAULT_NODE } from '../../src/hostpath/config.ts';
 import { REASON_NODE_GONE } from '../../src/hostpath/gone-node.ts';
-import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_KIND, ANN_HOSTPATH_NODE, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpath/volume-spec.ts';
+import {
+  ANN_HOSTPATH_BASE_PATH,
+  ANN_HOSTPATH_KIND,
+  ANN_HOSTPATH_NODE,
+  ANN_HOSTPATH_ON_DELETE,
+} from '../../src/hostpath/volume-spec.ts';
 import { NotFoundError } from '../../src/runtime/errors.ts';
 import { TestClock } from '../../src/runtime/clock.ts';
 import { nodes as nodeResource, persistentVolumes } from '../../src/runtime/resources.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
-import { exists, startHostPathEnv, startInstance, waitFor, type HostPathEnv, type Instance } from './integration-helpers.ts';
+import {
+  exists,
+  startHostPathEnv,
+  startInstance,
+  waitFor,
+  type HostPathEnv,
+  type Instance,
+} from './integration-helpers.ts';
 
 const LOCAL = 'gone-node.kube-provisioner.io/local';
 const GRACE_MS = 10 * 60_000;
@@ -33,16 +45,26 @@ describe('hostpath integration: volumes of gone nodes (daemonset mode)', () => {
     await fsp.mkdir(disk);
     await fsp.mkdir(shared);
     const config = validateHostPathConfig({
-      storageClassConfigs: { local: { nodePathMap: [{ node: DEFAULT_NODE, paths: [disk] }] }, shared: { sharedFileSystemPath: shared } },
+      storageClassConfigs: {
+        local: { nodePathMap: [{ node: DEFAULT_NODE, paths: [disk] }] },
+        shared: { sharedFileSystemPath: shared },
+      },
     });
     instance = startInstance(env, {
-      provisionerName: LOCAL, config, mode: 'daemonset', nodeName: env.localNode,
+      provisionerName: LOCAL,
+      config,
+      mode: 'daemonset',
+      nodeName: env.localNode,
       // Resync revisits the volumes other nodes own: that is when a gone node's grace period is checked again.
       controller: { resyncPeriodMs: 100 },
       provisioner: {
         clock,
         goneNodeGraceMs: GRACE_MS,
-        nodeExists: (name, signal) => env.client.get(nodeResource, name, { signal }).then(() => true, (e: unknown) => (e instanceof NotFoundError ? false : undefined)),
+        nodeExists: (name, signal) =>
+          env.client.get(nodeResource, name, { signal }).then(
+            () => true,
+            (e: unknown) => (e instanceof NotFoundError ? false : undefined),
+          ),
       },
     });
     await env.client.create(nodeResource, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-present' } });
@@ -60,44 +82,71 @@ describe('hostpath integration: volumes of gone nodes (daemonset mode)', () => {
     await fsp.mkdir(dir);
     await fsp.writeFile(path.join(dir, 'data'), 'on the node disk');
     const pv: PersistentVolume = {
-      apiVersion: 'v1', kind: 'PersistentVolume',
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
       metadata: {
         name,
         annotations: {
-          'pv.kubernetes.io/provisioned-by': LOCAL, [ANN_HOSTPATH_NODE]: node, [ANN_HOSTPATH_KIND]: kind,
-          [ANN_HOSTPATH_BASE_PATH]: base, [ANN_HOSTPATH_ON_DELETE]: 'delete',
+          'pv.kubernetes.io/provisioned-by': LOCAL,
+          [ANN_HOSTPATH_NODE]: node,
+          [ANN_HOSTPATH_KIND]: kind,
+          [ANN_HOSTPATH_BASE_PATH]: base,
+          [ANN_HOSTPATH_ON_DELETE]: 'delete',
         },
       },
       spec: {
-        capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', local: { path: dir },
-        nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [node] }] }] } },
-        claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'default', name: `gone-claim-${name}`, uid: '00000000-0000-0000-0000-00000000beef' },
+        capacity: { storage: '1Mi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        local: { path: dir },
+        nodeAffinity: {
+          required: {
+            nodeSelectorTerms: [
+              { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [node] }] },
+            ],
+          },
+        },
+        claimRef: {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          namespace: 'default',
+          name: `gone-claim-${name}`,
+          uid: '00000000-0000-0000-0000-00000000beef',
+        },
       },
     };
     await env.client.create(persistentVolumes, pv);
     return dir;
   }
 
-  const ignoredCalls = (name: string) => instance.calls.filter((c) => c.op === 'delete' && c.name === name && c.outcome === 'IgnoredError').length;
+  const ignoredCalls = (name: string) =>
+    instance.calls.filter((c) => c.op === 'delete' && c.name === name && c.outcome === 'IgnoredError').length;
 
   it('after the grace period the PV of a gone node is deleted, its directory kept, and a Warning says so', async () => {
     const goneDir = await releasedVolume('pvc-on-gone-node', 'node-gone');
     const presentDir = await releasedVolume('pvc-on-present-node', 'node-present');
     const sharedDir = await releasedVolume('pvc-shared-of-gone-node', 'node-gone', 'shared');
-    await waitFor('the volumes seen and left alone', () => ['pvc-on-gone-node', 'pvc-on-present-node', 'pvc-shared-of-gone-node'].every((n) => ignoredCalls(n) > 0));
+    await waitFor('the volumes seen and left alone', () =>
+      ['pvc-on-gone-node', 'pvc-on-present-node', 'pvc-shared-of-gone-node'].every((n) => ignoredCalls(n) > 0),
+    );
     assert.ok(env.volume('pvc-on-gone-node'), 'within the grace period the PV stays');
     await clock.advance(GRACE_MS + 1000);
     // A shared-path volume of the gone node is reachable here: it is deleted as usual, directory included.
-    await waitFor('the gone node\'s shared PV deleted', () => !env.volume('pvc-shared-of-gone-node'));
+    await waitFor("the gone node's shared PV deleted", () => !env.volume('pvc-shared-of-gone-node'));
     assert.equal(await exists(sharedDir), false);
-    await waitFor('the gone node\'s PV deleted', () => !env.volume('pvc-on-gone-node'));
-    const ev = await waitFor('VolumeNodeGone event', () => env.events('pvc-on-gone-node').find((e) => e.reason === REASON_NODE_GONE));
+    await waitFor("the gone node's PV deleted", () => !env.volume('pvc-on-gone-node'));
+    const ev = await waitFor('VolumeNodeGone event', () =>
+      env.events('pvc-on-gone-node').find((e) => e.reason === REASON_NODE_GONE),
+    );
     assert.equal(ev.type, 'Warning');
-    assert.match(ev.message ?? '', new RegExp(`Node node-gone .* directory ${goneDir} could not be reached and was not deleted`));
+    assert.match(
+      ev.message ?? '',
+      new RegExp(`Node node-gone .* directory ${goneDir} could not be reached and was not deleted`),
+    );
     assert.equal(await fsp.readFile(path.join(goneDir, 'data'), 'utf8'), 'on the node disk', 'nothing was touched');
     // The PV whose node exists is revisited after the clock moved, and still left to its node.
     const seen = ignoredCalls('pvc-on-present-node');
-    await waitFor('the present node\'s PV revisited', () => ignoredCalls('pvc-on-present-node') > seen);
+    await waitFor("the present node's PV revisited", () => ignoredCalls('pvc-on-present-node') > seen);
     assert.ok(env.volume('pvc-on-present-node'));
     assert.ok(await exists(presentDir));
   });

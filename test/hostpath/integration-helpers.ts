@@ -6,7 +6,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import type { ProvisionControllerOptions } from '../../src/controller/options.ts';
-import { HostPathProvisioner, type HostPathMode, type ConfigHolder, type HostPathProvisionerOptions } from '../../src/hostpath/provisioner.ts';
+import {
+  HostPathProvisioner,
+  type HostPathMode,
+  type ConfigHolder,
+  type HostPathProvisionerOptions,
+} from '../../src/hostpath/provisioner.ts';
 import type { HostPathConfig } from '../../src/hostpath/config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { EventRecorder } from '../../src/runtime/event-recorder.ts';
@@ -38,7 +43,7 @@ export async function startHostPathEnv(prefix: string): Promise<HostPathEnv> {
   const cluster = await startCluster();
   const client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: 'hostpath-integration-test' });
   const store = cluster.store;
-  const localNode = (store.list('nodes').items[0]?.metadata.name) ?? '';
+  const localNode = store.list('nodes').items[0]?.metadata.name ?? '';
   return {
     cluster,
     client,
@@ -48,8 +53,11 @@ export async function startHostPathEnv(prefix: string): Promise<HostPathEnv> {
     volume: (name) => store.get('persistentvolumes', undefined, name) as PersistentVolume | undefined,
     volumes: () => store.list('persistentvolumes').items as PersistentVolume[],
     events: (name, component) =>
-      (store.list('events').items as CoreEvent[]).filter((e) =>
-        e.involvedObject.name === name && (component === undefined || (e.reportingComponent ?? e.source?.component ?? '').startsWith(component))),
+      (store.list('events').items as CoreEvent[]).filter(
+        (e) =>
+          e.involvedObject.name === name &&
+          (component === undefined || (e.reportingComponent ?? e.source?.component ?? '').startsWith(component)),
+      ),
     stop: async () => {
       client.close();
       await cluster.stop();
@@ -76,36 +84,62 @@ export interface Instance {
 }
 
 /** A HostPathProvisioner (wrapped to record its calls) and a ProvisionController for it, running. */
-export function startInstance(env: HostPathEnv, o: {
-  provisionerName: string;
-  config: HostPathConfig | ConfigHolder;
-  mode?: HostPathMode;
-  nodeName?: string;
-  identity?: string;
-  controller?: ProvisionControllerOptions;
-  /** Extra provisioner options (gone-node policy, clock, otherNodeClaims, nfs, getNode...). */
-  provisioner?: Partial<HostPathProvisionerOptions>;
-}): Instance {
-  const events = new EventRecorder({ client: env.client, component: o.provisionerName, host: o.nodeName ?? 'test', logger: silentLogger });
+export function startInstance(
+  env: HostPathEnv,
+  o: {
+    provisionerName: string;
+    config: HostPathConfig | ConfigHolder;
+    mode?: HostPathMode;
+    nodeName?: string;
+    identity?: string;
+    controller?: ProvisionControllerOptions;
+    /** Extra provisioner options (gone-node policy, clock, otherNodeClaims, nfs, getNode...). */
+    provisioner?: Partial<HostPathProvisionerOptions>;
+  },
+): Instance {
+  const events = new EventRecorder({
+    client: env.client,
+    component: o.provisionerName,
+    host: o.nodeName ?? 'test',
+    logger: silentLogger,
+  });
   const provisioner = new HostPathProvisioner({
-    config: o.config, mode: o.mode, nodeName: o.nodeName, logger: silentLogger, events,
+    config: o.config,
+    mode: o.mode,
+    nodeName: o.nodeName,
+    logger: silentLogger,
+    events,
     knownVolumes: async (signal) => (await env.client.listAll<PersistentVolume>(persistentVolumes, { signal })).items,
     storageClass: (name) => env.cluster.store.get('storageclasses', undefined, name) as StorageClass | undefined,
     ...(o.provisioner ?? {}),
   });
   const calls: Instance['calls'] = [];
   const record = <T>(op: 'provision' | 'delete', name: string, p: Promise<T>): Promise<T> =>
-    p.then((v) => { calls.push({ op, name, outcome: 'ok' }); return v; }, (e: unknown) => { calls.push({ op, name, outcome: (e as Error).name }); throw e; });
+    p.then(
+      (v) => {
+        calls.push({ op, name, outcome: 'ok' });
+        return v;
+      },
+      (e: unknown) => {
+        calls.push({ op, name, outcome: (e as Error).name });
+        throw e;
+      },
+    );
   // The controller sees a recording façade with the provisioner's optional hooks.
   const facade = {
-    provision: (opts: Parameters<HostPathProvisioner['provision']>[0], signal: AbortSignal) => record('provision', opts.pvName, provisioner.provision(opts, signal)),
-    delete: (v: PersistentVolume, signal: AbortSignal) => record('delete', v.metadata.name ?? '', provisioner.delete(v, signal)),
+    provision: (opts: Parameters<HostPathProvisioner['provision']>[0], signal: AbortSignal) =>
+      record('provision', opts.pvName, provisioner.provision(opts, signal)),
+    delete: (v: PersistentVolume, signal: AbortSignal) =>
+      record('delete', v.metadata.name ?? '', provisioner.delete(v, signal)),
     shouldProvision: (c: PersistentVolumeClaim) => provisioner.shouldProvision(c),
     supportsBlock: () => provisioner.supportsBlock(),
     listVolumes: (signal: AbortSignal) => provisioner.listVolumes(signal),
   };
   const controller = new ProvisionController(env.client, o.provisionerName, facade, {
-    ...FAST_CONTROLLER, ...(o.controller ?? {}), logger: silentLogger, identity: o.identity ?? `${o.nodeName ?? 'instance'}-test`,
+    ...FAST_CONTROLLER,
+    ...(o.controller ?? {}),
+    logger: silentLogger,
+    identity: o.identity ?? `${o.nodeName ?? 'instance'}-test`,
   });
   const running = controller.run();
   return {
@@ -122,21 +156,41 @@ export function startInstance(env: HostPathEnv, o: {
 
 export function storageClass(name: string, provisioner: string, extra: Partial<StorageClass> = {}): StorageClass {
   return {
-    apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner,
-    reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate', ...extra,
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name },
+    provisioner,
+    reclaimPolicy: 'Delete',
+    volumeBindingMode: 'Immediate',
+    ...extra,
   };
 }
 
-export function claim(name: string, className: string, extra: {
-  size?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  spec?: Partial<PersistentVolumeClaim['spec']>;
-} = {}): PersistentVolumeClaim {
+export function claim(
+  name: string,
+  className: string,
+  extra: {
+    size?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    spec?: Partial<PersistentVolumeClaim['spec']>;
+  } = {},
+): PersistentVolumeClaim {
   return {
-    apiVersion: 'v1', kind: 'PersistentVolumeClaim',
-    metadata: { name, namespace: NS, ...(extra.labels ? { labels: extra.labels } : {}), ...(extra.annotations ? { annotations: extra.annotations } : {}) },
-    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: extra.size ?? '1Mi' } }, storageClassName: className, ...(extra.spec ?? {}) },
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name,
+      namespace: NS,
+      ...(extra.labels ? { labels: extra.labels } : {}),
+      ...(extra.annotations ? { annotations: extra.annotations } : {}),
+    },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: extra.size ?? '1Mi' } },
+      storageClassName: className,
+      ...(extra.spec ?? {}),
+    },
   };
 }
 
@@ -155,7 +209,9 @@ export async function deleteClaim(env: HostPathEnv, name: string): Promise<void>
 /** A pod using the claims; with `nodeName` it is pinned to that node (its WaitForFirstConsumer claims get it selected). */
 export async function createPod(env: HostPathEnv, name: string, claims: string[], nodeName?: string): Promise<void> {
   const pod: Pod = {
-    apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: NS },
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS },
     spec: {
       ...(nodeName ? { nodeName } : {}),
       containers: [{ name: 'c', image: 'busybox' }],
@@ -167,7 +223,11 @@ export async function createPod(env: HostPathEnv, name: string, claims: string[]
 
 /** Bound claim -> its PV. */
 export async function boundVolume(env: HostPathEnv, name: string, timeoutMs = 15_000): Promise<PersistentVolume> {
-  const c = await waitFor(`claim ${name} Bound`, () => env.claim(name)?.status?.phase === 'Bound' && env.claim(name), timeoutMs);
+  const c = await waitFor(
+    `claim ${name} Bound`,
+    () => env.claim(name)?.status?.phase === 'Bound' && env.claim(name),
+    timeoutMs,
+  );
   const pv = env.volume(c.spec.volumeName ?? '');
   if (!pv) throw new Error(`claim ${name} is Bound to ${c.spec.volumeName}, which does not exist`);
   return pv;
@@ -176,7 +236,10 @@ export async function boundVolume(env: HostPathEnv, name: string, timeoutMs = 15
 export const volumePath = (pv: PersistentVolume): string => pv.spec.local?.path ?? pv.spec.hostPath?.path ?? '';
 
 export async function exists(p: string): Promise<boolean> {
-  return fsp.lstat(p).then(() => true, () => false);
+  return fsp.lstat(p).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Every entry below `dir` (relative, sorted), skipping the provisioner's `.kube-provisioner` records. */

@@ -11,8 +11,22 @@ import { pods } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { Pod } from '../../src/types/k8s.ts';
 import {
-  boundVolume, claim, createClaim, createClass, createPod, deleteClaim, entriesBelow, exists, NS, startHostPathEnv, startInstance,
-  storageClass, volumePath, waitFor, type HostPathEnv, type Instance,
+  boundVolume,
+  claim,
+  createClaim,
+  createClass,
+  createPod,
+  deleteClaim,
+  entriesBelow,
+  exists,
+  NS,
+  startHostPathEnv,
+  startInstance,
+  storageClass,
+  volumePath,
+  waitFor,
+  type HostPathEnv,
+  type Instance,
 } from './integration-helpers.ts';
 
 const SHARED = 'integration.kube-provisioner.io/shared';
@@ -34,7 +48,10 @@ describe('hostpath integration: modes and onDelete policies', () => {
     const sharedSet = { sharedFileSystemPath: shared };
     const config = validateHostPathConfig({
       storageClassConfigs: {
-        shared: sharedSet, 'on-delete-retain': sharedSet, 'on-delete-archive': sharedSet, 'reclaim-retain': sharedSet,
+        shared: sharedSet,
+        'on-delete-retain': sharedSet,
+        'on-delete-archive': sharedSet,
+        'reclaim-retain': sharedSet,
         local: { nodePathMap: [{ node: DEFAULT_NODE, paths: [nodes] }] },
       },
     });
@@ -42,7 +59,12 @@ describe('hostpath integration: modes and onDelete policies', () => {
     daemonset = startInstance(env, { provisionerName: LOCAL, config, mode: 'daemonset', nodeName: env.localNode });
     await createClass(env, storageClass('shared', SHARED));
     await createClass(env, storageClass('on-delete-retain', SHARED, { parameters: { onDelete: 'retain' } }));
-    await createClass(env, storageClass('on-delete-archive', SHARED, { parameters: { onDelete: 'archive', pathPattern: '${.PVC.namespace}/${.PVC.name}/${.PV.name}' } }));
+    await createClass(
+      env,
+      storageClass('on-delete-archive', SHARED, {
+        parameters: { onDelete: 'archive', pathPattern: '${.PVC.namespace}/${.PVC.name}/${.PV.name}' },
+      }),
+    );
     await createClass(env, storageClass('reclaim-retain', SHARED, { reclaimPolicy: 'Retain' }));
     await createClass(env, storageClass('local', LOCAL, { volumeBindingMode: 'WaitForFirstConsumer' }));
   });
@@ -54,7 +76,10 @@ describe('hostpath integration: modes and onDelete policies', () => {
   });
 
   it('deployment mode, shared path, Immediate: a ReadWriteMany claim is Bound to a hostPath PV without node affinity', async () => {
-    const created = await createClaim(env, claim('shared-rwx', 'shared', { size: '5Mi', spec: { accessModes: ['ReadWriteMany'] } }));
+    const created = await createClaim(
+      env,
+      claim('shared-rwx', 'shared', { size: '5Mi', spec: { accessModes: ['ReadWriteMany'] } }),
+    );
     const pv = await boundVolume(env, 'shared-rwx');
     assert.equal(pv.metadata.name, `pvc-${created.metadata.uid}`);
     assert.equal(pv.spec.hostPath?.type, 'Directory');
@@ -65,13 +90,18 @@ describe('hostpath integration: modes and onDelete policies', () => {
     const dir = volumePath(pv);
     assert.equal(path.dirname(dir), shared);
     assert.ok((await fsp.lstat(dir)).isDirectory());
-    await waitFor('ProvisioningSucceeded', () => env.events('shared-rwx', SHARED).some((e) => e.reason === 'ProvisioningSucceeded'));
+    await waitFor('ProvisioningSucceeded', () =>
+      env.events('shared-rwx', SHARED).some((e) => e.reason === 'ProvisioningSucceeded'),
+    );
     assert.equal(daemonset.calls.length, 0, 'the other provisioner name never saw it');
 
     await deleteClaim(env, 'shared-rwx');
     await waitFor('PV deleted', () => !env.volume(pv.metadata.name ?? ''));
     assert.equal(await exists(dir), false, 'the volume directory itself is gone');
-    assert.ok(await exists(path.join(shared, `archived-${path.basename(dir)}`)), 'a shared path archives by default, as nfs-subdir does');
+    assert.ok(
+      await exists(path.join(shared, `archived-${path.basename(dir)}`)),
+      'a shared path archives by default, as nfs-subdir does',
+    );
   });
 
   it('daemonset mode, node paths, WaitForFirstConsumer: nothing until a pod selects the node, then a local PV on it', async () => {
@@ -89,10 +119,17 @@ describe('hostpath integration: modes and onDelete policies', () => {
     const dir = pv.spec.local?.path ?? '';
     assert.equal(path.dirname(dir), nodes);
     assert.ok((await fsp.lstat(dir)).isDirectory());
-    assert.deepEqual(pv.spec.nodeAffinity?.required?.nodeSelectorTerms[0].matchExpressions,
-      [{ key: 'kubernetes.io/hostname', operator: 'In', values: [env.localNode] }]);
-    await waitFor('pod placed on the node', () => (env.cluster.store.get('pods', NS, 'consumer') as Pod | undefined)?.spec.nodeName === env.localNode);
-    assert.deepEqual(daemonset.calls.map((c) => c.outcome), ['ok']);
+    assert.deepEqual(pv.spec.nodeAffinity?.required?.nodeSelectorTerms[0].matchExpressions, [
+      { key: 'kubernetes.io/hostname', operator: 'In', values: [env.localNode] },
+    ]);
+    await waitFor(
+      'pod placed on the node',
+      () => (env.cluster.store.get('pods', NS, 'consumer') as Pod | undefined)?.spec.nodeName === env.localNode,
+    );
+    assert.deepEqual(
+      daemonset.calls.map((c) => c.outcome),
+      ['ok'],
+    );
 
     await env.client.delete(pods, 'consumer', { namespace: NS });
     await deleteClaim(env, 'node-data');
@@ -114,7 +151,10 @@ describe('hostpath integration: modes and onDelete policies', () => {
     await deleteClaim(env, 'retained');
     await waitFor('PV Released', () => env.volume(pv.metadata.name ?? '')?.status?.phase === 'Released');
     assert.equal(await fsp.readFile(path.join(volumePath(pv), 'data'), 'utf8'), 'retained');
-    assert.equal(deployment.calls.some((c) => c.op === 'delete' && c.name === pv.metadata.name), false);
+    assert.equal(
+      deployment.calls.some((c) => c.op === 'delete' && c.name === pv.metadata.name),
+      false,
+    );
   });
 
   it('onDelete archive: renamed in place with the data, two volumes of the same claim name never collide', async () => {
@@ -133,7 +173,11 @@ describe('hostpath integration: modes and onDelete policies', () => {
       archived.push(names[0]);
     }
     assert.notEqual(archived[0], archived[1]);
-    assert.deepEqual((await fsp.readdir(path.join(shared, NS, 'archived'))).sort(), [...archived].sort(), 'both archives kept side by side');
+    assert.deepEqual(
+      (await fsp.readdir(path.join(shared, NS, 'archived'))).sort(),
+      [...archived].sort(),
+      'both archives kept side by side',
+    );
   });
 
   /** A Bound claim of `className` whose volume holds a file `data` containing `content`. */

@@ -12,14 +12,33 @@ import { localPathOfNfsSource } from '../../src/hostpath/volume-source.ts';
 import { persistentVolumes } from '../../src/runtime/resources.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import {
-  boundVolume, claim, createClaim, createClass, deleteClaim, exists, NS, startHostPathEnv, startInstance,
-  storageClass, volumePath, waitFor, type HostPathEnv, type Instance,
+  boundVolume,
+  claim,
+  createClaim,
+  createClass,
+  deleteClaim,
+  exists,
+  NS,
+  startHostPathEnv,
+  startInstance,
+  storageClass,
+  volumePath,
+  waitFor,
+  type HostPathEnv,
+  type Instance,
 } from './integration-helpers.ts';
 
 // nfs-subdir's default provisioner name (its deploy/class.yaml).
 const NFS_SUBDIR = 'k8s-sigs.io/nfs-subdir-external-provisioner';
 // archiveOnDelete spellings users write, and whether strconv.ParseBool reads them as true.
-const BOOLS = [['false', false], ['False', false], ['0', false], ['1', true], ['True', true], ['t', true]] as const;
+const BOOLS = [
+  ['false', false],
+  ['False', false],
+  ['0', false],
+  ['1', true],
+  ['True', true],
+  ['t', true],
+] as const;
 const boolClass = (value: string) => `archive-${value.toLowerCase()}${value === value.toLowerCase() ? '' : '-upper'}`;
 
 describe('hostpath integration: nfs-subdir-external-provisioner classes', () => {
@@ -32,7 +51,10 @@ describe('hostpath integration: nfs-subdir-external-provisioner classes', () => 
     exportDir = path.join(env.tmp, 'persistentvolumes');
     await fsp.mkdir(exportDir);
     // The export mounted at exportDir; PVs name the server and the export path, as nfs-subdir's do.
-    const config = validateHostPathConfig({ sharedFileSystemPath: exportDir, nfs: { server: '10.0.0.5', path: '/exports/k8s' } });
+    const config = validateHostPathConfig({
+      sharedFileSystemPath: exportDir,
+      nfs: { server: '10.0.0.5', path: '/exports/k8s' },
+    });
     instance = startInstance(env, { provisionerName: NFS_SUBDIR, config, mode: 'deployment', nodeName: env.localNode });
     const cls = (name: string, parameters?: Record<string, string>, extra = {}) =>
       createClass(env, storageClass(name, NFS_SUBDIR, { ...(parameters ? { parameters } : {}), ...extra }));
@@ -59,7 +81,9 @@ describe('hostpath integration: nfs-subdir-external-provisioner classes', () => 
   }
 
   function localDir(pv: PersistentVolume): string {
-    const dir = pv.spec.nfs ? localPathOfNfsSource(pv.spec.nfs, { server: '10.0.0.5', path: '/exports/k8s', mountPath: exportDir }) : volumePath(pv);
+    const dir = pv.spec.nfs
+      ? localPathOfNfsSource(pv.spec.nfs, { server: '10.0.0.5', path: '/exports/k8s', mountPath: exportDir })
+      : volumePath(pv);
     assert.ok(dir, `PV ${pv.metadata.name} maps to a local directory`);
     return dir;
   }
@@ -72,12 +96,20 @@ describe('hostpath integration: nfs-subdir-external-provisioner classes', () => 
   it('a class with no parameters archives (nfs-subdir default): archived-<directory name> beside it, data kept', async () => {
     const pv = await withData('default-class', 'nfs-client');
     const dir = localDir(pv);
-    assert.equal(dir, path.join(exportDir, `${NS}-default-class-${pv.metadata.name}`), 'nfs-subdir\'s directory name <namespace>-<claim>-<pv>');
+    assert.equal(
+      dir,
+      path.join(exportDir, `${NS}-default-class-${pv.metadata.name}`),
+      "nfs-subdir's directory name <namespace>-<claim>-<pv>",
+    );
     assert.equal(pv.spec.nfs?.path, `/exports/k8s/${NS}-default-class-${pv.metadata.name}`);
     await released('default-class', pv);
     assert.equal(await exists(dir), false);
     const archived = path.join(path.dirname(dir), `archived-${path.basename(dir)}`);
-    assert.equal(await fsp.readFile(path.join(archived, 'data'), 'utf8'), 'default-class', 'archived under its own name, no suffix');
+    assert.equal(
+      await fsp.readFile(path.join(archived, 'data'), 'utf8'),
+      'default-class',
+      'archived under its own name, no suffix',
+    );
   });
 
   for (const [value, archives] of BOOLS) {
@@ -93,7 +125,9 @@ describe('hostpath integration: nfs-subdir-external-provisioner classes', () => 
 
   it('archiveOnDelete "yes": nothing is created, a Warning event on the claim names the parameter', async () => {
     await createClaim(env, claim('bad-bool', 'archive-yes'));
-    const ev = await waitFor('Warning event', () => env.events('bad-bool').find((e) => e.type === 'Warning' && /archiveOnDelete/.test(e.message ?? '')));
+    const ev = await waitFor('Warning event', () =>
+      env.events('bad-bool').find((e) => e.type === 'Warning' && /archiveOnDelete/.test(e.message ?? '')),
+    );
     assert.match(ev.message ?? '', /"yes"/);
     assert.equal(env.claim('bad-bool')?.status?.phase, 'Pending');
     assert.ok(!env.volumes().some((v) => v.spec.claimRef?.name === 'bad-bool'));
@@ -116,12 +150,22 @@ describe('hostpath integration: nfs-subdir-external-provisioner classes', () => 
     await fsp.writeFile(path.join(exportDir, dirName, 'data'), 'from nfs-subdir');
     // As nfs-subdir writes it: nfs source, the class's reclaim policy, the library's provisioned-by annotation.
     const old: PersistentVolume = {
-      apiVersion: 'v1', kind: 'PersistentVolume',
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
       metadata: { name: 'pvc-0123abcd', annotations: { 'pv.kubernetes.io/provisioned-by': NFS_SUBDIR } },
       spec: {
-        capacity: { storage: '1Mi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Delete', storageClassName: 'nfs-client',
+        capacity: { storage: '1Mi' },
+        accessModes: ['ReadWriteMany'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        storageClassName: 'nfs-client',
         nfs: { server: '10.0.0.5', path: `/exports/k8s/${dirName}` },
-        claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: NS, name: 'old-claim', uid: '0123abcd-0000-0000-0000-000000000000' },
+        claimRef: {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          namespace: NS,
+          name: 'old-claim',
+          uid: '0123abcd-0000-0000-0000-000000000000',
+        },
       },
     };
     await env.client.create(persistentVolumes, old);
@@ -139,6 +183,9 @@ describe('hostpath integration: nfs-subdir-external-provisioner classes', () => 
     assert.deepEqual(pv.spec.mountOptions, ['nfsvers=4.1', 'hard']);
     assert.equal(pv.spec.nodeAffinity, undefined);
     await released('published', pv);
-    assert.ok(await exists(path.join(exportDir, `archived-${path.basename(dir)}`)), 'default archive applies to nfs PVs too');
+    assert.ok(
+      await exists(path.join(exportDir, `archived-${path.basename(dir)}`)),
+      'default archive applies to nfs PVs too',
+    );
   });
 });

@@ -10,8 +10,18 @@ import { validateHostPathConfig } from '../../src/hostpath/config.ts';
 import { nodes } from '../../src/runtime/resources.ts';
 import type { Node } from '../../src/types/k8s.ts';
 import {
-  boundVolume, claim, createClaim, createClass, createPod, entriesBelow, startHostPathEnv, startInstance, storageClass,
-  waitFor, type HostPathEnv, type Instance,
+  boundVolume,
+  claim,
+  createClaim,
+  createClass,
+  createPod,
+  entriesBelow,
+  startHostPathEnv,
+  startInstance,
+  storageClass,
+  waitFor,
+  type HostPathEnv,
+  type Instance,
 } from './integration-helpers.ts';
 
 const REFUSING = 'other-node.kube-provisioner.io/refuse';
@@ -32,14 +42,43 @@ describe('hostpath integration: deployment mode and claims of other nodes', () =
     otherDisk = path.join(env.tmp, 'other-disk');
     await fsp.mkdir(localDisk);
     await fsp.mkdir(otherDisk);
-    const other = await env.client.create<Node>(nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: OTHER, labels: { 'kubernetes.io/hostname': OTHER } } });
+    const other = await env.client.create<Node>(nodes, {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: OTHER, labels: { 'kubernetes.io/hostname': OTHER } },
+    });
     // Schedulable: Ready, as a kubelet would report it.
-    await env.client.patch(nodes, OTHER, { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }] } }, { subresource: 'status' });
+    await env.client.patch(
+      nodes,
+      OTHER,
+      { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady' }] } },
+      { subresource: 'status' },
+    );
     assert.ok(other.metadata.uid);
-    const config = validateHostPathConfig({ nodePathMap: [{ node: env.localNode, paths: [localDisk] }, { node: OTHER, paths: [otherDisk] }] });
-    instances.push(startInstance(env, { provisionerName: REFUSING, config, mode: 'deployment', nodeName: env.localNode }));
-    sharded = startInstance(env, { provisionerName: SHARDED, config, mode: 'deployment', nodeName: env.localNode, identity: 'deployment', provisioner: { otherNodeClaims: 'ignore' } });
-    nodeInstance = startInstance(env, { provisionerName: SHARDED, config, mode: 'daemonset', nodeName: OTHER, identity: 'other-node-instance' });
+    const config = validateHostPathConfig({
+      nodePathMap: [
+        { node: env.localNode, paths: [localDisk] },
+        { node: OTHER, paths: [otherDisk] },
+      ],
+    });
+    instances.push(
+      startInstance(env, { provisionerName: REFUSING, config, mode: 'deployment', nodeName: env.localNode }),
+    );
+    sharded = startInstance(env, {
+      provisionerName: SHARDED,
+      config,
+      mode: 'deployment',
+      nodeName: env.localNode,
+      identity: 'deployment',
+      provisioner: { otherNodeClaims: 'ignore' },
+    });
+    nodeInstance = startInstance(env, {
+      provisionerName: SHARDED,
+      config,
+      mode: 'daemonset',
+      nodeName: OTHER,
+      identity: 'other-node-instance',
+    });
     instances.push(sharded, nodeInstance);
     const wffc = { volumeBindingMode: 'WaitForFirstConsumer' as const };
     await createClass(env, storageClass('refusing', REFUSING, wffc));
@@ -54,7 +93,9 @@ describe('hostpath integration: deployment mode and claims of other nodes', () =
   it('refused with a Warning event that says how to fix it; nothing is created on either disk', async () => {
     await createClaim(env, claim('elsewhere', 'refusing'));
     await createPod(env, 'elsewhere-pod', ['elsewhere'], OTHER);
-    const ev = await waitFor('Warning event', () => env.events('elsewhere').find((e) => e.type === 'Warning' && /scheduled to node other-node/.test(e.message ?? '')));
+    const ev = await waitFor('Warning event', () =>
+      env.events('elsewhere').find((e) => e.type === 'Warning' && /scheduled to node other-node/.test(e.message ?? '')),
+    );
     assert.match(ev.message ?? '', /deploy\/node-local/);
     assert.match(ev.message ?? '', /--other-node-claims=ignore/);
     assert.deepEqual(await entriesBelow(otherDisk), []);
@@ -62,18 +103,21 @@ describe('hostpath integration: deployment mode and claims of other nodes', () =
     assert.equal(env.claim('elsewhere')?.status?.phase, 'Pending');
   });
 
-  it('with otherNodeClaims ignore: the node\'s own instance creates it, the deployment keeps its own node', async () => {
+  it("with otherNodeClaims ignore: the node's own instance creates it, the deployment keeps its own node", async () => {
     await createClaim(env, claim('remote', 'sharded'));
     await createPod(env, 'remote-pod', ['remote'], OTHER);
     const pv = await boundVolume(env, 'remote');
     assert.equal(path.dirname(pv.spec.local?.path ?? ''), otherDisk);
     assert.deepEqual(pv.spec.nodeAffinity?.required?.nodeSelectorTerms[0].matchExpressions?.[0].values, [OTHER]);
     assert.ok(nodeInstance.calls.some((c) => c.op === 'provision' && c.outcome === 'ok'));
-    assert.ok(!sharded.calls.some((c) => c.op === 'provision' && c.outcome === 'ok'), 'the deployment created nothing for the other node');
+    assert.ok(
+      !sharded.calls.some((c) => c.op === 'provision' && c.outcome === 'ok'),
+      'the deployment created nothing for the other node',
+    );
 
     await createClaim(env, claim('here', 'sharded'));
     await createPod(env, 'here-pod', ['here'], env.localNode);
     const own = await boundVolume(env, 'here');
-    assert.equal(path.dirname(own.spec.local?.path ?? ''), localDisk, 'its own node\'s claims are the deployment\'s');
+    assert.equal(path.dirname(own.spec.local?.path ?? ''), localDisk, "its own node's claims are the deployment's");
   });
 });

@@ -11,8 +11,22 @@ import { validateHostPathConfig, type HostPathConfig } from '../../src/hostpath/
 import { pods } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import {
-  boundVolume, claim, createClaim, createClass, createPod, deleteClaim, entriesBelow, exists, NS, startHostPathEnv, startInstance,
-  storageClass, volumePath, waitFor, type HostPathEnv, type Instance,
+  boundVolume,
+  claim,
+  createClaim,
+  createClass,
+  createPod,
+  deleteClaim,
+  entriesBelow,
+  exists,
+  NS,
+  startHostPathEnv,
+  startInstance,
+  storageClass,
+  volumePath,
+  waitFor,
+  type HostPathEnv,
+  type Instance,
 } from './integration-helpers.ts';
 
 const PROVISIONER = 'shard.kube-provisioner.io/hostpath';
@@ -27,11 +41,19 @@ describe('hostpath integration: daemonset sharding with two node instances', () 
   let a: Instance;
   let b: Instance;
 
-  const start = (node: string) => startInstance(env, { provisionerName: PROVISIONER, config, mode: 'daemonset', nodeName: node, identity: `ds-${node}` });
+  const start = (node: string) =>
+    startInstance(env, {
+      provisionerName: PROVISIONER,
+      config,
+      mode: 'daemonset',
+      nodeName: node,
+      identity: `ds-${node}`,
+    });
   /** Events recorded by the instance of `node` (its recorder's component is `<provisioner>_<identity>`). */
   const eventsBy = (node: string) =>
-    (env.cluster.store.list('events').items as Array<{ reportingComponent?: string; source?: { component?: string } }>)
-      .filter((e) => (e.reportingComponent ?? e.source?.component) === `${PROVISIONER}_ds-${node}`);
+    (
+      env.cluster.store.list('events').items as Array<{ reportingComponent?: string; source?: { component?: string } }>
+    ).filter((e) => (e.reportingComponent ?? e.source?.component) === `${PROVISIONER}_ds-${node}`);
 
   before(async () => {
     env = await startHostPathEnv('kp-int-shard-');
@@ -42,7 +64,12 @@ describe('hostpath integration: daemonset sharding with two node instances', () 
     pathsB = path.join(env.tmp, 'node-b-disk');
     await fsp.mkdir(pathsA);
     await fsp.mkdir(pathsB);
-    config = validateHostPathConfig({ nodePathMap: [{ node: nodeA, paths: [pathsA] }, { node: NODE_B, paths: [pathsB] }] });
+    config = validateHostPathConfig({
+      nodePathMap: [
+        { node: nodeA, paths: [pathsA] },
+        { node: NODE_B, paths: [pathsB] },
+      ],
+    });
     a = start(nodeA);
     b = start(NODE_B);
     await createClass(env, storageClass('node-local', PROVISIONER, { volumeBindingMode: 'WaitForFirstConsumer' }));
@@ -61,7 +88,10 @@ describe('hostpath integration: daemonset sharding with two node instances', () 
     assert.equal(env.claim('on-a')?.metadata.annotations?.[ANN_SELECTED_NODE], nodeA);
     assert.equal(path.dirname(volumePath(pv)), pathsA);
     assert.deepEqual(pv.spec.nodeAffinity?.required?.nodeSelectorTerms[0].matchExpressions?.[0].values, [nodeA]);
-    assert.deepEqual(a.calls.filter((c) => c.op === 'provision').map((c) => c.outcome), ['ok']);
+    assert.deepEqual(
+      a.calls.filter((c) => c.op === 'provision').map((c) => c.outcome),
+      ['ok'],
+    );
     assert.deepEqual(b.calls, [], "B's instance never provisioned A's claim");
     assert.deepEqual(await entriesBelow(pathsB), []);
   });
@@ -83,17 +113,29 @@ describe('hostpath integration: daemonset sharding with two node instances', () 
     const eventsOfB = eventsBy(NODE_B).length;
     await env.client.delete(pods, 'pod-a', { namespace: NS });
     await deleteClaim(env, 'on-a');
-    await waitFor("B's delete() ignored", () => b.calls.some((c) => c.op === 'delete' && c.name === pvName && c.outcome === 'IgnoredError'));
+    await waitFor("B's delete() ignored", () =>
+      b.calls.some((c) => c.op === 'delete' && c.name === pvName && c.outcome === 'IgnoredError'),
+    );
     assert.ok(env.volume(pvName), 'the PV waits for its own node');
     assert.ok(await exists(volumePath(pv)), "B never touched A's directory");
     assert.equal(eventsBy(NODE_B).length, eventsOfB, 'IgnoredError: no event from B');
-    assert.equal(env.events(pvName).some((e) => e.reason === 'VolumeFailedDelete'), false);
+    assert.equal(
+      env.events(pvName).some((e) => e.reason === 'VolumeFailedDelete'),
+      false,
+    );
 
     a = start(nodeA);
     await waitFor('PV deleted by A', () => !env.volume(pvName));
     assert.equal(await exists(volumePath(pv)), false);
-    assert.deepEqual(a.calls.filter((c) => c.op === 'delete').map((c) => c.outcome), ['ok']);
-    assert.equal(b.calls.some((c) => c.op === 'delete' && c.outcome !== 'IgnoredError'), false, 'B never deleted anything');
+    assert.deepEqual(
+      a.calls.filter((c) => c.op === 'delete').map((c) => c.outcome),
+      ['ok'],
+    );
+    assert.equal(
+      b.calls.some((c) => c.op === 'delete' && c.outcome !== 'IgnoredError'),
+      false,
+      'B never deleted anything',
+    );
     assert.equal((await entriesBelow(pathsB)).length, 1, "B's volume is untouched");
   });
 });

@@ -27,19 +27,38 @@ const STABLE = storageClass('stable', { pathPattern: '${.PVC.annotations.nfs.io/
 /** A Bound static (or adopted) PV: no annotations of ours, no record. */
 function livePv(name: string, source: Pick<PersistentVolume['spec'], 'hostPath' | 'nfs' | 'local'>): PersistentVolume {
   return {
-    apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name },
-    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Retain', ...source, claimRef: { namespace: 'owner', name, uid: `uid-owner-${name}` } },
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name },
+    spec: {
+      capacity: { storage: '1Gi' },
+      accessModes: ['ReadWriteMany'],
+      persistentVolumeReclaimPolicy: 'Retain',
+      ...source,
+      claimRef: { namespace: 'owner', name, uid: `uid-owner-${name}` },
+    },
     status: { phase: 'Bound' },
   };
 }
 
 /** A tenant's Released PV at `dir` (no record: the leaf proof decides). */
 function releasedPv(name: string, source: Pick<PersistentVolume['spec'], 'hostPath' | 'nfs'>): PersistentVolume {
-  return { ...livePv(name, source), spec: { ...livePv(name, source).spec, persistentVolumeReclaimPolicy: 'Delete', claimRef: { namespace: 'tenant', name, uid: `uid-tenant-${name}` } }, status: { phase: 'Released' } };
+  return {
+    ...livePv(name, source),
+    spec: {
+      ...livePv(name, source).spec,
+      persistentVolumeReclaimPolicy: 'Delete',
+      claimRef: { namespace: 'tenant', name, uid: `uid-tenant-${name}` },
+    },
+    status: { phase: 'Released' },
+  };
 }
 
 const tenantClaim = (name: string, storagePath: string) =>
-  provisionOptions(claim({ name, namespace: 'tenant', modes: ['ReadWriteMany'], annotations: { 'nfs.io/storage-path': storagePath } }), STABLE);
+  provisionOptions(
+    claim({ name, namespace: 'tenant', modes: ['ReadWriteMany'], annotations: { 'nfs.io/storage-path': storagePath } }),
+    STABLE,
+  );
 
 async function ownerData(root: string, rel: string): Promise<void> {
   await fsp.mkdir(path.join(root, rel), { recursive: true });
@@ -57,13 +76,19 @@ test('static hostPath PVs spelled BASE//victim, BASE/./victim2, BASE/victim3/ bl
     livePv('owner2', { hostPath: { path: `${root}/./victim2` } }),
     livePv('owner3', { local: { path: `${root}/victim3/` } }),
   ];
-  const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }), knownVolumes: () => live });
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root }),
+    knownVolumes: () => live,
+  });
   const before = await snapshot(root);
   await assert.rejects(p.provision(tenantClaim('steal1', 'victim'), signal()), refusedNaming('owner1'));
   await assert.rejects(p.provision(tenantClaim('steal2', 'victim2'), signal()), refusedNaming('owner2'));
   await assert.rejects(p.provision(tenantClaim('inside3', 'victim3/sub'), signal()), refusedNaming('owner3'));
   // A tenant's released PV (no record) naming the same directory: the leaf proof sees the live owner.
-  await assert.rejects(p.delete(releasedPv('tenant1', { hostPath: { path: `${root}/victim` } }), signal()), identityRefused);
+  await assert.rejects(
+    p.delete(releasedPv('tenant1', { hostPath: { path: `${root}/victim` } }), signal()),
+    identityRefused,
+  );
   await assert.rejects(p.delete(releasedPv('tenant3', { hostPath: { path: `${root}/victim3/sub/..//` } }), signal()));
   assert.deepEqual(await snapshot(root), before, 'nothing created, nothing deleted');
 });
@@ -84,8 +109,14 @@ test('adopted nfs PVs spelled /export/a1/, /export//a2, server nfs.example. or N
   });
   const before = await snapshot(root);
   for (const [i, pv] of live.entries()) {
-    await assert.rejects(p.provision(tenantClaim(`steal-${i}`, `a${i + 1}`), signal()), refusedNaming(pv.metadata.name ?? '?'));
-    await assert.rejects(p.provision(tenantClaim(`inside-${i}`, `a${i + 1}/sub`), signal()), refusedNaming(pv.metadata.name ?? '?'));
+    await assert.rejects(
+      p.provision(tenantClaim(`steal-${i}`, `a${i + 1}`), signal()),
+      refusedNaming(pv.metadata.name ?? '?'),
+    );
+    await assert.rejects(
+      p.provision(tenantClaim(`inside-${i}`, `a${i + 1}/sub`), signal()),
+      refusedNaming(pv.metadata.name ?? '?'),
+    );
   }
   await assert.rejects(p.delete(releasedPv('tenant-nfs', nfs('/export/a1')), signal()), identityRefused);
   assert.deepEqual(await snapshot(root), before);
@@ -118,11 +149,17 @@ test('the same directory through a symlinked path or a bind of the base: same de
   const link = path.join(tmp, 'inode-link');
   await fsp.symlink(root, link);
   const live = [livePv('via-link', { hostPath: { path: `${link}/victim` } })];
-  const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }), knownVolumes: () => live });
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root }),
+    knownVolumes: () => live,
+  });
   const before = await snapshot(root);
   await assert.rejects(p.provision(tenantClaim('steal', 'victim'), signal()), refusedNaming('via-link'));
   await assert.rejects(p.provision(tenantClaim('inside', 'victim/sub'), signal()), refusedNaming('via-link'));
-  await assert.rejects(p.delete(releasedPv('tenant', { hostPath: { path: `${root}/victim` } }), signal()), identityRefused);
+  await assert.rejects(
+    p.delete(releasedPv('tenant', { hostPath: { path: `${root}/victim` } }), signal()),
+    identityRefused,
+  );
   assert.deepEqual(await snapshot(root), before);
 });
 
@@ -135,15 +172,21 @@ test('a live PV spelled through a symlink outside the roots and "..": what the d
   const link = path.join(tmp, 'dotdot-out');
   await fsp.symlink(path.join(root, 'sub'), link);
   const live = [livePv('dotdot-link', { hostPath: { path: `${link}/../victim` } })];
-  const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }), knownVolumes: () => live });
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root }),
+    knownVolumes: () => live,
+  });
   const before = await snapshot(root);
   await assert.rejects(p.provision(tenantClaim('steal', 'victim'), signal()), refusedNaming('dotdot-link'));
   await assert.rejects(p.provision(tenantClaim('inside', 'victim/sub'), signal()), refusedNaming('dotdot-link'));
-  await assert.rejects(p.delete(releasedPv('tenant', { hostPath: { path: `${root}/victim` } }), signal()), identityRefused);
+  await assert.rejects(
+    p.delete(releasedPv('tenant', { hostPath: { path: `${root}/victim` } }), signal()),
+    identityRefused,
+  );
   assert.deepEqual(await snapshot(root), before);
 });
 
-test("local-path's custom-path-pattern class (\"{{ .PVC.Namespace }}/{{ .PVC.Name }}/\", trailing slash) provisions <ns>/<claim>", async () => {
+test('local-path\'s custom-path-pattern class ("{{ .PVC.Namespace }}/{{ .PVC.Name }}/", trailing slash) provisions <ns>/<claim>', async () => {
   const root = path.join(tmp, 'trailing');
   await fsp.mkdir(root);
   const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }) });
@@ -154,5 +197,8 @@ test("local-path's custom-path-pattern class (\"{{ .PVC.Namespace }}/{{ .PVC.Nam
   assert.ok((await fsp.lstat(`${root}/default/local-path-pvc`)).isDirectory());
   // A second trailing slash is an empty segment (a missing value), still refused.
   const twice = storageClass('twice', { pathPattern: '{{ .PVC.Namespace }}/{{ .PVC.Name }}//' });
-  await assert.rejects(p.provision(provisionOptions(claim({ name: 'x', namespace: 'default' }), twice), signal()), /empty segment/);
+  await assert.rejects(
+    p.provision(provisionOptions(claim({ name: 'x', namespace: 'default' }), twice), signal()),
+    /empty segment/,
+  );
 });

@@ -1,7 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { checkRelativeVolumePath, resolveVolumePath, checkBasePath, checkExistingVolumePath, UnsafePathError, type UnsafePathRule } from '../../src/hostpath/path-safety.ts';
+import {
+  checkRelativeVolumePath,
+  resolveVolumePath,
+  checkBasePath,
+  checkExistingVolumePath,
+  UnsafePathError,
+  type UnsafePathRule,
+} from '../../src/hostpath/path-safety.ts';
 import { VolumePathIndex } from '../../src/hostpath/volume-path-index.ts';
 import { compilePathPattern, PathTemplateError } from '../../src/hostpath/path-template.ts';
 import { fuzzSeed, seededRandom } from '../support/fuzz-seed.ts';
@@ -87,9 +94,46 @@ test('VolumePathIndex refuses base paths, equal, ancestor and descendant paths o
 // A small deterministic PRNG so a failure can be replayed from the printed seed.
 
 const ATOMS = [
-  '..', '.', '/', '//', '../', '/..', '%2e%2e', '%2f', '..%2f', '\u0000', '\n', '\t', '\\', '\\..', '~', '$HOME', '${.PV.name}',
-  '{{', '}}', 'é', '日本', '🙂', '\u202e', '\uD800', '\u0085', 'ｰ', '．．', '...', ' ', 'etc', 'passwd', 'a', 'pvc-42',
-  '.kube-provisioner', 'archived-', 'x'.repeat(300), '/etc/passwd', '../../../../etc', 'C:\\', '\u00a0',
+  '..',
+  '.',
+  '/',
+  '//',
+  '../',
+  '/..',
+  '%2e%2e',
+  '%2f',
+  '..%2f',
+  '\u0000',
+  '\n',
+  '\t',
+  '\\',
+  '\\..',
+  '~',
+  '$HOME',
+  '${.PV.name}',
+  '{{',
+  '}}',
+  'é',
+  '日本',
+  '🙂',
+  '\u202e',
+  '\uD800',
+  '\u0085',
+  'ｰ',
+  '．．',
+  '...',
+  ' ',
+  'etc',
+  'passwd',
+  'a',
+  'pvc-42',
+  '.kube-provisioner',
+  'archived-',
+  'x'.repeat(300),
+  '/etc/passwd',
+  '../../../../etc',
+  'C:\\',
+  '\u00a0',
 ];
 
 function hostileValue(rand: () => number): string {
@@ -117,7 +161,12 @@ test('randomized: no generated label/annotation value renders a path that escape
   let rejected = 0;
   for (let i = 0; i < 20000; i++) {
     const pattern = patterns[i % patterns.length];
-    const claim = { namespace: 'ns', name: 'claim', labels: { app: hostileValue(rand) }, annotations: { path: hostileValue(rand) } };
+    const claim = {
+      namespace: 'ns',
+      name: 'claim',
+      labels: { app: hostileValue(rand) },
+      annotations: { path: hostileValue(rand) },
+    };
     let rel: string;
     try {
       rel = pattern.render({ pvName: pv, claim });
@@ -142,7 +191,13 @@ test('randomized: no generated label/annotation value renders a path that escape
     assert.ok(!path.relative(base, resolved).split('/').includes('..'), `seed ${seed}: ${JSON.stringify(rel)}`);
     // eslint-disable-next-line no-control-regex -- looking for control characters
     assert.ok(!/[\u0000-\u001f]/.test(full), `seed ${seed}: control character in ${JSON.stringify(full)}`);
-    assert.ok(full.split('/').slice(1).every((s) => s !== '' && s !== '.' && s !== '..' && Buffer.byteLength(s) <= 255), `seed ${seed}: ${JSON.stringify(full)}`);
+    assert.ok(
+      full
+        .split('/')
+        .slice(1)
+        .every((s) => s !== '' && s !== '.' && s !== '..' && Buffer.byteLength(s) <= 255),
+      `seed ${seed}: ${JSON.stringify(full)}`,
+    );
   }
   assert.ok(accepted > 1000, `seed ${seed}: the generator should produce many acceptable paths too (${accepted})`);
   assert.ok(rejected > 1000, `seed ${seed}: and many hostile ones (${rejected})`);
@@ -153,7 +208,10 @@ test('the fuzz seed: FUZZ_SEED from the environment replays the same sequence; a
   assert.equal(seed, 4242);
   const [a, b] = [seededRandom(seed), seededRandom(seed)];
   const first = Array.from({ length: 5 }, () => a());
-  assert.deepEqual(Array.from({ length: 5 }, () => b()), first);
+  assert.deepEqual(
+    Array.from({ length: 5 }, () => b()),
+    first,
+  );
   assert.equal(fuzzSeed(t, { PATH_FUZZ_SEED: '7' }), 7, 'the older name still works');
   assert.ok(Number.isSafeInteger(fuzzSeed(t, {})), 'a fresh seed without the variable');
   assert.throws(() => fuzzSeed(t, { FUZZ_SEED: 'abc' }), /FUZZ_SEED must be a non-negative integer/);

@@ -24,8 +24,15 @@ export function claim(s: ClaimSpec = {}): PersistentVolumeClaim {
   const uid = s.uid ?? `00000000-0000-0000-0000-${String(++counter).padStart(12, '0')}`;
   const annotations = { ...(s.annotations ?? {}), ...(s.node ? { [ANN_SELECTED_NODE]: s.node } : {}) };
   return {
-    apiVersion: 'v1', kind: 'PersistentVolumeClaim',
-    metadata: { name: s.name ?? `claim-${counter}`, namespace: s.namespace ?? 'team-a', uid, labels: s.labels, annotations },
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name: s.name ?? `claim-${counter}`,
+      namespace: s.namespace ?? 'team-a',
+      uid,
+      labels: s.labels,
+      annotations,
+    },
     spec: {
       accessModes: s.modes ?? ['ReadWriteOnce'],
       resources: { requests: { storage: s.size ?? '1Gi' } },
@@ -34,18 +41,34 @@ export function claim(s: ClaimSpec = {}): PersistentVolumeClaim {
   };
 }
 
-export function storageClass(name: string, parameters?: Record<string, string>, reclaimPolicy: 'Delete' | 'Retain' = 'Delete'): StorageClass {
+export function storageClass(
+  name: string,
+  parameters?: Record<string, string>,
+  reclaimPolicy: 'Delete' | 'Retain' = 'Delete',
+): StorageClass {
   return {
-    apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: 'kube-provisioner.io/hostpath',
-    parameters, reclaimPolicy, volumeBindingMode: 'WaitForFirstConsumer',
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name },
+    provisioner: 'kube-provisioner.io/hostpath',
+    parameters,
+    reclaimPolicy,
+    volumeBindingMode: 'WaitForFirstConsumer',
   };
 }
 
 export function provisionOptions(c: PersistentVolumeClaim, sc: StorageClass): ProvisionOptions {
   const node = c.metadata.annotations?.[ANN_SELECTED_NODE];
   return {
-    claim: c, storageClass: sc, pvName: `pvc-${c.metadata.uid}`,
-    ...(node ? { selectedNodeName: node, selectedNode: { metadata: { name: node, labels: { 'kubernetes.io/hostname': `host-${node}`, zone: 'z1' } } } } : {}),
+    claim: c,
+    storageClass: sc,
+    pvName: `pvc-${c.metadata.uid}`,
+    ...(node
+      ? {
+          selectedNodeName: node,
+          selectedNode: { metadata: { name: node, labels: { 'kubernetes.io/hostname': `host-${node}`, zone: 'z1' } } },
+        }
+      : {}),
   };
 }
 

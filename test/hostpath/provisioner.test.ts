@@ -38,8 +38,11 @@ test('node path: local PV with node affinity, directory with mode, record; delet
   const vpath = `${dir}/disk/${opts.pvName}_shop_db`;
   assert.equal(volume.spec.local?.path, vpath);
   assert.equal(volume.spec.hostPath, undefined);
-  assert.deepEqual(volume.spec.nodeAffinity?.required?.nodeSelectorTerms[0].matchExpressions,
-    [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['host-n1'] }], 'the node label value, not the node name');
+  assert.deepEqual(
+    volume.spec.nodeAffinity?.required?.nodeSelectorTerms[0].matchExpressions,
+    [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['host-n1'] }],
+    'the node label value, not the node name',
+  );
   assert.deepEqual(volume.spec.capacity, { storage: '2Gi' });
   assert.deepEqual(volume.spec.accessModes, ['ReadWriteOnce']);
   assert.equal(volume.spec.persistentVolumeReclaimPolicy, 'Delete');
@@ -48,8 +51,13 @@ test('node path: local PV with node affinity, directory with mode, record; delet
   assert.equal(volume.metadata.annotations?.[ANN_HOSTPATH_NODE], 'n1');
   assert.equal(volume.metadata.annotations?.[ANN_HOSTPATH_BASE_PATH], `${dir}/disk`);
   assert.equal((await fsp.stat(vpath)).mode & 0o777, 0o777);
-  assert.deepEqual((await p.listVolumes(signal())).map((v) => v.name), [opts.pvName]);
-  assert.deepEqual(p.allocations(), [{ scope: 'n1', basePath: `${dir}/disk`, allocated: 2n << 30n, volumes: 1, capacity: undefined }]);
+  assert.deepEqual(
+    (await p.listVolumes(signal())).map((v) => v.name),
+    [opts.pvName],
+  );
+  assert.deepEqual(p.allocations(), [
+    { scope: 'n1', basePath: `${dir}/disk`, allocated: 2n << 30n, volumes: 1, capacity: undefined },
+  ]);
   assert.ok((await p.volumeUsage(volume)).entries >= 1);
 
   const again = await p.provision(opts, signal());
@@ -67,8 +75,12 @@ test('volumeType hostPath, mode/uid/gid, nodeAffinityKey and a nested pathPatter
   const { dir, config } = await setup('hostpath-type', (d) => ({ nodePathMap: [{ node: 'n1', paths: [d] }] }));
   const p = new HostPathProvisioner({ nodeName: 'n1', config });
   const sc = storageClass('hp', {
-    volumeType: 'hostPath', mode: '0750', uid: String(process.getuid!()), gid: String(process.getgid!()),
-    nodeAffinityKey: 'zone', pathPattern: '{{ .PVC.Namespace }}/{{ .PVC.Labels.app }}/${.PV.name}',
+    volumeType: 'hostPath',
+    mode: '0750',
+    uid: String(process.getuid!()),
+    gid: String(process.getgid!()),
+    nodeAffinityKey: 'zone',
+    pathPattern: '{{ .PVC.Namespace }}/{{ .PVC.Labels.app }}/${.PV.name}',
   });
   const c = claim({ node: 'n1', labels: { app: 'web' } });
   const opts = provisionOptions(c, sc);
@@ -97,7 +109,10 @@ test('shared path: no affinity, ReadWriteMany allowed, Immediate binding (no sel
   assert.equal(volume.spec.nodeAffinity, undefined);
   assert.deepEqual(volume.spec.accessModes, ['ReadWriteMany']);
   assert.equal(volume.spec.hostPath?.path, `${dir}/team-a-${c.metadata.name}-${opts.pvName}`);
-  await assert.rejects(p.provision(provisionOptions(claim(), storageClass('x', { volumeType: 'local' })), signal()), isInfeasible);
+  await assert.rejects(
+    p.provision(provisionOptions(claim(), storageClass('x', { volumeType: 'local' })), signal()),
+    isInfeasible,
+  );
 });
 
 test('onDelete policies: delete removes, retain keeps, archive renames in place; Retain class recorded', async () => {
@@ -115,7 +130,10 @@ test('onDelete policies: delete removes, retain keeps, archive renames in place;
   }
   assert.deepEqual(results.delete, ['data']);
   assert.equal(results.retain.length, 3, 'retained with its file');
-  assert.ok(results.archive.some((e) => /^data\/archived-pvc-[0-9a-f-]+\/file$/.test(e)), results.archive.join(','));
+  assert.ok(
+    results.archive.some((e) => /^data\/archived-pvc-[0-9a-f-]+\/file$/.test(e)),
+    results.archive.join(','),
+  );
   assert.deepEqual(await p.listVolumes(signal()), [], 'no record survives any policy');
   const retainClass = await p.provision(provisionOptions(claim(), storageClass('r', undefined, 'Retain')), signal());
   assert.equal(retainClass.volume.spec.persistentVolumeReclaimPolicy, 'Retain');
@@ -123,7 +141,15 @@ test('onDelete policies: delete removes, retain keeps, archive renames in place;
 
 test('capacity: fits, Reschedule with a selected node, Infeasible without or when larger than any path', async () => {
   const { dir, config } = await setup('capacity', (d) => ({
-    nodePathMap: [{ node: DEFAULT_NODE, paths: [{ path: `${d}/small`, capacity: '1Gi' }, { path: `${d}/big`, capacity: '3Gi' }] }],
+    nodePathMap: [
+      {
+        node: DEFAULT_NODE,
+        paths: [
+          { path: `${d}/small`, capacity: '1Gi' },
+          { path: `${d}/big`, capacity: '3Gi' },
+        ],
+      },
+    ],
   }));
   await fsp.mkdir(`${dir}/small`);
   await fsp.mkdir(`${dir}/big`);
@@ -132,10 +158,21 @@ test('capacity: fits, Reschedule with a selected node, Infeasible without or whe
   const v1 = await p.provision(provisionOptions(claim({ node: 'n1', size: '2Gi' }), sc), signal());
   assert.equal(v1.volume.metadata.annotations?.[ANN_HOSTPATH_BASE_PATH], `${dir}/big`, 'the only path it fits');
   const v2 = await p.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal());
-  assert.equal(v2.volume.metadata.annotations?.[ANN_HOSTPATH_BASE_PATH], `${dir}/small`, 'most free space first (tie, then least allocated)');
+  assert.equal(
+    v2.volume.metadata.annotations?.[ANN_HOSTPATH_BASE_PATH],
+    `${dir}/small`,
+    'most free space first (tie, then least allocated)',
+  );
   await assert.rejects(p.provision(provisionOptions(claim({ node: 'n1', size: '2Gi' }), sc), signal()), isReschedule);
-  await new HostPathProvisioner({ config, nodeName: 'n2' }).provision(provisionOptions(claim({ node: 'n2', size: '2Gi' }), sc), signal()); // another node, another disk
-  await assert.rejects(p.provision(provisionOptions(claim({ node: 'n1', size: '4Gi' }), sc), signal()), isInfeasible, 'larger than any capacity');
+  await new HostPathProvisioner({ config, nodeName: 'n2' }).provision(
+    provisionOptions(claim({ node: 'n2', size: '2Gi' }), sc),
+    signal(),
+  ); // another node, another disk
+  await assert.rejects(
+    p.provision(provisionOptions(claim({ node: 'n1', size: '4Gi' }), sc), signal()),
+    isInfeasible,
+    'larger than any capacity',
+  );
   await p.delete(v1.volume, signal());
   await p.provision(provisionOptions(claim({ node: 'n1', size: '2Gi' }), sc), signal());
 
@@ -144,24 +181,43 @@ test('capacity: fits, Reschedule with a selected node, Infeasible without or whe
   const ps = new HostPathProvisioner({ config: s.config });
   await ps.provision(provisionOptions(claim({ size: '1Gi' }), sc), signal());
   await assert.rejects(ps.provision(provisionOptions(claim({ size: '1' }), sc), signal()), isInfeasible);
-  await assert.rejects(ps.provision(provisionOptions(claim({ size: '1', node: 'n1' }), sc), signal()), isInfeasible, 'every node sees the shared path: no Reschedule');
+  await assert.rejects(
+    ps.provision(provisionOptions(claim({ size: '1', node: 'n1' }), sc), signal()),
+    isInfeasible,
+    'every node sees the shared path: no Reschedule',
+  );
 });
 
 test('accounting survives a restart: rebuilt from disk records, and from PVs', async () => {
-  const { dir, config } = await setup('restart', (d) => ({ nodePathMap: [{ node: 'n1', paths: [{ path: d, capacity: '2Gi' }] }] }));
+  const { dir, config } = await setup('restart', (d) => ({
+    nodePathMap: [{ node: 'n1', paths: [{ path: d, capacity: '2Gi' }] }],
+  }));
   const sc = storageClass('cap');
   const first = new HostPathProvisioner({ nodeName: 'n1', config });
   const { volume } = await first.provision(provisionOptions(claim({ node: 'n1', size: '2Gi' }), sc), signal());
   const second = new HostPathProvisioner({ nodeName: 'n1', config });
   // n1 is the only node with paths: rescheduling could not help, so it is infeasible (backs off, no loop).
-  await assert.rejects(second.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal()), isInfeasible);
+  await assert.rejects(
+    second.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal()),
+    isInfeasible,
+  );
   assert.equal(second.allocations()[0].allocated, 2n << 30n);
 
   // Records lost (say a restore): the API's PVs still rebuild the accounting.
   await fsp.rm(path.join(dir, '.kube-provisioner'), { recursive: true });
   let calls = 0;
-  const third = new HostPathProvisioner({ nodeName: 'n1', config, knownVolumes: () => { calls++; return [volume]; } });
-  await assert.rejects(third.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal()), isInfeasible);
+  const third = new HostPathProvisioner({
+    nodeName: 'n1',
+    config,
+    knownVolumes: () => {
+      calls++;
+      return [volume];
+    },
+  });
+  await assert.rejects(
+    third.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal()),
+    isInfeasible,
+  );
   assert.equal(calls, 1);
   third.rebuildFromVolumes([]);
   await third.provision(provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc), signal());
@@ -169,20 +225,40 @@ test('accounting survives a restart: rebuilt from disk records, and from PVs', a
 });
 
 test('Reschedule for a node without paths; Infeasible for node paths without a selected node', async () => {
-  const { dir, config } = await setup('reschedule', (d) => ({ nodePathMap: [{ node: 'n1', paths: [d] }, { node: 'n2', paths: [] }] }));
+  const { dir, config } = await setup('reschedule', (d) => ({
+    nodePathMap: [
+      { node: 'n1', paths: [d] },
+      { node: 'n2', paths: [] },
+    ],
+  }));
   const p = new HostPathProvisioner({ config });
   const sc = storageClass('r');
   await assert.rejects(p.provision(provisionOptions(claim({ node: 'n2' }), sc), signal()), isReschedule);
-  await assert.rejects(p.provision(provisionOptions(claim({ node: 'n3' }), sc), signal()), isReschedule, 'unlisted, no default entry');
+  await assert.rejects(
+    p.provision(provisionOptions(claim({ node: 'n3' }), sc), signal()),
+    isReschedule,
+    'unlisted, no default entry',
+  );
   await assert.rejects(p.provision(provisionOptions(claim(), sc), signal()), isInfeasible);
-  await assert.rejects(p.provision(provisionOptions(claim({ node: 'n2' }), storageClass('np', { nodePath: dir })), signal()), isReschedule);
-  await assert.rejects(p.provision(provisionOptions(claim({ node: 'n1' }), storageClass('np', { nodePath: '/elsewhere' })), signal()), isInfeasible);
+  await assert.rejects(
+    p.provision(provisionOptions(claim({ node: 'n2' }), storageClass('np', { nodePath: dir })), signal()),
+    isReschedule,
+  );
+  await assert.rejects(
+    p.provision(provisionOptions(claim({ node: 'n1' }), storageClass('np', { nodePath: '/elsewhere' })), signal()),
+    isInfeasible,
+  );
   const withDefault = new HostPathProvisioner({ config, nodeName: 'n1' });
   await withDefault.provision(provisionOptions(claim(), sc), signal()); // deployment mode: own node for Immediate claims
 });
 
 test('daemonset sharding: two instances over one tree each serve only their node', async () => {
-  const { dir, config } = await setup('shard', (d) => ({ nodePathMap: [{ node: 'n1', paths: [`${d}/n1`] }, { node: 'n2', paths: [`${d}/n2`] }] }));
+  const { dir, config } = await setup('shard', (d) => ({
+    nodePathMap: [
+      { node: 'n1', paths: [`${d}/n1`] },
+      { node: 'n2', paths: [`${d}/n2`] },
+    ],
+  }));
   await fsp.mkdir(`${dir}/n1`);
   await fsp.mkdir(`${dir}/n2`);
   const p1 = new HostPathProvisioner({ config, mode: 'daemonset', nodeName: 'n1' });
@@ -192,19 +268,24 @@ test('daemonset sharding: two instances over one tree each serve only their node
   const c = claim({ node: 'n1' });
   assert.equal(p1.shouldProvision(c), true);
   assert.equal(p2.shouldProvision(c), false);
-  assert.equal(p1.shouldProvision(claim()), false, 'unscheduled claims are nobody\'s in daemonset mode');
+  assert.equal(p1.shouldProvision(claim()), false, "unscheduled claims are nobody's in daemonset mode");
   await assert.rejects(p2.provision(provisionOptions(c, sc), signal()), IgnoredError);
   const { volume } = await p1.provision(provisionOptions(c, sc), signal());
   await assert.rejects(p2.delete(volume, signal()), IgnoredError);
   assert.equal((await snapshot(`${dir}/n1`)).filter((e) => e.startsWith('pvc-')).length, 1, 'n2 touched nothing');
-  assert.deepEqual((await p2.listVolumes(signal())), [], 'each lists only its own node');
+  assert.deepEqual(await p2.listVolumes(signal()), [], 'each lists only its own node');
   assert.equal((await p1.listVolumes(signal())).length, 1);
   await p1.delete(volume, signal());
-  assert.deepEqual((await snapshot(`${dir}/n1`)).filter((e) => e.startsWith('pvc-')), []);
+  assert.deepEqual(
+    (await snapshot(`${dir}/n1`)).filter((e) => e.startsWith('pvc-')),
+    [],
+  );
 });
 
 test('bad input: Infeasible with nothing created outside (or inside) the roots', async () => {
-  const { dir, config } = await setup('hostile', (d) => ({ nodePathMap: [{ node: DEFAULT_NODE, paths: [`${d}/root`] }] }));
+  const { dir, config } = await setup('hostile', (d) => ({
+    nodePathMap: [{ node: DEFAULT_NODE, paths: [`${d}/root`] }],
+  }));
   await fsp.mkdir(`${dir}/root`);
   await fsp.mkdir(`${dir}/outside`);
   await fsp.symlink(`${dir}/outside`, `${dir}/root/linked-ns`);
@@ -212,17 +293,44 @@ test('bad input: Infeasible with nothing created outside (or inside) the roots',
   const p = new HostPathProvisioner({ nodeName: 'n', config });
   const pattern = (pathPattern: string) => storageClass('p', { pathPattern });
   const cases: Array<[string, ReturnType<typeof provisionOptions>]> = [
-    ['annotation traversal', provisionOptions(claim({ node: 'n', annotations: { p: '../../outside' } }), pattern('${.PVC.annotations.p}/${.PV.name}'))],
-    ['absolute annotation', provisionOptions(claim({ node: 'n', annotations: { p: '/etc' } }), pattern('${.PVC.annotations.p}${.PV.name}'))],
-    ['NUL', provisionOptions(claim({ node: 'n', annotations: { p: 'a\u0000b' } }), pattern('${.PVC.annotations.p}/${.PV.name}'))],
-    ['very long', provisionOptions(claim({ node: 'n', annotations: { p: 'x'.repeat(5000) } }), pattern('${.PVC.annotations.p}/${.PV.name}'))],
+    [
+      'annotation traversal',
+      provisionOptions(
+        claim({ node: 'n', annotations: { p: '../../outside' } }),
+        pattern('${.PVC.annotations.p}/${.PV.name}'),
+      ),
+    ],
+    [
+      'absolute annotation',
+      provisionOptions(claim({ node: 'n', annotations: { p: '/etc' } }), pattern('${.PVC.annotations.p}${.PV.name}')),
+    ],
+    [
+      'NUL',
+      provisionOptions(
+        claim({ node: 'n', annotations: { p: 'a\u0000b' } }),
+        pattern('${.PVC.annotations.p}/${.PV.name}'),
+      ),
+    ],
+    [
+      'very long',
+      provisionOptions(
+        claim({ node: 'n', annotations: { p: 'x'.repeat(5000) } }),
+        pattern('${.PVC.annotations.p}/${.PV.name}'),
+      ),
+    ],
     ['missing key', provisionOptions(claim({ node: 'n' }), pattern('${.PVC.annotations.p}/${.PV.name}'))],
-    ['symlinked parent', provisionOptions(claim({ node: 'n', namespace: 'linked-ns' }), pattern('${.PVC.namespace}/${.PV.name}'))],
+    [
+      'symlinked parent',
+      provisionOptions(claim({ node: 'n', namespace: 'linked-ns' }), pattern('${.PVC.namespace}/${.PV.name}')),
+    ],
     ['unknown parameter', provisionOptions(claim({ node: 'n' }), storageClass('p', { archive: 'yes' }))],
     ['invalid mode', provisionOptions(claim({ node: 'n' }), storageClass('p', { mode: '999' }))],
     ['invalid uid', provisionOptions(claim({ node: 'n' }), storageClass('p', { uid: '-3' }))],
     ['Block', provisionOptions(claim({ node: 'n', block: true }), storageClass('p'))],
-    ['ReadWriteMany on a node path', provisionOptions(claim({ node: 'n', modes: ['ReadWriteMany'] }), storageClass('p'))],
+    [
+      'ReadWriteMany on a node path',
+      provisionOptions(claim({ node: 'n', modes: ['ReadWriteMany'] }), storageClass('p')),
+    ],
     ['absurd size', provisionOptions(claim({ node: 'n', size: '-1Gi' }), storageClass('p'))],
     ['bad size', provisionOptions(claim({ node: 'n', size: 'lots' }), storageClass('p'))],
   ];
@@ -236,19 +344,35 @@ test('bad input: Infeasible with nothing created outside (or inside) the roots',
     await assert.rejects(p.provision(o, signal()), isInfeasible, name);
   }
   // The provisioner's own metadata directory may now exist (empty: records, path claims, markers); nothing else changed.
-  const meta = ['root/.kube-provisioner', 'root/.kube-provisioner/volumes', 'root/.kube-provisioner/paths', 'root/.kube-provisioner/below'];
-  assert.deepEqual((await snapshot(dir)).filter((e) => !meta.includes(e)), before, 'nothing created, not even records');
+  const meta = [
+    'root/.kube-provisioner',
+    'root/.kube-provisioner/volumes',
+    'root/.kube-provisioner/paths',
+    'root/.kube-provisioner/below',
+  ];
+  assert.deepEqual(
+    (await snapshot(dir)).filter((e) => !meta.includes(e)),
+    before,
+    'nothing created, not even records',
+  );
   assert.equal(p.supportsBlock(), false);
   // The provisioner keeps serving other claims.
   await p.provision(provisionOptions(claim({ node: 'n' }), storageClass('p')), signal());
 });
 
 test('classes not in storageClassConfigs are infeasible; a missing base is a retryable error leaving nothing behind', async () => {
-  const { dir, config } = await setup('classes', (d) => ({ storageClassConfigs: { fast: { nodePathMap: [{ node: DEFAULT_NODE, paths: [`${d}/missing`] }] } } }));
+  const { dir, config } = await setup('classes', (d) => ({
+    storageClassConfigs: { fast: { nodePathMap: [{ node: DEFAULT_NODE, paths: [`${d}/missing`] }] } },
+  }));
   const p = new HostPathProvisioner({ nodeName: 'n', config });
-  await assert.rejects(p.provision(provisionOptions(claim({ node: 'n' }), storageClass('slow')), signal()), isInfeasible);
-  await assert.rejects(p.provision(provisionOptions(claim({ node: 'n' }), storageClass('fast')), signal()),
-    (e: unknown) => e instanceof BasePathError && e.reason === 'missing' && !(e instanceof InfeasibleError));
+  await assert.rejects(
+    p.provision(provisionOptions(claim({ node: 'n' }), storageClass('slow')), signal()),
+    isInfeasible,
+  );
+  await assert.rejects(
+    p.provision(provisionOptions(claim({ node: 'n' }), storageClass('fast')), signal()),
+    (e: unknown) => e instanceof BasePathError && e.reason === 'missing' && !(e instanceof InfeasibleError),
+  );
   assert.deepEqual(await snapshot(dir), []);
 });
 
@@ -265,14 +389,31 @@ test('delete re-checks the PV path against the configured roots and refuses ever
     return v;
   };
   const bad = [
-    tampered((v) => { v.spec.hostPath!.path = `${dir}/victim/${v.metadata.name}`; }),
-    tampered((v) => { v.spec.hostPath!.path = `${dir}/root`; }),
-    tampered((v) => { v.spec.hostPath!.path = `${dir}/root/../victim/${v.metadata.name}`; }),
-    tampered((v) => { v.metadata.annotations![ANN_HOSTPATH_BASE_PATH] = `${dir}/victim`; v.spec.hostPath!.path = `${dir}/victim/${v.metadata.name}`; }),
-    tampered((v) => { v.metadata.annotations![ANN_HOSTPATH_BASE_PATH] = dir; }),
-    tampered((v) => { v.spec.hostPath!.path = `${dir}/root/other-volume`; }),
-    tampered((v) => { v.metadata.annotations![ANN_HOSTPATH_ON_DELETE] = 'shred'; }),
-    tampered((v) => { delete v.spec.hostPath; }),
+    tampered((v) => {
+      v.spec.hostPath!.path = `${dir}/victim/${v.metadata.name}`;
+    }),
+    tampered((v) => {
+      v.spec.hostPath!.path = `${dir}/root`;
+    }),
+    tampered((v) => {
+      v.spec.hostPath!.path = `${dir}/root/../victim/${v.metadata.name}`;
+    }),
+    tampered((v) => {
+      v.metadata.annotations![ANN_HOSTPATH_BASE_PATH] = `${dir}/victim`;
+      v.spec.hostPath!.path = `${dir}/victim/${v.metadata.name}`;
+    }),
+    tampered((v) => {
+      v.metadata.annotations![ANN_HOSTPATH_BASE_PATH] = dir;
+    }),
+    tampered((v) => {
+      v.spec.hostPath!.path = `${dir}/root/other-volume`;
+    }),
+    tampered((v) => {
+      v.metadata.annotations![ANN_HOSTPATH_ON_DELETE] = 'shred';
+    }),
+    tampered((v) => {
+      delete v.spec.hostPath;
+    }),
   ];
   const snap = await snapshot(dir);
   for (const [i, v] of bad.entries()) await assert.rejects(p.delete(v, signal()), Error, `case ${i}`);
@@ -284,7 +425,9 @@ test('concurrent provisions never overcommit a base path', async () => {
   const { config } = await setup('concurrent', (d) => ({ sharedFileSystemPath: { path: d, capacity: '10Gi' } }));
   const p = new HostPathProvisioner({ config });
   const sc = storageClass('c');
-  const results = await Promise.allSettled(Array.from({ length: 25 }, () => p.provision(provisionOptions(claim({ size: '1Gi' }), sc), signal())));
+  const results = await Promise.allSettled(
+    Array.from({ length: 25 }, () => p.provision(provisionOptions(claim({ size: '1Gi' }), sc), signal())),
+  );
   assert.equal(results.filter((r) => r.status === 'fulfilled').length, 10);
   assert.ok(results.every((r) => r.status === 'fulfilled' || isInfeasible(r.reason)));
   assert.equal(p.allocations()[0].allocated, 10n << 30n);
@@ -293,16 +436,28 @@ test('concurrent provisions never overcommit a base path', async () => {
 test('a name-only volume (leak inventory) is deleted through its record; unknown names are refused', async () => {
   const { dir, config } = await setup('leak', (d) => ({ nodePathMap: [{ node: 'n1', paths: [d] }] }));
   const p = new HostPathProvisioner({ config, mode: 'daemonset', nodeName: 'n1' });
-  const o = provisionOptions(claim({ node: 'n1' }), storageClass('l', { pathPattern: '${.PVC.namespace}/${.PV.name}' }));
+  const o = provisionOptions(
+    claim({ node: 'n1' }),
+    storageClass('l', { pathPattern: '${.PVC.namespace}/${.PV.name}' }),
+  );
   await p.provision(o, signal());
-  assert.deepEqual((await p.listVolumes(signal())).map((v) => v.name), [o.pvName]);
+  assert.deepEqual(
+    (await p.listVolumes(signal())).map((v) => v.name),
+    [o.pvName],
+  );
   assert.ok((await p.listVolumes(signal()))[0].createdAt instanceof Date);
   await p.delete({ metadata: { name: o.pvName }, spec: {} }, signal());
   assert.deepEqual(await p.listVolumes(signal()), []);
-  assert.deepEqual((await snapshot(dir)).filter((e) => !e.startsWith('.kube-provisioner')), ['team-a']);
+  assert.deepEqual(
+    (await snapshot(dir)).filter((e) => !e.startsWith('.kube-provisioner')),
+    ['team-a'],
+  );
   await assert.rejects(p.delete({ metadata: { name: 'pvc-unknown' }, spec: {} }, signal()), IgnoredError);
   const deployment = new HostPathProvisioner({ config });
-  await assert.rejects(deployment.delete({ metadata: { name: 'pvc-unknown' }, spec: {} }, signal()), (e: unknown) => e instanceof Error && !(e instanceof IgnoredError));
+  await assert.rejects(
+    deployment.delete({ metadata: { name: 'pvc-unknown' }, spec: {} }, signal()),
+    (e: unknown) => e instanceof Error && !(e instanceof IgnoredError),
+  );
 });
 
 test('a config holder is read on every call: reloads apply at once; a removed root can no longer be deleted from', async () => {
@@ -320,18 +475,27 @@ test('a config holder is read on every call: reloads apply at once; a removed ro
   const moved = await p.provision(provisionOptions(claim(), sc), signal());
   assert.ok(moved.volume.spec.hostPath?.path.startsWith(`${dir}/b/`));
   const snap = await snapshot(`${dir}/a`);
-  await assert.rejects(p.delete(volume, signal()), (e: unknown) => e instanceof UnsafePathError && e.rule === 'outside-root');
+  await assert.rejects(
+    p.delete(volume, signal()),
+    (e: unknown) => e instanceof UnsafePathError && e.rule === 'outside-root',
+  );
   assert.deepEqual(await snapshot(`${dir}/a`), snap);
   // Back in the configuration: a fresh instance scans the records of the returning base path.
   current = validateHostPathConfig({ sharedFileSystemPath: { path: `${dir}/a`, capacity: '2Gi' } });
   const restarted = new HostPathProvisioner({ config: { current: () => current } });
-  await assert.rejects(restarted.provision(provisionOptions(claim({ size: '1Gi' }), sc), signal()), isInfeasible, 'a is full (2 x 1Gi on disk)');
+  await assert.rejects(
+    restarted.provision(provisionOptions(claim({ size: '1Gi' }), sc), signal()),
+    isInfeasible,
+    'a is full (2 x 1Gi on disk)',
+  );
   await restarted.delete(volume, signal());
   await restarted.provision(provisionOptions(claim({ size: '1Gi' }), sc), signal());
 });
 
 test('a failed chown (injected, so it fails as root too) leaves no directory, no record and no allocation', async () => {
-  const { dir, config } = await setup('chown-fails', (d) => ({ nodePathMap: [{ node: 'n1', paths: [{ path: d, capacity: '1Gi' }] }] }));
+  const { dir, config } = await setup('chown-fails', (d) => ({
+    nodePathMap: [{ node: 'n1', paths: [{ path: d, capacity: '1Gi' }] }],
+  }));
   let failing = true;
   const chown = async () => {
     if (failing) throw Object.assign(new Error('EPERM: operation not permitted, fchown'), { code: 'EPERM' });
@@ -340,12 +504,20 @@ test('a failed chown (injected, so it fails as root too) leaves no directory, no
   const sc = storageClass('own', { uid: '1234', gid: '5678', pathPattern: '{{ .PVC.Namespace }}/${.PV.name}' });
   const opts = provisionOptions(claim({ node: 'n1', size: '1Gi' }), sc);
   await assert.rejects(p.provision(opts, signal()), (e: NodeJS.ErrnoException) => e.code === 'EPERM');
-  assert.deepEqual((await snapshot(dir)).filter((e) => !e.startsWith('.kube-provisioner')), [], 'no volume directory, no parent left behind');
+  assert.deepEqual(
+    (await snapshot(dir)).filter((e) => !e.startsWith('.kube-provisioner')),
+    [],
+    'no volume directory, no parent left behind',
+  );
   assert.deepEqual(await p.listVolumes(signal()), [], 'no record');
   assert.deepEqual(p.allocations(), [], 'the reservation was released');
   failing = false;
   const { volume } = await p.provision(opts, signal());
-  assert.equal(volume.spec.local?.path, `${dir}/team-a/${opts.pvName}`, 'the whole capacity is free again for the retry');
+  assert.equal(
+    volume.spec.local?.path,
+    `${dir}/team-a/${opts.pvName}`,
+    'the whole capacity is free again for the retry',
+  );
 });
 
 test('a selected node that is not a valid node name is infeasible before anything is created', async () => {
@@ -353,7 +525,11 @@ test('a selected node that is not a valid node name is infeasible before anythin
   const p = new HostPathProvisioner({ config });
   for (const node of ['../../etc', 'a/b', 'UPPER', `n${'x'.repeat(253)}`, 'a\u0000b', '.']) {
     const c = claim({ annotations: { 'volume.kubernetes.io/selected-node': node } });
-    await assert.rejects(p.provision({ ...provisionOptions(c, storageClass('local')), selectedNodeName: node }, signal()), isInfeasible, JSON.stringify(node));
+    await assert.rejects(
+      p.provision({ ...provisionOptions(c, storageClass('local')), selectedNodeName: node }, signal()),
+      isInfeasible,
+      JSON.stringify(node),
+    );
   }
   assert.deepEqual(await snapshot(dir), []);
   assert.deepEqual(p.allocations(), []);
@@ -364,7 +540,10 @@ test('an unsafe path error quotes at most 1 KiB of a huge path', async () => {
   const p = new HostPathProvisioner({ config });
   const c = claim({ annotations: { dir: 'h'.repeat(200_000) } });
   const sc = storageClass('huge', { pathPattern: '${.PVC.annotations.dir}/${.PV.name}' });
-  const err = await p.provision(provisionOptions(c, sc), signal()).then(() => undefined, (e: unknown) => e);
+  const err = await p.provision(provisionOptions(c, sc), signal()).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.ok(err instanceof InfeasibleError);
   assert.ok(err.cause instanceof UnsafePathError && err.cause.rule === 'segment-too-long');
   assert.ok(Buffer.byteLength(err.message) < 1200, `message of ${Buffer.byteLength(err.message)} bytes`);
@@ -376,34 +555,62 @@ test('an unsafe path error quotes at most 1 KiB of a huge path', async () => {
 test('after a restart, provisions running while the PVs are being listed wait for the list (no overcommit)', async () => {
   const { dir, config } = await setup('restart-race', (d) => ({ sharedFileSystemPath: { path: d, capacity: '10Gi' } }));
   const sc = storageClass('cap');
-  const { volume } = await new HostPathProvisioner({ config }).provision(provisionOptions(claim({ size: '6Gi' }), sc), signal());
+  const { volume } = await new HostPathProvisioner({ config }).provision(
+    provisionOptions(claim({ size: '6Gi' }), sc),
+    signal(),
+  );
   await fsp.rm(path.join(dir, '.kube-provisioner'), { recursive: true });
-  const restarted = new HostPathProvisioner({ config, knownVolumes: () => new Promise((r) => setTimeout(() => r([volume]), 50)) });
+  const restarted = new HostPathProvisioner({
+    config,
+    knownVolumes: () => new Promise((r) => setTimeout(() => r([volume]), 50)),
+  });
   const [small, big] = await Promise.allSettled([
     restarted.provision(provisionOptions(claim({ size: '3Gi' }), sc), signal()),
     restarted.provision(provisionOptions(claim({ size: '5Gi' }), sc), signal()),
   ]);
   assert.equal(small.status, 'fulfilled');
-  assert.ok(big.status === 'rejected' && isInfeasible(big.reason), 'the 5Gi claim does not fit next to the listed 6Gi volume');
-  assert.deepEqual(restarted.allocations().map((a) => a.allocated), [9n << 30n]);
+  assert.ok(
+    big.status === 'rejected' && isInfeasible(big.reason),
+    'the 5Gi claim does not fit next to the listed 6Gi volume',
+  );
+  assert.deepEqual(
+    restarted.allocations().map((a) => a.allocated),
+    [9n << 30n],
+  );
 });
 
 test('onDelete default follows the path kind: a shared path archives (nfs-subdir), a node path deletes (local-path)', async () => {
   const { dir, config } = await setup('default-ondelete', (d) => ({
-    storageClassConfigs: { nfs: { sharedFileSystemPath: `${d}/export` }, local: { nodePathMap: [{ node: DEFAULT_NODE, paths: [`${d}/disk`] }] } },
+    storageClassConfigs: {
+      nfs: { sharedFileSystemPath: `${d}/export` },
+      local: { nodePathMap: [{ node: DEFAULT_NODE, paths: [`${d}/disk`] }] },
+    },
   }));
   await fsp.mkdir(`${dir}/export`);
   await fsp.mkdir(`${dir}/disk`);
   const p = new HostPathProvisioner({ nodeName: 'n1', config });
-  const shared = await p.provision(provisionOptions(claim({ name: 'nfs-data', modes: ['ReadWriteMany'] }), storageClass('nfs')), signal());
+  const shared = await p.provision(
+    provisionOptions(claim({ name: 'nfs-data', modes: ['ReadWriteMany'] }), storageClass('nfs')),
+    signal(),
+  );
   assert.equal(shared.volume.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE], 'archive');
   const sharedDir = shared.volume.spec.hostPath!.path;
   await fsp.writeFile(`${sharedDir}/file`, 'keep');
   await p.delete(shared.volume, signal());
-  assert.equal(await fsp.readFile(`${dir}/export/archived-${path.basename(sharedDir)}/file`, 'utf8'), 'keep', 'archived-<directory name>, no suffix');
+  assert.equal(
+    await fsp.readFile(`${dir}/export/archived-${path.basename(sharedDir)}/file`, 'utf8'),
+    'keep',
+    'archived-<directory name>, no suffix',
+  );
 
-  const local = await p.provision(provisionOptions(claim({ name: 'node-data', node: 'n1' }), storageClass('local')), signal());
+  const local = await p.provision(
+    provisionOptions(claim({ name: 'node-data', node: 'n1' }), storageClass('local')),
+    signal(),
+  );
   assert.equal(local.volume.metadata.annotations?.[ANN_HOSTPATH_ON_DELETE], 'delete');
   await p.delete(local.volume, signal());
-  assert.deepEqual((await snapshot(`${dir}/disk`)).filter((e) => !e.startsWith('.kube-provisioner')), []);
+  assert.deepEqual(
+    (await snapshot(`${dir}/disk`)).filter((e) => !e.startsWith('.kube-provisioner')),
+    [],
+  );
 });

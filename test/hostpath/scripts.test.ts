@@ -10,7 +10,15 @@ import { runVolumeScript, VolumeScriptError } from '../../src/hostpath/scripts.t
 import { waitFor } from '../support/wait.ts';
 
 const run = (script: string, extra: Partial<Parameters<typeof runVolumeScript>[0]> = {}) =>
-  runVolumeScript({ script, name: 'setup', volumeDir: '/vol/dir', sizeBytes: 1024n, timeoutMs: 10_000, signal: new AbortController().signal, ...extra });
+  runVolumeScript({
+    script,
+    name: 'setup',
+    volumeDir: '/vol/dir',
+    sizeBytes: 1024n,
+    timeoutMs: 10_000,
+    signal: new AbortController().signal,
+    ...extra,
+  });
 
 const alive = (pid: number) => {
   try {
@@ -21,11 +29,17 @@ const alive = (pid: number) => {
   }
 };
 
-test('environment and arguments are local-path\'s; the provisioner\'s environment is not passed on', async () => {
+test("environment and arguments are local-path's; the provisioner's environment is not passed on", async () => {
   process.env.KP_SECRET_FOR_TEST = 'token';
   try {
-    const { output } = await run('echo "$VOL_DIR|$VOL_MODE|$VOL_SIZE_BYTES|$VOL_USER|$VOL_GROUP|$VOL_PERM|$0|$*|${KP_SECRET_FOR_TEST:-unset}"', { user: '1000', perm: '0770' });
-    assert.equal(output, '/vol/dir|Filesystem|1024|1000||0770|setup|-p /vol/dir -s 1024 -m Filesystem -a create|unset\n');
+    const { output } = await run(
+      'echo "$VOL_DIR|$VOL_MODE|$VOL_SIZE_BYTES|$VOL_USER|$VOL_GROUP|$VOL_PERM|$0|$*|${KP_SECRET_FOR_TEST:-unset}"',
+      { user: '1000', perm: '0770' },
+    );
+    assert.equal(
+      output,
+      '/vol/dir|Filesystem|1024|1000||0770|setup|-p /vol/dir -s 1024 -m Filesystem -a create|unset\n',
+    );
     const teardown = await run('echo "$*"', { name: 'teardown' });
     assert.equal(teardown.output, '-p /vol/dir -s 1024 -m Filesystem -a delete\n');
   } finally {
@@ -34,9 +48,18 @@ test('environment and arguments are local-path\'s; the provisioner\'s environmen
 });
 
 test('a non-zero exit is a VolumeScriptError with the output; output is bounded', async () => {
-  await assert.rejects(run('echo out; echo err >&2; exit 4'), (e: unknown) =>
-    e instanceof VolumeScriptError && e.outcome.exitCode === 4 && /out/.test(e.output) && /err/.test(e.output) && /exited with 4/.test(e.message));
-  const { output } = await run('i=0; while [ $i -lt 2000 ]; do echo 0123456789; i=$((i+1)); done', { maxOutputBytes: 100 });
+  await assert.rejects(
+    run('echo out; echo err >&2; exit 4'),
+    (e: unknown) =>
+      e instanceof VolumeScriptError &&
+      e.outcome.exitCode === 4 &&
+      /out/.test(e.output) &&
+      /err/.test(e.output) &&
+      /exited with 4/.test(e.message),
+  );
+  const { output } = await run('i=0; while [ $i -lt 2000 ]; do echo 0123456789; i=$((i+1)); done', {
+    maxOutputBytes: 100,
+  });
   assert.ok(output.startsWith('0123456789\n') && output.endsWith('[output truncated]'), output);
   assert.ok(Buffer.byteLength(output) < 200);
 });
@@ -46,13 +69,19 @@ test('a timeout and an abort kill the script and what it started', async () => {
   try {
     const pidFile = path.join(tmp, 'pid');
     const script = `sleep 60 & echo $! > ${pidFile}; wait`;
-    await assert.rejects(run(script, { timeoutMs: 200 }), (e: unknown) => e instanceof VolumeScriptError && e.outcome.timedOut);
+    await assert.rejects(
+      run(script, { timeoutMs: 200 }),
+      (e: unknown) => e instanceof VolumeScriptError && e.outcome.timedOut,
+    );
     const child = Number(await fsp.readFile(pidFile, 'utf8'));
     await waitFor('background child killed', () => !alive(child), 5_000);
 
     const ac = new AbortController();
     const running = run(script, { signal: ac.signal });
-    await waitFor('pid written again', async () => Number(await fsp.readFile(pidFile, 'utf8').catch(() => '0')) !== child);
+    await waitFor(
+      'pid written again',
+      async () => Number(await fsp.readFile(pidFile, 'utf8').catch(() => '0')) !== child,
+    );
     ac.abort();
     await assert.rejects(running, (e: unknown) => e instanceof VolumeScriptError && e.outcome.aborted);
     const second = Number(await fsp.readFile(pidFile, 'utf8'));

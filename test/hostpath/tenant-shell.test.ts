@@ -37,45 +37,98 @@ test('annotation values with glob or shell metacharacters, whitespace or control
   await fsp.mkdir(root);
   const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }) });
   const cases: Array<[string, RegExp]> = [
-    ['*', /"\*"/], ['a?b', /"\?"/], ['[ab]', /"\["/], ['{a,b}', /"\{"/], ['~root', /"~"/], ['$(id)', /"\$"/], ['`id`', /"`"/],
-    ['a;b', /";"/], ['a|b', /"\|"/], ['a&b', /"&"/], ['a>b', /">"/], ["it's", /"'"/], ['a"b', /"\\""/], ['a b', /whitespace/], ['a\tb', /whitespace|control/],
+    ['*', /"\*"/],
+    ['a?b', /"\?"/],
+    ['[ab]', /"\["/],
+    ['{a,b}', /"\{"/],
+    ['~root', /"~"/],
+    ['$(id)', /"\$"/],
+    ['`id`', /"`"/],
+    ['a;b', /";"/],
+    ['a|b', /"\|"/],
+    ['a&b', /"&"/],
+    ['a>b', /">"/],
+    ["it's", /"'"/],
+    ['a"b', /"\\""/],
+    ['a b', /whitespace/],
+    ['a\tb', /whitespace|control/],
   ];
   for (const [i, [value, char]] of cases.entries()) {
-    const o = provisionOptions(claim({ name: `c${i}`, namespace: 'tenant', modes: ['ReadWriteMany'], annotations: { 'nfs.io/storage-path': value } }), STABLE);
-    await assert.rejects(p.provision(o, signal()), (e: unknown) =>
-      e instanceof InfeasibleError && char.test(e.message) && e.message.includes('nfs.io/storage-path') && e.message.includes('pathPattern'), value);
+    const o = provisionOptions(
+      claim({
+        name: `c${i}`,
+        namespace: 'tenant',
+        modes: ['ReadWriteMany'],
+        annotations: { 'nfs.io/storage-path': value },
+      }),
+      STABLE,
+    );
+    await assert.rejects(
+      p.provision(o, signal()),
+      (e: unknown) =>
+        e instanceof InfeasibleError &&
+        char.test(e.message) &&
+        e.message.includes('nfs.io/storage-path') &&
+        e.message.includes('pathPattern'),
+      value,
+    );
   }
   assert.deepEqual(await snapshot(root), [], 'nothing created');
 });
 
-test("a directory named \"*\" left by an older version is never handed to local-path's older stock teardown", async () => {
+test('a directory named "*" left by an older version is never handed to local-path\'s older stock teardown', async () => {
   const root = path.join(tmp, 'glob');
   for (const d of ['*', 'alice', 'bob']) {
     await fsp.mkdir(path.join(root, d), { recursive: true });
     await fsp.writeFile(path.join(root, d, 'data'), `${d}'s data`);
   }
   const pv = (name: string, dir: string, phase: 'Bound' | 'Released'): PersistentVolume => ({
-    apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name },
-    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Delete', storageClassName: 'stable', hostPath: { path: `${root}/${dir}` }, claimRef: { namespace: 't', name, uid: `uid-${name}` } },
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name },
+    spec: {
+      capacity: { storage: '1Gi' },
+      accessModes: ['ReadWriteMany'],
+      persistentVolumeReclaimPolicy: 'Delete',
+      storageClassName: 'stable',
+      hostPath: { path: `${root}/${dir}` },
+      claimRef: { namespace: 't', name, uid: `uid-${name}` },
+    },
     status: { phase },
   });
   const live = [pv('alice', 'alice', 'Bound'), pv('bob', 'bob', 'Bound')];
   const p = new HostPathProvisioner({
     config: validateHostPathConfig({ sharedFileSystemPath: root }, 'config', { teardown: OLD_STOCK_TEARDOWN }),
-    knownVolumes: () => live, storageClass: async () => STABLE,
+    knownVolumes: () => live,
+    storageClass: async () => STABLE,
   });
-  const outcome = await p.delete(pv('star', '*', 'Released'), signal()).then(() => undefined, (e: unknown) => e);
+  const outcome = await p.delete(pv('star', '*', 'Released'), signal()).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.equal(await fsp.readFile(path.join(root, 'alice', 'data'), 'utf8').catch(() => 'gone'), "alice's data");
   assert.match(String(outcome), /"\*"/);
   assert.equal(await fsp.readFile(path.join(root, 'bob', 'data'), 'utf8'), "bob's data");
-  assert.equal(await fsp.readFile(path.join(root, '*', 'data'), 'utf8'), "*'s data", 'kept for an admin to remove by hand');
+  assert.equal(
+    await fsp.readFile(path.join(root, '*', 'data'), 'utf8'),
+    "*'s data",
+    'kept for an admin to remove by hand',
+  );
 });
 
 test('a class whose own pattern puts whitespace in the path never hands it to a setup script', async () => {
   const root = path.join(tmp, 'setup');
   await fsp.mkdir(root);
-  const p = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: root }, 'config', { setup: 'mkdir -p $VOL_DIR' }) });
-  const o = provisionOptions(claim({ name: 'c', namespace: 'tenant', modes: ['ReadWriteMany'] }), storageClass('spaced', { pathPattern: 'my data/${.PV.name}' }));
-  await assert.rejects(p.provision(o, signal()), (e: unknown) => e instanceof InfeasibleError && /whitespace/.test(e.message) && /setup/.test(e.message));
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root }, 'config', { setup: 'mkdir -p $VOL_DIR' }),
+  });
+  const o = provisionOptions(
+    claim({ name: 'c', namespace: 'tenant', modes: ['ReadWriteMany'] }),
+    storageClass('spaced', { pathPattern: 'my data/${.PV.name}' }),
+  );
+  await assert.rejects(
+    p.provision(o, signal()),
+    (e: unknown) => e instanceof InfeasibleError && /whitespace/.test(e.message) && /setup/.test(e.message),
+  );
   assert.deepEqual(await snapshot(root), [], 'nothing created');
 });

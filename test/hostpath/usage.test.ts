@@ -28,7 +28,10 @@ describe('hostpath volume usage', () => {
 
   before(async () => {
     tmp = await fsp.realpath(await tempTree('kp-usage-'));
-    provisioner = new HostPathProvisioner({ config: validateHostPathConfig({ sharedFileSystemPath: tmp }), logger: silentLogger });
+    provisioner = new HostPathProvisioner({
+      config: validateHostPathConfig({ sharedFileSystemPath: tmp }),
+      logger: silentLogger,
+    });
   });
   after(async () => {
     await fsp.rm(tmp, { recursive: true, force: true });
@@ -36,7 +39,10 @@ describe('hostpath volume usage', () => {
 
   async function volume(name: string, size: string, files: number): Promise<PersistentVolume> {
     const c = claim({ name, size, modes: ['ReadWriteMany'] });
-    const { volume: pv } = await provisioner.provision(provisionOptions(c, storageClass('shared')), new AbortController().signal);
+    const { volume: pv } = await provisioner.provision(
+      provisionOptions(c, storageClass('shared')),
+      new AbortController().signal,
+    );
     pv.metadata.annotations = { ...pv.metadata.annotations, [ANN_DYNAMICALLY_PROVISIONED]: NAME };
     pv.spec.claimRef = { namespace: c.metadata.namespace, name: c.metadata.name, uid: c.metadata.uid };
     const dir = pv.spec.hostPath?.path ?? pv.spec.local?.path ?? '';
@@ -56,8 +62,16 @@ describe('hostpath volume usage', () => {
     const clock = new TestClock();
     const registry = new Registry();
     const metrics = createHostPathMetrics({
-      registry, provisioner, provisionerName: NAME, mode: 'deployment', listVolumes: async () => [small, big, late],
-      usageIntervalMs: 1_000, walkEntriesPerSecond: 100, usageFs: counting, clock, logger: silentLogger,
+      registry,
+      provisioner,
+      provisionerName: NAME,
+      mode: 'deployment',
+      listVolumes: async () => [small, big, late],
+      usageIntervalMs: 1_000,
+      walkEntriesPerSecond: 100,
+      usageFs: counting,
+      clock,
+      logger: silentLogger,
     });
     let done = false;
     const refresh = metrics.refreshUsage(new AbortController().signal).finally(() => (done = true));
@@ -71,7 +85,9 @@ describe('hostpath volume usage', () => {
     assert.ok(calls.lstat <= 201, `lstat calls ${calls.lstat}`);
     assert.ok(calls.lstat >= 195, `the budget was used: ${calls.lstat}`);
     const gauge = async (metric: string) =>
-      Object.fromEntries((await registry.getSingleMetric(metric)!.get()).values.map((v) => [v.labels.persistentvolumeclaim, v.value]));
+      Object.fromEntries(
+        (await registry.getSingleMetric(metric)!.get()).values.map((v) => [v.labels.persistentvolumeclaim, v.value]),
+      );
     assert.deepEqual(await gauge('hostpath_volume_usage_complete'), { small: 1, big: 0, late: 0 });
     const inodes = await gauge('hostpath_volume_used_inodes');
     assert.equal(inodes.small, 21, 'the directory and its 20 files');
@@ -84,8 +100,13 @@ describe('hostpath volume usage', () => {
     const events: Array<{ obj: KubeObject; reason: string; message: string }> = [];
     const published: VolumeUsageSummary[] = [];
     const metrics = createHostPathMetrics({
-      registry: new Registry(), provisioner, provisionerName: NAME, mode: 'deployment', listVolumes: async () => [pv],
-      usageIntervalMs: 0, logger: silentLogger,
+      registry: new Registry(),
+      provisioner,
+      provisionerName: NAME,
+      mode: 'deployment',
+      listVolumes: async () => [pv],
+      usageIntervalMs: 0,
+      logger: silentLogger,
       events: { event: (obj, _type, reason, message) => events.push({ obj, reason, message }) },
       publishUsage: async (_pv, value) => void published.push(value),
     });
@@ -97,7 +118,10 @@ describe('hostpath volume usage', () => {
     await refresh();
     await refresh();
     await refresh();
-    assert.deepEqual(events.map((e) => e.reason), ['VolumeUsageOverCapacity']);
+    assert.deepEqual(
+      events.map((e) => e.reason),
+      ['VolumeUsageOverCapacity'],
+    );
     assert.equal(events[0].obj.metadata.name, 'grows');
     assert.equal(events[0].obj.kind, 'PersistentVolumeClaim');
     assert.match(events[0].message, /more than its capacity 1Mi/);
@@ -110,9 +134,27 @@ describe('hostpath volume usage', () => {
     assert.equal(events.length, 2, 'a new crossing after coming back under');
     // explain shows what was published on the PV.
     const last = published[published.length - 1];
-    const bound = { ...pv, metadata: { ...pv.metadata, annotations: { ...pv.metadata.annotations, [ANN_VOLUME_USAGE]: formatVolumeUsage(last) } } };
-    const c = { ...claim({ name: 'grows' }), spec: { volumeName: pv.metadata.name, resources: { requests: { storage: '1Mi' } } }, status: { phase: 'Bound' as const } };
-    const e = explainDecision({ claim: c, provisionerName: NAME, volume: bound, decision: { action: 'ignore', code: 'AlreadyBound', reason: 'bound' } });
-    assert.ok(e.facts.some((f) => /^usage: \S+ of 1Mi, \d+ inodes \(measured 20\d\d-/.test(f)), e.facts.join('\n'));
+    const bound = {
+      ...pv,
+      metadata: {
+        ...pv.metadata,
+        annotations: { ...pv.metadata.annotations, [ANN_VOLUME_USAGE]: formatVolumeUsage(last) },
+      },
+    };
+    const c = {
+      ...claim({ name: 'grows' }),
+      spec: { volumeName: pv.metadata.name, resources: { requests: { storage: '1Mi' } } },
+      status: { phase: 'Bound' as const },
+    };
+    const e = explainDecision({
+      claim: c,
+      provisionerName: NAME,
+      volume: bound,
+      decision: { action: 'ignore', code: 'AlreadyBound', reason: 'bound' },
+    });
+    assert.ok(
+      e.facts.some((f) => /^usage: \S+ of 1Mi, \d+ inodes \(measured 20\d\d-/.test(f)),
+      e.facts.join('\n'),
+    );
   });
 });

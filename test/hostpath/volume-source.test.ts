@@ -5,7 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  chooseVolumeType, localPathOfNfsSource, localDirectoryOf, mountedExports, readVolumeDirectory, volumeSourceSpec, VolumeTypeAnnotationError,
+  chooseVolumeType,
+  localPathOfNfsSource,
+  localDirectoryOf,
+  mountedExports,
+  readVolumeDirectory,
+  volumeSourceSpec,
+  VolumeTypeAnnotationError,
 } from '../../src/hostpath/volume-source.ts';
 import { validateHostPathConfig } from '../../src/hostpath/config.ts';
 
@@ -32,7 +38,11 @@ test('nfs source -> local directory: exactly below the export, or nothing', () =
   ];
   for (const [source, want] of rows) assert.equal(localPathOfNfsSource(source, mount), want, JSON.stringify(source));
   const root = { ...mount, path: '/' };
-  assert.equal(localPathOfNfsSource({ server: mount.server, path: '/a/b' }, root), '/persistentvolumes/a/b', 'an NFSv4 pseudo-root export');
+  assert.equal(
+    localPathOfNfsSource({ server: mount.server, path: '/a/b' }, root),
+    '/persistentvolumes/a/b',
+    'an NFSv4 pseudo-root export',
+  );
 });
 
 test('a PV maps through the configured exports; two mounts of one export are ambiguous and map to nothing', () => {
@@ -49,12 +59,26 @@ test('a PV maps through the configured exports; two mounts of one export are amb
   assert.equal(localDirectoryOf(pv('t', '/e/dir'), exports), undefined);
   assert.equal(localDirectoryOf({ metadata: {}, spec: { hostPath: { path: '/h' } } }, exports), '/h');
   assert.equal(localDirectoryOf({ metadata: {}, spec: { hostPath: { path: '/h//i/./' } } }, exports), '/h/i');
-  assert.deepEqual(readVolumeDirectory(pv('t', '/e/dir'), exports), { kind: 'ambiguous', candidates: ['/mnt/b/dir', '/mnt/c/dir'], why: 'more than one configured export maps it' });
-  assert.equal(readVolumeDirectory({ metadata: {}, spec: { hostPath: { path: '/h/a/../b' } } }, exports).kind, 'ambiguous');
+  assert.deepEqual(readVolumeDirectory(pv('t', '/e/dir'), exports), {
+    kind: 'ambiguous',
+    candidates: ['/mnt/b/dir', '/mnt/c/dir'],
+    why: 'more than one configured export maps it',
+  });
+  assert.equal(
+    readVolumeDirectory({ metadata: {}, spec: { hostPath: { path: '/h/a/../b' } } }, exports).kind,
+    'ambiguous',
+  );
   const dotdot = readVolumeDirectory(pv('s', '/e/a/../b'), exports);
-  assert.deepEqual(dotdot.kind === 'ambiguous' && dotdot.candidates, ['/mnt/a/a', '/mnt/a/b'], 'what it could mean: before the "..", and resolved');
-  assert.deepEqual(mountedExports(validateHostPathConfig({ sharedFileSystemPath: '/pv' }), { server: 'env', path: '/x' }),
-    [{ server: 'env', path: '/x', mountPath: '/pv' }], 'NFS_SERVER/NFS_PATH apply to the top-level shared path');
+  assert.deepEqual(
+    dotdot.kind === 'ambiguous' && dotdot.candidates,
+    ['/mnt/a/a', '/mnt/a/b'],
+    'what it could mean: before the "..", and resolved',
+  );
+  assert.deepEqual(
+    mountedExports(validateHostPathConfig({ sharedFileSystemPath: '/pv' }), { server: 'env', path: '/x' }),
+    [{ server: 'env', path: '/x', mountPath: '/pv' }],
+    'NFS_SERVER/NFS_PATH apply to the top-level shared path',
+  );
 });
 
 test('volume type: claim annotation, class parameter, class annotation, then the path kind', () => {
@@ -62,16 +86,41 @@ test('volume type: claim annotation, class parameter, class annotation, then the
   assert.equal(chooseVolumeType(base), 'local');
   assert.equal(chooseVolumeType({ ...base, shared: true }), 'hostPath');
   assert.equal(chooseVolumeType({ ...base, shared: true, nfs: true }), 'nfs');
-  assert.equal(chooseVolumeType({ shared: true, nfs: true, claimAnnotations: { volumeType: 'hostPath' } }), 'nfs', 'a tenant cannot turn an export into hostPath volumes');
+  assert.equal(
+    chooseVolumeType({ shared: true, nfs: true, claimAnnotations: { volumeType: 'hostPath' } }),
+    'nfs',
+    'a tenant cannot turn an export into hostPath volumes',
+  );
   assert.equal(chooseVolumeType({ shared: true, nfs: true, parameter: 'hostPath' }), 'hostPath', 'the class can');
-  assert.equal(chooseVolumeType({ ...base, classAnnotations: { defaultVolumeType: 'hostPath' } }), 'hostPath-or-create');
-  assert.equal(chooseVolumeType({ ...base, parameter: 'hostPath', classAnnotations: { defaultVolumeType: 'local' } }), 'hostPath', 'the parameter beats the class annotation');
-  assert.equal(chooseVolumeType({ ...base, parameter: 'hostPath', claimAnnotations: { volumeType: 'LOCAL' } }), 'local', 'the claim beats everything');
-  assert.throws(() => chooseVolumeType({ ...base, claimAnnotations: { volumeType: 'nfs' } }), (e: unknown) => e instanceof VolumeTypeAnnotationError && e.on === 'claim');
-  assert.throws(() => chooseVolumeType({ ...base, classAnnotations: { defaultVolumeType: '' } }), VolumeTypeAnnotationError);
-  assert.deepEqual(volumeSourceSpec('hostPath-or-create', '/d/x'), { hostPath: { path: '/d/x', type: 'DirectoryOrCreate' } });
+  assert.equal(
+    chooseVolumeType({ ...base, classAnnotations: { defaultVolumeType: 'hostPath' } }),
+    'hostPath-or-create',
+  );
+  assert.equal(
+    chooseVolumeType({ ...base, parameter: 'hostPath', classAnnotations: { defaultVolumeType: 'local' } }),
+    'hostPath',
+    'the parameter beats the class annotation',
+  );
+  assert.equal(
+    chooseVolumeType({ ...base, parameter: 'hostPath', claimAnnotations: { volumeType: 'LOCAL' } }),
+    'local',
+    'the claim beats everything',
+  );
+  assert.throws(
+    () => chooseVolumeType({ ...base, claimAnnotations: { volumeType: 'nfs' } }),
+    (e: unknown) => e instanceof VolumeTypeAnnotationError && e.on === 'claim',
+  );
+  assert.throws(
+    () => chooseVolumeType({ ...base, classAnnotations: { defaultVolumeType: '' } }),
+    VolumeTypeAnnotationError,
+  );
+  assert.deepEqual(volumeSourceSpec('hostPath-or-create', '/d/x'), {
+    hostPath: { path: '/d/x', type: 'DirectoryOrCreate' },
+  });
   assert.deepEqual(volumeSourceSpec('hostPath', '/d/x'), { hostPath: { path: '/d/x', type: 'Directory' } });
-  assert.deepEqual(volumeSourceSpec('nfs', '/persistentvolumes/ns/c', mount), { nfs: { server: 'nfs.example.com', path: '/exports/k8s/ns/c' } });
+  assert.deepEqual(volumeSourceSpec('nfs', '/persistentvolumes/ns/c', mount), {
+    nfs: { server: 'nfs.example.com', path: '/exports/k8s/ns/c' },
+  });
   assert.throws(() => volumeSourceSpec('nfs', '/elsewhere/c', mount));
   assert.throws(() => volumeSourceSpec('nfs', '/persistentvolumes', mount));
 });

@@ -133,7 +133,8 @@ describe('src/ layering', () => {
       for (const target of targets) {
         if (folderOf(target) !== 'cluster') continue;
         const to = clusterLayerOf(target);
-        if (to !== from && !CLUSTER_LAYERS[from].includes(to)) violations.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
+        if (to !== from && !CLUSTER_LAYERS[from].includes(to))
+          violations.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
       }
     }
     assert.deepEqual(violations, []);
@@ -142,12 +143,20 @@ describe('src/ layering', () => {
   it('has no import cycle besides the known ones', () => {
     const known = new Set(KNOWN_CYCLES.map((c) => c.join(' ')));
     const found = cycles().map((c) => c.join(' '));
-    assert.deepEqual(found.filter((c) => !known.has(c)), [], 'new import cycles');
+    assert.deepEqual(
+      found.filter((c) => !known.has(c)),
+      [],
+      'new import cycles',
+    );
   });
 
   it('reads real imports (a check that finds nothing cannot fail)', () => {
     assert.ok(files.length > 50);
     assert.ok((graph.get(join(SRC, 'controller', 'claim-sync.ts')) ?? []).includes(join(SRC, 'controller', 'next.ts')));
-    assert.ok((graph.get(join(SRC, 'cluster', 'writes', 'cluster-store.ts')) ?? []).includes(join(SRC, 'cluster', 'storage', 'store.ts')));
+    assert.ok(
+      (graph.get(join(SRC, 'cluster', 'writes', 'cluster-store.ts')) ?? []).includes(
+        join(SRC, 'cluster', 'storage', 'store.ts'),
+      ),
+    );
   });
 });

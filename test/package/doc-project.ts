@@ -21,7 +21,10 @@ export const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 /** Writes the guide's files, README's snippets and tsconfig.json under `dir`; returns the files written. */
 export async function writeDocProject(dir: string, compilerOptions: Record<string, unknown>): Promise<string[]> {
   const files: string[] = [];
-  const blocks = [...fencedBlocks(GUIDE, 'ts').map((b) => ({ b, from: 'guide' })), ...fencedBlocks(README, 'ts').map((b) => ({ b, from: 'readme' }))];
+  const blocks = [
+    ...fencedBlocks(GUIDE, 'ts').map((b) => ({ b, from: 'guide' })),
+    ...fencedBlocks(README, 'ts').map((b) => ({ b, from: 'readme' })),
+  ];
   for (const [i, { b, from }] of blocks.entries()) {
     const named = /^\/\/ file: (\S+)\n/.exec(b);
     const file = named ? named[1] : `snippets/${from}-${i}.ts`;
@@ -29,7 +32,9 @@ export async function writeDocProject(dir: string, compilerOptions: Record<strin
     await writeFile(join(dir, file), b);
     files.push(file);
   }
-  const [tsconfig] = fencedBlocks(GUIDE, 'json').map((j) => JSON.parse(j) as { compilerOptions: Record<string, unknown>; include: string[] });
+  const [tsconfig] = fencedBlocks(GUIDE, 'json').map(
+    (j) => JSON.parse(j) as { compilerOptions: Record<string, unknown>; include: string[] },
+  );
   Object.assign(tsconfig.compilerOptions, compilerOptions);
   tsconfig.include.push('snippets');
   await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));

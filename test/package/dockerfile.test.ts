@@ -8,7 +8,11 @@ import { ROOT } from '../cli/cli-helpers.ts';
 
 const text = readFileSync(join(ROOT, 'deploy', 'Dockerfile'), 'utf8');
 const instructions = text.split('\n').filter((l) => l.trim() && !l.trimStart().startsWith('#'));
-const stages = instructions.join('\n').split(/^FROM /m).slice(1).map((s) => `FROM ${s}`);
+const stages = instructions
+  .join('\n')
+  .split(/^FROM /m)
+  .slice(1)
+  .map((s) => `FROM ${s}`);
 
 test('the Dockerfile builds dist in one stage and ships it with production dependencies only', () => {
   const final = stages.at(-1) ?? '';
@@ -22,14 +26,19 @@ test('the Dockerfile builds dist in one stage and ships it with production depen
   assert.match(final, /^USER node$/m, 'runs as non-root');
   assert.match(final, /^ENTRYPOINT \["node", "\/app\/bin\/kube-provisioner\.js"\]$/m);
   // The entry point runs the compiled JavaScript, not tsx.
-  assert.match(readFileSync(join(ROOT, 'bin', 'kube-provisioner.js'), 'utf8'), /new URL\('\.\.\/dist\/cli\/main\.js', import\.meta\.url\)/);
+  assert.match(
+    readFileSync(join(ROOT, 'bin', 'kube-provisioner.js'), 'utf8'),
+    /new URL\('\.\.\/dist\/cli\/main\.js', import\.meta\.url\)/,
+  );
 });
 
 const PROTOBUFJS = 'node_modules/protobufjs';
 
 test('the production dependencies the image installs need no native build', () => {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-    dependencies: Record<string, string>; optionalDependencies?: Record<string, string>; devDependencies: Record<string, string>;
+    dependencies: Record<string, string>;
+    optionalDependencies?: Record<string, string>;
+    devDependencies: Record<string, string>;
   };
   // The one native module is optional, and the image omits optional dependencies.
   assert.deepEqual(Object.keys(pkg.optionalDependencies ?? {}), ['better-sqlite3']);
@@ -40,10 +49,21 @@ test('the production dependencies the image installs need no native build', () =
   }
   // Every production dependency is plain JavaScript: no install script in the lockfile but protobufjs's (through
   // @grpc/grpc-js), a JavaScript version note that builds nothing; the image installs with --ignore-scripts.
-  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; optional?: boolean; hasInstallScript?: boolean }> };
-  const scripted = Object.entries(lock.packages).filter(([path, p]) => path && !p.dev && !p.optional && p.hasInstallScript).map(([path]) => path);
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean; optional?: boolean; hasInstallScript?: boolean }>;
+  };
+  const scripted = Object.entries(lock.packages)
+    .filter(([path, p]) => path && !p.dev && !p.optional && p.hasInstallScript)
+    .map(([path]) => path);
   assert.deepEqual(scripted, [PROTOBUFJS]);
-  const script = JSON.parse(readFileSync(join(ROOT, PROTOBUFJS, 'package.json'), 'utf8')) as { scripts: Record<string, string>; gypfile?: boolean };
-  assert.deepEqual(script.scripts.postinstall, 'node scripts/postinstall', 'protobufjs runs its JavaScript note, no native build');
+  const script = JSON.parse(readFileSync(join(ROOT, PROTOBUFJS, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+    gypfile?: boolean;
+  };
+  assert.deepEqual(
+    script.scripts.postinstall,
+    'node scripts/postinstall',
+    'protobufjs runs its JavaScript note, no native build',
+  );
   assert.ok(!script.gypfile && !existsSync(join(ROOT, PROTOBUFJS, 'binding.gyp')));
 });

@@ -10,14 +10,31 @@ import { it } from 'node:test';
 import { ROOT } from '../cli/cli-helpers.ts';
 import { fencedBlocks, GUIDE } from './doc-project.ts';
 
-const USER_DOCS = ['README.md', 'docs/writing-a-provisioner.md', 'docs/configuration.md', 'docs/metrics.md', 'docs/migrating.md'];
+const USER_DOCS = [
+  'README.md',
+  'docs/writing-a-provisioner.md',
+  'docs/configuration.md',
+  'docs/metrics.md',
+  'docs/migrating.md',
+];
 
 function packedFiles(): Promise<Set<string>> {
   return new Promise((done, fail) => {
-    execFile('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, maxBuffer: 32 << 20 }, (err, stdout) => {
-      if (err) return fail(err);
-      done(new Set((JSON.parse(stdout.slice(stdout.indexOf('['))) as Array<{ files: Array<{ path: string }> }>)[0].files.map((f) => f.path)));
-    });
+    execFile(
+      'npm',
+      ['pack', '--dry-run', '--json', '--ignore-scripts'],
+      { cwd: ROOT, maxBuffer: 32 << 20 },
+      (err, stdout) => {
+        if (err) return fail(err);
+        done(
+          new Set(
+            (JSON.parse(stdout.slice(stdout.indexOf('['))) as Array<{ files: Array<{ path: string }> }>)[0].files.map(
+              (f) => f.path,
+            ),
+          ),
+        );
+      },
+    );
   });
 }
 
@@ -30,7 +47,8 @@ it('the user docs name only what the package ships', async () => {
       const path = m[1].replace(/[.,]+$/, '');
       // Generated, a bare top-level folder (the reader's `test/` too), or the reader's own file.
       if (path.startsWith('docs/api') || /^[a-z]+\/$/.test(path) || !existsSync(join(ROOT, path))) continue;
-      const inPackage = shipped.has(path) || [...shipped].some((f) => f.startsWith(path.endsWith('/') ? path : `${path}/`));
+      const inPackage =
+        shipped.has(path) || [...shipped].some((f) => f.startsWith(path.endsWith('/') ? path : `${path}/`));
       if (!inPackage) problems.push(`${doc} names ${path}, which the package does not ship`);
     }
   }
@@ -39,6 +57,7 @@ it('the user docs name only what the package ships', async () => {
 
 it('the guide names its project files and gives a strict tsconfig', () => {
   const files = fencedBlocks(GUIDE, 'ts').map((b) => /^\/\/ file: (\S+)\n/.exec(b)?.[1]);
-  for (const f of ['src/my-provisioner.ts', 'src/main.ts', 'test/my-provisioner.test.ts', 'test/conformance.test.ts']) assert.ok(files.includes(f), f);
+  for (const f of ['src/my-provisioner.ts', 'src/main.ts', 'test/my-provisioner.test.ts', 'test/conformance.test.ts'])
+    assert.ok(files.includes(f), f);
   assert.match(fencedBlocks(GUIDE, 'json')[0], /"strict": true/);
 });

@@ -22,12 +22,27 @@ import { waitFor } from '../support/wait.ts';
 import { writeDocProject } from './doc-project.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const NPM_ENV = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+const NPM_ENV = {
+  ...process.env,
+  npm_config_audit: 'false',
+  npm_config_fund: 'false',
+  npm_config_update_notifier: 'false',
+};
 
-function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = NPM_ENV, timeoutMs = 180_000): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = NPM_ENV,
+  timeoutMs = 180_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
     execFile(cmd, args, { cwd, env, timeout: timeoutMs, maxBuffer: 32 << 20 }, (err, stdout, stderr) => {
-      done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout: String(stdout), stderr: String(stderr) });
+      done({
+        code: err ? (typeof err.code === 'number' ? err.code : 1) : 0,
+        stdout: String(stdout),
+        stderr: String(stderr),
+      });
     });
   });
 }
@@ -39,7 +54,9 @@ function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = 
 function npmWarnings(stderr: string): string[] {
   const lines = stderr.split('\n').filter((l) => /npm warn/i.test(l));
   const scripts = lines.filter((l) => /npm warn install-scripts/i.test(l));
-  const named = scripts.map((l) => /install-scripts\s+(\S+@\S+)\s+\(/.exec(l)?.[1]).filter((n): n is string => n !== undefined);
+  const named = scripts
+    .map((l) => /install-scripts\s+(\S+@\S+)\s+\(/.exec(l)?.[1])
+    .filter((n): n is string => n !== undefined);
   const onlyProtobufjs = named.length > 0 && named.every((n) => n.startsWith('protobufjs@'));
   return onlyProtobufjs ? lines.filter((l) => !scripts.includes(l)) : lines;
 }
@@ -135,7 +152,9 @@ function startCommand(command: string[], cwd: string, env: NodeJS.ProcessEnv) {
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   let status: number | string | undefined;
-  const exited = new Promise<number | string>((done) => child.on('exit', (code, signal) => done((status = code ?? signal ?? 'unknown'))));
+  const exited = new Promise<number | string>((done) =>
+    child.on('exit', (code, signal) => done((status = code ?? signal ?? 'unknown'))),
+  );
   const signalGroup = (sig: NodeJS.Signals) => {
     try {
       if (child.pid !== undefined) process.kill(-child.pid, sig);
@@ -147,12 +166,20 @@ function startCommand(command: string[], cwd: string, env: NodeJS.ProcessEnv) {
 }
 
 /** Runs `dev` (the command given) until it serves, hands its client to `use`, then stops it with SIGINT. */
-async function withDev(command: string[], cwd: string, use: (client: KubeClient, stdout: string) => Promise<void>, env: NodeJS.ProcessEnv = NPM_ENV): Promise<void> {
+async function withDev(
+  command: string[],
+  cwd: string,
+  use: (client: KubeClient, stdout: string) => Promise<void>,
+  env: NodeJS.ProcessEnv = NPM_ENV,
+): Promise<void> {
   const dev = startCommand([...command, 'dev', '--port', '0'], cwd, env);
   try {
     await waitFor('dev serving', () => dev.stdout().includes('Ctrl-C to stop') || dev.child.exitCode !== null, 60_000);
     assert.ok(dev.stdout().includes('Ctrl-C to stop'), `dev did not serve:\n${dev.stdout()}${dev.stderr()}`);
-    const client = new KubeClient({ kubeConfig: loadKubeConfig({ path: join(cwd, '.kube-provisioner', 'kubeconfig') }).kubeConfig, qps: 0 });
+    const client = new KubeClient({
+      kubeConfig: loadKubeConfig({ path: join(cwd, '.kube-provisioner', 'kubeconfig') }).kubeConfig,
+      qps: 0,
+    });
     try {
       await use(client, dev.stdout());
     } finally {
@@ -166,7 +193,10 @@ async function withDev(command: string[], cwd: string, use: (client: KubeClient,
       dev.signalGroup('SIGKILL');
     }
     // npx (npm exec) reports the interrupt of the command it ran as its own; dev itself stops cleanly.
-    assert.ok(dev.status() === 0 || (command[0] === 'npx' && (dev.status() === 'SIGINT' || dev.status() === 130)), `exit ${dev.status()}: ${dev.stderr()}`);
+    assert.ok(
+      dev.status() === 0 || (command[0] === 'npx' && (dev.status() === 'SIGINT' || dev.status() === 130)),
+      `exit ${dev.status()}: ${dev.stderr()}`,
+    );
     assert.match(dev.stderr(), /received SIGINT, shutting down/);
   }
 }
@@ -188,12 +218,24 @@ after(async () => {
 /** Installs the tarball into a new project with this package.json type; undefined, or why the tests skip. */
 async function installInto(app: string, type: 'module' | 'commonjs'): Promise<void> {
   await mkdir(app);
-  await writeFile(join(app, 'package.json'), JSON.stringify({ name: `consumer-${type}`, version: '1.0.0', private: true, type }));
-  const install = await run('npm', ['install', '-D', '--prefer-offline', '--omit=optional', '--no-package-lock', tarball], app);
-  if (install.code !== 0 && UNREACHABLE.test(install.stderr)) skipReason = `the npm registry is unreachable: ${install.stderr.split('\n')[0]}`;
+  await writeFile(
+    join(app, 'package.json'),
+    JSON.stringify({ name: `consumer-${type}`, version: '1.0.0', private: true, type }),
+  );
+  const install = await run(
+    'npm',
+    ['install', '-D', '--prefer-offline', '--omit=optional', '--no-package-lock', tarball],
+    app,
+  );
+  if (install.code !== 0 && UNREACHABLE.test(install.stderr))
+    skipReason = `the npm registry is unreachable: ${install.stderr.split('\n')[0]}`;
   else {
     assert.equal(install.code, 0, `npm install of the tarball failed: ${install.stderr}`);
-    assert.deepEqual(npmWarnings(install.stderr), [], 'the install prints no warning (no prepare or other install script of ours)');
+    assert.deepEqual(
+      npmWarnings(install.stderr),
+      [],
+      'the install prints no warning (no prepare or other install script of ours)',
+    );
   }
 }
 
@@ -206,16 +248,32 @@ describe('the packed package, installed as a dependency', () => {
   it('ships dist (JS, declarations, maps), the examples the docs link to, and none of the build-time packages', async (t) => {
     if (skipReason) return t.skip(skipReason);
     const pkg = join(dir, 'app', 'node_modules', 'kube-provisioner');
-    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/runtime/index.js', 'dist/hostpath/index.js', 'dist/csi/index.js', 'dist/testing/index.js', 'bin/kube-provisioner.js', 'examples/pvc.yaml', 'examples/directory-provisioner/provisioner.ts']) {
+    for (const f of [
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/index.js.map',
+      'dist/runtime/index.js',
+      'dist/hostpath/index.js',
+      'dist/csi/index.js',
+      'dist/testing/index.js',
+      'bin/kube-provisioner.js',
+      'examples/pvc.yaml',
+      'examples/directory-provisioner/provisioner.ts',
+    ]) {
       assert.ok(existsSync(join(pkg, f)), `${f} is in the package`);
     }
     // Nothing of ours runs at install time (npm 11 warns about a dependency's install scripts, `prepare` included).
-    const manifest = JSON.parse(await readFile(join(pkg, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
-    const atInstall = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare'].filter((k) => manifest.scripts?.[k] !== undefined);
+    const manifest = JSON.parse(await readFile(join(pkg, 'package.json'), 'utf8')) as {
+      scripts?: Record<string, string>;
+    };
+    const atInstall = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare'].filter(
+      (k) => manifest.scripts?.[k] !== undefined,
+    );
     assert.deepEqual(atInstall, [], 'the published package.json has no install-time script');
     assert.ok(!existsSync(join(pkg, 'binding.gyp')), 'no binding.gyp (npm would run node-gyp for it)');
     const installed = await readdir(join(dir, 'app', 'node_modules'));
-    for (const absent of ['tsx', 'better-sqlite3', 'typescript', '@kubernetes']) assert.ok(!installed.includes(absent), `${absent} is not installed`);
+    for (const absent of ['tsx', 'better-sqlite3', 'typescript', '@kubernetes'])
+      assert.ok(!installed.includes(absent), `${absent} is not installed`);
   });
 
   it('runs a plain .mjs consumer, the test kit included, and the command, without tsx', async (t) => {
@@ -225,7 +283,11 @@ describe('the packed package, installed as a dependency', () => {
     const r = await run(process.execPath, ['consumer.mjs'], app);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /consumer ok/);
-    const version = await run(process.execPath, [join(app, 'node_modules', '.bin', 'kube-provisioner'), '--version'], app);
+    const version = await run(
+      process.execPath,
+      [join(app, 'node_modules', '.bin', 'kube-provisioner'), '--version'],
+      app,
+    );
     assert.equal(version.stdout.trim(), '0.1.0', version.stderr);
   });
 
@@ -242,15 +304,28 @@ describe('the packed package, installed as a dependency', () => {
     if (skipReason) return t.skip(skipReason);
     const app = join(dir, 'app');
     await writeFile(join(app, 'consumer.ts'), TS_CONSUMER);
-    await writeFile(join(app, 'tsconfig.json'), JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true,
-        // @types/node is the only types package: borrowed from this repository, as any Node project has its own.
-        types: ['node'], typeRoots: [join(ROOT, 'node_modules', '@types')], skipLibCheck: false,
-      },
-      files: ['consumer.ts'],
-    }));
-    const r = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '-p', '.'], app);
+    await writeFile(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          noEmit: true,
+          // @types/node is the only types package: borrowed from this repository, as any Node project has its own.
+          types: ['node'],
+          typeRoots: [join(ROOT, 'node_modules', '@types')],
+          skipLibCheck: false,
+        },
+        files: ['consumer.ts'],
+      }),
+    );
+    const r = await run(
+      process.execPath,
+      [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '-p', '.'],
+      app,
+    );
     assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
   });
 });
@@ -262,8 +337,13 @@ describe('the packed package, installed globally', () => {
     if (skipReason) return;
     prefix = join(dir, 'global');
     // --ignore-scripts: better-sqlite3 lands unbuilt, as where its install script is blocked or its build failed.
-    const install = await run('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', '--ignore-scripts', tarball], dir);
-    if (install.code !== 0 && UNREACHABLE.test(install.stderr)) skipReason = `the npm registry is unreachable: ${install.stderr.split('\n')[0]}`;
+    const install = await run(
+      'npm',
+      ['install', '-g', '--prefix', prefix, '--prefer-offline', '--ignore-scripts', tarball],
+      dir,
+    );
+    if (install.code !== 0 && UNREACHABLE.test(install.stderr))
+      skipReason = `the npm registry is unreachable: ${install.stderr.split('\n')[0]}`;
     else assert.equal(install.code, 0, `npm install -g failed: ${install.stderr}`);
     bin = join(prefix, 'bin', 'kube-provisioner');
   });
@@ -273,12 +353,22 @@ describe('the packed package, installed globally', () => {
     const cwd = join(dir, 'no-sqlite');
     await mkdir(cwd);
     await withDev([bin], cwd, async (client, stdout) => {
-      assert.match(stdout, /^notice: the cluster keeps its objects in memory only.*better-sqlite3 is installed but its native addon cannot be loaded/m);
+      assert.match(
+        stdout,
+        /^notice: the cluster keeps its objects in memory only.*better-sqlite3 is installed but its native addon cannot be loaded/m,
+      );
       await client.create(persistentVolumeClaims, {
-        apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', namespace: 'default' },
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: 'data', namespace: 'default' },
         spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } } },
       });
-      await waitFor('Bound', async () => (await client.get(persistentVolumeClaims, 'data', { namespace: 'default' })).status?.phase === 'Bound', 30_000);
+      await waitFor(
+        'Bound',
+        async () =>
+          (await client.get(persistentVolumeClaims, 'data', { namespace: 'default' })).status?.phase === 'Bound',
+        30_000,
+      );
     });
   });
 
@@ -288,10 +378,21 @@ describe('the packed package, installed globally', () => {
     await mkdir(cwd);
     const cluster = startCommand([bin, 'cluster', '--port', '0'], cwd, NPM_ENV);
     try {
-      await waitFor('cluster ready', () => /ready at https:/.test(cluster.stdout()) || cluster.child.exitCode !== null, 60_000);
-      assert.match(cluster.stdout(), /^kube-provisioner cluster ready at https:\/\/127\.0\.0\.1:\d+ /m, cluster.stderr());
+      await waitFor(
+        'cluster ready',
+        () => /ready at https:/.test(cluster.stdout()) || cluster.child.exitCode !== null,
+        60_000,
+      );
+      assert.match(
+        cluster.stdout(),
+        /^kube-provisioner cluster ready at https:\/\/127\.0\.0\.1:\d+ /m,
+        cluster.stderr(),
+      );
       assert.match(cluster.stderr(), /^notice: the cluster keeps its objects in memory only/m);
-      const client = new KubeClient({ kubeConfig: loadKubeConfig({ path: join(cwd, '.kube-provisioner', 'cluster', 'kubeconfig') }).kubeConfig, qps: 0 });
+      const client = new KubeClient({
+        kubeConfig: loadKubeConfig({ path: join(cwd, '.kube-provisioner', 'cluster', 'kubeconfig') }).kubeConfig,
+        qps: 0,
+      });
       try {
         assert.ok((await client.list(namespaces)).items.some((n) => n.metadata.name === 'default'));
       } finally {
@@ -317,7 +418,12 @@ describe('the packed package, installed globally', () => {
     await mkdir(cwd);
     await withDev([bin], cwd, async (client, stdout) => {
       assert.doesNotMatch(stdout, /notice:/);
-      await client.create(configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kept', namespace: 'default' }, data: { a: '1' } });
+      await client.create(configMaps, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'kept', namespace: 'default' },
+        data: { a: '1' },
+      });
     });
     await withDev([bin], cwd, async (client) => {
       assert.deepEqual((await client.get(configMaps, 'kept', { namespace: 'default' })).data, { a: '1' });
@@ -327,15 +433,26 @@ describe('the packed package, installed globally', () => {
   it('`npx kube-provisioner dev` from the tarball serves', async (t) => {
     if (skipReason) return t.skip(skipReason);
     // Its own npm cache, so npx leaves nothing behind; packages come from the registry.
-    const env = { ...NPM_ENV, npm_config_cache: join(dir, 'npx-cache'), npm_config_ignore_scripts: 'true', npm_config_yes: 'true' };
+    const env = {
+      ...NPM_ENV,
+      npm_config_cache: join(dir, 'npx-cache'),
+      npm_config_ignore_scripts: 'true',
+      npm_config_yes: 'true',
+    };
     const version = await run('npx', ['--package', tarball, '--', 'kube-provisioner', '--version'], dir, env);
-    if (version.code !== 0 && UNREACHABLE.test(version.stderr)) return t.skip(`the npm registry is unreachable: ${version.stderr.split('\n')[0]}`);
+    if (version.code !== 0 && UNREACHABLE.test(version.stderr))
+      return t.skip(`the npm registry is unreachable: ${version.stderr.split('\n')[0]}`);
     assert.equal(version.stdout.trim(), '0.1.0', version.stderr);
     const cwd = join(dir, 'npx');
     await mkdir(cwd);
-    await withDev(['npx', '--package', tarball, '--', 'kube-provisioner'], cwd, async (client) => {
-      assert.ok((await client.list(configMaps, { namespace: 'default' })).items !== undefined);
-    }, env);
+    await withDev(
+      ['npx', '--package', tarball, '--', 'kube-provisioner'],
+      cwd,
+      async (client) => {
+        assert.ok((await client.list(configMaps, { namespace: 'default' })).items !== undefined);
+      },
+      env,
+    );
   });
 });
 
@@ -346,7 +463,10 @@ describe("the guide's project, from `npm init -y`, against the packed package", 
     if (skipReason) return;
     project = join(dir, 'my-provisioner');
     await mkdir(project);
-    for (const args of [['init', '-y'], ['pkg', 'set', 'type=module']]) {
+    for (const args of [
+      ['init', '-y'],
+      ['pkg', 'set', 'type=module'],
+    ]) {
       const r = await run('npm', args, project);
       assert.equal(r.code, 0, r.stderr);
     }
@@ -357,7 +477,7 @@ describe("the guide's project, from `npm init -y`, against the packed package", 
     files = await writeDocProject(project, { typeRoots: [join(ROOT, 'node_modules', '@types')], skipLibCheck: false });
   });
 
-  it('type-checks every block of the guide and README under the guide\'s strict tsconfig (skipLibCheck false)', async (t) => {
+  it("type-checks every block of the guide and README under the guide's strict tsconfig (skipLibCheck false)", async (t) => {
     if (skipReason) return t.skip(skipReason);
     const r = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], project);
     assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);

@@ -15,7 +15,8 @@ import { DataDirLockPathError, LOCK_FILE, lockDataDir } from '../../src/cli/data
 import { call, type Endpoint } from './raw-http.ts';
 
 /** A continue token as kube-apiserver encodes it: base64url JSON {"v","rv","start"}. */
-const continueToken = (rv: number, start: string) => Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start })).toString('base64url');
+const continueToken = (rv: number, start: string) =>
+  Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start })).toString('base64url');
 
 // A minimal protobuf encoder: varint keys, length-delimited messages and strings.
 const varint = (n: number): Buffer => {
@@ -48,18 +49,37 @@ describe('answers kube-apiserver gives to hostile API requests', () => {
   after(() => c.stop());
 
   it('a continue token from the future gets 504 Timeout "Too large resource version" with the ResourceVersionTooLarge cause', async () => {
-    for (const name of ['a', 'b', 'c']) assert.equal((await call(e, 'POST', '/api/v1/namespaces/default/configmaps', { body: JSON.stringify({ metadata: { name } }) })).status, 201);
+    for (const name of ['a', 'b', 'c'])
+      assert.equal(
+        (
+          await call(e, 'POST', '/api/v1/namespaces/default/configmaps', {
+            body: JSON.stringify({ metadata: { name } }),
+          })
+        ).status,
+        201,
+      );
     const first = await call(e, 'GET', '/api/v1/namespaces/default/configmaps?limit=1');
     assert.equal(first.status, 200);
     const current = Number(first.json<{ metadata: { resourceVersion: string } }>().metadata.resourceVersion);
     const future = current + 1_000_000;
-    const r = await call(e, 'GET', `/api/v1/namespaces/default/configmaps?limit=1&continue=${continueToken(future, '/default/a')}`);
+    const r = await call(
+      e,
+      'GET',
+      `/api/v1/namespaces/default/configmaps?limit=1&continue=${continueToken(future, '/default/a')}`,
+    );
     assert.equal(r.status, 504, r.text);
-    const status = r.json<{ reason: string; message: string; code: number; details: { causes: Array<{ reason: string; message: string }>; retryAfterSeconds?: number } }>();
+    const status = r.json<{
+      reason: string;
+      message: string;
+      code: number;
+      details: { causes: Array<{ reason: string; message: string }>; retryAfterSeconds?: number };
+    }>();
     assert.equal(status.reason, 'Timeout');
     assert.equal(status.code, 504);
     assert.match(status.message, new RegExp(`^Timeout: Too large resource version: ${future}, current: \\d+$`));
-    assert.deepEqual(status.details.causes, [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }]);
+    assert.deepEqual(status.details.causes, [
+      { reason: 'ResourceVersionTooLarge', message: 'Too large resource version' },
+    ]);
     // The token of the current list still pages on.
     const token = first.json<{ metadata: { continue: string } }>().metadata.continue;
     assert.equal((await call(e, 'GET', `/api/v1/namespaces/default/configmaps?limit=1&continue=${token}`)).status, 200);
@@ -67,24 +87,40 @@ describe('answers kube-apiserver gives to hostile API requests', () => {
 
   it('a protobuf map key __proto__ is a plain key, as JSON keeps it: an invalid label as in JSON, a data key kept', async () => {
     const CMS = '/api/v1/namespaces/default/configmaps';
-    const pb = (name: string, ...parts: Buffer[]) => call(e, 'POST', CMS, { body: envelope('v1', 'ConfigMap', Buffer.concat([msg(1, str(1, name), ...parts)])), contentType: PB });
+    const pb = (name: string, ...parts: Buffer[]) =>
+      call(e, 'POST', CMS, {
+        body: envelope('v1', 'ConfigMap', Buffer.concat([msg(1, str(1, name), ...parts)])),
+        contentType: PB,
+      });
     const label = (k: string, v: string) => msg(11, str(1, k), str(2, v));
     // A label key `__proto__` is not a qualified name: the same 422 through protobuf as through JSON, not a
     // created object without the label.
     const viaPb = await pb('pb-proto-label', label('__proto__', 'x'), label('app', 'y'));
-    const viaJson = await call(e, 'POST', CMS, { body: '{"metadata":{"name":"pb-proto-label","labels":{"__proto__":"x","app":"y"}}}' });
+    const viaJson = await call(e, 'POST', CMS, {
+      body: '{"metadata":{"name":"pb-proto-label","labels":{"__proto__":"x","app":"y"}}}',
+    });
     assert.equal(viaJson.status, 422, viaJson.text);
     assert.equal(viaPb.status, 422, viaPb.text);
     assert.equal(viaPb.json<{ message: string }>().message, viaJson.json<{ message: string }>().message);
     assert.match(viaPb.text, /metadata\.labels: Invalid value: \\"__proto__\\"/);
     // A data key `__proto__` is a valid ConfigMap key: kept, through protobuf and JSON alike.
     const withData = await call(e, 'POST', CMS, {
-      body: envelope('v1', 'ConfigMap', Buffer.concat([msg(1, str(1, 'pb-proto-data2')), msg(2, str(1, '__proto__'), str(2, 'value')), msg(2, str(1, 'k'), str(2, 'v'))])),
+      body: envelope(
+        'v1',
+        'ConfigMap',
+        Buffer.concat([
+          msg(1, str(1, 'pb-proto-data2')),
+          msg(2, str(1, '__proto__'), str(2, 'value')),
+          msg(2, str(1, 'k'), str(2, 'v')),
+        ]),
+      ),
       contentType: PB,
     });
     assert.equal(withData.status, 201, withData.text);
     assert.ok(withData.text.includes('"data":{"__proto__":"value","k":"v"}'), withData.text);
-    const dataJson = await call(e, 'POST', CMS, { body: '{"metadata":{"name":"json-proto-data"},"data":{"__proto__":"value","k":"v"}}' });
+    const dataJson = await call(e, 'POST', CMS, {
+      body: '{"metadata":{"name":"json-proto-data"},"data":{"__proto__":"value","k":"v"}}',
+    });
     assert.equal(dataJson.status, 201, dataJson.text);
     assert.ok(dataJson.text.includes('"data":{"__proto__":"value","k":"v"}'), dataJson.text);
   });
@@ -101,7 +137,10 @@ describe('the data directory lock path taken by something else', () => {
     const dataDir = join(dir, 'dangling');
     await mkdir(dataDir);
     await symlink(join(dir, 'nowhere'), join(dataDir, LOCK_FILE));
-    const err = await lockDataDir(dataDir, 'dev').then(() => undefined, (x: unknown) => x);
+    const err = await lockDataDir(dataDir, 'dev').then(
+      () => undefined,
+      (x: unknown) => x,
+    );
     assert.ok(err instanceof DataDirLockPathError, String(err));
     assert.ok(err.message.includes(join(dataDir, LOCK_FILE)), err.message);
     assert.match(err.message, /symbolic link/);
@@ -114,7 +153,10 @@ describe('the data directory lock path taken by something else', () => {
   it('a directory: a message naming the path and what to do; the directory is left alone', async () => {
     const dataDir = join(dir, 'directory');
     await mkdir(join(dataDir, LOCK_FILE), { recursive: true });
-    const err = await lockDataDir(dataDir, 'cluster').then(() => undefined, (x: unknown) => x);
+    const err = await lockDataDir(dataDir, 'cluster').then(
+      () => undefined,
+      (x: unknown) => x,
+    );
     assert.ok(err instanceof DataDirLockPathError, String(err));
     assert.ok(err.message.includes(join(dataDir, LOCK_FILE)), err.message);
     assert.match(err.message, /is a directory/);

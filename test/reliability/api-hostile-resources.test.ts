@@ -15,7 +15,8 @@ import { waitFor } from '../support/wait.ts';
 import { call, closedFlag, connectTcp, connectTls, type Endpoint } from './raw-http.ts';
 
 const CMS = '/api/v1/namespaces/default/configmaps';
-const cm = (name: string, data: Record<string, string> = {}) => JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data });
+const cm = (name: string, data: Record<string, string> = {}) =>
+  JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data });
 const endpoint = (c: EmbeddedCluster): Endpoint => ({ url: c.url, token: c.token, caPem: c.caPem });
 let tmp: string;
 
@@ -34,7 +35,8 @@ describe('data at rest', () => {
     const first = await startEmbeddedCluster({ dataDir: dir, controllers: false });
     assert.equal((await call(endpoint(first), 'POST', CMS, { body: cm('secretish') })).status, 201);
     await first.stop();
-    for (const f of ['cluster.db', 'cluster.db-wal', 'cluster.db-shm']) await fsp.chmod(path.join(dir, f), 0o644).catch(() => {});
+    for (const f of ['cluster.db', 'cluster.db-wal', 'cluster.db-shm'])
+      await fsp.chmod(path.join(dir, f), 0o644).catch(() => {});
     await fsp.chmod(dir, 0o755);
     const again = await startEmbeddedCluster({ dataDir: dir, controllers: false });
     try {
@@ -57,7 +59,9 @@ describe('unreadable store rows', () => {
     await first.stop();
     const file = path.join(dir, 'cluster.db');
     const db = new Database(file);
-    db.prepare("UPDATE objects SET json = '{\"metadata\": {' WHERE resource = 'configmaps' AND key = 'default/broken'").run();
+    db.prepare(
+      "UPDATE objects SET json = '{\"metadata\": {' WHERE resource = 'configmaps' AND key = 'default/broken'",
+    ).run();
     db.close();
     await assert.rejects(startEmbeddedCluster({ dataDir: dir, controllers: false }), (err: unknown) => {
       assert.ok(err instanceof StoreLoadError, String(err));
@@ -73,7 +77,10 @@ describe('unreadable store rows', () => {
 describe('stalled watchers', () => {
   let c: EmbeddedCluster;
   before(async () => {
-    c = await startEmbeddedCluster({ controllers: false, limits: { maxWatchBufferBytes: 256 * 1024, maxTotalWatchBufferBytes: 512 * 1024 } });
+    c = await startEmbeddedCluster({
+      controllers: false,
+      limits: { maxWatchBufferBytes: 256 * 1024, maxTotalWatchBufferBytes: 512 * 1024 },
+    });
   });
   after(() => c.stop());
 
@@ -84,7 +91,9 @@ describe('stalled watchers', () => {
     const closed = stalled.map(closedFlag);
     for (const s of stalled) {
       s.pause();
-      s.write(`GET ${CMS}?watch=true&resourceVersion=${c.store.resourceVersion} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${e.token}\r\n\r\n`);
+      s.write(
+        `GET ${CMS}?watch=true&resourceVersion=${c.store.resourceVersion} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${e.token}\r\n\r\n`,
+      );
     }
     await waitFor('4 watches', () => c.server.watches.size === 4);
     assert.equal((await call(e, 'POST', CMS, { body: cm('big') })).status, 201);
@@ -108,7 +117,10 @@ describe('stalled watchers', () => {
 describe('connections that never authenticate', () => {
   let c: EmbeddedCluster;
   before(async () => {
-    c = await startEmbeddedCluster({ controllers: false, limits: { headersTimeoutMs: 400, maxUnauthenticatedConnections: 5 } });
+    c = await startEmbeddedCluster({
+      controllers: false,
+      limits: { headersTimeoutMs: 400, maxUnauthenticatedConnections: 5 },
+    });
   });
   after(() => c.stop());
 
@@ -116,7 +128,10 @@ describe('connections that never authenticate', () => {
     const e = endpoint(c);
     const idle = await Promise.all(Array.from({ length: 12 }, () => connectTcp(e)));
     const idleClosed = idle.map(closedFlag);
-    await waitFor('the unauthenticated cap to hold', () => c.server.stats().unauthenticatedConnections <= 5 && idleClosed.filter((f) => f()).length >= 7);
+    await waitFor(
+      'the unauthenticated cap to hold',
+      () => c.server.stats().unauthenticatedConnections <= 5 && idleClosed.filter((f) => f()).length >= 7,
+    );
     await waitFor('every idle connection to time out', () => idleClosed.every((f) => f()));
     const slow = await connectTls(e);
     const slowClosed = closedFlag(slow);
@@ -124,7 +139,9 @@ describe('connections that never authenticate', () => {
     await waitFor('the slow-header connection to time out', slowClosed);
     const slowBody = await connectTls(e);
     const bodyClosed = closedFlag(slowBody);
-    slowBody.write(`POST ${CMS} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"a":`);
+    slowBody.write(
+      `POST ${CMS} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"a":`,
+    );
     await waitFor('the token-less slow body to be cut', bodyClosed);
     assert.equal((await call(e, 'GET', CMS)).status, 200);
     assert.equal(c.server.stats().unauthenticatedConnections, 0);
@@ -151,7 +168,10 @@ describe('lost responses and seeded faults', () => {
     c.faults.add({ verb: 'delete', resource: 'configmaps', lostResponse: 'reset', count: 1 });
     await assert.rejects(call(e, 'DELETE', `${CMS}/lost-504`), /socket hang up|ECONNRESET/);
     assert.equal((await call(e, 'GET', `${CMS}/lost-504`)).status, 404, 'the delete was applied');
-    await waitFor('the audit entry of the reset', () => c.audit.count({ verb: 'delete', resource: 'configmaps', code: 0 }) === 1);
+    await waitFor(
+      'the audit entry of the reset',
+      () => c.audit.count({ verb: 'delete', resource: 'configmaps', code: 0 }) === 1,
+    );
   });
 
   it('the admin endpoint takes lost-response rules and a seed; equal seeds draw equal faults', async () => {
@@ -172,7 +192,8 @@ describe('lost responses and seeded faults', () => {
     const a = new Faults({ seed: 7 });
     const b = new Faults({ seed: 7 });
     for (const f of [a, b]) f.add({ status: 500, probability: 0.3 });
-    const seq = (f: Faults) => Array.from({ length: 50 }, () => (f.decide({ verb: 'get', resource: 'pods' }) ? 1 : 0)).join('');
+    const seq = (f: Faults) =>
+      Array.from({ length: 50 }, () => (f.decide({ verb: 'get', resource: 'pods' }) ? 1 : 0)).join('');
     assert.equal(seq(a), seq(b));
   });
 });

@@ -31,31 +31,46 @@ describe('Warning headers are bounded as kube-apiserver bounds them', () => {
   /** One request through Node's own HTTP client with its default header size limit (16 KiB), as client-node uses. */
   const send = (method: string, path: string, body: string, contentType = 'application/json') =>
     new Promise<Reply>((resolve, reject) => {
-      const req = https.request(new URL(path, c.url), {
-        method,
-        ca: c.caPem,
-        agent: false,
-        headers: { authorization: `Bearer ${c.token}`, 'content-type': contentType, 'content-length': String(Buffer.byteLength(body)) },
-      }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (d: Buffer) => chunks.push(d));
-        res.on('end', () => {
-          const lines: string[] = [];
-          for (let i = 0; i < res.rawHeaders.length; i += 2) if (res.rawHeaders[i]!.toLowerCase() === 'warning') lines.push(res.rawHeaders[i + 1]!);
-          const warnings = lines.map((line) => {
-            const m = /^299 - "(.*)"$/s.exec(line);
-            assert.ok(m, `a well-formed warning: ${line.slice(0, 80)}`);
-            return m[1]!.replace(/\\(["\\])/g, '$1');
+      const req = https.request(
+        new URL(path, c.url),
+        {
+          method,
+          ca: c.caPem,
+          agent: false,
+          headers: {
+            authorization: `Bearer ${c.token}`,
+            'content-type': contentType,
+            'content-length': String(Buffer.byteLength(body)),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (d: Buffer) => chunks.push(d));
+          res.on('end', () => {
+            const lines: string[] = [];
+            for (let i = 0; i < res.rawHeaders.length; i += 2)
+              if (res.rawHeaders[i]!.toLowerCase() === 'warning') lines.push(res.rawHeaders[i + 1]!);
+            const warnings = lines.map((line) => {
+              const m = /^299 - "(.*)"$/s.exec(line);
+              assert.ok(m, `a well-formed warning: ${line.slice(0, 80)}`);
+              return m[1]!.replace(/\\(["\\])/g, '$1');
+            });
+            resolve({
+              status: res.statusCode ?? 0,
+              text: Buffer.concat(chunks).toString('utf8'),
+              warnings,
+              warningBytes: lines.reduce((n, l) => n + 'Warning: '.length + l.length + 2, 0),
+            });
           });
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), warnings, warningBytes: lines.reduce((n, l) => n + 'Warning: '.length + l.length + 2, 0) });
-        });
-      });
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
 
   /** A ConfigMap whose metadata carries `fields` (unknown to the schema). */
-  const withUnknown = (name: string, fields: Record<string, unknown>) => JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...fields } });
+  const withUnknown = (name: string, fields: Record<string, unknown>) =>
+    JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...fields } });
 
   it('60,000 unknown fields: created, the warnings within 4,096 + 256 runes and the headers within 16 KiB', async (t) => {
     const fields = Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`u${i}`, 1]));
@@ -87,20 +102,28 @@ describe('Warning headers are bounded as kube-apiserver bounds them', () => {
     const fields = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [long(i), 1]));
     const r = await send('POST', CMS, withUnknown('long-unknown', fields));
     assert.equal(r.status, 201, r.text.slice(0, 300));
-    assert.deepEqual(r.warnings, Array.from({ length: 16 }, (_, i) => `unknown field "metadata.${long(i)}"`.slice(0, 256)));
+    assert.deepEqual(
+      r.warnings,
+      Array.from({ length: 16 }, (_, i) => `unknown field "metadata.${long(i)}"`.slice(0, 256)),
+    );
   });
 
   it('a text is warned once however often it is recorded', async () => {
-    const body = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dups"},"data":{"k":"1","k":"2","k":"3","k":"4"}}';
+    const body =
+      '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dups"},"data":{"k":"1","k":"2","k":"3","k":"4"}}';
     const r = await send('POST', CMS, body);
     assert.equal(r.status, 201, r.text.slice(0, 300));
     assert.deepEqual(r.warnings, ['duplicate field "data.k"']);
   });
 
   it('field names outside ASCII or with control characters give well-formed headers (ASCII only, newlines as spaces)', async () => {
-    const r = await send('POST', CMS, withUnknown('odd-names', { '日本': 1, 'a\nb': 1, 'q"\\': 1 }));
+    const r = await send('POST', CMS, withUnknown('odd-names', { 日本: 1, 'a\nb': 1, 'q"\\': 1 }));
     assert.equal(r.status, 201, r.text.slice(0, 300));
-    assert.deepEqual(r.warnings, ['unknown field "metadata.??"', 'unknown field "metadata.a b"', 'unknown field "metadata.q"\\"']);
+    assert.deepEqual(r.warnings, [
+      'unknown field "metadata.??"',
+      'unknown field "metadata.a b"',
+      'unknown field "metadata.q"\\"',
+    ]);
   });
 
   it('client-node reads the answer to a patch that leaves 60,000 unknown fields', async () => {

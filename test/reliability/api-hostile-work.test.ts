@@ -33,7 +33,10 @@ async function leastCpuMs(work: () => unknown, tries: number): Promise<number> {
 }
 
 /** cpu(large) / cpu(small): the small body at its least of five runs, the large one at its least of two. */
-async function cpuRatio(small: () => unknown, large: () => unknown): Promise<{ ratio: number; smallMs: number; largeMs: number }> {
+async function cpuRatio(
+  small: () => unknown,
+  large: () => unknown,
+): Promise<{ ratio: number; smallMs: number; largeMs: number }> {
   await small(); // warm-up: compile the code paths once
   const smallMs = await leastCpuMs(small, 5);
   const largeMs = await leastCpuMs(large, 2);
@@ -50,7 +53,8 @@ class ReadCounter {
   list<T>(list: T[]): T[] {
     return new Proxy(list, {
       get: (target, prop, receiver) => {
-        if (typeof prop === 'string' && prop.length > 0 && prop.charCodeAt(0) >= 48 && prop.charCodeAt(0) <= 57) this.reads++;
+        if (typeof prop === 'string' && prop.length > 0 && prop.charCodeAt(0) >= 48 && prop.charCodeAt(0) <= 57)
+          this.reads++;
         return Reflect.get(target, prop, receiver) as unknown;
       },
     });
@@ -67,7 +71,12 @@ class ReadCounter {
 const SMP_CASES: Record<string, (n: number, c: ReadCounter) => { doc: object; patch: object; model: string }> = {
   '$setElementOrder on finalizers (the reported body)': (n, c) => ({
     doc: { metadata: { name: 'x', finalizers: c.list(half(names(n, 'e.io/f'))) } },
-    patch: { metadata: { '$setElementOrder/finalizers': c.list(names(n, 'e.io/f').reverse()), finalizers: c.list(names(n, 'e.io/f').filter((_, i) => i % 2 === 1)) } },
+    patch: {
+      metadata: {
+        '$setElementOrder/finalizers': c.list(names(n, 'e.io/f').reverse()),
+        finalizers: c.list(names(n, 'e.io/f').filter((_, i) => i % 2 === 1)),
+      },
+    },
     model: 'V1ConfigMap',
   }),
   'a primitive merge list': (n, c) => ({
@@ -75,7 +84,7 @@ const SMP_CASES: Record<string, (n: number, c: ReadCounter) => { doc: object; pa
     patch: { metadata: { finalizers: c.list([...half(names(n, 'e.io/a')), ...names(n / 2, 'e.io/b')]) } },
     model: 'V1ConfigMap',
   }),
-  '$deleteFromPrimitiveList': (n, c) => ({
+  $deleteFromPrimitiveList: (n, c) => ({
     doc: { metadata: { finalizers: c.list(names(n, 'e.io/a')) } },
     patch: { metadata: { '$deleteFromPrimitiveList/finalizers': c.list(half(names(n, 'e.io/a'))) } },
     model: 'V1ConfigMap',
@@ -92,7 +101,15 @@ const SMP_CASES: Record<string, (n: number, c: ReadCounter) => { doc: object; pa
   }),
   'a merge-key list without an order': (n, c) => ({
     doc: { spec: { containers: c.list(names(n, 'c').map((name) => c.named(name, { image: 'a' }))) } },
-    patch: { spec: { containers: c.list(names(n, 'c').reverse().map((name) => c.named(name, { image: 'b' }))) } },
+    patch: {
+      spec: {
+        containers: c.list(
+          names(n, 'c')
+            .reverse()
+            .map((name) => c.named(name, { image: 'b' })),
+        ),
+      },
+    },
     model: 'V1Pod',
   }),
   '$patch: delete elements': (n, c) => ({
@@ -103,7 +120,10 @@ const SMP_CASES: Record<string, (n: number, c: ReadCounter) => { doc: object; pa
 };
 
 /** Reads made applying the case at n entries. */
-function readsAt(build: (n: number, c: ReadCounter) => { doc: object; patch: object; model: string }, n: number): number {
+function readsAt(
+  build: (n: number, c: ReadCounter) => { doc: object; patch: object; model: string },
+  n: number,
+): number {
   const counter = new ReadCounter();
   const { doc, patch, model } = build(n, counter);
   counter.reads = 0; // building the proxies read nothing, but be sure
@@ -118,7 +138,10 @@ describe('strategic merge patch list work is linear (operation counts)', () => {
       const large = readsAt(build, 1_000);
       t.diagnostic(`reads: 10 entries ${small}, 1,000 entries ${large}, ratio ${(large / small).toFixed(1)}`);
       assert.ok(small > 0, 'the counter sees the lists');
-      assert.ok(large <= 300 * small, `1,000 entries read ${large} times, 10 entries ${small} (ratio ${(large / small).toFixed(0)}; quadratic work gives about 10,000)`);
+      assert.ok(
+        large <= 300 * small,
+        `1,000 entries read ${large} times, 10 entries ${small} (ratio ${(large / small).toFixed(0)}; quadratic work gives about 10,000)`,
+      );
     });
   }
 
@@ -126,9 +149,13 @@ describe('strategic merge patch list work is linear (operation counts)', () => {
     const c = new ReadCounter();
     const plain = (v: unknown) => JSON.parse(JSON.stringify(v)) as unknown;
     const { doc, patch, model } = SMP_CASES['$setElementOrder on finalizers (the reported body)']!(6, c);
-    assert.deepEqual(applyStrategicMergePatch(doc, patch, model), { metadata: { name: 'x', finalizers: ['e.io/f5', 'e.io/f4', 'e.io/f3', 'e.io/f2', 'e.io/f1', 'e.io/f0'] } });
+    assert.deepEqual(applyStrategicMergePatch(doc, patch, model), {
+      metadata: { name: 'x', finalizers: ['e.io/f5', 'e.io/f4', 'e.io/f3', 'e.io/f2', 'e.io/f1', 'e.io/f0'] },
+    });
     const del = SMP_CASES['$deleteFromPrimitiveList']!(4, c);
-    assert.deepEqual(applyStrategicMergePatch(del.doc, del.patch, del.model), { metadata: { finalizers: ['e.io/a1', 'e.io/a3'] } });
+    assert.deepEqual(applyStrategicMergePatch(del.doc, del.patch, del.model), {
+      metadata: { finalizers: ['e.io/a1', 'e.io/a3'] },
+    });
     const keyed = SMP_CASES['a merge-key list with $setElementOrder']!(4, c);
     assert.deepEqual(plain(applyStrategicMergePatch(keyed.doc, keyed.patch, keyed.model)), {
       spec: { containers: ['c0', 'c1', 'c2', 'c3'].map((name) => ({ name, image: 'b' })) },
@@ -143,14 +170,22 @@ describe('strategic merge patch list work is linear (operation counts)', () => {
     });
     // $retainKeys over many keys rebuilds the map instead of deleting from it.
     const labels = Object.fromEntries(names(6, 'l').map((k) => [k, 'v']));
-    assert.deepEqual(applyStrategicMergePatch({ metadata: { labels } }, { metadata: { labels: { $retainKeys: ['l0', 'l2', 'l4'], l0: 'w' } } }, 'V1ConfigMap'), {
-      metadata: { labels: { l0: 'w', l2: 'v', l4: 'v' } },
-    });
+    assert.deepEqual(
+      applyStrategicMergePatch(
+        { metadata: { labels } },
+        { metadata: { labels: { $retainKeys: ['l0', 'l2', 'l4'], l0: 'w' } } },
+        'V1ConfigMap',
+      ),
+      {
+        metadata: { labels: { l0: 'w', l2: 'v', l4: 'v' } },
+      },
+    );
   });
 });
 
 /** A ConfigMap in YAML whose `data` repeats one key n times. */
-const repeatedKeyYaml = (name: string, n: number) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${'  k: v\n'.repeat(n)}`;
+const repeatedKeyYaml = (name: string, n: number) =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${'  k: v\n'.repeat(n)}`;
 
 describe('YAML duplicate-key detection is linear', () => {
   it('40,000 repeated keys cost at most 5 x 40 times the CPU of 1,000', async (t) => {
@@ -160,34 +195,58 @@ describe('YAML duplicate-key detection is linear', () => {
       () => yamlDuplicateError(small.toString('utf8')),
       () => yamlDuplicateError(large.toString('utf8')),
     );
-    t.diagnostic(`CPU: 1k keys ${m.smallMs.toFixed(1)} ms, 40k keys ${m.largeMs.toFixed(1)} ms, ratio ${m.ratio.toFixed(1)}`);
-    assert.ok(m.ratio < 200, `ratio ${m.ratio.toFixed(1)} (1k: ${m.smallMs.toFixed(1)} ms, 40k: ${m.largeMs.toFixed(1)} ms; quadratic work gives over 1,000)`);
+    t.diagnostic(
+      `CPU: 1k keys ${m.smallMs.toFixed(1)} ms, 40k keys ${m.largeMs.toFixed(1)} ms, ratio ${m.ratio.toFixed(1)}`,
+    );
+    assert.ok(
+      m.ratio < 200,
+      `ratio ${m.ratio.toFixed(1)} (1k: ${m.smallMs.toFixed(1)} ms, 40k: ${m.largeMs.toFixed(1)} ms; quadratic work gives over 1,000)`,
+    );
     const lines = yamlDuplicateError(large.toString('utf8'))!.split('\n');
     assert.equal(lines.length, 40_000, 'one line per repeated key, plus the heading');
     assert.equal(lines[1], '  line 7: key "k" already set in map');
     assert.equal(lines[39_999], `  line ${40_005}: key "k" already set in map`);
-    assert.deepEqual(decodeBody(small, 'application/yaml'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'y' }, data: { k: 'v' } });
+    assert.deepEqual(decodeBody(small, 'application/yaml'), {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'y' },
+      data: { k: 'v' },
+    });
   });
 });
 
 /** Sends `body` and, once it has been written whole, a GET on another connection; both answers. */
-async function withConcurrentGet(e: Endpoint, method: string, path: string, body: string, contentType: string): Promise<{ main: Answer; get: Answer; getMs: number }> {
+async function withConcurrentGet(
+  e: Endpoint,
+  method: string,
+  path: string,
+  body: string,
+  contentType: string,
+): Promise<{ main: Answer; get: Answer; getMs: number }> {
   let getStarted = 0;
   let get: Promise<Answer> | undefined;
   const main = await new Promise<Answer>((resolve, reject) => {
-    const req = https.request(new URL(path, e.url), {
-      method,
-      ca: e.caPem,
-      agent: false,
-      headers: { authorization: `Bearer ${e.token}`, 'content-type': contentType, 'content-length': String(Buffer.byteLength(body)) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (d: Buffer) => chunks.push(d));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, text, json: <T>() => JSON.parse(text) as T });
-      });
-    });
+    const req = https.request(
+      new URL(path, e.url),
+      {
+        method,
+        ca: e.caPem,
+        agent: false,
+        headers: {
+          authorization: `Bearer ${e.token}`,
+          'content-type': contentType,
+          'content-length': String(Buffer.byteLength(body)),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, text, json: <T>() => JSON.parse(text) as T });
+        });
+      },
+    );
     req.on('error', reject);
     req.on('finish', () => {
       getStarted = performance.now();
@@ -232,7 +291,13 @@ describe('the worst bodies over HTTP', () => {
 
   it('a YAML body repeating one key 40,000 times: created, a GET meanwhile, at most 200 x the CPU of 1,000 (40 x the keys)', async (t) => {
     const time = (n: number) => async () => {
-      const r = await withConcurrentGet(e, 'POST', `${CMS}?fieldValidation=Ignore`, repeatedKeyYaml(`yaml-${n}-${seq++}`, n), 'application/yaml');
+      const r = await withConcurrentGet(
+        e,
+        'POST',
+        `${CMS}?fieldValidation=Ignore`,
+        repeatedKeyYaml(`yaml-${n}-${seq++}`, n),
+        'application/yaml',
+      );
       assert.equal(r.main.status, 201, r.main.text.slice(0, 300));
       assert.equal(r.get.status, 200, 'the GET sent while the body was worked on');
       t.diagnostic(`n=${n}: concurrent GET answered after ${r.getMs.toFixed(0)} ms`);

@@ -19,12 +19,17 @@ let e: Endpoint;
 const internalErrors: unknown[] = [];
 
 before(async () => {
-  c = await startEmbeddedCluster({ controllers: false, onError: (err) => internalErrors.push(err), limits: { maxAuditClients: 20, maxClientNameLength: 64 } });
+  c = await startEmbeddedCluster({
+    controllers: false,
+    onError: (err) => internalErrors.push(err),
+    limits: { maxAuditClients: 20, maxClientNameLength: 64 },
+  });
   e = { url: c.url, token: c.token, caPem: c.caPem };
 });
 after(() => c.stop());
 
-const cm = (name: string, extra: Record<string, unknown> = {}) => JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, ...extra });
+const cm = (name: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, ...extra });
 const patch = (name: string, type: string, body: unknown) =>
   call(e, 'PATCH', `${CMS}/${name}`, { body: JSON.stringify(body), contentType: `application/${type}-patch+json` });
 
@@ -33,7 +38,9 @@ describe('unauthenticated requests keep nothing', () => {
     const agent = keepAliveAgent(e);
     try {
       for (let i = 0; i < 300; i += 10) {
-        const batch = Array.from({ length: 10 }, (_, j) => statusOf(e, agent, 'GET', CMS, { 'user-agent': `flood-${i + j}-${'u'.repeat(8192)}` }));
+        const batch = Array.from({ length: 10 }, (_, j) =>
+          statusOf(e, agent, 'GET', CMS, { 'user-agent': `flood-${i + j}-${'u'.repeat(8192)}` }),
+        );
         assert.deepEqual(await Promise.all(batch), Array(10).fill(401));
       }
     } finally {
@@ -44,7 +51,11 @@ describe('unauthenticated requests keep nothing', () => {
   });
 
   it('authenticated clients: names truncated, past the limit counted as "other"', async () => {
-    for (let i = 0; i < 60; i++) assert.equal((await call(e, 'GET', CMS, { headers: { 'x-client-name': `client-${i}-${'n'.repeat(4000)}` } })).status, 200);
+    for (let i = 0; i < 60; i++)
+      assert.equal(
+        (await call(e, 'GET', CMS, { headers: { 'x-client-name': `client-${i}-${'n'.repeat(4000)}` } })).status,
+        200,
+      );
     const clients = new Set(c.audit.records().map((r) => r.client));
     assert.ok(clients.size <= 21, `${clients.size} distinct clients retained`);
     assert.ok(clients.has('other'));
@@ -80,8 +91,14 @@ describe('JSON patch amplification', () => {
   });
 
   it('the copy budget is what stops the amplification', () => {
-    assert.throws(() => applyJsonPatch({}, selfCopies(24)), (err: unknown) => err instanceof PatchError && err.code === 422 && /accumulated size/.test(err.message));
-    assert.throws(() => applyJsonPatch({}, selfCopies(4), 10 * 1024), (err: unknown) => err instanceof PatchError && err.code === 422);
+    assert.throws(
+      () => applyJsonPatch({}, selfCopies(24)),
+      (err: unknown) => err instanceof PatchError && err.code === 422 && /accumulated size/.test(err.message),
+    );
+    assert.throws(
+      () => applyJsonPatch({}, selfCopies(4), 10 * 1024),
+      (err: unknown) => err instanceof PatchError && err.code === 422,
+    );
     const small = applyJsonPatch({} as { x?: unknown[] }, selfCopies(4));
     assert.equal(small.x?.length, 104);
   });
@@ -89,9 +106,13 @@ describe('JSON patch amplification', () => {
   it('an exception while writing a response destroys that connection instead of escaping', () => {
     const calls: string[] = [];
     const res = { destroy: () => calls.push('destroy') } as unknown as ServerResponse;
-    answerSafely(res, () => {
-      throw new RangeError('Invalid string length');
-    }, (err) => calls.push(`onError ${(err as Error).message}`));
+    answerSafely(
+      res,
+      () => {
+        throw new RangeError('Invalid string length');
+      },
+      (err) => calls.push(`onError ${(err as Error).message}`),
+    );
     assert.deepEqual(calls, ['onError Invalid string length', 'destroy']);
   });
 
@@ -123,12 +144,17 @@ describe('__proto__, constructor and prototype are plain data', () => {
       assert.ok(res.status === 200 || res.status === 422, res.text);
       const del = await call(e, 'DELETE', `${CMS}/${name}`);
       assert.equal(del.status, 200, del.text);
-      assert.equal((await call(e, 'GET', `${CMS}/${name}`)).status, 404, 'the object must be gone, not waiting on a hidden finalizer');
+      assert.equal(
+        (await call(e, 'GET', `${CMS}/${name}`)).status,
+        404,
+        'the object must be gone, not waiting on a hidden finalizer',
+      );
     });
   }
 
   it('a created object with __proto__ and constructor keys is plain data', async () => {
-    const body = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"proto-create","__proto__":{"finalizers":["example.com/x"]},"constructor":{"prototype":{"finalizers":["y"]}}}}';
+    const body =
+      '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"proto-create","__proto__":{"finalizers":["example.com/x"]},"constructor":{"prototype":{"finalizers":["y"]}}}}';
     assert.equal((await call(e, 'POST', CMS, { body })).status, 201);
     assert.equal((await call(e, 'DELETE', `${CMS}/proto-create`)).status, 200);
     assert.equal((await call(e, 'GET', `${CMS}/proto-create`)).status, 404);
@@ -158,7 +184,9 @@ describe('deep nesting', () => {
   ] as const) {
     it(`${what} deep: 4xx, nothing stored, LIST still answers`, async () => {
       const name = `deep-${what.split(' ')[0].replace(/\W/g, '')}`;
-      const res = await call(e, 'POST', CMS, { body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"${name}"},"x":${value}}` });
+      const res = await call(e, 'POST', CMS, {
+        body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"${name}"},"x":${value}}`,
+      });
       if (res.status === 201) {
         // Below the decoding limit the body decodes, and `x` is an unknown field: pruned (with a Warning), as
         // kube-apiserver does, so nothing deep is stored.
@@ -183,7 +211,11 @@ describe('deep nesting', () => {
   it('a JSON patch that nests a value into itself past the limits fails and stores nothing', async () => {
     assert.equal((await call(e, 'POST', CMS, { body: cm('deep-patch') })).status, 201);
     const path = `/x${'/a'.repeat(3000)}`;
-    const ops = [{ op: 'add', path: '/x', value: JSON.parse(deepObject(3000)) as unknown }, { op: 'copy', from: '/x', path }, { op: 'copy', from: '/x', path: `${path}/a`.replace(/\/a$/, '/b') }];
+    const ops = [
+      { op: 'add', path: '/x', value: JSON.parse(deepObject(3000)) as unknown },
+      { op: 'copy', from: '/x', path },
+      { op: 'copy', from: '/x', path: `${path}/a`.replace(/\/a$/, '/b') },
+    ];
     const res = await patch('deep-patch', 'json', ops);
     assert.ok(res.status >= 400 && res.status < 500, `${res.status} ${res.text.slice(0, 200)}`);
     await listOk();
@@ -192,7 +224,14 @@ describe('deep nesting', () => {
   it('the in-memory store refuses a deep object without keeping it', () => {
     let v: unknown = 1;
     for (let i = 0; i < 20_000; i++) v = { a: v };
-    assert.throws(() => c.store.create('configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'deep-store', namespace: 'default' }, x: v }));
+    assert.throws(() =>
+      c.store.create('configmaps', {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'deep-store', namespace: 'default' },
+        x: v,
+      }),
+    );
     assert.equal(c.store.get('configmaps', 'default', 'deep-store'), undefined);
     assert.ok(c.store.list('configmaps').items.length > 0);
   });
@@ -203,7 +242,10 @@ describe('unparsable request targets', () => {
     it(`GET ${target}: 400 without a token, nothing logged`, async () => {
       const before = internalErrors.length;
       assert.equal(await rawStatus(e, `GET ${target} HTTP/1.1\r\nHost: localhost\r\n\r\n`), 400);
-      assert.equal(await rawStatus(e, `GET ${target} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${e.token}\r\n\r\n`), 400);
+      assert.equal(
+        await rawStatus(e, `GET ${target} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${e.token}\r\n\r\n`),
+        400,
+      );
       assert.equal(internalErrors.length, before, String(internalErrors.at(-1)));
     });
   }
@@ -212,7 +254,10 @@ describe('unparsable request targets', () => {
 describe('long watch timeouts', () => {
   it('a timer past 2^31-1 ms is chained, not fired at once', () => {
     const pending: Array<{ fn: () => void; ms: number }> = [];
-    const timers = { setTimeout: (fn: () => void, ms: number) => (pending.push({ fn, ms }), {}), clearTimeout: () => {} };
+    const timers = {
+      setTimeout: (fn: () => void, ms: number) => (pending.push({ fn, ms }), {}),
+      clearTimeout: () => {},
+    };
     let fired = false;
     setLongTimeout(() => (fired = true), 1e12 * 1000, timers);
     let elapsed = 0;
@@ -247,7 +292,9 @@ describe('long watch timeouts', () => {
       s.on('data', (d: Buffer) => (text += d.toString()));
       s.on('end', () => (ended = true));
       s.on('close', () => (ended = true));
-      s.write(`GET ${CMS}?watch=true&resourceVersion=${c.store.resourceVersion}&timeoutSeconds=${seconds} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${e.token}\r\n\r\n`);
+      s.write(
+        `GET ${CMS}?watch=true&resourceVersion=${c.store.resourceVersion}&timeoutSeconds=${seconds} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${e.token}\r\n\r\n`,
+      );
       await waitFor('the watch to start', () => text.startsWith('HTTP/1.1 200'));
       assert.equal((await call(e, 'POST', CMS, { body: cm(name) })).status, 201);
       await waitFor('the ADDED event', () => text.includes(`"name":"${name}"`) || ended);
@@ -259,7 +306,8 @@ describe('long watch timeouts', () => {
 });
 
 describe('protobuf times', () => {
-  const ld = (no: number, payload: Buffer) => Buffer.concat([Buffer.from([(no << 3) | 2]), varint(BigInt(payload.length)), payload]);
+  const ld = (no: number, payload: Buffer) =>
+    Buffer.concat([Buffer.from([(no << 3) | 2]), varint(BigInt(payload.length)), payload]);
   function varint(v: bigint): Buffer {
     const out: number[] = [];
     do {
@@ -278,15 +326,24 @@ describe('protobuf times', () => {
     return Buffer.concat([Buffer.from('k8s\0'), typeMeta, ld(2, meta)]);
   };
 
-  for (const [what, seconds] of [['2^62 s', 2n ** 62n], ['year 10000', 253402300800n]] as const) {
+  for (const [what, seconds] of [
+    ['2^62 s', 2n ** 62n],
+    ['year 10000', 253402300800n],
+  ] as const) {
     it(`creationTimestamp ${what}: 400`, async () => {
-      const res = await call(e, 'POST', CMS, { body: configMap('pb-time', seconds), contentType: 'application/vnd.kubernetes.protobuf' });
+      const res = await call(e, 'POST', CMS, {
+        body: configMap('pb-time', seconds),
+        contentType: 'application/vnd.kubernetes.protobuf',
+      });
       assert.equal(res.status, 400, res.text);
     });
   }
 
   it('an in-range time still decodes', async () => {
-    const res = await call(e, 'POST', CMS, { body: configMap('pb-time-ok', 1_700_000_000n), contentType: 'application/vnd.kubernetes.protobuf' });
+    const res = await call(e, 'POST', CMS, {
+      body: configMap('pb-time-ok', 1_700_000_000n),
+      contentType: 'application/vnd.kubernetes.protobuf',
+    });
     assert.equal(res.status, 201, res.text);
   });
 });

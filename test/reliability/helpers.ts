@@ -12,10 +12,17 @@ export async function treeSnapshot(dir: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   const describe = async (p: string, rel: string) => {
     const st = await fsp.lstat(p);
-    const type = st.isSymbolicLink() ? `link->${await fsp.readlink(p)}` : st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'other';
+    const type = st.isSymbolicLink()
+      ? `link->${await fsp.readlink(p)}`
+      : st.isDirectory()
+        ? 'dir'
+        : st.isFile()
+          ? 'file'
+          : 'other';
     out.set(rel, `${type} ${(st.mode & 0o7777).toString(8)} ${st.mtimeMs} ${st.isDirectory() ? '' : st.size}`);
     if (st.isDirectory()) {
-      for (const name of (await fsp.readdir(p)).sort()) await describe(path.join(p, name), rel === '.' ? name : `${rel}/${name}`);
+      for (const name of (await fsp.readdir(p)).sort())
+        await describe(path.join(p, name), rel === '.' ? name : `${rel}/${name}`);
     }
   };
   await describe(dir, '.');
@@ -56,7 +63,10 @@ export async function directoriesBelow(root: string): Promise<string[]> {
 export async function volumeRecords(root: string): Promise<string[]> {
   const dir = path.join(root, '.kube-provisioner', 'volumes');
   const names = await fsp.readdir(dir).catch(() => [] as string[]);
-  return names.filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -5)).sort();
+  return names
+    .filter((n) => n.endsWith('.json'))
+    .map((n) => n.slice(0, -5))
+    .sort();
 }
 
 /** The directory a PV points at. */
@@ -79,20 +89,35 @@ export function expectedDirectories(root: string, volumes: PersistentVolume[]): 
 
 export function storageClass(name: string, provisioner: string, extra: Partial<StorageClass> = {}): StorageClass {
   return {
-    apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner,
-    reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate', ...extra,
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name },
+    provisioner,
+    reclaimPolicy: 'Delete',
+    volumeBindingMode: 'Immediate',
+    ...extra,
   };
 }
 
-export function claim(name: string, namespace: string, className: string | undefined, extra: {
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  spec?: Partial<PersistentVolumeClaim['spec']>;
-} = {}): PersistentVolumeClaim {
+export function claim(
+  name: string,
+  namespace: string,
+  className: string | undefined,
+  extra: {
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    spec?: Partial<PersistentVolumeClaim['spec']>;
+  } = {},
+): PersistentVolumeClaim {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
-    metadata: { name, namespace, ...(extra.labels ? { labels: extra.labels } : {}), ...(extra.annotations ? { annotations: extra.annotations } : {}) },
+    metadata: {
+      name,
+      namespace,
+      ...(extra.labels ? { labels: extra.labels } : {}),
+      ...(extra.annotations ? { annotations: extra.annotations } : {}),
+    },
     spec: {
       accessModes: ['ReadWriteOnce'],
       resources: { requests: { storage: '1Mi' } },
@@ -104,14 +129,21 @@ export function claim(name: string, namespace: string, className: string | undef
 
 /** Events whose involved object is `name`, recorded by a component starting with `component` (any when omitted). */
 export function eventsOf(events: CoreEvent[], name: string, component?: string): CoreEvent[] {
-  return events.filter((e) => e.involvedObject.name === name && (component === undefined || (e.reportingComponent ?? e.source?.component ?? '').startsWith(component)));
+  return events.filter(
+    (e) =>
+      e.involvedObject.name === name &&
+      (component === undefined || (e.reportingComponent ?? e.source?.component ?? '').startsWith(component)),
+  );
 }
 
 /** Polls `fn` until it returns a truthy value (default timeout 30,000 ms here). */
 export const waitFor = <T>(what: string, fn: Probe<T>, timeoutMs = 30_000): Promise<T> => poll(what, fn, timeoutMs);
 
 /** Runs `fn` and returns the ApiError it threw (fails the test when it did not throw one). */
-export async function apiErrorOf(fn: () => Promise<unknown>, isApiError: (e: unknown) => e is ApiError): Promise<ApiError> {
+export async function apiErrorOf(
+  fn: () => Promise<unknown>,
+  isApiError: (e: unknown) => e is ApiError,
+): Promise<ApiError> {
   try {
     await fn();
   } catch (e) {

@@ -21,11 +21,37 @@ import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpa
 import { KubeClient } from '../../src/runtime/client.ts';
 import { ApiError } from '../../src/runtime/errors.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
-import { type ApiResource, namespaces, persistentVolumeClaims, persistentVolumes, storageClasses } from '../../src/runtime/resources.ts';
+import {
+  type ApiResource,
+  namespaces,
+  persistentVolumeClaims,
+  persistentVolumes,
+  storageClasses,
+} from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
-import { apiErrorOf, claim, diffSnapshots, directoriesBelow, eventsOf, expectedDirectories, storageClass, treeSnapshot, volumePath, volumeRecords, waitFor } from './helpers.ts';
-import { CLAIM_ROWS, CLASSES, FORGED_ROWS, NODE_LOCAL_CLASSES, REJECTED_ROWS, UNLISTED_CLASS, type ClaimRow } from './hostile-rows.ts';
+import {
+  apiErrorOf,
+  claim,
+  diffSnapshots,
+  directoriesBelow,
+  eventsOf,
+  expectedDirectories,
+  storageClass,
+  treeSnapshot,
+  volumePath,
+  volumeRecords,
+  waitFor,
+} from './helpers.ts';
+import {
+  CLAIM_ROWS,
+  CLASSES,
+  FORGED_ROWS,
+  NODE_LOCAL_CLASSES,
+  REJECTED_ROWS,
+  UNLISTED_CLASS,
+  type ClaimRow,
+} from './hostile-rows.ts';
 
 const PROVISIONER = 'reliability.kube-provisioner.io/hostpath';
 const NS = 'hostile';
@@ -55,7 +81,8 @@ describe('hostile input: claims, classes, configs and API objects', () => {
   const store = () => cluster.store;
   const events = () => store().list('events').items as CoreEvent[];
   const ourEvents = (name: string) => eventsOf(events(), name, PROVISIONER);
-  const getClaim = (name: string) => store().get('persistentvolumeclaims', NS, name) as PersistentVolumeClaim | undefined;
+  const getClaim = (name: string) =>
+    store().get('persistentvolumeclaims', NS, name) as PersistentVolumeClaim | undefined;
   const getVolume = (name: string) => store().get('persistentvolumes', undefined, name) as PersistentVolume | undefined;
   const volumes = () => store().list('persistentvolumes').items as PersistentVolume[];
 
@@ -76,7 +103,14 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     nodes = path.join(tmp, 'roots', 'nodes');
     raceRoot = path.join(tmp, 'roots', 'race');
     outside = path.join(tmp, 'outside');
-    for (const d of [shared, nodes, raceRoot, path.join(outside, 'etc'), path.join(outside, 'victim'), path.join(outside, 'swap-target')]) {
+    for (const d of [
+      shared,
+      nodes,
+      raceRoot,
+      path.join(outside, 'etc'),
+      path.join(outside, 'victim'),
+      path.join(outside, 'swap-target'),
+    ]) {
       await fsp.mkdir(d, { recursive: true });
     }
     await fsp.writeFile(path.join(outside, 'etc', 'passwd'), 'root:x:0:0\n');
@@ -93,16 +127,29 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     cluster = await startCluster();
     client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: 'reliability-hostile-test' });
     await client.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-    source = new ConfigFileSource({ path: configFile, pollIntervalMs: 50, settleMs: 20, watch: false, onInvalid: (e) => invalidConfigs.push(e) });
+    source = new ConfigFileSource({
+      path: configFile,
+      pollIntervalMs: 50,
+      settleMs: 20,
+      watch: false,
+      onInvalid: (e) => invalidConfigs.push(e),
+    });
     await source.start();
     // local-path's stock teardown, logging the directory it was handed.
     const teardown = `echo "$VOL_DIR" >> ${teardownLog}\nrm -rf "$VOL_DIR"`;
-    const withTeardown = { current: () => ({ ...source.current(), scripts: { ...source.current().scripts, teardown } }) };
+    const withTeardown = {
+      current: () => ({ ...source.current(), scripts: { ...source.current().scripts, teardown } }),
+    };
     const watch = new VolumeWatch({ client });
     watching = watch.start(stopWatch.signal);
     const provisioner = new HostPathProvisioner({
-      config: withTeardown, mode: 'deployment', nodeName: 'node-1', logger: silentLogger,
-      volumeFeed: watch, getVolume: (name, s) => client.get<PersistentVolume>(persistentVolumes, name, { signal: s }).catch(() => undefined),
+      config: withTeardown,
+      mode: 'deployment',
+      nodeName: 'node-1',
+      logger: silentLogger,
+      volumeFeed: watch,
+      getVolume: (name, s) =>
+        client.get<PersistentVolume>(persistentVolumes, name, { signal: s }).catch(() => undefined),
     });
     controller = new ProvisionController(client, PROVISIONER, provisioner, {
       leaderElection: { mode: 'none' },
@@ -117,11 +164,18 @@ describe('hostile input: claims, classes, configs and API objects', () => {
 
     for (const [name, parameters] of Object.entries(CLASSES)) {
       const extra = NODE_LOCAL_CLASSES.includes(name) ? { volumeBindingMode: 'WaitForFirstConsumer' as const } : {};
-      await client.create(storageClasses, storageClass(name, PROVISIONER, { ...(parameters ? { parameters } : {}), ...extra }));
+      await client.create(
+        storageClasses,
+        storageClass(name, PROVISIONER, { ...(parameters ? { parameters } : {}), ...extra }),
+      );
     }
     await client.create(storageClasses, storageClass(UNLISTED_CLASS, PROVISIONER));
     for (const row of CLAIM_ROWS) {
-      const created = await client.create<PersistentVolumeClaim>(persistentVolumeClaims, claim(row.name, NS, row.className, row), { namespace: NS });
+      const created = await client.create<PersistentVolumeClaim>(
+        persistentVolumeClaims,
+        claim(row.name, NS, row.className, row),
+        { namespace: NS },
+      );
       uids.set(row.name, created.metadata.uid ?? '');
     }
   });
@@ -154,7 +208,9 @@ describe('hostile input: claims, classes, configs and API objects', () => {
   }
 
   async function assertRefused(row: ClaimRow, pattern: RegExp): Promise<void> {
-    const ev = await waitFor(`ProvisioningFailed event on ${row.name}`, () => ourEvents(row.name).find((e) => e.reason === 'ProvisioningFailed'));
+    const ev = await waitFor(`ProvisioningFailed event on ${row.name}`, () =>
+      ourEvents(row.name).find((e) => e.reason === 'ProvisioningFailed'),
+    );
     assert.equal(ev.type, 'Warning');
     assert.match(ev.message ?? '', pattern, `${row.name} (${row.why})`);
     assert.notEqual(getClaim(row.name)?.status?.phase, 'Bound');
@@ -167,7 +223,12 @@ describe('hostile input: claims, classes, configs and API objects', () => {
       else if ('refused' in row.expect) await assertRefused(row, row.expect.refused);
       else {
         const outcome = await waitFor(`claim ${row.name} Bound or refused`, () =>
-          getClaim(row.name)?.status?.phase === 'Bound' ? 'bound' : ourEvents(row.name).some((e) => e.reason === 'ProvisioningFailed') ? 'refused' : undefined);
+          getClaim(row.name)?.status?.phase === 'Bound'
+            ? 'bound'
+            : ourEvents(row.name).some((e) => e.reason === 'ProvisioningFailed')
+              ? 'refused'
+              : undefined,
+        );
         if (outcome === 'bound') await assertBoundInside(row.name);
       }
     });
@@ -175,27 +236,40 @@ describe('hostile input: claims, classes, configs and API objects', () => {
 
   for (const row of REJECTED_ROWS) {
     it(`the API refuses ${row.kind} ${row.name}: ${row.why}`, async () => {
-      const resource: ApiResource = row.kind === 'claim' ? persistentVolumeClaims : row.kind === 'class' ? storageClasses : persistentVolumes;
-      const err = await apiErrorOf(() => client.create(resource, row.body as never, row.kind === 'claim' ? { namespace: NS } : {}), isApiError);
+      const resource: ApiResource =
+        row.kind === 'claim' ? persistentVolumeClaims : row.kind === 'class' ? storageClasses : persistentVolumes;
+      const err = await apiErrorOf(
+        () => client.create(resource, row.body as never, row.kind === 'claim' ? { namespace: NS } : {}),
+        isApiError,
+      );
       assert.ok(row.codes.includes(err.code), `${row.name}: got ${err.code} ${err.reason}: ${err.message}`);
       assert.equal(err.status.kind, 'Status');
     });
   }
 
   it('event messages stay bounded (4 KiB) whatever the size of the tenant input', async () => {
-    await waitFor('refusal events', () => ourEvents('ann-huge-used').length > 0 && ourEvents('ann-path-too-long').length > 0);
-    const long = events().filter((e) => (e.message ?? '').length > 4096).map((e) => `${e.involvedObject.name}: ${e.message?.length}`);
+    await waitFor(
+      'refusal events',
+      () => ourEvents('ann-huge-used').length > 0 && ourEvents('ann-path-too-long').length > 0,
+    );
+    const long = events()
+      .filter((e) => (e.message ?? '').length > 4096)
+      .map((e) => `${e.involvedObject.name}: ${e.message?.length}`);
     assert.deepEqual(long, []);
   });
 
   it('forged PVs naming our provisioner never make it delete or archive outside the roots or another volume', async () => {
     const good = await assertBoundInside('good-first');
-    for (const row of CLAIM_ROWS.filter((r) => ['pattern-no-pv-name', 'pattern-go-no-pv-name', 'in-sub'].includes(r.name))) await assertBoundInside(row.name);
+    for (const row of CLAIM_ROWS.filter((r) =>
+      ['pattern-no-pv-name', 'pattern-go-no-pv-name', 'in-sub'].includes(r.name),
+    ))
+      await assertBoundInside(row.name);
     const t = { shared, outside, nodes, goodPath: volumePath(good) ?? '' };
     const roots = { shared, nodes, outside };
     await fsp.mkdir(path.join(shared, 'legacy-leaf'));
     const forge = (row: (typeof FORGED_ROWS)[number]): PersistentVolume => ({
-      apiVersion: 'v1', kind: 'PersistentVolume',
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
       metadata: {
         name: row.name,
         annotations: {
@@ -205,8 +279,18 @@ describe('hostile input: claims, classes, configs and API objects', () => {
         },
       },
       spec: {
-        capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', storageClassName: 'plain',
-        hostPath: { path: row.path(t) }, claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: NS, name: `ghost-${row.name}`, uid: '00000000-dead-beef-0000-000000000000' },
+        capacity: { storage: '1Mi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        storageClassName: 'plain',
+        hostPath: { path: row.path(t) },
+        claimRef: {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          namespace: NS,
+          name: `ghost-${row.name}`,
+          uid: '00000000-dead-beef-0000-000000000000',
+        },
       },
     });
     // Everything but the legacy leaf must be exactly as it was.
@@ -222,57 +306,110 @@ describe('hostile input: claims, classes, configs and API objects', () => {
         archivedDirs.add(archived);
         continue;
       }
-      const ev = await waitFor(`VolumeFailedDelete on ${row.name}`, () => ourEvents(row.name).find((e) => e.reason === 'VolumeFailedDelete'));
+      const ev = await waitFor(`VolumeFailedDelete on ${row.name}`, () =>
+        ourEvents(row.name).find((e) => e.reason === 'VolumeFailedDelete'),
+      );
       assert.equal(ev.type, 'Warning');
       assert.ok(getVolume(row.name), `${row.name} (${row.why}) is kept`);
     }
     // The root's own mtime moves with the legacy leaf's removal; records come and go in .kube-provisioner.
-    const changed = diffSnapshots(sharedBefore, await treeSnapshot(shared))
-      .filter((d) => !d.includes('legacy-leaf') && !d.includes('.kube-provisioner') && !d.startsWith('changed .:'));
+    const changed = diffSnapshots(sharedBefore, await treeSnapshot(shared)).filter(
+      (d) => !d.includes('legacy-leaf') && !d.includes('.kube-provisioner') && !d.startsWith('changed .:'),
+    );
     assert.deepEqual(changed, [], 'no volume directory was deleted, renamed or archived');
     assert.ok((await fsp.lstat(path.join(outside, 'victim', 'precious'))).isFile());
     for (const row of FORGED_ROWS) if (getVolume(row.name)) await client.delete(persistentVolumes, row.name);
   });
 
   it('stable names: a directory a live volume uses is refused naming it; its inside is refused too', async () => {
-    await client.create(persistentVolumeClaims, claim('stable-a', NS, 'stable-dir', { annotations: { dir: 'app' } }), { namespace: NS });
+    await client.create(persistentVolumeClaims, claim('stable-a', NS, 'stable-dir', { annotations: { dir: 'app' } }), {
+      namespace: NS,
+    });
     const a = await assertBoundInside('stable-a');
     assert.equal(volumePath(a), path.join(shared, 'stable', 'app'));
-    await client.create(persistentVolumeClaims, claim('stable-b', NS, 'stable-dir', { annotations: { dir: 'app' } }), { namespace: NS });
-    const ev = await waitFor('stable-b refused', () => ourEvents('stable-b').find((e) => e.reason === 'ProvisioningFailed'));
+    await client.create(persistentVolumeClaims, claim('stable-b', NS, 'stable-dir', { annotations: { dir: 'app' } }), {
+      namespace: NS,
+    });
+    const ev = await waitFor('stable-b refused', () =>
+      ourEvents('stable-b').find((e) => e.reason === 'ProvisioningFailed'),
+    );
     assert.match(ev.message ?? '', new RegExp(`already the path of volume ${a.metadata.name}`));
-    await client.create(persistentVolumeClaims, claim('stable-c', NS, 'stable-dir', { annotations: { dir: 'app/inner' } }), { namespace: NS });
-    const inner = await waitFor('stable-c refused', () => ourEvents('stable-c').find((e) => e.reason === 'ProvisioningFailed'));
+    await client.create(
+      persistentVolumeClaims,
+      claim('stable-c', NS, 'stable-dir', { annotations: { dir: 'app/inner' } }),
+      { namespace: NS },
+    );
+    const inner = await waitFor('stable-c refused', () =>
+      ourEvents('stable-c').find((e) => e.reason === 'ProvisioningFailed'),
+    );
     assert.match(inner.message ?? '', new RegExp(`inside the directory of volume ${a.metadata.name}`));
     for (const n of ['stable-b', 'stable-c']) await client.delete(persistentVolumeClaims, n, { namespace: NS });
   });
 
   it('live static PVs naming a directory in another spelling (BASE//x, BASE/./x, BASE/x/) block it, its inside and the leaf proof', async () => {
     const stable = path.join(shared, 'stable');
-    const spellings: Array<[string, string, string]> = [['victim1', `${stable}//victim1`, 'victim1'], ['victim2', `${stable}/./victim2`, 'victim2'], ['victim3', `${stable}/victim3/`, 'victim3/sub']];
+    const spellings: Array<[string, string, string]> = [
+      ['victim1', `${stable}//victim1`, 'victim1'],
+      ['victim2', `${stable}/./victim2`, 'victim2'],
+      ['victim3', `${stable}/victim3/`, 'victim3/sub'],
+    ];
     for (const [dir, spelled, asked] of spellings) {
       await fsp.mkdir(path.join(stable, dir), { recursive: true });
       await fsp.writeFile(path.join(stable, dir, 'owner-data'), 'not yours\n');
       await client.create(persistentVolumes, {
-        apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: `static-${dir}` },
-        spec: { capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: 'manual', hostPath: { path: spelled } },
+        apiVersion: 'v1',
+        kind: 'PersistentVolume',
+        metadata: { name: `static-${dir}` },
+        spec: {
+          capacity: { storage: '1Mi' },
+          accessModes: ['ReadWriteOnce'],
+          persistentVolumeReclaimPolicy: 'Retain',
+          storageClassName: 'manual',
+          hostPath: { path: spelled },
+        },
       });
-      await client.create(persistentVolumeClaims, claim(`steal-${dir}`, NS, 'stable-dir', { annotations: { dir: asked } }), { namespace: NS });
+      await client.create(
+        persistentVolumeClaims,
+        claim(`steal-${dir}`, NS, 'stable-dir', { annotations: { dir: asked } }),
+        { namespace: NS },
+      );
     }
     for (const [dir] of spellings) {
-      const ev = await waitFor(`steal-${dir} refused`, () => ourEvents(`steal-${dir}`).find((e) => e.reason === 'ProvisioningFailed'));
+      const ev = await waitFor(`steal-${dir} refused`, () =>
+        ourEvents(`steal-${dir}`).find((e) => e.reason === 'ProvisioningFailed'),
+      );
       assert.match(ev.message ?? '', new RegExp(`volume static-${dir}`), `steal-${dir}`);
     }
     // A released volume of ours with no record at that directory: the leaf proof sees the live static PV.
     await client.create(persistentVolumes, {
-      apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'leaf-victim1', annotations: { 'pv.kubernetes.io/provisioned-by': PROVISIONER, [ANN_HOSTPATH_ON_DELETE]: 'delete' } },
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: {
+        name: 'leaf-victim1',
+        annotations: { 'pv.kubernetes.io/provisioned-by': PROVISIONER, [ANN_HOSTPATH_ON_DELETE]: 'delete' },
+      },
       spec: {
-        capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', storageClassName: 'plain', hostPath: { path: path.join(stable, 'victim1') },
-        claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: NS, name: 'ghost-leaf', uid: '00000000-dead-beef-0000-00000000beef' },
+        capacity: { storage: '1Mi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        storageClassName: 'plain',
+        hostPath: { path: path.join(stable, 'victim1') },
+        claimRef: {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          namespace: NS,
+          name: 'ghost-leaf',
+          uid: '00000000-dead-beef-0000-00000000beef',
+        },
       },
     });
-    await waitFor('VolumeFailedDelete on leaf-victim1', () => ourEvents('leaf-victim1').find((e) => e.reason === 'VolumeFailedDelete' && /static-victim1/.test(e.message ?? '')));
-    for (const [dir] of spellings) assert.equal(await fsp.readFile(path.join(stable, dir, 'owner-data'), 'utf8'), 'not yours\n');
+    await waitFor('VolumeFailedDelete on leaf-victim1', () =>
+      ourEvents('leaf-victim1').find(
+        (e) => e.reason === 'VolumeFailedDelete' && /static-victim1/.test(e.message ?? ''),
+      ),
+    );
+    for (const [dir] of spellings)
+      assert.equal(await fsp.readFile(path.join(stable, dir, 'owner-data'), 'utf8'), 'not yours\n');
     // The released volume goes first: once the static PV is gone, its retried delete would rightly succeed.
     await client.delete(persistentVolumes, 'leaf-victim1');
     await waitFor('leaf PV gone', () => !volumes().some((v) => v.metadata.name === 'leaf-victim1'));
@@ -286,18 +423,28 @@ describe('hostile input: claims, classes, configs and API objects', () => {
 
   it('a claim whose class appears later is provisioned once the class exists', async () => {
     await client.create(persistentVolumeClaims, claim('class-late', NS, 'late'), { namespace: NS });
-    await waitFor('the binder reports the missing class', () => eventsOf(events(), 'class-late').some((e) => /not found/.test(e.message ?? '')));
+    await waitFor('the binder reports the missing class', () =>
+      eventsOf(events(), 'class-late').some((e) => /not found/.test(e.message ?? '')),
+    );
     assert.equal(ourEvents('class-late').length, 0, 'the provisioner had nothing to say before the class existed');
     await client.create(storageClasses, storageClass('late', PROVISIONER));
     await assertBoundInside('class-late');
   });
 
   it('a class fixed mid-flight (deleted and recreated) retries the refused claim at once', async () => {
-    await client.create(storageClasses, storageClass('midflight', PROVISIONER, { parameters: { pathPattern: '../${.PV.name}' } }));
+    await client.create(
+      storageClasses,
+      storageClass('midflight', PROVISIONER, { parameters: { pathPattern: '../${.PV.name}' } }),
+    );
     await client.create(persistentVolumeClaims, claim('class-midflight', NS, 'midflight'), { namespace: NS });
-    await waitFor('refused with the bad class', () => ourEvents('class-midflight').some((e) => e.reason === 'ProvisioningFailed'));
+    await waitFor('refused with the bad class', () =>
+      ourEvents('class-midflight').some((e) => e.reason === 'ProvisioningFailed'),
+    );
     await client.delete(storageClasses, 'midflight');
-    await client.create(storageClasses, storageClass('midflight', PROVISIONER, { parameters: { pathPattern: 'fixed/${.PV.name}' } }));
+    await client.create(
+      storageClasses,
+      storageClass('midflight', PROVISIONER, { parameters: { pathPattern: 'fixed/${.PV.name}' } }),
+    );
     // retry.infeasibleDelayMs is 10 minutes: only the class change can make this happen within the wait.
     const pv = await assertBoundInside('class-midflight');
     assert.ok(volumePath(pv)?.startsWith(`${shared}/fixed/`));
@@ -326,7 +473,10 @@ describe('hostile input: claims, classes, configs and API objects', () => {
   });
 
   it('a symlink swapped in and out of a parent while claims are provisioned never lets a write escape', async () => {
-    await client.create(storageClasses, storageClass('race', PROVISIONER, { parameters: { pathPattern: '${.PVC.annotations.dir}/${.PV.name}' } }));
+    await client.create(
+      storageClasses,
+      storageClass('race', PROVISIONER, { parameters: { pathPattern: '${.PVC.annotations.dir}/${.PV.name}' } }),
+    );
     const race = path.join(raceRoot, 'swap');
     const stash = path.join(raceRoot, 'stash');
     let swapping = true;
@@ -346,9 +496,19 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     })();
     const names = Array.from({ length: 8 }, (_, i) => `race-${i}`);
     try {
-      for (const name of names) await client.create(persistentVolumeClaims, claim(name, NS, 'race', { annotations: { dir: 'swap' } }), { namespace: NS });
-      await waitFor('every racing claim Bound or refused', () =>
-        names.every((n) => getClaim(n)?.status?.phase === 'Bound' || ourEvents(n).some((e) => e.reason === 'ProvisioningFailed')), 20_000);
+      for (const name of names)
+        await client.create(persistentVolumeClaims, claim(name, NS, 'race', { annotations: { dir: 'swap' } }), {
+          namespace: NS,
+        });
+      await waitFor(
+        'every racing claim Bound or refused',
+        () =>
+          names.every(
+            (n) =>
+              getClaim(n)?.status?.phase === 'Bound' || ourEvents(n).some((e) => e.reason === 'ProvisioningFailed'),
+          ),
+        20_000,
+      );
     } finally {
       swapping = false;
       await swapper;
@@ -359,7 +519,11 @@ describe('hostile input: claims, classes, configs and API objects', () => {
   });
 
   it('a parent swapped for a symlink before delete: the delete is refused, then completes once the path is sane', async () => {
-    await client.create(persistentVolumeClaims, claim('swap-on-delete', NS, 'by-annotation', { annotations: { dir: 'victimparent' } }), { namespace: NS });
+    await client.create(
+      persistentVolumeClaims,
+      claim('swap-on-delete', NS, 'by-annotation', { annotations: { dir: 'victimparent' } }),
+      { namespace: NS },
+    );
     const pv = await assertBoundInside('swap-on-delete');
     const pvName = pv.metadata.name ?? '';
     const parent = path.join(shared, 'victimparent');
@@ -370,20 +534,34 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     await fsp.rename(parent, `${parent}.moved`);
     await fsp.symlink(decoy, parent);
     await client.delete(persistentVolumeClaims, 'swap-on-delete', { namespace: NS });
-    await waitFor('VolumeFailedDelete', () => ourEvents(pvName).find((e) => e.reason === 'VolumeFailedDelete' && /symlink/.test(e.message ?? '')));
+    await waitFor('VolumeFailedDelete', () =>
+      ourEvents(pvName).find((e) => e.reason === 'VolumeFailedDelete' && /symlink/.test(e.message ?? '')),
+    );
     assert.deepEqual(diffSnapshots(decoyBefore, await treeSnapshot(decoy)), [], 'the symlink target is untouched');
     await fsp.unlink(parent);
     await fsp.rename(`${parent}.moved`, parent);
     await waitFor('PV deleted after the retry', () => !getVolume(pvName), 20_000);
     await assert.rejects(fsp.lstat(path.join(parent, pvName)), { code: 'ENOENT' });
-    assert.ok((await fsp.lstat(path.join(parent, `archived-${pvName}`))).isDirectory(), 'a shared root archives by default');
+    assert.ok(
+      (await fsp.lstat(path.join(parent, `archived-${pvName}`))).isDirectory(),
+      'a shared root archives by default',
+    );
     archivedDirs.add(path.join(parent, `archived-${pvName}`));
     await fsp.rm(decoy, { recursive: true });
   });
 
   it('teardown: a parent swapped for a symlink never reaches the script; once sane, the script gets the real directory', async () => {
-    await client.create(storageClasses, storageClass('teardown', PROVISIONER, { parameters: { pathPattern: '${.PVC.annotations.dir}/${.PV.name}', onDelete: 'delete' } }));
-    await client.create(persistentVolumeClaims, claim('torn-down', NS, 'teardown', { annotations: { dir: 'teardownparent' } }), { namespace: NS });
+    await client.create(
+      storageClasses,
+      storageClass('teardown', PROVISIONER, {
+        parameters: { pathPattern: '${.PVC.annotations.dir}/${.PV.name}', onDelete: 'delete' },
+      }),
+    );
+    await client.create(
+      persistentVolumeClaims,
+      claim('torn-down', NS, 'teardown', { annotations: { dir: 'teardownparent' } }),
+      { namespace: NS },
+    );
     const pv = await assertBoundInside('torn-down');
     const pvName = pv.metadata.name ?? '';
     const parent = path.join(shared, 'teardownparent');
@@ -394,13 +572,21 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     await fsp.rename(parent, `${parent}.moved`);
     await fsp.symlink(decoy, parent);
     await client.delete(persistentVolumeClaims, 'torn-down', { namespace: NS });
-    await waitFor('VolumeFailedDelete', () => ourEvents(pvName).find((e) => e.reason === 'VolumeFailedDelete' && /symlink/.test(e.message ?? '')));
+    await waitFor('VolumeFailedDelete', () =>
+      ourEvents(pvName).find((e) => e.reason === 'VolumeFailedDelete' && /symlink/.test(e.message ?? '')),
+    );
     assert.deepEqual(diffSnapshots(decoyBefore, await treeSnapshot(decoy)), [], 'the symlink target is untouched');
-    assert.ok(!(await fsp.readFile(teardownLog, 'utf8')).includes(pvName), 'the script never ran on the symlinked path');
+    assert.ok(
+      !(await fsp.readFile(teardownLog, 'utf8')).includes(pvName),
+      'the script never ran on the symlinked path',
+    );
     await fsp.unlink(parent);
     await fsp.rename(`${parent}.moved`, parent);
     await waitFor('PV deleted after the retry', () => !getVolume(pvName), 20_000);
-    assert.ok((await fsp.readFile(teardownLog, 'utf8')).split('\n').includes(path.join(parent, pvName)), 'the script ran on the real directory');
+    assert.ok(
+      (await fsp.readFile(teardownLog, 'utf8')).split('\n').includes(path.join(parent, pvName)),
+      'the script ran on the real directory',
+    );
     await assert.rejects(fsp.lstat(path.join(parent, pvName)), { code: 'ENOENT' });
     await fsp.rm(decoy, { recursive: true });
   });
@@ -411,9 +597,13 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     await assertBoundInside('good-last');
     await waitFor('forged PVs gone', () => !volumes().some((v) => v.metadata.name?.startsWith('forged-')));
     // The known-bug rows may still be churning (create, fail, clean up): delete them and let the cleanup finish.
-    for (const row of CLAIM_ROWS.filter((r) => r.knownBug)) await client.delete(persistentVolumeClaims, row.name, { namespace: NS });
+    for (const row of CLAIM_ROWS.filter((r) => r.knownBug))
+      await client.delete(persistentVolumeClaims, row.name, { namespace: NS });
     await waitFor('known-bug claims gone', () => CLAIM_ROWS.every((r) => !r.knownBug || !getClaim(r.name)));
-    await waitFor('node root settled', async () => (await directoriesBelow(nodes)).length === expectedDirectories(nodes, volumes()).size);
+    await waitFor(
+      'node root settled',
+      async () => (await directoriesBelow(nodes)).length === expectedDirectories(nodes, volumes()).size,
+    );
 
     assert.deepEqual(diffSnapshots(outsideBefore, await treeSnapshot(outside)), [], 'outside tree unchanged');
     assert.deepEqual((await fsp.readdir(tmp)).sort(), tmpEntriesBefore, 'no new entries next to the roots');
@@ -425,15 +615,26 @@ describe('hostile input: claims, classes, configs and API objects', () => {
     for (const d of archivedDirs) allowed.add(d);
     const unexpected = (await directoriesBelow(shared)).filter((d) => !allowed.has(d));
     assert.deepEqual(unexpected, [], 'every directory in the shared root belongs to a live PV');
-    assert.deepEqual(await volumeRecords(shared), live.map((v) => v.metadata.name ?? '').sort(), 'one record per live PV, no stale ones');
-    for (const pv of live) assert.ok((await fsp.lstat(volumePath(pv) ?? '')).isDirectory(), `${pv.metadata.name} has its directory`);
-    assert.deepEqual(await directoriesBelow(nodes), expectedDirectories(nodes, volumes()).size ? [...expectedDirectories(nodes, volumes())].sort() : []);
+    assert.deepEqual(
+      await volumeRecords(shared),
+      live.map((v) => v.metadata.name ?? '').sort(),
+      'one record per live PV, no stale ones',
+    );
+    for (const pv of live)
+      assert.ok((await fsp.lstat(volumePath(pv) ?? '')).isDirectory(), `${pv.metadata.name} has its directory`);
+    assert.deepEqual(
+      await directoriesBelow(nodes),
+      expectedDirectories(nodes, volumes()).size ? [...expectedDirectories(nodes, volumes())].sort() : [],
+    );
     // The teardown script only ever saw volume directories strictly inside a root, never a live volume's.
     const tornDown = (await fsp.readFile(teardownLog, 'utf8')).split('\n').filter(Boolean);
     assert.ok(tornDown.length > 0, 'some volumes were deleted through the teardown script');
     const livePaths = new Set(volumes().map((v) => volumePath(v)));
     for (const d of tornDown) {
-      assert.ok([shared, nodes, raceRoot].some((r) => d.startsWith(`${r}/`) && path.normalize(d) === d), `teardown got ${JSON.stringify(d)}`);
+      assert.ok(
+        [shared, nodes, raceRoot].some((r) => d.startsWith(`${r}/`) && path.normalize(d) === d),
+        `teardown got ${JSON.stringify(d)}`,
+      );
       assert.ok(!livePaths.has(d), `teardown ran on the live volume directory ${d}`);
     }
   });

@@ -14,7 +14,14 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startCli, stopProcess, waitUntil, type CliProcess } from '../../bench/chaos/processes.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
-import { configMaps, leases, namespaces, nodes, persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
+import {
+  configMaps,
+  leases,
+  namespaces,
+  nodes,
+  persistentVolumeClaims,
+  storageClasses,
+} from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { CoreEvent, KubeObject, Lease, PersistentVolume, PersistentVolumeClaim } from '../../src/types/k8s.ts';
@@ -50,31 +57,89 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
     cluster = await startCluster();
     client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: 'least-privilege-test' });
     await client.create(namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-    await client.create(configMaps, {
-      apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-provisioner-config', namespace: NS },
-      data: {
-        'shared.json': JSON.stringify({ sharedFileSystemPath: path.join(tmp, 'shared') }),
-        'config.json': JSON.stringify({ nodePathMap: [
-          { node: 'empty-node', paths: [] }, { node: 'full-node', paths: [path.join(tmp, 'node')] }, { node: 'far-node', paths: [path.join(tmp, 'far')] },
-        ] }),
-        'per-claim.json': JSON.stringify({ sharedFileSystemPath: path.join(tmp, 'per-claim') }),
-      },
-    } as ConfigMap, { namespace: NS });
-    sharedP = provisioner(SHARED, ['--mode', 'deployment', '--config-map', `${NS}/kube-provisioner-config`, '--config-key', 'shared.json',
-      '--leader-election', 'lease', '--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '500ms', '--add-finalizer']);
-    nodeP = provisioner(NODE, ['--mode', 'daemonset', '--node-name', 'full-node', '--config-map', `${NS}/kube-provisioner-config`, '--config-key', 'config.json',
-      '--leader-election', 'none']);
-    replicaPs = [1, 2].map(() => provisioner(`${AUDITED}/replicas`, ['--mode', 'deployment', '--config-map', `${NS}/kube-provisioner-config`,
-      '--config-key', 'shared.json', '--leader-election', 'none']));
-    perClaimP = provisioner(PER_CLAIM, ['--mode', 'deployment', '--config-map', `${NS}/kube-provisioner-config`, '--config-key', 'per-claim.json', '--leader-election', 'per-claim']);
+    await client.create(
+      configMaps,
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'kube-provisioner-config', namespace: NS },
+        data: {
+          'shared.json': JSON.stringify({ sharedFileSystemPath: path.join(tmp, 'shared') }),
+          'config.json': JSON.stringify({
+            nodePathMap: [
+              { node: 'empty-node', paths: [] },
+              { node: 'full-node', paths: [path.join(tmp, 'node')] },
+              { node: 'far-node', paths: [path.join(tmp, 'far')] },
+            ],
+          }),
+          'per-claim.json': JSON.stringify({ sharedFileSystemPath: path.join(tmp, 'per-claim') }),
+        },
+      } as ConfigMap,
+      { namespace: NS },
+    );
+    sharedP = provisioner(SHARED, [
+      '--mode',
+      'deployment',
+      '--config-map',
+      `${NS}/kube-provisioner-config`,
+      '--config-key',
+      'shared.json',
+      '--leader-election',
+      'lease',
+      '--lease-duration',
+      '3s',
+      '--renew-deadline',
+      '2s',
+      '--retry-period',
+      '500ms',
+      '--add-finalizer',
+    ]);
+    nodeP = provisioner(NODE, [
+      '--mode',
+      'daemonset',
+      '--node-name',
+      'full-node',
+      '--config-map',
+      `${NS}/kube-provisioner-config`,
+      '--config-key',
+      'config.json',
+      '--leader-election',
+      'none',
+    ]);
+    replicaPs = [1, 2].map(() =>
+      provisioner(`${AUDITED}/replicas`, [
+        '--mode',
+        'deployment',
+        '--config-map',
+        `${NS}/kube-provisioner-config`,
+        '--config-key',
+        'shared.json',
+        '--leader-election',
+        'none',
+      ]),
+    );
+    perClaimP = provisioner(PER_CLAIM, [
+      '--mode',
+      'deployment',
+      '--config-map',
+      `${NS}/kube-provisioner-config`,
+      '--config-key',
+      'per-claim.json',
+      '--leader-election',
+      'per-claim',
+    ]);
     clusterP = startCli(['cluster', '--data-dir', path.join(tmp, 'cluster'), '--port', '0']);
     processes.push(clusterP);
     // Start-up (node + tsx) is slow on a loaded machine: wait for every process here, generously, not in the tests.
     for (const p of [sharedP, nodeP, ...replicaPs, perClaimP]) {
-      await waitUntil('a provisioner process started', () => {
-        if (p.done()) throw new Error(`exited: ${p.stderr().slice(-1000)}`);
-        return /kube-provisioner run hostpath: provisioner/.test(p.stdout());
-      }, 180_000);
+      await waitUntil(
+        'a provisioner process started',
+        () => {
+          if (p.done()) throw new Error(`exited: ${p.stderr().slice(-1000)}`);
+          return /kube-provisioner run hostpath: provisioner/.test(p.stdout());
+        },
+        180_000,
+      );
     }
     await waitUntil('cluster process ready', () => /ready at https:/.test(clusterP.stdout()), 180_000);
   });
@@ -86,14 +151,36 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
     if (tmp) await fsp.rm(tmp, { recursive: true, force: true });
   });
 
-  const getClaim = (ns: string, name: string) => cluster.store.get('persistentvolumeclaims', ns, name) as PersistentVolumeClaim | undefined;
-  const getVolume = (name: string) => cluster.store.get('persistentvolumes', undefined, name) as PersistentVolume | undefined;
-  const eventsOn = (name: string) => (cluster.store.list('events').items as CoreEvent[]).filter((e) => e.involvedObject.name === name);
+  const getClaim = (ns: string, name: string) =>
+    cluster.store.get('persistentvolumeclaims', ns, name) as PersistentVolumeClaim | undefined;
+  const getVolume = (name: string) =>
+    cluster.store.get('persistentvolumes', undefined, name) as PersistentVolume | undefined;
+  const eventsOn = (name: string) =>
+    (cluster.store.list('events').items as CoreEvent[]).filter((e) => e.involvedObject.name === name);
 
   function provisioner(name: string, args: string[]): CliProcess {
     const p = startCli(
-      ['run', 'hostpath', '--kubeconfig', cluster.kubeconfigPath, '--provisioner-name', name, '--health-address', 'off', '--log-level', 'warn',
-        '--backoff-base', '100ms', '--backoff-max', '1s', '--retry-interval-max', '1s', '--volume-save-interval', '100ms', ...args],
+      [
+        'run',
+        'hostpath',
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        '--provisioner-name',
+        name,
+        '--health-address',
+        'off',
+        '--log-level',
+        'warn',
+        '--backoff-base',
+        '100ms',
+        '--backoff-max',
+        '1s',
+        '--retry-interval-max',
+        '1s',
+        '--volume-save-interval',
+        '100ms',
+        ...args,
+      ],
       { env: { ...process.env, POD_NAMESPACE: NS } },
     );
     processes.push(p);
@@ -101,7 +188,11 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
   }
 
   async function bound(ns: string, name: string): Promise<PersistentVolume> {
-    const c = await waitUntil(`claim ${name} Bound`, () => getClaim(ns, name)?.status?.phase === 'Bound' && getClaim(ns, name), 60_000);
+    const c = await waitUntil(
+      `claim ${name} Bound`,
+      () => getClaim(ns, name)?.status?.phase === 'Bound' && getClaim(ns, name),
+      60_000,
+    );
     return waitUntil(`PV of ${name}`, () => getVolume(c.spec.volumeName ?? ''));
   }
 
@@ -113,11 +204,20 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
     await client.create(storageClasses, storageClass('audit-shared', SHARED, { allowVolumeExpansion: true }));
     await client.create(persistentVolumeClaims, claim('first', 'default', 'audit-shared'), { namespace: 'default' });
     const first = await bound('default', 'first');
-    await waitUntil('finalizer on the PV', () => getVolume(first.metadata.name ?? '')?.metadata.finalizers?.includes('external-provisioner.volume.kubernetes.io/finalizer'));
+    await waitUntil('finalizer on the PV', () =>
+      getVolume(first.metadata.name ?? '')?.metadata.finalizers?.includes(
+        'external-provisioner.volume.kubernetes.io/finalizer',
+      ),
+    );
     await client.create(persistentVolumeClaims, claim('second', 'default', 'audit-shared'), { namespace: 'default' });
     await bound('default', 'second');
     // Resize (claim status patches, PV capacity patch).
-    await client.patch(persistentVolumeClaims, 'second', { spec: { resources: { requests: { storage: '2Mi' } } } }, { namespace: 'default', type: 'merge' });
+    await client.patch(
+      persistentVolumeClaims,
+      'second',
+      { spec: { resources: { requests: { storage: '2Mi' } } } },
+      { namespace: 'default', type: 'merge' },
+    );
     await waitUntil('second resized', () => getClaim('default', 'second')?.status?.capacity?.storage === '2Mi', 60_000);
 
     // Two unelected replicas racing for one claim (slow PV creates make both save it): the loser meets
@@ -125,9 +225,14 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
     const replicas = replicaPs;
     const slow = cluster.faults.add({ verb: 'create', resource: 'persistentvolumes', latencyMs: 300 });
     await client.create(storageClasses, storageClass('audit-replicas', `${AUDITED}/replicas`));
-    const readBack = () => cluster.audit.records().some((r) => r.client.includes(AUDITED) && r.verb === 'get' && r.resource === 'persistentvolumes');
+    const readBack = () =>
+      cluster.audit
+        .records()
+        .some((r) => r.client.includes(AUDITED) && r.verb === 'get' && r.resource === 'persistentvolumes');
     for (let i = 0; i < 10 && !readBack(); i++) {
-      await client.create(persistentVolumeClaims, claim(`raced-${i}`, 'default', 'audit-replicas'), { namespace: 'default' });
+      await client.create(persistentVolumeClaims, claim(`raced-${i}`, 'default', 'audit-replicas'), {
+        namespace: 'default',
+      });
       await bound('default', `raced-${i}`);
     }
     cluster.faults.remove(slow);
@@ -137,23 +242,52 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
     // The same failure twice: the event recorder patches the count of the first event.
     await client.create(storageClasses, storageClass('audit-bad', SHARED, { parameters: { frobnicate: 'yes' } }));
     await client.create(persistentVolumeClaims, claim('refused', 'default', 'audit-bad'), { namespace: 'default' });
-    await waitUntil('a repeated ProvisioningFailed event', () => eventsOn('refused').some((e) => e.reason === 'ProvisioningFailed' && (e.count ?? 1) >= 2), 60_000);
+    await waitUntil(
+      'a repeated ProvisioningFailed event',
+      () => eventsOn('refused').some((e) => e.reason === 'ProvisioningFailed' && (e.count ?? 1) >= 2),
+      60_000,
+    );
 
     // Configuration reload through the API.
     const cm = await client.get<ConfigMap>(configMaps, 'kube-provisioner-config', { namespace: NS });
-    cm.data = { ...cm.data, 'shared.json': JSON.stringify({ sharedFileSystemPath: { path: path.join(tmp, 'shared'), capacity: '10Gi' } }) };
+    cm.data = {
+      ...cm.data,
+      'shared.json': JSON.stringify({ sharedFileSystemPath: { path: path.join(tmp, 'shared'), capacity: '10Gi' } }),
+    };
     await client.update(configMaps, cm);
 
     // Reschedule: the class's nodePath is not configured on the node instance's node: it drops the scheduler's choice.
     const wffc = { volumeBindingMode: 'WaitForFirstConsumer' as const };
-    await client.create(storageClasses, storageClass('audit-node', NODE, { ...wffc, parameters: { nodePath: path.join(tmp, 'far') } }));
-    await client.create(persistentVolumeClaims, claim('on-full-node', 'default', 'audit-node', { annotations: { [ANN_SELECTED_NODE]: 'full-node' } }), { namespace: 'default' });
-    await waitUntil('selected-node removed (Reschedule)', () => getClaim('default', 'on-full-node')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined, 60_000);
+    await client.create(
+      storageClasses,
+      storageClass('audit-node', NODE, { ...wffc, parameters: { nodePath: path.join(tmp, 'far') } }),
+    );
+    await client.create(
+      persistentVolumeClaims,
+      claim('on-full-node', 'default', 'audit-node', { annotations: { [ANN_SELECTED_NODE]: 'full-node' } }),
+      { namespace: 'default' },
+    );
+    await waitUntil(
+      'selected-node removed (Reschedule)',
+      () => getClaim('default', 'on-full-node')?.metadata.annotations?.[ANN_SELECTED_NODE] === undefined,
+      60_000,
+    );
 
     // nodeAffinityKey: the node instance reads its Node's label through the API (get nodes), no node cache.
-    await client.create(nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'full-node', labels: { 'example.com/rack': 'r1' } } });
-    await client.create(storageClasses, storageClass('audit-rack', NODE, { ...wffc, parameters: { nodeAffinityKey: 'example.com/rack' } }));
-    await client.create(persistentVolumeClaims, claim('racked', 'default', 'audit-rack', { annotations: { [ANN_SELECTED_NODE]: 'full-node' } }), { namespace: 'default' });
+    await client.create(nodes, {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'full-node', labels: { 'example.com/rack': 'r1' } },
+    });
+    await client.create(
+      storageClasses,
+      storageClass('audit-rack', NODE, { ...wffc, parameters: { nodeAffinityKey: 'example.com/rack' } }),
+    );
+    await client.create(
+      persistentVolumeClaims,
+      claim('racked', 'default', 'audit-rack', { annotations: { [ANN_SELECTED_NODE]: 'full-node' } }),
+      { namespace: 'default' },
+    );
     const racked = await bound('default', 'racked');
     assert.deepEqual(racked.spec.nodeAffinity?.required?.nodeSelectorTerms[0].matchExpressions?.[0].values, ['r1']);
 
@@ -181,14 +315,19 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
   it('per-claim election needs only the claim get/update the ClusterRole comment documents', async () => {
     const p = perClaimP;
     await client.create(storageClasses, storageClass('audit-per-claim', PER_CLAIM));
-    await client.create(persistentVolumeClaims, claim('locked', 'default', 'audit-per-claim'), { namespace: 'default' });
+    await client.create(persistentVolumeClaims, claim('locked', 'default', 'audit-per-claim'), {
+      namespace: 'default',
+    });
     const pv = await bound('default', 'locked');
     await client.delete(persistentVolumeClaims, 'locked', { namespace: 'default' });
     await waitUntil('PV deleted', () => !getVolume(pv.metadata.name ?? ''), 60_000);
     assert.equal(await stopProcess(p), 0, p.stderr());
     const used = usedKeys(cluster.audit.records(), (c) => c.includes(PER_CLAIM));
     const extra = [...used].filter((k) => !allows(loadGrants(DEPLOY_DIR, ['csi']), k)).sort();
-    assert.ok(extra.every((k) => k === 'get persistentvolumeclaims' || k === 'update persistentvolumeclaims'), `unexpected extra pairs: ${extra.join(', ')}`);
+    assert.ok(
+      extra.every((k) => k === 'get persistentvolumeclaims' || k === 'update persistentvolumeclaims'),
+      `unexpected extra pairs: ${extra.join(', ')}`,
+    );
     assert.ok(used.has('update persistentvolumeclaims'), 'the lock is written to the claim');
   });
 
@@ -216,12 +355,22 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
       ['basic auth', { Authorization: `Basic ${Buffer.from(`admin:${token}`).toString('base64')}` }],
       ['an empty bearer', { Authorization: 'Bearer ' }],
     ];
-    for (const p of ['/api/v1/persistentvolumes', '/api/v1/namespaces/kube-system/secrets', '/admin/faults', '/admin/audit', '/version']) {
+    for (const p of [
+      '/api/v1/persistentvolumes',
+      '/api/v1/namespaces/kube-system/secrets',
+      '/admin/faults',
+      '/admin/audit',
+      '/version',
+    ]) {
       for (const [why, headers] of cases) {
         const res = await request(p, headers);
         assert.equal(res.status, 401, `${p} with ${why}`);
         const status = JSON.parse(res.body) as { kind: string; code: number; reason: string };
-        assert.deepEqual([status.kind, status.code, status.reason], ['Status', 401, 'Unauthorized'], `${p} with ${why}`);
+        assert.deepEqual(
+          [status.kind, status.code, status.reason],
+          ['Status', 401, 'Unauthorized'],
+          `${p} with ${why}`,
+        );
       }
       assert.equal((await request(p, { Authorization: `Bearer ${token}` })).status, 200, `${p} with the token`);
     }
@@ -232,7 +381,9 @@ describe('least privilege and API authentication', { concurrency: true }, () => 
   it('binds 127.0.0.1 by default (library and `cluster` command)', async () => {
     assert.equal(new URL(cluster.url).hostname, '127.0.0.1');
     const port = Number(new URL(cluster.url).port);
-    const external = Object.values(os.networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal);
+    const external = Object.values(os.networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === 'IPv4' && !i.internal);
     if (external) {
       const outcome = await new Promise<string>((resolve) => {
         const s = net.connect({ host: external.address, port }, () => {

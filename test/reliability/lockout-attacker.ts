@@ -6,7 +6,8 @@
 import net from 'node:net';
 import tls from 'node:tls';
 
-const [host = '127.0.0.1', portText = '0', countText = '1000', kindsText = 'idle,half-hello,slow-headers'] = process.argv.slice(2);
+const [host = '127.0.0.1', portText = '0', countText = '1000', kindsText = 'idle,half-hello,slow-headers'] =
+  process.argv.slice(2);
 const port = Number(portText);
 const count = Number(countText);
 let opened = 0;

@@ -49,7 +49,9 @@ export async function rawStatus(e: Endpoint, head: string): Promise<number> {
       }
     });
     s.on('error', reject);
-    s.on('close', () => reject(new Error(`connection closed without a response: ${JSON.stringify(text.slice(0, 200))}`)));
+    s.on('close', () =>
+      reject(new Error(`connection closed without a response: ${JSON.stringify(text.slice(0, 200))}`)),
+    );
     s.write(head);
   });
 }
@@ -71,7 +73,13 @@ export function keepAliveAgent(e: Endpoint): https.Agent {
 }
 
 /** One request through `agent`; resolves with the status code (the body is drained). */
-export function statusOf(e: Endpoint, agent: https.Agent, method: string, path: string, headers: Record<string, string>): Promise<number> {
+export function statusOf(
+  e: Endpoint,
+  agent: https.Agent,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = https.request(new URL(path, e.url), { method, agent, headers }, (res) => {
       res.resume();

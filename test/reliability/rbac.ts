@@ -42,9 +42,16 @@ export function loadGrants(dir = DEPLOY_DIR, exclude: string[] = []): Grant[] {
   const grants: Grant[] = [];
   for (const file of yamlFiles(dir).filter((f) => !exclude.some((sub) => f.startsWith(join(dir, sub) + '/')))) {
     for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
-      const obj = doc.toJS() as { kind?: string; metadata?: { name?: string; namespace?: string }; rules?: PolicyRule[] } | null;
+      const obj = doc.toJS() as {
+        kind?: string;
+        metadata?: { name?: string; namespace?: string };
+        rules?: PolicyRule[];
+      } | null;
       if (!obj || (obj.kind !== 'ClusterRole' && obj.kind !== 'Role')) continue;
-      const from = obj.kind === 'Role' ? `Role/${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}` : `ClusterRole/${obj.metadata?.name ?? ''}`;
+      const from =
+        obj.kind === 'Role'
+          ? `Role/${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`
+          : `ClusterRole/${obj.metadata?.name ?? ''}`;
       for (const rule of obj.rules ?? []) {
         for (const apiGroup of rule.apiGroups ?? ['']) {
           for (const resource of rule.resources ?? []) {
@@ -64,7 +71,11 @@ export function grantKeys(grants: Grant[]): Set<string> {
 
 /** `verb resource` keys the matching clients sent to the API (any response code except 401: those never got in). */
 export function usedKeys(records: AuditRecord[], client: (name: string) => boolean): Set<string> {
-  return new Set(records.filter((r) => client(r.client) && r.resource !== '' && r.code !== 401).map((r) => `${r.verb} ${r.resource}`));
+  return new Set(
+    records
+      .filter((r) => client(r.client) && r.resource !== '' && r.code !== 401)
+      .map((r) => `${r.verb} ${r.resource}`),
+  );
 }
 
 /** Whether a grant set allows `verb resource` (honouring "*" wildcards). */

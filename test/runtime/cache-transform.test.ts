@@ -13,15 +13,27 @@ import { waitFor } from '../support/wait.ts';
 import { startFakeApi } from './fake-api.ts';
 
 const claim = (i: number): PersistentVolumeClaim => ({
-  apiVersion: 'v1', kind: 'PersistentVolumeClaim',
+  apiVersion: 'v1',
+  kind: 'PersistentVolumeClaim',
   metadata: {
-    name: `data-${i}`, namespace: 'apps', uid: `uid-${i}`, resourceVersion: String(100 + i),
-    annotations: { 'volume.kubernetes.io/storage-provisioner': 'hostpath.kube-provisioner.io', [LAST_APPLIED_ANNOTATION]: '{"kind":"PersistentVolumeClaim"}' },
+    name: `data-${i}`,
+    namespace: 'apps',
+    uid: `uid-${i}`,
+    resourceVersion: String(100 + i),
+    annotations: {
+      'volume.kubernetes.io/storage-provisioner': 'hostpath.kube-provisioner.io',
+      [LAST_APPLIED_ANNOTATION]: '{"kind":"PersistentVolumeClaim"}',
+    },
     labels: { app: 'db' },
     finalizers: ['kubernetes.io/pvc-protection'],
     managedFields: [{ manager: 'kubectl', operation: 'Apply', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': {} } }],
   } as PersistentVolumeClaim['metadata'],
-  spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'hostpath', volumeName: `pvc-${i}` },
+  spec: {
+    accessModes: ['ReadWriteOnce'],
+    resources: { requests: { storage: '1Gi' } },
+    storageClassName: 'hostpath',
+    volumeName: `pvc-${i}`,
+  },
   status: { phase: 'Bound' },
 });
 
@@ -37,9 +49,11 @@ test('drops managedFields and the last-applied annotation, keeps every other fie
   assert.equal(transform(onlyLastApplied).metadata.annotations, undefined, 'no empty annotation map is left');
 });
 
-test('drops the named fields (a Node\'s image list), keeps the rest of status', () => {
+test("drops the named fields (a Node's image list), keeps the rest of status", () => {
   const node: Node = {
-    apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1', labels: { 'kubernetes.io/hostname': 'n1' } },
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: 'n1', labels: { 'kubernetes.io/hostname': 'n1' } },
     status: { images: [{ names: ['busybox'], sizeBytes: 1 }], conditions: [{ type: 'Ready', status: 'True' }] },
   } as Node;
   const out = cacheTransform<Node>({ dropFields: ['status.images', 'spec.nothing.here'] })(node);
@@ -65,10 +79,15 @@ test('the informer applies its transform to listed and watched objects before ca
   const client = new KubeClient({ kubeConfig: fake.kubeConfig, qps: 0 });
   const seen: string[] = [];
   const pv = (name: string, rv: string): PersistentVolume => ({
-    apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name, annotations: { [LAST_APPLIED_ANNOTATION]: '{}', keep: rv } }, spec: {},
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name, annotations: { [LAST_APPLIED_ANNOTATION]: '{}', keep: rv } },
+    spec: {},
   });
   const informer = new Informer<PersistentVolume>({
-    client, resource: persistentVolumes, transform: cacheTransform<PersistentVolume>(),
+    client,
+    resource: persistentVolumes,
+    transform: cacheTransform<PersistentVolume>(),
     handlers: { onAdd: (o) => seen.push(`${o.metadata.name}:${Object.keys(o.metadata.annotations ?? {}).join(',')}`) },
   });
   try {

@@ -2,20 +2,34 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TestClock } from '../../src/runtime/clock.ts';
-import { AGGREGATE_MESSAGE_PREFIX, EventCorrelator, formatKubeTime, type EventCorrelation } from '../../src/runtime/event-correlator.ts';
+import {
+  AGGREGATE_MESSAGE_PREFIX,
+  EventCorrelator,
+  formatKubeTime,
+  type EventCorrelation,
+} from '../../src/runtime/event-correlator.ts';
 import type { CoreEvent } from '../../src/types/k8s.ts';
 
 let serial = 0;
 
 /** An event as client-go's recorder makes it (makeEvent): count 1, first = last = now. */
-function makeEvent(clock: TestClock, over: { name?: string; uid?: string; type?: 'Normal' | 'Warning'; reason?: string; message?: string } = {}): CoreEvent {
+function makeEvent(
+  clock: TestClock,
+  over: { name?: string; uid?: string; type?: 'Normal' | 'Warning'; reason?: string; message?: string } = {},
+): CoreEvent {
   const name = over.name ?? 'claim-1';
   const now = formatKubeTime(clock.now());
   return {
     apiVersion: 'v1',
     kind: 'Event',
     metadata: { name: `${name}.${(serial++).toString(16)}`, namespace: 'default' },
-    involvedObject: { kind: 'PersistentVolumeClaim', namespace: 'default', name, uid: over.uid ?? `uid-${name}`, apiVersion: 'v1' },
+    involvedObject: {
+      kind: 'PersistentVolumeClaim',
+      namespace: 'default',
+      name,
+      uid: over.uid ?? `uid-${name}`,
+      apiVersion: 'v1',
+    },
     reason: over.reason ?? 'Provisioning',
     message: over.message ?? 'External provisioner is provisioning volume',
     type: over.type ?? 'Normal',
@@ -48,7 +62,12 @@ test('series dedup: a repeat patches the first event with count+1 and the new la
     message: 'External provisioner is provisioning volume',
   });
   // A different message, reason, type or object is a different series.
-  for (const over of [{ message: 'other' }, { reason: 'ProvisioningSucceeded' }, { type: 'Warning' as const }, { name: 'claim-2' }]) {
+  for (const over of [
+    { message: 'other' },
+    { reason: 'ProvisioningSucceeded' },
+    { type: 'Warning' as const },
+    { name: 'claim-2' },
+  ]) {
     assert.equal(c.correlate(makeEvent(clock, over)).action, 'create', JSON.stringify(over));
   }
 });
@@ -57,7 +76,10 @@ test('updateState: the next patch carries the server resourceVersion and name', 
   const clock = new TestClock();
   const c = new EventCorrelator({ clock });
   const created = c.correlate(makeEvent(clock));
-  c.updateState({ ...created.event, metadata: { ...created.event.metadata, name: 'server-name', resourceVersion: '42' } });
+  c.updateState({
+    ...created.event,
+    metadata: { ...created.event.metadata, name: 'server-name', resourceVersion: '42' },
+  });
   const repeat = c.correlate(makeEvent(clock));
   assert.equal(repeat.action, 'patch');
   assert.equal(repeat.event.metadata.name, 'server-name');
@@ -82,19 +104,34 @@ test('aggregation: the 10th distinct message in 10 minutes becomes a combined ev
   const c = new EventCorrelator({ clock });
   const results: EventCorrelation[] = [];
   for (let i = 1; i <= 12; i++) {
-    results.push(c.correlate(makeEvent(clock, { type: 'Warning', reason: 'ProvisioningFailed', message: `failed: attempt ${i}` })));
+    results.push(
+      c.correlate(makeEvent(clock, { type: 'Warning', reason: 'ProvisioningFailed', message: `failed: attempt ${i}` })),
+    );
     await clock.advance(30_000);
   }
   assert.deepEqual(results.map(summary), [
-    'create:1', 'create:1', 'create:1', 'create:1', 'create:1', 'create:1', 'create:1', 'create:1', 'create:1',
-    'create:1', 'patch:2', 'patch:3',
+    'create:1',
+    'create:1',
+    'create:1',
+    'create:1',
+    'create:1',
+    'create:1',
+    'create:1',
+    'create:1',
+    'create:1',
+    'create:1',
+    'patch:2',
+    'patch:3',
   ]);
   const combined = results[9];
   assert.equal(combined.event.message, `${AGGREGATE_MESSAGE_PREFIX}failed: attempt 10`);
   assert.match(combined.event.metadata.name ?? '', /^claim-1\.[0-9a-f]+$/);
   assert.equal(combined.event.reason, 'ProvisioningFailed');
   assert.equal(results[10].event.metadata.name, combined.event.metadata.name);
-  assert.equal(results[11].action === 'patch' && results[11].patch.message, `${AGGREGATE_MESSAGE_PREFIX}failed: attempt 12`);
+  assert.equal(
+    results[11].action === 'patch' && results[11].patch.message,
+    `${AGGREGATE_MESSAGE_PREFIX}failed: attempt 12`,
+  );
 });
 
 test('aggregation: a gap longer than 10 minutes starts a fresh group', async () => {
@@ -121,7 +158,15 @@ test('spam filter: 25 events per source+object+type pass, then one per 5 minutes
   const clock = new TestClock();
   const c = new EventCorrelator({ clock });
   const actions = Array.from({ length: 30 }, () => summary(c.correlate(makeEvent(clock))));
-  assert.deepEqual(actions, ['create:1', ...Array.from({ length: 24 }, (_, i) => `patch:${i + 2}`), 'drop:26', 'drop:27', 'drop:28', 'drop:29', 'drop:30']);
+  assert.deepEqual(actions, [
+    'create:1',
+    ...Array.from({ length: 24 }, (_, i) => `patch:${i + 2}`),
+    'drop:26',
+    'drop:27',
+    'drop:28',
+    'drop:29',
+    'drop:30',
+  ]);
   // Another reason on the same object shares the bucket; a Warning or another object does not.
   assert.equal(c.correlate(makeEvent(clock, { reason: 'Other' })).action, 'drop');
   assert.equal(c.correlate(makeEvent(clock, { type: 'Warning' })).action, 'create');

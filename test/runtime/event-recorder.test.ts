@@ -10,14 +10,25 @@ import { coreEvents } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { startFakeApi, type FakeApi } from './fake-api.ts';
 
-const pv: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pv-1', uid: 'uid-pv', resourceVersion: '9' } };
-const pvc: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', namespace: 'apps', uid: 'uid-pvc' } };
+const pv: KubeObject = {
+  apiVersion: 'v1',
+  kind: 'PersistentVolume',
+  metadata: { name: 'pv-1', uid: 'uid-pv', resourceVersion: '9' },
+};
+const pvc: KubeObject = {
+  apiVersion: 'v1',
+  kind: 'PersistentVolumeClaim',
+  metadata: { name: 'data', namespace: 'apps', uid: 'uid-pvc' },
+};
 
 function events(fake: FakeApi): CoreEvent[] {
   return [...fake.objects.entries()].filter(([k]) => k.startsWith('events/')).map(([, v]) => v as CoreEvent);
 }
 
-async function withRecorder(fn: (fake: FakeApi, rec: EventRecorder) => Promise<void>, opts: { queueSize?: number; writers?: number } = {}): Promise<void> {
+async function withRecorder(
+  fn: (fake: FakeApi, rec: EventRecorder) => Promise<void>,
+  opts: { queueSize?: number; writers?: number } = {},
+): Promise<void> {
   const fake = await startFakeApi();
   const client = new KubeClient({ kubeConfig: fake.kubeConfig, qps: 0, retryBaseDelayMs: 1 });
   const rec = new EventRecorder({ client, component: 'test-provisioner', host: 'node-1', retryDelayMs: 1, ...opts });
@@ -38,7 +49,13 @@ test('an event about a PV goes to namespace default with client-go naming and fi
     const [a, b] = events(fake).sort((x, y) => (x.reason ?? '').localeCompare(y.reason ?? ''));
     assert.equal(b.metadata.namespace, 'default');
     assert.match(b.metadata.name ?? '', /^pv-1\.[0-9a-f]+$/);
-    assert.deepEqual(b.involvedObject, { kind: 'PersistentVolume', name: 'pv-1', uid: 'uid-pv', apiVersion: 'v1', resourceVersion: '9' });
+    assert.deepEqual(b.involvedObject, {
+      kind: 'PersistentVolume',
+      name: 'pv-1',
+      uid: 'uid-pv',
+      apiVersion: 'v1',
+      resourceVersion: '9',
+    });
     assert.equal(b.type, 'Normal');
     assert.equal(b.count, 1);
     assert.deepEqual(b.source, { component: 'test-provisioner', host: 'node-1' });
@@ -78,16 +95,20 @@ test('ten distinct messages for one reason are aggregated; the spam filter drops
   }));
 
 test('event() never blocks or throws: a full queue drops and counts; API errors are counted, not thrown', () =>
-  withRecorder(async (fake, rec) => {
-    fake.fault = (method) => (method === 'POST' ? 403 : undefined);
-    for (let i = 0; i < 5; i++) rec.event({ metadata: { name: `o${i}` }, kind: 'Node', apiVersion: 'v1' }, 'Normal', 'R', 'm');
-    assert.equal(rec.stats.droppedQueueFull, 2, 'one in flight + two queued, two dropped');
-    await rec.flush();
-    assert.equal(rec.stats.failed, 3);
-    assert.equal(rec.stats.created, 0);
-  }, { queueSize: 2, writers: 1 }));
+  withRecorder(
+    async (fake, rec) => {
+      fake.fault = (method) => (method === 'POST' ? 403 : undefined);
+      for (let i = 0; i < 5; i++)
+        rec.event({ metadata: { name: `o${i}` }, kind: 'Node', apiVersion: 'v1' }, 'Normal', 'R', 'm');
+      assert.equal(rec.stats.droppedQueueFull, 2, 'one in flight + two queued, two dropped');
+      await rec.flush();
+      assert.equal(rec.stats.failed, 3);
+      assert.equal(rec.stats.created, 0);
+    },
+    { queueSize: 2, writers: 1 },
+  ));
 
-test('events about different objects are written several at a time; one object\'s events stay in order', async () => {
+test("events about different objects are written several at a time; one object's events stay in order", async () => {
   let inFlight = 0;
   let maxInFlight = 0;
   const created: CoreEvent[] = [];
@@ -104,7 +125,11 @@ test('events about different objects are written several at a time; one object\'
     },
   } as unknown as KubeClient;
   const rec = new EventRecorder({ client, component: 'test-provisioner', writers: 4 });
-  const objects = Array.from({ length: 40 }, (_, i): KubeObject => ({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: `c${i}`, namespace: 'ns', uid: `u${i}` } }));
+  const objects = Array.from({ length: 40 }, (_, i): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: `c${i}`, namespace: 'ns', uid: `u${i}` },
+  }));
   for (let step = 0; step < 3; step++) for (const o of objects) rec.event(o, 'Normal', `Step${step}`, 'm');
   const flushed = rec.flush();
   while (created.length < 120) {
@@ -122,14 +147,26 @@ test('events about different objects are written several at a time; one object\'
 
 describe('event recorder against the embedded cluster', () => {
   let cluster: TestCluster;
-  before(async () => { cluster = await startCluster({ controllers: false }); });
-  after(async () => { await cluster.stop(); });
+  before(async () => {
+    cluster = await startCluster({ controllers: false });
+  });
+  after(async () => {
+    await cluster.stop();
+  });
 
   test('series, aggregation and spam filtering as observed in the cluster', async () => {
     const client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: 'recorder-test' });
     const rec = new EventRecorder({ client, component: 'test-provisioner', host: 'node-1' });
-    const claim: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', namespace: 'default', uid: 'uid-claim' } };
-    const volume: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pv-9', uid: 'uid-pv9' } };
+    const claim: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'data', namespace: 'default', uid: 'uid-claim' },
+    };
+    const volume: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: 'pv-9', uid: 'uid-pv9' },
+    };
     try {
       for (let i = 0; i < 5; i++) rec.event(volume, 'Normal', 'ProvisioningSucceeded', 'same message');
       for (let i = 0; i < 12; i++) rec.event(claim, 'Warning', 'ProvisioningFailed', `attempt ${i}: backend busy`);
@@ -149,7 +186,10 @@ describe('event recorder against the embedded cluster', () => {
       // 12 Warnings about the claim used 12 of 25 spam tokens: 13 of the 20 "Other" events pass, 7 are dropped.
       assert.equal(about('data').filter((e) => e.reason?.startsWith('Other')).length, 13);
       assert.equal(rec.stats.droppedSpam, 7);
-      assert.equal(cluster.audit.count({ client: 'recorder-test', verb: 'patch', resource: 'events', code: 200 }), 4 + 2);
+      assert.equal(
+        cluster.audit.count({ client: 'recorder-test', verb: 'patch', resource: 'events', code: 200 }),
+        4 + 2,
+      );
     } finally {
       await rec.stop();
       client.close();

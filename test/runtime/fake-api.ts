@@ -30,7 +30,15 @@ export interface FakeApi {
   close(): Promise<void>;
 }
 
-const status = (code: number, reason: string, message = reason) => ({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', code, reason, message });
+const status = (code: number, reason: string, message = reason) => ({
+  kind: 'Status',
+  apiVersion: 'v1',
+  metadata: {},
+  status: 'Failure',
+  code,
+  reason,
+  message,
+});
 
 export async function startFakeApi(): Promise<FakeApi> {
   let rv = 100;
@@ -43,7 +51,8 @@ export async function startFakeApi(): Promise<FakeApi> {
   const emit = (plural: string, ev: WatchEvent) => {
     log.push({ rv, plural, ev });
     for (const w of watchers) {
-      if (w.plural === plural && (!w.ns || w.ns === ev.object.metadata.namespace)) w.res.write(JSON.stringify(ev) + '\n');
+      if (w.plural === plural && (!w.ns || w.ns === ev.object.metadata.namespace))
+        w.res.write(JSON.stringify(ev) + '\n');
     }
   };
 
@@ -112,7 +121,10 @@ export async function startFakeApi(): Promise<FakeApi> {
         const from = Number(url.searchParams.get('resourceVersion') || '0');
         res.writeHead(200, { 'Content-Type': 'application/json' });
         if (from && from < compactedBelow) {
-          res.end(JSON.stringify({ type: 'ERROR', object: status(410, 'Expired', `too old resource version: ${from}`) }) + '\n');
+          res.end(
+            JSON.stringify({ type: 'ERROR', object: status(410, 'Expired', `too old resource version: ${from}`) }) +
+              '\n',
+          );
           return;
         }
         for (const e of log) if (e.rv > from && e.plural === plural) res.write(JSON.stringify(e.ev) + '\n');
@@ -129,7 +141,12 @@ export async function startFakeApi(): Promise<FakeApi> {
         const start = Number(url.searchParams.get('continue') || '0');
         const items = limit ? all.slice(start, start + limit) : all;
         const next = limit && start + limit < all.length ? String(start + limit) : undefined;
-        return send(200, { kind: 'List', apiVersion: 'v1', metadata: { resourceVersion: String(rv), continue: next }, items });
+        return send(200, {
+          kind: 'List',
+          apiVersion: 'v1',
+          metadata: { resourceVersion: String(rv), continue: next },
+          items,
+        });
       }
       const k = key(plural, ns, name ?? body?.metadata.name ?? '');
       const existing = objects.get(k);
@@ -140,7 +157,8 @@ export async function startFakeApi(): Promise<FakeApi> {
       }
       if (method === 'PUT') {
         if (!existing) return send(404, status(404, 'NotFound'));
-        if (body?.metadata.resourceVersion !== existing.metadata.resourceVersion) return send(409, status(409, 'Conflict'));
+        if (body?.metadata.resourceVersion !== existing.metadata.resourceVersion)
+          return send(409, status(409, 'Conflict'));
         return send(200, fake.put(plural, body as KubeObject));
       }
       if (method === 'PATCH') {
@@ -163,10 +181,11 @@ export async function startFakeApi(): Promise<FakeApi> {
     contexts: [{ name: 'ctx', cluster: 'c', user: 'u' }],
     currentContext: 'ctx',
   });
-  fake.close = () => new Promise<void>((r) => {
-    fake.closeWatches();
-    server.closeAllConnections();
-    server.close(() => r());
-  });
+  fake.close = () =>
+    new Promise<void>((r) => {
+      fake.closeWatches();
+      server.closeAllConnections();
+      server.close(() => r());
+    });
   return fake;
 }

@@ -5,7 +5,10 @@ import { Counter } from 'prom-client';
 import { createMetricsRegistry } from '../../src/runtime/metrics.ts';
 import { InvalidAddressError, parseListenAddress, startHealthServer } from '../../src/runtime/health-server.ts';
 
-async function fetchText(url: string, init?: RequestInit): Promise<{ status: number; body: string; type: string | null }> {
+async function fetchText(
+  url: string,
+  init?: RequestInit,
+): Promise<{ status: number; body: string; type: string | null }> {
   const res = await fetch(url, init);
   return { status: res.status, body: await res.text(), type: res.headers.get('content-type') };
 }
@@ -17,7 +20,13 @@ test('healthz/readyz: ok, failing checks named, verbose, exclude, per-check path
     address: '127.0.0.1:0',
     checks: {
       healthz: { ping: () => true, leader: () => leader },
-      readyz: { informers: () => synced, asyncCheck: async () => true, broken: () => { throw new Error('boom'); } },
+      readyz: {
+        informers: () => synced,
+        asyncCheck: async () => true,
+        broken: () => {
+          throw new Error('boom');
+        },
+      },
     },
   });
   try {
@@ -40,7 +49,10 @@ test('healthz/readyz: ok, failing checks named, verbose, exclude, per-check path
 
     r = await fetchText(`${server.url}/readyz`);
     assert.equal(r.status, 500);
-    assert.equal(r.body, '[-]informers failed: reason withheld\n[+]asyncCheck ok\n[-]broken failed: boom\nreadyz check failed\n');
+    assert.equal(
+      r.body,
+      '[-]informers failed: reason withheld\n[+]asyncCheck ok\n[-]broken failed: boom\nreadyz check failed\n',
+    );
     synced = true;
     r = await fetchText(`${server.url}/readyz?exclude=broken`);
     assert.deepEqual([r.status, r.body], [200, 'ok']);
@@ -83,5 +95,6 @@ test('listen addresses', () => {
   assert.deepEqual(parseListenAddress('127.0.0.1:8080'), { host: '127.0.0.1', port: 8080 });
   assert.deepEqual(parseListenAddress(':9090'), { host: '', port: 9090 });
   assert.deepEqual(parseListenAddress('[::1]:0'), { host: '::1', port: 0 });
-  for (const bad of ['8080', 'host:', 'host:99999', '::1:80', 'a:b']) assert.throws(() => parseListenAddress(bad), InvalidAddressError, bad);
+  for (const bad of ['8080', 'host:', 'host:99999', '::1:80', 'a:b'])
+    assert.throws(() => parseListenAddress(bad), InvalidAddressError, bad);
 });

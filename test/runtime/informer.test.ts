@@ -16,7 +16,9 @@ import { startFakeApi, type FakeApi } from './fake-api.ts';
 import { waitFor } from '../support/wait.ts';
 
 const pv = (name: string, sc = 'fast', extra: Record<string, unknown> = {}): PersistentVolume => ({
-  apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name },
+  apiVersion: 'v1',
+  kind: 'PersistentVolume',
+  metadata: { name },
   spec: { storageClassName: sc, capacity: { storage: '1Gi' }, ...extra },
 });
 
@@ -30,10 +32,16 @@ interface Recorded {
   informer: Informer<PersistentVolume>;
 }
 
-function recordingInformer(client: KubeClient, extra: Partial<ConstructorParameters<typeof Informer<PersistentVolume>>[0]> = {}): Recorded {
+function recordingInformer(
+  client: KubeClient,
+  extra: Partial<ConstructorParameters<typeof Informer<PersistentVolume>>[0]> = {},
+): Recorded {
   const events: string[] = [];
   const informer = new Informer<PersistentVolume>({
-    client, resource: persistentVolumes, backoff: { initialMs: 10, maxMs: 50 }, ...extra,
+    client,
+    resource: persistentVolumes,
+    backoff: { initialMs: 10, maxMs: 50 },
+    ...extra,
     handlers: {
       onAdd: (o) => events.push(`add:${o.metadata.name}`),
       onUpdate: (old, o) => events.push(`update:${o.metadata.name}:${old === o ? 'resync' : o.spec.storageClassName}`),
@@ -65,12 +73,17 @@ test('ObjectStore: keys, uid lookup, indexes follow updates and deletes, objects
   assert.deepEqual(store.indexKeys('class', 'fast').sort(), ['a', 'ns/b']);
   store.upsert({ metadata: { name: 'a', uid: 'u-a' }, spec: { storageClassName: 'slow' } });
   assert.deepEqual(store.indexKeys('class', 'fast'), ['ns/b']);
-  assert.deepEqual(store.byIndex('class', 'slow').map((o) => o.metadata.name), ['a']);
+  assert.deepEqual(
+    store.byIndex('class', 'slow').map((o) => o.metadata.name),
+    ['a'],
+  );
   store.remove('ns/b');
   assert.deepEqual(store.indexKeys('class', 'fast'), []);
   assert.equal(store.getByUid('u-b'), undefined);
   const a = store.get('a') as KubeObject;
-  assert.throws(() => { (a.metadata as { name: string }).name = 'x'; }, TypeError);
+  assert.throws(() => {
+    (a.metadata as { name: string }).name = 'x';
+  }, TypeError);
   assert.throws(() => store.byIndex('nope', 'x'), /no index/);
 });
 
@@ -136,7 +149,10 @@ test('informer: closed watch reconnects with backoff from the last RV, nothing l
 /** A client that counts the watches it opens, to observe reconnects without timing. */
 class CountingClient extends KubeClient {
   watches = 0;
-  override async watch<T extends KubeObject = KubeObject>(r: ApiResource<T>, opts?: WatchOptions): Promise<WatchStream<T>> {
+  override async watch<T extends KubeObject = KubeObject>(
+    r: ApiResource<T>,
+    opts?: WatchOptions,
+  ): Promise<WatchStream<T>> {
     this.watches++;
     return super.watch<T>(r, opts);
   }
@@ -148,7 +164,11 @@ test('informer: a very short watch (closed at once, no event) is re-opened only 
     // so the count is exact right after clock.advance() (no HTTP round trip to wait for).
     const client = new CountingClient({ kubeConfig: fake.kubeConfig, qps: 0, retryBaseDelayMs: 1 });
     const clock = new TestClock();
-    const { informer } = recordingInformer(client, { clock, random: () => 0, backoff: { initialMs: 1_000, maxMs: 8_000 } });
+    const { informer } = recordingInformer(client, {
+      clock,
+      random: () => 0,
+      backoff: { initialMs: 1_000, maxMs: 8_000 },
+    });
     informer.start();
     await informer.synced;
     // Each watch delivers nothing and, with the TestClock standing still, lasts no time: a "very short watch".
@@ -179,7 +199,10 @@ test('informer: compacted history -> 410 -> relist; gap deletions become tombsto
     fake.put('persistentvolumes', pv('c', 'slow'));
     fake.put('persistentvolumes', pv('d'));
     fake.compact();
-    await until(() => informer.store.size === 3 && informer.store.get('c')?.spec.storageClassName === 'slow', 'converged');
+    await until(
+      () => informer.store.size === 3 && informer.store.get('c')?.spec.storageClassName === 'slow',
+      'converged',
+    );
     assert.deepEqual(informer.store.keys().sort(), ['a', 'c', 'd']);
     assert.deepEqual(events.slice(3).sort(), ['add:d', 'delete:b:tombstone', 'update:c:slow']);
     assert.equal(fake.requests.filter((r) => r === 'GET /api/v1/persistentvolumes').length, 2, 'relisted once');
@@ -190,7 +213,8 @@ test('informer: list failures (500s) are retried until it syncs', () =>
   withFake(async (fake, client) => {
     fake.put('persistentvolumes', pv('a'));
     let failures = 0;
-    fake.fault = (method, path) => (method === 'GET' && path === '/api/v1/persistentvolumes' && failures++ < 8 ? 500 : undefined);
+    fake.fault = (method, path) =>
+      method === 'GET' && path === '/api/v1/persistentvolumes' && failures++ < 8 ? 500 : undefined;
     const { informer } = recordingInformer(client);
     informer.start();
     await informer.synced;
@@ -231,7 +255,11 @@ test('informer: stop before the first list rejects synced; a throwing handler do
     fake.put('persistentvolumes', pv('b'));
     const seen: string[] = [];
     const second = new Informer<PersistentVolume>({ client, resource: persistentVolumes });
-    second.addEventHandler({ onAdd: () => { throw new Error('boom'); } });
+    second.addEventHandler({
+      onAdd: () => {
+        throw new Error('boom');
+      },
+    });
     second.addEventHandler({ onAdd: (o) => seen.push(o.metadata.name ?? '') });
     second.start();
     await second.synced;
@@ -259,8 +287,15 @@ test('waitForCacheSync waits for every informer and honours abort', () =>
 // ---- against the embedded cluster (real HTTPS, real watch cache, fault injection) ----
 
 const hostPathPv = (name: string, size = '1Gi'): PersistentVolume => ({
-  apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name },
-  spec: { capacity: { storage: size }, accessModes: ['ReadWriteOnce'], hostPath: { path: `/tmp/${name}` }, storageClassName: 'fast' },
+  apiVersion: 'v1',
+  kind: 'PersistentVolume',
+  metadata: { name },
+  spec: {
+    capacity: { storage: size },
+    accessModes: ['ReadWriteOnce'],
+    hostPath: { path: `/tmp/${name}` },
+    storageClassName: 'fast',
+  },
 });
 
 describe('informer against the embedded cluster', () => {
@@ -283,13 +318,18 @@ describe('informer against the embedded cluster', () => {
   });
   afterEach(async () => {
     cluster.faults.clear();
-    for (const o of (await writer.list(persistentVolumes)).items) await writer.delete(persistentVolumes, o.metadata.name ?? '');
+    for (const o of (await writer.list(persistentVolumes)).items)
+      await writer.delete(persistentVolumes, o.metadata.name ?? '');
   });
 
   test('a watch that delivered events and is then cut is re-opened at once, without backoff (client-go)', async () => {
     const clock = new TestClock();
     const client = new CountingClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: 'informer-healthy-close' });
-    const { informer } = recordingInformer(client, { clock, random: () => 0, backoff: { initialMs: 1_000, maxMs: 30_000 } });
+    const { informer } = recordingInformer(client, {
+      clock,
+      random: () => 0,
+      backoff: { initialMs: 1_000, maxMs: 30_000 },
+    });
     informer.start();
     await informer.synced;
     await watchEstablished(informer);
@@ -310,10 +350,20 @@ describe('informer against the embedded cluster', () => {
     const delivered = new Set<string>();
     let duplicates = 0;
     const informer = new Informer<PersistentVolume>({
-      client, resource: persistentVolumes, backoff: { initialMs: 20, maxMs: 100 },
+      client,
+      resource: persistentVolumes,
+      backoff: { initialMs: 20, maxMs: 100 },
       handlers: {
-        onAdd: (o) => { const k = `${o.metadata.name}@${o.metadata.resourceVersion}`; if (delivered.has(k)) duplicates++; delivered.add(k); },
-        onUpdate: (_old, o) => { const k = `${o.metadata.name}@${o.metadata.resourceVersion}`; if (delivered.has(k)) duplicates++; delivered.add(k); },
+        onAdd: (o) => {
+          const k = `${o.metadata.name}@${o.metadata.resourceVersion}`;
+          if (delivered.has(k)) duplicates++;
+          delivered.add(k);
+        },
+        onUpdate: (_old, o) => {
+          const k = `${o.metadata.name}@${o.metadata.resourceVersion}`;
+          if (delivered.has(k)) duplicates++;
+          delivered.add(k);
+        },
       },
     });
     informer.start();
@@ -321,13 +371,19 @@ describe('informer against the embedded cluster', () => {
     await watchEstablished(informer);
     for (let i = 0; i < 60; i++) {
       await writer.create(persistentVolumes, hostPathPv(`w-${i}`));
-      if (i % 3 === 0 && i > 0) await writer.patch(persistentVolumes, `w-${i - 1}`, { metadata: { labels: { round: String(i) } } });
+      if (i % 3 === 0 && i > 0)
+        await writer.patch(persistentVolumes, `w-${i - 1}`, { metadata: { labels: { round: String(i) } } });
       if (i % 10 === 5) await writer.delete(persistentVolumes, `w-${i - 5}`);
       if (i % 12 === 0) cluster.faults.closeWatches();
     }
     const server = await writer.list(persistentVolumes);
     const expected = new Map(server.items.map((o) => [o.metadata.name, o.metadata.resourceVersion]));
-    await until(() => informer.store.size === expected.size && informer.store.list().every((o) => expected.get(o.metadata.name) === o.metadata.resourceVersion), 'store equals server');
+    await until(
+      () =>
+        informer.store.size === expected.size &&
+        informer.store.list().every((o) => expected.get(o.metadata.name) === o.metadata.resourceVersion),
+      'store equals server',
+    );
     assert.equal(duplicates, 0);
     await informer.stop();
     client.close();
@@ -337,7 +393,10 @@ describe('informer against the embedded cluster', () => {
     for (const n of ['a', 'b', 'c']) await writer.create(persistentVolumes, hostPathPv(n));
     const client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: 'informer-410' });
     // A fixed 1 s reconnect delay: the writes and the compaction below happen while no watch is open.
-    const { events, informer } = recordingInformer(client, { random: () => 0, backoff: { initialMs: 1_000, maxMs: 1_000 } });
+    const { events, informer } = recordingInformer(client, {
+      random: () => 0,
+      backoff: { initialMs: 1_000, maxMs: 1_000 },
+    });
     informer.start();
     await informer.synced;
     await watchEstablished(informer);
@@ -350,11 +409,23 @@ describe('informer against the embedded cluster', () => {
     await writer.create(persistentVolumes, hostPathPv('d'));
     cluster.faults.compact();
     cluster.faults.remove(refuse);
-    await until(() => informer.store.size === 4 && informer.store.get('c')?.spec.storageClassName === 'slow', 'converged');
-    assert.deepEqual(informer.store.keys().filter((k) => !k.startsWith('sentinel')).sort(), ['a', 'c', 'd']);
+    await until(
+      () => informer.store.size === 4 && informer.store.get('c')?.spec.storageClassName === 'slow',
+      'converged',
+    );
+    assert.deepEqual(
+      informer.store
+        .keys()
+        .filter((k) => !k.startsWith('sentinel'))
+        .sort(),
+      ['a', 'c', 'd'],
+    );
     assert.ok(events.includes('delete:b:tombstone'), events.join());
     assert.ok(Number(informer.lastSyncResourceVersion) > Number(rvBefore));
-    assert.ok(cluster.audit.count({ client: 'informer-410', verb: 'list', resource: 'persistentvolumes', code: 200 }) >= 2, 'relisted');
+    assert.ok(
+      cluster.audit.count({ client: 'informer-410', verb: 'list', resource: 'persistentvolumes', code: 200 }) >= 2,
+      'relisted',
+    );
     await informer.stop();
     client.close();
   });
@@ -362,7 +433,12 @@ describe('informer against the embedded cluster', () => {
   test('500 and 429 bursts on list and watch are retried until the informer syncs and follows', async () => {
     await writer.create(persistentVolumes, hostPathPv('x'));
     cluster.faults.add({ verb: 'list', resource: 'persistentvolumes', status: 500, count: 7 });
-    const client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, userAgent: 'informer-faults', retryBaseDelayMs: 5 });
+    const client = new KubeClient({
+      kubeConfig: cluster.kubeConfig,
+      qps: 0,
+      userAgent: 'informer-faults',
+      retryBaseDelayMs: 5,
+    });
     const { informer } = recordingInformer(client, { backoff: { initialMs: 20, maxMs: 100 } });
     informer.start();
     await informer.synced;
@@ -372,7 +448,10 @@ describe('informer against the embedded cluster', () => {
     cluster.faults.closeWatches();
     await writer.create(persistentVolumes, hostPathPv('y'));
     await until(() => informer.store.get('y') !== undefined, 'follows after 429s');
-    await until(() => cluster.audit.count({ client: 'informer-faults', verb: 'watch', code: 429 }) === 3, 'three 429s served');
+    await until(
+      () => cluster.audit.count({ client: 'informer-faults', verb: 'watch', code: 429 }) === 3,
+      'three 429s served',
+    );
     await informer.stop();
     client.close();
   });

@@ -19,16 +19,36 @@ function config(cluster: string, user: string, extra = ''): string {
   return `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n${cluster}\nusers:\n- name: u\n  user:\n${user}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n    namespace: ns1\n${extra}current-context: x\n`;
 }
 
-interface Seen { server?: string; authorization?: unknown; impersonate?: unknown; ca?: string; cert?: string; key?: string; rejectUnauthorized?: boolean; servername?: string; auth?: string }
+interface Seen {
+  server?: string;
+  authorization?: unknown;
+  impersonate?: unknown;
+  ca?: string;
+  cert?: string;
+  key?: string;
+  rejectUnauthorized?: boolean;
+  servername?: string;
+  auth?: string;
+}
 
-async function seen(kc: { getCurrentCluster(): { server: string } | null; applyToHTTPSOptions(o: https.RequestOptions): Promise<void> }): Promise<Seen> {
+async function seen(kc: {
+  getCurrentCluster(): { server: string } | null;
+  applyToHTTPSOptions(o: https.RequestOptions): Promise<void>;
+}): Promise<Seen> {
   const o: https.RequestOptions = { headers: {} };
   await kc.applyToHTTPSOptions(o);
   const h = o.headers as Record<string, unknown>;
   const s = (v: unknown) => (v === undefined ? undefined : String(v));
   return {
-    server: kc.getCurrentCluster()?.server, authorization: h.Authorization, impersonate: h['Impersonate-User'],
-    ca: s(o.ca), cert: s(o.cert), key: s(o.key), rejectUnauthorized: o.rejectUnauthorized, servername: o.servername ?? undefined, auth: o.auth ?? undefined,
+    server: kc.getCurrentCluster()?.server,
+    authorization: h.Authorization,
+    impersonate: h['Impersonate-User'],
+    ca: s(o.ca),
+    cert: s(o.cert),
+    key: s(o.key),
+    rejectUnauthorized: o.rejectUnauthorized,
+    servername: o.servername ?? undefined,
+    auth: o.auth ?? undefined,
   };
 }
 
@@ -41,22 +61,45 @@ describe('RestConfig gives what client-node gives', () => {
     await writeFile(join(dir, 'client.key'), KEY);
     await writeFile(join(dir, 'token'), 'file-token');
     await writeFile(join(dir, 'token-nl'), 'file-token\n');
-    await writeFile(join(dir, 'plugin.mjs'), `// client-node sets no KUBERNETES_EXEC_INFO; kubectl and RestConfig do.
+    await writeFile(
+      join(dir, 'plugin.mjs'),
+      `// client-node sets no KUBERNETES_EXEC_INFO; kubectl and RestConfig do.
 const info = JSON.parse(process.env.KUBERNETES_EXEC_INFO ?? '{"apiVersion":"client.authentication.k8s.io/v1"}');
 if (process.argv[2] === 'cert') console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCredential', status: { clientCertificateData: ${JSON.stringify(CERT)}, clientKeyData: ${JSON.stringify(KEY)} } }));
 else console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCredential', status: { token: 'exec-' + process.env.PLUGIN_SUFFIX } }));
-`);
+`,
+    );
   });
-  after(async () => { await rm(dir, { recursive: true, force: true }); });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
 
-  const exec = (arg: string) => `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${process.execPath}\n      args: [${JSON.stringify(join(dir, 'plugin.mjs'))}, ${arg}]\n      env:\n      - name: PLUGIN_SUFFIX\n        value: abc\n      interactiveMode: Never`;
+  const exec = (arg: string) =>
+    `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${process.execPath}\n      args: [${JSON.stringify(join(dir, 'plugin.mjs'))}, ${arg}]\n      env:\n      - name: PLUGIN_SUFFIX\n        value: abc\n      interactiveMode: Never`;
   const cases: Record<string, () => string> = {
-    'token, CA data, tls-server-name': () => config(`    server: https://a.example:6443/\n    certificate-authority-data: ${b64(CA)}\n    tls-server-name: api.internal`, '    token: t0k3n'),
-    'CA file and client certificate files, relative paths': () => config('    server: https://b.example\n    certificate-authority: ca.crt', '    client-certificate: client.crt\n    client-key: ./client.key'),
-    'client certificate data, insecure-skip-tls-verify': () => config('    server: https://c.example\n    insecure-skip-tls-verify: true', `    client-certificate-data: ${b64(CERT)}\n    client-key-data: ${b64(KEY)}`),
+    'token, CA data, tls-server-name': () =>
+      config(
+        `    server: https://a.example:6443/\n    certificate-authority-data: ${b64(CA)}\n    tls-server-name: api.internal`,
+        '    token: t0k3n',
+      ),
+    'CA file and client certificate files, relative paths': () =>
+      config(
+        '    server: https://b.example\n    certificate-authority: ca.crt',
+        '    client-certificate: client.crt\n    client-key: ./client.key',
+      ),
+    'client certificate data, insecure-skip-tls-verify': () =>
+      config(
+        '    server: https://c.example\n    insecure-skip-tls-verify: true',
+        `    client-certificate-data: ${b64(CERT)}\n    client-key-data: ${b64(KEY)}`,
+      ),
     // client-node reads `token-file`; kubectl's field is `tokenFile` (checked below). RestConfig reads both.
-    'token file': () => config(`    server: https://d.example\n    certificate-authority: ${join(dir, 'ca.crt')}`, `    token-file: ${join(dir, 'token')}`),
-    'basic auth and impersonation': () => config('    server: https://e.example', '    username: admin\n    password: secret\n    as: someone'),
+    'token file': () =>
+      config(
+        `    server: https://d.example\n    certificate-authority: ${join(dir, 'ca.crt')}`,
+        `    token-file: ${join(dir, 'token')}`,
+      ),
+    'basic auth and impersonation': () =>
+      config('    server: https://e.example', '    username: admin\n    password: secret\n    as: someone'),
     'exec plugin, token': () => config('    server: https://f.example', exec('token')),
     'exec plugin, client certificate': () => config('    server: https://g.example', exec('cert')),
   };
@@ -82,8 +125,14 @@ else console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCreden
   test('KUBECONFIG with several files merges them, the first current-context winning', async () => {
     const a = join(dir, 'merge-a.yaml');
     const b = join(dir, 'merge-b.yaml');
-    await writeFile(a, 'apiVersion: v1\nkind: Config\nclusters:\n- name: ca\n  cluster:\n    server: https://merged.example\ncurrent-context: ctx\n');
-    await writeFile(b, 'apiVersion: v1\nkind: Config\nusers:\n- name: ub\n  user:\n    token: merged\ncontexts:\n- name: ctx\n  context:\n    cluster: ca\n    user: ub\ncurrent-context: other\n');
+    await writeFile(
+      a,
+      'apiVersion: v1\nkind: Config\nclusters:\n- name: ca\n  cluster:\n    server: https://merged.example\ncurrent-context: ctx\n',
+    );
+    await writeFile(
+      b,
+      'apiVersion: v1\nkind: Config\nusers:\n- name: ub\n  user:\n    token: merged\ncontexts:\n- name: ctx\n  context:\n    cluster: ca\n    user: ub\ncurrent-context: other\n',
+    );
     const theirs = new KubeConfig();
     theirs.loadFromFile(a);
     const next = new KubeConfig();
@@ -96,8 +145,16 @@ else console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCreden
 
   test('context selection', async () => {
     const file = join(dir, 'contexts.yaml');
-    await writeFile(file, config('    server: https://one.example', '    token: one', '- name: y\n  context:\n    cluster: c2\n    user: u\nclusters2: []\n')
-      .replace('users:', 'users:').replace('clusters:\n', 'clusters:\n- name: c2\n  cluster:\n    server: https://two.example\n'));
+    await writeFile(
+      file,
+      config(
+        '    server: https://one.example',
+        '    token: one',
+        '- name: y\n  context:\n    cluster: c2\n    user: u\nclusters2: []\n',
+      )
+        .replace('users:', 'users:')
+        .replace('clusters:\n', 'clusters:\n- name: c2\n  cluster:\n    server: https://two.example\n'),
+    );
     const theirs = new KubeConfig();
     theirs.loadFromFile(file);
     theirs.setCurrentContext('y');
@@ -144,18 +201,33 @@ else console.log(JSON.stringify({ apiVersion: info.apiVersion, kind: 'ExecCreden
   test('exec plugin output is cached until it expires; a failing plugin is a clear error', async () => {
     const counter = join(dir, 'count');
     const script = join(dir, 'counting.mjs');
-    await writeFile(script, `import { appendFileSync } from 'node:fs';
+    await writeFile(
+      script,
+      `import { appendFileSync } from 'node:fs';
 appendFileSync(${JSON.stringify(counter)}, 'x');
-console.log(JSON.stringify({ kind: 'ExecCredential', status: { token: 'counted' } }));`);
+console.log(JSON.stringify({ kind: 'ExecCredential', status: { token: 'counted' } }));`,
+    );
     const file = join(dir, 'counting.yaml');
-    await writeFile(file, config('    server: https://h.example', `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${process.execPath}\n      args: [${JSON.stringify(script)}]`));
+    await writeFile(
+      file,
+      config(
+        '    server: https://h.example',
+        `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${process.execPath}\n      args: [${JSON.stringify(script)}]`,
+      ),
+    );
     const kc = loadKubeConfig({ path: file }).kubeConfig;
     await Promise.all([seen(kc), seen(kc), seen(kc)]);
     await seen(kc);
     const { readFile } = await import('node:fs/promises');
     assert.equal(await readFile(counter, 'utf8'), 'x', 'one run for concurrent and later calls');
     const broken = join(dir, 'broken.yaml');
-    await writeFile(broken, config('    server: https://i.example', `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${join(dir, 'no-such-plugin')}`));
+    await writeFile(
+      broken,
+      config(
+        '    server: https://i.example',
+        `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${join(dir, 'no-such-plugin')}`,
+      ),
+    );
     await assert.rejects(seen(loadKubeConfig({ path: broken }).kubeConfig), /exec plugin .*no-such-plugin failed/);
   });
 

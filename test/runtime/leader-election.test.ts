@@ -4,7 +4,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeClient } from '../../src/runtime/client.ts';
 import {
-  LeaderElectionConfigError, LeaderElector, validateLeaderElectionTimings, type LeaderElectorOptions,
+  LeaderElectionConfigError,
+  LeaderElector,
+  validateLeaderElectionTimings,
+  type LeaderElectorOptions,
 } from '../../src/runtime/leader-election.ts';
 import { leases } from '../../src/runtime/resources.ts';
 import type { Lease } from '../../src/types/k8s.ts';
@@ -33,16 +36,27 @@ async function fakeBackend(): Promise<Backend> {
   return {
     client,
     lease: async () => fake.objects.get('leases/default/lock') as Lease,
-    failLeaseUpdates: (on) => { fake.fault = on ? (method, path) => (method === 'PUT' && path.includes('/leases/') ? 500 : undefined) : undefined; },
+    failLeaseUpdates: (on) => {
+      fake.fault = on ? (method, path) => (method === 'PUT' && path.includes('/leases/') ? 500 : undefined) : undefined;
+    },
     leaseUpdates: () => fake.requests.filter((r) => r.startsWith('PUT')).length,
     leaseReads: () => fake.requests.filter((r) => r.startsWith('GET') && r.includes('/leases/')).length,
-    close: async () => { client.close(); await fake.close(); },
+    close: async () => {
+      client.close();
+      await fake.close();
+    },
   };
 }
 
 async function clusterBackend(): Promise<Backend> {
   const cluster = await startCluster({ controllers: false });
-  const client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, retryBaseDelayMs: 1, maxRetries: 0, userAgent: 'elector-test' });
+  const client = new KubeClient({
+    kubeConfig: cluster.kubeConfig,
+    qps: 0,
+    retryBaseDelayMs: 1,
+    maxRetries: 0,
+    userAgent: 'elector-test',
+  });
   let rule: number | undefined;
   return {
     client,
@@ -53,11 +67,17 @@ async function clusterBackend(): Promise<Backend> {
     },
     leaseUpdates: () => cluster.audit.count({ client: 'elector-test', verb: 'update', resource: 'leases' }),
     leaseReads: () => cluster.audit.count({ client: 'elector-test', verb: 'get', resource: 'leases' }),
-    close: async () => { client.close(); await cluster.stop(); },
+    close: async () => {
+      client.close();
+      await cluster.stop();
+    },
   };
 }
 
-const backends: Array<[string, () => Promise<Backend>]> = [['fake', fakeBackend], ['cluster', clusterBackend]];
+const backends: Array<[string, () => Promise<Backend>]> = [
+  ['fake', fakeBackend],
+  ['cluster', clusterBackend],
+];
 
 /** Polls until `cond` holds (bounded): the shared waitFor with this file's argument order. */
 const until = async (cond: () => boolean, what: string, ms = 15_000): Promise<void> => {
@@ -74,7 +94,10 @@ class Campaign {
   overlaps = 0;
   private readonly runs = new Map<string, { ac: AbortController; done: Promise<void>; elector: LeaderElector }>();
 
-  constructor(private readonly client: KubeClient, private readonly base: Partial<LeaderElectorOptions>) {
+  constructor(
+    private readonly client: KubeClient,
+    private readonly base: Partial<LeaderElectorOptions>,
+  ) {
     campaigns.add(this);
   }
 
@@ -86,7 +109,12 @@ class Campaign {
   start(id: string, extra: Partial<LeaderElectorOptions> = {}): LeaderElector {
     const ac = new AbortController();
     const elector = new LeaderElector({
-      client: this.client, namespace: 'default', name: 'lock', identity: id, ...this.base, ...extra,
+      client: this.client,
+      namespace: 'default',
+      name: 'lock',
+      identity: id,
+      ...this.base,
+      ...extra,
       callbacks: {
         onStartedLeading: () => {
           if (this.leaders.size > 0) this.overlaps++;
@@ -136,7 +164,18 @@ test('timings must satisfy leaseDuration > renewDeadline > 1.2 * retryPeriod', (
   assert.throws(() => validateLeaderElectionTimings(15_000, 2_400, 2_000), LeaderElectionConfigError);
   assert.throws(() => validateLeaderElectionTimings(15_000, 10_000, 0), LeaderElectionConfigError);
   validateLeaderElectionTimings(15_000, 10_000, 2_000);
-  assert.throws(() => new LeaderElector({ client: {} as KubeClient, namespace: 'd', name: 'l', identity: 'x', leaseDurationMs: 1000, renewDeadlineMs: 2000 }), LeaderElectionConfigError);
+  assert.throws(
+    () =>
+      new LeaderElector({
+        client: {} as KubeClient,
+        namespace: 'd',
+        name: 'l',
+        identity: 'x',
+        leaseDurationMs: 1000,
+        renewDeadlineMs: 2000,
+      }),
+    LeaderElectionConfigError,
+  );
 });
 
 test('MicroTime has exactly six fractional digits', () => {
@@ -159,7 +198,10 @@ for (const [where, make] of backends) {
       assert.match(lease1.spec.renewTime ?? '', /\.\d{6}Z$/);
       // Several renew rounds with the standbys polling, counted at the server rather than slept through.
       const [updates, reads] = [b.leaseUpdates(), b.leaseReads()];
-      await until(() => b.leaseUpdates() >= updates + 3 && b.leaseReads() >= reads + 4, 'three renewals and four standby reads');
+      await until(
+        () => b.leaseUpdates() >= updates + 3 && b.leaseReads() >= reads + 4,
+        'three renewals and four standby reads',
+      );
       assert.equal(c.leader(), first, 'leadership is stable while renewed');
       await c.stop(first);
       await until(() => c.leaders.size === 1, 'a new leader after release', 10_000);
@@ -196,12 +238,19 @@ for (const [where, make] of backends) {
         await clock.advance(timings.retryPeriodMs);
         // Both standbys looked at the lease (and one may have taken it): everything waits on the clock again.
         await until(() => clock.pending === 2, `the standbys' round at +${clock.now() - stoppedAt} ms`);
-        if (clock.now() - stoppedAt < timings.leaseDurationMs) assert.equal(c.leaders.size, 0, `no leader ${clock.now() - stoppedAt} ms after a stopped`);
+        if (clock.now() - stoppedAt < timings.leaseDurationMs)
+          assert.equal(c.leaders.size, 0, `no leader ${clock.now() - stoppedAt} ms after a stopped`);
       }
       const tookOver = c.log.find((e) => e.id !== 'a' && e.what === 'start')?.at ?? Infinity;
       // The standbys saw a's last renewal when a stopped: a full lease after that, at the first look past it.
-      assert.ok(tookOver - stoppedAt >= timings.leaseDurationMs, `took over ${tookOver - stoppedAt} ms after a stopped`);
-      assert.ok(tookOver - stoppedAt <= timings.leaseDurationMs + timings.retryPeriodMs, `took over ${tookOver - stoppedAt} ms after a stopped`);
+      assert.ok(
+        tookOver - stoppedAt >= timings.leaseDurationMs,
+        `took over ${tookOver - stoppedAt} ms after a stopped`,
+      );
+      assert.ok(
+        tookOver - stoppedAt <= timings.leaseDurationMs + timings.retryPeriodMs,
+        `took over ${tookOver - stoppedAt} ms after a stopped`,
+      );
       assert.equal(c.leaders.size, 1);
       assert.equal(c.overlaps, 0);
       await c.stopAll();
@@ -215,7 +264,9 @@ for (const [where, make] of backends) {
       assert.equal(elector.healthy(0), true);
       // Starve the event loop past leaseDuration: renewals are now late, and the health check must say so.
       const blockUntil = Date.now() + 1_200;
-      while (Date.now() < blockUntil) { /* busy */ }
+      while (Date.now() < blockUntil) {
+        /* busy */
+      }
       assert.equal(elector.healthy(0), false);
       assert.equal(elector.healthy(5_000), true, 'tolerance applies');
       b.failLeaseUpdates(true);

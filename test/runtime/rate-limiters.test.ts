@@ -41,7 +41,9 @@ test('token bucket: take() waits for a token, abort returns the reservation', as
   const bucket = new TokenBucket(1, 1, clock);
   await bucket.take();
   let done = false;
-  const waiting = bucket.take().then(() => { done = true; });
+  const waiting = bucket.take().then(() => {
+    done = true;
+  });
   await clock.advance(999);
   assert.equal(done, false);
   await clock.advance(1);
@@ -69,7 +71,10 @@ test('token bucket: Infinity qps never limits; bad config is rejected', () => {
 
 test('exponential limiter: base * 2^n per item, capped, forget resets', () => {
   const limiter = new ItemExponentialFailureRateLimiter<string>(5, 1000);
-  assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 8, 9].map(() => limiter.when('a')), [5, 10, 20, 40, 80, 160, 320, 640, 1000]);
+  assert.deepEqual(
+    [1, 2, 3, 4, 5, 6, 7, 8, 9].map(() => limiter.when('a')),
+    [5, 10, 20, 40, 80, 160, 320, 640, 1000],
+  );
   assert.equal(limiter.when('b'), 5, 'items are independent');
   assert.equal(limiter.numRequeues('a'), 9);
   limiter.forget('a');
@@ -82,13 +87,19 @@ test('exponential limiter: base * 2^n per item, capped, forget resets', () => {
 
 test('bucket limiter: burst free, then spaced at 1/qps, no per-item state', () => {
   const limiter = new BucketRateLimiter<string>(10, 2, new TestClock());
-  assert.deepEqual(['a', 'b', 'c', 'd'].map((k) => limiter.when(k)), [0, 0, 100, 200]);
+  assert.deepEqual(
+    ['a', 'b', 'c', 'd'].map((k) => limiter.when(k)),
+    [0, 0, 100, 200],
+  );
   assert.equal(limiter.numRequeues('a'), 0);
 });
 
 test('fast/slow limiter: fast for the first attempts, then slow', () => {
   const limiter = new ItemFastSlowRateLimiter<string>(10, 5000, 3);
-  assert.deepEqual([1, 2, 3, 4, 5].map(() => limiter.when('a')), [10, 10, 10, 5000, 5000]);
+  assert.deepEqual(
+    [1, 2, 3, 4, 5].map(() => limiter.when('a')),
+    [10, 10, 10, 5000, 5000],
+  );
   assert.equal(limiter.numRequeues('a'), 5);
   limiter.forget('a');
   assert.equal(limiter.when('a'), 10);
@@ -106,7 +117,10 @@ test('slow retry limiter: a fixed long delay (5 min default) and a requeue count
 
 test('max-of limiter: the longest delay, every limiter sees every failure', () => {
   const clock = new TestClock();
-  const limiter = new MaxOfRateLimiter<string>(new ItemExponentialFailureRateLimiter(1, 1000), new BucketRateLimiter(1, 2, clock));
+  const limiter = new MaxOfRateLimiter<string>(
+    new ItemExponentialFailureRateLimiter(1, 1000),
+    new BucketRateLimiter(1, 2, clock),
+  );
   // exp: 1, 2, 4; bucket: 0, 0, 1000
   assert.deepEqual([limiter.when('a'), limiter.when('a'), limiter.when('a')], [1, 2, 1000]);
   assert.equal(limiter.numRequeues('a'), 3);

@@ -14,8 +14,15 @@ import { startCluster } from '../../src/testing/index.ts';
 import { waitFor } from '../support/wait.ts';
 
 const pv = (name: string): PersistentVolume => ({
-  apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name },
-  spec: { storageClassName: 'x', capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: `/tmp/${name}` } },
+  apiVersion: 'v1',
+  kind: 'PersistentVolume',
+  metadata: { name },
+  spec: {
+    storageClassName: 'x',
+    capacity: { storage: '1Gi' },
+    accessModes: ['ReadWriteOnce'],
+    hostPath: { path: `/tmp/${name}` },
+  },
 });
 
 /** Polls until `cond` holds (bounded): the shared waitFor with this file's argument order. */
@@ -28,7 +35,11 @@ test('a cluster restarted without its history: the informer relists and follows 
   let cluster = await startCluster({ dataDir, controllers: false });
   const port = Number(new URL(cluster.url).port);
   const client = new KubeClient({ kubeConfig: cluster.kubeConfig, qps: 0, retryBaseDelayMs: 1 });
-  const informer = new Informer<PersistentVolume>({ client, resource: persistentVolumes, backoff: { initialMs: 10, maxMs: 50 } });
+  const informer = new Informer<PersistentVolume>({
+    client,
+    resource: persistentVolumes,
+    backoff: { initialMs: 10, maxMs: 50 },
+  });
   const ac = new AbortController();
   try {
     for (let i = 0; i < 30; i++) await cluster.store.create('persistentvolumes', pv(`old-${i}`));
@@ -37,7 +48,9 @@ test('a cluster restarted without its history: the informer relists and follows 
     assert.equal(informer.store.list().length, 30);
     await cluster.stop();
     // Same port, token and certificates, but no objects and a resourceVersion counter starting again from 1.
-    await Promise.all(['cluster.db', 'cluster.db-wal', 'cluster.db-shm'].map((f) => rm(join(dataDir, f), { force: true })));
+    await Promise.all(
+      ['cluster.db', 'cluster.db-wal', 'cluster.db-shm'].map((f) => rm(join(dataDir, f), { force: true })),
+    );
     cluster = await startCluster({ dataDir, port, controllers: false });
     await cluster.store.create('persistentvolumes', pv('new-0'));
     await until(

@@ -5,7 +5,13 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { TestClock } from '../../src/runtime/clock.ts';
 import { ConflictError, NotFoundError, syntheticStatus } from '../../src/runtime/errors.ts';
-import { LockObservation, releasedRecord, tryAcquireOrRenew, type LockRecord, type ResourceLock } from '../../src/runtime/resource-lock.ts';
+import {
+  LockObservation,
+  releasedRecord,
+  tryAcquireOrRenew,
+  type LockRecord,
+  type ResourceLock,
+} from '../../src/runtime/resource-lock.ts';
 
 /** A lock held in memory; `conflictNext` makes the next update fail as a concurrent write would. */
 class MemoryLock implements ResourceLock {
@@ -62,7 +68,13 @@ describe('tryAcquireOrRenew', () => {
     await tryAcquireOrRenew(lock, seen, c, signal);
     await clock.advance(3_000);
     await tryAcquireOrRenew(lock, seen, c, signal, { record: seen.record });
-    assert.deepEqual(lock.record, { holderIdentity: 'a', leaseDurationSeconds: 10, acquireTime: '5000', renewTime: '8000', leaderTransitions: 0 });
+    assert.deepEqual(lock.record, {
+      holderIdentity: 'a',
+      leaseDurationSeconds: 10,
+      acquireTime: '5000',
+      renewTime: '8000',
+      leaderTransitions: 0,
+    });
     lock.conflictNext = true;
     await assert.rejects(tryAcquireOrRenew(lock, seen, c, signal), ConflictError);
     assert.equal(releasedRecord(lock, c, lock.record).holderIdentity, '');

@@ -38,7 +38,9 @@ test('a key being processed is never handed out again; adds meanwhile coalesce i
   assert.equal(q.len, 1, 'only b is ready');
   assert.equal(await getKey(q), 'b');
   let next: string | undefined;
-  const waiting = q.get().then((item) => { next = item.key; });
+  const waiting = q.get().then((item) => {
+    next = item.key;
+  });
   await tick();
   assert.equal(next, undefined, 'a is still in flight, nothing to hand out');
   q.done('a');
@@ -143,7 +145,9 @@ test('shutdownWithDrain hands out queued keys and resolves when every worker is 
   q.add('b');
   assert.equal(await getKey(q), 'a');
   let drained = false;
-  const drain = q.shutdownWithDrain().then(() => { drained = true; });
+  const drain = q.shutdownWithDrain().then(() => {
+    drained = true;
+  });
   q.add('c');
   assert.equal(q.len, 1, 'adds are ignored while draining');
   assert.equal(await getKey(q), 'b', 'already queued keys are still handed out');
@@ -179,7 +183,12 @@ function metricValue(text: string, line: string): number | undefined {
 test('metrics: controller-runtime names with a name label', async () => {
   const clock = new TestClock();
   const registry = createMetricsRegistry();
-  const q = new WorkQueue<string>({ name: 'claims', clock, registry, rateLimiter: new ItemExponentialFailureRateLimiter(10, 1000) });
+  const q = new WorkQueue<string>({
+    name: 'claims',
+    clock,
+    registry,
+    rateLimiter: new ItemExponentialFailureRateLimiter(10, 1000),
+  });
   q.add('a');
   q.add('a');
   q.add('b');
@@ -239,7 +248,12 @@ async function randomRun(seed: number): Promise<void> {
   const rand = prng(seed);
   const pick = (n: number) => Math.floor(rand() * n);
   const clock = new TestClock();
-  const q = new WorkQueue<string>({ clock, registry: new Registry(), name: `prop-${seed}`, rateLimiter: new ItemExponentialFailureRateLimiter(1, 20) });
+  const q = new WorkQueue<string>({
+    clock,
+    registry: new Registry(),
+    name: `prop-${seed}`,
+    rateLimiter: new ItemExponentialFailureRateLimiter(1, 20),
+  });
   const keys = ['a', 'b', 'c', 'd', 'e', 'f'];
   let step = 0;
   const lastAdd = new Map<string, number>();
@@ -302,7 +316,10 @@ async function randomRun(seed: number): Promise<void> {
   assert.deepEqual(failures, []);
   assert.deepEqual([q.len, q.inProgress, q.delayed], [0, 0, 0], `seed ${seed}: queue quiescent`);
   for (const [key, added] of lastAdd) {
-    assert.ok((lastStart.get(key) ?? 0) > added, `seed ${seed}: ${key} last added at step ${added} but last started at ${lastStart.get(key)}`);
+    assert.ok(
+      (lastStart.get(key) ?? 0) > added,
+      `seed ${seed}: ${key} last added at step ${added} but last started at ${lastStart.get(key)}`,
+    );
     assert.ok((runs.get(key) ?? 0) <= (adds.get(key) ?? 0), `seed ${seed}: ${key} ran more often than it was added`);
   }
   q.shutdown();

@@ -8,7 +8,8 @@ import type { TestContext } from 'node:test';
 export function fuzzSeed(t: TestContext, env: NodeJS.ProcessEnv = process.env): number {
   const given = env.FUZZ_SEED ?? env.PATH_FUZZ_SEED;
   const seed = given === undefined || given === '' ? Date.now() % 100_000 : Number(given);
-  if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`FUZZ_SEED must be a non-negative integer, got ${JSON.stringify(given)}`);
+  if (!Number.isSafeInteger(seed) || seed < 0)
+    throw new Error(`FUZZ_SEED must be a non-negative integer, got ${JSON.stringify(given)}`);
   t.diagnostic(`FUZZ_SEED=${seed}${given === undefined || given === '' ? '' : ' (from the environment)'}`);
   return seed;
 }

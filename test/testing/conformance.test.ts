@@ -14,12 +14,20 @@ const dirs = new WeakMap<ConformanceSubject, string>();
 
 function storageClass(provisioner: string): StorageClass {
   return {
-    apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'conformance' }, provisioner,
-    reclaimPolicy: 'Retain', volumeBindingMode: 'WaitForFirstConsumer',
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: 'conformance' },
+    provisioner,
+    reclaimPolicy: 'Retain',
+    volumeBindingMode: 'WaitForFirstConsumer',
   };
 }
 
-const present = async (p: string) => access(p).then(() => true, () => false);
+const present = async (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 provisionerConformance({
   name: 'conformance: hostpath provisioner (daemonset, node-local paths)',
@@ -30,7 +38,10 @@ provisionerConformance({
     const subject: ConformanceSubject = {
       provisioner: new HostPathProvisioner({ config, mode: 'daemonset', nodeName: NODE }),
       storageClass: storageClass('kube-provisioner.io/hostpath'),
-      options: { selectedNodeName: NODE, selectedNode: { metadata: { name: NODE, labels: { 'kubernetes.io/hostname': NODE } } } },
+      options: {
+        selectedNodeName: NODE,
+        selectedNode: { metadata: { name: NODE, labels: { 'kubernetes.io/hostname': NODE } } },
+      },
       // The default path pattern starts with the PV name.
       exists: async (pv) => (await readdir(join(dir, 'disk'))).some((e) => e.startsWith(`${pv.metadata.name ?? '?'}_`)),
     };
@@ -55,6 +66,9 @@ provisionerConformance({
     return subject;
   },
   ignored: (_s, o) => ({ ...o, selectedNodeName: 'node-b' }),
-  infeasible: (_s, o) => ({ ...o, claim: { ...o.claim, spec: { ...o.claim.spec, resources: { requests: { storage: '1Ti' } } } } }),
+  infeasible: (_s, o) => ({
+    ...o,
+    claim: { ...o.claim, spec: { ...o.claim.spec, resources: { requests: { storage: '1Ti' } } } },
+  }),
   cleanup: async (s) => rm(dirs.get(s) ?? '/nonexistent', { recursive: true, force: true }),
 });

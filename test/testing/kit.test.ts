@@ -7,18 +7,36 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
-  ProvisionController, persistentVolumeClaims, persistentVolumes, silentLogger, storageClasses,
-  IgnoredError, type PersistentVolume, type PersistentVolumeClaim, type Provisioner, type StorageClass,
+  ProvisionController,
+  persistentVolumeClaims,
+  persistentVolumes,
+  silentLogger,
+  storageClasses,
+  IgnoredError,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type Provisioner,
+  type StorageClass,
 } from 'kube-provisioner';
 import { ServerError } from 'kube-provisioner/runtime';
-import { conditions, provisionerConformance, startCluster, waitFor, WaitTimeoutError, type ConformanceSubject, type TestCluster } from 'kube-provisioner/testing';
+import {
+  conditions,
+  provisionerConformance,
+  startCluster,
+  waitFor,
+  WaitTimeoutError,
+  type ConformanceSubject,
+  type TestCluster,
+} from 'kube-provisioner/testing';
 import { DirectoryProvisioner } from '../../examples/directory-provisioner/provisioner.ts';
 
 const NAME = 'directory.example.com/kit';
 
 function claim(name: string, storage: string, className = 'kit'): PersistentVolumeClaim {
   return {
-    apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: 'default' },
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace: 'default' },
     spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage } }, storageClassName: className },
   };
 }
@@ -31,12 +49,23 @@ describe('test kit against a running controller', () => {
   before(async () => {
     baseDir = await mkdtemp(join(tmpdir(), 'kp-kit-'));
     cluster = await startCluster();
-    controller = new ProvisionController(cluster.client, NAME, new DirectoryProvisioner({ baseDir, nodeName: 'node-a' }), {
-      leaderElection: { mode: 'none' }, retry: { backoffBaseMs: 20 }, logger: silentLogger,
-    });
+    controller = new ProvisionController(
+      cluster.client,
+      NAME,
+      new DirectoryProvisioner({ baseDir, nodeName: 'node-a' }),
+      {
+        leaderElection: { mode: 'none' },
+        retry: { backoffBaseMs: 20 },
+        logger: silentLogger,
+      },
+    );
     void controller.run();
     await cluster.create(storageClasses, {
-      apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'kit' }, provisioner: NAME, reclaimPolicy: 'Delete',
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'kit' },
+      provisioner: NAME,
+      reclaimPolicy: 'Delete',
     });
   });
   after(async () => {
@@ -47,45 +76,84 @@ describe('test kit against a running controller', () => {
 
   it('typed create/get, claim Bound, PV deleted after the claim is', async () => {
     const created = await cluster.create(persistentVolumeClaims, claim('data', '10Mi'));
-    const bound = await waitFor(cluster.client, persistentVolumeClaims, 'data', conditions.claimBound(), { namespace: 'default', timeoutMs: 20_000 });
+    const bound = await waitFor(cluster.client, persistentVolumeClaims, 'data', conditions.claimBound(), {
+      namespace: 'default',
+      timeoutMs: 20_000,
+    });
     const pvName = bound?.spec.volumeName ?? '';
     assert.equal(pvName, `pvc-${created.metadata.uid}`);
     const pv = await cluster.get(persistentVolumes, pvName); // a PersistentVolume, no cast
     assert.equal(pv.spec.capacity?.storage, '10Mi');
     await cluster.client.delete(persistentVolumeClaims, 'data', { namespace: 'default' });
-    assert.equal(await waitFor(cluster.client, persistentVolumes, pvName, conditions.deleted(pv.metadata.uid), { timeoutMs: 20_000 }), undefined);
+    assert.equal(
+      await waitFor(cluster.client, persistentVolumes, pvName, conditions.deleted(pv.metadata.uid), {
+        timeoutMs: 20_000,
+      }),
+      undefined,
+    );
   });
 
   it('claim Pending with a ProvisioningFailed event; eventSeen; a timeout names what was awaited', async () => {
     await cluster.create(persistentVolumeClaims, claim('too-big', '5Gi'));
-    const pending = await waitFor(cluster.client, persistentVolumeClaims, 'too-big', conditions.claimPendingWithEvent('ProvisioningFailed'), { namespace: 'default', timeoutMs: 20_000 });
+    const pending = await waitFor(
+      cluster.client,
+      persistentVolumeClaims,
+      'too-big',
+      conditions.claimPendingWithEvent('ProvisioningFailed'),
+      { namespace: 'default', timeoutMs: 20_000 },
+    );
     assert.equal(pending?.status?.phase ?? 'Pending', 'Pending');
-    await waitFor(cluster.client, persistentVolumeClaims, 'too-big', conditions.eventSeen('ProvisioningFailed'), { namespace: 'default' });
+    await waitFor(cluster.client, persistentVolumeClaims, 'too-big', conditions.eventSeen('ProvisioningFailed'), {
+      namespace: 'default',
+    });
     await assert.rejects(
-      waitFor(cluster.client, persistentVolumeClaims, 'too-big', conditions.claimBound(), { namespace: 'default', timeoutMs: 200 }),
-      (err: unknown) => err instanceof WaitTimeoutError && /not claim Bound/.test(err.message) && err.last?.metadata.name === 'too-big',
+      waitFor(cluster.client, persistentVolumeClaims, 'too-big', conditions.claimBound(), {
+        namespace: 'default',
+        timeoutMs: 200,
+      }),
+      (err: unknown) =>
+        err instanceof WaitTimeoutError && /not claim Bound/.test(err.message) && err.last?.metadata.name === 'too-big',
     );
   });
 
   it('a fault rule naming an object fails the create of that name only (the name is in the body)', async () => {
     cluster.faults.add({ verb: 'create', resource: 'persistentvolumeclaims', name: 'faulty', status: 500, count: 1 });
     await cluster.create(persistentVolumeClaims, claim('unrelated', '1Mi', 'none'));
-    await assert.rejects(cluster.create(persistentVolumeClaims, claim('faulty', '1Mi', 'none')), (err: unknown) => err instanceof ServerError && err.code === 500);
+    await assert.rejects(
+      cluster.create(persistentVolumeClaims, claim('faulty', '1Mi', 'none')),
+      (err: unknown) => err instanceof ServerError && err.code === 500,
+    );
     assert.equal(cluster.store.get('persistentvolumeclaims', 'default', 'faulty'), undefined, 'nothing was stored');
     await cluster.create(persistentVolumeClaims, claim('faulty', '1Mi', 'none')); // the rule was used up
   });
 });
 
 /** Runs the suite's cases directly (a runner that collects them) and returns each case's outcome. */
-async function runSuite(opts: Omit<Parameters<typeof provisionerConformance>[0], 'runner'>): Promise<Map<string, unknown>> {
+async function runSuite(
+  opts: Omit<Parameters<typeof provisionerConformance>[0], 'runner'>,
+): Promise<Map<string, unknown>> {
   const tests: Array<[string, () => Promise<void>]> = [];
-  provisionerConformance({ ...opts, runner: { describe: (_name, fn) => fn(), it: (name, fn) => tests.push([name, fn]) } });
+  provisionerConformance({
+    ...opts,
+    runner: { describe: (_name, fn) => fn(), it: (name, fn) => tests.push([name, fn]) },
+  });
   const results = new Map<string, unknown>();
-  for (const [name, fn] of tests) results.set(name, await fn().then(() => 'passed', (err: unknown) => err));
+  for (const [name, fn] of tests)
+    results.set(
+      name,
+      await fn().then(
+        () => 'passed',
+        (err: unknown) => err,
+      ),
+    );
   return results;
 }
 
-const failedNames = (results: Map<string, unknown>): string[] => [...results].filter(([, r]) => r !== 'passed').map(([name]) => name).sort();
+const failedNames = (results: Map<string, unknown>): string[] =>
+  [...results]
+    .filter(([, r]) => r !== 'passed')
+    .map(([name]) => name)
+    .sort();
 
 describe('the conformance suite fails a provisioner that breaks the contract', () => {
   const storageClass: StorageClass = { metadata: { name: 'x' }, provisioner: 'x' };
@@ -99,7 +167,12 @@ describe('the conformance suite fails a provisioner that breaks the contract', (
         const path = `/v/${++n}`;
         backend.set(o.pvName, path);
         if (o.selectedNodeName === 'elsewhere') throw new IgnoredError('another node');
-        return { volume: { metadata: { name: o.pvName }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path } } } };
+        return {
+          volume: {
+            metadata: { name: o.pvName },
+            spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path } },
+          },
+        };
       },
       delete: async () => {},
     };
@@ -113,8 +186,14 @@ describe('the conformance suite fails a provisioner that breaks the contract', (
       'delete removes the volume, and deleting a volume that is already gone succeeds',
       'provision is idempotent for the same pvName',
     ]);
-    assert.match(String(results.get('delete removes the volume, and deleting a volume that is already gone succeeds')), /gone after delete/);
-    assert.equal(results.get('the PV carries the capacity, access modes and reclaim policy the claim and class ask for'), 'passed');
+    assert.match(
+      String(results.get('delete removes the volume, and deleting a volume that is already gone succeeds')),
+      /gone after delete/,
+    );
+    assert.equal(
+      results.get('the PV carries the capacity, access modes and reclaim policy the claim and class ask for'),
+      'passed',
+    );
   });
 
   it('a correct in-memory provisioner passes every case', async () => {
@@ -123,7 +202,10 @@ describe('the conformance suite fails a provisioner that breaks the contract', (
       provision: async (o, signal) => {
         signal.throwIfAborted();
         if (o.selectedNodeName === 'elsewhere') throw new IgnoredError('another node');
-        const volume: PersistentVolume = backend.get(o.pvName) ?? { metadata: { name: o.pvName }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: `/v/${o.pvName}` } } };
+        const volume: PersistentVolume = backend.get(o.pvName) ?? {
+          metadata: { name: o.pvName },
+          spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: `/v/${o.pvName}` } },
+        };
         backend.set(o.pvName, volume);
         return { volume };
       },
@@ -142,11 +224,18 @@ describe('the conformance suite fails a provisioner that breaks the contract', (
 
   it('refuses to run without exists(): every case fails and says why', async () => {
     const noop: Provisioner = {
-      provision: async (o) => ({ volume: { metadata: { name: o.pvName }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'] } } }),
+      provision: async (o) => ({
+        volume: {
+          metadata: { name: o.pvName },
+          spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'] },
+        },
+      }),
       delete: async () => {},
     };
     // A JavaScript caller (or a cast) can leave exists out; the suite must not then pass a delete that does nothing.
-    const results = await runSuite({ make: () => ({ provisioner: noop, storageClass }) as unknown as ConformanceSubject });
+    const results = await runSuite({
+      make: () => ({ provisioner: noop, storageClass }) as unknown as ConformanceSubject,
+    });
     assert.equal(results.size, 4);
     for (const [name, r] of results) assert.match(String(r), /no exists\(volume\)/, name);
   });

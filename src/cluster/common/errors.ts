@@ -38,7 +38,12 @@ export function qualifiedKind(r: ResourceRef): string {
   return r.group ? `${r.kind}.${r.group}` : r.kind;
 }
 
-function failure(code: number, reason: string | undefined, message: string, details?: Status['details']): ClusterApiError {
+function failure(
+  code: number,
+  reason: string | undefined,
+  message: string,
+  details?: Status['details'],
+): ClusterApiError {
   // Key order follows kube-apiserver's JSON (kind, apiVersion, metadata, status, message, reason, details, code).
   const status: Status = {
     kind: 'Status',
@@ -65,7 +70,11 @@ export function notFound(r: ResourceRef, name: string): ClusterApiError {
   return failure(404, 'NotFound', `${qualifiedResource(r)} "${name}" not found`, resourceDetails(r, name));
 }
 
-export function alreadyExists(r: ResourceRef, name: string, opts?: { beingDeleted?: boolean; generated?: boolean }): ClusterApiError {
+export function alreadyExists(
+  r: ResourceRef,
+  name: string,
+  opts?: { beingDeleted?: boolean; generated?: boolean },
+): ClusterApiError {
   let message = `${qualifiedResource(r)} "${name}" already exists`;
   if (opts?.beingDeleted) message = `object is being deleted: ${message}`;
   const details = resourceDetails(r, name);
@@ -78,10 +87,16 @@ export function alreadyExists(r: ResourceRef, name: string, opts?: { beingDelete
 
 export function conflict(r: ResourceRef, name: string, cause: string, kindInMessage = false): ClusterApiError {
   const what = kindInMessage ? r.kind : qualifiedResource(r);
-  return failure(409, 'Conflict', `Operation cannot be fulfilled on ${what} "${name}": ${cause}`, resourceDetails(r, name));
+  return failure(
+    409,
+    'Conflict',
+    `Operation cannot be fulfilled on ${what} "${name}": ${cause}`,
+    resourceDetails(r, name),
+  );
 }
 
-export const STALE_OBJECT_CAUSE = 'the object has been modified; please apply your changes to the latest version and try again';
+export const STALE_OBJECT_CAUSE =
+  'the object has been modified; please apply your changes to the latest version and try again';
 
 /** Renders one cause the way field.Error.Error() does: `<field>: <body>`. */
 export function causeText(c: StatusCause): string {
@@ -120,7 +135,12 @@ export function forbidden(r: ResourceRef, name: string, detail: string, causes?:
 }
 
 export function methodNotAllowed(verb: string, r: ResourceRef): ClusterApiError {
-  return failure(405, 'MethodNotAllowed', `${verb} is not supported on resources of kind "${qualifiedResource(r)}"`, resourceDetails(r, undefined));
+  return failure(
+    405,
+    'MethodNotAllowed',
+    `${verb} is not supported on resources of kind "${qualifiedResource(r)}"`,
+    resourceDetails(r, undefined),
+  );
 }
 
 /** A method the URL has no route for: go-restful's ServiceErrorHandler answers NewGenericServerResponse(405). */
@@ -141,7 +161,11 @@ export function requestEntityTooLarge(message: string): ClusterApiError {
 }
 
 /** The patch types served. Server-side apply (application/apply-patch+yaml) is not, so the 415 does not list it. */
-export const PATCH_MEDIA_TYPES = ['application/json-patch+json', 'application/merge-patch+json', 'application/strategic-merge-patch+json'];
+export const PATCH_MEDIA_TYPES = [
+  'application/json-patch+json',
+  'application/merge-patch+json',
+  'application/strategic-merge-patch+json',
+];
 
 export function unsupportedMediaType(): ClusterApiError {
   return failure(
@@ -164,7 +188,10 @@ export function plainServerError(message: string): ClusterApiError {
   return failure(500, undefined, message);
 }
 
-export function serverTimeout(message: string, opts?: { retryAfterSeconds?: number; causes?: StatusCause[] }): ClusterApiError {
+export function serverTimeout(
+  message: string,
+  opts?: { retryAfterSeconds?: number; causes?: StatusCause[] },
+): ClusterApiError {
   const details: Status['details'] = {};
   if (opts?.causes) details.causes = opts.causes;
   if (opts?.retryAfterSeconds !== undefined) details.retryAfterSeconds = opts.retryAfterSeconds;
@@ -176,6 +203,11 @@ export function serviceUnavailable(message: string): ClusterApiError {
 }
 
 /** A failure with an explicit code, for injected faults. */
-export function statusError(code: number, reason: string, message: string, details?: Status['details']): ClusterApiError {
+export function statusError(
+  code: number,
+  reason: string,
+  message: string,
+  details?: Status['details'],
+): ClusterApiError {
   return failure(code, reason, message, details);
 }

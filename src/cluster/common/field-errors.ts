@@ -34,7 +34,8 @@ export function formatValue(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
   if (v === null || v === undefined) return '<nil>';
-  if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return `[]string{${v.map((x) => JSON.stringify(x)).join(', ')}}`;
+  if (Array.isArray(v) && v.every((x) => typeof x === 'string'))
+    return `[]string{${v.map((x) => JSON.stringify(x)).join(', ')}}`;
   if (typeof v === 'object' && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string')) {
     const entries = Object.entries(v as Record<string, string>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `map[string]string{${entries.map(([k, x]) => `${JSON.stringify(k)}:${JSON.stringify(x)}`).join(', ')}}`;
@@ -42,19 +43,31 @@ export function formatValue(v: unknown): string {
   return JSON.stringify(v);
 }
 
-const cause = (reason: string, path: FieldPath, message: string): StatusCause => ({ reason, message, field: path.toString() });
+const cause = (reason: string, path: FieldPath, message: string): StatusCause => ({
+  reason,
+  message,
+  field: path.toString(),
+});
 const withDetail = (body: string, detail: string | undefined) => (detail ? `${body}: ${detail}` : body);
 
-export const required = (p: FieldPath, detail?: string) => cause('FieldValueRequired', p, withDetail('Required value', detail));
-export const forbidden = (p: FieldPath, detail?: string) => cause('FieldValueForbidden', p, withDetail('Forbidden', detail));
+export const required = (p: FieldPath, detail?: string) =>
+  cause('FieldValueRequired', p, withDetail('Required value', detail));
+export const forbidden = (p: FieldPath, detail?: string) =>
+  cause('FieldValueForbidden', p, withDetail('Forbidden', detail));
 export const invalid = (p: FieldPath, value: unknown, detail?: string) =>
   cause('FieldValueInvalid', p, withDetail(`Invalid value: ${formatValue(value)}`, detail));
-export const duplicate = (p: FieldPath, value: unknown) => cause('FieldValueDuplicate', p, `Duplicate value: ${formatValue(value)}`);
-export const tooLong = (p: FieldPath, maxLength: number) => cause('FieldValueTooLong', p, `Too long: may not be more than ${maxLength} bytes`);
+export const duplicate = (p: FieldPath, value: unknown) =>
+  cause('FieldValueDuplicate', p, `Duplicate value: ${formatValue(value)}`);
+export const tooLong = (p: FieldPath, maxLength: number) =>
+  cause('FieldValueTooLong', p, `Too long: may not be more than ${maxLength} bytes`);
 export const tooMany = (p: FieldPath, actual: number, max: number) =>
   cause('FieldValueTooMany', p, `Too many: ${actual}: must have at most ${max} items`);
 export const notSupported = (p: FieldPath, value: unknown, supported: readonly string[]) =>
-  cause('FieldValueNotSupported', p, `Unsupported value: ${formatValue(value)}: supported values: ${supported.map((s) => JSON.stringify(s)).join(', ')}`);
+  cause(
+    'FieldValueNotSupported',
+    p,
+    `Unsupported value: ${formatValue(value)}: supported values: ${supported.map((s) => JSON.stringify(s)).join(', ')}`,
+  );
 export const typeInvalid = (p: FieldPath, value: unknown, detail: string) =>
   cause('FieldValueTypeInvalid', p, `Invalid value: ${formatValue(value)}: ${detail}`);
 
@@ -86,7 +99,11 @@ export function list(v: unknown): unknown[] {
 }
 
 /** Checks that `v` is undefined/null or of the JSON type `kind`; returns a cause when it is not. */
-export function typeCheck(p: FieldPath, v: unknown, kind: 'object' | 'array' | 'string' | 'number' | 'boolean'): StatusCause[] {
+export function typeCheck(
+  p: FieldPath,
+  v: unknown,
+  kind: 'object' | 'array' | 'string' | 'number' | 'boolean',
+): StatusCause[] {
   if (v === undefined || v === null) return [];
   const ok = kind === 'object' ? record(v) !== undefined : kind === 'array' ? Array.isArray(v) : typeof v === kind;
   return ok ? [] : [typeInvalid(p, v, `must be of type ${kind}`)];

@@ -16,7 +16,10 @@ const MAX_STRING_LENGTH = 2 ** 29 - 24;
 /** A document nested deeper than the limit. */
 export class JsonTooDeepError extends Error {
   override name = 'JsonTooDeepError';
-  constructor(readonly limit: number, message = `exceeded max depth of ${limit}`) {
+  constructor(
+    readonly limit: number,
+    message = `exceeded max depth of ${limit}`,
+  ) {
     super(message);
   }
 }
@@ -149,7 +152,10 @@ export function serializeJson(value: unknown, depthLimit = MAX_JSON_DEPTH): stri
     if (!(err instanceof RangeError)) throw err;
     // Which limit was hit: a string past V8's maximum length, or nesting too deep for this stack.
     checkJsonValue(value, { maxDepth: depthLimit, maxBytes: MAX_STRING_LENGTH });
-    throw new JsonTooDeepError(depthLimit, `nested too deeply to be serialized (the decoding limit is ${depthLimit} levels)`);
+    throw new JsonTooDeepError(
+      depthLimit,
+      `nested too deeply to be serialized (the decoding limit is ${depthLimit} levels)`,
+    );
   }
 }
 

@@ -9,8 +9,15 @@ const requireFromHere = createRequire(import.meta.url);
 /** An optional peer dependency is needed for the feature in use but is not installed. */
 export class MissingDependencyError extends Error {
   override readonly name = 'MissingDependencyError';
-  constructor(readonly packageName: string, readonly neededFor: string, options?: ErrorOptions) {
-    super(`${neededFor} needs the package ${packageName}, which is not installed: run \`npm install ${packageName}\``, options);
+  constructor(
+    readonly packageName: string,
+    readonly neededFor: string,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `${neededFor} needs the package ${packageName}, which is not installed: run \`npm install ${packageName}\``,
+      options,
+    );
   }
 }
 

@@ -82,7 +82,8 @@ class LabelParser {
     for (;;) {
       const { tok, lit } = this.peek();
       if (tok === 'end') return reqs;
-      if (tok !== 'ident' && tok !== '!') throw new SelectorError(`found '${lit}', expected: !, identifier, or 'end of string'`);
+      if (tok !== 'ident' && tok !== '!')
+        throw new SelectorError(`found '${lit}', expected: !, identifier, or 'end of string'`);
       try {
         reqs.push(this.parseRequirement());
       } catch (e) {
@@ -93,7 +94,8 @@ class LabelParser {
       if (t.tok === 'end') return reqs;
       if (t.tok !== ',') throw new SelectorError(`found '${t.lit}', expected: ',' or 'end of string'`);
       const t2 = this.peek();
-      if (t2.tok !== 'ident' && t2.tok !== '!') throw new SelectorError(`found '${t2.lit}', expected: identifier after ','`);
+      if (t2.tok !== 'ident' && t2.tok !== '!')
+        throw new SelectorError(`found '${t2.lit}', expected: identifier after ','`);
     }
   }
 
@@ -113,11 +115,19 @@ class LabelParser {
 
     const o = this.next(false);
     switch (o.tok) {
-      case 'in': case 'notin': return newRequirement(key, o.tok, this.parseValues());
-      case '=': case '==': case '!=': return newRequirement(key, o.tok, this.parseExactValue());
-      case '>': return newRequirement(key, 'gt', this.parseExactValue());
-      case '<': return newRequirement(key, 'lt', this.parseExactValue());
-      default: throw new SelectorError(`found '${o.lit}', expected: ${BINARY_OPERATORS}`);
+      case 'in':
+      case 'notin':
+        return newRequirement(key, o.tok, this.parseValues());
+      case '=':
+      case '==':
+      case '!=':
+        return newRequirement(key, o.tok, this.parseExactValue());
+      case '>':
+        return newRequirement(key, 'gt', this.parseExactValue());
+      case '<':
+        return newRequirement(key, 'lt', this.parseExactValue());
+      default:
+        throw new SelectorError(`found '${o.lit}', expected: ${BINARY_OPERATORS}`);
     }
   }
 
@@ -129,7 +139,8 @@ class LabelParser {
       this.next();
       return [''];
     }
-    if (la.tok !== 'ident' && la.tok !== ',') throw new SelectorError(`found '${la.lit}', expected: ',', ')' or identifier`);
+    if (la.tok !== 'ident' && la.tok !== ',')
+      throw new SelectorError(`found '${la.lit}', expected: ',', ')' or identifier`);
     const set = this.parseIdentifiersList();
     if (this.next().tok !== ')') throw new SelectorError(`found '${la.lit}', expected: ')'`);
     return [...set].sort();
@@ -173,7 +184,8 @@ class LabelParser {
 
 /** field.Error text: `<field>: Invalid value: "<v>": <detail>`. */
 function fieldInvalid(path: string, value: string | string[], detail: string): string {
-  const shown = typeof value === 'string' ? JSON.stringify(value) : `[]string{${value.map((v) => JSON.stringify(v)).join(', ')}}`;
+  const shown =
+    typeof value === 'string' ? JSON.stringify(value) : `[]string{${value.map((v) => JSON.stringify(v)).join(', ')}}`;
   return `${path}: Invalid value: ${shown}: ${detail}`;
 }
 
@@ -189,9 +201,11 @@ function newRequirement(key: string, op: Operator, values: string[]): Requiremen
   } else if ((op === 'exists' || op === '!') && values.length !== 0) {
     errs.push(fieldInvalid('values', values, 'values set must be empty for exists and does not exist'));
   } else if (op === 'gt' || op === 'lt') {
-    if (values.length !== 1) errs.push(fieldInvalid('values', values, "for 'Gt', 'Lt' operators, exactly one value is required"));
+    if (values.length !== 1)
+      errs.push(fieldInvalid('values', values, "for 'Gt', 'Lt' operators, exactly one value is required"));
     values.forEach((v, i) => {
-      if (parseInt64(v) === undefined) errs.push(fieldInvalid(`values[${i}]`, v, "for 'Gt', 'Lt' operators, the value must be an integer"));
+      if (parseInt64(v) === undefined)
+        errs.push(fieldInvalid(`values[${i}]`, v, "for 'Gt', 'Lt' operators, the value must be an integer"));
     });
   }
   values.forEach((v, i) => {
@@ -218,11 +232,19 @@ function matches(r: Requirement, labels: Record<string, string> | undefined): bo
   const has = labels !== undefined && Object.prototype.hasOwnProperty.call(labels, r.key);
   const value = has ? labels[r.key] : undefined;
   switch (r.op) {
-    case 'in': case '=': case '==': return has && r.values.includes(value as string);
-    case 'notin': case '!=': return !has || !r.values.includes(value as string);
-    case 'exists': return has;
-    case '!': return !has;
-    case 'gt': case 'lt': {
+    case 'in':
+    case '=':
+    case '==':
+      return has && r.values.includes(value as string);
+    case 'notin':
+    case '!=':
+      return !has || !r.values.includes(value as string);
+    case 'exists':
+      return has;
+    case '!':
+      return !has;
+    case 'gt':
+    case 'lt': {
       if (!has) return false;
       const lv = parseInt64(value as string);
       const rv = parseInt64(r.values[0]);
@@ -259,11 +281,20 @@ export function labelSelectorToPredicate(sel: LabelSelector | undefined): LabelP
   for (const expr of sel.matchExpressions ?? []) {
     const values = expr.values ?? [];
     switch (expr.operator) {
-      case 'In': reqs.push(newRequirement(expr.key, 'in', values)); break;
-      case 'NotIn': reqs.push(newRequirement(expr.key, 'notin', values)); break;
-      case 'Exists': reqs.push(newRequirement(expr.key, 'exists', values)); break;
-      case 'DoesNotExist': reqs.push(newRequirement(expr.key, '!', values)); break;
-      default: throw new SelectorError(`${JSON.stringify(String(expr.operator))} is not a valid label selector operator`);
+      case 'In':
+        reqs.push(newRequirement(expr.key, 'in', values));
+        break;
+      case 'NotIn':
+        reqs.push(newRequirement(expr.key, 'notin', values));
+        break;
+      case 'Exists':
+        reqs.push(newRequirement(expr.key, 'exists', values));
+        break;
+      case 'DoesNotExist':
+        reqs.push(newRequirement(expr.key, '!', values));
+        break;
+      default:
+        throw new SelectorError(`${JSON.stringify(String(expr.operator))} is not a valid label selector operator`);
     }
   }
   return toPredicate(reqs);
@@ -308,7 +339,8 @@ function unescapeValue(s: string): string {
   let inSlash = false;
   for (const c of s) {
     if (inSlash) {
-      if (c !== '\\' && c !== ',' && c !== '=') throw new SelectorError(`invalid field selector: invalid escape sequence: \\${c}`);
+      if (c !== '\\' && c !== ',' && c !== '=')
+        throw new SelectorError(`invalid field selector: invalid escape sequence: \\${c}`);
       out += c;
       inSlash = false;
     } else if (c === '\\') {
@@ -369,8 +401,13 @@ const META_NAMESPACE: FieldGetter = (o) => o.metadata?.namespace ?? '';
  * Node and Namespace conversions refuse it).
  */
 export function fieldGetters(kind: FieldSelectableKind): Record<string, FieldGetter> {
-  if (Object.keys(kind.fieldSelectors).length === 0) return { 'metadata.name': META_NAME, 'metadata.namespace': META_NAMESPACE };
-  return { 'metadata.name': META_NAME, ...(kind.namespaced ? { 'metadata.namespace': META_NAMESPACE } : {}), ...kind.fieldSelectors };
+  if (Object.keys(kind.fieldSelectors).length === 0)
+    return { 'metadata.name': META_NAME, 'metadata.namespace': META_NAMESPACE };
+  return {
+    'metadata.name': META_NAME,
+    ...(kind.namespaced ? { 'metadata.namespace': META_NAMESPACE } : {}),
+    ...kind.fieldSelectors,
+  };
 }
 
 /** The 400 message for a field label the kind does not accept, in the words of its conversion function. */

@@ -4,12 +4,26 @@
 // the first failed API call and lets the next sync resume.
 import type { Pod, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../types/k8s.ts';
 import {
-  ANN_BETA_STORAGE_PROVISIONER, ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED,
-  ANN_MIGRATED_TO, ANN_STORAGE_PROVISIONER,
+  ANN_BETA_STORAGE_PROVISIONER,
+  ANN_BIND_COMPLETED,
+  ANN_BOUND_BY_CONTROLLER,
+  ANN_DYNAMICALLY_PROVISIONED,
+  ANN_MIGRATED_TO,
+  ANN_STORAGE_PROVISIONER,
 } from '../../types/annotations.ts';
 import {
-  claimClass, claimHasNoClass, claimKey, ClaimMatchError, findBestMatchForClaim, hasSelectedNode, isDelayBinding,
-  isVolumeBoundToClaim, volumeCapacity, volumeModeMismatch, volumeSatisfiesClaimError, type VolumeSource,
+  claimClass,
+  claimHasNoClass,
+  claimKey,
+  ClaimMatchError,
+  findBestMatchForClaim,
+  hasSelectedNode,
+  isDelayBinding,
+  isVolumeBoundToClaim,
+  volumeCapacity,
+  volumeModeMismatch,
+  volumeSatisfiesClaimError,
+  type VolumeSource,
 } from './volume-match.ts';
 
 /** An event the binder records (source component persistentvolume-controller). */
@@ -45,8 +59,13 @@ export interface BinderView {
 export const EXTERNAL_PROVISIONING_MESSAGE = (provisioner: string) =>
   `Waiting for a volume to be created either by the external provisioner '${provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered.`;
 
-const ev = (on: BinderEvent['on'], type: BinderEvent['type'], reason: string, message: string): BinderEvent =>
-  ({ kind: 'event', on, type, reason, message });
+const ev = (on: BinderEvent['on'], type: BinderEvent['type'], reason: string, message: string): BinderEvent => ({
+  kind: 'event',
+  on,
+  type,
+  reason,
+  message,
+});
 
 /**
  * Copy-on-write clone for the decisions: they replace top-level fields of metadata/spec/status and the
@@ -67,7 +86,11 @@ function setAnnotation<T extends PersistentVolume | PersistentVolumeClaim>(obj: 
 }
 
 /** updateVolumePhase: a status write only when the phase (or message) changes. */
-function volumePhase(volume: PersistentVolume, phase: NonNullable<PersistentVolume['status']>['phase'], message = ''): { volume: PersistentVolume; actions: BinderAction[] } {
+function volumePhase(
+  volume: PersistentVolume,
+  phase: NonNullable<PersistentVolume['status']>['phase'],
+  message = '',
+): { volume: PersistentVolume; actions: BinderAction[] } {
   if (volume.status?.phase === phase && (volume.status?.message ?? '') === message) return { volume, actions: [] };
   const next = clone(volume);
   next.status = { ...(next.status ?? {}), phase };
@@ -77,14 +100,24 @@ function volumePhase(volume: PersistentVolume, phase: NonNullable<PersistentVolu
 }
 
 /** updateVolumePhaseWithEvent: the event only accompanies an actual phase change. */
-function volumePhaseWithEvent(volume: PersistentVolume, phase: 'Failed', type: 'Warning', reason: string, message: string): BinderAction[] {
+function volumePhaseWithEvent(
+  volume: PersistentVolume,
+  phase: 'Failed',
+  type: 'Warning',
+  reason: string,
+  message: string,
+): BinderAction[] {
   if (volume.status?.phase === phase) return [];
   const { volume: next, actions } = volumePhase(volume, phase, message);
   return [...actions, ev(next, type, reason, message)];
 }
 
 /** updateClaimStatus: phase plus access modes and capacity copied from the volume (cleared without one). */
-function claimStatus(claim: PersistentVolumeClaim, phase: 'Pending' | 'Bound' | 'Lost', volume: PersistentVolume | undefined): BinderAction[] {
+function claimStatus(
+  claim: PersistentVolumeClaim,
+  phase: 'Pending' | 'Bound' | 'Lost',
+  volume: PersistentVolume | undefined,
+): BinderAction[] {
   const next = clone(claim);
   const status = (next.status = { ...(next.status ?? {}) });
   let dirty = false;
@@ -93,8 +126,14 @@ function claimStatus(claim: PersistentVolumeClaim, phase: 'Pending' | 'Bound' | 
     dirty = true;
   }
   if (!volume) {
-    if (status.accessModes !== undefined) { delete status.accessModes; dirty = true; }
-    if (status.capacity !== undefined) { delete status.capacity; dirty = true; }
+    if (status.accessModes !== undefined) {
+      delete status.accessModes;
+      dirty = true;
+    }
+    if (status.capacity !== undefined) {
+      delete status.capacity;
+      dirty = true;
+    }
   } else {
     if (JSON.stringify(claim.status?.accessModes) !== JSON.stringify(volume.spec.accessModes)) {
       status.accessModes = volume.spec.accessModes ? [...volume.spec.accessModes] : undefined;
@@ -109,7 +148,12 @@ function claimStatus(claim: PersistentVolumeClaim, phase: 'Pending' | 'Bound' | 
   return dirty ? [{ kind: 'updateClaimStatus', claim: next }] : [];
 }
 
-function claimStatusWithEvent(claim: PersistentVolumeClaim, phase: 'Lost', reason: string, message: string): BinderAction[] {
+function claimStatusWithEvent(
+  claim: PersistentVolumeClaim,
+  phase: 'Lost',
+  reason: string,
+  message: string,
+): BinderAction[] {
   if (claim.status?.phase === phase) return [];
   return [...claimStatus(claim, phase, undefined), ev(claim, 'Warning', reason, message)];
 }
@@ -117,8 +161,12 @@ function claimStatusWithEvent(claim: PersistentVolumeClaim, phase: 'Lost', reaso
 /** GetReference of a claim, as stored in a PV's claimRef. */
 function claimRefOf(claim: PersistentVolumeClaim): NonNullable<PersistentVolume['spec']['claimRef']> {
   return {
-    kind: 'PersistentVolumeClaim', namespace: claim.metadata.namespace, name: claim.metadata.name,
-    uid: claim.metadata.uid, apiVersion: 'v1', resourceVersion: claim.metadata.resourceVersion,
+    kind: 'PersistentVolumeClaim',
+    namespace: claim.metadata.namespace,
+    name: claim.metadata.name,
+    uid: claim.metadata.uid,
+    apiVersion: 'v1',
+    resourceVersion: claim.metadata.resourceVersion,
   };
 }
 
@@ -127,10 +175,14 @@ export function bind(volume: PersistentVolume, claim: PersistentVolumeClaim): Bi
   const actions: BinderAction[] = [];
   let pv = volume;
   const ref = pv.spec.claimRef;
-  const needsRef = !ref || ref.name !== claim.metadata.name || (ref.namespace ?? '') !== (claim.metadata.namespace ?? '') ||
+  const needsRef =
+    !ref ||
+    ref.name !== claim.metadata.name ||
+    (ref.namespace ?? '') !== (claim.metadata.namespace ?? '') ||
     ref.uid !== claim.metadata.uid;
   // bound-by-controller marks a binding the user did not make (a claimRef they set, even without uid, is theirs).
-  const needsAnnotation = !isVolumeBoundToClaim(pv, claim) && pv.metadata.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined;
+  const needsAnnotation =
+    !isVolumeBoundToClaim(pv, claim) && pv.metadata.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined;
   if (needsRef || needsAnnotation) {
     pv = clone(pv);
     if (needsRef) pv.spec.claimRef = claimRefOf(claim);
@@ -146,7 +198,8 @@ export function bind(volume: PersistentVolume, claim: PersistentVolumeClaim): Bi
   if (setByUs || claim.metadata.annotations?.[ANN_BIND_COMPLETED] === undefined) {
     pvc = clone(claim);
     pvc.spec.volumeName = pv.metadata.name;
-    if (setByUs && pvc.metadata.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined) setAnnotation(pvc, ANN_BOUND_BY_CONTROLLER, 'yes');
+    if (setByUs && pvc.metadata.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined)
+      setAnnotation(pvc, ANN_BOUND_BY_CONTROLLER, 'yes');
     if (pvc.metadata.annotations?.[ANN_BIND_COMPLETED] === undefined) setAnnotation(pvc, ANN_BIND_COMPLETED, 'yes');
     actions.push({ kind: 'updateClaim', claim: pvc });
   }
@@ -156,7 +209,9 @@ export function bind(volume: PersistentVolume, claim: PersistentVolumeClaim): Bi
 
 /** syncClaim: dispatch on bind-completed. */
 export function syncClaim(claim: PersistentVolumeClaim, view: BinderView): BinderAction[] {
-  return claim.metadata.annotations?.[ANN_BIND_COMPLETED] === undefined ? syncUnboundClaim(claim, view) : syncBoundClaim(claim, view);
+  return claim.metadata.annotations?.[ANN_BIND_COMPLETED] === undefined
+    ? syncUnboundClaim(claim, view)
+    : syncBoundClaim(claim, view);
 }
 
 function syncUnboundClaim(claim: PersistentVolumeClaim, view: BinderView): BinderAction[] {
@@ -182,17 +237,32 @@ function syncUnboundClaim(claim: PersistentVolumeClaim, view: BinderView): Binde
       }
     }
     if (delayBinding && !hasSelectedNode(claim)) {
-      const pending = (view.podsUsingClaim?.(claim) ?? []).filter((p) => !p.spec.nodeName).map((p) => p.metadata.name ?? '');
-      const event = pending.length === 0
-        ? ev(claim, 'Normal', 'WaitForFirstConsumer', 'waiting for first consumer to be created before binding')
-        : ev(claim, 'Normal', 'WaitForPodScheduled', pending.length > 1
-          ? `waiting for pods ${pending.join(',')} to be scheduled`
-          : `waiting for pod ${pending[0]} to be scheduled`);
+      const pending = (view.podsUsingClaim?.(claim) ?? [])
+        .filter((p) => !p.spec.nodeName)
+        .map((p) => p.metadata.name ?? '');
+      const event =
+        pending.length === 0
+          ? ev(claim, 'Normal', 'WaitForFirstConsumer', 'waiting for first consumer to be created before binding')
+          : ev(
+              claim,
+              'Normal',
+              'WaitForPodScheduled',
+              pending.length > 1
+                ? `waiting for pods ${pending.join(',')} to be scheduled`
+                : `waiting for pod ${pending[0]} to be scheduled`,
+            );
       return [event, ...claimStatus(claim, 'Pending', undefined)];
     }
     if (className !== '') return provisionClaim(claim, className, cls);
-    return [ev(claim, 'Normal', 'FailedBinding', 'no persistent volumes available for this claim and no storage class is set'),
-      ...claimStatus(claim, 'Pending', undefined)];
+    return [
+      ev(
+        claim,
+        'Normal',
+        'FailedBinding',
+        'no persistent volumes available for this claim and no storage class is set',
+      ),
+      ...claimStatus(claim, 'Pending', undefined),
+    ];
   }
   // The user pre-bound the claim to a volume by name.
   const volume = view.getVolume(claim.spec.volumeName);
@@ -200,22 +270,42 @@ function syncUnboundClaim(claim: PersistentVolumeClaim, view: BinderView): Binde
   if (!volume.spec.claimRef) {
     const mismatch = volumeSatisfiesClaimError(volume, claim);
     if (mismatch) {
-      return [ev(claim, 'Warning', 'VolumeMismatch', `Cannot bind to requested volume ${JSON.stringify(volume.metadata.name)}: ${mismatch}`),
-        ...claimStatus(claim, 'Pending', undefined)];
+      return [
+        ev(
+          claim,
+          'Warning',
+          'VolumeMismatch',
+          `Cannot bind to requested volume ${JSON.stringify(volume.metadata.name)}: ${mismatch}`,
+        ),
+        ...claimStatus(claim, 'Pending', undefined),
+      ];
     }
     return bind(volume, claim);
   }
   if (isVolumeBoundToClaim(volume, claim)) return bind(volume, claim);
   // The user asked for a volume another claim holds: Warning, stay Pending, retry on the next sync. With
   // bound-by-controller (someone removed bind-completed) kube only warns and returns an error.
-  const taken = ev(claim, 'Warning', 'FailedBinding', `volume ${JSON.stringify(volume.metadata.name)} already bound to a different claim.`);
-  if (claim.metadata.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined) return [taken, ...claimStatus(claim, 'Pending', undefined)];
+  const taken = ev(
+    claim,
+    'Warning',
+    'FailedBinding',
+    `volume ${JSON.stringify(volume.metadata.name)} already bound to a different claim.`,
+  );
+  if (claim.metadata.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined)
+    return [taken, ...claimStatus(claim, 'Pending', undefined)];
   return [taken];
 }
 
 /** provisionClaim for an external provisioner: annotate the claim, then ExternalProvisioning (every sync). */
-function provisionClaim(claim: PersistentVolumeClaim, className: string, cls: StorageClass | undefined): BinderAction[] {
-  if (!cls) return [ev(claim, 'Warning', 'ProvisioningFailed', `storageclass.storage.k8s.io ${JSON.stringify(className)} not found`)];
+function provisionClaim(
+  claim: PersistentVolumeClaim,
+  className: string,
+  cls: StorageClass | undefined,
+): BinderAction[] {
+  if (!cls)
+    return [
+      ev(claim, 'Warning', 'ProvisioningFailed', `storageclass.storage.k8s.io ${JSON.stringify(className)} not found`),
+    ];
   const provisioner = cls.provisioner;
   if (provisioner.startsWith('kubernetes.io/')) {
     // No in-tree volume plugins live here (kubernetes.io/no-provisioner included).
@@ -227,7 +317,11 @@ function provisionClaim(claim: PersistentVolumeClaim, className: string, cls: St
     current = clone(claim);
     setAnnotation(current, ANN_BETA_STORAGE_PROVISIONER, provisioner);
     setAnnotation(current, ANN_STORAGE_PROVISIONER, provisioner);
-    actions.push({ kind: 'updateClaim', claim: current, onError: { reason: 'ProvisioningFailed', prefix: 'Error saving claim: ' } });
+    actions.push({
+      kind: 'updateClaim',
+      claim: current,
+      onError: { reason: 'ProvisioningFailed', prefix: 'Error saving claim: ' },
+    });
   }
   actions.push(ev(current, 'Normal', 'ExternalProvisioning', EXTERNAL_PROVISIONING_MESSAGE(provisioner)));
   return actions;
@@ -235,19 +329,42 @@ function provisionClaim(claim: PersistentVolumeClaim, className: string, cls: St
 
 function syncBoundClaim(claim: PersistentVolumeClaim, view: BinderView): BinderAction[] {
   if (!claim.spec.volumeName) {
-    return claimStatusWithEvent(claim, 'Lost', 'ClaimLost', 'Bound claim has lost reference to PersistentVolume. Data on the volume is lost!');
+    return claimStatusWithEvent(
+      claim,
+      'Lost',
+      'ClaimLost',
+      'Bound claim has lost reference to PersistentVolume. Data on the volume is lost!',
+    );
   }
   const volume = view.getVolume(claim.spec.volumeName);
-  if (!volume) return claimStatusWithEvent(claim, 'Lost', 'ClaimLost', 'Bound claim has lost its PersistentVolume. Data on the volume is lost!');
+  if (!volume)
+    return claimStatusWithEvent(
+      claim,
+      'Lost',
+      'ClaimLost',
+      'Bound claim has lost its PersistentVolume. Data on the volume is lost!',
+    );
   if (!volume.spec.claimRef || volume.spec.claimRef.uid === claim.metadata.uid) return bind(volume, claim);
-  return claimStatusWithEvent(claim, 'Lost', 'ClaimMisbound', 'Two claims are bound to the same volume, this one is bound incorrectly');
+  return claimStatusWithEvent(
+    claim,
+    'Lost',
+    'ClaimMisbound',
+    'Two claims are bound to the same volume, this one is bound incorrectly',
+  );
 }
 
 /** syncVolume: the volume side of binding, release and reclaim. */
 export function syncVolume(volume: PersistentVolume, view: BinderView): BinderAction[] {
   const actions: BinderAction[] = [];
   if (volumeCapacity(volume) === undefined) {
-    actions.push(ev(volume, 'Warning', 'VolumeMismatch', `PersistentVolume has an unparsable capacity ${JSON.stringify(volume.spec.capacity?.storage)}; no claim can bind to it`));
+    actions.push(
+      ev(
+        volume,
+        'Warning',
+        'VolumeMismatch',
+        `PersistentVolume has an unparsable capacity ${JSON.stringify(volume.spec.capacity?.storage)}; no claim can bind to it`,
+      ),
+    );
   }
   const ref = volume.spec.claimRef;
   // Unused, or reserved for a claim (no uid yet) that the claim's sync will bind.
@@ -268,16 +385,31 @@ export function syncVolume(volume: PersistentVolume, view: BinderView): BinderAc
   }
   if (!claim.spec.volumeName) {
     if (volumeModeMismatch(claim, volume)) {
-      return [...actions,
-        ev(volume, 'Warning', 'VolumeMismatch', `Cannot bind PersistentVolume to requested PersistentVolumeClaim ${JSON.stringify(claim.metadata.name)} due to incompatible volumeMode.`),
-        ev(claim, 'Warning', 'VolumeMismatch', `Cannot bind PersistentVolume ${JSON.stringify(volume.metadata.name)} to requested PersistentVolumeClaim due to incompatible volumeMode.`)];
+      return [
+        ...actions,
+        ev(
+          volume,
+          'Warning',
+          'VolumeMismatch',
+          `Cannot bind PersistentVolume to requested PersistentVolumeClaim ${JSON.stringify(claim.metadata.name)} due to incompatible volumeMode.`,
+        ),
+        ev(
+          claim,
+          'Warning',
+          'VolumeMismatch',
+          `Cannot bind PersistentVolume ${JSON.stringify(volume.metadata.name)} to requested PersistentVolumeClaim due to incompatible volumeMode.`,
+        ),
+      ];
     }
     // Bound volume, Pending claim: the claim's sync finishes the binding; run it soon.
     return [...actions, { kind: 'enqueueClaim', key }];
   }
   if (claim.spec.volumeName === volume.metadata.name) return [...actions, ...volumePhase(volume, 'Bound').actions];
   // The claim is bound to another volume (two PVs for one claim): kube-controller-manager fixes this silently.
-  if (volume.metadata.annotations?.[ANN_DYNAMICALLY_PROVISIONED] !== undefined && volume.spec.persistentVolumeReclaimPolicy === 'Delete') {
+  if (
+    volume.metadata.annotations?.[ANN_DYNAMICALLY_PROVISIONED] !== undefined &&
+    volume.spec.persistentVolumeReclaimPolicy === 'Delete'
+  ) {
     // Provisioned for this claim but not needed any more: release it to its deleter.
     let pv = volume;
     if (pv.status?.phase !== 'Released' && pv.status?.phase !== 'Failed') {
@@ -315,13 +447,25 @@ export function reclaimVolume(volume: PersistentVolume): BinderAction[] {
     case 'Retain':
       return [];
     case 'Recycle':
-      return volumePhaseWithEvent(volume, 'Failed', 'Warning', 'VolumeFailedRecycle', 'No recycler plugin found for the volume!');
+      return volumePhaseWithEvent(
+        volume,
+        'Failed',
+        'Warning',
+        'VolumeFailedRecycle',
+        'No recycler plugin found for the volume!',
+      );
     case 'Delete': {
       const owner = volume.metadata.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
       if ((owner && !owner.startsWith('kubernetes.io/')) || volume.spec.csi) return [];
       return [{ kind: 'deleteVolume', name: volume.metadata.name ?? '', uid: volume.metadata.uid }];
     }
     default:
-      return volumePhaseWithEvent(volume, 'Failed', 'Warning', 'VolumeUnknownReclaimPolicy', 'Volume has unrecognized PersistentVolumeReclaimPolicy');
+      return volumePhaseWithEvent(
+        volume,
+        'Failed',
+        'Warning',
+        'VolumeUnknownReclaimPolicy',
+        'Volume has unrecognized PersistentVolumeReclaimPolicy',
+      );
   }
 }

@@ -4,14 +4,28 @@
 // controllers, which only enqueue keys. Store watches deliver synchronously after each commit, so the cache is
 // current whenever a controller's worker runs. Every read is counted through an optional counter: the flat-cost
 // test checks that the objects examined per claim do not grow with the number of claims and volumes.
-import type { KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, WatchEvent } from '../../types/k8s.ts';
+import type {
+  KubeObject,
+  Node,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  StorageClass,
+  WatchEvent,
+} from '../../types/k8s.ts';
 import type { CSIDriver, CSIStorageCapacity } from '../../types/storage-objects.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
 import { VolumeIndex } from './volume-index.ts';
 import { claimClass, claimHasNoClass, claimKey, pickDefaultClass } from './volume-match.ts';
 
 export type CachedResource =
-  | 'persistentvolumeclaims' | 'persistentvolumes' | 'storageclasses' | 'pods' | 'nodes' | 'csidrivers' | 'csistoragecapacities';
+  | 'persistentvolumeclaims'
+  | 'persistentvolumes'
+  | 'storageclasses'
+  | 'pods'
+  | 'nodes'
+  | 'csidrivers'
+  | 'csistoragecapacities';
 
 /** Counts the cached objects the controllers look at (each object a read returns or an iteration yields). */
 export interface CacheReadCounter {
@@ -128,7 +142,13 @@ export class ClusterCache {
   /** Watches the store (current objects first, as ADDED). */
   start(store: ClusterStore): void {
     const resources: CachedResource[] = [
-      'storageclasses', 'csidrivers', 'csistoragecapacities', 'nodes', 'persistentvolumes', 'persistentvolumeclaims', 'pods',
+      'storageclasses',
+      'csidrivers',
+      'csistoragecapacities',
+      'nodes',
+      'persistentvolumes',
+      'persistentvolumeclaims',
+      'pods',
     ];
     for (const resource of resources) {
       this.#unsubscribe.push(store.watch(resource, {}, (ev) => this.#apply(resource, ev)));
@@ -216,7 +236,9 @@ export class ClusterCache {
         old = this.#nodes.get(name);
         if (deleted) this.#nodes.delete(name);
         else this.#nodes.set(name, obj as Node);
-        this.#nodeOrder = [...this.#nodes.values()].sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1));
+        this.#nodeOrder = [...this.#nodes.values()].sort((a, b) =>
+          (a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1,
+        );
         break;
       case 'csidrivers':
         old = this.#csiDrivers.get(name);
@@ -270,7 +292,8 @@ export class ClusterCache {
   }
 
   #indexPod(pod: Pod, podKey: string, add: boolean): void {
-    for (const claimName of podClaimNames(pod)) addOrRemove(this.#podsByClaim, claimKey(pod.metadata.namespace, claimName), podKey, add);
+    for (const claimName of podClaimNames(pod))
+      addOrRemove(this.#podsByClaim, claimKey(pod.metadata.namespace, claimName), podKey, add);
   }
 }
 

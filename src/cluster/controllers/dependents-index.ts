@@ -67,7 +67,15 @@ export class DependentsIndex {
       this.#byKey.delete(key);
       return changes;
     }
-    const node: Dependent = { key, resource, namespace: meta.namespace, name: meta.name ?? '', uid: meta.uid ?? '', owners, deletingDependents };
+    const node: Dependent = {
+      key,
+      resource,
+      namespace: meta.namespace,
+      name: meta.name ?? '',
+      uid: meta.uid ?? '',
+      owners,
+      deletingDependents,
+    };
     this.#byKey.set(key, node);
     for (const ref of owners) {
       let set = this.#byOwner.get(ref.uid);

@@ -34,7 +34,10 @@ export class ClusterEventRecorder {
     if (previous) {
       try {
         previous.count++;
-        this.#store.patch('events', previous.namespace, previous.name, 'merge', { count: previous.count, lastTimestamp: now });
+        this.#store.patch('events', previous.namespace, previous.name, 'merge', {
+          count: previous.count,
+          lastTimestamp: now,
+        });
         this.#touch(key, previous);
         return;
       } catch (err) {
@@ -49,10 +52,16 @@ export class ClusterEventRecorder {
       kind: 'Event',
       metadata: { name, namespace },
       involvedObject: {
-        kind: obj.kind, namespace: meta.namespace, name: meta.name, uid: meta.uid,
-        apiVersion: obj.apiVersion, resourceVersion: meta.resourceVersion,
+        kind: obj.kind,
+        namespace: meta.namespace,
+        name: meta.name,
+        uid: meta.uid,
+        apiVersion: obj.apiVersion,
+        resourceVersion: meta.resourceVersion,
       },
-      reason, message, type,
+      reason,
+      message,
+      type,
       count: 1,
       firstTimestamp: now,
       lastTimestamp: now,

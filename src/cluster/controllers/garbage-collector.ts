@@ -16,7 +16,12 @@ import type { KubeObject, OwnerReference } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
 import { RESOURCES } from '../registry/registry.ts';
 import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
-import { ClusterApiError, type ClusterStore, type PropagationPolicy, type StoredEntry } from '../writes/cluster-store.ts';
+import {
+  ClusterApiError,
+  type ClusterStore,
+  type PropagationPolicy,
+  type StoredEntry,
+} from '../writes/cluster-store.ts';
 import { DependentsIndex, itemKey, parseItemKey, type Dependent } from './dependents-index.ts';
 import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
 
@@ -51,7 +56,10 @@ export class GarbageCollector extends QueueController {
     this.#store = deps.store;
     this.#logger = deps.logger;
     this.queue = new KeyedQueue({
-      handle: (key) => (key.startsWith(ORPHAN) ? this.#orphan(key.slice(ORPHAN.length)) : this.#attemptToDelete(key.slice(DELETE.length))),
+      handle: (key) =>
+        key.startsWith(ORPHAN)
+          ? this.#orphan(key.slice(ORPHAN.length))
+          : this.#attemptToDelete(key.slice(DELETE.length)),
       onError: (key, err) => deps.logger.error({ err, key }, 'garbage collection failed'),
     });
     for (const rt of [...RESOURCES, ...deps.store.resourceTypes()]) {
@@ -72,7 +80,9 @@ export class GarbageCollector extends QueueController {
       const resource = rt.resource;
       const filter = this.#store.filter(resource, {});
       this.#unsubscribe.push(
-        this.#store.watchEntries(resource, filter, undefined, (ev, source) => this.#observe(resource, ev.type, ev.entry.obj, source?.prev?.obj)),
+        this.#store.watchEntries(resource, filter, undefined, (ev, source) =>
+          this.#observe(resource, ev.type, ev.entry.obj, source?.prev?.obj),
+        ),
       );
     }
   }
@@ -87,7 +97,12 @@ export class GarbageCollector extends QueueController {
 
   // ---- graph changes (store events): update the index, enqueue keys ----
 
-  #observe(resource: string, type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject, prev: KubeObject | undefined): void {
+  #observe(
+    resource: string,
+    type: 'ADDED' | 'MODIFIED' | 'DELETED',
+    obj: KubeObject,
+    prev: KubeObject | undefined,
+  ): void {
     const meta = obj.metadata;
     const key = itemKey(resource, meta.namespace, meta.name ?? '');
     if (type === 'DELETED') {
@@ -99,7 +114,8 @@ export class GarbageCollector extends QueueController {
     }
     const changes = this.#index.upsert(resource, waitsFor(obj, FINALIZER_DELETE_DEPENDENTS), obj);
     if (changes.added.length > 0) this.queue.add(DELETE + key);
-    for (const ref of [...changes.removed.filter((r) => r.blockOwnerDeletion === true), ...changes.unblocked]) this.#addOwner(ref, meta.namespace);
+    for (const ref of [...changes.removed.filter((r) => r.blockOwnerDeletion === true), ...changes.unblocked])
+      this.#addOwner(ref, meta.namespace);
     if (waitsFor(obj, FINALIZER_ORPHAN_DEPENDENTS) && !(prev && waitsFor(prev, FINALIZER_ORPHAN_DEPENDENTS))) {
       this.queue.add(ORPHAN + key);
     } else if (waitsFor(obj, FINALIZER_DELETE_DEPENDENTS) && !(prev && waitsFor(prev, FINALIZER_DELETE_DEPENDENTS))) {
@@ -110,7 +126,8 @@ export class GarbageCollector extends QueueController {
 
   #addOwner(ref: OwnerReference, dependentNamespace: string | undefined): void {
     const kind = this.#kinds.get(`${ref.apiVersion}/${ref.kind}`);
-    if (kind) this.queue.add(DELETE + itemKey(kind.resource, kind.rt.namespaced ? dependentNamespace : undefined, ref.name));
+    if (kind)
+      this.queue.add(DELETE + itemKey(kind.resource, kind.rt.namespaced ? dependentNamespace : undefined, ref.name));
   }
 
   // ---- workers ----
@@ -132,13 +149,21 @@ export class GarbageCollector extends QueueController {
     }
     const refs = obj.metadata.ownerReferences ?? [];
     if (refs.length === 0) return 'done';
-    const classified = new Map<Reference, OwnerReference[]>([['solid', []], ['dangling', []], ['waiting', []]]);
+    const classified = new Map<Reference, OwnerReference[]>([
+      ['solid', []],
+      ['dangling', []],
+      ['waiting', []],
+    ]);
     for (const ref of refs) {
       const c = this.#classify(ref, namespace);
       if (c === 'unresolved') return 'done';
       classified.get(c)!.push(ref);
     }
-    const [solid, dangling, waiting] = [classified.get('solid')!, classified.get('dangling')!, classified.get('waiting')!];
+    const [solid, dangling, waiting] = [
+      classified.get('solid')!,
+      classified.get('dangling')!,
+      classified.get('waiting')!,
+    ];
     if (solid.length > 0) {
       if (dangling.length === 0 && waiting.length === 0) return 'done';
       // References to absent owners, and to owners waiting for their dependents, go; the live owner keeps it.
@@ -160,7 +185,9 @@ export class GarbageCollector extends QueueController {
     const finalizers = obj.metadata.finalizers ?? [];
     const policy: PropagationPolicy = finalizers.includes(FINALIZER_ORPHAN_DEPENDENTS)
       ? 'Orphan'
-      : finalizers.includes(FINALIZER_DELETE_DEPENDENTS) ? 'Foreground' : 'Background';
+      : finalizers.includes(FINALIZER_DELETE_DEPENDENTS)
+        ? 'Foreground'
+        : 'Background';
     return this.#delete(resource, entry, policy);
   }
 
@@ -177,13 +204,17 @@ export class GarbageCollector extends QueueController {
     }
     const owner = this.#lookup(kind.resource, kind.rt.namespaced ? dependentNamespace : undefined, ref.name);
     if (!owner || owner.obj.metadata.uid !== ref.uid) return 'dangling';
-    return owner.obj.metadata.deletionTimestamp && waitsFor(owner.obj, FINALIZER_DELETE_DEPENDENTS) ? 'waiting' : 'solid';
+    return owner.obj.metadata.deletionTimestamp && waitsFor(owner.obj, FINALIZER_DELETE_DEPENDENTS)
+      ? 'waiting'
+      : 'solid';
   }
 
   /** processDeletingDependentsItem: the owner goes once no blocking dependent is left. */
   #processDeletingDependents(resource: string, entry: StoredEntry): SyncResult {
     const uid = entry.obj.metadata.uid ?? '';
-    const blocking = this.#visit(this.#index.dependentsOf(uid)).filter((d) => d.owners.some((r) => r.uid === uid && r.blockOwnerDeletion === true));
+    const blocking = this.#visit(this.#index.dependentsOf(uid)).filter((d) =>
+      d.owners.some((r) => r.uid === uid && r.blockOwnerDeletion === true),
+    );
     if (blocking.length === 0) return this.#removeFinalizer(resource, entry, FINALIZER_DELETE_DEPENDENTS);
     for (const dep of blocking) if (!dep.deletingDependents) this.queue.add(DELETE + dep.key);
     return 'done';
@@ -212,14 +243,24 @@ export class GarbageCollector extends QueueController {
   }
 
   #removeFinalizer(resource: string, entry: StoredEntry, finalizer: string): SyncResult {
-    return this.#update(resource, entry, { finalizers: (entry.obj.metadata.finalizers ?? []).filter((f) => f !== finalizer) });
+    return this.#update(resource, entry, {
+      finalizers: (entry.obj.metadata.finalizers ?? []).filter((f) => f !== finalizer),
+    });
   }
 
   /** Writes metadata changes on the version read (a newer one meanwhile is a conflict: retried). */
-  #update(resource: string, entry: StoredEntry, changes: { ownerReferences?: OwnerReference[]; finalizers?: string[] }): SyncResult {
+  #update(
+    resource: string,
+    entry: StoredEntry,
+    changes: { ownerReferences?: OwnerReference[]; finalizers?: string[] },
+  ): SyncResult {
     const obj = entry.obj;
     return this.#write(resource, obj, () => {
-      this.#store.update(resource, { ...obj, metadata: { ...obj.metadata, ...changes, resourceVersion: String(entry.rv) } }, { user: GARBAGE_COLLECTOR_USER });
+      this.#store.update(
+        resource,
+        { ...obj, metadata: { ...obj.metadata, ...changes, resourceVersion: String(entry.rv) } },
+        { user: GARBAGE_COLLECTOR_USER },
+      );
     });
   }
 
@@ -231,7 +272,10 @@ export class GarbageCollector extends QueueController {
         propagationPolicy,
         user: GARBAGE_COLLECTOR_USER,
       });
-      this.#logger.debug({ resource, namespace: meta.namespace, name: meta.name, propagationPolicy }, 'garbage collected');
+      this.#logger.debug(
+        { resource, namespace: meta.namespace, name: meta.name, propagationPolicy },
+        'garbage collected',
+      );
     });
   }
 
@@ -242,7 +286,10 @@ export class GarbageCollector extends QueueController {
     } catch (err) {
       if (err instanceof ClusterApiError && err.code === 404) return 'done';
       if (err instanceof ClusterApiError && err.code === 409) return 'retry';
-      this.#logger.error({ err, resource, namespace: obj.metadata.namespace, name: obj.metadata.name }, 'garbage collector write refused');
+      this.#logger.error(
+        { err, resource, namespace: obj.metadata.namespace, name: obj.metadata.name },
+        'garbage collector write refused',
+      );
       return 'retry';
     }
   }

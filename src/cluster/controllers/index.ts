@@ -48,14 +48,35 @@ export function startClusterControllers(store: ClusterStore, opts: ClusterContro
   const logger = (opts.logger ?? silentLogger).child({ component: 'cluster-controllers' });
   const cache = new ClusterCache({ counter: opts.readCounter });
   const recorder = new ClusterEventRecorder(store, PV_CONTROLLER_COMPONENT, { now: opts.now, logger });
-  const admissions = [installProtectionAdmission(store), installDefaultClassAdmission(store, cache), installResizeAdmission(store, cache)];
-  const expansion = watchExternalExpansion(cache, new ClusterEventRecorder(store, EXPAND_CONTROLLER_COMPONENT, { now: opts.now, logger }), store);
-  const binder = new PvBinder({ store, cache, recorder, logger: logger.child({ controller: 'persistentvolume-binder' }) });
-  const protection = new ProtectionController({ store, cache, logger: logger.child({ controller: 'storage-protection' }) });
+  const admissions = [
+    installProtectionAdmission(store),
+    installDefaultClassAdmission(store, cache),
+    installResizeAdmission(store, cache),
+  ];
+  const expansion = watchExternalExpansion(
+    cache,
+    new ClusterEventRecorder(store, EXPAND_CONTROLLER_COMPONENT, { now: opts.now, logger }),
+    store,
+  );
+  const binder = new PvBinder({
+    store,
+    cache,
+    recorder,
+    logger: logger.child({ controller: 'persistentvolume-binder' }),
+  });
+  const protection = new ProtectionController({
+    store,
+    cache,
+    logger: logger.child({ controller: 'storage-protection' }),
+  });
   const scheduler = new SchedulerStandIn({ store, cache, logger: logger.child({ controller: 'scheduler' }) });
   const nodeName = opts.nodeName ?? localNodeName();
   const kubelet = new KubeletStandIn({
-    store, cache, nodeName, now: opts.now ?? Date.now, logger: logger.child({ controller: 'kubelet' }),
+    store,
+    cache,
+    nodeName,
+    now: opts.now ?? Date.now,
+    logger: logger.child({ controller: 'kubelet' }),
     recorder: new ClusterEventRecorder(store, 'kubelet', { now: opts.now, logger }),
   });
   const garbageCollector = new GarbageCollector({ store, logger: logger.child({ controller: 'garbage-collector' }) });

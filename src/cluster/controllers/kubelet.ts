@@ -15,7 +15,8 @@ import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
 import { claimKey } from './volume-match.ts';
 
 /** The message of a pod the stand-in reports Running. */
-export const NOT_RUN_MESSAGE = 'containers are not run by the embedded cluster: its kubelet stand-in reports the pod Running once its volumes can be mounted';
+export const NOT_RUN_MESSAGE =
+  'containers are not run by the embedded cluster: its kubelet stand-in reports the pod Running once its volumes can be mounted';
 
 export interface KubeletDeps {
   store: ClusterStore;
@@ -27,18 +28,27 @@ export interface KubeletDeps {
 }
 
 /** Why a volume of `pod` cannot be mounted here, or undefined when all can. */
-export function unmountableVolume(pod: Pod, cache: Pick<ClusterCache, 'getClaim' | 'volumes'>, pathExists: (p: string) => boolean = existsSync): string | undefined {
+export function unmountableVolume(
+  pod: Pod,
+  cache: Pick<ClusterCache, 'getClaim' | 'volumes'>,
+  pathExists: (p: string) => boolean = existsSync,
+): string | undefined {
   const namespace = pod.metadata.namespace ?? '';
   for (const v of pod.spec.volumes ?? []) {
-    const claimName = v.persistentVolumeClaim?.claimName ?? (v.ephemeral ? `${pod.metadata.name}-${v.name}` : undefined);
+    const claimName =
+      v.persistentVolumeClaim?.claimName ?? (v.ephemeral ? `${pod.metadata.name}-${v.name}` : undefined);
     if (claimName === undefined) continue;
     const claim = cache.getClaim(namespace, claimName);
-    if (!claim) return `MountVolume.SetUp failed for volume "${v.name}": persistentvolumeclaim "${claimName}" not found`;
-    if (claim.status?.phase !== 'Bound' || !claim.spec.volumeName) return `MountVolume.SetUp failed for volume "${v.name}": persistentvolumeclaim "${claimName}" is not Bound`;
+    if (!claim)
+      return `MountVolume.SetUp failed for volume "${v.name}": persistentvolumeclaim "${claimName}" not found`;
+    if (claim.status?.phase !== 'Bound' || !claim.spec.volumeName)
+      return `MountVolume.SetUp failed for volume "${v.name}": persistentvolumeclaim "${claimName}" is not Bound`;
     const pv = cache.volumes.get(claim.spec.volumeName);
-    if (!pv) return `MountVolume.SetUp failed for volume "${v.name}": persistentvolume "${claim.spec.volumeName}" not found`;
+    if (!pv)
+      return `MountVolume.SetUp failed for volume "${v.name}": persistentvolume "${claim.spec.volumeName}" not found`;
     const dir = pv.spec.hostPath?.path ?? pv.spec.local?.path;
-    if (dir !== undefined && !pathExists(dir)) return `MountVolume.SetUp failed for volume "${v.name}": directory ${dir} of persistentvolume "${claim.spec.volumeName}" does not exist on this node`;
+    if (dir !== undefined && !pathExists(dir))
+      return `MountVolume.SetUp failed for volume "${v.name}": directory ${dir} of persistentvolume "${claim.spec.volumeName}" does not exist on this node`;
   }
   return undefined;
 }
@@ -57,7 +67,8 @@ export class KubeletStandIn extends QueueController {
     deps.cache.onChange((change) => {
       if (change.resource === 'pods') {
         const pod = change.obj as Pod;
-        if (change.type !== 'DELETED' && this.#mine(pod)) this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
+        if (change.type !== 'DELETED' && this.#mine(pod))
+          this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
       } else if (change.resource === 'persistentvolumeclaims') {
         this.#requeuePodsOf(change.obj.metadata.namespace ?? '', change.obj.metadata.name ?? '');
       } else if (change.resource === 'persistentvolumes') {
@@ -69,7 +80,11 @@ export class KubeletStandIn extends QueueController {
 
   // Pods of this node that are not Running yet (a Running pod keeps its status: kubelet does not unmount).
   #mine(pod: Pod): boolean {
-    return pod.spec.nodeName === this.#d.nodeName && !pod.metadata.deletionTimestamp && (pod.status?.phase ?? 'Pending') === 'Pending';
+    return (
+      pod.spec.nodeName === this.#d.nodeName &&
+      !pod.metadata.deletionTimestamp &&
+      (pod.status?.phase ?? 'Pending') === 'Pending'
+    );
   }
 
   #requeuePodsOf(namespace: string, claimName: string): void {
@@ -79,7 +94,8 @@ export class KubeletStandIn extends QueueController {
   }
 
   resync(): void {
-    for (const pod of this.#d.cache.pods.values()) if (this.#mine(pod)) this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
+    for (const pod of this.#d.cache.pods.values())
+      if (this.#mine(pod)) this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
   }
 
   #sync(key: string): SyncResult {
@@ -93,7 +109,11 @@ export class KubeletStandIn extends QueueController {
       return 'done';
     }
     try {
-      store.update('pods', { ...pod, status: runningStatus(pod, formatTime(this.#d.now())) }, { subresource: 'status', user: `system:node:${this.#d.nodeName}` });
+      store.update(
+        'pods',
+        { ...pod, status: runningStatus(pod, formatTime(this.#d.now())) },
+        { subresource: 'status', user: `system:node:${this.#d.nodeName}` },
+      );
       logger.info({ pod: key, node: this.#d.nodeName }, 'pod reported Running (containers not run)');
       return 'done';
     } catch (err) {

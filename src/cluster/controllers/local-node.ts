@@ -11,7 +11,11 @@ export const KUBELET_VERSION = 'v1.32.0';
 
 /** `os.hostname()` turned into a DNS-1123 subdomain (what kubelet does with --hostname-override unset). */
 export function localNodeName(hostname: string = os.hostname()): string {
-  const name = hostname.toLowerCase().replace(/[^a-z0-9.-]/g, '-').replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '').slice(0, 253);
+  const name = hostname
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]/g, '-')
+    .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '')
+    .slice(0, 253);
   return name || 'localhost';
 }
 
@@ -27,8 +31,12 @@ export function localNodeObject(name: string, now: number): Node {
   const time = formatTime(now);
   const ip = internalIp();
   const ready = {
-    type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status',
-    lastHeartbeatTime: time, lastTransitionTime: time,
+    type: 'Ready',
+    status: 'True',
+    reason: 'KubeletReady',
+    message: 'kubelet is posting ready status',
+    lastHeartbeatTime: time,
+    lastTransitionTime: time,
   };
   return {
     apiVersion: 'v1',
@@ -50,9 +58,16 @@ export function localNodeObject(name: string, now: number): Node {
       capacity: { cpu: String(os.cpus().length), memory: `${Math.floor(os.totalmem() / 1024)}Ki`, pods: '110' },
       allocatable: { cpu: String(os.cpus().length), memory: `${Math.floor(os.totalmem() / 1024)}Ki`, pods: '110' },
       nodeInfo: {
-        kubeletVersion: KUBELET_VERSION, kubeProxyVersion: KUBELET_VERSION, operatingSystem: os.platform(),
-        architecture: os.arch() === 'x64' ? 'amd64' : os.arch(), kernelVersion: os.release(), osImage: `${os.type()} ${os.release()}`,
-        containerRuntimeVersion: '', machineID: '', systemUUID: '', bootID: '',
+        kubeletVersion: KUBELET_VERSION,
+        kubeProxyVersion: KUBELET_VERSION,
+        operatingSystem: os.platform(),
+        architecture: os.arch() === 'x64' ? 'amd64' : os.arch(),
+        kernelVersion: os.release(),
+        osImage: `${os.type()} ${os.release()}`,
+        containerRuntimeVersion: '',
+        machineID: '',
+        systemUUID: '',
+        bootID: '',
       },
     } as Node['status'],
   };
@@ -75,7 +90,11 @@ export function ensureLocalNode(store: ClusterStore, name: string, now: number =
   }
   const ready = current.status?.conditions?.find((c) => c.type === 'Ready');
   if (ready?.status !== 'True' || !(current.status as Record<string, unknown> | undefined)?.nodeInfo) {
-    current = store.update('nodes', { ...current, status: desired.status }, { subresource: 'status', user: `system:node:${name}` }) as Node;
+    current = store.update(
+      'nodes',
+      { ...current, status: desired.status },
+      { subresource: 'status', user: `system:node:${name}` },
+    ) as Node;
   }
   ensureNodeLease(store, current, now);
   return current;
@@ -88,13 +107,27 @@ function ensureNodeLease(store: ClusterStore, node: Node, now: number): void {
   const spec = { holderIdentity: name, leaseDurationSeconds: 40, renewTime: formatMicroTime(now) };
   const existing = store.get('leases', 'kube-node-lease', name);
   try {
-    if (existing) store.update('leases', { ...existing, spec: { ...(existing.spec as object), ...spec } }, { user: `system:node:${name}` });
+    if (existing)
+      store.update(
+        'leases',
+        { ...existing, spec: { ...(existing.spec as object), ...spec } },
+        { user: `system:node:${name}` },
+      );
     else {
-      store.create('leases', {
-        apiVersion: 'coordination.k8s.io/v1', kind: 'Lease',
-        metadata: { name, namespace: 'kube-node-lease', ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata.uid ?? '' }] },
-        spec,
-      }, { user: `system:node:${name}` });
+      store.create(
+        'leases',
+        {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: {
+            name,
+            namespace: 'kube-node-lease',
+            ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata.uid ?? '' }],
+          },
+          spec,
+        },
+        { user: `system:node:${name}` },
+      );
     }
   } catch (err) {
     if (!(err instanceof ClusterApiError)) throw err;

@@ -3,7 +3,14 @@
 // A claim to provision must fit the class's allowedTopologies and, when the class's CSI driver asks for capacity
 // tracking, some CSIStorageCapacity of that class (volumebinding binder.go checkVolumeProvisions, hasEnoughCapacity).
 import type {
-  Node, NodeSelector, NodeSelectorRequirement, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, TopologySelectorTerm,
+  Node,
+  NodeSelector,
+  NodeSelectorRequirement,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  StorageClass,
+  TopologySelectorTerm,
 } from '../../types/k8s.ts';
 import { ANN_SELECTED_NODE } from '../../types/annotations.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
@@ -20,16 +27,22 @@ export function nodeIsSchedulable(node: Node): boolean {
 function requirementMatches(req: NodeSelectorRequirement, value: string | undefined): boolean {
   const values = req.values ?? [];
   switch (req.operator) {
-    case 'In': return value !== undefined && values.includes(value);
-    case 'NotIn': return value === undefined || !values.includes(value);
-    case 'Exists': return value !== undefined;
-    case 'DoesNotExist': return value === undefined;
+    case 'In':
+      return value !== undefined && values.includes(value);
+    case 'NotIn':
+      return value === undefined || !values.includes(value);
+    case 'Exists':
+      return value !== undefined;
+    case 'DoesNotExist':
+      return value === undefined;
     case 'Gt':
     case 'Lt': {
-      if (value === undefined || values.length !== 1 || !/^-?\d+$/.test(value) || !/^-?\d+$/.test(values[0])) return false;
+      if (value === undefined || values.length !== 1 || !/^-?\d+$/.test(value) || !/^-?\d+$/.test(values[0]))
+        return false;
       return req.operator === 'Gt' ? BigInt(value) > BigInt(values[0]) : BigInt(value) < BigInt(values[0]);
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -41,8 +54,10 @@ export function nodeSelectorMatches(selector: NodeSelector | undefined, node: No
     const exprs = term.matchExpressions ?? [];
     const fields = term.matchFields ?? [];
     if (exprs.length === 0 && fields.length === 0) return false;
-    return exprs.every((r) => requirementMatches(r, labels[r.key])) &&
-      fields.every((r) => requirementMatches(r, r.key === 'metadata.name' ? node.metadata.name : undefined));
+    return (
+      exprs.every((r) => requirementMatches(r, labels[r.key])) &&
+      fields.every((r) => requirementMatches(r, r.key === 'metadata.name' ? node.metadata.name : undefined))
+    );
   });
 }
 
@@ -79,14 +94,19 @@ function nodeHasAccess(capacity: CSIStorageCapacity, node: Node): boolean {
  * `capacities` is that one class's list, so the cost does not grow with other classes' objects.
  */
 export function hasEnoughCapacity(
-  claim: PersistentVolumeClaim, cls: StorageClass, node: Node, driver: CSIDriver | undefined, capacities: Iterable<CSIStorageCapacity>,
+  claim: PersistentVolumeClaim,
+  cls: StorageClass,
+  node: Node,
+  driver: CSIDriver | undefined,
+  capacities: Iterable<CSIStorageCapacity>,
 ): boolean {
   const request = claim.spec.resources?.requests?.storage;
   if (request === undefined) return true;
   if (driver?.spec?.storageCapacity !== true) return true;
   if (!isQuantity(request)) return false;
   const bytes = parseQuantity(request);
-  for (const c of capacities) if (c.storageClassName === cls.metadata.name && capacitySufficient(c, bytes) && nodeHasAccess(c, node)) return true;
+  for (const c of capacities)
+    if (c.storageClassName === cls.metadata.name && capacitySufficient(c, bytes) && nodeHasAccess(c, node)) return true;
   return false;
 }
 
@@ -114,19 +134,38 @@ export interface ClaimWorld {
  * selected for it, the class's allowedTopologies must admit the node, and its CSI driver's published capacity
  * (when it tracks capacity) must hold the claim there. Messages are kube-scheduler's.
  */
-export function claimBlocksNode(claim: PersistentVolumeClaim, className: string, node: Node, world: ClaimWorld): string | undefined {
-  if (claim.metadata.deletionTimestamp) return `persistentvolumeclaim ${JSON.stringify(claim.metadata.name)} is being deleted`;
+export function claimBlocksNode(
+  claim: PersistentVolumeClaim,
+  className: string,
+  node: Node,
+  world: ClaimWorld,
+): string | undefined {
+  if (claim.metadata.deletionTimestamp)
+    return `persistentvolumeclaim ${JSON.stringify(claim.metadata.name)} is being deleted`;
   if (claim.spec.volumeName) {
     const pv = world.getVolume(claim.spec.volumeName);
     if (!pv) return `persistentvolume ${JSON.stringify(claim.spec.volumeName)} not found`;
-    return nodeSelectorMatches(pv.spec.nodeAffinity?.required, node) ? undefined : 'node(s) had volume node affinity conflict';
+    return nodeSelectorMatches(pv.spec.nodeAffinity?.required, node)
+      ? undefined
+      : 'node(s) had volume node affinity conflict';
   }
   const cls = className ? world.getClass(className) : undefined;
   if (!isDelayBinding(cls)) return 'pod has unbound immediate PersistentVolumeClaims';
   const selected = claim.metadata.annotations?.[ANN_SELECTED_NODE];
-  if (selected && selected !== node.metadata.name) return `claim is already provisioning on node ${JSON.stringify(selected)}`;
-  if (!topologyAllows(cls?.allowedTopologies, node)) return 'node(s) did not match the storage class allowed topologies';
-  if (cls && !hasEnoughCapacity(claim, cls, node, world.getDriver?.(cls.provisioner), world.capacitiesFor?.(cls.metadata.name ?? '') ?? [])) {
+  if (selected && selected !== node.metadata.name)
+    return `claim is already provisioning on node ${JSON.stringify(selected)}`;
+  if (!topologyAllows(cls?.allowedTopologies, node))
+    return 'node(s) did not match the storage class allowed topologies';
+  if (
+    cls &&
+    !hasEnoughCapacity(
+      claim,
+      cls,
+      node,
+      world.getDriver?.(cls.provisioner),
+      world.capacitiesFor?.(cls.metadata.name ?? '') ?? [],
+    )
+  ) {
     return 'node(s) did not have enough free storage';
   }
   return undefined;

@@ -48,7 +48,8 @@ export class ProtectionController extends QueueController {
       if (change.type === 'DELETED' && change.resource !== 'pods') return;
       switch (change.resource) {
         case 'persistentvolumeclaims':
-          if (needsWork(obj, FINALIZER_PVC_PROTECTION)) this.queue.add(PVC + claimKey(obj.metadata.namespace, obj.metadata.name));
+          if (needsWork(obj, FINALIZER_PVC_PROTECTION))
+            this.queue.add(PVC + claimKey(obj.metadata.namespace, obj.metadata.name));
           break;
         case 'persistentvolumes':
           if (needsWork(obj, FINALIZER_PV_PROTECTION)) this.queue.add(PV + (obj.metadata.name ?? ''));
@@ -70,8 +71,10 @@ export class ProtectionController extends QueueController {
   }
 
   resync(): void {
-    for (const [key, claim] of this.#cache.claims) if (needsWork(claim, FINALIZER_PVC_PROTECTION)) this.queue.add(PVC + key);
-    for (const { volume } of this.#cache.volumes.values()) if (needsWork(volume, FINALIZER_PV_PROTECTION)) this.queue.add(PV + (volume.metadata.name ?? ''));
+    for (const [key, claim] of this.#cache.claims)
+      if (needsWork(claim, FINALIZER_PVC_PROTECTION)) this.queue.add(PVC + key);
+    for (const { volume } of this.#cache.volumes.values())
+      if (needsWork(volume, FINALIZER_PV_PROTECTION)) this.queue.add(PV + (volume.metadata.name ?? ''));
   }
 
   #handle(key: string): SyncResult {
@@ -80,12 +83,18 @@ export class ProtectionController extends QueueController {
       const i = rest.indexOf('/');
       const claim = this.#cache.getClaim(rest.slice(0, i), rest.slice(i + 1));
       if (!claim) return 'done';
-      const inUse = () => this.#cache.podsUsingClaim(claim.metadata.namespace ?? '', claim.metadata.name ?? '').some(podIsActive);
+      const inUse = () =>
+        this.#cache.podsUsingClaim(claim.metadata.namespace ?? '', claim.metadata.name ?? '').some(podIsActive);
       return this.#sync('persistentvolumeclaims', claim, FINALIZER_PVC_PROTECTION, inUse);
     }
     const volume = this.#cache.volumes.get(key.slice(PV.length));
     if (!volume) return 'done';
-    return this.#sync('persistentvolumes', volume, FINALIZER_PV_PROTECTION, () => (volume as PersistentVolume).status?.phase === 'Bound');
+    return this.#sync(
+      'persistentvolumes',
+      volume,
+      FINALIZER_PV_PROTECTION,
+      () => (volume as PersistentVolume).status?.phase === 'Bound',
+    );
   }
 
   #sync(resource: string, obj: KubeObject, finalizer: string, inUse: () => boolean): SyncResult {
@@ -98,8 +107,15 @@ export class ProtectionController extends QueueController {
     }
     if (!next) return 'done';
     try {
-      this.#store.update(resource, { ...obj, metadata: { ...obj.metadata, finalizers: next } }, { user: PROTECTION_USER });
-      this.#logger.debug({ resource, name: obj.metadata.name, finalizer, removed: next.length < finalizers.length }, 'protection finalizer updated');
+      this.#store.update(
+        resource,
+        { ...obj, metadata: { ...obj.metadata, finalizers: next } },
+        { user: PROTECTION_USER },
+      );
+      this.#logger.debug(
+        { resource, name: obj.metadata.name, finalizer, removed: next.length < finalizers.length },
+        'protection finalizer updated',
+      );
       return 'done';
     } catch (err) {
       if (err instanceof ClusterApiError) return err.code === 404 ? 'done' : 'retry';

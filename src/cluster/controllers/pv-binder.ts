@@ -98,7 +98,10 @@ export class PvBinder extends QueueController {
       const rv = latestRv.get(`${kind}/${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
       return rv ? { ...obj, metadata: { ...obj.metadata, resourceVersion: rv } } : obj;
     };
-    const remember = (kind: string, obj: { metadata: { namespace?: string; name?: string; resourceVersion?: string } }) =>
+    const remember = (
+      kind: string,
+      obj: { metadata: { namespace?: string; name?: string; resourceVersion?: string } },
+    ) =>
       latestRv.set(`${kind}/${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, obj.metadata.resourceVersion ?? '');
     for (const a of actions) {
       try {
@@ -106,7 +109,8 @@ export class PvBinder extends QueueController {
           case 'updateVolume':
           case 'updateVolumeStatus': {
             const out = store.update('persistentvolumes', withRv('pv', a.volume), {
-              subresource: a.kind === 'updateVolumeStatus' ? 'status' : undefined, user: PV_BINDER_USER,
+              subresource: a.kind === 'updateVolumeStatus' ? 'status' : undefined,
+              user: PV_BINDER_USER,
             });
             remember('pv', out);
             break;
@@ -114,14 +118,18 @@ export class PvBinder extends QueueController {
           case 'updateClaim':
           case 'updateClaimStatus': {
             const out = store.update('persistentvolumeclaims', withRv('pvc', a.claim), {
-              subresource: a.kind === 'updateClaimStatus' ? 'status' : undefined, user: PV_BINDER_USER,
+              subresource: a.kind === 'updateClaimStatus' ? 'status' : undefined,
+              user: PV_BINDER_USER,
             });
             remember('pvc', out);
             break;
           }
           case 'deleteVolume':
             logger.info({ ...logContext }, 'deleting released volume no external provisioner owns');
-            store.delete('persistentvolumes', undefined, a.name, { preconditions: a.uid ? { uid: a.uid } : undefined, user: PV_BINDER_USER });
+            store.delete('persistentvolumes', undefined, a.name, {
+              preconditions: a.uid ? { uid: a.uid } : undefined,
+              user: PV_BINDER_USER,
+            });
             break;
           case 'enqueueClaim':
             this.queue.add(CLAIM + a.key);

@@ -42,7 +42,11 @@ export class SchedulerStandIn extends QueueController {
         case 'pods': {
           const key = claimKey(obj.metadata.namespace, obj.metadata.name);
           const pod = obj as Pod;
-          if (change.type !== 'DELETED' && !obj.metadata.deletionTimestamp && (!pod.spec?.nodeName || podClaimNames(pod).length > 0)) {
+          if (
+            change.type !== 'DELETED' &&
+            !obj.metadata.deletionTimestamp &&
+            (!pod.spec?.nodeName || podClaimNames(pod).length > 0)
+          ) {
             this.#unscheduled.add(key);
             this.queue.add(key);
           } else this.#unscheduled.delete(key);
@@ -98,7 +102,9 @@ export class SchedulerStandIn extends QueueController {
       getDriver: (n: string) => cache.csiDrivers.get(n),
       capacitiesFor: (n: string) => cache.capacitiesFor(n),
     };
-    const fits = (node: Node) => nodeIsSchedulable(node) && podFitsNode(pod, node) &&
+    const fits = (node: Node) =>
+      nodeIsSchedulable(node) &&
+      podFitsNode(pod, node) &&
       claims.every((c) => claimBlocksNode(c, claimClass(c), node, world) === undefined);
     const nodes = cache.nodesByName();
     const preferred = claims.map((c) => c.metadata.annotations?.[ANN_SELECTED_NODE]).find((n) => n !== undefined);
@@ -117,10 +123,21 @@ export class SchedulerStandIn extends QueueController {
         const staticPv = findBestMatchForClaim(claim, nodeFilteredSource(cache.volumes, node), false);
         if (staticPv) this.#bindStaticVolume(staticPv, claim);
         else {
-          this.#d.store.update('persistentvolumeclaims', {
-            ...claim, metadata: { ...claim.metadata, annotations: { ...(claim.metadata.annotations ?? {}), [ANN_SELECTED_NODE]: nodeName } },
-          }, { user: SCHEDULER_USER });
-          logger.info({ pod: key, pvc: claimKey(namespace, claim.metadata.name), node: nodeName }, 'selected node for claim');
+          this.#d.store.update(
+            'persistentvolumeclaims',
+            {
+              ...claim,
+              metadata: {
+                ...claim.metadata,
+                annotations: { ...(claim.metadata.annotations ?? {}), [ANN_SELECTED_NODE]: nodeName },
+              },
+            },
+            { user: SCHEDULER_USER },
+          );
+          logger.info(
+            { pod: key, pvc: claimKey(namespace, claim.metadata.name), node: nodeName },
+            'selected node for claim',
+          );
         }
       }
       if (!allBound || fixedNode) return 'done'; // the claims' updates re-queue the pod
@@ -137,17 +154,28 @@ export class SchedulerStandIn extends QueueController {
 
   /** What the VolumeBinding plugin does for a static PV: claimRef + bound-by-controller; the binder finishes. */
   #bindStaticVolume(pv: PersistentVolume, claim: PersistentVolumeClaim): void {
-    this.#d.store.update('persistentvolumes', {
-      ...pv,
-      metadata: { ...pv.metadata, annotations: { ...(pv.metadata.annotations ?? {}), [ANN_BOUND_BY_CONTROLLER]: 'yes' } },
-      spec: {
-        ...pv.spec,
-        claimRef: {
-          kind: 'PersistentVolumeClaim', namespace: claim.metadata.namespace, name: claim.metadata.name,
-          uid: claim.metadata.uid, apiVersion: 'v1', resourceVersion: claim.metadata.resourceVersion,
+    this.#d.store.update(
+      'persistentvolumes',
+      {
+        ...pv,
+        metadata: {
+          ...pv.metadata,
+          annotations: { ...(pv.metadata.annotations ?? {}), [ANN_BOUND_BY_CONTROLLER]: 'yes' },
+        },
+        spec: {
+          ...pv.spec,
+          claimRef: {
+            kind: 'PersistentVolumeClaim',
+            namespace: claim.metadata.namespace,
+            name: claim.metadata.name,
+            uid: claim.metadata.uid,
+            apiVersion: 'v1',
+            resourceVersion: claim.metadata.resourceVersion,
+          },
         },
       },
-    }, { user: SCHEDULER_USER });
+      { user: SCHEDULER_USER },
+    );
   }
 }
 

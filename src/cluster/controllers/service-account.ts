@@ -14,9 +14,13 @@ export function startServiceAccountController(store: ClusterStore, logger: Logge
     const ns = store.get('namespaces', undefined, namespace);
     if (!ns || ns.metadata.deletionTimestamp || store.getEntry('serviceaccounts', namespace, DEFAULT_SA)) return;
     try {
-      store.create('serviceaccounts', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: DEFAULT_SA, namespace } }, {
-        user: 'system:serviceaccount:kube-system:service-account-controller',
-      });
+      store.create(
+        'serviceaccounts',
+        { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: DEFAULT_SA, namespace } },
+        {
+          user: 'system:serviceaccount:kube-system:service-account-controller',
+        },
+      );
     } catch (err) {
       // Lost a race with another writer, or the namespace began terminating: nothing to do either way.
       if (!(err instanceof ClusterApiError)) throw err;
@@ -26,9 +30,13 @@ export function startServiceAccountController(store: ClusterStore, logger: Logge
   const stopNamespaces = store.watch('namespaces', {}, (ev) => {
     if (ev.type === 'ADDED') ensure(ev.object.metadata.name);
   });
-  const stopAccounts = store.watch('serviceaccounts', { fieldSelector: `metadata.name=${DEFAULT_SA}`, resourceVersion: String(store.resourceVersion) }, (ev) => {
-    if (ev.type === 'DELETED') ensure(ev.object.metadata.namespace);
-  });
+  const stopAccounts = store.watch(
+    'serviceaccounts',
+    { fieldSelector: `metadata.name=${DEFAULT_SA}`, resourceVersion: String(store.resourceVersion) },
+    (ev) => {
+      if (ev.type === 'DELETED') ensure(ev.object.metadata.namespace);
+    },
+  );
   return () => {
     stopNamespaces();
     stopAccounts();

@@ -43,12 +43,17 @@ export function installResizeAdmission(store: ClusterStore, cache: ClusterCache)
     if (newSize === undefined || oldSize === undefined || newSize <= oldSize) return;
     if (validatePersistentVolumeClaim(obj, old).length > 0) return;
     const name = claim.metadata.name ?? '';
-    if (before.status?.phase !== 'Bound') throw forbidden(PVC_REF, name, 'Only bound persistent volume claims can be expanded');
+    if (before.status?.phase !== 'Bound')
+      throw forbidden(PVC_REF, name, 'Only bound persistent volume claims can be expanded');
     const className = claimClass(claim);
     const oldClassName = claimClass(before);
     const sc = className ? cache.classes.get(className) : undefined;
     if (!className || className !== oldClassName || sc?.allowVolumeExpansion !== true) {
-      throw forbidden(PVC_REF, name, 'only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize');
+      throw forbidden(
+        PVC_REF,
+        name,
+        'only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize',
+      );
     }
   });
   return { disable: () => void (enabled = false) };
@@ -78,7 +83,11 @@ export function migratedResizer(pv: PersistentVolume | undefined): { plugin: str
  * Emits ExternalExpanding on a Bound claim whose request exceeds its capacity and, for a migrated in-tree volume,
  * sets its storage-resizer annotation to the CSI driver (SetClaimResizer). Returns a stop switch.
  */
-export function watchExternalExpansion(cache: ClusterCache, recorder: ClusterEventRecorder, store: ClusterStore): { stop(): void } {
+export function watchExternalExpansion(
+  cache: ClusterCache,
+  recorder: ClusterEventRecorder,
+  store: ClusterStore,
+): { stop(): void } {
   let stopped = false;
   const announced = new Map<string, string>();
   cache.onChange((change) => {
@@ -98,7 +107,14 @@ export function watchExternalExpansion(cache: ClusterCache, recorder: ClusterEve
     }
     const request = storageOf(claim, 'request');
     const capacity = storageOf(claim, 'status');
-    if (claim.status?.phase !== 'Bound' || !claim.spec.volumeName || request === undefined || capacity === undefined || request <= capacity) return;
+    if (
+      claim.status?.phase !== 'Bound' ||
+      !claim.spec.volumeName ||
+      request === undefined ||
+      capacity === undefined ||
+      request <= capacity
+    )
+      return;
     const size = claim.spec.resources?.requests?.storage ?? '';
     if (announced.get(uid) === size) return;
     announced.set(uid, size);
@@ -111,8 +127,14 @@ export function watchExternalExpansion(cache: ClusterCache, recorder: ClusterEve
     // Not from inside the store's watch delivery: the event and the annotation are store writes of their own.
     queueMicrotask(() => {
       if (stopped) return;
-      recorder.record({ ...claim, apiVersion: 'v1', kind: 'PersistentVolumeClaim' }, 'Normal', 'ExternalExpanding', message);
-      if (migrated && claim.metadata.annotations?.[ANN_STORAGE_RESIZER] !== migrated.driver) setClaimResizer(store, claim, migrated.driver);
+      recorder.record(
+        { ...claim, apiVersion: 'v1', kind: 'PersistentVolumeClaim' },
+        'Normal',
+        'ExternalExpanding',
+        message,
+      );
+      if (migrated && claim.metadata.annotations?.[ANN_STORAGE_RESIZER] !== migrated.driver)
+        setClaimResizer(store, claim, migrated.driver);
     });
   });
   return { stop: () => void (stopped = true) };
@@ -121,8 +143,14 @@ export function watchExternalExpansion(cache: ClusterCache, recorder: ClusterEve
 /** util.SetClaimResizer: a merge of the annotation onto the current claim (a conflict is retried on the next change). */
 function setClaimResizer(store: ClusterStore, claim: PersistentVolumeClaim, driver: string): void {
   try {
-    store.patch('persistentvolumeclaims', claim.metadata.namespace, claim.metadata.name ?? '', 'merge',
-      { metadata: { annotations: { [ANN_STORAGE_RESIZER]: driver } } }, { user: EXPAND_CONTROLLER_USER });
+    store.patch(
+      'persistentvolumeclaims',
+      claim.metadata.namespace,
+      claim.metadata.name ?? '',
+      'merge',
+      { metadata: { annotations: { [ANN_STORAGE_RESIZER]: driver } } },
+      { user: EXPAND_CONTROLLER_USER },
+    );
   } catch (err) {
     if (!(err instanceof ClusterApiError)) throw err;
   }

@@ -140,7 +140,11 @@ export class VolumeIndex implements VolumeSource {
     } else if (volume.status?.phase === 'Available' && !volume.metadata.deletionTimestamp) {
       const capacity = volumeCapacity(volume);
       if (capacity !== undefined) {
-        entry.unclaimed = { className: volumeClass(volume), modesKey: accessModesKey(volume.spec.accessModes), capacity };
+        entry.unclaimed = {
+          className: volumeClass(volume),
+          modesKey: accessModesKey(volume.spec.accessModes),
+          capacity,
+        };
         let byModes = this.#unclaimed.get(entry.unclaimed.className);
         if (!byModes) this.#unclaimed.set(entry.unclaimed.className, (byModes = new Map()));
         let buckets = byModes.get(entry.unclaimed.modesKey);
@@ -184,7 +188,11 @@ export class VolumeIndex implements VolumeSource {
     }
   }
 
-  unclaimedGroups(className: string, modes: readonly AccessMode[], minCapacity: bigint): Iterable<Iterable<PersistentVolume>> {
+  unclaimedGroups(
+    className: string,
+    modes: readonly AccessMode[],
+    minCapacity: bigint,
+  ): Iterable<Iterable<PersistentVolume>> {
     const byModes = this.#unclaimed.get(className);
     if (!byModes) return [];
     const wanted = [...new Set(modes)];

@@ -2,7 +2,12 @@
 // FindMatchingVolume, checkVolumeSatisfyClaim; pv controller index.go findByClaim): which existing volume
 // a claim binds to, and the small predicates both the binder and the scheduler stand-in share.
 import type { AccessMode, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../types/k8s.ts';
-import { ANN_BETA_STORAGE_CLASS, ANN_DEFAULT_STORAGE_CLASS, ANN_BETA_DEFAULT_STORAGE_CLASS, ANN_SELECTED_NODE } from '../../types/annotations.ts';
+import {
+  ANN_BETA_STORAGE_CLASS,
+  ANN_DEFAULT_STORAGE_CLASS,
+  ANN_BETA_DEFAULT_STORAGE_CLASS,
+  ANN_SELECTED_NODE,
+} from '../../types/annotations.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
 import { labelSelectorToPredicate, SelectorError } from '../common/selectors.ts';
 
@@ -45,7 +50,10 @@ export function volumeModeMismatch(claim: PersistentVolumeClaim, volume: Persist
 }
 
 /** CheckAccessModes: every mode the claim asks for is offered by the volume. */
-export function accessModesSatisfied(claimModes: readonly AccessMode[] | undefined, volumeModes: readonly AccessMode[] | undefined): boolean {
+export function accessModesSatisfied(
+  claimModes: readonly AccessMode[] | undefined,
+  volumeModes: readonly AccessMode[] | undefined,
+): boolean {
   const offered = new Set(volumeModes ?? []);
   return (claimModes ?? []).every((m) => offered.has(m));
 }
@@ -79,12 +87,14 @@ export function hasSelectedNode(claim: PersistentVolumeClaim): boolean {
  * not fit, or undefined when it does.
  */
 export function volumeSatisfiesClaimError(volume: PersistentVolume, claim: PersistentVolumeClaim): string | undefined {
-  if (volume.metadata.deletionTimestamp) return `the volume is marked for deletion ${JSON.stringify(volume.metadata.name)}`;
+  if (volume.metadata.deletionTimestamp)
+    return `the volume is marked for deletion ${JSON.stringify(volume.metadata.name)}`;
   const requested = requestedStorage(claim) ?? 0n;
   const capacity = volumeCapacity(volume);
   if (capacity === undefined || capacity < requested) return 'requested PV is too small';
   if (volumeClass(volume) !== claimClass(claim)) return 'storageClassName does not match';
-  if ((volume.spec.volumeAttributesClassName ?? '') !== (claim.spec.volumeAttributesClassName ?? '')) return 'volumeAttributesClassName does not match';
+  if ((volume.spec.volumeAttributesClassName ?? '') !== (claim.spec.volumeAttributesClassName ?? ''))
+    return 'volumeAttributesClassName does not match';
   if (volumeModeMismatch(claim, volume)) return 'incompatible volumeMode';
   if (!accessModesSatisfied(claim.spec.accessModes, volume.spec.accessModes)) return 'incompatible accessMode';
   return undefined;
@@ -101,7 +111,11 @@ export interface VolumeSource {
    * Volumes without claimRef in class `className`, in groups of equal access-mode sets that include every mode
    * the claim asks for, fewest modes first; within a group, ascending capacity from `minCapacity`.
    */
-  unclaimedGroups(className: string, modes: readonly AccessMode[], minCapacity: bigint): Iterable<Iterable<PersistentVolume>>;
+  unclaimedGroups(
+    className: string,
+    modes: readonly AccessMode[],
+    minCapacity: bigint,
+  ): Iterable<Iterable<PersistentVolume>>;
 }
 
 /** Why a claim's own matching was refused outright (bad input the binder reports as an event). */
@@ -117,17 +131,34 @@ export class ClaimMatchError extends Error {
  * pre-bound one in a wider group; pre-bound always winning is the intent of that code and what we do.)
  * @throws ClaimMatchError when the claim's request or selector cannot be evaluated.
  */
-export function findBestMatchForClaim(claim: PersistentVolumeClaim, source: VolumeSource, delayBinding: boolean): PersistentVolume | undefined {
+export function findBestMatchForClaim(
+  claim: PersistentVolumeClaim,
+  source: VolumeSource,
+  delayBinding: boolean,
+): PersistentVolume | undefined {
   const requested = requestedStorage(claim);
-  if (requested === undefined) throw new ClaimMatchError(`claim has an unparsable storage request ${JSON.stringify(claim.spec.resources?.requests?.storage)}`);
+  if (requested === undefined)
+    throw new ClaimMatchError(
+      `claim has an unparsable storage request ${JSON.stringify(claim.spec.resources?.requests?.storage)}`,
+    );
   const claimVac = claim.spec.volumeAttributesClassName ?? '';
   const fits = (pv: PersistentVolume): boolean => {
     const capacity = volumeCapacity(pv);
-    return capacity !== undefined && capacity >= requested && !volumeModeMismatch(claim, pv) && !pv.metadata.deletionTimestamp &&
-      (pv.spec.volumeAttributesClassName ?? '') === claimVac;
+    return (
+      capacity !== undefined &&
+      capacity >= requested &&
+      !volumeModeMismatch(claim, pv) &&
+      !pv.metadata.deletionTimestamp &&
+      (pv.spec.volumeAttributesClassName ?? '') === claimVac
+    );
   };
   for (const pv of source.preBoundTo(claim)) {
-    if (isVolumeBoundToClaim(pv, claim) && accessModesSatisfied(claim.spec.accessModes, pv.spec.accessModes) && fits(pv)) return pv;
+    if (
+      isVolumeBoundToClaim(pv, claim) &&
+      accessModesSatisfied(claim.spec.accessModes, pv.spec.accessModes) &&
+      fits(pv)
+    )
+      return pv;
   }
   // The scheduler binds unbound volumes of delayed claims (with a node in hand); the PV controller does not.
   if (delayBinding) return undefined;
@@ -135,7 +166,10 @@ export function findBestMatchForClaim(claim: PersistentVolumeClaim, source: Volu
   try {
     selector = labelSelectorToPredicate(claim.spec.selector);
   } catch (err) {
-    if (err instanceof SelectorError) throw new ClaimMatchError(`error creating internal label selector for claim: ${claimKey(claim.metadata.namespace, claim.metadata.name)}: ${err.message}`);
+    if (err instanceof SelectorError)
+      throw new ClaimMatchError(
+        `error creating internal label selector for claim: ${claimKey(claim.metadata.namespace, claim.metadata.name)}: ${err.message}`,
+      );
     throw err;
   }
   for (const group of source.unclaimedGroups(claimClass(claim), claim.spec.accessModes ?? [], requested)) {
@@ -157,13 +191,17 @@ export function accessModesKey(modes: readonly AccessMode[] | undefined): string
 export function listVolumeSource(volumes: readonly PersistentVolume[]): VolumeSource {
   return {
     preBoundTo(claim) {
-      return volumes.filter((pv) => pv.spec.claimRef?.name === claim.metadata.name &&
-        (pv.spec.claimRef?.namespace ?? '') === (claim.metadata.namespace ?? ''));
+      return volumes.filter(
+        (pv) =>
+          pv.spec.claimRef?.name === claim.metadata.name &&
+          (pv.spec.claimRef?.namespace ?? '') === (claim.metadata.namespace ?? ''),
+      );
     },
     unclaimedGroups(className, modes, minCapacity) {
       const groups = new Map<string, PersistentVolume[]>();
       for (const pv of volumes) {
-        if (pv.spec.claimRef || volumeClass(pv) !== className || !accessModesSatisfied(modes, pv.spec.accessModes)) continue;
+        if (pv.spec.claimRef || volumeClass(pv) !== className || !accessModesSatisfied(modes, pv.spec.accessModes))
+          continue;
         const cap = volumeCapacity(pv);
         if (cap === undefined || cap < minCapacity) continue;
         const key = accessModesKey(pv.spec.accessModes);
@@ -171,10 +209,12 @@ export function listVolumeSource(volumes: readonly PersistentVolume[]): VolumeSo
       }
       return [...groups.entries()]
         .sort(([a], [b]) => a.split(',').length - b.split(',').length || (a < b ? -1 : 1))
-        .map(([, list]) => list.sort((x, y) => {
-          const d = (volumeCapacity(x) ?? 0n) - (volumeCapacity(y) ?? 0n);
-          return d < 0n ? -1 : d > 0n ? 1 : 0;
-        }));
+        .map(([, list]) =>
+          list.sort((x, y) => {
+            const d = (volumeCapacity(x) ?? 0n) - (volumeCapacity(y) ?? 0n);
+            return d < 0n ? -1 : d > 0n ? 1 : 0;
+          }),
+        );
     },
   };
 }

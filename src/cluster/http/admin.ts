@@ -20,7 +20,12 @@ export interface AdminScope {
 const ADMIN_REF = { group: 'admin', resource: 'admin', kind: 'Admin' };
 
 /** @throws ClusterApiError for bad input (400) or an unsupported method (405). */
-export async function handleAdmin(req: IncomingMessage, res: ServerResponse, path: string, scope: AdminScope): Promise<void> {
+export async function handleAdmin(
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  scope: AdminScope,
+): Promise<void> {
   const method = req.method ?? 'GET';
   const send = (body: unknown) => sendJson(res, 200, JSON.stringify(body));
   if (path === '/admin/faults') {
@@ -31,9 +36,13 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, pat
     }
     if (method === 'POST') {
       const body = decodeBody(await readBody(req), 'application/json');
-      const wrapped = body && typeof body === 'object' && !Array.isArray(body) && ('rules' in body || 'seed' in body) ? (body as { rules?: unknown; seed?: unknown }) : undefined;
+      const wrapped =
+        body && typeof body === 'object' && !Array.isArray(body) && ('rules' in body || 'seed' in body)
+          ? (body as { rules?: unknown; seed?: unknown })
+          : undefined;
       const raw = Array.isArray(body) ? body : wrapped ? (Array.isArray(wrapped.rules) ? wrapped.rules : []) : [body];
-      if (wrapped?.seed !== undefined && (typeof wrapped.seed !== 'number' || !Number.isSafeInteger(wrapped.seed))) throw badRequest('seed must be an integer');
+      if (wrapped?.seed !== undefined && (typeof wrapped.seed !== 'number' || !Number.isSafeInteger(wrapped.seed)))
+        throw badRequest('seed must be an integer');
       let rules;
       try {
         rules = raw.map(parseFaultRule);

@@ -57,7 +57,13 @@ export class Audit {
   records(): AuditRecord[] {
     return [...this.#counts.values()]
       .map((r) => ({ ...r }))
-      .sort((a, b) => a.client.localeCompare(b.client) || a.resource.localeCompare(b.resource) || a.verb.localeCompare(b.verb) || a.code - b.code);
+      .sort(
+        (a, b) =>
+          a.client.localeCompare(b.client) ||
+          a.resource.localeCompare(b.resource) ||
+          a.verb.localeCompare(b.verb) ||
+          a.code - b.code,
+      );
   }
 
   /** Sum of the counters matching every given field (`client` also matches as a prefix, e.g. "kube-provisioner"). */

@@ -24,7 +24,11 @@ const TLS_RECORD_HEADER_BYTES = 5;
  * first admitted by `guard`; with TLS it is handed over once its first TLS record is complete (at most one record,
  * 16 KiB, is held), and closed if that takes longer than `helloTimeoutMs`. Without TLS it is handed over at once.
  */
-export function admitConnections(server: Server, guard: ConnectionGuard, opts: { tls: boolean; helloTimeoutMs: number }): void {
+export function admitConnections(
+  server: Server,
+  guard: ConnectionGuard,
+  opts: { tls: boolean; helloTimeoutMs: number },
+): void {
   const handlers = server.listeners('connection') as Array<(socket: Socket) => void>;
   server.removeAllListeners('connection');
   const handOver = (socket: Socket) => {

@@ -53,10 +53,19 @@ export function apiResourceList(index: ResourceIndex, groupVersion: string): obj
       verbs: rt.verbs,
       ...(rt.shortNames?.length ? { shortNames: rt.shortNames } : {}),
       ...(rt.categories?.length ? { categories: rt.categories } : {}),
-      storageVersionHash: createHash('sha256').update(`${apiVersionOf(rt)}/${rt.kind}`).digest('base64').slice(0, 11),
+      storageVersionHash: createHash('sha256')
+        .update(`${apiVersionOf(rt)}/${rt.kind}`)
+        .digest('base64')
+        .slice(0, 11),
     });
     if (rt.hasStatus) {
-      resources.push({ name: `${rt.resource}/status`, singularName: '', namespaced: rt.namespaced, kind: rt.kind, verbs: ['get', 'patch', 'update'] });
+      resources.push({
+        name: `${rt.resource}/status`,
+        singularName: '',
+        namespaced: rt.namespaced,
+        kind: rt.kind,
+        verbs: ['get', 'patch', 'update'],
+      });
     }
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion, resources };

@@ -4,7 +4,16 @@
 // every open watch and to compact the watch cache. Probability draws come from a seeded generator so a chaos run
 // can be replayed. Used through this class or the authenticated /admin/ endpoints.
 import { seededRandom } from '../common/seeded-random.ts';
-import { conflict, internalError, serverTimeout, serviceUnavailable, statusError, STALE_OBJECT_CAUSE, tooManyRequests, type ClusterApiError } from '../common/errors.ts';
+import {
+  conflict,
+  internalError,
+  serverTimeout,
+  serviceUnavailable,
+  statusError,
+  STALE_OBJECT_CAUSE,
+  tooManyRequests,
+  type ClusterApiError,
+} from '../common/errors.ts';
 
 /** A fault rule; unset match fields match everything. */
 export interface FaultRule {
@@ -115,7 +124,9 @@ export class Faults {
     }
     // A request that fails outright is not applied, so it has no response to lose.
     if (error) lostResponse = undefined;
-    return latencyMs || error || lostResponse ? { latencyMs, error, ...(lostResponse ? { lostResponse } : {}) } : undefined;
+    return latencyMs || error || lostResponse
+      ? { latencyMs, error, ...(lostResponse ? { lostResponse } : {}) }
+      : undefined;
   }
 
   /**
@@ -171,7 +182,9 @@ function faultError(r: FaultRule, t: FaultTarget): ClusterApiError {
     case 503:
       return serviceUnavailable('injected fault: the server is currently unable to handle the request');
     case 504:
-      return serverTimeout('Timeout: request did not complete within the allowed duration (injected fault)', { retryAfterSeconds: retry });
+      return serverTimeout('Timeout: request did not complete within the allowed duration (injected fault)', {
+        retryAfterSeconds: retry,
+      });
     default:
       return statusError(r.status ?? 500, 'InternalError', `injected fault (${r.status})`);
   }
@@ -189,16 +202,21 @@ export function parseFaultRule(v: unknown): FaultRule {
   }
   for (const k of ['status', 'retryAfterSeconds', 'count', 'probability', 'latencyMs'] as const) {
     if (o[k] === undefined) continue;
-    if (typeof o[k] !== 'number' || !Number.isFinite(o[k]) || o[k] < 0) throw new Error(`${k} must be a non-negative number`);
+    if (typeof o[k] !== 'number' || !Number.isFinite(o[k]) || o[k] < 0)
+      throw new Error(`${k} must be a non-negative number`);
     rule[k] = o[k];
   }
   if (o.lostResponse !== undefined) {
-    if (o.lostResponse !== 'timeout' && o.lostResponse !== 'reset') throw new Error('lostResponse must be "timeout" or "reset"');
+    if (o.lostResponse !== 'timeout' && o.lostResponse !== 'reset')
+      throw new Error('lostResponse must be "timeout" or "reset"');
     rule.lostResponse = o.lostResponse;
   }
-  if (rule.status !== undefined && (rule.status < 400 || rule.status > 599)) throw new Error('status must be an HTTP error code (400-599)');
-  if (rule.status !== undefined && rule.lostResponse !== undefined) throw new Error('a fault rule has either a status or a lostResponse');
+  if (rule.status !== undefined && (rule.status < 400 || rule.status > 599))
+    throw new Error('status must be an HTTP error code (400-599)');
+  if (rule.status !== undefined && rule.lostResponse !== undefined)
+    throw new Error('a fault rule has either a status or a lostResponse');
   if (rule.probability !== undefined && rule.probability > 1) throw new Error('probability must be between 0 and 1');
-  if (rule.status === undefined && rule.lostResponse === undefined && !rule.latencyMs) throw new Error('a fault rule needs a status, a lostResponse or a latencyMs');
+  if (rule.status === undefined && rule.lostResponse === undefined && !rule.latencyMs)
+    throw new Error('a fault rule needs a status, a lostResponse or a latencyMs');
   return rule;
 }

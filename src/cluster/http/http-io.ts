@@ -2,7 +2,15 @@
 // content negotiation (JSON or Table), and writing JSON bodies and metav1.Status errors.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from '../common/errors.ts';
-import { checkJsonTextDepth, checkJsonValue, countObjectKeys, JsonTooDeepError, MAX_BODY_BYTES, MAX_JSON_DEPTH, parseJsonText } from '../common/json-safety.ts';
+import {
+  checkJsonTextDepth,
+  checkJsonValue,
+  countObjectKeys,
+  JsonTooDeepError,
+  MAX_BODY_BYTES,
+  MAX_JSON_DEPTH,
+  parseJsonText,
+} from '../common/json-safety.ts';
 import { parseYamlBody } from '../schema/field-validation.ts';
 
 export { MAX_BODY_BYTES } from '../common/json-safety.ts';
@@ -106,7 +114,10 @@ export function decodeObjectBody(body: Buffer, contentType: string, depthLimit =
  * so only a body that does repeat one needs the scan that names the fields.
  * @throws ClusterApiError 400
  */
-export function decodeJsonBody(raw: Buffer, depthLimit = MAX_JSON_DEPTH): { body: unknown; text: string; repeatsKeys: boolean } {
+export function decodeJsonBody(
+  raw: Buffer,
+  depthLimit = MAX_JSON_DEPTH,
+): { body: unknown; text: string; repeatsKeys: boolean } {
   const text = raw.toString('utf8');
   try {
     const keys = checkJsonTextDepth(text, depthLimit);
@@ -121,7 +132,8 @@ function checkedDepth(doc: unknown, depthLimit: number, what: string): unknown {
   try {
     checkJsonValue(doc, { maxDepth: depthLimit });
   } catch (err) {
-    if (err instanceof JsonTooDeepError) throw badRequest(`couldn't get version/kind; ${what} parse error: ${err.message}`);
+    if (err instanceof JsonTooDeepError)
+      throw badRequest(`couldn't get version/kind; ${what} parse error: ${err.message}`);
     throw err;
   }
   return doc;
@@ -155,7 +167,8 @@ export function negotiate(accept: string | undefined): Negotiated {
     const type = typeRaw.toLowerCase();
     const p = new Map(params.map((kv) => kv.split('=').map((s) => s.trim()) as [string, string]));
     if (type === 'application/json' || type === 'application/*' || type === '*/*' || type === 'application/yaml') {
-      if (p.get('as') === 'Table' && p.get('g') === 'meta.k8s.io' && (p.get('v') === 'v1' || p.get('v') === 'v1beta1')) table = true;
+      if (p.get('as') === 'Table' && p.get('g') === 'meta.k8s.io' && (p.get('v') === 'v1' || p.get('v') === 'v1beta1'))
+        table = true;
       else if (!p.has('as')) json = true;
     }
   }
@@ -204,14 +217,19 @@ export function sendJsonText(res: ServerResponse, code: number, json: string, by
 export function sendError(res: ServerResponse, err: ClusterApiError, extraHeaders?: Record<string, string>): void {
   const headers: Record<string, string> = { ...extraHeaders };
   const retry = err.status.details?.retryAfterSeconds;
-  if (retry !== undefined && (err.code === 429 || err.code === 503 || err.code === 504)) headers['Retry-After'] = String(retry);
+  if (retry !== undefined && (err.code === 429 || err.code === 503 || err.code === 504))
+    headers['Retry-After'] = String(retry);
   sendJson(res, err.code, JSON.stringify(err.status), headers);
 }
 
 /** The plain-text 404 Go's http.NotFound writes for paths outside every API group. */
 export function sendPlainNotFound(res: ServerResponse): void {
   const body = '404 page not found\n';
-  res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': Buffer.byteLength(body) });
+  res.writeHead(404, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Length': Buffer.byteLength(body),
+  });
   res.end(body);
 }
 

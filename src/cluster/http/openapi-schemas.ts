@@ -14,8 +14,16 @@ const INT_OR_STRING = 'io.k8s.apimachinery.pkg.util.intstr.IntOrString';
 
 /** The scalar component schemas the generated models refer to. */
 const WELL_KNOWN: Record<string, Schema> = {
-  [TIME]: { description: 'Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.', type: 'string', format: 'date-time' },
-  [MICRO_TIME]: { description: 'MicroTime is version of Time with microsecond level precision.', type: 'string', format: 'date-time' },
+  [TIME]: {
+    description: 'Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.',
+    type: 'string',
+    format: 'date-time',
+  },
+  [MICRO_TIME]: {
+    description: 'MicroTime is version of Time with microsecond level precision.',
+    type: 'string',
+    format: 'date-time',
+  },
   [QUANTITY]: {
     description:
       'Quantity is a fixed-point representation of a number. It provides convenient marshaling/unmarshaling in JSON and YAML, in addition to String() and AsInt64() accessors.',
@@ -44,7 +52,8 @@ const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` })
 
 function typeSchema(type: string, quantity: boolean, used: Set<string>): Schema {
   if (type.startsWith('[]')) return { type: 'array', items: typeSchema(type.slice(2), quantity, used) };
-  if (type.startsWith('map[]')) return { type: 'object', additionalProperties: typeSchema(type.slice(5), quantity, used) };
+  if (type.startsWith('map[]'))
+    return { type: 'object', additionalProperties: typeSchema(type.slice(5), quantity, used) };
   switch (type) {
     case 'string':
       if (!quantity) return { type: 'string' };
@@ -136,7 +145,12 @@ export function componentSchemas(kinds: readonly SchemaKind[]): Record<string, S
     done.add(name);
     const schema = modelSchema(name, used);
     const gvk = gvks.get(name);
-    if (gvk) schema['x-kubernetes-group-version-kind'] = gvk.map((k) => ({ group: k.group, version: k.version, kind: k.kind }));
+    if (gvk)
+      schema['x-kubernetes-group-version-kind'] = gvk.map((k) => ({
+        group: k.group,
+        version: k.version,
+        kind: k.kind,
+      }));
     out[componentName(name)] = schema;
     for (const u of used) if (model(u) && !done.has(u)) queue.push(u);
   }

@@ -53,7 +53,10 @@ export function openApiV3Paths(resources: OpenApiResource[]): { paths: Record<st
 
 /** Accepts `api/v1`, `apis/storage.k8s.io/v1`, or `storage.k8s.io/v1` / `v1`. */
 function parseGroupVersion(groupVersion: string): { group: string; version: string } {
-  const parts = groupVersion.replace(/^\/+/, '').replace(/^openapi\/v3\//, '').split('/');
+  const parts = groupVersion
+    .replace(/^\/+/, '')
+    .replace(/^openapi\/v3\//, '')
+    .split('/');
   if (parts[0] === 'api') return { group: '', version: parts[1] ?? 'v1' };
   if (parts[0] === 'apis') return { group: parts[1] ?? '', version: parts[2] ?? '' };
   if (parts.length === 1) return { group: '', version: parts[0] };
@@ -71,8 +74,14 @@ function queryParam(name: string, description: string): Record<string, unknown> 
   return { name, in: 'query', description, schema: { type: 'string', uniqueItems: true } };
 }
 
-const FIELD_VALIDATION = queryParam('fieldValidation', 'fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: Ignore, Warn, Strict.');
-const FIELD_MANAGER = queryParam('fieldManager', 'fieldManager is a name associated with the actor or entity that is making these changes.');
+const FIELD_VALIDATION = queryParam(
+  'fieldValidation',
+  'fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: Ignore, Warn, Strict.',
+);
+const FIELD_MANAGER = queryParam(
+  'fieldManager',
+  'fieldManager is a name associated with the actor or entity that is making these changes.',
+);
 const DRY_RUN = queryParam('dryRun', 'When present, indicates that modifications should not be persisted.');
 
 function operation(r: OpenApiResource, action: string, extra: Record<string, unknown>): Record<string, unknown> {
@@ -110,7 +119,10 @@ function resourcePaths(r: OpenApiResource, prefix: string): Record<string, unkno
   const paths: Record<string, unknown> = {
     [collection]: {
       get: operation(r, 'list', {}),
-      post: operation(r, 'post', { parameters: writeParams, requestBody: { content: jsonContent(ref), required: true } }),
+      post: operation(r, 'post', {
+        parameters: writeParams,
+        requestBody: { content: jsonContent(ref), required: true },
+      }),
     },
     [item]: itemOps,
   };

@@ -61,7 +61,15 @@ export function compose(steps: readonly Step[]): (ctx: RequestContext) => Promis
 /** The context of a request that has just arrived. */
 export function newContext(req: IncomingMessage, res: ServerResponse, url: RequestTarget): RequestContext {
   const path = url.pathname.length > 1 && url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname;
-  return { req, res, url, path, client: 'unknown', auditLabel: { verb: (req.method ?? 'GET').toLowerCase(), resource: '' }, target: res };
+  return {
+    req,
+    res,
+    url,
+    path,
+    client: 'unknown',
+    auditLabel: { verb: (req.method ?? 'GET').toLowerCase(), resource: '' },
+    target: res,
+  };
 }
 
 const HEALTH_PATHS = new Set(['/healthz', '/livez', '/readyz']);
@@ -73,7 +81,8 @@ export const health: Step = (ctx, next) => (HEALTH_PATHS.has(ctx.path) ? sendTex
 export function authenticate(token: string, guard: ConnectionGuard): Step {
   const expected = Buffer.from(token);
   return (ctx, next) => {
-    if (!tokenMatches(ctx.req.headers.authorization, expected)) return sendError(ctx.res, unauthorized(), { Connection: 'close' });
+    if (!tokenMatches(ctx.req.headers.authorization, expected))
+      return sendError(ctx.res, unauthorized(), { Connection: 'close' });
     guard.authenticated(ctx.req.socket);
     return next();
   };
@@ -129,10 +138,18 @@ export function route(index: ResourceIndex): Step {
     }
     const request = routed.request;
     ctx.request = request;
-    ctx.auditLabel = { verb: request.verb, resource: request.subresource ? `${request.rt.resource}/${request.subresource}` : request.rt.resource };
+    ctx.auditLabel = {
+      verb: request.verb,
+      resource: request.subresource ? `${request.rt.resource}/${request.subresource}` : request.rt.resource,
+    };
     if (request.subresource === 'log') {
       req.resume();
-      return sendError(res, badRequest(`pod ${request.name ?? ''} has no logs: containers are not run by the embedded cluster (its kubelet stand-in only reports pods Running once their volumes can be mounted)`));
+      return sendError(
+        res,
+        badRequest(
+          `pod ${request.name ?? ''} has no logs: containers are not run by the embedded cluster (its kubelet stand-in only reports pods Running once their volumes can be mounted)`,
+        ),
+      );
     }
     return next();
   };
@@ -153,7 +170,11 @@ export function faults(rules: Faults): Step {
   };
 }
 
-async function applyFault(ctx: RequestContext, next: () => Promise<void> | void, decision: FaultDecision): Promise<void> {
+async function applyFault(
+  ctx: RequestContext,
+  next: () => Promise<void> | void,
+  decision: FaultDecision,
+): Promise<void> {
   const { req, res } = ctx;
   const request = ctx.request!;
   if (decision.latencyMs) await new Promise((r) => setTimeout(r, decision.latencyMs));
@@ -170,6 +191,11 @@ async function applyFault(ctx: RequestContext, next: () => Promise<void> | void,
     res.statusCode = 0;
     req.socket.destroy();
   } else if (lost === 'timeout') {
-    sendError(res, serverTimeout('Timeout: request did not complete within the allowed duration (injected lost response)', { retryAfterSeconds: 1 }));
+    sendError(
+      res,
+      serverTimeout('Timeout: request did not complete within the allowed duration (injected lost response)', {
+        retryAfterSeconds: 1,
+      }),
+    );
   }
 }

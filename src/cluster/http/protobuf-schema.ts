@@ -85,7 +85,12 @@ function intOrString(f: ProtoField): number | string {
 function scalar(f: ProtoField, type: string, tags: GoFieldTags, keepZero: boolean): unknown {
   switch (type) {
     case 'string':
-      if (tags.q) return fields(bytesOf(f)).find((e) => e.no === 1)?.bytes?.toString('utf8') ?? '0';
+      if (tags.q)
+        return (
+          fields(bytesOf(f))
+            .find((e) => e.no === 1)
+            ?.bytes?.toString('utf8') ?? '0'
+        );
       if (f.wire !== 2) throw new ProtoSchemaError(`field ${f.no}: expected bytes`);
       return bytesOf(f).length || keepZero ? bytesOf(f).toString('utf8') : undefined;
     case 'byte':
@@ -148,7 +153,7 @@ function decodeInto(buf: Buffer, modelName: string, inline: number, out: Record<
       if (f.wire === 2 && (item === 'int32' || item === 'int64' || item === 'boolean')) {
         // packed repeated scalars
         const b = bytesOf(f);
-        for (let pos = 0; pos < b.length; ) {
+        for (let pos = 0; pos < b.length;) {
           const [v, next] = readVarint(b, pos);
           pos = next;
           const n = Number(BigInt.asIntN(64, v));
@@ -187,7 +192,12 @@ export function decodeBySchema(apiVersion: string, kind: string, raw: Buffer): K
   if (!root || !GO_TAGS[root]) return undefined;
   try {
     const obj = decodeMessage(raw, root);
-    return { apiVersion, kind, ...obj, metadata: (obj.metadata as KubeObject['metadata'] | undefined) ?? {} } as KubeObject;
+    return {
+      apiVersion,
+      kind,
+      ...obj,
+      metadata: (obj.metadata as KubeObject['metadata'] | undefined) ?? {},
+    } as KubeObject;
   } catch (err) {
     if (err instanceof ProtoSchemaError) throw badRequest(`the protobuf body could not be decoded: ${err.message}`);
     throw err;

@@ -43,8 +43,7 @@ function objectMeta(buf: Buffer): KubeObject['metadata'] {
     // gogo-protobuf writes empty strings for unset fields; JSON omits them.
     if (key) {
       if (str(f)) m[key] = str(f);
-    }
-    else if (f.no === 7) m.generation = Number(f.num ?? 0n);
+    } else if (f.no === 7) m.generation = Number(f.num ?? 0n);
     else if (f.no === 8) m.creationTimestamp = time(f);
     else if (f.no === 11 || f.no === 12) {
       const target = f.no === 11 ? (m.labels ??= {}) : (m.annotations ??= {});
@@ -90,8 +89,7 @@ const DECODERS: Record<string, BodyDecoder> = {
         setOwn(target, k, v);
       } else if (f.no === 3) {
         if (str(f)) obj.type = str(f);
-      }
-      else if (f.no === 5) obj.immutable = f.num === 1n;
+      } else if (f.no === 5) obj.immutable = f.num === 1n;
     }
   },
   Namespace(fs, obj) {
@@ -111,7 +109,8 @@ const DECODERS: Record<string, BodyDecoder> = {
  */
 export function decodeProtobufObject(body: Buffer): KubeObject {
   try {
-    if (body.length < 4 || !body.subarray(0, 4).equals(MAGIC)) throw new DecodeError('missing the k8s protobuf envelope');
+    if (body.length < 4 || !body.subarray(0, 4).equals(MAGIC))
+      throw new DecodeError('missing the k8s protobuf envelope');
     let apiVersion = '';
     let kind = '';
     let raw: Buffer = Buffer.alloc(0);
@@ -140,7 +139,8 @@ export function decodeProtobufObject(body: Buffer): KubeObject {
     decode(fs, obj);
     return obj;
   } catch (err) {
-    if (err instanceof DecodeError || err instanceof ProtobufTimeRangeError) throw badRequest(`the protobuf body could not be decoded: ${err.message}`);
+    if (err instanceof DecodeError || err instanceof ProtobufTimeRangeError)
+      throw badRequest(`the protobuf body could not be decoded: ${err.message}`);
     throw err;
   }
 }

@@ -88,15 +88,22 @@ export function parseListQuery(q: URLSearchParams): ListQuery {
  */
 export function validateListQuery(lq: ListQuery): void {
   const causes: StatusCause[] = [];
-  const forbid = (field: string, message: string) => causes.push({ reason: 'FieldValueForbidden', message: `Forbidden: ${message}`, field });
+  const forbid = (field: string, message: string) =>
+    causes.push({ reason: 'FieldValueForbidden', message: `Forbidden: ${message}`, field });
   const match = lq.resourceVersionMatch;
   if (match) {
-    if (!lq.resourceVersion) forbid('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided');
+    if (!lq.resourceVersion)
+      forbid('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided');
     if (lq.continueToken) forbid('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided');
     if (match !== 'NotOlderThan' && match !== 'Exact') {
-      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`, field: 'resourceVersionMatch' });
+      causes.push({
+        reason: 'FieldValueNotSupported',
+        message: `Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`,
+        field: 'resourceVersionMatch',
+      });
     }
-    if (match === 'Exact' && lq.resourceVersion === '0') forbid('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
+    if (match === 'Exact' && lq.resourceVersion === '0')
+      forbid('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
   }
   if (lq.sendInitialEvents !== undefined) forbid('sendInitialEvents', 'sendInitialEvents is forbidden for list');
   if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: 'listoptions', kind: 'ListOptions' }, '', causes);

@@ -15,10 +15,27 @@ import {
   statusError,
   unsupportedMediaType,
 } from '../common/errors.ts';
-import { decodeBody, decodeJsonBody, decodeObjectBody, decodePatchBody, mediaType, readBody, sendBytes, sendJson, sendJsonText, type Negotiated } from './http-io.ts';
+import {
+  decodeBody,
+  decodeJsonBody,
+  decodeObjectBody,
+  decodePatchBody,
+  mediaType,
+  readBody,
+  sendBytes,
+  sendJson,
+  sendJsonText,
+  type Negotiated,
+} from './http-io.ts';
 import { decodeContinue, encodeContinue, entriesAt, pageOf } from '../storage/list-snapshot.ts';
 import { parseListQuery, queryInt64, queryOptionalBool, validateListQuery } from './query-params.ts';
-import { duplicateFields, enforceOnBody, fieldValidationOf, patchFieldValidation, strictErrors } from '../schema/field-validation.ts';
+import {
+  duplicateFields,
+  enforceOnBody,
+  fieldValidationOf,
+  patchFieldValidation,
+  strictErrors,
+} from '../schema/field-validation.ts';
 import type { Faults } from './faults.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { rootModel } from '../schema/schema.ts';
@@ -65,7 +82,12 @@ export function viewObject(rt: ResourceType, e: StoredEntry): KubeObject {
 function listBody(rt: ResourceType, meta: string, entries: readonly StoredEntry[]): Buffer {
   const head = `{"kind":"${rt.listKind}","apiVersion":"${apiVersionOf(rt)}","metadata":{${meta}},"items":[`;
   const tail = ']}\n';
-  if (rt.customSchema && !rt.view) return encodeListOfJson(head, entries.map((e) => e.json), tail);
+  if (rt.customSchema && !rt.view)
+    return encodeListOfJson(
+      head,
+      entries.map((e) => e.json),
+      tail,
+    );
   if (!rt.view) return encodeList(head, entries, tail);
   const view = rt.view;
   const items = entries.map((e) => {
@@ -83,7 +105,13 @@ export function includeObjectParam(query: URLSearchParams): IncludeObject {
 function sendObject(s: RequestScope, code: number, e: StoredEntry): void {
   const { rt } = s.request;
   if (s.negotiated.table) {
-    const table = toTable(rt, [viewObject(rt, e)], { resourceVersion: String(e.rv) }, includeObjectParam(s.query), s.now());
+    const table = toTable(
+      rt,
+      [viewObject(rt, e)],
+      { resourceVersion: String(e.rv) },
+      includeObjectParam(s.query),
+      s.now(),
+    );
     sendJson(s.res, code, JSON.stringify(table));
   } else if (rt.view) {
     sendJson(s.res, code, JSON.stringify(rt.view.fromStorage(e.obj)));
@@ -98,7 +126,10 @@ function sendObject(s: RequestScope, code: number, e: StoredEntry): void {
  */
 function readResourceVersion(rv: string | undefined): number {
   if (rv === undefined || rv === '') return 0;
-  if (!/^\d+$/.test(rv)) throw plainServerError(`resourceVersion: Invalid value: "${rv}": strconv.ParseUint: parsing "${rv}": invalid syntax`);
+  if (!/^\d+$/.test(rv))
+    throw plainServerError(
+      `resourceVersion: Invalid value: "${rv}": strconv.ParseUint: parsing "${rv}": invalid syntax`,
+    );
   return Number(rv);
 }
 
@@ -118,7 +149,11 @@ export async function handleList(s: RequestScope): Promise<void> {
   validateListQuery(lq);
   const requestedRv = readResourceVersion(rvParam);
   const resource = storageResource(rt);
-  const filter = s.store.filter(resource, { namespace, labelSelector: lq.labelSelector, fieldSelector: lq.fieldSelector });
+  const filter = s.store.filter(resource, {
+    namespace,
+    labelSelector: lq.labelSelector,
+    fieldSelector: lq.fieldSelector,
+  });
   const current = s.store.resourceVersion;
   if (requestedRv > current) {
     throw serverTimeout(`Timeout: Too large resource version: ${requestedRv}, current: ${current}`, {
@@ -144,7 +179,10 @@ export async function handleList(s: RequestScope): Promise<void> {
     }
     startAfterKey = token.startAfterKey;
     paging = true;
-  } else if (rvMatch === 'Exact' || (rvParam !== undefined && rvParam !== '0' && rvParam !== '' && limit > 0 && !rvMatch)) {
+  } else if (
+    rvMatch === 'Exact' ||
+    (rvParam !== undefined && rvParam !== '0' && rvParam !== '' && limit > 0 && !rvMatch)
+  ) {
     listRv = requestedRv;
   }
   let page: { entries: StoredEntry[]; nextKey: string | undefined; remaining: number };
@@ -152,7 +190,8 @@ export async function handleList(s: RequestScope): Promise<void> {
     page = s.store.listEntries(resource, filter, { limit, startAfterKey });
   } else {
     const snapshot = entriesAt(s.store.table(resource), listRv);
-    if (!snapshot) throw paging ? continueExpired(startAfterKey!) : expired('The resourceVersion for the provided list is too old.');
+    if (!snapshot)
+      throw paging ? continueExpired(startAfterKey!) : expired('The resourceVersion for the provided list is too old.');
     page = pageOf(snapshot, filter, limit, startAfterKey);
   }
   const continueToken = page.nextKey !== undefined ? encodeContinue(listRv, page.nextKey) : undefined;
@@ -217,18 +256,29 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
     );
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw badRequest(`${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: the body must be a JSON object`);
+    throw badRequest(
+      `${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: the body must be a JSON object`,
+    );
   }
   const obj = body as KubeObject;
   const expected = apiVersionOf(rt);
   if (obj.apiVersion !== undefined && obj.apiVersion !== expected) {
-    throw badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${expected})`);
+    throw badRequest(
+      `the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${expected})`,
+    );
   }
   if (obj.kind !== undefined && obj.kind !== rt.kind) {
-    throw badRequest(`${String(obj.kind)} in version "${rt.version}" cannot be handled as a ${rt.kind}: the kind in the data (${String(obj.kind)}) does not match the expected kind (${rt.kind})`);
+    throw badRequest(
+      `${String(obj.kind)} in version "${rt.version}" cannot be handled as a ${rt.kind}: the kind in the data (${String(obj.kind)}) does not match the expected kind (${rt.kind})`,
+    );
   }
-  if (obj.metadata !== undefined && (obj.metadata === null || typeof obj.metadata !== 'object' || Array.isArray(obj.metadata))) {
-    throw badRequest(`${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: metadata must be an object`);
+  if (
+    obj.metadata !== undefined &&
+    (obj.metadata === null || typeof obj.metadata !== 'object' || Array.isArray(obj.metadata))
+  ) {
+    throw badRequest(
+      `${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: metadata must be an object`,
+    );
   }
   const model = rootModel(rt.group, rt.version, rt.kind);
   const errors = [...(yamlError ? [yamlError] : []), ...strictErrors(obj, model, duplicates)];
@@ -238,7 +288,8 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
   const { namespace } = s.request;
   if (rt.namespaced) {
     if (!obj.metadata.namespace) obj.metadata.namespace = namespace;
-    else if (obj.metadata.namespace !== namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    else if (obj.metadata.namespace !== namespace)
+      throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
   }
   return rt.view ? rt.view.toStorage(obj) : obj;
 }
@@ -252,10 +303,18 @@ type OptionsKind = 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteO
 function writeOptions(kind: OptionsKind, dryRun: string[], fieldValidation: string | null): boolean {
   const causes: StatusCause[] = [];
   if (!dryRun.every((v) => v === 'All')) {
-    causes.push({ reason: 'FieldValueNotSupported', field: 'dryRun', message: `Unsupported value: []string{${dryRun.map((v) => JSON.stringify(v)).join(', ')}}: supported values: "All"` });
+    causes.push({
+      reason: 'FieldValueNotSupported',
+      field: 'dryRun',
+      message: `Unsupported value: []string{${dryRun.map((v) => JSON.stringify(v)).join(', ')}}: supported values: "All"`,
+    });
   }
   if (fieldValidation !== null && !['', 'Ignore', 'Warn', 'Strict'].includes(fieldValidation)) {
-    causes.push({ reason: 'FieldValueNotSupported', field: 'fieldValidation', message: `Unsupported value: ${JSON.stringify(fieldValidation)}: supported values: "", "Ignore", "Strict", "Warn"` });
+    causes.push({
+      reason: 'FieldValueNotSupported',
+      field: 'fieldValidation',
+      message: `Unsupported value: ${JSON.stringify(fieldValidation)}: supported values: "", "Ignore", "Strict", "Warn"`,
+    });
   }
   if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: kind.toLowerCase(), kind }, '', causes);
   return dryRun.length > 0;
@@ -270,7 +329,9 @@ export async function handleCreate(s: RequestScope): Promise<void> {
   if (rt.namespaced && namespace === undefined) throw methodNotRouted();
   const dryRun = queryWriteOptions(s, 'CreateOptions');
   const obj = await readObject(s);
-  const fault = obj.metadata.name ? s.faults?.decideCreate({ verb: 'create', resource: rt.resource, namespace, name: obj.metadata.name }) : undefined;
+  const fault = obj.metadata.name
+    ? s.faults?.decideCreate({ verb: 'create', resource: rt.resource, namespace, name: obj.metadata.name })
+    : undefined;
   if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
   if (fault?.error) throw fault.error;
   sendObject(s, 201, s.store.createEntry(storageResource(rt), obj, { user: s.client, dryRun }));
@@ -280,9 +341,16 @@ export async function handleUpdate(s: RequestScope): Promise<void> {
   const { rt, name, subresource } = s.request;
   const dryRun = queryWriteOptions(s, 'UpdateOptions');
   const obj = await readObject(s);
-  if (obj.metadata.name !== name) throw badRequest(`the name of the object (${obj.metadata.name ?? ''}) does not match the name on the URL (${name})`);
+  if (obj.metadata.name !== name)
+    throw badRequest(
+      `the name of the object (${obj.metadata.name ?? ''}) does not match the name on the URL (${name})`,
+    );
   const sub = subresource === 'status' ? 'status' : undefined;
-  const { entry, created } = s.store.updateEntry(storageResource(rt), obj, { subresource: sub, user: s.client, dryRun });
+  const { entry, created } = s.store.updateEntry(storageResource(rt), obj, {
+    subresource: sub,
+    user: s.client,
+    dryRun,
+  });
   sendObject(s, created ? 201 : 200, entry);
 }
 
@@ -302,8 +370,11 @@ export async function handlePatch(s: RequestScope): Promise<void> {
   if (type === 'strategic' && rt.customSchema) {
     // A kind with its own schema is a custom resource on a real cluster: no strategic merge patch (no Go struct).
     s.req.resume();
-    throw statusError(415, 'UnsupportedMediaType',
-      'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml');
+    throw statusError(
+      415,
+      'UnsupportedMediaType',
+      'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml',
+    );
   }
   const dryRun = queryWriteOptions(s, 'PatchOptions');
   if (queryOptionalBool(s.query, 'force') !== undefined) {
@@ -340,7 +411,10 @@ async function readDeleteOptions(s: RequestScope): Promise<DeleteOptionsBody> {
   if (raw.length > 0) {
     const body = decodeBody(raw, s.req.headers['content-type'] ?? 'application/json', s.limits.maxJsonDepth);
     if (body !== null && typeof body === 'object' && !Array.isArray(body)) opts = body as DeleteOptionsBody;
-    else throw badRequest('DeleteOptions in version "v1" cannot be handled as a DeleteOptions: the body must be a JSON object');
+    else
+      throw badRequest(
+        'DeleteOptions in version "v1" cannot be handled as a DeleteOptions: the body must be a JSON object',
+      );
   }
   if (raw.length === 0) {
     // Without a body DeleteOptions come from the query, through the same conversions as every parameter.
@@ -352,31 +426,60 @@ async function readDeleteOptions(s: RequestScope): Promise<DeleteOptionsBody> {
   }
   const causes = [];
   if (opts.propagationPolicy !== undefined && opts.orphanDependents !== undefined) {
-    causes.push({ reason: 'FieldValueInvalid', field: 'propagationPolicy', message: 'Invalid value: "' + opts.propagationPolicy + '": orphanDependents and deletionPropagation cannot be both set' });
+    causes.push({
+      reason: 'FieldValueInvalid',
+      field: 'propagationPolicy',
+      message:
+        'Invalid value: "' + opts.propagationPolicy + '": orphanDependents and deletionPropagation cannot be both set',
+    });
   }
-  if (opts.propagationPolicy !== undefined && !['Orphan', 'Background', 'Foreground'].includes(opts.propagationPolicy)) {
-    causes.push({ reason: 'FieldValueNotSupported', field: 'propagationPolicy', message: `Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"` });
+  if (
+    opts.propagationPolicy !== undefined &&
+    !['Orphan', 'Background', 'Foreground'].includes(opts.propagationPolicy)
+  ) {
+    causes.push({
+      reason: 'FieldValueNotSupported',
+      field: 'propagationPolicy',
+      message: `Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"`,
+    });
   }
-  if (causes.length) throw invalid({ group: 'meta.k8s.io', resource: 'deleteoptions', kind: 'DeleteOptions' }, '', causes);
+  if (causes.length)
+    throw invalid({ group: 'meta.k8s.io', resource: 'deleteoptions', kind: 'DeleteOptions' }, '', causes);
   return opts;
 }
 
 /** The validated DeleteOptions the store acts on: preconditions and what happens to dependents. */
 function storeDeleteOptions(opts: DeleteOptionsBody): DeleteOptions {
-  return { preconditions: opts.preconditions, propagationPolicy: opts.propagationPolicy as PropagationPolicy | undefined, orphanDependents: opts.orphanDependents };
+  return {
+    preconditions: opts.preconditions,
+    propagationPolicy: opts.propagationPolicy as PropagationPolicy | undefined,
+    orphanDependents: opts.orphanDependents,
+  };
 }
 
 export async function handleDelete(s: RequestScope): Promise<void> {
   const { rt, namespace, name } = s.request;
   const opts = await readDeleteOptions(s);
-  const dryRun = writeOptions('DeleteOptions', [...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])], null);
-  const { entry, deleted } = s.store.deleteEntry(storageResource(rt), namespace, name!, { ...storeDeleteOptions(opts), user: s.client, dryRun });
+  const dryRun = writeOptions(
+    'DeleteOptions',
+    [...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])],
+    null,
+  );
+  const { entry, deleted } = s.store.deleteEntry(storageResource(rt), namespace, name!, {
+    ...storeDeleteOptions(opts),
+    user: s.client,
+    dryRun,
+  });
   if (deleted && !rt.returnDeletedObject) {
     const details: Record<string, string> = { name: name! };
     if (rt.group) details.group = rt.group;
     details.kind = rt.resource;
     if (entry.obj.metadata.uid) details.uid = entry.obj.metadata.uid;
-    sendJson(s.res, 200, JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details }));
+    sendJson(
+      s.res,
+      200,
+      JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details }),
+    );
     return;
   }
   // handlers/delete.go: 202 only for a legacy orphanDependents=false that did not delete at once.
@@ -386,7 +489,11 @@ export async function handleDelete(s: RequestScope): Promise<void> {
 export async function handleDeleteCollection(s: RequestScope): Promise<void> {
   const { rt, namespace } = s.request;
   const opts = await readDeleteOptions(s);
-  const dryRun = writeOptions('DeleteOptions', [...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])], null);
+  const dryRun = writeOptions(
+    'DeleteOptions',
+    [...s.query.getAll('dryRun'), ...(Array.isArray(opts.dryRun) ? opts.dryRun : [])],
+    null,
+  );
   const resource = storageResource(rt);
   const filter = s.store.filter(resource, {
     namespace,
@@ -396,7 +503,11 @@ export async function handleDeleteCollection(s: RequestScope): Promise<void> {
   const items: StoredEntry[] = [];
   for (const e of s.store.listEntries(resource, filter).entries) {
     try {
-      const r = s.store.deleteEntry(resource, e.obj.metadata.namespace, e.obj.metadata.name!, { ...storeDeleteOptions(opts), user: s.client, dryRun });
+      const r = s.store.deleteEntry(resource, e.obj.metadata.namespace, e.obj.metadata.name!, {
+        ...storeDeleteOptions(opts),
+        user: s.client,
+        dryRun,
+      });
       items.push(r.entry);
     } catch (err) {
       // Deletion is not atomic: objects that vanished meanwhile are skipped, like kube-apiserver does.

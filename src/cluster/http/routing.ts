@@ -89,7 +89,8 @@ export function routeResource(
   const subresource = rest[2];
   // pods/log is routed only to be refused clearly (the embedded cluster runs no containers).
   const podLog = subresource === 'log' && rt.resource === 'pods';
-  if (subresource !== undefined && !(subresource === 'status' && rt.hasStatus) && !podLog) return { kind: 'unknownResource' };
+  if (subresource !== undefined && !(subresource === 'status' && rt.hasStatus) && !podLog)
+    return { kind: 'unknownResource' };
   // A namespaced resource's item path needs a namespace; a cluster-scoped one must not have one.
   if (name !== undefined && rt.namespaced && namespace === undefined) return { kind: 'unknownResource' };
   if (name === '' || namespace === '') return { kind: 'unknownResource' };

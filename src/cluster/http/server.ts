@@ -11,7 +11,17 @@ import { ClusterApiError, badRequest, internalError } from '../common/errors.ts'
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, tooLargeError } from './http-io.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
-import { audit, authenticate, compose, faults, health, newContext, route, type RequestContext, type RequestTarget } from './pipeline.ts';
+import {
+  audit,
+  authenticate,
+  compose,
+  faults,
+  health,
+  newContext,
+  route,
+  type RequestContext,
+  type RequestTarget,
+} from './pipeline.ts';
 import { RESOURCES, type ResourceType } from '../registry/registry.ts';
 import {
   handleCreate,
@@ -82,13 +92,17 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const store = opts.store;
   const limits = resolveLimits(opts.limits);
   const faultRules = opts.faults ?? new Faults();
-  const auditLog = opts.audit ?? new Audit({ maxClients: limits.maxAuditClients, maxClientNameLength: limits.maxClientNameLength });
+  const auditLog =
+    opts.audit ?? new Audit({ maxClients: limits.maxAuditClients, maxClientNameLength: limits.maxClientNameLength });
   const index = new ResourceIndex(opts.resources ?? RESOURCES);
   const watches = new WatchRegistry(limits.maxTotalWatchBufferBytes);
   const guard = new ConnectionGuard(limits.maxUnauthenticatedConnections);
   const now = opts.now ?? Date.now;
   const onError = opts.onError ?? (() => {});
-  const watchOpts = { bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000, maxBufferedBytes: limits.maxWatchBufferBytes };
+  const watchOpts = {
+    bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000,
+    maxBufferedBytes: limits.maxWatchBufferBytes,
+  };
   const host = opts.host ?? '127.0.0.1';
   let serverAddress = host;
   const unhookClose = faultRules.onCloseWatches(() => watches.closeAll());
@@ -117,7 +131,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         faults: faultRules,
       }),
   ]);
-  const handle = (req: IncomingMessage, res: ServerResponse): Promise<void> | void => pipeline(newContext(req, res, requestTarget(req.url)));
+  const handle = (req: IncomingMessage, res: ServerResponse): Promise<void> | void =>
+    pipeline(newContext(req, res, requestTarget(req.url)));
 
   const serveAdmin = (ctx: RequestContext): Promise<void> | void => {
     ctx.auditLabel = { verb: ctx.auditLabel.verb, resource: 'admin' };
@@ -198,9 +213,23 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       fail(res, err);
     }
   };
-  const timeouts = { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs) };
+  const timeouts = {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+  };
   const server: Server = opts.tls
-    ? createHttpsServer({ cert: opts.tls.certPem, key: opts.tls.keyPem, keepAlive: true, noDelay: true, handshakeTimeout: limits.headersTimeoutMs, ...timeouts }, listener)
+    ? createHttpsServer(
+        {
+          cert: opts.tls.certPem,
+          key: opts.tls.keyPem,
+          keepAlive: true,
+          noDelay: true,
+          handshakeTimeout: limits.headersTimeoutMs,
+          ...timeouts,
+        },
+        listener,
+      )
     : createHttpServer({ keepAlive: true, noDelay: true, ...timeouts }, listener);
   server.keepAliveTimeout = 65_000;
   admitConnections(server, guard, { tls: opts.tls !== undefined, helloTimeoutMs: limits.headersTimeoutMs });
@@ -257,7 +286,8 @@ const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
  */
 export function requestTarget(target: string | undefined): RequestTarget {
   const plain = target === undefined ? undefined : PLAIN_TARGET.exec(target);
-  if (plain && !DOT_SEGMENT.test(plain[1])) return { pathname: plain[1], searchParams: new URLSearchParams(plain[2] ?? '') };
+  if (plain && !DOT_SEGMENT.test(plain[1]))
+    return { pathname: plain[1], searchParams: new URLSearchParams(plain[2] ?? '') };
   try {
     return new URL(target ?? '/', 'http://localhost');
   } catch {

@@ -32,18 +32,30 @@ const FILES = { caCert: 'ca.crt', caKey: 'ca.key', cert: 'tls.crt', key: 'tls.ke
 async function issueCA(now: number): Promise<{ caPem: string; caKeyPem: string }> {
   const keys = await newKeyPair();
   const caPem = await createCertificate({
-    subject: 'CN=kube-provisioner-ca, O=kube-provisioner', keys,
-    notBefore: new Date(now - BACKDATE_MS), notAfter: new Date(now + CA_LIFETIME_MS), isCA: true,
+    subject: 'CN=kube-provisioner-ca, O=kube-provisioner',
+    keys,
+    notBefore: new Date(now - BACKDATE_MS),
+    notAfter: new Date(now + CA_LIFETIME_MS),
+    isCA: true,
   });
   return { caPem, caKeyPem: await privateKeyPem(keys.privateKey) };
 }
 
-async function issueServing(caPem: string, caKeyPem: string, hosts: string[], now: number): Promise<{ certPem: string; keyPem: string }> {
+async function issueServing(
+  caPem: string,
+  caKeyPem: string,
+  hosts: string[],
+  now: number,
+): Promise<{ certPem: string; keyPem: string }> {
   const keys = await newKeyPair();
   const certPem = await createCertificate({
-    subject: 'CN=kube-provisioner-apiserver, O=kube-provisioner', keys,
+    subject: 'CN=kube-provisioner-apiserver, O=kube-provisioner',
+    keys,
     issuer: { certPem: caPem, privateKey: await importPrivateKey(caKeyPem) },
-    notBefore: new Date(now - BACKDATE_MS), notAfter: new Date(now + SERVING_LIFETIME_MS), isCA: false, hosts,
+    notBefore: new Date(now - BACKDATE_MS),
+    notAfter: new Date(now + SERVING_LIFETIME_MS),
+    isCA: false,
+    hosts,
   });
   return { certPem, keyPem: await privateKeyPem(keys.privateKey) };
 }
@@ -57,7 +69,12 @@ function usableCA(caPem: string, caKeyPem: string, now: number): boolean {
   try {
     const ca = new X509Certificate(caPem);
     const key = createPrivateKey(caKeyPem);
-    return ca.ca && ca.checkPrivateKey(key) && Date.parse(ca.validFrom) <= now && Date.parse(ca.validTo) >= now + RENEW_BEFORE_MS;
+    return (
+      ca.ca &&
+      ca.checkPrivateKey(key) &&
+      Date.parse(ca.validFrom) <= now &&
+      Date.parse(ca.validTo) >= now + RENEW_BEFORE_MS
+    );
   } catch {
     return false;
   }
@@ -102,7 +119,10 @@ async function writeAtomic(path: string, data: string, mode: number): Promise<vo
  * the hosts (a new serving certificate is issued under the same CA otherwise), and writes what it creates:
  * certificates 0644, keys 0600.
  */
-export async function ensureServingCertificates(dir: string | undefined, hosts: string[]): Promise<ServingCertificates> {
+export async function ensureServingCertificates(
+  dir: string | undefined,
+  hosts: string[],
+): Promise<ServingCertificates> {
   const allHosts = [...new Set([...DEFAULT_HOSTS, ...hosts.filter((h) => h !== '')])];
   const now = Date.now();
   if (dir === undefined) {

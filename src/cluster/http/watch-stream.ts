@@ -68,12 +68,17 @@ export interface WatchRequest {
  * Parses and validates a watch's query (pure: no store, no response). @throws ClusterApiError 400/422 for a
  * name that contradicts the field selector, a malformed resourceVersion, or a forbidden resourceVersionMatch.
  */
-export function parseWatchRequest(rt: { group: string; resource: string }, name: string | undefined, query: URLSearchParams): WatchRequest {
+export function parseWatchRequest(
+  rt: { group: string; resource: string },
+  name: string | undefined,
+  query: URLSearchParams,
+): WatchRequest {
   const lq = parseListQuery(query);
   let fieldSelector = lq.fieldSelector;
   if (name !== undefined) {
     const m = fieldSelector ? /(?:^|,)metadata\.name==?([^,]*)/.exec(fieldSelector) : null;
-    if (m && m[1] !== name) throw badRequest(`fieldSelector metadata.name doesn't match requested name: ${m[1]} != ${name}`);
+    if (m && m[1] !== name)
+      throw badRequest(`fieldSelector metadata.name doesn't match requested name: ${m[1]} != ${name}`);
     fieldSelector = fieldSelector ? `${fieldSelector},metadata.name=${name}` : `metadata.name=${name}`;
   }
   const rvParam = lq.resourceVersion;
@@ -89,12 +94,19 @@ export function parseWatchRequest(rt: { group: string; resource: string }, name:
   // validateWatchOptions (apimachinery internalversion/validation), with the WatchList gate on as in 1.32.
   const match = lq.resourceVersionMatch;
   const causes: StatusCause[] = [];
-  const forbid = (message: string) => causes.push({ reason: 'FieldValueForbidden', message: `Forbidden: ${message}`, field: 'resourceVersionMatch' });
-  if (sendInitial !== undefined && match !== 'NotOlderThan') forbid('sendInitialEvents requires setting resourceVersionMatch to NotOlderThan');
+  const forbid = (message: string) =>
+    causes.push({ reason: 'FieldValueForbidden', message: `Forbidden: ${message}`, field: 'resourceVersionMatch' });
+  if (sendInitial !== undefined && match !== 'NotOlderThan')
+    forbid('sendInitialEvents requires setting resourceVersionMatch to NotOlderThan');
   if (match !== '') {
-    if (sendInitial === undefined) forbid('resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided');
+    if (sendInitial === undefined)
+      forbid('resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided');
     if (match !== 'NotOlderThan') {
-      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: ${JSON.stringify(match)}: supported values: "NotOlderThan"`, field: 'resourceVersionMatch' });
+      causes.push({
+        reason: 'FieldValueNotSupported',
+        message: `Unsupported value: ${JSON.stringify(match)}: supported values: "NotOlderThan"`,
+        field: 'resourceVersionMatch',
+      });
     }
     if (lq.continueToken) forbid('resourceVersionMatch is forbidden when continue is provided');
   }
@@ -125,7 +137,13 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   let tableHeaderSent = false;
   const lineOf = (f: FilteredEvent): string | Buffer => {
     if (table) {
-      const t = toTable(rt, [viewObject(rt, f.entry)], { resourceVersion: String(f.entry.rv) }, includeObject, s.now()) as Record<string, unknown>;
+      const t = toTable(
+        rt,
+        [viewObject(rt, f.entry)],
+        { resourceVersion: String(f.entry.rv) },
+        includeObject,
+        s.now(),
+      ) as Record<string, unknown>;
       if (tableHeaderSent) delete t.columnDefinitions;
       tableHeaderSent = true;
       return watchLine(f.type, JSON.stringify(t));
@@ -149,7 +167,12 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
     return ok;
   };
   // Filled in as the stream starts; close() may run at any point (client gone, admin, shutdown).
-  const parts: { unsubscribe?: () => void; bookmarkTimer?: NodeJS.Timeout; cancelTimeout?: () => void; unregister?: () => void } = {};
+  const parts: {
+    unsubscribe?: () => void;
+    bookmarkTimer?: NodeJS.Timeout;
+    cancelTimeout?: () => void;
+    unregister?: () => void;
+  } = {};
   const close = (): void => {
     if (closed) return;
     closed = true;

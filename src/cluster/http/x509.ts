@@ -60,7 +60,9 @@ export interface CertificateRequest {
 
 /** Issues a certificate and returns its PEM. */
 export async function createCertificate(req: CertificateRequest): Promise<string> {
-  const serialNumber = randomBytes(16).toString('hex').replace(/^[89a-f]/, '1');
+  const serialNumber = randomBytes(16)
+    .toString('hex')
+    .replace(/^[89a-f]/, '1');
   const lib = x509();
   const extensions: X509.Extension[] = [
     new lib.BasicConstraintsExtension(req.isCA, undefined, true),
@@ -75,21 +77,35 @@ export async function createCertificate(req: CertificateRequest): Promise<string
   if (!req.isCA) extensions.push(new lib.ExtendedKeyUsageExtension([lib.ExtendedKeyUsage.serverAuth]));
   if (req.hosts?.length) {
     extensions.push(
-      new lib.SubjectAlternativeNameExtension(req.hosts.map((h) => ({ type: isIP(h) ? ('ip' as const) : ('dns' as const), value: h }))),
+      new lib.SubjectAlternativeNameExtension(
+        req.hosts.map((h) => ({ type: isIP(h) ? ('ip' as const) : ('dns' as const), value: h })),
+      ),
     );
   }
   if (!req.issuer) {
     const cert = await lib.X509CertificateGenerator.createSelfSigned({
-      serialNumber, name: req.subject, notBefore: req.notBefore, notAfter: req.notAfter,
-      keys: req.keys, signingAlgorithm: ALG, extensions,
+      serialNumber,
+      name: req.subject,
+      notBefore: req.notBefore,
+      notAfter: req.notAfter,
+      keys: req.keys,
+      signingAlgorithm: ALG,
+      extensions,
     });
     return cert.toString('pem') + '\n';
   }
   const issuerCert = new lib.X509Certificate(req.issuer.certPem);
   extensions.push(await lib.AuthorityKeyIdentifierExtension.create(issuerCert));
   const cert = await lib.X509CertificateGenerator.create({
-    serialNumber, subject: req.subject, issuer: issuerCert.subject, notBefore: req.notBefore, notAfter: req.notAfter,
-    publicKey: req.keys.publicKey, signingKey: req.issuer.privateKey, signingAlgorithm: ALG, extensions,
+    serialNumber,
+    subject: req.subject,
+    issuer: issuerCert.subject,
+    notBefore: req.notBefore,
+    notAfter: req.notAfter,
+    publicKey: req.keys.publicKey,
+    signingKey: req.issuer.privateKey,
+    signingAlgorithm: ALG,
+    extensions,
   });
   return cert.toString('pem') + '\n';
 }

@@ -10,11 +10,13 @@ import { isJsonObject } from '../../types/json.ts';
  */
 export class PatchError extends Error {
   override name = 'PatchError';
-  constructor(message: string, readonly code: 422 | 400 | 409 | 413) {
+  constructor(
+    message: string,
+    readonly code: 422 | 400 | 409 | 413,
+  ) {
     super(message);
   }
 }
-
 
 /** Structural JSON equality (object key order does not matter). */
 export function jsonEqual(a: unknown, b: unknown): boolean {

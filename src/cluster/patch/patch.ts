@@ -21,15 +21,20 @@ type Container = Record<string, unknown> | unknown[];
 function parsePointer(pointer: string): string[] {
   if (pointer === '') return [];
   if (!pointer.startsWith('/')) throw new PatchError(`invalid JSON pointer: ${JSON.stringify(pointer)}`, 422);
-  return pointer.slice(1).split('/').map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 /** Array index per RFC 6901: "0" or no leading zeros; `-` only where the caller allows it. */
 function arrayIndex(token: string, length: number, allowEnd: boolean): number {
   if (allowEnd && token === '-') return length;
-  if (!/^(0|[1-9]\d*)$/.test(token)) throw new PatchError(`Unable to access invalid index: ${token}: invalid index referenced`, 422);
+  if (!/^(0|[1-9]\d*)$/.test(token))
+    throw new PatchError(`Unable to access invalid index: ${token}: invalid index referenced`, 422);
   const i = Number(token);
-  if (i > length || (!allowEnd && i === length)) throw new PatchError(`Unable to access invalid index: ${i}: invalid index referenced`, 422);
+  if (i > length || (!allowEnd && i === length))
+    throw new PatchError(`Unable to access invalid index: ${i}: invalid index referenced`, 422);
   return i;
 }
 
@@ -78,7 +83,10 @@ function chargeCopy(budget: CopyBudget, value: unknown): void {
     budget.used += checkJsonValue(value, { maxBytes: budget.limit - budget.used, maxDepth: Infinity });
   } catch (err) {
     if (!(err instanceof JsonTooLargeError)) throw err;
-    throw new PatchError(`Unable to complete the copy, the accumulated size increase of copy exceeds the limit ${budget.limit}`, 422);
+    throw new PatchError(
+      `Unable to complete the copy, the accumulated size increase of copy exceeds the limit ${budget.limit}`,
+      422,
+    );
   }
 }
 
@@ -90,11 +98,14 @@ function applyOperation(doc: unknown, op: Record<string, unknown>, budget: CopyB
   const needValue = kind === 'add' || kind === 'replace' || kind === 'test';
   if (needValue && !has(op, 'value')) throw new PatchError(`${String(kind)} operation missing value: ${path}`, 422);
   const needFrom = kind === 'move' || kind === 'copy';
-  if (needFrom && typeof op.from !== 'string') throw new PatchError(`${String(kind)} operation missing from: ${path}`, 422);
+  if (needFrom && typeof op.from !== 'string')
+    throw new PatchError(`${String(kind)} operation missing from: ${path}`, 422);
 
   switch (kind) {
-    case 'add': return add(doc, path, structuredClone(op.value), 'add');
-    case 'remove': return remove(doc, path).doc;
+    case 'add':
+      return add(doc, path, structuredClone(op.value), 'add');
+    case 'remove':
+      return remove(doc, path).doc;
     case 'replace': {
       const tokens = parsePointer(path);
       if (tokens.length === 0) return structuredClone(op.value);
@@ -113,14 +124,16 @@ function applyOperation(doc: unknown, op: Record<string, unknown>, budget: CopyB
         throw new PatchError(`move operation does not apply: cannot move ${from} into its own child ${path}`, 422);
       }
       const got = getValue(doc, from);
-      if (!got.found) throw new PatchError(`move operation does not apply: doc is missing from path: ${from}: missing value`, 422);
+      if (!got.found)
+        throw new PatchError(`move operation does not apply: doc is missing from path: ${from}: missing value`, 422);
       const removed = remove(doc, from);
       return add(removed.doc, path, removed.value, 'move');
     }
     case 'copy': {
       const from = op.from as string;
       const got = getValue(doc, from);
-      if (!got.found) throw new PatchError(`copy operation does not apply: doc is missing from path: ${from}: missing value`, 422);
+      if (!got.found)
+        throw new PatchError(`copy operation does not apply: doc is missing from path: ${from}: missing value`, 422);
       chargeCopy(budget, got.value);
       return add(doc, path, structuredClone(got.value), 'copy');
     }
@@ -141,7 +154,11 @@ function add(doc: unknown, path: string, value: unknown, opName: string): unknow
   const tokens = parsePointer(path);
   if (tokens.length === 0) return value;
   const parent = findParent(doc, tokens);
-  if (parent === undefined) throw new PatchError(`${opName} operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`, 422);
+  if (parent === undefined)
+    throw new PatchError(
+      `${opName} operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`,
+      422,
+    );
   const key = tokens[tokens.length - 1];
   if (Array.isArray(parent)) parent.splice(arrayIndex(key, parent.length, true), 0, value);
   else setOwn(parent, key, value);
@@ -150,16 +167,24 @@ function add(doc: unknown, path: string, value: unknown, opName: string): unknow
 
 function remove(doc: unknown, path: string): { doc: unknown; value: unknown } {
   const tokens = parsePointer(path);
-  if (tokens.length === 0) throw new PatchError('remove operation does not apply: cannot remove the whole document', 422);
+  if (tokens.length === 0)
+    throw new PatchError('remove operation does not apply: cannot remove the whole document', 422);
   const parent = findParent(doc, tokens);
-  if (parent === undefined) throw new PatchError(`remove operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`, 422);
+  if (parent === undefined)
+    throw new PatchError(
+      `remove operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`,
+      422,
+    );
   const key = tokens[tokens.length - 1];
   if (Array.isArray(parent)) {
     const [value] = parent.splice(arrayIndex(key, parent.length, false), 1);
     return { doc, value };
   }
   if (!has(parent, key)) {
-    throw new PatchError(`error in remove for path: '${path}': Unable to remove nonexistent key: ${key}: missing value`, 422);
+    throw new PatchError(
+      `error in remove for path: '${path}': Unable to remove nonexistent key: ${key}: missing value`,
+      422,
+    );
   }
   const value = parent[key];
   delete parent[key];
@@ -176,12 +201,23 @@ function remove(doc: unknown, path: string): { doc: unknown; value: unknown } {
  *   exceed `maxCopyBytes`.
  */
 export function applyJsonPatch<T>(doc: T, ops: unknown, maxCopyBytes = DEFAULT_MAX_COPY_BYTES): T {
-  if (!Array.isArray(ops)) throw new PatchError('json: cannot unmarshal into Go value of type jsonpatch.Patch: the patch must be a JSON array', 400);
+  if (!Array.isArray(ops))
+    throw new PatchError(
+      'json: cannot unmarshal into Go value of type jsonpatch.Patch: the patch must be a JSON array',
+      400,
+    );
   if (ops.length > MAX_JSON_PATCH_OPERATIONS) {
-    throw new PatchError(`The allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${ops.length}`, 413);
+    throw new PatchError(
+      `The allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${ops.length}`,
+      413,
+    );
   }
   for (const op of ops) {
-    if (!isJsonObject(op)) throw new PatchError('json: cannot unmarshal into Go value of type jsonpatch.Operation: each operation must be a JSON object', 400);
+    if (!isJsonObject(op))
+      throw new PatchError(
+        'json: cannot unmarshal into Go value of type jsonpatch.Operation: each operation must be a JSON object',
+        400,
+      );
   }
   let out: unknown = structuredClone(doc);
   const budget: CopyBudget = { limit: maxCopyBytes, used: 0 };

@@ -64,7 +64,7 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
     const keep = new Set(retain);
     for (const [k, v] of Object.entries(todo)) {
       if (v === null || k.startsWith(DELETE_FROM_PRIMITIVE_LIST) || k.startsWith(SET_ELEMENT_ORDER)) continue;
-      if (!keep.has(k)) throw bad('doesn\'t match $retainKeys list: the patch has keys that are not in $retainKeys');
+      if (!keep.has(k)) throw bad("doesn't match $retainKeys list: the patch has keys that are not in $retainKeys");
     }
     // Rebuilt rather than deleted from: deleting most keys of a large object one by one is not linear in V8.
     const retained: JsonMap = {};
@@ -78,7 +78,8 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
     const order = todo[key];
     delete todo[key];
     const field = key.slice(SET_ELEMENT_ORDER.length);
-    if (!Array.isArray(order) || field === '') throw bad('invalid patch: $setElementOrder must be followed by a field name and carry a list');
+    if (!Array.isArray(order) || field === '')
+      throw bad('invalid patch: $setElementOrder must be followed by a field name and carry a list');
     const childPath = [...path, field];
     const strategy = listStrategyAt(childPath);
     const origList = getOwn(out, field);
@@ -121,7 +122,8 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
       continue;
     }
     if (kind === 'map') setOwn(out, key, mergeMap(origV as JsonMap, patchV as JsonMap, childPath));
-    else if (kind === 'list') setOwn(out, key, mergeList(origV as unknown[], patchV as unknown[], childPath, isDeleteList));
+    else if (kind === 'list')
+      setOwn(out, key, mergeList(origV as unknown[], patchV as unknown[], childPath, isDeleteList));
     else setOwn(out, key, patchV);
   }
   return out;
@@ -152,7 +154,8 @@ function elementKind(...lists: unknown[][]): 'map' | 'scalar' | undefined {
   return kind;
 }
 
-const keyOf = (e: unknown, mergeKey: string | undefined): unknown => (mergeKey === undefined ? e : (e as JsonMap)[mergeKey]);
+const keyOf = (e: unknown, mergeKey: string | undefined): unknown =>
+  mergeKey === undefined ? e : (e as JsonMap)[mergeKey];
 
 /** Key (the element itself for scalars, its merge key's value for maps) to its first position in `list`. */
 function firstPositions(list: readonly unknown[], mergeKey: string | undefined): Map<unknown, number> {
@@ -211,7 +214,8 @@ function mergeList(original: unknown[], patch: unknown[], path: string[], isDele
   if (replace) return plain.map((e) => mergeMap({}, e, path));
 
   // One pass each, through maps from merge key to position: linear in the lists, not in their product.
-  const orig = deleted.size === 0 ? [...original] : original.filter((o) => !(isJsonObject(o) && deleted.has(o[mergeKey])));
+  const orig =
+    deleted.size === 0 ? [...original] : original.filter((o) => !(isJsonObject(o) && deleted.has(o[mergeKey])));
   const merged = [...orig];
   const at = firstPositions(merged, mergeKey);
   for (const p of plain) {
@@ -236,7 +240,12 @@ function requireMapElement(e: unknown): JsonMap {
  * their order, and the two are interleaved by their positions in `serverOrder` (a new item goes before the
  * server-only items that follow it, e.g. server [a,b] + patch [c] gives [c,a,b]).
  */
-function normalizeOrder(merged: unknown[], patchOrder: unknown[], serverOrder: unknown[], mergeKey: string | undefined): unknown[] {
+function normalizeOrder(
+  merged: unknown[],
+  patchOrder: unknown[],
+  serverOrder: unknown[],
+  mergeKey: string | undefined,
+): unknown[] {
   // Position of an item in a list by its key (the first one, as findIndex would): one map per list.
   const positions = new Map<unknown[], Map<unknown, number>>();
   const idx = (list: unknown[], item: unknown) => {

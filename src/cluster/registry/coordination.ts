@@ -13,8 +13,10 @@ export function validateLease(obj: KubeObject, _old?: KubeObject): StatusCause[]
   if (typeErrs.length) return typeErrs;
   const spec = record(obj.spec) ?? {};
   const causes: StatusCause[] = [];
-  for (const f of ['leaseDurationSeconds', 'leaseTransitions']) causes.push(...typeCheck(p.child(f), spec[f], 'number'));
-  for (const f of ['holderIdentity', 'strategy', 'preferredHolder']) causes.push(...typeCheck(p.child(f), spec[f], 'string'));
+  for (const f of ['leaseDurationSeconds', 'leaseTransitions'])
+    causes.push(...typeCheck(p.child(f), spec[f], 'number'));
+  for (const f of ['holderIdentity', 'strategy', 'preferredHolder'])
+    causes.push(...typeCheck(p.child(f), spec[f], 'string'));
   if (typeof spec.leaseDurationSeconds === 'number' && spec.leaseDurationSeconds <= 0) {
     causes.push(invalid(p.child('leaseDurationSeconds'), spec.leaseDurationSeconds, 'must be greater than 0'));
   }
@@ -32,7 +34,9 @@ export function validateLease(obj: KubeObject, _old?: KubeObject): StatusCause[]
 
 const leaseColumns: TableColumn[] = [
   nameColumn,
-  column('Holder', 'holderIdentity contains the identity of the holder of a current lease.', (o) => str(spec(o).holderIdentity)),
+  column('Holder', 'holderIdentity contains the identity of the holder of a current lease.', (o) =>
+    str(spec(o).holderIdentity),
+  ),
   ageColumn,
 ];
 

@@ -25,7 +25,8 @@ export function validateEvent(obj: KubeObject, _old?: KubeObject): StatusCause[]
   if (!involved) return [required(FieldPath.root('involvedObject'))];
   const ns = obj.metadata?.namespace ?? '';
   const involvedNs = str(involved.namespace) ?? '';
-  const nsMismatch = () => invalid(FieldPath.root('involvedObject', 'namespace'), involvedNs, 'does not match event.namespace');
+  const nsMismatch = () =>
+    invalid(FieldPath.root('involvedObject', 'namespace'), involvedNs, 'does not match event.namespace');
   const eventTime = obj.eventTime;
   if (eventTime === undefined || eventTime === null || eventTime === '') {
     if (involvedNs === '' ? ns !== '' && ns !== 'default' : ns !== involvedNs) causes.push(nsMismatch());
@@ -36,14 +37,20 @@ export function validateEvent(obj: KubeObject, _old?: KubeObject): StatusCause[]
     else causes.push(...invalidEach(FieldPath.root('reportingComponent'), controller, isQualifiedName(controller)));
     const instance = str(obj.reportingInstance) ?? '';
     if (instance === '') causes.push(required(FieldPath.root('reportingInstance')));
-    if (instance.length > REPORTING_INSTANCE_LIMIT) causes.push(invalid(FieldPath.root('reportingInstance'), '', `can have at most ${REPORTING_INSTANCE_LIMIT} characters`));
+    if (instance.length > REPORTING_INSTANCE_LIMIT)
+      causes.push(
+        invalid(FieldPath.root('reportingInstance'), '', `can have at most ${REPORTING_INSTANCE_LIMIT} characters`),
+      );
     const action = str(obj.action) ?? '';
     if (action === '') causes.push(required(FieldPath.root('action')));
-    if (action.length > ACTION_LIMIT) causes.push(invalid(FieldPath.root('action'), '', `can have at most ${ACTION_LIMIT} characters`));
+    if (action.length > ACTION_LIMIT)
+      causes.push(invalid(FieldPath.root('action'), '', `can have at most ${ACTION_LIMIT} characters`));
     const reason = str(obj.reason) ?? '';
     if (reason === '') causes.push(required(FieldPath.root('reason')));
-    if (reason.length > REASON_LIMIT) causes.push(invalid(FieldPath.root('reason'), '', `can have at most ${REASON_LIMIT} characters`));
-    if ((str(obj.message) ?? '').length > NOTE_LIMIT) causes.push(invalid(FieldPath.root('message'), '', `can have at most ${NOTE_LIMIT} characters`));
+    if (reason.length > REASON_LIMIT)
+      causes.push(invalid(FieldPath.root('reason'), '', `can have at most ${REASON_LIMIT} characters`));
+    if ((str(obj.message) ?? '').length > NOTE_LIMIT)
+      causes.push(invalid(FieldPath.root('message'), '', `can have at most ${NOTE_LIMIT} characters`));
   }
   causes.push(...invalidEach(FieldPath.root('namespace'), ns, isDNS1123Subdomain(ns)));
   return causes;
@@ -60,7 +67,9 @@ function eventFields(o: KubeObject) {
   if (series) count = typeof series.count === 'number' ? series.count : 0;
   else if (count === 0) count = 1;
   return {
-    involved, first, count,
+    involved,
+    first,
+    count,
     last: series ? cellText(series.lastObservedTime) : last,
     component: nonEmpty(source.component, '') || cellText(o.reportingComponent ?? o.reportingController),
     host: nonEmpty(source.host, '') || cellText(o.reportingInstance),
@@ -69,21 +78,44 @@ function eventFields(o: KubeObject) {
 }
 
 const eventColumns: TableColumn[] = [
-  column('Last Seen', 'The time at which the most recent occurrence of this event was recorded.', (o, now) => age(eventFields(o).last, now)),
-  column('Type', 'Type of this event (Normal, Warning), new types could be added in the future', (o) => cellText(o.type)),
-  column('Reason', 'This should be a short, machine understandable string that gives the reason for the transition into the object\'s current status.', (o) => cellText(o.reason)),
+  column('Last Seen', 'The time at which the most recent occurrence of this event was recorded.', (o, now) =>
+    age(eventFields(o).last, now),
+  ),
+  column('Type', 'Type of this event (Normal, Warning), new types could be added in the future', (o) =>
+    cellText(o.type),
+  ),
+  column(
+    'Reason',
+    "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
+    (o) => cellText(o.reason),
+  ),
   column('Object', 'The object that this event is about.', (o) => {
     const { involved } = eventFields(o);
     const kind = cellText(involved.kind).toLowerCase();
     return cellText(involved.name) !== '' ? `${kind}/${cellText(involved.name)}` : kind;
   }),
-  column('Subobject', 'If the reference is to an object component rather than an entire object, a string such as "spec.containers{name}".', (o) => cellText(eventFields(o).involved.fieldPath), 1),
-  column('Source', 'The component reporting this event. Should be a short machine understandable string.', (o) => {
-    const f = eventFields(o);
-    return f.host === '' ? f.component : `${f.component}, ${f.host}`;
-  }, 1),
+  column(
+    'Subobject',
+    'If the reference is to an object component rather than an entire object, a string such as "spec.containers{name}".',
+    (o) => cellText(eventFields(o).involved.fieldPath),
+    1,
+  ),
+  column(
+    'Source',
+    'The component reporting this event. Should be a short machine understandable string.',
+    (o) => {
+      const f = eventFields(o);
+      return f.host === '' ? f.component : `${f.component}, ${f.host}`;
+    },
+    1,
+  ),
   column('Message', 'A human-readable description of the status of this operation.', (o) => eventFields(o).message),
-  column('First Seen', 'The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)', (o, now) => age(eventFields(o).first, now), 1),
+  column(
+    'First Seen',
+    'The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)',
+    (o, now) => age(eventFields(o).first, now),
+    1,
+  ),
   column('Count', 'The number of times this event has occurred.', (o) => eventFields(o).count, 1),
   { ...nameColumn, priority: 1 },
 ];

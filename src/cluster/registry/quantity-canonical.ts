@@ -10,7 +10,18 @@ const QUANTITY_RE = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G
 const BINARY_EXP: Record<string, number> = { Ki: 1, Mi: 2, Gi: 3, Ti: 4, Pi: 5, Ei: 6 };
 const BINARY_SUFFIX = ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei'];
 const DECIMAL_EXP: Record<string, number> = { n: -9, u: -6, m: -3, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
-const DECIMAL_SUFFIX: Record<number, string> = { [-9]: 'n', [-6]: 'u', [-3]: 'm', 0: '', 3: 'k', 6: 'M', 9: 'G', 12: 'T', 15: 'P', 18: 'E' };
+const DECIMAL_SUFFIX: Record<number, string> = {
+  [-9]: 'n',
+  [-6]: 'u',
+  [-3]: 'm',
+  0: '',
+  3: 'k',
+  6: 'M',
+  9: 'G',
+  12: 'T',
+  15: 'P',
+  18: 'E',
+};
 const NANO = 1_000_000_000n;
 const ALREADY_CANONICAL = /^[1-9]\d{0,2}(?:[KMGTPE]i|[kMGTPE])?$/;
 
@@ -118,7 +129,10 @@ function canonicalizeEntries(
 
 /** Rewrites the single quantities at these top-level fields (CSIStorageCapacity `capacity`) canonically, in place. */
 export function canonicalizeQuantityFields(obj: KubeObject, fields: readonly string[]): void {
-  canonicalizeEntries(obj as Record<string, unknown>, fields.filter((f) => obj[f] !== undefined));
+  canonicalizeEntries(
+    obj as Record<string, unknown>,
+    fields.filter((f) => obj[f] !== undefined),
+  );
 }
 
 /** Rewrites every quantity value of the maps at these dotted paths into its canonical form, in place. */

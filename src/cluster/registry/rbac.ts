@@ -5,7 +5,17 @@
 // supported kind (immutable once created) and subjects of a known kind. Privilege-escalation checks are not
 // done: the embedded cluster has one all-powerful user, and RBAC authorizes nothing.
 import type { KubeObject, StatusCause } from '../../types/k8s.ts';
-import { FieldPath, invalid, invalidEach, list, notSupported, record, required, str, typeCheck } from '../common/field-errors.ts';
+import {
+  FieldPath,
+  invalid,
+  invalidEach,
+  list,
+  notSupported,
+  record,
+  required,
+  str,
+  typeCheck,
+} from '../common/field-errors.ts';
 import { isDNS1123Subdomain } from '../common/name-rules.ts';
 import { ALL_VERBS } from './registry-helpers.ts';
 import type { ResourceType } from './resource-type.ts';
@@ -21,19 +31,25 @@ const strings = (v: unknown): string[] => list(v).filter((x): x is string => typ
 function validatePolicyRule(raw: unknown, namespaced: boolean, p: FieldPath): StatusCause[] {
   const rule = record(raw) ?? {};
   const causes: StatusCause[] = [];
-  for (const f of ['verbs', 'apiGroups', 'resources', 'resourceNames', 'nonResourceURLs']) causes.push(...typeCheck(p.child(f), rule[f], 'array'));
+  for (const f of ['verbs', 'apiGroups', 'resources', 'resourceNames', 'nonResourceURLs'])
+    causes.push(...typeCheck(p.child(f), rule[f], 'array'));
   if (causes.length) return causes;
   if (list(rule.verbs).length === 0) causes.push(required(p.child('verbs'), 'verbs must contain at least one value'));
   const urls = strings(rule.nonResourceURLs);
   if (list(rule.nonResourceURLs).length > 0) {
-    if (namespaced) causes.push(invalid(p.child('nonResourceURLs'), urls, 'namespaced rules cannot apply to non-resource URLs'));
+    if (namespaced)
+      causes.push(invalid(p.child('nonResourceURLs'), urls, 'namespaced rules cannot apply to non-resource URLs'));
     if (list(rule.apiGroups).length > 0 || list(rule.resources).length > 0 || list(rule.resourceNames).length > 0) {
-      causes.push(invalid(p.child('nonResourceURLs'), urls, 'rules cannot apply to both regular resources and non-resource URLs'));
+      causes.push(
+        invalid(p.child('nonResourceURLs'), urls, 'rules cannot apply to both regular resources and non-resource URLs'),
+      );
     }
     return causes;
   }
-  if (list(rule.apiGroups).length === 0) causes.push(required(p.child('apiGroups'), 'resource rules must supply at least one api group'));
-  if (list(rule.resources).length === 0) causes.push(required(p.child('resources'), 'resource rules must supply at least one resource'));
+  if (list(rule.apiGroups).length === 0)
+    causes.push(required(p.child('apiGroups'), 'resource rules must supply at least one api group'));
+  if (list(rule.resources).length === 0)
+    causes.push(required(p.child('resources'), 'resource rules must supply at least one resource'));
   return causes;
 }
 
@@ -56,7 +72,8 @@ export function validateClusterRole(obj: KubeObject, _old?: KubeObject): StatusC
   if (aggregation) {
     const p = FieldPath.root('aggregationRule', 'clusterRoleSelectors');
     const selectors = list(aggregation.clusterRoleSelectors);
-    if (selectors.length === 0) causes.push(required(p, 'at least one clusterRoleSelector required if aggregationRule is non-nil'));
+    if (selectors.length === 0)
+      causes.push(required(p, 'at least one clusterRoleSelector required if aggregationRule is non-nil'));
     selectors.forEach((s, i) => causes.push(...validateLabelSelector(s, p.index(i))));
   }
   return causes;
@@ -91,14 +108,21 @@ function validateSubject(raw: unknown, namespaced: boolean, p: FieldPath): Statu
   return causes;
 }
 
-function validateBinding(obj: KubeObject, old: KubeObject | undefined, roleKinds: string[], namespaced: boolean): StatusCause[] {
+function validateBinding(
+  obj: KubeObject,
+  old: KubeObject | undefined,
+  roleKinds: string[],
+  namespaced: boolean,
+): StatusCause[] {
   const causes: StatusCause[] = [];
   const refPath = FieldPath.root('roleRef');
   const refErrs = typeCheck(refPath, obj.roleRef, 'object');
   if (refErrs.length) return refErrs;
   const ref = record(obj.roleRef) ?? {};
-  if (ref.apiGroup !== RBAC_GROUP) causes.push(notSupported(refPath.child('apiGroup'), ref.apiGroup ?? '', [RBAC_GROUP]));
-  if (!roleKinds.includes(String(ref.kind))) causes.push(notSupported(refPath.child('kind'), ref.kind ?? '', roleKinds));
+  if (ref.apiGroup !== RBAC_GROUP)
+    causes.push(notSupported(refPath.child('apiGroup'), ref.apiGroup ?? '', [RBAC_GROUP]));
+  if (!roleKinds.includes(String(ref.kind)))
+    causes.push(notSupported(refPath.child('kind'), ref.kind ?? '', roleKinds));
   const refName = str(ref.name) ?? '';
   if (refName === '') causes.push(required(refPath.child('name')));
   else causes.push(...invalidEach(refPath.child('name'), refName, pathSegmentName(refName, false)));
@@ -109,7 +133,12 @@ function validateBinding(obj: KubeObject, old: KubeObject | undefined, roleKinds
   if (old !== undefined) {
     const oldRef = record(old.roleRef) ?? {};
     const same = ['apiGroup', 'kind', 'name'].every((k) => (str(ref[k]) ?? '') === (str(oldRef[k]) ?? ''));
-    if (!same) causes.push({ reason: 'FieldValueInvalid', field: 'roleRef', message: `Invalid value: ${goRoleRef(ref)}: cannot change roleRef` });
+    if (!same)
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: 'roleRef',
+        message: `Invalid value: ${goRoleRef(ref)}: cannot change roleRef`,
+      });
   }
   return causes;
 }
@@ -140,13 +169,19 @@ export function defaultBinding(obj: KubeObject): void {
 /** rbac.SubjectsStrings: users, groups and service accounts (`namespace/name`) of a binding. */
 function subjectsOfKind(o: KubeObject, kind: string): string {
   const subjects = Array.isArray(o.subjects) ? o.subjects.map(rec) : [];
-  return subjects.filter((s) => s.kind === kind).map((s) => (kind === 'ServiceAccount' ? `${cellText(s.namespace)}/${cellText(s.name)}` : cellText(s.name))).join(', ');
+  return subjects
+    .filter((s) => s.kind === kind)
+    .map((s) => (kind === 'ServiceAccount' ? `${cellText(s.namespace)}/${cellText(s.name)}` : cellText(s.name)))
+    .join(', ');
 }
 
 const bindingColumns: TableColumn[] = [
   nameColumn,
-  column('Role', 'RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.', (o) =>
-    `${cellText(rec(o.roleRef).kind)}/${cellText(rec(o.roleRef).name)}`),
+  column(
+    'Role',
+    'RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.',
+    (o) => `${cellText(rec(o.roleRef).kind)}/${cellText(rec(o.roleRef).name)}`,
+  ),
   ageColumn,
   column('Users', 'Users in the roleBinding', (o) => subjectsOfKind(o, 'User'), 1),
   column('Groups', 'Groups in the roleBinding', (o) => subjectsOfKind(o, 'Group'), 1),

@@ -54,7 +54,6 @@ export function age(timestamp: unknown, now: number): string {
   return humanDuration(now - t);
 }
 
-
 export function rec(v: unknown): Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 }
@@ -74,27 +73,49 @@ export function countKeys(...maps: unknown[]): number {
   return maps.reduce<number>((n, m) => n + Object.keys(rec(m)).length, 0);
 }
 
-export const DESC_NAME = 'Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated.';
-export const DESC_AGE = 'CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.';
+export const DESC_NAME =
+  'Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated.';
+export const DESC_AGE =
+  'CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.';
 
 export const nameColumn: TableColumn = {
-  name: 'Name', type: 'string', format: 'name', description: DESC_NAME, priority: 0, cell: (o) => str(o.metadata.name),
+  name: 'Name',
+  type: 'string',
+  format: 'name',
+  description: DESC_NAME,
+  priority: 0,
+  cell: (o) => str(o.metadata.name),
 };
 export const ageColumn: TableColumn = {
-  name: 'Age', type: 'string', description: DESC_AGE, priority: 0, cell: (o, now) => age(o.metadata.creationTimestamp, now),
+  name: 'Age',
+  type: 'string',
+  description: DESC_AGE,
+  priority: 0,
+  cell: (o, now) => age(o.metadata.creationTimestamp, now),
 };
-export function column(name: string, description: string, cell: (o: KubeObject, now: number) => unknown, priority = 0, type = 'string'): TableColumn {
+export function column(
+  name: string,
+  description: string,
+  cell: (o: KubeObject, now: number) => unknown,
+  priority = 0,
+  type = 'string',
+): TableColumn {
   return { name, type, description, priority, cell };
 }
 
 const ACCESS_MODE_ABBREVIATIONS: Array<[string, string]> = [
-  ['ReadWriteOnce', 'RWO'], ['ReadOnlyMany', 'ROX'], ['ReadWriteMany', 'RWX'], ['ReadWriteOncePod', 'RWOP'],
+  ['ReadWriteOnce', 'RWO'],
+  ['ReadOnlyMany', 'ROX'],
+  ['ReadWriteMany', 'RWX'],
+  ['ReadWriteOncePod', 'RWOP'],
 ];
 
 /** `GetAccessModesAsString`: abbreviations in fixed order, deduplicated (`RWO,RWX`). */
 export function accessModesString(modes: unknown): string {
   const set = new Set(Array.isArray(modes) ? modes : []);
-  return ACCESS_MODE_ABBREVIATIONS.filter(([mode]) => set.has(mode)).map(([, abbr]) => abbr).join(',');
+  return ACCESS_MODE_ABBREVIATIONS.filter(([mode]) => set.has(mode))
+    .map(([, abbr]) => abbr)
+    .join(',');
 }
 
 /** The phase a printer shows: `Terminating` wins over status.phase once deletion started. */

@@ -10,7 +10,13 @@ export { accessModesString, age, humanDuration, type TableColumn } from './table
 /** The apiserver's default table convertor, for resources without a printer. */
 export const DEFAULT_TABLE_COLUMNS: TableColumn[] = [
   nameColumn,
-  { name: 'Created At', type: 'date', description: DESC_AGE, priority: 0, cell: (o) => str(o.metadata.creationTimestamp) },
+  {
+    name: 'Created At',
+    type: 'date',
+    description: DESC_AGE,
+    priority: 0,
+    cell: (o) => str(o.metadata.creationTimestamp),
+  },
 ];
 
 /** What `includeObject` asks each row to carry. */
@@ -37,7 +43,13 @@ export function toTable(
     apiVersion: 'meta.k8s.io/v1',
     metadata,
     columnDefinitions: columns.map((c) => {
-      const def: Record<string, unknown> = { name: c.name, type: c.type, format: c.format ?? '', description: c.description, priority: c.priority };
+      const def: Record<string, unknown> = {
+        name: c.name,
+        type: c.type,
+        format: c.format ?? '',
+        description: c.description,
+        priority: c.priority,
+      };
       return def;
     }),
     rows: objects.map((obj) => ({
@@ -47,10 +59,18 @@ export function toTable(
   };
 }
 
-function rowObject(rt: { kind: string; group: string; version: string }, obj: KubeObject, includeObject: IncludeObject): unknown {
+function rowObject(
+  rt: { kind: string; group: string; version: string },
+  obj: KubeObject,
+  includeObject: IncludeObject,
+): unknown {
   if (includeObject === 'None') return null;
   if (includeObject === 'Object') {
-    return { ...obj, apiVersion: obj.apiVersion ?? (rt.group ? `${rt.group}/${rt.version}` : rt.version), kind: obj.kind ?? rt.kind };
+    return {
+      ...obj,
+      apiVersion: obj.apiVersion ?? (rt.group ? `${rt.group}/${rt.version}` : rt.version),
+      kind: obj.kind ?? rt.kind,
+    };
   }
   return { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: obj.metadata };
 }

@@ -9,10 +9,21 @@ import type { ObjectMeta, StatusCause } from '../../types/k8s.ts';
 import { FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS } from '../../types/annotations.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
 import {
-  FieldPath, forbidden, invalid, invalidEach, list, notSupported, record, required, sorted, str, tooLong, typeCheck, type JsonRecord,
+  FieldPath,
+  forbidden,
+  invalid,
+  invalidEach,
+  list,
+  notSupported,
+  record,
+  required,
+  sorted,
+  str,
+  tooLong,
+  typeCheck,
+  type JsonRecord,
 } from '../common/field-errors.ts';
-import { isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from '../common/name-rules.ts'
-;
+import { isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from '../common/name-rules.ts';
 
 /** metadata.annotations: total bytes of keys and values (TotalAnnotationSizeLimitB). */
 export const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
@@ -30,7 +41,11 @@ export function pathSegmentName(name: string, prefix: boolean): string[] {
   return errs;
 }
 
-export function nameErrors(name: string, rule: 'dns1123subdomain' | 'dns1123label' | 'path', prefix: boolean): string[] {
+export function nameErrors(
+  name: string,
+  rule: 'dns1123subdomain' | 'dns1123label' | 'path',
+  prefix: boolean,
+): string[] {
   // A generateName prefix may end in '-' (maskTrailingDash).
   const n = prefix && name.length > 1 && name.endsWith('-') ? `${name.slice(0, -1)}a` : name;
   if (rule === 'dns1123label') return isDNS1123Label(n);
@@ -86,14 +101,21 @@ export function validateOwnerReferences(refs: unknown, p: FieldPath): StatusCaus
   const controllers: string[] = [];
   for (const raw of refs) {
     const ref = record(raw) ?? {};
-    if (!str(ref.apiVersion)) causes.push(invalid(p.child('apiVersion'), ref.apiVersion ?? '', 'version must not be empty'));
+    if (!str(ref.apiVersion))
+      causes.push(invalid(p.child('apiVersion'), ref.apiVersion ?? '', 'version must not be empty'));
     if (!str(ref.kind)) causes.push(invalid(p.child('kind'), ref.kind ?? '', 'kind must not be empty'));
     if (!str(ref.name)) causes.push(invalid(p.child('name'), ref.name ?? '', 'name must not be empty'));
     if (!str(ref.uid)) causes.push(invalid(p.child('uid'), ref.uid ?? '', 'uid must not be empty'));
     if (ref.controller === true) controllers.push(`${String(ref.kind)}/${String(ref.name)}`);
   }
   if (controllers.length > 1) {
-    causes.push(invalid(p, refs, `Only one reference can have Controller set to true. Found "true" in references for ${controllers.join(' and ')}`));
+    causes.push(
+      invalid(
+        p,
+        refs,
+        `Only one reference can have Controller set to true. Found "true" in references for ${controllers.join(' and ')}`,
+      ),
+    );
   }
   return causes;
 }
@@ -114,7 +136,8 @@ export function validateObjectMeta(
   const name = m.name;
   const generateName = m.generateName;
   if (generateName !== undefined && generateName !== '') {
-    if (typeof generateName !== 'string') causes.push(invalid(p.child('generateName'), generateName, 'must be a string'));
+    if (typeof generateName !== 'string')
+      causes.push(invalid(p.child('generateName'), generateName, 'must be a string'));
     else causes.push(...invalidEach(p.child('generateName'), generateName, nameErrors(generateName, nameRule, true)));
   }
   if (name === undefined || name === '') {
@@ -143,7 +166,13 @@ export function validateObjectMeta(
   if (Array.isArray(finalizers)) {
     for (const f of finalizers) causes.push(...validateFinalizerName(f, p.child('finalizers')));
     if (finalizers.includes(FINALIZER_ORPHAN_DEPENDENTS) && finalizers.includes(FINALIZER_DELETE_DEPENDENTS)) {
-      causes.push(invalid(p.child('finalizers'), finalizers, `finalizer ${FINALIZER_ORPHAN_DEPENDENTS} and ${FINALIZER_DELETE_DEPENDENTS} cannot be both set`));
+      causes.push(
+        invalid(
+          p.child('finalizers'),
+          finalizers,
+          `finalizer ${FINALIZER_ORPHAN_DEPENDENTS} and ${FINALIZER_DELETE_DEPENDENTS} cannot be both set`,
+        ),
+      );
     }
   }
   return causes;
@@ -159,7 +188,8 @@ export function validateAccessModes(modes: unknown, p: FieldPath, requiredDetail
   if (list_.length === 0) return [required(p, requiredDetail)];
   const causes: StatusCause[] = [];
   for (const m of list_) if (!ACCESS_MODES.includes(m as string)) causes.push(notSupported(p, m, ACCESS_MODES));
-  if (list_.includes('ReadWriteOncePod') && list_.length > 1) causes.push(forbidden(p, 'may not use ReadWriteOncePod with other access modes'));
+  if (list_.includes('ReadWriteOncePod') && list_.length > 1)
+    causes.push(forbidden(p, 'may not use ReadWriteOncePod with other access modes'));
   return causes;
 }
 
@@ -173,7 +203,9 @@ export function validateQuantity(v: unknown, p: FieldPath, positive: boolean): S
     n = undefined;
   }
   if (n === undefined) {
-    return [invalid(p, v, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")];
+    return [
+      invalid(p, v, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
+    ];
   }
   if (positive && n <= 0n) return [invalid(p, v, 'must be greater than zero')];
   if (n < 0n) return [invalid(p, v, 'must be greater than or equal to 0')];
@@ -195,7 +227,14 @@ export function validateClassName(v: unknown, p: FieldPath): StatusCause[] {
 export function validateResourceList(v: unknown, p: FieldPath): StatusCause[] {
   const causes = typeCheck(p, v, 'object');
   for (const [k, q] of Object.entries(record(v) ?? {})) {
-    if (!isQuantity(q)) causes.push(invalid(p.key(k), q, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"));
+    if (!isQuantity(q))
+      causes.push(
+        invalid(
+          p.key(k),
+          q,
+          "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        ),
+      );
     else if (parseQuantity(q) < 0n) causes.push(invalid(p.key(k), q, 'must be greater than or equal to 0'));
   }
   return causes;
@@ -224,18 +263,24 @@ export function validateLabelSelector(v: unknown, p: FieldPath): StatusCause[] {
     switch (e.operator) {
       case 'In':
       case 'NotIn':
-        if (values.length === 0) causes.push(required(ep.child('values'), "must be specified when `operator` is 'In' or 'NotIn'"));
+        if (values.length === 0)
+          causes.push(required(ep.child('values'), "must be specified when `operator` is 'In' or 'NotIn'"));
         break;
       case 'Exists':
       case 'DoesNotExist':
-        if (values.length > 0) causes.push(forbidden(ep.child('values'), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
+        if (values.length > 0)
+          causes.push(
+            forbidden(ep.child('values'), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+          );
         break;
       default:
         causes.push(invalid(ep.child('operator'), e.operator ?? '', 'not a valid selector operator'));
     }
     const key = str(e.key) ?? '';
     causes.push(...invalidEach(ep.child('key'), key, isQualifiedName(key)));
-    values.forEach((value, j) => causes.push(...invalidEach(ep.child('values').index(j), String(value), isValidLabelValue(String(value)))));
+    values.forEach((value, j) =>
+      causes.push(...invalidEach(ep.child('values').index(j), String(value), isValidLabelValue(String(value)))),
+    );
   });
   return causes;
 }

@@ -106,11 +106,18 @@ export function yamlDuplicateError(text: string): string | undefined {
 
 /** Go's YAML strict error split into one warning per line, as handlers/rest.go parseYAMLWarnings does. */
 export function yamlWarnings(error: string): string[] {
-  return error.replace(/^yaml: unmarshal errors:\n/, '').split('\n').map((l) => l.trim());
+  return error
+    .replace(/^yaml: unmarshal errors:\n/, '')
+    .split('\n')
+    .map((l) => l.trim());
 }
 
 /** The strict decoding errors of a decoded body, pruning unknown fields from `obj` in place. */
-export function strictErrors(obj: Record<string, unknown>, model: string | undefined, duplicates: readonly string[]): string[] {
+export function strictErrors(
+  obj: Record<string, unknown>,
+  model: string | undefined,
+  duplicates: readonly string[],
+): string[] {
   const unknown = model ? pruneUnknown(obj, model) : [];
   return [...unknown.map((p) => `unknown field "${p}"`), ...duplicates.map((p) => `duplicate field "${p}"`)];
 }
@@ -146,7 +153,11 @@ const recorders = new WeakMap<ServerResponse, WarningRecorder>();
 export function addWarnings(res: ServerResponse, messages: readonly string[]): void {
   if (messages.length === 0) return;
   let r = recorders.get(res);
-  if (!r) recorders.set(res, (r = { recorded: new Set(), ordered: [], written: 0, truncating: false, headers: [], headerBytes: 0 }));
+  if (!r)
+    recorders.set(
+      res,
+      (r = { recorded: new Set(), ordered: [], written: 0, truncating: false, headers: [], headerBytes: 0 }),
+    );
   for (const text of messages) {
     // Past the limit while truncating, every further warning is dropped.
     if (r.written >= WARNING_TOTAL_RUNES && r.truncating) break;
@@ -194,7 +205,9 @@ function runeCount(text: string): number {
 function truncated(text: string): [string, number] {
   if (text.length <= WARNING_ITEM_RUNES) return [text, runeCount(text)];
   const points = Array.from(text);
-  return points.length > WARNING_ITEM_RUNES ? [points.slice(0, WARNING_ITEM_RUNES).join(''), WARNING_ITEM_RUNES] : [text, points.length];
+  return points.length > WARNING_ITEM_RUNES
+    ? [points.slice(0, WARNING_ITEM_RUNES).join(''), WARNING_ITEM_RUNES]
+    : [text, points.length];
 }
 
 /**
@@ -216,10 +229,22 @@ function warningHeader(text: string): string {
  * Applies the directive to a create/update body's strict errors.
  * @throws ClusterApiError 400 under Strict when there are any
  */
-export function enforceOnBody(directive: FieldValidation, errors: readonly string[], kind: string, version: string, res: ServerResponse): void {
+export function enforceOnBody(
+  directive: FieldValidation,
+  errors: readonly string[],
+  kind: string,
+  version: string,
+  res: ServerResponse,
+): void {
   if (errors.length === 0 || directive === 'Ignore') return;
-  if (directive === 'Warn') return addWarnings(res, errors.flatMap((e) => (e.startsWith('yaml: ') ? yamlWarnings(e) : [e])));
-  throw badRequest(`${kind} in version "${version}" cannot be handled as a ${kind}: strict decoding error: ${errors.join(', ')}`);
+  if (directive === 'Warn')
+    return addWarnings(
+      res,
+      errors.flatMap((e) => (e.startsWith('yaml: ') ? yamlWarnings(e) : [e])),
+    );
+  throw badRequest(
+    `${kind} in version "${version}" cannot be handled as a ${kind}: strict decoding error: ${errors.join(', ')}`,
+  );
 }
 
 /**
@@ -227,7 +252,12 @@ export function enforceOnBody(directive: FieldValidation, errors: readonly strin
  * (Go `%+v` of the patch map for strategic merge, the patched JSON otherwise) as the invalid value.
  * @throws ClusterApiError 422 under Strict when there are any
  */
-export function enforceOnPatch(directive: FieldValidation, errors: readonly string[], shownValue: () => string, res: ServerResponse): void {
+export function enforceOnPatch(
+  directive: FieldValidation,
+  errors: readonly string[],
+  shownValue: () => string,
+  res: ServerResponse,
+): void {
   if (errors.length === 0 || directive === 'Ignore') return;
   if (directive === 'Warn') return addWarnings(res, errors);
   throw patchStrictError(shownValue(), errors);
@@ -235,7 +265,11 @@ export function enforceOnPatch(directive: FieldValidation, errors: readonly stri
 
 function patchStrictError(shownValue: string, errors: readonly string[]): ClusterApiError {
   return invalid({ group: '', resource: '', kind: '' }, '', [
-    { reason: 'FieldValueInvalid', field: 'patch', message: `Invalid value: ${JSON.stringify(shownValue)}: strict decoding error: ${errors.join(', ')}` },
+    {
+      reason: 'FieldValueInvalid',
+      field: 'patch',
+      message: `Invalid value: ${JSON.stringify(shownValue)}: strict decoding error: ${errors.join(', ')}`,
+    },
   ]);
 }
 
@@ -244,7 +278,9 @@ export function goValueString(v: unknown): string {
   if (v === null || v === undefined) return '<nil>';
   if (Array.isArray(v)) return `[${v.map(goValueString).join(' ')}]`;
   if (typeof v === 'object') {
-    const entries = Object.keys(v as object).sort().map((k) => `${k}:${goValueString((v as Record<string, unknown>)[k])}`);
+    const entries = Object.keys(v as object)
+      .sort()
+      .map((k) => `${k}:${goValueString((v as Record<string, unknown>)[k])}`);
     return `map[${entries.join(' ')}]`;
   }
   return String(v);

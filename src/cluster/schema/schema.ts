@@ -73,7 +73,12 @@ function pathText(segments: ReadonlyArray<string | number>, key: string): string
   return out ? `${out}.${key}` : key;
 }
 
-function pruneModel(obj: Record<string, unknown>, modelName: string, path: Array<string | number>, out: string[]): void {
+function pruneModel(
+  obj: Record<string, unknown>,
+  modelName: string,
+  path: Array<string | number>,
+  out: string[],
+): void {
   const m = model(modelName);
   if (!m) return;
   for (const key of Object.keys(obj)) {

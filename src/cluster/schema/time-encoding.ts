@@ -13,7 +13,8 @@ function parse(s: string): { seconds: number; fraction: string } | undefined {
   if (!m) return undefined;
   const [, y, mo, d, h, mi, sec, frac, zone] = m;
   let offsetMinutes = 0;
-  if (zone !== 'Z' && zone !== 'z') offsetMinutes = (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6)));
+  if (zone !== 'Z' && zone !== 'z')
+    offsetMinutes = (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6)));
   const utc = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(sec));
   if (Number.isNaN(utc)) return undefined;
   return { seconds: utc / 1000 - offsetMinutes * 60, fraction: (frac ?? '').slice(1) };
@@ -58,7 +59,8 @@ function mayHoldTimes(type: string): boolean {
   const base = type.replace(/^(\[\]|map\[\])+/, '');
   const ref = modelRef(base);
   if (base === 'date-time' || base === 'date-time-micro') known = true;
-  else known = ref !== undefined && Object.values(model(ref)?.f ?? {}).some((f) => f !== undefined && mayHoldTimes(f[0]));
+  else
+    known = ref !== undefined && Object.values(model(ref)?.f ?? {}).some((f) => f !== undefined && mayHoldTimes(f[0]));
   timesBelow.set(type, known);
   return known;
 }

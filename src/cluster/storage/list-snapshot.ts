@@ -30,7 +30,9 @@ function invalidToken(detail: string): ClusterApiError {
 export function decodeContinue(token: string): ContinueToken {
   if (!/^[A-Za-z0-9_-]*$/.test(token) || token.length % 4 === 1) {
     const at = token.search(/[^A-Za-z0-9_-]/);
-    throw invalidToken(`continue key is not valid: illegal base64 data at input byte ${at < 0 ? token.length - 1 : at}`);
+    throw invalidToken(
+      `continue key is not valid: illegal base64 data at input byte ${at < 0 ? token.length - 1 : at}`,
+    );
   }
   let parsed: unknown;
   try {
@@ -38,14 +40,20 @@ export function decodeContinue(token: string): ContinueToken {
   } catch (err) {
     throw invalidToken(`continue key is not valid: ${(err as Error).message}`);
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalidToken('continue key is not valid: not a JSON object');
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw invalidToken('continue key is not valid: not a JSON object');
   const { v, rv, start } = parsed as { v?: unknown; rv?: unknown; start?: unknown };
   if (v !== 'meta.k8s.io/v1') {
-    throw invalidToken(`continue key is not valid: server does not recognize this encoded version ${typeof v === 'string' ? v : ''}`);
+    throw invalidToken(
+      `continue key is not valid: server does not recognize this encoded version ${typeof v === 'string' ? v : ''}`,
+    );
   }
-  if (rv !== undefined && (typeof rv !== 'number' || !Number.isSafeInteger(rv))) throw invalidToken('continue key is not valid: rv is not an integer');
-  if (start !== undefined && typeof start !== 'string') throw invalidToken('continue key is not valid: start is not a string');
-  if (!rv) throw invalidToken('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  if (rv !== undefined && (typeof rv !== 'number' || !Number.isSafeInteger(rv)))
+    throw invalidToken('continue key is not valid: rv is not an integer');
+  if (start !== undefined && typeof start !== 'string')
+    throw invalidToken('continue key is not valid: start is not a string');
+  if (!rv)
+    throw invalidToken('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
   if (!start) throw invalidToken('continue key is not valid: encoded start key empty (version meta.k8s.io/v1)');
   // Path traversal defence as in DecodeContinue: the key must already be clean.
   const key = start.startsWith('/') ? start : `/${start}`;

@@ -39,7 +39,8 @@ function parseRow(file: string, row: { resource: string; key: string; json: stri
   } catch (err) {
     throw new StoreLoadError(file, row.resource, row.key, `invalid JSON (${(err as Error).message})`);
   }
-  const meta = obj !== null && typeof obj === 'object' ? (obj as { metadata?: { name?: unknown } }).metadata : undefined;
+  const meta =
+    obj !== null && typeof obj === 'object' ? (obj as { metadata?: { name?: unknown } }).metadata : undefined;
   if (!meta || typeof meta !== 'object' || typeof meta.name !== 'string') {
     throw new StoreLoadError(file, row.resource, row.key, 'the object has no metadata.name');
   }
@@ -47,7 +48,8 @@ function parseRow(file: string, row: { resource: string; key: string; json: stri
 }
 
 /** A persistent backend and the driver that opened it, or why there is none. */
-export type SqliteBackend = { backend: StoreBackend; driver: SqliteDriverName } | { backend: undefined; unavailable: string };
+export type SqliteBackend =
+  { backend: StoreBackend; driver: SqliteDriverName } | { backend: undefined; unavailable: string };
 
 /**
  * Opens (creating if needed) the SQLite file at `file` as a store backend. Without a usable driver: no backend
@@ -61,8 +63,11 @@ export function openSqliteBackend(file: string): SqliteBackend {
   } catch (err) {
     if (!(err instanceof SqliteUnavailableError)) throw err;
     if (!existsSync(file)) return { backend: undefined, unavailable: describeSqliteReasons(err.reasons) };
-    throw new SqliteUnavailableError(err.reasons, `${file} holds a cluster's objects, and this process cannot open it: ${describeSqliteReasons(err.reasons)}. ` +
-      'Run it with Node 22.13 or later (node:sqlite), or where better-sqlite3 installed with its native addon.');
+    throw new SqliteUnavailableError(
+      err.reasons,
+      `${file} holds a cluster's objects, and this process cannot open it: ${describeSqliteReasons(err.reasons)}. ` +
+        'Run it with Node 22.13 or later (node:sqlite), or where better-sqlite3 installed with its native addon.',
+    );
   }
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const db = driver.open(file);
@@ -80,9 +85,13 @@ export function openSqliteBackend(file: string): SqliteBackend {
   `);
   // After the first statements: WAL mode has created the -wal and -shm files by now.
   tightenModes(file);
-  const upsert = db.prepare('INSERT INTO objects (resource, key, rv, json) VALUES (?, ?, ?, ?) ON CONFLICT (resource, key) DO UPDATE SET rv = excluded.rv, json = excluded.json');
+  const upsert = db.prepare(
+    'INSERT INTO objects (resource, key, rv, json) VALUES (?, ?, ?, ?) ON CONFLICT (resource, key) DO UPDATE SET rv = excluded.rv, json = excluded.json',
+  );
   const remove = db.prepare('DELETE FROM objects WHERE resource = ? AND key = ?');
-  const setRv = db.prepare("INSERT INTO meta (name, value) VALUES ('resourceVersion', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value");
+  const setRv = db.prepare(
+    "INSERT INTO meta (name, value) VALUES ('resourceVersion', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+  );
   const getRv = db.prepare("SELECT value FROM meta WHERE name = 'resourceVersion'");
   const all = db.prepare('SELECT resource, key, rv, json FROM objects');
   // The last resourceVersion is max(meta value, newest object rv): writes of live objects need one statement,

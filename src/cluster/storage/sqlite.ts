@@ -28,7 +28,10 @@ export type SqliteDriverName = 'better-sqlite3' | 'node:sqlite';
 /** No SQLite driver can be loaded; `reasons` says why, per driver. */
 export class SqliteUnavailableError extends Error {
   override readonly name = 'SqliteUnavailableError';
-  constructor(readonly reasons: Readonly<Record<SqliteDriverName, string>>, message?: string) {
+  constructor(
+    readonly reasons: Readonly<Record<SqliteDriverName, string>>,
+    message?: string,
+  ) {
     super(message ?? `no SQLite driver: ${describeSqliteReasons(reasons)}`);
   }
 }
@@ -52,7 +55,9 @@ function betterSqlite3(): Open | string {
     Database = requireFromHere('better-sqlite3') as typeof Database;
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    return e.code === 'MODULE_NOT_FOUND' && e.message.includes("'better-sqlite3'") ? 'is not installed' : `cannot be loaded (${firstLine(err)})`;
+    return e.code === 'MODULE_NOT_FOUND' && e.message.includes("'better-sqlite3'")
+      ? 'is not installed'
+      : `cannot be loaded (${firstLine(err)})`;
   }
   try {
     // The addon loads on the first open: a package whose install script never ran has no binary to load.

@@ -2,7 +2,14 @@
 // objects, with the resource's supported field selectors; parse errors become 400 BadRequest.
 import type { KubeObject } from '../../types/k8s.ts';
 import { badRequest } from '../common/errors.ts';
-import { fieldGetters, parseFieldSelector, parseLabelSelector, SelectorError, unknownFieldLabel, type FieldSelectableKind } from '../common/selectors.ts';
+import {
+  fieldGetters,
+  parseFieldSelector,
+  parseLabelSelector,
+  SelectorError,
+  unknownFieldLabel,
+  type FieldSelectableKind,
+} from '../common/selectors.ts';
 
 /** Namespace, label selector and field selector of a list or watch of the store. */
 export interface ListFilterOptions {
@@ -27,7 +34,9 @@ export function compileFilter(rt: FieldSelectableKind, opts: ListFilterOptions):
     let field: ((obj: KubeObject) => boolean) | undefined;
     if (opts.fieldSelector) {
       const getters = fieldGetters(rt);
-      const pred = parseFieldSelector(opts.fieldSelector, new Set(Object.keys(getters)), (label) => unknownFieldLabel(rt, label));
+      const pred = parseFieldSelector(opts.fieldSelector, new Set(Object.keys(getters)), (label) =>
+        unknownFieldLabel(rt, label),
+      );
       field = (obj) => pred((p) => getters[p]?.(obj));
     }
     if (label && field) matches = (obj) => label(obj.metadata.labels) && field(obj);

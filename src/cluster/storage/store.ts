@@ -109,7 +109,10 @@ export class Storage<K extends StoredKind = StoredKind> {
     this.now = opts.now ?? Date.now;
     this.#backend = opts.backend;
     this.#onWatcherError = opts.onWatcherError ?? (() => {});
-    this.limits = { ...DEFAULT_OBJECT_LIMITS, ...Object.fromEntries(Object.entries(opts.limits ?? {}).filter(([, v]) => v !== undefined)) };
+    this.limits = {
+      ...DEFAULT_OBJECT_LIMITS,
+      ...Object.fromEntries(Object.entries(opts.limits ?? {}).filter(([, v]) => v !== undefined)),
+    };
     const loaded = this.#backend?.load();
     if (loaded) this.#rv = loaded.resourceVersion;
     const size = opts.watchCacheSize ?? 10_000;
@@ -213,7 +216,10 @@ export class Storage<K extends StoredKind = StoredKind> {
   /** Deep copies of matching objects in key order, with the list resourceVersion. */
   list(resource: string, opts: ListFilterOptions = {}): { items: KubeObject[]; resourceVersion: string } {
     const page = this.listEntries(resource, this.filter(resource, opts));
-    return { items: page.entries.map((e) => JSON.parse(e.json) as KubeObject), resourceVersion: String(page.resourceVersion) };
+    return {
+      items: page.entries.map((e) => JSON.parse(e.json) as KubeObject),
+      resourceVersion: String(page.resourceVersion),
+    };
   }
 
   // ---- watch ----
@@ -233,7 +239,8 @@ export class Storage<K extends StoredKind = StoredKind> {
     const fromRv = parseResourceVersion(resourceVersion);
     const watcher: Watcher = { namespace: filter.namespace, matches: filter.matches, afterRv: this.#rv, deliver };
     if (fromRv === 0) {
-      for (const e of this.listEntries(resource, filter).entries) deliver({ type: 'ADDED', entry: e, shared: undefined }, undefined);
+      for (const e of this.listEntries(resource, filter).entries)
+        deliver({ type: 'ADDED', entry: e, shared: undefined }, undefined);
     } else {
       // A resourceVersion this store never issued (e.g. a client that outlived an in-memory cluster): kube's
       // cacher waits up to 3 s for it, then fails the watch; here nothing can arrive meanwhile, so fail now.
@@ -346,7 +353,8 @@ export class Storage<K extends StoredKind = StoredKind> {
         for (const w of item.table.watchers) {
           if (ev.rv <= w.afterRv) continue;
           let f: FilteredEvent | undefined;
-          if (w.namespace === undefined && !w.matches) f = unfiltered ??= { type: ev.type, entry: ev.entry, shared: ev };
+          if (w.namespace === undefined && !w.matches)
+            f = unfiltered ??= { type: ev.type, entry: ev.entry, shared: ev };
           else {
             f = filterEvent(ev, w.namespace, w.matches);
             if (!f) continue;

@@ -51,7 +51,8 @@ export class StoredEntry {
     if (this.#header < 0) {
       // Computed while the object is still parsed (release() asks first).
       const header = typeHeader(this.obj);
-      this.#header = header !== undefined && /^[\x20-\x7e]*$/.test(header) && this.json.startsWith(header) ? header.length : 0;
+      this.#header =
+        header !== undefined && /^[\x20-\x7e]*$/.test(header) && this.json.startsWith(header) ? header.length : 0;
     }
     return this.#header;
   }

@@ -24,7 +24,13 @@ export class StoreEvent {
   /** The state before a MODIFIED or DELETED write, for selector transitions and list snapshots. */
   readonly prev: StoredEntry | undefined;
   #frame: Buffer | undefined;
-  constructor(type: StoreEventType, key: string, namespace: string | undefined, entry: StoredEntry, prev?: StoredEntry) {
+  constructor(
+    type: StoreEventType,
+    key: string,
+    namespace: string | undefined,
+    entry: StoredEntry,
+    prev?: StoredEntry,
+  ) {
     this.type = type;
     this.rv = entry.rv;
     this.key = key;
@@ -59,11 +65,16 @@ export type ObjectFilter = (obj: KubeObject) => boolean;
  * one that stops matching as DELETED carrying its previous state at the new resourceVersion.
  * `namespace` is checked separately because it never changes for an object.
  */
-export function filterEvent(ev: StoreEvent, namespace: string | undefined, matches: ObjectFilter | undefined): FilteredEvent | undefined {
+export function filterEvent(
+  ev: StoreEvent,
+  namespace: string | undefined,
+  matches: ObjectFilter | undefined,
+): FilteredEvent | undefined {
   if (namespace !== undefined && ev.namespace !== namespace) return undefined;
   if (!matches) return { type: ev.type, entry: ev.entry, shared: undefined };
   const cur = matches(ev.entry.obj);
-  if (ev.type !== 'MODIFIED' || !ev.prev) return cur ? { type: ev.type, entry: ev.entry, shared: undefined } : undefined;
+  if (ev.type !== 'MODIFIED' || !ev.prev)
+    return cur ? { type: ev.type, entry: ev.entry, shared: undefined } : undefined;
   const prev = matches(ev.prev.obj);
   if (cur && prev) return { type: 'MODIFIED', entry: ev.entry, shared: undefined };
   if (cur) return { type: 'ADDED', entry: ev.entry, shared: undefined };

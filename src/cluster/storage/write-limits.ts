@@ -2,7 +2,13 @@
 // refused when it is too large or too deeply nested, a patch result is measured before it is serialized at all,
 // and a write that exhausts the stack on a client's value fails as that client's error with nothing stored.
 import { badRequest, requestEntityTooLarge } from '../common/errors.ts';
-import { checkJsonValue, JsonTooDeepError, JsonTooLargeError, MAX_JSON_DEPTH, serializeJson } from '../common/json-safety.ts';
+import {
+  checkJsonValue,
+  JsonTooDeepError,
+  JsonTooLargeError,
+  MAX_JSON_DEPTH,
+  serializeJson,
+} from '../common/json-safety.ts';
 
 /** Bounds of stored objects. */
 export interface ObjectLimits {
@@ -12,10 +18,14 @@ export interface ObjectLimits {
   maxJsonDepth: number;
 }
 
-export const DEFAULT_OBJECT_LIMITS: Readonly<ObjectLimits> = Object.freeze({ maxObjectBytes: 1.5 * 1024 * 1024, maxJsonDepth: MAX_JSON_DEPTH });
+export const DEFAULT_OBJECT_LIMITS: Readonly<ObjectLimits> = Object.freeze({
+  maxObjectBytes: 1.5 * 1024 * 1024,
+  maxJsonDepth: MAX_JSON_DEPTH,
+});
 
 function limitError(err: unknown, limits: ObjectLimits): unknown {
-  if (err instanceof JsonTooLargeError) return requestEntityTooLarge(`the object exceeds the limit of ${limits.maxObjectBytes} bytes`);
+  if (err instanceof JsonTooLargeError)
+    return requestEntityTooLarge(`the object exceeds the limit of ${limits.maxObjectBytes} bytes`);
   if (err instanceof JsonTooDeepError) return badRequest(`the object is too deeply nested: ${err.message}`);
   return err;
 }
@@ -29,8 +39,13 @@ export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
     throw limitError(err, limits);
   }
   // UTF-8 takes at most 3 bytes per UTF-16 unit: only a long string needs its bytes counted.
-  if (json.length > limits.maxObjectBytes || (json.length * 3 > limits.maxObjectBytes && Buffer.byteLength(json) > limits.maxObjectBytes)) {
-    throw requestEntityTooLarge(`the object is ${Buffer.byteLength(json)} bytes, the limit is ${limits.maxObjectBytes}`);
+  if (
+    json.length > limits.maxObjectBytes ||
+    (json.length * 3 > limits.maxObjectBytes && Buffer.byteLength(json) > limits.maxObjectBytes)
+  ) {
+    throw requestEntityTooLarge(
+      `the object is ${Buffer.byteLength(json)} bytes, the limit is ${limits.maxObjectBytes}`,
+    );
   }
   return json;
 }
@@ -53,7 +68,8 @@ export function guardWrite<T>(write: () => T): T {
   try {
     return write();
   } catch (err) {
-    if (err instanceof RangeError) throw badRequest(`the object cannot be processed: it is too large or too deeply nested`);
+    if (err instanceof RangeError)
+      throw badRequest(`the object cannot be processed: it is too large or too deeply nested`);
     throw err;
   }
 }

@@ -7,11 +7,26 @@ import type { ResourceType } from '../registry/resource-type.ts';
 import { Storage, type StorageOptions } from '../storage/store.ts';
 import type { StoredEntry } from '../storage/watch-cache.ts';
 import { guardWrite } from '../storage/write-limits.ts';
-import { WriteRules, type AdmissionPlugin, type DeleteOptions, type PatchOptions, type PatchType, type UpdateOptions, type WriteOptions } from './write-rules.ts';
+import {
+  WriteRules,
+  type AdmissionPlugin,
+  type DeleteOptions,
+  type PatchOptions,
+  type PatchType,
+  type UpdateOptions,
+  type WriteOptions,
+} from './write-rules.ts';
 
 export { ClusterApiError, parseResourceVersion, Storage, StoredEntry, StoreEvent } from '../storage/store.ts';
 export type { EntryPage, ResourceTable, StoreBackend, StoreWatchOptions, StoredKind } from '../storage/store.ts';
-export type { AdmissionPlugin, DeleteOptions, PatchOptions, PatchType, UpdateOptions, WriteOptions } from './write-rules.ts';
+export type {
+  AdmissionPlugin,
+  DeleteOptions,
+  PatchOptions,
+  PatchType,
+  UpdateOptions,
+  WriteOptions,
+} from './write-rules.ts';
 export type { PropagationPolicy } from './deletion-finalizers.ts';
 
 /** Options of a ClusterStore (resources default to every registry entry). */
@@ -56,12 +71,24 @@ export class ClusterStore extends Storage<ResourceType> {
     return guardWrite(() => this.#writes.patch(resource, namespace, name, type, patch, opts));
   }
 
-  patch(resource: string, namespace: string | undefined, name: string, type: PatchType, patch: unknown, opts: UpdateOptions = {}): KubeObject {
+  patch(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    opts: UpdateOptions = {},
+  ): KubeObject {
     return copyOut(this.patchEntry(resource, namespace, name, type, patch, opts));
   }
 
   /** DELETE semantics: `deleted` is false when finalizers only set deletionTimestamp. @throws ClusterApiError */
-  deleteEntry(resource: string, namespace: string | undefined, name: string, opts: DeleteOptions = {}): { entry: StoredEntry; deleted: boolean } {
+  deleteEntry(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    opts: DeleteOptions = {},
+  ): { entry: StoredEntry; deleted: boolean } {
     return guardWrite(() => this.#writes.delete(resource, namespace, name, opts));
   }
 

@@ -15,7 +15,11 @@ export interface PropagationOptions {
   orphanDependents?: boolean;
 }
 
-function shouldOrphan(policy: GarbageCollectionPolicy | undefined, finalizers: readonly string[], opts: PropagationOptions): boolean {
+function shouldOrphan(
+  policy: GarbageCollectionPolicy | undefined,
+  finalizers: readonly string[],
+  opts: PropagationOptions,
+): boolean {
   if (policy === 'Unsupported') return false;
   if (opts.orphanDependents !== undefined) return opts.orphanDependents;
   if (opts.propagationPolicy !== undefined) return opts.propagationPolicy === 'Orphan';
@@ -26,7 +30,11 @@ function shouldOrphan(policy: GarbageCollectionPolicy | undefined, finalizers: r
   return policy === 'OrphanDependents';
 }
 
-function shouldDeleteDependents(policy: GarbageCollectionPolicy | undefined, finalizers: readonly string[], opts: PropagationOptions): boolean {
+function shouldDeleteDependents(
+  policy: GarbageCollectionPolicy | undefined,
+  finalizers: readonly string[],
+  opts: PropagationOptions,
+): boolean {
   if (policy === 'Unsupported' || opts.orphanDependents !== undefined) return false;
   if (opts.propagationPolicy !== undefined) return opts.propagationPolicy === 'Foreground';
   for (const f of finalizers) {

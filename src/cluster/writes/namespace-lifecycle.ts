@@ -17,20 +17,33 @@ export class NamespaceLifecycle {
   readonly #deleteContent: (resource: string, namespace: string, name: string) => void;
 
   /** `deleteContent` deletes one object of a terminating namespace, through the ordinary delete rules. */
-  constructor(storage: Storage<ResourceType>, deleteContent: (resource: string, namespace: string, name: string) => void) {
+  constructor(
+    storage: Storage<ResourceType>,
+    deleteContent: (resource: string, namespace: string, name: string) => void,
+  ) {
     this.#d = storage;
     this.#deleteContent = deleteContent;
   }
 
   /** Namespace deletion: mark Terminating, delete its content, remove it once empty. @throws ClusterApiError */
-  delete(table: ResourceTable<ResourceType>, key: string, existing: StoredEntry, now: string, dryRun: boolean | undefined): StoredEntry {
+  delete(
+    table: ResourceTable<ResourceType>,
+    key: string,
+    existing: StoredEntry,
+    now: string,
+    dryRun: boolean | undefined,
+  ): StoredEntry {
     const old = existing.obj;
     const ns = old.metadata.name!;
     if (IMMORTAL_NAMESPACES.has(ns)) throw forbidden(table.rt, ns, 'this namespace may not be deleted');
     if (old.metadata.deletionTimestamp) {
       const specFinalizers = (old.spec as { finalizers?: unknown[] } | undefined)?.finalizers;
       if (specFinalizers?.length) {
-        throw conflict(table.rt, ns, 'The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.');
+        throw conflict(
+          table.rt,
+          ns,
+          'The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.',
+        );
       }
       return existing;
     }

@@ -73,7 +73,10 @@ export class WriteRules {
   readonly #namespaces: NamespaceLifecycle;
   constructor(storage: Storage<ResourceType>) {
     this.#d = storage;
-    this.#namespaces = new NamespaceLifecycle(storage, (resource, ns, name) => void this.delete(resource, ns, name, {}));
+    this.#namespaces = new NamespaceLifecycle(
+      storage,
+      (resource, ns, name) => void this.delete(resource, ns, name, {}),
+    );
   }
 
   /** Registers an admission plugin run on create/update of `resource`, before validation. @throws ClusterApiError 404 */
@@ -119,11 +122,16 @@ export class WriteRules {
       key = objectKey(meta.namespace, meta.name);
     }
     const existing = table.items.get(key);
-    if (existing) throw alreadyExists(rt, meta.name!, { beingDeleted: !!existing.obj.metadata.deletionTimestamp, generated });
+    if (existing)
+      throw alreadyExists(rt, meta.name!, { beingDeleted: !!existing.obj.metadata.deletionTimestamp, generated });
     return this.#d.commit(table, 'ADDED', key, obj, undefined, opts.dryRun);
   }
 
-  update(resource: string, input: KubeObject, opts: UpdateOptions & { fromPatch?: boolean }): { entry: StoredEntry; created: boolean } {
+  update(
+    resource: string,
+    input: KubeObject,
+    opts: UpdateOptions & { fromPatch?: boolean },
+  ): { entry: StoredEntry; created: boolean } {
     const table = this.#d.table(resource);
     const rt = table.rt;
     const obj = withHeader(input, rt);
@@ -146,12 +154,17 @@ export class WriteRules {
     }
     const old = existing.obj;
     if (meta.resourceVersion) {
-      if (!/^\d+$/.test(meta.resourceVersion)) throw badRequest(`invalid resource version "${meta.resourceVersion}": must be a decimal integer`);
+      if (!/^\d+$/.test(meta.resourceVersion))
+        throw badRequest(`invalid resource version "${meta.resourceVersion}": must be a decimal integer`);
       if (Number(meta.resourceVersion) !== existing.rv) throw conflict(rt, name, STALE_OBJECT_CAUSE);
     } else if (rt.allowUnconditionalUpdate === false) {
       // The store reports the resource plural as the kind here (GroupKind{Group, Kind: resource}), uint64 as %#v.
       throw invalid({ group: rt.group, resource: rt.resource, kind: rt.resource }, name, [
-        { reason: 'FieldValueInvalid', message: 'Invalid value: 0x0: must be specified for an update', field: 'metadata.resourceVersion' },
+        {
+          reason: 'FieldValueInvalid',
+          message: 'Invalid value: 0x0: must be specified for an update',
+          field: 'metadata.resourceVersion',
+        },
       ]);
     }
     if (meta.uid && meta.uid !== old.metadata.uid) {
@@ -175,7 +188,8 @@ export class WriteRules {
     rt.prepareForUpdate?.(obj, old, opts.subresource, now);
     rt.defaults?.(obj);
     normalizeMeta(meta);
-    for (const plugin of this.#plugins(resource)) plugin('update', obj, old, { subresource: opts.subresource, user: opts.user });
+    for (const plugin of this.#plugins(resource))
+      plugin('update', obj, old, { subresource: opts.subresource, user: opts.user });
     const causes = [
       ...validateObjectMeta(meta, rt.namespaced, rt.nameRule ?? 'dns1123subdomain'),
       ...finalizerUpdateCauses(meta, old.metadata),
@@ -184,7 +198,14 @@ export class WriteRules {
     if (causes.length) throw invalid(rt, name, causes);
     if (old.metadata.deletionTimestamp && !meta.finalizers?.length) {
       // The last finalizer is gone: the update becomes the deletion, announced with the previously stored state.
-      const gone = this.#d.commit(table, 'DELETED', key, { ...old, metadata: { ...old.metadata } }, existing, opts.dryRun);
+      const gone = this.#d.commit(
+        table,
+        'DELETED',
+        key,
+        { ...old, metadata: { ...old.metadata } },
+        existing,
+        opts.dryRun,
+      );
       meta.resourceVersion = String(gone.rv);
       if (!opts.dryRun) this.#namespaces.finalizeIfEmpty(meta.namespace);
       return { entry: new StoredEntry(obj, gone.rv), created: false };
@@ -194,7 +215,14 @@ export class WriteRules {
     return { entry: this.#d.commit(table, 'MODIFIED', key, obj, existing, opts.dryRun), created: false };
   }
 
-  patch(resource: string, namespace: string | undefined, name: string, type: PatchType, patch: unknown, opts: PatchOptions): StoredEntry {
+  patch(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    opts: PatchOptions,
+  ): StoredEntry {
     const table = this.#d.table(resource);
     const rt = table.rt;
     const existing = table.items.get(objectKey(rt.namespaced ? namespace : undefined, name));
@@ -207,12 +235,14 @@ export class WriteRules {
     try {
       if (type === 'json') patched = applyJsonPatch(base, patch, opts.maxCopyBytes);
       else if (type === 'merge') patched = applyMergePatch(base, patch);
-      else patched = applyStrategicMergePatch(base, patch, opts.model ?? rootModel(rt.group, rt.version, rt.kind) ?? '');
+      else
+        patched = applyStrategicMergePatch(base, patch, opts.model ?? rootModel(rt.group, rt.version, rt.kind) ?? '');
     } catch (err) {
       if (err instanceof PatchError) throw patchFailure(err, rt, name);
       throw err;
     }
-    if (patched === null || typeof patched !== 'object' || Array.isArray(patched)) throw badRequest('the patch must produce a JSON object');
+    if (patched === null || typeof patched !== 'object' || Array.isArray(patched))
+      throw badRequest('the patch must produce a JSON object');
     checkPatchResult(patched, this.#d.limits);
     opts.inspect?.(patched as KubeObject);
     const obj = opts.view ? opts.view.toStorage(patched as KubeObject) : (patched as KubeObject);
@@ -221,18 +251,33 @@ export class WriteRules {
     if (decodeError) {
       // A patched object that does not decode: NewInvalid with an empty GroupKind, the patched JSON as the value.
       throw invalid({ group: '', resource: '', kind: '' }, '', [
-        { reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(JSON.stringify(patched))}: ${decodeError}`, field: 'patch' },
+        {
+          reason: 'FieldValueInvalid',
+          message: `Invalid value: ${JSON.stringify(JSON.stringify(patched))}: ${decodeError}`,
+          field: 'patch',
+        },
       ]);
     }
     const causes: StatusCause[] = [];
     if (obj.metadata.name !== name) causes.push(immutable('metadata.name', obj.metadata.name));
-    if (rt.namespaced && obj.metadata.namespace !== namespace) causes.push(immutable('metadata.namespace', obj.metadata.namespace));
+    if (rt.namespaced && obj.metadata.namespace !== namespace)
+      causes.push(immutable('metadata.namespace', obj.metadata.namespace));
     if (causes.length) throw invalid(rt, name, causes);
     if (!obj.metadata.resourceVersion) obj.metadata.resourceVersion = String(existing.rv);
-    return this.update(resource, obj, { subresource: opts.subresource, user: opts.user, dryRun: opts.dryRun, fromPatch: true }).entry;
+    return this.update(resource, obj, {
+      subresource: opts.subresource,
+      user: opts.user,
+      dryRun: opts.dryRun,
+      fromPatch: true,
+    }).entry;
   }
 
-  delete(resource: string, namespace: string | undefined, name: string, opts: DeleteOptions): { entry: StoredEntry; deleted: boolean } {
+  delete(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    opts: DeleteOptions,
+  ): { entry: StoredEntry; deleted: boolean } {
     const table = this.#d.table(resource);
     const rt = table.rt;
     const key = objectKey(rt.namespaced ? namespace : undefined, name);
@@ -257,10 +302,14 @@ export class WriteRules {
       );
     }
     const now = formatTime(this.#d.now());
-    if (resource === 'namespaces') return { entry: this.#namespaces.delete(table, key, existing, now, opts.dryRun), deleted: false };
+    if (resource === 'namespaces')
+      return { entry: this.#namespaces.delete(table, key, existing, now, opts.dryRun), deleted: false };
     // The garbage collector's finalizers follow the options, the object's finalizers and the kind's default;
     // while any finalizer remains the object is only marked (markAsDeleting), else it goes now.
-    const finalizers = deletionFinalizers(rt.garbageCollectionPolicy, old.metadata.finalizers ?? [], opts) ?? old.metadata.finalizers ?? [];
+    const finalizers =
+      deletionFinalizers(rt.garbageCollectionPolicy, old.metadata.finalizers ?? [], opts) ??
+      old.metadata.finalizers ??
+      [];
     if (finalizers.length > 0) {
       const meta = { ...old.metadata, finalizers, deletionGracePeriodSeconds: 0 };
       if (!old.metadata.deletionTimestamp) {
@@ -271,7 +320,14 @@ export class WriteRules {
       if (jsonEqual(marked, old)) return { entry: existing, deleted: false };
       return { entry: this.#d.commit(table, 'MODIFIED', key, marked, existing, opts.dryRun), deleted: false };
     }
-    const entry = this.#d.commit(table, 'DELETED', key, { ...old, metadata: { ...old.metadata } }, existing, opts.dryRun);
+    const entry = this.#d.commit(
+      table,
+      'DELETED',
+      key,
+      { ...old, metadata: { ...old.metadata } },
+      existing,
+      opts.dryRun,
+    );
     if (!opts.dryRun) this.#namespaces.finalizeIfEmpty(old.metadata.namespace);
     return { entry, deleted: true };
   }
@@ -282,7 +338,8 @@ const KEPT_ON_STATUS_WRITE = new Set(['apiVersion', 'kind', 'metadata', 'status'
 
 /** A copy of the object with kind, apiVersion and metadata first (kube's key order) and the URL's group/version. */
 function withHeader(input: KubeObject, rt: ResourceType): KubeObject {
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) throw badRequest(`${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: not a JSON object`);
+  if (input === null || typeof input !== 'object' || Array.isArray(input))
+    throw badRequest(`${rt.kind} in version "${rt.version}" cannot be handled as a ${rt.kind}: not a JSON object`);
   const { kind: _k, apiVersion: _a, metadata, ...rest } = input;
   const meta = metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) ? metadata : {};
   return { kind: rt.kind, apiVersion: apiVersionOf(rt), metadata: meta, ...rest };
@@ -290,7 +347,14 @@ function withHeader(input: KubeObject, rt: ResourceType): KubeObject {
 
 /** BeforeUpdate: fields clients cannot change through an update. */
 function restoreSystemFields(meta: ObjectMeta, old: ObjectMeta): void {
-  const keys = ['uid', 'creationTimestamp', 'generation', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'namespace'] as const;
+  const keys = [
+    'uid',
+    'creationTimestamp',
+    'generation',
+    'deletionTimestamp',
+    'deletionGracePeriodSeconds',
+    'namespace',
+  ] as const;
   for (const k of keys) {
     if (old[k] === undefined) delete meta[k];
     else (meta as Record<string, unknown>)[k] = old[k];
@@ -326,7 +390,11 @@ function finalizerUpdateCauses(meta: ObjectMeta, old: ObjectMeta): StatusCause[]
 }
 
 function immutable(field: string, value: unknown): StatusCause {
-  return { reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(value ?? '')}: field is immutable`, field };
+  return {
+    reason: 'FieldValueInvalid',
+    message: `Invalid value: ${JSON.stringify(value ?? '')}: field is immutable`,
+    field,
+  };
 }
 
 /** The kind's request conversion (Secret stringData); a value Go would not decode is a 400, as in Go. */

@@ -17,7 +17,9 @@ import { validateLabels } from '../validation.ts';
 import { validatePodSpec } from '../core/pods.ts';
 
 export const rawInvalid = (p: FieldPath, rendered: string, detail: string): StatusCause => ({
-  reason: 'FieldValueInvalid', field: p.toString(), message: `Invalid value: ${rendered}: ${detail}`,
+  reason: 'FieldValueInvalid',
+  field: p.toString(),
+  message: `Invalid value: ${rendered}: ${detail}`,
 });
 
 export const goString = (v: unknown) => JSON.stringify(typeof v === 'string' ? v : '');
@@ -28,13 +30,18 @@ export function goLabelSelector(v: unknown): string {
   const sel = record(v) ?? {};
   const labels = record(sel.matchLabels);
   const labelText = labels
-    ? `map[string]string{${Object.keys(labels).sort().map((k) => `${JSON.stringify(k)}:${goString(labels[k])}`).join(', ')}}`
+    ? `map[string]string{${Object.keys(labels)
+        .sort()
+        .map((k) => `${JSON.stringify(k)}:${goString(labels[k])}`)
+        .join(', ')}}`
     : 'map[string]string(nil)';
   const exprs = Array.isArray(sel.matchExpressions)
-    ? `[]v1.LabelSelectorRequirement{${sel.matchExpressions.map((raw) => {
-      const e = record(raw) ?? {};
-      return `v1.LabelSelectorRequirement{Key:${goString(e.key)}, Operator:${goString(e.operator)}, Values:${goStrings(e.values)}}`;
-    }).join(', ')}}`
+    ? `[]v1.LabelSelectorRequirement{${sel.matchExpressions
+        .map((raw) => {
+          const e = record(raw) ?? {};
+          return `v1.LabelSelectorRequirement{Key:${goString(e.key)}, Operator:${goString(e.operator)}, Values:${goStrings(e.values)}}`;
+        })
+        .join(', ')}}`
     : '[]v1.LabelSelectorRequirement(nil)';
   return `v1.LabelSelector{MatchLabels:${labelText}, MatchExpressions:${exprs}}`;
 }
@@ -58,7 +65,15 @@ const PERCENT_RE = /^[0-9]+%$/;
 export function validatePositiveIntOrPercent(v: unknown, p: FieldPath): StatusCause[] {
   if (v === undefined || v === null) return [];
   if (typeof v === 'string') {
-    return PERCENT_RE.test(v) ? [] : [rawInvalid(p, goIntOrString(v), "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")];
+    return PERCENT_RE.test(v)
+      ? []
+      : [
+          rawInvalid(
+            p,
+            goIntOrString(v),
+            "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+          ),
+        ];
   }
   if (typeof v === 'number' && Number.isInteger(v)) return nonNegative(v, p);
   return [rawInvalid(p, JSON.stringify(v), "must be an integer or percentage (e.g '5%')")];
@@ -72,7 +87,9 @@ export function intOrPercentValue(v: unknown): number {
 }
 
 export function notMoreThan100Percent(v: unknown, p: FieldPath): StatusCause[] {
-  return typeof v === 'string' && PERCENT_RE.test(v) && intOrPercentValue(v) > 100 ? [rawInvalid(p, goIntOrString(v), 'must not be greater than 100%')] : [];
+  return typeof v === 'string' && PERCENT_RE.test(v) && intOrPercentValue(v) > 100
+    ? [rawInvalid(p, goIntOrString(v), 'must not be greater than 100%')]
+    : [];
 }
 
 // ----------------------------------------------------------------------------------------- pod template
@@ -84,7 +101,8 @@ export function validateTemplate(template: JsonRecord, p: FieldPath, activeDeadl
   const causes = validateLabels(meta.labels, p.child('labels'));
   causes.push(...validatePodSpec(template.spec, p.child('spec')));
   const spec = record(template.spec) ?? {};
-  if (spec.restartPolicy !== 'Always') causes.push(notSupported(p.child('spec', 'restartPolicy'), spec.restartPolicy ?? '', ['Always']));
+  if (spec.restartPolicy !== 'Always')
+    causes.push(notSupported(p.child('spec', 'restartPolicy'), spec.restartPolicy ?? '', ['Always']));
   if (spec.activeDeadlineSeconds !== undefined && spec.activeDeadlineSeconds !== null) {
     causes.push(invalid(p.child('spec', 'activeDeadlineSeconds'), spec.activeDeadlineSeconds, activeDeadlineMessage));
   }
@@ -102,7 +120,8 @@ function selectorPredicate(sel: unknown): ((labels: Record<string, string>) => b
   }
 }
 
-export const isEmptySelector = (sel: JsonRecord) => Object.keys(record(sel.matchLabels) ?? {}).length + list(sel.matchExpressions).length === 0;
+export const isEmptySelector = (sel: JsonRecord) =>
+  Object.keys(record(sel.matchLabels) ?? {}).length + list(sel.matchExpressions).length === 0;
 
 export function templateLabelsMismatch(sel: unknown, template: JsonRecord, p: FieldPath): StatusCause[] {
   const labels = (record(record(template.metadata)?.labels) ?? {}) as Record<string, string>;
@@ -140,7 +159,8 @@ export function bumpGeneration(countAnnotations: boolean, applyDefaults: (o: Kub
     if (subresource === 'status') return;
     applyDefaults(o); // compare defaulted specs, as kube does after decoding
     const changed =
-      !jsonEqual(o.spec, old.spec) || (countAnnotations && !jsonEqual(nonEmpty(o.metadata.annotations), nonEmpty(old.metadata.annotations)));
+      !jsonEqual(o.spec, old.spec) ||
+      (countAnnotations && !jsonEqual(nonEmpty(o.metadata.annotations), nonEmpty(old.metadata.annotations)));
     if (changed) o.metadata.generation = (old.metadata.generation ?? 0) + 1;
   };
 }
@@ -165,10 +185,15 @@ export function labelSelectorString(sel: unknown): string {
   for (const e of (Array.isArray(s.matchExpressions) ? s.matchExpressions : []).map(rec)) {
     const key = cellText(e.key);
     const values = `(${(Array.isArray(e.values) ? e.values.map((v) => cellText(v)) : []).sort().join(',')})`;
-    const text = { In: `${key} in ${values}`, NotIn: `${key} notin ${values}`, Exists: key, DoesNotExist: `!${key}` }[cellText(e.operator)];
+    const text = { In: `${key} in ${values}`, NotIn: `${key} notin ${values}`, Exists: key, DoesNotExist: `!${key}` }[
+      cellText(e.operator)
+    ];
     if (text !== undefined) reqs.push([key, text]);
   }
-  const out = reqs.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, t]) => t).join(',');
+  const out = reqs
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, t]) => t)
+    .join(',');
   return out === '' ? '<none>' : out;
 }
 
@@ -178,6 +203,22 @@ function templateContainers(o: KubeObject): Array<Record<string, unknown>> {
 }
 export const num = (v: unknown) => (typeof v === 'number' ? v : 0);
 export const workloadWideColumns: TableColumn[] = [
-  column('Containers', 'Names of each container in the template.', (o) => templateContainers(o).map((c) => cellText(c.name)).join(','), 1),
-  column('Images', 'Images referenced by each container in the template.', (o) => templateContainers(o).map((c) => cellText(c.image)).join(','), 1),
+  column(
+    'Containers',
+    'Names of each container in the template.',
+    (o) =>
+      templateContainers(o)
+        .map((c) => cellText(c.name))
+        .join(','),
+    1,
+  ),
+  column(
+    'Images',
+    'Images referenced by each container in the template.',
+    (o) =>
+      templateContainers(o)
+        .map((c) => cellText(c.image))
+        .join(','),
+    1,
+  ),
 ];

@@ -3,7 +3,17 @@
 // Convert_v1_Secret_To_core_Secret does), validation (data keys, 1 MiB total, Secret type rules, `immutable`
 // honoured on update) after k/k pkg/apis/core/validation, and kubectl columns.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
-import { FieldPath, forbidden, immutable, invalid, invalidEach, record, required, tooLong, typeCheck } from '../../common/field-errors.ts';
+import {
+  FieldPath,
+  forbidden,
+  immutable,
+  invalid,
+  invalidEach,
+  record,
+  required,
+  tooLong,
+  typeCheck,
+} from '../../common/field-errors.ts';
 import { base64DecodeError } from '../../common/go-base64.ts';
 import { isConfigMapKey } from '../../common/name-rules.ts';
 import { ALL_VERBS, path, setDefault } from '../registry-helpers.ts';
@@ -42,7 +52,8 @@ function immutableDataCauses(obj: KubeObject, old: KubeObject | undefined, field
       causes.push(forbidden(FieldPath.root(f), 'field is immutable when `immutable` is set'));
     }
   }
-  if (obj.immutable !== true) causes.push(forbidden(FieldPath.root('immutable'), 'field is immutable when `immutable` is set'));
+  if (obj.immutable !== true)
+    causes.push(forbidden(FieldPath.root('immutable'), 'field is immutable when `immutable` is set'));
   return causes;
 }
 
@@ -54,7 +65,8 @@ export function validateConfigMap(obj: KubeObject, old?: KubeObject): StatusCaus
   const binKeys = record(obj.binaryData) ?? {};
   for (const k of Object.keys(record(obj.data) ?? {})) {
     // Own keys only: `k in binKeys` is true for `__proto__`, `constructor`, `toString`... of any object.
-    if (Object.hasOwn(binKeys, k)) causes.push(invalid(FieldPath.root('data').key(k), k, 'duplicate of key present in binaryData'));
+    if (Object.hasOwn(binKeys, k))
+      causes.push(invalid(FieldPath.root('data').key(k), k, 'duplicate of key present in binaryData'));
   }
   if (data.size + bin.size > MAX_SECRET_SIZE) causes.push(tooLong(FieldPath.root(''), MAX_SECRET_SIZE));
   causes.push(...immutableDataCauses(obj, old, ['data', 'binaryData']));
@@ -71,7 +83,8 @@ function decodeBase64Maps(obj: KubeObject, kind: string, fields: readonly string
   for (const f of fields) {
     for (const v of Object.values(record(obj[f]) ?? {})) {
       if (v === null) continue;
-      if (typeof v !== 'string') return `json: cannot unmarshal ${typeof v} into Go struct field ${kind}.${f} of type []uint8`;
+      if (typeof v !== 'string')
+        return `json: cannot unmarshal ${typeof v} into Go struct field ${kind}.${f} of type []uint8`;
       const err = base64DecodeError(v);
       if (err) return err;
     }
@@ -85,7 +98,8 @@ export function convertSecret(obj: KubeObject): string | undefined {
   if (err) return err;
   const stringData = record(obj.stringData);
   for (const v of Object.values(stringData ?? {})) {
-    if (typeof v !== 'string') return `json: cannot unmarshal ${typeof v} into Go struct field Secret.stringData of type string`;
+    if (typeof v !== 'string')
+      return `json: cannot unmarshal ${typeof v} into Go struct field Secret.stringData of type string`;
   }
   delete obj.stringData;
   if (stringData && Object.keys(stringData).length > 0) {
@@ -110,7 +124,6 @@ export function validateSecret(obj: KubeObject, old?: KubeObject): StatusCause[]
   causes.push(...immutableDataCauses(obj, old, ['data']));
   return causes;
 }
-
 
 const configMapColumns: TableColumn[] = [
   nameColumn,

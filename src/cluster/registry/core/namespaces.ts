@@ -20,7 +20,11 @@ export function validateNamespace(obj: KubeObject, _old?: KubeObject): StatusCau
   }
   const phase = record(obj.status)?.phase;
   if (phase !== undefined && phase !== '' && !NAMESPACE_PHASES.includes(phase as string)) {
-    causes.push({ reason: 'FieldValueNotSupported', field: 'status.phase', message: `Unsupported value: ${JSON.stringify(phase)}: supported values: "Active", "Terminating"` });
+    causes.push({
+      reason: 'FieldValueNotSupported',
+      field: 'status.phase',
+      message: `Unsupported value: ${JSON.stringify(phase)}: supported values: "Active", "Terminating"`,
+    });
   }
   return causes;
 }

@@ -2,12 +2,32 @@
 // (taints, unschedulable, capacity/allocatable quantities) after k/k pkg/apis/core/validation, and its kubectl
 // columns.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
-import { FieldPath, duplicate, invalidEach, list, notSupported, record, required, sorted, typeCheck } from '../../common/field-errors.ts';
+import {
+  FieldPath,
+  duplicate,
+  invalidEach,
+  list,
+  notSupported,
+  record,
+  required,
+  sorted,
+  typeCheck,
+} from '../../common/field-errors.ts';
 import { isQualifiedName, isValidLabelValue } from '../../common/name-rules.ts';
 import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
 import { ALL_VERBS, boolPath } from '../registry-helpers.ts';
 import type { ResourceType } from '../resource-type.ts';
-import { ageColumn, column, nameColumn, nonEmpty, rec, spec, status, str as cellText, type TableColumn } from '../table-columns.ts';
+import {
+  ageColumn,
+  column,
+  nameColumn,
+  nonEmpty,
+  rec,
+  spec,
+  status,
+  str as cellText,
+  type TableColumn,
+} from '../table-columns.ts';
 import { validateResourceList } from '../validation.ts';
 
 const TAINT_EFFECTS = sorted(['NoSchedule', 'PreferNoSchedule', 'NoExecute']);
@@ -23,9 +43,11 @@ export function validateNode(obj: KubeObject, _old?: KubeObject): StatusCause[] 
     const p = FieldPath.root('spec', 'taints').index(i);
     const key = String(t.key ?? '');
     causes.push(...invalidEach(p.child('key'), key, isQualifiedName(key)));
-    if (t.value !== undefined && t.value !== '') causes.push(...invalidEach(p.child('value'), String(t.value), isValidLabelValue(String(t.value))));
+    if (t.value !== undefined && t.value !== '')
+      causes.push(...invalidEach(p.child('value'), String(t.value), isValidLabelValue(String(t.value))));
     if (!t.effect) causes.push(required(p.child('effect')));
-    else if (!TAINT_EFFECTS.includes(t.effect as string)) causes.push(notSupported(p.child('effect'), t.effect, TAINT_EFFECTS));
+    else if (!TAINT_EFFECTS.includes(t.effect as string))
+      causes.push(notSupported(p.child('effect'), t.effect, TAINT_EFFECTS));
     const id = `${key}:${String(t.effect)}`;
     if (seen.has(id)) causes.push(duplicate(p, `${key}:${String(t.effect)}`));
     seen.add(id);
@@ -66,9 +88,24 @@ const nodeColumns: TableColumn[] = [
   column('Version', 'Kubelet Version reported by the node.', (o) => cellText(nodeInfo(o).kubeletVersion)),
   column('Internal-IP', 'List of internal IPs assigned to the node.', (o) => nodeAddress(o, 'InternalIP'), 1),
   column('External-IP', 'List of external IPs assigned to the node.', (o) => nodeAddress(o, 'ExternalIP'), 1),
-  column('OS-Image', 'OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).', (o) => nonEmpty(nodeInfo(o).osImage, '<unknown>'), 1),
-  column('Kernel-Version', 'Kernel Version reported by the node from \'uname -r\' (e.g. 3.16.0-0.bpo.4-amd64).', (o) => nonEmpty(nodeInfo(o).kernelVersion, '<unknown>'), 1),
-  column('Container-Runtime', 'ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).', (o) => nonEmpty(nodeInfo(o).containerRuntimeVersion, '<unknown>'), 1),
+  column(
+    'OS-Image',
+    'OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).',
+    (o) => nonEmpty(nodeInfo(o).osImage, '<unknown>'),
+    1,
+  ),
+  column(
+    'Kernel-Version',
+    "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
+    (o) => nonEmpty(nodeInfo(o).kernelVersion, '<unknown>'),
+    1,
+  ),
+  column(
+    'Container-Runtime',
+    'ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).',
+    (o) => nonEmpty(nodeInfo(o).containerRuntimeVersion, '<unknown>'),
+    1,
+  ),
 ];
 
 export const NODES: ResourceType = {

@@ -5,7 +5,16 @@
 import type { KubeObject, LabelSelector, StatusCause } from '../../../types/k8s.ts';
 import { isQuantity, parseQuantity } from '../../../types/quantity.ts';
 import {
-  FieldPath, forbidden, immutable, invalid, invalidEach, record, required, str, typeCheck, type JsonRecord,
+  FieldPath,
+  forbidden,
+  immutable,
+  invalid,
+  invalidEach,
+  record,
+  required,
+  str,
+  typeCheck,
+  type JsonRecord,
 } from '../../common/field-errors.ts';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../common/name-rules.ts';
 import { labelSelectorToPredicate, SelectorError } from '../../common/selectors.ts';
@@ -13,10 +22,27 @@ import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
 import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
 import type { ResourceType } from '../resource-type.ts';
 import {
-  accessModesString, ageColumn, column, nameColumn, nonEmpty, phaseOrTerminating, rec, spec, status, storageClassOf, str as cellText,
+  accessModesString,
+  ageColumn,
+  column,
+  nameColumn,
+  nonEmpty,
+  phaseOrTerminating,
+  rec,
+  spec,
+  status,
+  storageClassOf,
+  str as cellText,
   type TableColumn,
 } from '../table-columns.ts';
-import { canonical, VOLUME_MODES, validateAccessModes, validateClassName, validateOptionalEnum, validateQuantity } from '../validation.ts';
+import {
+  canonical,
+  VOLUME_MODES,
+  validateAccessModes,
+  validateClassName,
+  validateOptionalEnum,
+  validateQuantity,
+} from '../validation.ts';
 
 /** PersistentVolumeClaim create rules, and on update kube's spec immutability (see validatePVCUpdate). */
 export function validatePersistentVolumeClaim(obj: KubeObject, old?: KubeObject): StatusCause[] {
@@ -63,7 +89,8 @@ function validateDataSourceReference(ref: JsonRecord, p: FieldPath, withNamespac
   }
   if (apiGroup !== '') causes.push(...invalidEach(p.child('apiGroup'), apiGroup, isDNS1123Subdomain(apiGroup)));
   const namespace = str(ref.namespace);
-  if (withNamespace && namespace) causes.push(...invalidEach(p.child('namespace'), namespace, isDNS1123Label(namespace)));
+  if (withNamespace && namespace)
+    causes.push(...invalidEach(p.child('namespace'), namespace, isDNS1123Label(namespace)));
   return causes;
 }
 
@@ -75,7 +102,11 @@ function validateDataSources(spec: JsonRecord, p: FieldPath): StatusCause[] {
   if (ds) causes.push(...validateDataSourceReference(ds, p.child('dataSource'), false));
   if (ref) causes.push(...validateDataSourceReference(ref, p.child('dataSourceRef'), true));
   // The bad value is a *field.Path, which Go prints through its String(), unquoted.
-  const pathValue = (detail: string): StatusCause => ({ reason: 'FieldValueInvalid', field: p.toString(), message: `Invalid value: ${p.child('dataSource').toString()}: ${detail}` });
+  const pathValue = (detail: string): StatusCause => ({
+    reason: 'FieldValueInvalid',
+    field: p.toString(),
+    message: `Invalid value: ${p.child('dataSource').toString()}: ${detail}`,
+  });
   if (ref && str(ref.namespace)) {
     if (ds) causes.push(pathValue('may not be specified when dataSourceRef.namespace is specified'));
   } else if (ds && ref && !sameReference(ds, ref)) {
@@ -105,12 +136,18 @@ export function normalizeDataSources(spec: JsonRecord, oldSpec: JsonRecord | und
   const ds = record(spec.dataSource);
   if (!oldHadSource && !ref && ds) {
     const group = str(ds.apiGroup) ?? '';
-    const allowed = (ds.kind === 'PersistentVolumeClaim' && group === '') || (ds.kind === 'VolumeSnapshot' && group === VOLUME_SNAPSHOT_GROUP);
+    const allowed =
+      (ds.kind === 'PersistentVolumeClaim' && group === '') ||
+      (ds.kind === 'VolumeSnapshot' && group === VOLUME_SNAPSHOT_GROUP);
     if (!allowed) delete spec.dataSource;
   }
   const source = record(spec.dataSource);
   const sourceRef = record(spec.dataSourceRef);
-  const copy = (r: JsonRecord): JsonRecord => ({ ...(r.apiGroup !== undefined ? { apiGroup: r.apiGroup } : {}), kind: r.kind, name: r.name });
+  const copy = (r: JsonRecord): JsonRecord => ({
+    ...(r.apiGroup !== undefined ? { apiGroup: r.apiGroup } : {}),
+    kind: r.kind,
+    name: r.name,
+  });
   if (!source && sourceRef) {
     if (!str(sourceRef.namespace)) spec.dataSource = copy(sourceRef);
   } else if (source && !sourceRef) {
@@ -131,8 +168,12 @@ function validatePVCUpdate(obj: KubeObject, old: KubeObject): StatusCause[] {
   const causes: StatusCause[] = [];
   if (!oldSpec.volumeName) oldSpec.volumeName = spec.volumeName;
   const oldAnnotations = old.metadata?.annotations ?? {};
-  if ((oldSpec.storageClassName === undefined || oldSpec.storageClassName === null) && !(BETA_CLASS_ANNOTATION in oldAnnotations)) {
-    if (typeof spec.storageClassName === 'string' && spec.storageClassName !== '') oldSpec.storageClassName = spec.storageClassName;
+  if (
+    (oldSpec.storageClassName === undefined || oldSpec.storageClassName === null) &&
+    !(BETA_CLASS_ANNOTATION in oldAnnotations)
+  ) {
+    if (typeof spec.storageClassName === 'string' && spec.storageClassName !== '')
+      oldSpec.storageClassName = spec.storageClassName;
   }
   const bound = record(obj.status)?.phase === 'Bound';
   const oldRequests = record(record(oldSpec.resources)?.requests) ?? {};
@@ -142,7 +183,12 @@ function validatePVCUpdate(obj: KubeObject, old: KubeObject): StatusCause[] {
     spec.volumeAttributesClassName = oldSpec.volumeAttributesClassName;
   }
   if (JSON.stringify(canonical(spec)) !== JSON.stringify(canonical(oldSpec))) {
-    causes.push(forbidden(FieldPath.root('spec'), 'spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims'));
+    causes.push(
+      forbidden(
+        FieldPath.root('spec'),
+        'spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims',
+      ),
+    );
   }
   const newSize = newRequests.storage;
   const oldSize = oldRequests.storage;
@@ -151,7 +197,12 @@ function validatePVCUpdate(obj: KubeObject, old: KubeObject): StatusCause[] {
     // expansion, but never to status.capacity or below (Kubernetes does not shrink volumes).
     const statusSize = record(record(old.status)?.capacity)?.storage;
     if (parseQuantity(newSize) <= (isQuantity(statusSize) ? parseQuantity(statusSize) : 0n)) {
-      causes.push(forbidden(FieldPath.root('spec', 'resources', 'requests', 'storage'), 'field can not be less than status.capacity'));
+      causes.push(
+        forbidden(
+          FieldPath.root('spec', 'resources', 'requests', 'storage'),
+          'field can not be less than status.capacity',
+        ),
+      );
     }
   }
   causes.push(...immutable(FieldPath.root('volumeMode'), record(obj.spec)?.volumeMode, record(old.spec)?.volumeMode));
@@ -161,15 +212,26 @@ function validatePVCUpdate(obj: KubeObject, old: KubeObject): StatusCause[] {
 const pvcColumns: TableColumn[] = [
   nameColumn,
   column('Status', 'phase represents the current phase of PersistentVolumeClaim.', phaseOrTerminating),
-  column('Volume', 'volumeName is the binding reference to the PersistentVolume backing this claim.', (o) => cellText(spec(o).volumeName)),
+  column('Volume', 'volumeName is the binding reference to the PersistentVolume backing this claim.', (o) =>
+    cellText(spec(o).volumeName),
+  ),
   column('Capacity', 'capacity represents the actual resources of the underlying volume.', (o) =>
-    cellText(spec(o).volumeName) !== '' ? cellText(rec(status(o).capacity).storage, '0') : ''),
+    cellText(spec(o).volumeName) !== '' ? cellText(rec(status(o).capacity).storage, '0') : '',
+  ),
   column('Access Modes', 'accessModes contains the actual access modes the volume backing the PVC has.', (o) =>
-    cellText(spec(o).volumeName) !== '' ? accessModesString(status(o).accessModes) : ''),
+    cellText(spec(o).volumeName) !== '' ? accessModesString(status(o).accessModes) : '',
+  ),
   column('StorageClass', 'StorageClass of the pvc', storageClassOf),
-  column('VolumeAttributesClass', 'VolumeAttributesClass of the pvc', (o) => nonEmpty(spec(o).volumeAttributesClassName, '<unset>')),
+  column('VolumeAttributesClass', 'VolumeAttributesClass of the pvc', (o) =>
+    nonEmpty(spec(o).volumeAttributesClassName, '<unset>'),
+  ),
   ageColumn,
-  column('VolumeMode', 'volumeMode defines what type of volume is required by the claim.', (o) => nonEmpty(spec(o).volumeMode, '<unset>'), 1),
+  column(
+    'VolumeMode',
+    'volumeMode defines what type of volume is required by the claim.',
+    (o) => nonEmpty(spec(o).volumeMode, '<unset>'),
+    1,
+  ),
 ];
 
 export const PERSISTENT_VOLUME_CLAIMS: ResourceType = {
@@ -185,7 +247,12 @@ export const PERSISTENT_VOLUME_CLAIMS: ResourceType = {
   hasStatus: true,
   validate: (o, old) => validatePersistentVolumeClaim(o, old),
   defaults(o) {
-    canonicalizeQuantityMaps(o, ['spec.resources.requests', 'spec.resources.limits', 'status.capacity', 'status.allocatedResources']);
+    canonicalizeQuantityMaps(o, [
+      'spec.resources.requests',
+      'spec.resources.limits',
+      'status.capacity',
+      'status.allocatedResources',
+    ]);
     setDefault(section(o, 'spec'), 'volumeMode', 'Filesystem');
     setDefault(section(o, 'status'), 'phase', 'Pending');
   },

@@ -3,8 +3,20 @@
 // immutable) after k/k pkg/apis/core/validation, and its kubectl columns.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import {
-  FieldPath, forbidden, immutable, invalid, invalidEach, list, notSupported, record, required, sorted, str, tooLong,
-  typeCheck, type JsonRecord,
+  FieldPath,
+  forbidden,
+  immutable,
+  invalid,
+  invalidEach,
+  list,
+  notSupported,
+  record,
+  required,
+  sorted,
+  str,
+  tooLong,
+  typeCheck,
+  type JsonRecord,
 } from '../../common/field-errors.ts';
 import { formatTime } from '../../common/meta.ts';
 import { isQualifiedName, isValidLabelValue } from '../../common/name-rules.ts';
@@ -12,19 +24,63 @@ import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
 import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
 import type { ResourceType } from '../resource-type.ts';
 import {
-  accessModesString, ageColumn, column, nameColumn, nonEmpty, phaseOrTerminating, rec, spec, status, storageClassOf, str as cellText,
+  accessModesString,
+  ageColumn,
+  column,
+  nameColumn,
+  nonEmpty,
+  phaseOrTerminating,
+  rec,
+  spec,
+  status,
+  storageClassOf,
+  str as cellText,
   type TableColumn,
 } from '../table-columns.ts';
-import { VOLUME_MODES, validateAccessModes, validateClassName, validateOptionalEnum, validateQuantity } from '../validation.ts';
+import {
+  VOLUME_MODES,
+  validateAccessModes,
+  validateClassName,
+  validateOptionalEnum,
+  validateQuantity,
+} from '../validation.ts';
 
 const PV_RECLAIM_POLICIES = sorted(['Delete', 'Recycle', 'Retain']);
-const HOST_PATH_TYPES = sorted(['', 'DirectoryOrCreate', 'Directory', 'FileOrCreate', 'File', 'Socket', 'CharDevice', 'BlockDevice']);
+const HOST_PATH_TYPES = sorted([
+  '',
+  'DirectoryOrCreate',
+  'Directory',
+  'FileOrCreate',
+  'File',
+  'Socket',
+  'CharDevice',
+  'BlockDevice',
+]);
 
 /** PersistentVolumeSource members (one and only one must be set). */
 const PV_SOURCES = [
-  'gcePersistentDisk', 'awsElasticBlockStore', 'hostPath', 'glusterfs', 'nfs', 'rbd', 'quobyte', 'iscsi', 'cinder',
-  'cephfs', 'fc', 'flocker', 'flexVolume', 'azureFile', 'vsphereVolume', 'azureDisk', 'photonPersistentDisk',
-  'portworxVolume', 'scaleIO', 'local', 'storageos', 'csi',
+  'gcePersistentDisk',
+  'awsElasticBlockStore',
+  'hostPath',
+  'glusterfs',
+  'nfs',
+  'rbd',
+  'quobyte',
+  'iscsi',
+  'cinder',
+  'cephfs',
+  'fc',
+  'flocker',
+  'flexVolume',
+  'azureFile',
+  'vsphereVolume',
+  'azureDisk',
+  'photonPersistentDisk',
+  'portworxVolume',
+  'scaleIO',
+  'local',
+  'storageos',
+  'csi',
 ];
 
 /** ValidateNodeSelector as PV nodeAffinity uses it. */
@@ -44,22 +100,29 @@ function validateNodeSelector(sel: unknown, p: FieldPath): StatusCause[] {
         const values = list(req.values);
         const op = req.operator;
         if (field === 'matchFields') {
-          if (req.key !== 'metadata.name') causes.push(invalid(rp.child('key'), req.key ?? '', 'not a valid field selector key'));
+          if (req.key !== 'metadata.name')
+            causes.push(invalid(rp.child('key'), req.key ?? '', 'not a valid field selector key'));
         } else {
           causes.push(...invalidEach(rp.child('key'), String(req.key ?? ''), isQualifiedName(String(req.key ?? ''))));
         }
         if (op === 'In' || op === 'NotIn') {
-          if (values.length === 0) causes.push(required(rp.child('values'), "must be specified when `operator` is 'In' or 'NotIn'"));
+          if (values.length === 0)
+            causes.push(required(rp.child('values'), "must be specified when `operator` is 'In' or 'NotIn'"));
         } else if (op === 'Exists' || op === 'DoesNotExist') {
-          if (values.length > 0) causes.push(forbidden(rp.child('values'), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
+          if (values.length > 0)
+            causes.push(
+              forbidden(rp.child('values'), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+            );
         } else if (op === 'Gt' || op === 'Lt') {
-          if (values.length !== 1) causes.push(required(rp.child('values'), "must be specified single value when `operator` is 'Lt' or 'Gt'"));
+          if (values.length !== 1)
+            causes.push(required(rp.child('values'), "must be specified single value when `operator` is 'Lt' or 'Gt'"));
         } else {
           causes.push(invalid(rp.child('operator'), op ?? '', 'not a valid selector operator'));
         }
         values.forEach((v, k) => {
           if (typeof v !== 'string') causes.push(invalid(rp.child('values').index(k), v, 'must be a string'));
-          else if (field === 'matchExpressions') causes.push(...invalidEach(rp.child('values').index(k), v, isValidLabelValue(v)));
+          else if (field === 'matchExpressions')
+            causes.push(...invalidEach(rp.child('values').index(k), v, isValidLabelValue(v)));
         });
       });
     }
@@ -70,19 +133,23 @@ function validateNodeSelector(sel: unknown, p: FieldPath): StatusCause[] {
 function validatePVSource(spec: JsonRecord, p: FieldPath): StatusCause[] {
   const present = PV_SOURCES.filter((s) => spec[s] !== undefined && spec[s] !== null);
   if (present.length === 0) return [required(p, 'must specify a volume type')];
-  const causes: StatusCause[] = present.slice(1).map((s) => forbidden(p.child(s), 'may not specify more than 1 volume type'));
+  const causes: StatusCause[] = present
+    .slice(1)
+    .map((s) => forbidden(p.child(s), 'may not specify more than 1 volume type'));
   const hostPath = record(spec.hostPath);
   if (hostPath) {
     const path = str(hostPath.path);
     if (!path) causes.push(required(p.child('hostPath', 'path')));
-    else if (path.split('/').includes('..')) causes.push(invalid(p.child('hostPath', 'path'), path, "must not contain '..'"));
+    else if (path.split('/').includes('..'))
+      causes.push(invalid(p.child('hostPath', 'path'), path, "must not contain '..'"));
     causes.push(...validateOptionalEnum(hostPath.type, p.child('hostPath', 'type'), HOST_PATH_TYPES));
   }
   const local = record(spec.local);
   if (local) {
     const path = str(local.path);
     if (!path) causes.push(required(p.child('local', 'path')));
-    else if (path.split('/').includes('..')) causes.push(invalid(p.child('local', 'path'), path, "must not contain '..'"));
+    else if (path.split('/').includes('..'))
+      causes.push(invalid(p.child('local', 'path'), path, "must not contain '..'"));
     if (spec.nodeAffinity === undefined || spec.nodeAffinity === null) {
       causes.push(required(p.child('nodeAffinity'), 'Local volume requires node affinity'));
     }
@@ -116,11 +183,19 @@ export function validatePersistentVolume(obj: KubeObject, old?: KubeObject): Sta
   if (!capacity || Object.keys(capacity).length === 0) {
     causes.push(required(p.child('capacity')));
   } else {
-    if (!('storage' in capacity) || Object.keys(capacity).length > 1) causes.push(notSupported(p.child('capacity'), capacity, ['storage']));
-    for (const [k, v] of Object.entries(capacity)) causes.push(...validateQuantity(v, p.child('capacity').key(k), false));
+    if (!('storage' in capacity) || Object.keys(capacity).length > 1)
+      causes.push(notSupported(p.child('capacity'), capacity, ['storage']));
+    for (const [k, v] of Object.entries(capacity))
+      causes.push(...validateQuantity(v, p.child('capacity').key(k), false));
   }
   causes.push(...validatePVSource(spec, p));
-  causes.push(...validateOptionalEnum(spec.persistentVolumeReclaimPolicy, p.child('persistentVolumeReclaimPolicy'), PV_RECLAIM_POLICIES));
+  causes.push(
+    ...validateOptionalEnum(
+      spec.persistentVolumeReclaimPolicy,
+      p.child('persistentVolumeReclaimPolicy'),
+      PV_RECLAIM_POLICIES,
+    ),
+  );
   causes.push(...validateClassName(spec.storageClassName, p.child('storageClassName')));
   causes.push(...validateOptionalEnum(spec.volumeMode, p.child('volumeMode'), VOLUME_MODES));
   if (spec.claimRef !== undefined && spec.claimRef !== null) {
@@ -143,31 +218,61 @@ export function validatePersistentVolume(obj: KubeObject, old?: KubeObject): Sta
     const oldSpec = record(old.spec) ?? {};
     const source = (s: JsonRecord) => Object.fromEntries(PV_SOURCES.filter((k) => s[k] != null).map((k) => [k, s[k]]));
     if (JSON.stringify(source(spec)) !== JSON.stringify(source(oldSpec))) {
-      causes.push(forbidden(p.child('persistentvolumesource'), 'spec.persistentvolumesource is immutable after creation'));
+      causes.push(
+        forbidden(p.child('persistentvolumesource'), 'spec.persistentvolumesource is immutable after creation'),
+      );
     }
     // kube reports these two without the "spec." prefix (field.NewPath("volumeMode") in ValidatePersistentVolumeUpdate).
     causes.push(...immutable(FieldPath.root('volumeMode'), spec.volumeMode, oldSpec.volumeMode));
-    if (oldSpec.nodeAffinity != null) causes.push(...immutable(FieldPath.root('nodeAffinity'), spec.nodeAffinity, oldSpec.nodeAffinity));
+    if (oldSpec.nodeAffinity != null)
+      causes.push(...immutable(FieldPath.root('nodeAffinity'), spec.nodeAffinity, oldSpec.nodeAffinity));
   }
   return causes;
 }
 
 const pvColumns: TableColumn[] = [
   nameColumn,
-  column('Capacity', 'capacity is the description of the persistent volume\'s resources and capacity.', (o) => cellText(rec(spec(o).capacity).storage, '0')),
-  column('Access Modes', 'accessModes contains all ways the volume can be mounted.', (o) => accessModesString(spec(o).accessModes)),
-  column('Reclaim Policy', 'persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim.', (o) => cellText(spec(o).persistentVolumeReclaimPolicy)),
-  column('Status', 'phase indicates if a volume is available, bound to a claim, or released by a claim.', phaseOrTerminating),
-  column('Claim', 'claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim.', (o) => {
-    const ref = spec(o).claimRef;
-    if (ref === undefined || ref === null) return '';
-    return `${cellText(rec(ref).namespace)}/${cellText(rec(ref).name)}`;
-  }),
+  column('Capacity', "capacity is the description of the persistent volume's resources and capacity.", (o) =>
+    cellText(rec(spec(o).capacity).storage, '0'),
+  ),
+  column('Access Modes', 'accessModes contains all ways the volume can be mounted.', (o) =>
+    accessModesString(spec(o).accessModes),
+  ),
+  column(
+    'Reclaim Policy',
+    'persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim.',
+    (o) => cellText(spec(o).persistentVolumeReclaimPolicy),
+  ),
+  column(
+    'Status',
+    'phase indicates if a volume is available, bound to a claim, or released by a claim.',
+    phaseOrTerminating,
+  ),
+  column(
+    'Claim',
+    'claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim.',
+    (o) => {
+      const ref = spec(o).claimRef;
+      if (ref === undefined || ref === null) return '';
+      return `${cellText(rec(ref).namespace)}/${cellText(rec(ref).name)}`;
+    },
+  ),
   column('StorageClass', 'StorageClass of the pv', storageClassOf),
-  column('VolumeAttributesClass', 'VolumeAttributesClass of the pv', (o) => nonEmpty(spec(o).volumeAttributesClassName, '<unset>')),
-  column('Reason', 'reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.', (o) => cellText(status(o).reason)),
+  column('VolumeAttributesClass', 'VolumeAttributesClass of the pv', (o) =>
+    nonEmpty(spec(o).volumeAttributesClassName, '<unset>'),
+  ),
+  column(
+    'Reason',
+    'reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.',
+    (o) => cellText(status(o).reason),
+  ),
   ageColumn,
-  column('VolumeMode', 'volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state.', (o) => nonEmpty(spec(o).volumeMode, '<unset>'), 1),
+  column(
+    'VolumeMode',
+    'volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state.',
+    (o) => nonEmpty(spec(o).volumeMode, '<unset>'),
+    1,
+  ),
 ];
 
 export const PERSISTENT_VOLUMES: ResourceType = {

@@ -12,7 +12,8 @@ import { section, setDefault } from '../registry-helpers.ts';
 
 type Json = Record<string, unknown>;
 
-const rec = (v: unknown): Json | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined);
+const rec = (v: unknown): Json | undefined =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined;
 const records = (v: unknown): Json[] => (Array.isArray(v) ? v.map(rec).filter((x): x is Json => x !== undefined) : []);
 /** Sets a pointer field (`*int32`, `*string`) that is absent or null; "" and 0 are values. */
 const setUnset = (obj: Json, key: string, value: unknown): void => {
@@ -179,8 +180,10 @@ export function defaultPodSpec(spec: Json): void {
   setDefault(spec, 'schedulerName', 'default-scheduler');
   // v1 conversion: the deprecated serviceAccount names the account when serviceAccountName does not, and
   // always reads back as serviceAccountName.
-  if (!spec.serviceAccountName && typeof spec.serviceAccount === 'string' && spec.serviceAccount) spec.serviceAccountName = spec.serviceAccount;
-  if (typeof spec.serviceAccountName === 'string' && spec.serviceAccountName) spec.serviceAccount = spec.serviceAccountName;
+  if (!spec.serviceAccountName && typeof spec.serviceAccount === 'string' && spec.serviceAccount)
+    spec.serviceAccountName = spec.serviceAccount;
+  if (typeof spec.serviceAccountName === 'string' && spec.serviceAccountName)
+    spec.serviceAccount = spec.serviceAccountName;
   for (const v of records(spec.volumes)) defaultVolume(v);
   for (const list of CONTAINER_LISTS) for (const c of records(spec[list])) defaultContainer(c);
   canonicalizeQuantities(spec.overhead, 'milli');
@@ -205,7 +208,9 @@ export function defaultPod(o: KubeObject): void {
   if (spec.hostNetwork === true) {
     for (const list of ['initContainers', 'containers'] as const) {
       for (const c of records(spec[list])) {
-        for (const port of records(c.ports)) if (typeof port.containerPort === 'number' && port.containerPort !== 0) setZero(port, 'hostPort', port.containerPort);
+        for (const port of records(c.ports))
+          if (typeof port.containerPort === 'number' && port.containerPort !== 0)
+            setZero(port, 'hostPort', port.containerPort);
       }
     }
   }

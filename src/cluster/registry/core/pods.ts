@@ -4,7 +4,17 @@
 // of the apps/v1 workloads.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import {
-  FieldPath, duplicate, forbidden, invalidEach, list, notSupported, record, required, sorted, str, typeCheck,
+  FieldPath,
+  duplicate,
+  forbidden,
+  invalidEach,
+  list,
+  notSupported,
+  record,
+  required,
+  sorted,
+  str,
+  typeCheck,
 } from '../../common/field-errors.ts';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../common/name-rules.ts';
 import { ALL_VERBS, boolPath, path, section, setDefault } from '../registry-helpers.ts';
@@ -38,7 +48,12 @@ function validateContainers(v: unknown, p: FieldPath, requireOne: boolean, volum
       const mp = cp.child('volumeMounts').index(j);
       const mountName = str(m.name);
       if (!mountName) causes.push(required(mp.child('name')));
-      else if (!volumeNames.has(mountName)) causes.push({ reason: 'FieldValueNotFound', field: mp.child('name').toString(), message: `Not found: ${JSON.stringify(mountName)}` });
+      else if (!volumeNames.has(mountName))
+        causes.push({
+          reason: 'FieldValueNotFound',
+          field: mp.child('name').toString(),
+          message: `Not found: ${JSON.stringify(mountName)}`,
+        });
       if (!str(m.mountPath)) causes.push(required(mp.child('mountPath')));
     });
   });
@@ -79,11 +94,16 @@ export function validatePodSpec(value: unknown, p: FieldPath): StatusCause[] {
   });
   causes.push(...validateContainers(spec.containers, p.child('containers'), true, volumeNames));
   causes.push(...validateContainers(spec.initContainers, p.child('initContainers'), false, volumeNames));
-  if (spec.restartPolicy !== undefined && spec.restartPolicy !== '' && !RESTART_POLICIES.includes(spec.restartPolicy as string)) {
+  if (
+    spec.restartPolicy !== undefined &&
+    spec.restartPolicy !== '' &&
+    !RESTART_POLICIES.includes(spec.restartPolicy as string)
+  ) {
     causes.push(notSupported(p.child('restartPolicy'), spec.restartPolicy, RESTART_POLICIES));
   }
   const nodeName = spec.nodeName;
-  if (typeof nodeName === 'string' && nodeName !== '') causes.push(...invalidEach(p.child('nodeName'), nodeName, isDNS1123Subdomain(nodeName)));
+  if (typeof nodeName === 'string' && nodeName !== '')
+    causes.push(...invalidEach(p.child('nodeName'), nodeName, isDNS1123Subdomain(nodeName)));
   return causes;
 }
 
@@ -93,8 +113,17 @@ export function validatePodSpec(value: unknown, p: FieldPath): StatusCause[] {
  */
 function validatePodUpdate(spec: Record<string, unknown>, oldSpec: Record<string, unknown>): StatusCause[] {
   const nodeNameSettable = !oldSpec.nodeName;
-  if (JSON.stringify(immutablePodSpec(spec, nodeNameSettable)) === JSON.stringify(immutablePodSpec(oldSpec, nodeNameSettable))) return [];
-  return [forbidden(FieldPath.root('spec'), 'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)')];
+  if (
+    JSON.stringify(immutablePodSpec(spec, nodeNameSettable)) ===
+    JSON.stringify(immutablePodSpec(oldSpec, nodeNameSettable))
+  )
+    return [];
+  return [
+    forbidden(
+      FieldPath.root('spec'),
+      'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+    ),
+  ];
 }
 
 /** The pod spec minus its mutable fields, canonical (sorted keys, no null/undefined members) for comparison. */
@@ -108,7 +137,8 @@ function immutablePodSpec(spec: Record<string, unknown>, dropNodeName: boolean):
     return out;
   };
   const s: Record<string, unknown> = { ...spec };
-  for (const f of ['containers', 'initContainers']) s[f] = list(spec[f]).map((c) => ({ ...(record(c) ?? {}), image: undefined }));
+  for (const f of ['containers', 'initContainers'])
+    s[f] = list(spec[f]).map((c) => ({ ...(record(c) ?? {}), image: undefined }));
   delete s.activeDeadlineSeconds;
   delete s.tolerations;
   if (dropNodeName) delete s.nodeName;
@@ -124,7 +154,10 @@ export function podQosClass(pod: KubeObject): 'Guaranteed' | 'Burstable' | 'Best
   for (const c of [...list(spec.containers), ...list(spec.initContainers)]) {
     const resources = record(record(c)?.resources) ?? {};
     const found = new Set<string>();
-    for (const [into, from] of [[requests, resources.requests], [limits, resources.limits]] as const) {
+    for (const [into, from] of [
+      [requests, resources.requests],
+      [limits, resources.limits],
+    ] as const) {
       for (const [name, q] of Object.entries(record(from) ?? {})) {
         const nanos = quantityNanos(q);
         if ((name !== 'cpu' && name !== 'memory') || nanos === undefined || nanos <= 0n) continue;
@@ -135,7 +168,8 @@ export function podQosClass(pod: KubeObject): 'Guaranteed' | 'Burstable' | 'Best
     if (!found.has('cpu') || !found.has('memory')) guaranteed = false;
   }
   if (requests.size === 0 && limits.size === 0) return 'BestEffort';
-  if (guaranteed && [...requests].every(([name, q]) => limits.get(name) === q) && requests.size === limits.size) return 'Guaranteed';
+  if (guaranteed && [...requests].every(([name, q]) => limits.get(name) === q) && requests.size === limits.size)
+    return 'Guaranteed';
   return 'Burstable';
 }
 
@@ -154,13 +188,32 @@ const podColumns: TableColumn[] = [
     if (o.metadata.deletionTimestamp) return status(o).reason === 'NodeLost' ? 'Unknown' : 'Terminating';
     return nonEmpty(status(o).reason, '') || nonEmpty(status(o).phase, 'Pending');
   }),
-  column('Restarts', 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.', (o) =>
-    String(containerStatuses(o).reduce((n, c) => n + (typeof c.restartCount === 'number' ? c.restartCount : 0), 0))),
+  column(
+    'Restarts',
+    'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.',
+    (o) =>
+      String(containerStatuses(o).reduce((n, c) => n + (typeof c.restartCount === 'number' ? c.restartCount : 0), 0)),
+  ),
   ageColumn,
   column('IP', 'podIP address allocated to the pod.', (o) => nonEmpty(status(o).podIP, '<none>'), 1),
-  column('Node', 'NodeName indicates in which node this pod is scheduled.', (o) => nonEmpty(spec(o).nodeName, '<none>'), 1),
-  column('Nominated Node', 'nominatedNodeName is set only when this pod preempts other pods on the node.', (o) => nonEmpty(status(o).nominatedNodeName, '<none>'), 1),
-  column('Readiness Gates', 'If specified, all readiness gates will be evaluated for pod readiness.', () => '<none>', 1),
+  column(
+    'Node',
+    'NodeName indicates in which node this pod is scheduled.',
+    (o) => nonEmpty(spec(o).nodeName, '<none>'),
+    1,
+  ),
+  column(
+    'Nominated Node',
+    'nominatedNodeName is set only when this pod preempts other pods on the node.',
+    (o) => nonEmpty(status(o).nominatedNodeName, '<none>'),
+    1,
+  ),
+  column(
+    'Readiness Gates',
+    'If specified, all readiness gates will be evaluated for pod readiness.',
+    () => '<none>',
+    1,
+  ),
 ];
 
 export const PODS: ResourceType = {

@@ -18,8 +18,11 @@ export function validateServiceAccount(obj: KubeObject, _old?: KubeObject): Stat
 
 const serviceAccountColumns: TableColumn[] = [
   nameColumn,
-  column('Secrets', 'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.', (o) =>
-    (Array.isArray(o.secrets) ? o.secrets.length : 0)),
+  column(
+    'Secrets',
+    'Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.',
+    (o) => (Array.isArray(o.secrets) ? o.secrets.length : 0),
+  ),
   ageColumn,
 ];
 

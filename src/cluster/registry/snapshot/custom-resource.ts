@@ -49,7 +49,13 @@ export function immutableOnceSet(p: FieldPath, next: unknown, prev: unknown, mes
 }
 
 /** `!has(oldSelf.f) || has(self.f)` on an object. */
-export function requiredOnceSet(p: FieldPath, next: Record<string, unknown> | undefined, prev: Record<string, unknown> | undefined, field: string, message: string): StatusCause[] {
+export function requiredOnceSet(
+  p: FieldPath,
+  next: Record<string, unknown> | undefined,
+  prev: Record<string, unknown> | undefined,
+  field: string,
+  message: string,
+): StatusCause[] {
   if (!prev || !next || prev[field] === undefined || prev[field] === null) return [];
   return next[field] === undefined || next[field] === null ? [ruleFailed(p, 'object', message)] : [];
 }
@@ -62,7 +68,9 @@ function generationContent(o: KubeObject, hasStatus: boolean): string {
 }
 
 /** customResourceStrategy's PrepareForCreate / PrepareForUpdate. */
-export function customResourceStrategy(hasStatus: boolean): Pick<ResourceType, 'prepareForCreate' | 'prepareForUpdate'> {
+export function customResourceStrategy(
+  hasStatus: boolean,
+): Pick<ResourceType, 'prepareForCreate' | 'prepareForUpdate'> {
   return {
     prepareForCreate(o) {
       if (hasStatus) delete o.status;
@@ -82,7 +90,13 @@ function canonicalJson(v: unknown): string {
 }
 
 /** One additionalPrinterColumn: `jsonPath` is a dotted path from the object root. */
-export function printerColumn(name: string, type: 'string' | 'boolean' | 'integer' | 'date', jsonPath: string, description = '', priority = 0): TableColumn {
+export function printerColumn(
+  name: string,
+  type: 'string' | 'boolean' | 'integer' | 'date',
+  jsonPath: string,
+  description = '',
+  priority = 0,
+): TableColumn {
   return {
     name,
     type,
@@ -97,7 +111,10 @@ export function printerColumn(name: string, type: 'string' | 'boolean' | 'intege
 }
 
 /** The Age column every snapshot CRD declares (`.metadata.creationTimestamp`, type date, no description). */
-export const crdAgeColumn: TableColumn = { ...printerColumn('Age', 'date', '.metadata.creationTimestamp'), description: '' };
+export const crdAgeColumn: TableColumn = {
+  ...printerColumn('Age', 'date', '.metadata.creationTimestamp'),
+  description: '',
+};
 
 /** The Name column the CRD table convertor always puts first. */
 export const crdNameColumn: TableColumn = nameColumn;

@@ -5,8 +5,14 @@
 // kube-apiserver names a CRD's schema). Timestamps are plain strings: a custom resource keeps them as sent.
 import type { CustomSchema } from '../resource-type.ts';
 
-const API_VERSION: [string, string] = ['string', 'APIVersion defines the versioned schema of this representation of an object.'];
-const KIND: [string, string] = ['string', 'Kind is a string value representing the REST resource this object represents.'];
+const API_VERSION: [string, string] = [
+  'string',
+  'APIVersion defines the versioned schema of this representation of an object.',
+];
+const KIND: [string, string] = [
+  'string',
+  'Kind is a string value representing the REST resource this object represents.',
+];
 const METADATA: [string] = ['V1ObjectMeta'];
 const PKG = 'io.k8s.storage.snapshot.v1';
 
@@ -35,21 +41,36 @@ export const VOLUME_SNAPSHOT_SCHEMA: CustomSchema = {
     SnapshotV1VolumeSnapshotSpec: {
       d: 'The desired snapshot.',
       f: {
-        source: ['SnapshotV1VolumeSnapshotSource', 'Where the snapshot comes from: exactly one of a claim or an existing content. Immutable.'],
-        volumeSnapshotClassName: ['string', 'The VolumeSnapshotClass to use; unset picks the default class of the driver. Never the empty string.'],
+        source: [
+          'SnapshotV1VolumeSnapshotSource',
+          'Where the snapshot comes from: exactly one of a claim or an existing content. Immutable.',
+        ],
+        volumeSnapshotClassName: [
+          'string',
+          'The VolumeSnapshotClass to use; unset picks the default class of the driver. Never the empty string.',
+        ],
       },
     },
     SnapshotV1VolumeSnapshotSource: {
       d: 'Exactly one of persistentVolumeClaimName and volumeSnapshotContentName.',
       f: {
-        persistentVolumeClaimName: ['string', 'The claim, in the snapshot\'s namespace, to take a new snapshot of. Immutable.'],
-        volumeSnapshotContentName: ['string', 'A pre-existing VolumeSnapshotContent this object represents. Immutable.'],
+        persistentVolumeClaimName: [
+          'string',
+          "The claim, in the snapshot's namespace, to take a new snapshot of. Immutable.",
+        ],
+        volumeSnapshotContentName: [
+          'string',
+          'A pre-existing VolumeSnapshotContent this object represents. Immutable.',
+        ],
       },
     },
     SnapshotV1VolumeSnapshotStatus: {
       d: 'The observed state of a snapshot.',
       f: {
-        boundVolumeSnapshotContentName: ['string', 'The VolumeSnapshotContent this snapshot is bound to; check that it points back.'],
+        boundVolumeSnapshotContentName: [
+          'string',
+          'The VolumeSnapshotContent this snapshot is bound to; check that it points back.',
+        ],
         creationTime: ['string', 'When the storage system took the snapshot (RFC 3339).'],
         error: ['SnapshotV1VolumeSnapshotError', 'The last error, if any.'],
         readyToUse: ['boolean', 'Whether a volume can be restored from the snapshot.'],
@@ -71,19 +92,28 @@ export const VOLUME_SNAPSHOT_CONTENT_SCHEMA: CustomSchema = {
         apiVersion: API_VERSION,
         kind: KIND,
         metadata: METADATA,
-        spec: ['SnapshotV1VolumeSnapshotContentSpec', 'The snapshot\'s source, driver and binding. Required.'],
+        spec: ['SnapshotV1VolumeSnapshotContentSpec', "The snapshot's source, driver and binding. Required."],
         status: ['SnapshotV1VolumeSnapshotContentStatus', 'What the snapshot sidecar observed.'],
       },
     },
     SnapshotV1VolumeSnapshotContentSpec: {
       d: 'The snapshot content.',
       f: {
-        deletionPolicy: ['string', 'Delete or Retain: what happens to the storage system\'s snapshot when the VolumeSnapshot goes. Required.'],
+        deletionPolicy: [
+          'string',
+          "Delete or Retain: what happens to the storage system's snapshot when the VolumeSnapshot goes. Required.",
+        ],
         driver: ['string', 'The CSI driver that took (or holds) the snapshot. Required.'],
-        source: ['SnapshotV1VolumeSnapshotContentSource', 'Exactly one of the volume to snapshot or an existing snapshot\'s handle. Required.'],
+        source: [
+          'SnapshotV1VolumeSnapshotContentSource',
+          "Exactly one of the volume to snapshot or an existing snapshot's handle. Required.",
+        ],
         sourceVolumeMode: ['string', 'The volume mode of the snapshotted volume (Filesystem or Block). Immutable.'],
         volumeSnapshotClassName: ['string', 'The VolumeSnapshotClass of the snapshot.'],
-        volumeSnapshotRef: ['V1ObjectReference', 'The VolumeSnapshot this content is bound to; name and namespace required.'],
+        volumeSnapshotRef: [
+          'V1ObjectReference',
+          'The VolumeSnapshot this content is bound to; name and namespace required.',
+        ],
       },
     },
     SnapshotV1VolumeSnapshotContentSource: {

@@ -5,7 +5,15 @@ import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import { FieldPath, record } from '../../common/field-errors.ts';
 import { ALL_VERBS } from '../registry-helpers.ts';
 import type { ResourceType } from '../resource-type.ts';
-import { crdAgeColumn, crdNameColumn, customResourceStrategy, printerColumn, schemaEnum, schemaRequired, schemaType } from './custom-resource.ts';
+import {
+  crdAgeColumn,
+  crdNameColumn,
+  customResourceStrategy,
+  printerColumn,
+  schemaEnum,
+  schemaRequired,
+  schemaType,
+} from './custom-resource.ts';
 import { VOLUME_SNAPSHOT_CLASS_SCHEMA } from './snapshot-schemas.ts';
 
 /** The deletion policies of snapshot classes and contents, as the CRDs list them. */
@@ -18,7 +26,8 @@ export function validateVolumeSnapshotClass(obj: KubeObject, _old?: KubeObject):
   causes.push(...schemaType(FieldPath.root('deletionPolicy'), obj.deletionPolicy, 'string'));
   causes.push(...schemaEnum(FieldPath.root('deletionPolicy'), obj.deletionPolicy, DELETION_POLICIES));
   causes.push(...schemaType(FieldPath.root('parameters'), obj.parameters, 'object'));
-  for (const [k, v] of Object.entries(record(obj.parameters) ?? {})) causes.push(...schemaType(FieldPath.root('parameters').child(k), v, 'string'));
+  for (const [k, v] of Object.entries(record(obj.parameters) ?? {}))
+    causes.push(...schemaType(FieldPath.root('parameters').child(k), v, 'string'));
   return causes;
 }
 
@@ -40,7 +49,12 @@ export const VOLUME_SNAPSHOT_CLASSES: ResourceType = {
   columns: [
     crdNameColumn,
     printerColumn('Driver', 'string', '.driver'),
-    printerColumn('DeletionPolicy', 'string', '.deletionPolicy', 'Whether a VolumeSnapshotContent created through this class is deleted with its VolumeSnapshot.'),
+    printerColumn(
+      'DeletionPolicy',
+      'string',
+      '.deletionPolicy',
+      'Whether a VolumeSnapshotContent created through this class is deleted with its VolumeSnapshot.',
+    ),
     crdAgeColumn,
   ],
 };

@@ -8,8 +8,16 @@ import { FieldPath, invalid, record } from '../../common/field-errors.ts';
 import { ALL_VERBS } from '../registry-helpers.ts';
 import type { ResourceType } from '../resource-type.ts';
 import {
-  crdAgeColumn, crdNameColumn, customResourceStrategy, immutableOnceSet, printerColumn, requiredOnceSet, ruleFailed,
-  schemaEnum, schemaRequired, schemaType,
+  crdAgeColumn,
+  crdNameColumn,
+  customResourceStrategy,
+  immutableOnceSet,
+  printerColumn,
+  requiredOnceSet,
+  ruleFailed,
+  schemaEnum,
+  schemaRequired,
+  schemaType,
 } from './custom-resource.ts';
 import { validateSnapshotError } from './snapshot-status.ts';
 import { DELETION_POLICIES } from './volume-snapshot-classes.ts';
@@ -25,7 +33,12 @@ function validateSource(source: unknown, oldSource: unknown, p: FieldPath): Stat
   const causes = [
     ...schemaType(p.child('volumeHandle'), s.volumeHandle, 'string'),
     ...schemaType(p.child('snapshotHandle'), s.snapshotHandle, 'string'),
-    ...immutableOnceSet(p.child('snapshotHandle'), s.snapshotHandle, prev?.snapshotHandle, 'snapshotHandle is immutable'),
+    ...immutableOnceSet(
+      p.child('snapshotHandle'),
+      s.snapshotHandle,
+      prev?.snapshotHandle,
+      'snapshotHandle is immutable',
+    ),
     ...immutableOnceSet(p.child('volumeHandle'), s.volumeHandle, prev?.volumeHandle, 'volumeHandle is immutable'),
     ...requiredOnceSet(p, s, prev, 'volumeHandle', 'volumeHandle is required once set'),
     ...requiredOnceSet(p, s, prev, 'snapshotHandle', 'snapshotHandle is required once set'),
@@ -41,9 +54,12 @@ function validateRef(ref: unknown, p: FieldPath): StatusCause[] {
   const r = record(ref);
   if (typeErrs.length || !r) return typeErrs;
   const causes: StatusCause[] = [];
-  for (const f of ['apiVersion', 'fieldPath', 'kind', 'name', 'namespace', 'resourceVersion', 'uid']) causes.push(...schemaType(p.child(f), r[f], 'string'));
+  for (const f of ['apiVersion', 'fieldPath', 'kind', 'name', 'namespace', 'resourceVersion', 'uid'])
+    causes.push(...schemaType(p.child(f), r[f], 'string'));
   if (r.name === undefined || r.namespace === undefined) {
-    causes.push(ruleFailed(p, 'object', 'both spec.volumeSnapshotRef.name and spec.volumeSnapshotRef.namespace must be set'));
+    causes.push(
+      ruleFailed(p, 'object', 'both spec.volumeSnapshotRef.name and spec.volumeSnapshotRef.namespace must be set'),
+    );
   }
   return causes;
 }
@@ -81,7 +97,14 @@ export function validateVolumeSnapshotContent(obj: KubeObject, old?: KubeObject)
   causes.push(...schemaType(p.child('driver'), s.driver, 'string'));
   causes.push(...validateSource(s.source, prev?.source, p.child('source')));
   causes.push(...schemaType(p.child('sourceVolumeMode'), s.sourceVolumeMode, 'string'));
-  causes.push(...immutableOnceSet(p.child('sourceVolumeMode'), s.sourceVolumeMode, prev?.sourceVolumeMode, 'sourceVolumeMode is immutable'));
+  causes.push(
+    ...immutableOnceSet(
+      p.child('sourceVolumeMode'),
+      s.sourceVolumeMode,
+      prev?.sourceVolumeMode,
+      'sourceVolumeMode is immutable',
+    ),
+  );
   causes.push(...requiredOnceSet(p, s, prev, 'sourceVolumeMode', 'sourceVolumeMode is required once set'));
   causes.push(...schemaType(p.child('volumeSnapshotClassName'), s.volumeSnapshotClassName, 'string'));
   causes.push(...validateRef(s.volumeSnapshotRef, p.child('volumeSnapshotRef')));
@@ -106,13 +129,38 @@ export const VOLUME_SNAPSHOT_CONTENTS: ResourceType = {
   customSchema: VOLUME_SNAPSHOT_CONTENT_SCHEMA,
   columns: [
     crdNameColumn,
-    printerColumn('ReadyToUse', 'boolean', '.status.readyToUse', 'Whether the snapshot can be used to restore a volume.'),
+    printerColumn(
+      'ReadyToUse',
+      'boolean',
+      '.status.readyToUse',
+      'Whether the snapshot can be used to restore a volume.',
+    ),
     printerColumn('RestoreSize', 'integer', '.status.restoreSize', 'The full size of the snapshot, in bytes.'),
-    printerColumn('DeletionPolicy', 'string', '.spec.deletionPolicy', 'Whether the storage system\'s snapshot is deleted with this object\'s VolumeSnapshot.'),
+    printerColumn(
+      'DeletionPolicy',
+      'string',
+      '.spec.deletionPolicy',
+      "Whether the storage system's snapshot is deleted with this object's VolumeSnapshot.",
+    ),
     printerColumn('Driver', 'string', '.spec.driver', 'The CSI driver that took the snapshot.'),
-    printerColumn('VolumeSnapshotClass', 'string', '.spec.volumeSnapshotClassName', 'The VolumeSnapshotClass of this snapshot.'),
-    printerColumn('VolumeSnapshot', 'string', '.spec.volumeSnapshotRef.name', 'The VolumeSnapshot this content is bound to.'),
-    printerColumn('VolumeSnapshotNamespace', 'string', '.spec.volumeSnapshotRef.namespace', 'The namespace of the VolumeSnapshot this content is bound to.'),
+    printerColumn(
+      'VolumeSnapshotClass',
+      'string',
+      '.spec.volumeSnapshotClassName',
+      'The VolumeSnapshotClass of this snapshot.',
+    ),
+    printerColumn(
+      'VolumeSnapshot',
+      'string',
+      '.spec.volumeSnapshotRef.name',
+      'The VolumeSnapshot this content is bound to.',
+    ),
+    printerColumn(
+      'VolumeSnapshotNamespace',
+      'string',
+      '.spec.volumeSnapshotRef.namespace',
+      'The namespace of the VolumeSnapshot this content is bound to.',
+    ),
     crdAgeColumn,
   ],
 };

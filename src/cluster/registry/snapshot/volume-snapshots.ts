@@ -8,8 +8,15 @@ import { FieldPath, invalid, record } from '../../common/field-errors.ts';
 import { ALL_VERBS } from '../registry-helpers.ts';
 import type { ResourceType } from '../resource-type.ts';
 import {
-  crdAgeColumn, crdNameColumn, customResourceStrategy, immutableOnceSet, printerColumn, requiredOnceSet, ruleFailed,
-  schemaRequired, schemaType,
+  crdAgeColumn,
+  crdNameColumn,
+  customResourceStrategy,
+  immutableOnceSet,
+  printerColumn,
+  requiredOnceSet,
+  ruleFailed,
+  schemaRequired,
+  schemaType,
 } from './custom-resource.ts';
 import { validateSnapshotError, validateTimestamp } from './snapshot-status.ts';
 import { VOLUME_SNAPSHOT_SCHEMA } from './snapshot-schemas.ts';
@@ -24,8 +31,18 @@ function validateSource(source: unknown, oldSource: unknown, p: FieldPath): Stat
   const causes = [
     ...schemaType(p.child('persistentVolumeClaimName'), s.persistentVolumeClaimName, 'string'),
     ...schemaType(p.child('volumeSnapshotContentName'), s.volumeSnapshotContentName, 'string'),
-    ...immutableOnceSet(p.child('persistentVolumeClaimName'), s.persistentVolumeClaimName, prev?.persistentVolumeClaimName, 'persistentVolumeClaimName is immutable'),
-    ...immutableOnceSet(p.child('volumeSnapshotContentName'), s.volumeSnapshotContentName, prev?.volumeSnapshotContentName, 'volumeSnapshotContentName is immutable'),
+    ...immutableOnceSet(
+      p.child('persistentVolumeClaimName'),
+      s.persistentVolumeClaimName,
+      prev?.persistentVolumeClaimName,
+      'persistentVolumeClaimName is immutable',
+    ),
+    ...immutableOnceSet(
+      p.child('volumeSnapshotContentName'),
+      s.volumeSnapshotContentName,
+      prev?.volumeSnapshotContentName,
+      'volumeSnapshotContentName is immutable',
+    ),
     ...requiredOnceSet(p, s, prev, 'persistentVolumeClaimName', 'persistentVolumeClaimName is required once set'),
     ...requiredOnceSet(p, s, prev, 'volumeSnapshotContentName', 'volumeSnapshotContentName is required once set'),
   ];
@@ -48,7 +65,13 @@ function validateStatus(status: unknown, p: FieldPath): StatusCause[] {
   ];
   const size = s.restoreSize;
   if (size !== undefined && size !== null && !isQuantity(typeof size === 'number' ? String(size) : size)) {
-    causes.push(invalid(p.child('restoreSize'), size, `${p.child('restoreSize').toString()} in body should match '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$'`));
+    causes.push(
+      invalid(
+        p.child('restoreSize'),
+        size,
+        `${p.child('restoreSize').toString()} in body should match '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$'`,
+      ),
+    );
   }
   return causes;
 }
@@ -65,7 +88,14 @@ export function validateVolumeSnapshot(obj: KubeObject, old?: KubeObject): Statu
   causes.push(...validateSource(s.source, prev?.source, p.child('source')));
   const className = s.volumeSnapshotClassName;
   causes.push(...schemaType(p.child('volumeSnapshotClassName'), className, 'string'));
-  if (className === '') causes.push(ruleFailed(p.child('volumeSnapshotClassName'), 'string', 'volumeSnapshotClassName must not be the empty string when set'));
+  if (className === '')
+    causes.push(
+      ruleFailed(
+        p.child('volumeSnapshotClassName'),
+        'string',
+        'volumeSnapshotClassName must not be the empty string when set',
+      ),
+    );
   causes.push(...validateStatus(obj.status, FieldPath.root('status')));
   return causes;
 }
@@ -87,12 +117,42 @@ export const VOLUME_SNAPSHOTS: ResourceType = {
   customSchema: VOLUME_SNAPSHOT_SCHEMA,
   columns: [
     crdNameColumn,
-    printerColumn('ReadyToUse', 'boolean', '.status.readyToUse', 'Whether the snapshot can be used to restore a volume.'),
-    printerColumn('SourcePVC', 'string', '.spec.source.persistentVolumeClaimName', 'The claim a new snapshot is (or was) taken from.'),
-    printerColumn('SourceSnapshotContent', 'string', '.spec.source.volumeSnapshotContentName', 'The existing VolumeSnapshotContent this snapshot stands for.'),
-    printerColumn('RestoreSize', 'string', '.status.restoreSize', 'The smallest volume that can be restored from this snapshot.'),
-    printerColumn('SnapshotClass', 'string', '.spec.volumeSnapshotClassName', 'The VolumeSnapshotClass this snapshot asks for.'),
-    printerColumn('SnapshotContent', 'string', '.status.boundVolumeSnapshotContentName', 'The VolumeSnapshotContent this snapshot is bound to (check that both point at each other).'),
+    printerColumn(
+      'ReadyToUse',
+      'boolean',
+      '.status.readyToUse',
+      'Whether the snapshot can be used to restore a volume.',
+    ),
+    printerColumn(
+      'SourcePVC',
+      'string',
+      '.spec.source.persistentVolumeClaimName',
+      'The claim a new snapshot is (or was) taken from.',
+    ),
+    printerColumn(
+      'SourceSnapshotContent',
+      'string',
+      '.spec.source.volumeSnapshotContentName',
+      'The existing VolumeSnapshotContent this snapshot stands for.',
+    ),
+    printerColumn(
+      'RestoreSize',
+      'string',
+      '.status.restoreSize',
+      'The smallest volume that can be restored from this snapshot.',
+    ),
+    printerColumn(
+      'SnapshotClass',
+      'string',
+      '.spec.volumeSnapshotClassName',
+      'The VolumeSnapshotClass this snapshot asks for.',
+    ),
+    printerColumn(
+      'SnapshotContent',
+      'string',
+      '.status.boundVolumeSnapshotContentName',
+      'The VolumeSnapshotContent this snapshot is bound to (check that both point at each other).',
+    ),
     printerColumn('CreationTime', 'date', '.status.creationTime', 'When the storage system took the snapshot.'),
     crdAgeColumn,
   ],

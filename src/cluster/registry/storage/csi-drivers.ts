@@ -4,7 +4,18 @@
 // VolumeAttachment share.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import {
-  duplicate, FieldPath, immutable, invalid, invalidEach, list, notSupported, record, required, sorted, tooLong, typeCheck,
+  duplicate,
+  FieldPath,
+  immutable,
+  invalid,
+  invalidEach,
+  list,
+  notSupported,
+  record,
+  required,
+  sorted,
+  tooLong,
+  typeCheck,
 } from '../../common/field-errors.ts';
 import { isDNS1123Subdomain } from '../../common/name-rules.ts';
 import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
@@ -43,9 +54,16 @@ function validateTokenRequests(requests: unknown, p: FieldPath): StatusCause[] {
     audiences.add(audience);
     const seconds = r.expirationSeconds;
     if (seconds === undefined || seconds === null) return;
-    if (typeof seconds !== 'number') causes.push(invalid(p.index(i).child('expirationSeconds'), seconds, 'must be an integer'));
-    else if (seconds < MIN_TOKEN_SECONDS) causes.push(invalid(p.index(i).child('expirationSeconds'), seconds, 'may not specify a duration less than 10 minutes'));
-    else if (seconds > MAX_TOKEN_SECONDS) causes.push(invalid(p.index(i).child('expirationSeconds'), seconds, 'may not specify a duration larger than 2^32 seconds'));
+    if (typeof seconds !== 'number')
+      causes.push(invalid(p.index(i).child('expirationSeconds'), seconds, 'must be an integer'));
+    else if (seconds < MIN_TOKEN_SECONDS)
+      causes.push(
+        invalid(p.index(i).child('expirationSeconds'), seconds, 'may not specify a duration less than 10 minutes'),
+      );
+    else if (seconds > MAX_TOKEN_SECONDS)
+      causes.push(
+        invalid(p.index(i).child('expirationSeconds'), seconds, 'may not specify a duration larger than 2^32 seconds'),
+      );
   });
   return causes;
 }
@@ -60,13 +78,18 @@ function validateCSIDriverSpec(s: Record<string, unknown>, p: FieldPath): Status
   requiredBool('attachRequired', p.child('attachedRequired'));
   requiredBool('podInfoOnMount', p.child('podInfoOnMount'));
   requiredBool('storageCapacity', p.child('storageCapacity'));
-  if (s.fsGroupPolicy !== undefined && s.fsGroupPolicy !== null && !FS_GROUP_POLICIES.includes(s.fsGroupPolicy as string)) {
+  if (
+    s.fsGroupPolicy !== undefined &&
+    s.fsGroupPolicy !== null &&
+    !FS_GROUP_POLICIES.includes(s.fsGroupPolicy as string)
+  ) {
     causes.push(notSupported(p.child('fsGroupPolicy'), s.fsGroupPolicy, FS_GROUP_POLICIES));
   }
   causes.push(...validateTokenRequests(s.tokenRequests, p.child('tokenRequests')));
   causes.push(...typeCheck(p.child('volumeLifecycleModes'), s.volumeLifecycleModes, 'array'));
   for (const mode of list(s.volumeLifecycleModes)) {
-    if (!LIFECYCLE_MODES.includes(mode as string)) causes.push(notSupported(p.child('volumeLifecycleModes'), mode, LIFECYCLE_MODES));
+    if (!LIFECYCLE_MODES.includes(mode as string))
+      causes.push(notSupported(p.child('volumeLifecycleModes'), mode, LIFECYCLE_MODES));
   }
   causes.push(...typeCheck(p.child('requiresRepublish'), s.requiresRepublish, 'boolean'));
   // SELinuxMountReadWriteOncePod is beta and on in 1.32, so seLinuxMount is required (and defaulted).
@@ -115,14 +138,42 @@ const bool = (v: unknown, fallback: boolean) => (typeof v === 'boolean' ? v : fa
 
 const csiDriverColumns: TableColumn[] = [
   nameColumn,
-  column('AttachRequired', 'attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting.', (o) => bool(spec(o).attachRequired, true), 0, 'boolean'),
-  column('PodInfoOnMount', 'podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true.', (o) => bool(spec(o).podInfoOnMount, false), 0, 'boolean'),
-  column('StorageCapacity', 'storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if set to true.', (o) => bool(spec(o).storageCapacity, false), 0, 'boolean'),
-  column('TokenRequests', 'tokenRequests indicates the CSI driver needs pods\' service account tokens it is mounting volume for to do necessary authentication.', (o) => {
-    const requests = list(spec(o).tokenRequests);
-    return requests.length === 0 ? '<unset>' : requests.map((r) => String(record(r)?.audience ?? '')).join(',');
-  }),
-  column('RequiresRepublish', 'requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume.', (o) => bool(spec(o).requiresRepublish, false), 0, 'boolean'),
+  column(
+    'AttachRequired',
+    'attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting.',
+    (o) => bool(spec(o).attachRequired, true),
+    0,
+    'boolean',
+  ),
+  column(
+    'PodInfoOnMount',
+    'podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true.',
+    (o) => bool(spec(o).podInfoOnMount, false),
+    0,
+    'boolean',
+  ),
+  column(
+    'StorageCapacity',
+    'storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if set to true.',
+    (o) => bool(spec(o).storageCapacity, false),
+    0,
+    'boolean',
+  ),
+  column(
+    'TokenRequests',
+    "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication.",
+    (o) => {
+      const requests = list(spec(o).tokenRequests);
+      return requests.length === 0 ? '<unset>' : requests.map((r) => String(record(r)?.audience ?? '')).join(',');
+    },
+  ),
+  column(
+    'RequiresRepublish',
+    'requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume.',
+    (o) => bool(spec(o).requiresRepublish, false),
+    0,
+    'boolean',
+  ),
   column('Modes', 'volumeLifecycleModes defines what kind of volumes this CSI volume driver supports.', (o) => {
     const modes = list(spec(o).volumeLifecycleModes).map(String).join(',');
     return modes === '' ? '<none>' : modes;

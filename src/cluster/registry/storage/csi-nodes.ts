@@ -4,7 +4,14 @@
 // no omitempty in Go, so an absent list reads back as null.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import {
-  duplicate, FieldPath, invalid, invalidEach, list, record, required, typeCheck,
+  duplicate,
+  FieldPath,
+  invalid,
+  invalidEach,
+  list,
+  record,
+  required,
+  typeCheck,
 } from '../../common/field-errors.ts';
 import { isQualifiedName } from '../../common/name-rules.ts';
 import { ALL_VERBS, section } from '../registry-helpers.ts';
@@ -22,11 +29,14 @@ function validateDriver(raw: unknown, p: FieldPath, names: Set<string>): StatusC
   const d = record(raw) ?? {};
   const causes = validateCSIDriverName(d.name, p.child('name'));
   const nodeID = d.nodeID;
-  if (nodeID !== undefined && nodeID !== null && typeof nodeID !== 'string') causes.push(invalid(p.child('nodeID'), nodeID, 'must be a string'));
+  if (nodeID !== undefined && nodeID !== null && typeof nodeID !== 'string')
+    causes.push(invalid(p.child('nodeID'), nodeID, 'must be a string'));
   else if (!nodeID) causes.push(required(p.child('nodeID')));
-  else if (nodeID.length > NODE_ID_MAX) causes.push(invalid(p.child('nodeID'), nodeID, `must be ${NODE_ID_MAX} characters or less`));
+  else if (nodeID.length > NODE_ID_MAX)
+    causes.push(invalid(p.child('nodeID'), nodeID, `must be ${NODE_ID_MAX} characters or less`));
   const count = record(d.allocatable)?.count;
-  if (typeof count === 'number' && count < 0) causes.push(invalid(p.child('allocatable', 'count'), count, 'must be greater than or equal to 0'));
+  if (typeof count === 'number' && count < 0)
+    causes.push(invalid(p.child('allocatable', 'count'), count, 'must be greater than or equal to 0'));
   const name = typeof d.name === 'string' ? d.name : '';
   if (names.has(name)) causes.push(duplicate(p.child('name'), name));
   names.add(name);
@@ -75,7 +85,13 @@ function defaultCSINode(o: KubeObject): void {
 
 const csiNodeColumns: TableColumn[] = [
   nameColumn,
-  column('Drivers', 'Drivers indicates the number of CSI drivers registered on the node', (o) => list(spec(o).drivers).length, 0, 'integer'),
+  column(
+    'Drivers',
+    'Drivers indicates the number of CSI drivers registered on the node',
+    (o) => list(spec(o).drivers).length,
+    0,
+    'integer',
+  ),
   ageColumn,
 ];
 

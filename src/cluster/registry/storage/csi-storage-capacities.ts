@@ -15,7 +15,8 @@ import { canonical, validateLabelSelector, validateQuantity } from '../validatio
 export function validateCSIStorageCapacity(obj: KubeObject, old?: KubeObject): StatusCause[] {
   const causes = validateLabelSelector(obj.nodeTopology, FieldPath.root('nodeTopology'));
   const className = obj.storageClassName ?? '';
-  if (typeof className !== 'string') causes.push(invalid(FieldPath.root('storageClassName'), className, 'must be a string'));
+  if (typeof className !== 'string')
+    causes.push(invalid(FieldPath.root('storageClassName'), className, 'must be a string'));
   else causes.push(...invalidEach(FieldPath.root('storageClassName'), className, isDNS1123Subdomain(className)));
   for (const f of ['capacity', 'maximumVolumeSize']) {
     if (obj[f] !== undefined && obj[f] !== null) causes.push(...validateQuantity(obj[f], FieldPath.root(f), false));
@@ -24,7 +25,8 @@ export function validateCSIStorageCapacity(obj: KubeObject, old?: KubeObject): S
     if (JSON.stringify(canonical(obj.nodeTopology ?? null)) !== JSON.stringify(canonical(old.nodeTopology ?? null))) {
       causes.push(invalid(FieldPath.root('nodeTopology'), obj.nodeTopology ?? null, 'field is immutable'));
     }
-    if (obj.storageClassName !== old.storageClassName) causes.push(invalid(FieldPath.root('storageClassName'), obj.storageClassName, 'field is immutable'));
+    if (obj.storageClassName !== old.storageClassName)
+      causes.push(invalid(FieldPath.root('storageClassName'), obj.storageClassName, 'field is immutable'));
   }
   return causes;
 }

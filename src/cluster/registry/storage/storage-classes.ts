@@ -5,7 +5,17 @@
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import { ANN_BETA_DEFAULT_STORAGE_CLASS, ANN_DEFAULT_STORAGE_CLASS } from '../../../types/annotations.ts';
 import {
-  FieldPath, forbidden, immutable, invalid, invalidEach, list, record, required, sorted, tooLong, typeCheck,
+  FieldPath,
+  forbidden,
+  immutable,
+  invalid,
+  invalidEach,
+  list,
+  record,
+  required,
+  sorted,
+  tooLong,
+  typeCheck,
 } from '../../common/field-errors.ts';
 import { isQualifiedName, isValidLabelValue } from '../../common/name-rules.ts';
 import { ALL_VERBS, setDefault } from '../registry-helpers.ts';
@@ -32,9 +42,15 @@ function validateAllowedTopologies(terms: unknown, p: FieldPath): StatusCause[] 
       if (values.length === 0) causes.push(required(tp.index(j).child('values'), 'must specify as least one value'));
       const seen = new Set<unknown>();
       values.forEach((v, k) => {
-        if (seen.has(v)) causes.push({ reason: 'FieldValueDuplicate', field: tp.index(j).child('values').index(k).toString(), message: `Duplicate value: ${JSON.stringify(v)}` });
+        if (seen.has(v))
+          causes.push({
+            reason: 'FieldValueDuplicate',
+            field: tp.index(j).child('values').index(k).toString(),
+            message: `Duplicate value: ${JSON.stringify(v)}`,
+          });
         seen.add(v);
-        if (typeof v === 'string') causes.push(...invalidEach(tp.index(j).child('values').index(k), v, isValidLabelValue(v)));
+        if (typeof v === 'string')
+          causes.push(...invalidEach(tp.index(j).child('values').index(k), v, isValidLabelValue(v)));
       });
     });
   });
@@ -45,9 +61,12 @@ function validateAllowedTopologies(terms: unknown, p: FieldPath): StatusCause[] 
 export function validateStorageClass(obj: KubeObject, old?: KubeObject): StatusCause[] {
   const causes: StatusCause[] = [];
   const provisioner = obj.provisioner;
-  if (provisioner === undefined || provisioner === null || provisioner === '') causes.push(required(FieldPath.root('provisioner')));
-  else if (typeof provisioner !== 'string') causes.push(invalid(FieldPath.root('provisioner'), provisioner, 'must be a string'));
-  else causes.push(...invalidEach(FieldPath.root('provisioner'), provisioner, isQualifiedName(provisioner.toLowerCase())));
+  if (provisioner === undefined || provisioner === null || provisioner === '')
+    causes.push(required(FieldPath.root('provisioner')));
+  else if (typeof provisioner !== 'string')
+    causes.push(invalid(FieldPath.root('provisioner'), provisioner, 'must be a string'));
+  else
+    causes.push(...invalidEach(FieldPath.root('provisioner'), provisioner, isQualifiedName(provisioner.toLowerCase())));
   const params = obj.parameters;
   causes.push(...typeCheck(FieldPath.root('parameters'), params, 'object'));
   const entries = Object.entries(record(params) ?? {});
@@ -72,7 +91,8 @@ export function validateStorageClass(obj: KubeObject, old?: KubeObject): StatusC
     if (JSON.stringify(canonical(obj.parameters ?? {})) !== JSON.stringify(canonical(old.parameters ?? {}))) {
       causes.push(forbidden(FieldPath.root('parameters'), 'updates to parameters are forbidden.'));
     }
-    if (obj.provisioner !== old.provisioner) causes.push(forbidden(FieldPath.root('provisioner'), 'updates to provisioner are forbidden.'));
+    if (obj.provisioner !== old.provisioner)
+      causes.push(forbidden(FieldPath.root('provisioner'), 'updates to provisioner are forbidden.'));
     if ((obj.reclaimPolicy ?? 'Delete') !== (old.reclaimPolicy ?? 'Delete')) {
       causes.push(forbidden(FieldPath.root('reclaimPolicy'), 'updates to reclaimPolicy are forbidden.'));
     }
@@ -89,9 +109,21 @@ function isDefaultClass(o: KubeObject): boolean {
 const storageClassColumns: TableColumn[] = [
   { ...nameColumn, cell: (o) => str(o.metadata.name) + (isDefaultClass(o) ? ' (default)' : '') },
   column('Provisioner', 'provisioner indicates the type of the provisioner.', (o) => str(o.provisioner)),
-  column('ReclaimPolicy', 'reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class.', (o) => nonEmpty(o.reclaimPolicy, 'Delete')),
-  column('VolumeBindingMode', 'volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.', (o) => nonEmpty(o.volumeBindingMode, 'Immediate')),
-  column('AllowVolumeExpansion', 'allowVolumeExpansion shows whether the storage class allow volume expand.', (o) => o.allowVolumeExpansion === true),
+  column(
+    'ReclaimPolicy',
+    'reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class.',
+    (o) => nonEmpty(o.reclaimPolicy, 'Delete'),
+  ),
+  column(
+    'VolumeBindingMode',
+    'volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.',
+    (o) => nonEmpty(o.volumeBindingMode, 'Immediate'),
+  ),
+  column(
+    'AllowVolumeExpansion',
+    'allowVolumeExpansion shows whether the storage class allow volume expand.',
+    (o) => o.allowVolumeExpansion === true,
+  ),
   ageColumn,
 ];
 

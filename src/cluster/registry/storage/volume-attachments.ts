@@ -4,7 +4,15 @@
 // omitempty in Go, so every object reads back with a status.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import {
-  FieldPath, forbidden, invalid, invalidEach, record, required, tooLong, typeCheck, type JsonRecord,
+  FieldPath,
+  forbidden,
+  invalid,
+  invalidEach,
+  record,
+  required,
+  tooLong,
+  typeCheck,
+  type JsonRecord,
 } from '../../common/field-errors.ts';
 import { isDNS1123Subdomain } from '../../common/name-rules.ts';
 import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
@@ -20,7 +28,8 @@ const ONE_OF_SOURCES = 'must specify exactly one of inlineVolumeSpec and persist
 /** The inline (migrated in-tree) PersistentVolumeSpec: a CSI source, and none of the fields only a PV has. */
 function validateInlineSpec(inline: JsonRecord, p: FieldPath): StatusCause[] {
   const causes: StatusCause[] = [];
-  if (inline.claimRef != null) causes.push(forbidden(p.child('claimRef'), 'may not be specified in the context of inline volumes'));
+  if (inline.claimRef != null)
+    causes.push(forbidden(p.child('claimRef'), 'may not be specified in the context of inline volumes'));
   if (inline.capacity != null && Object.keys(record(inline.capacity) ?? {}).length > 0) {
     causes.push(forbidden(p.child('capacity'), 'may not be specified in the context of inline volumes'));
   }
@@ -39,9 +48,14 @@ function validateSource(source: unknown, p: FieldPath): StatusCause[] {
   const hasPv = s.persistentVolumeName !== undefined && s.persistentVolumeName !== null;
   if (!hasInline && !hasPv) return [required(p, ONE_OF_SOURCES)];
   if (hasInline && hasPv) return [forbidden(p, ONE_OF_SOURCES)];
-  if (hasPv) return s.persistentVolumeName === '' ? [required(p.child('persistentVolumeName'), 'must specify non empty persistentVolumeName')] : [];
+  if (hasPv)
+    return s.persistentVolumeName === ''
+      ? [required(p.child('persistentVolumeName'), 'must specify non empty persistentVolumeName')]
+      : [];
   const inline = record(s.inlineVolumeSpec);
-  return inline ? validateInlineSpec(inline, p.child('inlineVolumeSpec')) : typeCheck(p.child('inlineVolumeSpec'), s.inlineVolumeSpec, 'object');
+  return inline
+    ? validateInlineSpec(inline, p.child('inlineVolumeSpec'))
+    : typeCheck(p.child('inlineVolumeSpec'), s.inlineVolumeSpec, 'object');
 }
 
 function validateVolumeError(e: unknown, p: FieldPath): StatusCause[] {
@@ -49,7 +63,8 @@ function validateVolumeError(e: unknown, p: FieldPath): StatusCause[] {
   if (!err) return typeCheck(p, e, 'object');
   const causes: StatusCause[] = [];
   // kube reports the metadata limit here, not the message limit it checks.
-  if (typeof err.message === 'string' && err.message.length > MAX_ERROR_MESSAGE) causes.push(tooLong(p.child('message'), MAX_METADATA_BYTES));
+  if (typeof err.message === 'string' && err.message.length > MAX_ERROR_MESSAGE)
+    causes.push(tooLong(p.child('message'), MAX_METADATA_BYTES));
   if (typeof err.errorCode === 'number' && err.errorCode < 0) {
     causes.push(invalid(p.child('errorCode'), err.errorCode, 'must be between 0 and 2147483647, inclusive'));
   }
@@ -59,7 +74,8 @@ function validateVolumeError(e: unknown, p: FieldPath): StatusCause[] {
 function validateStatus(st: JsonRecord, p: FieldPath): StatusCause[] {
   const causes = typeCheck(p.child('attached'), st.attached, 'boolean');
   let size = 0;
-  for (const [k, v] of Object.entries(record(st.attachmentMetadata) ?? {})) size += byteLength(k) + (typeof v === 'string' ? byteLength(v) : 0);
+  for (const [k, v] of Object.entries(record(st.attachmentMetadata) ?? {}))
+    size += byteLength(k) + (typeof v === 'string' ? byteLength(v) : 0);
   if (size > MAX_METADATA_BYTES) causes.push(tooLong(p.child('attachmentMetadata'), MAX_METADATA_BYTES));
   causes.push(...validateVolumeError(st.attachError, p.child('attachError')));
   causes.push(...validateVolumeError(st.detachError, p.child('detachError')));
@@ -92,10 +108,25 @@ export function validateVolumeAttachment(obj: KubeObject, old?: KubeObject): Sta
 
 const volumeAttachmentColumns: TableColumn[] = [
   nameColumn,
-  { ...column('Attacher', 'attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().', (o) => str(spec(o).attacher)), format: 'name' },
-  column('PV', 'persistentVolumeName represents the name of the persistent volume to attach.', (o) => str(rec(spec(o).source).persistentVolumeName)),
+  {
+    ...column(
+      'Attacher',
+      'attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().',
+      (o) => str(spec(o).attacher),
+    ),
+    format: 'name',
+  },
+  column('PV', 'persistentVolumeName represents the name of the persistent volume to attach.', (o) =>
+    str(rec(spec(o).source).persistentVolumeName),
+  ),
   column('Node', 'nodeName represents the node that the volume should be attached to.', (o) => str(spec(o).nodeName)),
-  column('Attached', 'attached indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher.', (o) => status(o).attached === true, 0, 'boolean'),
+  column(
+    'Attached',
+    'attached indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher.',
+    (o) => status(o).attached === true,
+    0,
+    'boolean',
+  ),
   ageColumn,
 ];
 

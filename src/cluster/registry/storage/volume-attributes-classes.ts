@@ -3,7 +3,16 @@
 // storage.k8s.io/v1 in 1.34): its registry entry, validation after k/k pkg/apis/storage/validation (driverName a
 // qualified name, at least one parameter; driverName and parameters immutable), and the kubectl columns.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
-import { FieldPath, forbidden, invalid, invalidEach, record, required, tooLong, typeCheck } from '../../common/field-errors.ts';
+import {
+  FieldPath,
+  forbidden,
+  invalid,
+  invalidEach,
+  record,
+  required,
+  tooLong,
+  typeCheck,
+} from '../../common/field-errors.ts';
 import { isQualifiedName } from '../../common/name-rules.ts';
 import { ALL_VERBS } from '../registry-helpers.ts';
 import type { ResourceType } from '../resource-type.ts';
@@ -34,7 +43,8 @@ function validateParameters(params: unknown, p: FieldPath): StatusCause[] {
 export function validateVolumeAttributesClass(obj: KubeObject, old?: KubeObject): StatusCause[] {
   const causes: StatusCause[] = [];
   if (old !== undefined) {
-    if (obj.driverName !== old.driverName) causes.push(forbidden(FieldPath.root('driverName'), 'updates to driverName are forbidden.'));
+    if (obj.driverName !== old.driverName)
+      causes.push(forbidden(FieldPath.root('driverName'), 'updates to driverName are forbidden.'));
     if (JSON.stringify(canonical(obj.parameters ?? {})) !== JSON.stringify(canonical(old.parameters ?? {}))) {
       causes.push(forbidden(FieldPath.root('parameters'), 'updates to parameters are forbidden.'));
     }
