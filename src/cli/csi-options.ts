@@ -5,12 +5,13 @@
 import { Command, InvalidArgumentError, type Option } from 'commander';
 import type { LeaderElectionMode } from '../controller/options.ts';
 import { LEADER_ELECTION_DEFAULTS } from '../runtime/leader-election.ts';
-import { parseListenAddress } from '../runtime/health-server.ts';
 import {
   addConnectionOptions,
+  addressArg,
   applyEnvironment,
   CliOptionError,
   givenIn,
+  intArg,
   LOG_LEVELS,
   opt,
   parseBoolean,
@@ -75,23 +76,6 @@ function positiveDuration(v: string): number {
   if (ms <= 0) throw new InvalidArgumentError(`"${v}" must be longer than 0`);
   return ms;
 }
-function integer(min: number): (v: string) => number {
-  return (v) => {
-    const n = Number(v);
-    if (!/^-?\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || n < min)
-      throw new InvalidArgumentError(`"${v}" is not an integer >= ${min}`);
-    return n;
-  };
-}
-function address(v: string): string {
-  if (v === 'off' || v === '') return 'off';
-  try {
-    parseListenAddress(v);
-  } catch {
-    throw new InvalidArgumentError(`"${v}" is not host:port, :port or off`);
-  }
-  return v;
-}
 /** `none|lease|per-claim`, and external-provisioner's boolean spelling: true = lease, false = none. */
 function leaderElectionArg(v: string): LeaderElectionMode {
   const t = v.trim().toLowerCase();
@@ -101,7 +85,7 @@ function leaderElectionArg(v: string): LeaderElectionMode {
   throw new InvalidArgumentError(`"${v}" is not none, lease or per-claim (true/false as in external-provisioner)`);
 }
 function ownerLevel(v: string): CapacityOwnerLevel {
-  const n = integer(-1)(v);
+  const n = intArg(-1)(v);
   if (n > 2) throw new InvalidArgumentError(`"${v}" is not -1, 0, 1 or 2`);
   return n as CapacityOwnerLevel;
 }
@@ -140,14 +124,14 @@ export function addRunCsiOptions(cmd: Command): Command {
       .argParser(positiveDuration)
       .default(LEADER_ELECTION_DEFAULTS.retryPeriodMs, `${LEADER_ELECTION_DEFAULTS.retryPeriodMs / 1000}s`),
     opt('--worker-threads <n>', 'claim workers (and as many volume and resize workers)')
-      .argParser(integer(1))
+      .argParser(intArg(1))
       .default(100),
     opt('--volume-name-prefix <prefix>', 'prefix of volume (and PV) names: <prefix>-<claim uid>').default('pvc'),
     opt(
       '--volume-name-uuid-length <n>',
       'keep this many characters of the claim uid, dashes dropped (-1: the whole uid)',
     )
-      .argParser(integer(-1))
+      .argParser(intArg(-1))
       .default(-1),
     bool(
       opt(
@@ -192,10 +176,10 @@ export function addRunCsiOptions(cmd: Command): Command {
       '--health-address <host:port>',
       '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable',
     )
-      .argParser(address)
+      .argParser(addressArg)
       .default(':8080'),
     opt('--metrics-address <host:port>', '/metrics address (default: the health address); off to disable').argParser(
-      address,
+      addressArg,
     ),
     opt('--log-level <level>', 'log level (JSON logs on stderr)')
       .choices([...LOG_LEVELS])

@@ -104,7 +104,8 @@ function durationArg(min: number, max: number): (v: string) => number {
   };
 }
 
-function intArg(min: number): (v: string) => number {
+/** A commander parser of integers >= `min`. */
+export function intArg(min: number): (v: string) => number {
   return (v) => {
     const n = Number(v);
     if (!/^-?\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || n < min)
@@ -122,7 +123,8 @@ function numberArg(min: number): (v: string) => number {
   };
 }
 
-function addressArg(v: string): string {
+/** A commander parser of listen addresses: `host:port`, `:port`, or `off` (also the empty string). */
+export function addressArg(v: string): string {
   if (v === 'off' || v === '') return 'off';
   try {
     parseListenAddress(v);

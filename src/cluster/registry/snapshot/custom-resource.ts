@@ -60,6 +60,33 @@ export function requiredOnceSet(
   return next[field] === undefined || next[field] === null ? [ruleFailed(p, 'object', message)] : [];
 }
 
+/**
+ * A snapshot `source`: an object of two string fields of which exactly one is set, each immutable and required once
+ * set. The causes come in the CRD's rule order: the types of `fields`, immutability in `immutableOrder`, then
+ * required-once-set of `fields`, then the one-of rule (`oneOfMessage`).
+ */
+export function validateOneOfSource(
+  p: FieldPath,
+  source: unknown,
+  oldSource: unknown,
+  fields: readonly [string, string],
+  immutableOrder: readonly [string, string],
+  oneOfMessage: string,
+): StatusCause[] {
+  const typeErrs = schemaType(p, source, 'object');
+  const s = record(source);
+  if (typeErrs.length || !s) return typeErrs;
+  const prev = record(oldSource);
+  const causes = [
+    ...fields.flatMap((f) => schemaType(p.child(f), s[f], 'string')),
+    ...immutableOrder.flatMap((f) => immutableOnceSet(p.child(f), s[f], prev?.[f], `${f} is immutable`)),
+    ...fields.flatMap((f) => requiredOnceSet(p, s, prev, f, `${f} is required once set`)),
+  ];
+  const set = fields.filter((f) => s[f] !== undefined && s[f] !== null);
+  if (set.length !== 1) causes.push(ruleFailed(p, 'object', oneOfMessage));
+  return causes;
+}
+
 /** Everything but metadata (and status, when it has its own subresource): what the generation counts. */
 function generationContent(o: KubeObject, hasStatus: boolean): string {
   const { metadata: _m, ...rest } = o;

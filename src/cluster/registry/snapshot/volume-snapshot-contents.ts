@@ -18,6 +18,7 @@ import {
   schemaEnum,
   schemaRequired,
   schemaType,
+  validateOneOfSource,
 } from './custom-resource.ts';
 import { validateSnapshotError } from './snapshot-status.ts';
 import { DELETION_POLICIES } from './volume-snapshot-classes.ts';
@@ -25,29 +26,15 @@ import { VOLUME_SNAPSHOT_CONTENT_SCHEMA } from './snapshot-schemas.ts';
 
 const ONE_HANDLE = 'exactly one of volumeHandle and snapshotHandle must be set';
 
-function validateSource(source: unknown, oldSource: unknown, p: FieldPath): StatusCause[] {
-  const typeErrs = schemaType(p, source, 'object');
-  const s = record(source);
-  if (typeErrs.length || !s) return typeErrs;
-  const prev = record(oldSource);
-  const causes = [
-    ...schemaType(p.child('volumeHandle'), s.volumeHandle, 'string'),
-    ...schemaType(p.child('snapshotHandle'), s.snapshotHandle, 'string'),
-    ...immutableOnceSet(
-      p.child('snapshotHandle'),
-      s.snapshotHandle,
-      prev?.snapshotHandle,
-      'snapshotHandle is immutable',
-    ),
-    ...immutableOnceSet(p.child('volumeHandle'), s.volumeHandle, prev?.volumeHandle, 'volumeHandle is immutable'),
-    ...requiredOnceSet(p, s, prev, 'volumeHandle', 'volumeHandle is required once set'),
-    ...requiredOnceSet(p, s, prev, 'snapshotHandle', 'snapshotHandle is required once set'),
-  ];
-  const hasVolume = s.volumeHandle !== undefined && s.volumeHandle !== null;
-  const hasSnapshot = s.snapshotHandle !== undefined && s.snapshotHandle !== null;
-  if (hasVolume === hasSnapshot) causes.push(ruleFailed(p, 'object', ONE_HANDLE));
-  return causes;
-}
+const validateSource = (source: unknown, oldSource: unknown, p: FieldPath): StatusCause[] =>
+  validateOneOfSource(
+    p,
+    source,
+    oldSource,
+    ['volumeHandle', 'snapshotHandle'],
+    ['snapshotHandle', 'volumeHandle'],
+    ONE_HANDLE,
+  );
 
 function validateRef(ref: unknown, p: FieldPath): StatusCause[] {
   const typeErrs = schemaType(p, ref, 'object');

@@ -11,46 +11,26 @@ import {
   crdAgeColumn,
   crdNameColumn,
   customResourceStrategy,
-  immutableOnceSet,
   printerColumn,
-  requiredOnceSet,
   ruleFailed,
   schemaRequired,
   schemaType,
+  validateOneOfSource,
 } from './custom-resource.ts';
 import { validateSnapshotError, validateTimestamp } from './snapshot-status.ts';
 import { VOLUME_SNAPSHOT_SCHEMA } from './snapshot-schemas.ts';
 
 const ONE_SOURCE = 'exactly one of volumeSnapshotContentName and persistentVolumeClaimName must be set';
 
-function validateSource(source: unknown, oldSource: unknown, p: FieldPath): StatusCause[] {
-  const typeErrs = schemaType(p, source, 'object');
-  const s = record(source);
-  if (typeErrs.length || !s) return typeErrs;
-  const prev = record(oldSource);
-  const causes = [
-    ...schemaType(p.child('persistentVolumeClaimName'), s.persistentVolumeClaimName, 'string'),
-    ...schemaType(p.child('volumeSnapshotContentName'), s.volumeSnapshotContentName, 'string'),
-    ...immutableOnceSet(
-      p.child('persistentVolumeClaimName'),
-      s.persistentVolumeClaimName,
-      prev?.persistentVolumeClaimName,
-      'persistentVolumeClaimName is immutable',
-    ),
-    ...immutableOnceSet(
-      p.child('volumeSnapshotContentName'),
-      s.volumeSnapshotContentName,
-      prev?.volumeSnapshotContentName,
-      'volumeSnapshotContentName is immutable',
-    ),
-    ...requiredOnceSet(p, s, prev, 'persistentVolumeClaimName', 'persistentVolumeClaimName is required once set'),
-    ...requiredOnceSet(p, s, prev, 'volumeSnapshotContentName', 'volumeSnapshotContentName is required once set'),
-  ];
-  const hasPvc = s.persistentVolumeClaimName !== undefined && s.persistentVolumeClaimName !== null;
-  const hasContent = s.volumeSnapshotContentName !== undefined && s.volumeSnapshotContentName !== null;
-  if (hasPvc === hasContent) causes.push(ruleFailed(p, 'object', ONE_SOURCE));
-  return causes;
-}
+const validateSource = (source: unknown, oldSource: unknown, p: FieldPath): StatusCause[] =>
+  validateOneOfSource(
+    p,
+    source,
+    oldSource,
+    ['persistentVolumeClaimName', 'volumeSnapshotContentName'],
+    ['persistentVolumeClaimName', 'volumeSnapshotContentName'],
+    ONE_SOURCE,
+  );
 
 function validateStatus(status: unknown, p: FieldPath): StatusCause[] {
   const typeErrs = schemaType(p, status, 'object');
