@@ -1,5 +1,8 @@
 // The run commands' heap policy: the growth percent from $KUBE_PROVISIONER_HEAP_GROWTH_PERCENT (GOGC's role).
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
 import {
   DEFAULT_HEAP_GROWTH_PERCENT,
@@ -26,5 +29,19 @@ describe('heap policy', () => {
 
   it('leaves V8 alone at 0', () => {
     assert.equal(setHeapGrowth(0), 0);
+  });
+
+  it('is applied by the run commands at start (a bad value stops `run hostpath` before anything else)', async () => {
+    const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+    const err = await promisify(execFile)(
+      process.execPath,
+      ['--conditions=kube-provisioner:source', '--import', 'tsx', main, 'run', 'hostpath'],
+      { env: { ...process.env, [HEAP_GROWTH_ENV]: 'lots' } },
+    ).then(
+      () => undefined,
+      (e: { code?: number; stderr?: string }) => e,
+    );
+    assert.equal(err?.code, 1);
+    assert.match(err?.stderr ?? '', new RegExp(`${HEAP_GROWTH_ENV}: expected a whole number`));
   });
 });
