@@ -10,7 +10,7 @@
 // logged to stderr as one JSON line with a `chaos` key, which the harness counts.
 import { writeSync } from 'node:fs';
 import fsp from 'node:fs/promises';
-import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
+import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
 import { mulberry32 } from './prng.ts';
 
 const env = process.env;

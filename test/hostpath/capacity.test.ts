@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { VolumeLedger, SHARED_SCOPE, type Allocation } from '../../src/hostpath/capacity.ts';
-import { UnsafePathError } from '../../src/hostpath/path-safety.ts';
+import { VolumeLedger, SHARED_SCOPE, type Allocation } from '../../src/hostpath/ledger/volume-ledger.ts';
+import { UnsafePathError } from '../../src/hostpath/paths/path-safety.ts';
 
 const GI = 1n << 30n;
 const a = (pvName: string, bytes: bigint, basePath = '/data', scope = 'n1'): Allocation => ({

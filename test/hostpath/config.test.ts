@@ -12,9 +12,9 @@ import {
   allBasePaths,
   ConfigError,
   DEFAULT_NODE,
-} from '../../src/hostpath/config.ts';
-import { ConfigFileSource } from '../../src/hostpath/config-source.ts';
-import { parseClassParameters, StorageClassParameterError } from '../../src/hostpath/class-parameters.ts';
+} from '../../src/hostpath/config/hostpath-config.ts';
+import { ConfigFileSource } from '../../src/hostpath/config/config-file-source.ts';
+import { parseClassParameters, StorageClassParameterError } from '../../src/hostpath/config/class-parameters.ts';
 import { waitFor as poll } from '../support/wait.ts';
 
 test('parses local-path JSON as-is, with our per-path capacity extension', () => {

@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { InfeasibleError, IgnoredError } from '../../src/controller/provisioner.ts';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
-import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
-import { readVolumeRecord } from '../../src/hostpath/volume-records.ts';
-import { VolumeIdentityError } from '../../src/hostpath/delete-identity.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
+import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
+import { readVolumeRecord } from '../../src/hostpath/records/volume-records.ts';
+import { VolumeIdentityError } from '../../src/hostpath/delete/delete-identity.ts';
 import { claim, provisionOptions, signal, storageClass, tempTree } from './provisioner-helpers.ts';
 
 const MI = 1024n * 1024n;

@@ -10,9 +10,9 @@ import {
   archiveVolumeDir,
   archiveName,
   BasePathError,
-} from '../../src/hostpath/fs-ops.ts';
-import { directoryUsage } from '../../src/hostpath/usage.ts';
-import { UnsafePathError } from '../../src/hostpath/path-safety.ts';
+} from '../../src/hostpath/disk/volume-dirs.ts';
+import { directoryUsage } from '../../src/hostpath/usage/directory-usage.ts';
+import { UnsafePathError } from '../../src/hostpath/paths/path-safety.ts';
 
 let tmp: string;
 let root: string;

@@ -2,12 +2,20 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
-import { validateHostPathConfig, DEFAULT_NODE, type HostPathConfig } from '../../src/hostpath/config.ts';
+import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
+import {
+  validateHostPathConfig,
+  DEFAULT_NODE,
+  type HostPathConfig,
+} from '../../src/hostpath/config/hostpath-config.ts';
 import { InfeasibleError, ProvisioningError, IgnoredError } from '../../src/controller/provisioner.ts';
-import { BasePathError } from '../../src/hostpath/fs-ops.ts';
-import { UnsafePathError } from '../../src/hostpath/path-safety.ts';
-import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_NODE, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpath/volume-spec.ts';
+import { BasePathError } from '../../src/hostpath/disk/volume-dirs.ts';
+import { UnsafePathError } from '../../src/hostpath/paths/path-safety.ts';
+import {
+  ANN_HOSTPATH_BASE_PATH,
+  ANN_HOSTPATH_NODE,
+  ANN_HOSTPATH_ON_DELETE,
+} from '../../src/hostpath/volume/volume-spec.ts';
 import { claim, storageClass, provisionOptions, tempTree, snapshot, signal } from './provisioner-helpers.ts';
 
 let tmp: string;

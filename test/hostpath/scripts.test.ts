@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { runVolumeScript, VolumeScriptError } from '../../src/hostpath/scripts.ts';
+import { runVolumeScript, VolumeScriptError } from '../../src/hostpath/disk/volume-scripts.ts';
 import { waitFor } from '../support/wait.ts';
 
 const run = (script: string, extra: Partial<Parameters<typeof runVolumeScript>[0]> = {}) =>
