@@ -25,18 +25,35 @@ export function heapGrowthPercentFrom(env: NodeJS.ProcessEnv): number {
   return n;
 }
 
+/** The young generation the policy keeps (both semi-spaces): V8's size once a `run` command has loaded (2 x 4 MB). */
+export const YOUNG_GENERATION_TARGET_BYTES = 8 * 1024 * 1024;
+
+let youngTimer: NodeJS.Timeout | undefined;
+
 /**
  * Sets V8's heap growth for the whole process (all its threads' heaps, from their next collection on): `percent` > 0
- * makes each full collection allow `percent`% growth over the live data, and keeps the young generation at the size
- * it has now (V8 doubles it up to 2 x 16 MB under a steady allocation rate; at start-up it is 2 x 4 MB, which the
- * scavenger handles a controller's per-request garbage in). 0 does nothing (V8's rules). Returns the percent applied.
- * These are V8 flags set at run time (`v8.setFlagsFromString`): both are read by the collector at each collection.
+ * makes each full collection allow `percent`% growth over the live data, and holds the young generation near
+ * {@link YOUNG_GENERATION_TARGET_BYTES}: V8 doubles it up to 2 x 16 MB under a steady allocation rate and shrinks it to
+ * 2 x 0.5 MB when idle, so a check every 250 ms (an unref'd timer) lets it grow only while it is below the target.
+ * 0 does nothing (V8's rules). Returns the percent applied. These are V8 flags set at run time
+ * (`v8.setFlagsFromString`; `--heap-growing-percent`, `--semi-space-growth-factor`), read at each collection.
  */
 export function setHeapGrowth(percent: number): number {
   if (!Number.isInteger(percent) || percent < 0) throw new RangeError(`heap growth: expected a whole percent >= 0`);
-  if (percent > 0) {
-    v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
-    v8.setFlagsFromString('--semi-space-growth-factor=1');
+  if (percent === 0) return 0;
+  v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
+  if (!youngTimer) {
+    let growing: boolean | undefined;
+    const hold = () => {
+      const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
+      const grow = (young?.space_size ?? 0) < YOUNG_GENERATION_TARGET_BYTES;
+      if (grow === growing) return;
+      growing = grow;
+      v8.setFlagsFromString(`--semi-space-growth-factor=${grow ? 2 : 1}`);
+    };
+    hold();
+    youngTimer = setInterval(hold, 250);
+    youngTimer.unref();
   }
   return percent;
 }
