@@ -11,11 +11,11 @@ import type { Provisioner } from './provisioner.ts';
 
 /**
  * - `delete`: call provisioner.delete(), then delete the PV (uid precondition), then drop our finalizer;
- * - `finish-delete`: the backend volume is already gone (delete() succeeded earlier): only the PV / finalizer part;
+ * - `finishDelete`: the backend volume is already gone (delete() succeeded earlier): only the PV / finalizer part;
  * - `ignore`: nothing to delete (apply `finalizer` if set);
- * - `give-up`: deletion failed `failedDeleteThreshold` times; nothing more until the PV changes.
+ * - `giveUp`: deletion failed `failedDeleteThreshold` times; nothing more until the PV changes.
  */
-export type VolumeAction = 'delete' | 'finish-delete' | 'ignore' | 'give-up';
+export type VolumeAction = 'delete' | 'finishDelete' | 'ignore' | 'giveUp';
 
 export type VolumeDecisionCode =
   | 'NotOurVolume'
@@ -147,7 +147,7 @@ export function decideVolume(input: VolumeDecisionInput): VolumeDecision {
   }
   if (input.backendDeleted) {
     return {
-      action: 'finish-delete',
+      action: 'finishDelete',
       code: 'BackendDeleted',
       reason: 'backend volume already deleted; removing the PV',
       ...withFinalizer,
@@ -157,7 +157,7 @@ export function decideVolume(input: VolumeDecisionInput): VolumeDecision {
   const record = currentRecord(input.failures, fingerprint);
   if (thresholdReached(record, options.retry.failedDeleteThreshold)) {
     return {
-      action: 'give-up',
+      action: 'giveUp',
       code: 'GivenUp',
       reason: `gave up after ${record?.failures} failed deletions (last error: ${record?.lastError ?? 'unknown'}); change the volume to retry`,
       fingerprint,

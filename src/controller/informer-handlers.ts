@@ -1,93 +1,51 @@
-// Informer event handlers of one term: which keys to enqueue for which changes. Bound claims are skipped (no
-// work and no API calls at resync) and forgotten, our own lock writes are filtered out, a deleted claim still in
-// progress is carried on, a deleted claim re-queues its volume, a deleted PV unblocks claims refused for its name,
-// and class changes re-queue their claims.
-import type { Informer } from '../runtime/informer.ts';
+// Turns informer events into queue keys for any list of control loops: each loop's hooks, on one handler per
+// informer, in the order the loops are given. Claim updates that only move our own per-claim lock are dropped here,
+// before any loop sees them (our lock writes are no news to anyone).
+import type { Informer, InformerHandlers } from '../runtime/informer.ts';
 import type { KubeObject, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { isOnlyLockUpdate } from './claim-lock.ts';
-import { forgetClaim, forgetVolume } from './cached-decisions.ts';
-import type { ControllerShared, ControllerTerm } from './controller-state.ts';
-import type { ResizeHooks } from './resize-loop.ts';
+import type { ControllerShared } from './controller-state.ts';
+import type { LoopHooks } from './loop.ts';
 
-/** Volume cache index: PVs by their claimRef's uid. */
-export const VOLUME_CLAIM_UID_INDEX = 'claimUid';
+/** What the wiring needs of an informer (an Informer fits). */
+export type InformerEvents<T extends KubeObject> = Pick<Informer<T>, 'addEventHandler'>;
 
-/** What the handlers need of an informer (an Informer fits). */
-export type InformerEvents<T extends KubeObject> = Pick<Informer<T>, 'addIndex' | 'addEventHandler'>;
+/** The term's informers the loops listen to. */
+export interface TermEvents {
+  claims: InformerEvents<PersistentVolumeClaim>;
+  volumes: InformerEvents<PersistentVolume>;
+  classes: InformerEvents<StorageClass>;
+}
 
-/** Registers the handlers that turn informer events into queue keys. */
-export function wireHandlers(
-  s: ControllerShared,
-  t: ControllerTerm,
-  claims: InformerEvents<PersistentVolumeClaim>,
-  volumes: InformerEvents<PersistentVolume>,
-  classes: InformerEvents<StorageClass>,
-  resize?: ResizeHooks,
-): void {
-  volumes.addIndex(VOLUME_CLAIM_UID_INDEX, (v) => (v.spec.claimRef?.uid ? [v.spec.claimRef.uid] : []));
-  const enqueueClaim = (c: PersistentVolumeClaim) => {
-    const uid = c.metadata.uid ?? '';
-    resize?.claimChanged(c);
-    // Bound claims need nothing (unless an operation of ours is still in progress for them), and nothing about them
-    // is kept: a claim's record, our write of it and its lock observation go once it is bound (the key's backoff
-    // history went when its sync returned done).
-    if (c.spec.volumeName && !s.claimRecords.inProgress(uid)) {
-      forgetClaim(s, uid);
-      return;
-    }
-    t.claimQueue.add(uid);
-  };
-  claims.addEventHandler({
-    onAdd: enqueueClaim,
+/** Registers every loop's hooks (already bound to its queue) on the term's informers. */
+export function wireLoops(s: ControllerShared, informers: TermEvents, hooks: readonly LoopHooks[]): void {
+  const claims = combine(hooks.flatMap((h) => (h.claims ? [h.claims] : [])));
+  const update = claims.onUpdate;
+  informers.claims.addEventHandler({
+    ...claims,
     onUpdate: (oldClaim, newClaim) => {
       if (s.claimLock && isOnlyLockUpdate(oldClaim, newClaim)) return;
-      enqueueClaim(newClaim);
-    },
-    onDelete: (c) => {
-      const uid = c.metadata.uid ?? '';
-      resize?.claimDeleted(uid);
-      // The PV's Released event may have come while this cache still held the claim (ClaimStillExists): without
-      // this the volume would wait for the next resync. Both the claim's volumeName and PVs whose claimRef is it.
-      const volumeNames = new Set(t.volumes.indexKeys(VOLUME_CLAIM_UID_INDEX, uid));
-      if (c.spec.volumeName) volumeNames.add(c.spec.volumeName);
-      for (const name of volumeNames) t.volumeQueue.add(name);
-      if (s.claimRecords.inProgress(uid)) {
-        // Carry on with the in-progress copy: the backend may be creating the volume right now.
-        t.claimQueue.add(uid);
-        return;
-      }
-      t.claimQueue.forget(uid);
-      forgetClaim(s, uid);
+      update?.(oldClaim, newClaim);
     },
   });
-  const reenqueueWaiting = (index: 'class' | 'pvName', value: string) => {
-    if (index === 'class') resize?.classChanged(value);
-    for (const c of t.claims.byIndex(index, value)) enqueueClaim(c);
+  informers.volumes.addEventHandler(combine(hooks.flatMap((h) => (h.volumes ? [h.volumes] : []))));
+  informers.classes.addEventHandler(combine(hooks.flatMap((h) => (h.classes ? [h.classes] : []))));
+}
+
+/** One handler calling each of `handlers` in turn. */
+function combine<T extends KubeObject>(handlers: readonly InformerHandlers<T>[]): InformerHandlers<T> {
+  const adds = handlers.flatMap((h) => (h.onAdd ? [h.onAdd.bind(h)] : []));
+  const updates = handlers.flatMap((h) => (h.onUpdate ? [h.onUpdate.bind(h)] : []));
+  const deletes = handlers.flatMap((h) => (h.onDelete ? [h.onDelete.bind(h)] : []));
+  return {
+    onAdd: (obj) => {
+      for (const f of adds) f(obj);
+    },
+    onUpdate: (oldObj, newObj) => {
+      for (const f of updates) f(oldObj, newObj);
+    },
+    onDelete: (obj, info) => {
+      for (const f of deletes) f(obj, info);
+    },
   };
-  volumes.addEventHandler({
-    onAdd: (v) => {
-      s.savedVolumes.observe(v.metadata.name ?? '', v);
-      t.volumeQueue.add(v.metadata.name ?? '');
-    },
-    onUpdate: (_old, v) => {
-      resize?.volumeChanged(v);
-      s.savedVolumes.observe(v.metadata.name ?? '', v);
-      t.volumeQueue.add(v.metadata.name ?? '');
-    },
-    onDelete: (v) => {
-      const name = v.metadata.name ?? '';
-      t.volumeQueue.forget(name);
-      forgetVolume(s, v);
-      // A claim refused because this name was taken may proceed now.
-      reenqueueWaiting('pvName', name);
-    },
-  });
-  // Creating or fixing a class re-evaluates its claims now (the Go library had no class handlers).
-  classes.addEventHandler({
-    onAdd: (c) => reenqueueWaiting('class', c.metadata.name ?? ''),
-    onUpdate: (oldClass, c) => {
-      if (oldClass !== c) reenqueueWaiting('class', c.metadata.name ?? '');
-    },
-    onDelete: (c) => reenqueueWaiting('class', c.metadata.name ?? ''),
-  });
 }

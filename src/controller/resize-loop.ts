@@ -1,35 +1,60 @@
-// The resize flow's plumbing: which informer events put a claim uid on the resize queue (syncResize returns a
-// Next that the controller's worker applies, like the claim and volume flows).
-import type { WorkQueue } from '../runtime/workqueue.ts';
-import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
-import type { ControllerTerm } from './controller-state.ts';
-import { mayNeedResize } from './decide-resize.ts';
-import { forgetResize, type ResizeState } from './resize-sync.ts';
+// The resize loop (claims whose request exceeds their capacity, when the provisioner implements expand()), declared
+// in the shape every loop has: key (claim uid), decideResize on the cached claim, PV and class, syncResize, the
+// resize records, its metrics, and the informer events that may start or finish a resize.
+import type { PersistentVolumeClaim } from '../types/k8s.ts';
+import type { ControllerShared } from './controller-state.ts';
+import { mayNeedResize, type ResizeDecision } from './decide-resize.ts';
+import type { ControlLoop } from './loop.ts';
+import type { ResizeRecord } from './object-records.ts';
+import type { ResizeMetrics } from './resize-metrics.ts';
+import { decideCachedResize, syncResize } from './resize-sync.ts';
 
-/** What the informer handlers tell the resize flow. */
-export interface ResizeHooks {
-  claimChanged(claim: PersistentVolumeClaim): void;
-  claimDeleted(uid: string): void;
-  volumeChanged(volume: PersistentVolume): void;
-  classChanged(name: string): void;
-}
-
-/** Hooks that enqueue the claims the resize flow may have work for. */
-export function resizeHooks(t: ControllerTerm, queue: WorkQueue<string>, state: ResizeState): ResizeHooks {
-  const consider = (c: PersistentVolumeClaim | undefined) => {
-    if (c && mayNeedResize(c)) queue.add(c.metadata.uid ?? '');
-  };
+/** The resize loop of one controller. */
+export function resizeLoop(
+  s: ControllerShared,
+  metrics: ResizeMetrics,
+): ControlLoop<PersistentVolumeClaim, ResizeDecision, ResizeRecord, ResizeMetrics> {
   return {
-    claimChanged: consider,
-    claimDeleted: (uid) => {
-      queue.forget(uid);
-      forgetResize(state, uid);
-    },
-    // A PV write (ours, or its capacity set by hand) may finish or unblock its claim's resize.
-    volumeChanged: (v) => consider(v.spec.claimRef?.uid ? t.claims.getByUid(v.spec.claimRef.uid) : undefined),
-    // allowVolumeExpansion switched on, or a class edit that restarts a given-up resize.
-    classChanged: (name) => {
-      for (const c of t.claims.byIndex('class', name)) consider(c);
+    name: 'resizes',
+    key: (claim) => claim.metadata.uid ?? '',
+    decide: (t, claim) => decideCachedResize(s, t, claim),
+    sync: (t, uid) => syncResize(s, t, metrics, uid),
+    records: s.resizeRecords,
+    metrics,
+    hooks: (t, queue) => {
+      const consider = (c: PersistentVolumeClaim | undefined) => {
+        if (c && mayNeedResize(c)) queue.add(c.metadata.uid ?? '');
+      };
+      const considerClass = (name: string) => {
+        for (const c of t.claims.byIndex('class', name)) consider(c);
+      };
+      return {
+        claims: {
+          onAdd: consider,
+          onUpdate: (_old, c) => consider(c),
+          onDelete: (c) => {
+            const uid = c.metadata.uid ?? '';
+            queue.forget(uid);
+            s.resizeRecords.forget(uid);
+          },
+        },
+        volumes: {
+          // A PV write (ours, or its capacity set by hand) may finish or unblock its claim's resize.
+          onUpdate: (_old, v) => consider(v.spec.claimRef?.uid ? t.claims.getByUid(v.spec.claimRef.uid) : undefined),
+          // The claims waiting for that PV name are looked at again, as by the claim loop.
+          onDelete: (v) => {
+            for (const c of t.claims.byIndex('pvName', v.metadata.name ?? '')) consider(c);
+          },
+        },
+        // allowVolumeExpansion switched on, or a class edit that restarts a given-up resize.
+        classes: {
+          onAdd: (c) => considerClass(c.metadata.name ?? ''),
+          onUpdate: (oldClass, c) => {
+            if (oldClass !== c) considerClass(c.metadata.name ?? '');
+          },
+          onDelete: (c) => considerClass(c.metadata.name ?? ''),
+        },
+      };
     },
   };
 }

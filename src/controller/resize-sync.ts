@@ -1,14 +1,13 @@
-// The resize flow's effects (the external-resizer's job, Kubernetes 1.32 semantics): run decideResize on the
-// cached claim, PV and class, then mark the claim (allocatedResources, ControllerResizeInProgress, Resizing),
-// call expand(), write the PV's capacity, then the claim's (or FileSystemResizePending when the node must finish),
-// with the Resizing / VolumeResizeSuccessful / VolumeResizeFailed events and the resize metrics. It returns what
-// should happen next as a Next value (the worker applies it); it never touches a queue. A successful expand() whose
-// PV write failed
-// is remembered, so the retry writes the PV without expanding again.
+// The resize loop's effects (the external-resizer's job, Kubernetes 1.32 semantics): run decideResize on the cached
+// claim, PV and class, then mark the claim (allocatedResources, ControllerResizeInProgress, Resizing), call expand(),
+// write the PV's capacity, then the claim's (or FileSystemResizePending when the node must finish), with the
+// Resizing / VolumeResizeSuccessful / VolumeResizeFailed events and the resize metrics. Each step takes the one
+// ResizeAttempt value and returns the Next the worker applies. A successful expand() whose PV write failed is kept
+// in the claim's resize record, so the retry writes the PV without expanding again.
+import type { Logger } from '../runtime/logger.ts';
 import { persistentVolumeClaims, persistentVolumes } from '../runtime/resources.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { isQuantity, parseQuantity } from '../types/quantity.ts';
-import type { LockAttempt } from './claim-lock.ts';
 import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm } from './controller-state.ts';
 import { errorMessage } from '../types/errors.ts';
 import { ConflictError } from '../runtime/errors.ts';
@@ -21,34 +20,36 @@ import {
   resizeStatusOf,
   type ResizeDecision,
 } from './decide-resize.ts';
-import { recordFailure, type FailureRecord } from './failures.ts';
-import { after, backoff, done, failurePolicy, giveUp, type Next } from './next.ts';
-import { IgnoredError, InfeasibleError, type ExpandResult } from './provisioner.ts';
+import { failureTail, notAFailure, takeLock, type GiveUpWords } from './failures.ts';
+import { after, backoff, done, giveUp, type Next } from './next.ts';
+import { InfeasibleError, type ExpandResult } from './provisioner.ts';
 import type { ResizeMetrics } from './resize-metrics.ts';
 
-/** Resize state that outlives a leadership term, by claim uid. */
-export interface ResizeState {
-  failures: Map<string, FailureRecord>;
-  /** expand() succeeded but the PV's capacity is not written yet: the result to write on the next attempt. */
-  expanded: Map<string, { pvName: string; target: string; result: ExpandResult }>;
+/** One resize of one claim: everything its steps need, in one value. */
+interface ResizeAttempt {
+  s: ControllerShared;
+  t: ControllerTerm;
   metrics: ResizeMetrics;
+  /** The claim as last read or written by this attempt (each status write returns the newer copy). */
+  claim: PersistentVolumeClaim;
+  volume: PersistentVolume;
+  decision: ResizeDecision;
+  log: Logger;
+  labels: { class: string };
 }
 
-export function createResizeState(metrics: ResizeMetrics): ResizeState {
-  return { failures: new Map(), expanded: new Map(), metrics };
-}
-
-/** Forgets a deleted claim. */
-export function forgetResize(r: ResizeState, uid: string): void {
-  r.failures.delete(uid);
-  r.expanded.delete(uid);
-}
+/** How the resize loop words a give-up. */
+const RESIZE_GIVE_UP: GiveUpWords = {
+  reason: 'VolumeResizeFailed',
+  doing: 'resizing',
+  thresholdOption: 'failedProvisionThreshold',
+  retryHint: 'Change the request or the StorageClass to retry.',
+};
 
 /** The resize decision for a cached claim. */
 export function decideCachedResize(
   s: ControllerShared,
   t: ControllerTerm,
-  r: ResizeState,
   claim: PersistentVolumeClaim,
 ): ResizeDecision {
   return decideResize({
@@ -59,36 +60,51 @@ export function decideCachedResize(
     additionalProvisionerNames: s.options.additionalProvisionerNames,
     canExpand: typeof s.provisioner.expand === 'function',
     ...(s.provisioner.shouldExpand ? { shouldExpand: (v: PersistentVolume) => s.provisioner.shouldExpand!(v) } : {}),
-    failures: r.failures.get(claim.metadata.uid ?? ''),
+    failures: s.resizeRecords.get(claim.metadata.uid ?? '')?.failures,
     threshold: s.options.retry.failedProvisionThreshold,
     now: s.clock.now(),
   });
 }
 
-/** Processes one claim uid on the resize path. */
-export async function syncResize(s: ControllerShared, t: ControllerTerm, r: ResizeState, uid: string): Promise<Next> {
+/** Processes one claim uid on the resize loop. */
+export async function syncResize(
+  s: ControllerShared,
+  t: ControllerTerm,
+  metrics: ResizeMetrics,
+  uid: string,
+): Promise<Next> {
   const claim = t.claims.getByUid(uid);
   if (!claim) {
-    forgetResize(r, uid);
+    s.resizeRecords.forget(uid);
     return done;
   }
-  const d = decideCachedResize(s, t, r, claim);
-  s.logger.debug({ pvc: claimKey(claim), action: d.action, code: d.code, reason: d.reason }, 'resize decision');
+  const decision = decideCachedResize(s, t, claim);
   const volume = t.volumes.get(claim.spec.volumeName ?? '');
-  switch (d.action) {
-    case 'none':
+  const log = s.logger.child({ pvc: claimKey(claim), pv: claim.spec.volumeName });
+  log.debug({ action: decision.action, code: decision.code, reason: decision.reason }, 'resize decision');
+  switch (decision.action) {
+    case 'ignore':
       return done;
     case 'wait':
-      if (d.code === 'InfeasibleBackoff' && d.retryAfterMs !== undefined) return after(d.retryAfterMs);
-      return d.code === 'GivenUp' ? giveUp : done;
+      return decision.retryAfterMs !== undefined ? after(decision.retryAfterMs) : done;
+    case 'giveUp':
+      return giveUp;
     case 'finish': {
-      const memo = r.expanded.get(uid);
-      const result = memo && memo.pvName === volume?.metadata.name ? memo.result : { capacity: d.targetSize ?? '' };
-      return finishClaim(s, t, r, claim, volume!, result, undefined);
+      const a: ResizeAttempt = { s, t, metrics, claim, volume: volume!, decision, log, labels: labelsOf(claim) };
+      const memo = s.resizeRecords.get(uid)?.expanded;
+      const result =
+        memo && memo.pvName === volume?.metadata.name ? memo.result : { capacity: decision.targetSize ?? '' };
+      return finishClaim(a, result, undefined);
     }
-    case 'expand':
-      return s.claimLock ? expandWithLock(s, t, r, claim, volume!, d) : expandClaim(s, t, r, claim, volume!, d);
+    case 'expand': {
+      const a: ResizeAttempt = { s, t, metrics, claim, volume: volume!, decision, log, labels: labelsOf(claim) };
+      return s.claimLock ? expandWithLock(a) : expandClaim(a);
+    }
   }
+}
+
+function labelsOf(claim: PersistentVolumeClaim): { class: string } {
+  return { class: claimClassName(claim) };
 }
 
 /**
@@ -96,29 +112,19 @@ export async function syncResize(s: ControllerShared, t: ControllerTerm, r: Resi
  * take). The lock write is optimistic on the cached PV, so a replica whose cache still shows
  * the old capacity cannot take it after another finished.
  */
-async function expandWithLock(
-  s: ControllerShared,
-  t: ControllerTerm,
-  r: ResizeState,
-  claim: PersistentVolumeClaim,
-  volume: PersistentVolume,
-  d: ResizeDecision,
-): Promise<Next> {
-  let got: LockAttempt;
-  try {
-    got = await s.claimLock!.acquireVolume(volume, t.signal);
-  } catch (err) {
-    return apiFailure(s, r, claim, err, 'could not take the volume lock for the resize');
-  }
-  if (!got.acquired)
-    return after(
-      got.retryAfterMs > 0
-        ? got.retryAfterMs + s.options.leaderElection.retryPeriodMs
-        : s.options.leaderElection.retryPeriodMs,
-    );
+async function expandWithLock(a: ResizeAttempt): Promise<Next> {
+  const { s, t, volume } = a;
+  const claimLock = s.claimLock!;
+  const got = await takeLock(
+    () => claimLock.acquireVolume(volume, t.signal),
+    s.options.leaderElection.retryPeriodMs,
+    a.log,
+    (err) => apiFailure(a, err, 'could not take the volume lock for the resize'),
+  );
+  if ('next' in got) return got.next;
   let next: Next = backoff;
   try {
-    next = await expandClaim(s, t, r, claim, volume, d);
+    next = await expandClaim(a);
     return next;
   } finally {
     // As after a provisioning: kept after a success (it expires by itself; the PV moved on, so a release write
@@ -127,31 +133,24 @@ async function expandWithLock(
   }
 }
 
-async function expandClaim(
-  s: ControllerShared,
-  t: ControllerTerm,
-  r: ResizeState,
-  claim: PersistentVolumeClaim,
-  volume: PersistentVolume,
-  d: ResizeDecision,
-): Promise<Next> {
-  const uid = claim.metadata.uid ?? '';
+async function expandClaim(attempt: ResizeAttempt): Promise<Next> {
+  const { s, t, volume, decision: d, log } = attempt;
+  const uid = attempt.claim.metadata.uid ?? '';
   const target = d.targetSize ?? '';
   const pvName = volume.metadata.name ?? '';
-  const log = s.logger.child({ pvc: claimKey(claim), pv: pvName });
   const started = s.clock.now();
-  let current = claim;
+  let a = attempt;
   try {
-    current = await markInProgress(s, t, claim, target);
+    a = { ...attempt, claim: await markInProgress(attempt, target) };
   } catch (err) {
-    return apiFailure(s, r, claim, err, 'could not mark the claim as resizing');
+    return apiFailure(attempt, err, 'could not mark the claim as resizing');
   }
   let result: ExpandResult;
-  const memo = r.expanded.get(uid);
+  const memo = s.resizeRecords.get(uid)?.expanded;
   if (memo && memo.pvName === pvName && memo.target === target) {
     result = memo.result; // expand() already succeeded; only the PV write is left
   } else {
-    s.events.event(claimObject(current), 'Normal', 'Resizing', `External resizer is resizing volume ${pvName}`);
+    s.events.event(claimObject(a.claim), 'Normal', 'Resizing', `External resizer is resizing volume ${pvName}`);
     const timeout = timeoutSignal(t.signal, s.options.provisionTimeoutMs, s.clock);
     try {
       result = await s.provisioner.expand!(volume, target, timeout.signal);
@@ -161,28 +160,24 @@ async function expandClaim(
         );
       }
     } catch (err) {
-      return expandFailed(s, t, r, current, d, err, log);
+      return notAFailure(err, t.signal, log, 'resizing') ?? expandFailed(a, err);
     } finally {
       timeout.dispose();
     }
-    r.expanded.set(uid, { pvName, target, result });
+    s.resizeRecords.set(uid, 'expanded', { pvName, target, result });
     log.info({ capacity: result.capacity }, 'volume expanded');
   }
   try {
-    await writeVolumeCapacity(s, t, volume, result.capacity);
+    await writeVolumeCapacity(a, result.capacity);
   } catch (err) {
-    return apiFailure(s, r, current, err, 'could not write the volume capacity');
+    return apiFailure(a, err, 'could not write the volume capacity');
   }
-  return finishClaim(s, t, r, current, volume, result, started);
+  return finishClaim(a, result, started);
 }
 
 /** Step 1: allocatedResources = target, ControllerResizeInProgress, Resizing condition (skipped when already so). */
-async function markInProgress(
-  s: ControllerShared,
-  t: ControllerTerm,
-  claim: PersistentVolumeClaim,
-  target: string,
-): Promise<PersistentVolumeClaim> {
+async function markInProgress(a: ResizeAttempt, target: string): Promise<PersistentVolumeClaim> {
+  const { s, claim } = a;
   const st = claim.status ?? {};
   const resizing = (st.conditions ?? []).some((c) => c.type === CONDITION_RESIZING);
   if (
@@ -200,19 +195,15 @@ async function markInProgress(
       lastTransitionTime: new Date(s.clock.now()).toISOString(),
     },
   ];
-  return patchClaimStatus(s, t, claim, {
+  return patchClaimStatus(a, {
     allocatedResources: { storage: target },
     allocatedResourceStatuses: { storage: RESIZE_STATUS.controllerInProgress },
     conditions,
   });
 }
 
-async function writeVolumeCapacity(
-  s: ControllerShared,
-  t: ControllerTerm,
-  volume: PersistentVolume,
-  capacity: string,
-): Promise<void> {
+async function writeVolumeCapacity(a: ResizeAttempt, capacity: string): Promise<void> {
+  const { s, t, volume } = a;
   const cached = t.volumes.get(volume.metadata.name ?? '') ?? volume;
   const now = cached.spec.capacity?.storage;
   if (now !== undefined && isQuantity(now) && parseQuantity(now) >= parseQuantity(capacity)) return;
@@ -225,15 +216,8 @@ async function writeVolumeCapacity(
 }
 
 /** Last step: the claim's capacity and a cleared resize status, or FileSystemResizePending for the node. */
-async function finishClaim(
-  s: ControllerShared,
-  t: ControllerTerm,
-  r: ResizeState,
-  claim: PersistentVolumeClaim,
-  volume: PersistentVolume,
-  result: ExpandResult,
-  started: number | undefined,
-): Promise<Next> {
+async function finishClaim(a: ResizeAttempt, result: ExpandResult, started: number | undefined): Promise<Next> {
+  const { s, claim, volume, log, labels } = a;
   const uid = claim.metadata.uid ?? '';
   const others = (claim.status?.conditions ?? []).filter(
     (c) => c.type !== CONDITION_RESIZING && c.type !== CONDITION_FS_RESIZE_PENDING,
@@ -241,7 +225,7 @@ async function finishClaim(
   const pvName = volume.metadata.name ?? '';
   try {
     if (result.nodeExpansionRequired) {
-      await patchClaimStatus(s, t, claim, {
+      await patchClaimStatus(a, {
         allocatedResourceStatuses: { storage: RESIZE_STATUS.nodePending },
         conditions: [
           ...others,
@@ -261,7 +245,7 @@ async function finishClaim(
         'Require file system resize of volume on node',
       );
     } else {
-      await patchClaimStatus(s, t, claim, {
+      await patchClaimStatus(a, {
         capacity: { ...(claim.status?.capacity ?? {}), storage: result.capacity },
         allocatedResourceStatuses: { storage: null },
         conditions: others,
@@ -269,17 +253,13 @@ async function finishClaim(
       s.events.event(claimObject(claim), 'Normal', 'VolumeResizeSuccessful', 'Resize volume succeeded');
     }
   } catch (err) {
-    return apiFailure(s, r, claim, err, 'could not record the new capacity on the claim');
+    return apiFailure(a, err, 'could not record the new capacity on the claim');
   }
-  const labels = { class: claimClassName(claim) };
-  r.metrics.resizeTotal.inc(labels);
-  if (started !== undefined) r.metrics.resizeDuration.observe(labels, (s.clock.now() - started) / 1000);
-  r.expanded.delete(uid);
-  r.failures.delete(uid);
-  s.logger.info(
+  a.metrics.resizeTotal.inc(labels);
+  if (started !== undefined) a.metrics.resizeDuration.observe(labels, (s.clock.now() - started) / 1000);
+  s.resizeRecords.forget(uid);
+  log.info(
     {
-      pvc: claimKey(claim),
-      pv: pvName,
       capacity: result.capacity,
       nodeExpansionRequired: result.nodeExpansionRequired ?? false,
     },
@@ -288,104 +268,63 @@ async function finishClaim(
   return done;
 }
 
-async function expandFailed(
-  s: ControllerShared,
-  t: ControllerTerm,
-  r: ResizeState,
-  claim: PersistentVolumeClaim,
-  d: ResizeDecision,
-  err: unknown,
-  log: ControllerShared['logger'],
-): Promise<Next> {
-  const uid = claim.metadata.uid ?? '';
-  if (t.signal.aborted) {
-    // Shutdown or lost leadership: not a failure. Whoever works next calls expand() again with the same size.
-    log.info({ err: errorMessage(err) }, 'resize interrupted by shutdown');
-    return done;
-  }
-  if (err instanceof IgnoredError) {
-    log.debug({ reason: err.reason }, 'resize ignored');
-    return done;
-  }
+/** A failed expand(): the failure metric and event, the shared failure tail, and ControllerResizeInfeasible. */
+async function expandFailed(a: ResizeAttempt, err: unknown): Promise<Next> {
+  const { s, claim, decision: d, log } = a;
   const message = errorMessage(err);
   const infeasible = err instanceof InfeasibleError;
-  const labels = { class: claimClassName(claim) };
-  r.metrics.resizeFailedTotal.inc({ ...labels, reason: infeasible ? 'infeasible' : 'error' });
-  const now = s.clock.now();
-  const record = recordFailure(
-    r.failures.get(uid),
-    d.fingerprint ?? '',
-    message,
-    infeasible ? { now, infeasibleDelayMs: s.options.retry.infeasibleDelayMs } : undefined,
-  );
-  r.failures.set(uid, record);
-  const pvName = claim.spec.volumeName ?? '';
+  a.metrics.resizeFailedTotal.inc({ ...a.labels, reason: infeasible ? 'infeasible' : 'error' });
   s.events.event(
     claimObject(claim),
     'Warning',
     'VolumeResizeFailed',
-    `resize volume "${pvName}" by resizer "${s.provisionerName}" failed: ${message}`,
+    `resize volume "${claim.spec.volumeName ?? ''}" by resizer "${s.provisionerName}" failed: ${message}`,
   );
-  const threshold = s.options.retry.failedProvisionThreshold;
-  const next = failurePolicy(record, threshold, infeasible ? 'infeasible' : 'final', s.options.retry.infeasibleDelayMs);
-  const givenUp = next.kind === 'giveUp';
-  if (infeasible || givenUp) {
+  const { next } = failureTail({
+    book: s.resizeRecords,
+    key: claim.metadata.uid ?? '',
+    fingerprint: d.fingerprint ?? '',
+    message,
+    failure: infeasible ? 'infeasible' : 'final',
+    infeasibleError: infeasible,
+    object: claimObject(claim),
+    threshold: s.options.retry.failedProvisionThreshold,
+    infeasibleDelayMs: s.options.retry.infeasibleDelayMs,
+    now: s.clock.now(),
+    events: s.events,
+    log,
+    words: RESIZE_GIVE_UP,
+    countGiveUp: () => a.metrics.resizeGivenUpTotal.inc(a.labels),
+  });
+  if (infeasible || next.kind === 'giveUp') {
     // A final answer: ControllerResizeInfeasible lets the user lower the request again (RecoverVolumeExpansionFailure).
-    await markInfeasible(s, t, claim).catch((e: unknown) =>
+    await markInfeasible(a).catch((e: unknown) =>
       log.warn({ err: errorMessage(e) }, 'could not mark the resize infeasible'),
     );
   }
-  if (infeasible) {
-    log.warn({ err: message }, 'resize infeasible; retrying slowly');
-    return next;
-  }
-  if (givenUp) {
-    log.error(
-      { failures: record.failures, threshold, err: message },
-      'giving up resizing because failures >= threshold',
-    );
-    s.events.event(
-      claimObject(claim),
-      'Warning',
-      'VolumeResizeFailed',
-      `Giving up resizing after ${record.failures} failed attempts (failedProvisionThreshold ${threshold}); last error: ${message}. Change the request or the StorageClass to retry.`,
-    );
-    r.metrics.resizeGivenUpTotal.inc(labels);
-    return next;
-  }
-  log.info({ failures: record.failures, err: message }, 'resize failed; retrying');
   return next;
 }
 
-async function markInfeasible(s: ControllerShared, t: ControllerTerm, claim: PersistentVolumeClaim): Promise<void> {
-  const conditions = (claim.status?.conditions ?? []).filter((c) => c.type !== CONDITION_RESIZING);
-  await patchClaimStatus(s, t, claim, {
+async function markInfeasible(a: ResizeAttempt): Promise<void> {
+  const conditions = (a.claim.status?.conditions ?? []).filter((c) => c.type !== CONDITION_RESIZING);
+  await patchClaimStatus(a, {
     allocatedResourceStatuses: { storage: RESIZE_STATUS.controllerInfeasible },
     conditions,
   });
 }
 
-function apiFailure(
-  s: ControllerShared,
-  r: ResizeState,
-  claim: PersistentVolumeClaim,
-  err: unknown,
-  what: string,
-): Next {
-  r.metrics.resizeFailedTotal.inc({ class: claimClassName(claim), reason: 'api' });
+/** A failed API write (or lock take): counted as an `api` failure and retried with backoff, never given up. */
+function apiFailure(a: ResizeAttempt, err: unknown, what: string): Next {
+  a.metrics.resizeFailedTotal.inc({ ...a.labels, reason: 'api' });
   // A conflict is optimistic concurrency doing its job (the claim changed under us): retried, not worth a warning.
-  const log = err instanceof ConflictError ? s.logger.debug.bind(s.logger) : s.logger.warn.bind(s.logger);
-  log({ pvc: claimKey(claim), err: errorMessage(err) }, what);
+  if (err instanceof ConflictError) a.log.debug({ err: errorMessage(err) }, what);
+  else a.log.warn({ err: errorMessage(err) }, what);
   return backoff;
 }
 
 /** A merge patch of the claim's status, conditional on the version we decided on (a conflict retries with backoff). */
-async function patchClaimStatus(
-  s: ControllerShared,
-  t: ControllerTerm,
-  claim: PersistentVolumeClaim,
-  status: Record<string, unknown>,
-): Promise<PersistentVolumeClaim> {
+async function patchClaimStatus(a: ResizeAttempt, status: Record<string, unknown>): Promise<PersistentVolumeClaim> {
+  const { s, t, claim } = a;
   return s.client.patch<PersistentVolumeClaim>(
     persistentVolumeClaims,
     claim.metadata.name ?? '',

@@ -310,7 +310,7 @@ const rows: Row[] = [
     volume: newVolume('v', 'Released', 'Delete', ours, [FIN], TS),
     options: { addFinalizer: true },
     backendDeleted: true,
-    action: 'finish-delete',
+    action: 'finishDelete',
     code: 'BackendDeleted',
   },
   {
@@ -321,7 +321,7 @@ const rows: Row[] = [
         (r) => recordFailure(r, volumeFingerprint(v), 'boom'),
         undefined,
       ) as FailureRecord,
-    action: 'give-up',
+    action: 'giveUp',
     code: 'GivenUp',
   },
   {
