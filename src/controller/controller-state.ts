@@ -8,11 +8,12 @@ import type { ReadonlyObjectStore } from '../runtime/object-store.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import type { ClaimLock } from './claim-lock.ts';
 import type { ClaimRecords, Records, ResizeRecord, VolumeRecord } from './object-records.ts';
-import type { ControllerMetrics } from './metrics.ts';
+import type { ControllerMetrics } from './controller-metrics.ts';
 import type { ResolvedOptions } from './options.ts';
 import type { Provisioner } from './provisioner.ts';
 import type { OwnWrites } from './own-writes.ts';
-import type { EventSink, VolumeStore } from './volume-store.ts';
+import type { EventSink } from '../types/events.ts';
+import type { VolumeStore } from './claim/volume-store.ts';
 
 /** Long-lived state and dependencies of one ProvisionController. */
 export interface ControllerShared {

@@ -17,17 +17,17 @@ import { WorkQueue } from '../runtime/workqueue.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { errorMessage } from '../types/errors.ts';
 import { ClaimLock } from './claim-lock.ts';
-import { claimLoop } from './claim-loop.ts';
+import { claimLoop } from './claim/claim-loop.ts';
 import type { ControllerShared, ControllerTerm } from './controller-state.ts';
 import { boundedEventSink } from './event-bounds.ts';
-import { explainCachedClaim, type ClaimExplanation } from './explain.ts';
-import { Heartbeat } from './heartbeat.ts';
-import { wireLoops } from './informer-handlers.ts';
+import { explainCachedClaim, type ClaimExplanation } from './claim/explain-claim.ts';
+import { Heartbeat } from './presence/heartbeat.ts';
+import { wireLoops } from './loop-hooks.ts';
 import { runLeakInventory, type LeakReport } from './leak-inventory.ts';
-import { createControllerMetrics } from './metrics.ts';
+import { createControllerMetrics } from './controller-metrics.ts';
 import type { AnyControlLoop, KeyQueue } from './loop.ts';
-import { resizeLoop } from './resize-loop.ts';
-import { createResizeMetrics } from './resize-metrics.ts';
+import { resizeLoop } from './resize/resize-loop.ts';
+import { createResizeMetrics } from './resize/resize-metrics.ts';
 import {
   leaseNameFor,
   resolveOptions,
@@ -36,8 +36,9 @@ import {
   type ResolvedOptions,
 } from './options.ts';
 import type { Provisioner } from './provisioner.ts';
-import { volumeLoop } from './volume-loop.ts';
-import { VolumeStore, type EventSink } from './volume-store.ts';
+import { volumeLoop } from './volume/volume-loop.ts';
+import { VolumeStore } from './claim/volume-store.ts';
+import type { EventSink } from '../types/events.ts';
 import { applyNext, backoff, type Next } from './next.ts';
 import { ClaimRecords, Records, type ResizeRecord, type VolumeRecord } from './object-records.ts';
 import { OwnWrites } from './own-writes.ts';

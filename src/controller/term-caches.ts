@@ -17,7 +17,7 @@ import {
   type ApiResource,
 } from '../runtime/resources.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
-import { claimClassName } from './decide-claim.ts';
+import { claimClassName } from './claim/decide-claim.ts';
 import type { ResolvedOptions } from './options.ts';
 
 /**

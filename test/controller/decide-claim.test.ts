@@ -8,7 +8,7 @@ import {
   type ClaimDecisionInput,
   type ClaimAction,
   type ClaimDecisionCode,
-} from '../../src/controller/decide-claim.ts';
+} from '../../src/controller/claim/decide-claim.ts';
 import { claimFingerprint, recordFailure, type FailureRecord } from '../../src/controller/failures.ts';
 import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';

@@ -7,7 +7,7 @@ import {
   mayNeedResize,
   resizeFingerprint,
   type ResizeDecisionInput,
-} from '../../src/controller/decide-resize.ts';
+} from '../../src/controller/resize/decide-resize.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 
 const NAME = 'example.com/p';

@@ -8,7 +8,7 @@ import {
   finalizerChange,
   type VolumeAction,
   type VolumeDecisionCode,
-} from '../../src/controller/decide-volume.ts';
+} from '../../src/controller/volume/decide-volume.ts';
 import { recordFailure, volumeFingerprint, type FailureRecord } from '../../src/controller/failures.ts';
 import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';

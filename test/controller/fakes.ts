@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import type { ControllerShared, ControllerTerm } from '../../src/controller/controller-state.ts';
 import type { KeyQueue } from '../../src/controller/loop.ts';
 import { VOLUME_CLAIM_UID_INDEX } from '../../src/controller/term-caches.ts';
-import { createControllerMetrics } from '../../src/controller/metrics.ts';
+import { createControllerMetrics } from '../../src/controller/controller-metrics.ts';
 import { ClaimRecords, Records, type ResizeRecord, type VolumeRecord } from '../../src/controller/object-records.ts';
 import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
 import { OwnWrites } from '../../src/controller/own-writes.ts';

@@ -1,7 +1,7 @@
 // The loops' informer hooks on in-process fakes: which keys a claim deletion puts on the volume queue.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { volumeLoop } from '../../src/controller/volume-loop.ts';
+import { volumeLoop } from '../../src/controller/volume/volume-loop.ts';
 import type { PersistentVolumeClaim } from '../../src/types/k8s.ts';
 import { boundVolume, fakeController, RecordingQueue, stored } from './fakes.ts';
 import { claim, MemoryProvisioner } from './harness.ts';

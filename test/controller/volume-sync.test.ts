@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, backoff, done, giveUp, waitForEvent } from '../../src/controller/next.ts';
 import type { ClaimLock } from '../../src/controller/claim-lock.ts';
 import { volumeFingerprint } from '../../src/controller/failures.ts';
-import { syncVolume } from '../../src/controller/volume-sync.ts';
+import { syncVolume } from '../../src/controller/volume/volume-sync.ts';
 import { boundVolume, conflict, fakeController, notFound } from './fakes.ts';
 import { MemoryProvisioner } from './harness.ts';
 

@@ -1,6 +1,6 @@
 // The volume decision applied to a running controller's view: the term's caches and the PV's record.
-import type { PersistentVolume } from '../types/k8s.ts';
-import type { ControllerShared, ControllerTerm } from './controller-state.ts';
+import type { PersistentVolume } from '../../types/k8s.ts';
+import type { ControllerShared, ControllerTerm } from '../controller-state.ts';
 import { decideVolume, type VolumeDecision } from './decide-volume.ts';
 
 /** The decision for one PV from the term's caches and the PV's record. */

@@ -3,14 +3,14 @@
 // (no work and no API calls at resync) and forgotten, a deleted claim still in progress is carried on, our saved PVs
 // are matched against the volume cache, a deleted PV unblocks claims refused for its name, and class changes
 // re-queue their claims.
-import type { PersistentVolumeClaim } from '../types/k8s.ts';
-import { decideCachedClaim, forgetClaim } from './cached-decisions.ts';
+import type { PersistentVolumeClaim } from '../../types/k8s.ts';
+import { decideCachedClaim, forgetClaim } from './decide-cached-claim.ts';
 import { syncClaim } from './claim-sync.ts';
-import type { ControllerShared } from './controller-state.ts';
+import type { ControllerShared } from '../controller-state.ts';
 import type { ClaimDecision } from './decide-claim.ts';
-import type { ControlLoop } from './loop.ts';
-import type { ClaimMetrics } from './metrics.ts';
-import type { ClaimRecord } from './object-records.ts';
+import type { ControlLoop } from '../loop.ts';
+import type { ClaimMetrics } from '../controller-metrics.ts';
+import type { ClaimRecord } from '../object-records.ts';
 
 /** The claim loop of one controller. */
 export function claimLoop(

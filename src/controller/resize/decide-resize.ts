@@ -2,11 +2,11 @@
 // whether to call expand() now, only record a capacity the PV already has, wait, or do nothing, and why. Pure, like
 // decideClaim, so the table tests cover every row and `explain` prints the same reasons the controller acts on.
 // The status vocabulary is Kubernetes 1.32's (RecoverVolumeExpansionFailure, beta and on by default).
-import { ANN_DYNAMICALLY_PROVISIONED } from '../types/annotations.ts';
-import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
-import { isQuantity, parseQuantity } from '../types/quantity.ts';
-import { isKnownProvisioner } from './decide-claim.ts';
-import { currentRecord, stableStringify, thresholdReached, type FailureRecord } from './failures.ts';
+import { ANN_DYNAMICALLY_PROVISIONED } from '../../types/annotations.ts';
+import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../types/k8s.ts';
+import { isQuantity, parseQuantity } from '../../types/quantity.ts';
+import { isKnownProvisioner } from '../claim/decide-claim.ts';
+import { currentRecord, stableStringify, thresholdReached, type FailureRecord } from '../failures.ts';
 
 /** `status.allocatedResourceStatuses["storage"]` values (core/v1 ClaimResourceStatus). */
 export const RESIZE_STATUS = Object.freeze({

@@ -2,22 +2,22 @@
 // completed by the controller and saved, events, metrics, the four provisioning states (InBackground claims
 // carried on after the PVC is deleted, Reschedule removes selected-node) and the failure policy. Each step
 // returns the Next the worker applies; nothing here touches a queue.
-import type { Logger } from '../runtime/logger.ts';
-import { persistentVolumeClaims } from '../runtime/resources.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { persistentVolumeClaims } from '../../runtime/resources.ts';
 import {
   ANN_DYNAMICALLY_PROVISIONED,
   ANN_SELECTED_NODE,
   FINALIZER_EXTERNAL_PROVISIONER,
-} from '../types/annotations.ts';
-import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
-import { isDnsSubdomain } from '../types/names.ts';
-import { shortenText } from '../types/text.ts';
-import { errorMessage } from '../types/errors.ts';
-import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+} from '../../types/annotations.ts';
+import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
+import { isDnsSubdomain } from '../../types/names.ts';
+import { shortenText } from '../../types/text.ts';
+import { errorMessage } from '../../types/errors.ts';
+import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm } from '../controller-state.ts';
 import { ANN_ALPHA_SELECTED_NODE, claimKey, selectedNodeName, type ClaimDecision } from './decide-claim.ts';
-import { failureTail, notAFailure, type FailureClass, type GiveUpWords } from './failures.ts';
-import { done, type Next } from './next.ts';
-import { InfeasibleError, ProvisioningError, type ProvisioningState, type ProvisionResult } from './provisioner.ts';
+import { failureTail, notAFailure, type FailureClass, type GiveUpWords } from '../failures.ts';
+import { done, type Next } from '../next.ts';
+import { InfeasibleError, ProvisioningError, type ProvisioningState, type ProvisionResult } from '../provisioner.ts';
 
 /** How the ProvisioningFailed event of an infeasible error begins (the Go library's text); explain recognises it. */
 export const INFEASIBLE_EVENT_PREFIX = 'Volume provisioning failed with infeasible error. Retries will be delayed.';

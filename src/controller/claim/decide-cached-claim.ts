@@ -1,8 +1,8 @@
 // The claim decision applied to a running controller's view: the term's caches overlaid with our own writes, and
 // the claim's record; and forgetting a claim. Shared by the claim loop's sync and hooks and by explain, so none of
 // them needs the effects modules.
-import type { PersistentVolumeClaim } from '../types/k8s.ts';
-import type { ControllerShared, ControllerTerm } from './controller-state.ts';
+import type { PersistentVolumeClaim } from '../../types/k8s.ts';
+import type { ControllerShared, ControllerTerm } from '../controller-state.ts';
 import { decideClaim, type ClaimDecision } from './decide-claim.ts';
 
 /** The decision for one claim from the term's caches and the claim's record. */

@@ -4,14 +4,14 @@
 // Resizing / VolumeResizeSuccessful / VolumeResizeFailed events and the resize metrics. Each step takes the one
 // ResizeAttempt value and returns the Next the worker applies. A successful expand() whose PV write failed is kept
 // in the claim's resize record, so the retry writes the PV without expanding again.
-import type { Logger } from '../runtime/logger.ts';
-import { persistentVolumeClaims, persistentVolumes } from '../runtime/resources.ts';
-import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
-import { isQuantity, parseQuantity } from '../types/quantity.ts';
-import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm } from './controller-state.ts';
-import { errorMessage } from '../types/errors.ts';
-import { ConflictError } from '../runtime/errors.ts';
-import { claimClassName, claimKey } from './decide-claim.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { persistentVolumeClaims, persistentVolumes } from '../../runtime/resources.ts';
+import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
+import { isQuantity, parseQuantity } from '../../types/quantity.ts';
+import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm } from '../controller-state.ts';
+import { errorMessage } from '../../types/errors.ts';
+import { ConflictError } from '../../runtime/errors.ts';
+import { claimClassName, claimKey } from '../claim/decide-claim.ts';
 import {
   CONDITION_FS_RESIZE_PENDING,
   CONDITION_RESIZING,
@@ -20,9 +20,9 @@ import {
   resizeStatusOf,
   type ResizeDecision,
 } from './decide-resize.ts';
-import { failureTail, notAFailure, takeLock, type GiveUpWords } from './failures.ts';
-import { after, backoff, done, giveUp, type Next } from './next.ts';
-import { InfeasibleError, type ExpandResult } from './provisioner.ts';
+import { failureTail, notAFailure, takeLock, type GiveUpWords } from '../failures.ts';
+import { after, backoff, done, giveUp, type Next } from '../next.ts';
+import { InfeasibleError, type ExpandResult } from '../provisioner.ts';
 import type { ResizeMetrics } from './resize-metrics.ts';
 
 /** One resize of one claim: everything its steps need, in one value. */
@@ -217,12 +217,11 @@ async function writeVolumeCapacity(a: ResizeAttempt, capacity: string): Promise<
 
 /** Last step: the claim's capacity and a cleared resize status, or FileSystemResizePending for the node. */
 async function finishClaim(a: ResizeAttempt, result: ExpandResult, started: number | undefined): Promise<Next> {
-  const { s, claim, volume, log, labels } = a;
+  const { s, claim, log, labels } = a;
   const uid = claim.metadata.uid ?? '';
   const others = (claim.status?.conditions ?? []).filter(
     (c) => c.type !== CONDITION_RESIZING && c.type !== CONDITION_FS_RESIZE_PENDING,
   );
-  const pvName = volume.metadata.name ?? '';
   try {
     if (result.nodeExpansionRequired) {
       await patchClaimStatus(a, {

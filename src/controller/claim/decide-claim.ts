@@ -6,11 +6,11 @@ import {
   ANN_BETA_STORAGE_PROVISIONER,
   ANN_SELECTED_NODE,
   ANN_STORAGE_PROVISIONER,
-} from '../types/annotations.ts';
-import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
-import { claimFingerprint, currentRecord, thresholdReached, type FailureRecord } from './failures.ts';
-import type { ResolvedOptions } from './options.ts';
-import type { Provisioner } from './provisioner.ts';
+} from '../../types/annotations.ts';
+import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../types/k8s.ts';
+import { claimFingerprint, currentRecord, thresholdReached, type FailureRecord } from '../failures.ts';
+import type { ResolvedOptions } from '../options.ts';
+import type { Provisioner } from '../provisioner.ts';
 
 /** The alpha selected-node key (Kubernetes 1.11); read as a fallback (the Go library's shouldProvision forgot it). */
 export const ANN_ALPHA_SELECTED_NODE = 'volume.alpha.kubernetes.io/selected-node';

@@ -2,18 +2,18 @@
 // per PV uid), the PV deletion with a uid precondition (never deletes a same-named successor; other conflicts are
 // retried), our finalizer's removal, the per-claim-mode volume lock around delete(), VolumeFailedDelete events,
 // delete metrics and the failure policy. Returns what should happen next; the worker applies it to the queue.
-import { ConflictError, NotFoundError } from '../runtime/errors.ts';
-import type { Logger } from '../runtime/logger.ts';
-import { persistentVolumes } from '../runtime/resources.ts';
-import { FINALIZER_EXTERNAL_PROVISIONER } from '../types/annotations.ts';
-import type { PersistentVolume } from '../types/k8s.ts';
-import { errorMessage } from '../types/errors.ts';
+import { ConflictError, NotFoundError } from '../../runtime/errors.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { persistentVolumes } from '../../runtime/resources.ts';
+import { FINALIZER_EXTERNAL_PROVISIONER } from '../../types/annotations.ts';
+import type { PersistentVolume } from '../../types/k8s.ts';
+import { errorMessage } from '../../types/errors.ts';
 import { decideCachedVolume } from './decide-cached-volume.ts';
-import type { ClaimLockHandle } from './claim-lock.ts';
-import { timeoutSignal, volumeObject, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+import type { ClaimLockHandle } from '../claim-lock.ts';
+import { timeoutSignal, volumeObject, type ControllerShared, type ControllerTerm } from '../controller-state.ts';
 import { hasOurFinalizer, type VolumeDecision } from './decide-volume.ts';
-import { failureTail, notAFailure, takeLock, type GiveUpWords } from './failures.ts';
-import { backoff, done, giveUp, type Next } from './next.ts';
+import { failureTail, notAFailure, takeLock, type GiveUpWords } from '../failures.ts';
+import { backoff, done, giveUp, type Next } from '../next.ts';
 
 /** One attempt to delete one PV: everything the effects need, in one value. */
 interface VolumeAttempt {

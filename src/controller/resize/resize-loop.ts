@@ -1,11 +1,11 @@
 // The resize loop (claims whose request exceeds their capacity, when the provisioner implements expand()), declared
 // in the shape every loop has: key (claim uid), decideResize on the cached claim, PV and class, syncResize, the
 // resize records, its metrics, and the informer events that may start or finish a resize.
-import type { PersistentVolumeClaim } from '../types/k8s.ts';
-import type { ControllerShared } from './controller-state.ts';
+import type { PersistentVolumeClaim } from '../../types/k8s.ts';
+import type { ControllerShared } from '../controller-state.ts';
 import { mayNeedResize, type ResizeDecision } from './decide-resize.ts';
-import type { ControlLoop } from './loop.ts';
-import type { ResizeRecord } from './object-records.ts';
+import type { ControlLoop } from '../loop.ts';
+import type { ResizeRecord } from '../object-records.ts';
 import type { ResizeMetrics } from './resize-metrics.ts';
 import { decideCachedResize, syncResize } from './resize-sync.ts';
 

@@ -1,14 +1,14 @@
 // The claim flow: read the claim (the cache, our own write, or the in-progress copy), run decideClaim on the
 // cached objects, and act on the decision: the wait/reject events (once per decision), give-up, and provision()
 // under the per-claim lock. Returns what should happen next; the worker applies it to the queue.
-import type { PersistentVolumeClaim } from '../types/k8s.ts';
-import { decideCachedClaim, forgetClaim } from './cached-decisions.ts';
-import type { ClaimLockHandle } from './claim-lock.ts';
+import type { PersistentVolumeClaim } from '../../types/k8s.ts';
+import { decideCachedClaim, forgetClaim } from './decide-cached-claim.ts';
+import type { ClaimLockHandle } from '../claim-lock.ts';
 import { provisionClaim, type ClaimAttempt } from './claim-provision.ts';
-import { claimObject, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+import { claimObject, type ControllerShared, type ControllerTerm } from '../controller-state.ts';
 import { claimKey, type ClaimDecision } from './decide-claim.ts';
-import { takeLock } from './failures.ts';
-import { after, backoff, done, giveUp, waitForEvent, type Next } from './next.ts';
+import { takeLock } from '../failures.ts';
+import { after, backoff, done, giveUp, waitForEvent, type Next } from '../next.ts';
 
 /** Processes one claim key (uid) and says what should happen next. */
 export async function syncClaim(s: ControllerShared, t: ControllerTerm, uid: string): Promise<Next> {

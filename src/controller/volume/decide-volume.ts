@@ -2,12 +2,16 @@
 // delete it (backend first, then the PV). Pure, like decideClaim; covers the Go library's isProvisionerForVolume,
 // handleProtectionFinalizer and shouldDelete (sig-storage-lib-external-provisioner) plus the defects we fix:
 // delete() is called once per PV uid, a PV whose claim still exists is never deleted, Retain PVs drop our finalizer.
-import { ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, FINALIZER_EXTERNAL_PROVISIONER } from '../types/annotations.ts';
-import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
-import { currentRecord, thresholdReached, volumeFingerprint, type FailureRecord } from './failures.ts';
-import { isKnownProvisioner } from './decide-claim.ts';
-import type { ResolvedOptions } from './options.ts';
-import type { Provisioner } from './provisioner.ts';
+import {
+  ANN_DYNAMICALLY_PROVISIONED,
+  ANN_MIGRATED_TO,
+  FINALIZER_EXTERNAL_PROVISIONER,
+} from '../../types/annotations.ts';
+import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
+import { currentRecord, thresholdReached, volumeFingerprint, type FailureRecord } from '../failures.ts';
+import { isKnownProvisioner } from '../claim/decide-claim.ts';
+import type { ResolvedOptions } from '../options.ts';
+import type { Provisioner } from '../provisioner.ts';
 
 /**
  * - `delete`: call provisioner.delete(), then delete the PV (uid precondition), then drop our finalizer;

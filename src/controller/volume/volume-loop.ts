@@ -2,14 +2,14 @@
 // syncVolume, the volume records, the delete metrics, and its informer hooks: every PV event queues the PV, a
 // deleted PV is forgotten, and a deleted claim re-queues its volume (the PV's Released event may have come while
 // the claim cache still held the claim: ClaimStillExists).
-import type { PersistentVolume } from '../types/k8s.ts';
-import type { ControllerShared } from './controller-state.ts';
+import type { PersistentVolume } from '../../types/k8s.ts';
+import type { ControllerShared } from '../controller-state.ts';
 import { decideCachedVolume } from './decide-cached-volume.ts';
 import type { VolumeDecision } from './decide-volume.ts';
-import type { ControlLoop } from './loop.ts';
-import type { VolumeMetrics } from './metrics.ts';
-import type { VolumeRecord } from './object-records.ts';
-import { VOLUME_CLAIM_UID_INDEX } from './term-caches.ts';
+import type { ControlLoop } from '../loop.ts';
+import type { VolumeMetrics } from '../controller-metrics.ts';
+import type { VolumeRecord } from '../object-records.ts';
+import { VOLUME_CLAIM_UID_INDEX } from '../term-caches.ts';
 import { syncVolume } from './volume-sync.ts';
 
 /** The volume loop of one controller. */
