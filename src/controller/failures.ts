@@ -133,7 +133,14 @@ export interface GiveUpWords {
   retryHint: string;
 }
 
-/** One failed attempt of a loop, with everything its failure tail needs. */
+/** What the failure tail needs of the controller (ControllerShared fits). */
+export interface FailureTailDeps {
+  clock: { now(): number };
+  events: EventSink;
+  options: { retry: { infeasibleDelayMs: number } };
+}
+
+/** One failed attempt of a loop, with everything its failure tail needs besides the controller's dependencies. */
 export interface FailedAttempt {
   book: FailureBook;
   key: string;
@@ -146,9 +153,6 @@ export interface FailedAttempt {
   /** The object the give-up event is about. */
   object: KubeObject;
   threshold: number;
-  infeasibleDelayMs: number;
-  now: number;
-  events: EventSink;
   log: Logger;
   words: GiveUpWords;
   /** Counts a give-up (the loop's given-up counter, with its labels). */
@@ -159,15 +163,16 @@ export interface FailedAttempt {
  * The one failure tail: records the failure, applies the failure policy and, on a give-up, logs it, emits the
  * loop's Warning event and counts it. Returns the Next and the new record.
  */
-export function failureTail(f: FailedAttempt): { next: Next; record: FailureRecord } {
-  const infeasible = f.infeasibleError ? { now: f.now, infeasibleDelayMs: f.infeasibleDelayMs } : undefined;
+export function failureTail(deps: FailureTailDeps, f: FailedAttempt): { next: Next; record: FailureRecord } {
+  const { infeasibleDelayMs } = deps.options.retry;
+  const infeasible = f.infeasibleError ? { now: deps.clock.now(), infeasibleDelayMs } : undefined;
   const record = recordFailure(f.book.get(f.key)?.failures, f.fingerprint, f.message, infeasible);
   f.book.set(f.key, 'failures', record);
-  const next = failurePolicy(record, f.threshold, f.failure, f.infeasibleDelayMs);
+  const next = failurePolicy(record, f.threshold, f.failure, infeasibleDelayMs);
   const fields = { failures: record.failures, threshold: f.threshold, err: f.message };
   if (next.kind === 'giveUp') {
     f.log.error(fields, `giving up ${f.words.doing} because failures >= threshold`);
-    f.events.event(
+    deps.events.event(
       f.object,
       'Warning',
       f.words.reason,

@@ -150,3 +150,18 @@ export function boundVolume(name: string, claimUid: string): PersistentVolume {
     status: { phase: 'Bound' },
   };
 }
+
+/** A backend call that a shutdown interrupts: it aborts `stop` (the term's signal) and fails. */
+export function interruptedBy(stop: AbortController): () => Promise<never> {
+  return async () => {
+    stop.abort();
+    throw new Error('aborted by shutdown');
+  };
+}
+
+/** Records the reasons of the events `f`'s controller emits. */
+export function recordEvents(f: Fake): string[] {
+  const reasons: string[] = [];
+  f.s.events = { event: (_o, _type, reason) => reasons.push(reason) };
+  return reasons;
+}

@@ -8,22 +8,16 @@ import type { ExpandResult } from '../../src/controller/provisioner.ts';
 import { createResizeMetrics } from '../../src/controller/resize/resize-metrics.ts';
 import { syncResize } from '../../src/controller/resize/resize-sync.ts';
 import { ANN_DYNAMICALLY_PROVISIONED } from '../../src/types/annotations.ts';
-import { fakeController } from './fakes.ts';
+import { fakeController, interruptedBy, recordEvents } from './fakes.ts';
 import { MemoryProvisioner } from './harness.ts';
 
 describe('syncResize', () => {
   it('an expand() interrupted by shutdown is not a failure: no event, no record, waitForEvent (as for claims)', async () => {
     const stop = new AbortController();
-    const provisioner = Object.assign(new MemoryProvisioner(), {
-      expand: async (): Promise<ExpandResult> => {
-        stop.abort();
-        throw new Error('aborted by shutdown');
-      },
-    });
-    const f = fakeController(provisioner);
+    const expand: () => Promise<ExpandResult> = interruptedBy(stop);
+    const f = fakeController(Object.assign(new MemoryProvisioner(), { expand }));
     f.t = { ...f.t, signal: stop.signal };
-    const events: string[] = [];
-    f.s.events = { event: (_o, _type, reason) => events.push(reason) };
+    const events = recordEvents(f);
     f.classes.upsert({
       metadata: { name: 'sc', uid: 'sc-uid', resourceVersion: '1' },
       provisioner: f.s.provisionerName,

@@ -6,7 +6,7 @@ import { after, backoff, done, giveUp, waitForEvent } from '../../src/controller
 import type { ClaimLock } from '../../src/controller/claim-lock.ts';
 import { volumeFingerprint } from '../../src/controller/failures.ts';
 import { syncVolume } from '../../src/controller/volume/volume-sync.ts';
-import { boundVolume, conflict, fakeController, notFound } from './fakes.ts';
+import { boundVolume, conflict, fakeController, interruptedBy, notFound, recordEvents } from './fakes.ts';
 import { MemoryProvisioner } from './harness.ts';
 
 describe('syncVolume after a 409 on the PV delete', () => {
@@ -59,14 +59,10 @@ describe('syncVolume shares the failure tail of the other loops', () => {
   it('a delete() interrupted by shutdown is not a failure: no event, no record, waitForEvent', async () => {
     const stop = new AbortController();
     const provisioner = new MemoryProvisioner();
-    provisioner.delete = async () => {
-      stop.abort();
-      throw new Error('aborted by shutdown');
-    };
+    provisioner.delete = interruptedBy(stop);
     const f = fakeController(provisioner);
     f.t = { ...f.t, signal: stop.signal };
-    const events: string[] = [];
-    f.s.events = { event: (_o, _type, reason) => events.push(reason) };
+    const events = recordEvents(f);
     released(f);
     assert.deepEqual(await syncVolume(f.s, f.t, 'pvc-y'), waitForEvent);
     assert.deepEqual(events, []);

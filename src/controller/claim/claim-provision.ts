@@ -189,7 +189,7 @@ async function provisionFailed(a: ClaimAttempt, err: unknown): Promise<Next> {
 /** The claim loop's failure tail: the shared one, with the claim's give-up words and metric. */
 function countFailure(a: ClaimAttempt, message: string, failure: FailureClass, infeasibleError: boolean): Next {
   const { s, claim, decision: d, log } = a;
-  return failureTail({
+  return failureTail(s, {
     book: s.claimRecords,
     key: claim.metadata.uid ?? '',
     fingerprint: d.fingerprint ?? '',
@@ -198,9 +198,6 @@ function countFailure(a: ClaimAttempt, message: string, failure: FailureClass, i
     infeasibleError,
     object: claimObject(claim),
     threshold: s.options.retry.failedProvisionThreshold,
-    infeasibleDelayMs: s.options.retry.infeasibleDelayMs,
-    now: s.clock.now(),
-    events: s.events,
     log,
     words: CLAIM_GIVE_UP,
     countGiveUp: () => s.metrics.provisionGivenUpTotal.inc(a.labels),

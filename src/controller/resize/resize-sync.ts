@@ -279,7 +279,7 @@ async function expandFailed(a: ResizeAttempt, err: unknown): Promise<Next> {
     'VolumeResizeFailed',
     `resize volume "${claim.spec.volumeName ?? ''}" by resizer "${s.provisionerName}" failed: ${message}`,
   );
-  const { next } = failureTail({
+  const { next } = failureTail(s, {
     book: s.resizeRecords,
     key: claim.metadata.uid ?? '',
     fingerprint: d.fingerprint ?? '',
@@ -288,9 +288,6 @@ async function expandFailed(a: ResizeAttempt, err: unknown): Promise<Next> {
     infeasibleError: infeasible,
     object: claimObject(claim),
     threshold: s.options.retry.failedProvisionThreshold,
-    infeasibleDelayMs: s.options.retry.infeasibleDelayMs,
-    now: s.clock.now(),
-    events: s.events,
     log,
     words: RESIZE_GIVE_UP,
     countGiveUp: () => a.metrics.resizeGivenUpTotal.inc(a.labels),

@@ -134,7 +134,7 @@ function deleteFailed(a: VolumeAttempt, message: string): Next {
   const { s, volume, log } = a;
   s.events.event(volumeObject(volume), 'Warning', 'VolumeFailedDelete', message);
   s.metrics.deleteFailedTotal.inc(a.labels);
-  return failureTail({
+  return failureTail(s, {
     book: s.volumeRecords,
     key: volume.metadata.name ?? '',
     fingerprint: a.decision.fingerprint ?? '',
@@ -143,9 +143,6 @@ function deleteFailed(a: VolumeAttempt, message: string): Next {
     infeasibleError: false,
     object: volumeObject(volume),
     threshold: s.options.retry.failedDeleteThreshold,
-    infeasibleDelayMs: s.options.retry.infeasibleDelayMs,
-    now: s.clock.now(),
-    events: s.events,
     log,
     words: VOLUME_GIVE_UP,
     countGiveUp: () => s.metrics.deleteGivenUpTotal.inc(a.labels),
