@@ -1,4 +1,4 @@
-// The claim flow: read the claim (the cache, our own write, or the in-progress copy), run decideClaim on the
+// The claim loop's sync: read the claim (the cache, our own write, or the in-progress copy), run decideClaim on the
 // cached objects, and act on the decision: the wait/reject events (once per decision), give-up, and provision()
 // under the per-claim lock. Returns what should happen next; the worker applies it to the queue.
 import type { PersistentVolumeClaim } from '../../types/k8s.ts';

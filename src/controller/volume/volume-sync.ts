@@ -1,7 +1,7 @@
-// The volume flow's effects: decideVolume on the cached PV, then the finalizer patch, provisioner.delete() (once
-// per PV uid), the PV deletion with a uid precondition (never deletes a same-named successor; other conflicts are
-// retried), our finalizer's removal, the per-claim-mode volume lock around delete(), VolumeFailedDelete events,
-// delete metrics and the failure policy. Returns what should happen next; the worker applies it to the queue.
+// The volume loop's sync: decideVolume on the cached PV, then the finalizer patch, provisioner.delete() (once per PV
+// uid), the PV deletion with a uid precondition (never deletes a same-named successor; other conflicts are retried),
+// our finalizer's removal, the per-claim-mode volume lock around delete(), VolumeFailedDelete events, delete metrics
+// and the shared failure tail. Returns what should happen next; the worker applies it to the queue.
 import { ConflictError, NotFoundError } from '../../runtime/errors.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { persistentVolumes } from '../../runtime/resources.ts';
