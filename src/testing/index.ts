@@ -19,7 +19,7 @@ export type { Audit, AuditKey, AuditRecord } from '../cluster/http/audit.ts';
 export type { FaultRule, Faults } from '../cluster/http/faults.ts';
 export type { ListFilterOptions } from '../cluster/storage/store-filter.ts';
 export type { StoreWatchOptions } from '../cluster/writes/cluster-store.ts';
-export { ClusterApiError } from '../cluster/common/errors.ts';
+export { ClusterApiError } from '../cluster/common/api-errors.ts';
 export { MissingDependencyError } from '../cluster/common/optional-deps.ts';
 export {
   waitFor,

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ClusterApiError } from '../../src/cluster/common/errors.ts';
+import { ClusterApiError } from '../../src/cluster/common/api-errors.ts';
 import {
   compose,
   newContext,
@@ -10,7 +10,7 @@ import {
   type RequestContext,
   type Step,
 } from '../../src/cluster/http/pipeline.ts';
-import { parseWatchRequest } from '../../src/cluster/http/watch-stream.ts';
+import { parseWatchRequest } from '../../src/cluster/http/watch-endpoint.ts';
 
 function context(path: string): RequestContext {
   const req = { method: 'GET', headers: {} } as unknown as IncomingMessage;

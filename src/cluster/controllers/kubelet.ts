@@ -10,7 +10,7 @@ import type { Pod } from '../../types/k8s.ts';
 import { formatTime } from '../common/meta.ts';
 import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
 import type { ClusterCache } from './cluster-cache.ts';
-import type { ClusterEventRecorder } from './event-recorder.ts';
+import type { ClusterEventRecorder } from './cluster-event-recorder.ts';
 import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
 import { claimKey } from './volume-match.ts';
 

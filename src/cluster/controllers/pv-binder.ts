@@ -8,7 +8,7 @@ import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
 import { syncClaim, syncVolume, type BinderAction, type BinderView } from './binder-logic.ts';
 import { claimKey } from './volume-match.ts';
 import type { ClusterCache } from './cluster-cache.ts';
-import type { ClusterEventRecorder } from './event-recorder.ts';
+import type { ClusterEventRecorder } from './cluster-event-recorder.ts';
 import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
 
 /** The identity the binder writes as (audit log), as kube-controller-manager's service account. */

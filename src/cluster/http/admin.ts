@@ -4,7 +4,7 @@
 //   GET|DELETE /admin/audit
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Audit } from './audit.ts';
-import { badRequest, methodNotAllowed } from '../common/errors.ts';
+import { badRequest, methodNotAllowed } from '../common/api-errors.ts';
 import { parseFaultRule, type Faults } from './faults.ts';
 import { decodeBody, readBody, sendJson, sendPlainNotFound } from './http-io.ts';
 

@@ -13,7 +13,7 @@ import {
   STALE_OBJECT_CAUSE,
   tooManyRequests,
   type ClusterApiError,
-} from '../common/errors.ts';
+} from '../common/api-errors.ts';
 
 /** A fault rule; unset match fields match everything. */
 export interface FaultRule {

@@ -1,7 +1,7 @@
 // Request/response plumbing of the API server: bounded body reading (413 over 3 MiB), JSON/YAML decoding,
 // content negotiation (JSON or Table), and writing JSON bodies and metav1.Status errors.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from '../common/errors.ts';
+import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from '../common/api-errors.ts';
 import {
   checkJsonTextDepth,
   checkJsonValue,

@@ -4,7 +4,7 @@
 // resource, namespace and name.
 import { timingSafeEqual } from 'node:crypto';
 import { ServerResponse, type IncomingMessage } from 'node:http';
-import { badRequest, methodNotRouted, serverTimeout, unauthorized } from '../common/errors.ts';
+import { badRequest, methodNotRouted, serverTimeout, unauthorized } from '../common/api-errors.ts';
 import type { Audit } from './audit.ts';
 import type { FaultDecision, Faults } from './faults.ts';
 import { sendError, sendPlainNotFound, sendText } from './http-io.ts';

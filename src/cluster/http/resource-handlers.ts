@@ -1,6 +1,6 @@
 // The REST verbs of the API server over the store: get, list (limit/continue, selectors, resourceVersion
 // rules), create, update, patch, delete and deletecollection, including the events.k8s.io view conversion
-// and server-side Tables. Watch lives in watch-stream.ts.
+// and server-side Tables. Watch lives in watch-endpoint.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KubeObject, StatusCause } from '../../types/k8s.ts';
 import {
@@ -14,7 +14,7 @@ import {
   serverTimeout,
   statusError,
   unsupportedMediaType,
-} from '../common/errors.ts';
+} from '../common/api-errors.ts';
 import {
   decodeBody,
   decodeJsonBody,

@@ -4,7 +4,7 @@
 // content goes). A DELETE of a namespace already terminating is a Conflict while its spec finalizers remain
 // (k/k pkg/registry/core/namespace/storage Delete).
 import type { KubeObject } from '../../types/k8s.ts';
-import { conflict, forbidden, notFound } from '../common/errors.ts';
+import { conflict, forbidden, notFound } from '../common/api-errors.ts';
 import type { ResourceType } from '../registry/resource-type.ts';
 import type { StoredEntry } from '../storage/watch-cache.ts';
 import type { ResourceTable, Storage } from '../storage/store.ts';

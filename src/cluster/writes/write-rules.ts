@@ -15,7 +15,7 @@ import {
   STALE_OBJECT_CAUSE,
   statusError,
   type ClusterApiError,
-} from '../common/errors.ts';
+} from '../common/api-errors.ts';
 import { formatTime, generateName, isMicroTime, jsonEqual, objectKey, readPath } from '../common/meta.ts';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError } from '../patch/patch.ts';
 import { rootModel } from '../schema/schema.ts';

@@ -2,7 +2,7 @@
 // for resourceVersion ""/"0", replay after "N", 410 Expired as an ERROR event, BOOKMARKs with
 // allowWatchBookmarks, sendInitialEvents, timeoutSeconds, and per-event Tables for kubectl get -w.
 import type { StatusCause } from '../../types/k8s.ts';
-import { ClusterApiError, badRequest, invalid } from '../common/errors.ts';
+import { ClusterApiError, badRequest, invalid } from '../common/api-errors.ts';
 import { apiVersionOf } from '../registry/registry.ts';
 import { includeObjectParam, storageResource, viewObject, type RequestScope } from './resource-handlers.ts';
 import { setLongTimeout, watchTimeoutMs } from '../common/long-timeout.ts';

@@ -7,7 +7,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { handleAdmin } from './admin.ts';
 import { Audit } from './audit.ts';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.ts';
-import { ClusterApiError, badRequest, internalError } from '../common/errors.ts';
+import { ClusterApiError, badRequest, internalError } from '../common/api-errors.ts';
 import { Faults } from './faults.ts';
 import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, tooLargeError } from './http-io.ts';
 import { openApiV3Document, openApiV3Paths } from './openapi.ts';
@@ -37,7 +37,7 @@ import { admitConnections, ConnectionGuard, LISTEN_BACKLOG } from './connection-
 import { resolveLimits, type ServerLimits } from './request-limits.ts';
 import { ResourceIndex } from './routing.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
-import { serveWatch, WatchRegistry } from './watch-stream.ts';
+import { serveWatch, WatchRegistry } from './watch-endpoint.ts';
 
 export interface ApiServerOptions {
   store: ClusterStore;
