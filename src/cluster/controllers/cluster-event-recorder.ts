@@ -3,7 +3,8 @@
 // existing Event instead of creating a new one, so a resync every 15 s shows `(x3 over 36s)` in kubectl.
 import type { CoreEvent, KubeObject } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import { formatTime } from '../common/meta.ts';
 
 /** How many distinct events the correlator remembers (client-go's LRU holds 4096). */

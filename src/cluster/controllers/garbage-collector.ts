@@ -16,12 +16,10 @@ import type { KubeObject, OwnerReference } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
 import { RESOURCES } from '../registry/registry.ts';
 import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
-import {
-  ClusterApiError,
-  type ClusterStore,
-  type PropagationPolicy,
-  type StoredEntry,
-} from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
+import type { PropagationPolicy } from '../writes/deletion-finalizers.ts';
+import type { StoredEntry } from '../storage/stored-entry.ts';
 import { DependentsIndex, itemKey, parseItemKey, type Dependent } from './dependents-index.ts';
 import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
 

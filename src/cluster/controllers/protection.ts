@@ -5,7 +5,8 @@
 import type { KubeObject, PersistentVolume } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
 import { FINALIZER_PV_PROTECTION, FINALIZER_PVC_PROTECTION } from '../../types/annotations.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import { podClaimNames, podIsActive, type ClusterCache } from './cluster-cache.ts';
 import { claimKey } from './volume-match.ts';
 import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';

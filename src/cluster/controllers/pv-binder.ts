@@ -4,7 +4,8 @@
 // resync re-queues every claim and volume, which also re-emits ExternalProvisioning like the real one.
 import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import { syncClaim, syncVolume, type BinderAction, type BinderView } from './binder-logic.ts';
 import { claimKey } from './volume-match.ts';
 import type { ClusterCache } from './cluster-cache.ts';

@@ -8,7 +8,8 @@
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
 import { ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE } from '../../types/annotations.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { podClaimNames } from './cluster-cache.ts';
 import { claimBlocksNode, nodeIsSchedulable, nodeSelectorMatches, podFitsNode } from './node-fit.ts';

@@ -11,7 +11,8 @@ import type { KubeObject, PersistentVolume, PersistentVolumeClaim } from '../../
 import { ANN_STORAGE_RESIZER } from '../../types/annotations.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
 import { forbidden } from '../common/api-errors.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import { validatePersistentVolumeClaim } from '../registry/core/persistent-volume-claims.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { ClusterEventRecorder } from './cluster-event-recorder.ts';

@@ -22,7 +22,8 @@ import {
   type RequestContext,
   type RequestTarget,
 } from './pipeline.ts';
-import { RESOURCES, type ResourceType } from '../registry/registry.ts';
+import { RESOURCES } from '../registry/registry.ts';
+import type { ResourceType } from '../registry/resource-type.ts';
 import {
   handleCreate,
   handleDelete,

@@ -1,7 +1,7 @@
 // Legacy (non-aggregated) discovery documents built from the registry: /version, /api, /apis, /apis/<g>,
 // /api/v1 and /apis/<g>/<v>, in the shapes kubectl 1.32 and client-node read (plain application/json).
 import { createHash } from 'node:crypto';
-import { apiVersionOf } from '../registry/registry.ts';
+import { apiVersionOf } from '../registry/resource-type.ts';
 import type { ResourceIndex } from './routing.ts';
 
 export const SERVER_VERSION = {

@@ -13,8 +13,6 @@ import {
 } from '../common/json-safety.ts';
 import { parseYamlBody } from '../schema/field-validation.ts';
 
-export { MAX_BODY_BYTES } from '../common/json-safety.ts';
-
 /** Thrown when a body exceeds the limit; the connection is closed after the 413 answer. */
 export class BodyTooLargeError extends Error {}
 

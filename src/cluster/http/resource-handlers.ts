@@ -40,10 +40,12 @@ import type { Faults } from './faults.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { rootModel } from '../schema/schema.ts';
 import { normalizeTimes } from '../schema/time-encoding.ts';
-import { apiVersionOf, type ResourceType } from '../registry/registry.ts';
+import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
 import type { ServerLimits } from './request-limits.ts';
 import type { ResourceRequest } from './routing.ts';
-import type { ClusterStore, DeleteOptions, PatchType, PropagationPolicy } from '../writes/cluster-store.ts';
+import type { ClusterStore } from '../writes/cluster-store.ts';
+import type { DeleteOptions, PatchType } from '../writes/write-rules.ts';
+import type { PropagationPolicy } from '../writes/deletion-finalizers.ts';
 import { encodeList, encodeListOfJson, type StoredEntry } from '../storage/stored-entry.ts';
 import { toTable, type IncludeObject } from '../registry/tables.ts';
 

@@ -1,6 +1,6 @@
 // URL routing of the API server: maps /api/v1/... and /apis/<group>/<version>/... paths (namespaced and
 // cluster-scoped, legacy /watch/ prefix, subresources) plus the HTTP method and query to a resource request.
-import { apiVersionOf, type ResourceType } from '../registry/registry.ts';
+import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
 

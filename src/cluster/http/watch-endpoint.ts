@@ -3,7 +3,7 @@
 // allowWatchBookmarks, sendInitialEvents, timeoutSeconds, and per-event Tables for kubectl get -w.
 import type { StatusCause } from '../../types/k8s.ts';
 import { ClusterApiError, badRequest, invalid } from '../common/api-errors.ts';
-import { apiVersionOf } from '../registry/registry.ts';
+import { apiVersionOf } from '../registry/resource-type.ts';
 import { includeObjectParam, storageResource, viewObject, type RequestScope } from './resource-handlers.ts';
 import { setLongTimeout, watchTimeoutMs } from '../common/long-timeout.ts';
 import { toTable } from '../registry/tables.ts';

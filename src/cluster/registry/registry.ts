@@ -10,14 +10,5 @@ import { GENERATED_RESOURCES } from './resources.generated.ts';
 
 import type { ResourceType } from './resource-type.ts';
 
-export {
-  apiVersionOf,
-  fieldGetters,
-  type FieldGetter,
-  type GarbageCollectionPolicy,
-  type ResourceType,
-  type StorageView,
-} from './resource-type.ts';
-
 /** Every resource the embedded API server serves, in discovery order. */
 export const RESOURCES: readonly ResourceType[] = GENERATED_RESOURCES;

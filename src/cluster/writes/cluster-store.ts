@@ -17,18 +17,6 @@ import {
   type WriteOptions,
 } from './write-rules.ts';
 
-export { ClusterApiError, parseResourceVersion, Storage, StoredEntry, StoreEvent } from '../storage/store.ts';
-export type { EntryPage, ResourceTable, StoreBackend, StoreWatchOptions, StoredKind } from '../storage/store.ts';
-export type {
-  AdmissionPlugin,
-  DeleteOptions,
-  PatchOptions,
-  PatchType,
-  UpdateOptions,
-  WriteOptions,
-} from './write-rules.ts';
-export type { PropagationPolicy } from './deletion-finalizers.ts';
-
 /** Options of a ClusterStore (resources default to every registry entry). */
 export type ClusterStoreOptions = StorageOptions<ResourceType>;
 

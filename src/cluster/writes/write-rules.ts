@@ -17,7 +17,9 @@ import {
   type ClusterApiError,
 } from '../common/api-errors.ts';
 import { formatTime, generateName, isMicroTime, jsonEqual, objectKey, readPath } from '../common/meta.ts';
-import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError } from '../patch/patch.ts';
+import { applyJsonPatch, applyMergePatch } from '../patch/patch.ts';
+import { applyStrategicMergePatch } from '../patch/strategic-merge-patch.ts';
+import { PatchError } from '../patch/patch-error.ts';
 import { rootModel } from '../schema/schema.ts';
 import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
 import { validateObjectMeta } from '../registry/validation.ts';
