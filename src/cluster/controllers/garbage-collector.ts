@@ -21,7 +21,7 @@ import { ClusterApiError } from '../common/api-errors.ts';
 import type { PropagationPolicy } from '../writes/deletion-finalizers.ts';
 import type { StoredEntry } from '../storage/stored-entry.ts';
 import { DependentsIndex, itemKey, parseItemKey, type Dependent } from './dependents-index.ts';
-import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
+import { backoff, done, KeyedQueue, QueueController, type SyncNext } from './keyed-queue.ts';
 
 /** The identity the garbage collector writes as, as kube-controller-manager's service account. */
 export const GARBAGE_COLLECTOR_USER = 'system:serviceaccount:kube-system:generic-garbage-collector';
@@ -136,17 +136,17 @@ export class GarbageCollector extends QueueController {
   }
 
   /** attemptToDeleteItem. */
-  #attemptToDelete(key: string): SyncResult {
+  #attemptToDelete(key: string): SyncNext {
     const { resource, namespace, name } = parseItemKey(key);
     const entry = this.#lookup(resource, namespace, name);
-    if (!entry) return 'done';
+    if (!entry) return done;
     const obj = entry.obj;
     if (obj.metadata.deletionTimestamp) {
       // Being deleted is a one-way trip: only an owner waiting for its dependents has anything left to do.
-      return waitsFor(obj, FINALIZER_DELETE_DEPENDENTS) ? this.#processDeletingDependents(resource, entry) : 'done';
+      return waitsFor(obj, FINALIZER_DELETE_DEPENDENTS) ? this.#processDeletingDependents(resource, entry) : done;
     }
     const refs = obj.metadata.ownerReferences ?? [];
-    if (refs.length === 0) return 'done';
+    if (refs.length === 0) return done;
     const classified = new Map<Reference, OwnerReference[]>([
       ['solid', []],
       ['dangling', []],
@@ -154,7 +154,7 @@ export class GarbageCollector extends QueueController {
     ]);
     for (const ref of refs) {
       const c = this.#classify(ref, namespace);
-      if (c === 'unresolved') return 'done';
+      if (c === 'unresolved') return done;
       classified.get(c)!.push(ref);
     }
     const [solid, dangling, waiting] = [
@@ -163,7 +163,7 @@ export class GarbageCollector extends QueueController {
       classified.get('waiting')!,
     ];
     if (solid.length > 0) {
-      if (dangling.length === 0 && waiting.length === 0) return 'done';
+      if (dangling.length === 0 && waiting.length === 0) return done;
       // References to absent owners, and to owners waiting for their dependents, go; the live owner keeps it.
       const gone = new Set([...dangling, ...waiting].map((r) => r.uid));
       return this.#update(resource, entry, { ownerReferences: refs.filter((r) => !gone.has(r.uid)) });
@@ -175,10 +175,10 @@ export class GarbageCollector extends QueueController {
       if (dependents.some((d) => d.deletingDependents) && refs.some((r) => r.blockOwnerDeletion === true)) {
         // A possible cycle of foreground deletions: stop blocking the owners first (kube's unblockOwnerReferences).
         const unblocked = refs.map((r) => (r.blockOwnerDeletion === true ? { ...r, blockOwnerDeletion: false } : r));
-        if (this.#update(resource, entry, { ownerReferences: unblocked }) === 'retry') return 'retry';
+        if (this.#update(resource, entry, { ownerReferences: unblocked }).kind === 'backoff') return backoff;
         current = this.#lookup(resource, namespace, name);
       }
-      return current ? this.#delete(resource, current, 'Foreground') : 'done';
+      return current ? this.#delete(resource, current, 'Foreground') : done;
     }
     const finalizers = obj.metadata.finalizers ?? [];
     const policy: PropagationPolicy = finalizers.includes(FINALIZER_ORPHAN_DEPENDENTS)
@@ -208,27 +208,27 @@ export class GarbageCollector extends QueueController {
   }
 
   /** processDeletingDependentsItem: the owner goes once no blocking dependent is left. */
-  #processDeletingDependents(resource: string, entry: StoredEntry): SyncResult {
+  #processDeletingDependents(resource: string, entry: StoredEntry): SyncNext {
     const uid = entry.obj.metadata.uid ?? '';
     const blocking = this.#visit(this.#index.dependentsOf(uid)).filter((d) =>
       d.owners.some((r) => r.uid === uid && r.blockOwnerDeletion === true),
     );
     if (blocking.length === 0) return this.#removeFinalizer(resource, entry, FINALIZER_DELETE_DEPENDENTS);
     for (const dep of blocking) if (!dep.deletingDependents) this.queue.add(DELETE + dep.key);
-    return 'done';
+    return done;
   }
 
   /** attemptToOrphanWorker: every dependent loses its references to the owner, then the owner its finalizer. */
-  #orphan(key: string): SyncResult {
+  #orphan(key: string): SyncNext {
     const { resource, namespace, name } = parseItemKey(key);
     const entry = this.#lookup(resource, namespace, name);
-    if (!entry || !waitsFor(entry.obj, FINALIZER_ORPHAN_DEPENDENTS)) return 'done';
+    if (!entry || !waitsFor(entry.obj, FINALIZER_ORPHAN_DEPENDENTS)) return done;
     const uid = entry.obj.metadata.uid ?? '';
     for (const dep of this.#visit(this.#index.dependentsOf(uid))) {
       const depEntry = this.#lookup(dep.resource, dep.namespace, dep.name);
       if (!depEntry || depEntry.obj.metadata.uid !== dep.uid) continue;
       const refs = (depEntry.obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== uid);
-      if (this.#update(dep.resource, depEntry, { ownerReferences: refs }) === 'retry') return 'retry';
+      if (this.#update(dep.resource, depEntry, { ownerReferences: refs }).kind === 'backoff') return backoff;
     }
     return this.#removeFinalizer(resource, entry, FINALIZER_ORPHAN_DEPENDENTS);
   }
@@ -240,7 +240,7 @@ export class GarbageCollector extends QueueController {
     return [...dependents];
   }
 
-  #removeFinalizer(resource: string, entry: StoredEntry, finalizer: string): SyncResult {
+  #removeFinalizer(resource: string, entry: StoredEntry, finalizer: string): SyncNext {
     return this.#update(resource, entry, {
       finalizers: (entry.obj.metadata.finalizers ?? []).filter((f) => f !== finalizer),
     });
@@ -251,7 +251,7 @@ export class GarbageCollector extends QueueController {
     resource: string,
     entry: StoredEntry,
     changes: { ownerReferences?: OwnerReference[]; finalizers?: string[] },
-  ): SyncResult {
+  ): SyncNext {
     const obj = entry.obj;
     return this.#write(resource, obj, () => {
       this.#store.update(
@@ -262,7 +262,7 @@ export class GarbageCollector extends QueueController {
     });
   }
 
-  #delete(resource: string, entry: StoredEntry, propagationPolicy: PropagationPolicy): SyncResult {
+  #delete(resource: string, entry: StoredEntry, propagationPolicy: PropagationPolicy): SyncNext {
     const meta = entry.obj.metadata;
     return this.#write(resource, entry.obj, () => {
       this.#store.deleteEntry(resource, meta.namespace, meta.name ?? '', {
@@ -277,18 +277,18 @@ export class GarbageCollector extends QueueController {
     });
   }
 
-  #write(resource: string, obj: KubeObject, write: () => void): SyncResult {
+  #write(resource: string, obj: KubeObject, write: () => void): SyncNext {
     try {
       write();
-      return 'done';
+      return done;
     } catch (err) {
-      if (err instanceof ClusterApiError && err.code === 404) return 'done';
-      if (err instanceof ClusterApiError && err.code === 409) return 'retry';
+      if (err instanceof ClusterApiError && err.code === 404) return done;
+      if (err instanceof ClusterApiError && err.code === 409) return backoff;
       this.#logger.error(
         { err, resource, namespace: obj.metadata.namespace, name: obj.metadata.name },
         'garbage collector write refused',
       );
-      return 'retry';
+      return backoff;
     }
   }
 }

@@ -1,14 +1,26 @@
 // The cluster controllers' work queue: keys, deduplicated while waiting, never processed twice at once (a key
 // added while it runs is run again afterwards), drained in batches on the event loop so the HTTP server keeps
-// answering, with per-key exponential backoff on failure. The cluster depends on nothing of ours but types, so
-// this is a small sibling of runtime/workqueue.ts rather than a use of it.
+// answering, with per-key exponential backoff on failure. A sync answers with a `SyncNext`, the controller's
+// `Next` words (src/controller/next.ts) for the two cases these controllers have. Why this is a sibling of
+// runtime/workqueue.ts and not a use of it: docs/architecture.md, "The cluster's controllers".
 
-/** What the handler reports for a key. */
-export type SyncResult = 'done' | 'retry';
+/**
+ * What a cluster controller's sync asks of its queue, in the words of the controller's `Next` (and assignable
+ * to it, test/cluster/keyed-queue.test.ts checks): `done` forgets the key's backoff history; `backoff` retries
+ * it with per-key exponential backoff. The other `Next` cases do not arise here: every change reaches these
+ * controllers as a store event (no `after` or `waitForEvent`), and they retry until they succeed, as
+ * kube-controller-manager's do (no `giveUp`).
+ */
+export type SyncNext = { readonly kind: 'done' } | { readonly kind: 'backoff' };
+
+/** Finished, or nothing to do. */
+export const done: SyncNext = Object.freeze({ kind: 'done' });
+/** Retry with the key's exponential backoff. */
+export const backoff: SyncNext = Object.freeze({ kind: 'backoff' });
 
 export interface KeyedQueueOptions {
-  /** Processes one key synchronously; 'retry' or a throw requeues it with backoff. */
-  handle(key: string): SyncResult;
+  /** Processes one key synchronously; `backoff` or a throw requeues it with backoff. */
+  handle(key: string): SyncNext;
   /** Called with a key's error before it is requeued. */
   onError?(key: string, err: unknown): void;
   /** First retry delay (default 5 ms), doubled per consecutive failure up to maxDelayMs (default 30 s). */
@@ -110,15 +122,15 @@ export class KeyedQueue {
       }
       this.#processing = key;
       this.#rerun = false;
-      let result: SyncResult;
+      let next: SyncNext;
       try {
-        result = this.#opts.handle(key);
+        next = this.#opts.handle(key);
       } catch (err) {
         this.#opts.onError?.(key, err);
-        result = 'retry';
+        next = backoff;
       }
       this.#processing = undefined;
-      if (result === 'retry') this.#retry(key);
+      if (next.kind === 'backoff') this.#retry(key);
       else this.#failures.delete(key);
       if (this.#rerun) this.#enqueue(key);
     }

@@ -12,7 +12,7 @@ import { type ClusterStore } from '../writes/cluster-store.ts';
 import { ClusterApiError } from '../common/api-errors.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { ClusterEventRecorder } from './cluster-event-recorder.ts';
-import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
+import { backoff, done, KeyedQueue, QueueController, type SyncNext } from './keyed-queue.ts';
 import { claimKey } from './volume-match.ts';
 
 /** The message of a pod the stand-in reports Running. */
@@ -99,15 +99,15 @@ export class KubeletStandIn extends QueueController {
       if (this.#mine(pod)) this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
   }
 
-  #sync(key: string): SyncResult {
+  #sync(key: string): SyncNext {
     const { cache, store, recorder, logger } = this.#d;
     const pod = cache.pods.get(key);
-    if (!pod || !this.#mine(pod)) return 'done';
+    if (!pod || !this.#mine(pod)) return done;
     const blocked = unmountableVolume(pod, cache);
     if (blocked) {
       recorder.record(pod, 'Warning', 'FailedMount', blocked);
       logger.debug({ pod: key, reason: blocked }, 'pod volumes cannot be mounted');
-      return 'done';
+      return done;
     }
     try {
       store.update(
@@ -116,10 +116,10 @@ export class KubeletStandIn extends QueueController {
         { subresource: 'status', user: `system:node:${this.#d.nodeName}` },
       );
       logger.info({ pod: key, node: this.#d.nodeName }, 'pod reported Running (containers not run)');
-      return 'done';
+      return done;
     } catch (err) {
-      if (err instanceof ClusterApiError && err.code === 404) return 'done';
-      if (err instanceof ClusterApiError) return 'retry';
+      if (err instanceof ClusterApiError && err.code === 404) return done;
+      if (err instanceof ClusterApiError) return backoff;
       throw err;
     }
   }

@@ -9,7 +9,7 @@ import { type ClusterStore } from '../writes/cluster-store.ts';
 import { ClusterApiError } from '../common/api-errors.ts';
 import { podClaimNames, podIsActive, type ClusterCache } from './cluster-cache.ts';
 import { claimKey } from './volume-match.ts';
-import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
+import { backoff, done, KeyedQueue, QueueController, type SyncNext } from './keyed-queue.ts';
 
 export const PROTECTION_USER = 'system:serviceaccount:kube-system:pvc-protection-controller';
 
@@ -78,18 +78,18 @@ export class ProtectionController extends QueueController {
       if (needsWork(volume, FINALIZER_PV_PROTECTION)) this.queue.add(PV + (volume.metadata.name ?? ''));
   }
 
-  #handle(key: string): SyncResult {
+  #handle(key: string): SyncNext {
     if (key.startsWith(PVC)) {
       const rest = key.slice(PVC.length);
       const i = rest.indexOf('/');
       const claim = this.#cache.getClaim(rest.slice(0, i), rest.slice(i + 1));
-      if (!claim) return 'done';
+      if (!claim) return done;
       const inUse = () =>
         this.#cache.podsUsingClaim(claim.metadata.namespace ?? '', claim.metadata.name ?? '').some(podIsActive);
       return this.#sync('persistentvolumeclaims', claim, FINALIZER_PVC_PROTECTION, inUse);
     }
     const volume = this.#cache.volumes.get(key.slice(PV.length));
-    if (!volume) return 'done';
+    if (!volume) return done;
     return this.#sync(
       'persistentvolumes',
       volume,
@@ -98,7 +98,7 @@ export class ProtectionController extends QueueController {
     );
   }
 
-  #sync(resource: string, obj: KubeObject, finalizer: string, inUse: () => boolean): SyncResult {
+  #sync(resource: string, obj: KubeObject, finalizer: string, inUse: () => boolean): SyncNext {
     const finalizers = obj.metadata.finalizers ?? [];
     let next: string[] | undefined;
     if (obj.metadata.deletionTimestamp) {
@@ -106,7 +106,7 @@ export class ProtectionController extends QueueController {
     } else if (!finalizers.includes(finalizer)) {
       next = [...finalizers, finalizer];
     }
-    if (!next) return 'done';
+    if (!next) return done;
     try {
       this.#store.update(
         resource,
@@ -117,9 +117,9 @@ export class ProtectionController extends QueueController {
         { resource, name: obj.metadata.name, finalizer, removed: next.length < finalizers.length },
         'protection finalizer updated',
       );
-      return 'done';
+      return done;
     } catch (err) {
-      if (err instanceof ClusterApiError) return err.code === 404 ? 'done' : 'retry';
+      if (err instanceof ClusterApiError) return err.code === 404 ? done : backoff;
       throw err;
     }
   }

@@ -10,7 +10,7 @@ import { syncClaim, syncVolume, type BinderAction, type BinderView } from './bin
 import { claimKey } from './volume-match.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { ClusterEventRecorder } from './cluster-event-recorder.ts';
-import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
+import { backoff, done, KeyedQueue, QueueController, type SyncNext } from './keyed-queue.ts';
 
 /** The identity the binder writes as (audit log), as kube-controller-manager's service account. */
 export const PV_BINDER_USER = 'system:serviceaccount:kube-system:persistent-volume-binder';
@@ -80,19 +80,19 @@ export class PvBinder extends QueueController {
     for (const entry of this.#d.cache.volumes.values()) this.queue.add(VOLUME + (entry.volume.metadata.name ?? ''));
   }
 
-  #handle(key: string): SyncResult {
+  #handle(key: string): SyncNext {
     if (key.startsWith(CLAIM)) {
       const [ns, name] = splitClaimKey(key.slice(CLAIM.length));
       const claim = this.#d.cache.getClaim(ns, name);
-      return claim ? this.#execute(syncClaim(claim, this.#view), { pvc: `${ns}/${name}` }) : 'done';
+      return claim ? this.#execute(syncClaim(claim, this.#view), { pvc: `${ns}/${name}` }) : done;
     }
     const name = key.slice(VOLUME.length);
     const volume = this.#d.cache.volumes.get(name);
-    return volume ? this.#execute(syncVolume(volume, this.#view), { pv: name }) : 'done';
+    return volume ? this.#execute(syncVolume(volume, this.#view), { pv: name }) : done;
   }
 
   /** Runs the writes in order; each write of an object uses the resourceVersion the previous one returned. */
-  #execute(actions: BinderAction[], logContext: Record<string, string>): SyncResult {
+  #execute(actions: BinderAction[], logContext: Record<string, string>): SyncNext {
     const { store, recorder, logger } = this.#d;
     const latestRv = new Map<string, string>();
     const withRv = <T extends PersistentVolume | PersistentVolumeClaim>(kind: string, obj: T): T => {
@@ -146,13 +146,13 @@ export class PvBinder extends QueueController {
           recorder.record(a.claim, 'Warning', a.onError.reason, a.onError.prefix + err.message);
         }
         // Gone: its DELETED event re-queues whatever depends on it.
-        if (err.code === 404) return 'done';
+        if (err.code === 404) return done;
         if (err.code === 409) logger.debug({ ...logContext, action: a.kind }, 'conflict; retrying with fresh objects');
         else logger.warn({ ...logContext, action: a.kind, err: err.message }, 'pv binder write failed');
-        return 'retry';
+        return backoff;
       }
     }
-    return 'done';
+    return done;
   }
 }
 

@@ -14,7 +14,7 @@ import type { ClusterCache } from './cluster-cache.ts';
 import { podClaimNames } from './cluster-cache.ts';
 import { claimBlocksNode, nodeIsSchedulable, nodeSelectorMatches, podFitsNode } from './node-fit.ts';
 import { ClaimMatchError, claimClass, claimKey, findBestMatchForClaim, type VolumeSource } from './volume-match.ts';
-import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
+import { backoff, done, KeyedQueue, QueueController, type SyncNext } from './keyed-queue.ts';
 
 export const SCHEDULER_USER = 'system:kube-scheduler';
 
@@ -82,19 +82,19 @@ export class SchedulerStandIn extends QueueController {
     }
   }
 
-  #schedule(key: string): SyncResult {
+  #schedule(key: string): SyncNext {
     const { cache, logger } = this.#d;
     const pod = cache.pods.get(key);
-    if (!pod || pod.metadata.deletionTimestamp) return 'done';
+    if (!pod || pod.metadata.deletionTimestamp) return done;
     const fixedNode = pod.spec.nodeName;
     const claimNames = podClaimNames(pod);
-    if (fixedNode && claimNames.length === 0) return 'done';
+    if (fixedNode && claimNames.length === 0) return done;
     const namespace = pod.metadata.namespace ?? '';
     const claims: PersistentVolumeClaim[] = [];
     for (const name of claimNames) {
       const claim = cache.getClaim(namespace, name);
       // kube-scheduler: persistentvolumeclaim not found -> unschedulable until it appears.
-      if (!claim) return 'done';
+      if (!claim) return done;
       claims.push(claim);
     }
     const world = {
@@ -112,7 +112,7 @@ export class SchedulerStandIn extends QueueController {
     const node = nodes.find((n) => n.metadata.name === preferred && fits(n)) ?? nodes.find(fits);
     if (!node) {
       logger.debug({ pod: key }, 'no node fits the pod yet');
-      return 'done';
+      return done;
     }
     const nodeName = node.metadata.name ?? '';
     try {
@@ -141,14 +141,14 @@ export class SchedulerStandIn extends QueueController {
           );
         }
       }
-      if (!allBound || fixedNode) return 'done'; // the claims' updates re-queue the pod
+      if (!allBound || fixedNode) return done; // the claims' updates re-queue the pod
       this.#d.store.update('pods', { ...pod, spec: { ...pod.spec, nodeName } }, { user: SCHEDULER_USER });
       logger.info({ pod: key, node: nodeName }, 'pod bound to node');
-      return 'done';
+      return done;
     } catch (err) {
-      if (err instanceof ClusterApiError && err.code === 404) return 'done';
-      if (err instanceof ClusterApiError) return 'retry';
-      if (err instanceof ClaimMatchError) return 'done'; // the binder reports it on the claim
+      if (err instanceof ClusterApiError && err.code === 404) return done;
+      if (err instanceof ClusterApiError) return backoff;
+      if (err instanceof ClaimMatchError) return done; // the binder reports it on the claim
       throw err;
     }
   }
