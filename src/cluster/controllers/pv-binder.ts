@@ -26,19 +26,19 @@ export interface PvBinderDeps {
 }
 
 export class PvBinder extends QueueController {
-  readonly #d: PvBinderDeps;
+  private readonly d: PvBinderDeps;
   protected readonly queue: KeyedQueue;
-  readonly #view: BinderView;
+  private readonly view: BinderView;
 
   constructor(deps: PvBinderDeps) {
     super();
-    this.#d = deps;
+    this.d = deps;
     this.queue = new KeyedQueue({
-      handle: (key) => this.#handle(key),
+      handle: (key) => this.handle(key),
       onError: (key, err) => deps.logger.error({ err, key }, 'pv binder sync failed'),
     });
     const cache = deps.cache;
-    this.#view = {
+    this.view = {
       volumes: cache.volumes,
       getVolume: (name) => cache.volumes.get(name),
       getClaim: (ns, name) => cache.getClaim(ns, name),
@@ -76,24 +76,24 @@ export class PvBinder extends QueueController {
 
   /** Re-queues every claim and volume (the 15 s --pvclaimbinder-sync-period). */
   resync(): void {
-    for (const key of this.#d.cache.claims.keys()) this.queue.add(CLAIM + key);
-    for (const entry of this.#d.cache.volumes.values()) this.queue.add(VOLUME + (entry.volume.metadata.name ?? ''));
+    for (const key of this.d.cache.claims.keys()) this.queue.add(CLAIM + key);
+    for (const entry of this.d.cache.volumes.values()) this.queue.add(VOLUME + (entry.volume.metadata.name ?? ''));
   }
 
-  #handle(key: string): SyncNext {
+  private handle(key: string): SyncNext {
     if (key.startsWith(CLAIM)) {
       const [ns, name] = splitClaimKey(key.slice(CLAIM.length));
-      const claim = this.#d.cache.getClaim(ns, name);
-      return claim ? this.#execute(syncClaim(claim, this.#view), { pvc: `${ns}/${name}` }) : done;
+      const claim = this.d.cache.getClaim(ns, name);
+      return claim ? this.execute(syncClaim(claim, this.view), { pvc: `${ns}/${name}` }) : done;
     }
     const name = key.slice(VOLUME.length);
-    const volume = this.#d.cache.volumes.get(name);
-    return volume ? this.#execute(syncVolume(volume, this.#view), { pv: name }) : done;
+    const volume = this.d.cache.volumes.get(name);
+    return volume ? this.execute(syncVolume(volume, this.view), { pv: name }) : done;
   }
 
   /** Runs the writes in order; each write of an object uses the resourceVersion the previous one returned. */
-  #execute(actions: BinderAction[], logContext: Record<string, string>): SyncNext {
-    const { store, recorder, logger } = this.#d;
+  private execute(actions: BinderAction[], logContext: Record<string, string>): SyncNext {
+    const { store, recorder, logger } = this.d;
     const latestRv = new Map<string, string>();
     const withRv = <T extends PersistentVolume | PersistentVolumeClaim>(kind: string, obj: T): T => {
       const rv = latestRv.get(`${kind}/${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);

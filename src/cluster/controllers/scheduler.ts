@@ -25,16 +25,16 @@ export interface SchedulerDeps {
 }
 
 export class SchedulerStandIn extends QueueController {
-  readonly #d: SchedulerDeps;
+  private readonly d: SchedulerDeps;
   protected readonly queue: KeyedQueue;
   /** Keys of live pods without a node or with claims: what node/class/claim changes re-queue. */
-  readonly #unscheduled = new Set<string>();
+  private readonly unscheduled = new Set<string>();
 
   constructor(deps: SchedulerDeps) {
     super();
-    this.#d = deps;
+    this.d = deps;
     this.queue = new KeyedQueue({
-      handle: (key) => this.#schedule(key),
+      handle: (key) => this.schedule(key),
       onError: (key, err) => deps.logger.error({ err, pod: key }, 'scheduling failed'),
     });
     deps.cache.onChange((change) => {
@@ -48,42 +48,42 @@ export class SchedulerStandIn extends QueueController {
             !obj.metadata.deletionTimestamp &&
             (!pod.spec?.nodeName || podClaimNames(pod).length > 0)
           ) {
-            this.#unscheduled.add(key);
+            this.unscheduled.add(key);
             this.queue.add(key);
-          } else this.#unscheduled.delete(key);
+          } else this.unscheduled.delete(key);
           break;
         }
         case 'persistentvolumeclaims':
-          this.#requeuePodsOf(obj.metadata.namespace ?? '', obj.metadata.name ?? '');
+          this.requeuePodsOf(obj.metadata.namespace ?? '', obj.metadata.name ?? '');
           break;
         case 'persistentvolumes': {
           const ref = (obj as PersistentVolume).spec?.claimRef;
-          if (ref) this.#requeuePodsOf(ref.namespace ?? '', ref.name ?? '');
+          if (ref) this.requeuePodsOf(ref.namespace ?? '', ref.name ?? '');
           break;
         }
         case 'nodes':
         case 'storageclasses':
         case 'csidrivers':
         case 'csistoragecapacities':
-          for (const key of this.#unscheduled) this.queue.add(key);
+          for (const key of this.unscheduled) this.queue.add(key);
           break;
       }
     });
   }
 
   resync(): void {
-    for (const key of this.#unscheduled) this.queue.add(key);
+    for (const key of this.unscheduled) this.queue.add(key);
   }
 
-  #requeuePodsOf(namespace: string, claimName: string): void {
-    for (const pod of this.#d.cache.podsUsingClaim(namespace, claimName)) {
+  private requeuePodsOf(namespace: string, claimName: string): void {
+    for (const pod of this.d.cache.podsUsingClaim(namespace, claimName)) {
       const key = claimKey(pod.metadata.namespace, pod.metadata.name);
-      if (this.#unscheduled.has(key)) this.queue.add(key);
+      if (this.unscheduled.has(key)) this.queue.add(key);
     }
   }
 
-  #schedule(key: string): SyncNext {
-    const { cache, logger } = this.#d;
+  private schedule(key: string): SyncNext {
+    const { cache, logger } = this.d;
     const pod = cache.pods.get(key);
     if (!pod || pod.metadata.deletionTimestamp) return done;
     const fixedNode = pod.spec.nodeName;
@@ -122,9 +122,9 @@ export class SchedulerStandIn extends QueueController {
         allBound = false;
         if (claim.spec.volumeName || claim.metadata.annotations?.[ANN_SELECTED_NODE]) continue;
         const staticPv = findBestMatchForClaim(claim, nodeFilteredSource(cache.volumes, node), false);
-        if (staticPv) this.#bindStaticVolume(staticPv, claim);
+        if (staticPv) this.bindStaticVolume(staticPv, claim);
         else {
-          this.#d.store.update(
+          this.d.store.update(
             'persistentvolumeclaims',
             {
               ...claim,
@@ -142,7 +142,7 @@ export class SchedulerStandIn extends QueueController {
         }
       }
       if (!allBound || fixedNode) return done; // the claims' updates re-queue the pod
-      this.#d.store.update('pods', { ...pod, spec: { ...pod.spec, nodeName } }, { user: SCHEDULER_USER });
+      this.d.store.update('pods', { ...pod, spec: { ...pod.spec, nodeName } }, { user: SCHEDULER_USER });
       logger.info({ pod: key, node: nodeName }, 'pod bound to node');
       return done;
     } catch (err) {
@@ -154,8 +154,8 @@ export class SchedulerStandIn extends QueueController {
   }
 
   /** What the VolumeBinding plugin does for a static PV: claimRef + bound-by-controller; the binder finishes. */
-  #bindStaticVolume(pv: PersistentVolume, claim: PersistentVolumeClaim): void {
-    this.#d.store.update(
+  private bindStaticVolume(pv: PersistentVolume, claim: PersistentVolumeClaim): void {
+    this.d.store.update(
       'persistentvolumes',
       {
         ...pv,
