@@ -155,6 +155,8 @@ function discoveryDocument(index: ResourceIndex, path: string, parts: string[]):
 }
 
 function decodeSegment(s: string): string {
+  // Only %XX escapes change under decoding: a segment without one (nearly every request) is kept as it is.
+  if (!s.includes('%')) return s;
   try {
     return decodeURIComponent(s);
   } catch {
