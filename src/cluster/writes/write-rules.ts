@@ -362,16 +362,25 @@ function restoreSystemFields(meta: ObjectMeta, old: ObjectMeta): void {
 }
 
 /** Empty lists and maps are omitted in kube's JSON (omitempty); normalizing keeps no-op detection exact. */
+const MAP_FIELDS = ['labels', 'annotations'] as const;
+const LIST_FIELDS = ['finalizers', 'ownerReferences'] as const;
+
+/** Whether an object has no own enumerable key (Object.keys(v).length === 0, without building the array). */
+function hasNoKeys(v: object): boolean {
+  for (const k in v) if (Object.hasOwn(v, k)) return false;
+  return true;
+}
+
 function normalizeMeta(meta: ObjectMeta): void {
-  for (const k of ['labels', 'annotations'] as const) {
+  for (const k of MAP_FIELDS) {
     const v = meta[k];
-    if (v === null || (v && typeof v === 'object' && Object.keys(v).length === 0)) delete meta[k];
+    if (v === null || (v && typeof v === 'object' && hasNoKeys(v))) delete meta[k];
   }
-  for (const k of ['finalizers', 'ownerReferences'] as const) {
+  for (const k of LIST_FIELDS) {
     const v = meta[k];
     if (v === null || (Array.isArray(v) && v.length === 0)) delete meta[k];
   }
-  delete (meta as Record<string, unknown>).selfLink;
+  if ('selfLink' in meta) delete (meta as Record<string, unknown>).selfLink;
 }
 
 function finalizerUpdateCauses(meta: ObjectMeta, old: ObjectMeta): StatusCause[] {
