@@ -37,7 +37,7 @@ export {
   type RetryOptions,
   type SelectorPolicy,
   type VolumeSaveOptions,
-} from './controller/options.ts';
+} from './controller/options/controller-options.ts';
 export type { EventSink } from './controller/volume-store.ts';
 
 // Why a claim is (not) being provisioned: the same explanation `kube-provisioner explain pvc` prints, for a backend

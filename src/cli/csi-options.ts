@@ -3,7 +3,7 @@
 // the meaning is the same (docs/csi.md has the table, flag by flag). Parsing is kept apart from running (and from
 // the gRPC code) so the flags are testable without a plugin and the manifests' args can be checked against it.
 import { Command, InvalidArgumentError, type Option } from 'commander';
-import type { LeaderElectionMode } from '../controller/options.ts';
+import type { LeaderElectionMode } from '../controller/options/controller-options.ts';
 import { LEADER_ELECTION_DEFAULTS } from '../runtime/leader-election.ts';
 import {
   addConnectionOptions,
@@ -18,7 +18,7 @@ import {
   parseDuration,
   type GivenFlag,
   type LogLevel,
-} from './options.ts';
+} from './hostpath-options.ts';
 
 /** `--capacity-ownerref-level`: -1 none, 0 the pod, 1 its controller (StatefulSet, DaemonSet, ReplicaSet), 2 the ReplicaSet's Deployment. */
 export type CapacityOwnerLevel = -1 | 0 | 1 | 2;

@@ -27,7 +27,7 @@ import { startHostPathService } from './hostpath-service.ts';
 import { CLUSTER_THREADS, startDevCluster, type ClusterThread } from './dev-cluster.ts';
 import { printProvisioningOutcomes } from './dev-outcomes.ts';
 import { persistenceNotice } from './persistence-notice.ts';
-import { DEFAULT_PROVISIONER_NAME, LOG_LEVELS, type LogLevel } from './options.ts';
+import { DEFAULT_PROVISIONER_NAME, LOG_LEVELS, type LogLevel } from './hostpath-options.ts';
 import { abortOnSignals } from './signals.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { describeListenError, parsePort } from './user-errors.ts';

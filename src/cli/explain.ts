@@ -25,7 +25,7 @@ import {
   HOSTPATH_CONFIG_DETAIL,
   parseConfigMapRef,
   type HostPathConfigLocation,
-} from './options.ts';
+} from './hostpath-options.ts';
 import { userAgent } from './version.ts';
 
 export interface ExplainOptions {

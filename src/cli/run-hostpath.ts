@@ -13,7 +13,7 @@ import {
   resolveRunHostPathOptions,
   type RawRunHostPathFlags,
   type RunHostPathOptions,
-} from './options.ts';
+} from './hostpath-options.ts';
 import { abortOnSignals } from './signals.ts';
 import { registerRunCsiCommand } from './run-csi-command.ts';
 import { registerCsiHostPathPluginCommand } from './run-csi-hostpath-plugin.ts';

@@ -6,7 +6,7 @@ import { ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, FINALIZER_EXTERNAL_PROVIS
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { currentRecord, thresholdReached, volumeFingerprint, type FailureRecord } from './failures.ts';
 import { isKnownProvisioner } from './decide-claim.ts';
-import type { ResolvedOptions } from './options.ts';
+import type { ResolvedOptions } from './options/controller-options.ts';
 import type { Provisioner } from './provisioner.ts';
 
 /**

@@ -34,7 +34,7 @@ import {
   validateProvisionerName,
   type ProvisionControllerOptions,
   type ResolvedOptions,
-} from './options.ts';
+} from './options/controller-options.ts';
 import type { Provisioner } from './provisioner.ts';
 import { syncVolume } from './volume-sync.ts';
 import { VolumeStore, type EventSink } from './volume-store.ts';

@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import type { ControllerShared, ControllerTerm, KeyQueue } from '../../src/controller/controller-state.ts';
 import { createControllerMetrics } from '../../src/controller/metrics.ts';
 import { ClaimRecords, Records, type VolumeRecord } from '../../src/controller/object-records.ts';
-import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
+import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options/controller-options.ts';
 import { OwnWrites } from '../../src/controller/own-writes.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
 import type { ObjectClient } from '../../src/runtime/client.ts';

@@ -2,9 +2,9 @@
 // flag combinations, through the same commander definition the command uses.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CONTROLLER_OPTIONS } from '../../src/controller/option-table.ts';
-import { flatRows } from '../../src/controller/option-spec.ts';
-import { ConfigurationError, DEFAULTS, resolveOptions } from '../../src/controller/options.ts';
+import { CONTROLLER_OPTIONS } from '../../src/controller/options/option-table.ts';
+import { flatRows } from '../../src/controller/options/option-spec.ts';
+import { ConfigurationError, DEFAULTS, resolveOptions } from '../../src/controller/options/controller-options.ts';
 import {
   CliOptionError,
   controllerFlagRows,
@@ -13,7 +13,7 @@ import {
   parseConfigMapRef,
   parseDuration,
   parseRunHostPathArgs,
-} from '../../src/cli/options.ts';
+} from '../../src/cli/hostpath-options.ts';
 
 describe('run hostpath flags', () => {
   it('defaults match the controller defaults', () => {

@@ -3,9 +3,9 @@
 // rules between options, once at construction. Invalid options throw a typed ConfigurationError; nothing here ever
 // exits the process.
 import { readFileSync } from 'node:fs';
-import { leaderElectionTimingProblem } from '../runtime/leader-election.ts';
-import { isJsonObject } from '../types/json.ts';
-import { isDnsLabel } from '../types/names.ts';
+import { leaderElectionTimingProblem } from '../../runtime/leader-election.ts';
+import { isJsonObject } from '../../types/json.ts';
+import { isDnsLabel } from '../../types/names.ts';
 import { CONTROLLER_OPTIONS } from './option-table.ts';
 import { OptionValueError, resolveTable, type OptionsOf, type OptionTable, type ResolvedOf } from './option-spec.ts';
 

@@ -2,10 +2,10 @@
 // option with its library path in docs/writing-a-provisioner.md) and the hostpath StorageClass parameters, each
 // rendered from its table. `npm run gen:docs` writes them between their markers; the docs tests fail when one is
 // stale, so a new row shows up in the docs by itself.
-import { CONTROLLER_OPTIONS, formatDuration } from '../controller/option-table.ts';
-import { flatRows, type OptionRow, type OptionSection } from '../controller/option-spec.ts';
+import { CONTROLLER_OPTIONS, formatDuration } from '../controller/options/option-table.ts';
+import { flatRows, type OptionRow, type OptionSection } from '../controller/options/option-spec.ts';
 import { CLASS_PARAMETERS } from '../hostpath/class-parameters.ts';
-import { controllerFlagRows, envName, placeholderOf } from './options.ts';
+import { controllerFlagRows, envName, placeholderOf } from './hostpath-options.ts';
 
 /** The Default column of one row: as a flag writes it, or (`library`) as a value in code, durations in ms. */
 function defaultCell(row: OptionRow, library = false): string {

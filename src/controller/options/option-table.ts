@@ -3,8 +3,8 @@
 // ResolvedOptions) are derived from it, resolveOptions checks and defaults from it, `run hostpath` builds its flags
 // from it, and the generated tables of docs/configuration.md and docs/writing-a-provisioner.md are rendered from it
 // (`npm run gen:docs`; the docs tests fail when they are stale). Adding an option is adding a row.
-import { LEADER_ELECTION_DEFAULTS } from '../runtime/leader-election.ts';
-import type { PersistentVolumeClaim } from '../types/k8s.ts';
+import { LEADER_ELECTION_DEFAULTS } from '../../runtime/leader-election.ts';
+import type { PersistentVolumeClaim } from '../../types/k8s.ts';
 import { boolean, choice, duration, group, hook, integer, list, number, text, variants } from './option-spec.ts';
 
 const SECOND = 1000;

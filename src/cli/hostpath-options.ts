@@ -3,10 +3,10 @@
 // typed options. Parsing is separate from running so that the flags are testable without a cluster and the
 // manifests' args can be checked against the real parser.
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { CONTROLLER_OPTIONS, formatDuration } from '../controller/option-table.ts';
-import { durationBounds, flatRows, TIMER_MAX_MS, type FlatRow, type OptionRow } from '../controller/option-spec.ts';
-import type { ProvisionControllerOptions } from '../controller/options.ts';
-import { validateProvisionerName } from '../controller/options.ts';
+import { CONTROLLER_OPTIONS, formatDuration } from '../controller/options/option-table.ts';
+import { durationBounds, flatRows, TIMER_MAX_MS, type FlatRow, type OptionRow } from '../controller/options/option-spec.ts';
+import type { ProvisionControllerOptions } from '../controller/options/controller-options.ts';
+import { validateProvisionerName } from '../controller/options/controller-options.ts';
 import type { HostPathMode } from '../hostpath/provisioner.ts';
 import { checkNfsExport, type NfsExport } from '../hostpath/config.ts';
 import { parseListenAddress } from '../runtime/health-server.ts';

@@ -3,7 +3,7 @@
 // and the resolved types the controller reads are derived from the table (`OptionsOf`, `ResolvedOf`), and the
 // TSDoc written on a row shows on the derived field; `resolveTable` checks and defaults a caller's object against
 // it; `flatRows` lists the rows with their dotted paths for flags and docs. Nothing here knows a particular option.
-import { isJsonObject } from '../types/json.ts';
+import { isJsonObject } from '../../types/json.ts';
 
 /** How an option's value is read and checked. */
 export type OptionKind =

@@ -9,7 +9,7 @@ import {
   resolveOptions,
   validateProvisionerName,
   type ProvisionControllerOptions,
-} from '../../src/controller/options.ts';
+} from '../../src/controller/options/controller-options.ts';
 import { newClaim } from './fixtures.ts';
 
 describe('resolveOptions', () => {
