@@ -3,22 +3,22 @@
 // the meaning is the same (docs/csi.md has the table, flag by flag). Parsing is kept apart from running (and from
 // the gRPC code) so the flags are testable without a plugin and the manifests' args can be checked against it.
 import { Command, InvalidArgumentError, type Option } from 'commander';
-import type { LeaderElectionMode } from '../controller/options/controller-options.ts';
+import type { LeaderElectionMode } from '../controller/options/option-table.ts';
 import { LEADER_ELECTION_DEFAULTS } from '../runtime/leader-election.ts';
 import {
   addConnectionOptions,
   addressArg,
   applyEnvironment,
   CliOptionError,
+  durationValue,
   givenIn,
   intArg,
   LOG_LEVELS,
   opt,
   parseBoolean,
-  parseDuration,
   type GivenFlag,
   type LogLevel,
-} from './hostpath-options.ts';
+} from './flags.ts';
 
 /** `--capacity-ownerref-level`: -1 none, 0 the pod, 1 its controller (StatefulSet, DaemonSet, ReplicaSet), 2 the ReplicaSet's Deployment. */
 export type CapacityOwnerLevel = -1 | 0 | 1 | 2;
@@ -72,7 +72,7 @@ export interface RunCsiOptions {
 export const DEFAULT_CSI_ADDRESS = '/run/csi/socket';
 
 function positiveDuration(v: string): number {
-  const ms = parseDuration(v);
+  const ms = durationValue(v);
   if (ms <= 0) throw new InvalidArgumentError(`"${v}" must be longer than 0`);
   return ms;
 }

@@ -1,54 +1,27 @@
-// The generated tables of the docs: the controller's options (per section of docs/configuration.md, and every
-// option with its library path in docs/writing-a-provisioner.md) and the hostpath StorageClass parameters, each
-// rendered from its table. `npm run gen:docs` writes them between their markers; the docs tests fail when one is
-// stale, so a new row shows up in the docs by itself.
-import { CONTROLLER_OPTIONS, formatDuration } from '../controller/options/option-table.ts';
-import { flatRows, type OptionRow, type OptionSection } from '../controller/options/option-spec.ts';
+// Which generated table of the docs goes where: the controller's options (per section of docs/configuration.md,
+// and every option with its library path in docs/writing-a-provisioner.md) and the hostpath StorageClass
+// parameters, each rendered from its table by the option room (src/controller/options/option-docs.ts).
+// `npm run gen:docs` writes them between their markers; the docs tests fail when one is stale, so a new row shows
+// up in the docs by itself.
+import { flagTable, libraryTable, parameterTable } from '../controller/options/option-docs.ts';
+import { controllerFlagRows } from '../controller/options/option-parse.ts';
+import type { OptionSection } from '../controller/options/option-spec.ts';
+import { CONTROLLER_OPTIONS } from '../controller/options/option-table.ts';
 import { CLASS_PARAMETERS } from '../hostpath/class-parameters.ts';
-import { controllerFlagRows, envName, placeholderOf } from './hostpath-options.ts';
 
-/** The Default column of one row: as a flag writes it, or (`library`) as a value in code, durations in ms. */
-function defaultCell(row: OptionRow, library = false): string {
-  if (row.docDefault !== undefined) return row.docDefault;
-  const d = row.default;
-  if (d === undefined || (Array.isArray(d) && d.length === 0)) return 'none';
-  if (row.kind.type === 'duration')
-    return library ? `\`${String(d)}\` (${formatDuration(d as number)})` : `\`${formatDuration(d as number)}\``;
-  return `\`${library && typeof d === 'string' ? `'${d}'` : String(d)}\``;
-}
-
-/** The Meaning column: the row's doc (or help), after the mode it belongs to. */
-function meaningCell(row: OptionRow, variant: string | undefined): string {
-  return `${variant ? `(\`${variant}\`) ` : ''}${row.doc ?? row.help}`;
-}
-
-/** The markdown table of the `run hostpath` flags of the controller options of one section of docs/configuration.md. */
+/** The `run hostpath` flags of the controller options of one section of docs/configuration.md. */
 export function controllerOptionsTable(section: OptionSection): string {
-  const lines = ['| Flag | Environment | Default | Meaning |', '|---|---|---|---|'];
-  for (const { row, variant } of controllerFlagRows().filter((r) => r.section === section)) {
-    lines.push(
-      `| \`--${row.flag} ${placeholderOf(row)}\` | \`${envName(row.flag)}\` | ${defaultCell(row)} | ${meaningCell(row, variant)} |`,
-    );
-  }
-  return lines.join('\n');
+  return flagTable(controllerFlagRows().filter((r) => r.section === section));
 }
 
 /** Every controller option by its path in ProvisionControllerOptions, with its flag (docs/writing-a-provisioner.md). */
 export function libraryOptionsTable(): string {
-  const lines = ['| Option | Default | Flag | Meaning |', '|---|---|---|---|'];
-  for (const { path, row, variant } of flatRows(CONTROLLER_OPTIONS)) {
-    lines.push(
-      `| \`${path}\` | ${defaultCell(row, true)} | ${row.flag ? `\`--${row.flag}\`` : ''} | ${meaningCell(row, variant)} |`,
-    );
-  }
-  return lines.join('\n');
+  return libraryTable(CONTROLLER_OPTIONS);
 }
 
 /** The StorageClass parameters of the hostpath provisioner (docs/configuration.md). */
 export function classParametersTable(): string {
-  const lines = ['| Parameter | Default | Meaning |', '|---|---|---|'];
-  for (const row of CLASS_PARAMETERS) lines.push(`| \`${row.name}\` | ${row.docDefault} | ${row.doc} |`);
-  return lines.join('\n');
+  return parameterTable(CLASS_PARAMETERS);
 }
 
 /** One generated table: the file, the marker comment that precedes it, and its rendering. */

@@ -9,7 +9,7 @@ program.name('kube-provisioner').description('Kubernetes dynamic volume provisio
 // Environment fallbacks of the flags, read from process.env here and nowhere else (loaded only when a command
 // runs, so --help and --version stay cheap).
 program.hook('preAction', async (_program, action) =>
-  (await import('./hostpath-options.ts')).applyEnvironment(action, process.env),
+  (await import('./flags.ts')).applyEnvironment(action, process.env),
 );
 
 try {

@@ -7,9 +7,9 @@ import { loadCliKubeConfig } from './user-errors.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '../hostpath/config.ts';
 import { startHostPathService } from './hostpath-service.ts';
+import { givenIn } from './flags.ts';
 import {
   addRunHostPathOptions,
-  givenIn,
   resolveRunHostPathOptions,
   type RawRunHostPathFlags,
   type RunHostPathOptions,

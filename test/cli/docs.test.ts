@@ -15,7 +15,8 @@ import { devStorageClasses, devConfig, registerDevCommand } from '../../src/cli/
 import { registerExplainCommand } from '../../src/cli/explain.ts';
 import { startHostPathService } from '../../src/cli/hostpath-service.ts';
 import { GENERATED_TABLES, replaceTable } from '../../src/cli/generated-docs.ts';
-import { DEFAULT_PROVISIONER_NAME, envVarOf } from '../../src/cli/hostpath-options.ts';
+import { envVarOf } from '../../src/cli/flags.ts';
+import { DEFAULT_PROVISIONER_NAME } from '../../src/cli/hostpath-options.ts';
 import { registerRunCommand } from '../../src/cli/run-hostpath.ts';
 import { parseHostPathConfig } from '../../src/hostpath/config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';

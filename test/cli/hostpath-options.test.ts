@@ -5,15 +5,10 @@ import { describe, it } from 'node:test';
 import { CONTROLLER_OPTIONS } from '../../src/controller/options/option-table.ts';
 import { flatRows } from '../../src/controller/options/option-spec.ts';
 import { ConfigurationError, DEFAULTS, resolveOptions } from '../../src/controller/options/controller-options.ts';
-import {
-  CliOptionError,
-  controllerFlagRows,
-  DEFAULT_PROVISIONER_NAME,
-  envName,
-  parseConfigMapRef,
-  parseDuration,
-  parseRunHostPathArgs,
-} from '../../src/cli/hostpath-options.ts';
+import { CliOptionError } from '../../src/cli/flags.ts';
+import { DEFAULT_PROVISIONER_NAME, parseConfigMapRef, parseRunHostPathArgs } from '../../src/cli/hostpath-options.ts';
+import { parseDuration } from '../../src/controller/options/option-format.ts';
+import { controllerFlagRows, envName } from '../../src/controller/options/option-parse.ts';
 
 describe('run hostpath flags', () => {
   it('defaults match the controller defaults', () => {
