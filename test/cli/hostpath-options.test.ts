@@ -87,6 +87,12 @@ describe('run hostpath flags', () => {
       withFlag.map((r) => r.path),
       controllerFlagRows().map((r) => r.path),
     );
+    // A row's help is optional (StorageClass parameters have no --help), but a flag without it would show blank.
+    assert.deepEqual(
+      withFlag.filter((r) => !r.row.help).map((r) => r.path),
+      [],
+      'every flag row has its --help line',
+    );
     // Rows without a flag are library-only by design (a hook, the background save queue's delays).
     assert.deepEqual(
       rows.filter((r) => !r.row.flag).map((r) => r.path),
