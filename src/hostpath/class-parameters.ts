@@ -5,7 +5,15 @@
 // (onDelete, archiveOnDelete) so existing classes carry over; an unknown or invalid parameter is an error (the
 // provisioner reports it as InfeasibleError with this message), never silently ignored.
 import { parseTextTable } from '../controller/options/option-parse.ts';
-import { boolean, choice, integer, OptionValueError, parsed, text } from '../controller/options/option-spec.ts';
+import {
+  boolean,
+  choice,
+  integer,
+  OptionValueError,
+  outOfBounds,
+  parsed,
+  text,
+} from '../controller/options/option-spec.ts';
 import { compilePathPattern, PathTemplateError, type CompiledPathPattern } from './path-template.ts';
 import { checkBasePath, UnsafePathError } from './path-safety.ts';
 
@@ -199,7 +207,7 @@ export function parseGoBool(value: string): boolean | undefined {
 }
 
 function parseId(value: string): number {
-  if (!/^\d{1,10}$/.test(value) || Number(value) > ID_BOUNDS.max)
+  if (!/^\d{1,10}$/.test(value) || outOfBounds({ type: 'integer', ...ID_BOUNDS }, Number(value)))
     refuse(`${JSON.stringify(value)} must be a numeric id between ${ID_BOUNDS.min} and ${ID_BOUNDS.max}`);
   return Number(value);
 }
