@@ -3,7 +3,7 @@
 // the meaning is the same (docs/csi.md has the table, flag by flag). Parsing is kept apart from running (and from
 // the gRPC code) so the flags are testable without a plugin and the manifests' args can be checked against it.
 import { Command, InvalidArgumentError, type Option } from 'commander';
-import type { LeaderElectionMode } from '../controller/options/option-table.ts';
+import { CONTROLLER_OPTIONS, type LeaderElectionMode } from '../controller/options/option-table.ts';
 import { LEADER_ELECTION_DEFAULTS } from '../runtime/leader-election.ts';
 import {
   addConnectionOptions,
@@ -16,6 +16,7 @@ import {
   LOG_LEVELS,
   opt,
   parseBoolean,
+  rowArg,
   type GivenFlag,
   type LogLevel,
 } from './flags.ts';
@@ -124,7 +125,7 @@ export function addRunCsiOptions(cmd: Command): Command {
       .argParser(positiveDuration)
       .default(LEADER_ELECTION_DEFAULTS.retryPeriodMs, `${LEADER_ELECTION_DEFAULTS.retryPeriodMs / 1000}s`),
     opt('--worker-threads <n>', 'claim workers (and as many volume and resize workers)')
-      .argParser(intArg(1))
+      .argParser(rowArg(CONTROLLER_OPTIONS.threadiness))
       .default(100),
     opt('--volume-name-prefix <prefix>', 'prefix of volume (and PV) names: <prefix>-<claim uid>').default('pvc'),
     opt(

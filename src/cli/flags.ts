@@ -130,12 +130,17 @@ export function attributeOf(flag: string): string {
   return flag.replace(/-([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 }
 
+/** A commander parser that reads a value as `row` does (its kind and bounds, or its own parse). */
+export function rowArg<T>(row: OptionRow<T>): (text: string) => T {
+  return argParser((text) => parseRowText(row.flag ? `--${row.flag}` : '', row, text));
+}
+
 /** The flag of one table row: read by the row (bounds included), choices and default from the row. */
 export function rowOption(row: OptionRow & { flag: string }): Option {
   const k = row.kind;
   const o = opt(`--${row.flag} ${placeholderOf(row)}`, row.help ?? '');
   if (k.type === 'choice') o.choices([...k.values]);
-  else o.argParser(argParser((text) => parseRowText(`--${row.flag}`, row, text)));
+  else o.argParser(rowArg(row));
   if (row.default !== undefined && !(Array.isArray(row.default) && row.default.length === 0)) {
     if (k.type === 'duration') o.default(row.default, formatDuration(row.default as number));
     else o.default(row.default);
