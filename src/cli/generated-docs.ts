@@ -7,7 +7,7 @@ import { flagTable, libraryTable, parameterTable } from '../controller/options/o
 import { controllerFlagRows } from '../controller/options/option-parse.ts';
 import type { OptionSection } from '../controller/options/option-spec.ts';
 import { CONTROLLER_OPTIONS } from '../controller/options/option-table.ts';
-import { CLASS_PARAMETERS } from '../hostpath/class-parameters.ts';
+import { CLASS_PARAMETERS } from '../hostpath/config/class-parameters.ts';
 
 /** The `run hostpath` flags of the controller options of one section of docs/configuration.md. */
 export function controllerOptionsTable(section: OptionSection): string {

@@ -8,8 +8,8 @@ import { validateProvisionerName, type ProvisionControllerOptions } from '../con
 import { controllerFlagRows, optionsFromFlags } from '../controller/options/option-parse.ts';
 import { OptionValueError, TIMER_MAX_MS } from '../controller/options/option-spec.ts';
 import { CONTROLLER_OPTIONS } from '../controller/options/option-table.ts';
-import type { HostPathMode } from '../hostpath/provisioner.ts';
-import { checkNfsExport, type NfsExport } from '../hostpath/config.ts';
+import type { HostPathMode } from '../hostpath/hostpath-provisioner.ts';
+import { checkNfsExport, type NfsExport } from '../hostpath/config/hostpath-config.ts';
 import { isDnsLabel, isDnsSubdomain } from '../types/names.ts';
 import {
   addConnectionOptions,

@@ -18,7 +18,7 @@ import { GENERATED_TABLES, replaceTable } from '../../src/cli/generated-docs.ts'
 import { envVarOf } from '../../src/cli/flags.ts';
 import { DEFAULT_PROVISIONER_NAME } from '../../src/cli/hostpath-options.ts';
 import { registerRunCommand } from '../../src/cli/run-hostpath.ts';
-import { parseHostPathConfig } from '../../src/hostpath/config.ts';
+import { parseHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { persistentVolumeClaims, pods, storageClasses } from '../../src/runtime/resources.ts';

@@ -3,7 +3,7 @@
 // and the resolved types the controller reads are derived from the table (`OptionsOf`, `ResolvedOf`), and the
 // TSDoc written on a row shows on the derived field; `resolveTable` checks and defaults a caller's object against
 // it; `flatRows` lists the rows with their dotted paths for flags and docs. The same row describes a controller
-// option and a StorageClass parameter (src/hostpath/class-parameters.ts): name (its key), kind with its bounds,
+// option and a StorageClass parameter (src/hostpath/config/class-parameters.ts): name (its key), kind with its bounds,
 // default, docs text, and how it is read from text (option-parse.ts). Nothing here knows a particular option.
 import { isJsonObject } from '../../types/json.ts';
 
