@@ -3,22 +3,23 @@
 // the meaning is the same (docs/csi.md has the table, flag by flag). Parsing is kept apart from running (and from
 // the gRPC code) so the flags are testable without a plugin and the manifests' args can be checked against it.
 import { Command, InvalidArgumentError, type Option } from 'commander';
-import type { LeaderElectionMode } from '../controller/options.ts';
+import { CONTROLLER_OPTIONS, type LeaderElectionMode } from '../controller/options/option-table.ts';
 import { LEADER_ELECTION_DEFAULTS } from '../runtime/leader-election.ts';
 import {
   addConnectionOptions,
   addressArg,
   applyEnvironment,
   CliOptionError,
+  durationValue,
   givenIn,
   intArg,
   LOG_LEVELS,
   opt,
   parseBoolean,
-  parseDuration,
+  rowArg,
   type GivenFlag,
   type LogLevel,
-} from './options.ts';
+} from './flags.ts';
 
 /** `--capacity-ownerref-level`: -1 none, 0 the pod, 1 its controller (StatefulSet, DaemonSet, ReplicaSet), 2 the ReplicaSet's Deployment. */
 export type CapacityOwnerLevel = -1 | 0 | 1 | 2;
@@ -72,7 +73,7 @@ export interface RunCsiOptions {
 export const DEFAULT_CSI_ADDRESS = '/run/csi/socket';
 
 function positiveDuration(v: string): number {
-  const ms = parseDuration(v);
+  const ms = durationValue(v);
   if (ms <= 0) throw new InvalidArgumentError(`"${v}" must be longer than 0`);
   return ms;
 }
@@ -124,7 +125,7 @@ export function addRunCsiOptions(cmd: Command): Command {
       .argParser(positiveDuration)
       .default(LEADER_ELECTION_DEFAULTS.retryPeriodMs, `${LEADER_ELECTION_DEFAULTS.retryPeriodMs / 1000}s`),
     opt('--worker-threads <n>', 'claim workers (and as many volume and resize workers)')
-      .argParser(intArg(1))
+      .argParser(rowArg(CONTROLLER_OPTIONS.threadiness))
       .default(100),
     opt('--volume-name-prefix <prefix>', 'prefix of volume (and PV) names: <prefix>-<claim uid>').default('pvc'),
     opt(

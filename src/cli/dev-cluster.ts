@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../cluster/embedded-cluster.ts';
 import type { Logger } from '../runtime/logger.ts';
-import type { LogLevel } from './options.ts';
+import type { LogLevel } from './flags.ts';
 import { errorMessage } from '../types/errors.ts';
 
 export type ClusterThread = 'worker' | 'main';

@@ -9,7 +9,7 @@ import type { HostPathConfig } from '../hostpath/config/hostpath-config.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { LABEL_HOSTNAME } from '../types/annotations.ts';
 import { HOSTPATH_CSI_DRIVER, hostPathCsiPlugin, type Mounter } from './csi-hostpath-plugin.ts';
-import { LOG_LEVELS, type LogLevel } from './options.ts';
+import { LOG_LEVELS, type LogLevel } from './flags.ts';
 import { abortOnSignals } from './signals.ts';
 import { VERSION } from './version.ts';
 

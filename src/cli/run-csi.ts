@@ -5,7 +5,7 @@
 // (run-csi-command.ts) wraps it with signals.
 import type { Registry } from 'prom-client';
 import { ProvisionController } from '../controller/provision-controller.ts';
-import { mergeOptions, type ProvisionControllerOptions } from '../controller/options.ts';
+import { mergeOptions, type ProvisionControllerOptions } from '../controller/options/controller-options.ts';
 import { CapacityController, ownerReferenceFor, type CapacityOwner } from '../csi/capacity.ts';
 import { InformedClusterAccess } from '../csi/cluster-access.ts';
 import { CloneProtection } from '../csi/clone-protection.ts';

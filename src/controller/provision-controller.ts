@@ -34,7 +34,7 @@ import {
   validateProvisionerName,
   type ProvisionControllerOptions,
   type ResolvedOptions,
-} from './options.ts';
+} from './options/controller-options.ts';
 import type { Provisioner } from './provisioner.ts';
 import { volumeLoop } from './volume/volume-loop.ts';
 import { VolumeStore } from './claim/volume-store.ts';

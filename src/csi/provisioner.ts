@@ -17,7 +17,7 @@ import {
   type ProvisionOptions,
   type ProvisionResult,
 } from '../controller/provisioner.ts';
-import type { ProvisionControllerOptions } from '../controller/options.ts';
+import type { ProvisionControllerOptions } from '../controller/options/controller-options.ts';
 import { realClock, type Clock } from '../runtime/clock.ts';
 import { silentLogger, type Logger } from '../runtime/logger.ts';
 import type { EventSink } from '../types/events.ts';
