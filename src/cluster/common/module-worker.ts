@@ -7,8 +7,11 @@ import { Worker, type WorkerOptions } from 'node:worker_threads';
  * from `--import tsx` does not reach workers).
  */
 export function newModuleWorker(entry: URL, options: WorkerOptions = {}): Worker {
-  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, options);
+  // The worker takes the process's flags, but `--input-type` (a script run with `node --input-type=module -e`)
+  // makes a worker given a file fail to start.
+  const execArgv = options.execArgv ?? process.execArgv.filter((a) => !a.startsWith('--input-type'));
+  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { ...options, execArgv });
   const tsx = import.meta.resolve('tsx/esm/api');
   const bootstrap = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(bootstrap, { ...options, eval: true });
+  return new Worker(bootstrap, { ...options, execArgv, eval: true });
 }
