@@ -134,7 +134,6 @@ export async function decodeYaml(text: string, depthLimit: number): Promise<Yaml
  * @internal exported for the tests that compare both paths
  */
 export function decodeYamlOffThread(text: string, depthLimit: number): Promise<YamlDecoded> {
-  counts.offThread++;
   return pool.decode(text, depthLimit);
 }
 
@@ -143,7 +142,7 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
-/** A pool of one worker thread: started lazily, holding the process only while it has work, ended when idle or when it fails. */
+/** A pool of one worker thread: started lazily, holding the process only while it has work, ended when idle. */
 class YamlWorkerPool {
   private worker: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
@@ -152,6 +151,7 @@ class YamlWorkerPool {
 
   decode(text: string, depthLimit: number): Promise<YamlDecoded> {
     if (this.pending.size >= YAML_WORKER_MAX_QUEUED) return Promise.reject(tooManyRequests(1));
+    counts.offThread++;
     clearTimeout(this.idleTimer);
     const worker = (this.worker ??= this.start());
     worker.ref(); // a body being decoded holds the process, as a pending read would
