@@ -13,7 +13,8 @@ import https from 'node:https';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startEmbeddedCluster } from '../src/cluster/embedded-cluster.ts';
-import { decodeObjectBody, MAX_BODY_BYTES } from '../src/cluster/http/http-io.ts';
+import { MAX_BODY_BYTES } from '../src/cluster/common/json-safety.ts';
+import { decodeObjectBody } from '../src/cluster/http/http-io.ts';
 import { yamlDecodeCounts } from '../src/cluster/schema/yaml-decode.ts';
 
 const args = process.argv.slice(2);

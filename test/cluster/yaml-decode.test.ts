@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ClusterApiError } from '../../src/cluster/common/errors.ts';
+import { ClusterApiError } from '../../src/cluster/common/api-errors.ts';
 import { decodeObjectBody, decodeRequestBody } from '../../src/cluster/http/http-io.ts';
 import {
   decodeYamlOffThread,

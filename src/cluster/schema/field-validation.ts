@@ -3,7 +3,7 @@
 // Strict turns them into an error (400 `... cannot be handled as a ...: strict decoding error: ...` for a body,
 // 422 `patch: Invalid value: ...` for a patch), Warn (the default) into `Warning: 299` headers, Ignore into nothing.
 import type { ServerResponse } from 'node:http';
-import { badRequest, invalid, type ClusterApiError } from '../common/errors.ts';
+import { badRequest, invalid, type ClusterApiError } from '../common/api-errors.ts';
 import { pruneUnknown } from './schema.ts';
 import { normalizeTimes } from './time-encoding.ts';
 

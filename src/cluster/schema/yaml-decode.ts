@@ -7,7 +7,7 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
-import { internalError, tooManyRequests } from '../common/errors.ts';
+import { internalError, tooManyRequests } from '../common/api-errors.ts';
 import { checkJsonValue, JsonTooDeepError } from '../common/json-safety.ts';
 import { newModuleWorker } from '../common/module-worker.ts';
 
