@@ -6,7 +6,8 @@
 // `exited`, so `dev` stops instead of provisioning against a server that is gone.
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { newModuleWorker } from '../cluster/common/module-worker.ts';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../cluster/embedded-cluster.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { LogLevel } from './flags.ts';
@@ -66,18 +67,10 @@ export async function startDevCluster(
   return startWorkerCluster(opts);
 }
 
-/**
- * A Worker running dev-cluster-worker: the compiled .js from dist/ as it is; the .ts source (`npm start`, tests)
- * through a bootstrap that registers tsx's loader in the worker first (on Node 20 the loader the main thread got
- * from `--import tsx` does not reach workers).
- */
+/** A Worker running dev-cluster-worker: the compiled .js from dist/, or the .ts source through tsx. */
 function newClusterWorker(opts: ClusterThreadOptions): Worker {
   const ext = extname(fileURLToPath(import.meta.url));
-  const entry = new URL(`./dev-cluster-worker${ext}`, import.meta.url);
-  if (ext !== '.ts') return new Worker(entry, { workerData: opts });
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const bootstrap = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(bootstrap, { eval: true, workerData: opts });
+  return newModuleWorker(new URL(`./dev-cluster-worker${ext}`, import.meta.url), { workerData: opts });
 }
 
 function startWorkerCluster(opts: ClusterThreadOptions): Promise<DevCluster> {

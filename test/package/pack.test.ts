@@ -1,6 +1,7 @@
 // The package as a user gets it, from one `npm pack` (which builds dist/ through `prepack`):
 // - installed as a dependency into an ESM project and into the CommonJS project `npm init -y` writes (npm 11:
-//   "type": "commonjs"): a plain .mjs consumer, a `require()` consumer and a `tsc --noEmit` consumer (skipLibCheck
+//   "type": "commonjs"): a plain .mjs consumer (its cluster decodes a large YAML body in the worker thread, so the
+//   worker's file resolves from dist/), a `require()` consumer and a `tsc --noEmit` consumer (skipLibCheck
 //   false, kube-provisioner/testing included) run against it, and the install prints no warning;
 // - installed globally into a temporary prefix: `kube-provisioner dev` serves a claim from it, in memory with a
 //   notice when no SQLite driver loads, persistent across a restart when better-sqlite3 loads; `cluster` serves too;
@@ -66,6 +67,7 @@ const UNREACHABLE = /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ENETUNREACH|netw
 const MJS_CONSUMER = `
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import https from 'node:https';
 import { KubeClient, loadKubeConfig, persistentVolumes, namespaces, ProvisionController, IgnoredError, ApiError, explainClaim, formatExplanation } from 'kube-provisioner';
 import { Informer, WorkQueue, LeaderElector } from 'kube-provisioner/runtime';
 import { HostPathProvisioner, validateHostPathConfig } from 'kube-provisioner/hostpath';
@@ -83,6 +85,18 @@ validateHostPathConfig({ sharedFileSystemPath: '/tmp' });
 // The test kit needs nothing but the package: its TLS dependencies are regular (pure JavaScript) dependencies.
 const cluster = await startCluster();
 assert.ok((await cluster.client.list(namespaces)).items.some((n) => n.metadata.name === 'default'));
+// A YAML body this large is decoded in a worker thread, whose file must resolve from dist/.
+const yaml = 'apiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: big-yaml\\ndata:\\n' + Array.from({ length: 4000 }, (_, i) => '  k' + i + ': v\\n').join('');
+const created = await new Promise((resolve, reject) => {
+  const headers = { authorization: 'Bearer ' + cluster.token, 'content-type': 'application/yaml' };
+  const req = https.request(cluster.url + '/api/v1/namespaces/default/configmaps', { method: 'POST', headers, rejectUnauthorized: false }, (res) => {
+    res.resume();
+    res.on('end', () => resolve(res.statusCode));
+  });
+  req.on('error', reject);
+  req.end(yaml);
+});
+assert.equal(created, 201);
 await cluster.stop();
 console.log('consumer ok');
 `;

@@ -4,14 +4,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from '../common/api-errors.ts';
 import {
   checkJsonTextDepth,
-  checkJsonValue,
   countObjectKeys,
-  JsonTooDeepError,
   MAX_BODY_BYTES,
   MAX_JSON_DEPTH,
   parseJsonText,
 } from '../common/json-safety.ts';
-import { parseYamlBody } from '../schema/field-validation.ts';
+import { decodeYaml, decodeYamlText, type YamlDecoded } from '../schema/yaml-decode.ts';
 
 /** Thrown when a body exceeds the limit; the connection is closed after the 413 answer. */
 export class BodyTooLargeError extends Error {}
@@ -85,25 +83,37 @@ export interface DecodedBody {
 /** decodeBody, keeping what the one YAML parse found about repeated keys (field validation reports them). */
 export function decodeObjectBody(body: Buffer, contentType: string, depthLimit = MAX_JSON_DEPTH): DecodedBody {
   const text = body.toString('utf8');
-  const type = mediaType(contentType);
-  if (type === 'application/yaml' || type === 'application/x-yaml' || type === 'text/yaml') {
-    // Repeated keys are field validation's business (fieldValidation decides): the last value wins here.
-    const { doc, duplicateError } = parseYamlBody(text);
-    const error = doc.errors[0];
-    if (error) throw badRequest(`couldn't get version/kind; yaml parse error: ${error.message.split('\n')[0]}`);
-    let value: unknown;
-    try {
-      value = doc.toJS();
-    } catch (err) {
-      throw badRequest(`couldn't get version/kind; yaml parse error: ${(err as Error).message.split('\n')[0]}`);
-    }
-    return { value: checkedDepth(value, depthLimit, 'yaml'), yamlDuplicateError: duplicateError };
-  }
+  if (isYaml(contentType)) return yamlBody(decodeYamlText(text, depthLimit));
   try {
     return { value: parseJsonText(text, depthLimit) };
   } catch (err) {
     throw badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
   }
+}
+
+/**
+ * decodeObjectBody for a request handler: a YAML body of YAML_WORKER_MIN_BYTES or more is decoded in a worker (the `yaml`
+ * library takes about a second per MiB), so other requests go on meanwhile; the answer is the same.
+ * @throws ClusterApiError 400; 429 when the worker already has its full queue of bodies
+ */
+export async function decodeRequestBody(
+  body: Buffer,
+  contentType: string,
+  depthLimit = MAX_JSON_DEPTH,
+): Promise<DecodedBody> {
+  if (!isYaml(contentType)) return decodeObjectBody(body, contentType, depthLimit);
+  return yamlBody(await decodeYaml(body.toString('utf8'), depthLimit));
+}
+
+function isYaml(contentType: string): boolean {
+  const type = mediaType(contentType);
+  return type === 'application/yaml' || type === 'application/x-yaml' || type === 'text/yaml';
+}
+
+/** Repeated keys are field validation's business (fieldValidation decides): the last value wins here. */
+function yamlBody(decoded: YamlDecoded): DecodedBody {
+  if (!decoded.ok) throw badRequest(decoded.message);
+  return { value: decoded.value, yamlDuplicateError: decoded.duplicateError };
 }
 
 /**
@@ -124,17 +134,6 @@ export function decodeJsonBody(
   } catch (err) {
     throw badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
   }
-}
-
-function checkedDepth(doc: unknown, depthLimit: number, what: string): unknown {
-  try {
-    checkJsonValue(doc, { maxDepth: depthLimit });
-  } catch (err) {
-    if (err instanceof JsonTooDeepError)
-      throw badRequest(`couldn't get version/kind; ${what} parse error: ${err.message}`);
-    throw err;
-  }
-  return doc;
 }
 
 /** Parses a PATCH body (JSON for every patch type). @throws ClusterApiError 400 for malformed or too deeply nested JSON. */

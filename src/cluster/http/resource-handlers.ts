@@ -16,9 +16,8 @@ import {
   unsupportedMediaType,
 } from '../common/api-errors.ts';
 import {
-  decodeBody,
   decodeJsonBody,
-  decodeObjectBody,
+  decodeRequestBody,
   decodePatchBody,
   mediaType,
   readBody,
@@ -245,8 +244,8 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
     if (decoded.repeatsKeys) duplicates = duplicateFields(decoded.text);
   } else if (type === 'application/yaml' || type === 'application/x-yaml') {
     const raw = await readBody(s.req);
-    // One YAML parse gives the value and Go's strict error for repeated keys.
-    const decoded = decodeObjectBody(raw, type, s.limits.maxJsonDepth);
+    // One YAML parse gives the value and Go's strict error for repeated keys; a large body is parsed off the loop.
+    const decoded = await decodeRequestBody(raw, type, s.limits.maxJsonDepth);
     body = decoded.value;
     yamlError = decoded.yamlDuplicateError;
   } else {
@@ -411,7 +410,8 @@ async function readDeleteOptions(s: RequestScope): Promise<DeleteOptionsBody> {
   const raw = await readBody(s.req);
   let opts: DeleteOptionsBody = {};
   if (raw.length > 0) {
-    const body = decodeBody(raw, s.req.headers['content-type'] ?? 'application/json', s.limits.maxJsonDepth);
+    const contentType = s.req.headers['content-type'] ?? 'application/json';
+    const body = (await decodeRequestBody(raw, contentType, s.limits.maxJsonDepth)).value;
     if (body !== null && typeof body === 'object' && !Array.isArray(body)) opts = body as DeleteOptionsBody;
     else
       throw badRequest(

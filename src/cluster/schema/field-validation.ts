@@ -3,7 +3,6 @@
 // Strict turns them into an error (400 `... cannot be handled as a ...: strict decoding error: ...` for a body,
 // 422 `patch: Invalid value: ...` for a patch), Warn (the default) into `Warning: 299` headers, Ignore into nothing.
 import type { ServerResponse } from 'node:http';
-import { isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { badRequest, invalid, type ClusterApiError } from '../common/api-errors.ts';
 import { pruneUnknown } from './schema.ts';
 import { normalizeTimes } from './time-encoding.ts';
@@ -63,45 +62,6 @@ export function duplicateFields(text: string): string[] {
     }
   }
   return out;
-}
-
-/** A YAML body parsed once: its document and Go's strict error for its repeated keys (undefined when none). */
-export interface ParsedYamlBody {
-  /** Repeated keys are kept; `toJS()` gives the last value, as Go's non-strict decoder does. */
-  doc: Document.Parsed;
-  duplicateError: string | undefined;
-}
-
-/**
- * Parses a YAML body and finds its repeated keys in the text of Go's strict YAML decoder
- * (`line 4: key "name" already set in map`, joined as its single error). Linear in the body: each map's keys go
- * through one Set, and a key's line comes from the parser's line index (a binary search) rather than from counting
- * the newlines before it, which made 40,000 repeated keys take 24 s.
- */
-export function parseYamlBody(text: string): ParsedYamlBody {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { uniqueKeys: false, lineCounter });
-  if (doc.errors.length > 0) return { doc, duplicateError: undefined };
-  const lines: string[] = [];
-  visit(doc, {
-    Map(_, map) {
-      const seen = new Set<string>();
-      for (const pair of map.items) {
-        const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
-        if (seen.has(key)) {
-          const offset = isScalar(pair.key) ? (pair.key.range?.[0] ?? 0) : 0;
-          lines.push(`line ${lineCounter.linePos(offset).line}: key ${JSON.stringify(key)} already set in map`);
-        }
-        seen.add(key);
-      }
-    },
-  });
-  return { doc, duplicateError: lines.length ? `yaml: unmarshal errors:\n  ${lines.join('\n  ')}` : undefined };
-}
-
-/** Go's strict YAML error for the repeated keys of a YAML text; undefined when there are none. */
-export function yamlDuplicateError(text: string): string | undefined {
-  return parseYamlBody(text).duplicateError;
 }
 
 /** Go's YAML strict error split into one warning per line, as handlers/rest.go parseYAMLWarnings does. */

@@ -1,0 +1,172 @@
+// Hostile request bodies under the size limit (3 MiB), issue 20: how long each takes, and how long a GET sent
+// meanwhile waits. For every YAML body, side by side in one run:
+// - "on the loop": decodeObjectBody called directly, the time the event loop was held before YAML bodies went to
+//   the worker thread (and still is for bodies under YAML_WORKER_MIN_BYTES);
+// - "request": the POST to the embedded cluster, its body decoded in the worker;
+// - "GET max": the slowest of the GETs sent one after another while that POST was worked on (each a new TLS
+//   connection), and "loop max": the event loop's longest delay meanwhile (perf_hooks.monitorEventLoopDelay).
+// The 90k-entry $setElementOrder patch and a JSON body are measured the same way for comparison.
+//   npm run bench:bodies                (every body at about 3 MiB)
+//   npm run bench:bodies -- --quick     (about 1 MiB)
+//   npm run bench:bodies -- --only flow
+import https from 'node:https';
+import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { startEmbeddedCluster } from '../src/cluster/embedded-cluster.ts';
+import { MAX_BODY_BYTES } from '../src/cluster/common/json-safety.ts';
+import { decodeObjectBody } from '../src/cluster/http/http-io.ts';
+import { yamlDecodeCounts } from '../src/cluster/schema/yaml-decode.ts';
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
+const LIMIT = (quick ? 1024 * 1024 : MAX_BODY_BYTES) - 1024;
+
+const head = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
+/** `prefix`, then `unit(i)` for i = 0, 1, ... while the body stays under the limit, then `suffix`. */
+function fill(prefix: string, unit: (i: number) => string, suffix = ''): string {
+  const parts = [prefix];
+  let size = prefix.length + suffix.length;
+  for (let i = 0; ; i++) {
+    const u = unit(i);
+    if (size + u.length > LIMIT) break;
+    parts.push(u);
+    size += u.length;
+  }
+  parts.push(suffix);
+  return parts.join('');
+}
+
+interface Body {
+  method: 'POST' | 'PATCH';
+  contentType: string;
+  text: (name: string) => string;
+}
+const yaml = (text: (name: string) => string): Body => ({ method: 'POST', contentType: 'application/yaml', text });
+const BODIES: Record<string, Body> = {
+  'YAML: one key repeated': yaml((n) => fill(`${head(n)}data:\n`, () => '  k: v\n')),
+  'YAML: one key repeated 40,000 times': yaml((n) => `${head(n)}data:\n${'  k: v\n'.repeat(40_000)}`),
+  'YAML: a flat map': yaml((n) => fill(`${head(n)}data:\n`, (i) => `  k${i}: v\n`)),
+  'YAML: small flow maps': yaml((n) => fill(`${head(n)}data:\n`, (i) => `  k${i}: {a: 1, b: [1, 2]}\n`)),
+  'YAML: a flow (JSON) map': yaml((n) => fill(`${head(n)}data: {`, (i) => `"k${i}": "v",`, '"z": "v"}\n')),
+  'YAML: a list': yaml((n) => fill(`${head(n)}list:\n`, (i) => `- f${i}\n`)),
+  'YAML: anchors': yaml((n) => fill(`${head(n)}data:\n`, (i) => `  k${i}: &a${i} v\n`)),
+  'YAML: one long string': yaml((n) => `${head(n)}data:\n  k: ${'a'.repeat(LIMIT - 100)}\n`),
+  'JSON: a flat map': {
+    method: 'POST',
+    contentType: 'application/json',
+    text: (n) => fill(`{"metadata":{"name":"${n}"},"data":{`, (i) => `"k${i}":"v",`, '"z":"v"}}'),
+  },
+};
+
+const c = await startEmbeddedCluster({ controllers: false });
+const CMS = '/api/v1/namespaces/default/configmaps';
+
+function request(method: string, path: string, body?: string, contentType?: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${c.token}` };
+    if (body !== undefined) {
+      headers['content-type'] = contentType!;
+      headers['content-length'] = String(Buffer.byteLength(body));
+    }
+    const req = https.request(new URL(path, c.url), { method, headers, ca: c.caPem, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The request with GETs one after another meanwhile: its status and time, the slowest GET, the loop's delay. */
+async function measure(method: string, path: string, body: string, contentType: string) {
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  let done = false;
+  const gets: number[] = [];
+  const started = performance.now();
+  const main = request(method, path, body, contentType).then((status) => {
+    done = true;
+    return { status, ms: performance.now() - started };
+  });
+  while (!done) {
+    const t = performance.now();
+    await request('GET', `${CMS}?limit=1`);
+    gets.push(performance.now() - t);
+  }
+  const r = await main;
+  loop.disable();
+  return { ...r, getMax: Math.max(0, ...gets), gets: gets.length, loopMax: loop.max / 1e6 };
+}
+
+const cpuSeconds = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
+
+console.log(
+  `bench:bodies ${quick ? '(quick) ' : ''}bodies up to ${(LIMIT / 1024).toFixed(0)} KiB, load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
+);
+console.log(
+  '| Body | Size | On the loop (direct decode) | Request | Status | GETs meanwhile | GET max | Loop max delay |',
+);
+console.log('|---|---|---|---|---|---|---|---|');
+const row = (cells: string[]) => console.log(`| ${cells.join(' | ')} |`);
+let seq = 0;
+const cpuStart = cpuSeconds();
+for (const [what, body] of Object.entries(BODIES)) {
+  if (only && !what.toLowerCase().includes(only.toLowerCase())) continue;
+  const name = `b${seq++}`;
+  const text = body.text(name);
+  const raw = Buffer.from(text);
+  let direct = '';
+  if (body.contentType === 'application/yaml') {
+    const t = performance.now();
+    try {
+      decodeObjectBody(raw, body.contentType);
+    } catch {
+      // the same answer the request gets
+    }
+    direct = `${(performance.now() - t).toFixed(0)} ms`;
+  }
+  const off = yamlDecodeCounts().offThread;
+  const m = await measure(body.method, `${CMS}?fieldValidation=Ignore`, text, body.contentType);
+  const where = body.contentType === 'application/yaml' && yamlDecodeCounts().offThread > off ? ' (worker)' : '';
+  row([
+    what,
+    `${(raw.length / 1024).toFixed(0)} KiB`,
+    direct || 'n/a',
+    `${m.ms.toFixed(0)} ms${where}`,
+    String(m.status),
+    String(m.gets),
+    `${m.getMax.toFixed(0)} ms`,
+    `${m.loopMax.toFixed(0)} ms`,
+  ]);
+}
+
+if (!only || 'setelementorder'.includes(only.toLowerCase())) {
+  // issue 20's strategic merge patch: 90,000 finalizers with $setElementOrder (1.7 MiB)
+  const name = `smp-${seq++}`;
+  await request('POST', CMS, JSON.stringify({ metadata: { name } }), 'application/json');
+  const order = Array.from({ length: 90_000 }, (_, i) => `e.io/f${i}`);
+  const patch = JSON.stringify({ metadata: { '$setElementOrder/finalizers': order, finalizers: order } });
+  const m = await measure('PATCH', `${CMS}/${name}`, patch, 'application/strategic-merge-patch+json');
+  row([
+    'JSON: $setElementOrder patch, 90,000 finalizers',
+    `${(Buffer.byteLength(patch) / 1024).toFixed(0)} KiB`,
+    'n/a',
+    `${m.ms.toFixed(0)} ms`,
+    String(m.status),
+    String(m.gets),
+    `${m.getMax.toFixed(0)} ms`,
+    `${m.loopMax.toFixed(0)} ms`,
+  ]);
+}
+console.log(
+  `CPU ${(cpuSeconds() - cpuStart).toFixed(1)} s (both threads); load average now ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
+);
+await c.stop();

@@ -1,0 +1,24 @@
+// The worker thread of yaml-decode.ts: decodes the YAML bodies posted to it, one at a time, with the same
+// decodeYamlText the event loop uses for small bodies.
+import { parentPort } from 'node:worker_threads';
+import { buffersIn, decodeYamlText, type YamlAnswer, type YamlJob } from './yaml-decode.ts';
+
+const port = parentPort!;
+port.on('message', ({ id, text, depthLimit }: YamlJob) => {
+  let answer: YamlAnswer;
+  try {
+    const result = decodeYamlText(text, depthLimit);
+    const buffers = result.ok ? buffersIn(result.value) : [];
+    answer = buffers.length > 0 ? { id, result, buffers } : { id, result };
+  } catch (err) {
+    const e = err instanceof Error ? err : new Error(String(err));
+    answer = { id, thrown: { name: e.name, message: e.message } };
+  }
+  try {
+    port.postMessage(answer);
+  } catch (err) {
+    // A value the structured clone cannot copy: answered as the exception it is.
+    const e = err instanceof Error ? err : new Error(String(err));
+    port.postMessage({ id, thrown: { name: e.name, message: e.message } } satisfies YamlAnswer);
+  }
+});
