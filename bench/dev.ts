@@ -10,7 +10,7 @@
 // --cpu-prof writes one .cpuprofile per thread of dev (main and cluster worker); --heap-snapshot writes one of
 // dev's main thread when the last batch is Bound (use --cluster-thread main to have every object in it).
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -147,17 +147,20 @@ async function runShape(where: ClusterThread): Promise<ShapeResult> {
     const dir = resolve(heapSnapshot);
     const before = new Set(readdirSync(dir));
     child.kill('SIGUSR2');
-    // Written by dev's main thread; wait until a new file appears and its size settles.
-    let file: string | undefined;
+    // Written by dev's main thread and, in the worker shape, by dev for its cluster thread (renamed from
+    // .partial when complete): wait until each new file appears and its size settles.
+    const expected = where === 'worker' ? 2 : 1;
+    const files: string[] = [];
     for (let last = -1; ;) {
       await new Promise((r) => setTimeout(r, 1000));
-      file ??= readdirSync(dir).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
-      if (!file) continue;
-      const size = readFileSync(join(dir, file)).length;
+      for (const f of readdirSync(dir))
+        if (!before.has(f) && f.endsWith('.heapsnapshot') && !files.includes(f)) files.push(f);
+      if (files.length < expected) continue;
+      const size = files.reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
       if (size === last && size > 0) break;
       last = size;
     }
-    console.error(`[${where}] heap snapshot: ${join(dir, file)}`);
+    for (const f of files) console.error(`[${where}] heap snapshot: ${join(dir, f)}`);
   }
   const stopAt = performance.now();
   child.kill('SIGINT');

@@ -5,7 +5,7 @@ import type { KubeObject } from '../../types/k8s.ts';
 import { RESOURCES } from '../registry/registry.ts';
 import type { ResourceType } from '../registry/resource-type.ts';
 import { Storage, type StorageOptions } from '../storage/store.ts';
-import type { StoredEntry } from '../storage/watch-cache.ts';
+import type { StoredEntry } from '../storage/stored-entry.ts';
 import { guardWrite } from '../storage/write-limits.ts';
 import {
   WriteRules,
@@ -17,7 +17,10 @@ import {
   type WriteOptions,
 } from './write-rules.ts';
 
-export { ClusterApiError, parseResourceVersion, Storage, StoredEntry, StoreEvent } from '../storage/store.ts';
+export { ClusterApiError } from '../common/errors.ts';
+export { parseResourceVersion, Storage } from '../storage/store.ts';
+export { StoredEntry } from '../storage/stored-entry.ts';
+export { StoreEvent } from '../storage/watch-cache.ts';
 export type { EntryPage, ResourceTable, StoreBackend, StoreWatchOptions, StoredKind } from '../storage/store.ts';
 export type {
   AdmissionPlugin,
