@@ -23,6 +23,8 @@ export interface ClusterThreadOptions {
   port: number;
   host: string;
   logLevel: LogLevel;
+  /** Events last seen longer ago than this are deleted (`--event-ttl`). */
+  eventTtlMs?: number;
 }
 
 /** Messages from the cluster thread. */

@@ -7,6 +7,7 @@ import type { KubeObject, WatchEvent } from '../../types/k8s.ts';
 import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from '../common/errors.ts';
 import { objectKey } from '../common/meta.ts';
 import type { FieldGetter } from '../common/selectors.ts';
+import { ExpiryQueue } from './expiry.ts';
 import { compileFilter, type CompiledFilter, type ListFilterOptions } from './store-filter.ts';
 import { StoredEntry } from './stored-entry.ts';
 import { EventRing, filterEvent, StoreEvent, type FilteredEvent } from './watch-cache.ts';
@@ -102,6 +103,8 @@ export class Storage<K extends StoredKind = StoredKind> {
   private rv = 0;
   private dispatching = false;
   private readonly pending: Array<{ table: ResourceTable<K>; ev: StoreEvent }> = [];
+  /** Resources whose objects expire (trackExpiry): when each version was last seen. */
+  private readonly expiries = new Map<string, { lastSeen: (obj: KubeObject) => number; queue: ExpiryQueue }>();
 
   constructor(opts: StorageOptions<K> = {}) {
     this.now = opts.now ?? Date.now;
@@ -269,6 +272,33 @@ export class Storage<K extends StoredKind = StoredKind> {
     );
   }
 
+  // ---- expiry ----
+
+  /**
+   * Tracks when the objects of `resource` were last seen (`lastSeen(obj)`, epoch ms): the objects stored now, then
+   * every version as it is committed. takeExpired() then finds the expired ones without reading every object.
+   */
+  trackExpiry(resource: string, lastSeen: (obj: KubeObject) => number): void {
+    const t = this.table(resource);
+    const queue = new ExpiryQueue();
+    for (const [key, e] of t.items) queue.add(lastSeen(e.obj), key, e.rv);
+    this.expiries.set(resource, { lastSeen, queue });
+  }
+
+  /**
+   * The current objects of a tracked resource last seen before `cutoff`, earliest first. Each version is reported
+   * once; a version that was replaced or deleted since it was queued is skipped (its successor has its own time).
+   */
+  takeExpired(resource: string, cutoff: number): StoredEntry[] {
+    const t = this.table(resource);
+    const out: StoredEntry[] = [];
+    for (const due of this.expiries.get(resource)?.queue.takeBefore(cutoff) ?? []) {
+      const e = t.items.get(due.key);
+      if (e && e.rv === due.rv) out.push(e);
+    }
+    return out;
+  }
+
   /** Drops every resource's watch history: resumes from any older resourceVersion get 410 Expired. */
   compact(): void {
     for (const t of this.byResource.values()) t.ring.compact(this.rv);
@@ -329,6 +359,8 @@ export class Storage<K extends StoredKind = StoredKind> {
     } else {
       if (!table.items.has(key)) table.sortedKeys = undefined;
       table.items.set(key, entry);
+      const expiry = this.expiries.get(table.rt.resource);
+      expiry?.queue.add(expiry.lastSeen(obj), key, rv);
     }
     // DELETED keeps the state before deletion too: list snapshots rebuild older states from it.
     const ev = new StoreEvent(type, key, obj.metadata.namespace, entry, type === 'ADDED' ? undefined : prev);
