@@ -1,12 +1,13 @@
 // What the store keeps per object (issue 21: `dev` at 10,000 claims held 30,000 Events at ~3 KB each, a parsed
 // copy next to the JSON text). Measured as retained heap after a full GC, in bytes per object against the object's
 // own JSON length: a count of bytes, not a timing. The store keeps each committed object once, as text; the
-// parsed form lives only while its write is committed and delivered.
+// parsed form lives only while its write is committed and delivered. The watch history is bounded by the bytes
+// of the superseded versions it keeps, not only by its count of events.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
+import { ClusterApiError, ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
 import type { KubeObject } from '../../src/types/k8s.ts';
 
 setFlagsFromString('--expose-gc');
@@ -63,5 +64,32 @@ describe('cluster storage memory', () => {
     const got = store.get('events', 'default', event(7).metadata.name!);
     assert.equal(got?.reason, 'ProvisioningSucceeded');
     assert.equal(store.list('events').items.length, n);
+  });
+
+  it('bounds the watch history by the bytes of superseded versions: resumes inside it replay the same events', () => {
+    const store = new ClusterStore({ watchCacheBytes: 20_000 });
+    store.create('namespaces', { metadata: { name: 'default' } });
+    const big = 'x'.repeat(4_000);
+    const first = store.create('configmaps', { metadata: { name: 'c', namespace: 'default' }, data: { v: big } });
+    const rvs = [first.metadata.resourceVersion!];
+    for (let i = 0; i < 20; i++) {
+      const o = store.patch('configmaps', 'default', 'c', 'merge', { data: { v: `${i}${big}` } });
+      rvs.push(o.metadata.resourceVersion!);
+    }
+    const ring = store.table('configmaps').ring;
+    assert.ok(ring.retainedBytes <= 20_000, `${ring.retainedBytes} characters retained`);
+    assert.ok(ring.length >= 4 && ring.length < 21, `${ring.length} events retained`);
+    // The oldest resumes are gone (410), the newest replay exactly the events after them.
+    assert.throws(
+      () => store.watch('configmaps', { resourceVersion: rvs[0] }, () => {}),
+      (err: unknown) => err instanceof ClusterApiError && err.code === 410,
+    );
+    const from = rvs[rvs.length - 4];
+    const seen: string[] = [];
+    const stop = store.watch('configmaps', { resourceVersion: from }, (ev) =>
+      seen.push(ev.object.metadata.resourceVersion!),
+    );
+    stop();
+    assert.deepEqual(seen, rvs.slice(-3));
   });
 });

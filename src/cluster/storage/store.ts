@@ -34,6 +34,11 @@ export interface StoredKind {
 export interface StorageOptions<K extends StoredKind = StoredKind> {
   /** Events retained per resource for watch resumes (default 10,000). */
   watchCacheSize?: number;
+  /**
+   * Characters of superseded object versions (their JSON) the watch history keeps per resource (default 32 MiB):
+   * with large objects the history ends sooner than watchCacheSize events, and older resumes get 410 Expired.
+   */
+  watchCacheBytes?: number;
   /** Wall clock in epoch ms (default Date.now); timestamps are derived from it. */
   now?: () => number;
   /** Persistence; without it the store is in memory only. */
@@ -81,6 +86,9 @@ export interface EntryPage {
   remaining: number;
 }
 
+/** Default bound of a resource's watch history in characters of superseded versions (see watchCacheBytes). */
+export const DEFAULT_WATCH_CACHE_BYTES = 32 * 1024 * 1024;
+
 /** Parses a resourceVersion parameter; "" and undefined are 0. @throws ClusterApiError 400 when not a decimal integer. */
 export function parseResourceVersion(rv: string | undefined): number {
   if (rv === undefined || rv === '') return 0;
@@ -123,7 +131,7 @@ export class Storage<K extends StoredKind = StoredKind> {
         rt,
         items: new Map(),
         sortedKeys: undefined,
-        ring: new EventRing(size, this.rv),
+        ring: new EventRing(size, this.rv, opts.watchCacheBytes ?? DEFAULT_WATCH_CACHE_BYTES),
         watchers: new Set(),
       });
     }

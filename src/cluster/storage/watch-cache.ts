@@ -81,16 +81,43 @@ export function filterEvent(
   return { type: 'DELETED', entry: new StoredEntry(gone, ev.rv), shared: undefined };
 }
 
-/** The bounded history of one resource. Events with rv > compactedRv are all retained. */
+/**
+ * What the history alone keeps alive of an event, in characters of JSON (bytes, for ASCII): the superseded state of a
+ * MODIFIED or DELETED event and the deletion's own record. The current state of an object is the table's, not the
+ * history's.
+ */
+function historyWeight(ev: StoreEvent): number {
+  return (ev.prev?.json.length ?? 0) + (ev.type === 'DELETED' ? ev.entry.json.length : 0);
+}
+
+/**
+ * The bounded history of one resource: at most `capacity` events, and at most `maxBytes` of superseded versions
+ * (the oldest events go first; the newest is always kept). Events with rv > compactedRv are all retained.
+ */
 export class EventRing {
   private readonly buf: Array<StoreEvent | undefined>;
   private start = 0;
   private size = 0;
   private compacted: number;
+  private bytes = 0;
 
-  constructor(capacity: number, startRv: number) {
+  constructor(
+    capacity: number,
+    startRv: number,
+    private readonly maxBytes = Infinity,
+  ) {
     this.buf = new Array<StoreEvent | undefined>(Math.max(1, capacity));
     this.compacted = startRv;
+  }
+
+  /** Characters of superseded versions the history keeps (see historyWeight). */
+  get retainedBytes(): number {
+    return this.bytes;
+  }
+
+  /** Events retained. */
+  get length(): number {
+    return this.size;
   }
 
   /** The newest resourceVersion that can no longer be replayed from (resume needs rv >= this). */
@@ -100,14 +127,20 @@ export class EventRing {
 
   push(ev: StoreEvent): void {
     const cap = this.buf.length;
-    if (this.size === cap) {
-      this.compacted = this.buf[this.start]!.rv;
-      this.buf[this.start] = ev;
-      this.start = (this.start + 1) % cap;
-    } else {
-      this.buf[(this.start + this.size) % cap] = ev;
-      this.size++;
-    }
+    if (this.size === cap) this.dropOldest();
+    this.buf[(this.start + this.size) % cap] = ev;
+    this.size++;
+    this.bytes += historyWeight(ev);
+    while (this.bytes > this.maxBytes && this.size > 1) this.dropOldest();
+  }
+
+  private dropOldest(): void {
+    const ev = this.buf[this.start]!;
+    this.compacted = ev.rv;
+    this.bytes -= historyWeight(ev);
+    this.buf[this.start] = undefined;
+    this.start = (this.start + 1) % this.buf.length;
+    this.size--;
   }
 
   /** Events with rv > fromRv in commit order, or undefined when part of that history was dropped. */
@@ -127,6 +160,7 @@ export class EventRing {
     this.buf.fill(undefined);
     this.start = 0;
     this.size = 0;
+    this.bytes = 0;
     this.compacted = rv;
   }
 }
