@@ -158,7 +158,7 @@ async function runShape(where: ClusterThread, build: { label: string; bin: strin
       };
       results.push(b);
       console.error(
-        `[${where}] batch ${results.length}: ${b.bound}/${count} Bound in ${b.seconds.toFixed(1)} s, ${b.claimsPerSecond.toFixed(0)} claims/s, ` +
+        `[${where}${build.label ? ` ${build.label}` : ''}] batch ${results.length}: ${b.bound}/${count} Bound in ${b.seconds.toFixed(1)} s, ${b.claimsPerSecond.toFixed(0)} claims/s, ` +
           `p50 ${Math.round(b.p50Ms)} ms, p99 ${Math.round(b.p99Ms)} ms, dev ${b.cores.toFixed(2)} cores, RSS ${after.rssMb.toFixed(0)} MB, loadavg ${loadavg()[0].toFixed(1)}`,
       );
     }
