@@ -2,7 +2,8 @@
 // (persist, then publish to the table and its bounded watch cache), reads, watches and compaction. It knows
 // nothing about kinds beyond their plural, scope and field selectors: the write rules (writes/) sit above it.
 // Stored objects are immutable once committed and serialised once (stored-entry.ts); in-process readers get
-// copies, the HTTP layer sends each version's JSON text. A superseded version keeps only its text in the history.
+// copies, the HTTP layer sends each version's JSON text. Every version, current or superseded, is kept as that text
+// only once its commit is delivered (parsed again on demand). Events can expire (trackExpiry, expiry.ts).
 import type { KubeObject, WatchEvent } from '../../types/k8s.ts';
 import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from '../common/errors.ts';
 import { objectKey } from '../common/meta.ts';
