@@ -7,7 +7,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { ClusterApiError, ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
+import { ClusterApiError } from '../../src/cluster/common/api-errors.ts';
+import { ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
 import type { KubeObject } from '../../src/types/k8s.ts';
 
 setFlagsFromString('--expose-gc');

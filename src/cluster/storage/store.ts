@@ -5,7 +5,7 @@
 // copies, the HTTP layer sends each version's JSON text. Every version, current or superseded, is kept as that text
 // only once its commit is delivered (parsed again on demand). Events can expire (trackExpiry, expiry.ts).
 import type { KubeObject, WatchEvent } from '../../types/k8s.ts';
-import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from '../common/errors.ts';
+import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from '../common/api-errors.ts';
 import { objectKey } from '../common/meta.ts';
 import type { FieldGetter } from '../common/selectors.ts';
 import { ExpiryQueue } from './expiry.ts';
