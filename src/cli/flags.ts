@@ -51,6 +51,10 @@ export function durationArg(min: number, max: number): (v: string) => number {
   return argParser((v) => parseDurationText(v, min, max));
 }
 
+/** `--event-ttl` of `cluster` and `dev`: kube-apiserver's flag, a duration of at least 1s (default 1h). */
+export const EVENT_TTL_DEFAULT_MS = 3_600_000;
+export const eventTtlArg: (v: string) => number = durationArg(1000, TIMER_MAX_MS);
+
 /** A commander parser of integers >= `min`. */
 export function intArg(min: number): (v: string) => number {
   return argParser((v) => parseIntegerText(v, { min }));
