@@ -24,7 +24,7 @@ for (const pending of [10, 10_000]) {
     for (let round = 0; round < 3; round++)
       for (let i = 0; i < pending; i++)
         recorder.record(claim(i), 'Normal', 'ExternalProvisioning', 'Waiting for a volume to be created');
-    const events = store.list('events', 'default').items as CoreEvent[];
+    const events = store.list('events', { namespace: 'default' }).items as CoreEvent[];
     assert.equal(events.length, pending, 'Event objects');
     assert.ok(
       events.every((e) => e.count === 3),

@@ -15,7 +15,7 @@ import {
   type PatchType,
   type UpdateOptions,
   type WriteOptions,
-} from './write-rules.ts';
+} from './generic-store.ts';
 
 /** Options of a ClusterStore (resources default to every registry entry). */
 export type ClusterStoreOptions = StorageOptions<ResourceType>;
