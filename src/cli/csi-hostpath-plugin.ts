@@ -26,6 +26,7 @@ import { filesystemFreeBytes } from '../hostpath/free-space.ts';
 import { createVolumeDir } from '../hostpath/fs-ops.ts';
 import type { OnDeletePolicy } from '../hostpath/class-parameters.ts';
 import { checkExistingVolumePath, UnsafePathError } from '../hostpath/path-safety.ts';
+import { NoSpaceError } from '../hostpath/placement.ts';
 import { HostPathProvisioner, type ConfigHolder } from '../hostpath/provisioner.ts';
 import { readVolumeRecord, readVolumeRecords, type VolumeRecord } from '../hostpath/volume-records.ts';
 import { ANN_HOSTPATH_ON_DELETE, buildVolume, readVolumeLocation } from '../hostpath/volume-spec.ts';
@@ -470,6 +471,10 @@ function selectedNode(
 // What a failed provision() means to the sidecar (external-provisioner's checkError reads the code).
 function provisionStatus(err: unknown): CsiStatusError {
   const message = (err as Error)?.message ?? String(err);
+  // Space as csi-driver-host-path answers it: bigger than any path is OUT_OF_RANGE, no room left RESOURCE_EXHAUSTED
+  // (the sidecar then asks the scheduler for another node when one was selected).
+  if (err instanceof NoSpaceError)
+    return new CsiStatusError(err.tooLarge ? 'OutOfRange' : 'ResourceExhausted', message, { cause: err });
   if (err instanceof InfeasibleError || err instanceof UnsafePathError)
     return new CsiStatusError('InvalidArgument', message, { cause: err });
   if (err instanceof ProvisioningError && err.state === 'Reschedule')
