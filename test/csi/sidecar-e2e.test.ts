@@ -14,7 +14,7 @@ import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { nodes, persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
-import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
+import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 import type { VolumeSnapshot } from '../../src/types/storage-objects.ts';
 import { StubCsiPlugin } from '../../src/testing/csi-stub-plugin.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
@@ -215,5 +215,64 @@ describe('run csi against the embedded cluster: snapshots, VAC, topology flags',
       () => !snapshot()?.metadata.finalizers?.includes(FINALIZER_SNAPSHOT_SOURCE_PROTECTION),
       30_000,
     );
+  });
+  it('--prevent-volume-mode-conversion (default): a Block restore of a Filesystem snapshot is refused until its VolumeSnapshotContent carries allow-volume-mode-change', async () => {
+    const snap = await client.create(
+      volumeSnapshots,
+      {
+        apiVersion: 'snapshot.storage.k8s.io/v1',
+        kind: 'VolumeSnapshot',
+        metadata: { name: 'fs-snap', namespace: 'default' },
+        spec: { source: { volumeSnapshotContentName: 'content-fs' } },
+      },
+      { namespace: 'default' },
+    );
+    await client.create(volumeSnapshotContents, {
+      apiVersion: 'snapshot.storage.k8s.io/v1',
+      kind: 'VolumeSnapshotContent',
+      metadata: { name: 'content-fs' },
+      spec: {
+        deletionPolicy: 'Delete',
+        driver: DRIVER,
+        source: { snapshotHandle: 'fs-handle' },
+        sourceVolumeMode: 'Filesystem',
+        volumeSnapshotRef: { name: 'fs-snap', namespace: 'default', uid: snap.metadata.uid ?? '' },
+      },
+    });
+    await client.patch(
+      volumeSnapshotContents,
+      'content-fs',
+      { status: { snapshotHandle: 'fs-handle', readyToUse: true, restoreSize: 1 << 30 } },
+      { subresource: 'status' },
+    );
+    await client.patch(
+      volumeSnapshots,
+      'fs-snap',
+      { status: { boundVolumeSnapshotContentName: 'content-fs', readyToUse: true, restoreSize: '1Gi' } },
+      { namespace: 'default', subresource: 'status' },
+    );
+    const c = await client.create(
+      persistentVolumeClaims,
+      claim('as-block', 'imm', {
+        volumeMode: 'Block',
+        dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'fs-snap' },
+      }),
+      { namespace: 'default' },
+    );
+    const refusals = () =>
+      (cluster.store.list('events').items as CoreEvent[]).filter(
+        (e) =>
+          e.involvedObject.name === 'as-block' &&
+          /does not have permission to do so\. snapshot\.storage\.kubernetes\.io\/allow-volume-mode-change annotation is not present/.test(
+            e.message ?? '',
+          ),
+      );
+    await waitFor('the restore refused with an event', () => refusals().length > 0, 30_000);
+    assert.equal(createVolumeOf(c.metadata.uid), undefined, 'no CreateVolume for a refused conversion');
+    await client.patch(volumeSnapshotContents, 'content-fs', {
+      metadata: { annotations: { 'snapshot.storage.kubernetes.io/allow-volume-mode-change': 'true' } },
+    });
+    await waitFor('as-block Bound once allowed', () => getPVC('as-block')?.status?.phase === 'Bound', 30_000);
+    assert.deepEqual(createVolumeOf(c.metadata.uid)?.volumeContentSource, { snapshot: { snapshotId: 'fs-handle' } });
   });
 });
