@@ -57,6 +57,14 @@ export interface RunCsiOptions {
   nodeDeployment: boolean;
   /** NODE_NAME (required with --node-deployment). */
   nodeName?: string;
+  /** `--node-deployment-immediate-binding`: node instances race for unselected Immediate claims. */
+  nodeDeploymentImmediateBinding: boolean;
+  /** `--node-deployment-base-delay`: the first attempt's delay is at most this. */
+  nodeDeploymentBaseDelayMs: number;
+  /** `--node-deployment-max-delay`: the longest delay of a later attempt. */
+  nodeDeploymentMaxDelayMs: number;
+  /** `--prevent-volume-mode-conversion`: a restore may not change the snapshot source's volume mode unless allowed. */
+  preventVolumeModeConversion: boolean;
   /** $POD_NAMESPACE: where CSIStorageCapacity objects (and the Lease) go; `default` when unset. */
   podNamespace: string;
   /** $POD_NAME: the owner of the CSIStorageCapacity objects; absent = no owner references. */
@@ -172,6 +180,32 @@ export function addRunCsiOptions(cmd: Command): Command {
       false,
     ),
     opt('--node-name <name>', 'this node (with --node-deployment)', 'NODE_NAME'),
+    bool(
+      opt(
+        '--node-deployment-immediate-binding [bool]',
+        'with --node-deployment: race the other nodes for Immediate claims no node was selected for',
+      ),
+      true,
+    ),
+    opt(
+      '--node-deployment-base-delay <duration>',
+      'with --node-deployment: the first attempt to own an Immediate claim waits a random delay up to this',
+    )
+      .argParser(positiveDuration)
+      .default(20_000, '20s'),
+    opt(
+      '--node-deployment-max-delay <duration>',
+      'with --node-deployment: later attempts wait doubling delays up to this',
+    )
+      .argParser(positiveDuration)
+      .default(60_000, '1m'),
+    bool(
+      opt(
+        '--prevent-volume-mode-conversion [bool]',
+        'refuse a restore whose volume mode differs from the snapshot source unless its VolumeSnapshotContent allows it',
+      ),
+      true,
+    ),
     opt(
       '--health-address <host:port>',
       '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable',
@@ -219,6 +253,10 @@ export interface RawRunCsiFlags {
   capacityForImmediateBinding: boolean;
   nodeDeployment: boolean;
   nodeName?: string;
+  nodeDeploymentImmediateBinding: boolean;
+  nodeDeploymentBaseDelay: number;
+  nodeDeploymentMaxDelay: number;
+  preventVolumeModeConversion: boolean;
   healthAddress: string;
   metricsAddress?: string;
   logLevel: LogLevel;
@@ -247,6 +285,8 @@ export function resolveRunCsiOptions(
       'needs --leader-election lease or none (per-claim replicas would all write the same CSIStorageCapacity objects)',
     );
   }
+  if (f.nodeDeploymentBaseDelay > f.nodeDeploymentMaxDelay)
+    throw new CliOptionError('--node-deployment-base-delay', 'is longer than --node-deployment-max-delay');
   if (f.retryIntervalStart > f.retryIntervalMax)
     throw new CliOptionError('--retry-interval-start', 'is longer than --retry-interval-max');
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(f.volumeNamePrefix))
@@ -287,6 +327,10 @@ export function resolveRunCsiOptions(
     capacityForImmediateBinding: f.capacityForImmediateBinding,
     nodeDeployment: f.nodeDeployment,
     nodeName: f.nodeName,
+    nodeDeploymentImmediateBinding: f.nodeDeploymentImmediateBinding,
+    nodeDeploymentBaseDelayMs: f.nodeDeploymentBaseDelay,
+    nodeDeploymentMaxDelayMs: f.nodeDeploymentMaxDelay,
+    preventVolumeModeConversion: f.preventVolumeModeConversion,
     podNamespace: env.POD_NAMESPACE || env.NAMESPACE || 'default',
     podName: env.POD_NAME || undefined,
     healthAddress: health,

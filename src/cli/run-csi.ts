@@ -9,15 +9,16 @@ import { mergeOptions, type ProvisionControllerOptions } from '../controller/opt
 import { CapacityController, ownerReferenceFor, type CapacityOwner } from '../csi/capacity.ts';
 import { InformedClusterAccess } from '../csi/cluster-access.ts';
 import { CloneProtection } from '../csi/clone-protection.ts';
-import { CsiProvisioner } from '../csi/provisioner.ts';
+import type { ClaimAccess } from '../csi/node-ownership.ts';
+import { CsiProvisioner, type CsiProvisionerSettings } from '../csi/provisioner.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { startHealthServer, type HealthServer } from '../runtime/health-server.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { createMetricsRegistry } from '../runtime/metrics.ts';
-import { nodes } from '../runtime/resources.ts';
+import { nodes, persistentVolumeClaims } from '../runtime/resources.ts';
 import { undefinedIfNotFound } from '../runtime/errors.ts';
 import { errorMessage } from '../types/errors.ts';
-import type { Node } from '../types/k8s.ts';
+import type { Node, PersistentVolumeClaim } from '../types/k8s.ts';
 import type { RunCsiOptions } from './csi-options.ts';
 import { loadCliKubeConfig } from './user-errors.ts';
 import { userAgent } from './version.ts';
@@ -82,10 +83,22 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
   cluster.start();
   cleanup.push(() => cluster.stop());
   try {
-    let node: { name: string; labels: Record<string, string> } | undefined;
+    let node: CsiProvisionerSettings['node'];
     if (o.nodeDeployment && o.nodeName) {
       const n = await undefinedIfNotFound(client.get<Node>(nodes, o.nodeName, { signal: startSignal }));
-      node = { name: o.nodeName, labels: n?.metadata.labels ?? {} };
+      node = {
+        name: o.nodeName,
+        labels: n?.metadata.labels ?? {},
+        ...(o.nodeDeploymentImmediateBinding
+          ? {
+              immediateBinding: {
+                claims: claimAccess(client),
+                baseDelayMs: o.nodeDeploymentBaseDelayMs,
+                maxDelayMs: o.nodeDeploymentMaxDelayMs,
+              },
+            }
+          : {}),
+      };
     }
     const provisioner = await CsiProvisioner.start({
       address: o.csiAddress,
@@ -100,6 +113,7 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
       immediateTopology: o.immediateTopology,
       extraCreateMetadata: o.extraCreateMetadata,
       controllerPublishReadOnly: o.controllerPublishReadOnly,
+      preventVolumeModeConversion: o.preventVolumeModeConversion,
       ...(node ? { node } : {}),
       ...(deps.startupIntervalMs !== undefined ? { startupIntervalMs: deps.startupIntervalMs } : {}),
     });
@@ -196,6 +210,15 @@ async function runCleanup(steps: Array<() => unknown>): Promise<void> {
       // best effort: the rest still runs
     }
   }
+}
+
+/** Claims read and written for the node deployment's ownership race: a GET, and a PUT with the resourceVersion. */
+function claimAccess(client: KubeClient): ClaimAccess {
+  return {
+    get: (namespace, name, signal) =>
+      undefinedIfNotFound(client.get<PersistentVolumeClaim>(persistentVolumeClaims, name, { namespace, signal })),
+    update: (claim, signal) => client.update(persistentVolumeClaims, claim, { signal }),
+  };
 }
 
 /** The controller options the flags set, layered over CsiProvisioner's (external-provisioner's) defaults. */

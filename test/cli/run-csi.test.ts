@@ -40,6 +40,11 @@ describe('run csi flags', () => {
     assert.equal(o.leaderElection, 'lease');
     assert.equal(o.podNamespace, 'default');
     assert.equal(o.podName, undefined);
+    assert.equal(o.preventVolumeModeConversion, true);
+    assert.deepEqual(
+      [o.nodeDeploymentImmediateBinding, o.nodeDeploymentBaseDelayMs, o.nodeDeploymentMaxDelayMs],
+      [true, 20_000, 60_000],
+    );
   });
 
   it('every flag of the issue parses, and maps onto the controller options', () => {
@@ -96,7 +101,7 @@ describe('run csi flags', () => {
     assert.equal(c.leaderElection?.namespace, 'storage');
   });
 
-  it("--leader-election takes external-provisioner's booleans; --node-deployment needs NODE_NAME and runs without election", () => {
+  it("--leader-election takes external-provisioner's booleans; --node-deployment needs NODE_NAME and runs without election; its immediate-binding flags and delays", () => {
     assert.equal(parseRunCsiArgs(['--leader-election', 'false']).leaderElection, 'none');
     assert.equal(parseRunCsiArgs(['--leader-election']).leaderElection, 'lease');
     assert.throws(() => parseRunCsiArgs(['--node-deployment']), /NODE_NAME/);
@@ -107,6 +112,27 @@ describe('run csi flags', () => {
       /must be none/,
     );
     assert.throws(() => parseRunCsiArgs(['--enable-capacity', '--leader-election', 'per-claim']), /lease or none/);
+    const d = parseRunCsiArgs(
+      [
+        '--node-deployment',
+        '--node-deployment-immediate-binding=false',
+        '--node-deployment-base-delay',
+        '1s',
+        '--node-deployment-max-delay',
+        '2s',
+        '--prevent-volume-mode-conversion=false',
+      ],
+      { NODE_NAME: 'n1' },
+    );
+    assert.deepEqual(
+      [d.nodeDeploymentImmediateBinding, d.nodeDeploymentBaseDelayMs, d.nodeDeploymentMaxDelayMs],
+      [false, 1_000, 2_000],
+    );
+    assert.equal(d.preventVolumeModeConversion, false);
+    assert.throws(
+      () => parseRunCsiArgs(['--node-deployment-base-delay', '2m', '--node-deployment-max-delay', '1m']),
+      /longer than --node-deployment-max-delay/,
+    );
     assert.equal(managedByForNode('n1'), 'external-provisioner-n1');
     assert.equal(managedByForNode('x'.repeat(80)).length, 63);
   });
