@@ -6,7 +6,12 @@
 import type { Registry } from 'prom-client';
 import { ProvisionController } from '../controller/provision-controller.ts';
 import { mergeOptions, type ProvisionControllerOptions } from '../controller/options.ts';
-import { CapacityController, ownerReferenceFor, type CapacityOwner } from '../csi/capacity.ts';
+import {
+  CapacityController,
+  ownerReferenceFor,
+  type CapacityControllerOptions,
+  type CapacityOwner,
+} from '../csi/capacity.ts';
 import { InformedClusterAccess } from '../csi/cluster-access.ts';
 import { CloneProtection } from '../csi/clone-protection.ts';
 import type { ClaimAccess } from '../csi/node-ownership.ts';
@@ -126,9 +131,10 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
 
     let capacity: CapacityController | undefined;
     if (o.enableCapacity) {
-      capacity = await startCapacity(o, client, provisioner, logger, registry, startSignal, () =>
-        controller.isLeader(),
-      );
+      capacity = await startCapacity(o, client, provisioner, logger, registry, startSignal, {
+        active: () => controller.isLeader(),
+        onActive: (listener) => controller.onStartedLeading(listener),
+      });
     }
 
     const servers: HealthServer[] = [];
@@ -248,7 +254,7 @@ async function startCapacity(
   logger: Logger,
   registry: Registry,
   signal: AbortSignal,
-  leading: () => boolean,
+  leadership: Pick<CapacityControllerOptions, 'active' | 'onActive'>,
 ): Promise<CapacityController> {
   if (!provisioner.driver.controllerCapabilities.has('GET_CAPACITY')) {
     throw new Error(
@@ -279,8 +285,9 @@ async function startCapacity(
     ...(fixedSegment ? { fixedSegment } : {}),
     pollIntervalMs: o.capacityPollIntervalMs,
     immediateBinding: o.capacityForImmediateBinding,
-    // Written by the Lease holder only (node deployments and `none` are always active).
-    active: leading,
+    // Written by the Lease holder only (node deployments and `none` are always active); a standby's keys wait for
+    // the election event.
+    ...leadership,
     registry,
     logger,
   });

@@ -11,7 +11,8 @@ import { csiNodes } from '../../src/csi/kinds.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
-import { nodes, persistentVolumeClaims, pods, storageClasses } from '../../src/runtime/resources.ts';
+import { leases, nodes, persistentVolumeClaims, pods, storageClasses } from '../../src/runtime/resources.ts';
+import { leaseNameFor } from '../../src/controller/options.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 import type { CSIStorageCapacity } from '../../src/types/storage-objects.ts';
 import { StubCsiPlugin } from '../../src/testing/csi-stub-plugin.ts';
@@ -327,6 +328,57 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
     );
     await waitFor('left-over object removed', () => ours().length === 0, 30_000);
   });
+  it('capacity: a standby parks its keys (no GetCapacity, no 5 s recheck) and publishes once it is elected (woken by the election, not a poll)', async () => {
+    const lease = leaseNameFor(DRIVER);
+    const now = new Date().toISOString().replace(/\.\d+Z$/, '.000000Z');
+    await client.create(
+      leases,
+      {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: lease, namespace: 'default' },
+        spec: { holderIdentity: 'someone-else', leaseDurationSeconds: 3600, acquireTime: now, renewTime: now },
+      },
+      { namespace: 'default' },
+    );
+    const standby = await startCsiSidecar(
+      parseRunCsiArgs(
+        [
+          '--kubeconfig',
+          cluster.kubeconfigPath,
+          '--csi-address',
+          stub.address,
+          '--leader-election',
+          'lease',
+          '--leader-election-lease-duration',
+          '2s',
+          '--leader-election-renew-deadline',
+          '1s',
+          '--leader-election-retry-period',
+          '100ms',
+          '--health-address',
+          'off',
+          '--enable-capacity',
+          '--capacity-poll-interval',
+          '1h',
+        ],
+        { POD_NAMESPACE: 'default' },
+      ),
+      { logger: silentLogger, registry: new Registry(), startupIntervalMs: 10 },
+    );
+    try {
+      const capacity = standby.capacity!;
+      await waitFor('the standby parked its keys', () => capacity.standbyKeys().length >= 2, 30_000);
+      assert.equal(standby.controller.isLeader(), false);
+      await client.delete(leases, lease, { namespace: 'default' });
+      await waitFor('elected', () => standby.controller.isLeader(), 30_000);
+      await waitFor('the parked keys went back on the queue', () => capacity.standbyKeys().length === 0, 30_000);
+      await waitFor('the elected standby read GetCapacity for its keys', () => capacity.records.size >= 2, 30_000);
+    } finally {
+      await standby.stop();
+    }
+  });
+
   it("reads Nodes, CSINodes and VolumeAttachments from informers: more claims list none of them again (external-provisioner's listers)", async () => {
     const reads = () =>
       cluster.audit
