@@ -65,6 +65,8 @@ export interface RunCsiOptions {
   nodeDeploymentMaxDelayMs: number;
   /** `--prevent-volume-mode-conversion`: a restore may not change the snapshot source's volume mode unless allowed. */
   preventVolumeModeConversion: boolean;
+  /** `--snapshot-orphan-sweep-interval`: how often orphaned snapshot source-protection finalizers are removed; 0 off. */
+  snapshotOrphanSweepIntervalMs: number;
   /** $POD_NAMESPACE: where CSIStorageCapacity objects (and the Lease) go; `default` when unset. */
   podNamespace: string;
   /** $POD_NAME: the owner of the CSIStorageCapacity objects; absent = no owner references. */
@@ -82,6 +84,11 @@ export const DEFAULT_CSI_ADDRESS = '/run/csi/socket';
 function positiveDuration(v: string): number {
   const ms = parseDuration(v);
   if (ms <= 0) throw new InvalidArgumentError(`"${v}" must be longer than 0`);
+  return ms;
+}
+function nonNegativeDuration(v: string): number {
+  const ms = parseDuration(v);
+  if (ms < 0) throw new InvalidArgumentError(`"${v}" must not be negative`);
   return ms;
 }
 /** `none|lease|per-claim`, and external-provisioner's boolean spelling: true = lease, false = none. */
@@ -207,6 +214,12 @@ export function addRunCsiOptions(cmd: Command): Command {
       true,
     ),
     opt(
+      '--snapshot-orphan-sweep-interval <duration>',
+      'how often volumesnapshot-as-source-protection finalizers no Pending claim needs are removed (0 disables)',
+    )
+      .argParser(nonNegativeDuration)
+      .default(300_000, '5m'),
+    opt(
       '--health-address <host:port>',
       '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable',
     )
@@ -257,6 +270,7 @@ export interface RawRunCsiFlags {
   nodeDeploymentBaseDelay: number;
   nodeDeploymentMaxDelay: number;
   preventVolumeModeConversion: boolean;
+  snapshotOrphanSweepInterval: number;
   healthAddress: string;
   metricsAddress?: string;
   logLevel: LogLevel;
@@ -331,6 +345,7 @@ export function resolveRunCsiOptions(
     nodeDeploymentBaseDelayMs: f.nodeDeploymentBaseDelay,
     nodeDeploymentMaxDelayMs: f.nodeDeploymentMaxDelay,
     preventVolumeModeConversion: f.preventVolumeModeConversion,
+    snapshotOrphanSweepIntervalMs: f.snapshotOrphanSweepInterval,
     podNamespace: env.POD_NAMESPACE || env.NAMESPACE || 'default',
     podName: env.POD_NAME || undefined,
     healthAddress: health,

@@ -159,7 +159,15 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
       metricsUrl = `${server.url}/metrics`;
     }
 
-    const clones = new CloneProtection({ client, cluster, logger });
+    // The source-protection loop: cloning protection, and the orphaned snapshot finalizer sweep for plugins that
+    // restore snapshots.
+    const snapshots = provisioner.driver.controllerCapabilities.has('CREATE_DELETE_SNAPSHOT');
+    const clones = new CloneProtection({
+      client,
+      cluster,
+      logger,
+      snapshotSweepMs: snapshots ? o.snapshotOrphanSweepIntervalMs : 0,
+    });
     logger.info(
       {
         driver: provisioner.driverName,

@@ -42,6 +42,8 @@ describe('run csi flags', () => {
     assert.equal(o.podNamespace, 'default');
     assert.equal(o.podName, undefined);
     assert.equal(o.preventVolumeModeConversion, true);
+    assert.equal(o.snapshotOrphanSweepIntervalMs, 300_000);
+    assert.equal(parseRunCsiArgs(['--snapshot-orphan-sweep-interval', '0']).snapshotOrphanSweepIntervalMs, 0);
     assert.deepEqual(
       [o.nodeDeploymentImmediateBinding, o.nodeDeploymentBaseDelayMs, o.nodeDeploymentMaxDelayMs],
       [true, 20_000, 60_000],

@@ -69,6 +69,8 @@ describe('run csi against the embedded cluster: snapshots, VAC, topology flags',
       '--extra-create-metadata',
       '--timeout',
       '5s',
+      '--snapshot-orphan-sweep-interval',
+      '200ms',
     ]);
     sidecar = await startCsiSidecar(options, { logger: silentLogger, registry: new Registry(), startupIntervalMs: 10 });
   });
@@ -274,5 +276,42 @@ describe('run csi against the embedded cluster: snapshots, VAC, topology flags',
     });
     await waitFor('as-block Bound once allowed', () => getPVC('as-block')?.status?.phase === 'Bound', 30_000);
     assert.deepEqual(createVolumeOf(c.metadata.uid)?.volumeContentSource, { snapshot: { snapshotId: 'fs-handle' } });
+  });
+  it('--snapshot-orphan-sweep-interval (SnapshotFinalizerController): an orphaned volumesnapshot-as-source-protection finalizer is removed; one a Pending restore needs stays', async () => {
+    const snapshot = (name: string) =>
+      cluster.store.get('volumesnapshots', 'default', name) as VolumeSnapshot | undefined;
+    // The restore first: it waits (Pending: its snapshot is not bound to a content), so its snapshot keeps the
+    // finalizer. Once the sidecar has reported on it, its claims informers have it.
+    await client.create(
+      persistentVolumeClaims,
+      claim('waits-for-needed', 'imm', {
+        dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'needed' },
+      }),
+      { namespace: 'default' },
+    );
+    await waitFor('the sidecar saw the restore', () =>
+      (cluster.store.list('events').items as CoreEvent[]).some(
+        (e) => e.involvedObject.name === 'waits-for-needed' && e.reason === 'ProvisioningFailed',
+      ),
+    );
+    for (const name of ['orphan', 'needed'])
+      await client.create(
+        volumeSnapshots,
+        {
+          apiVersion: 'snapshot.storage.k8s.io/v1',
+          kind: 'VolumeSnapshot',
+          // A sidecar killed between adding the finalizer and removing it left it behind.
+          metadata: { name, namespace: 'default', finalizers: [FINALIZER_SNAPSHOT_SOURCE_PROTECTION] },
+          spec: { source: { volumeSnapshotContentName: `content-${name}` } },
+        },
+        { namespace: 'default' },
+      );
+    await waitFor(
+      'the orphaned finalizer removed',
+      () => !snapshot('orphan')?.metadata.finalizers?.includes(FINALIZER_SNAPSHOT_SOURCE_PROTECTION),
+      30_000,
+    );
+    assert.ok(snapshot('needed')?.metadata.finalizers?.includes(FINALIZER_SNAPSHOT_SOURCE_PROTECTION));
+    assert.equal(getPVC('waits-for-needed')?.status?.phase, 'Pending');
   });
 });
