@@ -1,7 +1,7 @@
 // Chaos hooks for a `kube-provisioner run hostpath` process, loaded with `node --import tsx --import
 // ./bench/chaos/preload.ts src/cli/main.ts ...`: nothing of it ships in the command. Configured by environment:
 //   KP_CHAOS_FS_FAIL_RATE         probability that one mkdir/rmdir/unlink/rename of a volume directory fails (EIO)
-//   KP_CHAOS_FS_ROOT              only paths below this root (and the /proc/self/fd paths fs-ops walks) fail
+//   KP_CHAOS_FS_ROOT              only paths below this root (and the /proc/self/fd paths volume-dirs.ts walks) fail
 //   KP_CHAOS_CRASH_AFTER_PROVISION probability that the process SIGKILLs itself right after provision() returned,
 //                                 before the controller could save the PV
 //   KP_CHAOS_CRASH_AFTER_DELETE   same after delete() removed the directory, before the PV was deleted
@@ -10,7 +10,7 @@
 // logged to stderr as one JSON line with a `chaos` key, which the harness counts.
 import { writeSync } from 'node:fs';
 import fsp from 'node:fs/promises';
-import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
+import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
 import { mulberry32 } from './prng.ts';
 
 const env = process.env;

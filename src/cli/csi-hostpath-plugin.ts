@@ -19,17 +19,18 @@ import {
   localBasePaths,
   nodeBasePaths,
   pathSetForClass,
+  type ConfigHolder,
   type HostPathConfig,
-} from '../hostpath/config.ts';
-import { VolumeIdentityError } from '../hostpath/delete-identity.ts';
-import { filesystemFreeBytes } from '../hostpath/free-space.ts';
-import { createVolumeDir } from '../hostpath/fs-ops.ts';
-import type { OnDeletePolicy } from '../hostpath/class-parameters.ts';
-import { checkExistingVolumePath, UnsafePathError } from '../hostpath/path-safety.ts';
-import { NoSpaceError } from '../hostpath/placement.ts';
-import { HostPathProvisioner, type ConfigHolder } from '../hostpath/provisioner.ts';
-import { readVolumeRecord, readVolumeRecords, type VolumeRecord } from '../hostpath/volume-records.ts';
-import { ANN_HOSTPATH_ON_DELETE, buildVolume, readVolumeLocation } from '../hostpath/volume-spec.ts';
+} from '../hostpath/config/hostpath-config.ts';
+import { VolumeIdentityError } from '../hostpath/delete/delete-identity.ts';
+import { filesystemFreeBytes } from '../hostpath/provision/free-space.ts';
+import { createVolumeDir } from '../hostpath/disk/volume-dirs.ts';
+import type { OnDeletePolicy } from '../hostpath/config/class-parameters.ts';
+import { checkExistingVolumePath, UnsafePathError } from '../hostpath/paths/path-safety.ts';
+import { NoSpaceError } from '../hostpath/provision/placement.ts';
+import { HostPathProvisioner } from '../hostpath/hostpath-provisioner.ts';
+import { readVolumeRecord, readVolumeRecords, type VolumeRecord } from '../hostpath/records/volume-records.ts';
+import { ANN_HOSTPATH_ON_DELETE, buildVolume, readVolumeLocation } from '../hostpath/volume/volume-spec.ts';
 import { silentLogger, type Logger } from '../runtime/logger.ts';
 import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
 import type { AccessMode, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';

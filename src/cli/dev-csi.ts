@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { Registry } from 'prom-client';
 import { socketPathOf } from '../csi/client.ts';
 import { csiNodes } from '../csi/kinds.ts';
-import { DEFAULT_NODE } from '../hostpath/config.ts';
+import { DEFAULT_NODE } from '../hostpath/config/hostpath-config.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { AlreadyExistsError, NotFoundError } from '../runtime/errors.ts';
 import type { Logger } from '../runtime/logger.ts';

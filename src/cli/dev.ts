@@ -11,7 +11,7 @@ import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { localNodeName } from '../cluster/controllers/index.ts';
-import { DEFAULT_NODE } from '../hostpath/config.ts';
+import { DEFAULT_NODE } from '../hostpath/config/hostpath-config.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { AlreadyExistsError } from '../runtime/errors.ts';
 import { loadKubeConfig } from '../runtime/kubeconfig.ts';

@@ -8,10 +8,10 @@ import { ProvisionController } from '../controller/provision-controller.ts';
 import type { ProvisionControllerOptions } from '../controller/options.ts';
 import { MAX_EVENT_MESSAGE_BYTES } from '../controller/event-bounds.ts';
 import { shortenText } from '../types/text.ts';
-import { ConfigFileSource } from '../hostpath/config-source.ts';
-import { filesystemFreeBytes } from '../hostpath/free-space.ts';
-import type { HostPathConfig, NfsExport } from '../hostpath/config.ts';
-import { HostPathProvisioner, type ConfigHolder, type HostPathMode } from '../hostpath/provisioner.ts';
+import { ConfigFileSource } from '../hostpath/config/config-file-source.ts';
+import { filesystemFreeBytes } from '../hostpath/provision/free-space.ts';
+import type { ConfigHolder, HostPathConfig, NfsExport } from '../hostpath/config/hostpath-config.ts';
+import { HostPathProvisioner, type HostPathMode } from '../hostpath/hostpath-provisioner.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { EventRecorder } from '../runtime/event-recorder.ts';
 import { startHealthServer, type HealthCheck, type HealthServer } from '../runtime/health-server.ts';
@@ -21,9 +21,13 @@ import { NotFoundError } from '../runtime/errors.ts';
 import { nodes, persistentVolumes, storageClasses } from '../runtime/resources.ts';
 import type { KubeObject, Node, PersistentVolume, StorageClass } from '../types/k8s.ts';
 import { ANN_VOLUME_USAGE, formatVolumeUsage } from '../types/volume-usage.ts';
-import { ConfigMapSource, REASON_CONFIG_RELOADED, REASON_INVALID_CONFIG } from '../hostpath/config-map-source.ts';
+import {
+  ConfigMapSource,
+  REASON_CONFIG_RELOADED,
+  REASON_INVALID_CONFIG,
+} from '../hostpath/config/config-map-source.ts';
 import { createHostPathMetrics } from '../hostpath/hostpath-metrics.ts';
-import { VolumeWatch } from '../hostpath/volume-watch.ts';
+import { VolumeWatch } from '../hostpath/ledger/volume-watch.ts';
 import { HOSTPATH_CONFIG_DETAIL, type ConfigMapRef, type HostPathConfigLocation } from './options.ts';
 
 export interface HostPathServiceOptions {

@@ -4,7 +4,7 @@
 // stale, so a new row shows up in the docs by itself.
 import { CONTROLLER_OPTIONS, formatDuration } from '../controller/option-table.ts';
 import { flatRows, type OptionRow, type OptionSection } from '../controller/option-spec.ts';
-import { CLASS_PARAMETERS } from '../hostpath/class-parameters.ts';
+import { CLASS_PARAMETERS } from '../hostpath/config/class-parameters.ts';
 import { controllerFlagRows, envName, placeholderOf } from './options.ts';
 
 /** The Default column of one row: as a flag writes it, or (`library`) as a value in code, durations in ms. */

@@ -7,8 +7,8 @@ import { CONTROLLER_OPTIONS, formatDuration } from '../controller/option-table.t
 import { durationBounds, flatRows, TIMER_MAX_MS, type FlatRow, type OptionRow } from '../controller/option-spec.ts';
 import type { ProvisionControllerOptions } from '../controller/options.ts';
 import { validateProvisionerName } from '../controller/options.ts';
-import type { HostPathMode } from '../hostpath/provisioner.ts';
-import { checkNfsExport, type NfsExport } from '../hostpath/config.ts';
+import type { HostPathMode } from '../hostpath/hostpath-provisioner.ts';
+import { checkNfsExport, type NfsExport } from '../hostpath/config/hostpath-config.ts';
 import { parseListenAddress } from '../runtime/health-server.ts';
 import { isDnsLabel, isDnsSubdomain } from '../types/names.ts';
 

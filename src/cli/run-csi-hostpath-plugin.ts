@@ -4,8 +4,8 @@
 import { hostname } from 'node:os';
 import { Command, Option } from 'commander';
 import { serveCsiPlugin, type CsiServer } from '../csi/server.ts';
-import { ConfigFileSource } from '../hostpath/config-source.ts';
-import type { HostPathConfig } from '../hostpath/config.ts';
+import { ConfigFileSource } from '../hostpath/config/config-file-source.ts';
+import type { HostPathConfig } from '../hostpath/config/hostpath-config.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { LABEL_HOSTNAME } from '../types/annotations.ts';
 import { HOSTPATH_CSI_DRIVER, hostPathCsiPlugin, type Mounter } from './csi-hostpath-plugin.ts';

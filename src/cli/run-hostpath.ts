@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { KubeClient } from '../runtime/client.ts';
 import { loadCliKubeConfig } from './user-errors.ts';
 import { createLogger } from '../runtime/logger.ts';
-import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '../hostpath/config.ts';
+import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '../hostpath/config/hostpath-config.ts';
 import { startHostPathService } from './hostpath-service.ts';
 import {
   addRunHostPathOptions,

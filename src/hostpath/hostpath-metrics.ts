@@ -5,10 +5,10 @@
 // volume's usage crosses its capacity, the usage published on the PV for `explain`, and configuration reloads.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { EventSink } from '../types/events.ts';
-import type { HostPathProvisioner } from './provisioner.ts';
-import { WalkBudget, type DirectoryUsage, type UsageFs } from './usage.ts';
-import { UsageWatch } from './usage-watch.ts';
-import { ANN_HOSTPATH_KIND, ANN_HOSTPATH_NODE } from './volume-spec.ts';
+import type { HostPathProvisioner } from './hostpath-provisioner.ts';
+import { WalkBudget, type DirectoryUsage, type UsageFs } from './usage/directory-usage.ts';
+import { UsageWatch } from './usage/usage-watch.ts';
+import { ANN_HOSTPATH_KIND, ANN_HOSTPATH_NODE } from './volume/volume-spec.ts';
 import type { Clock, Timer } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';

@@ -17,7 +17,7 @@ import { startHostPathService } from '../../src/cli/hostpath-service.ts';
 import { GENERATED_TABLES, replaceTable } from '../../src/cli/options-docs.ts';
 import { DEFAULT_PROVISIONER_NAME, envVarOf } from '../../src/cli/options.ts';
 import { registerRunCommand } from '../../src/cli/run-hostpath.ts';
-import { parseHostPathConfig } from '../../src/hostpath/config.ts';
+import { parseHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { persistentVolumeClaims, pods, storageClasses } from '../../src/runtime/resources.ts';

@@ -74,7 +74,7 @@ describe('lazy loading of subcommands', () => {
   });
   it('run hostpath loads no cluster code', () => {
     const mods = staticClosure('src/cli/run-hostpath.ts');
-    assert.ok(mods.has('src/hostpath/provisioner.ts'), 'the graph walk follows imports');
+    assert.ok(mods.has('src/hostpath/hostpath-provisioner.ts'), 'the graph walk follows imports');
     assert.deepEqual(heavy(mods), []);
   });
   it('the package root loads no cluster code and no client-node', () => {

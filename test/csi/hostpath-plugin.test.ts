@@ -21,7 +21,7 @@ import { after, before, describe, it } from 'node:test';
 import { CsiClient } from '../../src/csi/client.ts';
 import { CsiError } from '../../src/csi/errors.ts';
 import type { CsiAccessMode } from '../../src/csi/descriptors.ts';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { HOSTPATH_CSI_DRIVER, systemMounter, type Mounter } from '../../src/cli/csi-hostpath-plugin.ts';
 import { startCsiHostPathPlugin, type RunningCsiHostPathPlugin } from '../../src/cli/run-csi-hostpath-plugin.ts';
 

@@ -18,7 +18,7 @@ import { startCsiSidecar, type CsiSidecar } from '../../src/cli/run-csi.ts';
 import { startCsiHostPathPlugin, type RunningCsiHostPathPlugin } from '../../src/cli/run-csi-hostpath-plugin.ts';
 import { csiNodes } from '../../src/csi/kinds.ts';
 import { JitteredBackoff } from '../../src/csi/node-ownership.ts';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';

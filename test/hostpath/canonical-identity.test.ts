@@ -12,11 +12,11 @@ import {
   canonicalNfsServer,
   canonicalRenderedPath,
   readAbsolutePath,
-} from '../../src/hostpath/canonical-path.ts';
-import { UnsafePathError } from '../../src/hostpath/path-safety.ts';
-import { VolumePathIndex } from '../../src/hostpath/volume-path-index.ts';
-import { checkInodes, DirectoryIdentities } from '../../src/hostpath/directory-identity.ts';
-import { nodeHostFs } from '../../src/hostpath/host-fs.ts';
+} from '../../src/hostpath/paths/canonical-path.ts';
+import { UnsafePathError } from '../../src/hostpath/paths/path-safety.ts';
+import { VolumePathIndex } from '../../src/hostpath/ledger/volume-path-index.ts';
+import { checkInodes, DirectoryIdentities } from '../../src/hostpath/ledger/directory-identity.ts';
+import { nodeHostFs } from '../../src/hostpath/disk/host-fs.ts';
 
 test('PV paths: one canonical form for every spelling; ".." and NUL are ambiguous', () => {
   for (const [given, want] of [

@@ -6,9 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
-import { planHostPathClaim } from '../../src/hostpath/claim-check.ts';
-import { validateHostPathConfig, DEFAULT_NODE } from '../../src/hostpath/config.ts';
+import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
+import { planHostPathClaim } from '../../src/hostpath/provision/claim-check.ts';
+import { validateHostPathConfig, DEFAULT_NODE } from '../../src/hostpath/config/hostpath-config.ts';
 import { InfeasibleError, IgnoredError } from '../../src/controller/provisioner.ts';
 import { claim, storageClass, provisionOptions, tempTree, snapshot, signal } from './provisioner-helpers.ts';
 

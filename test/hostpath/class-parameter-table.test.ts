@@ -8,7 +8,7 @@ import {
   onDeleteFor,
   parseClassParameters,
   StorageClassParameterError,
-} from '../../src/hostpath/class-parameters.ts';
+} from '../../src/hostpath/config/class-parameters.ts';
 
 describe('StorageClass parameter table', () => {
   it("gives a class without parameters the rows' defaults, and knows exactly the rows' names", () => {

@@ -2,7 +2,7 @@
 // the file handles it opens), and a live-volume feed standing in for a PV informer, whose targeted GETs count as
 // API requests. Both are injected through the provisioner's options: nothing global is patched.
 import type { FileHandle } from 'node:fs/promises';
-import { nodeHostFs, type HostFs } from '../../src/hostpath/host-fs.ts';
+import { nodeHostFs, type HostFs } from '../../src/hostpath/disk/host-fs.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 
 /** A HostFs over the real filesystem that counts calls by name (`handle.<method>` for FileHandle calls). */

@@ -6,10 +6,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
-import { VolumeIdentityError } from '../../src/hostpath/delete-identity.ts';
-import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpath/volume-spec.ts';
+import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
+import { VolumeIdentityError } from '../../src/hostpath/delete/delete-identity.ts';
+import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpath/volume/volume-spec.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import { claim, storageClass, provisionOptions, tempTree, snapshot, signal } from './provisioner-helpers.ts';
 

@@ -6,9 +6,13 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
-import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_KIND, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpath/volume-spec.ts';
+import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
+import {
+  ANN_HOSTPATH_BASE_PATH,
+  ANN_HOSTPATH_KIND,
+  ANN_HOSTPATH_ON_DELETE,
+} from '../../src/hostpath/volume/volume-spec.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import { claim, storageClass, provisionOptions, tempTree, signal } from './provisioner-helpers.ts';
 import { CountingFs, FakeVolumeFeed } from './cost-fixtures.ts';

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
-import { filesystemFreeBytes } from '../../src/hostpath/free-space.ts';
+import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
+import { filesystemFreeBytes } from '../../src/hostpath/provision/free-space.ts';
 import { InfeasibleError, type ProvisionOptions } from '../../src/controller/provisioner.ts';
 import type { PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { validateHostPathConfig, DEFAULT_NODE } from '../../src/hostpath/config.ts';
+import { validateHostPathConfig, DEFAULT_NODE } from '../../src/hostpath/config/hostpath-config.ts';
 import { persistentVolumes } from '../../src/runtime/resources.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import {

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { DEFAULT_NODE, validateHostPathConfig } from '../../src/hostpath/config.ts';
+import { DEFAULT_NODE, validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import {
   boundVolume,

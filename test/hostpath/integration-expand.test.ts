@@ -9,7 +9,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { startHostPathService, type HostPathService } from '../../src/cli/hostpath-service.ts';
 import { InfeasibleError } from '../../src/controller/provisioner.ts';
-import { readVolumeRecords } from '../../src/hostpath/volume-records.ts';
+import { readVolumeRecords } from '../../src/hostpath/records/volume-records.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
 import {

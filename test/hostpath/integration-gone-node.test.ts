@@ -7,14 +7,14 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { validateHostPathConfig, DEFAULT_NODE } from '../../src/hostpath/config.ts';
-import { REASON_NODE_GONE } from '../../src/hostpath/gone-node.ts';
+import { validateHostPathConfig, DEFAULT_NODE } from '../../src/hostpath/config/hostpath-config.ts';
+import { REASON_NODE_GONE } from '../../src/hostpath/delete/gone-node.ts';
 import {
   ANN_HOSTPATH_BASE_PATH,
   ANN_HOSTPATH_KIND,
   ANN_HOSTPATH_NODE,
   ANN_HOSTPATH_ON_DELETE,
-} from '../../src/hostpath/volume-spec.ts';
+} from '../../src/hostpath/volume/volume-spec.ts';
 import { NotFoundError } from '../../src/runtime/errors.ts';
 import { TestClock } from '../../src/runtime/clock.ts';
 import { nodes as nodeResource, persistentVolumes } from '../../src/runtime/resources.ts';

@@ -9,10 +9,9 @@ import type { ProvisionControllerOptions } from '../../src/controller/options.ts
 import {
   HostPathProvisioner,
   type HostPathMode,
-  type ConfigHolder,
   type HostPathProvisionerOptions,
-} from '../../src/hostpath/provisioner.ts';
-import type { HostPathConfig } from '../../src/hostpath/config.ts';
+} from '../../src/hostpath/hostpath-provisioner.ts';
+import type { ConfigHolder, HostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { EventRecorder } from '../../src/runtime/event-recorder.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { validateHostPathConfig, DEFAULT_NODE } from '../../src/hostpath/config.ts';
+import { validateHostPathConfig, DEFAULT_NODE } from '../../src/hostpath/config/hostpath-config.ts';
 import { pods } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { Pod } from '../../src/types/k8s.ts';

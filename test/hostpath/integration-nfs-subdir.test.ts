@@ -7,8 +7,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
-import { localPathOfNfsSource } from '../../src/hostpath/volume-source.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
+import { localPathOfNfsSource } from '../../src/hostpath/volume/volume-source.ts';
 import { persistentVolumes } from '../../src/runtime/resources.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import {

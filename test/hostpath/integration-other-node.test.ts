@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { nodes } from '../../src/runtime/resources.ts';
 import type { Node } from '../../src/types/k8s.ts';
 import {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { ensureLocalNode } from '../../src/cluster/controllers/local-node.ts';
-import { validateHostPathConfig, type HostPathConfig } from '../../src/hostpath/config.ts';
+import { validateHostPathConfig, type HostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { pods } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import {

@@ -5,9 +5,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
-import { claimPath, findConflictingClaim, readPathClaim, releasePath } from '../../src/hostpath/path-claims.ts';
+import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
+import { claimPath, findConflictingClaim, readPathClaim, releasePath } from '../../src/hostpath/records/path-claims.ts';
 import { claim, storageClass, provisionOptions, tempTree, signal } from './provisioner-helpers.ts';
 
 let tmp: string;

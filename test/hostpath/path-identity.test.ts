@@ -7,10 +7,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
+import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { InfeasibleError } from '../../src/controller/provisioner.ts';
-import { VolumeIdentityError } from '../../src/hostpath/delete-identity.ts';
+import { VolumeIdentityError } from '../../src/hostpath/delete/delete-identity.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import { claim, storageClass, provisionOptions, tempTree, snapshot, signal } from './provisioner-helpers.ts';
 

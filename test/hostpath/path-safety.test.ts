@@ -8,9 +8,9 @@ import {
   checkExistingVolumePath,
   UnsafePathError,
   type UnsafePathRule,
-} from '../../src/hostpath/path-safety.ts';
-import { VolumePathIndex } from '../../src/hostpath/volume-path-index.ts';
-import { compilePathPattern, PathTemplateError } from '../../src/hostpath/path-template.ts';
+} from '../../src/hostpath/paths/path-safety.ts';
+import { VolumePathIndex } from '../../src/hostpath/ledger/volume-path-index.ts';
+import { compilePathPattern, PathTemplateError } from '../../src/hostpath/paths/path-template.ts';
 import { fuzzSeed, seededRandom } from '../support/fuzz-seed.ts';
 
 const pv = 'pvc-42';

@@ -9,7 +9,7 @@ import {
   MissingTemplateKeyError,
   PathTemplateError,
   type PathTemplateData,
-} from '../../src/hostpath/path-template.ts';
+} from '../../src/hostpath/paths/path-template.ts';
 
 const data: PathTemplateData = {
   pvName: 'pvc-1234',

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { HostPathProvisioner } from '../../src/hostpath/provisioner.ts';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
-import { readVolumeRecord } from '../../src/hostpath/volume-records.ts';
+import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
+import { readVolumeRecord } from '../../src/hostpath/records/volume-records.ts';
 import { claim, storageClass, tempTree, signal } from './provisioner-helpers.ts';
 
 let tmp: string;

@@ -12,8 +12,8 @@ import {
   readVolumeDirectory,
   volumeSourceSpec,
   VolumeTypeAnnotationError,
-} from '../../src/hostpath/volume-source.ts';
-import { validateHostPathConfig } from '../../src/hostpath/config.ts';
+} from '../../src/hostpath/volume/volume-source.ts';
+import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 
 const mount = { server: 'nfs.example.com', path: '/exports/k8s', mountPath: '/persistentvolumes' };
 

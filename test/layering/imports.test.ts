@@ -1,4 +1,4 @@
-// The layering rule, read from the imports of every file under src/: cli -> hostpath | csi -> controller -> runtime ->
+// The layering rule, read from the imports of every file under src/: cli -> hostpath (inside it, the rooms of HOSTPATH_ROOMS) | csi -> controller -> runtime ->
 // types; cluster -> types (and inside cluster, the layers of CLUSTER_LAYERS); testing -> cluster + runtime + controller (the Provisioner contract, for the
 // conformance suite) + csi (the stub CSI plugin speaks its wire format) (src/index.ts re-exports the library). Also fails on any
 // import cycle between files that is not one of the known ones listed below (each with why it is still there).
@@ -49,6 +49,27 @@ const CLUSTER_LAYERS: Record<string, readonly string[]> = {
   '(root)': ['common', 'schema', 'patch', 'storage', 'registry', 'writes', 'http', 'controllers'],
 };
 
+/**
+ * The rooms of src/hostpath (docs/architecture.md), and which other rooms each may import. paths (lexical rules,
+ * canonical form, templates) is the floor; config reads paths; disk (the fs facade, no-follow volume directories,
+ * scripts) and records (on-disk records and path claims) touch the host; volume (the PV both ways) knows config and
+ * paths only, so the ledger can read PVs without the PV code reading the ledger; provision, delete and expand are
+ * the operations on top; usage stands alone; the folder root (the provisioner, its metrics, index.ts) wires them.
+ */
+const HOSTPATH_ROOMS: Record<string, readonly string[]> = {
+  paths: [],
+  config: ['paths'],
+  disk: ['paths', 'config'],
+  records: ['paths', 'disk'],
+  volume: ['paths', 'config'],
+  ledger: ['paths', 'config', 'disk', 'records', 'volume'],
+  provision: ['paths', 'config', 'volume', 'ledger'],
+  delete: ['paths', 'config', 'disk', 'records', 'volume', 'ledger'],
+  expand: ['paths', 'config', 'disk', 'records', 'volume', 'ledger'],
+  usage: [],
+  '(root)': ['paths', 'config', 'disk', 'records', 'volume', 'ledger', 'provision', 'delete', 'expand', 'usage'],
+};
+
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
     e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
@@ -69,6 +90,12 @@ function folderOf(file: string): string {
 /** The layer of a file under src/cluster (its first folder there, or "(root)"). */
 function clusterLayerOf(file: string): string {
   const parts = relative(join(SRC, 'cluster'), file).split('/');
+  return parts.length > 1 ? parts[0] : '(root)';
+}
+
+/** The room of a file under src/hostpath (its first folder there, or "(root)"). */
+function hostpathRoomOf(file: string): string {
+  const parts = relative(join(SRC, 'hostpath'), file).split('/');
   return parts.length > 1 ? parts[0] : '(root)';
 }
 
@@ -140,6 +167,22 @@ describe('src/ layering', () => {
     assert.deepEqual(violations, []);
   });
 
+  it('inside src/hostpath, every import goes to a room below', () => {
+    const violations: string[] = [];
+    for (const [file, targets] of graph) {
+      if (folderOf(file) !== 'hostpath') continue;
+      const from = hostpathRoomOf(file);
+      assert.ok(HOSTPATH_ROOMS[from], `src/hostpath room "${from}" has no rule`);
+      for (const target of targets) {
+        if (folderOf(target) !== 'hostpath') continue;
+        const to = hostpathRoomOf(target);
+        if (to !== from && !HOSTPATH_ROOMS[from].includes(to))
+          violations.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
+      }
+    }
+    assert.deepEqual(violations, []);
+  });
+
   it('has no import cycle besides the known ones', () => {
     const known = new Set(KNOWN_CYCLES.map((c) => c.join(' ')));
     const found = cycles().map((c) => c.join(' '));
@@ -156,6 +199,11 @@ describe('src/ layering', () => {
     assert.ok(
       (graph.get(join(SRC, 'cluster', 'writes', 'cluster-store.ts')) ?? []).includes(
         join(SRC, 'cluster', 'storage', 'store.ts'),
+      ),
+    );
+    assert.ok(
+      (graph.get(join(SRC, 'hostpath', 'delete', 'volume-delete.ts')) ?? []).includes(
+        join(SRC, 'hostpath', 'ledger', 'record-store.ts'),
       ),
     );
   });

@@ -1,0 +1,187 @@
+// local-path's `setup` and `teardown` ConfigMap scripts, run by the provisioner process itself (no helper pod):
+// `sh -c <script>` with local-path's environment (VOL_DIR, VOL_MODE, VOL_SIZE_BYTES, VOL_USER, VOL_GROUP,
+// VOL_PERM) and its arguments (-p <dir> -s <bytes> -m <mode> -a create|delete); the path is never part of the
+// command string. The script runs in its own process group, and that group is killed when the script exits (as a
+// helper pod's containers end with it), times out or is aborted: nothing it started in the background outlives it.
+// Output is captured, bounded, for the event and the log of a failure. runLoggedScript runs the configured one of
+// a volume (none configured: nothing), and isRealDirectory is the check a directory passes before a script gets it.
+import { spawn } from 'node:child_process';
+import type { Clock } from '../../runtime/clock.ts';
+import { realClock } from '../../runtime/clock.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import type { VolumeScripts } from '../config/hostpath-config.ts';
+import { hostFsOf, type HostFs } from './host-fs.ts';
+
+/** Which script ran: setup (after the directory is created) or teardown (before it is removed). */
+export type ScriptName = 'setup' | 'teardown';
+
+/** One run of a setup or teardown script: the script, which one, the volume directory and size, its time limit, signal and clock. */
+export interface VolumeScriptRun {
+  script: string;
+  name: ScriptName;
+  /** The volume directory (VOL_DIR, -p). */
+  volumeDir: string;
+  /** The claim's size in bytes (VOL_SIZE_BYTES, -s). */
+  sizeBytes: bigint;
+  /** VOL_USER, VOL_GROUP, VOL_PERM (local-path renders them from its user/group/perm patterns; empty when unset). */
+  user?: string;
+  group?: string;
+  perm?: string;
+  timeoutMs: number;
+  signal: AbortSignal;
+  clock?: Clock;
+  /** Bytes of output kept (stdout and stderr interleaved). Default 16 KiB. */
+  maxOutputBytes?: number;
+}
+
+/** A script that exited non-zero, was killed, timed out or could not start. `output` is its captured output. */
+export class VolumeScriptError extends Error {
+  override name = 'VolumeScriptError';
+  constructor(
+    readonly script: ScriptName,
+    readonly outcome: { exitCode?: number; signal?: string; timedOut: boolean; aborted: boolean },
+    readonly output: string,
+    options?: { cause?: unknown },
+  ) {
+    const how = outcome.timedOut
+      ? 'timed out'
+      : outcome.aborted
+        ? 'was aborted'
+        : outcome.signal
+          ? `was killed by ${outcome.signal}`
+          : `exited with ${outcome.exitCode}`;
+    super(`the ${script} script ${how}${output.trim() ? `: ${output.trim()}` : ''}`, options);
+  }
+}
+
+/** Runs one script to completion. Resolves with its output; rejects with VolumeScriptError. */
+export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }> {
+  if (r.signal.aborted) return Promise.reject(r.signal.reason as Error);
+  const clock = r.clock ?? realClock;
+  const max = r.maxOutputBytes ?? 16 * 1024;
+  const action = r.name === 'setup' ? 'create' : 'delete';
+  const size = r.sizeBytes.toString();
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'sh',
+      ['-c', r.script, r.name, '-p', r.volumeDir, '-s', size, '-m', 'Filesystem', '-a', action],
+      {
+        // Only what a script needs: the provisioner's own environment (kube tokens, flags) is not its business.
+        env: {
+          PATH: process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+          VOL_DIR: r.volumeDir,
+          VOL_MODE: 'Filesystem',
+          VOL_SIZE_BYTES: size,
+          VOL_USER: r.user ?? '',
+          VOL_GROUP: r.group ?? '',
+          VOL_PERM: r.perm ?? '',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      },
+    );
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let truncated = false;
+    const keep = (b: Buffer) => {
+      if (kept >= max) {
+        truncated = true;
+        return;
+      }
+      const part = b.subarray(0, max - kept);
+      chunks.push(part);
+      kept += part.length;
+      if (part.length < b.length) truncated = true;
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    let timedOut = false;
+    let aborted = false;
+    let exited = false;
+    const killGroup = () => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    };
+    // The script is done: what it left running goes with it. (Its output pipes close once the group is gone.)
+    child.on('exit', () => {
+      exited = true;
+      killGroup();
+    });
+    const timer = clock.setTimeout(() => {
+      // A process that left the group (setsid) and still holds the output open: stop waiting for it.
+      if (exited) {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        return;
+      }
+      timedOut = true;
+      killGroup();
+    }, r.timeoutMs);
+    const onAbort = () => {
+      aborted = true;
+      killGroup();
+    };
+    r.signal.addEventListener('abort', onAbort, { once: true });
+    const output = () => Buffer.concat(chunks).toString('utf8') + (truncated ? '\n[output truncated]' : '');
+    const done = () => {
+      timer.cancel();
+      r.signal.removeEventListener('abort', onAbort);
+    };
+    child.on('error', (err) => {
+      done();
+      reject(new VolumeScriptError(r.name, { timedOut, aborted }, `${output()}${err.message}`, { cause: err }));
+    });
+    child.on('close', (code, sig) => {
+      done();
+      if (code === 0 && !timedOut && !aborted) resolve({ output: output() });
+      else
+        reject(
+          new VolumeScriptError(
+            r.name,
+            { exitCode: code ?? undefined, signal: sig ?? undefined, timedOut, aborted },
+            output(),
+          ),
+        );
+    });
+  });
+}
+
+/** Runs a configured script (none configured: nothing), logging its output on failure. */
+export async function runLoggedScript(r: {
+  name: ScriptName;
+  scripts: VolumeScripts;
+  dir: string;
+  bytes: bigint;
+  signal: AbortSignal;
+  clock: Clock;
+  logger: Logger;
+}): Promise<void> {
+  const script = r.scripts[r.name];
+  if (script === undefined) return;
+  const log = r.logger.child({ path: r.dir, script: r.name });
+  try {
+    const { output } = await runVolumeScript({
+      script,
+      name: r.name,
+      volumeDir: r.dir,
+      sizeBytes: r.bytes,
+      timeoutMs: r.scripts.timeoutMs,
+      signal: r.signal,
+      clock: r.clock,
+    });
+    if (output.trim()) log.debug({ output }, `${r.name} script output`);
+  } catch (e) {
+    if (e instanceof VolumeScriptError) log.warn({ output: e.output, ...e.outcome }, `${r.name} script failed`);
+    throw e;
+  }
+}
+
+/** The script is handed a path, and `sh` follows symlinks: run it only when no component of that path is one. */
+export async function isRealDirectory(p: string, o?: { fs?: HostFs }): Promise<boolean> {
+  const fs = hostFsOf(o);
+  const st = await fs.lstat(p).catch(() => undefined);
+  return st?.isDirectory() === true && (await fs.realpath(p).catch(() => undefined)) === p;
+}
