@@ -4,7 +4,7 @@
 // Snapshot{size_bytes=1, snapshot_id=2, source_volume_id=3, creation_time=4 (Timestamp), ready_to_use=5}.
 import { decodeMessage, encodeMessage } from '../src/csi/codec.ts';
 import type { MessageDescriptor } from '../src/csi/descriptors.ts';
-import { socketPathOf } from '../src/csi/client.ts';
+import { socketPathOf } from '../src/csi/csi-client.ts';
 
 const CreateSnapshotRequest = {
   name: 'csi.v1.CreateSnapshotRequest',

@@ -11,7 +11,7 @@ import { mkdir, readFile, realpath, rm, rmdir, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { IgnoredError, InfeasibleError, ProvisioningError } from '../controller/provisioner.ts';
-import { CsiStatusError, type CsiPluginHandlers } from '../csi/server.ts';
+import { CsiStatusError, type CsiPluginHandlers } from '../csi/csi-server.ts';
 import type { CsiAccessMode } from '../csi/descriptors.ts';
 import type { RequestOf, ResponseOf } from '../csi/services.ts';
 import {

@@ -11,11 +11,11 @@ import {
   ownerReferenceFor,
   type CapacityControllerOptions,
   type CapacityOwner,
-} from '../csi/capacity.ts';
+} from '../csi/capacity-publisher.ts';
 import { InformedClusterAccess } from '../csi/cluster-access.ts';
 import { CloneProtection } from '../csi/clone-protection.ts';
 import type { ClaimAccess } from '../csi/node-ownership.ts';
-import { CsiProvisioner, type CsiProvisionerSettings } from '../csi/provisioner.ts';
+import { CsiProvisioner, type CsiProvisionerSettings } from '../csi/csi-provisioner.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { startHealthServer, type HealthServer } from '../runtime/health-server.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
@@ -27,9 +27,6 @@ import type { Node, PersistentVolumeClaim } from '../types/k8s.ts';
 import type { RunCsiOptions } from './csi-options.ts';
 import { loadCliKubeConfig } from './user-errors.ts';
 import { userAgent } from './version.ts';
-
-export type { RunCsiOptions } from './csi-options.ts';
-export { parseRunCsiArgs } from './csi-options.ts';
 
 /** What startCsiSidecar needs besides the options; everything has a default. */
 export interface CsiSidecarDeps {

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { parseRunCsiArgs } from '../../src/cli/csi-options.ts';
 import { controllerOptionsOf, managedByForNode, startCsiSidecar, type CsiSidecar } from '../../src/cli/run-csi.ts';
-import { csiStorageCapacities, LABEL_DRIVER_NAME, LABEL_MANAGED_BY } from '../../src/csi/capacity.ts';
+import { csiStorageCapacities, LABEL_DRIVER_NAME, LABEL_MANAGED_BY } from '../../src/csi/capacity-publisher.ts';
 import { csiNodes } from '../../src/csi/kinds.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';

@@ -18,8 +18,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CsiClient } from '../../src/csi/client.ts';
-import { CsiError } from '../../src/csi/errors.ts';
+import { CsiClient } from '../../src/csi/csi-client.ts';
+import { CsiError } from '../../src/csi/grpc-status.ts';
 import type { CsiAccessMode } from '../../src/csi/descriptors.ts';
 import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { HOSTPATH_CSI_DRIVER, systemMounter, type Mounter } from '../../src/cli/csi-hostpath-plugin.ts';

@@ -25,11 +25,11 @@ import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { ANN_SELECTED_NODE } from '../types/annotations.ts';
 import { errorMessage } from '../types/errors.ts';
 import { claimProvisionerName } from '../controller/decide-claim.ts';
-import { CsiClient } from './client.ts';
+import { CsiClient } from './csi-client.ts';
 import type { CsiClusterAccess } from './cluster-access.ts';
 import { FINALIZER_SNAPSHOT_SOURCE_PROTECTION } from './content-source.ts';
-import { CsiError, GRPC_CODES, provisioningStateOf } from './errors.ts';
-import { DEFAULT_VOLUME_NAMING, checkVolumeNaming, volumeNameHook, type VolumeNaming } from './names.ts';
+import { CsiError, GRPC_CODES, provisioningStateOf } from './grpc-status.ts';
+import { DEFAULT_VOLUME_NAMING, checkVolumeNaming, volumeNameHook, type VolumeNaming } from './volume-names.ts';
 import {
   checkCsiClaim,
   prepareProvision,

@@ -16,7 +16,7 @@ import {
   LABEL_DRIVER_NAME,
   LABEL_MANAGED_BY,
   type CapacityInput,
-} from '../../src/csi/capacity.ts';
+} from '../../src/csi/capacity-publisher.ts';
 import type { CSINode } from '../../src/csi/kinds.ts';
 import type { KubeClient } from '../../src/runtime/client.ts';
 import type { KubeObject, Node, StorageClass } from '../../src/types/k8s.ts';

@@ -27,7 +27,7 @@ import { errorMessage } from '../types/errors.ts';
 import type { KubeObject, Node, OwnerReference, Pod, StorageClass } from '../types/k8s.ts';
 import { formatBytes, parseQuantity } from '../types/quantity.ts';
 import type { CSIStorageCapacity } from '../types/storage-objects.ts';
-import type { CsiClient } from './client.ts';
+import type { CsiClient } from './csi-client.ts';
 import { csiNodes, type CSINode } from './kinds.ts';
 import { CSI_PARAMETER_PREFIX } from './parameters.ts';
 
