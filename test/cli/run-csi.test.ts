@@ -331,6 +331,8 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
     await waitFor('left-over object removed', () => ours().length === 0, 30_000);
   });
   it('capacity: a standby parks its keys (no GetCapacity, no 5 s recheck) and publishes once it is elected (woken by the election, not a poll)', async () => {
+    // Its own class: the stale-objects test deleted the others.
+    await client.create(storageClasses, sc('standby-wffc', { volumeBindingMode: 'WaitForFirstConsumer' }));
     const lease = leaseNameFor(DRIVER);
     const now = new Date().toISOString().replace(/\.\d+Z$/, '.000000Z');
     await client.create(
@@ -370,14 +372,20 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
     );
     try {
       const capacity = standby.capacity!;
-      await waitFor('the standby parked its keys', () => capacity.standbyKeys().length >= 2, 30_000);
+      await waitFor(
+        'the standby parked its keys',
+        () => capacity.desiredKeys().length > 0 && capacity.standbyKeys().length === capacity.desiredKeys().length,
+        30_000,
+      );
+      const keys = capacity.desiredKeys().length;
       assert.equal(standby.controller.isLeader(), false);
       await client.delete(leases, lease, { namespace: 'default' });
       await waitFor('elected', () => standby.controller.isLeader(), 30_000);
       await waitFor('the parked keys went back on the queue', () => capacity.standbyKeys().length === 0, 30_000);
-      await waitFor('the elected standby read GetCapacity for its keys', () => capacity.records.size >= 2, 30_000);
+      await waitFor('the elected standby read GetCapacity for its keys', () => capacity.records.size >= keys, 30_000);
     } finally {
       await standby.stop();
+      await client.delete(storageClasses, 'standby-wffc');
     }
   });
 
