@@ -5,7 +5,7 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { GoFieldTags } from '../src/cluster/schema/go-tags.generated.ts';
-import type { GeneratedModel } from '../src/cluster/schema/schema.ts';
+import type { GeneratedModel } from '../src/cluster/schema/schema-model.ts';
 
 /** One Go struct field's tags (the shape of the generated table; `i` marks fields of embedded structs). */
 type GoField = GoFieldTags;

@@ -38,7 +38,7 @@ export {
   type SelectorPolicy,
   type VolumeSaveOptions,
 } from './controller/options.ts';
-export type { EventSink } from './controller/volume-store.ts';
+export type { EventSink } from './types/events.ts';
 
 // Why a claim is (not) being provisioned: the same explanation `kube-provisioner explain pvc` prints, for a backend
 // of your own (its checkClaim hook runs too).
@@ -50,15 +50,15 @@ export {
   type ExplainClaimOptions,
   type ExplainDecisionCode,
   type ExplainedDecision,
-} from './controller/explain.ts';
-export type { ClaimDecisionCode } from './controller/decide-claim.ts';
+} from './controller/claim/explain-claim.ts';
+export type { ClaimDecisionCode } from './controller/claim/decide-claim.ts';
 export {
   decideResize,
   type ResizeAction,
   type ResizeDecision,
   type ResizeDecisionCode,
   type ResizeDecisionInput,
-} from './controller/decide-resize.ts';
+} from './controller/resize/decide-resize.ts';
 
 // Talking to the cluster: client, kubeconfig, typed resource descriptors, errors.
 export { KubeClient, type KubeClientOptions, type KubeConnection } from './runtime/client.ts';

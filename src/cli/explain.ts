@@ -6,9 +6,9 @@
 import { Command, Option } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { explainClaim, formatExplanation, type ClaimExplanation } from '../controller/explain.ts';
-import { judgePresence, readControllerPresence } from '../controller/explain-presence.ts';
-import { claimClassName, claimProvisionerName } from '../controller/decide-claim.ts';
+import { explainClaim, formatExplanation, type ClaimExplanation } from '../controller/claim/explain-claim.ts';
+import { judgePresence, readControllerPresence } from '../controller/presence/explain-presence.ts';
+import { claimClassName, claimProvisionerName } from '../controller/claim/decide-claim.ts';
 import { parseHostPathConfig, type HostPathConfig } from '../hostpath/config/hostpath-config.ts';
 import { HostPathProvisioner } from '../hostpath/hostpath-provisioner.ts';
 import type { Provisioner } from '../controller/provisioner.ts';

@@ -7,12 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeObject } from '../types/k8s.ts';
 import { Audit } from './http/audit.ts';
-import { ClusterApiError } from './common/errors.ts';
+import { ClusterApiError } from './common/api-errors.ts';
 import { Faults } from './http/faults.ts';
 import { openSqliteBackend } from './storage/persistence.ts';
 import type { SqliteDriverName } from './storage/sqlite.ts';
 import { resolveLimits, type ServerLimits } from './http/request-limits.ts';
-import { startApiServer, type ApiServer } from './http/server.ts';
+import { startApiServer, type ApiServer } from './http/api-server.ts';
 import { ClusterStore } from './writes/cluster-store.ts';
 import { buildKubeconfig, ensureServingCertificates } from './http/tls.ts';
 import {

@@ -1,18 +1,19 @@
-// What the claim and volume flows share: the dependencies (client, provisioner, events, metrics, clock, logger),
-// the state that outlives a leadership term (one record per claim and per PV, the overlay of our own writes)
-// and the per-term caches and queues. Plain data: the flows are functions over it.
+// What the control loops share: the dependencies (client, provisioner, events, metrics, clock, logger), the state
+// that outlives a leadership term (the record books, the overlay of our own writes) and the per-term caches. Plain
+// data: the loops are functions over it.
 import type { Clock } from '../runtime/clock.ts';
 import type { ObjectClient } from '../runtime/client.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { ReadonlyObjectStore } from '../runtime/object-store.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import type { ClaimLock } from './claim-lock.ts';
-import type { ClaimRecords, Records, VolumeRecord } from './object-records.ts';
-import type { ControllerMetrics } from './metrics.ts';
+import type { ClaimRecords, Records, ResizeRecord, VolumeRecord } from './object-records.ts';
+import type { ControllerMetrics } from './controller-metrics.ts';
 import type { ResolvedOptions } from './options.ts';
 import type { Provisioner } from './provisioner.ts';
 import type { OwnWrites } from './own-writes.ts';
-import type { EventSink, VolumeStore } from './volume-store.ts';
+import type { EventSink } from '../types/events.ts';
+import type { VolumeStore } from './claim/volume-store.ts';
 
 /** Long-lived state and dependencies of one ProvisionController. */
 export interface ControllerShared {
@@ -30,6 +31,8 @@ export interface ControllerShared {
   claimRecords: ClaimRecords;
   /** What the controller remembers per PV (by name): failures, backend already deleted. */
   volumeRecords: Records<VolumeRecord>;
+  /** What the resize loop remembers per claim (by uid): failures, an expand() result not yet written to the PV. */
+  resizeRecords: Records<ResizeRecord>;
   /** PVs we saved that the volume informer has not delivered yet, by name (prevents duplicate provision() calls). */
   savedVolumes: OwnWrites<PersistentVolume>;
   /** Claims we rewrote ourselves (Reschedule), by uid: a sync waits for the cache to deliver our write. */
@@ -40,23 +43,13 @@ export interface ControllerShared {
   volumeStore: Pick<VolumeStore, 'save' | 'pending'>;
 }
 
-/** What the informer handlers do to a work queue (a WorkQueue fits). */
-export interface KeyQueue {
-  add(key: string): void;
-  forget(key: string): void;
-}
-
-/** The caches and queues of one leadership term (or of the whole run without leader election). */
+/** The caches of one leadership term (or of the whole run without leader election). */
 export interface ControllerTerm {
   claims: ReadonlyObjectStore<PersistentVolumeClaim>;
   volumes: ReadonlyObjectStore<PersistentVolume>;
   classes: ReadonlyObjectStore<StorageClass>;
   /** Only with the nodeCache option. */
   nodes: ReadonlyObjectStore<Node> | undefined;
-  /** Keyed by claim uid. Informer handlers add keys; only the worker applies a sync's Next. */
-  claimQueue: KeyQueue;
-  /** Keyed by PV name. */
-  volumeQueue: KeyQueue;
   /** Aborts when the term ends (leadership lost or controller stopped). */
   signal: AbortSignal;
 }

@@ -1,7 +1,5 @@
-// What a sync asks of its work queue, as a value: the claim and volume flows return a Next and the worker alone
-// applies it to the queue (kube-rs reconcile -> Action, client-go's handleErr). Also the one failure policy both
-// flows share: given the failure record, the threshold and what kind of failure it was, what happens next.
-import { thresholdReached, type FailureRecord } from './failures.ts';
+// What a sync asks of its work queue, as a value: every control loop returns a Next and the worker alone applies it
+// to the queue (kube-rs reconcile -> Action, client-go's handleErr). What a failure leads to is failures.ts's.
 
 /**
  * The next step for a key after a sync:
@@ -9,7 +7,8 @@ import { thresholdReached, type FailureRecord } from './failures.ts';
  * - `after`: look again in `ms` (backoff history forgotten);
  * - `backoff`: retry with the queue's per-key exponential backoff;
  * - `giveUp`: stop retrying until the object changes (backoff history forgotten);
- * - `waitForEvent`: leave the queue as it is; an informer event brings the key back (e.g. our own write).
+ * - `waitForEvent`: leave the queue as it is; an informer event brings the key back (e.g. our own write), or the
+ *   term is ending (a backend call interrupted by shutdown or lost leadership: not a failure).
  */
 export type Next =
   | { kind: 'done' }
@@ -51,25 +50,4 @@ export function applyNext<K>(queue: RetryQueue<K>, key: K, next: Next): void {
     case 'waitForEvent':
       return;
   }
-}
-
-/**
- * What kind of failure it was: `infeasible` (an InfeasibleError: retry slowly, after `infeasibleRetryMs`),
- * `inBackground` (the backend may still be working: retry with backoff and never give up), or `final`.
- */
-export type FailureClass = 'final' | 'infeasible' | 'inBackground';
-
-/**
- * The failure policy of both flows: an infeasible failure waits `infeasibleRetryMs`; otherwise the threshold
- * (0 = never) gives up once reached, unless the backend may still be working; anything else backs off.
- */
-export function failurePolicy(
-  record: FailureRecord,
-  threshold: number,
-  failure: FailureClass,
-  infeasibleRetryMs = 0,
-): Next {
-  if (failure === 'infeasible') return after(infeasibleRetryMs);
-  if (failure === 'final' && thresholdReached(record, threshold)) return giveUp;
-  return backoff;
 }

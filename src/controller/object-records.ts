@@ -1,8 +1,9 @@
-// What the controller remembers about one claim (by uid) and one PV (by name) between syncs, as one record per
-// object: forgetting an object is one delete. Records that hold nothing are dropped, so the maps only hold
+// The record books: what each control loop remembers between syncs, one record per key (the claim loop's per claim
+// uid, the volume loop's per PV name, the resize loop's per claim uid): forgetting an object is one delete. Records that hold nothing are dropped, so the maps only hold
 // objects with something to remember.
 import type { PersistentVolumeClaim } from '../types/k8s.ts';
 import type { FailureRecord } from './failures.ts';
+import type { ExpandResult } from './provisioner.ts';
 
 /** What the controller remembers about one claim. */
 export interface ClaimRecord {
@@ -20,6 +21,14 @@ export interface VolumeRecord {
   failures?: FailureRecord;
   /** The uid of the PV whose backend volume delete() already removed (so delete() is called once per uid). */
   backendDeletedUid?: string;
+}
+
+/** What the resize loop remembers about one claim. */
+export interface ResizeRecord {
+  /** Failed resize attempts since the request or the class last changed. */
+  failures?: FailureRecord;
+  /** expand() succeeded but the PV's capacity is not written yet: the result to write on the next attempt. */
+  expanded?: { pvName: string; target: string; result: ExpandResult };
 }
 
 /** Records by key; a record whose fields are all unset is removed. */

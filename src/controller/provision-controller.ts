@@ -1,6 +1,6 @@
-// ProvisionController: wires informers (claims, volumes, classes), two work queues and their workers, the
-// volume store, events, metrics and leader election ('lease' / 'none' / 'per-claim') around the claim and
-// volume flows. Nothing here exits the process: losing the lease ends the term and the controller campaigns
+// ProvisionController: wires the control loops (claim, volume, and resize when the provisioner can expand) through
+// their one shape: a work queue and `threadiness` workers each, their hooks on the term's informers (claims, volumes,
+// classes); plus the volume store, events, metrics and leader election ('lease' / 'none' / 'per-claim'). Nothing here exits the process: losing the lease ends the term and the controller campaigns
 // again; run(signal) returns after a graceful stop (workers drained, Lease released, events flushed).
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
@@ -17,17 +17,17 @@ import { WorkQueue } from '../runtime/workqueue.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { errorMessage } from '../types/errors.ts';
 import { ClaimLock } from './claim-lock.ts';
-import { syncClaim } from './claim-sync.ts';
+import { claimLoop } from './claim/claim-loop.ts';
 import type { ControllerShared, ControllerTerm } from './controller-state.ts';
 import { boundedEventSink } from './event-bounds.ts';
-import { explainCachedClaim, type ClaimExplanation } from './explain.ts';
-import { Heartbeat } from './heartbeat.ts';
-import { wireHandlers } from './informer-handlers.ts';
+import { explainCachedClaim, type ClaimExplanation } from './claim/explain-claim.ts';
+import { Heartbeat } from './presence/heartbeat.ts';
+import { wireLoops } from './loop-hooks.ts';
 import { runLeakInventory, type LeakReport } from './leak-inventory.ts';
-import { createControllerMetrics } from './metrics.ts';
-import { resizeHooks } from './resize-loop.ts';
-import { createResizeMetrics } from './resize-metrics.ts';
-import { createResizeState, decideCachedResize, syncResize, type ResizeState } from './resize-sync.ts';
+import { createControllerMetrics } from './controller-metrics.ts';
+import type { AnyControlLoop, KeyQueue } from './loop.ts';
+import { resizeLoop } from './resize/resize-loop.ts';
+import { createResizeMetrics } from './resize/resize-metrics.ts';
 import {
   leaseNameFor,
   resolveOptions,
@@ -36,10 +36,11 @@ import {
   type ResolvedOptions,
 } from './options.ts';
 import type { Provisioner } from './provisioner.ts';
-import { syncVolume } from './volume-sync.ts';
-import { VolumeStore, type EventSink } from './volume-store.ts';
+import { volumeLoop } from './volume/volume-loop.ts';
+import { VolumeStore } from './claim/volume-store.ts';
+import type { EventSink } from '../types/events.ts';
 import { applyNext, backoff, type Next } from './next.ts';
-import { ClaimRecords, Records, type VolumeRecord } from './object-records.ts';
+import { ClaimRecords, Records, type ResizeRecord, type VolumeRecord } from './object-records.ts';
 import { OwnWrites } from './own-writes.ts';
 import { termInformers } from './term-caches.ts';
 
@@ -97,8 +98,12 @@ export class ProvisionController {
   private readonly stopController = new AbortController();
   /** When each undated backend volume without a PV was first listed (leak inventory). */
   private readonly leakFirstSeen = new Map<string, number>();
-  /** Resize state, when the provisioner implements expand(). */
-  private readonly resize: ResizeState | undefined;
+  /** The control loops, in the order their workers start (claims, volumes, resizes). */
+  private readonly loops: readonly AnyControlLoop[];
+  /** The resize loop, when the provisioner implements expand() (explain shows its decision). */
+  private readonly resize: ReturnType<typeof resizeLoop> | undefined;
+  /** The current term's queues, by loop name. */
+  private queues = new Map<string, KeyQueue>();
   /** This instance's heartbeat Lease writer (undefined with heartbeatIntervalMs 0). */
   private readonly heartbeat: Heartbeat | undefined;
 
@@ -153,6 +158,7 @@ export class ProvisionController {
       logger,
       claimRecords: new ClaimRecords(),
       volumeRecords: new Records<VolumeRecord>(),
+      resizeRecords: new Records<ResizeRecord>(),
       savedVolumes,
       writtenClaims: new OwnWrites<PersistentVolumeClaim>(),
       claimLock:
@@ -167,7 +173,8 @@ export class ProvisionController {
           : undefined,
       volumeStore: this.volumeStore,
     };
-    this.resize = provisioner.expand ? createResizeState(createResizeMetrics(this.registry)) : undefined;
+    this.resize = provisioner.expand ? resizeLoop(this.shared, createResizeMetrics(this.registry)) : undefined;
+    this.loops = [claimLoop(this.shared), volumeLoop(this.shared), ...(this.resize ? [this.resize] : [])];
     const { backoffBaseMs, backoffMaxMs, exponentialBackoff, infeasibleDelayMs } = options.retry;
     this.heartbeat =
       options.heartbeatIntervalMs > 0
@@ -275,7 +282,7 @@ export class ProvisionController {
     const claim = term.claims.get(namespace, name);
     if (!claim) return undefined;
     const explanation = explainCachedClaim(this.shared, term, claim);
-    if (this.resize) explanation.resize = decideCachedResize(this.shared, term, this.resize, claim);
+    if (this.resize) explanation.resize = this.resize.decide(term, claim);
     return explanation;
   }
 
@@ -285,12 +292,12 @@ export class ProvisionController {
    * (retry.infeasibleDelayMs) unless the claim or its class changes. Returns how many claims were re-enqueued.
    */
   recheckBlocked(): number {
-    const term = this.term;
-    if (!term) return 0;
+    const claimQueue = this.queues.get('claims');
+    if (!this.term || !claimQueue) return 0;
     const uids = this.shared.claimRecords.clearInfeasibleBackoffs();
     for (const uid of uids) {
-      term.claimQueue.forget(uid);
-      term.claimQueue.add(uid);
+      claimQueue.forget(uid);
+      claimQueue.add(uid);
     }
     const count = uids.length;
     if (count > 0) this.shared.logger.info({ claims: count }, 're-checking claims blocked as infeasible');
@@ -369,19 +376,20 @@ export class ProvisionController {
       nodes: nodeInformer,
       all: informers,
     } = termInformers(this.client, o, s.clock, s.logger);
-    const claimQueue = this.makeQueue('claims');
-    const volumeQueue = this.makeQueue('volumes');
     const t: ControllerTerm = {
       claims: claims.store,
       volumes: volumes.store,
       classes: classes.store,
       nodes: nodeInformer?.store,
-      claimQueue,
-      volumeQueue,
       signal,
     };
-    const resizeQueue = this.resize ? this.makeQueue('resizes') : undefined;
-    wireHandlers(s, t, claims, volumes, classes, resizeQueue && resizeHooks(t, resizeQueue, this.resize!));
+    const queues = this.loops.map((loop) => this.makeQueue(loop.name));
+    this.queues = new Map(this.loops.map((loop, i) => [loop.name, queues[i]!]));
+    wireLoops(
+      s,
+      { claims, volumes, classes },
+      this.loops.map((loop, i) => loop.hooks(t, queues[i]!)),
+    );
     for (const inf of informers) inf.start(signal);
     this.term = t;
     for (const listener of this.leadingListeners) listener();
@@ -392,9 +400,7 @@ export class ProvisionController {
       await Promise.all(informers.map((inf) => inf.synced));
       this.synced = true;
       for (let i = 0; i < o.threadiness; i++) {
-        workers.push(this.worker(claimQueue, (key) => syncClaim(s, t, key)));
-        workers.push(this.worker(volumeQueue, (key) => syncVolume(s, t, key)));
-        if (resizeQueue) workers.push(this.worker(resizeQueue, (key) => syncResize(s, t, this.resize!, key)));
+        this.loops.forEach((loop, j) => workers.push(this.worker(queues[j]!, (key) => loop.sync(t, key))));
       }
       s.logger.info({ threadiness: o.threadiness }, 'started provisioner controller');
       leakTimer = this.scheduleLeakInventory(t);
@@ -406,12 +412,11 @@ export class ProvisionController {
       if (!signal.aborted) s.logger.error({ err: errorMessage(err) }, 'controller term failed');
     } finally {
       leakTimer?.cancel();
-      claimQueue.shutdown();
-      volumeQueue.shutdown();
-      resizeQueue?.shutdown();
+      for (const queue of queues) queue.shutdown();
       await this.drain(workers);
       await Promise.all(informers.map((inf) => inf.stop()));
       this.term = undefined;
+      this.queues = new Map();
       this.synced = false;
       s.metrics.isLeader.set({ provisioner: s.provisionerName }, 0);
     }

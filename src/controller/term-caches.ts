@@ -17,7 +17,7 @@ import {
   type ApiResource,
 } from '../runtime/resources.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
-import { claimClassName } from './decide-claim.ts';
+import { claimClassName } from './claim/decide-claim.ts';
 import type { ResolvedOptions } from './options.ts';
 
 /**
@@ -35,6 +35,9 @@ export const NODE_FIELDS_NOT_CACHED: readonly string[] = [
   'status.features',
 ];
 
+/** Volume cache index: PVs by their claimRef's uid (the volume loop re-queues a deleted claim's PVs by it). */
+export const VOLUME_CLAIM_UID_INDEX = 'claimUid';
+
 /** The informers of one term (not started). */
 export interface TermInformers {
   claims: Informer<PersistentVolumeClaim>;
@@ -44,7 +47,7 @@ export interface TermInformers {
   all: Array<Informer<PersistentVolumeClaim> | Informer<PersistentVolume> | Informer<StorageClass> | Informer<Node>>;
 }
 
-/** Builds the term's informers with their transforms and the claim indexes `class` and `pvName`. */
+/** Builds the term's informers with their transforms, the claim indexes `class` and `pvName` and the PV index `claimUid`. */
 export function termInformers(client: KubeClient, o: ResolvedOptions, clock: Clock, logger: Logger): TermInformers {
   const strings = new StringTable();
   const informer = <T extends PersistentVolumeClaim | PersistentVolume | StorageClass | Node>(
@@ -65,6 +68,7 @@ export function termInformers(client: KubeClient, o: ResolvedOptions, clock: Clo
   const nodeInformer = o.nodeCache ? informer<Node>(nodes, NODE_FIELDS_NOT_CACHED) : undefined;
   claims.addIndex('class', (c) => [claimClassName(c)]);
   claims.addIndex('pvName', (c) => [o.volumeNameHook(c)]);
+  volumes.addIndex(VOLUME_CLAIM_UID_INDEX, (v) => (v.spec.claimRef?.uid ? [v.spec.claimRef.uid] : []));
   return {
     claims,
     volumes,

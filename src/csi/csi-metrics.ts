@@ -2,7 +2,7 @@
 // `csi_sidecar_operations_seconds{driver_name, method_name, grpc_status_code}`, method_name being the gRPC path and
 // grpc_status_code Go's code name (`OK`, `DeadlineExceeded`...). Registered on a registry the caller owns.
 import { Histogram, type Registry } from 'prom-client';
-import { reuse } from '../controller/metrics.ts';
+import { reuse } from '../controller/controller-metrics.ts';
 
 /** The metric's name. */
 export const CSI_OPERATIONS_METRIC = 'csi_sidecar_operations_seconds';

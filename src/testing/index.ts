@@ -9,7 +9,7 @@ import { startEmbeddedCluster, type EmbeddedClusterOptions } from '../cluster/em
 import { MissingDependencyError } from '../cluster/common/optional-deps.ts';
 import type { Faults } from '../cluster/http/faults.ts';
 import type { ListFilterOptions } from '../cluster/storage/store-filter.ts';
-import type { StoreWatchOptions } from '../cluster/writes/cluster-store.ts';
+import type { StoreWatchOptions } from '../cluster/storage/store.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { loadKubeConfig } from '../runtime/kubeconfig.ts';
 import type { ApiResource } from '../runtime/resources.ts';
@@ -18,8 +18,8 @@ import type { KubeObject, WatchEvent } from '../types/k8s.ts';
 export type { Audit, AuditKey, AuditRecord } from '../cluster/http/audit.ts';
 export type { FaultRule, Faults } from '../cluster/http/faults.ts';
 export type { ListFilterOptions } from '../cluster/storage/store-filter.ts';
-export type { StoreWatchOptions } from '../cluster/writes/cluster-store.ts';
-export { ClusterApiError } from '../cluster/common/errors.ts';
+export type { StoreWatchOptions } from '../cluster/storage/store.ts';
+export { ClusterApiError } from '../cluster/common/api-errors.ts';
 export { MissingDependencyError } from '../cluster/common/optional-deps.ts';
 export {
   waitFor,

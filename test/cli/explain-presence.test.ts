@@ -117,7 +117,7 @@ describe('explain: who is running', () => {
 
 describe('explain without permission to list Leases', () => {
   it('says the running controllers are unknown and keeps the decision', async () => {
-    const { judgePresence } = await import('../../src/controller/explain-presence.ts');
+    const { judgePresence } = await import('../../src/controller/presence/explain-presence.ts');
     const verdict = judgePresence(
       { heartbeats: undefined, electionLeases: undefined },
       SERVED,

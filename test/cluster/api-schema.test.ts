@@ -13,7 +13,8 @@ import { CoreV1Api, type V1PersistentVolumeClaim } from '@kubernetes/client-node
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { renderResourceList, renderSchemas, RESOURCES_FILE, SCHEMAS_FILE } from '../../scripts/gen-schemas.ts';
 import { discoverResources, sortResources } from '../../scripts/gen-resources.ts';
-import { RESOURCES, type ResourceType } from '../../src/cluster/registry/registry.ts';
+import { RESOURCES } from '../../src/cluster/registry/registry.ts';
+import type { ResourceType } from '../../src/cluster/registry/resource-type.ts';
 import { pvcBody, raw } from './api-harness.ts';
 
 const run = promisify(execFile);

@@ -2,7 +2,8 @@
 // a watcher writes from its callback, 410 on a compacted resume, copies in and out, dry runs.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClusterApiError, ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
+import { ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
+import { ClusterApiError } from '../../src/cluster/common/api-errors.ts';
 import type { KubeObject, WatchEvent } from '../../src/types/k8s.ts';
 
 function storeWithDefault(opts: ConstructorParameters<typeof ClusterStore>[0] = {}): ClusterStore {

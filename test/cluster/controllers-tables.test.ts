@@ -1,7 +1,8 @@
 // Server-side printing (tables.ts) and the minimal OpenAPI v3 (openapi.ts): columns and cells as kubectl 1.32 shows them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { toTable, humanDuration, accessModesString, age } from '../../src/cluster/registry/tables.ts';
+import { toTable } from '../../src/cluster/registry/tables.ts';
+import { humanDuration, accessModesString, age } from '../../src/cluster/registry/table-columns.ts';
 import { openApiV3Paths, openApiV3Document } from '../../src/cluster/http/openapi.ts';
 import { RESOURCES } from '../../src/cluster/registry/registry.ts';
 import type { KubeObject } from '../../src/types/k8s.ts';

@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import type { KubeObject, OwnerReference } from '../../src/types/k8s.ts';
 import { silentLogger } from '../../src/types/logger.ts';
 import { GarbageCollector } from '../../src/cluster/controllers/garbage-collector.ts';
-import { ClusterStore, type PropagationPolicy } from '../../src/cluster/writes/cluster-store.ts';
+import { ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
+import type { PropagationPolicy } from '../../src/cluster/writes/deletion-finalizers.ts';
 
 const NS = 'cost';
 

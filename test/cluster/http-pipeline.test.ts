@@ -2,19 +2,44 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ClusterApiError } from '../../src/cluster/common/errors.ts';
+import { ClusterApiError } from '../../src/cluster/common/api-errors.ts';
 import {
   compose,
   newContext,
   NextCalledTwiceError,
+  requestPath,
   type RequestContext,
   type Step,
 } from '../../src/cluster/http/pipeline.ts';
-import { parseWatchRequest } from '../../src/cluster/http/watch-stream.ts';
+import { matchRoute, ResourceIndex, type Route } from '../../src/cluster/http/routing.ts';
+import { RESOURCES } from '../../src/cluster/registry/registry.ts';
+import { parseWatchRequest } from '../../src/cluster/http/watch-endpoint.ts';
 
-function context(path: string): RequestContext {
-  const req = { method: 'GET', headers: {} } as unknown as IncomingMessage;
-  return newContext(req, {} as ServerResponse, new URL(path, 'http://localhost'));
+const index = new ResourceIndex(RESOURCES);
+
+function context(target: string, method = 'GET'): RequestContext {
+  const req = { method, headers: {} } as unknown as IncomingMessage;
+  const url = new URL(target, 'http://localhost');
+  const path = requestPath(url);
+  return newContext(req, {} as ServerResponse, url, path, matchRoute(index, method, path, url.searchParams));
+}
+
+/** The route of a request, in a few words. */
+function routeOf(target: string, method = 'GET'): string {
+  const route: Route = context(target, method).route;
+  switch (route.kind) {
+    case 'discovery':
+      return `discovery ${Object.values(route.document).join(' ')}`;
+    case 'resource':
+    case 'podLog': {
+      const r = route.request;
+      return `${route.kind} ${r.verb} ${r.rt.resource} ${r.namespace ?? '-'} ${r.name ?? '-'} ${r.subresource ?? '-'}`;
+    }
+    case 'notFound':
+      return route.drain ? 'notFound drain' : 'notFound';
+    default:
+      return route.kind;
+  }
 }
 
 describe('request pipeline', () => {
@@ -39,11 +64,55 @@ describe('request pipeline', () => {
     await assert.rejects(async () => compose([twice, () => {}])(context('/')), NextCalledTwiceError);
   });
 
-  it('drops one trailing slash from the path and labels the audit with the method until routed', () => {
+  it('drops one trailing slash from the path and labels the audit with the routed verb and resource', () => {
     const ctx = context('/api/v1/pods/');
     assert.equal(ctx.path, '/api/v1/pods');
-    assert.deepEqual(ctx.auditLabel, { verb: 'get', resource: '' });
+    assert.deepEqual(ctx.auditLabel, { verb: 'list', resource: 'pods' });
     assert.equal(context('/').path, '/');
+    assert.deepEqual(context('/api/v1/namespaces/a/pods/p/status', 'PATCH').auditLabel, {
+      verb: 'patch',
+      resource: 'pods/status',
+    });
+    assert.deepEqual(context('/admin/audit', 'DELETE').auditLabel, { verb: 'delete', resource: 'admin' });
+    assert.deepEqual(context('/nowhere', 'POST').auditLabel, { verb: 'post', resource: '' });
+  });
+});
+
+describe('matchRoute: one routing per request', () => {
+  it('sends health and admin paths to their routes, whatever the method', () => {
+    assert.equal(routeOf('/healthz'), 'health');
+    assert.equal(routeOf('/readyz/', 'POST'), 'health');
+    assert.equal(routeOf('/admin/faults/3', 'DELETE'), 'admin');
+    assert.equal(routeOf('/admin/'), 'notFound');
+  });
+
+  it('matches discovery documents for GET only, and only for served groups and versions', () => {
+    assert.equal(routeOf('/version'), 'discovery version');
+    assert.equal(routeOf('/api'), 'discovery apiVersions');
+    assert.equal(routeOf('/apis/'), 'discovery groupList');
+    assert.equal(routeOf('/api/v1'), 'discovery resourceList v1');
+    assert.equal(routeOf('/apis/storage.k8s.io'), 'discovery group storage.k8s.io');
+    assert.equal(routeOf('/apis/storage.k8s.io/v1'), 'discovery resourceList storage.k8s.io/v1');
+    assert.equal(routeOf('/openapi/v3'), 'discovery openApiPaths');
+    assert.equal(routeOf('/openapi/v3/apis/apps/v1'), 'discovery openApiGroupVersion apis/apps/v1');
+    assert.equal(routeOf('/openapi/v3/apis/nope/v1'), 'notFound');
+    assert.equal(routeOf('/apis/nope'), 'notFound');
+    assert.equal(routeOf('/api/v2'), 'notFound');
+    // An empty segment is not a discovery path: it is routed (and refused) as a resource path.
+    assert.equal(routeOf('/api//v1'), 'notFound drain');
+    assert.equal(routeOf('/api/v1', 'POST'), 'notFound drain');
+    assert.equal(routeOf('/api', 'POST'), 'notFound');
+  });
+
+  it('resolves resource requests, the watch forms, pods/log and the refusals', () => {
+    assert.equal(routeOf('/api/v1/namespaces/a/pods/p'), 'resource get pods a p -');
+    assert.equal(routeOf('/api/v1/persistentvolumes', 'POST'), 'resource create persistentvolumes - - -');
+    assert.equal(routeOf('/api/v1/persistentvolumes?watch=1'), 'resource watch persistentvolumes - - -');
+    assert.equal(routeOf('/api/v1/watch/persistentvolumes'), 'resource watch persistentvolumes - - -');
+    assert.equal(routeOf('/api/v1/namespaces/a/pods/p/log'), 'podLog get pods a p log');
+    assert.equal(routeOf('/api/v1/namespaces/a/widgets'), 'notFound drain');
+    assert.equal(routeOf('/api/v1/persistentvolumes/pv1', 'POST'), 'methodNotAllowed');
+    assert.equal(routeOf('/metrics'), 'notFound');
   });
 });
 

@@ -2,7 +2,8 @@
 // FIFO order across batches.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KeyedQueue } from '../../src/cluster/controllers/keyed-queue.ts';
+import { backoff, done, KeyedQueue, type SyncNext } from '../../src/cluster/controllers/keyed-queue.ts';
+import type { Next } from '../../src/controller/next.ts';
 
 test('KeyedQueue: deduplicates waiting keys, re-runs a key added while it runs, retries failures', async () => {
   const seen: string[] = [];
@@ -15,7 +16,7 @@ test('KeyedQueue: deduplicates waiting keys, re-runs a key added while it runs, 
         failOnce = false;
         throw new Error('boom');
       }
-      return 'done';
+      return done;
     },
     baseDelayMs: 1,
   });
@@ -36,12 +37,35 @@ test('KeyedQueue: deduplicates waiting keys, re-runs a key added while it runs, 
 
 test('KeyedQueue: handles many keys in FIFO order across batches', async () => {
   const seen: number[] = [];
-  const q = new KeyedQueue({ handle: (k) => (seen.push(Number(k)), 'done'), batchSize: 7 });
+  const q = new KeyedQueue({ handle: (k) => (seen.push(Number(k)), done), batchSize: 7 });
   for (let i = 0; i < 3000; i++) q.add(String(i));
   await q.idle();
   assert.deepEqual(
     seen,
     Array.from({ length: 3000 }, (_, i) => i),
   );
+  q.stop();
+});
+
+test("SyncNext speaks the controller's Next: every value is a Next, and backoff retries like a throw", async () => {
+  // Compile-time: a SyncNext is assignable to the controller's Next (the same words, a subset of the cases).
+  const asNext = (n: SyncNext): Next => n;
+  assert.deepEqual([asNext(done).kind, asNext(backoff).kind], ['done', 'backoff']);
+  const seen: string[] = [];
+  let retried = false;
+  const q = new KeyedQueue({
+    handle(key) {
+      seen.push(key);
+      if (retried) return done;
+      retried = true;
+      return backoff;
+    },
+    baseDelayMs: 0,
+  });
+  q.add('k');
+  await q.idle();
+  while (seen.length < 2) await new Promise((r) => setImmediate(r));
+  await q.idle();
+  assert.deepEqual(seen, ['k', 'k']);
   q.stop();
 });

@@ -1,11 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  applyJsonPatch,
-  applyMergePatch,
-  applyStrategicMergePatch,
-  PatchError,
-} from '../../src/cluster/patch/patch.ts';
+import { applyJsonPatch, applyMergePatch } from '../../src/cluster/patch/patch.ts';
+import { applyStrategicMergePatch } from '../../src/cluster/patch/strategic-merge-patch.ts';
+import { PatchError } from '../../src/cluster/patch/patch-error.ts';
 
 const isPatchError = (code: number, re?: RegExp) => (e: unknown) =>
   e instanceof PatchError && e.code === code && (re === undefined || re.test(e.message));

@@ -8,7 +8,7 @@ import { validatePersistentVolumeClaim } from '../../src/cluster/registry/core/p
 import { validatePersistentVolume } from '../../src/cluster/registry/core/persistent-volumes.ts';
 import { validatePod } from '../../src/cluster/registry/core/pods.ts';
 import { validateLease } from '../../src/cluster/registry/coordination.ts';
-import { validateEvent } from '../../src/cluster/registry/events.ts';
+import { validateEvent } from '../../src/cluster/registry/event-resources.ts';
 import { validateStorageClass } from '../../src/cluster/registry/storage/storage-classes.ts';
 import type { KubeObject, ObjectMeta, StatusCause } from '../../src/types/k8s.ts';
 

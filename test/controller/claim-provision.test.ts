@@ -1,8 +1,8 @@
 // completeVolume: the PV the controller publishes from what provision() returned.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { completeVolume } from '../../src/controller/claim-provision.ts';
-import { decideClaim } from '../../src/controller/decide-claim.ts';
+import { completeVolume } from '../../src/controller/claim/claim-provision.ts';
+import { decideClaim } from '../../src/controller/claim/decide-claim.ts';
 import { resolveOptions } from '../../src/controller/options.ts';
 import { ANN_DYNAMICALLY_PROVISIONED, FINALIZER_EXTERNAL_PROVISIONER } from '../../src/types/annotations.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';

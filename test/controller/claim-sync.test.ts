@@ -3,7 +3,7 @@
 // failed provisioning backs off and gives up at the threshold, and an infeasible failure waits retry.infeasibleDelayMs.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { syncClaim } from '../../src/controller/claim-sync.ts';
+import { syncClaim } from '../../src/controller/claim/claim-sync.ts';
 import { after, backoff, done, giveUp, waitForEvent } from '../../src/controller/next.ts';
 import type { RetryOptions } from '../../src/controller/options.ts';
 import { InfeasibleError } from '../../src/controller/provisioner.ts';

@@ -4,7 +4,7 @@
 // inventory and explainClaim through the API.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { explainClaim } from '../../src/controller/explain.ts';
+import { explainClaim } from '../../src/controller/claim/explain-claim.ts';
 import { persistentVolumeClaims, pods } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { PersistentVolumeClaim, Pod } from '../../src/types/k8s.ts';

@@ -4,7 +4,7 @@
 // is retried without a second expand(); a leader change in the middle of expand() finishes on the new leader.
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { explainClaim, formatExplanation } from '../../src/controller/explain.ts';
+import { explainClaim, formatExplanation } from '../../src/controller/claim/explain-claim.ts';
 import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import { InfeasibleError, type ExpandResult, type Provisioner } from '../../src/controller/provisioner.ts';
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';

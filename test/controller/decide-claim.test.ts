@@ -8,7 +8,7 @@ import {
   type ClaimDecisionInput,
   type ClaimAction,
   type ClaimDecisionCode,
-} from '../../src/controller/decide-claim.ts';
+} from '../../src/controller/claim/decide-claim.ts';
 import { claimFingerprint, recordFailure, type FailureRecord } from '../../src/controller/failures.ts';
 import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
@@ -381,7 +381,7 @@ const rows: Row[] = [
     name: 'failures reached the threshold: give up',
     failures: failuresOf(15),
     claim: newClaim('claim-1', '1-1', 'class-1', 'foo.bar/baz', ''),
-    action: 'give-up',
+    action: 'giveUp',
     code: 'GivenUp',
     check: (d) => assert.match(d.reason, /15 failed attempts \(last error: mock error\)/),
   },
@@ -439,7 +439,7 @@ const rows: Row[] = [
       },
       status: { phase: 'Pending', conditions: [{ type: 'Resizing' }] },
     },
-    action: 'give-up',
+    action: 'giveUp',
     code: 'GivenUp',
   },
   // TestInfeasibleRetry

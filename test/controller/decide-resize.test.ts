@@ -7,7 +7,7 @@ import {
   mayNeedResize,
   resizeFingerprint,
   type ResizeDecisionInput,
-} from '../../src/controller/decide-resize.ts';
+} from '../../src/controller/resize/decide-resize.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 
 const NAME = 'example.com/p';
@@ -64,11 +64,11 @@ function input(
 describe('decideResize', () => {
   const rows: Array<[string, Parameters<typeof input>[0], string, string, string?]> = [
     ['grows a Bound claim', {}, 'expand', 'Expand', '2Gi'],
-    ['pending claim', { phase: 'Pending' }, 'none', 'NotBound'],
-    ['static or foreign PV', { provisionedBy: 'other.example.com/x' }, 'none', 'NotOurs'],
-    ['no expand()', { canExpand: false }, 'none', 'ExpandNotSupported'],
+    ['pending claim', { phase: 'Pending' }, 'ignore', 'NotBound'],
+    ['static or foreign PV', { provisionedBy: 'other.example.com/x' }, 'ignore', 'NotOurs'],
+    ['no expand()', { canExpand: false }, 'ignore', 'ExpandNotSupported'],
     ['class without expansion', { allow: false }, 'wait', 'ExpansionNotAllowed'],
-    ['settled', { request: '1Gi' }, 'none', 'UpToDate'],
+    ['settled', { request: '1Gi' }, 'ignore', 'UpToDate'],
     ['PV grown, claim not recorded', { pvCapacity: '2Gi' }, 'finish', 'RecordCapacity', '2Gi'],
     [
       'PV grown, resize status left over',
@@ -121,13 +121,14 @@ describe('decideResize', () => {
   it('gives up at the threshold, and a changed request starts over', () => {
     const i = input();
     const failures = { failures: 3, fingerprint: resizeFingerprint(i.claim, i.storageClass, '2Gi'), lastError: 'boom' };
-    assert.equal(decideResize({ ...i, failures }).code, 'GivenUp');
+    const givenUp = decideResize({ ...i, failures });
+    assert.deepEqual([givenUp.action, givenUp.code], ['giveUp', 'GivenUp']);
     assert.equal(decideResize(input({ request: '3Gi', failures })).code, 'Expand');
   });
 
   it('shouldExpand false: another instance expands it', () => {
     const d = decideResize({ ...input(), shouldExpand: (v) => v.metadata.name !== 'pv-1' });
-    assert.equal(d.action, 'none');
+    assert.equal(d.action, 'ignore');
     assert.equal(d.code, 'NotQualified');
   });
 

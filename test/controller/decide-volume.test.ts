@@ -8,7 +8,7 @@ import {
   finalizerChange,
   type VolumeAction,
   type VolumeDecisionCode,
-} from '../../src/controller/decide-volume.ts';
+} from '../../src/controller/volume/decide-volume.ts';
 import { recordFailure, volumeFingerprint, type FailureRecord } from '../../src/controller/failures.ts';
 import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
@@ -310,7 +310,7 @@ const rows: Row[] = [
     volume: newVolume('v', 'Released', 'Delete', ours, [FIN], TS),
     options: { addFinalizer: true },
     backendDeleted: true,
-    action: 'finish-delete',
+    action: 'finishDelete',
     code: 'BackendDeleted',
   },
   {
@@ -321,7 +321,7 @@ const rows: Row[] = [
         (r) => recordFailure(r, volumeFingerprint(v), 'boom'),
         undefined,
       ) as FailureRecord,
-    action: 'give-up',
+    action: 'giveUp',
     code: 'GivenUp',
   },
   {

@@ -6,14 +6,14 @@
 // test/cli/explain-presence.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { judgePresence, type ControllerPresence } from '../../src/controller/explain-presence.ts';
-import { explainDecision } from '../../src/controller/explain.ts';
+import { judgePresence, type ControllerPresence } from '../../src/controller/presence/explain-presence.ts';
+import { explainDecision } from '../../src/controller/claim/explain-claim.ts';
 import {
   ANN_HEARTBEAT_PROVISIONER,
   LABEL_HEARTBEAT,
   parseHeartbeat,
   type HeartbeatRetry,
-} from '../../src/controller/heartbeat.ts';
+} from '../../src/controller/presence/heartbeat.ts';
 import { leaseNameFor } from '../../src/controller/options.ts';
 import { ANN_CONTROL_PLANE_LEADER } from '../../src/types/annotations.ts';
 import type { CoreEvent, Lease } from '../../src/types/k8s.ts';

@@ -1,8 +1,8 @@
 // explain: a decision formatted with its facts.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { decideClaim } from '../../src/controller/decide-claim.ts';
-import { explainDecision, formatExplanation } from '../../src/controller/explain.ts';
+import { decideClaim } from '../../src/controller/claim/decide-claim.ts';
+import { explainDecision, formatExplanation } from '../../src/controller/claim/explain-claim.ts';
 import { resolveOptions } from '../../src/controller/options.ts';
 import { newClaim } from './fixtures.ts';
 

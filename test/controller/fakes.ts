@@ -3,9 +3,11 @@
 // a cache that lags the API server, a 409 of a given kind, two replicas deleting at once. The fakes implement
 // the controller's narrow interfaces (ObjectClient, KeyQueue), so nothing is cast.
 import { Registry } from 'prom-client';
-import type { ControllerShared, ControllerTerm, KeyQueue } from '../../src/controller/controller-state.ts';
-import { createControllerMetrics } from '../../src/controller/metrics.ts';
-import { ClaimRecords, Records, type VolumeRecord } from '../../src/controller/object-records.ts';
+import type { ControllerShared, ControllerTerm } from '../../src/controller/controller-state.ts';
+import type { KeyQueue } from '../../src/controller/loop.ts';
+import { VOLUME_CLAIM_UID_INDEX } from '../../src/controller/term-caches.ts';
+import { createControllerMetrics } from '../../src/controller/controller-metrics.ts';
+import { ClaimRecords, Records, type ResizeRecord, type VolumeRecord } from '../../src/controller/object-records.ts';
 import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
 import { OwnWrites } from '../../src/controller/own-writes.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
@@ -74,8 +76,6 @@ export interface Fake {
   claims: ObjectStore<PersistentVolumeClaim>;
   volumes: ObjectStore<PersistentVolume>;
   classes: ObjectStore<StorageClass>;
-  claimQueue: RecordingQueue;
-  volumeQueue: RecordingQueue;
   clock: TestClock;
   /** PV names the fake volume store reports as waiting to be saved. */
   pendingSaves: string[];
@@ -91,8 +91,7 @@ export function fakeController(
   const claims = new ObjectStore<PersistentVolumeClaim>(false);
   const volumes = new ObjectStore<PersistentVolume>(false);
   const classes = new ObjectStore<StorageClass>(false);
-  const claimQueue = new RecordingQueue();
-  const volumeQueue = new RecordingQueue();
+  volumes.addIndex(VOLUME_CLAIM_UID_INDEX, (v) => (v.spec.claimRef?.uid ? [v.spec.claimRef.uid] : []));
   const pendingSaves: string[] = [];
   const s: ControllerShared = {
     client,
@@ -106,6 +105,7 @@ export function fakeController(
     logger: silentLogger,
     claimRecords: new ClaimRecords(),
     volumeRecords: new Records<VolumeRecord>(),
+    resizeRecords: new Records<ResizeRecord>(),
     savedVolumes: new OwnWrites<PersistentVolume>(),
     writtenClaims: new OwnWrites<PersistentVolumeClaim>(),
     claimLock: undefined,
@@ -119,11 +119,9 @@ export function fakeController(
     volumes,
     classes,
     nodes: undefined,
-    claimQueue,
-    volumeQueue,
     signal: new AbortController().signal,
   };
-  return { s, t, client, claims, volumes, classes, claimQueue, volumeQueue, clock, pendingSaves };
+  return { s, t, client, claims, volumes, classes, clock, pendingSaves };
 }
 
 /** A stored-looking copy (uid, resourceVersion) of an object. */
@@ -151,4 +149,19 @@ export function boundVolume(name: string, claimUid: string): PersistentVolume {
     },
     status: { phase: 'Bound' },
   };
+}
+
+/** A backend call that a shutdown interrupts: it aborts `stop` (the term's signal) and fails. */
+export function interruptedBy(stop: AbortController): () => Promise<never> {
+  return async () => {
+    stop.abort();
+    throw new Error('aborted by shutdown');
+  };
+}
+
+/** Records the reasons of the events `f`'s controller emits. */
+export function recordEvents(f: Fake): string[] {
+  const reasons: string[] = [];
+  f.s.events = { event: (_o, _type, reason) => reasons.push(reason) };
+  return reasons;
 }

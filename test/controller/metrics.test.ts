@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
-import { createControllerMetrics, METRIC_NAMES } from '../../src/controller/metrics.ts';
+import { createControllerMetrics, METRIC_NAMES } from '../../src/controller/controller-metrics.ts';
 import {
   claim,
   createClaim,

@@ -3,7 +3,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { recordFailure } from '../../src/controller/failures.ts';
-import { after, applyNext, backoff, done, failurePolicy, giveUp, waitForEvent } from '../../src/controller/next.ts';
+import { failurePolicy } from '../../src/controller/failures.ts';
+import { after, applyNext, backoff, done, giveUp, waitForEvent } from '../../src/controller/next.ts';
 import { TestClock } from '../../src/runtime/clock.ts';
 import { ItemExponentialFailureRateLimiter } from '../../src/runtime/rate-limiters.ts';
 import { WorkQueue } from '../../src/runtime/workqueue.ts';

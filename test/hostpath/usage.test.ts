@@ -16,7 +16,7 @@ import { silentLogger } from '../../src/runtime/logger.ts';
 import { ANN_DYNAMICALLY_PROVISIONED } from '../../src/types/annotations.ts';
 import type { KubeObject, PersistentVolume } from '../../src/types/k8s.ts';
 import type { VolumeUsageSummary } from '../../src/types/volume-usage.ts';
-import { explainDecision } from '../../src/controller/explain.ts';
+import { explainDecision } from '../../src/controller/claim/explain-claim.ts';
 import { ANN_VOLUME_USAGE, formatVolumeUsage } from '../../src/types/volume-usage.ts';
 import { claim, provisionOptions, storageClass, tempTree } from './provisioner-helpers.ts';
 

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import https from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
-import { applyStrategicMergePatch } from '../../src/cluster/patch/patch.ts';
+import { applyStrategicMergePatch } from '../../src/cluster/patch/strategic-merge-patch.ts';
 import { decodeBody } from '../../src/cluster/http/http-io.ts';
 import { yamlDuplicateError } from '../../src/cluster/schema/field-validation.ts';
 import { call, type Answer, type Endpoint } from './raw-http.ts';

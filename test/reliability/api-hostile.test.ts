@@ -8,8 +8,9 @@ import { after, before, describe, it } from 'node:test';
 import { Audit } from '../../src/cluster/http/audit.ts';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
 import { MAX_TIMER_MS, setLongTimeout, watchTimeoutMs } from '../../src/cluster/common/long-timeout.ts';
-import { applyJsonPatch, PatchError } from '../../src/cluster/patch/patch.ts';
-import { answerSafely } from '../../src/cluster/http/server.ts';
+import { applyJsonPatch } from '../../src/cluster/patch/patch.ts';
+import { PatchError } from '../../src/cluster/patch/patch-error.ts';
+import { answerSafely } from '../../src/cluster/http/api-server.ts';
 import { waitFor } from '../support/wait.ts';
 import { call, connectTls, keepAliveAgent, rawStatus, statusOf, type Endpoint } from './raw-http.ts';
 

@@ -99,23 +99,23 @@ export function podIsActive(pod: Pod): boolean {
 const NO_CLASS = '\u0000';
 
 export class ClusterCache {
-  readonly #claims = new Map<string, PersistentVolumeClaim>();
-  readonly #classes = new Map<string, StorageClass>();
-  readonly #pods = new Map<string, Pod>();
-  readonly #nodes = new Map<string, Node>();
-  readonly #csiDrivers = new Map<string, CSIDriver>();
+  private readonly claimMap = new Map<string, PersistentVolumeClaim>();
+  private readonly classMap = new Map<string, StorageClass>();
+  private readonly podMap = new Map<string, Pod>();
+  private readonly nodeMap = new Map<string, Node>();
+  private readonly csiDriverMap = new Map<string, CSIDriver>();
   /** CSIStorageCapacity objects by storageClassName, each by namespace/name: the scheduler reads one class's. */
-  readonly #capacitiesByClass = new Map<string, Map<string, CSIStorageCapacity>>();
-  readonly #capacityClass = new Map<string, string>();
-  readonly #podsByClaim = new Map<string, Set<string>>();
+  private readonly capacitiesByClass = new Map<string, Map<string, CSIStorageCapacity>>();
+  private readonly capacityClass = new Map<string, string>();
+  private readonly podsByClaim = new Map<string, Set<string>>();
   /** Claims not Bound, by the class they name (NO_CLASS: none): what a class change re-queues. */
-  readonly #pendingByClass = new Map<string, Set<string>>();
-  #defaultClass: StorageClass | undefined;
+  private readonly pendingByClass = new Map<string, Set<string>>();
+  private currentDefault: StorageClass | undefined;
   /** Node names in order, rebuilt on node changes (rare) instead of sorted per scheduling. */
-  #nodeOrder: Node[] = [];
-  readonly #listeners: Array<(change: CacheChange) => void> = [];
-  readonly #unsubscribe: Array<() => void> = [];
-  readonly #counter: CacheReadCounter | undefined;
+  private nodeOrder: Node[] = [];
+  private readonly listeners: Array<(change: CacheChange) => void> = [];
+  private readonly unsubscribe: Array<() => void> = [];
+  private readonly counter: CacheReadCounter | undefined;
   readonly claims: CachedMap<PersistentVolumeClaim>;
   readonly volumes: VolumeIndex;
   readonly classes: CachedMap<StorageClass>;
@@ -124,19 +124,19 @@ export class ClusterCache {
   readonly csiDrivers: CachedMap<CSIDriver>;
 
   constructor(opts: { counter?: CacheReadCounter } = {}) {
-    const counter = (this.#counter = opts.counter);
+    const counter = (this.counter = opts.counter);
     const count = (resource: CachedResource) => (counter ? (n: number) => counter.examined(resource, n) : () => {});
-    this.claims = new CountedMap(this.#claims, count('persistentvolumeclaims'));
+    this.claims = new CountedMap(this.claimMap, count('persistentvolumeclaims'));
     this.volumes = new VolumeIndex(count('persistentvolumes'));
-    this.classes = new CountedMap(this.#classes, count('storageclasses'));
-    this.pods = new CountedMap(this.#pods, count('pods'));
-    this.nodes = new CountedMap(this.#nodes, count('nodes'));
-    this.csiDrivers = new CountedMap(this.#csiDrivers, count('csidrivers'));
+    this.classes = new CountedMap(this.classMap, count('storageclasses'));
+    this.pods = new CountedMap(this.podMap, count('pods'));
+    this.nodes = new CountedMap(this.nodeMap, count('nodes'));
+    this.csiDrivers = new CountedMap(this.csiDriverMap, count('csidrivers'));
   }
 
   /** Registers a listener; call before start() to also see the initial ADDED events. */
   onChange(listener: (change: CacheChange) => void): void {
-    this.#listeners.push(listener);
+    this.listeners.push(listener);
   }
 
   /** Watches the store (current objects first, as ADDED). */
@@ -151,12 +151,12 @@ export class ClusterCache {
       'pods',
     ];
     for (const resource of resources) {
-      this.#unsubscribe.push(store.watch(resource, {}, (ev) => this.#apply(resource, ev)));
+      this.unsubscribe.push(store.watch(resource, {}, (ev) => this.apply(resource, ev)));
     }
   }
 
   stop(): void {
-    for (const u of this.#unsubscribe.splice(0)) u();
+    for (const u of this.unsubscribe.splice(0)) u();
   }
 
   getClaim(namespace: string, name: string): PersistentVolumeClaim | undefined {
@@ -165,44 +165,44 @@ export class ClusterCache {
 
   /** Pods of the claim's namespace that reference it. */
   podsUsingClaim(namespace: string, name: string): Pod[] {
-    const keys = this.#podsByClaim.get(claimKey(namespace, name));
+    const keys = this.podsByClaim.get(claimKey(namespace, name));
     if (!keys) return [];
     const pods: Pod[] = [];
     for (const k of keys) {
-      const p = this.#pods.get(k);
+      const p = this.podMap.get(k);
       if (p) pods.push(p);
     }
-    this.#counter?.examined('pods', pods.length);
+    this.counter?.examined('pods', pods.length);
     return pods;
   }
 
   /** Keys of the claims not Bound that name class `className`, and of those naming no class at all. */
   pendingClaimKeys(className: string): string[] {
-    const keys = [...(this.#pendingByClass.get(className) ?? []), ...(this.#pendingByClass.get(NO_CLASS) ?? [])];
-    this.#counter?.examined('persistentvolumeclaims', keys.length);
+    const keys = [...(this.pendingByClass.get(className) ?? []), ...(this.pendingByClass.get(NO_CLASS) ?? [])];
+    this.counter?.examined('persistentvolumeclaims', keys.length);
     return keys;
   }
 
   /** The CSIStorageCapacity objects of one storage class (none: an empty iterable). */
   capacitiesFor(className: string): Iterable<CSIStorageCapacity> {
-    const bucket = this.#capacitiesByClass.get(className);
-    this.#counter?.examined('csistoragecapacities', bucket?.size ?? 0);
+    const bucket = this.capacitiesByClass.get(className);
+    this.counter?.examined('csistoragecapacities', bucket?.size ?? 0);
     return bucket?.values() ?? [];
   }
 
   /** The default StorageClass (kept current on class changes: not a scan per claim). */
   defaultClass(): StorageClass | undefined {
-    this.#counter?.examined('storageclasses', this.#defaultClass ? 1 : 0);
-    return this.#defaultClass;
+    this.counter?.examined('storageclasses', this.currentDefault ? 1 : 0);
+    return this.currentDefault;
   }
 
   /** Every Node, ordered by name. */
   nodesByName(): readonly Node[] {
-    this.#counter?.examined('nodes', this.#nodeOrder.length);
-    return this.#nodeOrder;
+    this.counter?.examined('nodes', this.nodeOrder.length);
+    return this.nodeOrder;
   }
 
-  #apply(resource: CachedResource, ev: WatchEvent): void {
+  private apply(resource: CachedResource, ev: WatchEvent): void {
     if (ev.type !== 'ADDED' && ev.type !== 'MODIFIED' && ev.type !== 'DELETED') return;
     const obj = ev.object;
     const name = obj.metadata.name ?? '';
@@ -211,13 +211,13 @@ export class ClusterCache {
     let old: KubeObject | undefined;
     switch (resource) {
       case 'persistentvolumeclaims': {
-        const previous = this.#claims.get(key);
+        const previous = this.claimMap.get(key);
         old = previous;
-        if (previous) this.#indexPending(previous, key, false);
-        if (deleted) this.#claims.delete(key);
+        if (previous) this.indexPending(previous, key, false);
+        if (deleted) this.claimMap.delete(key);
         else {
-          this.#claims.set(key, obj as PersistentVolumeClaim);
-          this.#indexPending(obj as PersistentVolumeClaim, key, true);
+          this.claimMap.set(key, obj as PersistentVolumeClaim);
+          this.indexPending(obj as PersistentVolumeClaim, key, true);
         }
         break;
       }
@@ -227,73 +227,73 @@ export class ClusterCache {
         else this.volumes.upsert(obj as PersistentVolume);
         break;
       case 'storageclasses':
-        old = this.#classes.get(name);
-        if (deleted) this.#classes.delete(name);
-        else this.#classes.set(name, obj as StorageClass);
-        this.#defaultClass = pickDefaultClass(this.#classes.values());
+        old = this.classMap.get(name);
+        if (deleted) this.classMap.delete(name);
+        else this.classMap.set(name, obj as StorageClass);
+        this.currentDefault = pickDefaultClass(this.classMap.values());
         break;
       case 'nodes':
-        old = this.#nodes.get(name);
-        if (deleted) this.#nodes.delete(name);
-        else this.#nodes.set(name, obj as Node);
-        this.#nodeOrder = [...this.#nodes.values()].sort((a, b) =>
+        old = this.nodeMap.get(name);
+        if (deleted) this.nodeMap.delete(name);
+        else this.nodeMap.set(name, obj as Node);
+        this.nodeOrder = [...this.nodeMap.values()].sort((a, b) =>
           (a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1,
         );
         break;
       case 'csidrivers':
-        old = this.#csiDrivers.get(name);
-        if (deleted) this.#csiDrivers.delete(name);
-        else this.#csiDrivers.set(name, obj as CSIDriver);
+        old = this.csiDriverMap.get(name);
+        if (deleted) this.csiDriverMap.delete(name);
+        else this.csiDriverMap.set(name, obj as CSIDriver);
         break;
       case 'csistoragecapacities':
-        old = this.#indexCapacity(key, deleted ? undefined : (obj as CSIStorageCapacity));
+        old = this.indexCapacity(key, deleted ? undefined : (obj as CSIStorageCapacity));
         break;
       case 'pods': {
-        const previous = this.#pods.get(key);
+        const previous = this.podMap.get(key);
         old = previous;
-        if (previous) this.#indexPod(previous, key, false);
-        if (deleted) this.#pods.delete(key);
+        if (previous) this.indexPod(previous, key, false);
+        if (deleted) this.podMap.delete(key);
         else {
-          this.#pods.set(key, obj as Pod);
-          this.#indexPod(obj as Pod, key, true);
+          this.podMap.set(key, obj as Pod);
+          this.indexPod(obj as Pod, key, true);
         }
         break;
       }
     }
     const change: CacheChange = { resource, type: ev.type, obj, old };
-    for (const l of this.#listeners) l(change);
+    for (const l of this.listeners) l(change);
   }
 
-  #indexPending(claim: PersistentVolumeClaim, key: string, add: boolean): void {
+  private indexPending(claim: PersistentVolumeClaim, key: string, add: boolean): void {
     if (claim.status?.phase === 'Bound') return;
     const cls = claimHasNoClass(claim) ? NO_CLASS : claimClass(claim);
     if (cls === '') return; // an explicit "": no class change concerns it
-    addOrRemove(this.#pendingByClass, cls, key, add);
+    addOrRemove(this.pendingByClass, cls, key, add);
   }
 
   /** Moves a capacity into the bucket of its class (or out of the index); returns the object it replaced. */
-  #indexCapacity(key: string, capacity: CSIStorageCapacity | undefined): KubeObject | undefined {
-    const previousClass = this.#capacityClass.get(key);
-    const bucket = previousClass === undefined ? undefined : this.#capacitiesByClass.get(previousClass);
+  private indexCapacity(key: string, capacity: CSIStorageCapacity | undefined): KubeObject | undefined {
+    const previousClass = this.capacityClass.get(key);
+    const bucket = previousClass === undefined ? undefined : this.capacitiesByClass.get(previousClass);
     const old = bucket?.get(key);
     if (bucket) {
       bucket.delete(key);
-      if (bucket.size === 0) this.#capacitiesByClass.delete(previousClass!);
+      if (bucket.size === 0) this.capacitiesByClass.delete(previousClass!);
     }
-    this.#capacityClass.delete(key);
+    this.capacityClass.delete(key);
     if (capacity) {
       const className = capacity.storageClassName ?? '';
-      let next = this.#capacitiesByClass.get(className);
-      if (!next) this.#capacitiesByClass.set(className, (next = new Map()));
+      let next = this.capacitiesByClass.get(className);
+      if (!next) this.capacitiesByClass.set(className, (next = new Map()));
       next.set(key, capacity);
-      this.#capacityClass.set(key, className);
+      this.capacityClass.set(key, className);
     }
     return old;
   }
 
-  #indexPod(pod: Pod, podKey: string, add: boolean): void {
+  private indexPod(pod: Pod, podKey: string, add: boolean): void {
     for (const claimName of podClaimNames(pod))
-      addOrRemove(this.#podsByClaim, claimKey(pod.metadata.namespace, claimName), podKey, add);
+      addOrRemove(this.podsByClaim, claimKey(pod.metadata.namespace, claimName), podKey, add);
   }
 }
 

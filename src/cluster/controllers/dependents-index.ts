@@ -38,33 +38,33 @@ export function parseItemKey(key: string): { resource: string; namespace: string
 }
 
 export class DependentsIndex {
-  readonly #byKey = new Map<string, Dependent>();
-  readonly #byOwner = new Map<string, Set<Dependent>>();
+  private readonly byKey = new Map<string, Dependent>();
+  private readonly byOwner = new Map<string, Set<Dependent>>();
 
   /** Number of dependents indexed. */
   get size(): number {
-    return this.#byKey.size;
+    return this.byKey.size;
   }
 
   get(key: string): Dependent | undefined {
-    return this.#byKey.get(key);
+    return this.byKey.get(key);
   }
 
   /** The dependents that name `ownerUid` among their owners. */
   dependentsOf(ownerUid: string): ReadonlySet<Dependent> {
-    return this.#byOwner.get(ownerUid) ?? EMPTY;
+    return this.byOwner.get(ownerUid) ?? EMPTY;
   }
 
   /** Records the current state of an object; answers how its ownerReferences changed. */
   upsert(resource: string, deletingDependents: boolean, obj: KubeObject): OwnerChanges {
     const meta = obj.metadata;
     const key = itemKey(resource, meta.namespace, meta.name ?? '');
-    const previous = this.#byKey.get(key);
+    const previous = this.byKey.get(key);
     const owners = meta.ownerReferences ?? [];
     const changes = diffOwners(previous?.owners ?? [], owners);
-    if (previous) this.#unlink(previous);
+    if (previous) this.unlink(previous);
     if (owners.length === 0) {
-      this.#byKey.delete(key);
+      this.byKey.delete(key);
       return changes;
     }
     const node: Dependent = {
@@ -76,10 +76,10 @@ export class DependentsIndex {
       owners,
       deletingDependents,
     };
-    this.#byKey.set(key, node);
+    this.byKey.set(key, node);
     for (const ref of owners) {
-      let set = this.#byOwner.get(ref.uid);
-      if (!set) this.#byOwner.set(ref.uid, (set = new Set()));
+      let set = this.byOwner.get(ref.uid);
+      if (!set) this.byOwner.set(ref.uid, (set = new Set()));
       set.add(node);
     }
     return changes;
@@ -88,19 +88,19 @@ export class DependentsIndex {
   /** Forgets a deleted object; answers the dependent it was, if it was one. */
   remove(resource: string, obj: KubeObject): Dependent | undefined {
     const key = itemKey(resource, obj.metadata.namespace, obj.metadata.name ?? '');
-    const node = this.#byKey.get(key);
+    const node = this.byKey.get(key);
     if (!node) return undefined;
-    this.#unlink(node);
-    this.#byKey.delete(key);
+    this.unlink(node);
+    this.byKey.delete(key);
     return node;
   }
 
-  #unlink(node: Dependent): void {
+  private unlink(node: Dependent): void {
     for (const ref of node.owners) {
-      const set = this.#byOwner.get(ref.uid);
+      const set = this.byOwner.get(ref.uid);
       if (!set) continue;
       set.delete(node);
-      if (set.size === 0) this.#byOwner.delete(ref.uid);
+      if (set.size === 0) this.byOwner.delete(ref.uid);
     }
   }
 }

@@ -16,14 +16,12 @@ import type { KubeObject, OwnerReference } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
 import { RESOURCES } from '../registry/registry.ts';
 import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
-import {
-  ClusterApiError,
-  type ClusterStore,
-  type PropagationPolicy,
-  type StoredEntry,
-} from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
+import type { PropagationPolicy } from '../writes/deletion-finalizers.ts';
+import type { StoredEntry } from '../storage/stored-entry.ts';
 import { DependentsIndex, itemKey, parseItemKey, type Dependent } from './dependents-index.ts';
-import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
+import { backoff, done, KeyedQueue, QueueController, type SyncNext } from './keyed-queue.ts';
 
 /** The identity the garbage collector writes as, as kube-controller-manager's service account. */
 export const GARBAGE_COLLECTOR_USER = 'system:serviceaccount:kube-system:generic-garbage-collector';
@@ -42,53 +40,51 @@ export interface GarbageCollectorDeps {
 }
 
 export class GarbageCollector extends QueueController {
-  readonly #store: ClusterStore;
-  readonly #logger: Logger;
-  readonly #index = new DependentsIndex();
+  private readonly store: ClusterStore;
+  private readonly logger: Logger;
+  private readonly index = new DependentsIndex();
   /** Served kinds by `apiVersion/kind`, with the resource their objects are stored under. */
-  readonly #kinds = new Map<string, { rt: ResourceType; resource: string }>();
-  readonly #unsubscribe: Array<() => void> = [];
-  #examined = 0;
+  private readonly kinds = new Map<string, { rt: ResourceType; resource: string }>();
+  private readonly unsubscribe: Array<() => void> = [];
+  private examinedCount = 0;
   protected readonly queue: KeyedQueue;
 
   constructor(deps: GarbageCollectorDeps) {
     super();
-    this.#store = deps.store;
-    this.#logger = deps.logger;
+    this.store = deps.store;
+    this.logger = deps.logger;
     this.queue = new KeyedQueue({
       handle: (key) =>
-        key.startsWith(ORPHAN)
-          ? this.#orphan(key.slice(ORPHAN.length))
-          : this.#attemptToDelete(key.slice(DELETE.length)),
+        key.startsWith(ORPHAN) ? this.orphan(key.slice(ORPHAN.length)) : this.attemptToDelete(key.slice(DELETE.length)),
       onError: (key, err) => deps.logger.error({ err, key }, 'garbage collection failed'),
     });
     for (const rt of [...RESOURCES, ...deps.store.resourceTypes()]) {
       const resource = rt.view?.resource ?? rt.resource;
-      if (deps.store.has(resource)) this.#kinds.set(`${apiVersionOf(rt)}/${rt.kind}`, { rt, resource });
+      if (deps.store.has(resource)) this.kinds.set(`${apiVersionOf(rt)}/${rt.kind}`, { rt, resource });
     }
   }
 
   /** Objects looked at (store lookups and index entries visited) since the start: the cost of the work done. */
   get examined(): number {
-    return this.#examined;
+    return this.examinedCount;
   }
 
   /** Watches every collected resource (current objects first, as ADDED). */
   start(): void {
-    for (const rt of this.#store.resourceTypes()) {
+    for (const rt of this.store.resourceTypes()) {
       if (IGNORED_RESOURCES.has(rt.resource)) continue;
       const resource = rt.resource;
-      const filter = this.#store.filter(resource, {});
-      this.#unsubscribe.push(
-        this.#store.watchEntries(resource, filter, undefined, (ev, source) =>
-          this.#observe(resource, ev.type, ev.entry.obj, source?.prev?.obj),
+      const filter = this.store.filter(resource, {});
+      this.unsubscribe.push(
+        this.store.watchEntries(resource, filter, undefined, (ev, source) =>
+          this.observe(resource, ev.type, ev.entry.obj, source?.prev?.obj),
         ),
       );
     }
   }
 
   override stop(): void {
-    for (const u of this.#unsubscribe.splice(0)) u();
+    for (const u of this.unsubscribe.splice(0)) u();
     super.stop();
   }
 
@@ -97,7 +93,7 @@ export class GarbageCollector extends QueueController {
 
   // ---- graph changes (store events): update the index, enqueue keys ----
 
-  #observe(
+  private observe(
     resource: string,
     type: 'ADDED' | 'MODIFIED' | 'DELETED',
     obj: KubeObject,
@@ -106,57 +102,57 @@ export class GarbageCollector extends QueueController {
     const meta = obj.metadata;
     const key = itemKey(resource, meta.namespace, meta.name ?? '');
     if (type === 'DELETED') {
-      const node = this.#index.remove(resource, obj);
-      for (const dep of this.#visit(this.#index.dependentsOf(meta.uid ?? ''))) this.queue.add(DELETE + dep.key);
+      const node = this.index.remove(resource, obj);
+      for (const dep of this.visit(this.index.dependentsOf(meta.uid ?? ''))) this.queue.add(DELETE + dep.key);
       // An owner deleting in the foreground may be waiting for this one.
-      for (const ref of node?.owners ?? []) this.#addOwner(ref, meta.namespace);
+      for (const ref of node?.owners ?? []) this.addOwner(ref, meta.namespace);
       return;
     }
-    const changes = this.#index.upsert(resource, waitsFor(obj, FINALIZER_DELETE_DEPENDENTS), obj);
+    const changes = this.index.upsert(resource, waitsFor(obj, FINALIZER_DELETE_DEPENDENTS), obj);
     if (changes.added.length > 0) this.queue.add(DELETE + key);
     for (const ref of [...changes.removed.filter((r) => r.blockOwnerDeletion === true), ...changes.unblocked])
-      this.#addOwner(ref, meta.namespace);
+      this.addOwner(ref, meta.namespace);
     if (waitsFor(obj, FINALIZER_ORPHAN_DEPENDENTS) && !(prev && waitsFor(prev, FINALIZER_ORPHAN_DEPENDENTS))) {
       this.queue.add(ORPHAN + key);
     } else if (waitsFor(obj, FINALIZER_DELETE_DEPENDENTS) && !(prev && waitsFor(prev, FINALIZER_DELETE_DEPENDENTS))) {
-      for (const dep of this.#visit(this.#index.dependentsOf(meta.uid ?? ''))) this.queue.add(DELETE + dep.key);
+      for (const dep of this.visit(this.index.dependentsOf(meta.uid ?? ''))) this.queue.add(DELETE + dep.key);
       this.queue.add(DELETE + key);
     }
   }
 
-  #addOwner(ref: OwnerReference, dependentNamespace: string | undefined): void {
-    const kind = this.#kinds.get(`${ref.apiVersion}/${ref.kind}`);
+  private addOwner(ref: OwnerReference, dependentNamespace: string | undefined): void {
+    const kind = this.kinds.get(`${ref.apiVersion}/${ref.kind}`);
     if (kind)
       this.queue.add(DELETE + itemKey(kind.resource, kind.rt.namespaced ? dependentNamespace : undefined, ref.name));
   }
 
   // ---- workers ----
 
-  #lookup(resource: string, namespace: string | undefined, name: string): StoredEntry | undefined {
-    this.#examined++;
-    return this.#store.getEntry(resource, namespace, name);
+  private lookup(resource: string, namespace: string | undefined, name: string): StoredEntry | undefined {
+    this.examinedCount++;
+    return this.store.getEntry(resource, namespace, name);
   }
 
   /** attemptToDeleteItem. */
-  #attemptToDelete(key: string): SyncResult {
+  private attemptToDelete(key: string): SyncNext {
     const { resource, namespace, name } = parseItemKey(key);
-    const entry = this.#lookup(resource, namespace, name);
-    if (!entry) return 'done';
+    const entry = this.lookup(resource, namespace, name);
+    if (!entry) return done;
     const obj = entry.obj;
     if (obj.metadata.deletionTimestamp) {
       // Being deleted is a one-way trip: only an owner waiting for its dependents has anything left to do.
-      return waitsFor(obj, FINALIZER_DELETE_DEPENDENTS) ? this.#processDeletingDependents(resource, entry) : 'done';
+      return waitsFor(obj, FINALIZER_DELETE_DEPENDENTS) ? this.processDeletingDependents(resource, entry) : done;
     }
     const refs = obj.metadata.ownerReferences ?? [];
-    if (refs.length === 0) return 'done';
+    if (refs.length === 0) return done;
     const classified = new Map<Reference, OwnerReference[]>([
       ['solid', []],
       ['dangling', []],
       ['waiting', []],
     ]);
     for (const ref of refs) {
-      const c = this.#classify(ref, namespace);
-      if (c === 'unresolved') return 'done';
+      const c = this.classify(ref, namespace);
+      if (c === 'unresolved') return done;
       classified.get(c)!.push(ref);
     }
     const [solid, dangling, waiting] = [
@@ -165,22 +161,22 @@ export class GarbageCollector extends QueueController {
       classified.get('waiting')!,
     ];
     if (solid.length > 0) {
-      if (dangling.length === 0 && waiting.length === 0) return 'done';
+      if (dangling.length === 0 && waiting.length === 0) return done;
       // References to absent owners, and to owners waiting for their dependents, go; the live owner keeps it.
       const gone = new Set([...dangling, ...waiting].map((r) => r.uid));
-      return this.#update(resource, entry, { ownerReferences: refs.filter((r) => !gone.has(r.uid)) });
+      return this.update(resource, entry, { ownerReferences: refs.filter((r) => !gone.has(r.uid)) });
     }
     const uid = obj.metadata.uid ?? '';
-    if (waiting.length > 0 && this.#index.dependentsOf(uid).size > 0) {
-      const dependents = this.#visit(this.#index.dependentsOf(uid));
+    if (waiting.length > 0 && this.index.dependentsOf(uid).size > 0) {
+      const dependents = this.visit(this.index.dependentsOf(uid));
       let current: StoredEntry | undefined = entry;
       if (dependents.some((d) => d.deletingDependents) && refs.some((r) => r.blockOwnerDeletion === true)) {
         // A possible cycle of foreground deletions: stop blocking the owners first (kube's unblockOwnerReferences).
         const unblocked = refs.map((r) => (r.blockOwnerDeletion === true ? { ...r, blockOwnerDeletion: false } : r));
-        if (this.#update(resource, entry, { ownerReferences: unblocked }) === 'retry') return 'retry';
-        current = this.#lookup(resource, namespace, name);
+        if (this.update(resource, entry, { ownerReferences: unblocked }).kind === 'backoff') return backoff;
+        current = this.lookup(resource, namespace, name);
       }
-      return current ? this.#delete(resource, current, 'Foreground') : 'done';
+      return current ? this.delete(resource, current, 'Foreground') : done;
     }
     const finalizers = obj.metadata.finalizers ?? [];
     const policy: PropagationPolicy = finalizers.includes(FINALIZER_ORPHAN_DEPENDENTS)
@@ -188,21 +184,21 @@ export class GarbageCollector extends QueueController {
       : finalizers.includes(FINALIZER_DELETE_DEPENDENTS)
         ? 'Foreground'
         : 'Background';
-    return this.#delete(resource, entry, policy);
+    return this.delete(resource, entry, policy);
   }
 
   /** isDangling plus the waiting check of classifyReferences; 'unresolved' when kube would not decide either. */
-  #classify(ref: OwnerReference, dependentNamespace: string | undefined): Reference | 'unresolved' {
-    const kind = this.#kinds.get(`${ref.apiVersion}/${ref.kind}`);
+  private classify(ref: OwnerReference, dependentNamespace: string | undefined): Reference | 'unresolved' {
+    const kind = this.kinds.get(`${ref.apiVersion}/${ref.kind}`);
     if (!kind) {
-      this.#logger.debug({ ref }, 'owner kind not served: reference left alone');
+      this.logger.debug({ ref }, 'owner kind not served: reference left alone');
       return 'unresolved';
     }
     if (kind.rt.namespaced && !dependentNamespace) {
-      this.#logger.debug({ ref }, 'cluster-scoped object refers to a namespaced owner: invalid, left alone');
+      this.logger.debug({ ref }, 'cluster-scoped object refers to a namespaced owner: invalid, left alone');
       return 'unresolved';
     }
-    const owner = this.#lookup(kind.resource, kind.rt.namespaced ? dependentNamespace : undefined, ref.name);
+    const owner = this.lookup(kind.resource, kind.rt.namespaced ? dependentNamespace : undefined, ref.name);
     if (!owner || owner.obj.metadata.uid !== ref.uid) return 'dangling';
     return owner.obj.metadata.deletionTimestamp && waitsFor(owner.obj, FINALIZER_DELETE_DEPENDENTS)
       ? 'waiting'
@@ -210,53 +206,53 @@ export class GarbageCollector extends QueueController {
   }
 
   /** processDeletingDependentsItem: the owner goes once no blocking dependent is left. */
-  #processDeletingDependents(resource: string, entry: StoredEntry): SyncResult {
+  private processDeletingDependents(resource: string, entry: StoredEntry): SyncNext {
     const uid = entry.obj.metadata.uid ?? '';
-    const blocking = this.#visit(this.#index.dependentsOf(uid)).filter((d) =>
+    const blocking = this.visit(this.index.dependentsOf(uid)).filter((d) =>
       d.owners.some((r) => r.uid === uid && r.blockOwnerDeletion === true),
     );
-    if (blocking.length === 0) return this.#removeFinalizer(resource, entry, FINALIZER_DELETE_DEPENDENTS);
+    if (blocking.length === 0) return this.removeFinalizer(resource, entry, FINALIZER_DELETE_DEPENDENTS);
     for (const dep of blocking) if (!dep.deletingDependents) this.queue.add(DELETE + dep.key);
-    return 'done';
+    return done;
   }
 
   /** attemptToOrphanWorker: every dependent loses its references to the owner, then the owner its finalizer. */
-  #orphan(key: string): SyncResult {
+  private orphan(key: string): SyncNext {
     const { resource, namespace, name } = parseItemKey(key);
-    const entry = this.#lookup(resource, namespace, name);
-    if (!entry || !waitsFor(entry.obj, FINALIZER_ORPHAN_DEPENDENTS)) return 'done';
+    const entry = this.lookup(resource, namespace, name);
+    if (!entry || !waitsFor(entry.obj, FINALIZER_ORPHAN_DEPENDENTS)) return done;
     const uid = entry.obj.metadata.uid ?? '';
-    for (const dep of this.#visit(this.#index.dependentsOf(uid))) {
-      const depEntry = this.#lookup(dep.resource, dep.namespace, dep.name);
+    for (const dep of this.visit(this.index.dependentsOf(uid))) {
+      const depEntry = this.lookup(dep.resource, dep.namespace, dep.name);
       if (!depEntry || depEntry.obj.metadata.uid !== dep.uid) continue;
       const refs = (depEntry.obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== uid);
-      if (this.#update(dep.resource, depEntry, { ownerReferences: refs }) === 'retry') return 'retry';
+      if (this.update(dep.resource, depEntry, { ownerReferences: refs }).kind === 'backoff') return backoff;
     }
-    return this.#removeFinalizer(resource, entry, FINALIZER_ORPHAN_DEPENDENTS);
+    return this.removeFinalizer(resource, entry, FINALIZER_ORPHAN_DEPENDENTS);
   }
 
   // ---- writes ----
 
-  #visit(dependents: ReadonlySet<Dependent>): Dependent[] {
-    this.#examined += dependents.size;
+  private visit(dependents: ReadonlySet<Dependent>): Dependent[] {
+    this.examinedCount += dependents.size;
     return [...dependents];
   }
 
-  #removeFinalizer(resource: string, entry: StoredEntry, finalizer: string): SyncResult {
-    return this.#update(resource, entry, {
+  private removeFinalizer(resource: string, entry: StoredEntry, finalizer: string): SyncNext {
+    return this.update(resource, entry, {
       finalizers: (entry.obj.metadata.finalizers ?? []).filter((f) => f !== finalizer),
     });
   }
 
   /** Writes metadata changes on the version read (a newer one meanwhile is a conflict: retried). */
-  #update(
+  private update(
     resource: string,
     entry: StoredEntry,
     changes: { ownerReferences?: OwnerReference[]; finalizers?: string[] },
-  ): SyncResult {
+  ): SyncNext {
     const obj = entry.obj;
-    return this.#write(resource, obj, () => {
-      this.#store.update(
+    return this.write(resource, obj, () => {
+      this.store.update(
         resource,
         { ...obj, metadata: { ...obj.metadata, ...changes, resourceVersion: String(entry.rv) } },
         { user: GARBAGE_COLLECTOR_USER },
@@ -264,33 +260,33 @@ export class GarbageCollector extends QueueController {
     });
   }
 
-  #delete(resource: string, entry: StoredEntry, propagationPolicy: PropagationPolicy): SyncResult {
+  private delete(resource: string, entry: StoredEntry, propagationPolicy: PropagationPolicy): SyncNext {
     const meta = entry.obj.metadata;
-    return this.#write(resource, entry.obj, () => {
-      this.#store.deleteEntry(resource, meta.namespace, meta.name ?? '', {
+    return this.write(resource, entry.obj, () => {
+      this.store.deleteEntry(resource, meta.namespace, meta.name ?? '', {
         preconditions: { uid: meta.uid, resourceVersion: String(entry.rv) },
         propagationPolicy,
         user: GARBAGE_COLLECTOR_USER,
       });
-      this.#logger.debug(
+      this.logger.debug(
         { resource, namespace: meta.namespace, name: meta.name, propagationPolicy },
         'garbage collected',
       );
     });
   }
 
-  #write(resource: string, obj: KubeObject, write: () => void): SyncResult {
+  private write(resource: string, obj: KubeObject, write: () => void): SyncNext {
     try {
       write();
-      return 'done';
+      return done;
     } catch (err) {
-      if (err instanceof ClusterApiError && err.code === 404) return 'done';
-      if (err instanceof ClusterApiError && err.code === 409) return 'retry';
-      this.#logger.error(
+      if (err instanceof ClusterApiError && err.code === 404) return done;
+      if (err instanceof ClusterApiError && err.code === 409) return backoff;
+      this.logger.error(
         { err, resource, namespace: obj.metadata.namespace, name: obj.metadata.name },
         'garbage collector write refused',
       );
-      return 'retry';
+      return backoff;
     }
   }
 }

@@ -7,7 +7,7 @@ import { silentLogger } from '../../types/logger.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
 import { ClusterCache, type CacheReadCounter } from './cluster-cache.ts';
 import { installDefaultClassAdmission } from './default-class.ts';
-import { ClusterEventRecorder } from './event-recorder.ts';
+import { ClusterEventRecorder } from './cluster-event-recorder.ts';
 import { ensureLocalNode, localNodeName } from './local-node.ts';
 import { GarbageCollector } from './garbage-collector.ts';
 import { installProtectionAdmission, ProtectionController } from './protection.ts';

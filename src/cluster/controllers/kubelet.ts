@@ -8,10 +8,11 @@ import { existsSync } from 'node:fs';
 import type { Logger } from '../../types/logger.ts';
 import type { Pod } from '../../types/k8s.ts';
 import { formatTime } from '../common/meta.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import type { ClusterCache } from './cluster-cache.ts';
-import type { ClusterEventRecorder } from './event-recorder.ts';
-import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
+import type { ClusterEventRecorder } from './cluster-event-recorder.ts';
+import { backoff, done, KeyedQueue, QueueController, type SyncNext } from './keyed-queue.ts';
 import { claimKey } from './volume-match.ts';
 
 /** The message of a pod the stand-in reports Running. */
@@ -54,71 +55,71 @@ export function unmountableVolume(
 }
 
 export class KubeletStandIn extends QueueController {
-  readonly #d: KubeletDeps;
+  private readonly d: KubeletDeps;
   protected readonly queue: KeyedQueue;
 
   constructor(deps: KubeletDeps) {
     super();
-    this.#d = deps;
+    this.d = deps;
     this.queue = new KeyedQueue({
-      handle: (key) => this.#sync(key),
+      handle: (key) => this.sync(key),
       onError: (key, err) => deps.logger.error({ err, pod: key }, 'pod status update failed'),
     });
     deps.cache.onChange((change) => {
       if (change.resource === 'pods') {
         const pod = change.obj as Pod;
-        if (change.type !== 'DELETED' && this.#mine(pod))
+        if (change.type !== 'DELETED' && this.mine(pod))
           this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
       } else if (change.resource === 'persistentvolumeclaims') {
-        this.#requeuePodsOf(change.obj.metadata.namespace ?? '', change.obj.metadata.name ?? '');
+        this.requeuePodsOf(change.obj.metadata.namespace ?? '', change.obj.metadata.name ?? '');
       } else if (change.resource === 'persistentvolumes') {
         const ref = (change.obj as { spec?: { claimRef?: { namespace?: string; name?: string } } }).spec?.claimRef;
-        if (ref) this.#requeuePodsOf(ref.namespace ?? '', ref.name ?? '');
+        if (ref) this.requeuePodsOf(ref.namespace ?? '', ref.name ?? '');
       }
     });
   }
 
   // Pods of this node that are not Running yet (a Running pod keeps its status: kubelet does not unmount).
-  #mine(pod: Pod): boolean {
+  private mine(pod: Pod): boolean {
     return (
-      pod.spec.nodeName === this.#d.nodeName &&
+      pod.spec.nodeName === this.d.nodeName &&
       !pod.metadata.deletionTimestamp &&
       (pod.status?.phase ?? 'Pending') === 'Pending'
     );
   }
 
-  #requeuePodsOf(namespace: string, claimName: string): void {
-    for (const pod of this.#d.cache.podsUsingClaim(namespace, claimName)) {
-      if (this.#mine(pod)) this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
+  private requeuePodsOf(namespace: string, claimName: string): void {
+    for (const pod of this.d.cache.podsUsingClaim(namespace, claimName)) {
+      if (this.mine(pod)) this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
     }
   }
 
   resync(): void {
-    for (const pod of this.#d.cache.pods.values())
-      if (this.#mine(pod)) this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
+    for (const pod of this.d.cache.pods.values())
+      if (this.mine(pod)) this.queue.add(claimKey(pod.metadata.namespace, pod.metadata.name));
   }
 
-  #sync(key: string): SyncResult {
-    const { cache, store, recorder, logger } = this.#d;
+  private sync(key: string): SyncNext {
+    const { cache, store, recorder, logger } = this.d;
     const pod = cache.pods.get(key);
-    if (!pod || !this.#mine(pod)) return 'done';
+    if (!pod || !this.mine(pod)) return done;
     const blocked = unmountableVolume(pod, cache);
     if (blocked) {
       recorder.record(pod, 'Warning', 'FailedMount', blocked);
       logger.debug({ pod: key, reason: blocked }, 'pod volumes cannot be mounted');
-      return 'done';
+      return done;
     }
     try {
       store.update(
         'pods',
-        { ...pod, status: runningStatus(pod, formatTime(this.#d.now())) },
-        { subresource: 'status', user: `system:node:${this.#d.nodeName}` },
+        { ...pod, status: runningStatus(pod, formatTime(this.d.now())) },
+        { subresource: 'status', user: `system:node:${this.d.nodeName}` },
       );
-      logger.info({ pod: key, node: this.#d.nodeName }, 'pod reported Running (containers not run)');
-      return 'done';
+      logger.info({ pod: key, node: this.d.nodeName }, 'pod reported Running (containers not run)');
+      return done;
     } catch (err) {
-      if (err instanceof ClusterApiError && err.code === 404) return 'done';
-      if (err instanceof ClusterApiError) return 'retry';
+      if (err instanceof ClusterApiError && err.code === 404) return done;
+      if (err instanceof ClusterApiError) return backoff;
       throw err;
     }
   }

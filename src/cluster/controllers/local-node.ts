@@ -4,7 +4,8 @@
 import os from 'node:os';
 import type { Node } from '../../types/k8s.ts';
 import { LABEL_HOSTNAME } from '../../types/annotations.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import { formatMicroTime, formatTime } from '../common/meta.ts';
 
 export const KUBELET_VERSION = 'v1.32.0';

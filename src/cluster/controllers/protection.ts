@@ -5,10 +5,11 @@
 import type { KubeObject, PersistentVolume } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
 import { FINALIZER_PV_PROTECTION, FINALIZER_PVC_PROTECTION } from '../../types/annotations.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import { podClaimNames, podIsActive, type ClusterCache } from './cluster-cache.ts';
 import { claimKey } from './volume-match.ts';
-import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
+import { backoff, done, KeyedQueue, QueueController, type SyncNext } from './keyed-queue.ts';
 
 export const PROTECTION_USER = 'system:serviceaccount:kube-system:pvc-protection-controller';
 
@@ -29,18 +30,18 @@ const PVC = 'pvc:';
 const PV = 'pv:';
 
 export class ProtectionController extends QueueController {
-  readonly #store: ClusterStore;
-  readonly #cache: ClusterCache;
-  readonly #logger: Logger;
+  private readonly store: ClusterStore;
+  private readonly cache: ClusterCache;
+  private readonly logger: Logger;
   protected readonly queue: KeyedQueue;
 
   constructor(deps: { store: ClusterStore; cache: ClusterCache; logger: Logger }) {
     super();
-    this.#store = deps.store;
-    this.#cache = deps.cache;
-    this.#logger = deps.logger;
+    this.store = deps.store;
+    this.cache = deps.cache;
+    this.logger = deps.logger;
     this.queue = new KeyedQueue({
-      handle: (key) => this.#handle(key),
+      handle: (key) => this.handle(key),
       onError: (key, err) => deps.logger.error({ err, key }, 'protection sync failed'),
     });
     deps.cache.onChange((change) => {
@@ -71,25 +72,25 @@ export class ProtectionController extends QueueController {
   }
 
   resync(): void {
-    for (const [key, claim] of this.#cache.claims)
+    for (const [key, claim] of this.cache.claims)
       if (needsWork(claim, FINALIZER_PVC_PROTECTION)) this.queue.add(PVC + key);
-    for (const { volume } of this.#cache.volumes.values())
+    for (const { volume } of this.cache.volumes.values())
       if (needsWork(volume, FINALIZER_PV_PROTECTION)) this.queue.add(PV + (volume.metadata.name ?? ''));
   }
 
-  #handle(key: string): SyncResult {
+  private handle(key: string): SyncNext {
     if (key.startsWith(PVC)) {
       const rest = key.slice(PVC.length);
       const i = rest.indexOf('/');
-      const claim = this.#cache.getClaim(rest.slice(0, i), rest.slice(i + 1));
-      if (!claim) return 'done';
+      const claim = this.cache.getClaim(rest.slice(0, i), rest.slice(i + 1));
+      if (!claim) return done;
       const inUse = () =>
-        this.#cache.podsUsingClaim(claim.metadata.namespace ?? '', claim.metadata.name ?? '').some(podIsActive);
-      return this.#sync('persistentvolumeclaims', claim, FINALIZER_PVC_PROTECTION, inUse);
+        this.cache.podsUsingClaim(claim.metadata.namespace ?? '', claim.metadata.name ?? '').some(podIsActive);
+      return this.sync('persistentvolumeclaims', claim, FINALIZER_PVC_PROTECTION, inUse);
     }
-    const volume = this.#cache.volumes.get(key.slice(PV.length));
-    if (!volume) return 'done';
-    return this.#sync(
+    const volume = this.cache.volumes.get(key.slice(PV.length));
+    if (!volume) return done;
+    return this.sync(
       'persistentvolumes',
       volume,
       FINALIZER_PV_PROTECTION,
@@ -97,7 +98,7 @@ export class ProtectionController extends QueueController {
     );
   }
 
-  #sync(resource: string, obj: KubeObject, finalizer: string, inUse: () => boolean): SyncResult {
+  private sync(resource: string, obj: KubeObject, finalizer: string, inUse: () => boolean): SyncNext {
     const finalizers = obj.metadata.finalizers ?? [];
     let next: string[] | undefined;
     if (obj.metadata.deletionTimestamp) {
@@ -105,20 +106,20 @@ export class ProtectionController extends QueueController {
     } else if (!finalizers.includes(finalizer)) {
       next = [...finalizers, finalizer];
     }
-    if (!next) return 'done';
+    if (!next) return done;
     try {
-      this.#store.update(
+      this.store.update(
         resource,
         { ...obj, metadata: { ...obj.metadata, finalizers: next } },
         { user: PROTECTION_USER },
       );
-      this.#logger.debug(
+      this.logger.debug(
         { resource, name: obj.metadata.name, finalizer, removed: next.length < finalizers.length },
         'protection finalizer updated',
       );
-      return 'done';
+      return done;
     } catch (err) {
-      if (err instanceof ClusterApiError) return err.code === 404 ? 'done' : 'retry';
+      if (err instanceof ClusterApiError) return err.code === 404 ? done : backoff;
       throw err;
     }
   }

@@ -4,12 +4,13 @@
 // resync re-queues every claim and volume, which also re-emits ExternalProvisioning like the real one.
 import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import { syncClaim, syncVolume, type BinderAction, type BinderView } from './binder-logic.ts';
 import { claimKey } from './volume-match.ts';
 import type { ClusterCache } from './cluster-cache.ts';
-import type { ClusterEventRecorder } from './event-recorder.ts';
-import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
+import type { ClusterEventRecorder } from './cluster-event-recorder.ts';
+import { backoff, done, KeyedQueue, QueueController, type SyncNext } from './keyed-queue.ts';
 
 /** The identity the binder writes as (audit log), as kube-controller-manager's service account. */
 export const PV_BINDER_USER = 'system:serviceaccount:kube-system:persistent-volume-binder';
@@ -25,19 +26,19 @@ export interface PvBinderDeps {
 }
 
 export class PvBinder extends QueueController {
-  readonly #d: PvBinderDeps;
+  private readonly d: PvBinderDeps;
   protected readonly queue: KeyedQueue;
-  readonly #view: BinderView;
+  private readonly view: BinderView;
 
   constructor(deps: PvBinderDeps) {
     super();
-    this.#d = deps;
+    this.d = deps;
     this.queue = new KeyedQueue({
-      handle: (key) => this.#handle(key),
+      handle: (key) => this.handle(key),
       onError: (key, err) => deps.logger.error({ err, key }, 'pv binder sync failed'),
     });
     const cache = deps.cache;
-    this.#view = {
+    this.view = {
       volumes: cache.volumes,
       getVolume: (name) => cache.volumes.get(name),
       getClaim: (ns, name) => cache.getClaim(ns, name),
@@ -75,24 +76,24 @@ export class PvBinder extends QueueController {
 
   /** Re-queues every claim and volume (the 15 s --pvclaimbinder-sync-period). */
   resync(): void {
-    for (const key of this.#d.cache.claims.keys()) this.queue.add(CLAIM + key);
-    for (const entry of this.#d.cache.volumes.values()) this.queue.add(VOLUME + (entry.volume.metadata.name ?? ''));
+    for (const key of this.d.cache.claims.keys()) this.queue.add(CLAIM + key);
+    for (const entry of this.d.cache.volumes.values()) this.queue.add(VOLUME + (entry.volume.metadata.name ?? ''));
   }
 
-  #handle(key: string): SyncResult {
+  private handle(key: string): SyncNext {
     if (key.startsWith(CLAIM)) {
       const [ns, name] = splitClaimKey(key.slice(CLAIM.length));
-      const claim = this.#d.cache.getClaim(ns, name);
-      return claim ? this.#execute(syncClaim(claim, this.#view), { pvc: `${ns}/${name}` }) : 'done';
+      const claim = this.d.cache.getClaim(ns, name);
+      return claim ? this.execute(syncClaim(claim, this.view), { pvc: `${ns}/${name}` }) : done;
     }
     const name = key.slice(VOLUME.length);
-    const volume = this.#d.cache.volumes.get(name);
-    return volume ? this.#execute(syncVolume(volume, this.#view), { pv: name }) : 'done';
+    const volume = this.d.cache.volumes.get(name);
+    return volume ? this.execute(syncVolume(volume, this.view), { pv: name }) : done;
   }
 
   /** Runs the writes in order; each write of an object uses the resourceVersion the previous one returned. */
-  #execute(actions: BinderAction[], logContext: Record<string, string>): SyncResult {
-    const { store, recorder, logger } = this.#d;
+  private execute(actions: BinderAction[], logContext: Record<string, string>): SyncNext {
+    const { store, recorder, logger } = this.d;
     const latestRv = new Map<string, string>();
     const withRv = <T extends PersistentVolume | PersistentVolumeClaim>(kind: string, obj: T): T => {
       const rv = latestRv.get(`${kind}/${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
@@ -145,13 +146,13 @@ export class PvBinder extends QueueController {
           recorder.record(a.claim, 'Warning', a.onError.reason, a.onError.prefix + err.message);
         }
         // Gone: its DELETED event re-queues whatever depends on it.
-        if (err.code === 404) return 'done';
+        if (err.code === 404) return done;
         if (err.code === 409) logger.debug({ ...logContext, action: a.kind }, 'conflict; retrying with fresh objects');
         else logger.warn({ ...logContext, action: a.kind, err: err.message }, 'pv binder write failed');
-        return 'retry';
+        return backoff;
       }
     }
-    return 'done';
+    return done;
   }
 }
 

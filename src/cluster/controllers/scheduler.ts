@@ -8,12 +8,13 @@
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
 import { ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE } from '../../types/annotations.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { podClaimNames } from './cluster-cache.ts';
 import { claimBlocksNode, nodeIsSchedulable, nodeSelectorMatches, podFitsNode } from './node-fit.ts';
 import { ClaimMatchError, claimClass, claimKey, findBestMatchForClaim, type VolumeSource } from './volume-match.ts';
-import { KeyedQueue, QueueController, type SyncResult } from './keyed-queue.ts';
+import { backoff, done, KeyedQueue, QueueController, type SyncNext } from './keyed-queue.ts';
 
 export const SCHEDULER_USER = 'system:kube-scheduler';
 
@@ -24,16 +25,16 @@ export interface SchedulerDeps {
 }
 
 export class SchedulerStandIn extends QueueController {
-  readonly #d: SchedulerDeps;
+  private readonly d: SchedulerDeps;
   protected readonly queue: KeyedQueue;
   /** Keys of live pods without a node or with claims: what node/class/claim changes re-queue. */
-  readonly #unscheduled = new Set<string>();
+  private readonly unscheduled = new Set<string>();
 
   constructor(deps: SchedulerDeps) {
     super();
-    this.#d = deps;
+    this.d = deps;
     this.queue = new KeyedQueue({
-      handle: (key) => this.#schedule(key),
+      handle: (key) => this.schedule(key),
       onError: (key, err) => deps.logger.error({ err, pod: key }, 'scheduling failed'),
     });
     deps.cache.onChange((change) => {
@@ -47,53 +48,53 @@ export class SchedulerStandIn extends QueueController {
             !obj.metadata.deletionTimestamp &&
             (!pod.spec?.nodeName || podClaimNames(pod).length > 0)
           ) {
-            this.#unscheduled.add(key);
+            this.unscheduled.add(key);
             this.queue.add(key);
-          } else this.#unscheduled.delete(key);
+          } else this.unscheduled.delete(key);
           break;
         }
         case 'persistentvolumeclaims':
-          this.#requeuePodsOf(obj.metadata.namespace ?? '', obj.metadata.name ?? '');
+          this.requeuePodsOf(obj.metadata.namespace ?? '', obj.metadata.name ?? '');
           break;
         case 'persistentvolumes': {
           const ref = (obj as PersistentVolume).spec?.claimRef;
-          if (ref) this.#requeuePodsOf(ref.namespace ?? '', ref.name ?? '');
+          if (ref) this.requeuePodsOf(ref.namespace ?? '', ref.name ?? '');
           break;
         }
         case 'nodes':
         case 'storageclasses':
         case 'csidrivers':
         case 'csistoragecapacities':
-          for (const key of this.#unscheduled) this.queue.add(key);
+          for (const key of this.unscheduled) this.queue.add(key);
           break;
       }
     });
   }
 
   resync(): void {
-    for (const key of this.#unscheduled) this.queue.add(key);
+    for (const key of this.unscheduled) this.queue.add(key);
   }
 
-  #requeuePodsOf(namespace: string, claimName: string): void {
-    for (const pod of this.#d.cache.podsUsingClaim(namespace, claimName)) {
+  private requeuePodsOf(namespace: string, claimName: string): void {
+    for (const pod of this.d.cache.podsUsingClaim(namespace, claimName)) {
       const key = claimKey(pod.metadata.namespace, pod.metadata.name);
-      if (this.#unscheduled.has(key)) this.queue.add(key);
+      if (this.unscheduled.has(key)) this.queue.add(key);
     }
   }
 
-  #schedule(key: string): SyncResult {
-    const { cache, logger } = this.#d;
+  private schedule(key: string): SyncNext {
+    const { cache, logger } = this.d;
     const pod = cache.pods.get(key);
-    if (!pod || pod.metadata.deletionTimestamp) return 'done';
+    if (!pod || pod.metadata.deletionTimestamp) return done;
     const fixedNode = pod.spec.nodeName;
     const claimNames = podClaimNames(pod);
-    if (fixedNode && claimNames.length === 0) return 'done';
+    if (fixedNode && claimNames.length === 0) return done;
     const namespace = pod.metadata.namespace ?? '';
     const claims: PersistentVolumeClaim[] = [];
     for (const name of claimNames) {
       const claim = cache.getClaim(namespace, name);
       // kube-scheduler: persistentvolumeclaim not found -> unschedulable until it appears.
-      if (!claim) return 'done';
+      if (!claim) return done;
       claims.push(claim);
     }
     const world = {
@@ -111,7 +112,7 @@ export class SchedulerStandIn extends QueueController {
     const node = nodes.find((n) => n.metadata.name === preferred && fits(n)) ?? nodes.find(fits);
     if (!node) {
       logger.debug({ pod: key }, 'no node fits the pod yet');
-      return 'done';
+      return done;
     }
     const nodeName = node.metadata.name ?? '';
     try {
@@ -121,9 +122,9 @@ export class SchedulerStandIn extends QueueController {
         allBound = false;
         if (claim.spec.volumeName || claim.metadata.annotations?.[ANN_SELECTED_NODE]) continue;
         const staticPv = findBestMatchForClaim(claim, nodeFilteredSource(cache.volumes, node), false);
-        if (staticPv) this.#bindStaticVolume(staticPv, claim);
+        if (staticPv) this.bindStaticVolume(staticPv, claim);
         else {
-          this.#d.store.update(
+          this.d.store.update(
             'persistentvolumeclaims',
             {
               ...claim,
@@ -140,21 +141,21 @@ export class SchedulerStandIn extends QueueController {
           );
         }
       }
-      if (!allBound || fixedNode) return 'done'; // the claims' updates re-queue the pod
-      this.#d.store.update('pods', { ...pod, spec: { ...pod.spec, nodeName } }, { user: SCHEDULER_USER });
+      if (!allBound || fixedNode) return done; // the claims' updates re-queue the pod
+      this.d.store.update('pods', { ...pod, spec: { ...pod.spec, nodeName } }, { user: SCHEDULER_USER });
       logger.info({ pod: key, node: nodeName }, 'pod bound to node');
-      return 'done';
+      return done;
     } catch (err) {
-      if (err instanceof ClusterApiError && err.code === 404) return 'done';
-      if (err instanceof ClusterApiError) return 'retry';
-      if (err instanceof ClaimMatchError) return 'done'; // the binder reports it on the claim
+      if (err instanceof ClusterApiError && err.code === 404) return done;
+      if (err instanceof ClusterApiError) return backoff;
+      if (err instanceof ClaimMatchError) return done; // the binder reports it on the claim
       throw err;
     }
   }
 
   /** What the VolumeBinding plugin does for a static PV: claimRef + bound-by-controller; the binder finishes. */
-  #bindStaticVolume(pv: PersistentVolume, claim: PersistentVolumeClaim): void {
-    this.#d.store.update(
+  private bindStaticVolume(pv: PersistentVolume, claim: PersistentVolumeClaim): void {
+    this.d.store.update(
       'persistentvolumes',
       {
         ...pv,

@@ -2,7 +2,7 @@
 // that is not terminating has a ServiceAccount named `default`, created when the namespace appears and again
 // if it is deleted. Token secrets are not created (tokens are requested, not stored, since Kubernetes 1.24).
 import type { Logger } from '../../types/logger.ts';
-import { ClusterApiError } from '../common/errors.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
 
 const DEFAULT_SA = 'default';

@@ -10,11 +10,12 @@
 import type { KubeObject, PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
 import { ANN_STORAGE_RESIZER } from '../../types/annotations.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
-import { forbidden } from '../common/errors.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { forbidden } from '../common/api-errors.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import { validatePersistentVolumeClaim } from '../registry/core/persistent-volume-claims.ts';
 import type { ClusterCache } from './cluster-cache.ts';
-import type { ClusterEventRecorder } from './event-recorder.ts';
+import type { ClusterEventRecorder } from './cluster-event-recorder.ts';
 import { claimClass } from './volume-match.ts';
 
 /** The expand controller's event source component. */

@@ -10,21 +10,21 @@ import { accessModesKey, claimKey, volumeCapacity, volumeClass, type VolumeSourc
  */
 class Bucket {
   readonly live = new Set<string>();
-  #names: string[] = [];
-  #head = 0;
+  private names: string[] = [];
+  private head = 0;
 
   add(name: string): void {
     if (this.live.has(name)) return;
     this.live.add(name);
-    this.#names.push(name);
+    this.names.push(name);
   }
 
   delete(name: string): void {
     this.live.delete(name);
-    while (this.#head < this.#names.length && !this.live.has(this.#names[this.#head])) this.#head++;
-    if (this.#head > 64 && this.#head * 2 > this.#names.length) {
-      this.#names = this.#names.slice(this.#head);
-      this.#head = 0;
+    while (this.head < this.names.length && !this.live.has(this.names[this.head])) this.head++;
+    if (this.head > 64 && this.head * 2 > this.names.length) {
+      this.names = this.names.slice(this.head);
+      this.head = 0;
     }
   }
 
@@ -34,8 +34,8 @@ class Bucket {
 
   *[Symbol.iterator](): Iterator<string> {
     const seen = new Set<string>();
-    for (let i = this.#head; i < this.#names.length; i++) {
-      const name = this.#names[i];
+    for (let i = this.head; i < this.names.length; i++) {
+      const name = this.names[i];
       // A name removed and re-added appears twice in the array; yield it once.
       if (this.live.has(name) && !seen.has(name)) {
         seen.add(name);
@@ -94,36 +94,36 @@ interface IndexedVolume {
 }
 
 export class VolumeIndex implements VolumeSource {
-  readonly #volumes = new Map<string, IndexedVolume>();
-  readonly #byClaim = new Map<string, Set<string>>();
+  private readonly volumes = new Map<string, IndexedVolume>();
+  private readonly byClaim = new Map<string, Set<string>>();
   /** class -> access-mode key -> buckets. */
-  readonly #unclaimed = new Map<string, Map<string, CapacityBuckets>>();
+  private readonly unclaimed = new Map<string, Map<string, CapacityBuckets>>();
   /** Counts the volumes handed out (see ClusterCache's read counter). */
-  readonly #count: (n: number) => void;
+  private readonly count: (n: number) => void;
 
   constructor(count: (n: number) => void = () => {}) {
-    this.#count = count;
+    this.count = count;
   }
 
   get(name: string): PersistentVolume | undefined {
-    this.#count(1);
-    return this.#volumes.get(name)?.volume;
+    this.count(1);
+    return this.volumes.get(name)?.volume;
   }
 
   /** Like get(), for the cache's own bookkeeping (not counted as a controller's read). */
   peek(name: string): PersistentVolume | undefined {
-    return this.#volumes.get(name)?.volume;
+    return this.volumes.get(name)?.volume;
   }
 
   *values(): IterableIterator<IndexedVolume> {
-    for (const v of this.#volumes.values()) {
-      this.#count(1);
+    for (const v of this.volumes.values()) {
+      this.count(1);
       yield v;
     }
   }
 
   get size(): number {
-    return this.#volumes.size;
+    return this.volumes.size;
   }
 
   /** Adds or replaces a volume (from a watch ADDED/MODIFIED). */
@@ -134,8 +134,8 @@ export class VolumeIndex implements VolumeSource {
     const ref = volume.spec.claimRef;
     if (ref) {
       entry.claimKey = claimKey(ref.namespace, ref.name);
-      let set = this.#byClaim.get(entry.claimKey);
-      if (!set) this.#byClaim.set(entry.claimKey, (set = new Set()));
+      let set = this.byClaim.get(entry.claimKey);
+      if (!set) this.byClaim.set(entry.claimKey, (set = new Set()));
       set.add(name);
     } else if (volume.status?.phase === 'Available' && !volume.metadata.deletionTimestamp) {
       const capacity = volumeCapacity(volume);
@@ -145,44 +145,44 @@ export class VolumeIndex implements VolumeSource {
           modesKey: accessModesKey(volume.spec.accessModes),
           capacity,
         };
-        let byModes = this.#unclaimed.get(entry.unclaimed.className);
-        if (!byModes) this.#unclaimed.set(entry.unclaimed.className, (byModes = new Map()));
+        let byModes = this.unclaimed.get(entry.unclaimed.className);
+        if (!byModes) this.unclaimed.set(entry.unclaimed.className, (byModes = new Map()));
         let buckets = byModes.get(entry.unclaimed.modesKey);
         if (!buckets) byModes.set(entry.unclaimed.modesKey, (buckets = new CapacityBuckets()));
         buckets.add(capacity, name);
       }
     }
-    this.#volumes.set(name, entry);
+    this.volumes.set(name, entry);
   }
 
   /** Forgets a volume (watch DELETED). */
   remove(name: string): void {
-    const old = this.#volumes.get(name);
+    const old = this.volumes.get(name);
     if (!old) return;
-    this.#volumes.delete(name);
+    this.volumes.delete(name);
     if (old.claimKey) {
-      const set = this.#byClaim.get(old.claimKey);
+      const set = this.byClaim.get(old.claimKey);
       set?.delete(name);
-      if (set?.size === 0) this.#byClaim.delete(old.claimKey);
+      if (set?.size === 0) this.byClaim.delete(old.claimKey);
     }
     if (old.unclaimed) {
-      const byModes = this.#unclaimed.get(old.unclaimed.className);
+      const byModes = this.unclaimed.get(old.unclaimed.className);
       const buckets = byModes?.get(old.unclaimed.modesKey);
       buckets?.remove(old.unclaimed.capacity, name);
       if (buckets?.size === 0) byModes?.delete(old.unclaimed.modesKey);
-      if (byModes?.size === 0) this.#unclaimed.delete(old.unclaimed.className);
+      if (byModes?.size === 0) this.unclaimed.delete(old.unclaimed.className);
     }
   }
 
   /** Names of volumes whose claimRef names namespace/name. */
   namesForClaim(key: string): ReadonlySet<string> {
-    const names = this.#byClaim.get(key);
-    this.#count(names?.size ?? 0);
+    const names = this.byClaim.get(key);
+    this.count(names?.size ?? 0);
     return names ?? new Set();
   }
 
   *preBoundTo(claim: PersistentVolumeClaim): Iterable<PersistentVolume> {
-    for (const name of this.#byClaim.get(claimKey(claim.metadata.namespace, claim.metadata.name)) ?? []) {
+    for (const name of this.byClaim.get(claimKey(claim.metadata.namespace, claim.metadata.name)) ?? []) {
       const v = this.get(name);
       if (v) yield v;
     }
@@ -193,17 +193,17 @@ export class VolumeIndex implements VolumeSource {
     modes: readonly AccessMode[],
     minCapacity: bigint,
   ): Iterable<Iterable<PersistentVolume>> {
-    const byModes = this.#unclaimed.get(className);
+    const byModes = this.unclaimed.get(className);
     if (!byModes) return [];
     const wanted = [...new Set(modes)];
     const groups = [...byModes.entries()]
       .map(([key, buckets]) => ({ modes: key === '' ? [] : key.split(','), buckets }))
       .filter((g) => wanted.every((m) => g.modes.includes(m)))
       .sort((a, b) => a.modes.length - b.modes.length);
-    return groups.map((g) => this.#ascending(g.buckets, minCapacity));
+    return groups.map((g) => this.ascending(g.buckets, minCapacity));
   }
 
-  *#ascending(buckets: CapacityBuckets, minCapacity: bigint): Iterable<PersistentVolume> {
+  private *ascending(buckets: CapacityBuckets, minCapacity: bigint): Iterable<PersistentVolume> {
     // Matching only reads; the index changes on store writes, which happen after the match is chosen.
     for (let i = lowerBound(buckets.sorted, minCapacity); i < buckets.sorted.length; i++) {
       const capacity = buckets.sorted[i];

@@ -4,9 +4,10 @@
 //   GET|DELETE /admin/audit
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Audit } from './audit.ts';
-import { badRequest, methodNotAllowed } from '../common/errors.ts';
+import { badRequest, methodNotAllowed } from '../common/api-errors.ts';
 import { parseFaultRule, type Faults } from './faults.ts';
 import { decodeBody, readBody, sendJson, sendPlainNotFound } from './http-io.ts';
+import type { Step } from './pipeline.ts';
 
 export interface AdminScope {
   faults: Faults;
@@ -18,6 +19,11 @@ export interface AdminScope {
 }
 
 const ADMIN_REF = { group: 'admin', resource: 'admin', kind: 'Admin' };
+
+/** The admin route's step (after authentication and audit, which counts it under resource `admin`). */
+export function serveAdmin(scope: AdminScope): Step {
+  return (ctx) => handleAdmin(ctx.req, ctx.res, ctx.path, scope);
+}
 
 /** @throws ClusterApiError for bad input (400) or an unsupported method (405). */
 export async function handleAdmin(

@@ -31,31 +31,31 @@ export const OTHER_CLIENTS = 'other';
 
 /** Counts of served API requests. */
 export class Audit {
-  readonly #counts = new Map<string, AuditRecord>();
-  readonly #clients = new Set<string>();
-  readonly #maxClients: number;
-  readonly #maxNameLength: number;
+  private readonly counts = new Map<string, AuditRecord>();
+  private readonly clients = new Set<string>();
+  private readonly maxClients: number;
+  private readonly maxNameLength: number;
 
   constructor(opts: AuditOptions = {}) {
-    this.#maxClients = opts.maxClients ?? 1_000;
-    this.#maxNameLength = opts.maxClientNameLength ?? 128;
+    this.maxClients = opts.maxClients ?? 1_000;
+    this.maxNameLength = opts.maxClientNameLength ?? 128;
   }
 
   record(clientName: string, verb: string, resource: string, code: number): void {
-    let client = clientName.length > this.#maxNameLength ? clientName.slice(0, this.#maxNameLength) : clientName;
-    if (!this.#clients.has(client)) {
-      if (this.#clients.size >= this.#maxClients) client = OTHER_CLIENTS;
-      else this.#clients.add(client);
+    let client = clientName.length > this.maxNameLength ? clientName.slice(0, this.maxNameLength) : clientName;
+    if (!this.clients.has(client)) {
+      if (this.clients.size >= this.maxClients) client = OTHER_CLIENTS;
+      else this.clients.add(client);
     }
     const key = `${client}\u0000${verb}\u0000${resource}\u0000${code}`;
-    const rec = this.#counts.get(key);
+    const rec = this.counts.get(key);
     if (rec) rec.count++;
-    else this.#counts.set(key, { client, verb, resource, code, count: 1 });
+    else this.counts.set(key, { client, verb, resource, code, count: 1 });
   }
 
   /** Every counter, sorted by client, resource, verb, code. */
   records(): AuditRecord[] {
-    return [...this.#counts.values()]
+    return [...this.counts.values()]
       .map((r) => ({ ...r }))
       .sort(
         (a, b) =>
@@ -69,7 +69,7 @@ export class Audit {
   /** Sum of the counters matching every given field (`client` also matches as a prefix, e.g. "kube-provisioner"). */
   count(filter: Partial<AuditKey> = {}): number {
     let n = 0;
-    for (const r of this.#counts.values()) {
+    for (const r of this.counts.values()) {
       if (filter.client !== undefined && !r.client.startsWith(filter.client)) continue;
       if (filter.verb !== undefined && r.verb !== filter.verb) continue;
       if (filter.resource !== undefined && r.resource !== filter.resource) continue;
@@ -80,7 +80,7 @@ export class Audit {
   }
 
   reset(): void {
-    this.#counts.clear();
-    this.#clients.clear();
+    this.counts.clear();
+    this.clients.clear();
   }
 }

@@ -73,11 +73,11 @@ function firstRecordComplete(bytes: Buffer): boolean {
  */
 export class ConnectionGuard {
   /** Per source address, its unauthenticated connections, oldest first (a Set keeps insertion order). */
-  readonly #bySource = new Map<string, Set<Admitted>>();
+  private readonly bySource = new Map<string, Set<Admitted>>();
   /** Keyed by remote address and port: the TLS socket a request arrives on wraps the TCP socket admitted here. */
-  readonly #byPeer = new Map<string, Admitted>();
-  #open = 0;
-  #evicted = 0;
+  private readonly byPeer = new Map<string, Admitted>();
+  private openCount = 0;
+  private evictedCount = 0;
 
   constructor(private readonly max: number) {}
 
@@ -86,59 +86,59 @@ export class ConnectionGuard {
     // Already closed by the peer: nothing to keep.
     if (socket.remoteAddress === undefined) return void socket.destroy();
     const admitted: Admitted = { socket, source: socket.remoteAddress, peer: peerOf(socket) };
-    this.#open++;
+    this.openCount++;
     socket.once('close', () => {
-      this.#open--;
-      this.#forget(admitted);
+      this.openCount--;
+      this.forget(admitted);
     });
     // A peer key still held by a socket that has not reported its close yet: that one is gone.
-    const stale = this.#byPeer.get(admitted.peer);
-    if (stale) this.#forget(stale);
-    this.#byPeer.set(admitted.peer, admitted);
-    let queue = this.#bySource.get(admitted.source);
-    if (!queue) this.#bySource.set(admitted.source, (queue = new Set()));
+    const stale = this.byPeer.get(admitted.peer);
+    if (stale) this.forget(stale);
+    this.byPeer.set(admitted.peer, admitted);
+    let queue = this.bySource.get(admitted.source);
+    if (!queue) this.bySource.set(admitted.source, (queue = new Set()));
     queue.add(admitted);
-    while (this.#byPeer.size > this.max && this.#evictOldest());
+    while (this.byPeer.size > this.max && this.evictOldest());
   }
 
   /** The connection carried an authenticated request. */
   authenticated(socket: Socket | null | undefined): void {
-    const admitted = socket ? this.#byPeer.get(peerOf(socket)) : undefined;
-    if (admitted) this.#forget(admitted);
+    const admitted = socket ? this.byPeer.get(peerOf(socket)) : undefined;
+    if (admitted) this.forget(admitted);
   }
 
   get unauthenticated(): number {
-    return this.#byPeer.size;
+    return this.byPeer.size;
   }
 
   get open(): number {
-    return this.#open;
+    return this.openCount;
   }
 
   /** Unauthenticated connections closed to make room for newer ones. */
   get evicted(): number {
-    return this.#evicted;
+    return this.evictedCount;
   }
 
   /** Closes every unauthenticated connection (the server is shutting down). */
   closeAll(): void {
-    for (const admitted of [...this.#byPeer.values()]) admitted.socket.destroy();
+    for (const admitted of [...this.byPeer.values()]) admitted.socket.destroy();
   }
 
-  #forget(admitted: Admitted): void {
-    if (this.#byPeer.get(admitted.peer) === admitted) this.#byPeer.delete(admitted.peer);
-    const queue = this.#bySource.get(admitted.source);
-    if (queue?.delete(admitted) && queue.size === 0) this.#bySource.delete(admitted.source);
+  private forget(admitted: Admitted): void {
+    if (this.byPeer.get(admitted.peer) === admitted) this.byPeer.delete(admitted.peer);
+    const queue = this.bySource.get(admitted.source);
+    if (queue?.delete(admitted) && queue.size === 0) this.bySource.delete(admitted.source);
   }
 
-  #evictOldest(): boolean {
+  private evictOldest(): boolean {
     // The source with the largest share (at most `max` + 1 sources to look at), then its oldest connection.
     let heaviest: Set<Admitted> | undefined;
-    for (const queue of this.#bySource.values()) if (!heaviest || queue.size > heaviest.size) heaviest = queue;
+    for (const queue of this.bySource.values()) if (!heaviest || queue.size > heaviest.size) heaviest = queue;
     const oldest: Admitted | undefined = heaviest?.values().next().value;
     if (!oldest) return false;
-    this.#forget(oldest);
-    this.#evicted++;
+    this.forget(oldest);
+    this.evictedCount++;
     oldest.socket.destroy();
     return true;
   }

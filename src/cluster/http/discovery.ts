@@ -1,8 +1,12 @@
 // Legacy (non-aggregated) discovery documents built from the registry: /version, /api, /apis, /apis/<g>,
-// /api/v1 and /apis/<g>/<v>, in the shapes kubectl 1.32 and client-node read (plain application/json).
+// /api/v1 and /apis/<g>/<v>, in the shapes kubectl 1.32 and client-node read (plain application/json), and the
+// discovery route's step, which answers the document routing.ts matched (OpenAPI v3 documents included).
 import { createHash } from 'node:crypto';
-import { apiVersionOf } from '../registry/registry.ts';
-import type { ResourceIndex } from './routing.ts';
+import { apiVersionOf } from '../registry/resource-type.ts';
+import { sendJson } from './http-io.ts';
+import { openApiV3Document, openApiV3Paths } from './openapi.ts';
+import type { Step } from './pipeline.ts';
+import type { DiscoveryDocument, ResourceIndex } from './routing.ts';
 
 export const SERVER_VERSION = {
   major: '1',
@@ -69,4 +73,33 @@ export function apiResourceList(index: ResourceIndex, groupVersion: string): obj
     }
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion, resources };
+}
+
+/** The document a discovery route names (its existence was checked when the route was matched). */
+export function discoveryDocument(index: ResourceIndex, doc: DiscoveryDocument, serverAddress: string): object {
+  switch (doc.kind) {
+    case 'version':
+      return SERVER_VERSION;
+    case 'apiVersions':
+      return apiVersions(serverAddress);
+    case 'groupList':
+      return apiGroupList(index);
+    case 'openApiPaths':
+      return openApiV3Paths([...index.resources]);
+    case 'openApiGroupVersion':
+      return openApiV3Document(doc.gvPath, [...index.resources]);
+    case 'resourceList':
+      return apiResourceList(index, doc.groupVersion)!;
+    case 'group':
+      return apiGroupDocument(index, doc.group)!;
+  }
+}
+
+/** The discovery route's step: answers the matched document. `serverAddress` is known once the server listens. */
+export function serveDiscovery(index: ResourceIndex, serverAddress: () => string): Step {
+  return (ctx) => {
+    const route = ctx.route;
+    if (route.kind !== 'discovery') throw new Error(`the discovery step ran for a ${route.kind} route`);
+    sendJson(ctx.res, 200, JSON.stringify(discoveryDocument(index, route.document, serverAddress())));
+  };
 }

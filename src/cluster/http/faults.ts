@@ -13,7 +13,7 @@ import {
   STALE_OBJECT_CAUSE,
   tooManyRequests,
   type ClusterApiError,
-} from '../common/errors.ts';
+} from '../common/api-errors.ts';
 
 /** A fault rule; unset match fields match everything. */
 export interface FaultRule {
@@ -64,41 +64,41 @@ export interface FaultDecision {
 
 /** Active fault rules and the admin hooks of one cluster. */
 export class Faults {
-  readonly #rules = new Map<number, FaultRule & { remaining?: number }>();
-  #nextId = 1;
-  #random: () => number;
-  readonly #closeWatchHooks = new Set<() => void>();
-  readonly #compactHooks = new Set<() => void>();
+  private readonly rules = new Map<number, FaultRule & { remaining?: number }>();
+  private nextId = 1;
+  private random: () => number;
+  private readonly closeWatchHooks = new Set<() => void>();
+  private readonly compactHooks = new Set<() => void>();
 
   /** `seed` makes the probability draws reproducible; `random` replaces the generator altogether. */
   constructor(opts: { random?: () => number; seed?: number } = {}) {
-    this.#random = opts.random ?? (opts.seed !== undefined ? seededRandom(opts.seed) : Math.random);
+    this.random = opts.random ?? (opts.seed !== undefined ? seededRandom(opts.seed) : Math.random);
   }
 
   /** Restarts the probability draws from `seed` (a chaos run passes its run seed, so a run can be replayed). */
   reseed(seed: number): void {
-    this.#random = seededRandom(seed);
+    this.random = seededRandom(seed);
   }
 
   /** Adds a rule; returns its id (for remove). */
   add(rule: FaultRule): number {
-    const id = this.#nextId++;
-    this.#rules.set(id, { ...rule, remaining: rule.count });
+    const id = this.nextId++;
+    this.rules.set(id, { ...rule, remaining: rule.count });
     return id;
   }
 
   remove(id: number): void {
-    this.#rules.delete(id);
+    this.rules.delete(id);
   }
 
   /** Removes every rule. */
   clear(): void {
-    this.#rules.clear();
+    this.rules.clear();
   }
 
   /** The active rules with their ids (count = failures left). */
   list(): Array<FaultRule & { id: number }> {
-    return [...this.#rules].map(([id, r]) => {
+    return [...this.rules].map(([id, r]) => {
       const { remaining, ...rule } = r;
       return { id, ...rule, ...(remaining !== undefined ? { count: remaining } : {}) };
     });
@@ -106,17 +106,17 @@ export class Faults {
 
   /** Decides what happens to a request: added latency and an optional error (first matching failing rule wins). */
   decide(t: FaultTarget, onlyNamed = false): FaultDecision | undefined {
-    if (this.#rules.size === 0) return undefined;
+    if (this.rules.size === 0) return undefined;
     let latencyMs = 0;
     let error: ClusterApiError | undefined;
     let lostResponse: LostResponse | undefined;
-    for (const [id, r] of this.#rules) {
+    for (const [id, r] of this.rules) {
       if (!matches(r, t) || (onlyNamed && r.name === undefined)) continue;
-      if (r.probability !== undefined && this.#random() >= r.probability) continue;
+      if (r.probability !== undefined && this.random() >= r.probability) continue;
       if (r.remaining !== undefined) {
         if (r.remaining <= 0) continue;
         r.remaining--;
-        if (r.remaining <= 0) this.#rules.delete(id);
+        if (r.remaining <= 0) this.rules.delete(id);
       }
       latencyMs += r.latencyMs ?? 0;
       if (r.status !== undefined && !error) error = faultError(r, t);
@@ -139,23 +139,23 @@ export class Faults {
 
   /** Closes every open watch stream (clients see the body end and re-watch). */
   closeWatches(): void {
-    for (const hook of [...this.#closeWatchHooks]) hook();
+    for (const hook of [...this.closeWatchHooks]) hook();
   }
 
   /** Drops the watch history: resumes from an older resourceVersion get 410 Expired. */
   compact(): void {
-    for (const hook of [...this.#compactHooks]) hook();
+    for (const hook of [...this.compactHooks]) hook();
   }
 
   /** For the server: registers what closeWatches()/compact() act on; returns the unregister function. */
   onCloseWatches(hook: () => void): () => void {
-    this.#closeWatchHooks.add(hook);
-    return () => this.#closeWatchHooks.delete(hook);
+    this.closeWatchHooks.add(hook);
+    return () => this.closeWatchHooks.delete(hook);
   }
 
   onCompact(hook: () => void): () => void {
-    this.#compactHooks.add(hook);
-    return () => this.#compactHooks.delete(hook);
+    this.compactHooks.add(hook);
+    return () => this.compactHooks.delete(hook);
   }
 }
 

@@ -1,7 +1,7 @@
 // Request/response plumbing of the API server: bounded body reading (413 over 3 MiB), JSON/YAML decoding,
 // content negotiation (JSON or Table), and writing JSON bodies and metav1.Status errors.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from '../common/errors.ts';
+import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } from '../common/api-errors.ts';
 import {
   checkJsonTextDepth,
   checkJsonValue,
@@ -12,8 +12,6 @@ import {
   parseJsonText,
 } from '../common/json-safety.ts';
 import { parseYamlBody } from '../schema/field-validation.ts';
-
-export { MAX_BODY_BYTES } from '../common/json-safety.ts';
 
 /** Thrown when a body exceeds the limit; the connection is closed after the 413 answer. */
 export class BodyTooLargeError extends Error {}
@@ -150,8 +148,12 @@ export function decodePatchBody(raw: Buffer, depthLimit = MAX_JSON_DEPTH): unkno
 
 /** What the client asked the response to be. */
 export interface Negotiated {
-  table: boolean;
+  readonly table: boolean;
 }
+
+/** The two answers, shared by every request: negotiation allocates nothing. */
+const AS_JSON: Negotiated = Object.freeze({ table: false });
+const AS_TABLE: Negotiated = Object.freeze({ table: true });
 
 /**
  * Content negotiation: JSON, or a meta.k8s.io/v1 Table when the Accept header asks for one (kubectl get).
@@ -159,7 +161,7 @@ export interface Negotiated {
  */
 export function negotiate(accept: string | undefined): Negotiated {
   // What nearly every request sends, answered without parsing.
-  if (!accept || accept === 'application/json' || accept === '*/*') return { table: false };
+  if (!accept || accept === 'application/json' || accept === '*/*') return AS_JSON;
   let json = false;
   let table = false;
   for (const part of accept.split(',')) {
@@ -172,9 +174,9 @@ export function negotiate(accept: string | undefined): Negotiated {
       else if (!p.has('as')) json = true;
     }
   }
-  if (table) return { table: true };
+  if (table) return AS_TABLE;
   if (!json) throw notAcceptable('only the following media types are accepted: application/json, application/yaml');
-  return { table: false };
+  return AS_JSON;
 }
 
 /** Writes a JSON body (already serialized) with Content-Length, so keep-alive connections stay usable. */

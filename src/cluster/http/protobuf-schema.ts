@@ -4,7 +4,7 @@
 // IntOrString, RawExtension) are fixed messages. The result is the plain JSON object the JSON path would have
 // decoded: Go's omitempty is mirrored by leaving out zero values of non-pointer scalars.
 import type { KubeObject } from '../../types/k8s.ts';
-import { badRequest } from '../common/errors.ts';
+import { badRequest } from '../common/api-errors.ts';
 import { setOwn } from '../common/json-safety.ts';
 import { GO_TAGS, type GoFieldTags } from '../schema/go-tags.generated.ts';
 import { fields, readVarint, type Field as ProtoField } from './protobuf-wire.ts';

@@ -1,7 +1,7 @@
 // Decoding of the Kubernetes protobuf request bodies kubectl's typed clients send (`kubectl create namespace`,
 // `create configmap`, `create secret`): the `k8s\0` envelope (runtime.Unknown) and the few message types those
 // commands use (other kinds: protobuf-schema.ts), into the same plain JSON the rest of the server handles. Responses stay JSON (clients accept it).
-import { badRequest, statusError } from '../common/errors.ts';
+import { badRequest, statusError } from '../common/api-errors.ts';
 import { setOwn } from '../common/json-safety.ts';
 import type { KubeObject } from '../../types/k8s.ts';
 import { protobufTimeToString, ProtobufTimeRangeError } from './protobuf-time.ts';

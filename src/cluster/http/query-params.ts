@@ -4,7 +4,7 @@
 // strconv.ParseInt base 10 (sign allowed, 64-bit range) and a bad one is a 400 with strconv's message.
 // Only the first value of a repeated parameter counts.
 import type { StatusCause } from '../../types/k8s.ts';
-import { badRequest, invalid } from '../common/errors.ts';
+import { badRequest, invalid } from '../common/api-errors.ts';
 
 /** Convert_Slice_string_To_bool: absent -> false; `0` or `false` (any case) -> false; anything else -> true. */
 export function queryBool(q: URLSearchParams, name: string): boolean {

@@ -1,7 +1,7 @@
 // The bounds the API server puts on what a client can make it hold: object size and nesting, JSON-patch copy
 // work, watch buffers (per watch and server-wide), connection timeouts, connections that have not
 // authenticated, and the audit's cardinality. One table of defaults; tests and embedders override any of them.
-import { MAX_BODY_BYTES } from './http-io.ts';
+import { MAX_BODY_BYTES } from '../common/json-safety.ts';
 import { DEFAULT_OBJECT_LIMITS } from '../storage/write-limits.ts';
 
 /** Every bound of one API server. */

@@ -1,6 +1,6 @@
 // The REST verbs of the API server over the store: get, list (limit/continue, selectors, resourceVersion
 // rules), create, update, patch, delete and deletecollection, including the events.k8s.io view conversion
-// and server-side Tables. Watch lives in watch-stream.ts.
+// and server-side Tables. Watch lives in watch-endpoint.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KubeObject, StatusCause } from '../../types/k8s.ts';
 import {
@@ -14,7 +14,7 @@ import {
   serverTimeout,
   statusError,
   unsupportedMediaType,
-} from '../common/errors.ts';
+} from '../common/api-errors.ts';
 import {
   decodeBody,
   decodeJsonBody,
@@ -40,10 +40,12 @@ import type { Faults } from './faults.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { rootModel } from '../schema/schema.ts';
 import { normalizeTimes } from '../schema/time-encoding.ts';
-import { apiVersionOf, type ResourceType } from '../registry/registry.ts';
+import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
 import type { ServerLimits } from './request-limits.ts';
 import type { ResourceRequest } from './routing.ts';
-import type { ClusterStore, DeleteOptions, PatchType, PropagationPolicy } from '../writes/cluster-store.ts';
+import type { ClusterStore } from '../writes/cluster-store.ts';
+import type { DeleteOptions, PatchType } from '../writes/write-rules.ts';
+import type { PropagationPolicy } from '../writes/deletion-finalizers.ts';
 import { encodeList, encodeListOfJson, type StoredEntry } from '../storage/stored-entry.ts';
 import { toTable, type IncludeObject } from '../registry/tables.ts';
 

@@ -6,9 +6,6 @@ import { checkJsonValue, getOwn, JsonTooLargeError, MAX_BODY_BYTES, setOwn } fro
 import { isJsonObject } from '../../types/json.ts';
 import { PatchError, jsonEqual } from './patch-error.ts';
 
-export { PatchError } from './patch-error.ts';
-export { applyStrategicMergePatch } from './strategic-merge-patch.ts';
-
 /** Default accumulated copy size of one JSON patch: kube-apiserver's request body limit (3 MiB). */
 export const DEFAULT_MAX_COPY_BYTES = MAX_BODY_BYTES;
 

@@ -4,7 +4,6 @@ import { fieldString, readPath } from '../common/meta.ts';
 import type { FieldGetter } from '../common/selectors.ts';
 
 /** How the store reads a field for field selectors; undefined compares as "". */
-export type { FieldGetter } from '../common/selectors.ts';
 
 export const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 

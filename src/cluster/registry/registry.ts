@@ -4,20 +4,11 @@
 // stale). Each group keeps its kinds' ResourceType entries (scope, kind, validation, defaulting, status
 // subresource, field selectors, update/delete strategy, kubectl columns) together: core/v1 one file per kind or
 // small set of kinds under core/, the smaller groups one file each (storage.ts, coordination.ts, rbac.ts,
-// events.ts), apps/v1 one file per kind under apps/. The store, the router, discovery, OpenAPI and tables are
+// event-resources.ts), apps/v1 one file per kind under apps/. The store, the router, discovery, OpenAPI and tables are
 // all driven by RESOURCES. A new kind is its exported entry in a registry file plus the generator run.
 import { GENERATED_RESOURCES } from './resources.generated.ts';
 
 import type { ResourceType } from './resource-type.ts';
-
-export {
-  apiVersionOf,
-  fieldGetters,
-  type FieldGetter,
-  type GarbageCollectionPolicy,
-  type ResourceType,
-  type StorageView,
-} from './resource-type.ts';
 
 /** Every resource the embedded API server serves, in discovery order. */
 export const RESOURCES: readonly ResourceType[] = GENERATED_RESOURCES;

@@ -2,11 +2,8 @@
 // subresource, field selectors and update/delete strategy. Storage, the write rules and the HTTP layer are
 // driven by it; the entries themselves live in the registry files.
 import type { KubeObject, StatusCause } from '../../types/k8s.ts';
-import { fieldGetters, type FieldGetter } from '../common/selectors.ts';
+import type { FieldGetter } from '../common/selectors.ts';
 import type { TableColumn } from './table-columns.ts';
-
-export type { FieldGetter } from '../common/selectors.ts';
-export { fieldGetters };
 
 /** rest.GarbageCollectionPolicy of a kind's strategy. */
 export type GarbageCollectionPolicy = 'DeleteDependents' | 'OrphanDependents' | 'Unsupported';

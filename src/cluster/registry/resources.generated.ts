@@ -11,7 +11,7 @@ import { PERSISTENT_VOLUME_CLAIMS } from './core/persistent-volume-claims.ts';
 import { PERSISTENT_VOLUMES } from './core/persistent-volumes.ts';
 import { PODS } from './core/pods.ts';
 import { SERVICE_ACCOUNTS } from './core/service-accounts.ts';
-import { CORE_EVENTS, EVENTS_V1 } from './events.ts';
+import { CORE_EVENTS, EVENTS_V1 } from './event-resources.ts';
 import { CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, ROLES, ROLE_BINDINGS } from './rbac.ts';
 import { VOLUME_SNAPSHOT_CLASSES } from './snapshot/volume-snapshot-classes.ts';
 import { VOLUME_SNAPSHOT_CONTENTS } from './snapshot/volume-snapshot-contents.ts';

@@ -5,8 +5,6 @@
 import type { KubeObject } from '../../types/k8s.ts';
 import { DESC_AGE, nameColumn, str, type TableColumn } from './table-columns.ts';
 
-export { accessModesString, age, humanDuration, type TableColumn } from './table-columns.ts';
-
 /** The apiserver's default table convertor, for resources without a printer. */
 export const DEFAULT_TABLE_COLUMNS: TableColumn[] = [
   nameColumn,

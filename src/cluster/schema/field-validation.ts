@@ -4,7 +4,7 @@
 // 422 `patch: Invalid value: ...` for a patch), Warn (the default) into `Warning: 299` headers, Ignore into nothing.
 import type { ServerResponse } from 'node:http';
 import { isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
-import { badRequest, invalid, type ClusterApiError } from '../common/errors.ts';
+import { badRequest, invalid, type ClusterApiError } from '../common/api-errors.ts';
 import { pruneUnknown } from './schema.ts';
 import { normalizeTimes } from './time-encoding.ts';
 

@@ -5,8 +5,6 @@ import { GO_TAGS, type GoFieldTags } from './go-tags.generated.ts';
 import type { GeneratedModel } from './schema-model.ts';
 import { MODELS, ROOT_MODELS } from './schemas.generated.ts';
 
-export type { GeneratedModel } from './schema-model.ts';
-
 /** `table[key]` when `key` is the table's own entry: tenant keys such as `__proto__` never reach a prototype. */
 function own<T>(table: Readonly<Record<string, T>> | undefined, key: string): T | undefined {
   return table !== undefined && Object.hasOwn(table, key) ? table[key] : undefined;

@@ -3,7 +3,7 @@
 // current objects and the watch cache's bounded event ring. Nothing is kept per list or per token: a page at
 // an RV the ring no longer reaches is a 410 Expired, exactly when etcd would have compacted it.
 import { posix } from 'node:path';
-import { badRequest, type ClusterApiError } from '../common/errors.ts';
+import { badRequest, type ClusterApiError } from '../common/api-errors.ts';
 import type { ResourceTable } from './store.ts';
 import type { CompiledFilter } from './store-filter.ts';
 import type { StoredEntry } from './watch-cache.ts';

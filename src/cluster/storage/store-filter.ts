@@ -1,7 +1,7 @@
 // Compiles the namespace / labelSelector / fieldSelector of a list or watch into one predicate over stored
 // objects, with the resource's supported field selectors; parse errors become 400 BadRequest.
 import type { KubeObject } from '../../types/k8s.ts';
-import { badRequest } from '../common/errors.ts';
+import { badRequest } from '../common/api-errors.ts';
 import {
   fieldGetters,
   parseFieldSelector,

@@ -4,14 +4,14 @@
 // Stored objects are immutable once committed and serialised once (stored-entry.ts); in-process readers get
 // copies, the HTTP layer sends each version's JSON text. A superseded version keeps only its text in the history.
 import type { KubeObject, WatchEvent } from '../../types/k8s.ts';
-import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from '../common/errors.ts';
+import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from '../common/api-errors.ts';
 import { objectKey } from '../common/meta.ts';
 import type { FieldGetter } from '../common/selectors.ts';
 import { compileFilter, type CompiledFilter, type ListFilterOptions } from './store-filter.ts';
 import { EventRing, filterEvent, StoreEvent, StoredEntry, type FilteredEvent } from './watch-cache.ts';
 import { DEFAULT_OBJECT_LIMITS, serializeForCommit, type ObjectLimits } from './write-limits.ts';
 
-export { ClusterApiError } from '../common/errors.ts';
+export { ClusterApiError } from '../common/api-errors.ts';
 export { StoredEntry, StoreEvent } from './watch-cache.ts';
 
 /** Where a persistent store keeps its objects (see persistence.ts); every call is synchronous. */

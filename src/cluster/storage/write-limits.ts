@@ -1,7 +1,7 @@
 // The store's side of the request limits: every committed object is serialized before anything changes and
 // refused when it is too large or too deeply nested, a patch result is measured before it is serialized at all,
 // and a write that exhausts the stack on a client's value fails as that client's error with nothing stored.
-import { badRequest, requestEntityTooLarge } from '../common/errors.ts';
+import { badRequest, requestEntityTooLarge } from '../common/api-errors.ts';
 import {
   checkJsonValue,
   JsonTooDeepError,

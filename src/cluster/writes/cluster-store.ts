@@ -17,33 +17,21 @@ import {
   type WriteOptions,
 } from './write-rules.ts';
 
-export { ClusterApiError, parseResourceVersion, Storage, StoredEntry, StoreEvent } from '../storage/store.ts';
-export type { EntryPage, ResourceTable, StoreBackend, StoreWatchOptions, StoredKind } from '../storage/store.ts';
-export type {
-  AdmissionPlugin,
-  DeleteOptions,
-  PatchOptions,
-  PatchType,
-  UpdateOptions,
-  WriteOptions,
-} from './write-rules.ts';
-export type { PropagationPolicy } from './deletion-finalizers.ts';
-
 /** Options of a ClusterStore (resources default to every registry entry). */
 export type ClusterStoreOptions = StorageOptions<ResourceType>;
 
 /** The embedded cluster's store: kube-apiserver's write rules over the storage layer. */
 export class ClusterStore extends Storage<ResourceType> {
-  readonly #writes: WriteRules;
+  private readonly writes: WriteRules;
 
   constructor(opts: ClusterStoreOptions = {}) {
     super({ ...opts, resources: opts.resources ?? RESOURCES });
-    this.#writes = new WriteRules(this);
+    this.writes = new WriteRules(this);
   }
 
   /** Creates an object; takes ownership of `obj`. @throws ClusterApiError */
   createEntry(resource: string, obj: KubeObject, opts: WriteOptions = {}): StoredEntry {
-    return guardWrite(() => this.#writes.create(resource, obj, opts));
+    return guardWrite(() => this.writes.create(resource, obj, opts));
   }
 
   create(resource: string, obj: KubeObject, opts: WriteOptions = {}): KubeObject {
@@ -52,7 +40,7 @@ export class ClusterStore extends Storage<ResourceType> {
 
   /** PUT semantics; takes ownership of `obj`. `created` when a missing Lease/Event was created. @throws ClusterApiError */
   updateEntry(resource: string, obj: KubeObject, opts: UpdateOptions = {}): { entry: StoredEntry; created: boolean } {
-    return guardWrite(() => this.#writes.update(resource, obj, opts));
+    return guardWrite(() => this.writes.update(resource, obj, opts));
   }
 
   update(resource: string, obj: KubeObject, opts: UpdateOptions = {}): KubeObject {
@@ -68,7 +56,7 @@ export class ClusterStore extends Storage<ResourceType> {
     patch: unknown,
     opts: PatchOptions = {},
   ): StoredEntry {
-    return guardWrite(() => this.#writes.patch(resource, namespace, name, type, patch, opts));
+    return guardWrite(() => this.writes.patch(resource, namespace, name, type, patch, opts));
   }
 
   patch(
@@ -89,7 +77,7 @@ export class ClusterStore extends Storage<ResourceType> {
     name: string,
     opts: DeleteOptions = {},
   ): { entry: StoredEntry; deleted: boolean } {
-    return guardWrite(() => this.#writes.delete(resource, namespace, name, opts));
+    return guardWrite(() => this.writes.delete(resource, namespace, name, opts));
   }
 
   delete(resource: string, namespace: string | undefined, name: string, opts: DeleteOptions = {}): KubeObject {
@@ -98,7 +86,7 @@ export class ClusterStore extends Storage<ResourceType> {
 
   /** Registers an admission plugin run on create/update of `resource`, before validation. */
   addAdmission(resource: string, plugin: AdmissionPlugin): void {
-    this.#writes.addAdmission(resource, plugin);
+    this.writes.addAdmission(resource, plugin);
   }
 }
 

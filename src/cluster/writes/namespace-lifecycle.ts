@@ -4,7 +4,7 @@
 // content goes). A DELETE of a namespace already terminating is a Conflict while its spec finalizers remain
 // (k/k pkg/registry/core/namespace/storage Delete).
 import type { KubeObject } from '../../types/k8s.ts';
-import { conflict, forbidden, notFound } from '../common/errors.ts';
+import { conflict, forbidden, notFound } from '../common/api-errors.ts';
 import type { ResourceType } from '../registry/resource-type.ts';
 import type { StoredEntry } from '../storage/watch-cache.ts';
 import type { ResourceTable, Storage } from '../storage/store.ts';
@@ -13,16 +13,16 @@ import type { ResourceTable, Storage } from '../storage/store.ts';
 const IMMORTAL_NAMESPACES = new Set(['default', 'kube-system', 'kube-public']);
 
 export class NamespaceLifecycle {
-  readonly #d: Storage<ResourceType>;
-  readonly #deleteContent: (resource: string, namespace: string, name: string) => void;
+  private readonly d: Storage<ResourceType>;
+  private readonly deleteContent: (resource: string, namespace: string, name: string) => void;
 
   /** `deleteContent` deletes one object of a terminating namespace, through the ordinary delete rules. */
   constructor(
     storage: Storage<ResourceType>,
     deleteContent: (resource: string, namespace: string, name: string) => void,
   ) {
-    this.#d = storage;
-    this.#deleteContent = deleteContent;
+    this.d = storage;
+    this.deleteContent = deleteContent;
   }
 
   /** Namespace deletion: mark Terminating, delete its content, remove it once empty. @throws ClusterApiError */
@@ -52,12 +52,12 @@ export class NamespaceLifecycle {
       metadata: { ...old.metadata, deletionTimestamp: now, deletionGracePeriodSeconds: 0 },
       status: { ...((old.status as object | undefined) ?? {}), phase: 'Terminating' },
     };
-    const entry = this.#d.commit(table, 'MODIFIED', key, marked, existing, dryRun);
+    const entry = this.d.commit(table, 'MODIFIED', key, marked, existing, dryRun);
     if (dryRun) return entry;
-    for (const t of this.#namespacedTables()) {
+    for (const t of this.namespacedTables()) {
       for (const [k, e] of [...t.items]) {
         if (!k.startsWith(`${ns}/`) || e.obj.metadata.deletionTimestamp) continue;
-        this.#deleteContent(t.rt.resource, ns, e.obj.metadata.name!);
+        this.deleteContent(t.rt.resource, ns, e.obj.metadata.name!);
       }
     }
     this.finalizeIfEmpty(ns);
@@ -67,18 +67,18 @@ export class NamespaceLifecycle {
   /** Removes a terminating namespace once it holds nothing. */
   finalizeIfEmpty(ns: string | undefined): void {
     if (!ns) return;
-    const nsTable = this.#namespaceTable();
+    const nsTable = this.namespaceTable();
     const entry = nsTable?.items.get(ns);
     if (!nsTable || !entry?.obj.metadata.deletionTimestamp) return;
-    for (const t of this.#namespacedTables()) {
+    for (const t of this.namespacedTables()) {
       for (const k of t.items.keys()) if (k.startsWith(`${ns}/`)) return;
     }
-    this.#d.commit(nsTable, 'DELETED', ns, { ...entry.obj, metadata: { ...entry.obj.metadata } }, entry);
+    this.d.commit(nsTable, 'DELETED', ns, { ...entry.obj, metadata: { ...entry.obj.metadata } }, entry);
   }
 
   /** NamespaceLifecycle admission on create. @throws ClusterApiError 404 / 403 */
   checkAcceptsCreate(rt: ResourceType, ns: string, name: string): void {
-    const nsTable = this.#namespaceTable();
+    const nsTable = this.namespaceTable();
     if (!nsTable) return;
     const entry = nsTable.items.get(ns);
     if (!entry) throw notFound({ group: '', resource: 'namespaces', kind: 'Namespace' }, ns);
@@ -88,12 +88,12 @@ export class NamespaceLifecycle {
     }
   }
 
-  #namespacedTables(): Array<ResourceTable<ResourceType>> {
-    return this.#d.tables().filter((t) => t.rt.namespaced);
+  private namespacedTables(): Array<ResourceTable<ResourceType>> {
+    return this.d.tables().filter((t) => t.rt.namespaced);
   }
 
   /** The namespaces table, or undefined in a store that does not serve namespaces (then nothing is enforced). */
-  #namespaceTable(): ResourceTable<ResourceType> | undefined {
-    return this.#d.has('namespaces') ? this.#d.table('namespaces') : undefined;
+  private namespaceTable(): ResourceTable<ResourceType> | undefined {
+    return this.d.has('namespaces') ? this.d.table('namespaces') : undefined;
   }
 }

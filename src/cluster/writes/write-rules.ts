@@ -15,9 +15,11 @@ import {
   STALE_OBJECT_CAUSE,
   statusError,
   type ClusterApiError,
-} from '../common/errors.ts';
+} from '../common/api-errors.ts';
 import { formatTime, generateName, isMicroTime, jsonEqual, objectKey, readPath } from '../common/meta.ts';
-import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError } from '../patch/patch.ts';
+import { applyJsonPatch, applyMergePatch } from '../patch/patch.ts';
+import { applyStrategicMergePatch } from '../patch/strategic-merge-patch.ts';
+import { PatchError } from '../patch/patch-error.ts';
 import { rootModel } from '../schema/schema.ts';
 import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
 import { validateObjectMeta } from '../registry/validation.ts';
@@ -68,31 +70,28 @@ const GENERATE_NAME_ATTEMPTS = 8;
 
 /** The write rules over one storage; admission plugins are registered here, per resource. */
 export class WriteRules {
-  readonly #d: Storage<ResourceType>;
-  readonly #admission = new Map<string, AdmissionPlugin[]>();
-  readonly #namespaces: NamespaceLifecycle;
+  private readonly d: Storage<ResourceType>;
+  private readonly admission = new Map<string, AdmissionPlugin[]>();
+  private readonly namespaces: NamespaceLifecycle;
   constructor(storage: Storage<ResourceType>) {
-    this.#d = storage;
-    this.#namespaces = new NamespaceLifecycle(
-      storage,
-      (resource, ns, name) => void this.delete(resource, ns, name, {}),
-    );
+    this.d = storage;
+    this.namespaces = new NamespaceLifecycle(storage, (resource, ns, name) => void this.delete(resource, ns, name, {}));
   }
 
   /** Registers an admission plugin run on create/update of `resource`, before validation. @throws ClusterApiError 404 */
   addAdmission(resource: string, plugin: AdmissionPlugin): void {
-    this.#d.table(resource);
-    const list = this.#admission.get(resource) ?? [];
+    this.d.table(resource);
+    const list = this.admission.get(resource) ?? [];
     list.push(plugin);
-    this.#admission.set(resource, list);
+    this.admission.set(resource, list);
   }
 
-  #plugins(resource: string): readonly AdmissionPlugin[] {
-    return this.#admission.get(resource) ?? [];
+  private plugins(resource: string): readonly AdmissionPlugin[] {
+    return this.admission.get(resource) ?? [];
   }
 
   create(resource: string, input: KubeObject, opts: WriteOptions): StoredEntry {
-    const table = this.#d.table(resource);
+    const table = this.d.table(resource);
     const rt = table.rt;
     const obj = withHeader(input, rt);
     const meta = obj.metadata;
@@ -104,16 +103,16 @@ export class WriteRules {
     delete meta.deletionGracePeriodSeconds;
     delete meta.generation;
     delete meta.managedFields;
-    const now = this.#d.now();
+    const now = this.d.now();
     meta.uid = randomUUID();
     meta.creationTimestamp = formatTime(now);
     rt.prepareForCreate?.(obj, now);
     const generated = !meta.name && !!meta.generateName;
     if (generated) meta.name = generateName(meta.generateName!);
-    if (rt.namespaced && meta.namespace) this.#namespaces.checkAcceptsCreate(rt, meta.namespace, meta.name ?? '');
+    if (rt.namespaced && meta.namespace) this.namespaces.checkAcceptsCreate(rt, meta.namespace, meta.name ?? '');
     rt.defaults?.(obj);
     normalizeMeta(meta);
-    for (const plugin of this.#plugins(resource)) plugin('create', obj, undefined, { user: opts.user });
+    for (const plugin of this.plugins(resource)) plugin('create', obj, undefined, { user: opts.user });
     const causes = [...validateObjectMeta(meta, rt.namespaced, rt.nameRule ?? 'dns1123subdomain'), ...rt.validate(obj)];
     if (causes.length) throw invalid(rt, meta.name ?? meta.generateName ?? '', causes);
     let key = objectKey(meta.namespace, meta.name!);
@@ -124,7 +123,7 @@ export class WriteRules {
     const existing = table.items.get(key);
     if (existing)
       throw alreadyExists(rt, meta.name!, { beingDeleted: !!existing.obj.metadata.deletionTimestamp, generated });
-    return this.#d.commit(table, 'ADDED', key, obj, undefined, opts.dryRun);
+    return this.d.commit(table, 'ADDED', key, obj, undefined, opts.dryRun);
   }
 
   update(
@@ -132,7 +131,7 @@ export class WriteRules {
     input: KubeObject,
     opts: UpdateOptions & { fromPatch?: boolean },
   ): { entry: StoredEntry; created: boolean } {
-    const table = this.#d.table(resource);
+    const table = this.d.table(resource);
     const rt = table.rt;
     const obj = withHeader(input, rt);
     const meta = obj.metadata;
@@ -184,11 +183,11 @@ export class WriteRules {
       if (old.status === undefined) delete obj.status;
       else obj.status = old.status;
     }
-    const now = this.#d.now();
+    const now = this.d.now();
     rt.prepareForUpdate?.(obj, old, opts.subresource, now);
     rt.defaults?.(obj);
     normalizeMeta(meta);
-    for (const plugin of this.#plugins(resource))
+    for (const plugin of this.plugins(resource))
       plugin('update', obj, old, { subresource: opts.subresource, user: opts.user });
     const causes = [
       ...validateObjectMeta(meta, rt.namespaced, rt.nameRule ?? 'dns1123subdomain'),
@@ -198,7 +197,7 @@ export class WriteRules {
     if (causes.length) throw invalid(rt, name, causes);
     if (old.metadata.deletionTimestamp && !meta.finalizers?.length) {
       // The last finalizer is gone: the update becomes the deletion, announced with the previously stored state.
-      const gone = this.#d.commit(
+      const gone = this.d.commit(
         table,
         'DELETED',
         key,
@@ -207,12 +206,12 @@ export class WriteRules {
         opts.dryRun,
       );
       meta.resourceVersion = String(gone.rv);
-      if (!opts.dryRun) this.#namespaces.finalizeIfEmpty(meta.namespace);
+      if (!opts.dryRun) this.namespaces.finalizeIfEmpty(meta.namespace);
       return { entry: new StoredEntry(obj, gone.rv), created: false };
     }
     meta.resourceVersion = old.metadata.resourceVersion;
     if (jsonEqual(obj, old)) return { entry: existing, created: false };
-    return { entry: this.#d.commit(table, 'MODIFIED', key, obj, existing, opts.dryRun), created: false };
+    return { entry: this.d.commit(table, 'MODIFIED', key, obj, existing, opts.dryRun), created: false };
   }
 
   patch(
@@ -223,7 +222,7 @@ export class WriteRules {
     patch: unknown,
     opts: PatchOptions,
   ): StoredEntry {
-    const table = this.#d.table(resource);
+    const table = this.d.table(resource);
     const rt = table.rt;
     const existing = table.items.get(objectKey(rt.namespaced ? namespace : undefined, name));
     if (!existing) throw notFound(rt, name);
@@ -243,7 +242,7 @@ export class WriteRules {
     }
     if (patched === null || typeof patched !== 'object' || Array.isArray(patched))
       throw badRequest('the patch must produce a JSON object');
-    checkPatchResult(patched, this.#d.limits);
+    checkPatchResult(patched, this.d.limits);
     opts.inspect?.(patched as KubeObject);
     const obj = opts.view ? opts.view.toStorage(patched as KubeObject) : (patched as KubeObject);
     if (!obj.metadata || typeof obj.metadata !== 'object') obj.metadata = {};
@@ -278,7 +277,7 @@ export class WriteRules {
     name: string,
     opts: DeleteOptions,
   ): { entry: StoredEntry; deleted: boolean } {
-    const table = this.#d.table(resource);
+    const table = this.d.table(resource);
     const rt = table.rt;
     const key = objectKey(rt.namespaced ? namespace : undefined, name);
     const existing = table.items.get(key);
@@ -301,9 +300,9 @@ export class WriteRules {
         true,
       );
     }
-    const now = formatTime(this.#d.now());
+    const now = formatTime(this.d.now());
     if (resource === 'namespaces')
-      return { entry: this.#namespaces.delete(table, key, existing, now, opts.dryRun), deleted: false };
+      return { entry: this.namespaces.delete(table, key, existing, now, opts.dryRun), deleted: false };
     // The garbage collector's finalizers follow the options, the object's finalizers and the kind's default;
     // while any finalizer remains the object is only marked (markAsDeleting), else it goes now.
     const finalizers =
@@ -318,9 +317,9 @@ export class WriteRules {
       }
       const marked = { ...old, metadata: meta };
       if (jsonEqual(marked, old)) return { entry: existing, deleted: false };
-      return { entry: this.#d.commit(table, 'MODIFIED', key, marked, existing, opts.dryRun), deleted: false };
+      return { entry: this.d.commit(table, 'MODIFIED', key, marked, existing, opts.dryRun), deleted: false };
     }
-    const entry = this.#d.commit(
+    const entry = this.d.commit(
       table,
       'DELETED',
       key,
@@ -328,7 +327,7 @@ export class WriteRules {
       existing,
       opts.dryRun,
     );
-    if (!opts.dryRun) this.#namespaces.finalizeIfEmpty(old.metadata.namespace);
+    if (!opts.dryRun) this.namespaces.finalizeIfEmpty(old.metadata.namespace);
     return { entry, deleted: true };
   }
 }
@@ -363,16 +362,25 @@ function restoreSystemFields(meta: ObjectMeta, old: ObjectMeta): void {
 }
 
 /** Empty lists and maps are omitted in kube's JSON (omitempty); normalizing keeps no-op detection exact. */
+const MAP_FIELDS = ['labels', 'annotations'] as const;
+const LIST_FIELDS = ['finalizers', 'ownerReferences'] as const;
+
+/** Whether an object has no own enumerable key (Object.keys(v).length === 0, without building the array). */
+function hasNoKeys(v: object): boolean {
+  for (const k in v) if (Object.hasOwn(v, k)) return false;
+  return true;
+}
+
 function normalizeMeta(meta: ObjectMeta): void {
-  for (const k of ['labels', 'annotations'] as const) {
+  for (const k of MAP_FIELDS) {
     const v = meta[k];
-    if (v === null || (v && typeof v === 'object' && Object.keys(v).length === 0)) delete meta[k];
+    if (v === null || (v && typeof v === 'object' && hasNoKeys(v))) delete meta[k];
   }
-  for (const k of ['finalizers', 'ownerReferences'] as const) {
+  for (const k of LIST_FIELDS) {
     const v = meta[k];
     if (v === null || (Array.isArray(v) && v.length === 0)) delete meta[k];
   }
-  delete (meta as Record<string, unknown>).selfLink;
+  if ('selfLink' in meta) delete (meta as Record<string, unknown>).selfLink;
 }
 
 function finalizerUpdateCauses(meta: ObjectMeta, old: ObjectMeta): StatusCause[] {

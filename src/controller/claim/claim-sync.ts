@@ -1,14 +1,14 @@
-// The claim flow: read the claim (the cache, our own write, or the in-progress copy), run decideClaim on the
+// The claim loop's sync: read the claim (the cache, our own write, or the in-progress copy), run decideClaim on the
 // cached objects, and act on the decision: the wait/reject events (once per decision), give-up, and provision()
 // under the per-claim lock. Returns what should happen next; the worker applies it to the queue.
-import type { PersistentVolumeClaim } from '../types/k8s.ts';
-import { errorMessage } from '../types/errors.ts';
-import { decideCachedClaim, forgetClaim } from './cached-decisions.ts';
-import type { ClaimLockHandle } from './claim-lock.ts';
+import type { PersistentVolumeClaim } from '../../types/k8s.ts';
+import { decideCachedClaim, forgetClaim } from './decide-cached-claim.ts';
+import type { ClaimLockHandle } from '../claim-lock.ts';
 import { provisionClaim, type ClaimAttempt } from './claim-provision.ts';
-import { claimObject, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+import { claimObject, type ControllerShared, type ControllerTerm } from '../controller-state.ts';
 import { claimKey, type ClaimDecision } from './decide-claim.ts';
-import { after, backoff, done, giveUp, waitForEvent, type Next } from './next.ts';
+import { takeLock } from '../failures.ts';
+import { after, backoff, done, giveUp, waitForEvent, type Next } from '../next.ts';
 
 /** Processes one claim key (uid) and says what should happen next. */
 export async function syncClaim(s: ControllerShared, t: ControllerTerm, uid: string): Promise<Next> {
@@ -31,7 +31,7 @@ export async function syncClaim(s: ControllerShared, t: ControllerTerm, uid: str
     case 'reject':
       emitOnce(s, claim, decision);
       return decision.retryAfterMs !== undefined ? after(decision.retryAfterMs) : done;
-    case 'give-up':
+    case 'giveUp':
       return giveUp;
     case 'provision': {
       s.claimRecords.set(uid, 'lastDecisionEvent', undefined);
@@ -57,22 +57,9 @@ async function provisionWithLock(a: ClaimAttempt): Promise<Next> {
   let lock: ClaimLockHandle | undefined;
   // A deleted claim cannot carry a lock; its in-progress copy is ours alone anyway.
   if (s.claimLock && !a.claimDeleted) {
-    let got: Awaited<ReturnType<typeof s.claimLock.acquire>>;
-    try {
-      got = await s.claimLock.acquire(claim, t.signal);
-    } catch (err) {
-      log.warn({ err: errorMessage(err) }, 'could not take the claim lock');
-      return backoff;
-    }
-    if (!got.acquired) {
-      log.debug({ holder: got.holder, retryAfterMs: got.retryAfterMs }, 'claim is locked by another replica');
-      // Look again when the holder's lease would expire (takeover if it died), or soon after a write race.
-      return after(
-        got.retryAfterMs > 0
-          ? got.retryAfterMs + s.options.leaderElection.retryPeriodMs
-          : s.options.leaderElection.retryPeriodMs,
-      );
-    }
+    const claimLock = s.claimLock;
+    const got = await takeLock(() => claimLock.acquire(claim, t.signal), s.options.leaderElection.retryPeriodMs, log);
+    if ('next' in got) return got.next;
     lock = got.handle;
   }
   let result: { next: Next; succeeded: boolean } = { next: backoff, succeeded: false };

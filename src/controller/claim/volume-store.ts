@@ -8,22 +8,19 @@
 // because an idempotent provisioner may have handed us that other claim's volume.
 // A PV the API server refuses as invalid (422/400) can never be saved by trying again: in either mode the save is
 // final at once, the backend volume is deleted and the Warning event quotes the server's message.
-import type { Clock } from '../runtime/clock.ts';
-import type { ObjectClient } from '../runtime/client.ts';
-import { AlreadyExistsError, InvalidError } from '../runtime/errors.ts';
-import type { Logger } from '../runtime/logger.ts';
-import { ItemExponentialFailureRateLimiter } from '../runtime/rate-limiters.ts';
-import { persistentVolumes } from '../runtime/resources.ts';
-import { WorkQueue } from '../runtime/workqueue.ts';
-import type { EventSink } from '../types/events.ts';
-import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
+import type { Clock } from '../../runtime/clock.ts';
+import type { ObjectClient } from '../../runtime/client.ts';
+import { AlreadyExistsError, InvalidError } from '../../runtime/errors.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { ItemExponentialFailureRateLimiter } from '../../runtime/rate-limiters.ts';
+import { persistentVolumes } from '../../runtime/resources.ts';
+import { WorkQueue } from '../../runtime/workqueue.ts';
+import type { EventSink } from '../../types/events.ts';
+import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
 import { claimKey } from './decide-claim.ts';
-import type { ResolvedOptions } from './options.ts';
-import type { OwnWrites } from './own-writes.ts';
-import { IgnoredError, type Provisioner } from './provisioner.ts';
-
-/** Where the controller's events go (the runtime EventRecorder fits). */
-export type { EventSink };
+import type { ResolvedOptions } from '../options.ts';
+import type { OwnWrites } from '../own-writes.ts';
+import { IgnoredError, type Provisioner } from '../provisioner.ts';
 
 /** Thrown (as SaveOutcome.error) when our PV name is taken by a PV of another claim. */
 export class VolumeConflictError extends Error {

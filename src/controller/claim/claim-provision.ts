@@ -2,31 +2,33 @@
 // completed by the controller and saved, events, metrics, the four provisioning states (InBackground claims
 // carried on after the PVC is deleted, Reschedule removes selected-node) and the failure policy. Each step
 // returns the Next the worker applies; nothing here touches a queue.
-import type { Logger } from '../runtime/logger.ts';
-import { persistentVolumeClaims } from '../runtime/resources.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { persistentVolumeClaims } from '../../runtime/resources.ts';
 import {
   ANN_DYNAMICALLY_PROVISIONED,
   ANN_SELECTED_NODE,
   FINALIZER_EXTERNAL_PROVISIONER,
-} from '../types/annotations.ts';
-import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
-import { isDnsSubdomain } from '../types/names.ts';
-import { shortenText } from '../types/text.ts';
-import { errorMessage } from '../types/errors.ts';
-import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+} from '../../types/annotations.ts';
+import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
+import { isDnsSubdomain } from '../../types/names.ts';
+import { shortenText } from '../../types/text.ts';
+import { errorMessage } from '../../types/errors.ts';
+import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm } from '../controller-state.ts';
 import { ANN_ALPHA_SELECTED_NODE, claimKey, selectedNodeName, type ClaimDecision } from './decide-claim.ts';
-import { recordFailure } from './failures.ts';
-import { done, failurePolicy, waitForEvent, type FailureClass, type Next } from './next.ts';
-import {
-  IgnoredError,
-  InfeasibleError,
-  ProvisioningError,
-  type ProvisioningState,
-  type ProvisionResult,
-} from './provisioner.ts';
+import { failureTail, notAFailure, type FailureClass, type GiveUpWords } from '../failures.ts';
+import { done, type Next } from '../next.ts';
+import { InfeasibleError, ProvisioningError, type ProvisioningState, type ProvisionResult } from '../provisioner.ts';
 
 /** How the ProvisioningFailed event of an infeasible error begins (the Go library's text); explain recognises it. */
 export const INFEASIBLE_EVENT_PREFIX = 'Volume provisioning failed with infeasible error. Retries will be delayed.';
+
+/** How the claim loop words a give-up. */
+const CLAIM_GIVE_UP: GiveUpWords = {
+  reason: 'ProvisioningGivenUp',
+  doing: 'provisioning',
+  thresholdOption: 'failedProvisionThreshold',
+  retryHint: 'Change the claim (e.g. add an annotation) or its StorageClass to retry.',
+};
 
 /** One attempt to provision one claim: everything the effects need, in one value. */
 export interface ClaimAttempt {
@@ -144,17 +146,11 @@ export function completeVolume(
 async function provisionFailed(a: ClaimAttempt, err: unknown): Promise<Next> {
   const { s, t, claim, decision: d, log } = a;
   const uid = claim.metadata.uid ?? '';
-  if (t.signal.aborted) {
-    // Shutdown or lost leadership interrupted provision(): not a failure of the claim. Whoever works next calls
-    // provision() again for the same PV name, and an idempotent backend picks up where it stopped.
-    log.info({ err: errorMessage(err) }, 'provisioning interrupted by shutdown');
-    return waitForEvent;
-  }
-  if (err instanceof IgnoredError) {
-    // Sharding: another instance owns this claim. No event, no metric (the Go library counted it as a failure).
-    log.debug({ reason: err.reason }, 'volume provision ignored');
-    s.claimRecords.set(uid, 'inProgress', undefined);
-    return done;
+  const settled = notAFailure(err, t.signal, log, 'provisioning');
+  if (settled) {
+    // An IgnoredError (sharding: another instance owns this claim) drops the in-progress copy; a shutdown keeps it.
+    if (settled.kind === 'done') s.claimRecords.set(uid, 'inProgress', undefined);
+    return settled;
   }
   const message = errorMessage(err);
   const infeasible = err instanceof InfeasibleError;
@@ -190,34 +186,22 @@ async function provisionFailed(a: ClaimAttempt, err: unknown): Promise<Next> {
   return countFailure(a, message, failure, infeasible);
 }
 
-/** Records the failure and applies the failure policy; a give-up is announced with an event and a metric. */
+/** The claim loop's failure tail: the shared one, with the claim's give-up words and metric. */
 function countFailure(a: ClaimAttempt, message: string, failure: FailureClass, infeasibleError: boolean): Next {
   const { s, claim, decision: d, log } = a;
-  const uid = claim.metadata.uid ?? '';
-  const o = s.options;
-  const previous = s.claimRecords.get(uid)?.failures;
-  const infeasible = infeasibleError ? { now: s.clock.now(), infeasibleDelayMs: o.retry.infeasibleDelayMs } : undefined;
-  const record = recordFailure(previous, d.fingerprint ?? '', message, infeasible);
-  s.claimRecords.set(uid, 'failures', record);
-  const threshold = o.retry.failedProvisionThreshold;
-  const next = failurePolicy(record, threshold, failure, o.retry.infeasibleDelayMs);
-  if (next.kind === 'giveUp') {
-    log.error(
-      { failures: record.failures, threshold, err: message },
-      'giving up provisioning because failures >= threshold',
-    );
-    s.events.event(
-      claimObject(claim),
-      'Warning',
-      'ProvisioningGivenUp',
-      `Giving up provisioning after ${record.failures} failed attempts (failedProvisionThreshold ${threshold}); last error: ${message}. ` +
-        'Change the claim (e.g. add an annotation) or its StorageClass to retry.',
-    );
-    s.metrics.provisionGivenUpTotal.inc(a.labels);
-  } else if (next.kind === 'backoff') {
-    log.info({ failures: record.failures, threshold, err: message }, 'retrying syncing claim');
-  }
-  return next;
+  return failureTail(s, {
+    book: s.claimRecords,
+    key: claim.metadata.uid ?? '',
+    fingerprint: d.fingerprint ?? '',
+    message,
+    failure,
+    infeasibleError,
+    object: claimObject(claim),
+    threshold: s.options.retry.failedProvisionThreshold,
+    log,
+    words: CLAIM_GIVE_UP,
+    countGiveUp: () => s.metrics.provisionGivenUpTotal.inc(a.labels),
+  }).next;
 }
 
 /**

@@ -1,43 +1,21 @@
-// The embedded API server's HTTP(S) front: assembles the request pipeline (pipeline.ts: authenticate, audit,
-// admin, discovery, route, faults, verb), serves discovery/OpenAPI documents, dispatches verbs to the resource
-// handlers, and shuts down cleanly, ending every watch.
+// The embedded API server's HTTP(S) front: listens, admits connections, hands each request to its route
+// (api-routes.ts: routed once, then that route's composed steps), answers failures as Status errors, and shuts
+// down cleanly, ending every watch.
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { handleAdmin } from './admin.ts';
+import { apiRoutes } from './api-routes.ts';
 import { Audit } from './audit.ts';
-import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, SERVER_VERSION } from './discovery.ts';
-import { ClusterApiError, badRequest, internalError } from '../common/errors.ts';
+import { ClusterApiError, internalError } from '../common/api-errors.ts';
 import { Faults } from './faults.ts';
-import { BodyTooLargeError, ClientAbortedError, negotiate, sendError, sendJson, tooLargeError } from './http-io.ts';
-import { openApiV3Document, openApiV3Paths } from './openapi.ts';
-import {
-  audit,
-  authenticate,
-  compose,
-  faults,
-  health,
-  newContext,
-  route,
-  type RequestContext,
-  type RequestTarget,
-} from './pipeline.ts';
-import { RESOURCES, type ResourceType } from '../registry/registry.ts';
-import {
-  handleCreate,
-  handleDelete,
-  handleDeleteCollection,
-  handleGet,
-  handleList,
-  handlePatch,
-  handleUpdate,
-  type RequestScope,
-} from './resource-handlers.ts';
+import { BodyTooLargeError, ClientAbortedError, sendError, tooLargeError } from './http-io.ts';
+import { RESOURCES } from '../registry/registry.ts';
+import type { ResourceType } from '../registry/resource-type.ts';
 import { admitConnections, ConnectionGuard, LISTEN_BACKLOG } from './connection-admission.ts';
 import { resolveLimits, type ServerLimits } from './request-limits.ts';
 import { ResourceIndex } from './routing.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
-import { serveWatch, WatchRegistry } from './watch-stream.ts';
+import { WatchRegistry } from './watch-endpoint.ts';
 
 export interface ApiServerOptions {
   store: ClusterStore;
@@ -108,35 +86,13 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const unhookClose = faultRules.onCloseWatches(() => watches.closeAll());
   const unhookCompact = faultRules.onCompact(() => store.compact());
 
-  // The request path, one step after another (see pipeline.ts).
-  const pipeline = compose([
-    health,
-    authenticate(opts.token, guard),
-    audit(auditLog),
-    (ctx, next) => (ctx.path.startsWith('/admin/') ? serveAdmin(ctx) : next()),
-    (ctx, next) => (ctx.req.method === 'GET' && handleNonResource(ctx.path, ctx.res) ? undefined : next()),
-    route(index),
-    faults(faultRules),
-    (ctx) =>
-      serveVerb({
-        store,
-        req: ctx.req,
-        res: ctx.target,
-        query: ctx.url.searchParams,
-        request: ctx.request!,
-        negotiated: negotiate(ctx.req.headers.accept),
-        client: ctx.client,
-        now,
-        limits,
-        faults: faultRules,
-      }),
-  ]);
-  const handle = (req: IncomingMessage, res: ServerResponse): Promise<void> | void =>
-    pipeline(newContext(req, res, requestTarget(req.url)));
-
-  const serveAdmin = (ctx: RequestContext): Promise<void> | void => {
-    ctx.auditLabel = { verb: ctx.auditLabel.verb, resource: 'admin' };
-    return handleAdmin(ctx.req, ctx.res, ctx.path, {
+  // The request path: one route per request, each route its own composed steps (api-routes.ts).
+  const handle = apiRoutes({
+    index,
+    token: opts.token,
+    guard,
+    audit: auditLog,
+    admin: {
       faults: faultRules,
       audit: auditLog,
       closeWatches: () => {
@@ -148,54 +104,10 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         store.compact();
         return store.resourceVersion;
       },
-    });
-  };
-
-  const serveVerb = (scope: RequestScope): Promise<void> | void => {
-    const { request } = scope;
-    switch (request.verb) {
-      case 'get':
-        return handleGet(scope);
-      case 'list':
-        return handleList(scope);
-      case 'watch':
-        return serveWatch(scope, watches, watchOpts);
-      case 'create':
-        return handleCreate(scope);
-      case 'update':
-        return handleUpdate(scope);
-      case 'patch':
-        return handlePatch(scope);
-      case 'delete':
-        return handleDelete(scope);
-      case 'deletecollection':
-        return handleDeleteCollection(scope);
-    }
-  };
-
-  /** Discovery, version and OpenAPI documents; false when the path is not one of them. */
-  const handleNonResource = (path: string, res: ServerResponse): boolean => {
-    let doc: object | undefined;
-    if (path === '/version') doc = SERVER_VERSION;
-    else if (path === '/api') doc = apiVersions(serverAddress);
-    else if (path === '/apis') doc = apiGroupList(index);
-    else if (path === '/openapi/v3') doc = openApiV3Paths([...index.resources]);
-    else if (path.startsWith('/openapi/v3/')) {
-      const gvPath = path.slice('/openapi/v3/'.length);
-      const gv = gvPath.startsWith('api/') ? gvPath.slice(4) : gvPath.startsWith('apis/') ? gvPath.slice(5) : undefined;
-      if (gv === undefined || !index.byGroupVersion.has(gv)) return false;
-      doc = openApiV3Document(gvPath, [...index.resources]);
-    } else {
-      const m = /^\/(?:api\/([^/]+)|apis\/([^/]+)(?:\/([^/]+))?)$/.exec(path);
-      if (!m) return false;
-      if (m[1]) doc = apiResourceList(index, m[1]);
-      else if (m[3]) doc = apiResourceList(index, `${m[2]}/${m[3]}`);
-      else doc = apiGroupDocument(index, m[2]);
-      if (!doc) return false;
-    }
-    sendJson(res, 200, JSON.stringify(doc));
-    return true;
-  };
+    },
+    serverAddress: () => serverAddress,
+    verbs: { store, now, limits, faults: faultRules, watches, watchOptions: watchOpts },
+  });
 
   const answerFailure = (res: ServerResponse, err: unknown): void => {
     if (err instanceof ClientAbortedError) return;
@@ -273,26 +185,6 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       return closing;
     },
   };
-}
-
-/** An origin-form target whose path WHATWG URL parsing would leave as it is: no dot segments, escapes or `//` start. */
-const PLAIN_TARGET = /^(\/(?!\/)[A-Za-z0-9_~:@!$&'()*+,;=./-]*)(?:\?([\x21-\x22\x24-\x7e]*))?$/;
-const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
-
-/**
- * The path and query of the request target. A plain target is split as it is (what URL would give, without the
- * cost of building one per request); anything else goes through URL. An unparsable target (`//[`, `http://[`)
- * is the client's error, not ours.
- */
-export function requestTarget(target: string | undefined): RequestTarget {
-  const plain = target === undefined ? undefined : PLAIN_TARGET.exec(target);
-  if (plain && !DOT_SEGMENT.test(plain[1]))
-    return { pathname: plain[1], searchParams: new URLSearchParams(plain[2] ?? '') };
-  try {
-    return new URL(target ?? '/', 'http://localhost');
-  } catch {
-    throw badRequest(`the request target ${JSON.stringify((target ?? '').slice(0, 100))} is not a valid URL`);
-  }
 }
 
 /**

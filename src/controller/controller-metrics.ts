@@ -4,6 +4,18 @@
 // (the collectors are reused, not registered twice).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
+/** The claim loop's collectors. */
+export type ClaimMetrics = Pick<
+  ControllerMetrics,
+  'provisionTotal' | 'provisionFailedTotal' | 'provisionDuration' | 'provisionGivenUpTotal' | 'claimsInProgress'
+>;
+
+/** The volume loop's collectors. */
+export type VolumeMetrics = Pick<
+  ControllerMetrics,
+  'deleteTotal' | 'deleteFailedTotal' | 'deleteDuration' | 'deleteGivenUpTotal'
+>;
+
 /** Prometheus DefBuckets, as the Go library uses for both duration histograms. */
 export const DEFAULT_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 

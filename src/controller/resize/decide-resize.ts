@@ -2,11 +2,11 @@
 // whether to call expand() now, only record a capacity the PV already has, wait, or do nothing, and why. Pure, like
 // decideClaim, so the table tests cover every row and `explain` prints the same reasons the controller acts on.
 // The status vocabulary is Kubernetes 1.32's (RecoverVolumeExpansionFailure, beta and on by default).
-import { ANN_DYNAMICALLY_PROVISIONED } from '../types/annotations.ts';
-import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
-import { isQuantity, parseQuantity } from '../types/quantity.ts';
-import { isKnownProvisioner } from './decide-claim.ts';
-import { currentRecord, stableStringify, thresholdReached, type FailureRecord } from './failures.ts';
+import { ANN_DYNAMICALLY_PROVISIONED } from '../../types/annotations.ts';
+import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../types/k8s.ts';
+import { isQuantity, parseQuantity } from '../../types/quantity.ts';
+import { isKnownProvisioner } from '../claim/decide-claim.ts';
+import { currentRecord, stableStringify, thresholdReached, type FailureRecord } from '../failures.ts';
 
 /** `status.allocatedResourceStatuses["storage"]` values (core/v1 ClaimResourceStatus). */
 export const RESIZE_STATUS = Object.freeze({
@@ -24,10 +24,11 @@ export const CONDITION_FS_RESIZE_PENDING = 'FileSystemResizePending';
 /**
  * - `expand`: call expand() with `targetSize`;
  * - `finish`: the PV already has the capacity (expand() succeeded, the claim's status was not written): record it;
- * - `wait`: ours, but not now (slow retry after an infeasible error, given up, node-side resize pending);
- * - `none`: not ours or nothing to do.
+ * - `wait`: ours, but not now (slow retry after an infeasible error, node-side resize pending, not allowed);
+ * - `giveUp`: the failure threshold was reached; nothing more until the request or the class changes;
+ * - `ignore`: not ours or nothing to do (the claim and volume decisions' word for it).
  */
-export type ResizeAction = 'expand' | 'finish' | 'wait' | 'none';
+export type ResizeAction = 'expand' | 'finish' | 'wait' | 'giveUp' | 'ignore';
 
 /** The rule that made a resize decision (for logs, explain and tests). */
 export type ResizeDecisionCode =
@@ -114,26 +115,26 @@ export function resizeFingerprint(
 /** The resize decision for one claim. */
 export function decideResize(input: ResizeDecisionInput): ResizeDecision {
   const { claim, volume, storageClass } = input;
-  if (claim.status?.phase !== 'Bound' || !claim.spec.volumeName) return none('NotBound', 'the claim is not Bound');
-  if (!volume) return none('VolumeMissing', `volume ${claim.spec.volumeName} is not in the cache`);
+  if (claim.status?.phase !== 'Bound' || !claim.spec.volumeName) return ignore('NotBound', 'the claim is not Bound');
+  if (!volume) return ignore('VolumeMissing', `volume ${claim.spec.volumeName} is not in the cache`);
   if (volume.spec.claimRef?.uid !== claim.metadata.uid)
-    return none('NotBound', `volume ${claim.spec.volumeName} is not bound to this claim`);
+    return ignore('NotBound', `volume ${claim.spec.volumeName} is not bound to this claim`);
   const provisionedBy = volume.metadata.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
   if (!isKnownProvisioner(provisionedBy, input.provisionerName, input.additionalProvisionerNames)) {
-    return none(
+    return ignore(
       'NotOurs',
       `volume ${volume.metadata.name} was provisioned by ${provisionedBy ?? 'nobody (static)'}, not ${input.provisionerName}`,
     );
   }
-  if (!input.canExpand) return none('ExpandNotSupported', 'the provisioner does not implement expand()');
+  if (!input.canExpand) return ignore('ExpandNotSupported', 'the provisioner does not implement expand()');
   if (input.shouldExpand && !input.shouldExpand(volume))
-    return none('NotQualified', `volume ${volume.metadata.name} is expanded by another instance (shouldExpand)`);
+    return ignore('NotQualified', `volume ${volume.metadata.name} is expanded by another instance (shouldExpand)`);
   const requestText = storageOf(claim.spec.resources?.requests);
   const request = bytes(requestText);
   const pvCapacityText = storageOf(volume.spec.capacity);
   const pvCapacity = bytes(pvCapacityText);
   if (request === undefined || pvCapacity === undefined)
-    return none('BadSize', 'the claim request or the volume capacity is not a valid quantity');
+    return ignore('BadSize', 'the claim request or the volume capacity is not a valid quantity');
   const status = resizeStatusOf(claim);
   if (pvCapacity >= request) {
     if (status === RESIZE_STATUS.nodePending || status === RESIZE_STATUS.nodeInProgress) {
@@ -156,7 +157,7 @@ export function decideResize(input: ResizeDecisionInput): ResizeDecision {
         targetSize: pvCapacityText,
       };
     }
-    return none('UpToDate', `the volume's capacity ${pvCapacityText} covers the request ${requestText}`);
+    return ignore('UpToDate', `the volume's capacity ${pvCapacityText} covers the request ${requestText}`);
   }
   if (storageClass?.allowVolumeExpansion !== true) {
     return wait(
@@ -180,10 +181,9 @@ export function decideResize(input: ResizeDecisionInput): ResizeDecision {
   }
   if (thresholdReached(record, input.threshold)) {
     return {
-      ...wait(
-        'GivenUp',
-        `gave up expanding to ${target} after ${record?.failures ?? 0} failed attempts (last: ${record?.lastError ?? 'unknown'}); change the request or the class to retry`,
-      ),
+      action: 'giveUp',
+      code: 'GivenUp',
+      reason: `gave up expanding to ${target} after ${record?.failures ?? 0} failed attempts (last: ${record?.lastError ?? 'unknown'}); change the request or the class to retry`,
       ...base,
     };
   }
@@ -213,8 +213,8 @@ function targetSize(claim: PersistentVolumeClaim, requestText: string, request: 
   return requestText;
 }
 
-function none(code: ResizeDecisionCode, reason: string): ResizeDecision {
-  return { action: 'none', code, reason };
+function ignore(code: ResizeDecisionCode, reason: string): ResizeDecision {
+  return { action: 'ignore', code, reason };
 }
 
 function wait(code: ResizeDecisionCode, reason: string): ResizeDecision {

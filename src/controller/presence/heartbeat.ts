@@ -7,15 +7,15 @@
 // released (no holder), so explain reports "stopped" with the time; a crashed one simply expires. A Lease the
 // controller may not write (403) is reported once and the heartbeat stops: provisioning never depends on it.
 import { createHash } from 'node:crypto';
-import type { Clock } from '../runtime/clock.ts';
-import type { ObjectClient } from '../runtime/client.ts';
-import { ForbiddenError, NotFoundError } from '../runtime/errors.ts';
-import type { Logger } from '../runtime/logger.ts';
-import { leases } from '../runtime/resources.ts';
-import { errorMessage } from '../types/errors.ts';
-import type { Lease } from '../types/k8s.ts';
-import { formatMicroTime } from '../types/time.ts';
-import { leaseNameFor } from './options.ts';
+import type { Clock } from '../../runtime/clock.ts';
+import type { ObjectClient } from '../../runtime/client.ts';
+import { ForbiddenError, NotFoundError } from '../../runtime/errors.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { leases } from '../../runtime/resources.ts';
+import { errorMessage } from '../../types/errors.ts';
+import type { Lease } from '../../types/k8s.ts';
+import { formatMicroTime } from '../../types/time.ts';
+import { leaseNameFor } from '../options.ts';
 
 /** Label on every heartbeat Lease (value `"true"`): explain lists them with one label-selected list. */
 export const LABEL_HEARTBEAT = 'kube-provisioner.io/heartbeat';

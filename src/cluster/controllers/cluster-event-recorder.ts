@@ -3,25 +3,26 @@
 // existing Event instead of creating a new one, so a resync every 15 s shows `(x3 over 36s)` in kubectl.
 import type { CoreEvent, KubeObject } from '../../types/k8s.ts';
 import type { Logger } from '../../types/logger.ts';
-import { ClusterApiError, type ClusterStore } from '../writes/cluster-store.ts';
+import { type ClusterStore } from '../writes/cluster-store.ts';
+import { ClusterApiError } from '../common/api-errors.ts';
 import { formatTime } from '../common/meta.ts';
 
 /** How many distinct events the correlator remembers (client-go's LRU holds 4096). */
 const MAX_REMEMBERED = 4096;
 
 export class ClusterEventRecorder {
-  readonly #store: ClusterStore;
-  readonly #component: string;
-  readonly #now: () => number;
-  readonly #logger: Logger;
-  readonly #seen = new Map<string, { namespace: string; name: string; count: number }>();
-  #sequence = 0;
+  private readonly store: ClusterStore;
+  private readonly component: string;
+  private readonly now: () => number;
+  private readonly logger: Logger;
+  private readonly seen = new Map<string, { namespace: string; name: string; count: number }>();
+  private sequence = 0;
 
   constructor(store: ClusterStore, component: string, opts: { now?: () => number; logger: Logger }) {
-    this.#store = store;
-    this.#component = component;
-    this.#now = opts.now ?? Date.now;
-    this.#logger = opts.logger;
+    this.store = store;
+    this.component = component;
+    this.now = opts.now ?? Date.now;
+    this.logger = opts.logger;
   }
 
   /** Records an event about `obj`; failures are logged, never thrown (events are best effort). */
@@ -29,24 +30,24 @@ export class ClusterEventRecorder {
     const meta = obj.metadata;
     const namespace = meta.namespace || 'default';
     const key = [obj.kind, meta.namespace ?? '', meta.name, meta.uid ?? '', type, reason, message].join('\u0000');
-    const now = formatTime(this.#now());
-    const previous = this.#seen.get(key);
+    const now = formatTime(this.now());
+    const previous = this.seen.get(key);
     if (previous) {
       try {
         previous.count++;
-        this.#store.patch('events', previous.namespace, previous.name, 'merge', {
+        this.store.patch('events', previous.namespace, previous.name, 'merge', {
           count: previous.count,
           lastTimestamp: now,
         });
-        this.#touch(key, previous);
+        this.touch(key, previous);
         return;
       } catch (err) {
         // Deleted (or expired) meanwhile: start a new one.
-        if (!(err instanceof ClusterApiError && err.code === 404)) return this.#fail(err, reason);
-        this.#seen.delete(key);
+        if (!(err instanceof ClusterApiError && err.code === 404)) return this.fail(err, reason);
+        this.seen.delete(key);
       }
     }
-    const name = `${meta.name ?? 'unknown'}.${this.#uniqueSuffix()}`;
+    const name = `${meta.name ?? 'unknown'}.${this.uniqueSuffix()}`;
     const event: CoreEvent = {
       apiVersion: 'v1',
       kind: 'Event',
@@ -65,31 +66,31 @@ export class ClusterEventRecorder {
       count: 1,
       firstTimestamp: now,
       lastTimestamp: now,
-      source: { component: this.#component },
-      reportingComponent: this.#component,
+      source: { component: this.component },
+      reportingComponent: this.component,
       reportingInstance: '',
     };
     try {
-      this.#store.create('events', event);
-      this.#touch(key, { namespace, name, count: 1 });
+      this.store.create('events', event);
+      this.touch(key, { namespace, name, count: 1 });
     } catch (err) {
-      this.#fail(err, reason);
+      this.fail(err, reason);
     }
   }
 
   /** client-go names events `<object>.<UnixNano in hex>`; a sequence keeps names unique within a millisecond. */
-  #uniqueSuffix(): string {
-    const nanos = BigInt(this.#now()) * 1_000_000n + BigInt(this.#sequence++ % 1_000_000);
+  private uniqueSuffix(): string {
+    const nanos = BigInt(this.now()) * 1_000_000n + BigInt(this.sequence++ % 1_000_000);
     return nanos.toString(16);
   }
 
-  #touch(key: string, entry: { namespace: string; name: string; count: number }): void {
-    this.#seen.delete(key);
-    this.#seen.set(key, entry);
-    if (this.#seen.size > MAX_REMEMBERED) this.#seen.delete(this.#seen.keys().next().value as string);
+  private touch(key: string, entry: { namespace: string; name: string; count: number }): void {
+    this.seen.delete(key);
+    this.seen.set(key, entry);
+    if (this.seen.size > MAX_REMEMBERED) this.seen.delete(this.seen.keys().next().value as string);
   }
 
-  #fail(err: unknown, reason: string): void {
-    this.#logger.warn({ err, reason }, 'cannot record event');
+  private fail(err: unknown, reason: string): void {
+    this.logger.warn({ err, reason }, 'cannot record event');
   }
 }

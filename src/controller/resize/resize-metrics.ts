@@ -3,7 +3,7 @@
 // attempts (by kind), duration of successful resizes, and resizes given up. Registered on the caller's registry
 // and reused when another controller already registered them.
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { DEFAULT_DURATION_BUCKETS, reuse } from './metrics.ts';
+import { DEFAULT_DURATION_BUCKETS, reuse } from '../controller-metrics.ts';
 
 export const RESIZE_METRIC_NAMES = Object.freeze({
   resizeTotal: 'controller_persistentvolumeclaim_resize_total',

@@ -6,11 +6,11 @@ import {
   ANN_BETA_STORAGE_PROVISIONER,
   ANN_SELECTED_NODE,
   ANN_STORAGE_PROVISIONER,
-} from '../types/annotations.ts';
-import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
-import { claimFingerprint, currentRecord, thresholdReached, type FailureRecord } from './failures.ts';
-import type { ResolvedOptions } from './options.ts';
-import type { Provisioner } from './provisioner.ts';
+} from '../../types/annotations.ts';
+import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../types/k8s.ts';
+import { claimFingerprint, currentRecord, thresholdReached, type FailureRecord } from '../failures.ts';
+import type { ResolvedOptions } from '../options.ts';
+import type { Provisioner } from '../provisioner.ts';
 
 /** The alpha selected-node key (Kubernetes 1.11); read as a fallback (the Go library's shouldProvision forgot it). */
 export const ANN_ALPHA_SELECTED_NODE = 'volume.alpha.kubernetes.io/selected-node';
@@ -20,10 +20,10 @@ export const ANN_ALPHA_SELECTED_NODE = 'volume.alpha.kubernetes.io/selected-node
  * - `wait`: ours, but a precondition is not met yet (class missing, no selected node, slow retry): re-evaluated on
  *   the next claim or class event, or after `retryAfterMs`;
  * - `ignore`: not ours, or nothing to do; no event, no metric;
- * - `give-up`: the failure threshold was reached; nothing more until the claim or its class changes;
+ * - `giveUp`: the failure threshold was reached; nothing more until the claim or its class changes;
  * - `reject`: ours, but it cannot be provisioned as it stands; a Warning event, then nothing until it changes.
  */
-export type ClaimAction = 'provision' | 'wait' | 'ignore' | 'give-up' | 'reject';
+export type ClaimAction = 'provision' | 'wait' | 'ignore' | 'giveUp' | 'reject';
 
 /** A stable identifier of the rule that decided (for logs, explain and tests). */
 export type ClaimDecisionCode =
@@ -86,7 +86,7 @@ export interface ClaimDecision {
   pvName?: string;
   /** From volume.kubernetes.io/selected-node, then the alpha key. */
   selectedNodeName?: string;
-  /** Fingerprint of claim + class: what must change to leave give-up, infeasible or reject. */
+  /** Fingerprint of claim + class: what must change to leave giveUp, infeasible or reject. */
   fingerprint?: string;
   /** For `wait` on a timer (slow retry): when to look again. */
   retryAfterMs?: number;
@@ -237,7 +237,7 @@ export function decideClaim(input: ClaimDecisionInput): ClaimDecision {
   const record = currentRecord(input.failures, fingerprint);
   if (!input.inProgress && thresholdReached(record, options.retry.failedProvisionThreshold)) {
     return {
-      action: 'give-up',
+      action: 'giveUp',
       code: 'GivenUp',
       reason:
         `gave up after ${record?.failures} failed attempts (last error: ${record?.lastError ?? 'unknown'}); ` +

@@ -2,12 +2,12 @@
 // mode), the leader-election Lease named after the provisioner (ours, and the Go library's in lease mode), and the
 // claim's per-claim lock. The reads are two label- or field-selected Lease lists across namespaces; a reader that
 // may not list Leases gets "unknown", never a wrong "not running". The judgement is a pure function.
-import type { KubeClient } from '../runtime/client.ts';
-import { leases } from '../runtime/resources.ts';
-import type { Lease, PersistentVolumeClaim } from '../types/k8s.ts';
-import { parseLockRecord } from './claim-lock.ts';
+import type { KubeClient } from '../../runtime/client.ts';
+import { leases } from '../../runtime/resources.ts';
+import type { Lease, PersistentVolumeClaim } from '../../types/k8s.ts';
+import { parseLockRecord } from '../claim-lock.ts';
 import { LABEL_HEARTBEAT, parseHeartbeat, type HeartbeatRecord, type HeartbeatRetry } from './heartbeat.ts';
-import { leaseNameFor } from './options.ts';
+import { leaseNameFor } from '../options.ts';
 
 /** What the cluster says about running controllers; undefined lists could not be read (RBAC, not served). */
 export interface ControllerPresence {

@@ -2,8 +2,8 @@
 // for resourceVersion ""/"0", replay after "N", 410 Expired as an ERROR event, BOOKMARKs with
 // allowWatchBookmarks, sendInitialEvents, timeoutSeconds, and per-event Tables for kubectl get -w.
 import type { StatusCause } from '../../types/k8s.ts';
-import { ClusterApiError, badRequest, invalid } from '../common/errors.ts';
-import { apiVersionOf } from '../registry/registry.ts';
+import { ClusterApiError, badRequest, invalid } from '../common/api-errors.ts';
+import { apiVersionOf } from '../registry/resource-type.ts';
 import { includeObjectParam, storageResource, viewObject, type RequestScope } from './resource-handlers.ts';
 import { setLongTimeout, watchTimeoutMs } from '../common/long-timeout.ts';
 import { toTable } from '../registry/tables.ts';
@@ -27,27 +27,27 @@ export interface WatchStreamOptions {
  * server-wide account of their unsent bytes: the watch that pushes the total past the bound is destroyed.
  */
 export class WatchRegistry {
-  readonly #open = new Set<() => void>();
-  #buffered = 0;
+  private readonly open = new Set<() => void>();
+  private buffered = 0;
   constructor(readonly maxTotalBufferedBytes = Infinity) {}
   add(close: () => void): () => void {
-    this.#open.add(close);
-    return () => this.#open.delete(close);
+    this.open.add(close);
+    return () => this.open.delete(close);
   }
   get size(): number {
-    return this.#open.size;
+    return this.open.size;
   }
   /** Unsent bytes of every open watch, as last reported. */
   get bufferedBytes(): number {
-    return this.#buffered;
+    return this.buffered;
   }
   /** A watch's buffer went from `before` to `after` bytes; false when the server-wide bound is exceeded. */
   account(before: number, after: number): boolean {
-    this.#buffered += after - before;
-    return this.#buffered <= this.maxTotalBufferedBytes;
+    this.buffered += after - before;
+    return this.buffered <= this.maxTotalBufferedBytes;
   }
   closeAll(): void {
-    for (const close of [...this.#open]) close();
+    for (const close of [...this.open]) close();
   }
 }
 

@@ -5,8 +5,8 @@
 // blocks provisioning; the claim's last provisioning events and the next retry, when known, come with it. From the
 // cluster alone it also says whether any controller serves the provisioner name (explain-presence.ts), and derives
 // the next retry from the last ProvisioningFailed event and the retry timings the controller's heartbeat publishes.
-import type { KubeClient } from '../runtime/client.ts';
-import { undefinedIfNotFound } from '../runtime/errors.ts';
+import type { KubeClient } from '../../runtime/client.ts';
+import { undefinedIfNotFound } from '../../runtime/errors.ts';
 import {
   coreEvents,
   nodes,
@@ -14,10 +14,10 @@ import {
   persistentVolumes,
   pods,
   storageClasses,
-} from '../runtime/resources.ts';
-import type { CoreEvent, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '../types/k8s.ts';
-import { parseLockRecord } from './claim-lock.ts';
-import type { ControllerShared, ControllerTerm } from './controller-state.ts';
+} from '../../runtime/resources.ts';
+import type { CoreEvent, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '../../types/k8s.ts';
+import { parseLockRecord } from '../claim-lock.ts';
+import type { ControllerShared, ControllerTerm } from '../controller-state.ts';
 import {
   claimClassName,
   claimKey,
@@ -27,16 +27,16 @@ import {
   type ClaimDecision,
   type ClaimDecisionCode,
 } from './decide-claim.ts';
-import { decideCachedClaim } from './cached-decisions.ts';
-import type { FailureRecord } from './failures.ts';
-import { decideResize, resizeFacts, type ResizeDecision } from './decide-resize.ts';
-import { ANN_VOLUME_USAGE, parseVolumeUsage } from '../types/volume-usage.ts';
-import { formatBytes } from '../types/quantity.ts';
-import { resolveOptions, type ProvisionControllerOptions } from './options.ts';
-import type { ClaimCheckResult, Provisioner } from './provisioner.ts';
+import { decideCachedClaim } from './decide-cached-claim.ts';
+import type { FailureRecord } from '../failures.ts';
+import { decideResize, resizeFacts, type ResizeDecision } from '../resize/decide-resize.ts';
+import { ANN_VOLUME_USAGE, parseVolumeUsage } from '../../types/volume-usage.ts';
+import { formatBytes } from '../../types/quantity.ts';
+import { resolveOptions, type ProvisionControllerOptions } from '../options.ts';
+import type { ClaimCheckResult, Provisioner } from '../provisioner.ts';
 import { INFEASIBLE_EVENT_PREFIX } from './claim-provision.ts';
-import { judgePresence, readControllerPresence } from './explain-presence.ts';
-import type { HeartbeatRecord, HeartbeatRetry } from './heartbeat.ts';
+import { judgePresence, readControllerPresence } from '../presence/explain-presence.ts';
+import type { HeartbeatRecord, HeartbeatRetry } from '../presence/heartbeat.ts';
 
 /**
  * Codes explain adds to the controller's: the backend's own checks refused the claim (`BackendInfeasible`: it

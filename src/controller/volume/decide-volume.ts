@@ -2,20 +2,24 @@
 // delete it (backend first, then the PV). Pure, like decideClaim; covers the Go library's isProvisionerForVolume,
 // handleProtectionFinalizer and shouldDelete (sig-storage-lib-external-provisioner) plus the defects we fix:
 // delete() is called once per PV uid, a PV whose claim still exists is never deleted, Retain PVs drop our finalizer.
-import { ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, FINALIZER_EXTERNAL_PROVISIONER } from '../types/annotations.ts';
-import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
-import { currentRecord, thresholdReached, volumeFingerprint, type FailureRecord } from './failures.ts';
-import { isKnownProvisioner } from './decide-claim.ts';
-import type { ResolvedOptions } from './options.ts';
-import type { Provisioner } from './provisioner.ts';
+import {
+  ANN_DYNAMICALLY_PROVISIONED,
+  ANN_MIGRATED_TO,
+  FINALIZER_EXTERNAL_PROVISIONER,
+} from '../../types/annotations.ts';
+import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
+import { currentRecord, thresholdReached, volumeFingerprint, type FailureRecord } from '../failures.ts';
+import { isKnownProvisioner } from '../claim/decide-claim.ts';
+import type { ResolvedOptions } from '../options.ts';
+import type { Provisioner } from '../provisioner.ts';
 
 /**
  * - `delete`: call provisioner.delete(), then delete the PV (uid precondition), then drop our finalizer;
- * - `finish-delete`: the backend volume is already gone (delete() succeeded earlier): only the PV / finalizer part;
+ * - `finishDelete`: the backend volume is already gone (delete() succeeded earlier): only the PV / finalizer part;
  * - `ignore`: nothing to delete (apply `finalizer` if set);
- * - `give-up`: deletion failed `failedDeleteThreshold` times; nothing more until the PV changes.
+ * - `giveUp`: deletion failed `failedDeleteThreshold` times; nothing more until the PV changes.
  */
-export type VolumeAction = 'delete' | 'finish-delete' | 'ignore' | 'give-up';
+export type VolumeAction = 'delete' | 'finishDelete' | 'ignore' | 'giveUp';
 
 export type VolumeDecisionCode =
   | 'NotOurVolume'
@@ -147,7 +151,7 @@ export function decideVolume(input: VolumeDecisionInput): VolumeDecision {
   }
   if (input.backendDeleted) {
     return {
-      action: 'finish-delete',
+      action: 'finishDelete',
       code: 'BackendDeleted',
       reason: 'backend volume already deleted; removing the PV',
       ...withFinalizer,
@@ -157,7 +161,7 @@ export function decideVolume(input: VolumeDecisionInput): VolumeDecision {
   const record = currentRecord(input.failures, fingerprint);
   if (thresholdReached(record, options.retry.failedDeleteThreshold)) {
     return {
-      action: 'give-up',
+      action: 'giveUp',
       code: 'GivenUp',
       reason: `gave up after ${record?.failures} failed deletions (last error: ${record?.lastError ?? 'unknown'}); change the volume to retry`,
       fingerprint,

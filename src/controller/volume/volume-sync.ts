@@ -1,20 +1,19 @@
-// The volume flow's effects: decideVolume on the cached PV, then the finalizer patch, provisioner.delete() (once
-// per PV uid), the PV deletion with a uid precondition (never deletes a same-named successor; other conflicts are
-// retried), our finalizer's removal, the per-claim-mode volume lock around delete(), VolumeFailedDelete events,
-// delete metrics and the failure policy. Returns what should happen next; the worker applies it to the queue.
-import { ConflictError, NotFoundError } from '../runtime/errors.ts';
-import type { Logger } from '../runtime/logger.ts';
-import { persistentVolumes } from '../runtime/resources.ts';
-import { FINALIZER_EXTERNAL_PROVISIONER } from '../types/annotations.ts';
-import type { PersistentVolume } from '../types/k8s.ts';
-import { errorMessage } from '../types/errors.ts';
-import { decideCachedVolume } from './cached-decisions.ts';
-import type { ClaimLockHandle } from './claim-lock.ts';
-import { timeoutSignal, volumeObject, type ControllerShared, type ControllerTerm } from './controller-state.ts';
+// The volume loop's sync: decideVolume on the cached PV, then the finalizer patch, provisioner.delete() (once per PV
+// uid), the PV deletion with a uid precondition (never deletes a same-named successor; other conflicts are retried),
+// our finalizer's removal, the per-claim-mode volume lock around delete(), VolumeFailedDelete events, delete metrics
+// and the shared failure tail. Returns what should happen next; the worker applies it to the queue.
+import { ConflictError, NotFoundError } from '../../runtime/errors.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { persistentVolumes } from '../../runtime/resources.ts';
+import { FINALIZER_EXTERNAL_PROVISIONER } from '../../types/annotations.ts';
+import type { PersistentVolume } from '../../types/k8s.ts';
+import { errorMessage } from '../../types/errors.ts';
+import { decideCachedVolume } from './decide-cached-volume.ts';
+import type { ClaimLockHandle } from '../claim-lock.ts';
+import { timeoutSignal, volumeObject, type ControllerShared, type ControllerTerm } from '../controller-state.ts';
 import { hasOurFinalizer, type VolumeDecision } from './decide-volume.ts';
-import { recordFailure } from './failures.ts';
-import { after, backoff, done, failurePolicy, type Next } from './next.ts';
-import { IgnoredError } from './provisioner.ts';
+import { failureTail, notAFailure, takeLock, type GiveUpWords } from '../failures.ts';
+import { backoff, done, giveUp, type Next } from '../next.ts';
 
 /** One attempt to delete one PV: everything the effects need, in one value. */
 interface VolumeAttempt {
@@ -57,11 +56,12 @@ export async function syncVolume(s: ControllerShared, t: ControllerTerm, name: s
   const a: VolumeAttempt = { s, t, volume, decision, log, labels: { class: volume.spec.storageClassName ?? '' } };
   switch (decision.action) {
     case 'ignore':
-    case 'give-up':
       return done;
+    case 'giveUp':
+      return giveUp;
     case 'delete':
       return deleteVolume(a);
-    case 'finish-delete':
+    case 'finishDelete':
       return finishDelete(a, undefined);
   }
 }
@@ -94,11 +94,13 @@ async function deleteVolume(a: VolumeAttempt): Promise<Next> {
   // Per-claim mode: every replica syncs this PV; only the one holding its lock calls delete(), the others requeue.
   let lock: ClaimLockHandle | undefined;
   if (s.claimLock) {
-    const got = await s.claimLock.acquireVolume(volume, t.signal);
-    if (!got.acquired) {
-      log.debug({ holder: got.holder, retryAfterMs: got.retryAfterMs }, 'volume lock held elsewhere; not deleting');
-      return got.retryAfterMs > 0 ? after(got.retryAfterMs) : backoff;
-    }
+    const claimLock = s.claimLock;
+    const got = await takeLock(
+      () => claimLock.acquireVolume(volume, t.signal),
+      s.options.leaderElection.retryPeriodMs,
+      log,
+    );
+    if ('next' in got) return got.next;
     lock = got.handle;
   }
   const timeout = timeoutSignal(t.signal, s.options.deletionTimeoutMs, s.clock);
@@ -108,11 +110,7 @@ async function deleteVolume(a: VolumeAttempt): Promise<Next> {
     await s.provisioner.delete(volumeObject(volume), timeout.signal);
     deleted = true;
   } catch (err) {
-    if (err instanceof IgnoredError) {
-      log.debug({ reason: err.reason }, 'volume deletion ignored');
-      return done;
-    }
-    return deleteFailed(a, errorMessage(err));
+    return notAFailure(err, t.signal, log, 'deleting the volume') ?? deleteFailed(a, errorMessage(err));
   } finally {
     timeout.dispose();
     // After a success the PV goes away with its lock; after a failure any replica may retry.
@@ -123,32 +121,32 @@ async function deleteVolume(a: VolumeAttempt): Promise<Next> {
   return finishDelete(a, started);
 }
 
-/** A failed delete(): the event, the metric, the failure record and the failure policy. */
+/** How the volume loop words a give-up. */
+const VOLUME_GIVE_UP: GiveUpWords = {
+  reason: 'VolumeDeleteGivenUp',
+  doing: 'deleting the volume',
+  thresholdOption: 'failedDeleteThreshold',
+  retryHint: 'Change the volume to retry.',
+};
+
+/** A failed delete(): the event and the metric, then the shared failure tail. */
 function deleteFailed(a: VolumeAttempt, message: string): Next {
   const { s, volume, log } = a;
-  const name = volume.metadata.name ?? '';
   s.events.event(volumeObject(volume), 'Warning', 'VolumeFailedDelete', message);
   s.metrics.deleteFailedTotal.inc(a.labels);
-  const record = recordFailure(s.volumeRecords.get(name)?.failures, a.decision.fingerprint ?? '', message);
-  s.volumeRecords.set(name, 'failures', record);
-  const threshold = s.options.retry.failedDeleteThreshold;
-  const next = failurePolicy(record, threshold, 'final');
-  if (next.kind === 'giveUp') {
-    log.error(
-      { failures: record.failures, threshold, err: message },
-      'giving up deleting volume because failures >= threshold',
-    );
-    s.events.event(
-      volumeObject(volume),
-      'Warning',
-      'VolumeDeleteGivenUp',
-      `Giving up deleting the volume after ${record.failures} failed attempts (failedDeleteThreshold ${threshold}); last error: ${message}. Change the volume to retry.`,
-    );
-    s.metrics.deleteGivenUpTotal.inc(a.labels);
-  } else {
-    log.info({ failures: record.failures, threshold, err: message }, 'retrying syncing volume');
-  }
-  return next;
+  return failureTail(s, {
+    book: s.volumeRecords,
+    key: volume.metadata.name ?? '',
+    fingerprint: a.decision.fingerprint ?? '',
+    message,
+    failure: 'final',
+    infeasibleError: false,
+    object: volumeObject(volume),
+    threshold: s.options.retry.failedDeleteThreshold,
+    log,
+    words: VOLUME_GIVE_UP,
+    countGiveUp: () => s.metrics.deleteGivenUpTotal.inc(a.labels),
+  }).next;
 }
 
 /** Deletes the PV object (uid precondition) and drops our finalizer. `started` set: record the duration too. */
