@@ -24,7 +24,7 @@ import type { EventSink } from '../types/events.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { ANN_SELECTED_NODE } from '../types/annotations.ts';
 import { errorMessage } from '../types/errors.ts';
-import { claimProvisionerName } from '../controller/decide-claim.ts';
+import { claimProvisionerName } from '../controller/claim/decide-claim.ts';
 import { CsiClient } from './csi-client.ts';
 import type { CsiClusterAccess } from './cluster-access.ts';
 import { FINALIZER_SNAPSHOT_SOURCE_PROTECTION } from './content-source.ts';
