@@ -58,6 +58,16 @@ export interface RunCsiOptions {
   nodeDeployment: boolean;
   /** NODE_NAME (required with --node-deployment). */
   nodeName?: string;
+  /** `--node-deployment-immediate-binding`: node instances race for unselected Immediate claims. */
+  nodeDeploymentImmediateBinding: boolean;
+  /** `--node-deployment-base-delay`: the first attempt's delay is at most this. */
+  nodeDeploymentBaseDelayMs: number;
+  /** `--node-deployment-max-delay`: the longest delay of a later attempt. */
+  nodeDeploymentMaxDelayMs: number;
+  /** `--prevent-volume-mode-conversion`: a restore may not change the snapshot source's volume mode unless allowed. */
+  preventVolumeModeConversion: boolean;
+  /** `--snapshot-orphan-sweep-interval`: how often orphaned snapshot source-protection finalizers are removed; 0 off. */
+  snapshotOrphanSweepIntervalMs: number;
   /** $POD_NAMESPACE: where CSIStorageCapacity objects (and the Lease) go; `default` when unset. */
   podNamespace: string;
   /** $POD_NAME: the owner of the CSIStorageCapacity objects; absent = no owner references. */
@@ -75,6 +85,11 @@ export const DEFAULT_CSI_ADDRESS = '/run/csi/socket';
 function positiveDuration(v: string): number {
   const ms = durationValue(v);
   if (ms <= 0) throw new InvalidArgumentError(`"${v}" must be longer than 0`);
+  return ms;
+}
+function nonNegativeDuration(v: string): number {
+  const ms = durationValue(v);
+  if (ms < 0) throw new InvalidArgumentError(`"${v}" must not be negative`);
   return ms;
 }
 /** `none|lease|per-claim`, and external-provisioner's boolean spelling: true = lease, false = none. */
@@ -173,6 +188,38 @@ export function addRunCsiOptions(cmd: Command): Command {
       false,
     ),
     opt('--node-name <name>', 'this node (with --node-deployment)', 'NODE_NAME'),
+    bool(
+      opt(
+        '--node-deployment-immediate-binding [bool]',
+        'with --node-deployment: race the other nodes for Immediate claims no node was selected for',
+      ),
+      true,
+    ),
+    opt(
+      '--node-deployment-base-delay <duration>',
+      'with --node-deployment: the first attempt to own an Immediate claim waits a random delay up to this',
+    )
+      .argParser(positiveDuration)
+      .default(20_000, '20s'),
+    opt(
+      '--node-deployment-max-delay <duration>',
+      'with --node-deployment: later attempts wait doubling delays up to this',
+    )
+      .argParser(positiveDuration)
+      .default(60_000, '1m'),
+    bool(
+      opt(
+        '--prevent-volume-mode-conversion [bool]',
+        'refuse a restore whose volume mode differs from the snapshot source unless its VolumeSnapshotContent allows it',
+      ),
+      true,
+    ),
+    opt(
+      '--snapshot-orphan-sweep-interval <duration>',
+      'how often volumesnapshot-as-source-protection finalizers no Pending claim needs are removed (0 disables)',
+    )
+      .argParser(nonNegativeDuration)
+      .default(300_000, '5m'),
     opt(
       '--health-address <host:port>',
       '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable',
@@ -220,6 +267,11 @@ export interface RawRunCsiFlags {
   capacityForImmediateBinding: boolean;
   nodeDeployment: boolean;
   nodeName?: string;
+  nodeDeploymentImmediateBinding: boolean;
+  nodeDeploymentBaseDelay: number;
+  nodeDeploymentMaxDelay: number;
+  preventVolumeModeConversion: boolean;
+  snapshotOrphanSweepInterval: number;
   healthAddress: string;
   metricsAddress?: string;
   logLevel: LogLevel;
@@ -248,6 +300,8 @@ export function resolveRunCsiOptions(
       'needs --leader-election lease or none (per-claim replicas would all write the same CSIStorageCapacity objects)',
     );
   }
+  if (f.nodeDeploymentBaseDelay > f.nodeDeploymentMaxDelay)
+    throw new CliOptionError('--node-deployment-base-delay', 'is longer than --node-deployment-max-delay');
   if (f.retryIntervalStart > f.retryIntervalMax)
     throw new CliOptionError('--retry-interval-start', 'is longer than --retry-interval-max');
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(f.volumeNamePrefix))
@@ -288,6 +342,11 @@ export function resolveRunCsiOptions(
     capacityForImmediateBinding: f.capacityForImmediateBinding,
     nodeDeployment: f.nodeDeployment,
     nodeName: f.nodeName,
+    nodeDeploymentImmediateBinding: f.nodeDeploymentImmediateBinding,
+    nodeDeploymentBaseDelayMs: f.nodeDeploymentBaseDelay,
+    nodeDeploymentMaxDelayMs: f.nodeDeploymentMaxDelay,
+    preventVolumeModeConversion: f.preventVolumeModeConversion,
+    snapshotOrphanSweepIntervalMs: f.snapshotOrphanSweepInterval,
     podNamespace: env.POD_NAMESPACE || env.NAMESPACE || 'default',
     podName: env.POD_NAME || undefined,
     healthAddress: health,

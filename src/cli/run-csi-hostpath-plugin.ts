@@ -3,7 +3,7 @@
 // Kubernetes API: pair it with a CSI sidecar (`kube-provisioner run csi`, or external-provisioner).
 import { hostname } from 'node:os';
 import { Command, Option } from 'commander';
-import { serveCsiPlugin, type CsiServer } from '../csi/server.ts';
+import { serveCsiPlugin, type CsiServer } from '../csi/csi-server.ts';
 import { ConfigFileSource } from '../hostpath/config/config-file-source.ts';
 import type { HostPathConfig } from '../hostpath/config/hostpath-config.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';

@@ -11,7 +11,7 @@ import { CloneProtection } from '../../src/csi/clone-protection.ts';
 import { KubeClusterAccess } from '../../src/csi/cluster-access.ts';
 import { FINALIZER_CLONE_PROTECTION } from '../../src/csi/content-source.ts';
 import type { CSINode, VolumeAttachment } from '../../src/csi/kinds.ts';
-import { CsiProvisioner } from '../../src/csi/provisioner.ts';
+import { CsiProvisioner } from '../../src/csi/csi-provisioner.ts';
 import { mergeOptions } from '../../src/controller/options/controller-options.ts';
 import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
