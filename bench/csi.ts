@@ -30,7 +30,7 @@ import { DEFAULT_PROVISIONER_NAME } from '../src/cli/hostpath-options.ts';
 import { userAgent } from '../src/cli/version.ts';
 import { KubeClient } from '../src/runtime/client.ts';
 import { loadKubeConfig } from '../src/runtime/kubeconfig.ts';
-import { silentLogger } from '../src/runtime/logger.ts';
+import { silentLogger } from '../src/types/logger.ts';
 import { storageClasses } from '../src/runtime/resources.ts';
 
 const argv = process.argv.slice(2);

@@ -27,10 +27,10 @@ import { csiNodes, volumeSnapshotContents, volumeSnapshots } from '../src/csi/ki
 import { localNodeName } from '../src/cluster/controllers/index.ts';
 import { KubeClient } from '../src/runtime/client.ts';
 import { loadKubeConfig } from '../src/runtime/kubeconfig.ts';
-import { createLogger } from '../src/runtime/logger.ts';
+import { createLogger } from '../src/runtime/pino-logger.ts';
 import { nodes, persistentVolumeClaims, storageClasses } from '../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../src/types/annotations.ts';
-import { errorMessage } from '../src/types/errors.ts';
+import { errorMessage } from '../src/types/error-message.ts';
 import type { CoreEvent, Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../src/types/k8s.ts';
 import type { CSIStorageCapacity } from '../src/types/storage-objects.ts';
 import { startCluster, type TestCluster } from '../src/testing/index.ts';

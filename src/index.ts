@@ -60,13 +60,8 @@ export {
 
 // Talking to the cluster: client, kubeconfig, typed resource descriptors, errors.
 export { KubeClient, type KubeClientOptions, type KubeConnection } from './runtime/client.ts';
-export {
-  loadKubeConfig,
-  KubeConfigError,
-  RestConfig,
-  type LoadKubeConfigOptions,
-  type KubeConfigSource,
-} from './runtime/kubeconfig.ts';
+export { loadKubeConfig, type LoadKubeConfigOptions, type KubeConfigSource } from './runtime/kubeconfig.ts';
+export { KubeConfigError, RestConfig } from './runtime/rest-config.ts';
 export {
   defineResource,
   persistentVolumes,
@@ -81,10 +76,17 @@ export {
   leases,
   type ApiResource,
 } from './runtime/resources.ts';
-export { ApiError, AlreadyExistsError, ConflictError, NotFoundError, isTransientError } from './runtime/errors.ts';
+export {
+  ApiError,
+  AlreadyExistsError,
+  ConflictError,
+  NotFoundError,
+  isTransientError,
+} from './runtime/status-errors.ts';
 
 // What running a controller needs: logger, clock, metrics registry, health server.
-export { createLogger, silentLogger, type Logger } from './runtime/logger.ts';
+export { createLogger } from './runtime/pino-logger.ts';
+export { silentLogger, type Logger } from './types/logger.ts';
 export { realClock, type Clock } from './runtime/clock.ts';
 export { createMetricsRegistry } from './runtime/metrics.ts';
 export { startHealthServer } from './runtime/health-server.ts';

@@ -10,7 +10,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { KubeClient } from '../../src/runtime/client.ts';
-import { AlreadyExistsError } from '../../src/runtime/errors.ts';
+import { AlreadyExistsError } from '../../src/runtime/status-errors.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
 import { namespaces, persistentVolumeClaims, persistentVolumes, storageClasses } from '../../src/runtime/resources.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';

@@ -3,7 +3,7 @@
 // AlreadyExists on create or a NotFound on delete means an earlier attempt did), so the harness always knows
 // which claims exist. A periodic list notes which claims were seen Bound (for the Retain invariant).
 import { KubeClient } from '../../src/runtime/client.ts';
-import { AlreadyExistsError, NotFoundError } from '../../src/runtime/errors.ts';
+import { AlreadyExistsError, NotFoundError } from '../../src/runtime/status-errors.ts';
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
 import type { PersistentVolumeClaim } from '../../src/types/k8s.ts';
 import type { Prng } from './prng.ts';

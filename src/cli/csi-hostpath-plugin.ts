@@ -31,7 +31,7 @@ import { NoSpaceError } from '../hostpath/provision/placement.ts';
 import { HostPathProvisioner } from '../hostpath/hostpath-provisioner.ts';
 import { readVolumeRecord, readVolumeRecords, type VolumeRecord } from '../hostpath/records/volume-records.ts';
 import { ANN_HOSTPATH_ON_DELETE, buildVolume, readVolumeLocation } from '../hostpath/volume/volume-spec.ts';
-import { silentLogger, type Logger } from '../runtime/logger.ts';
+import { silentLogger, type Logger } from '../types/logger.ts';
 import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
 import type { AccessMode, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 

@@ -3,8 +3,8 @@
 // go straight to fd 2 (pino's destination), not through the main thread.
 import { parentPort, workerData } from 'node:worker_threads';
 import { startEmbeddedCluster } from '../cluster/embedded-cluster.ts';
-import { createLogger } from '../runtime/logger.ts';
-import { errorMessage } from '../types/errors.ts';
+import { createLogger } from '../runtime/pino-logger.ts';
+import { errorMessage } from '../types/error-message.ts';
 import type { ClusterThreadMessage, ClusterThreadOptions } from './dev-cluster.ts';
 
 const port = parentPort!;

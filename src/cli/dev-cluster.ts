@@ -11,9 +11,9 @@ import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { newModuleWorker } from '../cluster/common/module-worker.ts';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../cluster/embedded-cluster.ts';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../types/logger.ts';
 import type { LogLevel } from './flags.ts';
-import { errorMessage } from '../types/errors.ts';
+import { errorMessage } from '../types/error-message.ts';
 
 export type ClusterThread = 'worker' | 'main';
 export const CLUSTER_THREADS: readonly ClusterThread[] = ['worker', 'main'];

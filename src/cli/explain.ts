@@ -13,7 +13,7 @@ import { parseHostPathConfig, type HostPathConfig } from '../hostpath/config/hos
 import { HostPathProvisioner } from '../hostpath/hostpath-provisioner.ts';
 import type { Provisioner } from '../controller/provisioner.ts';
 import { KubeClient } from '../runtime/client.ts';
-import { NotFoundError } from '../runtime/errors.ts';
+import { NotFoundError } from '../runtime/status-errors.ts';
 import { configMaps, persistentVolumeClaims, storageClasses } from '../runtime/resources.ts';
 import type { KubeObject, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { loadCliKubeConfig } from './user-errors.ts';

@@ -15,9 +15,9 @@ import { HostPathProvisioner, type HostPathMode } from '../hostpath/hostpath-pro
 import type { KubeClient } from '../runtime/client.ts';
 import { EventRecorder } from '../runtime/event-recorder.ts';
 import { startHealthServer, type HealthCheck, type HealthServer } from '../runtime/health-server.ts';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../types/logger.ts';
 import { createMetricsRegistry } from '../runtime/metrics.ts';
-import { NotFoundError } from '../runtime/errors.ts';
+import { NotFoundError } from '../runtime/status-errors.ts';
 import { nodes, persistentVolumes, storageClasses } from '../runtime/resources.ts';
 import type { KubeObject, Node, PersistentVolume, StorageClass } from '../types/k8s.ts';
 import { ANN_VOLUME_USAGE, formatVolumeUsage } from '../types/volume-usage.ts';

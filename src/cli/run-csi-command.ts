@@ -1,7 +1,7 @@
 // The `run csi` command: flags (csi-options.ts), signals, and startCsiSidecar, imported only when the command runs
 // so that `run hostpath` and `--help` never load the gRPC client.
 import type { Command } from 'commander';
-import { createLogger } from '../runtime/logger.ts';
+import { createLogger } from '../runtime/pino-logger.ts';
 import { addRunCsiOptions, resolveRunCsiOptions, type RawRunCsiFlags } from './csi-options.ts';
 import { givenIn } from './flags.ts';
 import { abortOnSignals } from './signals.ts';

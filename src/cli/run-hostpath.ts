@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { KubeClient } from '../runtime/client.ts';
 import { loadCliKubeConfig } from './user-errors.ts';
-import { createLogger } from '../runtime/logger.ts';
+import { createLogger } from '../runtime/pino-logger.ts';
 import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '../hostpath/config/hostpath-config.ts';
 import { startHostPathService } from './hostpath-service.ts';
 import { givenIn } from './flags.ts';

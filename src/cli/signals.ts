@@ -1,6 +1,6 @@
 // SIGINT/SIGTERM for long-running commands: the first signal aborts (graceful shutdown: workers drained,
 // Lease released, endpoints closed); a second one exits at once, for when a shutdown hangs.
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../types/logger.ts';
 
 /** Where the signals come from and how the process is ended (the real process by default; tests inject both). */
 export interface SignalSource {

@@ -4,7 +4,8 @@
 import { existsSync } from 'node:fs';
 import { delimiter } from 'node:path';
 import { InvalidArgumentError } from 'commander';
-import { loadKubeConfig, type KubeConfigSource, type RestConfig } from '../runtime/kubeconfig.ts';
+import { loadKubeConfig, type KubeConfigSource } from '../runtime/kubeconfig.ts';
+import { type RestConfig } from '../runtime/rest-config.ts';
 
 /** A command could not start, for a reason the user can fix; the message says how. */
 export class StartupError extends Error {

@@ -10,8 +10,8 @@
 // `patch` verb is needed) makes one replica at a time call delete() for a Released PV.
 import type { Clock } from '../runtime/clock.ts';
 import type { ObjectClient } from '../runtime/client.ts';
-import { ConflictError, NotFoundError, syntheticStatus } from '../runtime/errors.ts';
-import type { Logger } from '../runtime/logger.ts';
+import { ConflictError, NotFoundError, syntheticStatus } from '../runtime/status-errors.ts';
+import type { Logger } from '../types/logger.ts';
 import {
   LockObservation,
   releasedRecord,

@@ -3,7 +3,7 @@
 // data: the loops are functions over it.
 import type { Clock } from '../runtime/clock.ts';
 import type { ObjectClient } from '../runtime/client.ts';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../types/logger.ts';
 import type { ReadonlyObjectStore } from '../runtime/object-store.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import type { ClaimLock } from './claim-lock.ts';

@@ -6,9 +6,9 @@
 // annotations, the class), never by resourceVersion: status updates, events and our own lock annotation must not
 // reset a given-up claim.
 import { createHash } from 'node:crypto';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../types/logger.ts';
 import { ANN_CONTROL_PLANE_LEADER } from '../types/annotations.ts';
-import { errorMessage } from '../types/errors.ts';
+import { errorMessage } from '../types/error-message.ts';
 import type { EventSink } from '../types/events.ts';
 import type { KubeObject, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import type { ClaimLockHandle, LockAttempt } from './claim-lock.ts';

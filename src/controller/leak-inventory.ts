@@ -4,11 +4,11 @@
 // with the opt-in `deleteLeaked`. Volumes we are still saving or provisioning are never reported. The volume cache
 // may lag (a cut watch backing off), so a deletion is confirmed first: caches synced, no claim names the volume,
 // and a live GET of the PV answers NotFound (anything else, including errors, leaves the volume alone).
-import { NotFoundError } from '../runtime/errors.ts';
+import { NotFoundError } from '../runtime/status-errors.ts';
 import { persistentVolumes } from '../runtime/resources.ts';
 import { ANN_DYNAMICALLY_PROVISIONED } from '../types/annotations.ts';
 import type { PersistentVolume } from '../types/k8s.ts';
-import { errorMessage } from '../types/errors.ts';
+import { errorMessage } from '../types/error-message.ts';
 import { type ControllerShared, type ControllerTerm } from './controller-state.ts';
 import { IgnoredError } from './provisioner.ts';
 

@@ -8,7 +8,7 @@ import type { Clock } from '../runtime/clock.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { cacheTransform, StringTable } from '../runtime/cache-transform.ts';
 import { Informer } from '../runtime/informer.ts';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../types/logger.ts';
 import {
   nodes,
   persistentVolumeClaims,

@@ -17,18 +17,19 @@ import { Records } from '../controller/object-records.ts';
 import { after, backoff, done, type Next, applyNext } from '../controller/next.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { realClock, type Clock } from '../runtime/clock.ts';
-import { ConflictError, NotFoundError } from '../runtime/errors.ts';
+import { ConflictError, NotFoundError } from '../runtime/status-errors.ts';
 import { Informer } from '../runtime/informer.ts';
-import { silentLogger, type Logger } from '../runtime/logger.ts';
+import { silentLogger, type Logger } from '../types/logger.ts';
 import { ItemExponentialFailureRateLimiter } from '../runtime/rate-limiters.ts';
 import { defineResource, nodes, pods, storageClasses } from '../runtime/resources.ts';
 import { WorkQueue } from '../runtime/workqueue.ts';
-import { errorMessage } from '../types/errors.ts';
+import { errorMessage } from '../types/error-message.ts';
 import type { KubeObject, Node, OwnerReference, Pod, StorageClass } from '../types/k8s.ts';
 import { formatBytes, parseQuantity } from '../types/quantity.ts';
 import type { CSIStorageCapacity } from '../types/storage-objects.ts';
 import type { CsiClient } from './csi-client.ts';
-import { csiNodes, type CSINode } from './kinds.ts';
+import { csiNodes } from './kinds.ts';
+import { type CSINode } from '../types/storage-objects.ts';
 import { CSI_PARAMETER_PREFIX } from './parameters.ts';
 
 /** storage.k8s.io/v1 CSIStorageCapacities (namespaced). */

@@ -6,17 +6,17 @@
 // Pending claim restores from loses it (a sidecar killed between adding and removing it, a claim deleted mid-restore),
 // read from the same claims informer (no second claim cache).
 import type { KubeClient } from '../runtime/client.ts';
-import { ForbiddenError } from '../runtime/errors.ts';
+import { ForbiddenError } from '../runtime/status-errors.ts';
 import { realClock, type Clock } from '../runtime/clock.ts';
 import { Informer } from '../runtime/informer.ts';
-import { silentLogger, type Logger } from '../runtime/logger.ts';
+import { silentLogger, type Logger } from '../types/logger.ts';
 import { objectKey, splitKey } from '../runtime/object-store.ts';
 import { persistentVolumeClaims } from '../runtime/resources.ts';
 import { ItemExponentialFailureRateLimiter } from '../runtime/rate-limiters.ts';
 import { WorkQueue } from '../runtime/workqueue.ts';
 import type { PersistentVolumeClaim } from '../types/k8s.ts';
 import type { VolumeSnapshot } from '../types/storage-objects.ts';
-import { errorMessage } from '../types/errors.ts';
+import { errorMessage } from '../types/error-message.ts';
 import type { CsiClusterAccess } from './cluster-access.ts';
 import { FINALIZER_CLONE_PROTECTION, FINALIZER_SNAPSHOT_SOURCE_PROTECTION } from './content-source.ts';
 import { volumeSnapshots } from './kinds.ts';

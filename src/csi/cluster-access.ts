@@ -1,11 +1,11 @@
 // Everything CsiProvisioner reads from (and the finalizers it writes to) the cluster, behind one interface, so the
 // provisioner's decisions can be tested with a map of objects and run for real on a KubeClient. "Not found" is
 // `undefined`, never an error: external-provisioner's decisions turn on it (a missing CSINode means Reschedule).
-import { NotFoundError, undefinedIfNotFound } from '../runtime/errors.ts';
+import { NotFoundError, undefinedIfNotFound } from '../runtime/status-errors.ts';
 import type { KubeClient } from '../runtime/client.ts';
 import { cacheTransform, StringTable } from '../runtime/cache-transform.ts';
 import { Informer } from '../runtime/informer.ts';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../types/logger.ts';
 import {
   nodes,
   persistentVolumeClaims,
@@ -22,12 +22,14 @@ import {
   volumeAttributesClasses,
   volumeSnapshotContents,
   volumeSnapshots,
+} from './kinds.ts';
+import {
   type CSINode,
   type VolumeAttachment,
   type VolumeAttributesClass,
   type VolumeSnapshot,
   type VolumeSnapshotContent,
-} from './kinds.ts';
+} from '../types/storage-objects.ts';
 
 /** Objects whose finalizers CsiProvisioner manages: source claims (cloning) and source snapshots (restoring). */
 export type FinalizedKind = 'PersistentVolumeClaim' | 'VolumeSnapshot';

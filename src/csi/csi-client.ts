@@ -6,7 +6,7 @@ import { isAbsolute, resolve } from 'node:path';
 import type { Client as GrpcClient } from '@grpc/grpc-js';
 import { Registry, type Histogram } from 'prom-client';
 import { realClock, type Clock } from '../runtime/clock.ts';
-import { silentLogger, type Logger } from '../runtime/logger.ts';
+import { silentLogger, type Logger } from '../types/logger.ts';
 import { decodeMessage, encodeMessage } from './codec.ts';
 import { CsiError, GRPC_CODES, grpcCodeName } from './grpc-status.ts';
 import { createCsiOperationsMetric, UNKNOWN_DRIVER_NAME, type CsiOperationLabels } from './csi-metrics.ts';

@@ -19,11 +19,11 @@ import {
 } from '../controller/provisioner.ts';
 import type { ProvisionControllerOptions } from '../controller/options/controller-options.ts';
 import { realClock, type Clock } from '../runtime/clock.ts';
-import { silentLogger, type Logger } from '../runtime/logger.ts';
+import { silentLogger, type Logger } from '../types/logger.ts';
 import type { EventSink } from '../types/events.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { ANN_SELECTED_NODE } from '../types/annotations.ts';
-import { errorMessage } from '../types/errors.ts';
+import { errorMessage } from '../types/error-message.ts';
 import { claimProvisionerName } from '../controller/claim/decide-claim.ts';
 import { CsiClient } from './csi-client.ts';
 import type { CsiClusterAccess } from './cluster-access.ts';

@@ -140,12 +140,14 @@ export {
   volumeAttributesClasses,
   volumeSnapshots,
   volumeSnapshotContents,
-  type CSINode,
-  type VolumeAttachment,
-  type VolumeAttributesClass,
-  type VolumeSnapshot,
-  type VolumeSnapshotContent,
 } from './kinds.ts';
+export type {
+  CSINode,
+  VolumeAttachment,
+  VolumeAttributesClass,
+  VolumeSnapshot,
+  VolumeSnapshotContent,
+} from '../types/storage-objects.ts';
 // Capacity publishing (--enable-capacity).
 export {
   CapacityController,

@@ -10,8 +10,6 @@ import type {
   VolumeSnapshotContent,
 } from '../types/storage-objects.ts';
 
-export type { CSINode, VolumeAttachment, VolumeAttributesClass, VolumeSnapshot, VolumeSnapshotContent };
-
 /** CSINodes (cluster-scoped). */
 export const csiNodes = defineResource<CSINode>('storage.k8s.io', 'v1', 'csinodes', 'CSINode', false);
 /** VolumeAttachments (cluster-scoped). */

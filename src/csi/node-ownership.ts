@@ -10,11 +10,11 @@
 // Unlike external-provisioner, no worker sleeps through the delay (an attempt is a timer, one per claim), and an
 // attempt is cancelled as soon as the claim's update shows another owner (the controller's informer event through
 // shouldProvision), instead of polling the informer every base-delay/100.
-import { ConflictError } from '../runtime/errors.ts';
+import { ConflictError } from '../runtime/status-errors.ts';
 import { realClock, type Clock } from '../runtime/clock.ts';
-import { silentLogger, type Logger } from '../runtime/logger.ts';
+import { silentLogger, type Logger } from '../types/logger.ts';
 import { ANN_SELECTED_NODE } from '../types/annotations.ts';
-import { errorMessage } from '../types/errors.ts';
+import { errorMessage } from '../types/error-message.ts';
 import type { PersistentVolumeClaim } from '../types/k8s.ts';
 
 /** external-provisioner's defaults of `--node-deployment-base-delay` and `--node-deployment-max-delay`. */

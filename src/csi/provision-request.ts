@@ -6,7 +6,7 @@
 // slow retry until it changes), a failed read of the cluster is NoChange, a missing CSINode or Node is Reschedule.
 import { InfeasibleError, ProvisioningError, type ProvisionOptions } from '../controller/provisioner.ts';
 import type { PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
-import { errorMessage } from '../types/errors.ts';
+import { errorMessage } from '../types/error-message.ts';
 import { isQuantity, parseQuantity } from '../types/quantity.ts';
 import { volumeCapabilities, type VolumeCapability } from './access-modes.ts';
 import type { CsiClusterAccess } from './cluster-access.ts';

@@ -3,7 +3,7 @@
 // NOT_FOUND infeasible; FAILED_PRECONDITION "in use": no new call while a pod uses the claim; the rest retried);
 // and the "trivial" resizer of a plugin that only expands on the node (no call: the node expands).
 import { InfeasibleError, type ExpandResult } from '../controller/provisioner.ts';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../types/logger.ts';
 import type { PersistentVolume } from '../types/k8s.ts';
 import { formatBytes, parseQuantity } from '../types/quantity.ts';
 import { volumeCapability } from './access-modes.ts';

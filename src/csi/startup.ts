@@ -4,7 +4,7 @@
 // provisioner's call (CsiProvisioner.start), not the client's: capacity publishing or a resizer need less.
 import { stat } from 'node:fs/promises';
 import type { Clock } from '../runtime/clock.ts';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../types/logger.ts';
 import type { CsiClient } from './csi-client.ts';
 import type { ControllerRpcType, PluginServiceType } from './descriptors.ts';
 import { CsiError, GRPC_CODES } from './grpc-status.ts';

@@ -6,7 +6,7 @@
 // a TopologyNotFoundError (the provisioner answers Reschedule). And the PV's node affinity from the reply.
 import type { Node, NodeSelectorTerm, TopologySelectorTerm } from '../types/k8s.ts';
 import type { CsiClusterAccess } from './cluster-access.ts';
-import type { CSINode } from './kinds.ts';
+import type { CSINode } from '../types/storage-objects.ts';
 import type { RequestOf } from './services.ts';
 
 /** A CSI TopologyRequirement. */

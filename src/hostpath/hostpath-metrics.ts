@@ -11,7 +11,7 @@ import { UsageWatch } from './usage/usage-watch.ts';
 import { ANN_HOSTPATH_KIND, ANN_HOSTPATH_NODE } from './volume/volume-spec.ts';
 import type { Clock, Timer } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '../types/logger.ts';
 import type { PersistentVolume } from '../types/k8s.ts';
 import { ANN_DYNAMICALLY_PROVISIONED } from '../types/annotations.ts';
 import { formatBytes, isQuantity, parseQuantity } from '../types/quantity.ts';

@@ -9,6 +9,7 @@
 // is left to that node's instance or refused, never created here. local-path's setup/teardown scripts run
 // around create and delete (disk/volume-scripts.ts). This file wires the rooms of src/hostpath together
 // (docs/architecture.md): config, paths, disk, records, volume, ledger, provision, delete, expand, usage.
+import type { EventSink } from '../types/events.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass, Node } from '../types/k8s.ts';
 import { ANN_SELECTED_NODE } from '../types/annotations.ts';
 import {
@@ -25,8 +26,8 @@ import {
 import { shortenText } from '../types/text.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
-import type { Logger } from '../runtime/logger.ts';
-import { silentLogger } from '../runtime/logger.ts';
+import type { Logger } from '../types/logger.ts';
+import { silentLogger } from '../types/logger.ts';
 import {
   localBasePaths,
   allBasePaths,
@@ -54,7 +55,7 @@ import { buildVolume, readVolumeLocation } from './volume/volume-spec.ts';
 import { mountedExports, type MountedExport } from './volume/volume-source.ts';
 import { runLoggedScript, VolumeScriptError, type ScriptName } from './disk/volume-scripts.ts';
 import { GoneNodePolicy, type NodeExists } from './delete/gone-node.ts';
-import { deleteVolumeDirectory, type DeleteContext, type VolumeEventSink } from './delete/volume-delete.ts';
+import { deleteVolumeDirectory, type DeleteContext } from './delete/volume-delete.ts';
 
 /** `deployment`: one instance serves every path; `daemonset`: each instance serves its own node. */
 export type HostPathMode = 'deployment' | 'daemonset';
@@ -85,7 +86,7 @@ export interface HostPathProvisionerOptions {
    * Where the provisioner reports what the controller cannot know (a reused directory): typically an
    * EventRecorder. Optional: without it those facts are only logged.
    */
-  events?: VolumeEventSink;
+  events?: EventSink<PersistentVolumeClaim | PersistentVolume>;
   /**
    * Looks a StorageClass up by name (the controller's cache or a GET). PVs adopted from another provisioner carry
    * no onDelete annotation: their class decides delete, archive or retain. Without it, such PVs are deleted.

@@ -16,8 +16,9 @@ import {
   syntheticStatus,
   TimeoutError,
   TooManyRequestsError,
-} from './errors.ts';
-import { apiVersionOf, resourcePath, type ApiResource } from './resources.ts';
+} from './status-errors.ts';
+import { resourcePath, type ApiResource } from './resources.ts';
+import { apiVersionOf } from '../types/api-version.ts';
 import { TokenBucket } from './token-bucket.ts';
 import { WatchStream } from './watch-stream.ts';
 

@@ -7,9 +7,9 @@
 import type { CoreEvent, KubeObject } from '../types/k8s.ts';
 import { realClock, type Clock } from './clock.ts';
 import type { KubeClient } from './client.ts';
-import { ApiError, NotFoundError } from './errors.ts';
+import { ApiError, NotFoundError } from './status-errors.ts';
 import { EventCorrelator, formatKubeTime, type EventCorrelatorOptions } from './event-correlator.ts';
-import { silentLogger, type Logger } from './logger.ts';
+import { silentLogger, type Logger } from '../types/logger.ts';
 import { coreEvents } from './resources.ts';
 
 const DEFAULT_QUEUE_SIZE = 20_000;

@@ -1,10 +1,13 @@
 // The runtime's public surface (generic controller machinery, nothing storage-specific): re-exports only.
 export * from './clock.ts';
-export * from './logger.ts';
+export * from './pino-logger.ts';
+export { silentLogger, type Logger } from '../types/logger.ts';
 // API-facing half: client, errors, kubeconfig, resources, watch, cache, informer, leader election, events.
-export * from './errors.ts';
+export * from './status-errors.ts';
 export * from './kubeconfig.ts';
+export { KubeConfigError, RestConfig, type RestCluster, type RestContext, type RestUser } from './rest-config.ts';
 export * from './resources.ts';
+export { apiVersionOf } from '../types/api-version.ts';
 export * from './client.ts';
 export * from './watch-stream.ts';
 export * from './object-store.ts';

@@ -4,7 +4,7 @@
 import type { KubeObject } from '../types/k8s.ts';
 import { realClock, type Clock, type Timer } from './clock.ts';
 import type { KubeClient } from './client.ts';
-import { silentLogger, type Logger } from './logger.ts';
+import { silentLogger, type Logger } from '../types/logger.ts';
 import { ObjectStore, type IndexFunc, type ReadonlyObjectStore } from './object-store.ts';
 import { Reflector, type BackoffOptions, type Delta } from './reflector.ts';
 import type { ApiResource } from './resources.ts';

@@ -6,8 +6,6 @@ import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { KubeConfigError, RestConfig } from './rest-config.ts';
 
-export { KubeConfigError, RestConfig, type RestCluster, type RestContext, type RestUser } from './rest-config.ts';
-
 /** Path of the service-account token mounted into pods. */
 export const SERVICE_ACCOUNT_TOKEN_PATH = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 

@@ -6,9 +6,9 @@ import type { EventSink } from '../types/events.ts';
 import type { Lease } from '../types/k8s.ts';
 import { realClock, type Clock } from './clock.ts';
 import type { KubeClient } from './client.ts';
-import { AlreadyExistsError, ConflictError } from './errors.ts';
+import { AlreadyExistsError, ConflictError } from './status-errors.ts';
 import { LeaseLock } from './lease-lock.ts';
-import { silentLogger, type Logger } from './logger.ts';
+import { silentLogger, type Logger } from '../types/logger.ts';
 import { LockObservation, releasedRecord, tryAcquireOrRenew, type Candidate } from './resource-lock.ts';
 
 /** Leader election timings that cannot work together (e.g. renew deadline not below the lease duration). */
@@ -25,9 +25,6 @@ export interface LeaderCallbacks {
   /** Called when the observed holder changes (including to this candidate); '' when nobody holds it. */
   onNewLeader?(identity: string): void;
 }
-
-/** Where leader-election events go (an EventRecorder fits). */
-export type LeaderEventSink = EventSink<Lease>;
 
 /** Options of a LeaderElector: the Lease, identity, timings (client-go's), callbacks, clock and logger. */
 export interface LeaderElectorOptions {
@@ -50,7 +47,8 @@ export interface LeaderElectorOptions {
   qps?: number;
   burst?: number;
   callbacks?: LeaderCallbacks;
-  events?: LeaderEventSink;
+  /** Where leader-election events go (an EventRecorder fits). */
+  events?: EventSink<Lease>;
   clock?: Clock;
   logger?: Logger;
   random?: () => number;

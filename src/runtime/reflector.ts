@@ -5,8 +5,8 @@
 import type { KubeObject } from '../types/k8s.ts';
 import { realClock, type Clock } from './clock.ts';
 import type { KubeClient } from './client.ts';
-import { ApiError, GoneError } from './errors.ts';
-import { silentLogger, type Logger } from './logger.ts';
+import { ApiError, GoneError } from './status-errors.ts';
+import { silentLogger, type Logger } from '../types/logger.ts';
 import { objectKey, type ObjectStore } from './object-store.ts';
 import type { ApiResource } from './resources.ts';
 

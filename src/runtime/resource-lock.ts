@@ -2,7 +2,7 @@
 // and updates a LeaderElectionRecord stored in some object (a Lease, an annotation on a claim or a PV); the
 // algorithm decides. Expiry is judged by the local time at which the record was last seen to change, never by the
 // record's timestamps, so clock skew between candidates does not matter.
-import { NotFoundError } from './errors.ts';
+import { NotFoundError } from './status-errors.ts';
 
 /** client-go's LeaderElectionRecord (times as the lock's object stores them). */
 export interface LockRecord {

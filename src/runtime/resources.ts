@@ -16,8 +16,6 @@ import type {
   StorageClass,
 } from '../types/k8s.ts';
 
-import { apiVersionOf } from '../types/api-version.ts';
-
 /**
  * A resource type as the REST API addresses it, typed by the objects it holds: `T` flows into KubeClient's
  * get/list/create/patch/watch results. Build one for any resource with {@link defineResource}.
@@ -74,7 +72,6 @@ export const coreEvents = res<CoreEvent>('', 'v1', 'events', 'Event', true);
 export const leases = res<Lease>('coordination.k8s.io', 'v1', 'leases', 'Lease', true);
 
 /** `apiVersion` string of a resource (`v1`, `storage.k8s.io/v1`). */
-export { apiVersionOf };
 
 /**
  * REST path of a collection (no name) or of one object. Namespaced resources without a namespace address

@@ -3,7 +3,7 @@
 // in-stream ERROR events into typed errors so a 410 arrives as GoneError whether it came as HTTP or in-stream.
 import type { IncomingMessage } from 'node:http';
 import type { KubeObject, Status, WatchEvent } from '../types/k8s.ts';
-import { errorFromStatus, NetworkError, syntheticStatus, TimeoutError } from './errors.ts';
+import { errorFromStatus, NetworkError, syntheticStatus, TimeoutError } from './status-errors.ts';
 
 /** Event types a WatchStream yields (ERROR events are thrown as ApiError instead). */
 export type WatchStreamEvent<T extends KubeObject> = WatchEvent<T> & {

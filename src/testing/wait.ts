@@ -4,7 +4,7 @@
 // undefined when it does not exist, so "deleted" is a condition like any other. A timeout says where the object
 // was: its phase, its status conditions and its last events, which is what a failing test needs first.
 import type { KubeClient } from '../runtime/client.ts';
-import { NotFoundError } from '../runtime/errors.ts';
+import { NotFoundError } from '../runtime/status-errors.ts';
 import { coreEvents, type ApiResource } from '../runtime/resources.ts';
 import type { CoreEvent, KubeObject, PersistentVolumeClaim } from '../types/k8s.ts';
 

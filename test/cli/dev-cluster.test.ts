@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { startDevCluster, type ClusterThread } from '../../src/cli/dev-cluster.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { namespaces } from '../../src/runtime/resources.ts';
 
 async function listenerOn(port: number): Promise<Server> {

@@ -20,7 +20,7 @@ import { DEFAULT_PROVISIONER_NAME } from '../../src/cli/hostpath-options.ts';
 import { registerRunCommand } from '../../src/cli/run-hostpath.ts';
 import { parseHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { persistentVolumeClaims, pods, storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { KubeObject, PersistentVolumeClaim } from '../../src/types/k8s.ts';

@@ -16,7 +16,7 @@ import { ProvisionController } from '../../src/controller/provision-controller.t
 import { DEFAULT_NODE, validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { coreEvents, persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';

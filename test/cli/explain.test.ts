@@ -4,7 +4,7 @@
 // exist (exit 1). explain-presence.test.ts runs controllers.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { NotFoundError } from '../../src/runtime/errors.ts';
+import { NotFoundError } from '../../src/runtime/status-errors.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';

@@ -10,7 +10,7 @@ import { csiStorageCapacities, LABEL_DRIVER_NAME, LABEL_MANAGED_BY } from '../..
 import { csiNodes } from '../../src/csi/kinds.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { leases, nodes, persistentVolumeClaims, pods, storageClasses } from '../../src/runtime/resources.ts';
 import { leaseNameFor } from '../../src/controller/options/controller-options.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';

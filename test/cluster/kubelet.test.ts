@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NOT_RUN_MESSAGE } from '../../src/cluster/controllers/kubelet.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
-import { ApiError } from '../../src/runtime/errors.ts';
+import { ApiError } from '../../src/runtime/status-errors.ts';
 import { coreEvents, persistentVolumeClaims, persistentVolumes, pods } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, Pod } from '../../src/types/k8s.ts';

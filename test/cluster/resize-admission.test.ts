@@ -5,7 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeClient } from '../../src/runtime/client.ts';
-import { ForbiddenError, InvalidError } from '../../src/runtime/errors.ts';
+import { ForbiddenError, InvalidError } from '../../src/runtime/status-errors.ts';
 import { persistentVolumeClaims, persistentVolumes, storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { CoreEvent, PersistentVolumeClaim } from '../../src/types/k8s.ts';

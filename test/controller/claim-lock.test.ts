@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClaimLock, isOnlyLockUpdate, parseLockRecord } from '../../src/controller/claim-lock.ts';
 import { TestClock } from '../../src/runtime/clock.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { ANN_CONTROL_PLANE_LEADER } from '../../src/types/annotations.ts';
 import type { PersistentVolumeClaim } from '../../src/types/k8s.ts';
 import { formatTime } from '../../src/types/time.ts';

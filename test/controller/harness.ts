@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import { mergeOptions } from '../../src/controller/options/controller-options.ts';
 import { ProvisionController, type ProvisionControllerConfig } from '../../src/controller/provision-controller.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
-import { silentLogger, type Logger } from '../../src/runtime/logger.ts';
+import { silentLogger, type Logger } from '../../src/types/logger.ts';
 import { persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { Provisioner, ProvisionOptions, ProvisionResult } from '../../src/controller/provisioner.ts';

@@ -8,7 +8,7 @@ import { CapacityController } from '../../src/csi/capacity-publisher.ts';
 import type { CsiClient } from '../../src/csi/csi-client.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { waitFor } from '../support/wait.ts';

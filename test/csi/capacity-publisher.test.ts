@@ -17,7 +17,7 @@ import {
   LABEL_MANAGED_BY,
   type CapacityInput,
 } from '../../src/csi/capacity-publisher.ts';
-import type { CSINode } from '../../src/csi/kinds.ts';
+import type { CSINode } from '../../src/types/storage-objects.ts';
 import type { KubeClient } from '../../src/runtime/client.ts';
 import type { KubeObject, Node, StorageClass } from '../../src/types/k8s.ts';
 import type { CSIStorageCapacity } from '../../src/types/storage-objects.ts';

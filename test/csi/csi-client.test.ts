@@ -9,7 +9,7 @@ import { CsiError, GRPC_CODES } from '../../src/csi/grpc-status.ts';
 import { CSI_OPERATIONS_BUCKETS, CSI_OPERATIONS_METRIC } from '../../src/csi/csi-metrics.ts';
 import { CsiProvisioner } from '../../src/csi/csi-provisioner.ts';
 import { CsiStartupError } from '../../src/csi/startup.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { StubCsiPlugin } from '../../src/testing/csi-stub-plugin.ts';
 import { waitFor } from '../support/wait.ts';
 import { FakeCluster } from './fake-cluster.ts';

@@ -7,7 +7,7 @@ import type {
   VolumeAttributesClass,
   VolumeSnapshot,
   VolumeSnapshotContent,
-} from '../../src/csi/kinds.ts';
+} from '../../src/types/storage-objects.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim, Secret, StorageClass } from '../../src/types/k8s.ts';
 
 const key = (ns: string | undefined, name: string) => (ns ? `${ns}/${name}` : name);

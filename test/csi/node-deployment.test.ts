@@ -21,7 +21,7 @@ import { JitteredBackoff } from '../../src/csi/node-ownership.ts';
 import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { nodes, persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../../src/types/annotations.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';

@@ -11,7 +11,7 @@ import { FINALIZER_SNAPSHOT_SOURCE_PROTECTION } from '../../src/csi/content-sour
 import { csiNodes, volumeAttributesClasses, volumeSnapshotContents, volumeSnapshots } from '../../src/csi/kinds.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { nodes, persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { startHostPathService, type HostPathService } from '../../src/cli/hostpath-service.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import {
   boundVolume,
   claim,

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { startHostPathService, type HostPathService } from '../../src/cli/hostpath-service.ts';
 import { InfeasibleError } from '../../src/controller/provisioner.ts';
 import { readVolumeRecords } from '../../src/hostpath/records/volume-records.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { persistentVolumeClaims } from '../../src/runtime/resources.ts';
 import {
   boundVolume,

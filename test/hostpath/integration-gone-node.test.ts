@@ -15,7 +15,7 @@ import {
   ANN_HOSTPATH_NODE,
   ANN_HOSTPATH_ON_DELETE,
 } from '../../src/hostpath/volume/volume-spec.ts';
-import { NotFoundError } from '../../src/runtime/errors.ts';
+import { NotFoundError } from '../../src/runtime/status-errors.ts';
 import { TestClock } from '../../src/runtime/clock.ts';
 import { nodes as nodeResource, persistentVolumes } from '../../src/runtime/resources.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';

@@ -14,7 +14,7 @@ import {
 import type { ConfigHolder, HostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { EventRecorder } from '../../src/runtime/event-recorder.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { persistentVolumeClaims, persistentVolumes, pods, storageClasses } from '../../src/runtime/resources.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '../../src/types/k8s.ts';

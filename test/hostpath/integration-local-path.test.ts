@@ -12,7 +12,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { explainPvc } from '../../src/cli/explain.ts';
 import { startHostPathService, type HostPathService } from '../../src/cli/hostpath-service.ts';
-import type { Logger } from '../../src/runtime/logger.ts';
+import type { Logger } from '../../src/types/logger.ts';
 import { configMaps, namespaces, nodes, pods } from '../../src/runtime/resources.ts';
 import type { KubeObject, Node, PersistentVolume } from '../../src/types/k8s.ts';
 import {

@@ -12,7 +12,7 @@ import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-confi
 import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
 import { nodeUsageFs, type UsageFs } from '../../src/hostpath/usage/directory-usage.ts';
 import { TestClock } from '../../src/runtime/clock.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import { ANN_DYNAMICALLY_PROVISIONED } from '../../src/types/annotations.ts';
 import type { KubeObject, PersistentVolume } from '../../src/types/k8s.ts';
 import type { VolumeUsageSummary } from '../../src/types/volume-usage.ts';

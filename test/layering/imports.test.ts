@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 
 const SRC = resolve(import.meta.dirname, '..', '..', 'src');
 
@@ -136,6 +136,35 @@ function cycles(): string[][] {
   return out;
 }
 
+/** The re-export statements of one file's text. */
+function relaysIn(text: string): string[] {
+  const found = [...text.matchAll(/^export (?:type )?(?:\*|\{[^}]*\}) from '[^']+';/gm)].map((m) => m[0]);
+  const imported = new Set(
+    [...text.matchAll(/^import (?:type )?\{([^}]*)\} from/gm)].flatMap((m) =>
+      m[1].split(',').map((s) =>
+        s
+          .replace(/^\s*type\s+/, '')
+          .split(' as ')
+          .pop()!
+          .trim(),
+      ),
+    ),
+  );
+  for (const m of text.matchAll(/^export (?:type )?\{([^}]*)\};/gm)) {
+    const names = m[1].split(',').map((s) =>
+      s
+        .replace(/^\s*type\s+/, '')
+        .split(' as ')[0]
+        .trim(),
+    );
+    if (names.some((n) => n !== '' && imported.has(n))) found.push(m[0]);
+  }
+  return found;
+}
+
+/** File names that say nothing of what they hold. */
+const GRAB_BAG = /(?:^|-)(?:helpers?|utils?|misc|rules|stuff)\.ts$/;
+
 describe('src/ layering', () => {
   it('every import goes down the layers (or is a listed exception)', () => {
     const violations: string[] = [];
@@ -207,6 +236,35 @@ describe('src/ layering', () => {
       (graph.get(join(SRC, 'hostpath', 'delete', 'volume-delete.ts')) ?? []).includes(
         join(SRC, 'hostpath', 'ledger', 'record-store.ts'),
       ),
+    );
+  });
+  it('re-exports only from index files: every name has one import path', () => {
+    const offenders = files
+      .filter((f) => basename(f) !== 'index.ts')
+      .flatMap((f) => relaysIn(readFileSync(f, 'utf8')).map((r) => `${relative(SRC, f)}: ${r.split('\n')[0]}`));
+    assert.deepEqual(offenders, []);
+  });
+
+  it('finds the relay shapes it forbids (a check that finds nothing cannot fail)', () => {
+    assert.equal(relaysIn(`export { A } from './a.ts';`).length, 1);
+    assert.equal(relaysIn(`export type {\n  A,\n  B,\n} from './a.ts';`).length, 1);
+    assert.equal(relaysIn(`export * from './a.ts';`).length, 1);
+    assert.equal(relaysIn(`import { a, type B } from './a.ts';\nexport { a };`).length, 1);
+    assert.equal(relaysIn(`import type { B as C } from './a.ts';\nexport type { C };`).length, 1);
+    assert.equal(relaysIn(`export function a() {}\nexport const b = 1;`).length, 0);
+  });
+
+  it('every file name says what it holds without its folder: no basename twice, no grab bag', () => {
+    const byName = new Map<string, string[]>();
+    for (const f of files) {
+      if (basename(f) === 'index.ts') continue;
+      byName.set(basename(f), [...(byName.get(basename(f)) ?? []), relative(SRC, f)]);
+    }
+    const shared = [...byName.values()].filter((paths) => paths.length > 1).map((paths) => paths.join(' & '));
+    assert.deepEqual(shared, []);
+    assert.deepEqual(
+      files.map((f) => relative(SRC, f)).filter((f) => GRAB_BAG.test(basename(f))),
+      [],
     );
   });
 });

@@ -3,7 +3,7 @@
 // polling wait (timeouts only, never timing assertions).
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { ApiError } from '../../src/runtime/errors.ts';
+import type { ApiError } from '../../src/runtime/status-errors.ts';
 import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 import { waitFor as poll, type Probe } from '../support/wait.ts';
 

@@ -19,8 +19,8 @@ import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts'
 import { VolumeWatch } from '../../src/hostpath/ledger/volume-watch.ts';
 import { ANN_HOSTPATH_BASE_PATH, ANN_HOSTPATH_ON_DELETE } from '../../src/hostpath/volume/volume-spec.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
-import { ApiError } from '../../src/runtime/errors.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { ApiError } from '../../src/runtime/status-errors.ts';
+import { silentLogger } from '../../src/types/logger.ts';
 import {
   type ApiResource,
   namespaces,

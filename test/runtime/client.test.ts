@@ -20,8 +20,9 @@ import {
   TimeoutError,
   TooManyRequestsError,
   UnauthorizedError,
-} from '../../src/runtime/errors.ts';
-import { KubeConfigError, loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
+} from '../../src/runtime/status-errors.ts';
+import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
+import { KubeConfigError } from '../../src/runtime/rest-config.ts';
 import { persistentVolumes, persistentVolumeClaims, type ApiResource } from '../../src/runtime/resources.ts';
 
 /** PersistentVolumes addressed without the object type, for bodies the fake server never checks. */

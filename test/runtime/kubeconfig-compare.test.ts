@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeConfigError, loadKubeConfig, RestConfig } from '../../src/runtime/kubeconfig.ts';
+import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
+import { KubeConfigError, RestConfig } from '../../src/runtime/rest-config.ts';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const CA = '-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n';

@@ -4,7 +4,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { TestClock } from '../../src/runtime/clock.ts';
-import { ConflictError, NotFoundError, syntheticStatus } from '../../src/runtime/errors.ts';
+import { ConflictError, NotFoundError, syntheticStatus } from '../../src/runtime/status-errors.ts';
 import {
   LockObservation,
   releasedRecord,

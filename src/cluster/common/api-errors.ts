@@ -5,7 +5,7 @@ import type { Status, StatusCause } from '../../types/k8s.ts';
 
 /**
  * An API failure of the embedded cluster, carrying the exact metav1.Status body the server sends. Not the
- * client's ApiError (src/runtime/errors.ts), which is what a client sees of such a failure.
+ * client's ApiError (src/runtime/status-errors.ts), which is what a client sees of such a failure.
  */
 export class ClusterApiError extends Error {
   readonly status: Status;

@@ -3,7 +3,7 @@
 // messages; the API server turns them into 400 BadRequest.
 
 import type { KubeObject, LabelSelector } from '../../types/k8s.ts';
-import { isQualifiedName, isValidLabelValue } from './name-rules.ts';
+import { isQualifiedName, isValidLabelValue } from './identifier-validation.ts';
 
 /** A selector string or object that does not parse/validate. Becomes 400 BadRequest. */
 export class SelectorError extends Error {

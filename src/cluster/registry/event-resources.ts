@@ -3,7 +3,7 @@
 import type { KubeObject, StatusCause } from '../../types/k8s.ts';
 import { FieldPath, invalid, invalidEach, record, required, str } from '../common/field-errors.ts';
 import { fieldString, readPath } from '../common/meta.ts';
-import { isDNS1123Subdomain, isQualifiedName } from '../common/name-rules.ts';
+import { isDNS1123Subdomain, isQualifiedName } from '../common/identifier-validation.ts';
 import { eventFromStorage, eventToStorage } from './events-view.ts';
 import { ALL_VERBS, path } from './registry-fields.ts';
 import type { FieldGetter } from '../common/selectors.ts';

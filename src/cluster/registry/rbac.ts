@@ -16,7 +16,7 @@ import {
   str,
   typeCheck,
 } from '../common/field-errors.ts';
-import { isDNS1123Subdomain } from '../common/name-rules.ts';
+import { isDNS1123Subdomain } from '../common/identifier-validation.ts';
 import { ALL_VERBS } from './registry-fields.ts';
 import type { ResourceType } from './resource-type.ts';
 import { ageColumn, column, nameColumn, rec, str as cellText, type TableColumn } from './table-columns.ts';

@@ -23,7 +23,12 @@ import {
   typeCheck,
   type JsonRecord,
 } from '../common/field-errors.ts';
-import { isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from '../common/name-rules.ts';
+import {
+  isDNS1123Label,
+  isDNS1123Subdomain,
+  isQualifiedName,
+  isValidLabelValue,
+} from '../common/identifier-validation.ts';
 
 /** metadata.annotations: total bytes of keys and values (TotalAnnotationSizeLimitB). */
 export const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;

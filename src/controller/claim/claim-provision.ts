@@ -2,7 +2,7 @@
 // completed by the controller and saved, events, metrics, the four provisioning states (InBackground claims
 // carried on after the PVC is deleted, Reschedule removes selected-node) and the failure policy. Each step
 // returns the Next the worker applies; nothing here touches a queue.
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import { persistentVolumeClaims } from '../../runtime/resources.ts';
 import {
   ANN_DYNAMICALLY_PROVISIONED,
@@ -12,7 +12,7 @@ import {
 import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
 import { isDnsSubdomain } from '../../types/names.ts';
 import { shortenText } from '../../types/text.ts';
-import { errorMessage } from '../../types/errors.ts';
+import { errorMessage } from '../../types/error-message.ts';
 import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm } from '../controller-state.ts';
 import { ANN_ALPHA_SELECTED_NODE, claimKey, selectedNodeName, type ClaimDecision } from './decide-claim.ts';
 import { failureTail, notAFailure, type FailureClass, type GiveUpWords } from '../failures.ts';

@@ -6,7 +6,7 @@
 // cluster alone it also says whether any controller serves the provisioner name (explain-presence.ts), and derives
 // the next retry from the last ProvisioningFailed event and the retry timings the controller's heartbeat publishes.
 import type { KubeClient } from '../../runtime/client.ts';
-import { undefinedIfNotFound } from '../../runtime/errors.ts';
+import { undefinedIfNotFound } from '../../runtime/status-errors.ts';
 import {
   coreEvents,
   nodes,

@@ -10,8 +10,8 @@
 // final at once, the backend volume is deleted and the Warning event quotes the server's message.
 import type { Clock } from '../../runtime/clock.ts';
 import type { ObjectClient } from '../../runtime/client.ts';
-import { AlreadyExistsError, InvalidError } from '../../runtime/errors.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import { AlreadyExistsError, InvalidError } from '../../runtime/status-errors.ts';
+import type { Logger } from '../../types/logger.ts';
 import { ItemExponentialFailureRateLimiter } from '../../runtime/rate-limiters.ts';
 import { persistentVolumes } from '../../runtime/resources.ts';
 import { WorkQueue } from '../../runtime/workqueue.ts';

@@ -9,10 +9,10 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../runtime/clock.ts';
 import type { ObjectClient } from '../../runtime/client.ts';
-import { ForbiddenError, NotFoundError } from '../../runtime/errors.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import { ForbiddenError, NotFoundError } from '../../runtime/status-errors.ts';
+import type { Logger } from '../../types/logger.ts';
 import { leases } from '../../runtime/resources.ts';
-import { errorMessage } from '../../types/errors.ts';
+import { errorMessage } from '../../types/error-message.ts';
 import type { Lease } from '../../types/k8s.ts';
 import { formatMicroTime } from '../../types/time.ts';
 import { leaseNameFor } from '../options/controller-options.ts';

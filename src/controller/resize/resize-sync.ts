@@ -4,13 +4,13 @@
 // Resizing / VolumeResizeSuccessful / VolumeResizeFailed events and the resize metrics. Each step takes the one
 // ResizeAttempt value and returns the Next the worker applies. A successful expand() whose PV write failed is kept
 // in the claim's resize record, so the retry writes the PV without expanding again.
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import { persistentVolumeClaims, persistentVolumes } from '../../runtime/resources.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
 import { claimObject, timeoutSignal, type ControllerShared, type ControllerTerm } from '../controller-state.ts';
-import { errorMessage } from '../../types/errors.ts';
-import { ConflictError } from '../../runtime/errors.ts';
+import { errorMessage } from '../../types/error-message.ts';
+import { ConflictError } from '../../runtime/status-errors.ts';
 import { claimClassName, claimKey } from '../claim/decide-claim.ts';
 import {
   CONDITION_FS_RESIZE_PENDING,

@@ -2,12 +2,12 @@
 // uid), the PV deletion with a uid precondition (never deletes a same-named successor; other conflicts are retried),
 // our finalizer's removal, the per-claim-mode volume lock around delete(), VolumeFailedDelete events, delete metrics
 // and the shared failure tail. Returns what should happen next; the worker applies it to the queue.
-import { ConflictError, NotFoundError } from '../../runtime/errors.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import { ConflictError, NotFoundError } from '../../runtime/status-errors.ts';
+import type { Logger } from '../../types/logger.ts';
 import { persistentVolumes } from '../../runtime/resources.ts';
 import { FINALIZER_EXTERNAL_PROVISIONER } from '../../types/annotations.ts';
 import type { PersistentVolume } from '../../types/k8s.ts';
-import { errorMessage } from '../../types/errors.ts';
+import { errorMessage } from '../../types/error-message.ts';
 import { decideCachedVolume } from './decide-cached-volume.ts';
 import type { ClaimLockHandle } from '../claim-lock.ts';
 import { timeoutSignal, volumeObject, type ControllerShared, type ControllerTerm } from '../controller-state.ts';

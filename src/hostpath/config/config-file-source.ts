@@ -7,8 +7,8 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Clock, Timer } from '../../runtime/clock.ts';
 import { realClock } from '../../runtime/clock.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { silentLogger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
+import { silentLogger } from '../../types/logger.ts';
 import { loadHostPathConfig, ConfigError, type HostPathConfig } from './hostpath-config.ts';
 
 /** Options of ConfigFileSource: the file, how often it is checked, logger and clock. */

@@ -13,8 +13,8 @@ import {
 import { summarize } from './config-file-source.ts';
 import type { KubeClient } from '../../runtime/client.ts';
 import { Informer } from '../../runtime/informer.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { silentLogger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
+import { silentLogger } from '../../types/logger.ts';
 import { configMaps } from '../../runtime/resources.ts';
 import type { EventSink } from '../../types/events.ts';
 import type { KubeObject } from '../../types/k8s.ts';
@@ -25,7 +25,6 @@ interface ConfigMapObject extends KubeObject {
 }
 
 /** Where invalid configurations are reported (an EventRecorder fits). */
-export type ConfigEventSink = EventSink;
 
 export interface ConfigMapSourceOptions {
   client: KubeClient;
@@ -35,7 +34,7 @@ export interface ConfigMapSourceOptions {
   key: string;
   /** This instance's node: its paths are checked on disk. */
   nodeName?: string;
-  events?: ConfigEventSink;
+  events?: EventSink;
   logger?: Logger;
   onChange?(config: HostPathConfig): void;
   /** A new version is invalid; the last good configuration stays in force. */

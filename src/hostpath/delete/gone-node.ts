@@ -6,7 +6,7 @@
 // to clean up. A shared-path volume's directory is reachable from every instance: it is deleted as usual.
 import type { PersistentVolume } from '../../types/k8s.ts';
 import type { Clock } from '../../runtime/clock.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import { readVolumeLocation, ANN_HOSTPATH_NODE } from '../volume/volume-spec.ts';
 
 /** Reason of the Warning event recorded on a PV let go because its node is gone. */

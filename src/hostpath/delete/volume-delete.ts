@@ -3,11 +3,12 @@
 // go, prove the directory is exactly that volume's, then apply its onDelete policy (delete, archive, retain;
 // adopted PVs take it from their class) and forget its record and path claim. A teardown script is never handed a
 // path holding a character a shell reads as syntax.
+import type { EventSink } from '../../types/events.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../types/k8s.ts';
 import { IgnoredError } from '../../controller/provisioner.ts';
 import { shortenText } from '../../types/text.ts';
 import type { Clock } from '../../runtime/clock.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import { allBasePaths, type HostPathConfig } from '../config/hostpath-config.ts';
 import { parseClassParameters, onDeleteFor, type OnDeletePolicy } from '../config/class-parameters.ts';
 import { checkExistingVolumePath, checkScriptPath, UnsafePathError } from '../paths/path-safety.ts';
@@ -28,16 +29,6 @@ import {
 } from '../volume/volume-source.ts';
 import { REASON_NODE_GONE, type GoneNodePolicy } from './gone-node.ts';
 
-/** The narrow part of an EventRecorder the provisioner uses. */
-export interface VolumeEventSink {
-  event(
-    obj: PersistentVolumeClaim | PersistentVolume,
-    type: 'Normal' | 'Warning',
-    reason: string,
-    message: string,
-  ): void;
-}
-
 /** What delete needs from the provisioner: its mode, options, configuration and live-volume ledger. */
 export interface DeleteContext {
   mode: 'deployment' | 'daemonset';
@@ -45,7 +36,7 @@ export interface DeleteContext {
   logger: Logger;
   clock: Clock;
   fs?: FsOpsOptions;
-  events?: VolumeEventSink;
+  events?: EventSink<PersistentVolumeClaim | PersistentVolume>;
   storageClass?: (name: string, signal: AbortSignal) => StorageClass | undefined | Promise<StorageClass | undefined>;
   goneNodes?: GoneNodePolicy;
   config(): HostPathConfig;

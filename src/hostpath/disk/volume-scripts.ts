@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import type { Clock } from '../../runtime/clock.ts';
 import { realClock } from '../../runtime/clock.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import type { VolumeScripts } from '../config/hostpath-config.ts';
 import { hostFsOf, type HostFs } from './host-fs.ts';
 

@@ -18,7 +18,7 @@ import { readVolumeLocation } from '../volume/volume-spec.ts';
 import { allocationOfVolume } from '../ledger/live-volumes.ts';
 import type { MountedExport } from '../volume/volume-source.ts';
 import type { FsOpsOptions } from '../disk/volume-dirs.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import { hostFsOf } from '../disk/host-fs.ts';
 
 export interface ExpandContext {

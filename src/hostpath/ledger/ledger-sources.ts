@@ -6,7 +6,7 @@
 // with a list, a list now.
 import type { PersistentVolume } from '../../types/k8s.ts';
 import type { Clock } from '../../runtime/clock.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import type { VolumeRecordStore } from './record-store.ts';
 import type { LiveVolumes, VolumeFeed } from './live-volumes.ts';
 

@@ -9,7 +9,7 @@
 import type { PersistentVolume } from '../../types/k8s.ts';
 import { isQuantity, parseQuantity } from '../../types/quantity.ts';
 import type { Clock } from '../../runtime/clock.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import { allBasePaths, type HostPathConfig } from '../config/hostpath-config.ts';
 import { SHARED_SCOPE, type Allocation, type Blocker, type Scope, type VolumeLedger } from './volume-ledger.ts';
 import { canonicalAbsolutePath } from '../paths/canonical-path.ts';

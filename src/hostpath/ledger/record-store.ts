@@ -5,7 +5,7 @@
 // number of volumes: its own record is read or written by name, and another instance's work is seen through the
 // claims of this one path, its ancestors and what is below it. The memory index (name -> base path, creation time,
 // a few dozen bytes) serves the leak inventory and name-only deletes; this process keeps it current on every write.
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../types/logger.ts';
 import type { FsOpsOptions } from '../disk/volume-dirs.ts';
 import { hostFsOf } from '../disk/host-fs.ts';
 import type { VolumeLedger } from './volume-ledger.ts';

@@ -5,7 +5,7 @@
 import type { PersistentVolume } from '../../types/k8s.ts';
 import type { Clock } from '../../runtime/clock.ts';
 import type { KubeClient } from '../../runtime/client.ts';
-import { silentLogger, type Logger } from '../../runtime/logger.ts';
+import { silentLogger, type Logger } from '../../types/logger.ts';
 import { ObjectStore } from '../../runtime/object-store.ts';
 import { Reflector } from '../../runtime/reflector.ts';
 import { persistentVolumes } from '../../runtime/resources.ts';

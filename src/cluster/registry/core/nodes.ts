@@ -13,7 +13,7 @@ import {
   sorted,
   typeCheck,
 } from '../../common/field-errors.ts';
-import { isQualifiedName, isValidLabelValue } from '../../common/name-rules.ts';
+import { isQualifiedName, isValidLabelValue } from '../../common/identifier-validation.ts';
 import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
 import { ALL_VERBS, boolPath } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';

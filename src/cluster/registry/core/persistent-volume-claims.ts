@@ -16,7 +16,7 @@ import {
   typeCheck,
   type JsonRecord,
 } from '../../common/field-errors.ts';
-import { isDNS1123Label, isDNS1123Subdomain } from '../../common/name-rules.ts';
+import { isDNS1123Label, isDNS1123Subdomain } from '../../common/identifier-validation.ts';
 import { labelSelectorToPredicate, SelectorError } from '../../common/selectors.ts';
 import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
 import { ALL_VERBS, section, setDefault } from '../registry-fields.ts';

@@ -19,7 +19,7 @@ import {
   type JsonRecord,
 } from '../../common/field-errors.ts';
 import { formatTime } from '../../common/meta.ts';
-import { isQualifiedName, isValidLabelValue } from '../../common/name-rules.ts';
+import { isQualifiedName, isValidLabelValue } from '../../common/identifier-validation.ts';
 import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
 import { ALL_VERBS, section, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';

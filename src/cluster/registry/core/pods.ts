@@ -16,7 +16,7 @@ import {
   str,
   typeCheck,
 } from '../../common/field-errors.ts';
-import { isDNS1123Label, isDNS1123Subdomain } from '../../common/name-rules.ts';
+import { isDNS1123Label, isDNS1123Subdomain } from '../../common/identifier-validation.ts';
 import { ALL_VERBS, boolPath, path, section, setDefault } from '../registry-fields.ts';
 import { quantityNanos } from '../quantity-canonical.ts';
 import { defaultPod } from './pod-defaults.ts';

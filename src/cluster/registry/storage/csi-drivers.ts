@@ -17,7 +17,7 @@ import {
   tooLong,
   typeCheck,
 } from '../../common/field-errors.ts';
-import { isDNS1123Subdomain } from '../../common/name-rules.ts';
+import { isDNS1123Subdomain } from '../../common/identifier-validation.ts';
 import { ALL_VERBS, section, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, spec, type TableColumn } from '../table-columns.ts';

@@ -5,7 +5,7 @@
 // (NAME, CREATED AT), although a printer for it exists.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import { FieldPath, invalid, invalidEach } from '../../common/field-errors.ts';
-import { isDNS1123Subdomain } from '../../common/name-rules.ts';
+import { isDNS1123Subdomain } from '../../common/identifier-validation.ts';
 import { canonicalizeQuantityFields } from '../quantity-canonical.ts';
 import { ALL_VERBS } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';

@@ -17,7 +17,7 @@ import {
   tooLong,
   typeCheck,
 } from '../../common/field-errors.ts';
-import { isQualifiedName, isValidLabelValue } from '../../common/name-rules.ts';
+import { isQualifiedName, isValidLabelValue } from '../../common/identifier-validation.ts';
 import { ALL_VERBS, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, nonEmpty, str, type TableColumn } from '../table-columns.ts';

@@ -14,7 +14,7 @@ import {
   typeCheck,
   type JsonRecord,
 } from '../../common/field-errors.ts';
-import { isDNS1123Subdomain } from '../../common/name-rules.ts';
+import { isDNS1123Subdomain } from '../../common/identifier-validation.ts';
 import { ALL_VERBS, section, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, rec, spec, status, str, type TableColumn } from '../table-columns.ts';

@@ -13,7 +13,7 @@ import {
   tooLong,
   typeCheck,
 } from '../../common/field-errors.ts';
-import { isQualifiedName } from '../../common/name-rules.ts';
+import { isQualifiedName } from '../../common/identifier-validation.ts';
 import { ALL_VERBS } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, str, type TableColumn } from '../table-columns.ts';
