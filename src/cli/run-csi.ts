@@ -25,6 +25,7 @@ import { nodes, persistentVolumeClaims } from '../runtime/resources.ts';
 import { undefinedIfNotFound } from '../runtime/status-errors.ts';
 import { errorMessage } from '../types/error-message.ts';
 import type { Node, PersistentVolumeClaim } from '../types/k8s.ts';
+import { ANN_SELECTED_NODE } from '../types/annotations.ts';
 import type { RunCsiOptions } from './csi-options.ts';
 import { loadCliKubeConfig } from './user-errors.ts';
 import { userAgent } from './version.ts';
@@ -224,12 +225,20 @@ async function runCleanup(steps: Array<() => unknown>): Promise<void> {
   }
 }
 
-/** Claims read and written for the node deployment's ownership race: a GET, and a PUT with the resourceVersion. */
+/** Claims read and written for the node deployment's ownership race: a GET, and a merge patch with the resourceVersion. */
 function claimAccess(client: KubeClient): ClaimAccess {
   return {
     get: (namespace, name, signal) =>
       undefinedIfNotFound(client.get<PersistentVolumeClaim>(persistentVolumeClaims, name, { namespace, signal })),
-    update: (claim, signal) => client.update(persistentVolumeClaims, claim, { signal }),
+    selectNode: (claim, nodeName, signal) =>
+      client.patch(
+        persistentVolumeClaims,
+        claim.metadata.name ?? '',
+        {
+          metadata: { resourceVersion: claim.metadata.resourceVersion, annotations: { [ANN_SELECTED_NODE]: nodeName } },
+        },
+        { namespace: claim.metadata.namespace, signal },
+      ),
   };
 }
 

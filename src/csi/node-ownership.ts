@@ -24,8 +24,12 @@ export const NODE_DEPLOYMENT_MAX_DELAY_MS = 60_000;
 /** How the claims are read and written (a KubeClient in the sidecar). */
 export interface ClaimAccess {
   get(namespace: string, name: string, signal: AbortSignal): Promise<PersistentVolumeClaim | undefined>;
-  /** A PUT with the claim's resourceVersion: ConflictError when the claim changed meanwhile. */
-  update(claim: PersistentVolumeClaim, signal: AbortSignal): Promise<PersistentVolumeClaim>;
+  /**
+   * Sets the selected-node annotation with a merge patch that carries the claim's resourceVersion, kube's
+   * optimistic lock: ConflictError when the claim changed meanwhile (another node was faster). A patch rather than
+   * external-provisioner's PUT, so the sidecar's role needs `patch` on claims, which it has, and not `update`.
+   */
+  selectNode(claim: PersistentVolumeClaim, nodeName: string, signal: AbortSignal): Promise<unknown>;
 }
 
 /** Whether this node may take the claim: `no` stops the attempt, `yes` (or an error, as upstream) goes on. */
@@ -178,15 +182,8 @@ export class NodeOwnership {
         this.outcomes.noRoom++;
         continue;
       }
-      const written: PersistentVolumeClaim = {
-        ...current,
-        metadata: {
-          ...current.metadata,
-          annotations: { ...(current.metadata.annotations ?? {}), [ANN_SELECTED_NODE]: this.nodeName },
-        },
-      };
       try {
-        await this.o.claims.update(written, signal);
+        await this.o.claims.selectNode(current, this.nodeName, signal);
       } catch (err) {
         if (err instanceof ConflictError) continue; // lost the race or another write: look again after a delay
         throw err;
