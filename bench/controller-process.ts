@@ -18,7 +18,7 @@ import type {
   ProvisionOptions,
   ProvisionResult,
 } from 'kube-provisioner';
-import { EventRecorder, type EventRecorderStats } from 'kube-provisioner/runtime';
+import { applyHeapPolicy, EventRecorder, type EventRecorderStats } from 'kube-provisioner/runtime';
 
 /** What the parent passes in $BENCH_CONTROLLER. */
 export interface ControllerProcessConfig {
@@ -86,7 +86,9 @@ async function startAllocationProfile(): Promise<() => Promise<unknown>> {
   await session.post('HeapProfiler.startSampling', {
     samplingInterval: 16384,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    // BENCH_ALLOC_PROFILE_MAJOR=1: leave out what the scavenger collects, so the profile shows what lived long
+    // enough to be promoted to old space (the garbage that grows the heap between full collections) and what stays.
+    includeObjectsCollectedByMinorGC: !process.env.BENCH_ALLOC_PROFILE_MAJOR,
   });
   return async () => {
     const { profile } = await session.post('HeapProfiler.stopSampling');
@@ -103,6 +105,9 @@ async function main(): Promise<void> {
   const raw = process.env.BENCH_CONTROLLER;
   if (!raw || !process.send) throw new Error('bench/controller-process.ts is started by bench/controller.ts');
   const cfg = JSON.parse(raw) as ControllerProcessConfig;
+  // The heap policy `kube-provisioner run …` applies at start ($KUBE_PROVISIONER_HEAP_GROWTH_PERCENT, default 30;
+  // 0 for V8's own rule), so this process measures what the command runs.
+  applyHeapPolicy(process.env);
   const started = performance.now();
   const { kubeConfig } = loadKubeConfig({ path: cfg.kubeconfigPath, inCluster: false });
   const client = new KubeClient({ kubeConfig, userAgent: cfg.clientName, qps: cfg.qps, burst: cfg.burst });
@@ -123,7 +128,21 @@ async function main(): Promise<void> {
     logger: silentLogger,
   });
   let maxHeapUsed = 0;
-  const sampler = setInterval(() => (maxHeapUsed = Math.max(maxHeapUsed, process.memoryUsage().heapUsed)), 50);
+  // BENCH_MEM_TRACE=FILE: one line per 250 ms (seconds since start, then RSS, heap total, heap used, external and
+  // array buffers in MB) to see where the peak is and whether it is V8 heap or memory outside it.
+  const traceFile = process.env.BENCH_MEM_TRACE;
+  const trace: string[] = traceFile ? ['s rss heapTotal heapUsed external arrayBuffers'] : [];
+  let ticks = 0;
+  const mb = (n: number) => (n / 2 ** 20).toFixed(1);
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage();
+    maxHeapUsed = Math.max(maxHeapUsed, m.heapUsed);
+    if (traceFile && ticks++ % 5 === 0) {
+      trace.push(
+        `${((performance.now() - started) / 1000).toFixed(2)} ${mb(m.rss)} ${mb(m.heapTotal)} ${mb(m.heapUsed)} ${mb(m.external)} ${mb(m.arrayBuffers)}`,
+      );
+    }
+  }, 50);
   sampler.unref();
   const running = controller.run();
   running.catch((err: unknown) => send({ type: 'error', message: String(err) }));
@@ -162,6 +181,7 @@ async function main(): Promise<void> {
         });
       } else if (msg.type === 'stop') {
         clearInterval(sampler);
+        if (traceFile) writeFileSync(traceFile, trace.join('\n') + '\n');
         await controller.stop();
         await events.stop();
         client.close();

@@ -14,6 +14,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { ProvisionControllerOptions } from '../src/index.ts';
+import { HEAP_GROWTH_ENV, heapGrowthPercentFrom } from '../src/runtime/heap-policy.ts';
 import { prepareDistChild, runOnce, type RequestCounts, type RunConfig, type RunResult } from './controller-run.ts';
 
 interface Args {
@@ -307,7 +308,7 @@ async function main(): Promise<void> {
   console.log(`\n## Controller benchmark (${new Date().toISOString()}, node ${process.version})\n`);
   console.log(`Command: node --expose-gc --import tsx bench/controller.ts ${process.argv.slice(2).join(' ')}`);
   console.log(
-    `Controller process: ${args.child === 'dist' ? 'compiled dist/ under plain node' : 'sources under tsx'}.`,
+    `Controller process: ${args.child === 'dist' ? 'compiled dist/ under plain node' : 'sources under tsx'}, heap growth ${heapGrowthPercentFrom(process.env) || "V8's own rule"}${heapGrowthPercentFrom(process.env) ? '%' : ''} (${HEAP_GROWTH_ENV}, as \`kube-provisioner run\` applies it).`,
   );
   console.log(
     `Resync ${args.resyncMs} ms in every mode, idle window ${args.idleMs} ms, ${args.concurrency} creates in flight, ` +

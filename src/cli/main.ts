@@ -8,9 +8,12 @@ const program = new Command();
 program.name('kube-provisioner').description('Kubernetes dynamic volume provisioning for TypeScript').version(VERSION);
 // Environment fallbacks of the flags, read from process.env here and nowhere else (loaded only when a command
 // runs, so --help and --version stay cheap).
-program.hook('preAction', async (_program, action) =>
-  (await import('./options.ts')).applyEnvironment(action, process.env),
-);
+program.hook('preAction', async (_program, action) => {
+  (await import('./options.ts')).applyEnvironment(action, process.env);
+  // The long-running controllers (`run hostpath`, `run csi`, the plugin) keep their heap near their live data
+  // ($KUBE_PROVISIONER_HEAP_GROWTH_PERCENT, default 30; docs/benchmarks.md, "Controller memory").
+  if (action.parent?.name() === 'run') (await import('../runtime/heap-policy.ts')).applyHeapPolicy(process.env);
+});
 
 try {
   const selected = subcommandOf(process.argv.slice(2));

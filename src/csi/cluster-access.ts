@@ -3,6 +3,7 @@
 // `undefined`, never an error: external-provisioner's decisions turn on it (a missing CSINode means Reschedule).
 import { NotFoundError, undefinedIfNotFound } from '../runtime/errors.ts';
 import type { KubeClient } from '../runtime/client.ts';
+import { cacheTransform, StringTable } from '../runtime/cache-transform.ts';
 import { Informer } from '../runtime/informer.ts';
 import type { Logger } from '../runtime/logger.ts';
 import {
@@ -186,7 +187,9 @@ export class KubeClusterAccess implements CsiClusterAccess {
 /**
  * KubeClusterAccess whose Node, CSINode and VolumeAttachment reads come from informers, as external-provisioner reads
  * them from listers: topology (every Immediate claim needs all nodes' segments) and the delete guard then cost no
- * request per claim. Until an informer has synced, its reads go to the API server.
+ * request per claim. Until an informer has synced, its reads go to the API server. The caches keep what those reads
+ * use: Nodes without `status`, VolumeAttachments without `status` and `spec.source.inlineVolumeSpec`, and none of them
+ * managedFields.
  */
 export class InformedClusterAccess extends KubeClusterAccess {
   private readonly nodes: Informer<Node>;
@@ -197,9 +200,28 @@ export class InformedClusterAccess extends KubeClusterAccess {
   constructor(client: KubeClient, options: { resources?: Partial<CsiResources>; logger?: Logger } = {}) {
     super(client, options.resources);
     const logger = options.logger;
-    this.nodes = new Informer<Node>({ client, resource: nodes, logger });
-    this.csiNodes = new Informer<CSINode>({ client, resource: csiNodes, logger });
-    this.attachments = new Informer<VolumeAttachment>({ client, resource: volumeAttachments, logger });
+    // Each cache keeps what the provisioner reads (client-go's SetTransform): a Node's labels, a CSINode's drivers, a
+    // VolumeAttachment's source PV and node. A real Node's status (images, volumes in use) is tens of kilobytes, and
+    // a VolumeAttachment of a migrated in-tree volume carries a whole PV spec; with 10,000 volumes that is the cache.
+    const strings = new StringTable();
+    this.nodes = new Informer<Node>({
+      client,
+      resource: nodes,
+      logger,
+      transform: cacheTransform<Node>({ strings, dropFields: ['status'] }),
+    });
+    this.csiNodes = new Informer<CSINode>({
+      client,
+      resource: csiNodes,
+      logger,
+      transform: cacheTransform<CSINode>({ strings }),
+    });
+    this.attachments = new Informer<VolumeAttachment>({
+      client,
+      resource: volumeAttachments,
+      logger,
+      transform: cacheTransform<VolumeAttachment>({ strings, dropFields: VOLUME_ATTACHMENT_FIELDS_NOT_CACHED }),
+    });
     this.attachments.addIndex(PV_INDEX, (va) =>
       va.spec.source?.persistentVolumeName ? [va.spec.source.persistentVolumeName] : [],
     );
@@ -239,3 +261,9 @@ export class InformedClusterAccess extends KubeClusterAccess {
 }
 
 const PV_INDEX = 'persistentVolumeName';
+
+/**
+ * What InformedClusterAccess's VolumeAttachment cache drops: the attach status (metadata the plugin returned, errors)
+ * and a migrated in-tree volume's inline PV spec. The delete guard reads the source PV's name and the node only.
+ */
+export const VOLUME_ATTACHMENT_FIELDS_NOT_CACHED: readonly string[] = ['status', 'spec.source.inlineVolumeSpec'];

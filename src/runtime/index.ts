@@ -20,3 +20,4 @@ export * from './workqueue.ts';
 export * from './metrics.ts';
 export * from './health-server.ts';
 export * from './event-correlator.ts';
+export * from './heap-policy.ts';

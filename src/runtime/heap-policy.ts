@@ -1,0 +1,64 @@
+// The controller process's heap policy, the way a Go controller sets GOGC: how far V8 lets the old generation grow
+// past what the last full collection left live before it collects again. V8's own rule lets a heap of a few tens of
+// megabytes grow up to 4x between full collections on a machine with gigabytes of memory, because it sizes the heap
+// for the machine, not for the process. A controller's burst (10,000 claims) promotes objects that die seconds later
+// (cache entries replaced by the next watch event, requests waiting on a slow server, queued events), so its RSS was
+// set by that slack, not by what it holds: 260 MB peak for 42 MB live (docs/benchmarks.md). With a fixed growth of
+// 30% the heap stays near 1.3x the live data at the cost of more frequent full collections, which on a heap this
+// small take milliseconds. This is a growth rule, not a cap: the heap may still grow to whatever the live data needs.
+import v8 from 'node:v8';
+
+/** Environment variable with the heap growth in percent (like GOGC); `0` keeps V8's own rule. */
+export const HEAP_GROWTH_ENV = 'KUBE_PROVISIONER_HEAP_GROWTH_PERCENT';
+
+/** The growth the `run` commands use unless {@link HEAP_GROWTH_ENV} says otherwise. */
+export const DEFAULT_HEAP_GROWTH_PERCENT = 30;
+
+/** The growth percent from the environment (default {@link DEFAULT_HEAP_GROWTH_PERCENT}); throws on a bad value. */
+export function heapGrowthPercentFrom(env: NodeJS.ProcessEnv): number {
+  const raw = env[HEAP_GROWTH_ENV];
+  if (raw === undefined || raw.trim() === '') return DEFAULT_HEAP_GROWTH_PERCENT;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 1000) {
+    throw new Error(`${HEAP_GROWTH_ENV}: expected a whole number of percent from 0 to 1000, got "${raw}"`);
+  }
+  return n;
+}
+
+/** The young generation the policy keeps (both semi-spaces): V8's size once a `run` command has loaded (2 x 4 MB). */
+export const YOUNG_GENERATION_TARGET_BYTES = 8 * 1024 * 1024;
+
+let youngTimer: NodeJS.Timeout | undefined;
+
+/**
+ * Sets V8's heap growth for the whole process (all its threads' heaps, from their next collection on): `percent` > 0
+ * makes each full collection allow `percent`% growth over the live data, and holds the young generation near
+ * {@link YOUNG_GENERATION_TARGET_BYTES}: V8 doubles it up to 2 x 16 MB under a steady allocation rate and shrinks it to
+ * 2 x 0.5 MB when idle, so a check every 250 ms (an unref'd timer) lets it grow only while it is below the target.
+ * 0 does nothing (V8's rules). Returns the percent applied. These are V8 flags set at run time
+ * (`v8.setFlagsFromString`; `--heap-growing-percent`, `--semi-space-growth-factor`), read at each collection.
+ */
+export function setHeapGrowth(percent: number): number {
+  if (!Number.isInteger(percent) || percent < 0) throw new RangeError(`heap growth: expected a whole percent >= 0`);
+  if (percent === 0) return 0;
+  v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
+  if (!youngTimer) {
+    let growing: boolean | undefined;
+    const hold = () => {
+      const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
+      const grow = (young?.space_size ?? 0) < YOUNG_GENERATION_TARGET_BYTES;
+      if (grow === growing) return;
+      growing = grow;
+      v8.setFlagsFromString(`--semi-space-growth-factor=${grow ? 2 : 1}`);
+    };
+    hold();
+    youngTimer = setInterval(hold, 250);
+    youngTimer.unref();
+  }
+  return percent;
+}
+
+/** {@link setHeapGrowth} with the percent from the environment: what the `run` commands call at start. */
+export function applyHeapPolicy(env: NodeJS.ProcessEnv = process.env): number {
+  return setHeapGrowth(heapGrowthPercentFrom(env));
+}
