@@ -26,7 +26,7 @@ import {
 } from '../src/cli/dev-csi.ts';
 import { devConfig, devStorageClasses, DEV_CLASSES } from '../src/cli/dev.ts';
 import { startHostPathService } from '../src/cli/hostpath-service.ts';
-import { DEFAULT_PROVISIONER_NAME } from '../src/cli/options.ts';
+import { DEFAULT_PROVISIONER_NAME } from '../src/cli/hostpath-options.ts';
 import { userAgent } from '../src/cli/version.ts';
 import { KubeClient } from '../src/runtime/client.ts';
 import { loadKubeConfig } from '../src/runtime/kubeconfig.ts';

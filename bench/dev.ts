@@ -4,13 +4,15 @@
 // claims are Bound. Prints per batch claims/s and the ratio to the first batch, dev's CPU use (cores: CPU seconds
 // of the process, every thread, over wall seconds), its RSS (peak and at the end, all threads: one process), and
 // how long SIGINT takes to stop it. With `--cluster-thread worker,main` both process shapes run one after the
-// other in the same invocation, so their figures can be compared as ratios.
+// other in the same invocation, so their figures can be compared as ratios; `--baseline DIR` runs DIR's build
+// (DIR/bin/kube-provisioner.js, e.g. a copy of an older checkout's bin/ and dist/) before this one's, in each shape.
 // Run: node --import tsx bench/dev.ts [--batches 1000,8000,1000] [--concurrency 64]
-//        [--cluster-thread worker,main] [--cpu-prof DIR] [--heap-snapshot DIR] [--json FILE]
-// --cpu-prof writes one .cpuprofile per thread of dev (main and cluster worker); --heap-snapshot writes one of
-// dev's main thread when the last batch is Bound (use --cluster-thread main to have every object in it).
+//        [--cluster-thread worker,main] [--baseline DIR] [--cpu-prof DIR] [--heap-snapshot DIR] [--json FILE]
+// --cpu-prof writes one .cpuprofile per thread of dev (main and cluster worker); --heap-snapshot writes one per
+// thread of dev (main, and the cluster worker's) when the last batch is Bound. At the end of each run a node
+// diagnostic report gives each thread's V8 heap, committed and used: what dev's RSS holds beyond live objects.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -32,6 +34,12 @@ const shapes = (get('--cluster-thread') ?? 'worker').split(',') as ClusterThread
 const cpuProf = get('--cpu-prof');
 const heapSnapshot = get('--heap-snapshot');
 const jsonOut = get('--json');
+const baseline = get('--baseline');
+/** The builds to run: the baseline's (if any), then this checkout's. */
+const builds: Array<{ label: string; bin: string }> = [
+  ...(baseline ? [{ label: 'baseline', bin: join(resolve(baseline), 'bin', 'kube-provisioner.js') }] : []),
+  { label: baseline ? 'this checkout' : '', bin: join(ROOT, 'bin', 'kube-provisioner.js') },
+];
 
 /** CPU seconds (user + system, every thread) and RSS of one process, from /proc. */
 function sample(pid: number): { cpuS: number; rssMb: number } {
@@ -55,6 +63,8 @@ interface BatchResult {
 
 interface ShapeResult {
   clusterThread: ClusterThread;
+  /** Which build ran (empty without --baseline). */
+  build: string;
   batches: BatchResult[];
   startupMs: number;
   peakRssMb: number;
@@ -62,28 +72,43 @@ interface ShapeResult {
   idleRssMb: number;
   sigintExitMs: number;
   exitCode: number | string;
+  /** Where dev's RSS goes at the end (a node diagnostic report): each thread's V8 heap, committed and used. */
+  heaps: string;
 }
 
-async function runShape(where: ClusterThread): Promise<ShapeResult> {
+/** Committed / used MB of each V8 heap in a node diagnostic report (main thread, then each worker). */
+function heapsOfReport(file: string): string {
+  interface Heap {
+    totalMemory: number;
+    usedMemory: number;
+    heapSpaces: Record<string, { memorySize: number; used: number }>;
+  }
+  const report = JSON.parse(readFileSync(file, 'utf8')) as {
+    javascriptHeap: Heap;
+    workers: Array<{ javascriptHeap: Heap }>;
+  };
+  const mb = (b: number) => (b / 1048576).toFixed(0);
+  const one = (name: string, h: Heap) =>
+    `${name} heap ${mb(h.totalMemory)} committed / ${mb(h.usedMemory)} used (new space ${mb(h.heapSpaces.new_space?.memorySize ?? 0)}, old ${mb(h.heapSpaces.old_space?.memorySize ?? 0)} / ${mb(h.heapSpaces.old_space?.used ?? 0)})`;
+  return [
+    one('main', report.javascriptHeap),
+    ...report.workers.map((w, i) => one(`worker ${i}`, w.javascriptHeap)),
+  ].join('; ');
+}
+
+async function runShape(where: ClusterThread, build: { label: string; bin: string }): Promise<ShapeResult> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kp-bench-dev-'));
   const nodeArgs: string[] = [];
   if (cpuProf) nodeArgs.push('--cpu-prof', '--cpu-prof-dir', resolve(cpuProf, where));
   if (heapSnapshot) nodeArgs.push('--heapsnapshot-signal=SIGUSR2');
+  // A diagnostic report at the end: each thread's heap, committed and used (what RSS holds beyond live objects).
+  const reportDir = await mkdtemp(join(tmpdir(), 'kp-bench-dev-report-'));
+  nodeArgs.push('--report-on-signal', '--report-signal=SIGWINCH', `--report-directory=${reportDir}`);
   if (heapSnapshot) mkdirSync(resolve(heapSnapshot), { recursive: true });
   const started = performance.now();
   const child = spawn(
     process.execPath,
-    [
-      ...nodeArgs,
-      join(ROOT, 'bin', 'kube-provisioner.js'),
-      'dev',
-      '--port',
-      '0',
-      '--data-dir',
-      dataDir,
-      '--cluster-thread',
-      where,
-    ],
+    [...nodeArgs, build.bin, 'dev', '--port', '0', '--data-dir', dataDir, '--cluster-thread', where],
     {
       cwd: heapSnapshot ? resolve(heapSnapshot) : dataDir,
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -133,7 +158,7 @@ async function runShape(where: ClusterThread): Promise<ShapeResult> {
       };
       results.push(b);
       console.error(
-        `[${where}] batch ${results.length}: ${b.bound}/${count} Bound in ${b.seconds.toFixed(1)} s, ${b.claimsPerSecond.toFixed(0)} claims/s, ` +
+        `[${where}${build.label ? ` ${build.label}` : ''}] batch ${results.length}: ${b.bound}/${count} Bound in ${b.seconds.toFixed(1)} s, ${b.claimsPerSecond.toFixed(0)} claims/s, ` +
           `p50 ${Math.round(b.p50Ms)} ms, p99 ${Math.round(b.p99Ms)} ms, dev ${b.cores.toFixed(2)} cores, RSS ${after.rssMb.toFixed(0)} MB, loadavg ${loadavg()[0].toFixed(1)}`,
       );
     }
@@ -143,28 +168,58 @@ async function runShape(where: ClusterThread): Promise<ShapeResult> {
   const endRssMb = sample(pid).rssMb;
   peakRssMb = Math.max(peakRssMb, endRssMb);
   clearInterval(sampler);
+  child.kill('SIGWINCH');
+  let heaps = 'no report';
+  for (let i = 0; i < 60; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    const file = readdirSync(reportDir).find((f) => f.endsWith('.json'));
+    if (!file) continue;
+    try {
+      heaps = heapsOfReport(join(reportDir, file));
+      break;
+    } catch {
+      // still being written
+    }
+  }
+  await rm(reportDir, { recursive: true, force: true });
+  console.error(`[${where}${build.label ? ` ${build.label}` : ''}] RSS ${endRssMb.toFixed(0)} MB at the end: ${heaps}`);
   if (heapSnapshot) {
     const dir = resolve(heapSnapshot);
     const before = new Set(readdirSync(dir));
     child.kill('SIGUSR2');
-    // Written by dev's main thread; wait until a new file appears and its size settles.
-    let file: string | undefined;
+    // Written by dev's main thread and, in the worker shape, by dev for its cluster thread (renamed from
+    // .partial when complete): wait until each new file appears and its size settles.
+    const expected = where === 'worker' ? 2 : 1;
+    const files: string[] = [];
     for (let last = -1; ;) {
       await new Promise((r) => setTimeout(r, 1000));
-      file ??= readdirSync(dir).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
-      if (!file) continue;
-      const size = readFileSync(join(dir, file)).length;
+      for (const f of readdirSync(dir))
+        if (!before.has(f) && f.endsWith('.heapsnapshot') && !files.includes(f)) files.push(f);
+      if (files.length < expected) continue;
+      const size = files.reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
       if (size === last && size > 0) break;
       last = size;
     }
-    console.error(`[${where}] heap snapshot: ${join(dir, file)}`);
+    for (const f of files)
+      console.error(`[${where}${build.label ? ` ${build.label}` : ''}] heap snapshot: ${join(dir, f)}`);
   }
   const stopAt = performance.now();
   child.kill('SIGINT');
   const exitCode = await exited;
   const sigintExitMs = performance.now() - stopAt;
   await rm(dataDir, { recursive: true, force: true });
-  return { clusterThread: where, batches: results, startupMs, peakRssMb, endRssMb, idleRssMb, sigintExitMs, exitCode };
+  return {
+    clusterThread: where,
+    build: build.label,
+    batches: results,
+    startupMs,
+    peakRssMb,
+    endRssMb,
+    idleRssMb,
+    sigintExitMs,
+    exitCode,
+    heaps,
+  };
 }
 
 function table(rs: ShapeResult[]): string {
@@ -175,7 +230,7 @@ function table(rs: ShapeResult[]): string {
   for (const r of rs) {
     r.batches.forEach((b, i) => {
       rows.push(
-        `| ${r.clusterThread} | ${i + 1} | ${b.claims} | ${b.bound} | ${b.seconds.toFixed(1)} | ${b.claimsPerSecond.toFixed(0)} | ${(b.claimsPerSecond / r.batches[0].claimsPerSecond).toFixed(2)} | ` +
+        `| ${r.clusterThread}${r.build ? ` (${r.build})` : ''} | ${i + 1} | ${b.claims} | ${b.bound} | ${b.seconds.toFixed(1)} | ${b.claimsPerSecond.toFixed(0)} | ${(b.claimsPerSecond / r.batches[0].claimsPerSecond).toFixed(2)} | ` +
           `${Math.round(b.p50Ms)} | ${Math.round(b.p99Ms)} | ${b.cores.toFixed(2)} |`,
       );
     });
@@ -189,9 +244,11 @@ function table(rs: ShapeResult[]): string {
     const claims = r.batches.reduce((s, b) => s + b.bound, 0);
     const seconds = r.batches.reduce((s, b) => s + b.seconds, 0);
     rows.push(
-      `| ${r.clusterThread} | ${(claims / seconds).toFixed(0)} | ${r.idleRssMb.toFixed(0)} / ${r.peakRssMb.toFixed(0)} / ${r.endRssMb.toFixed(0)} | ${Math.round(r.startupMs)} | ${Math.round(r.sigintExitMs)} (${r.exitCode}) |`,
+      `| ${r.clusterThread}${r.build ? ` (${r.build})` : ''} | ${(claims / seconds).toFixed(0)} | ${r.idleRssMb.toFixed(0)} / ${r.peakRssMb.toFixed(0)} / ${r.endRssMb.toFixed(0)} | ${Math.round(r.startupMs)} | ${Math.round(r.sigintExitMs)} (${r.exitCode}) |`,
     );
   }
+  rows.push('', 'V8 heaps at the end (node diagnostic report), MB:');
+  for (const r of rs) rows.push(`- ${r.clusterThread}${r.build ? ` (${r.build})` : ''}: ${r.heaps}`);
   return rows.join('\n');
 }
 
@@ -203,7 +260,7 @@ async function main(): Promise<void> {
   );
   if (build.status !== 0) throw new Error('npm run build failed');
   const results: ShapeResult[] = [];
-  for (const where of shapes) results.push(await runShape(where));
+  for (const where of shapes) for (const build of builds) results.push(await runShape(where, build));
   console.log(
     `\n## dev benchmark (${new Date().toISOString()}, node ${process.version}, loadavg ${loadavg()
       .map((l) => l.toFixed(1))

@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GENERATED_TABLES, replaceTable } from '../src/cli/options-docs.ts';
+import { GENERATED_TABLES, replaceTable } from '../src/cli/generated-docs.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const files = new Map<string, string>();

@@ -27,17 +27,15 @@ export {
 export {
   ConfigurationError,
   DEFAULTS,
-  defaultVolumeName,
   mergeOptions,
-  type LeaderElectionMode,
   type LeaderElectionOptions,
   type LeakInventoryOptions,
   type ProvisionControllerOptions,
   type ResolvedOptions,
   type RetryOptions,
-  type SelectorPolicy,
   type VolumeSaveOptions,
-} from './controller/options.ts';
+} from './controller/options/controller-options.ts';
+export { defaultVolumeName, type LeaderElectionMode, type SelectorPolicy } from './controller/options/option-table.ts';
 export type { EventSink } from './types/events.ts';
 
 // Why a claim is (not) being provisioned: the same explanation `kube-provisioner explain pvc` prints, for a backend

@@ -1,11 +1,12 @@
 // `kube-provisioner cluster`: runs the embedded Kubernetes-compatible API server until SIGINT/SIGTERM,
 // writing DIR/kubeconfig and printing one line with `ready` and the URL once it serves.
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { join, resolve } from 'node:path';
 import { startEmbeddedCluster } from '../cluster/embedded-cluster.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { persistenceNotice } from './persistence-notice.ts';
 import { abortOnSignals } from './signals.ts';
+import { EVENT_TTL_DEFAULT_MS, eventTtlArg } from './flags.ts';
 import { describeListenError, parsePort } from './user-errors.ts';
 
 export interface ClusterCommandOptions {
@@ -14,6 +15,8 @@ export interface ClusterCommandOptions {
   host: string;
   insecureHttp?: boolean;
   controllers?: boolean;
+  /** Events last seen longer ago than this are deleted (kube-apiserver's --event-ttl; default 1 h). */
+  eventTtl?: number;
 }
 
 /** Runs the cluster until `signal` aborts; resolves after a clean stop. */
@@ -45,6 +48,7 @@ async function runClusterLocked(
     host: opts.host,
     insecureHttp: opts.insecureHttp,
     controllers: opts.controllers,
+    eventTtlMs: opts.eventTtl,
     onError: (err) =>
       io.err(
         `kube-provisioner cluster: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
@@ -78,6 +82,11 @@ export function registerClusterCommand(program: Command): void {
     .option('--host <address>', 'address to bind', '127.0.0.1')
     .option('--insecure-http', 'serve plain HTTP instead of HTTPS (debugging only)')
     .option('--no-controllers', 'do not run the PV binder / protection / scheduler stand-in controllers')
+    .addOption(
+      new Option('--event-ttl <duration>', "delete Events last seen longer ago than this (kube-apiserver's flag)")
+        .argParser(eventTtlArg)
+        .default(EVENT_TTL_DEFAULT_MS, '1h'),
+    )
     .action(async (opts: ClusterCommandOptions) => {
       const ac = new AbortController();
       const err = (l: string) => process.stderr.write(`${l}\n`);

@@ -11,7 +11,7 @@ import { mkdir, readFile, realpath, rm, rmdir, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { IgnoredError, InfeasibleError, ProvisioningError } from '../controller/provisioner.ts';
-import { CsiStatusError, type CsiPluginHandlers } from '../csi/server.ts';
+import { CsiStatusError, type CsiPluginHandlers } from '../csi/csi-server.ts';
 import type { CsiAccessMode } from '../csi/descriptors.ts';
 import type { RequestOf, ResponseOf } from '../csi/services.ts';
 import {
@@ -27,6 +27,7 @@ import { filesystemFreeBytes } from '../hostpath/provision/free-space.ts';
 import { createVolumeDir } from '../hostpath/disk/volume-dirs.ts';
 import type { OnDeletePolicy } from '../hostpath/config/class-parameters.ts';
 import { checkExistingVolumePath, UnsafePathError } from '../hostpath/paths/path-safety.ts';
+import { NoSpaceError } from '../hostpath/provision/placement.ts';
 import { HostPathProvisioner } from '../hostpath/hostpath-provisioner.ts';
 import { readVolumeRecord, readVolumeRecords, type VolumeRecord } from '../hostpath/records/volume-records.ts';
 import { ANN_HOSTPATH_ON_DELETE, buildVolume, readVolumeLocation } from '../hostpath/volume/volume-spec.ts';
@@ -471,6 +472,10 @@ function selectedNode(
 // What a failed provision() means to the sidecar (external-provisioner's checkError reads the code).
 function provisionStatus(err: unknown): CsiStatusError {
   const message = (err as Error)?.message ?? String(err);
+  // Space as csi-driver-host-path answers it: bigger than any path is OUT_OF_RANGE, no room left RESOURCE_EXHAUSTED
+  // (the sidecar then asks the scheduler for another node when one was selected).
+  if (err instanceof NoSpaceError)
+    return new CsiStatusError(err.tooLarge ? 'OutOfRange' : 'ResourceExhausted', message, { cause: err });
   if (err instanceof InfeasibleError || err instanceof UnsafePathError)
     return new CsiStatusError('InvalidArgument', message, { cause: err });
   if (err instanceof ProvisioningError && err.state === 'Reschedule')

@@ -3,22 +3,23 @@
 // the meaning is the same (docs/csi.md has the table, flag by flag). Parsing is kept apart from running (and from
 // the gRPC code) so the flags are testable without a plugin and the manifests' args can be checked against it.
 import { Command, InvalidArgumentError, type Option } from 'commander';
-import type { LeaderElectionMode } from '../controller/options.ts';
+import { CONTROLLER_OPTIONS, type LeaderElectionMode } from '../controller/options/option-table.ts';
 import { LEADER_ELECTION_DEFAULTS } from '../runtime/leader-election.ts';
 import {
   addConnectionOptions,
   addressArg,
   applyEnvironment,
   CliOptionError,
+  durationValue,
   givenIn,
   intArg,
   LOG_LEVELS,
   opt,
   parseBoolean,
-  parseDuration,
+  rowArg,
   type GivenFlag,
   type LogLevel,
-} from './options.ts';
+} from './flags.ts';
 
 /** `--capacity-ownerref-level`: -1 none, 0 the pod, 1 its controller (StatefulSet, DaemonSet, ReplicaSet), 2 the ReplicaSet's Deployment. */
 export type CapacityOwnerLevel = -1 | 0 | 1 | 2;
@@ -57,6 +58,16 @@ export interface RunCsiOptions {
   nodeDeployment: boolean;
   /** NODE_NAME (required with --node-deployment). */
   nodeName?: string;
+  /** `--node-deployment-immediate-binding`: node instances race for unselected Immediate claims. */
+  nodeDeploymentImmediateBinding: boolean;
+  /** `--node-deployment-base-delay`: the first attempt's delay is at most this. */
+  nodeDeploymentBaseDelayMs: number;
+  /** `--node-deployment-max-delay`: the longest delay of a later attempt. */
+  nodeDeploymentMaxDelayMs: number;
+  /** `--prevent-volume-mode-conversion`: a restore may not change the snapshot source's volume mode unless allowed. */
+  preventVolumeModeConversion: boolean;
+  /** `--snapshot-orphan-sweep-interval`: how often orphaned snapshot source-protection finalizers are removed; 0 off. */
+  snapshotOrphanSweepIntervalMs: number;
   /** $POD_NAMESPACE: where CSIStorageCapacity objects (and the Lease) go; `default` when unset. */
   podNamespace: string;
   /** $POD_NAME: the owner of the CSIStorageCapacity objects; absent = no owner references. */
@@ -72,8 +83,13 @@ export interface RunCsiOptions {
 export const DEFAULT_CSI_ADDRESS = '/run/csi/socket';
 
 function positiveDuration(v: string): number {
-  const ms = parseDuration(v);
+  const ms = durationValue(v);
   if (ms <= 0) throw new InvalidArgumentError(`"${v}" must be longer than 0`);
+  return ms;
+}
+function nonNegativeDuration(v: string): number {
+  const ms = durationValue(v);
+  if (ms < 0) throw new InvalidArgumentError(`"${v}" must not be negative`);
   return ms;
 }
 /** `none|lease|per-claim`, and external-provisioner's boolean spelling: true = lease, false = none. */
@@ -124,7 +140,7 @@ export function addRunCsiOptions(cmd: Command): Command {
       .argParser(positiveDuration)
       .default(LEADER_ELECTION_DEFAULTS.retryPeriodMs, `${LEADER_ELECTION_DEFAULTS.retryPeriodMs / 1000}s`),
     opt('--worker-threads <n>', 'claim workers (and as many volume and resize workers)')
-      .argParser(intArg(1))
+      .argParser(rowArg(CONTROLLER_OPTIONS.threadiness))
       .default(100),
     opt('--volume-name-prefix <prefix>', 'prefix of volume (and PV) names: <prefix>-<claim uid>').default('pvc'),
     opt(
@@ -172,6 +188,38 @@ export function addRunCsiOptions(cmd: Command): Command {
       false,
     ),
     opt('--node-name <name>', 'this node (with --node-deployment)', 'NODE_NAME'),
+    bool(
+      opt(
+        '--node-deployment-immediate-binding [bool]',
+        'with --node-deployment: race the other nodes for Immediate claims no node was selected for',
+      ),
+      true,
+    ),
+    opt(
+      '--node-deployment-base-delay <duration>',
+      'with --node-deployment: the first attempt to own an Immediate claim waits a random delay up to this',
+    )
+      .argParser(positiveDuration)
+      .default(20_000, '20s'),
+    opt(
+      '--node-deployment-max-delay <duration>',
+      'with --node-deployment: later attempts wait doubling delays up to this',
+    )
+      .argParser(positiveDuration)
+      .default(60_000, '1m'),
+    bool(
+      opt(
+        '--prevent-volume-mode-conversion [bool]',
+        'refuse a restore whose volume mode differs from the snapshot source unless its VolumeSnapshotContent allows it',
+      ),
+      true,
+    ),
+    opt(
+      '--snapshot-orphan-sweep-interval <duration>',
+      'how often volumesnapshot-as-source-protection finalizers no Pending claim needs are removed (0 disables)',
+    )
+      .argParser(nonNegativeDuration)
+      .default(300_000, '5m'),
     opt(
       '--health-address <host:port>',
       '/healthz, /readyz (and /metrics unless --metrics-address differs); off to disable',
@@ -219,6 +267,11 @@ export interface RawRunCsiFlags {
   capacityForImmediateBinding: boolean;
   nodeDeployment: boolean;
   nodeName?: string;
+  nodeDeploymentImmediateBinding: boolean;
+  nodeDeploymentBaseDelay: number;
+  nodeDeploymentMaxDelay: number;
+  preventVolumeModeConversion: boolean;
+  snapshotOrphanSweepInterval: number;
   healthAddress: string;
   metricsAddress?: string;
   logLevel: LogLevel;
@@ -247,6 +300,8 @@ export function resolveRunCsiOptions(
       'needs --leader-election lease or none (per-claim replicas would all write the same CSIStorageCapacity objects)',
     );
   }
+  if (f.nodeDeploymentBaseDelay > f.nodeDeploymentMaxDelay)
+    throw new CliOptionError('--node-deployment-base-delay', 'is longer than --node-deployment-max-delay');
   if (f.retryIntervalStart > f.retryIntervalMax)
     throw new CliOptionError('--retry-interval-start', 'is longer than --retry-interval-max');
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(f.volumeNamePrefix))
@@ -287,6 +342,11 @@ export function resolveRunCsiOptions(
     capacityForImmediateBinding: f.capacityForImmediateBinding,
     nodeDeployment: f.nodeDeployment,
     nodeName: f.nodeName,
+    nodeDeploymentImmediateBinding: f.nodeDeploymentImmediateBinding,
+    nodeDeploymentBaseDelayMs: f.nodeDeploymentBaseDelay,
+    nodeDeploymentMaxDelayMs: f.nodeDeploymentMaxDelay,
+    preventVolumeModeConversion: f.preventVolumeModeConversion,
+    snapshotOrphanSweepIntervalMs: f.snapshotOrphanSweepInterval,
     podNamespace: env.POD_NAMESPACE || env.NAMESPACE || 'default',
     podName: env.POD_NAME || undefined,
     healthAddress: health,

@@ -17,6 +17,7 @@ try {
     dataDir: opts.dataDir,
     port: opts.port,
     host: opts.host,
+    eventTtlMs: opts.eventTtlMs,
     onError: (err) => logger.error({ err: errorMessage(err) }, 'embedded cluster error'),
   });
   port.once('message', () => {

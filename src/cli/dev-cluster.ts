@@ -4,13 +4,15 @@
 // `main` runs it in the main thread (one event loop, as before; for comparison and profiling).
 // The worker dies with the process (a second Ctrl-C, a crash); a worker that ends on its own is reported through
 // `exited`, so `dev` stops instead of provisioning against a server that is gone.
+import { createWriteStream, renameSync } from 'node:fs';
 import { extname } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { newModuleWorker } from '../cluster/common/module-worker.ts';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../cluster/embedded-cluster.ts';
 import type { Logger } from '../runtime/logger.ts';
-import type { LogLevel } from './options.ts';
+import type { LogLevel } from './flags.ts';
 import { errorMessage } from '../types/errors.ts';
 
 export type ClusterThread = 'worker' | 'main';
@@ -22,6 +24,8 @@ export interface ClusterThreadOptions {
   port: number;
   host: string;
   logLevel: LogLevel;
+  /** Events last seen longer ago than this are deleted (`--event-ttl`). */
+  eventTtlMs?: number;
 }
 
 /** Messages from the cluster thread. */
@@ -73,8 +77,31 @@ function newClusterWorker(opts: ClusterThreadOptions): Worker {
   return newModuleWorker(new URL(`./dev-cluster-worker${ext}`, import.meta.url), { workerData: opts });
 }
 
+/**
+ * With `node --heapsnapshot-signal=SIG`, node writes the main thread's heap on SIG; this writes the cluster thread's
+ * too (`Heap.<time>.cluster-worker.heapsnapshot` in the working directory, renamed from `.partial` once complete),
+ * so a profile of `dev` sees both heaps (bench:dev --heap-snapshot).
+ */
+function snapshotWorkerOnSignal(worker: Worker): () => void {
+  const signal = process.execArgv
+    .find((a) => a.startsWith('--heapsnapshot-signal='))
+    ?.slice('--heapsnapshot-signal='.length) as NodeJS.Signals | undefined;
+  if (!signal) return () => {};
+  const write = () => {
+    const file = `Heap.${new Date().toISOString().replace(/[:.]/g, '')}.cluster-worker.heapsnapshot`;
+    void worker
+      .getHeapSnapshot()
+      .then((snapshot) => pipeline(snapshot, createWriteStream(`${file}.partial`)))
+      .then(() => renameSync(`${file}.partial`, file))
+      .catch((err: unknown) => process.stderr.write(`cluster thread heap snapshot failed: ${errorMessage(err)}\n`));
+  };
+  process.on(signal, write);
+  return () => process.off(signal, write);
+}
+
 function startWorkerCluster(opts: ClusterThreadOptions): Promise<DevCluster> {
   const worker = newClusterWorker(opts);
+  const stopSnapshots = snapshotWorkerOnSignal(worker);
   let stopRequested = false;
   let stopping: Promise<void> | undefined;
   let settleExited: (err: Error) => void = () => {};
@@ -83,6 +110,7 @@ function startWorkerCluster(opts: ClusterThreadOptions): Promise<DevCluster> {
   const gone = new Promise<number>((resolve) => worker.once('exit', resolve));
   worker.on('error', (err) => (lastError = err));
   void gone.then((code) => {
+    stopSnapshots();
     if (!stopRequested)
       settleExited(
         new Error(

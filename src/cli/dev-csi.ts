@@ -9,7 +9,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Registry } from 'prom-client';
-import { socketPathOf } from '../csi/client.ts';
+import { socketPathOf } from '../csi/csi-client.ts';
 import { csiNodes } from '../csi/kinds.ts';
 import { DEFAULT_NODE } from '../hostpath/config/hostpath-config.ts';
 import type { KubeClient } from '../runtime/client.ts';
@@ -20,7 +20,8 @@ import { LABEL_HOSTNAME } from '../types/annotations.ts';
 import type { StorageClass } from '../types/k8s.ts';
 import type { CSIDriver, CSINode } from '../types/storage-objects.ts';
 import { HOSTPATH_CSI_DRIVER, PARAM_CONFIG_CLASS } from './csi-hostpath-plugin.ts';
-import { parseRunCsiArgs, startCsiSidecar, type CsiSidecar } from './run-csi.ts';
+import { parseRunCsiArgs } from './csi-options.ts';
+import { startCsiSidecar, type CsiSidecar } from './run-csi.ts';
 
 /** CSIDrivers (cluster-scoped). */
 export const csiDrivers = defineResource<CSIDriver>('storage.k8s.io', 'v1', 'csidrivers', 'CSIDriver', false);

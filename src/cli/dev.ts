@@ -27,7 +27,8 @@ import { startHostPathService } from './hostpath-service.ts';
 import { CLUSTER_THREADS, startDevCluster, type ClusterThread } from './dev-cluster.ts';
 import { printProvisioningOutcomes } from './dev-outcomes.ts';
 import { persistenceNotice } from './persistence-notice.ts';
-import { DEFAULT_PROVISIONER_NAME, LOG_LEVELS, type LogLevel } from './options.ts';
+import { EVENT_TTL_DEFAULT_MS, eventTtlArg, LOG_LEVELS, type LogLevel } from './flags.ts';
+import { DEFAULT_PROVISIONER_NAME } from './hostpath-options.ts';
 import { abortOnSignals } from './signals.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { describeListenError, parsePort } from './user-errors.ts';
@@ -50,6 +51,8 @@ export interface DevOptions {
   logLevel: LogLevel;
   /** Where the embedded cluster runs: a worker thread of its own (default), or the main thread. */
   clusterThread?: ClusterThread;
+  /** Events last seen longer ago than this are deleted by the cluster (`--event-ttl`, default 1 h). */
+  eventTtlMs?: number;
 }
 
 export interface DevIo {
@@ -144,7 +147,7 @@ async function runDevLocked(
 
   const cluster = await startDevCluster(
     o.clusterThread ?? 'worker',
-    { dataDir, port: o.port, host: o.host, logLevel: o.logLevel },
+    { dataDir, port: o.port, host: o.host, logLevel: o.logLevel, eventTtlMs: o.eventTtlMs },
     logger,
   ).catch((err: unknown) => {
     throw describeListenError(err, o.host, o.port);
@@ -341,6 +344,14 @@ export function registerDevCommand(program: Command): void {
       )
         .choices([...CLUSTER_THREADS])
         .default('worker'),
+    )
+    .addOption(
+      new Option(
+        '--event-ttl <duration>',
+        "the cluster deletes Events last seen longer ago than this (kube-apiserver's flag)",
+      )
+        .argParser(eventTtlArg)
+        .default(EVENT_TTL_DEFAULT_MS, '1h'),
     );
   dev.action(
     async (f: {
@@ -355,6 +366,7 @@ export function registerDevCommand(program: Command): void {
       csi?: boolean;
       logLevel: LogLevel;
       clusterThread: ClusterThread;
+      eventTtl: number;
     }) => {
       const stop = new AbortController();
       const removeHandlers = abortOnSignals(stop, createLogger({ level: f.logLevel }), (line) =>
@@ -362,7 +374,7 @@ export function registerDevCommand(program: Command): void {
       );
       try {
         const result = await runDev(
-          { ...f, demoTimeoutMs: f.demoTimeout * 1000 },
+          { ...f, demoTimeoutMs: f.demoTimeout * 1000, eventTtlMs: f.eventTtl },
           { out: (line) => process.stdout.write(`${line}\n`), progress: process.stderr },
           stop.signal,
         );

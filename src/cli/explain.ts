@@ -17,15 +17,14 @@ import { NotFoundError } from '../runtime/errors.ts';
 import { configMaps, persistentVolumeClaims, storageClasses } from '../runtime/resources.ts';
 import type { KubeObject, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { loadCliKubeConfig } from './user-errors.ts';
+import { addConnectionOptions, CliOptionError } from './flags.ts';
 import {
-  addConnectionOptions,
-  CliOptionError,
   DEFAULT_CONFIG_KEY,
   DEFAULT_PROVISIONER_NAME,
   HOSTPATH_CONFIG_DETAIL,
   parseConfigMapRef,
   type HostPathConfigLocation,
-} from './options.ts';
+} from './hostpath-options.ts';
 import { userAgent } from './version.ts';
 
 export interface ExplainOptions {

@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Registry } from 'prom-client';
 import { ProvisionController } from '../controller/provision-controller.ts';
-import type { ProvisionControllerOptions } from '../controller/options.ts';
+import type { ProvisionControllerOptions } from '../controller/options/controller-options.ts';
 import { MAX_EVENT_MESSAGE_BYTES } from '../controller/event-bounds.ts';
 import { shortenText } from '../types/text.ts';
 import { ConfigFileSource } from '../hostpath/config/config-file-source.ts';
@@ -28,7 +28,7 @@ import {
 } from '../hostpath/config/config-map-source.ts';
 import { createHostPathMetrics } from '../hostpath/hostpath-metrics.ts';
 import { VolumeWatch } from '../hostpath/ledger/volume-watch.ts';
-import { HOSTPATH_CONFIG_DETAIL, type ConfigMapRef, type HostPathConfigLocation } from './options.ts';
+import { HOSTPATH_CONFIG_DETAIL, type ConfigMapRef, type HostPathConfigLocation } from './hostpath-options.ts';
 
 export interface HostPathServiceOptions {
   client: KubeClient;

@@ -9,7 +9,7 @@ program.name('kube-provisioner').description('Kubernetes dynamic volume provisio
 // Environment fallbacks of the flags, read from process.env here and nowhere else (loaded only when a command
 // runs, so --help and --version stay cheap).
 program.hook('preAction', async (_program, action) => {
-  (await import('./options.ts')).applyEnvironment(action, process.env);
+  (await import('./flags.ts')).applyEnvironment(action, process.env);
   // The long-running controllers (`run hostpath`, `run csi`, the plugin) keep their heap near their live data
   // ($KUBE_PROVISIONER_HEAP_GROWTH_PERCENT, default 30; docs/benchmarks.md, "Controller memory").
   if (action.parent?.name() === 'run') (await import('../runtime/heap-policy.ts')).applyHeapPolicy(process.env);

@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { createLogger } from '../runtime/logger.ts';
 import { addRunCsiOptions, resolveRunCsiOptions, type RawRunCsiFlags } from './csi-options.ts';
-import { givenIn } from './options.ts';
+import { givenIn } from './flags.ts';
 import { abortOnSignals } from './signals.ts';
 
 /** Registers `run csi` on the `run` command. */

@@ -3,13 +3,13 @@
 // Kubernetes API: pair it with a CSI sidecar (`kube-provisioner run csi`, or external-provisioner).
 import { hostname } from 'node:os';
 import { Command, Option } from 'commander';
-import { serveCsiPlugin, type CsiServer } from '../csi/server.ts';
+import { serveCsiPlugin, type CsiServer } from '../csi/csi-server.ts';
 import { ConfigFileSource } from '../hostpath/config/config-file-source.ts';
 import type { HostPathConfig } from '../hostpath/config/hostpath-config.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { LABEL_HOSTNAME } from '../types/annotations.ts';
 import { HOSTPATH_CSI_DRIVER, hostPathCsiPlugin, type Mounter } from './csi-hostpath-plugin.ts';
-import { LOG_LEVELS, type LogLevel } from './options.ts';
+import { LOG_LEVELS, type LogLevel } from './flags.ts';
 import { abortOnSignals } from './signals.ts';
 import { VERSION } from './version.ts';
 

@@ -5,25 +5,28 @@
 // (run-csi-command.ts) wraps it with signals.
 import type { Registry } from 'prom-client';
 import { ProvisionController } from '../controller/provision-controller.ts';
-import { mergeOptions, type ProvisionControllerOptions } from '../controller/options.ts';
-import { CapacityController, ownerReferenceFor, type CapacityOwner } from '../csi/capacity.ts';
+import { mergeOptions, type ProvisionControllerOptions } from '../controller/options/controller-options.ts';
+import {
+  CapacityController,
+  ownerReferenceFor,
+  type CapacityControllerOptions,
+  type CapacityOwner,
+} from '../csi/capacity-publisher.ts';
 import { InformedClusterAccess } from '../csi/cluster-access.ts';
 import { CloneProtection } from '../csi/clone-protection.ts';
-import { CsiProvisioner } from '../csi/provisioner.ts';
+import type { ClaimAccess } from '../csi/node-ownership.ts';
+import { CsiProvisioner, type CsiProvisionerSettings } from '../csi/csi-provisioner.ts';
 import { KubeClient } from '../runtime/client.ts';
 import { startHealthServer, type HealthServer } from '../runtime/health-server.ts';
 import { createLogger, type Logger } from '../runtime/logger.ts';
 import { createMetricsRegistry } from '../runtime/metrics.ts';
-import { nodes } from '../runtime/resources.ts';
+import { nodes, persistentVolumeClaims } from '../runtime/resources.ts';
 import { undefinedIfNotFound } from '../runtime/errors.ts';
 import { errorMessage } from '../types/errors.ts';
-import type { Node } from '../types/k8s.ts';
+import type { Node, PersistentVolumeClaim } from '../types/k8s.ts';
 import type { RunCsiOptions } from './csi-options.ts';
 import { loadCliKubeConfig } from './user-errors.ts';
 import { userAgent } from './version.ts';
-
-export type { RunCsiOptions } from './csi-options.ts';
-export { parseRunCsiArgs } from './csi-options.ts';
 
 /** What startCsiSidecar needs besides the options; everything has a default. */
 export interface CsiSidecarDeps {
@@ -82,10 +85,22 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
   cluster.start();
   cleanup.push(() => cluster.stop());
   try {
-    let node: { name: string; labels: Record<string, string> } | undefined;
+    let node: CsiProvisionerSettings['node'];
     if (o.nodeDeployment && o.nodeName) {
       const n = await undefinedIfNotFound(client.get<Node>(nodes, o.nodeName, { signal: startSignal }));
-      node = { name: o.nodeName, labels: n?.metadata.labels ?? {} };
+      node = {
+        name: o.nodeName,
+        labels: n?.metadata.labels ?? {},
+        ...(o.nodeDeploymentImmediateBinding
+          ? {
+              immediateBinding: {
+                claims: claimAccess(client),
+                baseDelayMs: o.nodeDeploymentBaseDelayMs,
+                maxDelayMs: o.nodeDeploymentMaxDelayMs,
+              },
+            }
+          : {}),
+      };
     }
     const provisioner = await CsiProvisioner.start({
       address: o.csiAddress,
@@ -100,6 +115,7 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
       immediateTopology: o.immediateTopology,
       extraCreateMetadata: o.extraCreateMetadata,
       controllerPublishReadOnly: o.controllerPublishReadOnly,
+      preventVolumeModeConversion: o.preventVolumeModeConversion,
       ...(node ? { node } : {}),
       ...(deps.startupIntervalMs !== undefined ? { startupIntervalMs: deps.startupIntervalMs } : {}),
     });
@@ -112,9 +128,10 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
 
     let capacity: CapacityController | undefined;
     if (o.enableCapacity) {
-      capacity = await startCapacity(o, client, provisioner, logger, registry, startSignal, () =>
-        controller.isLeader(),
-      );
+      capacity = await startCapacity(o, client, provisioner, logger, registry, startSignal, {
+        active: () => controller.isLeader(),
+        onActive: (listener) => controller.onStartedLeading(listener),
+      });
     }
 
     const servers: HealthServer[] = [];
@@ -139,7 +156,15 @@ export async function startCsiSidecar(o: RunCsiOptions, deps: CsiSidecarDeps = {
       metricsUrl = `${server.url}/metrics`;
     }
 
-    const clones = new CloneProtection({ client, cluster, logger });
+    // The source-protection loop: cloning protection, and the orphaned snapshot finalizer sweep for plugins that
+    // restore snapshots.
+    const snapshots = provisioner.driver.controllerCapabilities.has('CREATE_DELETE_SNAPSHOT');
+    const clones = new CloneProtection({
+      client,
+      cluster,
+      logger,
+      snapshotSweepMs: snapshots ? o.snapshotOrphanSweepIntervalMs : 0,
+    });
     logger.info(
       {
         driver: provisioner.driverName,
@@ -198,6 +223,15 @@ async function runCleanup(steps: Array<() => unknown>): Promise<void> {
   }
 }
 
+/** Claims read and written for the node deployment's ownership race: a GET, and a PUT with the resourceVersion. */
+function claimAccess(client: KubeClient): ClaimAccess {
+  return {
+    get: (namespace, name, signal) =>
+      undefinedIfNotFound(client.get<PersistentVolumeClaim>(persistentVolumeClaims, name, { namespace, signal })),
+    update: (claim, signal) => client.update(persistentVolumeClaims, claim, { signal }),
+  };
+}
+
 /** The controller options the flags set, layered over CsiProvisioner's (external-provisioner's) defaults. */
 export function controllerOptionsOf(o: RunCsiOptions): ProvisionControllerOptions {
   return {
@@ -225,7 +259,7 @@ async function startCapacity(
   logger: Logger,
   registry: Registry,
   signal: AbortSignal,
-  leading: () => boolean,
+  leadership: Pick<CapacityControllerOptions, 'active' | 'onActive'>,
 ): Promise<CapacityController> {
   if (!provisioner.driver.controllerCapabilities.has('GET_CAPACITY')) {
     throw new Error(
@@ -256,8 +290,9 @@ async function startCapacity(
     ...(fixedSegment ? { fixedSegment } : {}),
     pollIntervalMs: o.capacityPollIntervalMs,
     immediateBinding: o.capacityForImmediateBinding,
-    // Written by the Lease holder only (node deployments and `none` are always active).
-    active: leading,
+    // Written by the Lease holder only (node deployments and `none` are always active); a standby's keys wait for
+    // the election event.
+    ...leadership,
     registry,
     logger,
   });

@@ -7,13 +7,13 @@ import { loadCliKubeConfig } from './user-errors.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { checkConfigPaths, validateHostPathConfig, type HostPathConfig } from '../hostpath/config/hostpath-config.ts';
 import { startHostPathService } from './hostpath-service.ts';
+import { givenIn } from './flags.ts';
 import {
   addRunHostPathOptions,
-  givenIn,
   resolveRunHostPathOptions,
   type RawRunHostPathFlags,
   type RunHostPathOptions,
-} from './options.ts';
+} from './hostpath-options.ts';
 import { abortOnSignals } from './signals.ts';
 import { registerRunCsiCommand } from './run-csi-command.ts';
 import { registerCsiHostPathPluginCommand } from './run-csi-hostpath-plugin.ts';

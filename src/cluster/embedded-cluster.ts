@@ -80,14 +80,17 @@ function eventLastSeen(obj: KubeObject): number {
   return latest;
 }
 
-/** Deletes expired Events every minute (and once at start, for a restarted cluster). */
+/**
+ * Deletes expired Events every minute (and once at start, for a restarted cluster). The store queues each Event by
+ * when it was last seen, so a sweep reads only the expired ones.
+ */
 function startEventExpiry(store: ClusterStore, ttlMs: number): () => void {
+  store.trackExpiry('events', eventLastSeen);
   const sweep = () => {
-    const cutoff = Date.now() - ttlMs;
-    for (const e of store.listEntries('events', store.filter('events', {})).entries) {
-      if (eventLastSeen(e.obj) >= cutoff) continue;
+    for (const e of store.takeExpired('events', Date.now() - ttlMs)) {
+      const { namespace, name } = e.obj.metadata;
       try {
-        store.deleteEntry('events', e.obj.metadata.namespace, e.obj.metadata.name!);
+        store.deleteEntry('events', namespace, name!);
       } catch {
         // already gone
       }

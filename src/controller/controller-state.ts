@@ -9,7 +9,7 @@ import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from
 import type { ClaimLock } from './claim-lock.ts';
 import type { ClaimRecords, Records, ResizeRecord, VolumeRecord } from './object-records.ts';
 import type { ControllerMetrics } from './controller-metrics.ts';
-import type { ResolvedOptions } from './options.ts';
+import type { ResolvedOptions } from './options/controller-options.ts';
 import type { Provisioner } from './provisioner.ts';
 import type { OwnWrites } from './own-writes.ts';
 import type { EventSink } from '../types/events.ts';

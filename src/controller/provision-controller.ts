@@ -34,7 +34,7 @@ import {
   validateProvisionerName,
   type ProvisionControllerOptions,
   type ResolvedOptions,
-} from './options.ts';
+} from './options/controller-options.ts';
 import type { Provisioner } from './provisioner.ts';
 import { volumeLoop } from './volume/volume-loop.ts';
 import { VolumeStore } from './claim/volume-store.ts';
@@ -203,6 +203,16 @@ export class ProvisionController {
   isLeader(): boolean {
     return this.term !== undefined;
   }
+
+  /**
+   * Calls `listener` each time isLeader() turns true (elected, or started in modes 'none' and 'per-claim'), so
+   * work gated on leadership (the CSI capacity loop) resumes on the event instead of polling. Returns unsubscribe.
+   */
+  onStartedLeading(listener: () => void): () => void {
+    this.leadingListeners.add(listener);
+    return () => this.leadingListeners.delete(listener);
+  }
+  private readonly leadingListeners = new Set<() => void>();
 
   /** True once the current term's caches completed their first list. */
   hasSynced(): boolean {
@@ -382,6 +392,7 @@ export class ProvisionController {
     );
     for (const inf of informers) inf.start(signal);
     this.term = t;
+    for (const listener of this.leadingListeners) listener();
     s.metrics.isLeader.set({ provisioner: s.provisionerName }, 1);
     const workers: Promise<void>[] = [];
     let leakTimer: { cancel(): void } | undefined;

@@ -18,7 +18,7 @@ import {
 } from '../runtime/resources.ts';
 import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../types/k8s.ts';
 import { claimClassName } from './claim/decide-claim.ts';
-import type { ResolvedOptions } from './options.ts';
+import type { ResolvedOptions } from './options/controller-options.ts';
 
 /**
  * Node status fields the node cache drops: nothing in the controller or a provisioner's node checks reads them, and

@@ -1,7 +1,12 @@
 // external-provisioner's CloningProtectionController: provisioning a clone puts the cloning-protection finalizer on
 // its source claim; once the source is being deleted and no clone of it is Pending any more, the finalizer is
 // removed and the deletion completes. A claims informer, a work queue of source keys, and one pure rule.
+// With `snapshotSweepMs` (`--snapshot-orphan-sweep-interval`), it is also external-provisioner's
+// SnapshotFinalizerController: every interval, a VolumeSnapshot carrying the source-protection finalizer that no
+// Pending claim restores from loses it (a sidecar killed between adding and removing it, a claim deleted mid-restore),
+// read from the same claims informer (no second claim cache).
 import type { KubeClient } from '../runtime/client.ts';
+import { ForbiddenError } from '../runtime/errors.ts';
 import { realClock, type Clock } from '../runtime/clock.ts';
 import { Informer } from '../runtime/informer.ts';
 import { silentLogger, type Logger } from '../runtime/logger.ts';
@@ -10,11 +15,32 @@ import { persistentVolumeClaims } from '../runtime/resources.ts';
 import { ItemExponentialFailureRateLimiter } from '../runtime/rate-limiters.ts';
 import { WorkQueue } from '../runtime/workqueue.ts';
 import type { PersistentVolumeClaim } from '../types/k8s.ts';
+import type { VolumeSnapshot } from '../types/storage-objects.ts';
 import { errorMessage } from '../types/errors.ts';
 import type { CsiClusterAccess } from './cluster-access.ts';
-import { FINALIZER_CLONE_PROTECTION } from './content-source.ts';
+import { FINALIZER_CLONE_PROTECTION, FINALIZER_SNAPSHOT_SOURCE_PROTECTION } from './content-source.ts';
+import { volumeSnapshots } from './kinds.ts';
 
 const CLONES_OF = 'clonesOf';
+const RESTORES_OF = 'restoresOf';
+
+/** The VolumeSnapshot a claim restores from (`namespace/name`), if any: dataSource, else a same-namespace dataSourceRef. */
+function snapshotSourceKey(claim: PersistentVolumeClaim): string | undefined {
+  const ns = claim.metadata.namespace ?? '';
+  const ds = claim.spec.dataSource ?? claim.spec.dataSourceRef;
+  if (!ds || ds.kind !== 'VolumeSnapshot' || ds.apiGroup !== 'snapshot.storage.k8s.io') return undefined;
+  const refNs = 'namespace' in ds ? (ds.namespace ?? ns) : ns;
+  return refNs === ns ? `${ns}/${ds.name}` : undefined;
+}
+
+/** The sweep's rule: a snapshot with our finalizer that no Pending (or phase-less) claim restores from is an orphan. */
+export function isOrphanedSnapshotFinalizer(
+  snapshot: VolumeSnapshot,
+  restores: readonly PersistentVolumeClaim[],
+): boolean {
+  if (!(snapshot.metadata.finalizers ?? []).includes(FINALIZER_SNAPSHOT_SOURCE_PROTECTION)) return false;
+  return !restores.some((c) => (c.status?.phase ?? 'Pending') === 'Pending');
+}
 
 /** The source claim a claim clones (`namespace/name`), if it clones one. */
 function cloneSourceKey(claim: PersistentVolumeClaim): string | undefined {
@@ -60,6 +86,8 @@ export class CloneProtection {
       clock?: Clock;
       logger?: Logger;
       resyncMs?: number;
+      /** `--snapshot-orphan-sweep-interval`: 0 or absent disables the sweep (plugins without snapshots). */
+      snapshotSweepMs?: number;
     },
   ) {
     this.clock = o.clock ?? realClock;
@@ -79,6 +107,12 @@ export class CloneProtection {
       const key = cloneSourceKey(c);
       return key ? [key] : [];
     });
+    const sweepMs = this.o.snapshotSweepMs ?? 0;
+    if (sweepMs > 0)
+      informer.addIndex(RESTORES_OF, (c) => {
+        const key = snapshotSourceKey(c);
+        return key ? [key] : [];
+      });
     const queue = new WorkQueue<string>({
       name: 'cloning-protection',
       clock: this.clock,
@@ -94,8 +128,10 @@ export class CloneProtection {
     informer.start(signal);
     const stop = () => queue.shutdown();
     signal.addEventListener('abort', stop, { once: true });
+    let sweeping: Promise<void> | undefined;
     try {
       await informer.synced;
+      if (sweepMs > 0) sweeping = this.sweepLoop(informer, sweepMs, signal);
       for (;;) {
         const item = await queue.get();
         if (item.shutdown) return;
@@ -126,7 +162,49 @@ export class CloneProtection {
     } finally {
       signal.removeEventListener('abort', stop);
       queue.shutdown();
+      await sweeping;
       await informer.stop();
     }
+  }
+
+  /** At start, then every `ms`: sweep the orphaned snapshot finalizers. Stops on a 403 (the verbs are optional). */
+  private async sweepLoop(informer: Informer<PersistentVolumeClaim>, ms: number, signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        await this.sweepSnapshots(informer, signal);
+      } catch (err) {
+        if (signal.aborted) return;
+        if (err instanceof ForbiddenError) {
+          this.logger.info({ err: errorMessage(err) }, 'snapshot finalizer sweep disabled: no list permission');
+          return;
+        }
+        this.logger.warn({ err: errorMessage(err) }, 'snapshot finalizer sweep failed; next one at the interval');
+      }
+      await this.clock.sleep(ms, signal).catch(() => undefined);
+    }
+  }
+
+  /** One sweep: every VolumeSnapshot (paged), our finalizer removed where no Pending claim restores from it. */
+  async sweepSnapshots(informer: Informer<PersistentVolumeClaim>, signal: AbortSignal): Promise<number> {
+    let removed = 0;
+    let token: string | undefined;
+    do {
+      const page = await this.o.client.list<VolumeSnapshot>(volumeSnapshots, { limit: 500, continue: token, signal });
+      for (const snap of page.items) {
+        const key = `${snap.metadata.namespace ?? ''}/${snap.metadata.name ?? ''}`;
+        if (!isOrphanedSnapshotFinalizer(snap, informer.store.byIndex(RESTORES_OF, key))) continue;
+        await this.o.cluster.removeFinalizer(
+          'VolumeSnapshot',
+          snap.metadata.namespace ?? '',
+          snap.metadata.name ?? '',
+          FINALIZER_SNAPSHOT_SOURCE_PROTECTION,
+          signal,
+        );
+        removed++;
+        this.logger.info({ snapshot: key }, 'removed an orphaned volumesnapshot-as-source-protection finalizer');
+      }
+      token = page.metadata?.continue || undefined;
+    } while (token);
+    return removed;
   }
 }

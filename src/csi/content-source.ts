@@ -15,6 +15,8 @@ export const FINALIZER_CLONE_PROTECTION = 'provisioner.storage.kubernetes.io/clo
 export const FINALIZER_SNAPSHOT_SOURCE_PROTECTION =
   'provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection';
 const SNAPSHOT_GROUP = 'snapshot.storage.k8s.io';
+/** On a VolumeSnapshotContent: restores may change the volume mode (with --prevent-volume-mode-conversion). */
+export const ANN_ALLOW_VOLUME_MODE_CHANGE = 'snapshot.storage.kubernetes.io/allow-volume-mode-change';
 
 /** A CSI VolumeContentSource. */
 export type VolumeContentSource = NonNullable<RequestOf<'createVolume'>['volumeContentSource']>;
@@ -118,6 +120,7 @@ export async function snapshotSource(
   ds: DataSource,
   cluster: CsiClusterAccess,
   signal: AbortSignal,
+  preventVolumeModeConversion = true,
 ): Promise<VolumeContentSource> {
   const snapshot = await cluster.getVolumeSnapshot(ds.namespace, ds.name, signal);
   if (!snapshot) throw noChange(`error getting snapshot ${ds.name} from api server: not found`);
@@ -157,5 +160,30 @@ export async function snapshotSource(
         `requested volume size ${requested} is less than the size ${size} for the source snapshot ${ds.name}`,
       );
   }
+  const sourceMode = content.spec.sourceVolumeMode;
+  const wantMode = claim.spec.volumeMode;
+  if (preventVolumeModeConversion && sourceMode && wantMode && sourceMode !== wantMode) {
+    // Only the snapshot's owner may allow a conversion (a Filesystem volume read as Block exposes its raw blocks).
+    const allow = content.metadata.annotations?.[ANN_ALLOW_VOLUME_MODE_CHANGE];
+    const who = `requested volume ${claim.metadata.namespace ?? ''}/${claim.metadata.name ?? ''} modifies the mode of the source volume but does not have permission to do so.`;
+    if (allow === undefined)
+      throw noChange(
+        `${who} ${ANN_ALLOW_VOLUME_MODE_CHANGE} annotation is not present on snapshotcontent ${contentName}`,
+      );
+    const allowed = parseGoBool(allow);
+    if (allowed === undefined)
+      throw noChange(
+        `${who} failed to convert ${ANN_ALLOW_VOLUME_MODE_CHANGE} annotation value to boolean with error: strconv.ParseBool: parsing ${JSON.stringify(allow)}: invalid syntax`,
+      );
+    if (!allowed)
+      throw noChange(`${who} ${ANN_ALLOW_VOLUME_MODE_CHANGE} is set to false on snapshotcontent ${contentName}`);
+  }
   return { snapshot: { snapshotId: handle } };
+}
+
+/** Go's strconv.ParseBool: undefined when it is not one of its spellings. */
+function parseGoBool(v: string): boolean | undefined {
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
+  return undefined;
 }

@@ -10,7 +10,7 @@ export {
   DEFAULT_CSI_TIMEOUT_MS,
   type CsiClientOptions,
   type CsiCallOptions,
-} from './client.ts';
+} from './csi-client.ts';
 export {
   serveCsiPlugin,
   CsiStatusError,
@@ -19,7 +19,7 @@ export {
   type CsiPluginHandlers,
   type CsiHandler,
   type CsiCallContext,
-} from './server.ts';
+} from './csi-server.ts';
 export {
   CSI_RPCS,
   serviceDefinition,
@@ -55,14 +55,14 @@ export {
   resizeFailureOf,
   type GrpcCodeName,
   type ResizeFailure,
-} from './errors.ts';
+} from './grpc-status.ts';
 export {
   CSI_OPERATIONS_METRIC,
   CSI_OPERATIONS_BUCKETS,
   UNKNOWN_DRIVER_NAME,
   createCsiOperationsMetric,
   type CsiOperationLabels,
-} from './metrics.ts';
+} from './csi-metrics.ts';
 export {
   waitForPlugin,
   waitForSocket,
@@ -79,7 +79,7 @@ export {
   type CsiProvisionerDeps,
   type CsiProvisionerSettings,
   type CsiProvisionerStartOptions,
-} from './provisioner.ts';
+} from './csi-provisioner.ts';
 export type { CsiRequestOptions } from './provision-request.ts';
 export {
   InformedClusterAccess,
@@ -97,7 +97,7 @@ export {
   DEFAULT_VOLUME_NAMING,
   VolumeNameError,
   type VolumeNaming,
-} from './names.ts';
+} from './volume-names.ts';
 export {
   removePrefixedParameters,
   fsTypeOf,
@@ -169,4 +169,4 @@ export {
   type CapacityOwner,
   type CapacityReading,
   type Segment,
-} from './capacity.ts';
+} from './capacity-publisher.ts';

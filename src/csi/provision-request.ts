@@ -41,6 +41,12 @@ export interface CsiRequestOptions {
   immediateTopology: boolean;
   /** `--extra-create-metadata`: add the claim's name and namespace and the PV's name to the parameters. */
   extraCreateMetadata: boolean;
+  /**
+   * `--prevent-volume-mode-conversion` (default true): a restore whose volume mode differs from the snapshot's
+   * source volume mode is refused unless the VolumeSnapshotContent carries
+   * `snapshot.storage.kubernetes.io/allow-volume-mode-change: "true"`.
+   */
+  preventVolumeModeConversion: boolean;
 }
 
 /** What the request builder knows about the plugin. */
@@ -161,7 +167,7 @@ export async function prepareProvision(
     request.volumeContentSource =
       checked.sourceKind === 'clone'
         ? await cloneSource(claim, sc, ds, cluster, signal)
-        : await snapshotSource(claim, sc, ds, cluster, signal);
+        : await snapshotSource(claim, sc, ds, cluster, signal, o.preventVolumeModeConversion);
     const [kind, finalizer] =
       checked.sourceKind === 'clone'
         ? (['PersistentVolumeClaim', FINALIZER_CLONE_PROTECTION] as const)

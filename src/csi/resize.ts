@@ -7,9 +7,9 @@ import type { Logger } from '../runtime/logger.ts';
 import type { PersistentVolume } from '../types/k8s.ts';
 import { formatBytes, parseQuantity } from '../types/quantity.ts';
 import { volumeCapability } from './access-modes.ts';
-import type { CsiClient } from './client.ts';
+import type { CsiClient } from './csi-client.ts';
 import type { CsiClusterAccess } from './cluster-access.ts';
-import { resizeFailureOf } from './errors.ts';
+import { resizeFailureOf } from './grpc-status.ts';
 import { readSecret } from './provision-request.ts';
 
 /** The plugin cannot expand the volume while it is published (FAILED_PRECONDITION), and a pod still uses it. */

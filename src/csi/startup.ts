@@ -5,9 +5,9 @@
 import { stat } from 'node:fs/promises';
 import type { Clock } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/logger.ts';
-import type { CsiClient } from './client.ts';
+import type { CsiClient } from './csi-client.ts';
 import type { ControllerRpcType, PluginServiceType } from './descriptors.ts';
-import { CsiError, GRPC_CODES } from './errors.ts';
+import { CsiError, GRPC_CODES } from './grpc-status.ts';
 
 /** What a plugin said about itself at start-up. */
 export interface CsiDriverInfo {

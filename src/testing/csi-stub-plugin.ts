@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { sendUnaryData, Server, ServerUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { ControllerRpcType, PluginServiceType } from '../csi/descriptors.ts';
-import { GRPC_CODES, type GrpcCodeName } from '../csi/errors.ts';
+import { GRPC_CODES, type GrpcCodeName } from '../csi/grpc-status.ts';
 import { serviceDefinition, type CsiService } from '../csi/services.ts';
 import type { RequestOf, ResponseOf } from '../csi/services.ts';
 

@@ -13,7 +13,7 @@ import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
 import { coreEvents, nodes, persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
 import type { CoreEvent, Node, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
-import { DEFAULT_PROVISIONER_NAME } from '../../src/cli/options.ts';
+import { DEFAULT_PROVISIONER_NAME } from '../../src/cli/hostpath-options.ts';
 import { explainPvc } from '../../src/cli/explain.ts';
 import { startCli, waitFor, type CliProcess } from './cli-helpers.ts';
 

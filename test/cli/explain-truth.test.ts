@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { explainPvc } from '../../src/cli/explain.ts';
-import { DEFAULT_PROVISIONER_NAME } from '../../src/cli/options.ts';
+import { DEFAULT_PROVISIONER_NAME } from '../../src/cli/hostpath-options.ts';
 import { ProvisionController } from '../../src/controller/provision-controller.ts';
 import { DEFAULT_NODE, validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';

@@ -10,7 +10,7 @@ import { persistentVolumeClaims, storageClasses } from '../../src/runtime/resour
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import type { PersistentVolumeClaim } from '../../src/types/k8s.ts';
 import { explainPvc, parseClaimRef } from '../../src/cli/explain.ts';
-import { CliOptionError } from '../../src/cli/options.ts';
+import { CliOptionError } from '../../src/cli/flags.ts';
 import { runCli, waitFor } from './cli-helpers.ts';
 
 function claim(name: string, className: string): PersistentVolumeClaim {

@@ -6,12 +6,13 @@ import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { parseRunCsiArgs } from '../../src/cli/csi-options.ts';
 import { controllerOptionsOf, managedByForNode, startCsiSidecar, type CsiSidecar } from '../../src/cli/run-csi.ts';
-import { csiStorageCapacities, LABEL_DRIVER_NAME, LABEL_MANAGED_BY } from '../../src/csi/capacity.ts';
+import { csiStorageCapacities, LABEL_DRIVER_NAME, LABEL_MANAGED_BY } from '../../src/csi/capacity-publisher.ts';
 import { csiNodes } from '../../src/csi/kinds.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
-import { nodes, persistentVolumeClaims, pods, storageClasses } from '../../src/runtime/resources.ts';
+import { leases, nodes, persistentVolumeClaims, pods, storageClasses } from '../../src/runtime/resources.ts';
+import { leaseNameFor } from '../../src/controller/options/controller-options.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 import type { CSIStorageCapacity } from '../../src/types/storage-objects.ts';
 import { StubCsiPlugin } from '../../src/testing/csi-stub-plugin.ts';
@@ -40,6 +41,13 @@ describe('run csi flags', () => {
     assert.equal(o.leaderElection, 'lease');
     assert.equal(o.podNamespace, 'default');
     assert.equal(o.podName, undefined);
+    assert.equal(o.preventVolumeModeConversion, true);
+    assert.equal(o.snapshotOrphanSweepIntervalMs, 300_000);
+    assert.equal(parseRunCsiArgs(['--snapshot-orphan-sweep-interval', '0']).snapshotOrphanSweepIntervalMs, 0);
+    assert.deepEqual(
+      [o.nodeDeploymentImmediateBinding, o.nodeDeploymentBaseDelayMs, o.nodeDeploymentMaxDelayMs],
+      [true, 20_000, 60_000],
+    );
   });
 
   it('every flag of the issue parses, and maps onto the controller options', () => {
@@ -96,7 +104,7 @@ describe('run csi flags', () => {
     assert.equal(c.leaderElection?.namespace, 'storage');
   });
 
-  it("--leader-election takes external-provisioner's booleans; --node-deployment needs NODE_NAME and runs without election", () => {
+  it("--leader-election takes external-provisioner's booleans; --node-deployment needs NODE_NAME and runs without election; its immediate-binding flags and delays", () => {
     assert.equal(parseRunCsiArgs(['--leader-election', 'false']).leaderElection, 'none');
     assert.equal(parseRunCsiArgs(['--leader-election']).leaderElection, 'lease');
     assert.throws(() => parseRunCsiArgs(['--node-deployment']), /NODE_NAME/);
@@ -107,6 +115,27 @@ describe('run csi flags', () => {
       /must be none/,
     );
     assert.throws(() => parseRunCsiArgs(['--enable-capacity', '--leader-election', 'per-claim']), /lease or none/);
+    const d = parseRunCsiArgs(
+      [
+        '--node-deployment',
+        '--node-deployment-immediate-binding=false',
+        '--node-deployment-base-delay',
+        '1s',
+        '--node-deployment-max-delay',
+        '2s',
+        '--prevent-volume-mode-conversion=false',
+      ],
+      { NODE_NAME: 'n1' },
+    );
+    assert.deepEqual(
+      [d.nodeDeploymentImmediateBinding, d.nodeDeploymentBaseDelayMs, d.nodeDeploymentMaxDelayMs],
+      [false, 1_000, 2_000],
+    );
+    assert.equal(d.preventVolumeModeConversion, false);
+    assert.throws(
+      () => parseRunCsiArgs(['--node-deployment-base-delay', '2m', '--node-deployment-max-delay', '1m']),
+      /longer than --node-deployment-max-delay/,
+    );
     assert.equal(managedByForNode('n1'), 'external-provisioner-n1');
     assert.equal(managedByForNode('x'.repeat(80)).length, 63);
   });
@@ -301,6 +330,65 @@ describe('run csi: one process provisions, resizes and publishes capacity', () =
     );
     await waitFor('left-over object removed', () => ours().length === 0, 30_000);
   });
+  it('capacity: a standby parks its keys (no GetCapacity, no 5 s recheck) and publishes once it is elected (woken by the election, not a poll)', async () => {
+    // Its own class: the stale-objects test deleted the others.
+    await client.create(storageClasses, sc('standby-wffc', { volumeBindingMode: 'WaitForFirstConsumer' }));
+    const lease = leaseNameFor(DRIVER);
+    const now = new Date().toISOString().replace(/\.\d+Z$/, '.000000Z');
+    await client.create(
+      leases,
+      {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: lease, namespace: 'default' },
+        spec: { holderIdentity: 'someone-else', leaseDurationSeconds: 3600, acquireTime: now, renewTime: now },
+      },
+      { namespace: 'default' },
+    );
+    const standby = await startCsiSidecar(
+      parseRunCsiArgs(
+        [
+          '--kubeconfig',
+          cluster.kubeconfigPath,
+          '--csi-address',
+          stub.address,
+          '--leader-election',
+          'lease',
+          '--leader-election-lease-duration',
+          '2s',
+          '--leader-election-renew-deadline',
+          '1s',
+          '--leader-election-retry-period',
+          '100ms',
+          '--health-address',
+          'off',
+          '--enable-capacity',
+          '--capacity-poll-interval',
+          '1h',
+        ],
+        { POD_NAMESPACE: 'default' },
+      ),
+      { logger: silentLogger, registry: new Registry(), startupIntervalMs: 10 },
+    );
+    try {
+      const capacity = standby.capacity!;
+      await waitFor(
+        'the standby parked its keys',
+        () => capacity.desiredKeys().length > 0 && capacity.standbyKeys().length === capacity.desiredKeys().length,
+        30_000,
+      );
+      const keys = capacity.desiredKeys().length;
+      assert.equal(standby.controller.isLeader(), false);
+      await client.delete(leases, lease, { namespace: 'default' });
+      await waitFor('elected', () => standby.controller.isLeader(), 30_000);
+      await waitFor('the parked keys went back on the queue', () => capacity.standbyKeys().length === 0, 30_000);
+      await waitFor('the elected standby read GetCapacity for its keys', () => capacity.records.size >= keys, 30_000);
+    } finally {
+      await standby.stop();
+      await client.delete(storageClasses, 'standby-wffc');
+    }
+  });
+
   it("reads Nodes, CSINodes and VolumeAttachments from informers: more claims list none of them again (external-provisioner's listers)", async () => {
     const reads = () =>
       cluster.audit

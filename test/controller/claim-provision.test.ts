@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { completeVolume } from '../../src/controller/claim/claim-provision.ts';
 import { decideClaim } from '../../src/controller/claim/decide-claim.ts';
-import { resolveOptions } from '../../src/controller/options.ts';
+import { resolveOptions } from '../../src/controller/options/controller-options.ts';
 import { ANN_DYNAMICALLY_PROVISIONED, FINALIZER_EXTERNAL_PROVISIONER } from '../../src/types/annotations.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
 import { newClaim, newStorageClass } from './fixtures.ts';

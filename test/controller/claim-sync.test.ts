@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { syncClaim } from '../../src/controller/claim/claim-sync.ts';
 import { after, backoff, done, giveUp, waitForEvent } from '../../src/controller/next.ts';
-import type { RetryOptions } from '../../src/controller/options.ts';
+import type { RetryOptions } from '../../src/controller/options/controller-options.ts';
 import { InfeasibleError } from '../../src/controller/provisioner.ts';
 import { fakeController, stored } from './fakes.ts';
 import { claim, MemoryProvisioner, storageClass } from './harness.ts';

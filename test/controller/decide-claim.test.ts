@@ -10,7 +10,7 @@ import {
   type ClaimDecisionCode,
 } from '../../src/controller/claim/decide-claim.ts';
 import { claimFingerprint, recordFailure, type FailureRecord } from '../../src/controller/failures.ts';
-import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
+import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options/controller-options.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
 import {
   ANN_BETA_STORAGE_CLASS,

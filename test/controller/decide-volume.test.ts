@@ -10,7 +10,7 @@ import {
   type VolumeDecisionCode,
 } from '../../src/controller/volume/decide-volume.ts';
 import { recordFailure, volumeFingerprint, type FailureRecord } from '../../src/controller/failures.ts';
-import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
+import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options/controller-options.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
 import {
   ANN_DYNAMICALLY_PROVISIONED,

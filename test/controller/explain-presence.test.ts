@@ -14,7 +14,7 @@ import {
   parseHeartbeat,
   type HeartbeatRetry,
 } from '../../src/controller/presence/heartbeat.ts';
-import { leaseNameFor } from '../../src/controller/options.ts';
+import { leaseNameFor } from '../../src/controller/options/controller-options.ts';
 import { ANN_CONTROL_PLANE_LEADER } from '../../src/types/annotations.ts';
 import type { CoreEvent, Lease } from '../../src/types/k8s.ts';
 import { formatMicroTime } from '../../src/types/time.ts';

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { decideClaim } from '../../src/controller/claim/decide-claim.ts';
 import { explainDecision, formatExplanation } from '../../src/controller/claim/explain-claim.ts';
-import { resolveOptions } from '../../src/controller/options.ts';
+import { resolveOptions } from '../../src/controller/options/controller-options.ts';
 import { newClaim } from './fixtures.ts';
 
 describe('explain', () => {

@@ -8,7 +8,7 @@ import type { KeyQueue } from '../../src/controller/loop.ts';
 import { VOLUME_CLAIM_UID_INDEX } from '../../src/controller/term-caches.ts';
 import { createControllerMetrics } from '../../src/controller/controller-metrics.ts';
 import { ClaimRecords, Records, type ResizeRecord, type VolumeRecord } from '../../src/controller/object-records.ts';
-import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options.ts';
+import { resolveOptions, type ProvisionControllerOptions } from '../../src/controller/options/controller-options.ts';
 import { OwnWrites } from '../../src/controller/own-writes.ts';
 import type { Provisioner } from '../../src/controller/provisioner.ts';
 import type { ObjectClient } from '../../src/runtime/client.ts';

@@ -3,7 +3,7 @@
 // (timeouts only, no timing assertions).
 import { after, before } from 'node:test';
 import { Registry } from 'prom-client';
-import { mergeOptions } from '../../src/controller/options.ts';
+import { mergeOptions } from '../../src/controller/options/controller-options.ts';
 import { ProvisionController, type ProvisionControllerConfig } from '../../src/controller/provision-controller.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { silentLogger, type Logger } from '../../src/runtime/logger.ts';

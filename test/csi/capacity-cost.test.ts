@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { CapacityController } from '../../src/csi/capacity.ts';
-import type { CsiClient } from '../../src/csi/client.ts';
+import { CapacityController } from '../../src/csi/capacity-publisher.ts';
+import type { CsiClient } from '../../src/csi/csi-client.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';

@@ -18,8 +18,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CsiClient } from '../../src/csi/client.ts';
-import { CsiError } from '../../src/csi/errors.ts';
+import { CsiClient } from '../../src/csi/csi-client.ts';
+import { CsiError } from '../../src/csi/grpc-status.ts';
 import type { CsiAccessMode } from '../../src/csi/descriptors.ts';
 import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { HOSTPATH_CSI_DRIVER, systemMounter, type Mounter } from '../../src/cli/csi-hostpath-plugin.ts';
@@ -229,7 +229,7 @@ describe('reference CSI plugin (hostpath over CSI)', () => {
     );
   });
 
-  it('capacity: GetCapacity per class and node; a volume larger than the room left on the only node is INVALID_ARGUMENT (the hostpath provisioner finds no node with room: infeasible); expansion beyond it is OUT_OF_RANGE', async () => {
+  it('capacity: GetCapacity per class and node; a volume larger than the room left is RESOURCE_EXHAUSTED and one larger than the path is OUT_OF_RANGE (as csi-driver-host-path answers); expansion beyond it is OUT_OF_RANGE', async () => {
     const topo = { preferred: [{ segments: { [KEY]: NODE } }] };
     const cap = await client.call('getCapacity', {
       parameters: { storageClassConfig: 'small' },
@@ -257,7 +257,19 @@ describe('reference CSI plugin (hostpath over CSI)', () => {
           accessibilityRequirements: topo,
         }),
       ),
-      'InvalidArgument',
+      'ResourceExhausted',
+    );
+    assert.equal(
+      await codeOf(
+        client.call('createVolume', {
+          name: 'pvc-5556',
+          capacityRange: { requiredBytes: 64n << 20n },
+          volumeCapabilities: [mountCap()],
+          parameters: { storageClassConfig: 'small' },
+          accessibilityRequirements: topo,
+        }),
+      ),
+      'OutOfRange',
     );
     const grown = await client.call('controllerExpandVolume', {
       volumeId: 'pvc-4444',

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { toCsiAccessMode, volumeCapabilities } from '../../src/csi/access-modes.ts';
-import { CsiError, GRPC_CODES, provisioningStateOf, resizeFailureOf } from '../../src/csi/errors.ts';
-import { makeVolumeName, VolumeNameError } from '../../src/csi/names.ts';
+import { CsiError, GRPC_CODES, provisioningStateOf, resizeFailureOf } from '../../src/csi/grpc-status.ts';
+import { makeVolumeName, VolumeNameError } from '../../src/csi/volume-names.ts';
 import { fsTypeOf, removePrefixedParameters } from '../../src/csi/parameters.ts';
 import { resolveTemplate, secretReference } from '../../src/csi/secrets.ts';
 import {

@@ -14,7 +14,7 @@ import { loadKubeConfig } from '../../src/runtime/kubeconfig.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { nodes, persistentVolumeClaims, storageClasses } from '../../src/runtime/resources.ts';
 import { ANN_SELECTED_NODE } from '../../src/types/annotations.ts';
-import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
+import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/types/k8s.ts';
 import type { VolumeSnapshot } from '../../src/types/storage-objects.ts';
 import { StubCsiPlugin } from '../../src/testing/csi-stub-plugin.ts';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
@@ -69,6 +69,8 @@ describe('run csi against the embedded cluster: snapshots, VAC, topology flags',
       '--extra-create-metadata',
       '--timeout',
       '5s',
+      '--snapshot-orphan-sweep-interval',
+      '200ms',
     ]);
     sidecar = await startCsiSidecar(options, { logger: silentLogger, registry: new Registry(), startupIntervalMs: 10 });
   });
@@ -215,5 +217,101 @@ describe('run csi against the embedded cluster: snapshots, VAC, topology flags',
       () => !snapshot()?.metadata.finalizers?.includes(FINALIZER_SNAPSHOT_SOURCE_PROTECTION),
       30_000,
     );
+  });
+  it('--prevent-volume-mode-conversion (default): a Block restore of a Filesystem snapshot is refused until its VolumeSnapshotContent carries allow-volume-mode-change', async () => {
+    const snap = await client.create(
+      volumeSnapshots,
+      {
+        apiVersion: 'snapshot.storage.k8s.io/v1',
+        kind: 'VolumeSnapshot',
+        metadata: { name: 'fs-snap', namespace: 'default' },
+        spec: { source: { volumeSnapshotContentName: 'content-fs' } },
+      },
+      { namespace: 'default' },
+    );
+    await client.create(volumeSnapshotContents, {
+      apiVersion: 'snapshot.storage.k8s.io/v1',
+      kind: 'VolumeSnapshotContent',
+      metadata: { name: 'content-fs' },
+      spec: {
+        deletionPolicy: 'Delete',
+        driver: DRIVER,
+        source: { snapshotHandle: 'fs-handle' },
+        sourceVolumeMode: 'Filesystem',
+        volumeSnapshotRef: { name: 'fs-snap', namespace: 'default', uid: snap.metadata.uid ?? '' },
+      },
+    });
+    await client.patch(
+      volumeSnapshotContents,
+      'content-fs',
+      { status: { snapshotHandle: 'fs-handle', readyToUse: true, restoreSize: 1 << 30 } },
+      { subresource: 'status' },
+    );
+    await client.patch(
+      volumeSnapshots,
+      'fs-snap',
+      { status: { boundVolumeSnapshotContentName: 'content-fs', readyToUse: true, restoreSize: '1Gi' } },
+      { namespace: 'default', subresource: 'status' },
+    );
+    const c = await client.create(
+      persistentVolumeClaims,
+      claim('as-block', 'imm', {
+        volumeMode: 'Block',
+        dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'fs-snap' },
+      }),
+      { namespace: 'default' },
+    );
+    const refusals = () =>
+      (cluster.store.list('events').items as CoreEvent[]).filter(
+        (e) =>
+          e.involvedObject.name === 'as-block' &&
+          /does not have permission to do so\. snapshot\.storage\.kubernetes\.io\/allow-volume-mode-change annotation is not present/.test(
+            e.message ?? '',
+          ),
+      );
+    await waitFor('the restore refused with an event', () => refusals().length > 0, 30_000);
+    assert.equal(createVolumeOf(c.metadata.uid), undefined, 'no CreateVolume for a refused conversion');
+    await client.patch(volumeSnapshotContents, 'content-fs', {
+      metadata: { annotations: { 'snapshot.storage.kubernetes.io/allow-volume-mode-change': 'true' } },
+    });
+    await waitFor('as-block Bound once allowed', () => getPVC('as-block')?.status?.phase === 'Bound', 30_000);
+    assert.deepEqual(createVolumeOf(c.metadata.uid)?.volumeContentSource, { snapshot: { snapshotId: 'fs-handle' } });
+  });
+  it('--snapshot-orphan-sweep-interval (SnapshotFinalizerController): an orphaned volumesnapshot-as-source-protection finalizer is removed; one a Pending restore needs stays', async () => {
+    const snapshot = (name: string) =>
+      cluster.store.get('volumesnapshots', 'default', name) as VolumeSnapshot | undefined;
+    // The restore first: it waits (Pending: its snapshot is not bound to a content), so its snapshot keeps the
+    // finalizer. Once the sidecar has reported on it, its claims informers have it.
+    await client.create(
+      persistentVolumeClaims,
+      claim('waits-for-needed', 'imm', {
+        dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'needed' },
+      }),
+      { namespace: 'default' },
+    );
+    await waitFor('the sidecar saw the restore', () =>
+      (cluster.store.list('events').items as CoreEvent[]).some(
+        (e) => e.involvedObject.name === 'waits-for-needed' && e.reason === 'ProvisioningFailed',
+      ),
+    );
+    for (const name of ['orphan', 'needed'])
+      await client.create(
+        volumeSnapshots,
+        {
+          apiVersion: 'snapshot.storage.k8s.io/v1',
+          kind: 'VolumeSnapshot',
+          // A sidecar killed between adding the finalizer and removing it left it behind.
+          metadata: { name, namespace: 'default', finalizers: [FINALIZER_SNAPSHOT_SOURCE_PROTECTION] },
+          spec: { source: { volumeSnapshotContentName: `content-${name}` } },
+        },
+        { namespace: 'default' },
+      );
+    await waitFor(
+      'the orphaned finalizer removed',
+      () => !snapshot('orphan')?.metadata.finalizers?.includes(FINALIZER_SNAPSHOT_SOURCE_PROTECTION),
+      30_000,
+    );
+    assert.ok(snapshot('needed')?.metadata.finalizers?.includes(FINALIZER_SNAPSHOT_SOURCE_PROTECTION));
+    assert.equal(getPVC('waits-for-needed')?.status?.phase, 'Pending');
   });
 });

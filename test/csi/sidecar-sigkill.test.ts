@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { hostPathCsiPlugin } from '../../src/cli/csi-hostpath-plugin.ts';
 import { devCsiSidecarArgs, devCsiStorageClasses, registerCsiDriver, DEV_CSI_CLASSES } from '../../src/cli/dev-csi.ts';
-import { serveCsiPlugin, type CsiPluginHandlers, type CsiServer } from '../../src/csi/server.ts';
+import { serveCsiPlugin, type CsiPluginHandlers, type CsiServer } from '../../src/csi/csi-server.ts';
 import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { readVolumeRecords } from '../../src/hostpath/records/volume-records.ts';
 import { localNodeName } from '../../src/cluster/controllers/index.ts';

@@ -14,7 +14,7 @@ import { ApiException, KubernetesObjectApi, type KubernetesObject } from '@kuber
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { parseClassParameters } from '../../src/hostpath/config/class-parameters.ts';
 import { parseHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
-import { parseRunHostPathArgs } from '../../src/cli/options.ts';
+import { parseRunHostPathArgs } from '../../src/cli/hostpath-options.ts';
 import { parseRunCsiArgs } from '../../src/cli/csi-options.ts';
 import { parseAllDocuments } from 'yaml';
 import {

@@ -24,7 +24,8 @@ describe('StorageClass parameter table', () => {
     assert.throws(
       () => parseClassParameters({ noSuchParameter: 'x' }),
       (e: unknown) =>
-        e instanceof StorageClassParameterError && CLASS_PARAMETERS.every((r) => e.message.includes(r.name)),
+        e instanceof StorageClassParameterError &&
+        Object.keys(CLASS_PARAMETERS).every((name) => e.message.includes(name)),
     );
   });
 });

@@ -5,7 +5,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ProvisionController } from '../../src/controller/provision-controller.ts';
-import type { ProvisionControllerOptions } from '../../src/controller/options.ts';
+import type { ProvisionControllerOptions } from '../../src/controller/options/controller-options.ts';
 import {
   HostPathProvisioner,
   type HostPathMode,

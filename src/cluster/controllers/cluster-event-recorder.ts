@@ -7,8 +7,14 @@ import { type ClusterStore } from '../writes/cluster-store.ts';
 import { ClusterApiError } from '../common/api-errors.ts';
 import { formatTime } from '../common/meta.ts';
 
-/** How many distinct events the correlator remembers (client-go's LRU holds 4096). */
-const MAX_REMEMBERED = 4096;
+/**
+ * How many distinct events the correlator remembers. client-go's LRU holds 4096 per recorder; this one serves the
+ * whole embedded cluster, where a dev session keeps up to 10,000 claims pending at once and the binder records
+ * ExternalProvisioning on each of their syncs. With 4096, a burst of 8,000 pending claims evicted every entry before
+ * its next sync, so each re-sync created a new Event (34,000 extra objects and writes in 10,000 claims) instead of
+ * raising one Event's count. An entry is a key and three fields, about 300 bytes: 16,384 of them are about 5 MB.
+ */
+const MAX_REMEMBERED = 16_384;
 
 export class ClusterEventRecorder {
   private readonly store: ClusterStore;

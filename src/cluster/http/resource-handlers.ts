@@ -43,7 +43,7 @@ import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
 import type { ServerLimits } from './request-limits.ts';
 import type { ResourceRequest } from './routing.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
-import type { DeleteOptions, PatchType } from '../writes/write-rules.ts';
+import type { DeleteOptions, PatchType } from '../writes/generic-store.ts';
 import type { PropagationPolicy } from '../writes/deletion-finalizers.ts';
 import { encodeList, encodeListOfJson, type StoredEntry } from '../storage/stored-entry.ts';
 import { toTable, type IncludeObject } from '../registry/tables.ts';

@@ -2,7 +2,7 @@
 // what leader election writes: PUT on a missing Lease creates it, and an update must name its resourceVersion.
 import type { KubeObject, StatusCause } from '../../types/k8s.ts';
 import { FieldPath, forbidden, invalid, notSupported, record, typeCheck } from '../common/field-errors.ts';
-import { ALL_VERBS } from './registry-helpers.ts';
+import { ALL_VERBS } from './registry-fields.ts';
 import type { ResourceType } from './resource-type.ts';
 import { ageColumn, column, nameColumn, spec, str, type TableColumn } from './table-columns.ts';
 

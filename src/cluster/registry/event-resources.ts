@@ -5,7 +5,7 @@ import { FieldPath, invalid, invalidEach, record, required, str } from '../commo
 import { fieldString, readPath } from '../common/meta.ts';
 import { isDNS1123Subdomain, isQualifiedName } from '../common/name-rules.ts';
 import { eventFromStorage, eventToStorage } from './events-view.ts';
-import { ALL_VERBS, path } from './registry-helpers.ts';
+import { ALL_VERBS, path } from './registry-fields.ts';
 import type { FieldGetter } from '../common/selectors.ts';
 import type { ResourceType } from './resource-type.ts';
 import { age, column, nameColumn, nonEmpty, rec, str as cellText, type TableColumn } from './table-columns.ts';

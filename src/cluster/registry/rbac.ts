@@ -17,7 +17,7 @@ import {
   typeCheck,
 } from '../common/field-errors.ts';
 import { isDNS1123Subdomain } from '../common/name-rules.ts';
-import { ALL_VERBS } from './registry-helpers.ts';
+import { ALL_VERBS } from './registry-fields.ts';
 import type { ResourceType } from './resource-type.ts';
 import { ageColumn, column, nameColumn, rec, str as cellText, type TableColumn } from './table-columns.ts';
 import { pathSegmentName, validateLabelSelector } from './validation.ts';

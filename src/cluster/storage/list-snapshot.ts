@@ -6,7 +6,7 @@ import { posix } from 'node:path';
 import { badRequest, type ClusterApiError } from '../common/api-errors.ts';
 import type { ResourceTable } from './store.ts';
 import type { CompiledFilter } from './store-filter.ts';
-import type { StoredEntry } from './watch-cache.ts';
+import type { StoredEntry } from './stored-entry.ts';
 
 /** A decoded continue token: the list's resourceVersion (-1: continue at the latest) and the key to start after. */
 export interface ContinueToken {

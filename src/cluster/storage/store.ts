@@ -2,17 +2,17 @@
 // (persist, then publish to the table and its bounded watch cache), reads, watches and compaction. It knows
 // nothing about kinds beyond their plural, scope and field selectors: the write rules (writes/) sit above it.
 // Stored objects are immutable once committed and serialised once (stored-entry.ts); in-process readers get
-// copies, the HTTP layer sends each version's JSON text. A superseded version keeps only its text in the history.
+// copies, the HTTP layer sends each version's JSON text. Every version, current or superseded, is kept as that text
+// only once its commit is delivered (parsed again on demand). Events can expire (trackExpiry, expiry.ts).
 import type { KubeObject, WatchEvent } from '../../types/k8s.ts';
 import { ClusterApiError, badRequest, expired, serverTimeout, statusError } from '../common/api-errors.ts';
 import { objectKey } from '../common/meta.ts';
 import type { FieldGetter } from '../common/selectors.ts';
+import { ExpiryQueue } from './expiry.ts';
 import { compileFilter, type CompiledFilter, type ListFilterOptions } from './store-filter.ts';
-import { EventRing, filterEvent, StoreEvent, StoredEntry, type FilteredEvent } from './watch-cache.ts';
+import { StoredEntry } from './stored-entry.ts';
+import { EventRing, filterEvent, StoreEvent, type FilteredEvent } from './watch-cache.ts';
 import { DEFAULT_OBJECT_LIMITS, serializeForCommit, type ObjectLimits } from './write-limits.ts';
-
-export { ClusterApiError } from '../common/api-errors.ts';
-export { StoredEntry, StoreEvent } from './watch-cache.ts';
 
 /** Where a persistent store keeps its objects (see persistence.ts); every call is synchronous. */
 export interface StoreBackend {
@@ -35,6 +35,11 @@ export interface StoredKind {
 export interface StorageOptions<K extends StoredKind = StoredKind> {
   /** Events retained per resource for watch resumes (default 10,000). */
   watchCacheSize?: number;
+  /**
+   * Characters of superseded object versions (their JSON) the watch history keeps per resource (default 32 MiB):
+   * with large objects the history ends sooner than watchCacheSize events, and older resumes get 410 Expired.
+   */
+  watchCacheBytes?: number;
   /** Wall clock in epoch ms (default Date.now); timestamps are derived from it. */
   now?: () => number;
   /** Persistence; without it the store is in memory only. */
@@ -82,6 +87,9 @@ export interface EntryPage {
   remaining: number;
 }
 
+/** Default bound of a resource's watch history in characters of superseded versions (see watchCacheBytes). */
+export const DEFAULT_WATCH_CACHE_BYTES = 32 * 1024 * 1024;
+
 /** Parses a resourceVersion parameter; "" and undefined are 0. @throws ClusterApiError 400 when not a decimal integer. */
 export function parseResourceVersion(rv: string | undefined): number {
   if (rv === undefined || rv === '') return 0;
@@ -94,72 +102,76 @@ export function parseResourceVersion(rv: string | undefined): number {
  * the HTTP layer and return the committed immutable version. `commit` is the only way anything is stored.
  */
 export class Storage<K extends StoredKind = StoredKind> {
-  readonly #tables = new Map<string, ResourceTable<K>>();
+  private readonly byResource = new Map<string, ResourceTable<K>>();
   /** Wall clock in epoch ms. */
   readonly now: () => number;
-  readonly #backend: StoreBackend | undefined;
-  readonly #onWatcherError: (err: unknown) => void;
+  private readonly backend: StoreBackend | undefined;
+  private readonly onWatcherError: (err: unknown) => void;
   /** Size and nesting bounds of stored objects. */
   readonly limits: ObjectLimits;
-  #rv = 0;
-  #dispatching = false;
-  readonly #pending: Array<{ table: ResourceTable<K>; ev: StoreEvent }> = [];
+  private rv = 0;
+  private dispatching = false;
+  private readonly pending: Array<{ table: ResourceTable<K>; ev: StoreEvent }> = [];
+  /** Resources whose objects expire (trackExpiry): when each version was last seen. */
+  private readonly expiries = new Map<string, { lastSeen: (obj: KubeObject) => number; queue: ExpiryQueue }>();
 
   constructor(opts: StorageOptions<K> = {}) {
     this.now = opts.now ?? Date.now;
-    this.#backend = opts.backend;
-    this.#onWatcherError = opts.onWatcherError ?? (() => {});
+    this.backend = opts.backend;
+    this.onWatcherError = opts.onWatcherError ?? (() => {});
     this.limits = {
       ...DEFAULT_OBJECT_LIMITS,
       ...Object.fromEntries(Object.entries(opts.limits ?? {}).filter(([, v]) => v !== undefined)),
     };
-    const loaded = this.#backend?.load();
-    if (loaded) this.#rv = loaded.resourceVersion;
+    const loaded = this.backend?.load();
+    if (loaded) this.rv = loaded.resourceVersion;
     const size = opts.watchCacheSize ?? 10_000;
     for (const rt of opts.resources ?? []) {
       if (rt.view) continue;
-      this.#tables.set(rt.resource, {
+      this.byResource.set(rt.resource, {
         rt,
         items: new Map(),
         sortedKeys: undefined,
-        ring: new EventRing(size, this.#rv),
+        ring: new EventRing(size, this.rv, opts.watchCacheBytes ?? DEFAULT_WATCH_CACHE_BYTES),
         watchers: new Set(),
       });
     }
     for (const o of loaded?.objects ?? []) {
-      const table = this.#tables.get(o.resource);
+      const table = this.byResource.get(o.resource);
       if (!table) continue;
       const obj = (o.obj ?? JSON.parse(o.json)) as KubeObject;
-      table.items.set(objectKey(obj.metadata.namespace, obj.metadata.name ?? ''), new StoredEntry(obj, o.rv, o.json));
-      if (o.rv > this.#rv) this.#rv = o.rv;
+      const entry = new StoredEntry(obj, o.rv, o.json);
+      entry.release();
+      table.items.set(objectKey(obj.metadata.namespace, obj.metadata.name ?? ''), entry);
+      if (o.rv > this.rv) this.rv = o.rv;
     }
   }
 
   /** The current global resourceVersion (the revision of the last write). */
   get resourceVersion(): number {
-    return this.#rv;
+    return this.rv;
   }
 
   /** The table of a stored resource (plural). @throws ClusterApiError 404 for an unknown resource. */
   table(resource: string): ResourceTable<K> {
-    const t = this.#tables.get(resource);
+    const t = this.byResource.get(resource);
     if (!t) throw statusError(404, 'NotFound', `the server could not find the requested resource (${resource})`, {});
     return t;
   }
 
   /** Whether the store holds this resource. */
   has(resource: string): boolean {
-    return this.#tables.has(resource);
+    return this.byResource.has(resource);
   }
 
   /** The stored (non-view) resource types. */
   resourceTypes(): K[] {
-    return [...this.#tables.values()].map((t) => t.rt);
+    return [...this.byResource.values()].map((t) => t.rt);
   }
 
   /** Every table, in registration order. */
   tables(): Array<ResourceTable<K>> {
-    return [...this.#tables.values()];
+    return [...this.byResource.values()];
   }
 
   // ---- reads ----
@@ -210,7 +222,7 @@ export class Storage<K extends StoredKind = StoredKind> {
     if (nextKey !== undefined && !filter.matches) {
       for (; i < keys.length && (prefix === undefined || keys[i].startsWith(prefix)); i++) remaining++;
     }
-    return { entries, resourceVersion: this.#rv, nextKey, remaining };
+    return { entries, resourceVersion: this.rv, nextKey, remaining };
   }
 
   /** Deep copies of matching objects in key order, with the list resourceVersion. */
@@ -237,15 +249,15 @@ export class Storage<K extends StoredKind = StoredKind> {
   ): () => void {
     const t = this.table(resource);
     const fromRv = parseResourceVersion(resourceVersion);
-    const watcher: Watcher = { namespace: filter.namespace, matches: filter.matches, afterRv: this.#rv, deliver };
+    const watcher: Watcher = { namespace: filter.namespace, matches: filter.matches, afterRv: this.rv, deliver };
     if (fromRv === 0) {
       for (const e of this.listEntries(resource, filter).entries)
         deliver({ type: 'ADDED', entry: e, shared: undefined }, undefined);
     } else {
       // A resourceVersion this store never issued (e.g. a client that outlived an in-memory cluster): kube's
       // cacher waits up to 3 s for it, then fails the watch; here nothing can arrive meanwhile, so fail now.
-      if (fromRv > this.#rv) {
-        throw serverTimeout(`Timeout: Too large resource version: ${fromRv}, current: ${this.#rv}`, {
+      if (fromRv > this.rv) {
+        throw serverTimeout(`Timeout: Too large resource version: ${fromRv}, current: ${this.rv}`, {
           retryAfterSeconds: 1,
           causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
         });
@@ -269,14 +281,41 @@ export class Storage<K extends StoredKind = StoredKind> {
     );
   }
 
+  // ---- expiry ----
+
+  /**
+   * Tracks when the objects of `resource` were last seen (`lastSeen(obj)`, epoch ms): the objects stored now, then
+   * every version as it is committed. takeExpired() then finds the expired ones without reading every object.
+   */
+  trackExpiry(resource: string, lastSeen: (obj: KubeObject) => number): void {
+    const t = this.table(resource);
+    const queue = new ExpiryQueue();
+    for (const [key, e] of t.items) queue.add(lastSeen(e.obj), key, e.rv);
+    this.expiries.set(resource, { lastSeen, queue });
+  }
+
+  /**
+   * The current objects of a tracked resource last seen before `cutoff`, earliest first. Each version is reported
+   * once; a version that was replaced or deleted since it was queued is skipped (its successor has its own time).
+   */
+  takeExpired(resource: string, cutoff: number): StoredEntry[] {
+    const t = this.table(resource);
+    const out: StoredEntry[] = [];
+    for (const due of this.expiries.get(resource)?.queue.takeBefore(cutoff) ?? []) {
+      const e = t.items.get(due.key);
+      if (e && e.rv === due.rv) out.push(e);
+    }
+    return out;
+  }
+
   /** Drops every resource's watch history: resumes from any older resourceVersion get 410 Expired. */
   compact(): void {
-    for (const t of this.#tables.values()) t.ring.compact(this.#rv);
+    for (const t of this.byResource.values()) t.ring.compact(this.rv);
   }
 
   /** Closes the persistence backend; the store must not be written afterwards. */
   close(): void {
-    this.#backend?.close();
+    this.backend?.close();
   }
 
   // ---- commit ----
@@ -297,19 +336,19 @@ export class Storage<K extends StoredKind = StoredKind> {
       // Nothing is stored: the answer shows the object as it would be (no new resourceVersion is allocated).
       if (prev) obj.metadata.resourceVersion = String(prev.rv);
       else delete obj.metadata.resourceVersion;
-      return new StoredEntry(obj, prev?.rv ?? this.#rv);
+      return new StoredEntry(obj, prev?.rv ?? this.rv);
     }
-    const rv = this.#rv + 1;
+    const rv = this.rv + 1;
     obj.metadata.resourceVersion = String(rv);
     // Serialized before anything changes: an object that cannot be serialized (or is over the limits) leaves
     // neither store touched, instead of being stored and then failing every LIST.
     // A deletion stores nothing new, so an object stored under older (larger) limits can always be deleted.
     const json = type === 'DELETED' ? JSON.stringify(obj) : serializeForCommit(obj, this.limits);
     const entry = new StoredEntry(obj, rv, json);
-    if (this.#backend) {
+    if (this.backend) {
       try {
-        if (type === 'DELETED') this.#backend.remove(table.rt.resource, key, rv);
-        else this.#backend.put(table.rt.resource, key, rv, json);
+        if (type === 'DELETED') this.backend.remove(table.rt.resource, key, rv);
+        else this.backend.put(table.rt.resource, key, rv, json);
       } catch (err) {
         throw new ClusterApiError({
           kind: 'Status',
@@ -322,55 +361,62 @@ export class Storage<K extends StoredKind = StoredKind> {
         });
       }
     }
-    this.#rv = rv;
+    this.rv = rv;
     if (type === 'DELETED') {
       table.items.delete(key);
       table.sortedKeys = undefined;
     } else {
       if (!table.items.has(key)) table.sortedKeys = undefined;
       table.items.set(key, entry);
+      const expiry = this.expiries.get(table.rt.resource);
+      expiry?.queue.add(expiry.lastSeen(obj), key, rv);
     }
     // DELETED keeps the state before deletion too: list snapshots rebuild older states from it.
     const ev = new StoreEvent(type, key, obj.metadata.namespace, entry, type === 'ADDED' ? undefined : prev);
     table.ring.push(ev);
-    this.#dispatch(table, ev);
-    // Versions that are no longer current keep only their JSON in the history (parsed again if ever asked for).
+    this.dispatch(table, ev);
+    // Every version keeps only its JSON once delivered, current or not (parsed again when asked for). The caller's
+    // answer is the entry's JSON; the object passed in stays the caller's.
     prev?.release();
-    if (type === 'DELETED') entry.release();
+    entry.release();
     return entry;
   }
 
   /** Delivers events in commit order even when a watcher writes from inside its callback. */
-  #dispatch(table: ResourceTable<K>, ev: StoreEvent): void {
-    this.#pending.push({ table, ev });
-    if (this.#dispatching) return;
-    this.#dispatching = true;
+  private dispatch(table: ResourceTable<K>, ev: StoreEvent): void {
+    this.pending.push({ table, ev });
+    if (this.dispatching) return;
+    this.dispatching = true;
     try {
-      for (let item = this.#pending.shift(); item; item = this.#pending.shift()) {
-        const ev = item.ev;
-        // What every watcher without a namespace or selector receives: one object for all of them.
-        let unfiltered: FilteredEvent | undefined;
-        for (const w of item.table.watchers) {
-          if (ev.rv <= w.afterRv) continue;
-          let f: FilteredEvent | undefined;
-          if (w.namespace === undefined && !w.matches)
-            f = unfiltered ??= { type: ev.type, entry: ev.entry, shared: ev };
-          else {
-            f = filterEvent(ev, w.namespace, w.matches);
-            if (!f) continue;
-            // Delivered unchanged: every watcher sends the same frame, serialised once.
-            if (f.type === ev.type && f.entry === ev.entry) f.shared = ev;
-          }
-          try {
-            w.deliver(f, ev);
-          } catch (err) {
-            this.#onWatcherError(err);
-          }
-        }
-        ev.dropFrame();
-      }
+      // Entries parsed again for watchers' selectors (a MODIFIED event's previous state) once per event.
+      StoredEntry.pinDuring(() => this.deliverPending());
     } finally {
-      this.#dispatching = false;
+      this.dispatching = false;
+    }
+  }
+
+  private deliverPending(): void {
+    for (let item = this.pending.shift(); item; item = this.pending.shift()) {
+      const ev = item.ev;
+      // What every watcher without a namespace or selector receives: one object for all of them.
+      let unfiltered: FilteredEvent | undefined;
+      for (const w of item.table.watchers) {
+        if (ev.rv <= w.afterRv) continue;
+        let f: FilteredEvent | undefined;
+        if (w.namespace === undefined && !w.matches) f = unfiltered ??= { type: ev.type, entry: ev.entry, shared: ev };
+        else {
+          f = filterEvent(ev, w.namespace, w.matches);
+          if (!f) continue;
+          // Delivered unchanged: every watcher sends the same frame, serialised once.
+          if (f.type === ev.type && f.entry === ev.entry) f.shared = ev;
+        }
+        try {
+          w.deliver(f, ev);
+        } catch (err) {
+          this.onWatcherError(err);
+        }
+      }
+      ev.dropFrame();
     }
   }
 }

@@ -4,8 +4,6 @@
 import type { KubeObject } from '../../types/k8s.ts';
 import { StoredEntry, watchFrame } from './stored-entry.ts';
 
-export { StoredEntry } from './stored-entry.ts';
-
 export type StoreEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 /**
@@ -23,7 +21,7 @@ export class StoreEvent {
   readonly entry: StoredEntry;
   /** The state before a MODIFIED or DELETED write, for selector transitions and list snapshots. */
   readonly prev: StoredEntry | undefined;
-  #frame: Buffer | undefined;
+  private frameBytes: Buffer | undefined;
   constructor(
     type: StoreEventType,
     key: string,
@@ -41,12 +39,12 @@ export class StoreEvent {
 
   /** The watch frame of this event, built on first use and shared until dropFrame(). */
   frame(): Buffer {
-    return (this.#frame ??= watchFrame(this.type, this.entry));
+    return (this.frameBytes ??= watchFrame(this.type, this.entry));
   }
 
   /** Forgets the frame once every live watcher has it: the history keeps entries, not frames. */
   dropFrame(): void {
-    this.#frame = undefined;
+    this.frameBytes = undefined;
   }
 }
 
@@ -83,52 +81,86 @@ export function filterEvent(
   return { type: 'DELETED', entry: new StoredEntry(gone, ev.rv), shared: undefined };
 }
 
-/** The bounded history of one resource. Events with rv > compactedRv are all retained. */
-export class EventRing {
-  readonly #buf: Array<StoreEvent | undefined>;
-  #start = 0;
-  #size = 0;
-  #compactedRv: number;
+/**
+ * What the history alone keeps alive of an event, in characters of JSON (bytes, for ASCII): the superseded state of a
+ * MODIFIED or DELETED event and the deletion's own record. The current state of an object is the table's, not the
+ * history's.
+ */
+function historyWeight(ev: StoreEvent): number {
+  return (ev.prev?.json.length ?? 0) + (ev.type === 'DELETED' ? ev.entry.json.length : 0);
+}
 
-  constructor(capacity: number, startRv: number) {
-    this.#buf = new Array<StoreEvent | undefined>(Math.max(1, capacity));
-    this.#compactedRv = startRv;
+/**
+ * The bounded history of one resource: at most `capacity` events, and at most `maxBytes` of superseded versions
+ * (the oldest events go first; the newest is always kept). Events with rv > compactedRv are all retained.
+ */
+export class EventRing {
+  private readonly buf: Array<StoreEvent | undefined>;
+  private start = 0;
+  private size = 0;
+  private compacted: number;
+  private bytes = 0;
+
+  constructor(
+    capacity: number,
+    startRv: number,
+    private readonly maxBytes = Infinity,
+  ) {
+    this.buf = new Array<StoreEvent | undefined>(Math.max(1, capacity));
+    this.compacted = startRv;
+  }
+
+  /** Characters of superseded versions the history keeps (see historyWeight). */
+  get retainedBytes(): number {
+    return this.bytes;
+  }
+
+  /** Events retained. */
+  get length(): number {
+    return this.size;
   }
 
   /** The newest resourceVersion that can no longer be replayed from (resume needs rv >= this). */
   get compactedRv(): number {
-    return this.#compactedRv;
+    return this.compacted;
   }
 
   push(ev: StoreEvent): void {
-    const cap = this.#buf.length;
-    if (this.#size === cap) {
-      this.#compactedRv = this.#buf[this.#start]!.rv;
-      this.#buf[this.#start] = ev;
-      this.#start = (this.#start + 1) % cap;
-    } else {
-      this.#buf[(this.#start + this.#size) % cap] = ev;
-      this.#size++;
-    }
+    const cap = this.buf.length;
+    if (this.size === cap) this.dropOldest();
+    this.buf[(this.start + this.size) % cap] = ev;
+    this.size++;
+    this.bytes += historyWeight(ev);
+    while (this.bytes > this.maxBytes && this.size > 1) this.dropOldest();
+  }
+
+  private dropOldest(): void {
+    const ev = this.buf[this.start]!;
+    this.compacted = ev.rv;
+    this.bytes -= historyWeight(ev);
+    this.buf[this.start] = undefined;
+    this.start = (this.start + 1) % this.buf.length;
+    this.size--;
   }
 
   /** Events with rv > fromRv in commit order, or undefined when part of that history was dropped. */
   since(fromRv: number): StoreEvent[] | undefined {
-    if (fromRv < this.#compactedRv) return undefined;
-    const cap = this.#buf.length;
-    let first = this.#size;
+    if (fromRv < this.compacted) return undefined;
+    const cap = this.buf.length;
+    let first = this.size;
     // Walk back from the newest event: resumes are almost always from a recent resourceVersion.
-    while (first > 0 && this.#buf[(this.#start + first - 1) % cap]!.rv > fromRv) first--;
+    while (first > 0 && this.buf[(this.start + first - 1) % cap]!.rv > fromRv) first--;
     const out: StoreEvent[] = [];
-    for (let i = first; i < this.#size; i++) out.push(this.#buf[(this.#start + i) % cap]!);
+    for (let i = first; i < this.size; i++) out.push(this.buf[(this.start + i) % cap]!);
     return out;
   }
 
   /** Drops all history: resumes from before `rv` get 410 Expired. */
   compact(rv: number): void {
-    this.#buf.fill(undefined);
-    this.#start = 0;
-    this.#size = 0;
-    this.#compactedRv = rv;
+    this.buf.fill(undefined);
+    this.start = 0;
+    this.size = 0;
+    this.bytes = 0;
+    this.compacted = rv;
   }
 }

@@ -5,7 +5,7 @@ import type { KubeObject } from '../../types/k8s.ts';
 import { RESOURCES } from '../registry/registry.ts';
 import type { ResourceType } from '../registry/resource-type.ts';
 import { Storage, type StorageOptions } from '../storage/store.ts';
-import type { StoredEntry } from '../storage/watch-cache.ts';
+import type { StoredEntry } from '../storage/stored-entry.ts';
 import { guardWrite } from '../storage/write-limits.ts';
 import {
   WriteRules,
@@ -15,7 +15,7 @@ import {
   type PatchType,
   type UpdateOptions,
   type WriteOptions,
-} from './write-rules.ts';
+} from './generic-store.ts';
 
 /** Options of a ClusterStore (resources default to every registry entry). */
 export type ClusterStoreOptions = StorageOptions<ResourceType>;

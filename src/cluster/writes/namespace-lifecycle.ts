@@ -6,7 +6,7 @@
 import type { KubeObject } from '../../types/k8s.ts';
 import { conflict, forbidden, notFound } from '../common/api-errors.ts';
 import type { ResourceType } from '../registry/resource-type.ts';
-import type { StoredEntry } from '../storage/watch-cache.ts';
+import type { StoredEntry } from '../storage/stored-entry.ts';
 import type { ResourceTable, Storage } from '../storage/store.ts';
 
 /** Namespaces kube-apiserver refuses to delete. */

@@ -9,7 +9,7 @@ import {
 } from '../../types/annotations.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../types/k8s.ts';
 import { claimFingerprint, currentRecord, thresholdReached, type FailureRecord } from '../failures.ts';
-import type { ResolvedOptions } from '../options.ts';
+import type { ResolvedOptions } from '../options/controller-options.ts';
 import type { Provisioner } from '../provisioner.ts';
 
 /** The alpha selected-node key (Kubernetes 1.11); read as a fallback (the Go library's shouldProvision forgot it). */

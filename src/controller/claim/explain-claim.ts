@@ -32,7 +32,7 @@ import type { FailureRecord } from '../failures.ts';
 import { decideResize, resizeFacts, type ResizeDecision } from '../resize/decide-resize.ts';
 import { ANN_VOLUME_USAGE, parseVolumeUsage } from '../../types/volume-usage.ts';
 import { formatBytes } from '../../types/quantity.ts';
-import { resolveOptions, type ProvisionControllerOptions } from '../options.ts';
+import { resolveOptions, type ProvisionControllerOptions } from '../options/controller-options.ts';
 import type { ClaimCheckResult, Provisioner } from '../provisioner.ts';
 import { INFEASIBLE_EVENT_PREFIX } from './claim-provision.ts';
 import { judgePresence, readControllerPresence } from '../presence/explain-presence.ts';

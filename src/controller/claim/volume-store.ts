@@ -18,7 +18,7 @@ import { WorkQueue } from '../../runtime/workqueue.ts';
 import type { EventSink } from '../../types/events.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
 import { claimKey } from './decide-claim.ts';
-import type { ResolvedOptions } from '../options.ts';
+import type { ResolvedOptions } from '../options/controller-options.ts';
 import type { OwnWrites } from '../own-writes.ts';
 import { IgnoredError, type Provisioner } from '../provisioner.ts';
 

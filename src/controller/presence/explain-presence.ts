@@ -7,7 +7,7 @@ import { leases } from '../../runtime/resources.ts';
 import type { Lease, PersistentVolumeClaim } from '../../types/k8s.ts';
 import { parseLockRecord } from '../claim-lock.ts';
 import { LABEL_HEARTBEAT, parseHeartbeat, type HeartbeatRecord, type HeartbeatRetry } from './heartbeat.ts';
-import { leaseNameFor } from '../options.ts';
+import { leaseNameFor } from '../options/controller-options.ts';
 
 /** What the cluster says about running controllers; undefined lists could not be read (RBAC, not served). */
 export interface ControllerPresence {

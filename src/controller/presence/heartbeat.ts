@@ -15,7 +15,7 @@ import { leases } from '../../runtime/resources.ts';
 import { errorMessage } from '../../types/errors.ts';
 import type { Lease } from '../../types/k8s.ts';
 import { formatMicroTime } from '../../types/time.ts';
-import { leaseNameFor } from '../options.ts';
+import { leaseNameFor } from '../options/controller-options.ts';
 
 /** Label on every heartbeat Lease (value `"true"`): explain lists them with one label-selected list. */
 export const LABEL_HEARTBEAT = 'kube-provisioner.io/heartbeat';

@@ -10,7 +10,7 @@ import {
 import type { PersistentVolume, PersistentVolumeClaim } from '../../types/k8s.ts';
 import { currentRecord, thresholdReached, volumeFingerprint, type FailureRecord } from '../failures.ts';
 import { isKnownProvisioner } from '../claim/decide-claim.ts';
-import type { ResolvedOptions } from '../options.ts';
+import type { ResolvedOptions } from '../options/controller-options.ts';
 import type { Provisioner } from '../provisioner.ts';
 
 /**

@@ -22,6 +22,20 @@ import { PathTemplateError } from '../paths/path-template.ts';
 import { VolumeTypeAnnotationError } from '../volume/volume-source.ts';
 import type { HostPathPlan } from './claim-check.ts';
 
+/**
+ * An infeasible claim refused for space: `tooLarge` when no configured path is that big, else the paths are full.
+ * The controller treats it as any InfeasibleError; the CSI reference plugin answers OUT_OF_RANGE or
+ * RESOURCE_EXHAUSTED from it, as csi-driver-host-path does.
+ */
+export class NoSpaceError extends InfeasibleError {
+  constructor(
+    message: string,
+    readonly tooLarge: boolean,
+  ) {
+    super(message);
+  }
+}
+
 /** A volume's place: its scope, base path, directory and the segments below the base. */
 export interface Placement {
   scope: string;
@@ -114,19 +128,20 @@ export class VolumePlacer {
     const freeOf = (c: BasePath) => freeText(ledger.free(scope, c.path, c.capacity, pvName));
     const msg = `no base path has ${requestOf(o)} free for this claim (${candidates.map((c) => `${c.path}: ${freeOf(c)} free`).join(', ')})`;
     if (!fitsSomewhere)
-      throw new InfeasibleError(`the claim asks for ${requestOf(o)}, more than the capacity of any configured path`);
+      throw new NoSpaceError(`the claim asks for ${requestOf(o)}, more than the capacity of any configured path`, true);
     // Every node sees the same shared path: another node would not help.
-    if (scope === SHARED_SCOPE) throw new InfeasibleError(msg);
+    if (scope === SHARED_SCOPE) throw new NoSpaceError(msg, false);
     // Asking the scheduler again only helps if another node may have room; otherwise it selects this node again
     // at once and the claim loops. Then it backs off like any infeasible claim instead.
     if (!this.otherNodeMayFit(o, plan, config, freeCapacity)) {
-      throw new InfeasibleError(
+      throw new NoSpaceError(
         `no node has ${requestOf(o)} free for this claim (${candidates.map((c) => `${scope}:${c.path}: ${freeOf(c)} free`).join(', ')}; no other node has room)`,
+        false,
       );
     }
     this.rememberRefusal(pvName, scope);
     if (o.selectedNodeName) throw new ProvisioningError(`${msg}; asking the scheduler for another node`, 'Reschedule');
-    throw new InfeasibleError(msg);
+    throw new NoSpaceError(msg, false);
   }
 
   /**

@@ -3,7 +3,7 @@
 // counters) and kubectl columns.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import { FieldPath, record, required, typeCheck, type JsonRecord } from '../../common/field-errors.ts';
-import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
+import { ALL_VERBS, section, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import {
   ageColumn,

@@ -11,7 +11,7 @@ import {
   typeCheck,
   type JsonRecord,
 } from '../../common/field-errors.ts';
-import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
+import { ALL_VERBS, section, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, spec, status, type TableColumn } from '../table-columns.ts';
 import { validateLabelSelector } from '../validation.ts';

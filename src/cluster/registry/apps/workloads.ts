@@ -9,7 +9,7 @@ import type { KubeObject, LabelSelector, StatusCause } from '../../../types/k8s.
 import { labelSelectorToPredicate, SelectorError } from '../../common/selectors.ts';
 import { FieldPath, invalid, list, notSupported, record, type JsonRecord } from '../../common/field-errors.ts';
 import { jsonEqual } from '../../common/meta.ts';
-import { ALL_VERBS, section } from '../registry-helpers.ts';
+import { ALL_VERBS, section } from '../registry-fields.ts';
 import { defaultPodTemplate } from '../core/pod-defaults.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { column, rec, spec, str as cellText, type TableColumn } from '../table-columns.ts';

@@ -16,7 +16,7 @@ import {
 } from '../../common/field-errors.ts';
 import { base64DecodeError } from '../../common/go-base64.ts';
 import { isConfigMapKey } from '../../common/name-rules.ts';
-import { ALL_VERBS, path, setDefault } from '../registry-helpers.ts';
+import { ALL_VERBS, path, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, countKeys, nameColumn, str as cellText, type TableColumn } from '../table-columns.ts';
 import { byteLength } from '../validation.ts';

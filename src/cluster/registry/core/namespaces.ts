@@ -2,7 +2,7 @@
 // status.phase) after k/k pkg/apis/core/validation, and its kubectl columns.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import { FieldPath, record, typeCheck } from '../../common/field-errors.ts';
-import { path, section, setDefault } from '../registry-helpers.ts';
+import { path, section, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, status, str as cellText, type TableColumn } from '../table-columns.ts';
 import { validateFinalizerName } from '../validation.ts';

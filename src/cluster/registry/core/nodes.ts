@@ -15,7 +15,7 @@ import {
 } from '../../common/field-errors.ts';
 import { isQualifiedName, isValidLabelValue } from '../../common/name-rules.ts';
 import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
-import { ALL_VERBS, boolPath } from '../registry-helpers.ts';
+import { ALL_VERBS, boolPath } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import {
   ageColumn,

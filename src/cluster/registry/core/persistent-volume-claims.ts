@@ -19,7 +19,7 @@ import {
 import { isDNS1123Label, isDNS1123Subdomain } from '../../common/name-rules.ts';
 import { labelSelectorToPredicate, SelectorError } from '../../common/selectors.ts';
 import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
-import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
+import { ALL_VERBS, section, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import {
   accessModesString,

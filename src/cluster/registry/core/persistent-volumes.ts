@@ -21,7 +21,7 @@ import {
 import { formatTime } from '../../common/meta.ts';
 import { isQualifiedName, isValidLabelValue } from '../../common/name-rules.ts';
 import { canonicalizeQuantityMaps } from '../quantity-canonical.ts';
-import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
+import { ALL_VERBS, section, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import {
   accessModesString,

@@ -8,7 +8,7 @@
 // Written from the rules, never copied.
 import type { KubeObject } from '../../../types/k8s.ts';
 import { canonicalizeQuantities } from '../quantity-canonical.ts';
-import { section, setDefault } from '../registry-helpers.ts';
+import { section, setDefault } from '../registry-fields.ts';
 
 type Json = Record<string, unknown>;
 

@@ -17,7 +17,7 @@ import {
   typeCheck,
 } from '../../common/field-errors.ts';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../common/name-rules.ts';
-import { ALL_VERBS, boolPath, path, section, setDefault } from '../registry-helpers.ts';
+import { ALL_VERBS, boolPath, path, section, setDefault } from '../registry-fields.ts';
 import { quantityNanos } from '../quantity-canonical.ts';
 import { defaultPod } from './pod-defaults.ts';
 import type { ResourceType } from '../resource-type.ts';

@@ -3,7 +3,7 @@
 // create the default ServiceAccount of each namespace.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import { FieldPath, typeCheck } from '../../common/field-errors.ts';
-import { ALL_VERBS } from '../registry-helpers.ts';
+import { ALL_VERBS } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, type TableColumn } from '../table-columns.ts';
 

@@ -3,7 +3,7 @@
 // required, string parameters, CRD generation semantics, and its additionalPrinterColumns.
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import { FieldPath, record } from '../../common/field-errors.ts';
-import { ALL_VERBS } from '../registry-helpers.ts';
+import { ALL_VERBS } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import {
   crdAgeColumn,

@@ -5,7 +5,7 @@
 import { isQuantity } from '../../../types/quantity.ts';
 import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import { FieldPath, invalid, record } from '../../common/field-errors.ts';
-import { ALL_VERBS } from '../registry-helpers.ts';
+import { ALL_VERBS } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import {
   crdAgeColumn,

@@ -18,7 +18,7 @@ import {
   typeCheck,
 } from '../../common/field-errors.ts';
 import { isDNS1123Subdomain } from '../../common/name-rules.ts';
-import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
+import { ALL_VERBS, section, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, spec, type TableColumn } from '../table-columns.ts';
 import { canonical } from '../validation.ts';

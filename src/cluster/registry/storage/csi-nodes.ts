@@ -14,7 +14,7 @@ import {
   typeCheck,
 } from '../../common/field-errors.ts';
 import { isQualifiedName } from '../../common/name-rules.ts';
-import { ALL_VERBS, section } from '../registry-helpers.ts';
+import { ALL_VERBS, section } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, spec, type TableColumn } from '../table-columns.ts';
 import { canonical } from '../validation.ts';

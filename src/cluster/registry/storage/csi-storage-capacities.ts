@@ -7,7 +7,7 @@ import type { KubeObject, StatusCause } from '../../../types/k8s.ts';
 import { FieldPath, invalid, invalidEach } from '../../common/field-errors.ts';
 import { isDNS1123Subdomain } from '../../common/name-rules.ts';
 import { canonicalizeQuantityFields } from '../quantity-canonical.ts';
-import { ALL_VERBS } from '../registry-helpers.ts';
+import { ALL_VERBS } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { canonical, validateLabelSelector, validateQuantity } from '../validation.ts';
 

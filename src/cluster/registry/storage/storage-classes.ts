@@ -18,7 +18,7 @@ import {
   typeCheck,
 } from '../../common/field-errors.ts';
 import { isQualifiedName, isValidLabelValue } from '../../common/name-rules.ts';
-import { ALL_VERBS, setDefault } from '../registry-helpers.ts';
+import { ALL_VERBS, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, nonEmpty, str, type TableColumn } from '../table-columns.ts';
 import { canonical, validateOptionalEnum } from '../validation.ts';

@@ -15,7 +15,7 @@ import {
   type JsonRecord,
 } from '../../common/field-errors.ts';
 import { isDNS1123Subdomain } from '../../common/name-rules.ts';
-import { ALL_VERBS, section, setDefault } from '../registry-helpers.ts';
+import { ALL_VERBS, section, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, nameColumn, rec, spec, status, str, type TableColumn } from '../table-columns.ts';
 import { byteLength, canonical } from '../validation.ts';

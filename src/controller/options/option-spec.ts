@@ -2,21 +2,25 @@
 // (`leaderElection: {…}`), or variants selected by a `mode` row (`volumeSave`). The option types a caller writes
 // and the resolved types the controller reads are derived from the table (`OptionsOf`, `ResolvedOf`), and the
 // TSDoc written on a row shows on the derived field; `resolveTable` checks and defaults a caller's object against
-// it; `flatRows` lists the rows with their dotted paths for flags and docs. Nothing here knows a particular option.
-import { isJsonObject } from '../types/json.ts';
+// it; `flatRows` lists the rows with their dotted paths for flags and docs. The same row describes a controller
+// option and a StorageClass parameter (src/hostpath/config/class-parameters.ts): name (its key), kind with its bounds,
+// default, docs text, and how it is read from text (option-parse.ts). Nothing here knows a particular option.
+import { isJsonObject } from '../../types/json.ts';
 
 /** How an option's value is read and checked. */
 export type OptionKind =
   | { type: 'duration'; min?: number; max?: number }
-  | { type: 'integer'; min: number }
+  | { type: 'integer'; min: number; max?: number }
   | { type: 'number'; min: number }
   | { type: 'boolean' }
   | { type: 'choice'; values: readonly string[] }
   | { type: 'list' }
   | { type: 'string' }
-  | { type: 'function' };
+  | { type: 'function' }
+  /** A value only the row's own `parse` makes from text (a compiled path pattern); never checked as given. */
+  | { type: 'parsed' };
 
-/** Which table of docs/configuration.md lists a row. */
+/** Which table of docs/configuration.md lists a row (StorageClass parameters have their own table). */
 export type OptionSection = 'leader-election' | 'work';
 
 /** What a row says besides its value: its flag, help and documentation. */
@@ -25,14 +29,12 @@ export interface RowText {
   flag?: string;
   /** The value placeholder in the flag (`<mode>`); derived from the kind when absent. */
   placeholder?: string;
-  /** One line for `--help`. */
-  help: string;
+  /** One line for `--help` (every row with a flag has one: test/cli/hostpath-options.test.ts checks it). */
+  help?: string;
   /** The documentation's Meaning column (defaults to help). */
   doc?: string;
   /** The documentation's Default column when the default is computed or worth explaining. */
   docDefault?: string;
-  /** The option's flat name before options were grouped: resolveOptions names the new path when it meets it. */
-  movedFrom?: string;
 }
 
 /** One option. `T` is its value type (carried for the derived types only). */
@@ -41,6 +43,11 @@ export interface OptionRow<T = unknown> extends RowText {
   kind: OptionKind;
   /** The default; undefined when there is none or it is computed by a rule (the Lease namespace). */
   default?: T;
+  /**
+   * Reads the value from text (a StorageClass parameter), checks included; throws OptionValueError (its `option`
+   * is filled in by the caller). Absent: the kind's reading (parseKindText in option-parse.ts).
+   */
+  parse?: (text: string) => T;
   /** Phantom: never set. */
   readonly value?: T;
 }
@@ -87,7 +94,7 @@ export type ResolvedOf<T> = {
         : never;
 };
 
-type RowInit<T> = RowText & { default?: T };
+type RowInit<T> = RowText & { default?: T; parse?: (text: string) => T };
 
 function row<T>(kind: OptionKind, init: RowInit<T>): OptionRow<T> {
   return { entry: 'option', kind, ...init };
@@ -110,6 +117,20 @@ export function durationBounds(k: { min?: number; max?: number }): [number, numb
   return [k.min ?? 0, k.max ?? TIMER_MAX_MS];
 }
 
+type BoundedKind = Extract<OptionKind, { type: 'duration' | 'integer' | 'number' }>;
+
+/**
+ * The one bounds check of a number against its kind: `below`, `above`, or undefined when it fits. Values given in
+ * code (checkValue) and read from text (a flag, an environment variable, a StorageClass parameter) both use it; only
+ * the wording of the refusal differs (the value in code, or the text as written).
+ */
+export function outOfBounds(k: BoundedKind, n: number): 'below' | 'above' | undefined {
+  const [min, max] = k.type === 'duration' ? durationBounds(k) : [k.min, k.type === 'integer' ? k.max : undefined];
+  if (n < min) return 'below';
+  if (max !== undefined && n > max) return 'above';
+  return undefined;
+}
+
 /** A value as an error message shows it: strings quoted, arrays and objects as JSON. */
 function shown(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);
@@ -122,9 +143,9 @@ function shown(v: unknown): string {
   }
   return String(v);
 }
-export const integer = (init: RowInit<number> & { min: number }): OptionRow<number> => {
-  const { min, ...rest } = init;
-  return row({ type: 'integer', min }, rest);
+export const integer = (init: RowInit<number> & { min: number; max?: number }): OptionRow<number> => {
+  const { min, max, ...rest } = init;
+  return row(max === undefined ? { type: 'integer', min } : { type: 'integer', min, max }, rest);
 };
 export const number = (init: RowInit<number> & { min: number }): OptionRow<number> => {
   const { min, ...rest } = init;
@@ -135,6 +156,9 @@ export const choice = <T extends string>(values: readonly T[], init: RowInit<T>)
   row({ type: 'choice', values }, init);
 export const list = (init: RowInit<string[]>): OptionRow<string[]> => row({ type: 'list' }, init);
 export const text = (init: RowInit<string>): OptionRow<string> => row({ type: 'string' }, init);
+/** A value that only the row's `parse` makes from text (a StorageClass parameter compiled on reading). */
+export const parsed = <T>(init: RowInit<T> & { parse: (text: string) => T }): OptionRow<T> =>
+  row({ type: 'parsed' }, init);
 /** A function-valued option (a hook); never a flag. */
 export const hook = <F extends (...args: never[]) => unknown>(init: RowInit<F> & { flag?: never }): OptionRow<F> =>
   row({ type: 'function' }, init);
@@ -178,13 +202,14 @@ export function flatRows(table: OptionTable, prefix = '', section: OptionSection
   return out;
 }
 
-/** A value refused by its row; `option` is the dotted path. */
+/** A value refused by its row; `option` is the dotted path (or the parameter's name, or the flag). */
 export class OptionValueError extends Error {
   constructor(
     readonly option: string,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
@@ -199,15 +224,16 @@ export function checkValue(path: string, r: OptionRow, value: unknown): unknown 
   switch (k.type) {
     case 'duration': {
       const [min, max] = durationBounds(k);
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max)
+      if (typeof v !== 'number' || !Number.isFinite(v) || outOfBounds(k, v))
         fail(`a number of milliseconds from ${min} to ${max}`);
       break;
     }
     case 'number':
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < k.min) fail(`a finite number >= ${k.min}`);
+      if (typeof v !== 'number' || !Number.isFinite(v) || outOfBounds(k, v)) fail(`a finite number >= ${k.min}`);
       break;
     case 'integer':
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < k.min) fail(`an integer >= ${k.min}`);
+      if (typeof v !== 'number' || !Number.isInteger(v) || outOfBounds(k, v))
+        fail(k.max === undefined ? `an integer >= ${k.min}` : `an integer from ${k.min} to ${k.max}`);
       break;
     case 'choice':
       if (typeof v !== 'string' || !k.values.includes(v)) fail(`one of ${k.values.join(', ')}`);
@@ -224,59 +250,39 @@ export function checkValue(path: string, r: OptionRow, value: unknown): unknown 
     case 'function':
       if (typeof v !== 'function') fail('a function');
       break;
+    case 'parsed':
+      break;
   }
   return v;
 }
 
-/** The moved flat names of `table`'s rows, each with its new dotted path. */
-export function movedNames(table: OptionTable): Map<string, string> {
-  return new Map(flatRows(table).flatMap((f) => (f.row.movedFrom ? [[f.row.movedFrom, f.path] as const] : [])));
-}
-
 /**
- * Checks `input` against `table` and applies the defaults. Unknown keys are refused (naming the new path of a
- * moved one) except `allowed`, which the caller keeps for itself. Throws OptionValueError naming the option.
+ * Checks `input` against `table` and applies the defaults. Unknown keys are refused except `allowed`, which the
+ * caller keeps for itself. Throws OptionValueError naming the option.
  */
 export function resolveTable(
   table: OptionTable,
   input: unknown,
   prefix = '',
   allowed: ReadonlySet<string> = new Set(),
-  moved = movedNames(table),
 ): Record<string, unknown> {
-  const where = prefix.slice(0, -1);
-  if (input != null && !isJsonObject(input)) {
-    const hint = moved.has(where)
-      ? ` (the value moved to ${moved.get(where)}: write { ${moved.get(where)?.slice(prefix.length)}: ${JSON.stringify(input)} })`
-      : '';
-    throw new OptionValueError(where, `expected an object${hint}`);
-  }
+  if (input != null && !isJsonObject(input)) throw new OptionValueError(prefix.slice(0, -1), 'expected an object');
   const given = input ?? {};
   for (const key of Object.keys(given)) {
     if (Object.hasOwn(table, key) || allowed.has(key) || given[key] === undefined) continue;
-    const path = `${prefix}${key}`;
-    const to = moved.get(path);
-    throw new OptionValueError(
-      path,
-      to ? `moved to ${to}` : `unknown option (known: ${Object.keys(table).join(', ')})`,
-    );
+    throw new OptionValueError(`${prefix}${key}`, `unknown option (known: ${Object.keys(table).join(', ')})`);
   }
   const out: Record<string, unknown> = {};
   for (const [key, e] of Object.entries(table)) {
     const path = `${prefix}${key}`;
     if (e.entry === 'option') out[key] = checkValue(path, e, given[key]);
-    else if (e.entry === 'group') out[key] = resolveTable(e.rows, given[key], `${path}.`, undefined, moved);
-    else out[key] = resolveVariant(e, given[key], path, moved);
+    else if (e.entry === 'group') out[key] = resolveTable(e.rows, given[key], `${path}.`);
+    else out[key] = resolveVariant(e, given[key], path);
   }
   return out;
 }
 
-function resolveVariant(
-  e: OptionVariants,
-  input: unknown,
-  path: string,
-  moved: Map<string, string>,
-): Record<string, unknown> {
+function resolveVariant(e: OptionVariants, input: unknown, path: string): Record<string, unknown> {
   if (input != null && !isJsonObject(input)) throw new OptionValueError(path, 'expected an object');
   const { mode: given, ...rest } = input ?? {};
   const mode = checkValue(`${path}.mode`, e.mode, given) as string;
@@ -290,5 +296,5 @@ function resolveVariant(
       `unknown option (known for mode '${mode}': mode, ${Object.keys(mine).join(', ')})`,
     );
   }
-  return { mode, ...resolveTable(mine, rest, `${path}.`, undefined, moved) };
+  return { mode, ...resolveTable(mine, rest, `${path}.`) };
 }

@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { CsiClient, socketPathOf, CsiAddressError } from '../../src/csi/client.ts';
-import { CsiError, GRPC_CODES } from '../../src/csi/errors.ts';
-import { CSI_OPERATIONS_BUCKETS, CSI_OPERATIONS_METRIC } from '../../src/csi/metrics.ts';
-import { CsiProvisioner } from '../../src/csi/provisioner.ts';
+import { CsiClient, socketPathOf, CsiAddressError } from '../../src/csi/csi-client.ts';
+import { CsiError, GRPC_CODES } from '../../src/csi/grpc-status.ts';
+import { CSI_OPERATIONS_BUCKETS, CSI_OPERATIONS_METRIC } from '../../src/csi/csi-metrics.ts';
+import { CsiProvisioner } from '../../src/csi/csi-provisioner.ts';
 import { CsiStartupError } from '../../src/csi/startup.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { StubCsiPlugin } from '../../src/testing/csi-stub-plugin.ts';

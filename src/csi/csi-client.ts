@@ -8,8 +8,8 @@ import { Registry, type Histogram } from 'prom-client';
 import { realClock, type Clock } from '../runtime/clock.ts';
 import { silentLogger, type Logger } from '../runtime/logger.ts';
 import { decodeMessage, encodeMessage } from './codec.ts';
-import { CsiError, GRPC_CODES, grpcCodeName } from './errors.ts';
-import { createCsiOperationsMetric, UNKNOWN_DRIVER_NAME, type CsiOperationLabels } from './metrics.ts';
+import { CsiError, GRPC_CODES, grpcCodeName } from './grpc-status.ts';
+import { createCsiOperationsMetric, UNKNOWN_DRIVER_NAME, type CsiOperationLabels } from './csi-metrics.ts';
 import { CSI_RPCS, type CsiRpcName, type RequestOf, type ResponseOf } from './services.ts';
 
 /** The default per-call timeout (external-provisioner's `--timeout`). */

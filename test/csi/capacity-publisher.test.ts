@@ -3,7 +3,9 @@
 // update, delete stale and duplicates), the object it writes, and the owner per --capacity-ownerref-level.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { after, done } from '../../src/controller/next.ts';
 import {
+  CapacityController,
   capacityKey,
   capacityParameters,
   decideCapacity,
@@ -14,7 +16,7 @@ import {
   LABEL_DRIVER_NAME,
   LABEL_MANAGED_BY,
   type CapacityInput,
-} from '../../src/csi/capacity.ts';
+} from '../../src/csi/capacity-publisher.ts';
 import type { CSINode } from '../../src/csi/kinds.ts';
 import type { KubeClient } from '../../src/runtime/client.ts';
 import type { KubeObject, Node, StorageClass } from '../../src/types/k8s.ts';
@@ -217,5 +219,51 @@ describe('capacity: --capacity-ownerref-level', () => {
 
   it('a pod without a controller cannot name level 1', async () => {
     await assert.rejects(ownerReferenceFor(client, 'ns', 'lone', 1), /has no controller/);
+  });
+});
+
+describe('capacity: a standby (not the Lease holder)', () => {
+  it('parks its keys instead of looking again every 5 s, and the election event (onActive) puts them back', async () => {
+    let leading = false;
+    const listeners: Array<() => void> = [];
+    const calls: string[] = [];
+    const c = new CapacityController({
+      client: {} as KubeClient,
+      csi: {
+        call: (async (method: string) => {
+          calls.push(method);
+          throw new Error('not reached');
+        }) as never,
+      },
+      driverName: DRIVER,
+      namespace: 'ns',
+      active: () => leading,
+      onActive: (listener) => {
+        listeners.push(listener);
+        return () => listeners.splice(listeners.indexOf(listener), 1);
+      },
+    });
+    const signal = new AbortController().signal;
+    assert.deepEqual(await c.sync('k1', signal), done, 'no timed recheck');
+    assert.deepEqual(await c.sync('k2', signal), done);
+    assert.deepEqual(c.standbyKeys(), ['k1', 'k2']);
+    assert.deepEqual(calls, [], 'a standby asks the plugin nothing');
+    leading = true;
+    // Without a running queue the keys stay parked (run() subscribes and queues them on the event).
+    c.wake();
+    assert.deepEqual(c.standbyKeys(), ['k1', 'k2']);
+  });
+
+  it('without onActive (a library user passing active only) it still looks again after standbyRecheckMs', async () => {
+    const c = new CapacityController({
+      client: {} as KubeClient,
+      csi: { call: (async () => ({})) as never },
+      driverName: DRIVER,
+      namespace: 'ns',
+      active: () => false,
+      standbyRecheckMs: 1234,
+    });
+    assert.deepEqual(await c.sync('k', new AbortController().signal), after(1234));
+    assert.deepEqual(c.standbyKeys(), []);
   });
 });

@@ -27,7 +27,7 @@ import { errorMessage } from '../types/errors.ts';
 import type { KubeObject, Node, OwnerReference, Pod, StorageClass } from '../types/k8s.ts';
 import { formatBytes, parseQuantity } from '../types/quantity.ts';
 import type { CSIStorageCapacity } from '../types/storage-objects.ts';
-import type { CsiClient } from './client.ts';
+import type { CsiClient } from './csi-client.ts';
 import { csiNodes, type CSINode } from './kinds.ts';
 import { CSI_PARAMETER_PREFIX } from './parameters.ts';
 
@@ -308,7 +308,12 @@ export interface CapacityControllerOptions {
   immediateBinding?: boolean;
   /** Whether this instance may write (the controller's leadership); default always. */
   active?: () => boolean;
-  /** How often an inactive instance looks again whether it became active (default 5 s). */
+  /**
+   * Subscribes to "became active" (the controller's onStartedLeading): an inactive instance parks its keys and this
+   * event puts them back on the queue. Without it, an inactive instance looks again every `standbyRecheckMs`.
+   */
+  onActive?: (listener: () => void) => () => void;
+  /** Without onActive: how often an inactive instance looks again whether it became active (default 5 s). */
   standbyRecheckMs?: number;
   registry?: Registry;
   clock?: Clock;
@@ -332,6 +337,8 @@ export class CapacityController {
   private csiNodeInformer?: Informer<CSINode>;
   private nodeInformer?: Informer<Node>;
   private queue?: WorkQueue<string>;
+  /** Keys an inactive instance put aside until it becomes active (onActive). */
+  private readonly parked = new Set<string>();
 
   constructor(private readonly o: CapacityControllerOptions) {
     this.clock = o.clock ?? realClock;
@@ -339,6 +346,19 @@ export class CapacityController {
     this.metrics = capacityMetrics(o.registry);
     this.labels = { [LABEL_DRIVER_NAME]: o.driverName, [LABEL_MANAGED_BY]: o.managedBy ?? DEFAULT_MANAGED_BY };
     this.pollIntervalMs = o.pollIntervalMs ?? 60_000;
+  }
+
+  /** Keys waiting for this instance to become active. */
+  standbyKeys(): string[] {
+    return [...this.parked];
+  }
+
+  /** Became active: the parked keys go back on the queue (they stay parked until run() has one). */
+  wake(): void {
+    const queue = this.queue;
+    if (!queue) return;
+    for (const key of this.parked) queue.add(key);
+    this.parked.clear();
   }
 
   /** The combinations wanted now (after the caches synced). */
@@ -377,6 +397,7 @@ export class CapacityController {
     });
     this.queue = queue;
     this.wireHooks(queue);
+    const unsubscribe = this.o.onActive?.(() => this.wake());
     for (const inf of informers) inf.start(signal);
     const stop = () => queue.shutdown();
     signal.addEventListener('abort', stop, { once: true });
@@ -400,6 +421,7 @@ export class CapacityController {
       if (!signal.aborted) throw err;
     } finally {
       signal.removeEventListener('abort', stop);
+      unsubscribe?.();
       queue.shutdown();
       await Promise.all(informers.map((i) => i.stop()));
     }
@@ -494,7 +516,11 @@ export class CapacityController {
 
   /** One key: decide, poll GetCapacity if asked, decide again, write. */
   async sync(key: string, signal: AbortSignal): Promise<Next> {
-    if (this.o.active && !this.o.active()) return after(this.o.standbyRecheckMs ?? 5000);
+    if (this.o.active && !this.o.active()) {
+      if (!this.o.onActive) return after(this.o.standbyRecheckMs ?? 5000);
+      this.parked.add(key);
+      return done;
+    }
     let d = this.decide(key);
     if (d.action === 'poll') {
       const item = this.desired.get(key)!;

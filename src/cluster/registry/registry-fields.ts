@@ -1,4 +1,4 @@
-// Small building blocks shared by the registry entries (core/*.ts, the group files): the standard verb
+// The building blocks shared by the registry entries (core/*.ts, the group files): the standard verb
 // list, defaulting helpers for untyped JSON and field-selector getters. (Pod spec defaults: core/pod-defaults.ts.)
 import { fieldString, readPath } from '../common/meta.ts';
 import type { FieldGetter } from '../common/selectors.ts';

@@ -17,18 +17,19 @@ import {
   type ProvisionOptions,
   type ProvisionResult,
 } from '../controller/provisioner.ts';
-import type { ProvisionControllerOptions } from '../controller/options.ts';
+import type { ProvisionControllerOptions } from '../controller/options/controller-options.ts';
 import { realClock, type Clock } from '../runtime/clock.ts';
 import { silentLogger, type Logger } from '../runtime/logger.ts';
 import type { EventSink } from '../types/events.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../types/k8s.ts';
 import { ANN_SELECTED_NODE } from '../types/annotations.ts';
 import { errorMessage } from '../types/errors.ts';
-import { CsiClient } from './client.ts';
+import { claimProvisionerName } from '../controller/claim/decide-claim.ts';
+import { CsiClient } from './csi-client.ts';
 import type { CsiClusterAccess } from './cluster-access.ts';
 import { FINALIZER_SNAPSHOT_SOURCE_PROTECTION } from './content-source.ts';
-import { CsiError, GRPC_CODES, provisioningStateOf } from './errors.ts';
-import { DEFAULT_VOLUME_NAMING, checkVolumeNaming, volumeNameHook, type VolumeNaming } from './names.ts';
+import { CsiError, GRPC_CODES, provisioningStateOf } from './grpc-status.ts';
+import { DEFAULT_VOLUME_NAMING, checkVolumeNaming, volumeNameHook, type VolumeNaming } from './volume-names.ts';
 import {
   checkCsiClaim,
   prepareProvision,
@@ -36,9 +37,11 @@ import {
   type CsiRequestOptions,
   type PluginFacts,
 } from './provision-request.ts';
+import { NodeOwnership, type ClaimAccess, type NodeFit } from './node-ownership.ts';
 import { expandCsiVolume, type ExpansionMode } from './resize.ts';
 import { ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE, secretReference } from './secrets.ts';
 import { CsiStartupError, waitForPlugin, type CsiDriverInfo } from './startup.ts';
+import { accessibilityRequirements } from './topology.ts';
 import { persistentVolumeFor } from './volume.ts';
 
 /** CsiProvisioner's settings (external-provisioner's flags); every field has its default. */
@@ -51,10 +54,22 @@ export interface CsiProvisionerSettings extends Partial<CsiRequestOptions> {
   identity?: string;
   /**
    * `--node-deployment`: this instance serves one node. Only claims whose selected node is `name` are provisioned
-   * (external-provisioner's checkNode; Immediate claims are left alone, see docs/csi.md), and only PVs whose node
-   * affinity admits a node with `labels` are deleted or expanded here.
+   * (external-provisioner's checkNode), and only PVs whose node affinity admits a node with `labels` are deleted
+   * or expanded here. With `immediateBinding` (`--node-deployment-immediate-binding`), an Immediate claim that no
+   * node was selected for is raced for (NodeOwnership): the first instance whose node fits selects itself.
    */
-  node?: { name: string; labels: Record<string, string> };
+  node?: { name: string; labels: Record<string, string>; immediateBinding?: NodeImmediateBinding };
+}
+
+/** `--node-deployment-immediate-binding` and its delays. */
+export interface NodeImmediateBinding {
+  claims: ClaimAccess;
+  /** `--node-deployment-base-delay` (20 s). */
+  baseDelayMs?: number;
+  /** `--node-deployment-max-delay` (60 s). */
+  maxDelayMs?: number;
+  /** [0, 1) for the jitter (default Math.random). */
+  random?: () => number;
 }
 
 /** Everything a CsiProvisioner works with. */
@@ -106,6 +121,8 @@ export class CsiProvisioner implements Provisioner {
   private readonly logger: Logger;
   private readonly inUseErrors = new Set<string>();
   private readonly node: { name: string; labels: Record<string, string> } | undefined;
+  /** The race for unselected Immediate claims (node deployment with immediate binding). */
+  readonly ownership?: NodeOwnership;
 
   constructor(d: CsiProvisionerDeps) {
     const caps = d.driver.controllerCapabilities;
@@ -134,9 +151,23 @@ export class CsiProvisioner implements Provisioner {
       strictTopology: d.strictTopology ?? false,
       immediateTopology: d.immediateTopology ?? true,
       extraCreateMetadata: d.extraCreateMetadata ?? false,
+      preventVolumeModeConversion: d.preventVolumeModeConversion ?? true,
     };
     this.publishReadOnly = d.controllerPublishReadOnly ?? false;
     this.node = d.node;
+    const ib = d.node?.immediateBinding;
+    if (d.node && ib) {
+      this.ownership = new NodeOwnership({
+        nodeName: d.node.name,
+        claims: ib.claims,
+        fits: (claim, check, signal) => this.nodeFits(claim, check.capacity, signal),
+        ...(ib.baseDelayMs !== undefined ? { baseDelayMs: ib.baseDelayMs } : {}),
+        ...(ib.maxDelayMs !== undefined ? { maxDelayMs: ib.maxDelayMs } : {}),
+        ...(ib.random ? { random: ib.random } : {}),
+        ...(d.clock ? { clock: d.clock } : {}),
+        ...(d.logger ? { logger: d.logger } : {}),
+      });
+    }
     this.events = d.events;
     this.logger = (d.logger ?? silentLogger).child({ driver: d.driver.name });
     const mode: ExpansionMode = caps.has('EXPAND_VOLUME') ? 'controller' : d.driver.volumeExpansion ? 'node' : 'none';
@@ -213,9 +244,65 @@ export class CsiProvisioner implements Provisioner {
     return volume.spec.csi?.driver === this.driverName && this.onThisNode(volume);
   }
 
-  /** A node deployment provisions the claims selected for its node only (external-provisioner's checkNode). */
+  /**
+   * A node deployment provisions the claims selected for its node only (external-provisioner's checkNode). With
+   * immediate binding, a claim of this driver that no node was selected for starts the race to select this node
+   * (it is provisioned here once the annotation names this node).
+   */
   shouldProvision(claim: PersistentVolumeClaim): boolean {
-    return !this.node || claim.metadata.annotations?.[ANN_SELECTED_NODE] === this.node.name;
+    if (!this.node) return true;
+    if (this.ownership && claimProvisionerName(claim) === this.driverName) this.ownership.observe(claim);
+    return claim.metadata.annotations?.[ANN_SELECTED_NODE] === this.node.name;
+  }
+
+  /**
+   * Whether this node may take an unselected claim (node deployment, immediate binding): its class must be an
+   * Immediate class of this driver, the class's allowed topologies must admit the node, and with `capacity` the
+   * plugin's GetCapacity for this node's segment must have room for the request (external-provisioner's
+   * checkCapacity asks every requisite segment; a node's plugin can answer for its own only).
+   */
+  async nodeFits(claim: PersistentVolumeClaim, capacity: boolean, signal: AbortSignal): Promise<NodeFit> {
+    const node = this.node;
+    const className = claim.spec.storageClassName;
+    if (!node || !className) return 'not-immediate';
+    const sc = await this.cluster.getStorageClass(className, signal);
+    if (!sc || sc.provisioner !== this.driverName) return 'not-immediate';
+    if ((sc.volumeBindingMode ?? 'Immediate') !== 'Immediate') return 'not-immediate';
+    let segment: Record<string, string> | undefined;
+    if (this.facts.topology) {
+      try {
+        const req = await accessibilityRequirements(
+          {
+            driverName: this.driverName,
+            claimName: claim.metadata.name ?? '',
+            allowedTopologies: sc.allowedTopologies,
+            selectedNodeName: node.name,
+            strictTopology: this.request.strictTopology,
+            immediateTopology: this.request.immediateTopology,
+          },
+          this.cluster,
+          signal,
+        );
+        segment = req?.preferred?.[0]?.segments;
+      } catch (err) {
+        // "allowed topologies is not compatible": not this node's claim. Other failures surface when provisioning.
+        if ((sc.allowedTopologies ?? []).length > 0) return 'no';
+        this.logger.info({ pvc: claim.metadata.name, err: errorMessage(err) }, 'topology check failed; trying anyway');
+      }
+    }
+    if (!capacity || !this.facts.controllerCapabilities.has('GET_CAPACITY')) return 'yes';
+    const checked = checkCsiClaim(claim, sc, volumeNameHook(this.naming)(claim), this.facts, this.request);
+    if (checked.requiredBytes === 0n) return 'yes';
+    const reply = await this.client.call(
+      'getCapacity',
+      {
+        volumeCapabilities: checked.capabilities,
+        parameters: checked.parameters,
+        ...(segment ? { accessibleTopology: { segments: segment } } : {}),
+      },
+      { signal },
+    );
+    return checked.requiredBytes <= (reply.availableCapacity ?? 0n) ? 'yes' : 'no';
   }
 
   /** A node deployment deletes the volumes of its node only: those whose node affinity admits this node. */
@@ -418,8 +505,9 @@ export class CsiProvisioner implements Provisioner {
     return out;
   }
 
-  /** Closes the gRPC channel. */
+  /** Closes the gRPC channel (and stops the node deployment's ownership attempts). */
   close(): void {
+    this.ownership?.stop();
     this.client.close();
   }
 }

@@ -3,8 +3,8 @@
 // ResolvedOptions) are derived from it, resolveOptions checks and defaults from it, `run hostpath` builds its flags
 // from it, and the generated tables of docs/configuration.md and docs/writing-a-provisioner.md are rendered from it
 // (`npm run gen:docs`; the docs tests fail when they are stale). Adding an option is adding a row.
-import { LEADER_ELECTION_DEFAULTS } from '../runtime/leader-election.ts';
-import type { PersistentVolumeClaim } from '../types/k8s.ts';
+import { LEADER_ELECTION_DEFAULTS } from '../../runtime/leader-election.ts';
+import type { PersistentVolumeClaim } from '../../types/k8s.ts';
 import { boolean, choice, duration, group, hook, integer, list, number, text, variants } from './option-spec.ts';
 
 const SECOND = 1000;
@@ -41,7 +41,6 @@ export const CONTROLLER_OPTIONS = {
         default: 'lease',
         flag: 'leader-election',
         placeholder: '<mode>',
-        movedFrom: 'leaderElection',
         help: 'lease: one active replica; none: always active; per-claim: active/active with a lock per claim',
         doc: '`lease`: one `coordination.k8s.io` Lease per provisioner name, one active replica; `none`: always active (one replica, or the DaemonSet where the node is the shard); `per-claim`: every replica works, a lock annotation on each claim decides who provisions it',
       }),
@@ -49,7 +48,6 @@ export const CONTROLLER_OPTIONS = {
       namespace: text({
         flag: 'leader-election-namespace',
         placeholder: '<ns>',
-        movedFrom: 'leaderElectionNamespace',
         help: "namespace of the Lease (default: $POD_NAMESPACE, the service account's, then default)",
         doc: 'namespace of the Lease',
         docDefault: "`$POD_NAMESPACE`, then the service account's namespace, then `default`",
@@ -59,7 +57,6 @@ export const CONTROLLER_OPTIONS = {
         min: 1,
         default: LEADER_ELECTION_DEFAULTS.leaseDurationMs,
         flag: 'lease-duration',
-        movedFrom: 'leaseDurationMs',
         help: 'lease (and per-claim lock) duration',
         doc: 'how long a Lease (or per-claim lock) is valid without renewal',
       }),
@@ -68,7 +65,6 @@ export const CONTROLLER_OPTIONS = {
         min: 1,
         default: LEADER_ELECTION_DEFAULTS.renewDeadlineMs,
         flag: 'renew-deadline',
-        movedFrom: 'renewDeadlineMs',
         help: 'the leader gives up if it cannot renew within this',
         doc: 'the leader steps down when it cannot renew within this; must be < lease duration',
       }),
@@ -77,7 +73,6 @@ export const CONTROLLER_OPTIONS = {
         min: 1,
         default: LEADER_ELECTION_DEFAULTS.retryPeriodMs,
         flag: 'retry-period',
-        movedFrom: 'retryPeriodMs',
         help: 'interval between lease attempts',
         doc: 'interval between acquire/renew attempts; renew deadline must be > 1.2 × this',
       }),
@@ -119,7 +114,6 @@ export const CONTROLLER_OPTIONS = {
       min: 0,
       default: 15,
       flag: 'failed-provision-threshold',
-      movedFrom: 'failedProvisionThreshold',
       help: 'failed attempts before a claim is given up (0 = retry forever)',
       doc: 'failed attempts before a claim is given up (`ProvisioningGivenUp` event; retried again only when the claim or its class changes); `0` = retry forever',
     }),
@@ -128,7 +122,6 @@ export const CONTROLLER_OPTIONS = {
       min: 0,
       default: 15,
       flag: 'failed-delete-threshold',
-      movedFrom: 'failedDeleteThreshold',
       help: 'failed attempts before a volume deletion is given up (0 = retry forever)',
       doc: 'the same for deleting volumes',
     }),
@@ -137,7 +130,6 @@ export const CONTROLLER_OPTIONS = {
       min: 1,
       default: 15 * SECOND,
       flag: 'backoff-base',
-      movedFrom: 'backoffBaseMs',
       help: 'first retry delay after an error',
     }),
     /** Retry delay cap. */
@@ -145,14 +137,12 @@ export const CONTROLLER_OPTIONS = {
       min: 1,
       default: 1000 * SECOND,
       flag: 'backoff-max',
-      movedFrom: 'backoffMaxMs',
       help: 'retry delay cap',
     }),
     /** Double the retry delay after each error (true) or always wait `backoffBaseMs` (false). */
     exponentialBackoff: boolean({
       default: true,
       flag: 'exponential-backoff',
-      movedFrom: 'exponentialBackoffOnError',
       help: 'double the retry delay after each error (false: a fixed --backoff-base)',
       doc: 'double the delay after each failure; `false`: always the base delay',
     }),
@@ -161,7 +151,6 @@ export const CONTROLLER_OPTIONS = {
       min: Number.MIN_VALUE,
       default: 10,
       flag: 'queue-qps',
-      movedFrom: 'queueQps',
       help: 'rate limit of retries per queue',
       doc: 'overall rate of retries per queue (claims, volumes: separate buckets)',
     }),
@@ -170,7 +159,6 @@ export const CONTROLLER_OPTIONS = {
       min: 1,
       default: 100,
       flag: 'queue-burst',
-      movedFrom: 'queueBurst',
       help: 'burst of retries per queue',
       doc: 'burst of that bucket',
     }),
@@ -181,7 +169,6 @@ export const CONTROLLER_OPTIONS = {
     infeasibleDelayMs: duration({
       default: 5 * MINUTE,
       flag: 'retry-interval-max',
-      movedFrom: 'retryIntervalMaxMs',
       help: 'earliest retry of an infeasible claim (unless it or its class changes)',
       doc: 'an infeasible claim (e.g. a bad StorageClass parameter) is not retried before this, unless it or its class changes',
     }),
@@ -331,12 +318,3 @@ export const CONTROLLER_OPTIONS = {
     }),
   }),
 };
-
-/** A duration as Go writes it in flags: `15s`, `15m`, `1h`, `1000s`, `0`. */
-export function formatDuration(ms: number): string {
-  if (ms === 0) return '0';
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
-  if (ms % 1000 === 0) return `${ms / 1000}s`;
-  return `${ms}ms`;
-}

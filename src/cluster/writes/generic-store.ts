@@ -23,7 +23,7 @@ import { PatchError } from '../patch/patch-error.ts';
 import { rootModel } from '../schema/schema.ts';
 import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
 import { validateObjectMeta } from '../registry/validation.ts';
-import { StoredEntry } from '../storage/watch-cache.ts';
+import { StoredEntry } from '../storage/stored-entry.ts';
 import { checkPatchResult } from '../storage/write-limits.ts';
 import type { Storage } from '../storage/store.ts';
 import { deletionFinalizers, type PropagationOptions } from './deletion-finalizers.ts';

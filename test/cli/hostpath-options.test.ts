@@ -2,18 +2,13 @@
 // flag combinations, through the same commander definition the command uses.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CONTROLLER_OPTIONS } from '../../src/controller/option-table.ts';
-import { flatRows } from '../../src/controller/option-spec.ts';
-import { ConfigurationError, DEFAULTS, resolveOptions } from '../../src/controller/options.ts';
-import {
-  CliOptionError,
-  controllerFlagRows,
-  DEFAULT_PROVISIONER_NAME,
-  envName,
-  parseConfigMapRef,
-  parseDuration,
-  parseRunHostPathArgs,
-} from '../../src/cli/options.ts';
+import { CONTROLLER_OPTIONS } from '../../src/controller/options/option-table.ts';
+import { flatRows } from '../../src/controller/options/option-spec.ts';
+import { ConfigurationError, DEFAULTS, resolveOptions } from '../../src/controller/options/controller-options.ts';
+import { CliOptionError } from '../../src/cli/flags.ts';
+import { DEFAULT_PROVISIONER_NAME, parseConfigMapRef, parseRunHostPathArgs } from '../../src/cli/hostpath-options.ts';
+import { parseDuration } from '../../src/controller/options/option-format.ts';
+import { controllerFlagRows, envName } from '../../src/controller/options/option-parse.ts';
 
 describe('run hostpath flags', () => {
   it('defaults match the controller defaults', () => {
@@ -91,6 +86,12 @@ describe('run hostpath flags', () => {
     assert.deepEqual(
       withFlag.map((r) => r.path),
       controllerFlagRows().map((r) => r.path),
+    );
+    // A row's help is optional (StorageClass parameters have no --help), but a flag without it would show blank.
+    assert.deepEqual(
+      withFlag.filter((r) => !r.row.help).map((r) => r.path),
+      [],
+      'every flag row has its --help line',
     );
     // Rows without a flag are library-only by design (a hook, the background save queue's delays).
     assert.deepEqual(

@@ -3,13 +3,11 @@
 // rules between options, once at construction. Invalid options throw a typed ConfigurationError; nothing here ever
 // exits the process.
 import { readFileSync } from 'node:fs';
-import { leaderElectionTimingProblem } from '../runtime/leader-election.ts';
-import { isJsonObject } from '../types/json.ts';
-import { isDnsLabel } from '../types/names.ts';
+import { leaderElectionTimingProblem } from '../../runtime/leader-election.ts';
+import { isJsonObject } from '../../types/json.ts';
+import { isDnsLabel } from '../../types/names.ts';
 import { CONTROLLER_OPTIONS } from './option-table.ts';
 import { OptionValueError, resolveTable, type OptionsOf, type OptionTable, type ResolvedOf } from './option-spec.ts';
-
-export { defaultVolumeName, type LeaderElectionMode, type SelectorPolicy } from './option-table.ts';
 
 /** Thrown by resolveOptions() (and the controller's constructor) when options are invalid or contradictory. */
 export class ConfigurationError extends Error {
@@ -105,8 +103,8 @@ function checkRules(o: ResolvedOptions): void {
 }
 
 /**
- * Applies the defaults and validates. Throws ConfigurationError naming the offending option (an unknown one too,
- * with its new place when it is a flat name from before options were grouped); never exits. `environment` supplies
+ * Applies the defaults and validates. Throws ConfigurationError naming the offending option (an unknown one too);
+ * never exits. `environment` supplies
  * the default leader-election namespace (defaults to the process environment); `allowedKeys` are other top-level
  * keys the caller's object may hold (the controller's dependencies).
  */

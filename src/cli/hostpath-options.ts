@@ -1,34 +1,36 @@
 // Flag definitions of `kube-provisioner run hostpath` (its own flags, and one flag per row of the controller's
-// option table), environment-variable fallbacks applied from an explicit environment, and their conversion into
-// typed options. Parsing is separate from running so that the flags are testable without a cluster and the
-// manifests' args can be checked against the real parser.
-import { Command, InvalidArgumentError, Option } from 'commander';
-import { CONTROLLER_OPTIONS, formatDuration } from '../controller/option-table.ts';
-import { durationBounds, flatRows, TIMER_MAX_MS, type FlatRow, type OptionRow } from '../controller/option-spec.ts';
-import type { ProvisionControllerOptions } from '../controller/options.ts';
-import { validateProvisionerName } from '../controller/options.ts';
+// option table), and their conversion into typed options. The rows' flags, their readers and the environment
+// fallbacks come from src/cli/flags.ts and the option room (src/controller/options/); this file is the command's
+// wiring. Parsing is separate from running so that the flags are testable without a cluster and the manifests'
+// args can be checked against the real parser.
+import { Command } from 'commander';
+import { validateProvisionerName, type ProvisionControllerOptions } from '../controller/options/controller-options.ts';
+import { controllerFlagRows, optionsFromFlags } from '../controller/options/option-parse.ts';
+import { OptionValueError, TIMER_MAX_MS } from '../controller/options/option-spec.ts';
+import { CONTROLLER_OPTIONS } from '../controller/options/option-table.ts';
 import type { HostPathMode } from '../hostpath/hostpath-provisioner.ts';
 import { checkNfsExport, type NfsExport } from '../hostpath/config/hostpath-config.ts';
-import { parseListenAddress } from '../runtime/health-server.ts';
 import { isDnsLabel, isDnsSubdomain } from '../types/names.ts';
+import {
+  addConnectionOptions,
+  addressArg,
+  applyEnvironment,
+  attributeOf,
+  CliOptionError,
+  durationArg,
+  givenIn,
+  LOG_LEVELS,
+  numberArg,
+  opt,
+  rowOption,
+  type GivenFlag,
+  type LogLevel,
+} from './flags.ts';
 
 /** The default provisioner name of `run hostpath` (StorageClass `provisioner:` field). */
 export const DEFAULT_PROVISIONER_NAME = 'kube-provisioner.io/hostpath';
 /** ConfigMap key holding the configuration when `--config-key` is not given (local-path's name). */
 export const DEFAULT_CONFIG_KEY = 'config.json';
-export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-/** Invalid or contradictory flags (after commander's own per-flag parsing). */
-export class CliOptionError extends Error {
-  override name = 'CliOptionError';
-  constructor(
-    readonly flag: string,
-    message: string,
-  ) {
-    super(`${flag}: ${message}`);
-  }
-}
 
 /** A ConfigMap reference `namespace/name` (namespace defaulted from the pod's). */
 export interface ConfigMapRef {
@@ -72,179 +74,6 @@ export interface RunHostPathOptions {
   kubeApiBurst: number;
   kubeApiTimeoutMs: number;
   controller: ProvisionControllerOptions;
-}
-
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Go-style durations: `15s`, `1m30s`, `250ms`, `2h`, `0`. Returns milliseconds. */
-export function parseDuration(text: string): number {
-  const s = text.trim();
-  if (s === '0') return 0;
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
-  let total = 0;
-  let matched = 0;
-  for (let m = re.exec(s); m; m = re.exec(s)) {
-    total += Number(m[1]) * UNIT_MS[m[2]];
-    matched = re.lastIndex;
-  }
-  if (matched === 0 || matched !== s.length)
-    throw new InvalidArgumentError(`"${text}" is not a duration (e.g. 500ms, 15s, 1m30s, 2h)`);
-  return total;
-}
-
-function durationArg(min: number, max: number): (v: string) => number {
-  return (v) => {
-    const ms = parseDuration(v);
-    if (ms < min) throw new InvalidArgumentError(`"${v}" is shorter than ${formatDuration(min)}`);
-    if (ms > max)
-      throw new InvalidArgumentError(
-        `"${v}" is longer than ${max} ms${max === TIMER_MAX_MS ? ' (about 24.8 days, the longest timer Node keeps)' : ''}`,
-      );
-    return ms;
-  };
-}
-
-/** A commander parser of integers >= `min`. */
-export function intArg(min: number): (v: string) => number {
-  return (v) => {
-    const n = Number(v);
-    if (!/^-?\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || n < min)
-      throw new InvalidArgumentError(`"${v}" is not an integer >= ${min}`);
-    return n;
-  };
-}
-
-function numberArg(min: number): (v: string) => number {
-  return (v) => {
-    const n = Number(v);
-    if (v.trim() === '' || !Number.isFinite(n) || n < min)
-      throw new InvalidArgumentError(`"${v}" is not a number >= ${min}`);
-    return n;
-  };
-}
-
-/** A commander parser of listen addresses: `host:port`, `:port`, or `off` (also the empty string). */
-export function addressArg(v: string): string {
-  if (v === 'off' || v === '') return 'off';
-  try {
-    parseListenAddress(v);
-  } catch {
-    throw new InvalidArgumentError(`"${v}" is not host:port, :port or off`);
-  }
-  return v;
-}
-
-/** `true/false`, `1/0`, `yes/no`: switches take an optional value so that `ENV=false` means false. */
-export function parseBoolean(v: string): boolean {
-  const t = v.trim().toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(t)) return true;
-  if (['false', '0', 'no', 'off'].includes(t)) return false;
-  throw new InvalidArgumentError(`"${v}" is not true or false`);
-}
-
-function listArg(v: string): string[] {
-  return v
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-}
-
-/** `KUBE_PROVISIONER_<FLAG>`: the environment fallback of a flag without a conventional variable. */
-export function envName(flag: string): string {
-  return `KUBE_PROVISIONER_${flag.replace(/-/g, '_').toUpperCase()}`;
-}
-
-/** The environment variable of each option that has one (kept here, not in commander, which reads process.env). */
-const ENV_VARS = new WeakMap<Option, string>();
-
-/** The environment variable that sets `option`, if any. */
-export function envVarOf(option: Option): string | undefined {
-  return ENV_VARS.get(option);
-}
-
-/** One flag: `--name <value>` (or a boolean switch) with its env fallback. */
-export function opt(flags: string, description: string, env?: string | false): Option {
-  const name = /--([a-z0-9-]+)/.exec(flags)?.[1] ?? '';
-  const variable = env === false ? undefined : (env ?? envName(name));
-  const o = new Option(flags, variable ? `${description} (env: ${variable})` : description);
-  if (variable) ENV_VARS.set(o, variable);
-  return o;
-}
-
-/**
- * Fills options not given on the command line from `env` (flag wins), through each option's own parser and
- * choices. Called before the action runs, with process.env by the command and an explicit map by tests.
- */
-export function applyEnvironment(cmd: Command, env: NodeJS.ProcessEnv): void {
-  for (const o of cmd.options as Option[]) {
-    const variable = ENV_VARS.get(o);
-    const raw = variable ? env[variable] : undefined;
-    if (raw === undefined || cmd.getOptionValueSource(o.attributeName()) === 'cli') continue;
-    if (o.argChoices && !o.argChoices.includes(raw)) {
-      throw new CliOptionError(variable ?? '', `"${raw}" is not one of ${o.argChoices.join(', ')}`);
-    }
-    let value: unknown = raw;
-    try {
-      if (o.parseArg) value = o.parseArg(raw, undefined);
-    } catch (err) {
-      throw new CliOptionError(variable ?? '', err instanceof Error ? err.message : String(err));
-    }
-    cmd.setOptionValueWithSource(o.attributeName(), value, 'env');
-  }
-}
-
-/** A flag's value placeholder: the row's own, or one derived from its kind. */
-export function placeholderOf(row: OptionRow): string {
-  const t = row.kind.type;
-  return row.placeholder ?? (t === 'duration' ? '<duration>' : t === 'boolean' ? '[bool]' : '<n>');
-}
-
-/** The `run hostpath` flag of one controller option row. */
-function rowOption(row: OptionRow & { flag: string }): Option {
-  const k = row.kind;
-  const o = opt(`--${row.flag} ${placeholderOf(row)}`, row.help);
-  if (k.type === 'duration') o.argParser(durationArg(...durationBounds(k)));
-  else if (k.type === 'integer') o.argParser(intArg(k.min));
-  else if (k.type === 'number') o.argParser(numberArg(k.min));
-  else if (k.type === 'boolean') o.argParser(parseBoolean);
-  else if (k.type === 'choice') o.choices([...k.values]);
-  else if (k.type === 'list') o.argParser(listArg);
-  if (row.default !== undefined && !(Array.isArray(row.default) && row.default.length === 0)) {
-    if (k.type === 'duration') o.default(row.default, formatDuration(row.default as number));
-    else o.default(row.default);
-  }
-  return o;
-}
-
-/** A controller option row that has a flag. */
-export type FlagRow = FlatRow & { row: { flag: string } };
-
-/** The controller option rows that have a flag, in table order. */
-export function controllerFlagRows(): FlagRow[] {
-  return flatRows(CONTROLLER_OPTIONS).filter((r): r is FlagRow => r.row.flag !== undefined);
-}
-
-/** commander's attribute name of a flag (`worker-threads` -> `workerThreads`). */
-function attributeOf(flag: string): string {
-  return flag.replace(/-([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
-}
-
-/** Adds the flags shared by commands that talk to an API server. */
-export function addConnectionOptions(cmd: Command): Command {
-  return cmd
-    .addOption(
-      opt('--kubeconfig <file>', 'kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)', false),
-    )
-    .addOption(opt('--context <name>', 'kubeconfig context (default: its current-context)'))
-    .addOption(
-      opt('--kube-api-qps <n>', 'client-side request rate limit (0 = unlimited)').argParser(numberArg(0)).default(20),
-    )
-    .addOption(opt('--kube-api-burst <n>', 'client-side burst above the rate').argParser(intArg(1)).default(30))
-    .addOption(
-      opt('--kube-api-timeout <duration>', 'timeout of one API request')
-        .argParser(durationArg(0, TIMER_MAX_MS))
-        .default(30_000, '30s'),
-    );
 }
 
 /** Adds every flag of `run hostpath` to `cmd`. */
@@ -365,44 +194,21 @@ export interface RawRunHostPathFlags {
   [controllerFlag: string]: unknown;
 }
 
-/** Whether an option's value came from the command line or the environment (not its default). */
-export type GivenFlag = (attribute: string) => boolean;
-
-/** The GivenFlag of a parsed command. */
-export function givenIn(cmd: Command): GivenFlag {
-  return (attribute) => {
-    const source = cmd.getOptionValueSource(attribute);
-    return source === 'cli' || source === 'env';
-  };
-}
-
 /**
  * The controller options the flags set: each row's flag value at the row's path. A row of a variant the mode flag
  * did not choose is left out when it only holds its default, and refused when it was given.
  */
 function controllerOptionsFrom(f: RawRunHostPathFlags, given: GivenFlag): ProvisionControllerOptions {
-  const out: Record<string, unknown> = {};
-  const rows = controllerFlagRows();
-  const modeFlagOf = (path: string): string => rows.find((r) => r.path === `${path}.mode`)?.row.flag ?? '';
-  for (const { path, row, variant } of rows) {
-    const attribute = attributeOf(row.flag);
-    const value = f[attribute];
-    if (value === undefined) continue;
-    const keys = path.split('.');
-    if (variant !== undefined) {
-      const modeFlag = modeFlagOf(keys.slice(0, -1).join('.'));
-      const mode = f[attributeOf(modeFlag)];
-      if (mode !== variant) {
-        if (given(attribute))
-          throw new CliOptionError(`--${row.flag}`, `belongs to --${modeFlag} ${variant}, not ${String(mode)}`);
-        continue;
-      }
-    }
-    let at = out;
-    for (const key of keys.slice(0, -1)) at = (at[key] ??= {}) as Record<string, unknown>;
-    at[keys[keys.length - 1]] = value;
+  try {
+    return optionsFromFlags(
+      CONTROLLER_OPTIONS,
+      (flag) => f[attributeOf(flag)],
+      (flag) => given(attributeOf(flag)),
+    ) as ProvisionControllerOptions;
+  } catch (err) {
+    if (err instanceof OptionValueError) throw new CliOptionError(err.option, err.message);
+    throw err;
   }
-  return out as ProvisionControllerOptions;
 }
 
 /** `ns/name` or `name` (namespace from $POD_NAMESPACE, else `default`). */

@@ -7,8 +7,8 @@ import { lstat, mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { sendUnaryData, Server, ServerUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { silentLogger, type Logger } from '../runtime/logger.ts';
-import { socketPathOf } from './client.ts';
-import { CsiError, GRPC_CODES, grpcCodeName, type GrpcCodeName } from './errors.ts';
+import { socketPathOf } from './csi-client.ts';
+import { CsiError, GRPC_CODES, grpcCodeName, type GrpcCodeName } from './grpc-status.ts';
 import {
   CSI_RPCS,
   serviceDefinition,

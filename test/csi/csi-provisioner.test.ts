@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { FINALIZER_CLONE_PROTECTION, FINALIZER_SNAPSHOT_SOURCE_PROTECTION } from '../../src/csi/content-source.ts';
-import { CsiProvisioner, type CsiProvisionerStartOptions } from '../../src/csi/provisioner.ts';
+import { CsiProvisioner, type CsiProvisionerStartOptions } from '../../src/csi/csi-provisioner.ts';
 import { VolumeInUseError } from '../../src/csi/resize.ts';
 import { ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE } from '../../src/csi/secrets.ts';
 import {
