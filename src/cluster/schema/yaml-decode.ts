@@ -8,8 +8,9 @@
 // stack), but its composer, `toJS` and `visit` recurse once per level and run out of stack at about 800 levels
 // on the loop's 984 KB stack (fewer while the code is still interpreted). A stack overflow that lands in V8's
 // regexp compiler aborts the whole process ("RegExpCompiler Allocation failed"), uncatchable. So the body is
-// parsed to the library's CST, its depth measured with an explicit stack (measureYamlDepth), and the composer
-// runs on that CST only when it is within MAX_YAML_DEPTH.
+// parsed to the library's CST one lexeme at a time, stopped as soon as the parser's open collections pass
+// MAX_YAML_DEPTH (a 3 MiB body of `[` costs about 200 lexemes), the complete CST measured again with an explicit
+// stack (measureYamlDepth), and the composer runs on that CST only when it is within the limit.
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
