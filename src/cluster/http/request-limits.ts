@@ -8,7 +8,10 @@ import { DEFAULT_OBJECT_LIMITS } from '../storage/write-limits.ts';
 export interface ServerLimits {
   /** Largest serialized object a write may store (etcd's default request limit, 1.5 MiB); 413 beyond. */
   maxObjectBytes: number;
-  /** JSON nesting limit of request bodies and patch results (apimachinery: 10,000); 400 beyond. */
+  /**
+   * JSON nesting limit of request bodies and patch results (apimachinery: 10,000); 400 beyond. YAML bodies stop
+   * at the lower of this and MAX_YAML_DEPTH (200, the yaml library's recursion: schema/yaml-decode.ts).
+   */
   maxJsonDepth: number;
   /** Accumulated size of the values a JSON patch copies (kube: the request body limit); 422 beyond. */
   maxPatchCopyBytes: number;
