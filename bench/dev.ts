@@ -103,7 +103,9 @@ async function runShape(where: ClusterThread, build: { label: string; bin: strin
   if (heapSnapshot) nodeArgs.push('--heapsnapshot-signal=SIGUSR2');
   // A diagnostic report at the end: each thread's heap, committed and used (what RSS holds beyond live objects).
   const reportDir = await mkdtemp(join(tmpdir(), 'kp-bench-dev-report-'));
-  nodeArgs.push('--report-on-signal', '--report-signal=SIGWINCH', `--report-directory=${reportDir}`);
+  // Through NODE_OPTIONS, not the command line: dev's cluster worker thread takes the process's execArgv, and node
+  // refuses a Worker given the process-wide --report-* flags ("Initiated Worker with invalid execArgv flags").
+  const reportOptions = ['--report-on-signal', '--report-signal=SIGWINCH', `--report-directory=${reportDir}`];
   if (heapSnapshot) mkdirSync(resolve(heapSnapshot), { recursive: true });
   const started = performance.now();
   const child = spawn(
@@ -111,6 +113,7 @@ async function runShape(where: ClusterThread, build: { label: string; bin: strin
     [...nodeArgs, build.bin, 'dev', '--port', '0', '--data-dir', dataDir, '--cluster-thread', where],
     {
       cwd: heapSnapshot ? resolve(heapSnapshot) : dataDir,
+      env: { ...process.env, NODE_OPTIONS: [process.env.NODE_OPTIONS ?? '', ...reportOptions].join(' ').trim() },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
