@@ -1,8 +1,9 @@
-// The volume loop's sync: decideVolume on the cached PV, then the finalizer patch, provisioner.delete() (once per PV
-// uid), the PV deletion with a uid precondition (never deletes a same-named successor; other conflicts are retried),
-// our finalizer's removal, the per-claim-mode volume lock around delete(), VolumeFailedDelete events, delete metrics
-// and the shared failure tail. Returns what should happen next; the worker applies it to the queue.
-import { ConflictError, NotFoundError } from '../../runtime/status-errors.ts';
+// The volume loop's sync: decideVolume on the cached PV, then the finalizer patch (guarded by a test of the list
+// read; re-read and retried when the list changed meanwhile), provisioner.delete() (once per PV uid), the PV deletion
+// with a uid precondition (never deletes a same-named successor; other conflicts are retried), our finalizer's
+// removal, the per-claim-mode volume lock around delete(), VolumeFailedDelete events, delete metrics and the shared
+// failure tail. Returns what should happen next; the worker applies it to the queue.
+import { ConflictError, InvalidError, NotFoundError } from '../../runtime/status-errors.ts';
 import type { Logger } from '../../types/logger.ts';
 import { persistentVolumes } from '../../runtime/resources.ts';
 import { FINALIZER_EXTERNAL_PROVISIONER } from '../../types/annotations.ts';
@@ -66,26 +67,59 @@ export async function syncVolume(s: ControllerShared, t: ControllerTerm, name: s
   }
 }
 
-/** Adds or removes our finalizer with a JSON patch guarded by a test of the current list (no lost updates). */
+/**
+ * Tries of the guarded finalizer patch. A failed `test` (kube-apiserver answers 422 Invalid) means the list changed
+ * since we read it, e.g. the pv-protection controller dropped its finalizer right after our PV delete: we re-read
+ * and patch the fresh list, as client-go's RetryOnConflict does, a bounded number of times.
+ */
+const FINALIZER_PATCH_TRIES = 3;
+
+/**
+ * Adds or removes our finalizer with a JSON patch guarded by a test of the current list (no lost updates). When the
+ * guard fails, re-reads the PV and retries on the fresh list; our finalizer already as wanted, or the PV replaced by
+ * a same-named one, is success. A NotFound is thrown as it came (callers treat it as done).
+ */
 async function patchFinalizer(
   s: ControllerShared,
   volume: PersistentVolume,
   change: 'add' | 'remove',
   signal: AbortSignal,
 ): Promise<void> {
-  const current = volume.metadata.finalizers;
+  const name = volume.metadata.name ?? '';
+  let seen = volume.metadata.finalizers;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await s.client.patch(persistentVolumes, name, finalizerPatch(seen, change), { type: 'json', signal });
+      return;
+    } catch (err) {
+      if (!(err instanceof InvalidError || err instanceof ConflictError) || attempt >= FINALIZER_PATCH_TRIES) throw err;
+      const fresh = await s.client.get<PersistentVolume>(persistentVolumes, name, { signal });
+      if (fresh.metadata.uid !== volume.metadata.uid) return;
+      if (hasOurFinalizer(fresh) === (change === 'add')) return;
+      // The same list we tested: the 422 was not our guard failing; retrying would fail the same way.
+      if (sameList(fresh.metadata.finalizers, seen)) throw err;
+      seen = fresh.metadata.finalizers;
+    }
+  }
+}
+
+/** The JSON patch taking `current` to the list with our finalizer added or removed, guarded by a test of `current`. */
+function finalizerPatch(current: string[] | undefined, change: 'add' | 'remove'): object[] {
   const next =
     change === 'add'
       ? [...(current ?? []), FINALIZER_EXTERNAL_PROVISIONER]
       : (current ?? []).filter((f) => f !== FINALIZER_EXTERNAL_PROVISIONER);
-  const ops =
-    current === undefined
-      ? [{ op: 'add', path: '/metadata/finalizers', value: next }]
-      : [
-          { op: 'test', path: '/metadata/finalizers', value: current },
-          { op: 'replace', path: '/metadata/finalizers', value: next },
-        ];
-  await s.client.patch(persistentVolumes, volume.metadata.name ?? '', ops, { type: 'json', signal });
+  // A missing list passes a test for null (evanphx/json-patch, as kube-apiserver applies it): `add` is guarded too.
+  return [
+    { op: 'test', path: '/metadata/finalizers', value: current ?? null },
+    { op: current === undefined ? 'add' : 'replace', path: '/metadata/finalizers', value: next },
+  ];
+}
+
+function sameList(a: string[] | undefined, b: string[] | undefined): boolean {
+  const x = a ?? [];
+  const y = b ?? [];
+  return x.length === y.length && x.every((v, i) => v === y[i]);
 }
 
 async function deleteVolume(a: VolumeAttempt): Promise<Next> {
