@@ -13,6 +13,7 @@ import {
   durationValue,
   givenIn,
   intArg,
+  listenAddresses,
   LOG_LEVELS,
   opt,
   parseBoolean,
@@ -311,8 +312,7 @@ export function resolveRunCsiOptions(
       '--leader-election-renew-deadline',
       'must be shorter than --leader-election-lease-duration',
     );
-  const health = f.healthAddress === 'off' ? undefined : f.healthAddress;
-  const metrics = f.metricsAddress === undefined ? health : f.metricsAddress === 'off' ? undefined : f.metricsAddress;
+  const { healthAddress, metricsAddress } = listenAddresses(f);
   return {
     csiAddress: f.csiAddress,
     kubeconfig: f.kubeconfig,
@@ -349,8 +349,8 @@ export function resolveRunCsiOptions(
     snapshotOrphanSweepIntervalMs: f.snapshotOrphanSweepInterval,
     podNamespace: env.POD_NAMESPACE || env.NAMESPACE || 'default',
     podName: env.POD_NAME || undefined,
-    healthAddress: health,
-    metricsAddress: metrics,
+    healthAddress,
+    metricsAddress,
     logLevel: f.logLevel,
   };
 }

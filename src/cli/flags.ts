@@ -68,6 +68,17 @@ export function numberArg(min: number): (v: string) => number {
 /** `true/false`, `1/0`, `yes/no`: switches take an optional value so that `ENV=false` means false. */
 export const parseBoolean = argParser(parseBooleanText);
 
+/** The health and metrics listen addresses from `--health-address`/`--metrics-address` (`off` = none; metrics default to the health address). */
+export function listenAddresses(f: { healthAddress: string; metricsAddress?: string }): {
+  healthAddress?: string;
+  metricsAddress?: string;
+} {
+  const healthAddress = f.healthAddress === 'off' ? undefined : f.healthAddress;
+  const metricsAddress =
+    f.metricsAddress === undefined ? healthAddress : f.metricsAddress === 'off' ? undefined : f.metricsAddress;
+  return { healthAddress, metricsAddress };
+}
+
 /** A commander parser of listen addresses: `host:port`, `:port`, or `off` (also the empty string). */
 export function addressArg(v: string): string {
   if (v === 'off' || v === '') return 'off';

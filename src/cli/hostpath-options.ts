@@ -19,6 +19,7 @@ import {
   CliOptionError,
   durationArg,
   givenIn,
+  listenAddresses,
   LOG_LEVELS,
   numberArg,
   opt,
@@ -255,8 +256,7 @@ export function resolveRunHostPathOptions(
     throw new CliOptionError('--node-name', 'required with --mode daemonset (or set NODE_NAME)');
   validateProvisionerName(f.provisionerName, '--provisioner-name');
   const controller = controllerOptionsFrom(f, given);
-  const health = f.healthAddress === 'off' ? undefined : f.healthAddress;
-  const metrics = f.metricsAddress === undefined ? health : f.metricsAddress === 'off' ? undefined : f.metricsAddress;
+  const { healthAddress, metricsAddress } = listenAddresses(f);
   return {
     kubeconfig: f.kubeconfig,
     context: f.context,
@@ -268,8 +268,8 @@ export function resolveRunHostPathOptions(
     nfs,
     nfsMountPath: f.nfsMountPath,
     otherNodeClaims: f.otherNodeClaims,
-    healthAddress: health,
-    metricsAddress: metrics,
+    healthAddress,
+    metricsAddress,
     volumeUsageIntervalMs: f.volumeUsageInterval,
     volumeUsageWalkRate: f.volumeUsageWalkRate,
     logLevel: f.logLevel,
