@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
-import { LARGE_BODY_BYTES, loopTurnsForLargeBodies } from '../../src/cluster/http/http-io.ts';
+import { abandonedLargeBodies, LARGE_BODY_BYTES, loopTurnsForLargeBodies } from '../../src/cluster/http/http-io.ts';
 import {
   isConfigMapKey,
   isQualifiedName,
@@ -18,7 +18,7 @@ import {
 } from '../../src/cluster/common/identifier-validation.ts';
 import { ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
 import type { KubeObject } from '../../src/types/k8s.ts';
-import { call, type Endpoint } from './raw-http.ts';
+import { call, connectTls, type Endpoint } from './raw-http.ts';
 
 const CMS = '/api/v1/namespaces/default/configmaps';
 
@@ -78,6 +78,35 @@ describe('large bodies give the event loop turns between the phases of their req
     assert.deepEqual(got.metadata.finalizers, order);
     assert.equal(Object.keys(got.data as object).length, Object.keys(JSON.parse(body).data).length);
   });
+
+  it(
+    'a client that goes away while its large body is worked on gets nothing written',
+    { timeout: 60_000 },
+    async () => {
+      // The client is in this process: it destroys its socket right after writing the body, long before the
+      // 100 ms the fault holds the server's create, so the turn after that finds the connection gone.
+      const rule = c.faults.add({ verb: 'create', resource: 'configmaps', name: 'gone', latencyMs: 100 });
+      try {
+        const abandoned = abandonedLargeBodies();
+        const body = configMapBody('gone', LARGE_BODY_BYTES + 1024);
+        const socket = await connectTls(e);
+        const head =
+          `POST ${CMS} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${e.token}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+        socket.write(head + body, () => socket.destroy());
+        // Waits for the server to give the request up; one that finishes it instead fails here, not by hanging.
+        const deadline = Date.now() + 20_000;
+        while (abandonedLargeBodies() === abandoned) {
+          if ((await call(e, 'GET', `${CMS}/gone`)).status === 200) assert.fail('the create was written');
+          if (Date.now() > deadline) assert.fail('the server neither wrote nor gave up the request');
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        assert.equal((await call(e, 'GET', `${CMS}/gone`)).status, 404);
+      } finally {
+        c.faults.remove(rule);
+      }
+    },
+  );
 
   it('a large JSON create with a repeated key takes one more turn, before the scan that names it', async () => {
     const body = configMapBody('repeats', LARGE_BODY_BYTES + 1024).replace('"data":{', '"data":{"k0":"first",');

@@ -68,11 +68,22 @@ export function tooLargeError(limit = MAX_BODY_BYTES): ClusterApiError {
  */
 export const LARGE_BODY_BYTES = 64 * 1024;
 
-const loopTurns = { large: 0 };
+const loopTurns = { large: 0, abandoned: 0 };
 
 /** How many turns large bodies have given the loop (tests read it). */
 export function loopTurnsForLargeBodies(): number {
   return loopTurns.large;
+}
+
+/** How many large bodies' requests were given up because their client went away during a turn (tests read it). */
+export function abandonedLargeBodies(): number {
+  return loopTurns.abandoned;
+}
+
+/** Counts a large body's request given up (its client went away). */
+export function abandonLargeBody(): ClientAbortedError {
+  loopTurns.abandoned++;
+  return new ClientAbortedError('the client went away');
 }
 
 /** Whether a body of `bytes` is large enough to give the loop turns between the phases of its request. */

@@ -24,6 +24,7 @@ import {
   repeatsKeys,
   isLargeBody,
   loopTurn,
+  abandonLargeBody,
   sendBytes,
   sendJson,
   sendJsonText,
@@ -233,6 +234,16 @@ function continueExpired(startAfterKey: string): ClusterApiError {
 }
 
 /**
+ * A large body's turn of the event loop (see LARGE_BODY_BYTES). A client that went away meanwhile gets nothing
+ * more done for it: a flood of large bodies whose senders disconnect costs one pass each, not the whole request.
+ * @throws ClientAbortedError (answered with nothing)
+ */
+async function largeBodyTurn(s: RequestScope): Promise<void> {
+  await loopTurn();
+  if (s.req.socket?.destroyed) throw abandonLargeBody();
+}
+
+/**
  * Reads and decodes a JSON/YAML object body for create/update, checking kind and apiVersion against the URL.
  * A large body gives the event loop a turn after each pass over it, and before the store's write (see
  * LARGE_BODY_BYTES).
@@ -253,9 +264,9 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     bytes = raw.length;
     const decoded = decodeJsonBody(raw, s.limits.maxJsonDepth);
     body = decoded.body;
-    if (isLargeBody(bytes)) await loopTurn();
+    if (isLargeBody(bytes)) await largeBodyTurn(s);
     if (repeatsKeys(decoded)) {
-      if (isLargeBody(bytes)) await loopTurn();
+      if (isLargeBody(bytes)) await largeBodyTurn(s);
       duplicates = duplicateFields(decoded.text);
     }
   } else if (type === 'application/yaml' || type === 'application/x-yaml') {
@@ -310,7 +321,7 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
       throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
   }
   const large = isLargeBody(bytes);
-  if (large) await loopTurn();
+  if (large) await largeBodyTurn(s);
   return { obj: rt.view ? rt.view.toStorage(obj) : obj, large };
 }
 
@@ -357,7 +368,7 @@ export async function handleCreate(s: RequestScope): Promise<void> {
   const opts = { user: s.client, dryRun };
   // A large object gives the loop a turn between its validation and its commit.
   const entry = large
-    ? await s.store.createEntryAfterTurn(storageResource(rt), obj, opts, loopTurn)
+    ? await s.store.createEntryAfterTurn(storageResource(rt), obj, opts, () => largeBodyTurn(s))
     : s.store.createEntry(storageResource(rt), obj, opts);
   sendObject(s, 201, entry);
 }
@@ -411,7 +422,7 @@ export async function handlePatch(s: RequestScope): Promise<void> {
   const raw = await readBody(s.req);
   const large = isLargeBody(raw.length);
   const patch = decodePatchBody(raw, s.limits.maxJsonDepth);
-  if (large) await loopTurn();
+  if (large) await largeBodyTurn(s);
   const model = rootModel(rt.group, rt.version, rt.kind);
   const opts: PatchOptions = {
     subresource: subresource === 'status' ? 'status' : undefined,
@@ -425,7 +436,7 @@ export async function handlePatch(s: RequestScope): Promise<void> {
   const resource = storageResource(rt);
   // A large patch gives the loop turns after decoding it and between applying it and writing the result.
   const entry = large
-    ? await s.store.patchEntryAfterTurn(resource, namespace, name!, type, patch, opts, loopTurn)
+    ? await s.store.patchEntryAfterTurn(resource, namespace, name!, type, patch, opts, () => largeBodyTurn(s))
     : s.store.patchEntry(resource, namespace, name!, type, patch, opts);
   sendObject(s, 200, entry);
 }
