@@ -1,6 +1,7 @@
 // Raw client plumbing for the API-server hostile suites: requests written byte by byte over TLS (targets and
 // headers no HTTP client would send), sockets that never read, never handshake or never finish their headers,
 // and a keep-alive HTTPS agent for request floods. Not a test file itself.
+import type http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -94,6 +95,7 @@ export function statusOf(
 export interface Answer {
   status: number;
   text: string;
+  headers?: http.IncomingHttpHeaders;
   json<T = Record<string, unknown>>(): T;
 }
 
@@ -117,7 +119,7 @@ export function call(
       res.on('data', (d: Buffer) => chunks.push(d));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, text, json: <T>() => JSON.parse(text) as T });
+        resolve({ status: res.statusCode ?? 0, text, headers: res.headers, json: <T>() => JSON.parse(text) as T });
       });
       res.on('error', reject);
     });

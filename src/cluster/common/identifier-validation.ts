@@ -65,6 +65,23 @@ export function isDNS1123Subdomain(value: string): string[] {
   return errs;
 }
 
+/** Whether isQualifiedName has nothing to say, without building its messages (a list may hold 90,000 names). */
+export function isValidQualifiedName(value: string): boolean {
+  const slash = value.indexOf('/');
+  const name = slash < 0 ? value : value.slice(slash + 1);
+  if (slash >= 0) {
+    const prefix = value.slice(0, slash);
+    if (
+      name.includes('/') ||
+      prefix.length === 0 ||
+      prefix.length > DNS1123_SUBDOMAIN_MAX_LENGTH ||
+      !DNS1123_SUBDOMAIN_RE.test(prefix)
+    )
+      return false;
+  }
+  return name.length > 0 && name.length <= QUALIFIED_NAME_MAX_LENGTH && QUALIFIED_NAME_RE.test(name);
+}
+
 /** IsQualifiedName: label keys, annotation keys, finalizers, provisioner names (`[prefix/]name`). */
 export function isQualifiedName(value: string): string[] {
   const errs: string[] = [];
@@ -101,6 +118,16 @@ export function isValidLabelValue(value: string): string[] {
 }
 
 const CONFIG_MAP_KEY_RE = /^[-._a-zA-Z0-9]+$/;
+
+/** Whether isConfigMapKey has nothing to say, without building its messages (a body may carry 300,000 keys). */
+export function isValidConfigMapKey(value: string): boolean {
+  return (
+    value.length <= DNS1123_SUBDOMAIN_MAX_LENGTH &&
+    CONFIG_MAP_KEY_RE.test(value) &&
+    value !== '.' &&
+    !value.startsWith('..')
+  );
+}
 
 /** IsConfigMapKey: ConfigMap/Secret data keys. */
 export function isConfigMapKey(value: string): string[] {

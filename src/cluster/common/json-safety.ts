@@ -75,8 +75,9 @@ export function countObjectKeys(value: unknown): number {
       for (const item of v) if (item !== null && typeof item === 'object') stack.push(item);
       continue;
     }
-    for (const k in v) {
-      keys++;
+    const names = Object.keys(v); // own keys, as JSON.parse makes them (for-in also walks the prototype chain)
+    keys += names.length;
+    for (const k of names) {
       const item = (v as Record<string, unknown>)[k];
       if (item !== null && typeof item === 'object') stack.push(item);
     }

@@ -21,6 +21,10 @@ import {
   decodePatchBody,
   mediaType,
   readBody,
+  repeatsKeys,
+  isLargeBody,
+  loopTurn,
+  abandonLargeBody,
   sendBytes,
   sendJson,
   sendJsonText,
@@ -43,7 +47,7 @@ import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
 import type { ServerLimits } from './request-limits.ts';
 import type { ResourceRequest } from './routing.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
-import type { DeleteOptions, PatchType } from '../writes/generic-store.ts';
+import type { DeleteOptions, PatchOptions, PatchType } from '../writes/generic-store.ts';
 import type { PropagationPolicy } from '../writes/deletion-finalizers.ts';
 import { encodeList, encodeListOfJson, type StoredEntry } from '../storage/stored-entry.ts';
 import { toTable, type IncludeObject } from '../registry/tables.ts';
@@ -229,21 +233,45 @@ function continueExpired(startAfterKey: string): ClusterApiError {
   return err;
 }
 
-/** Reads and decodes a JSON/YAML object body for create/update, checking kind and apiVersion against the URL. */
-async function readObject(s: RequestScope): Promise<KubeObject> {
+/**
+ * A large body's turn of the event loop (see LARGE_BODY_BYTES). A client that went away meanwhile gets nothing
+ * more done for it: a flood of large bodies whose senders disconnect costs one pass each, not the whole request.
+ * @throws ClientAbortedError (answered with nothing)
+ */
+async function largeBodyTurn(s: RequestScope): Promise<void> {
+  await loopTurn();
+  if (s.req.socket?.destroyed) throw abandonLargeBody();
+}
+
+/**
+ * Reads and decodes a JSON/YAML object body for create/update, checking kind and apiVersion against the URL.
+ * A large body gives the event loop a turn after each pass over it, and before the store's write (see
+ * LARGE_BODY_BYTES).
+ */
+async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: boolean }> {
   const { rt } = s.request;
   const type = mediaType(s.req.headers['content-type']);
   let body: unknown;
+  let bytes = 0;
   let duplicates: string[] = [];
   let yamlError: string | undefined;
   if (type === PROTOBUF_MEDIA_TYPE) {
-    body = decodeProtobufObject(await readBody(s.req));
+    const raw = await readBody(s.req);
+    bytes = raw.length;
+    body = decodeProtobufObject(raw);
   } else if (!type || type === 'application/json' || type === '*/*') {
-    const decoded = decodeJsonBody(await readBody(s.req), s.limits.maxJsonDepth);
+    const raw = await readBody(s.req);
+    bytes = raw.length;
+    const decoded = decodeJsonBody(raw, s.limits.maxJsonDepth);
     body = decoded.body;
-    if (decoded.repeatsKeys) duplicates = duplicateFields(decoded.text);
+    if (isLargeBody(bytes)) await largeBodyTurn(s);
+    if (repeatsKeys(decoded)) {
+      if (isLargeBody(bytes)) await largeBodyTurn(s);
+      duplicates = duplicateFields(decoded.text);
+    }
   } else if (type === 'application/yaml' || type === 'application/x-yaml') {
     const raw = await readBody(s.req);
+    bytes = raw.length;
     // One YAML parse gives the value and Go's strict error for repeated keys; a large body is parsed off the loop.
     const decoded = await decodeRequestBody(raw, type, s.limits.maxJsonDepth);
     body = decoded.value;
@@ -292,7 +320,9 @@ async function readObject(s: RequestScope): Promise<KubeObject> {
     else if (obj.metadata.namespace !== namespace)
       throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
   }
-  return rt.view ? rt.view.toStorage(obj) : obj;
+  const large = isLargeBody(bytes);
+  if (large) await largeBodyTurn(s);
+  return { obj: rt.view ? rt.view.toStorage(obj) : obj, large };
 }
 
 type OptionsKind = 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteOptions';
@@ -329,19 +359,24 @@ export async function handleCreate(s: RequestScope): Promise<void> {
   const { rt, namespace } = s.request;
   if (rt.namespaced && namespace === undefined) throw methodNotRouted();
   const dryRun = queryWriteOptions(s, 'CreateOptions');
-  const obj = await readObject(s);
+  const { obj, large } = await readObject(s);
   const fault = obj.metadata.name
     ? s.faults?.decideCreate({ verb: 'create', resource: rt.resource, namespace, name: obj.metadata.name })
     : undefined;
   if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
   if (fault?.error) throw fault.error;
-  sendObject(s, 201, s.store.createEntry(storageResource(rt), obj, { user: s.client, dryRun }));
+  const opts = { user: s.client, dryRun };
+  // A large object gives the loop a turn between its validation and its commit.
+  const entry = large
+    ? await s.store.createEntryAfterTurn(storageResource(rt), obj, opts, () => largeBodyTurn(s))
+    : s.store.createEntry(storageResource(rt), obj, opts);
+  sendObject(s, 201, entry);
 }
 
 export async function handleUpdate(s: RequestScope): Promise<void> {
   const { rt, name, subresource } = s.request;
   const dryRun = queryWriteOptions(s, 'UpdateOptions');
-  const obj = await readObject(s);
+  const { obj } = await readObject(s);
   if (obj.metadata.name !== name)
     throw badRequest(
       `the name of the object (${obj.metadata.name ?? ''}) does not match the name on the URL (${name})`,
@@ -385,9 +420,11 @@ export async function handlePatch(s: RequestScope): Promise<void> {
     ]);
   }
   const raw = await readBody(s.req);
+  const large = isLargeBody(raw.length);
   const patch = decodePatchBody(raw, s.limits.maxJsonDepth);
+  if (large) await largeBodyTurn(s);
   const model = rootModel(rt.group, rt.version, rt.kind);
-  const entry = s.store.patchEntry(storageResource(rt), namespace, name!, type, patch, {
+  const opts: PatchOptions = {
     subresource: subresource === 'status' ? 'status' : undefined,
     user: s.client,
     view: rt.view,
@@ -395,7 +432,12 @@ export async function handlePatch(s: RequestScope): Promise<void> {
     maxCopyBytes: s.limits.maxPatchCopyBytes,
     model,
     inspect: patchFieldValidation(s.query, s.res, type, raw, patch, model),
-  });
+  };
+  const resource = storageResource(rt);
+  // A large patch gives the loop turns after decoding it and between applying it and writing the result.
+  const entry = large
+    ? await s.store.patchEntryAfterTurn(resource, namespace, name!, type, patch, opts, () => largeBodyTurn(s))
+    : s.store.patchEntry(resource, namespace, name!, type, patch, opts);
   sendObject(s, 200, entry);
 }
 

@@ -256,11 +256,27 @@ function normalizeOrder(
   const patchItems: unknown[] = [];
   const serverOnly: unknown[] = [];
   for (const m of merged) (idx(patchOrder, m) >= 0 ? patchItems : serverOnly).push(m);
-  const sortBy = (items: unknown[], order: unknown[]) =>
-    items
-      .map((item, i) => ({ item, i, pos: idx(order, item) }))
-      .sort((a, b) => (a.pos >= 0 && b.pos >= 0 ? a.pos - b.pos : a.pos >= 0 ? -1 : b.pos >= 0 ? 1 : a.i - b.i))
-      .map((x) => x.item);
+  // Items found in `order` by their position there, then the others in their own order: a stable counting sort
+  // (positions are list indices), linear where a comparison sort of 90,000 finalizers was not.
+  const sortBy = (items: unknown[], order: unknown[]) => {
+    const pos = new Int32Array(items.length);
+    const starts = new Int32Array(order.length + 2); // starts[p + 1]: items at position p - 1 (p = -1: not found)
+    for (let i = 0; i < items.length; i++) {
+      pos[i] = idx(order, items[i]);
+      starts[pos[i] + 2]++;
+    }
+    // Not found (-1) sorts last: count it after every position.
+    const missing = starts[1];
+    starts[1] = 0;
+    for (let p = 2; p < starts.length; p++) starts[p] += starts[p - 1];
+    const sorted = new Array<unknown>(items.length);
+    let last = items.length - missing;
+    for (let i = 0; i < items.length; i++) {
+      if (pos[i] < 0) sorted[last++] = items[i];
+      else sorted[starts[pos[i] + 1]++] = items[i];
+    }
+    return sorted;
+  };
   const left = sortBy(serverOnly, serverOrder);
   const right = sortBy(patchItems, patchOrder);
   const out: unknown[] = [];

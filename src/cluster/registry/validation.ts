@@ -27,6 +27,7 @@ import {
   isDNS1123Label,
   isDNS1123Subdomain,
   isQualifiedName,
+  isValidQualifiedName,
   isValidLabelValue,
 } from '../common/identifier-validation.ts';
 
@@ -91,8 +92,7 @@ export function validateAnnotations(annotations: unknown, p: FieldPath): StatusC
 /** Finalizer names on core kinds: qualified names, and a name without '/' must be a standard one. */
 export function validateFinalizerName(name: unknown, p: FieldPath): StatusCause[] {
   if (typeof name !== 'string') return [invalid(p, name, 'must be a string')];
-  const errs = invalidEach(p, name, isQualifiedName(name));
-  if (errs.length) return errs;
+  if (!isValidQualifiedName(name)) return invalidEach(p, name, isQualifiedName(name));
   if (!name.includes('/') && !STANDARD_FINALIZERS.has(name)) {
     return [invalid(p, name, 'name is neither a standard finalizer name nor is it fully qualified')];
   }
@@ -169,7 +169,11 @@ export function validateObjectMeta(
   const finalizers = m.finalizers;
   causes.push(...typeCheck(p.child('finalizers'), finalizers, 'array'));
   if (Array.isArray(finalizers)) {
-    for (const f of finalizers) causes.push(...validateFinalizerName(f, p.child('finalizers')));
+    const at = p.child('finalizers');
+    for (const f of finalizers) {
+      const errs = validateFinalizerName(f, at);
+      if (errs.length > 0) causes.push(...errs);
+    }
     if (finalizers.includes(FINALIZER_ORPHAN_DEPENDENTS) && finalizers.includes(FINALIZER_DELETE_DEPENDENTS)) {
       causes.push(
         invalid(

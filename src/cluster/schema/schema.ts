@@ -97,6 +97,8 @@ function pruneModel(
 }
 
 function pruneValue(v: unknown, type: string, path: Array<string | number>, out: string[]): void {
+  // Only a model has fields to prune: a list or map of scalars (a ConfigMap's data) is not walked at all.
+  if (modelRef(type) === undefined) return;
   if (type.startsWith('[]')) {
     if (Array.isArray(v)) {
       const itemType = type.slice(2);

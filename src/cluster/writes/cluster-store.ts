@@ -34,6 +34,22 @@ export class ClusterStore extends Storage<ResourceType> {
     return guardWrite(() => this.writes.create(resource, obj, opts));
   }
 
+  /**
+   * createEntry with a turn of the event loop between validating the object and committing it (`turn`: a large
+   * body's request, see http-io's loopTurn). Whether the name is taken is checked after the turn, at the commit.
+   * @throws ClusterApiError
+   */
+  async createEntryAfterTurn(
+    resource: string,
+    obj: KubeObject,
+    opts: WriteOptions,
+    turn: () => Promise<void>,
+  ): Promise<StoredEntry> {
+    const prepared = guardWrite(() => this.writes.prepareCreate(resource, obj, opts));
+    await turn();
+    return guardWrite(() => this.writes.commitCreate(prepared, opts));
+  }
+
   create(resource: string, obj: KubeObject, opts: WriteOptions = {}): KubeObject {
     return copyOut(guardWrite(() => this.createEntry(resource, structuredClone(obj), opts)));
   }
@@ -57,6 +73,30 @@ export class ClusterStore extends Storage<ResourceType> {
     opts: PatchOptions = {},
   ): StoredEntry {
     return guardWrite(() => this.writes.patch(resource, namespace, name, type, patch, opts));
+  }
+
+  /**
+   * patchEntry with a turn of the event loop between applying the patch and writing its result (`turn`: a large
+   * patch's request, see http-io's loopTurn). The result is written only if the object is still the version the
+   * patch was applied to; otherwise the patch is applied again to the latest version and written at once. That is
+   * kube-apiserver's GuaranteedUpdate: a patch is applied to what was read and retried on a conflict.
+   * @throws ClusterApiError
+   */
+  async patchEntryAfterTurn(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    opts: PatchOptions,
+    turn: () => Promise<void>,
+  ): Promise<StoredEntry> {
+    const applied = guardWrite(() => this.writes.applyPatch(resource, namespace, name, type, patch, opts));
+    await turn();
+    // Field validation has already seen the patched object (its warnings are on the answer): not twice.
+    if (!this.writes.isLatest(resource, applied))
+      return this.patchEntry(resource, namespace, name, type, patch, { ...opts, inspect: undefined });
+    return guardWrite(() => this.writes.commitPatch(resource, applied, opts));
   }
 
   patch(

@@ -61,6 +61,23 @@ export interface PatchOptions extends UpdateOptions {
   inspect?: (patched: KubeObject) => void;
 }
 
+/** An object ready to be created, validated but not yet written (WriteRules.prepareCreate). */
+export interface PreparedCreate {
+  resource: string;
+  obj: KubeObject;
+  /** Its name came from metadata.generateName (a collision draws another). */
+  generated: boolean;
+}
+
+/** A patch applied but not yet written (WriteRules.applyPatch). */
+export interface AppliedPatch {
+  obj: KubeObject;
+  /** The stored object's key in its table. */
+  key: string;
+  /** The version the patch was applied to. */
+  appliedTo: number;
+}
+
 /** DeleteOptions: preconditions, and what happens to dependents (the garbage collector's finalizers). */
 export interface DeleteOptions extends WriteOptions, PropagationOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
@@ -91,6 +108,15 @@ export class WriteRules {
   }
 
   create(resource: string, input: KubeObject, opts: WriteOptions): StoredEntry {
+    return this.commitCreate(this.prepareCreate(resource, input, opts), opts);
+  }
+
+  /**
+   * The first half of a create: the object made ready and validated (admission included), not yet written.
+   * commitCreate then checks what depends on the table (the name taken, a generated name's collisions), so the two
+   * may have other writes between them.
+   */
+  prepareCreate(resource: string, input: KubeObject, opts: WriteOptions): PreparedCreate {
     const table = this.d.table(resource);
     const rt = table.rt;
     const obj = withHeader(input, rt);
@@ -115,6 +141,15 @@ export class WriteRules {
     for (const plugin of this.plugins(resource)) plugin('create', obj, undefined, { user: opts.user });
     const causes = [...validateObjectMeta(meta, rt.namespaced, rt.nameRule ?? 'dns1123subdomain'), ...rt.validate(obj)];
     if (causes.length) throw invalid(rt, meta.name ?? meta.generateName ?? '', causes);
+    return { resource, obj, generated };
+  }
+
+  /** The second half of a create: the name checked against the table, and the commit. */
+  commitCreate(prepared: PreparedCreate, opts: WriteOptions): StoredEntry {
+    const { obj, generated } = prepared;
+    const table = this.d.table(prepared.resource);
+    const rt = table.rt;
+    const meta = obj.metadata;
     let key = objectKey(meta.namespace, meta.name!);
     for (let i = 0; generated && table.items.has(key) && i < GENERATE_NAME_ATTEMPTS; i++) {
       meta.name = generateName(meta.generateName!);
@@ -222,9 +257,26 @@ export class WriteRules {
     patch: unknown,
     opts: PatchOptions,
   ): StoredEntry {
+    return this.commitPatch(resource, this.applyPatch(resource, namespace, name, type, patch, opts), opts);
+  }
+
+  /**
+   * The first half of a patch: applied to the latest stored version and checked, not yet written. The object
+   * carries that version as its resourceVersion (unless the patch set one), so committing it after another write
+   * is a conflict: see isLatest.
+   */
+  applyPatch(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    opts: PatchOptions,
+  ): AppliedPatch {
     const table = this.d.table(resource);
     const rt = table.rt;
-    const existing = table.items.get(objectKey(rt.namespaced ? namespace : undefined, name));
+    const key = objectKey(rt.namespaced ? namespace : undefined, name);
+    const existing = table.items.get(key);
     if (!existing) throw notFound(rt, name);
     // JSON and merge patches copy the document before changing it, so they read the committed object itself; the
     // strategic merge patch shares parts of its input with its result, so it gets a copy of its own.
@@ -263,12 +315,22 @@ export class WriteRules {
       causes.push(immutable('metadata.namespace', obj.metadata.namespace));
     if (causes.length) throw invalid(rt, name, causes);
     if (!obj.metadata.resourceVersion) obj.metadata.resourceVersion = String(existing.rv);
-    return this.update(resource, obj, {
+    return { obj, key, appliedTo: existing.rv };
+  }
+
+  /** The second half of a patch: the update rules and the commit of what applyPatch gave. */
+  commitPatch(resource: string, applied: AppliedPatch, opts: PatchOptions): StoredEntry {
+    return this.update(resource, applied.obj, {
       subresource: opts.subresource,
       user: opts.user,
       dryRun: opts.dryRun,
       fromPatch: true,
     }).entry;
+  }
+
+  /** Whether the version a patch was applied to is still the latest one. */
+  isLatest(resource: string, applied: AppliedPatch): boolean {
+    return this.d.table(resource).items.get(applied.key)?.rv === applied.appliedTo;
   }
 
   delete(
