@@ -215,6 +215,12 @@ describe('YAML aliases: shared, bounded as go-yaml bounds them', () => {
     assert.equal(v.c[1], v.a);
   });
 
+  it('a value nested deeper than the limit through aliases is refused, though its text is not', () => {
+    const text = 'a: &a [[[[1]]]]\nb: [[[[*a]]]]\n';
+    assert.ok(decodeYamlText(text, 9).ok, 'the value nests 9 collections');
+    assert.deepStrictEqual(decodeYamlText(text, 8), { ok: false, message: `${PREFIX}exceeded max depth of 8` });
+  });
+
   it('exponential expansion is refused ("excessive aliasing"), with little work, whatever the exponent', () => {
     const laughs = (levels: number, fan: number) => {
       const list = (alias: string) => `[${Array(fan).fill(alias).join(', ')}]`;

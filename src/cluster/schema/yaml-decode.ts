@@ -19,7 +19,6 @@ import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { FAILSAFE_SCHEMA, load, Type, YAMLException, type LoadOptions, type State } from 'js-yaml';
 import { internalError, tooManyRequests } from '../common/api-errors.ts';
-import { checkJsonValue, JsonTooDeepError } from '../common/json-safety.ts';
 import { newModuleWorker } from '../common/module-worker.ts';
 
 /**
@@ -60,22 +59,49 @@ const CORE_SCALARS: CoreScalar[] = [
   { tag: 'float', test: /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/, resolve: (s) => parseFloat(s) },
 ];
 
+/**
+ * The core form a plain scalar has, or undefined for a string. js-yaml asks each implicit type in turn (null,
+ * bool, int, float) and then constructs with the one that matched, so the answer for the last text is kept; most
+ * texts (names, words) are turned away by their first character without a regular expression.
+ */
+function coreForm(text: string): CoreScalar | undefined {
+  if (text === lastText) return lastForm;
+  lastText = text;
+  const c = text.charCodeAt(0);
+  // `~`, n/N, t/T, f/F, digits, `+`, `-`, `.`, or empty (NaN for charCodeAt): what a core form can start with.
+  const possible =
+    text.length === 0 ||
+    c === 0x7e ||
+    c === 0x6e ||
+    c === 0x4e ||
+    c === 0x74 ||
+    c === 0x54 ||
+    c === 0x66 ||
+    c === 0x46 ||
+    (c >= 0x30 && c <= 0x39) ||
+    c === 0x2b ||
+    c === 0x2d ||
+    c === 0x2e;
+  lastForm = possible ? CORE_SCALARS.find((f) => f.test.test(text)) : undefined;
+  return lastForm;
+}
+let lastText: string | undefined;
+let lastForm: CoreScalar | undefined;
+
 /** The core scalars of one tag, as js-yaml types: the implicit one (plain scalars) and the explicit one. */
 function coreTypes(tag: string): { implicit: Type; explicit: Type } {
   const scalars = CORE_SCALARS.filter((c) => c.tag === tag);
-  const match = (text: string) => scalars.find((c) => c.test.test(text));
-  // js-yaml stores a resolved value through `resolve` by reference-free convention: resolve tests, construct builds.
   const implicit = new Type(`tag:yaml.org,2002:${tag}`, {
     kind: 'scalar',
-    resolve: (data: string | null) => data !== null && match(data) !== undefined,
-    construct: (data: string) => match(data)!.resolve(data),
+    resolve: (data: string | null) => data !== null && coreForm(data)?.tag === tag,
+    construct: (data: string) => coreForm(data)!.resolve(data),
   });
   const explicit = new Type(`tag:yaml.org,2002:${tag}`, {
     kind: 'scalar',
     resolve: () => true,
     construct: (data: string | null) => {
       const text = data ?? '';
-      const found = match(text);
+      const found = scalars.find((c) => c.test.test(text));
       return found ? found.resolve(text) : text;
     },
   });
@@ -151,31 +177,51 @@ export function yamlDecodeSteps(): number {
  * depth, 1 for the document's root) and keeps, per depth, what the open node at that depth is. Every array is
  * indexed by depth and reused, so the work per event is constant apart from the short scans of the text between
  * a node's start and its content (properties, spaces, comments), each over text no other node scans.
+ * With `trackKeys` off, a closing scalar in a block map is not looked at (only a collection or an alias can be
+ * a complex key): the first pass, which js-yaml's strict mode stops at the first repeated key (see parseYamlBody).
  */
 class YamlBodyWatcher {
-  private readonly limit: number;
-  private readonly openPos: number[] = [];
-  private readonly openLine: number[] = [];
-  private readonly openLineStart: number[] = [];
-  private readonly style: Style[] = [];
+  private readonly openPos: Int32Array;
+  private readonly openLine: Int32Array;
+  private readonly openLineStart: Int32Array;
+  private readonly style: Uint8Array;
   /** Collections (counted nesting levels) among the node and its ancestors; [0] is 0. */
-  private readonly levels: number[] = [0];
+  private readonly levels: Int32Array;
   /** The node is a key known as one when it opened (an explicit `? ` key, an entry of a flow map). */
-  private readonly knownKey: boolean[] = [];
+  private readonly knownKey: Uint8Array;
   /** A flow collection's next child is the value of the key before it. */
-  private readonly expectValue: boolean[] = [];
-  private readonly keys: Array<Set<string> | undefined> = [];
+  private readonly expectValue: Uint8Array;
   /** Nodes decoded under each open node so far, aliases expanded (go-yaml's decodeCount). */
-  private readonly nodes: number[] = [];
-  private anchors = new Map<string, { value: unknown; nodes: number }>();
+  private readonly nodes: Float64Array;
+  /** The deepest nesting of collections among the children closed so far, aliases expanded (the value's). */
+  private readonly height: Float64Array;
+  private readonly keys: Array<Set<string> | undefined> = [];
+  private anchors = new Map<string, { value: unknown; nodes: number; height: number }>();
   private documents = 0;
   private decoded = 0;
   private aliased = 0;
   readonly duplicates: string[] = [];
 
-  /** Positions are in state.input, js-yaml's copy of the text (BOM stripped, a line break and a NUL appended). */
-  constructor(limit: number) {
-    this.limit = limit;
+  /**
+   * `limit`: the text's nesting; `valueLimit`: the value's (deeper than the text through aliases). Positions are
+   * in state.input, js-yaml's copy of the text (BOM stripped, a line break and a NUL appended).
+   */
+  constructor(
+    private readonly limit: number,
+    private readonly valueLimit: number,
+    private readonly trackKeys: boolean,
+  ) {
+    // js-yaml's maxDepth (see parseYamlBody) bounds the depth of its events.
+    const n = limit + 16;
+    this.openPos = new Int32Array(n);
+    this.openLine = new Int32Array(n);
+    this.openLineStart = new Int32Array(n);
+    this.style = new Uint8Array(n);
+    this.levels = new Int32Array(n);
+    this.knownKey = new Uint8Array(n);
+    this.expectValue = new Uint8Array(n);
+    this.nodes = new Float64Array(n);
+    this.height = new Float64Array(n);
   }
 
   readonly listener = (event: 'open' | 'close', state: State): void => {
@@ -195,21 +241,18 @@ class YamlBodyWatcher {
     this.openLine[e] = state.line;
     this.openLineStart[e] = state.lineStart;
     this.style[e] = Style.None;
-    this.keys[e] = undefined;
-    this.expectValue[e] = false;
-    this.knownKey[e] = false;
+    this.knownKey[e] = 0;
     this.nodes[e] = 0;
+    this.height[e] = 0;
+    if (this.trackKeys) this.keys[e] = undefined;
     if (e === 1) return;
     const j = e - 1;
     const input = state.input;
     if (this.style[j] === Style.None) this.classify(j, state.position, input);
     if (this.levels[j] > this.limit) this.tooDeep(j, input);
     const style = this.style[j];
-    if (style === Style.FlowMap) this.knownKey[e] = !this.expectValue[j];
-    else if (style === Style.BlockMap) {
-      const p = state.position;
-      this.knownKey[e] = input.charCodeAt(p - 1) === QUESTION;
-    }
+    if (style === Style.FlowMap) this.knownKey[e] = this.expectValue[j] ^ 1;
+    else if (style === Style.BlockMap && input.charCodeAt(state.position - 1) === QUESTION) this.knownKey[e] = 1;
   }
 
   /** What node j is, now that its first child opens at `p`. */
@@ -222,6 +265,7 @@ class YamlBodyWatcher {
       style = ch === 0x5b ? Style.FlowSeq : ch === 0x7b ? Style.FlowMap : ch === 0x2d ? Style.BlockSeq : Style.BlockMap; // `? ` (an explicit key first)
     }
     this.style[j] = style;
+    this.expectValue[j] = 0;
     this.levels[j] = this.levels[j - 1] + (style === Style.Uncertain ? 0 : 1);
   }
 
@@ -229,47 +273,58 @@ class YamlBodyWatcher {
     const input = state.input;
     const kind = state.kind as string | null;
     const result: unknown = state.result;
+    const own = this.style[e];
     let nodes = 1 + this.nodes[e];
-    if (kind === null && this.style[e] === Style.None) {
-      // No content of its own: an empty node or an alias.
-      const start = this.contentStart(this.openPos[e], input);
-      // An empty node stops where its skipping did (at the next node's text); an alias reads past its name.
-      if (input.charCodeAt(start) === 0x2a && start < state.position) nodes = this.alias(e, start, result, state);
-    } else if ((kind === 'mapping' || kind === 'sequence') && this.style[e] === Style.None) {
-      // An empty collection: its level was never looked at by a child.
-      if (this.levels[e - 1] + 1 > this.limit) {
+    let height = this.height[e];
+    if (kind === 'mapping' || kind === 'sequence') {
+      if (own === Style.None && this.levels[e - 1] + 1 > this.limit) {
+        // An empty collection: its level was never looked at by a child.
         this.levels[e] = this.levels[e - 1] + 1;
         this.tooDeep(e, input);
       }
+      // A node that kept its only child is that child, not one more level.
+      if (own !== Style.Kept) height++;
+    } else if (kind === null && own === Style.None) {
+      // No content of its own: an empty node or an alias. An empty node stops where its skipping did (at the
+      // next node's text); an alias reads past its name.
+      const start = this.contentStart(this.openPos[e], input);
+      if (input.charCodeAt(start) === 0x2a && start < state.position) {
+        const anchor = this.alias(e, start, result, input);
+        nodes = 1 + anchor.nodes;
+        height = anchor.height;
+      }
     }
+    if (height > this.valueLimit) throw new YamlRefusal(`exceeded max depth of ${this.valueLimit}`);
     this.decoded += nodes - this.nodes[e];
-    if (state.anchor !== null) this.anchors.set(state.anchor, { value: result, nodes });
+    if (state.anchor !== null) this.anchors.set(state.anchor, { value: result, nodes, height });
     if (e === 1) return;
     const j = e - 1;
     this.nodes[j] += nodes;
+    if (height > this.height[j]) this.height[j] = height;
     const style = this.style[j];
     let isKey: boolean;
-    if (style === Style.FlowMap) {
-      isKey = this.knownKey[e];
-      this.expectValue[j] = isKey && this.nextInFlow(state.position, input) === COLON;
+    if (style === Style.BlockMap) {
+      if (!this.trackKeys && (result === null || typeof result !== 'object')) return;
+      isKey = this.knownKey[e] === 1 || this.nextOnLine(state.position, input) === COLON;
+    } else if (style === Style.FlowMap) {
+      isKey = this.knownKey[e] === 1;
+      this.expectValue[j] = isKey && this.nextInFlow(state.position, input) === COLON ? 1 : 0;
+    } else if (style === Style.Uncertain) {
+      isKey = this.nextOnLine(state.position, input) === COLON;
+      this.style[j] = isKey ? Style.BlockMap : Style.Kept;
+      if (isKey) this.levels[j]++;
     } else if (style === Style.FlowSeq) {
-      if (this.expectValue[j]) {
-        this.expectValue[j] = false;
+      if (this.expectValue[j] === 1) {
+        this.expectValue[j] = 0;
         return;
       }
       // `[k: v]`: a map of one pair in a sequence; its key is checked as a key, no Set needed.
       isKey = this.nextInFlow(state.position, input) === COLON;
-      this.expectValue[j] = isKey;
-    } else if (style === Style.BlockMap || style === Style.Uncertain) {
-      isKey = this.knownKey[e] || this.nextOnLine(state.position, input) === COLON;
-      if (style === Style.Uncertain) {
-        this.style[j] = isKey ? Style.BlockMap : Style.Kept;
-        if (isKey) this.levels[j]++;
-      }
+      this.expectValue[j] = isKey ? 1 : 0;
     } else return;
     if (!isKey) return;
     if (result !== null && typeof result === 'object') this.complexKey(e, input, state);
-    if (style === Style.FlowSeq) return;
+    if (!this.trackKeys || style === Style.FlowSeq) return;
     const name = String(result);
     const seen = (this.keys[j] ??= new Set());
     if (seen.has(name)) {
@@ -278,9 +333,8 @@ class YamlBodyWatcher {
     } else seen.add(name);
   }
 
-  /** An alias node closes: its expansion counted (go-yaml's rule), a cycle refused. Returns its nodes. */
-  private alias(e: number, start: number, result: unknown, state: State): number {
-    const input = state.input;
+  /** An alias node closes: its expansion counted (go-yaml's rule), a cycle refused. Returns its anchor. */
+  private alias(e: number, start: number, result: unknown, input: string): { nodes: number; height: number } {
     let end = start + 1;
     for (
       let c = input.charCodeAt(end);
@@ -301,7 +355,7 @@ class YamlBodyWatcher {
       const { line, col } = this.locate(e, start, input);
       throw new YamlRefusal(`document contains excessive aliasing at line ${line}, column ${col}`);
     }
-    return 1 + anchor.nodes;
+    return anchor;
   }
 
   /**
@@ -426,35 +480,53 @@ function isFlowIndicator(c: number): boolean {
 /** A YAML body parsed: its value and Go's strict error for its repeated keys, or the first error as one line. */
 export type YamlParsed = { value: unknown; duplicateError: string | undefined } | { error: string };
 
-/**
- * Parses a YAML body (one document, YAML_CORE_SCHEMA) and finds its repeated keys in the text of Go's strict YAML
- * decoder (`line 4: key "name" already set in map`, joined as its single error), in one pass linear in the body.
- * Nesting past `depthLimit` is refused before anything deeper is read; see MAX_YAML_DEPTH.
- */
-export function parseYamlBody(text: string, depthLimit = MAX_YAML_DEPTH): YamlParsed {
-  const watcher = new YamlBodyWatcher(depthLimit);
-  let value: unknown;
+/** One js-yaml pass over the text with a watcher; a refusal or a YAMLException comes back as `error`. */
+function loadWatched(
+  text: string,
+  watcher: YamlBodyWatcher,
+  limit: number,
+  strict: boolean,
+): { value: unknown } | { error: string; repeatedKey?: true } {
   try {
-    value = load(text, {
+    const value = load(text, {
       schema: YAML_CORE_SCHEMA,
-      json: true,
+      json: !strict,
       listener: watcher.listener,
       // js-yaml's own bound (composeNode calls, a few more than collections): only a backstop for the listener's.
-      maxDepth: depthLimit + 8,
+      maxDepth: limit + 8,
     } as LoadOptions);
+    // An empty body (no document) is null, as an empty document is.
+    return { value: value === undefined ? null : value };
   } catch (err) {
     if (err instanceof YamlRefusal) return { error: err.message };
     if (err instanceof YAMLException) {
       const { reason, mark } = err as YAMLException & { mark?: { line: number; column: number } };
-      return { error: mark ? `${reason} at line ${mark.line + 1}, column ${mark.column + 1}` : reason };
+      const error = mark ? `${reason} at line ${mark.line + 1}, column ${mark.column + 1}` : reason;
+      return strict && reason === 'duplicated mapping key' ? { error, repeatedKey: true } : { error };
     }
     throw err;
   }
+}
+
+/**
+ * Parses a YAML body (one document, YAML_CORE_SCHEMA) and finds its repeated keys in the text of Go's strict YAML
+ * decoder (`line 4: key "name" already set in map`, joined as its single error, in the text's order), in linear
+ * time. A first pass runs js-yaml's strict mode, which stops at the first repeated key; only a body that has one
+ * is parsed again, with every key of every map in a Set (the last value wins, as in Go's non-strict decoder).
+ * Nesting past `depthLimit` is refused before anything deeper is read (see MAX_YAML_DEPTH), and a value nested
+ * deeper than `valueDepthLimit` through aliases is refused too.
+ */
+export function parseYamlBody(text: string, depthLimit = MAX_YAML_DEPTH, valueDepthLimit = depthLimit): YamlParsed {
+  const first = loadWatched(text, new YamlBodyWatcher(depthLimit, valueDepthLimit, false), depthLimit, true);
+  if ('value' in first) return { value: first.value, duplicateError: undefined };
+  if (!first.repeatedKey) return first;
+  const watcher = new YamlBodyWatcher(depthLimit, valueDepthLimit, true);
+  const second = loadWatched(text, watcher, depthLimit, false);
+  if ('error' in second) return second;
   const duplicateError = watcher.duplicates.length
     ? `yaml: unmarshal errors:\n  ${watcher.duplicates.join('\n  ')}`
     : undefined;
-  // An empty body (no document) is null, as an empty document is.
-  return { value: value === undefined ? null : value, duplicateError };
+  return { value: second.value, duplicateError };
 }
 
 /** Go's strict YAML error for the repeated keys of a YAML text; undefined when there are none. */
@@ -470,22 +542,14 @@ export type YamlDecoded =
 /**
  * Decodes a YAML request body as kube-apiserver answers it: the value (the last of repeated keys), Go's strict
  * error for the repeated keys, or the message of the 400 (`couldn't get version/kind; yaml parse error: ...`)
- * for a parse error, a refusal of the listener, or nesting over MAX_YAML_DEPTH or `depthLimit` (also checked on
- * the value: aliases can make it deeper than the text). Runs on either thread.
+ * for a parse error, a refusal of the listener, or nesting over MAX_YAML_DEPTH or `depthLimit` in the text, or over
+ * `depthLimit` in the value (aliases can make it deeper than the text). Runs on either thread.
  */
 export function decodeYamlText(text: string, depthLimit: number): YamlDecoded {
-  const failed = (message: string): YamlDecoded => ({
-    ok: false,
-    message: `couldn't get version/kind; yaml parse error: ${message}`,
-  });
-  const parsed = parseYamlBody(text, Math.min(depthLimit, MAX_YAML_DEPTH));
-  if ('error' in parsed) return failed(parsed.error.split('\n')[0]);
-  try {
-    // Aliases are shared by reference; their expansion was bounded while parsing, so this walk is too.
-    checkJsonValue(parsed.value, { maxDepth: depthLimit });
-  } catch (err) {
-    if (err instanceof JsonTooDeepError) return failed(err.message);
-    throw err;
+  // The value's depth (aliases included) was measured while parsing, so the value is not walked again.
+  const parsed = parseYamlBody(text, Math.min(depthLimit, MAX_YAML_DEPTH), depthLimit);
+  if ('error' in parsed) {
+    return { ok: false, message: `couldn't get version/kind; yaml parse error: ${parsed.error.split('\n')[0]}` };
   }
   return { ok: true, value: parsed.value, duplicateError: parsed.duplicateError };
 }
