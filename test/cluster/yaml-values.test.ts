@@ -126,6 +126,9 @@ const DOCUMENTS: Array<[string, unknown, string | undefined]> = [
   ['a: &k key\n*k : 1\nkey: 2\n', { a: 'key', key: 2 }, 'line 3: key "key"'],
   ['a:\n  - b\n  -\n  - c\n', { a: ['b', null, 'c'] }, undefined],
   ['a: b\n:x: 1\n', { a: 'b', ':x': 1 }, undefined],
+  // A collection ends where the next line's text starts: a `:x` key there is not a `:` after it.
+  ['a:\n  b: 1\n:x: 1\n', { a: { b: 1 }, ':x': 1 }, undefined],
+  ['a:\n  b: 1\n:x: 1\n:x: 2\n', { a: { b: 1 }, ':x': 2 }, 'line 4: key ":x"'],
   ['<<: {a: 1}\nb: 2\n', { '<<': { a: 1 }, b: 2 }, undefined],
   ['a: {b, c}\n', { a: { b: null, c: null } }, undefined],
   ['a: |\n  x\n  y\nb: >-\n  f\n  g\n', { a: 'x\ny\n', b: 'f g' }, undefined],

@@ -305,12 +305,12 @@ class YamlBodyWatcher {
     let isKey: boolean;
     if (style === Style.BlockMap) {
       if (!this.trackKeys && (result === null || typeof result !== 'object')) return;
-      isKey = this.knownKey[e] === 1 || this.nextOnLine(state.position, input) === COLON;
+      isKey = this.knownKey[e] === 1 || this.implicitKey(e, state);
     } else if (style === Style.FlowMap) {
       isKey = this.knownKey[e] === 1;
       this.expectValue[j] = isKey && this.nextInFlow(state.position, input) === COLON ? 1 : 0;
     } else if (style === Style.Uncertain) {
-      isKey = this.nextOnLine(state.position, input) === COLON;
+      isKey = this.implicitKey(e, state);
       this.style[j] = isKey ? Style.BlockMap : Style.Kept;
       if (isKey) this.levels[j]++;
     } else if (style === Style.FlowSeq) {
@@ -430,6 +430,14 @@ class YamlBodyWatcher {
     }
     work.steps += p - from;
     return p;
+  }
+
+  /**
+   * Node e, in a block map, is an implicit key: it ends on the line it started on and a `:` follows on that line
+   * (js-yaml's own test). A collection that closes stands at the next line's text, which may be a `:x` key.
+   */
+  private implicitKey(e: number, state: ParserState): boolean {
+    return state.line === this.openLine[e] && this.nextOnLine(state.position, state.input) === COLON;
   }
 
   /** The next character on this line past spaces and tabs. */
