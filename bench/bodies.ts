@@ -16,6 +16,8 @@ import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { startEmbeddedCluster } from '../src/cluster/embedded-cluster.ts';
 import { MAX_BODY_BYTES } from '../src/cluster/common/json-safety.ts';
 import { decodeObjectBody } from '../src/cluster/http/http-io.ts';
@@ -25,6 +27,9 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
 const LIMIT = (quick ? 1024 * 1024 : MAX_BODY_BYTES) - 1024;
+// A full collection before each measurement, so that one build's garbage is not collected in the other's time.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
 const baselineDir = args.includes('--baseline') ? resolve(args[args.indexOf('--baseline') + 1]) : undefined;
 
 const head = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
@@ -164,6 +169,7 @@ for (const [what, body] of Object.entries(BODIES)) {
     const raw = Buffer.from(text);
     size = raw.length;
     let direct = 'n/a';
+    gc();
     if (body.contentType === 'application/yaml') {
       const t = performance.now();
       try {
@@ -174,6 +180,7 @@ for (const [what, body] of Object.entries(BODIES)) {
       direct = `${(performance.now() - t).toFixed(0)} ms`;
     }
     const off = build.counts().offThread;
+    gc();
     const m = await measure(body.method, `${CMS}?fieldValidation=Ignore`, text, body.contentType);
     const where = body.contentType === 'application/yaml' && build.counts().offThread > off ? ' (worker)' : '';
     const values = [
@@ -198,6 +205,7 @@ if (!only || 'setelementorder'.includes(only.toLowerCase())) {
     c = build.cluster;
     const name = `smp-${seq++}`;
     await request('POST', CMS, JSON.stringify({ metadata: { name } }), 'application/json');
+    gc();
     const m = await measure('PATCH', `${CMS}/${name}`, patch, 'application/strategic-merge-patch+json');
     const values = [
       `${m.ms.toFixed(0)} ms`,

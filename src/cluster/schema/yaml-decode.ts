@@ -177,8 +177,6 @@ export function yamlDecodeSteps(): number {
  * depth, 1 for the document's root) and keeps, per depth, what the open node at that depth is. Every array is
  * indexed by depth and reused, so the work per event is constant apart from the short scans of the text between
  * a node's start and its content (properties, spaces, comments), each over text no other node scans.
- * With `trackKeys` off, a closing scalar in a block map is not looked at (only a collection or an alias can be
- * a complex key): the first pass, which js-yaml's strict mode stops at the first repeated key (see parseYamlBody).
  */
 class YamlBodyWatcher {
   private readonly openPos: Int32Array;
@@ -209,7 +207,6 @@ class YamlBodyWatcher {
   constructor(
     private readonly limit: number,
     private readonly valueLimit: number,
-    private readonly trackKeys: boolean,
   ) {
     // js-yaml's maxDepth (see parseYamlBody) bounds the depth of its events.
     const n = limit + 16;
@@ -244,7 +241,7 @@ class YamlBodyWatcher {
     this.knownKey[e] = 0;
     this.nodes[e] = 0;
     this.height[e] = 0;
-    if (this.trackKeys) this.keys[e] = undefined;
+    this.keys[e] = undefined;
     if (e === 1) return;
     const j = e - 1;
     const input = state.input;
@@ -304,7 +301,6 @@ class YamlBodyWatcher {
     const style = this.style[j];
     let isKey: boolean;
     if (style === Style.BlockMap) {
-      if (!this.trackKeys && (result === null || typeof result !== 'object')) return;
       isKey = this.knownKey[e] === 1 || this.implicitKey(e, state);
     } else if (style === Style.FlowMap) {
       isKey = this.knownKey[e] === 1;
@@ -324,7 +320,7 @@ class YamlBodyWatcher {
     } else return;
     if (!isKey) return;
     if (result !== null && typeof result === 'object') this.complexKey(e, input, state);
-    if (!this.trackKeys || style === Style.FlowSeq) return;
+    if (style === Style.FlowSeq) return;
     const name = String(result);
     const seen = (this.keys[j] ??= new Set());
     if (seen.has(name)) {
@@ -488,53 +484,39 @@ function isFlowIndicator(c: number): boolean {
 /** A YAML body parsed: its value and Go's strict error for its repeated keys, or the first error as one line. */
 export type YamlParsed = { value: unknown; duplicateError: string | undefined } | { error: string };
 
-/** One js-yaml pass over the text with a watcher; a refusal or a YAMLException comes back as `error`. */
-function loadWatched(
-  text: string,
-  watcher: YamlBodyWatcher,
-  limit: number,
-  strict: boolean,
-): { value: unknown } | { error: string; repeatedKey?: true } {
+/**
+ * Parses a YAML body (one document, YAML_CORE_SCHEMA) and finds its repeated keys in the text of Go's strict YAML
+ * decoder (`line 4: key "name" already set in map`, joined as its single error, in the text's order), in one pass
+ * linear in the body: js-yaml keeps the last value of a repeated key (`json: true`), the listener puts every key
+ * of every map in that map's Set. (A strict first pass that would stop at the first repeated key was measured
+ * slower for the worst bodies: a key repeated at the end is parsed twice, and js-yaml's error snippet indexes
+ * every line of the text.) Nesting past `depthLimit` is refused before anything deeper is read (see
+ * MAX_YAML_DEPTH), and a value nested deeper than `valueDepthLimit` through aliases is refused too.
+ */
+export function parseYamlBody(text: string, depthLimit = MAX_YAML_DEPTH, valueDepthLimit = depthLimit): YamlParsed {
+  const watcher = new YamlBodyWatcher(depthLimit, valueDepthLimit);
+  let value: unknown;
   try {
-    const value = load(text, {
+    value = load(text, {
       schema: YAML_CORE_SCHEMA,
-      json: !strict,
+      json: true,
       listener: watcher.listener,
       // js-yaml's own bound (composeNode calls, a few more than collections): only a backstop for the listener's.
-      maxDepth: limit + 8,
+      maxDepth: depthLimit + 8,
     } as LoadOptions);
-    // An empty body (no document) is null, as an empty document is.
-    return { value: value === undefined ? null : value };
   } catch (err) {
     if (err instanceof YamlRefusal) return { error: err.message };
     if (err instanceof YAMLException) {
       const { reason, mark } = err as YAMLException & { mark?: { line: number; column: number } };
-      const error = mark ? `${reason} at line ${mark.line + 1}, column ${mark.column + 1}` : reason;
-      return strict && reason === 'duplicated mapping key' ? { error, repeatedKey: true } : { error };
+      return { error: mark ? `${reason} at line ${mark.line + 1}, column ${mark.column + 1}` : reason };
     }
     throw err;
   }
-}
-
-/**
- * Parses a YAML body (one document, YAML_CORE_SCHEMA) and finds its repeated keys in the text of Go's strict YAML
- * decoder (`line 4: key "name" already set in map`, joined as its single error, in the text's order), in linear
- * time. A first pass runs js-yaml's strict mode, which stops at the first repeated key; only a body that has one
- * is parsed again, with every key of every map in a Set (the last value wins, as in Go's non-strict decoder).
- * Nesting past `depthLimit` is refused before anything deeper is read (see MAX_YAML_DEPTH), and a value nested
- * deeper than `valueDepthLimit` through aliases is refused too.
- */
-export function parseYamlBody(text: string, depthLimit = MAX_YAML_DEPTH, valueDepthLimit = depthLimit): YamlParsed {
-  const first = loadWatched(text, new YamlBodyWatcher(depthLimit, valueDepthLimit, false), depthLimit, true);
-  if ('value' in first) return { value: first.value, duplicateError: undefined };
-  if (!first.repeatedKey) return first;
-  const watcher = new YamlBodyWatcher(depthLimit, valueDepthLimit, true);
-  const second = loadWatched(text, watcher, depthLimit, false);
-  if ('error' in second) return second;
   const duplicateError = watcher.duplicates.length
     ? `yaml: unmarshal errors:\n  ${watcher.duplicates.join('\n  ')}`
     : undefined;
-  return { value: second.value, duplicateError };
+  // An empty body (no document) is null, as an empty document is.
+  return { value: value === undefined ? null : value, duplicateError };
 }
 
 /** Go's strict YAML error for the repeated keys of a YAML text; undefined when there are none. */
