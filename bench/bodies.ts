@@ -57,10 +57,16 @@ const BODIES: Record<string, Body> = {
   'YAML: one key repeated': yaml((n) => fill(`${head(n)}data:\n`, () => '  k: v\n')),
   'YAML: one key repeated 40,000 times': yaml((n) => `${head(n)}data:\n${'  k: v\n'.repeat(40_000)}`),
   'YAML: a flat map': yaml((n) => fill(`${head(n)}data:\n`, (i) => `  k${i}: v\n`)),
+  'YAML: a flat map, its first key repeated at the end': yaml((n) =>
+    fill(`${head(n)}data:\n`, (i) => `  k${i}: v\n`, '  k0: v\n'),
+  ),
   'YAML: small flow maps': yaml((n) => fill(`${head(n)}data:\n`, (i) => `  k${i}: {a: 1, b: [1, 2]}\n`)),
   'YAML: a flow (JSON) map': yaml((n) => fill(`${head(n)}data: {`, (i) => `"k${i}": "v",`, '"z": "v"}\n')),
   'YAML: a list': yaml((n) => fill(`${head(n)}list:\n`, (i) => `- f${i}\n`)),
   'YAML: anchors': yaml((n) => fill(`${head(n)}data:\n`, (i) => `  k${i}: &a${i} v\n`)),
+  'YAML: anchors and aliases': yaml((n) =>
+    fill(`${head(n)}data:\n`, (i) => (i % 2 ? `  k${i}: *a${i - 1}\n` : `  k${i}: &a${i} v\n`)),
+  ),
   'YAML: one long string': yaml((n) => `${head(n)}data:\n  k: ${'a'.repeat(LIMIT - 100)}\n`),
   'JSON: a flat map': {
     method: 'POST',

@@ -199,6 +199,8 @@ class YamlBodyWatcher {
   private decoded = 0;
   private aliased = 0;
   readonly duplicates: string[] = [];
+  private lastRepeated: string | undefined;
+  private lastRepeatedText = '';
 
   /**
    * `limit`: the text's nesting; `valueLimit`: the value's (deeper than the text through aliases). Positions are
@@ -324,8 +326,14 @@ class YamlBodyWatcher {
     const name = String(result);
     const seen = (this.keys[j] ??= new Set());
     if (seen.has(name)) {
-      const { line } = this.locate(e, this.contentStart(this.openPos[e], input), input);
-      this.duplicates.push(`line ${line}: key ${JSON.stringify(name)} already set in map`);
+      const start = this.contentStart(this.openPos[e], input);
+      const line = start === this.openPos[e] ? this.openLine[e] + 1 : this.locate(e, start, input).line;
+      // One key repeated throughout a body is the common case: its quoted form is made once.
+      if (name !== this.lastRepeated) {
+        this.lastRepeated = name;
+        this.lastRepeatedText = ` key ${JSON.stringify(name)} already set in map`;
+      }
+      this.duplicates.push(`line ${line}:${this.lastRepeatedText}`);
     } else seen.add(name);
   }
 
