@@ -9,9 +9,15 @@
 //   npm run bench:bodies                (every body at about 3 MiB)
 //   npm run bench:bodies -- --quick     (about 1 MiB)
 //   npm run bench:bodies -- --only flow
+//   npm run bench:bodies -- --baseline DIR   (also DIR's code, side by side in this run: "before / after";
+//                                             DIR is a checkout of main with node_modules, see docs/benchmarks.md)
 import https from 'node:https';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { startEmbeddedCluster } from '../src/cluster/embedded-cluster.ts';
 import { MAX_BODY_BYTES } from '../src/cluster/common/json-safety.ts';
 import { decodeObjectBody } from '../src/cluster/http/http-io.ts';
@@ -21,6 +27,10 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
 const LIMIT = (quick ? 1024 * 1024 : MAX_BODY_BYTES) - 1024;
+// A full collection before each measurement, so that one build's garbage is not collected in the other's time.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const baselineDir = args.includes('--baseline') ? resolve(args[args.indexOf('--baseline') + 1]) : undefined;
 
 const head = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
 /** `prefix`, then `unit(i)` for i = 0, 1, ... while the body stays under the limit, then `suffix`. */
@@ -47,10 +57,16 @@ const BODIES: Record<string, Body> = {
   'YAML: one key repeated': yaml((n) => fill(`${head(n)}data:\n`, () => '  k: v\n')),
   'YAML: one key repeated 40,000 times': yaml((n) => `${head(n)}data:\n${'  k: v\n'.repeat(40_000)}`),
   'YAML: a flat map': yaml((n) => fill(`${head(n)}data:\n`, (i) => `  k${i}: v\n`)),
+  'YAML: a flat map, its first key repeated at the end': yaml((n) =>
+    fill(`${head(n)}data:\n`, (i) => `  k${i}: v\n`, '  k0: v\n'),
+  ),
   'YAML: small flow maps': yaml((n) => fill(`${head(n)}data:\n`, (i) => `  k${i}: {a: 1, b: [1, 2]}\n`)),
   'YAML: a flow (JSON) map': yaml((n) => fill(`${head(n)}data: {`, (i) => `"k${i}": "v",`, '"z": "v"}\n')),
   'YAML: a list': yaml((n) => fill(`${head(n)}list:\n`, (i) => `- f${i}\n`)),
   'YAML: anchors': yaml((n) => fill(`${head(n)}data:\n`, (i) => `  k${i}: &a${i} v\n`)),
+  'YAML: anchors and aliases': yaml((n) =>
+    fill(`${head(n)}data:\n`, (i) => (i % 2 ? `  k${i}: *a${i - 1}\n` : `  k${i}: &a${i} v\n`)),
+  ),
   'YAML: one long string': yaml((n) => `${head(n)}data:\n  k: ${'a'.repeat(LIMIT - 100)}\n`),
   'JSON: a flat map': {
     method: 'POST',
@@ -59,7 +75,32 @@ const BODIES: Record<string, Body> = {
   },
 };
 
-const c = await startEmbeddedCluster({ controllers: false });
+/** One build under test: this tree, or the baseline's (its own modules, its own cluster, its own worker). */
+interface Build {
+  cluster: Awaited<ReturnType<typeof startEmbeddedCluster>>;
+  decode: typeof decodeObjectBody;
+  counts: typeof yamlDecodeCounts;
+}
+async function baselineBuild(dir: string): Promise<Build> {
+  const load = (path: string) => import(pathToFileURL(`${dir}/src/${path}`).href);
+  const [cluster, io, yaml] = await Promise.all([
+    load('cluster/embedded-cluster.ts'),
+    load('cluster/http/http-io.ts'),
+    load('cluster/schema/yaml-decode.ts'),
+  ]);
+  return {
+    cluster: await cluster.startEmbeddedCluster({ controllers: false }),
+    decode: io.decodeObjectBody,
+    counts: yaml.yamlDecodeCounts,
+  };
+}
+const after: Build = {
+  cluster: await startEmbeddedCluster({ controllers: false }),
+  decode: decodeObjectBody,
+  counts: yamlDecodeCounts,
+};
+const builds: Build[] = baselineDir ? [await baselineBuild(baselineDir), after] : [after];
+let c = after.cluster;
 const CMS = '/api/v1/namespaces/default/configmaps';
 
 function request(method: string, path: string, body?: string, contentType?: string): Promise<number> {
@@ -107,61 +148,85 @@ const cpuSeconds = () => {
 console.log(
   `bench:bodies ${quick ? '(quick) ' : ''}bodies up to ${(LIMIT / 1024).toFixed(0)} KiB, load average ${loadavg()
     .map((l) => l.toFixed(1))
-    .join(' ')}`,
+    .join(' ')}${baselineDir ? `; each cell "before / after", before = ${baselineDir}` : ''}`,
 );
 console.log(
   '| Body | Size | On the loop (direct decode) | Request | Status | GETs meanwhile | GET max | Loop max delay |',
 );
 console.log('|---|---|---|---|---|---|---|---|');
 const row = (cells: string[]) => console.log(`| ${cells.join(' | ')} |`);
+/** One cell per build, "before / after" with a baseline. */
+const cell = (values: string[]) => values.join(' / ');
 let seq = 0;
+// Warm-up: each build's YAML worker thread started (and its modules loaded) before the first measured body.
+for (const build of builds) {
+  c = build.cluster;
+  await request('POST', `${CMS}?dryRun=All`, `${head('warm-up')}data:\n${'  k: v\n'.repeat(4000)}`, 'application/yaml');
+}
 const cpuStart = cpuSeconds();
 for (const [what, body] of Object.entries(BODIES)) {
   if (only && !what.toLowerCase().includes(only.toLowerCase())) continue;
-  const name = `b${seq++}`;
-  const text = body.text(name);
-  const raw = Buffer.from(text);
-  let direct = '';
-  if (body.contentType === 'application/yaml') {
-    const t = performance.now();
-    try {
-      decodeObjectBody(raw, body.contentType);
-    } catch {
-      // the same answer the request gets
+  const cells: string[][] = [[], [], [], [], [], [], []];
+  let size = 0;
+  for (const build of builds) {
+    c = build.cluster;
+    const name = `b${seq++}`;
+    const text = body.text(name);
+    const raw = Buffer.from(text);
+    size = raw.length;
+    let direct = 'n/a';
+    gc();
+    if (body.contentType === 'application/yaml') {
+      const t = performance.now();
+      try {
+        build.decode(raw, body.contentType);
+      } catch {
+        // the same answer the request gets
+      }
+      direct = `${(performance.now() - t).toFixed(0)} ms`;
     }
-    direct = `${(performance.now() - t).toFixed(0)} ms`;
+    const off = build.counts().offThread;
+    gc();
+    const m = await measure(body.method, `${CMS}?fieldValidation=Ignore`, text, body.contentType);
+    const where = body.contentType === 'application/yaml' && build.counts().offThread > off ? ' (worker)' : '';
+    const values = [
+      direct,
+      `${m.ms.toFixed(0)} ms${where}`,
+      String(m.status),
+      String(m.gets),
+      `${m.getMax.toFixed(0)} ms`,
+      `${m.loopMax.toFixed(0)} ms`,
+    ];
+    values.forEach((v, i) => cells[i].push(v));
   }
-  const off = yamlDecodeCounts().offThread;
-  const m = await measure(body.method, `${CMS}?fieldValidation=Ignore`, text, body.contentType);
-  const where = body.contentType === 'application/yaml' && yamlDecodeCounts().offThread > off ? ' (worker)' : '';
-  row([
-    what,
-    `${(raw.length / 1024).toFixed(0)} KiB`,
-    direct || 'n/a',
-    `${m.ms.toFixed(0)} ms${where}`,
-    String(m.status),
-    String(m.gets),
-    `${m.getMax.toFixed(0)} ms`,
-    `${m.loopMax.toFixed(0)} ms`,
-  ]);
+  row([what, `${(size / 1024).toFixed(0)} KiB`, ...cells.slice(0, 6).map(cell)]);
 }
 
 if (!only || 'setelementorder'.includes(only.toLowerCase())) {
   // issue 20's strategic merge patch: 90,000 finalizers with $setElementOrder (1.7 MiB)
-  const name = `smp-${seq++}`;
-  await request('POST', CMS, JSON.stringify({ metadata: { name } }), 'application/json');
   const order = Array.from({ length: 90_000 }, (_, i) => `e.io/f${i}`);
   const patch = JSON.stringify({ metadata: { '$setElementOrder/finalizers': order, finalizers: order } });
-  const m = await measure('PATCH', `${CMS}/${name}`, patch, 'application/strategic-merge-patch+json');
+  const cells: string[][] = [[], [], [], [], []];
+  for (const build of builds) {
+    c = build.cluster;
+    const name = `smp-${seq++}`;
+    await request('POST', CMS, JSON.stringify({ metadata: { name } }), 'application/json');
+    gc();
+    const m = await measure('PATCH', `${CMS}/${name}`, patch, 'application/strategic-merge-patch+json');
+    const values = [
+      `${m.ms.toFixed(0)} ms`,
+      String(m.status),
+      String(m.gets),
+      `${m.getMax.toFixed(0)} ms`,
+      `${m.loopMax.toFixed(0)} ms`,
+    ];
+    values.forEach((v, i) => cells[i].push(v));
+  }
   row([
     'JSON: $setElementOrder patch, 90,000 finalizers',
     `${(Buffer.byteLength(patch) / 1024).toFixed(0)} KiB`,
     'n/a',
-    `${m.ms.toFixed(0)} ms`,
-    String(m.status),
-    String(m.gets),
-    `${m.getMax.toFixed(0)} ms`,
-    `${m.loopMax.toFixed(0)} ms`,
+    ...cells.map(cell),
   ]);
 }
 console.log(
@@ -169,4 +234,4 @@ console.log(
     .map((l) => l.toFixed(1))
     .join(' ')}`,
 );
-await c.stop();
+for (const build of builds) await build.cluster.stop();

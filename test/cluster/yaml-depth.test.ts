@@ -19,7 +19,7 @@ import {
   decodeYamlOffThread,
   decodeYamlText,
   MAX_YAML_DEPTH,
-  yamlDepthSteps,
+  yamlDecodeSteps,
 } from '../../src/cluster/schema/yaml-decode.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -143,9 +143,9 @@ describe('YAML nesting (issue 20): a deep body is a 400, never a dead process', 
 
   it('the checks are linear: 100 times the items, about 100 times the steps; a deep body stops after the limit', () => {
     const steps = (text: string) => {
-      const before = yamlDepthSteps();
+      const before = yamlDecodeSteps();
       decodeYamlText(text, 10_000);
-      return yamlDepthSteps() - before;
+      return yamlDecodeSteps() - before;
     };
     const items = (n: number) =>
       `items:\n${Array.from({ length: n }, (_, i) => `- name: i${i}\n  spec: {a: [1, {b: [2, 3]}], c: {d: e}}\n`).join('')}`;

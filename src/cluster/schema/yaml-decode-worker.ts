@@ -1,15 +1,13 @@
 // The worker thread of yaml-decode.ts: decodes the YAML bodies posted to it, one at a time, with the same
 // decodeYamlText the event loop uses for small bodies.
 import { parentPort } from 'node:worker_threads';
-import { buffersIn, decodeYamlText, type YamlAnswer, type YamlJob } from './yaml-decode.ts';
+import { decodeYamlText, type YamlAnswer, type YamlJob } from './yaml-decode.ts';
 
 const port = parentPort!;
 port.on('message', ({ id, text, depthLimit }: YamlJob) => {
   let answer: YamlAnswer;
   try {
-    const result = decodeYamlText(text, depthLimit);
-    const buffers = result.ok ? buffersIn(result.value) : [];
-    answer = buffers.length > 0 ? { id, result, buffers } : { id, result };
+    answer = { id, result: decodeYamlText(text, depthLimit) };
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
     answer = { id, thrown: { name: e.name, message: e.message } };

@@ -1,203 +1,536 @@
 // YAML request bodies: one decode function, run on the event loop for small bodies and in a worker thread for
-// large ones. The `yaml` library parses about 1 MB/s of CPU (a 3 MiB body takes seconds), so a large body
-// decoded on the event loop held every other request back for that long; in the worker only that request waits.
-// Both paths run decodeYamlText, so the value, the Status text of a parse error and Go's strict error for
-// repeated keys are the same whichever path a body takes.
+// large ones. Both paths run decodeYamlText, so the value, the Status text of a parse error and Go's strict error
+// for repeated keys are the same whichever path a body takes.
 //
-// Nesting is bounded before anything recursive runs. The library's lexer and parser are iterative (an explicit
-// stack), but its composer, `toJS` and `visit` recurse once per level and run out of stack at about 800 levels
-// on the loop's 984 KB stack (fewer while the code is still interpreted). A stack overflow that lands in V8's
-// regexp compiler aborts the whole process ("RegExpCompiler Allocation failed"), uncatchable. So the body is
-// parsed to the library's CST one lexeme at a time, stopped as soon as the parser's open collections pass
-// MAX_YAML_DEPTH (a 3 MiB body of `[` costs about 200 lexemes), the complete CST measured again with an explicit
-// stack (measureYamlDepth), and the composer runs on that CST only when it is within the limit.
+// The parser is js-yaml (one recursive-descent pass straight to plain values, 0.1-0.3 s for the worst 3 MiB
+// body; the `yaml` library used before built a CST and a document first and took 3-13 s, see docs/benchmarks.md).
+// What kube-apiserver's decoder does and js-yaml does not is done in one listener over js-yaml's node events
+// (YamlBodyWatcher), in the same pass and in linear time:
+// - nesting: js-yaml recurses once per level, so the listener refuses a collection past MAX_YAML_DEPTH when its
+//   first child opens (or when it closes, for an empty one), before anything deeper is read, with go-yaml's text;
+// - repeated keys: each key that closes is added to its map's Set, and each one already there gives a line of
+//   Go's strict error (js-yaml with `json: true` keeps the last value silently, as Go's non-strict decoder does);
+// - a map or a sequence as a key: refused, as go-yaml refuses it (js-yaml would make a string of it);
+// - aliases: their expanded size is counted and bounded as go-yaml bounds it ("excessive aliasing"), and an
+//   alias to a collection that is still open (a cycle) is refused.
+// The scalars are resolved by YAML_CORE_SCHEMA, the YAML 1.2 core schema as the `yaml` library resolved it.
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
-import {
-  Composer,
-  isAlias,
-  isMap,
-  isScalar,
-  isSeq,
-  Lexer,
-  LineCounter,
-  Parser,
-  visit,
-  YAMLParseError,
-  type CST,
-  type Document,
-} from 'yaml';
+import { FAILSAFE_SCHEMA, load, Type, YAMLException, type LoadOptions, type State } from 'js-yaml';
 import { internalError, tooManyRequests } from '../common/api-errors.ts';
-import { checkJsonValue, JsonTooDeepError } from '../common/json-safety.ts';
 import { newModuleWorker } from '../common/module-worker.ts';
 
 /**
  * The deepest nesting of collections (maps and sequences, flow or block) a YAML body may have; deeper is a 400
- * before the composer runs. kube-apiserver's YAML path (go-yaml under sigs.k8s.io/yaml) stops at 10,000 flow or
- * indent levels, but the `yaml` library recurses per level: measured on Node 20 in a fresh process, the composer
- * and `toJS` overflowed the main thread's 984 KB stack at about 390 levels of `{a: [` (780 collections) and 790
- * of `[`. 200 keeps a factor of 4 for the request's own frames and for cold (interpreted) code, and is far above
- * what manifests use (a CRD's openAPIV3Schema nests about 2 levels per schema level).
+ * before anything deeper is parsed. kube-apiserver's YAML path (go-yaml under sigs.k8s.io/yaml) stops at 10,000
+ * flow or indent levels, but js-yaml recurses about three frames per level on a 984 KB stack (the event loop's,
+ * and the worker's, see YAML_WORKER_STACK_MB). 200 is far above what manifests use (a CRD's openAPIV3Schema
+ * nests about 2 levels per schema level) and was the limit with the `yaml` library before, so no body changed
+ * from accepted to refused.
  */
 export const MAX_YAML_DEPTH = 200;
 
-/** A body's nesting past a limit: where the collection that crossed it starts, and whether it is a flow one. */
-export interface YamlTooDeep {
-  offset: number;
-  flow: boolean;
+// ---------------------------------------------------------------------------------------------------------
+// Scalars: the YAML 1.2 core schema, exactly as the `yaml` library (the decoder before js-yaml) resolved it.
+// js-yaml's own CORE_SCHEMA differs at the edges (`0b101` is 5 there, `1e400` a string); these types keep
+// what clients got before. An explicit core tag whose text does not match (`!!int x`, `!!float 1`) keeps the
+// text, and any other tag (`!foo`, `!!binary`, `!!timestamp`, `!!set`) keeps the node as written: a string,
+// a sequence or a map (the `yaml` library kept local tags the same way).
+
+interface CoreScalar {
+  tag: string;
+  test: RegExp;
+  resolve: (text: string) => unknown;
 }
 
-const depthWork = { steps: 0 };
+const CORE_SCALARS: CoreScalar[] = [
+  { tag: 'null', test: /^(?:~|[Nn]ull|NULL)?$/, resolve: () => null },
+  { tag: 'bool', test: /^(?:[Tt]rue|TRUE|[Ff]alse|FALSE)$/, resolve: (s) => s[0] === 't' || s[0] === 'T' },
+  { tag: 'int', test: /^0o[0-7]+$/, resolve: (s) => parseInt(s.substring(2), 8) },
+  { tag: 'int', test: /^[-+]?[0-9]+$/, resolve: (s) => parseInt(s, 10) },
+  { tag: 'int', test: /^0x[0-9a-fA-F]+$/, resolve: (s) => parseInt(s.substring(2), 16) },
+  {
+    tag: 'float',
+    test: /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
+    resolve: (s) => (s.slice(-3).toLowerCase() === 'nan' ? NaN : s[0] === '-' ? -Infinity : Infinity),
+  },
+  { tag: 'float', test: /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/, resolve: (s) => parseFloat(s) },
+  { tag: 'float', test: /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/, resolve: (s) => parseFloat(s) },
+];
 
 /**
- * What the nesting checks have done since the process started: one step per lexeme fed to the parser, per CST
- * token measured and per open token looked at (a test compares it at two body sizes; it has no other use).
+ * The core form a plain scalar has, or undefined for a string. js-yaml asks each implicit type in turn (null,
+ * bool, int, float) and then constructs with the one that matched, so the answer for the last text is kept; most
+ * texts (names, words) are turned away by their first character without a regular expression.
  */
-export function yamlDepthSteps(): number {
-  return depthWork.steps;
+function coreForm(text: string): CoreScalar | undefined {
+  if (text === lastText) return lastForm;
+  lastText = text;
+  const c = text.charCodeAt(0);
+  // `~`, n/N, t/T, f/F, digits, `+`, `-`, `.`, or empty (NaN for charCodeAt): what a core form can start with.
+  const possible =
+    text.length === 0 ||
+    c === 0x7e ||
+    c === 0x6e ||
+    c === 0x4e ||
+    c === 0x74 ||
+    c === 0x54 ||
+    c === 0x66 ||
+    c === 0x46 ||
+    (c >= 0x30 && c <= 0x39) ||
+    c === 0x2b ||
+    c === 0x2d ||
+    c === 0x2e;
+  lastForm = possible ? CORE_SCALARS.find((f) => f.test.test(text)) : undefined;
+  return lastForm;
 }
+let lastText: string | undefined;
+let lastForm: CoreScalar | undefined;
 
-function isCollection(token: CST.Token): token is CST.BlockMap | CST.BlockSequence | CST.FlowCollection {
-  return token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection';
-}
-
-/**
- * Measures the nesting of a parsed YAML CST without recursion: an explicit stack of (token, depth), each token
- * visited once, so the work is linear in the body. Returns the first collection (in the text's order) deeper than
- * `limit` (the root collection is level 1, as for JSON), or undefined.
- */
-export function measureYamlDepth(tokens: readonly CST.Token[], limit: number): YamlTooDeep | undefined {
-  const stack: Array<{ token: CST.Token; depth: number }> = [];
-  const push = (token: CST.Token | null | undefined, depth: number) => token && stack.push({ token, depth });
-  for (let i = tokens.length - 1; i >= 0; i--) push(tokens[i], 0);
-  while (stack.length > 0) {
-    depthWork.steps++;
-    const { token, depth } = stack.pop()!;
-    if (token.type === 'document') push(token.value, depth);
-    else if (isCollection(token)) {
-      if (depth + 1 > limit) return { offset: token.offset, flow: token.type === 'flow-collection' };
-      // Pushed last item first, so that items are measured in the text's order.
-      for (let i = token.items.length - 1; i >= 0; i--) {
-        push(token.items[i].value, depth + 1);
-        push(token.items[i].key, depth + 1);
-      }
-    }
-  }
-  return undefined;
-}
-
-/**
- * The collection past `limit` among the parser's open tokens (each nested in the one before it), or undefined.
- * Looked at only once there are more open tokens than the limit, so it stops a deep body after about `limit`
- * levels of it have been read, whatever its size.
- */
-function openTooDeep(open: readonly CST.Token[], limit: number): YamlTooDeep | undefined {
-  let depth = 0;
-  for (const token of open) {
-    depthWork.steps++;
-    if (isCollection(token) && ++depth > limit) return { offset: token.offset, flow: token.type === 'flow-collection' };
-  }
-  return undefined;
-}
-
-/** A YAML body parsed once: its document and Go's strict error for its repeated keys (undefined when none). */
-export interface ParsedYamlBody {
-  /** Repeated keys are kept; `toJS()` gives the last value, as Go's non-strict decoder does. */
-  doc: Document.Parsed;
-  duplicateError: string | undefined;
-}
-
-/** A body's first error as one line (the library's own text and its position), or undefined. */
-export type YamlParsed = (ParsedYamlBody & { error: string | undefined }) | { tooDeep: string };
-
-/**
- * Parses a YAML body and finds its repeated keys in the text of Go's strict YAML decoder
- * (`line 4: key "name" already set in map`, joined as its single error). Linear in the body: each map's keys go
- * through one Set, and a key's line comes from the parser's line index (a binary search) rather than from counting
- * the newlines before it, which made 40,000 repeated keys take 24 s. Nesting past `depthLimit` is refused
- * (`tooDeep`) before the composer runs: see MAX_YAML_DEPTH.
- */
-export function parseYamlBody(text: string, depthLimit = MAX_YAML_DEPTH): YamlParsed {
-  const lineCounter = new LineCounter();
-  // Parser.parse(text), one lexeme at a time, stopping once the open collections are past the limit.
-  const parser = new Parser(lineCounter.addNewLine);
-  lineCounter.addNewLine(0);
-  const tokens: CST.Token[] = [];
-  let deep: YamlTooDeep | undefined;
-  for (const lexeme of new Lexer().lex(text)) {
-    depthWork.steps++;
-    for (const token of parser.next(lexeme)) tokens.push(token);
-    if (parser.stack.length > depthLimit && (deep = openTooDeep(parser.stack, depthLimit))) break;
-  }
-  if (!deep) {
-    for (const token of parser.end()) tokens.push(token);
-    // Complete, the CST can be deeper than the parser's open tokens ever were (`[[x]]: v` becomes a map's key).
-    deep = measureYamlDepth(tokens, depthLimit);
-  }
-  if (deep) {
-    // go-yaml's text for the same refusal, with this limit.
-    const { line, col } = lineCounter.linePos(deep.offset);
-    const level = deep.flow ? 'flow' : 'indent';
-    return {
-      tooDeep: `while increasing ${level} level at line ${line}, column ${col}: exceeded max depth of ${depthLimit}`,
-    };
-  }
-  // What parseDocument does, on the CST already parsed.
-  const composer = new Composer({ uniqueKeys: false });
-  let doc: Document.Parsed | undefined;
-  for (const next of composer.compose(tokens, true, text.length)) {
-    if (!doc) doc = next;
-    else {
-      const message = 'Source contains multiple documents; please use YAML.parseAllDocuments()';
-      doc.errors.push(new YAMLParseError([next.range[0], next.range[1]], 'MULTIPLE_DOCS', message));
-      break;
-    }
-  }
-  if (!doc) throw new Error('the YAML composer gave no document'); // compose(…, true) always gives one
-  const first = doc.errors[0];
-  if (first) {
-    // The library's message and position, as parseDocument's prettyErrors puts them on its first line.
-    let message = first.message;
-    if (first.pos[0] !== -1) {
-      const { line, col } = lineCounter.linePos(first.pos[0]);
-      message += ` at line ${line}, column ${col}`;
-    }
-    return { doc, duplicateError: undefined, error: message.split('\n')[0] };
-  }
-  const lines: string[] = [];
-  let keyError: string | undefined;
-  visit(doc, {
-    Map(_, map) {
-      const seen = new Set<string>();
-      for (const pair of map.items) {
-        // go-yaml refuses a map or a sequence as a key (`yaml: invalid map key`); the yaml library would make
-        // it a string, and `? ? ? v` nested n deep doubles the escapes of that string per level (exponential).
-        const key = isAlias(pair.key) ? pair.key.resolve(doc!) : pair.key;
-        if (isMap(key) || isSeq(key)) {
-          const { line, col } = lineCounter.linePos((pair.key as { range?: number[] }).range?.[0] ?? 0);
-          keyError = `invalid map key: a ${isMap(key) ? 'map' : 'sequence'} at line ${line}, column ${col}`;
-          return visit.BREAK;
-        }
-        const name = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
-        if (seen.has(name)) {
-          const offset = isScalar(pair.key) ? (pair.key.range?.[0] ?? 0) : 0;
-          lines.push(`line ${lineCounter.linePos(offset).line}: key ${JSON.stringify(name)} already set in map`);
-        }
-        seen.add(name);
-      }
-      return undefined;
+/** The core scalars of one tag, as js-yaml types: the implicit one (plain scalars) and the explicit one. */
+function coreTypes(tag: string): { implicit: Type; explicit: Type } {
+  const scalars = CORE_SCALARS.filter((c) => c.tag === tag);
+  const implicit = new Type(`tag:yaml.org,2002:${tag}`, {
+    kind: 'scalar',
+    resolve: (data: string | null) => data !== null && coreForm(data)?.tag === tag,
+    construct: (data: string) => coreForm(data)!.resolve(data),
+  });
+  const explicit = new Type(`tag:yaml.org,2002:${tag}`, {
+    kind: 'scalar',
+    resolve: () => true,
+    construct: (data: string | null) => {
+      const text = data ?? '';
+      const found = scalars.find((c) => c.test.test(text));
+      return found ? found.resolve(text) : text;
     },
   });
-  if (keyError) return { doc, duplicateError: undefined, error: keyError };
-  const duplicateError = lines.length ? `yaml: unmarshal errors:\n  ${lines.join('\n  ')}` : undefined;
-  return { doc, duplicateError, error: undefined };
+  return { implicit, explicit };
+}
+
+const CORE = ['null', 'bool', 'int', 'float'].map(coreTypes);
+/** Any other tag (a prefix of every tag, as a js-yaml multi type): the node as written. */
+const keepAsWritten = (kind: 'scalar' | 'sequence' | 'mapping', empty: () => unknown) =>
+  new Type('', { kind, multi: true, construct: (data: unknown) => data ?? empty() });
+
+/** The schema of YAML request bodies: see CORE_SCALARS. */
+export const YAML_CORE_SCHEMA = FAILSAFE_SCHEMA.extend({
+  implicit: CORE.map((c) => c.implicit),
+  explicit: [
+    ...CORE.map((c) => c.explicit),
+    keepAsWritten('scalar', () => ''),
+    keepAsWritten('sequence', () => []),
+    keepAsWritten('mapping', () => ({})),
+  ],
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// The listener.
+
+/** What the listener reads of js-yaml's parser state (its typings leave out `depth` and `anchor`). */
+type ParserState = State & { depth: number; anchor: string | null };
+
+/** A refusal found by the listener; thrown through js-yaml (which does not catch it) to decodeYamlText. */
+class YamlRefusal extends Error {}
+
+/** How a node with children holds them; known when its first child opens. */
+const enum Style {
+  /** no child yet */
+  None,
+  /** a block map's first implicit key is open: a map if a `:` follows it, else the node is that child */
+  Uncertain,
+  BlockMap,
+  BlockSeq,
+  FlowMap,
+  FlowSeq,
+  /** the first child was not a key: the node is that child (js-yaml tried a block map and kept the node) */
+  Kept,
+}
+
+/** go-yaml's limit on aliases (yaml.v2 decode.go, allowedAliasRatio): the share of decoded nodes from aliases. */
+function allowedAliasRatio(decoded: number): number {
+  if (decoded <= 400_000) return 0.99;
+  if (decoded >= 4_000_000) return 0.1;
+  return 0.99 - 0.89 * ((decoded - 400_000) / 3_600_000);
+}
+
+const SPACE = 0x20;
+const TAB = 0x09;
+const LF = 0x0a;
+const CR = 0x0d;
+const HASH = 0x23;
+const COLON = 0x3a;
+const QUESTION = 0x3f;
+
+const work = { steps: 0 };
+
+/**
+ * What the listener has done since the process started: one step per node event and per character its own
+ * scans look at (a test compares it at two body sizes to prove the work linear; it has no other use).
+ */
+export function yamlDecodeSteps(): number {
+  return work.steps;
+}
+
+/**
+ * Watches js-yaml's `open`/`close` events (composeNode: one per node, keys included; `state.depth` is the node's
+ * depth, 1 for the document's root) and keeps, per depth, what the open node at that depth is. Every array is
+ * indexed by depth and reused, so the work per event is constant apart from the short scans of the text between
+ * a node's start and its content (properties, spaces, comments), each over text no other node scans.
+ */
+class YamlBodyWatcher {
+  private readonly openPos: Int32Array;
+  private readonly openLine: Int32Array;
+  private readonly openLineStart: Int32Array;
+  private readonly style: Uint8Array;
+  /** Collections (counted nesting levels) among the node and its ancestors; [0] is 0. */
+  private readonly levels: Int32Array;
+  /** The node is a key known as one when it opened (an explicit `? ` key, an entry of a flow map). */
+  private readonly knownKey: Uint8Array;
+  /** A flow collection's next child is the value of the key before it. */
+  private readonly expectValue: Uint8Array;
+  /** Nodes decoded under each open node so far, aliases expanded (go-yaml's decodeCount). */
+  private readonly nodes: Float64Array;
+  /** The deepest nesting of collections among the children closed so far, aliases expanded (the value's). */
+  private readonly height: Float64Array;
+  private readonly keys: Array<Set<string> | undefined> = [];
+  private anchors = new Map<string, { value: unknown; nodes: number; height: number }>();
+  private documents = 0;
+  private decoded = 0;
+  private aliased = 0;
+  readonly duplicates: string[] = [];
+  private lastRepeated: string | undefined;
+  private lastRepeatedText = '';
+
+  /**
+   * `limit`: the text's nesting; `valueLimit`: the value's (deeper than the text through aliases). Positions are
+   * in state.input, js-yaml's copy of the text (BOM stripped, a line break and a NUL appended).
+   */
+  constructor(
+    private readonly limit: number,
+    private readonly valueLimit: number,
+  ) {
+    // js-yaml's maxDepth (see parseYamlBody) bounds the depth of its events.
+    const n = limit + 16;
+    this.openPos = new Int32Array(n);
+    this.openLine = new Int32Array(n);
+    this.openLineStart = new Int32Array(n);
+    this.style = new Uint8Array(n);
+    this.levels = new Int32Array(n);
+    this.knownKey = new Uint8Array(n);
+    this.expectValue = new Uint8Array(n);
+    this.nodes = new Float64Array(n);
+    this.height = new Float64Array(n);
+  }
+
+  readonly listener = (event: 'open' | 'close', state: State): void => {
+    work.steps++;
+    const s = state as ParserState;
+    if (event === 'open') this.open(s.depth, s);
+    else this.close(s.depth, s);
+  };
+
+  private open(e: number, state: ParserState): void {
+    if (e === 1) {
+      if (++this.documents > 1)
+        this.refuse(`expected a single document in the stream, but found more`, state.position, state);
+      this.anchors = new Map();
+    }
+    this.openPos[e] = state.position;
+    this.openLine[e] = state.line;
+    this.openLineStart[e] = state.lineStart;
+    this.style[e] = Style.None;
+    this.knownKey[e] = 0;
+    this.nodes[e] = 0;
+    this.height[e] = 0;
+    this.keys[e] = undefined;
+    if (e === 1) return;
+    const j = e - 1;
+    const input = state.input;
+    if (this.style[j] === Style.None) this.classify(j, state.position, input);
+    if (this.levels[j] > this.limit) this.tooDeep(j, input);
+    const style = this.style[j];
+    if (style === Style.FlowMap) this.knownKey[e] = this.expectValue[j] ^ 1;
+    else if (style === Style.BlockMap && input.charCodeAt(state.position - 1) === QUESTION) this.knownKey[e] = 1;
+  }
+
+  /** What node j is, now that its first child opens at `p`. */
+  private classify(j: number, p: number, input: string): void {
+    const start = this.contentStart(this.openPos[j], input);
+    let style: Style;
+    if (p <= start) style = Style.Uncertain;
+    else {
+      const ch = input.charCodeAt(start);
+      style = ch === 0x5b ? Style.FlowSeq : ch === 0x7b ? Style.FlowMap : ch === 0x2d ? Style.BlockSeq : Style.BlockMap; // `? ` (an explicit key first)
+    }
+    this.style[j] = style;
+    this.expectValue[j] = 0;
+    this.levels[j] = this.levels[j - 1] + (style === Style.Uncertain ? 0 : 1);
+  }
+
+  private close(e: number, state: ParserState): void {
+    const input = state.input;
+    const kind = state.kind as string | null;
+    const result: unknown = state.result;
+    const own = this.style[e];
+    let nodes = 1 + this.nodes[e];
+    let height = this.height[e];
+    if (kind === 'mapping' || kind === 'sequence') {
+      if (own === Style.None && this.levels[e - 1] + 1 > this.limit) {
+        // An empty collection: its level was never looked at by a child.
+        this.levels[e] = this.levels[e - 1] + 1;
+        this.tooDeep(e, input);
+      }
+      // A node that kept its only child is that child, not one more level.
+      if (own !== Style.Kept) height++;
+    } else if (kind === null && own === Style.None) {
+      // No content of its own: an empty node or an alias. An empty node stops where its skipping did (at the
+      // next node's text); an alias reads past its name.
+      const start = this.contentStart(this.openPos[e], input);
+      if (input.charCodeAt(start) === 0x2a && start < state.position) {
+        const anchor = this.alias(e, start, result, input);
+        nodes = 1 + anchor.nodes;
+        height = anchor.height;
+      }
+    }
+    if (height > this.valueLimit) throw new YamlRefusal(`exceeded max depth of ${this.valueLimit}`);
+    this.decoded += nodes - this.nodes[e];
+    if (state.anchor !== null) this.anchors.set(state.anchor, { value: result, nodes, height });
+    if (e === 1) return;
+    const j = e - 1;
+    this.nodes[j] += nodes;
+    if (height > this.height[j]) this.height[j] = height;
+    const style = this.style[j];
+    let isKey: boolean;
+    if (style === Style.BlockMap) {
+      isKey = this.knownKey[e] === 1 || this.implicitKey(e, state);
+    } else if (style === Style.FlowMap) {
+      isKey = this.knownKey[e] === 1;
+      this.expectValue[j] = isKey && this.nextInFlow(state.position, input) === COLON ? 1 : 0;
+    } else if (style === Style.Uncertain) {
+      isKey = this.implicitKey(e, state);
+      this.style[j] = isKey ? Style.BlockMap : Style.Kept;
+      if (isKey) this.levels[j]++;
+    } else if (style === Style.FlowSeq) {
+      if (this.expectValue[j] === 1) {
+        this.expectValue[j] = 0;
+        return;
+      }
+      // `[k: v]`: a map of one pair in a sequence; its key is checked as a key, no Set needed.
+      isKey = this.nextInFlow(state.position, input) === COLON;
+      this.expectValue[j] = isKey ? 1 : 0;
+    } else return;
+    if (!isKey) return;
+    if (result !== null && typeof result === 'object') this.complexKey(e, input, state);
+    if (style === Style.FlowSeq) return;
+    const name = String(result);
+    const seen = (this.keys[j] ??= new Set());
+    if (seen.has(name)) {
+      const start = this.contentStart(this.openPos[e], input);
+      const line = start === this.openPos[e] ? this.openLine[e] + 1 : this.locate(e, start, input).line;
+      // One key repeated throughout a body is the common case: its quoted form is made once.
+      if (name !== this.lastRepeated) {
+        this.lastRepeated = name;
+        this.lastRepeatedText = ` key ${JSON.stringify(name)} already set in map`;
+      }
+      this.duplicates.push(`line ${line}:${this.lastRepeatedText}`);
+    } else seen.add(name);
+  }
+
+  /** An alias node closes: its expansion counted (go-yaml's rule), a cycle refused. Returns its anchor. */
+  private alias(e: number, start: number, result: unknown, input: string): { nodes: number; height: number } {
+    let end = start + 1;
+    for (
+      let c = input.charCodeAt(end);
+      !isSpaceOrBreak(c) && !isFlowIndicator(c) && c !== 0;
+      c = input.charCodeAt(++end)
+    );
+    work.steps += end - start;
+    const name = input.slice(start + 1, end);
+    const anchor = this.anchors.get(name);
+    if (!anchor || !Object.is(anchor.value, result)) {
+      // js-yaml resolved it to a collection that has not closed yet: the value would contain itself.
+      const { line, col } = this.locate(e, start, input);
+      throw new YamlRefusal(`anchor "${name}" value contains itself at line ${line}, column ${col}`);
+    }
+    this.aliased += anchor.nodes;
+    const decoded = this.decoded + 1 + anchor.nodes;
+    if (this.aliased > 100 && decoded > 1000 && this.aliased / decoded > allowedAliasRatio(decoded)) {
+      const { line, col } = this.locate(e, start, input);
+      throw new YamlRefusal(`document contains excessive aliasing at line ${line}, column ${col}`);
+    }
+    return anchor;
+  }
+
+  /**
+   * A map or a sequence as a key (node e): refused, as go-yaml does (`invalid map key`). Reported at the
+   * outermost key that contains it and was known as a key when it opened, so `? ? ? v` names its first key.
+   */
+  private complexKey(e: number, input: string, state: State): never {
+    let k = e;
+    for (let i = 2; i < e; i++) {
+      if (this.knownKey[i]) {
+        k = i;
+        break;
+      }
+    }
+    const start = this.contentStart(this.openPos[k], input);
+    let what: string;
+    if (k === e) what = Array.isArray(state.result) ? 'sequence' : 'map';
+    else {
+      const ch = input.charCodeAt(start);
+      what = ch === 0x5b || ch === 0x2d ? 'sequence' : 'map';
+    }
+    const { line, col } = this.locate(k, start, input);
+    throw new YamlRefusal(`invalid map key: a ${what} at line ${line}, column ${col}`);
+  }
+
+  /** Node j is a collection past the limit: go-yaml's text, where j's content starts. */
+  private tooDeep(j: number, input: string): never {
+    const start = this.contentStart(this.openPos[j], input);
+    const ch = input.charCodeAt(start);
+    const level = ch === 0x5b || ch === 0x7b ? 'flow' : 'indent';
+    const { line, col } = this.locate(j, start, input);
+    throw new YamlRefusal(
+      `while increasing ${level} level at line ${line}, column ${col}: exceeded max depth of ${this.limit}`,
+    );
+  }
+
+  private refuse(message: string, position: number, state: State): never {
+    throw new YamlRefusal(`${message} at line ${state.line + 1}, column ${position - state.lineStart + 1}`);
+  }
+
+  /** Where a node's content starts: past spaces, line breaks, comments and its properties (`!tag`, `&anchor`). */
+  private contentStart(p: number, input: string): number {
+    const from = p;
+    for (;;) {
+      const c = input.charCodeAt(p);
+      if (c === SPACE || c === TAB || c === LF || c === CR) p++;
+      else if (c === HASH) {
+        for (
+          let d = input.charCodeAt(++p);
+          d !== LF && d !== CR && d !== 0 && p < input.length;
+          d = input.charCodeAt(++p)
+        );
+      } else if (c === 0x21) {
+        // A tag: `!<verbatim>` to its `>`, any other to the next space.
+        if (input.charCodeAt(p + 1) === 0x3c) {
+          const end = input.indexOf('>', p);
+          p = end < 0 ? input.length : end + 1;
+        } else {
+          for (
+            let d = input.charCodeAt(++p);
+            !isSpaceOrBreak(d) && d !== 0 && p < input.length;
+            d = input.charCodeAt(++p)
+          );
+        }
+      } else if (c === 0x26) {
+        for (
+          let d = input.charCodeAt(++p);
+          !isSpaceOrBreak(d) && !isFlowIndicator(d) && d !== 0 && p < input.length;
+          d = input.charCodeAt(++p)
+        );
+      } else break;
+    }
+    work.steps += p - from;
+    return p;
+  }
+
+  /**
+   * Node e, in a block map, is an implicit key: it ends on the line it started on and a `:` follows on that line
+   * (js-yaml's own test). A collection that closes stands at the next line's text, which may be a `:x` key.
+   */
+  private implicitKey(e: number, state: ParserState): boolean {
+    return state.line === this.openLine[e] && this.nextOnLine(state.position, state.input) === COLON;
+  }
+
+  /** The next character on this line past spaces and tabs. */
+  private nextOnLine(p: number, input: string): number {
+    let c = input.charCodeAt(p);
+    while (c === SPACE || c === TAB) c = input.charCodeAt(++p);
+    return c;
+  }
+
+  /** The next character past spaces, line breaks and comments (inside a flow collection). */
+  private nextInFlow(p: number, input: string): number {
+    const from = p;
+    let c = input.charCodeAt(p);
+    for (;;) {
+      if (c === SPACE || c === TAB || c === LF || c === CR) c = input.charCodeAt(++p);
+      else if (c === HASH) {
+        while (c !== LF && c !== CR && p < input.length) c = input.charCodeAt(++p);
+      } else break;
+    }
+    work.steps += p - from;
+    return c;
+  }
+
+  /** Line and column (1-based) of position p, counted from where node e opened (p is at or past it). */
+  private locate(e: number, p: number, input: string): { line: number; col: number } {
+    let line = this.openLine[e];
+    let lineStart = this.openLineStart[e];
+    for (let i = this.openPos[e]; i < p; i++) {
+      const c = input.charCodeAt(i);
+      if (c === LF || (c === CR && input.charCodeAt(i + 1) !== LF)) {
+        line++;
+        lineStart = i + 1;
+      }
+    }
+    work.steps += p - this.openPos[e];
+    return { line: line + 1, col: p - lineStart + 1 };
+  }
+}
+
+function isSpaceOrBreak(c: number): boolean {
+  return c === SPACE || c === TAB || c === LF || c === CR;
+}
+
+function isFlowIndicator(c: number): boolean {
+  return c === 0x2c || c === 0x5b || c === 0x5d || c === 0x7b || c === 0x7d;
+}
+
+/** A YAML body parsed: its value and Go's strict error for its repeated keys, or the first error as one line. */
+export type YamlParsed = { value: unknown; duplicateError: string | undefined } | { error: string };
+
+/**
+ * Parses a YAML body (one document, YAML_CORE_SCHEMA) and finds its repeated keys in the text of Go's strict YAML
+ * decoder (`line 4: key "name" already set in map`, joined as its single error, in the text's order), in one pass
+ * linear in the body: js-yaml keeps the last value of a repeated key (`json: true`), the listener puts every key
+ * of every map in that map's Set. (A strict first pass that would stop at the first repeated key was measured
+ * slower for the worst bodies: a key repeated at the end is parsed twice, and js-yaml's error snippet indexes
+ * every line of the text.) Nesting past `depthLimit` is refused before anything deeper is read (see
+ * MAX_YAML_DEPTH), and a value nested deeper than `valueDepthLimit` through aliases is refused too.
+ */
+export function parseYamlBody(text: string, depthLimit = MAX_YAML_DEPTH, valueDepthLimit = depthLimit): YamlParsed {
+  const watcher = new YamlBodyWatcher(depthLimit, valueDepthLimit);
+  let value: unknown;
+  try {
+    value = load(text, {
+      schema: YAML_CORE_SCHEMA,
+      json: true,
+      listener: watcher.listener,
+      // js-yaml's own bound (composeNode calls, a few more than collections): only a backstop for the listener's.
+      maxDepth: depthLimit + 8,
+    } as LoadOptions);
+  } catch (err) {
+    if (err instanceof YamlRefusal) return { error: err.message };
+    if (err instanceof YAMLException) {
+      const { reason, mark } = err as YAMLException & { mark?: { line: number; column: number } };
+      return { error: mark ? `${reason} at line ${mark.line + 1}, column ${mark.column + 1}` : reason };
+    }
+    throw err;
+  }
+  const duplicateError = watcher.duplicates.length
+    ? `yaml: unmarshal errors:\n  ${watcher.duplicates.join('\n  ')}`
+    : undefined;
+  // An empty body (no document) is null, as an empty document is.
+  return { value: value === undefined ? null : value, duplicateError };
 }
 
 /** Go's strict YAML error for the repeated keys of a YAML text; undefined when there are none. */
 export function yamlDuplicateError(text: string): string | undefined {
   const parsed = parseYamlBody(text);
-  return 'tooDeep' in parsed ? undefined : parsed.duplicateError;
+  return 'error' in parsed ? undefined : parsed.duplicateError;
 }
 
 /** What decoding a YAML body gives: its value and repeated-key error, or the message of its 400 answer. */
@@ -207,31 +540,16 @@ export type YamlDecoded =
 /**
  * Decodes a YAML request body as kube-apiserver answers it: the value (the last of repeated keys), Go's strict
  * error for the repeated keys, or the message of the 400 (`couldn't get version/kind; yaml parse error: ...`)
- * for a parse error, a conversion error, or nesting over MAX_YAML_DEPTH (checked before the composer runs) or
- * `depthLimit` (also checked on the value: aliases can make it deeper than the text). Runs on either thread.
+ * for a parse error, a refusal of the listener, or nesting over MAX_YAML_DEPTH or `depthLimit` in the text, or over
+ * `depthLimit` in the value (aliases can make it deeper than the text). Runs on either thread.
  */
 export function decodeYamlText(text: string, depthLimit: number): YamlDecoded {
-  const failed = (message: string): YamlDecoded => ({
-    ok: false,
-    message: `couldn't get version/kind; yaml parse error: ${message}`,
-  });
-  const parsed = parseYamlBody(text, Math.min(depthLimit, MAX_YAML_DEPTH));
-  if ('tooDeep' in parsed) return failed(parsed.tooDeep);
-  const { doc, duplicateError, error } = parsed;
-  if (error) return failed(error);
-  let value: unknown;
-  try {
-    value = doc.toJS();
-  } catch (err) {
-    return failed((err as Error).message.split('\n')[0]);
+  // The value's depth (aliases included) was measured while parsing, so the value is not walked again.
+  const parsed = parseYamlBody(text, Math.min(depthLimit, MAX_YAML_DEPTH), depthLimit);
+  if ('error' in parsed) {
+    return { ok: false, message: `couldn't get version/kind; yaml parse error: ${parsed.error.split('\n')[0]}` };
   }
-  try {
-    checkJsonValue(value, { maxDepth: depthLimit });
-  } catch (err) {
-    if (err instanceof JsonTooDeepError) return failed(err.message);
-    throw err;
-  }
-  return { ok: true, value, duplicateError };
+  return { ok: true, value: parsed.value, duplicateError: parsed.duplicateError };
 }
 
 /** YAML bodies of at least this many bytes are decoded in the worker thread; smaller ones on the event loop. */
@@ -258,14 +576,10 @@ export interface YamlJob {
   depthLimit: number;
 }
 
-/**
- * The worker's answer: the decode result and the Buffers in its value (see buffersIn), or `thrown`, an exception
- * decodeYamlText let through.
- */
+/** The worker's answer: the decode result, or `thrown`, an exception decodeYamlText let through. */
 export interface YamlAnswer {
   id: number;
   result?: YamlDecoded;
-  buffers?: Uint8Array[];
   thrown?: { name: string; message: string };
 }
 
@@ -358,29 +672,8 @@ class YamlWorkerPool {
       p.reject(err);
       return;
     }
-    // The clone made the value's Buffers plain Uint8Arrays: the same objects as in `buffers`, made Buffers again.
-    for (const b of answer.buffers ?? []) Object.setPrototypeOf(b, Buffer.prototype);
     p.resolve(answer.result!);
   }
 }
 
 const pool = new YamlWorkerPool();
-
-/**
- * The Buffers in a decoded value (YAML 1.1 `!!binary`; none in a YAML 1.2 body), through objects, arrays, Maps and
- * Sets. Posted next to the value, they arrive as the very Uint8Arrays the clone put in it (a structured clone
- * keeps identity within one message), so the other thread can make them Buffers again in place.
- */
-export function buffersIn(value: unknown): Buffer[] {
-  const out: Buffer[] = [];
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (v === null || typeof v !== 'object') continue;
-    if (Buffer.isBuffer(v)) out.push(v);
-    else if (Array.isArray(v) || v instanceof Set) for (const item of v) stack.push(item);
-    else if (v instanceof Map) for (const [k, item] of v) stack.push(k, item);
-    else for (const k of Object.keys(v)) stack.push((v as Record<string, unknown>)[k]);
-  }
-  return out;
-}
