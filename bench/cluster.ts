@@ -8,6 +8,7 @@
 //   npm run bench:cluster -- --quick            (smaller counts, 1 round)
 //   npm run bench:cluster -- --rounds 5 --only pipelined
 //   npm run bench:cluster -- --profile DIR      (CPU profile of each server child into DIR, summarised)
+//   npm run bench:cluster -- --count N          (N creates per measured task instead of 5,000: a longer profile)
 //   npm run bench:cluster -- --source           (the cluster from src/ through tsx instead of the build)
 //   npm run bench:cluster -- --baseline DIR     (also another build, DIR/dist, e.g. the tree before a change)
 // The npm script builds dist/ first: the cluster is measured as `kube-provisioner cluster` runs it.
@@ -35,7 +36,7 @@ const only = flag('--only');
 const profileDir = flag('--profile') ? resolve(flag('--profile')!) : undefined;
 const fromSource = args.includes('--source');
 const baselineDist = flag('--baseline') ? resolve(flag('--baseline')!, 'dist') : undefined;
-const n = quick ? 1000 : 5000;
+const n = Number(flag('--count') ?? (quick ? 1000 : 5000));
 
 /** The scenario whose figures are issue 21's targets. */
 export const TARGET_SCENARIO = `PV creates, 4 connections x 16 pipelined, 10 watches, memory`;

@@ -34,8 +34,25 @@ export function isQuantity(s: unknown): s is string {
   }
 }
 
+/** Values of quantities parsed before, by their text: a cluster's sizes are a handful of strings, parsed on every write. */
+const parsedQuantities = new Map<string, bigint>();
+const MAX_CACHED_QUANTITIES = 256;
+const MAX_CACHED_QUANTITY_LENGTH = 32;
+
 /** Parses a quantity into its integer value, rounding fractions up (e.g. "1.5" -> 2, "500m" -> 1). */
 export function parseQuantity(s: string): bigint {
+  const known = parsedQuantities.get(s);
+  if (known !== undefined) return known;
+  const value = parseQuantityText(s);
+  if (s.length <= MAX_CACHED_QUANTITY_LENGTH) {
+    // Bounded whatever clients send: a full cache starts over.
+    if (parsedQuantities.size >= MAX_CACHED_QUANTITIES) parsedQuantities.clear();
+    parsedQuantities.set(s, value);
+  }
+  return value;
+}
+
+function parseQuantityText(s: string): bigint {
   if (s.length > MAX_LENGTH)
     throw new QuantityError(`quantity too long (${s.length} characters): ${JSON.stringify(s.slice(0, 64) + '…')}`);
   const m = QUANTITY_RE.exec(s);

@@ -13,6 +13,7 @@ import {
 } from '@kubernetes/client-node';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { collectWatch, pvBody, pvcBody, raw } from './api-harness.ts';
+import { request } from 'node:https';
 import { waitFor } from '../support/wait.ts';
 
 let c: TestCluster;
@@ -222,6 +223,41 @@ describe('watch', () => {
       assert.equal(w.events[1].object.metadata.labels.tier, 'gold', 'DELETED carries the previous (matching) state');
     } finally {
       w.stop();
+    }
+  });
+
+  it('sends the events committed in one turn of the event loop as one chunk of the stream, in order', async () => {
+    // Node's parser hands every chunk of a chunked response to 'data' on its own, so the chunks are countable.
+    const cluster = c.kubeConfig.getCurrentCluster()!;
+    const from = c.store.resourceVersion;
+    const chunks: string[] = [];
+    const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      const req = request(
+        new URL(`${PVCS}?watch=true&resourceVersion=${from}`, c.url),
+        { headers: { authorization: `Bearer ${c.token}` }, ca: Buffer.from(cluster.caData!, 'base64'), agent: false },
+        resolve,
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    try {
+      res.on('data', (d: Buffer) => chunks.push(d.toString('utf8')));
+      const burst = ['w-burst-a', 'w-burst-b', 'w-burst-c'];
+      // The response headers leave after the watch is subscribed (serveWatch does both in one call).
+      for (const name of burst)
+        c.store.create('persistentvolumeclaims', {
+          ...pvcBody(name),
+          metadata: { name, namespace: 'default' },
+        } as never);
+      await waitFor('the three events', () => chunks.join('').split('\n').length > 3);
+      const lines = chunks.join('').split('\n').filter(Boolean);
+      assert.deepEqual(
+        lines.map((l) => JSON.parse(l).object.metadata.name),
+        burst,
+      );
+      assert.equal(chunks.length, 1, `one chunk for the burst, got ${chunks.length}`);
+    } finally {
+      res.destroy();
     }
   });
 

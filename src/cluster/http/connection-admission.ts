@@ -76,6 +76,8 @@ export class ConnectionGuard {
   private readonly bySource = new Map<string, Set<Admitted>>();
   /** Keyed by remote address and port: the TLS socket a request arrives on wraps the TCP socket admitted here. */
   private readonly byPeer = new Map<string, Admitted>();
+  /** Request sockets that already carried an authenticated request. */
+  private readonly seen = new WeakSet<object>();
   private openCount = 0;
   private evictedCount = 0;
 
@@ -103,7 +105,10 @@ export class ConnectionGuard {
 
   /** The connection carried an authenticated request. */
   authenticated(socket: Socket | null | undefined): void {
-    const admitted = socket ? this.byPeer.get(peerOf(socket)) : undefined;
+    // A keep-alive connection's later requests skip the peer key (a string built per call) and its lookup.
+    if (!socket || this.seen.has(socket)) return;
+    this.seen.add(socket);
+    const admitted = this.byPeer.get(peerOf(socket));
     if (admitted) this.forget(admitted);
   }
 

@@ -310,8 +310,9 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     );
   }
   const model = rootModel(rt.group, rt.version, rt.kind);
-  const errors = [...(yamlError ? [yamlError] : []), ...strictErrors(obj, model, duplicates)];
-  enforceOnBody(fieldValidationOf(s.query), errors, rt.kind, rt.version, s.res);
+  const strict = strictErrors(obj, model, duplicates);
+  const errors = yamlError ? [yamlError, ...strict] : strict;
+  if (errors.length > 0) enforceOnBody(fieldValidationOf(s.query), errors, rt.kind, rt.version, s.res);
   if (model) normalizeTimes(obj, model);
   obj.metadata ??= {};
   const { namespace } = s.request;

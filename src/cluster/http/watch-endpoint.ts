@@ -1,6 +1,6 @@
-// Watch over HTTP: newline-delimited JSON events written (and so flushed) one per event, initial ADDED events
-// for resourceVersion ""/"0", replay after "N", 410 Expired as an ERROR event, BOOKMARKs with
-// allowWatchBookmarks, sendInitialEvents, timeoutSeconds, and per-event Tables for kubectl get -w.
+// Watch over HTTP: newline-delimited JSON events (those committed in one turn of the event loop written as one
+// chunk), initial ADDED events for resourceVersion ""/"0", replay after "N", 410 Expired as an ERROR event,
+// BOOKMARKs with allowWatchBookmarks, sendInitialEvents, timeoutSeconds, and per-event Tables for kubectl get -w.
 import type { StatusCause } from '../../types/k8s.ts';
 import { ClusterApiError, badRequest, invalid } from '../common/api-errors.ts';
 import { apiVersionOf } from '../registry/resource-type.ts';
@@ -52,6 +52,17 @@ export class WatchRegistry {
 }
 
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
+/** Gathered watch frames are written at once past this many bytes (a replay of many objects is not held whole). */
+const WATCH_FLUSH_BYTES = 64 * 1024;
+
+/** Frames as one buffer of `bytes` bytes. */
+function joinFrames(frames: ReadonlyArray<string | Buffer>, bytes: number): Buffer {
+  const out = Buffer.allocUnsafe(bytes);
+  let at = 0;
+  for (const f of frames) at += typeof f === 'string' ? out.write(f, at) : f.copy(out, at);
+  return out;
+}
 
 /** The parameters of a watch request, validated; what serveWatch needs before it writes anything. */
 export interface WatchRequest {
@@ -158,10 +169,14 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   };
 
   let closed = false;
+  // Frames waiting for this turn of the event loop to end (see `write`), and their size in bytes.
+  let pending: Array<string | Buffer> = [];
+  let pendingBytes = 0;
+  let flushScheduled = false;
   // This watch's share of the registry's buffered bytes.
   let accounted = 0;
   const account = (): boolean => {
-    const now = closed ? 0 : res.writableLength;
+    const now = closed ? 0 : res.writableLength + pendingBytes;
     const ok = registry.account(accounted, now);
     accounted = now;
     return ok;
@@ -173,9 +188,21 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
     cancelTimeout?: () => void;
     unregister?: () => void;
   } = {};
+  /** Hands the waiting frames to the response as one chunk. */
+  const flush = (): void => {
+    if (pending.length === 0) return;
+    const frames = pending;
+    const bytes = pendingBytes;
+    pending = [];
+    pendingBytes = 0;
+    res.write(frames.length === 1 ? frames[0] : joinFrames(frames, bytes));
+  };
   const close = (): void => {
     if (closed) return;
+    if (!res.writableEnded && !res.destroyed) flush();
     closed = true;
+    pending = [];
+    pendingBytes = 0;
     parts.unsubscribe?.();
     clearInterval(parts.bookmarkTimer);
     parts.cancelTimeout?.();
@@ -185,17 +212,34 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   };
   /** A stalled client: its buffered bytes are released only by destroying the connection. */
   const drop = (): void => {
+    pending = [];
+    pendingBytes = 0;
     close();
     res.destroy();
   };
-  // Events committed in the same tick (a burst of pipelined writes) leave in one TLS record / syscall: Node's
-  // http corks the socket on the first write of a tick and uncorks it on the next, so every event is still
-  // flushed without waiting for anything else.
+  const flushNow = (): void => {
+    flushScheduled = false;
+    if (closed) return;
+    flush();
+    account();
+  };
+  // Frames are gathered while the event loop works through the I/O that is ready now, and leave as ONE chunk of
+  // the chunked response once it has (setImmediate): kube-apiserver's watch handler likewise flushes only when no
+  // further event is queued. A burst of pipelined writes on several connections then costs each watcher one
+  // write instead of one per event: Node sends every write of a chunked response as four pieces (size, CRLF,
+  // data, CRLF) that the TLS socket's writev handles one by one. Past WATCH_FLUSH_BYTES the frames are written at
+  // once, so a large replay is never held whole.
   const write = (line: string | Buffer): void => {
     if (closed) return;
-    res.write(line);
+    pending.push(line);
+    pendingBytes += typeof line === 'string' ? Buffer.byteLength(line) : line.length;
+    if (pendingBytes >= WATCH_FLUSH_BYTES) flush();
+    else if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(flushNow);
+    }
     const withinTotal = account();
-    if (!withinTotal || res.writableLength > opts.maxBufferedBytes) drop();
+    if (!withinTotal || res.writableLength + pendingBytes > opts.maxBufferedBytes) drop();
   };
   res.on('drain', () => {
     if (!closed) account();
@@ -216,6 +260,8 @@ export function serveWatch(s: RequestScope, registry: WatchRegistry, opts: Watch
   // resourceVersionMatch is served as sendInitialEvents=true, so it too ends its initial events with the marker.
   const defaultedInitial = sendInitial === undefined && match === '' && (!rvParam || rvParam === '0');
   if ((sendInitial === true || defaultedInitial) && bookmarks) write(bookmarkLine(true));
+  // The initial events leave with the answer's headers, as one chunk, not a turn later.
+  if (!closed) flush();
   if (closed) {
     // Closed while replaying (client too slow): the subscription did not exist yet when close() ran.
     parts.unsubscribe?.();

@@ -72,13 +72,17 @@ export function yamlWarnings(error: string): string[] {
     .map((l) => l.trim());
 }
 
+const NO_ERRORS: readonly string[] = Object.freeze([]);
+
 /** The strict decoding errors of a decoded body, pruning unknown fields from `obj` in place. */
 export function strictErrors(
   obj: Record<string, unknown>,
   model: string | undefined,
   duplicates: readonly string[],
-): string[] {
+): readonly string[] {
   const unknown = model ? pruneUnknown(obj, model) : [];
+  // A body without unknown or repeated fields (nearly every one) allocates no message array.
+  if (unknown.length === 0 && duplicates.length === 0) return NO_ERRORS;
   return [...unknown.map((p) => `unknown field "${p}"`), ...duplicates.map((p) => `duplicate field "${p}"`)];
 }
 

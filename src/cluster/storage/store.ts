@@ -112,6 +112,8 @@ export class Storage<K extends StoredKind = StoredKind> {
   private rv = 0;
   private dispatching = false;
   private readonly pending: Array<{ table: ResourceTable<K>; ev: StoreEvent }> = [];
+  /** deliverPending bound once, not a closure per commit. */
+  private readonly deliverAll = (): void => this.deliverPending();
   /** Resources whose objects expire (trackExpiry): when each version was last seen. */
   private readonly expiries = new Map<string, { lastSeen: (obj: KubeObject) => number; queue: ExpiryQueue }>();
 
@@ -389,7 +391,7 @@ export class Storage<K extends StoredKind = StoredKind> {
     this.dispatching = true;
     try {
       // Entries parsed again for watchers' selectors (a MODIFIED event's previous state) once per event.
-      StoredEntry.pinDuring(() => this.deliverPending());
+      StoredEntry.pinDuring(this.deliverAll);
     } finally {
       this.dispatching = false;
     }

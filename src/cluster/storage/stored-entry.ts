@@ -9,10 +9,25 @@
 // would cost an ArrayBuffer each, or pin a shared pool slab for as long as the version lives.
 import type { KubeObject } from '../../types/k8s.ts';
 
-/** `{"kind":K,"apiVersion":A,` for the object's kind and apiVersion, or undefined when it lacks them. */
+/** Headers already built, by kind and apiVersion ("" when the header is not plain ASCII); kinds are few. */
+const headers = new Map<string, string>();
+const MAX_CACHED_HEADERS = 1024;
+
+/**
+ * `{"kind":K,"apiVersion":A,` for the object's kind and apiVersion when that text is plain printable ASCII (so
+ * its characters are its bytes), else undefined. Built once per kind: every commit asks.
+ */
 function typeHeader(obj: KubeObject): string | undefined {
-  if (typeof obj.kind !== 'string' || typeof obj.apiVersion !== 'string') return undefined;
-  return `{"kind":${JSON.stringify(obj.kind)},"apiVersion":${JSON.stringify(obj.apiVersion)},`;
+  const { kind, apiVersion } = obj;
+  if (typeof kind !== 'string' || typeof apiVersion !== 'string') return undefined;
+  const key = `${kind}\n${apiVersion}`;
+  let header = headers.get(key);
+  if (header === undefined) {
+    header = `{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},`;
+    if (!/^[\x20-\x7e]*$/.test(header)) header = '';
+    if (headers.size < MAX_CACHED_HEADERS) headers.set(key, header);
+  }
+  return header || undefined;
 }
 
 /** Entries parsed again while a commit's events are delivered: kept parsed until the delivery ends. */
@@ -88,8 +103,7 @@ export class StoredEntry {
     if (this.header < 0) {
       // Computed while the object is still parsed (release() asks first).
       const header = typeHeader(this.obj);
-      this.header =
-        header !== undefined && /^[\x20-\x7e]*$/.test(header) && this.json.startsWith(header) ? header.length : 0;
+      this.header = header !== undefined && this.json.startsWith(header) ? header.length : 0;
     }
     return this.header;
   }
