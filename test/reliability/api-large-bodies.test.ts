@@ -123,6 +123,46 @@ function withDefaultNamespace(store: ClusterStore): ClusterStore {
   return store;
 }
 
+describe('merge patches of many keys: values shared, not cloned, with the same answers', () => {
+  let c: EmbeddedCluster;
+  let e: Endpoint;
+  before(async () => {
+    c = await startEmbeddedCluster({ controllers: false });
+    e = { url: c.url, token: c.token, caPem: c.caPem };
+  });
+  after(() => c.stop());
+  const mergePatch = (path: string, body: string) =>
+    call(e, 'PATCH', path, { body, contentType: 'application/merge-patch+json' });
+
+  it('`__proto__` and `constructor` stay plain data keys; scalars, lists and maps merge as RFC 7386 says', async () => {
+    assert.equal((await call(e, 'POST', CMS, { body: '{"metadata":{"name":"mp"},"data":{"a":"1"}}' })).status, 201);
+    const r = await mergePatch(`${CMS}/mp`, '{"data":{"__proto__":"x","constructor":"y","a":null,"b":"2"}}');
+    assert.equal(r.status, 200, r.text);
+    const data = (JSON.parse((await call(e, 'GET', `${CMS}/mp`)).text) as KubeObject).data as object;
+    assert.deepEqual(Object.entries(data), [
+      ['__proto__', 'x'],
+      ['constructor', 'y'],
+      ['b', '2'],
+    ]);
+    assert.equal(Object.getPrototypeOf(data), Object.prototype);
+  });
+
+  it('a repeated key in a patch is reported (Strict 422, Warn a warning); a patch without one is not', async () => {
+    const strict = await mergePatch(`${CMS}/mp?fieldValidation=Strict`, '{"data":{"c":"1","c":"2"}}');
+    assert.equal(strict.status, 422, strict.text); // kube answers a patch's strict error as Invalid
+    assert.match(strict.text, /duplicate field \\"data\.c\\"/);
+    const warn = await mergePatch(`${CMS}/mp?fieldValidation=Warn`, '{"data":{"c":"1","c":"2"}}');
+    assert.equal(warn.status, 200, warn.text);
+    assert.match(String(warn.headers?.warning), /duplicate field \\"data\.c\\"/);
+    const clean = await mergePatch(`${CMS}/mp?fieldValidation=Strict`, '{"data":{"c":"3","d":{"x":1}}}');
+    // data.d is not a string: the patch is refused by validation, not for a repeated field.
+    assert.doesNotMatch(clean.text, /duplicate field/);
+    const ok = await mergePatch(`${CMS}/mp?fieldValidation=Strict`, '{"data":{"c":"3"}}');
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.headers?.warning, undefined);
+  });
+});
+
 describe('a patch applied before a turn is applied again when another write lands during the turn', () => {
   it('no lost update: the other write and the patch are both in the result', async () => {
     const store = withDefaultNamespace(new ClusterStore());

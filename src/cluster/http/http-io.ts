@@ -181,9 +181,11 @@ export function repeatsKeys(decoded: { body: unknown; keysInText: number }): boo
 }
 
 /** Parses a PATCH body (JSON for every patch type). @throws ClusterApiError 400 for malformed or too deeply nested JSON. */
-export function decodePatchBody(raw: Buffer, depthLimit = MAX_JSON_DEPTH): unknown {
+export function decodePatchBody(raw: Buffer, depthLimit = MAX_JSON_DEPTH): { patch: unknown; keysInText: number } {
   try {
-    return parseJsonText(raw.toString('utf8'), depthLimit);
+    const text = raw.toString('utf8');
+    const keysInText = checkJsonTextDepth(text, depthLimit);
+    return { patch: JSON.parse(text) as unknown, keysInText };
   } catch (err) {
     throw badRequest(`error decoding patch: ${(err as Error).message}`);
   }

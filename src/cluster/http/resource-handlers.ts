@@ -422,7 +422,7 @@ export async function handlePatch(s: RequestScope): Promise<void> {
   }
   const raw = await readBody(s.req);
   const large = isLargeBody(raw.length);
-  const patch = decodePatchBody(raw, s.limits.maxJsonDepth);
+  const { patch, keysInText } = decodePatchBody(raw, s.limits.maxJsonDepth);
   if (large) await largeBodyTurn(s);
   const model = rootModel(rt.group, rt.version, rt.kind);
   const opts: PatchOptions = {
@@ -432,7 +432,7 @@ export async function handlePatch(s: RequestScope): Promise<void> {
     dryRun,
     maxCopyBytes: s.limits.maxPatchCopyBytes,
     model,
-    inspect: patchFieldValidation(s.query, s.res, type, raw, patch, model),
+    inspect: patchFieldValidation(s.query, s.res, type, raw, { patch, keysInText }, model),
   };
   const resource = storageResource(rt);
   // A large patch gives the loop turns after decoding it and between applying it and writing the result.

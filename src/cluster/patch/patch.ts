@@ -223,6 +223,8 @@ export function applyJsonPatch<T>(doc: T, ops: unknown, maxCopyBytes = DEFAULT_M
 }
 
 function mergePatchValue(target: unknown, patch: unknown): unknown {
+  // A scalar is immutable: shared as it is (a clone per key made a 300,000-key patch cost seconds).
+  if (patch === null || typeof patch !== 'object') return patch;
   if (!isJsonObject(patch)) return structuredClone(patch);
   const out: Record<string, unknown> = isJsonObject(target) ? { ...target } : {};
   for (const [k, v] of Object.entries(patch)) {

@@ -4,6 +4,7 @@
 // 422 `patch: Invalid value: ...` for a patch), Warn (the default) into `Warning: 299` headers, Ignore into nothing.
 import type { ServerResponse } from 'node:http';
 import { badRequest, invalid, type ClusterApiError } from '../common/api-errors.ts';
+import { countObjectKeys } from '../common/json-safety.ts';
 import { pruneUnknown } from './schema.ts';
 import { normalizeTimes } from './time-encoding.ts';
 
@@ -260,11 +261,14 @@ export function patchFieldValidation(
   res: ServerResponse,
   type: 'json' | 'merge' | 'strategic',
   raw: Buffer,
-  patch: unknown,
+  decoded: { patch: unknown; keysInText: number },
   model: string | undefined,
 ): (patched: Record<string, unknown>) => void {
   const directive = fieldValidationOf(query);
-  const duplicates = directive === 'Ignore' ? [] : duplicateFields(raw.toString('utf8'));
+  const { patch } = decoded;
+  // The scan that names repeated fields runs only when the text has more keys than the value kept.
+  const repeats = directive !== 'Ignore' && decoded.keysInText !== countObjectKeys(patch);
+  const duplicates = repeats ? duplicateFields(raw.toString('utf8')) : [];
   return (patched) => {
     // Written out only for a Strict error: for a large patch it costs as much as applying it.
     const shown = () => (type === 'strategic' ? goValueString(patch) : JSON.stringify(patched));
