@@ -10,9 +10,11 @@ program.name('kube-provisioner').description('Kubernetes dynamic volume provisio
 // runs, so --help and --version stay cheap).
 program.hook('preAction', async (_program, action) => {
   (await import('./flags.ts')).applyEnvironment(action, process.env);
-  // The long-running controllers (`run hostpath`, `run csi`, the plugin) keep their heap near their live data
-  // ($KUBE_PROVISIONER_HEAP_GROWTH_PERCENT, default 30; docs/benchmarks.md, "Controller memory").
-  if (action.parent?.name() === 'run') (await import('../runtime/heap-policy.ts')).applyHeapPolicy(process.env);
+  // The long-running commands (`run hostpath`, `run csi`, the plugin, and `dev` with its cluster thread) keep their
+  // heap near their live data ($KUBE_PROVISIONER_HEAP_GROWTH_PERCENT, default 30; docs/benchmarks.md, "Controller
+  // memory" and "`dev` memory: the collector policy and what is kept per claim").
+  if (action.parent?.name() === 'run' || action.name() === 'dev')
+    (await import('../runtime/heap-policy.ts')).applyHeapPolicy(process.env);
 });
 
 try {
