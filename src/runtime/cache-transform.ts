@@ -87,8 +87,12 @@ function dropPath(obj: Record<string, unknown>, path: string[]): void {
   if (at && typeof at === 'object' && !Array.isArray(at)) delete (at as Record<string, unknown>)[path[path.length - 1]];
 }
 
-/** Replaces every short string value (outside the unique keys) by the table's copy, in place, without recursion. */
-function shareStrings(root: Record<string, unknown>, table: StringTable): void {
+/**
+ * Replaces every short string value (outside the keys whose values are unique per object) by the table's copy, in
+ * place, without recursion. The object means the same afterwards: only which copy of each string it points at
+ * changes, so an object others hold may be passed (the cluster controllers' cache uses it alone, without the drops).
+ */
+export function shareStrings(root: Record<string, unknown>, table: StringTable): void {
   const stack: Array<Record<string, unknown> | unknown[]> = [root];
   const keys: Array<string | undefined> = [undefined];
   while (stack.length > 0) {
