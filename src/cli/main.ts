@@ -18,7 +18,15 @@ program.hook('preAction', async (_program, action) => {
 });
 
 try {
-  const selected = subcommandOf(process.argv.slice(2));
+  const args = process.argv.slice(2);
+  const selected = subcommandOf(args);
+  // The heap policy before the subcommand's modules load: loading them grew V8's young generation to 2 x 8 MB before
+  // the preAction hook ran, past the policy's 2 x 4 MB, and a young generation is never shrunk by the policy.
+  if (
+    (selected?.name === 'run' || selected?.name === 'dev') &&
+    !args.some((a) => a === '--help' || a === '-h' || a === 'help')
+  )
+    (await import('../runtime/heap-policy.ts')).applyHeapPolicy(process.env);
   if (selected) (await selected.load())(program);
   else for (const c of SUBCOMMANDS) program.command(c.name).description(c.description);
   await program.parseAsync(process.argv);

@@ -72,13 +72,13 @@ export function setHeapGrowth(percent: number): number {
   v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
   applied = percent;
   if (!youngTimer) {
-    let growing: boolean | undefined;
+    // Set on every check, not only when the answer changes: V8 raises the flag back to 2 whenever it configures
+    // a new heap (Heap::ConfigureHeap: a worker thread starting, e.g. dev's cluster thread or a YAML decoder), so a
+    // flag set once to 1 was 2 again a second later and dev's main heap grew to 2 x 16 MB regardless.
     const hold = () => {
       const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
       const grow = (young?.space_size ?? 0) < YOUNG_GENERATION_TARGET_BYTES;
-      if (grow === growing) return;
-      growing = grow;
-      v8.setFlagsFromString(`--semi-space-growth-factor=${grow ? 2 : 1}`);
+      v8.setFlagsFromString(grow ? '--semi-space-growth-factor=2' : '--semi-space-growth-factor=1');
     };
     hold();
     youngTimer = setInterval(hold, 250);
