@@ -15,7 +15,7 @@ import type {
 } from '../../types/k8s.ts';
 import type { CSIDriver, CSIStorageCapacity } from '../../types/storage-objects.ts';
 import type { ClusterStore } from '../writes/cluster-store.ts';
-import { shareStrings, StringTable } from '../../runtime/cache-transform.ts';
+import { shareStrings, StringTable } from '../../types/shared-strings.ts';
 import { VolumeIndex } from './volume-index.ts';
 import { claimClass, claimHasNoClass, claimKey, pickDefaultClass } from './volume-match.ts';
 

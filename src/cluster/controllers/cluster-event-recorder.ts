@@ -6,7 +6,7 @@ import type { Logger } from '../../types/logger.ts';
 import { type ClusterStore } from '../writes/cluster-store.ts';
 import { ClusterApiError } from '../common/api-errors.ts';
 import { formatTime } from '../common/meta.ts';
-import { StringTable } from '../../runtime/cache-transform.ts';
+import { StringTable } from '../../types/shared-strings.ts';
 
 /** The correlator's key of an object: kind, namespace, name and uid. */
 function objectKey(obj: KubeObject): string {
