@@ -10,7 +10,9 @@
 //        [--cluster-thread worker,main] [--baseline DIR] [--cpu-prof DIR] [--heap-snapshot DIR] [--json FILE]
 // --cpu-prof writes one .cpuprofile per thread of dev (main and cluster worker); --heap-snapshot writes one per
 // thread of dev (main, and the cluster worker's) when the last batch is Bound. At the end of each run a node
-// diagnostic report gives each thread's V8 heap, committed and used: what dev's RSS holds beyond live objects.
+// diagnostic report gives each thread's V8 heap, committed and used: what dev's RSS holds beyond live objects. Its
+// new space is printed committed and reserved: the reservation (memorySize) is the young generation's maximum
+// (2 x 16 MB unless limited), not what it holds; earlier figures of "new space 32" were that reservation.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -81,7 +83,7 @@ function heapsOfReport(file: string): string {
   interface Heap {
     totalMemory: number;
     usedMemory: number;
-    heapSpaces: Record<string, { memorySize: number; used: number }>;
+    heapSpaces: Record<string, { memorySize: number; committedMemory: number; used: number }>;
   }
   const report = JSON.parse(readFileSync(file, 'utf8')) as {
     javascriptHeap: Heap;
@@ -89,7 +91,7 @@ function heapsOfReport(file: string): string {
   };
   const mb = (b: number) => (b / 1048576).toFixed(0);
   const one = (name: string, h: Heap) =>
-    `${name} heap ${mb(h.totalMemory)} committed / ${mb(h.usedMemory)} used (new space ${mb(h.heapSpaces.new_space?.memorySize ?? 0)}, old ${mb(h.heapSpaces.old_space?.memorySize ?? 0)} / ${mb(h.heapSpaces.old_space?.used ?? 0)})`;
+    `${name} heap ${mb(h.totalMemory)} committed / ${mb(h.usedMemory)} used (new space ${mb(h.heapSpaces.new_space?.committedMemory ?? 0)} committed of ${mb(h.heapSpaces.new_space?.memorySize ?? 0)} reserved, old ${mb(h.heapSpaces.old_space?.memorySize ?? 0)} / ${mb(h.heapSpaces.old_space?.used ?? 0)})`;
   return [
     one('main', report.javascriptHeap),
     ...report.workers.map((w, i) => one(`worker ${i}`, w.javascriptHeap)),

@@ -12,6 +12,7 @@ import type { Worker } from 'node:worker_threads';
 import { newModuleWorker } from '../cluster/common/module-worker.ts';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../cluster/embedded-cluster.ts';
 import type { Logger } from '../types/logger.ts';
+import { workerResourceLimits } from '../runtime/heap-policy.ts';
 import type { LogLevel } from './flags.ts';
 import { errorMessage } from '../types/error-message.ts';
 
@@ -74,7 +75,13 @@ export async function startDevCluster(
 /** A Worker running dev-cluster-worker: the compiled .js from dist/, or the .ts source through tsx. */
 function newClusterWorker(opts: ClusterThreadOptions): Worker {
   const ext = extname(fileURLToPath(import.meta.url));
-  return newModuleWorker(new URL(`./dev-cluster-worker${ext}`, import.meta.url), { workerData: opts });
+  // Under the heap policy (applied by `dev` at start) the worker's young generation is held at 2 x 4 MB by V8:
+  // without a limit it doubles to 2 x 16 MB in a burst, where nothing checks it (the policy's check sees only the
+  // main thread's heap).
+  return newModuleWorker(new URL(`./dev-cluster-worker${ext}`, import.meta.url), {
+    workerData: opts,
+    resourceLimits: workerResourceLimits(),
+  });
 }
 
 /**

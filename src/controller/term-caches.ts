@@ -6,7 +6,8 @@
 // PVs carry it.
 import type { Clock } from '../runtime/clock.ts';
 import type { KubeClient } from '../runtime/client.ts';
-import { cacheTransform, StringTable } from '../runtime/cache-transform.ts';
+import { cacheTransform } from '../runtime/cache-transform.ts';
+import { StringTable } from '../types/shared-strings.ts';
 import { Informer } from '../runtime/informer.ts';
 import type { Logger } from '../types/logger.ts';
 import {

@@ -3,7 +3,8 @@
 // `undefined`, never an error: external-provisioner's decisions turn on it (a missing CSINode means Reschedule).
 import { NotFoundError, undefinedIfNotFound } from '../runtime/status-errors.ts';
 import type { KubeClient } from '../runtime/client.ts';
-import { cacheTransform, StringTable } from '../runtime/cache-transform.ts';
+import { cacheTransform } from '../runtime/cache-transform.ts';
+import { StringTable } from '../types/shared-strings.ts';
 import { Informer } from '../runtime/informer.ts';
 import type { Logger } from '../types/logger.ts';
 import {

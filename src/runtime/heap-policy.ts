@@ -6,6 +6,7 @@
 // set by that slack, not by what it holds: 260 MB peak for 42 MB live (docs/benchmarks.md). With a fixed growth of
 // 30% the heap stays near 1.3x the live data at the cost of more frequent full collections, which on a heap this
 // small take milliseconds. This is a growth rule, not a cap: the heap may still grow to whatever the live data needs.
+import { PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
 
 /** Environment variable with the heap growth in percent (like GOGC); `0` keeps V8's own rule. */
@@ -28,32 +29,62 @@ export function heapGrowthPercentFrom(env: NodeJS.ProcessEnv): number {
 /** The young generation the policy keeps (both semi-spaces): V8's size once a `run` command has loaded (2 x 4 MB). */
 export const YOUNG_GENERATION_TARGET_BYTES = 8 * 1024 * 1024;
 
+/**
+ * `resourceLimits.maxYoungGenerationSizeMb` for a worker thread under the policy: V8 sizes a young generation as
+ * three semi-spaces (two, plus the new large-object space), so 12 MB holds the worker's at 2 x 4 MB, the same
+ * {@link YOUNG_GENERATION_TARGET_BYTES} the process's own heap is held near. V8 enforces it for the worker's heap
+ * (a limit set when the thread starts), where the main thread needs the check below.
+ */
+export const WORKER_YOUNG_GENERATION_MB = 12;
+
 let youngTimer: NodeJS.Timeout | undefined;
+let youngObserver: PerformanceObserver | undefined;
+let applied = 0;
+
+/** The growth percent in force in this process (0: none applied, V8's own rule). */
+export function appliedHeapGrowth(): number {
+  return applied;
+}
+
+/**
+ * The `resourceLimits` a worker thread should start with under the policy in force (undefined when none is): its
+ * young generation held at 2 x 4 MB by V8 itself. The growth percent needs nothing per thread: V8's flags are
+ * process-wide, so a worker's full collections follow it as the main thread's do.
+ */
+export function workerResourceLimits(): { maxYoungGenerationSizeMb: number } | undefined {
+  return applied > 0 ? { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } : undefined;
+}
 
 /**
  * Sets V8's heap growth for the whole process (all its threads' heaps, from their next collection on): `percent` > 0
  * makes each full collection allow `percent`% growth over the live data, and holds the young generation near
  * {@link YOUNG_GENERATION_TARGET_BYTES}: V8 doubles it up to 2 x 16 MB under a steady allocation rate and shrinks it to
- * 2 x 0.5 MB when idle, so a check every 250 ms (an unref'd timer) lets it grow only while it is below the target.
- * 0 does nothing (V8's rules). Returns the percent applied. These are V8 flags set at run time
- * (`v8.setFlagsFromString`; `--heap-growing-percent`, `--semi-space-growth-factor`), read at each collection.
+ * 2 x 0.5 MB when idle, so a check after every collection (a `gc` performance observer: a burst of claims doubles it
+ * several times between two ticks of a timer) and every 250 ms (an unref'd timer: when idle nothing collects) lets
+ * it grow only while it is below the target. 0 does nothing (V8's rules). Returns the percent applied. These are V8
+ * flags set at run time (`v8.setFlagsFromString`; `--heap-growing-percent`, `--semi-space-growth-factor`), read at
+ * each collection, by every thread's heap (a worker's young generation is limited at its start instead:
+ * {@link workerResourceLimits}).
  */
 export function setHeapGrowth(percent: number): number {
   if (!Number.isInteger(percent) || percent < 0) throw new RangeError(`heap growth: expected a whole percent >= 0`);
   if (percent === 0) return 0;
   v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
+  applied = percent;
   if (!youngTimer) {
-    let growing: boolean | undefined;
+    // Set on every check, not only when the answer changes: V8 raises the flag back to 2 whenever it configures
+    // a new heap (Heap::ConfigureHeap: a worker thread starting, e.g. dev's cluster thread or a YAML decoder), so a
+    // flag set once to 1 was 2 again a second later and dev's main heap grew to 2 x 16 MB regardless.
     const hold = () => {
       const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
       const grow = (young?.space_size ?? 0) < YOUNG_GENERATION_TARGET_BYTES;
-      if (grow === growing) return;
-      growing = grow;
-      v8.setFlagsFromString(`--semi-space-growth-factor=${grow ? 2 : 1}`);
+      v8.setFlagsFromString(grow ? '--semi-space-growth-factor=2' : '--semi-space-growth-factor=1');
     };
     hold();
     youngTimer = setInterval(hold, 250);
     youngTimer.unref();
+    youngObserver = new PerformanceObserver(hold);
+    youngObserver.observe({ entryTypes: ['gc'] });
   }
   return percent;
 }

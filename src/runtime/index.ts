@@ -14,6 +14,7 @@ export * from './object-store.ts';
 export * from './reflector.ts';
 export * from './informer.ts';
 export * from './cache-transform.ts';
+export * from '../types/shared-strings.ts';
 export * from './leader-election.ts';
 export * from './event-recorder.ts';
 // Scheduling half: work queue, rate limiters, token bucket, metrics, health server, event correlator.

@@ -2,7 +2,8 @@
 // its line, every other event only its identity. Whole events were 113 MB of dev's heap after 10,000 claims.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { outcomeEventTransform, outcomeLine } from '../../src/cli/dev-outcomes.ts';
+import { OUTCOME_FIELD_SELECTOR, outcomeEventTransform, outcomeLine } from '../../src/cli/dev-outcomes.ts';
+import { ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
 import type { CoreEvent } from '../../src/types/k8s.ts';
 
 const START = Date.parse('2026-12-01T10:00:00Z');
@@ -67,5 +68,28 @@ describe('outcomeEventTransform', () => {
         metadata: { name: e.metadata.name, namespace: 'default', resourceVersion: '42' },
       });
     }
+  });
+});
+
+describe('OUTCOME_FIELD_SELECTOR', () => {
+  it('lists a claim outcome and leaves out the two events every claim gets (and events of other kinds)', () => {
+    const store = new ClusterStore();
+    store.create('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+    for (const reason of ['ExternalProvisioning', 'Provisioning', 'ProvisioningSucceeded', 'ProvisioningFailed']) {
+      const e = event(reason, '2026-12-01T10:00:05Z');
+      delete (e.metadata as { uid?: string }).uid;
+      delete (e.metadata as { managedFields?: unknown }).managedFields;
+      delete (e.metadata as { resourceVersion?: string }).resourceVersion;
+      e.metadata.name = `claim-1.${reason.toLowerCase()}`;
+      store.create('events', e);
+    }
+    const other = event('ProvisioningSucceeded', '2026-12-01T10:00:05Z');
+    other.metadata = { name: 'pod-event', namespace: 'default' };
+    other.involvedObject = { ...other.involvedObject, kind: 'Pod' };
+    store.create('events', other);
+    const listed = (store.list('events', { fieldSelector: OUTCOME_FIELD_SELECTOR }).items as CoreEvent[]).map(
+      (e) => e.reason,
+    );
+    assert.deepEqual(listed.sort(), ['ProvisioningFailed', 'ProvisioningSucceeded']);
   });
 });

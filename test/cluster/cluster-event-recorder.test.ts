@@ -32,3 +32,23 @@ for (const pending of [10, 10_000]) {
     );
   });
 }
+
+test('forget(object) drops what the correlator remembers of it: a later repeat is a new Event', () => {
+  const store = new ClusterStore();
+  store.create('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+  const recorder = new ClusterEventRecorder(store, 'persistentvolume-controller', { logger: silentLogger });
+  for (let i = 0; i < 3; i++) {
+    recorder.record(claim(i), 'Normal', 'ExternalProvisioning', 'Waiting for a volume to be created');
+    recorder.record(claim(i), 'Warning', 'ProvisioningFailed', 'no');
+  }
+  assert.equal(recorder.remembered, 3);
+  recorder.forget(claim(1));
+  assert.equal(recorder.remembered, 2);
+  recorder.record(claim(1), 'Normal', 'ExternalProvisioning', 'Waiting for a volume to be created');
+  recorder.record(claim(0), 'Normal', 'ExternalProvisioning', 'Waiting for a volume to be created');
+  const counts = (store.list('events', { namespace: 'default' }).items as CoreEvent[])
+    .filter((e) => e.reason === 'ExternalProvisioning')
+    .map((e) => `${e.involvedObject.name}:${e.count}`)
+    .sort();
+  assert.deepEqual(counts, ['c0:2', 'c1:1', 'c1:1', 'c2:1']);
+});

@@ -418,6 +418,25 @@ test('bad input: missing claim, two PVs for one claim, missing class; everything
   }
 });
 
+test('the event correlator forgets a claim once it is Bound, and any object once it is deleted', async () => {
+  const { store, ctl } = setup();
+  try {
+    store.create('storageclasses', cls('fast'));
+    for (const name of ['a', 'b']) store.create('persistentvolumeclaims', claim(name, { storageClassName: 'fast' }));
+    await ctl.idle();
+    assert.equal(ctl.eventsRemembered(), 2, 'ExternalProvisioning of each pending claim');
+    provision(store, getClaim(store, 'a')!);
+    await ctl.idle();
+    assert.equal(getClaim(store, 'a')?.status?.phase, 'Bound');
+    assert.equal(ctl.eventsRemembered(), 1, 'the Bound claim is forgotten');
+    store.delete('persistentvolumeclaims', 'ns', 'b');
+    await ctl.idle();
+    assert.equal(ctl.eventsRemembered(), 0, 'the deleted claim is forgotten');
+  } finally {
+    await ctl.stop();
+  }
+});
+
 test('resync re-emits ExternalProvisioning as one event with a growing count', async () => {
   const { store, ctl } = setup();
   try {

@@ -83,3 +83,50 @@ describe('store expiry (event TTL)', () => {
     );
   });
 });
+
+describe('store expiry queue', () => {
+  it('queues one entry per object, not one per version (an Event whose count rises 100 times is one entry)', () => {
+    const store = storeWith(0, 0);
+    store.create('events', event('repeated', Date.UTC(2026, 0, 1)));
+    for (let i = 1; i <= 100; i++) {
+      const e = store.get('events', 'default', 'repeated')!;
+      e.count = i + 1;
+      e.lastTimestamp = at(Date.UTC(2026, 0, 1, 0, i));
+      store.update('events', e);
+    }
+    assert.equal(store.queuedForExpiry('events'), 1);
+    // Last seen at 01:40: not expired at 01:00 (its first version's time), expired at 02:00.
+    assert.deepEqual(store.takeExpired('events', Date.UTC(2026, 0, 1, 1)), []);
+    assert.deepEqual(
+      store.takeExpired('events', Date.UTC(2026, 0, 1, 2)).map((e) => [e.obj.metadata.name, e.obj.count]),
+      [['repeated', 101]],
+    );
+    assert.equal(store.queuedForExpiry('events'), 0);
+  });
+
+  it('takes a version that is last seen earlier than the one it replaced at its own time', () => {
+    const store = storeWith(0, 0);
+    store.create('events', event('rewound', Date.UTC(2026, 0, 2)));
+    const e = store.get('events', 'default', 'rewound')!;
+    e.lastTimestamp = at(Date.UTC(2026, 0, 1));
+    store.update('events', e);
+    assert.deepEqual(
+      store.takeExpired('events', Date.UTC(2026, 0, 1, 12)).map((x) => x.obj.metadata.name),
+      ['rewound'],
+    );
+    assert.deepEqual(store.takeExpired('events', Date.UTC(2026, 0, 3)), []);
+  });
+
+  it('forgets a deleted object when its time comes, and queues it again when it is created again', () => {
+    const store = storeWith(0, 0);
+    store.create('events', event('again', Date.UTC(2026, 0, 1)));
+    store.delete('events', 'default', 'again');
+    store.create('events', event('again', Date.UTC(2026, 0, 5)));
+    assert.equal(store.queuedForExpiry('events'), 1);
+    assert.deepEqual(store.takeExpired('events', Date.UTC(2026, 0, 2)), []);
+    assert.deepEqual(
+      store.takeExpired('events', Date.UTC(2026, 0, 6)).map((x) => x.obj.metadata.name),
+      ['again'],
+    );
+  });
+});

@@ -4,7 +4,8 @@
 // it to listed and watched objects before they are cached or handed to a handler.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cacheTransform, LAST_APPLIED_ANNOTATION, StringTable } from '../../src/runtime/cache-transform.ts';
+import { cacheTransform, LAST_APPLIED_ANNOTATION } from '../../src/runtime/cache-transform.ts';
+import { StringTable } from '../../src/types/shared-strings.ts';
 import { KubeClient } from '../../src/runtime/client.ts';
 import { Informer } from '../../src/runtime/informer.ts';
 import { persistentVolumes } from '../../src/runtime/resources.ts';

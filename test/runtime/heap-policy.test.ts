@@ -1,6 +1,9 @@
-// The run commands' heap policy: the growth percent from $KUBE_PROVISIONER_HEAP_GROWTH_PERCENT (GOGC's role).
+// The run commands' (and dev's) heap policy: the growth percent from $KUBE_PROVISIONER_HEAP_GROWTH_PERCENT (GOGC's role).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
@@ -9,6 +12,8 @@ import {
   HEAP_GROWTH_ENV,
   heapGrowthPercentFrom,
   setHeapGrowth,
+  WORKER_YOUNG_GENERATION_MB,
+  YOUNG_GENERATION_TARGET_BYTES,
 } from '../../src/runtime/heap-policy.ts';
 
 describe('heap policy', () => {
@@ -43,5 +48,85 @@ describe('heap policy', () => {
     );
     assert.equal(err?.code, 1);
     assert.match(err?.stderr ?? '', new RegExp(`${HEAP_GROWTH_ENV}: expected a whole number`));
+  });
+
+  it('is applied by `dev` too (a bad value stops it before its cluster starts)', async () => {
+    const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+    const dataDir = await mkdtemp(join(tmpdir(), 'kp-heap-policy-'));
+    try {
+      const err = await promisify(execFile)(
+        process.execPath,
+        ['--conditions=kube-provisioner:source', '--import', 'tsx', main, 'dev', '--port', '0', '--data-dir', dataDir],
+        { env: { ...process.env, [HEAP_GROWTH_ENV]: 'lots' }, timeout: 60_000 },
+      ).then(
+        () => undefined,
+        (e: { code?: number; stderr?: string }) => e,
+      );
+      assert.equal(err?.code, 1);
+      assert.match(err?.stderr ?? '', new RegExp(`${HEAP_GROWTH_ENV}: expected a whole number`));
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("holds the process's young generation at 2 x 4 MB through a burst, also after a worker thread started", async () => {
+    // A worker's start (V8 configuring its heap) set the growth factor back to 2: dev's main heap then grew to
+    // 2 x 16 MB under the policy. Sizes of V8's spaces, not timings.
+    const policy = new URL('../../src/runtime/heap-policy.ts', import.meta.url).href;
+    const script = `
+      import v8 from 'node:v8';
+      import { Worker } from 'node:worker_threads';
+      const p = await import(${JSON.stringify(policy)});
+      p.setHeapGrowth(30);
+      const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+      let keep = [];
+      let max = 0;
+      const burst = async (rounds) => {
+        for (let r = 0; r < rounds; r++) {
+          for (let i = 0; i < 2000; i++) {
+            keep.push({ a: i, b: 'x' + i });
+            if (keep.length > 100000) keep = [];
+          }
+          max = Math.max(max, young());
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      };
+      await burst(300);
+      await new Promise((resolve) => new Worker('1', { eval: true }).on('exit', resolve));
+      await burst(2000);
+      console.log(JSON.stringify({ max }));`;
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      '--conditions=kube-provisioner:source',
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      script,
+    ]);
+    const { max } = JSON.parse(stdout) as { max: number };
+    assert.ok(max <= YOUNG_GENERATION_TARGET_BYTES, `young generation reached ${max / 1048576} MB`);
+  });
+
+  it('gives a worker thread a young generation of 2 x 4 MB once a policy is in force, nothing without one', async () => {
+    const policy = new URL('../../src/runtime/heap-policy.ts', import.meta.url).href;
+    const script = `
+      const p = await import(${JSON.stringify(policy)});
+      const before = p.workerResourceLimits();
+      p.setHeapGrowth(30);
+      console.log(JSON.stringify({ before: before ?? null, after: p.workerResourceLimits(), applied: p.appliedHeapGrowth() }));`;
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      '--conditions=kube-provisioner:source',
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      script,
+    ]);
+    assert.deepEqual(JSON.parse(stdout), {
+      before: null,
+      after: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+      applied: 30,
+    });
+    assert.equal(WORKER_YOUNG_GENERATION_MB, 12, 'three semi-spaces of 4 MB');
   });
 });

@@ -6,22 +6,43 @@ import type { Logger } from '../../types/logger.ts';
 import { type ClusterStore } from '../writes/cluster-store.ts';
 import { ClusterApiError } from '../common/api-errors.ts';
 import { formatTime } from '../common/meta.ts';
+import { StringTable } from '../../types/shared-strings.ts';
+
+/** The correlator's key of an object: kind, namespace, name and uid. */
+function objectKey(obj: KubeObject): string {
+  const meta = obj.metadata;
+  return [obj.kind, meta.namespace ?? '', meta.name, meta.uid ?? ''].join('\u0000');
+}
 
 /**
- * How many distinct events the correlator remembers. client-go's LRU holds 4096 per recorder; this one serves the
- * whole embedded cluster, where a dev session keeps up to 10,000 claims pending at once and the binder records
- * ExternalProvisioning on each of their syncs. With 4096, a burst of 8,000 pending claims evicted every entry before
- * its next sync, so each re-sync created a new Event (34,000 extra objects and writes in 10,000 claims) instead of
- * raising one Event's count. An entry is a key and three fields, about 300 bytes: 16,384 of them are about 5 MB.
+ * How many objects the correlator remembers events of. client-go's LRU holds 4096 events per recorder; this one
+ * serves the whole embedded cluster, where a dev session keeps up to 10,000 claims pending at once and the binder
+ * records ExternalProvisioning on each of their syncs. With 4096, a burst of 8,000 pending claims evicted every entry
+ * before its next sync, so each re-sync created a new Event (34,000 extra objects and writes in 10,000 claims)
+ * instead of raising one Event's count. What an object is done with (a claim Bound, anything deleted) is forgotten
+ * at once ({@link ClusterEventRecorder.forget}), so the bound matters only for a burst of pending objects.
  */
 const MAX_REMEMBERED = 16_384;
+
+/** One event remembered for an object: its type, reason and message (shared), and the Event it went into. */
+interface Remembered {
+  detail: string;
+  namespace: string;
+  name: string;
+  count: number;
+}
 
 export class ClusterEventRecorder {
   private readonly store: ClusterStore;
   private readonly component: string;
   private readonly now: () => number;
   private readonly logger: Logger;
-  private readonly seen = new Map<string, { namespace: string; name: string; count: number }>();
+  /**
+   * Object (kind, namespace, name, uid) -> the events recorded about it, least recently used object first. The
+   * type/reason/message part of a key is the same text for every pending claim of a class: one shared string.
+   */
+  private readonly seen = new Map<string, Remembered[]>();
+  private readonly details = new StringTable(256);
   private sequence = 0;
 
   constructor(store: ClusterStore, component: string, opts: { now?: () => number; logger: Logger }) {
@@ -31,26 +52,41 @@ export class ClusterEventRecorder {
     this.logger = opts.logger;
   }
 
+  /** Objects the correlator remembers events of. */
+  get remembered(): number {
+    return this.seen.size;
+  }
+
+  /**
+   * Forgets the events recorded about `obj` (it is done: a claim Bound, an object deleted): a repeat afterwards
+   * starts a new Event, as after client-go's LRU evicted it. Nothing is kept per object once it is done.
+   */
+  forget(obj: KubeObject): void {
+    this.seen.delete(objectKey(obj));
+  }
+
   /** Records an event about `obj`; failures are logged, never thrown (events are best effort). */
   record(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): void {
     const meta = obj.metadata;
     const namespace = meta.namespace || 'default';
-    const key = [obj.kind, meta.namespace ?? '', meta.name, meta.uid ?? '', type, reason, message].join('\u0000');
+    const key = objectKey(obj);
+    const detail = this.details.share(`${type}\u0000${reason}\u0000${message}`);
     const now = formatTime(this.now());
-    const previous = this.seen.get(key);
-    if (previous) {
+    const known = this.seen.get(key);
+    const previous = known?.find((r) => r.detail === detail);
+    if (known && previous) {
       try {
         previous.count++;
         this.store.patch('events', previous.namespace, previous.name, 'merge', {
           count: previous.count,
           lastTimestamp: now,
         });
-        this.touch(key, previous);
+        this.touch(key, known);
         return;
       } catch (err) {
         // Deleted (or expired) meanwhile: start a new one.
         if (!(err instanceof ClusterApiError && err.code === 404)) return this.fail(err, reason);
-        this.seen.delete(key);
+        known.splice(known.indexOf(previous), 1);
       }
     }
     const name = `${meta.name ?? 'unknown'}.${this.uniqueSuffix()}`;
@@ -78,7 +114,9 @@ export class ClusterEventRecorder {
     };
     try {
       this.store.create('events', event);
-      this.touch(key, { namespace, name, count: 1 });
+      const list = known ?? [];
+      list.push({ detail, namespace, name, count: 1 });
+      this.touch(key, list);
     } catch (err) {
       this.fail(err, reason);
     }
@@ -90,9 +128,9 @@ export class ClusterEventRecorder {
     return nanos.toString(16);
   }
 
-  private touch(key: string, entry: { namespace: string; name: string; count: number }): void {
+  private touch(key: string, list: Remembered[]): void {
     this.seen.delete(key);
-    this.seen.set(key, entry);
+    this.seen.set(key, list);
     if (this.seen.size > MAX_REMEMBERED) this.seen.delete(this.seen.keys().next().value as string);
   }
 

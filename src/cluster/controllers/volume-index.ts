@@ -95,7 +95,8 @@ interface IndexedVolume {
 
 export class VolumeIndex implements VolumeSource {
   private readonly volumes = new Map<string, IndexedVolume>();
-  private readonly byClaim = new Map<string, Set<string>>();
+  /** Claim key -> the volume naming it (nearly always one: a string) or the volumes (a Set, when several do). */
+  private readonly byClaim = new Map<string, string | Set<string>>();
   /** class -> access-mode key -> buckets. */
   private readonly unclaimed = new Map<string, Map<string, CapacityBuckets>>();
   /** Counts the volumes handed out (see ClusterCache's read counter). */
@@ -134,9 +135,11 @@ export class VolumeIndex implements VolumeSource {
     const ref = volume.spec.claimRef;
     if (ref) {
       entry.claimKey = claimKey(ref.namespace, ref.name);
-      let set = this.byClaim.get(entry.claimKey);
-      if (!set) this.byClaim.set(entry.claimKey, (set = new Set()));
-      set.add(name);
+      const names = this.byClaim.get(entry.claimKey);
+      if (names === undefined) this.byClaim.set(entry.claimKey, name);
+      else if (typeof names === 'string') {
+        if (names !== name) this.byClaim.set(entry.claimKey, new Set([names, name]));
+      } else names.add(name);
     } else if (volume.status?.phase === 'Available' && !volume.metadata.deletionTimestamp) {
       const capacity = volumeCapacity(volume);
       if (capacity !== undefined) {
@@ -161,9 +164,12 @@ export class VolumeIndex implements VolumeSource {
     if (!old) return;
     this.volumes.delete(name);
     if (old.claimKey) {
-      const set = this.byClaim.get(old.claimKey);
-      set?.delete(name);
-      if (set?.size === 0) this.byClaim.delete(old.claimKey);
+      const names = this.byClaim.get(old.claimKey);
+      if (names === name) this.byClaim.delete(old.claimKey);
+      else if (typeof names === 'object') {
+        names.delete(name);
+        if (names.size === 1) this.byClaim.set(old.claimKey, names.values().next().value as string);
+      }
     }
     if (old.unclaimed) {
       const byModes = this.unclaimed.get(old.unclaimed.className);
@@ -177,12 +183,14 @@ export class VolumeIndex implements VolumeSource {
   /** Names of volumes whose claimRef names namespace/name. */
   namesForClaim(key: string): ReadonlySet<string> {
     const names = this.byClaim.get(key);
-    this.count(names?.size ?? 0);
-    return names ?? new Set();
+    const set = typeof names === 'string' ? new Set([names]) : (names ?? new Set<string>());
+    this.count(set.size);
+    return set;
   }
 
   *preBoundTo(claim: PersistentVolumeClaim): Iterable<PersistentVolume> {
-    for (const name of this.byClaim.get(claimKey(claim.metadata.namespace, claim.metadata.name)) ?? []) {
+    const names = this.byClaim.get(claimKey(claim.metadata.namespace, claim.metadata.name));
+    for (const name of typeof names === 'string' ? [names] : (names ?? [])) {
       const v = this.get(name);
       if (v) yield v;
     }

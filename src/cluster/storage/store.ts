@@ -297,8 +297,8 @@ export class Storage<K extends StoredKind = StoredKind> {
   }
 
   /**
-   * The current objects of a tracked resource last seen before `cutoff`, earliest first. Each version is reported
-   * once; a version that was replaced or deleted since it was queued is skipped (its successor has its own time).
+   * The current objects of a tracked resource last seen before `cutoff`, earliest first, each reported once. The
+   * queue holds one entry per object, moved to each new version's time; a deleted object is skipped.
    */
   takeExpired(resource: string, cutoff: number): StoredEntry[] {
     const t = this.table(resource);
@@ -308,6 +308,11 @@ export class Storage<K extends StoredKind = StoredKind> {
       if (e && e.rv === due.rv) out.push(e);
     }
     return out;
+  }
+
+  /** Objects of a tracked resource queued for expiry (one per stored object, whatever its number of versions). */
+  queuedForExpiry(resource: string): number {
+    return this.expiries.get(resource)?.queue.size ?? 0;
   }
 
   /** Drops every resource's watch history: resumes from any older resourceVersion get 410 Expired. */

@@ -58,6 +58,12 @@ export class VolumePathIndex {
   private readonly inodeOwners = new Map<string, Owners>();
   private readonly ancestorInodeOwners = new Map<string, Owners>();
   private readonly inodesOf = new Map<string, InodeChain & { source: string }>();
+  /**
+   * Ancestor chains, shared: every volume under one directory has the same ancestors, and each read gave each
+   * volume its own array of the same `dev:ino` strings (2.2 MB of 10,000 volumes). Bounded: cleared when full
+   * (sharing is only an optimisation).
+   */
+  private readonly chains = new Map<string, string[]>();
 
   /** Records (or moves) the path of a volume; its aliases and inodes are forgotten (they were of the old path). */
   add(pvName: string, volumePath: string): void {
@@ -81,7 +87,15 @@ export class VolumePathIndex {
   /** The device and inode of a volume's directory and of its ancestors, read from `source`. */
   setInodes(pvName: string, chain: InodeChain, source: string): void {
     this.clearInodes(pvName);
-    this.inodesOf.set(pvName, { ...chain, source });
+    const chainKey = chain.ancestors.join('|');
+    let ancestors = this.chains.get(chainKey);
+    if (!ancestors) {
+      if (this.chains.size >= 1024) this.chains.clear();
+      this.chains.set(chainKey, (ancestors = [...chain.ancestors]));
+    }
+    // The source is nearly always the volume's own indexed path: keep that string, not a second copy of it.
+    const path = this.byVolume.get(pvName)?.find((p) => p === source) ?? source;
+    this.inodesOf.set(pvName, { self: chain.self, ancestors, source: path });
     if (chain.self) add(this.inodeOwners, chain.self, pvName);
     for (const a of chain.ancestors) add(this.ancestorInodeOwners, a, pvName);
   }
