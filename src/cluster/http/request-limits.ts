@@ -10,7 +10,7 @@ export interface ServerLimits {
   maxObjectBytes: number;
   /**
    * JSON nesting limit of request bodies and patch results (apimachinery: 10,000); 400 beyond. YAML bodies stop
-   * at the lower of this and MAX_YAML_DEPTH (200, the yaml library's recursion: schema/yaml-decode.ts).
+   * at the lower of this and MAX_YAML_DEPTH (200, the YAML nesting limit: schema/yaml-decode.ts).
    */
   maxJsonDepth: number;
   /** Accumulated size of the values a JSON patch copies (kube: the request body limit); 422 beyond. */
