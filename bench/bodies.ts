@@ -202,7 +202,8 @@ for (const [what, body] of Object.entries(BODIES)) {
   row([what, `${(size / 1024).toFixed(0)} KiB`, ...cells.slice(0, 6).map(cell)]);
 }
 
-if (!only || 'setelementorder'.includes(only.toLowerCase())) {
+const SMP_ROW = 'JSON: $setElementOrder patch, 90,000 finalizers';
+if (!only || SMP_ROW.toLowerCase().includes(only.toLowerCase())) {
   // issue 20's strategic merge patch: 90,000 finalizers with $setElementOrder (1.7 MiB)
   const order = Array.from({ length: 90_000 }, (_, i) => `e.io/f${i}`);
   const patch = JSON.stringify({ metadata: { '$setElementOrder/finalizers': order, finalizers: order } });
@@ -222,12 +223,7 @@ if (!only || 'setelementorder'.includes(only.toLowerCase())) {
     ];
     values.forEach((v, i) => cells[i].push(v));
   }
-  row([
-    'JSON: $setElementOrder patch, 90,000 finalizers',
-    `${(Buffer.byteLength(patch) / 1024).toFixed(0)} KiB`,
-    'n/a',
-    ...cells.map(cell),
-  ]);
+  row([SMP_ROW, `${(Buffer.byteLength(patch) / 1024).toFixed(0)} KiB`, 'n/a', ...cells.map(cell)]);
 }
 console.log(
   `CPU ${(cpuSeconds() - cpuStart).toFixed(1)} s (both threads); load average now ${loadavg()
