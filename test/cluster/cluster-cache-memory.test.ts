@@ -5,20 +5,10 @@
 // after a full GC, per object against its JSON length: a count of bytes, not a timing.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { ClusterCache } from '../../src/cluster/controllers/cluster-cache.ts';
 import type { ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
 import type { KubeObject, WatchEvent } from '../../src/types/k8s.ts';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-function heapAfterGc(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
+import { heapAfterGc } from '../support/heap.ts';
 
 const uid = (i: number) => `0b1c2d3e-aaaa-bbbb-cccc-${String(i).padStart(12, '0')}`;
 const at = (i: number) =>

@@ -5,20 +5,10 @@
 // of the superseded versions it keeps, not only by its count of events.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { ClusterApiError } from '../../src/cluster/common/api-errors.ts';
 import { ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
 import type { KubeObject } from '../../src/types/k8s.ts';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-function heapAfterGc(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
+import { heapAfterGc } from '../support/heap.ts';
 
 const component = 'hostpath.kube-provisioner.io_3f1c2a9e-1b7d-4c55-9f5c-0d1e2f3a4b5c';
 function event(i: number): KubeObject {

@@ -4,18 +4,8 @@
 // a full GC, in bytes per volume: a count of bytes, not a timing.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { VolumePathIndex } from '../../src/hostpath/ledger/volume-path-index.ts';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-function heapAfterGc(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
+import { heapAfterGc } from '../support/heap.ts';
 
 const base = '/var/lib/kube-provisioner/volumes/shared/default';
 /** What a read of the directory gives: fresh strings, as stat() results formatted per call. */
