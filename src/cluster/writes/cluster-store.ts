@@ -93,9 +93,8 @@ export class ClusterStore extends Storage<ResourceType> {
   ): Promise<StoredEntry> {
     const applied = guardWrite(() => this.writes.applyPatch(resource, namespace, name, type, patch, opts));
     await turn();
-    // Field validation has already seen the patched object (its warnings are on the answer): not twice.
-    if (!this.writes.isLatest(resource, applied))
-      return this.patchEntry(resource, namespace, name, type, patch, { ...opts, inspect: undefined });
+    // Applied again, the result is inspected again too: field validation prunes the object that is written.
+    if (!this.writes.isLatest(resource, applied)) return this.patchEntry(resource, namespace, name, type, patch, opts);
     return guardWrite(() => this.writes.commitPatch(resource, applied, opts));
   }
 
