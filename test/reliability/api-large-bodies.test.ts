@@ -33,15 +33,16 @@ function configMapBody(name: string, bytes: number): string {
   return JSON.stringify({ metadata: { name }, data });
 }
 
-describe('large bodies give the event loop turns between the phases of their request', () => {
-  let c: EmbeddedCluster;
-  let e: Endpoint;
-  before(async () => {
-    c = await startEmbeddedCluster({ controllers: false });
-    e = { url: c.url, token: c.token, caPem: c.caPem };
-  });
-  after(() => c.stop());
+// One cluster for the HTTP cases of this file.
+let c: EmbeddedCluster;
+let e: Endpoint;
+before(async () => {
+  c = await startEmbeddedCluster({ controllers: false });
+  e = { url: c.url, token: c.token, caPem: c.caPem };
+});
+after(() => c.stop());
 
+describe('large bodies give the event loop turns between the phases of their request', () => {
   it('a small create, update and patch take no turn', async () => {
     const turns = loopTurnsForLargeBodies();
     const body = configMapBody('small', 1024);
@@ -124,13 +125,6 @@ function withDefaultNamespace(store: ClusterStore): ClusterStore {
 }
 
 describe('merge patches of many keys: values shared, not cloned, with the same answers', () => {
-  let c: EmbeddedCluster;
-  let e: Endpoint;
-  before(async () => {
-    c = await startEmbeddedCluster({ controllers: false });
-    e = { url: c.url, token: c.token, caPem: c.caPem };
-  });
-  after(() => c.stop());
   const mergePatch = (path: string, body: string) =>
     call(e, 'PATCH', path, { body, contentType: 'application/merge-patch+json' });
 

@@ -16,6 +16,17 @@ import {
   YOUNG_GENERATION_TARGET_BYTES,
 } from '../../src/runtime/heap-policy.ts';
 
+/** Runs an ES module script from source in a fresh node process (V8 flags are per process). */
+function runModuleScript(script: string): Promise<{ stdout: string }> {
+  return promisify(execFile)(process.execPath, [
+    '--conditions=kube-provisioner:source',
+    '--import',
+    'tsx',
+    '--input-type=module',
+    '-e',
+    script,
+  ]);
+}
 describe('heap policy', () => {
   it('takes the growth from the environment, 30% by default and 0 for V8 own rule', () => {
     assert.equal(heapGrowthPercentFrom({}), DEFAULT_HEAP_GROWTH_PERCENT);
@@ -95,14 +106,7 @@ describe('heap policy', () => {
       await new Promise((resolve) => new Worker('1', { eval: true }).on('exit', resolve));
       await burst(2000);
       console.log(JSON.stringify({ max }));`;
-    const { stdout } = await promisify(execFile)(process.execPath, [
-      '--conditions=kube-provisioner:source',
-      '--import',
-      'tsx',
-      '--input-type=module',
-      '-e',
-      script,
-    ]);
+    const { stdout } = await runModuleScript(script);
     const { max } = JSON.parse(stdout) as { max: number };
     assert.ok(max <= YOUNG_GENERATION_TARGET_BYTES, `young generation reached ${max / 1048576} MB`);
   });
@@ -114,14 +118,7 @@ describe('heap policy', () => {
       const before = p.workerResourceLimits();
       p.setHeapGrowth(30);
       console.log(JSON.stringify({ before: before ?? null, after: p.workerResourceLimits(), applied: p.appliedHeapGrowth() }));`;
-    const { stdout } = await promisify(execFile)(process.execPath, [
-      '--conditions=kube-provisioner:source',
-      '--import',
-      'tsx',
-      '--input-type=module',
-      '-e',
-      script,
-    ]);
+    const { stdout } = await runModuleScript(script);
     assert.deepEqual(JSON.parse(stdout), {
       before: null,
       after: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
