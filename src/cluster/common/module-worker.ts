@@ -1,17 +1,26 @@
 // Worker threads running one of this package's modules, from the compiled package or from its TypeScript source.
 import { Worker, type WorkerOptions } from 'node:worker_threads';
+import { holdYoungGeneration } from '../../runtime/heap-policy.ts';
 
 /**
  * A Worker running the module at `entry`: a compiled .js (dist/) as it is; a .ts source (`npm start`, tests)
  * through a bootstrap that registers tsx's loader in the worker first (on Node 20 the loader the main thread got
- * from `--import tsx` does not reach workers).
+ * from `--import tsx` does not reach workers). Every worker of the package starts here, so the heap policy sees it.
  */
 export function newModuleWorker(entry: URL, options: WorkerOptions = {}): Worker {
   // The worker takes the process's flags, but `--input-type` (a script run with `node --input-type=module -e`)
   // makes a worker given a file fail to start.
   const execArgv = options.execArgv ?? process.execArgv.filter((a) => !a.startsWith('--input-type'));
-  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { ...options, execArgv });
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const bootstrap = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(bootstrap, { ...options, execArgv, eval: true });
+  let worker: Worker;
+  if (!entry.pathname.endsWith('.ts')) worker = new Worker(entry, { ...options, execArgv });
+  else {
+    const tsx = import.meta.resolve('tsx/esm/api');
+    const bootstrap = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
+    worker = new Worker(bootstrap, { ...options, execArgv, eval: true });
+  }
+  // Configuring the worker's heap reset V8's young-generation growth flag for the whole process: the heap policy
+  // holds the main thread's young generation again as soon as the worker is online (registered before the
+  // caller's listeners, so it runs first).
+  worker.once('online', holdYoungGeneration);
+  return worker;
 }
