@@ -83,10 +83,10 @@ describe('heap policy', () => {
   it("holds the process's young generation at 2 x 4 MB through a burst, also from the moment a worker thread is online", async () => {
     // V8 resets its growth flag to 2 whenever it configures a heap (Heap::ConfigureHeap: a worker starting), and the
     // main thread's next scavenge then doubled its young generation to 2 x 16 MB before the policy's next check (a gc
-    // observer or its 250 ms timer). newModuleWorker holds it again when the worker is online, before the burst here
-    // starts. The worker stays alive until the burst is over. Sizes of V8's spaces, not timings.
+    // observer or its 250 ms timer). The policy holds it again when any worker is online (a plain Worker here, not
+    // only the package's), before the burst starts. The worker stays alive until the burst is over. Sizes of V8's
+    // spaces, not timings.
     const policy = new URL('../../src/runtime/heap-policy.ts', import.meta.url).href;
-    const moduleWorker = new URL('../../src/cluster/common/module-worker.ts', import.meta.url).href;
     const dir = await mkdtemp(join(tmpdir(), 'kp-heap-worker-'));
     try {
       const idle = join(dir, 'idle.mjs');
@@ -98,7 +98,7 @@ describe('heap policy', () => {
         import v8 from 'node:v8';
         import { pathToFileURL } from 'node:url';
         const p = await import(${JSON.stringify(policy)});
-        const { newModuleWorker } = await import(${JSON.stringify(moduleWorker)});
+        import { Worker } from 'node:worker_threads';
         p.setHeapGrowth(30);
         const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
         let keep = [];
@@ -118,7 +118,7 @@ describe('heap policy', () => {
         // Several workers, one after the other, each followed by a burst: a scavenge doubles the young generation
         // only once enough has survived since its last growth, so one worker start alone did not always show it.
         for (let w = 0; w < 10; w++) {
-          const worker = newModuleWorker(pathToFileURL(${JSON.stringify(idle)}));
+          const worker = new Worker(pathToFileURL(${JSON.stringify(idle)}), { execArgv: [] });
           await new Promise((resolve) => worker.once('online', resolve));
           await burst(150);
           worker.postMessage('exit');

@@ -1,11 +1,10 @@
 // Worker threads running one of this package's modules, from the compiled package or from its TypeScript source.
 import { Worker, type WorkerOptions } from 'node:worker_threads';
-import { holdYoungGeneration } from '../../runtime/heap-policy.ts';
 
 /**
  * A Worker running the module at `entry`: a compiled .js (dist/) as it is; a .ts source (`npm start`, tests)
  * through a bootstrap that registers tsx's loader in the worker first (on Node 20 the loader the main thread got
- * from `--import tsx` does not reach workers). Every worker of the package starts here, so the heap policy sees it.
+ * from `--import tsx` does not reach workers).
  */
 export function newModuleWorker(entry: URL, options: WorkerOptions = {}): Worker {
   // The worker takes the process's flags, but `--input-type` (a script run with `node --input-type=module -e`)
@@ -18,9 +17,5 @@ export function newModuleWorker(entry: URL, options: WorkerOptions = {}): Worker
     const bootstrap = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
     worker = new Worker(bootstrap, { ...options, execArgv, eval: true });
   }
-  // Configuring the worker's heap reset V8's young-generation growth flag for the whole process: the heap policy
-  // holds the main thread's young generation again as soon as the worker is online (registered before the
-  // caller's listeners, so it runs first).
-  worker.once('online', holdYoungGeneration);
   return worker;
 }
