@@ -88,8 +88,8 @@ export function setHeapGrowth(percent: number): number {
  * generation only while it is below {@link YOUNG_GENERATION_TARGET_BYTES}. Set on every check, not only when the
  * answer changes: V8 raises the flag back to 2 whenever it configures a new heap (Heap::ConfigureHeap: a worker
  * thread starting, e.g. dev's cluster thread or a YAML decoder). The policy checks after every collection and every
- * 250 ms, and again when any worker thread is online (process 'worker' event), right after its heap was configured: without
- * that, the main thread's next scavenge after a worker started doubled its young generation to 2 x 16 MB before the
+ * 250 ms, and again when any worker thread is online (process 'worker' event), right after its heap was
+ * configured: without that, the main thread's next scavenge after a worker started doubled its young generation to 2 x 16 MB before the
  * next check (test/runtime/heap-policy.test.ts). A window remains, between the worker's heap being configured and
  * its `online` event reaching the main thread, in which a busy main thread can still grow it once.
  */

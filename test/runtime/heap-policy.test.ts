@@ -97,8 +97,8 @@ describe('heap policy', () => {
       const script = `
         import v8 from 'node:v8';
         import { pathToFileURL } from 'node:url';
-        const p = await import(${JSON.stringify(policy)});
         import { Worker } from 'node:worker_threads';
+        const p = await import(${JSON.stringify(policy)});
         p.setHeapGrowth(30);
         const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
         let keep = [];
