@@ -8,7 +8,7 @@ import path from 'node:path';
 import { InfeasibleError, IgnoredError } from '../../src/controller/provisioner.ts';
 import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
-import { readVolumeRecord } from '../../src/hostpath/records/volume-records.ts';
+import { readVolumeRecord, recordFileName, recordsDir } from '../../src/hostpath/records/volume-records.ts';
 import { VolumeIdentityError } from '../../src/hostpath/delete/delete-identity.ts';
 import { claim, provisionOptions, signal, storageClass, tempTree } from './provisioner-helpers.ts';
 
@@ -149,4 +149,46 @@ test('expansion keeps the claim uid in the record: a Retain PV expanded, deleted
     (e: unknown) => e instanceof VolumeIdentityError && e.rule === 'record-mismatch',
   );
   assert.equal(await fsp.readFile(path.join(volume.spec.hostPath?.path ?? '', 'data'), 'utf8'), 'retained data');
+});
+
+test("an older record without a claim uid gets the bound claim's uid from an expansion (also one to the same size)", async () => {
+  const base = path.join(tmp, 'add-uid');
+  await fsp.mkdir(base);
+  const config = validateHostPathConfig({ sharedFileSystemPath: base });
+  const first = new HostPathProvisioner({ config });
+  const sc = storageClass('retained', { onDelete: 'delete' }, 'Retain');
+  const bound = async () => {
+    const o = provisionOptions(claim({ size: '1Mi', modes: ['ReadWriteMany'] }), sc);
+    const { volume } = await first.provision(o, signal());
+    volume.spec.claimRef = { namespace: 'team-a', name: o.claim.metadata.name ?? '', uid: o.claim.metadata.uid };
+    volume.status = { phase: 'Bound' };
+    // As an older version wrote it: no claim uid.
+    const name = volume.metadata.name ?? '';
+    const { claimUid, ...older } = (await readVolumeRecord(base, name)) ?? assert.fail('no record');
+    assert.equal(claimUid, o.claim.metadata.uid);
+    await fsp.writeFile(path.join(recordsDir(base), recordFileName(name)), JSON.stringify(older));
+    return { volume, uid: o.claim.metadata.uid };
+  };
+  const grown = await bound();
+  const same = await bound();
+  const p = new HostPathProvisioner({ config });
+  assert.deepEqual(await p.expand(grown.volume, '2Mi', signal()), { capacity: '2Mi' });
+  const record = await readVolumeRecord(base, grown.volume.metadata.name ?? '');
+  assert.equal(record?.claimUid, grown.uid, 'the expanded record names the bound claim');
+  assert.equal(record?.bytes, String(2n * MI));
+  assert.deepEqual(await p.expand(same.volume, '1Mi', signal()), { capacity: '1Mi' });
+  assert.equal((await readVolumeRecord(base, same.volume.metadata.name ?? ''))?.claimUid, same.uid);
+  // Now the record proves the claim: the PV deleted by hand and re-created under its name for another claim with
+  // the Delete policy does not get the retained directory.
+  const dir = grown.volume.spec.hostPath?.path ?? '';
+  await fsp.writeFile(path.join(dir, 'data'), 'retained data');
+  const recreated = structuredClone(grown.volume);
+  recreated.spec.persistentVolumeReclaimPolicy = 'Delete';
+  recreated.spec.claimRef = { namespace: 'team-b', name: 'other', uid: '99999999-0000-0000-0000-000000000000' };
+  recreated.status = { phase: 'Released' };
+  await assert.rejects(
+    p.delete(recreated, signal()),
+    (e: unknown) => e instanceof VolumeIdentityError && e.rule === 'record-mismatch',
+  );
+  assert.equal(await fsp.readFile(path.join(dir, 'data'), 'utf8'), 'retained data');
 });
