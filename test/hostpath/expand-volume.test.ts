@@ -10,6 +10,7 @@ import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-confi
 import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
 import { readVolumeRecord, recordFileName, recordsDir } from '../../src/hostpath/records/volume-records.ts';
 import { VolumeIdentityError } from '../../src/hostpath/delete/delete-identity.ts';
+import type { PersistentVolume } from '../../src/types/k8s.ts';
 import { claim, provisionOptions, signal, storageClass, tempTree } from './provisioner-helpers.ts';
 
 const MI = 1024n * 1024n;
@@ -138,8 +139,14 @@ test('expansion keeps the claim uid in the record: a Retain PV expanded, deleted
   const record = await readVolumeRecord(base, volume.metadata.name ?? '');
   assert.equal(record?.claimUid, o.claim.metadata.uid, 'the record still names the claim');
   assert.equal(record?.bytes, String(2n * MI), 'and carries the new size');
-  // The Retain PV is deleted by hand (the provisioner is not asked: the record stays), then re-created under the same
-  // name for another claim with the Delete policy, and released.
+  await recreatedForAnotherClaimIsRefused(p, volume);
+});
+
+/**
+ * The Retain PV is deleted by hand (the provisioner is not asked: the record stays), then re-created under the same
+ * name for another claim with the Delete policy, and released: its delete is refused and the retained data stays.
+ */
+async function recreatedForAnotherClaimIsRefused(p: HostPathProvisioner, volume: PersistentVolume): Promise<void> {
   const recreated = structuredClone(volume);
   recreated.spec.persistentVolumeReclaimPolicy = 'Delete';
   recreated.spec.claimRef = { namespace: 'team-b', name: 'other', uid: '99999999-0000-0000-0000-000000000000' };
@@ -149,7 +156,7 @@ test('expansion keeps the claim uid in the record: a Retain PV expanded, deleted
     (e: unknown) => e instanceof VolumeIdentityError && e.rule === 'record-mismatch',
   );
   assert.equal(await fsp.readFile(path.join(volume.spec.hostPath?.path ?? '', 'data'), 'utf8'), 'retained data');
-});
+}
 
 test("an older record without a claim uid gets the bound claim's uid from an expansion (also one to the same size)", async () => {
   const base = path.join(tmp, 'add-uid');
@@ -178,17 +185,7 @@ test("an older record without a claim uid gets the bound claim's uid from an exp
   assert.equal(record?.bytes, String(2n * MI));
   assert.deepEqual(await p.expand(same.volume, '1Mi', signal()), { capacity: '1Mi' });
   assert.equal((await readVolumeRecord(base, same.volume.metadata.name ?? ''))?.claimUid, same.uid);
-  // Now the record proves the claim: the PV deleted by hand and re-created under its name for another claim with
-  // the Delete policy does not get the retained directory.
-  const dir = grown.volume.spec.hostPath?.path ?? '';
-  await fsp.writeFile(path.join(dir, 'data'), 'retained data');
-  const recreated = structuredClone(grown.volume);
-  recreated.spec.persistentVolumeReclaimPolicy = 'Delete';
-  recreated.spec.claimRef = { namespace: 'team-b', name: 'other', uid: '99999999-0000-0000-0000-000000000000' };
-  recreated.status = { phase: 'Released' };
-  await assert.rejects(
-    p.delete(recreated, signal()),
-    (e: unknown) => e instanceof VolumeIdentityError && e.rule === 'record-mismatch',
-  );
-  assert.equal(await fsp.readFile(path.join(dir, 'data'), 'utf8'), 'retained data');
+  // Now the record proves the claim: a PV re-created under its name for another claim does not get the directory.
+  await fsp.writeFile(path.join(grown.volume.spec.hostPath?.path ?? '', 'data'), 'retained data');
+  await recreatedForAnotherClaimIsRefused(p, grown.volume);
 });
