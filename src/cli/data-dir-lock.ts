@@ -6,11 +6,14 @@
 // fails with EEXIST like open(O_CREAT|O_EXCL), and a reader never sees a half-written lock). A lock whose PID is
 // dead is stale and taken over. Anything else at the lock's name (a symbolic link, dangling or not, a directory, a
 // FIFO...) was not written by kube-provisioner: start-up stops with DataDirLockPathError, which names the path and
-// what to do, and leaves it alone.
+// what to do, and leaves it alone. So does a data directory that is not one (a regular file, a dangling symbolic
+// link, a path below a file), a lock this user cannot read, and a directory it cannot create or write: no raw
+// EEXIST, ENOENT, ENOTDIR or EACCES.
 import { randomBytes } from 'node:crypto';
 import { unlinkSync, readFileSync } from 'node:fs';
+import type { Stats } from 'node:fs';
 import { link, lstat, mkdir, readFile, readlink, rename, stat, unlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** The lock file's name inside the data directory. */
 export const LOCK_FILE = 'kube-provisioner.lock';
@@ -40,7 +43,12 @@ export class DataDirLockedError extends Error {
   }
 }
 
-/** The lock's name is taken by something that is not a lock file (kube-provisioner only ever writes regular files there). */
+/**
+ * The data directory cannot be locked for a reason the user can fix: the lock's name is taken by something that is
+ * not a lock file (kube-provisioner only ever writes regular files there), the lock cannot be read, or the data
+ * directory is not a directory this user can create and write. The message names the path, what is there and what
+ * to do.
+ */
 export class DataDirLockPathError extends Error {
   override name = 'DataDirLockPathError';
   constructor(
@@ -48,8 +56,62 @@ export class DataDirLockPathError extends Error {
     readonly what: string,
     advice: string,
   ) {
-    super(`cannot lock the data directory: ${path} ${what}, not a lock file kube-provisioner wrote; ${advice}`);
+    super(`cannot lock the data directory: ${path} ${what}; ${advice}`);
   }
+}
+
+const OTHERWISE = 'or start with another --data-dir';
+const NOT_OURS = 'not a lock file kube-provisioner wrote';
+const codeOf = (err: unknown) => (err as NodeJS.ErrnoException | undefined)?.code;
+const denied = (err: unknown) => codeOf(err) === 'EACCES' || codeOf(err) === 'EPERM';
+const kindOf = (st: Stats) => (st.isFile() ? 'a regular file' : st.isDirectory() ? 'a directory' : 'a special file');
+
+/** What mkdir's failure on the data directory means, as a DataDirLockPathError (other errors as they are). */
+async function dataDirError(dataDir: string, err: unknown): Promise<unknown> {
+  const st = await lstat(dataDir).catch(() => undefined);
+  if (st?.isSymbolicLink()) {
+    const target = await readlink(dataDir).catch(() => '?');
+    const to = await stat(dataDir).catch(() => undefined);
+    if (!to)
+      return new DataDirLockPathError(
+        dataDir,
+        `is a dangling symbolic link to ${target}`,
+        `create the directory it points to (mkdir -p ${target}) and start again, ${OTHERWISE}`,
+      );
+    if (!to.isDirectory())
+      return new DataDirLockPathError(
+        dataDir,
+        `is a symbolic link to ${target}, which is ${kindOf(to)}, not a directory`,
+        `point it at a directory, ${OTHERWISE}`,
+      );
+  } else if (st && !st.isDirectory()) {
+    return new DataDirLockPathError(
+      dataDir,
+      `is ${kindOf(st)}, not a directory`,
+      `move it away (mv ${dataDir} ${dataDir}.old) and start again, ${OTHERWISE}`,
+    );
+  }
+  if (codeOf(err) === 'ENOTDIR') {
+    // A component above it is not a directory: name the nearest one that exists.
+    let above = dirname(dataDir);
+    let found = await stat(above).catch(() => undefined);
+    while (!found && dirname(above) !== above) {
+      above = dirname(above);
+      found = await stat(above).catch(() => undefined);
+    }
+    return new DataDirLockPathError(
+      dataDir,
+      `cannot be created: ${above} is ${found ? kindOf(found) : 'not a directory'}, not a directory`,
+      `move ${above} away and start again, ${OTHERWISE}`,
+    );
+  }
+  if (denied(err))
+    return new DataDirLockPathError(
+      dataDir,
+      'cannot be created by this user (permission denied)',
+      `create it for this user (mkdir -p ${dataDir}), ${OTHERWISE}`,
+    );
+  return err;
 }
 
 /** DataDirLockPathError for what lstat finds at `path`, or undefined for a regular file (or nothing). */
@@ -62,7 +124,7 @@ async function notALockFile(path: string): Promise<DataDirLockPathError | undefi
     throw err;
   }
   if (st.isFile()) return undefined;
-  const otherwise = 'or start with another --data-dir';
+  const otherwise = OTHERWISE;
   if (st.isSymbolicLink()) {
     const target = await readlink(path).catch(() => '?');
     const dangling = await stat(path).then(
@@ -71,20 +133,20 @@ async function notALockFile(path: string): Promise<DataDirLockPathError | undefi
     );
     return new DataDirLockPathError(
       path,
-      `is a ${dangling ? 'dangling ' : ''}symbolic link to ${target}`,
+      `is a ${dangling ? 'dangling ' : ''}symbolic link to ${target}, ${NOT_OURS}`,
       `if no kube-provisioner is running on this directory, remove it (rm ${path}) and start again, ${otherwise}`,
     );
   }
   if (st.isDirectory()) {
     return new DataDirLockPathError(
       path,
-      'is a directory',
+      `is a directory, ${NOT_OURS}`,
       `if nothing in it is needed, remove it (rm -r ${path}) and start again, ${otherwise}`,
     );
   }
   return new DataDirLockPathError(
     path,
-    'is a special file',
+    `is a special file, ${NOT_OURS}`,
     `if no kube-provisioner is running on this directory, remove it (rm ${path}) and start again, ${otherwise}`,
   );
 }
@@ -132,14 +194,30 @@ async function readOwner(path: string): Promise<DataDirLockOwner | undefined | '
   try {
     return parseOwner(await readFile(path, 'utf8'));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
+    if (codeOf(err) === 'ENOENT') return 'gone';
+    // Its owner may be alive: taking it over unread could run two instances on one directory.
+    if (denied(err))
+      throw new DataDirLockPathError(
+        path,
+        'cannot be read by this user (permission denied), so whether its owner still runs is unknown',
+        `if no kube-provisioner is running on this directory, remove it (rm ${path}) and start again; ` +
+          `if one is, stop it first (as the user that owns the lock), ${OTHERWISE}`,
+      );
     throw err;
   }
 }
 
 async function writeWhole(path: string, owner: DataDirLockOwner, replace: boolean): Promise<void> {
   const tmp = `${path}.${owner.pid}.${randomBytes(4).toString('hex')}`;
-  await writeFile(tmp, `${JSON.stringify(owner)}\n`, { flag: 'wx', mode: 0o644 });
+  await writeFile(tmp, `${JSON.stringify(owner)}\n`, { flag: 'wx', mode: 0o644 }).catch((err: unknown) => {
+    if (!denied(err) && codeOf(err) !== 'EROFS') throw err;
+    const dir = dirname(path);
+    throw new DataDirLockPathError(
+      dir,
+      `is not writable by this user (${codeOf(err) === 'EROFS' ? 'a read-only file system' : 'permission denied'})`,
+      `run as the user that owns it, ${OTHERWISE}`,
+    );
+  });
   try {
     if (replace) await rename(tmp, path);
     else await link(tmp, path);
@@ -153,7 +231,11 @@ async function writeWhole(path: string, owner: DataDirLockOwner, replace: boolea
  * a live process holds it; takes over a lock left by a dead process (or an unreadable one).
  */
 export async function lockDataDir(dataDir: string, command: string): Promise<DataDirLock> {
-  await mkdir(dataDir, { recursive: true });
+  try {
+    await mkdir(dataDir, { recursive: true });
+  } catch (err) {
+    throw await dataDirError(dataDir, err);
+  }
   const path = join(dataDir, LOCK_FILE);
   const owner: DataDirLockOwner = {
     pid: process.pid,

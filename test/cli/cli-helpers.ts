@@ -14,12 +14,20 @@ export interface CliProcess {
   exited: Promise<number | string>;
 }
 
+/** How a CLI process is started: its environment, when it is killed, and (as root) the user it runs as. */
+export interface CliOptions {
+  env?: NodeJS.ProcessEnv;
+  timeoutMs?: number;
+  user?: { uid: number; gid: number };
+}
+
 /** Starts `node --import tsx src/cli/main.ts ...args`; the process is killed after `timeoutMs` if still running. */
-export function startCli(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): CliProcess {
+export function startCli(args: string[], opts: CliOptions = {}): CliProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: opts.env ?? process.env,
+    ...(opts.user ?? {}),
   });
   let out = '';
   let err = '';
@@ -38,7 +46,7 @@ export function startCli(args: string[], opts: { env?: NodeJS.ProcessEnv; timeou
 /** Runs the command to completion. */
 export async function runCli(
   args: string[],
-  opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+  opts: CliOptions = {},
 ): Promise<{ code: number | string; stdout: string; stderr: string }> {
   const p = startCli(args, opts);
   const code = await p.exited;

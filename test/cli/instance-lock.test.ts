@@ -1,14 +1,17 @@
 // One instance per data directory: a second `dev` (or `cluster`) on a directory in use exits non-zero naming the
 // directory and the running instance's PID and URL, and touches nothing (the kubeconfig stays byte for byte); a
-// lock left by a dead process is taken over. Real processes, real directories.
+// lock left by a dead process is taken over; a data directory that is a file or a dangling link, or a lock this user
+// cannot read, stops the start with a message naming the path and what to do. Real processes, real directories.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFile, readdir, rm, mkdtemp, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, readFile, readdir, rm, mkdtemp, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DataDirLockedError, LOCK_FILE, lockDataDir } from '../../src/cli/data-dir-lock.ts';
 import { runCli, startCli, waitFor } from './cli-helpers.ts';
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** A PID that was just in use and is now dead. */
 function deadPid(): number {
@@ -45,10 +48,7 @@ describe('data directory lock', () => {
       ]) {
         const second = await runCli(args, { timeoutMs: 30_000 });
         assert.equal(second.code, 1, second.stderr);
-        assert.match(
-          second.stderr,
-          new RegExp(`data directory ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use`),
-        );
+        assert.match(second.stderr, new RegExp(`data directory ${escape(dataDir)} is in use`));
         assert.match(second.stderr, new RegExp(`PID ${first.child.pid}\\b`));
         assert.ok(second.stderr.includes(url), second.stderr);
         assert.doesNotMatch(second.stdout, /cluster ready/);
@@ -67,7 +67,6 @@ describe('data directory lock', () => {
 
   it('a lock left by a dead process is taken over; a live one (even in this process) is refused', async () => {
     const dataDir = join(dir, 'stale');
-    const { mkdir } = await import('node:fs/promises');
     await mkdir(dataDir);
     const pid = deadPid();
     await writeFile(
@@ -106,5 +105,52 @@ describe('data directory lock', () => {
     } finally {
       second.child.kill('SIGKILL');
     }
+  });
+
+  describe('a data directory that cannot be locked: a message naming the path, what is there and what to do', () => {
+    const refused = async (dataDir: string, what: RegExp, opts: Parameters<typeof runCli>[1] = {}) => {
+      const r = await runCli(['cluster', '--data-dir', dataDir, '--port', '0'], { timeoutMs: 30_000, ...opts });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, new RegExp(`cannot lock the data directory: ${escape(dataDir)}`));
+      assert.match(r.stderr, what);
+      assert.match(r.stderr, /another --data-dir/);
+      assert.doesNotMatch(r.stderr, /E[A-Z]{3,}:|\n\s+at /, 'no raw errno, no stack');
+      assert.doesNotMatch(r.stdout, /ready at/);
+    };
+
+    it('the data directory is a regular file (kept as it is)', async () => {
+      const file = join(dir, 'a-file');
+      await writeFile(file, 'not a directory');
+      await refused(file, /is a regular file/);
+      assert.equal(await readFile(file, 'utf8'), 'not a directory');
+      await refused(join(file, 'below'), /a regular file/);
+    });
+
+    it('the data directory is a dangling symbolic link (kept as it is)', async () => {
+      const link = join(dir, 'dangling');
+      await symlink(join(dir, 'nowhere'), link);
+      await refused(link, new RegExp(`dangling symbolic link to ${escape(join(dir, 'nowhere'))}`));
+      assert.ok((await lstat(link)).isSymbolicLink());
+      await assert.rejects(stat(join(dir, 'nowhere')), /ENOENT/);
+    });
+
+    it('the lock file cannot be read by this user (as root: the CLI runs as nobody)', async () => {
+      const dataDir = join(dir, 'unreadable');
+      await mkdir(dataDir);
+      const lock = join(dataDir, LOCK_FILE);
+      await writeFile(lock, JSON.stringify({ pid: deadPid(), command: 'dev', startedAt: '', token: 'old' }));
+      await chmod(lock, 0o000);
+      let user: { uid: number; gid: number } | undefined;
+      if (process.getuid?.() === 0) {
+        // Root reads a mode 000 file: the CLI runs as nobody, which owns the directory and cannot.
+        user = { uid: 65534, gid: 65534 };
+        await chmod(dir, 0o755);
+        await chown(dataDir, user.uid, user.gid);
+        await chown(lock, user.uid, user.gid);
+      }
+      await refused(dataDir, /cannot be read by this user/, { user });
+      assert.deepEqual(await readdir(dataDir), [LOCK_FILE], 'nothing written, the lock left alone');
+      assert.equal((await stat(lock)).mode & 0o777, 0);
+    });
   });
 });

@@ -8,8 +8,9 @@ import path from 'node:path';
 import { InfeasibleError, IgnoredError } from '../../src/controller/provisioner.ts';
 import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-config.ts';
 import { HostPathProvisioner } from '../../src/hostpath/hostpath-provisioner.ts';
-import { readVolumeRecord } from '../../src/hostpath/records/volume-records.ts';
+import { readVolumeRecord, recordFileName, recordsDir } from '../../src/hostpath/records/volume-records.ts';
 import { VolumeIdentityError } from '../../src/hostpath/delete/delete-identity.ts';
+import type { PersistentVolume } from '../../src/types/k8s.ts';
 import { claim, provisionOptions, signal, storageClass, tempTree } from './provisioner-helpers.ts';
 
 const MI = 1024n * 1024n;
@@ -138,8 +139,14 @@ test('expansion keeps the claim uid in the record: a Retain PV expanded, deleted
   const record = await readVolumeRecord(base, volume.metadata.name ?? '');
   assert.equal(record?.claimUid, o.claim.metadata.uid, 'the record still names the claim');
   assert.equal(record?.bytes, String(2n * MI), 'and carries the new size');
-  // The Retain PV is deleted by hand (the provisioner is not asked: the record stays), then re-created under the same
-  // name for another claim with the Delete policy, and released.
+  await recreatedForAnotherClaimIsRefused(p, volume);
+});
+
+/**
+ * The Retain PV is deleted by hand (the provisioner is not asked: the record stays), then re-created under the same
+ * name for another claim with the Delete policy, and released: its delete is refused and the retained data stays.
+ */
+async function recreatedForAnotherClaimIsRefused(p: HostPathProvisioner, volume: PersistentVolume): Promise<void> {
   const recreated = structuredClone(volume);
   recreated.spec.persistentVolumeReclaimPolicy = 'Delete';
   recreated.spec.claimRef = { namespace: 'team-b', name: 'other', uid: '99999999-0000-0000-0000-000000000000' };
@@ -149,4 +156,36 @@ test('expansion keeps the claim uid in the record: a Retain PV expanded, deleted
     (e: unknown) => e instanceof VolumeIdentityError && e.rule === 'record-mismatch',
   );
   assert.equal(await fsp.readFile(path.join(volume.spec.hostPath?.path ?? '', 'data'), 'utf8'), 'retained data');
+}
+
+test("an older record without a claim uid gets the bound claim's uid from an expansion (also one to the same size)", async () => {
+  const base = path.join(tmp, 'add-uid');
+  await fsp.mkdir(base);
+  const config = validateHostPathConfig({ sharedFileSystemPath: base });
+  const first = new HostPathProvisioner({ config });
+  const sc = storageClass('retained', { onDelete: 'delete' }, 'Retain');
+  const bound = async () => {
+    const o = provisionOptions(claim({ size: '1Mi', modes: ['ReadWriteMany'] }), sc);
+    const { volume } = await first.provision(o, signal());
+    volume.spec.claimRef = { namespace: 'team-a', name: o.claim.metadata.name ?? '', uid: o.claim.metadata.uid };
+    volume.status = { phase: 'Bound' };
+    // As an older version wrote it: no claim uid.
+    const name = volume.metadata.name ?? '';
+    const { claimUid, ...older } = (await readVolumeRecord(base, name)) ?? assert.fail('no record');
+    assert.equal(claimUid, o.claim.metadata.uid);
+    await fsp.writeFile(path.join(recordsDir(base), recordFileName(name)), JSON.stringify(older));
+    return { volume, uid: o.claim.metadata.uid };
+  };
+  const grown = await bound();
+  const same = await bound();
+  const p = new HostPathProvisioner({ config });
+  assert.deepEqual(await p.expand(grown.volume, '2Mi', signal()), { capacity: '2Mi' });
+  const record = await readVolumeRecord(base, grown.volume.metadata.name ?? '');
+  assert.equal(record?.claimUid, grown.uid, 'the expanded record names the bound claim');
+  assert.equal(record?.bytes, String(2n * MI));
+  assert.deepEqual(await p.expand(same.volume, '1Mi', signal()), { capacity: '1Mi' });
+  assert.equal((await readVolumeRecord(base, same.volume.metadata.name ?? ''))?.claimUid, same.uid);
+  // Now the record proves the claim: a PV re-created under its name for another claim does not get the directory.
+  await fsp.writeFile(path.join(grown.volume.spec.hostPath?.path ?? '', 'data'), 'retained data');
+  await recreatedForAnotherClaimIsRefused(p, grown.volume);
 });

@@ -3,6 +3,7 @@
 // (a background child included).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,9 +24,14 @@ const run = (script: string, extra: Partial<Parameters<typeof runVolumeScript>[0
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  // A killed orphan may stay a zombie until init reaps it (a container's PID 1 may never do so): that is dead.
+  try {
+    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return process.platform !== 'linux';
   }
 };
 
@@ -110,3 +116,36 @@ test('a script that exits 0 takes what it started in the background with it, as 
     await fsp.rm(tmp, { recursive: true, force: true });
   }
 });
+
+test(
+  'a child that left the process group (setsid, a double fork) is found by its run marker and killed (Linux)',
+  {
+    skip: process.platform !== 'linux' && 'the /proc sweep is Linux only; elsewhere the group kill only',
+  },
+  async () => {
+    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'kp-scripts-'));
+    const started: number[] = [];
+    try {
+      const pidFile = path.join(tmp, 'pid');
+      const grandFile = path.join(tmp, 'grand');
+      // Its own session (so its own process group), output detached: the group kill cannot reach it.
+      // The script waits until the child is in its new session (it wrote its pid), then exits 0.
+      const untilWritten = `while [ ! -s ${pidFile} ]; do sleep 0.05; done; exit 0`;
+      await run(`setsid sh -c 'echo $$ > ${pidFile}; exec sleep 300' >/dev/null 2>&1 </dev/null & ${untilWritten}`);
+      const leaver = Number(await fsp.readFile(pidFile, 'utf8'));
+      started.push(leaver);
+      await waitFor('a child in its own session killed', () => !alive(leaver), 5_000);
+      // A double fork into a new session that holds the script's stdout open, with a child of its own.
+      await fsp.rm(pidFile);
+      await run(`(setsid sh -c 'sleep 300 & echo $! > ${grandFile}; echo $$ > ${pidFile}; wait' &) ; ${untilWritten}`);
+      const holder = Number(await fsp.readFile(pidFile, 'utf8'));
+      const grandchild = Number(await fsp.readFile(grandFile, 'utf8'));
+      started.push(holder, grandchild);
+      await waitFor('a double-forked child holding stdout killed', () => !alive(holder), 5_000);
+      await waitFor('and the child it started', () => !alive(grandchild), 5_000);
+    } finally {
+      for (const pid of started) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      await fsp.rm(tmp, { recursive: true, force: true });
+    }
+  },
+);

@@ -3,9 +3,16 @@
 // VOL_PERM) and its arguments (-p <dir> -s <bytes> -m <mode> -a create|delete); the path is never part of the
 // command string. The script runs in its own process group, and that group is killed when the script exits (as a
 // helper pod's containers end with it), times out or is aborted: nothing it started in the background outlives it.
+// A child that left the group (setsid, a double fork into a new session) is found by the run's environment marker
+// (KUBE_PROVISIONER_SCRIPT_RUN, unique per run, inherited by everything the script starts): on Linux every process
+// whose /proc/<pid>/environ carries it is killed after the group, until none is left. Elsewhere only the group
+// is killed. A process that replaces its environment (exec env -i) escapes the sweep, as it would escape a pod
+// only by leaving its cgroup: the sweep ends what a script leaves behind by accident, not a hostile script.
 // Output is captured, bounded, for the event and the log of a failure. runLoggedScript runs the configured one of
 // a volume (none configured: nothing), and isRealDirectory is the check a directory passes before a script gets it.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
 import type { Clock } from '../../runtime/clock.ts';
 import { realClock } from '../../runtime/clock.ts';
 import type { Logger } from '../../types/logger.ts';
@@ -61,6 +68,7 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
   const max = r.maxOutputBytes ?? 16 * 1024;
   const action = r.name === 'setup' ? 'create' : 'delete';
   const size = r.sizeBytes.toString();
+  const runId = randomBytes(12).toString('hex');
   return new Promise((resolve, reject) => {
     const child = spawn(
       'sh',
@@ -75,6 +83,7 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
           VOL_USER: r.user ?? '',
           VOL_GROUP: r.group ?? '',
           VOL_PERM: r.perm ?? '',
+          [RUN_MARKER]: runId,
         },
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true,
@@ -98,12 +107,14 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
     let timedOut = false;
     let aborted = false;
     let exited = false;
+    let swept: Promise<void> = Promise.resolve();
     const killGroup = () => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
       } catch {
         // Already gone.
       }
+      swept = swept.then(() => killMarked(runId));
     };
     // The script is done: what it left running goes with it. (Its output pipes close once the group is gone.)
     child.on('exit', () => {
@@ -136,6 +147,10 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
     });
     child.on('close', (code, sig) => {
       done();
+      // Answer once the sweep is over: when the run's promise settles, nothing it started is left.
+      void swept.then(() => settle(code, sig));
+    });
+    const settle = (code: number | null, sig: NodeJS.Signals | null) => {
       if (code === 0 && !timedOut && !aborted) resolve({ output: output() });
       else
         reject(
@@ -145,8 +160,41 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
             output(),
           ),
         );
-    });
+    };
   });
+}
+
+/** The environment variable that marks every process of one script run (its value is unique per run). */
+export const RUN_MARKER = 'KUBE_PROVISIONER_SCRIPT_RUN';
+const MAX_SWEEPS = 20;
+const NUL = Buffer.from([0]);
+
+/**
+ * Kills every process whose environment carries `RUN_MARKER=<runId>` (Linux: /proc/<pid>/environ; elsewhere
+ * nothing), again until a pass finds none: a process may fork between the read and the kill. Processes of other
+ * users are unreadable and skipped (they could not be killed either).
+ */
+async function killMarked(runId: string): Promise<void> {
+  if (process.platform !== 'linux') return;
+  // NUL-separated NAME=value entries: the marker is an entry of its own, the first or after a NUL.
+  const marker = Buffer.from(`\0${RUN_MARKER}=${runId}\0`);
+  for (let pass = 0; pass < MAX_SWEEPS; pass++) {
+    const pids = (await readdir('/proc').catch(() => [] as string[])).filter((n) => /^\d+$/.test(n));
+    let found = 0;
+    await Promise.all(
+      pids.map(async (pid) => {
+        const env = await readFile(`/proc/${pid}/environ`).catch(() => undefined);
+        if (!env || !Buffer.concat([NUL, env]).includes(marker)) return;
+        found++;
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          // Gone meanwhile.
+        }
+      }),
+    );
+    if (found === 0) return;
+  }
 }
 
 /** Runs a configured script (none configured: nothing), logging its output on failure. */

@@ -3,8 +3,8 @@
 // on-disk record then carry the new size. Idempotent: asking again for a size the volume already has changes
 // nothing, so an expand() repeated after a crash or a leader change is never counted twice. The record keeps every
 // other field (PV name, claim uid, path): an expansion changes the size only, so the record still proves whose
-// directory it is. Volumes that are no longer in use as such (Released/retained, archived, being deleted) are
-// refused.
+// directory it is; an older record without a claim uid gets the bound claim's. Volumes that are no longer in use
+// as such (Released/retained, archived, being deleted) are refused.
 import type { ExpandResult } from '../../controller/provisioner.ts';
 import { IgnoredError, InfeasibleError } from '../../controller/provisioner.ts';
 import type { PersistentVolume } from '../../types/k8s.ts';
@@ -108,8 +108,9 @@ export async function expandHostPathVolume(
 }
 
 /**
- * The on-disk record carries the allocation's size (written only when it differs), every other field unchanged. A
- * volume of ours without a record (an older version's) gets one, with the claim it is bound to.
+ * The on-disk record carries the allocation's size (written only when it differs), every other field unchanged,
+ * except that a record of this directory without a claim uid (an older version's) gets the bound claim's uid.
+ * A volume of ours without a record (an older version's) gets one, with that claim's uid.
  */
 async function syncRecord(
   ctx: ExpandContext,
@@ -118,9 +119,13 @@ async function syncRecord(
   claimUid: string | undefined,
 ): Promise<void> {
   const existing = await ctx.records.read(a.basePath, a.pvName);
-  if (existing && existing.bytes === a.bytes.toString()) return;
+  // An older version's record has no claim uid: the claim the volume is bound to (the one asking to grow it) goes
+  // in, when the record names this directory (one that names another proves nothing, and is left as it is).
+  const addUid =
+    existing?.claimUid === undefined && claimUid && existing?.relativePath === segments.join('/') ? { claimUid } : {};
+  if (existing && existing.bytes === a.bytes.toString() && !addUid.claimUid) return;
   if (existing) {
-    await ctx.records.write(a.basePath, { ...existing, bytes: a.bytes.toString() });
+    await ctx.records.write(a.basePath, { ...existing, bytes: a.bytes.toString(), ...addUid });
     return;
   }
   const record: VolumeRecord = {

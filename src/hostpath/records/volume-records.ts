@@ -4,8 +4,10 @@
 // accounting survive a restart without the API, and prove at delete time which PV and which claim a directory
 // belongs to (delete-identity.ts). A PV name too long for a file name is stored as `_sha256-<hex>.json`: `_` is in
 // no PV name (DNS-1123), so no PV can share that file, on case-insensitive filesystems too. Files older versions
-// wrote (`<hex>.json` for long names) are still read, and trusted only for the PV they name. `.kube-provisioner`
-// is a reserved name no pattern can produce. Path-keyed claims beside them are path-claims.ts's.
+// wrote (`<hex>.json` for long names) are still read, and trusted only for the PV they name; before a record named
+// `<hex>.json` (a PV named like that hash) or `_sha256-<hex>.json` is written, such a file is moved to its hashed
+// name, so a real PV named `<hex>` gets a `<hex>.json` of its own without clobbering the long-named PV's record.
+// `.kube-provisioner` is a reserved name no pattern can produce. Path-keyed claims beside them are path-claims.ts's.
 import { createHash, randomBytes } from 'node:crypto';
 import { createVolumeDir, type FsOpsOptions } from '../disk/volume-dirs.ts';
 import { errnoCode, hostFsOf } from '../disk/host-fs.ts';
@@ -54,6 +56,8 @@ export async function writeVolumeRecord(basePath: string, record: VolumeRecord, 
   // Every time, not only for the first record: the walk refuses a base path that is missing, a file or a symlink
   // (BasePathError, a clear message) and a records directory swapped for a symlink, before anything is written.
   await createVolumeDir(basePath, RECORDS_SEGMENTS, { ...fsOpts, mode: 0o700, parentMode: 0o700 });
+  const hex = hashOfLegacyName(record.pvName);
+  if (hex !== undefined) await moveLegacyRecord(basePath, hex, fsOpts);
   await fs.writeFile(tmp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
   try {
     await fs.rename(tmp, target);
@@ -61,6 +65,28 @@ export async function writeVolumeRecord(basePath: string, record: VolumeRecord, 
     await fs.rm(tmp, { force: true });
     throw e;
   }
+}
+
+// The `<hex>.json` a write may meet: its own older file (a long name) or the older file of the long name whose
+// hash this PV is named (a 64-hex name, which is a valid PV name). Other names never meet one.
+const hashOfLegacyName = (pvName: string) =>
+  pvName.length > MAX_PLAIN_NAME ? sha256(pvName) : /^[0-9a-f]{64}$/.test(pvName) ? pvName : undefined;
+
+/**
+ * Moves an older version's `<hex>.json`, when its content names the long PV of that hash, to `_sha256-<hex>.json`
+ * (removes it when that file exists already: the newer record wins, as readVolumeRecord reads it first). Called
+ * before `<hex>.json` or `_sha256-<hex>.json` is written, so a PV named `<hex>` never overwrites the long-named
+ * PV's record, and a long-named PV never keeps an older copy of its own that a later load could count.
+ */
+async function moveLegacyRecord(basePath: string, hex: string, fsOpts?: FsOpsOptions): Promise<void> {
+  const fs = hostFsOf(fsOpts);
+  const legacy = `${hex}.json`;
+  const old = await readRecordFile(basePath, legacy, fsOpts);
+  if (!old || old.pvName.length <= MAX_PLAIN_NAME || sha256(old.pvName) !== hex) return;
+  const dir = recordsDir(basePath);
+  const hashed = `${HASHED_PREFIX}${hex}.json`;
+  if (await readRecordFile(basePath, hashed, fsOpts)) await fs.rm(`${dir}/${legacy}`, { force: true });
+  else await fs.rename(`${dir}/${legacy}`, `${dir}/${hashed}`);
 }
 
 /** Removes the record of a volume (no error when absent); an older version's file only when it names this PV. */
