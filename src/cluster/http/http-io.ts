@@ -9,8 +9,7 @@ import {
   MAX_JSON_DEPTH,
   parseJsonText,
 } from '../common/json-safety.ts';
-import { checkJsonBody } from '../schema/field-validation.ts';
-import { checkJsonOffThread, decodeYaml, decodeYamlText, type YamlDecoded } from '../schema/yaml-decode.ts';
+import { decodeYaml, decodeYamlText, type YamlDecoded } from '../schema/yaml-decode.ts';
 
 /** Thrown when a body exceeds the limit; the connection is closed after the 413 answer. */
 export class BodyTooLargeError extends Error {}
@@ -174,55 +173,6 @@ export function decodeJsonBody(
   } catch (err) {
     throw badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
   }
-}
-
-/**
- * Decodes a large JSON request body (isLargeBody) for create/update: the event loop parses the text while the
- * worker thread checks it (its nesting, and the paths of its repeated keys: field-validation's checkJsonBody), so
- * the passes that only look for errors (the text scan, the count of the value's keys, the scan that names repeated
- * ones) are off the loop; waiting for the worker's verdict is the body's turn of the loop after decoding
- * (`turn` runs after it). When the worker is busy the loop checks the text itself, with a turn before the count of
- * keys and before the scan that names repeated ones. The answers are decodeJsonBody's either way.
- * @throws ClusterApiError 400
- */
-export async function decodeLargeJsonBody(
-  raw: Buffer,
-  depthLimit: number,
-  turn: () => Promise<void>,
-): Promise<{ body: unknown; duplicates: string[] }> {
-  const text = raw.toString('utf8');
-  const verdict = checkJsonOffThread(text, depthLimit);
-  if (!verdict) {
-    const decoded = decodeJsonBody(raw, depthLimit);
-    await turn();
-    if (!repeatsKeys(decoded)) return { body: decoded.body, duplicates: [] };
-    await turn();
-    return { body: decoded.body, duplicates: checkedDuplicates(checkJsonBody(text, depthLimit)) };
-  }
-  let body: unknown;
-  let parseError: unknown;
-  try {
-    // JSON.parse does not recurse (V8's parser is iterative): the value is only used once the depth is known.
-    body = JSON.parse(text) as unknown;
-  } catch (err) {
-    parseError = err;
-  }
-  // A worker that ended (it is started again for the next body) leaves the check to the loop.
-  const checked = await verdict.catch(() => checkJsonBody(text, depthLimit));
-  await turn();
-  // The worker's message is the loop's own (the same V8 parser), and a depth error comes before a syntax error.
-  const duplicates = checkedDuplicates(checked);
-  if (parseError !== undefined) throw jsonParseError(parseError);
-  return { body, duplicates };
-}
-
-function checkedDuplicates(checked: ReturnType<typeof checkJsonBody>): string[] {
-  if (!checked.ok) throw badRequest(`couldn't get version/kind; json parse error: ${checked.message}`);
-  return checked.duplicates;
-}
-
-function jsonParseError(err: unknown): ClusterApiError {
-  return badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
 }
 
 /** Whether a decoded JSON body repeats a key in some object: a pass over the value (a separate phase of a large body). */

@@ -17,7 +17,6 @@ import {
 } from '../common/api-errors.ts';
 import {
   decodeJsonBody,
-  decodeLargeJsonBody,
   decodeRequestBody,
   decodePatchBody,
   mediaType,
@@ -263,13 +262,12 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
   } else if (!type || type === 'application/json' || type === '*/*') {
     const raw = await readBody(s.req);
     bytes = raw.length;
-    if (isLargeBody(bytes)) {
-      // Parsed on the loop while the worker thread checks the text and names repeated keys.
-      ({ body, duplicates } = await decodeLargeJsonBody(raw, s.limits.maxJsonDepth, () => largeBodyTurn(s)));
-    } else {
-      const decoded = decodeJsonBody(raw, s.limits.maxJsonDepth);
-      body = decoded.body;
-      if (repeatsKeys(decoded)) duplicates = duplicateFields(decoded.text);
+    const decoded = decodeJsonBody(raw, s.limits.maxJsonDepth);
+    body = decoded.body;
+    if (isLargeBody(bytes)) await largeBodyTurn(s);
+    if (repeatsKeys(decoded)) {
+      if (isLargeBody(bytes)) await largeBodyTurn(s);
+      duplicates = duplicateFields(decoded.text);
     }
   } else if (type === 'application/yaml' || type === 'application/x-yaml') {
     const raw = await readBody(s.req);

@@ -4,7 +4,7 @@
 // 422 `patch: Invalid value: ...` for a patch), Warn (the default) into `Warning: 299` headers, Ignore into nothing.
 import type { ServerResponse } from 'node:http';
 import { badRequest, invalid, type ClusterApiError } from '../common/api-errors.ts';
-import { checkJsonTextDepth, countObjectKeys } from '../common/json-safety.ts';
+import { countObjectKeys } from '../common/json-safety.ts';
 import { pruneUnknown } from './schema.ts';
 import { normalizeTimes } from './time-encoding.ts';
 
@@ -63,28 +63,6 @@ export function duplicateFields(text: string): string[] {
     }
   }
   return out;
-}
-
-/** What the event loop needs to know about a JSON body's text besides its value (checkJsonBody). */
-export type JsonBodyChecked = { ok: true; duplicates: string[] } | { ok: false; message: string };
-
-/**
- * The checks of a JSON body's text, without its value: its nesting (the limit is checked before the text is
- * parsed, as apimachinery's decoder does), whether it parses, and the paths of its repeated keys (the keys written
- * in the text against those the value kept, then the scan that names them only when they differ). A large body's
- * text is checked so in the worker thread while the event loop parses it (http-io's decodeLargeJsonBody): the
- * passes over the text and the value that only look for errors are off the loop.
- */
-export function checkJsonBody(text: string, depthLimit: number): JsonBodyChecked {
-  let keysInText: number;
-  let value: unknown;
-  try {
-    keysInText = checkJsonTextDepth(text, depthLimit);
-    value = JSON.parse(text) as unknown;
-  } catch (err) {
-    return { ok: false, message: (err as Error).message };
-  }
-  return { ok: true, duplicates: keysInText === countObjectKeys(value) ? [] : duplicateFields(text) };
 }
 
 /** Go's YAML strict error split into one warning per line, as handlers/rest.go parseYAMLWarnings does. */

@@ -1,15 +1,13 @@
 // The worker thread of yaml-decode.ts: decodes the YAML bodies posted to it, one at a time, with the same
-// decodeYamlText the event loop uses for small bodies, and checks large JSON bodies' texts (checkJsonBody) while the
-// loop parses them.
+// decodeYamlText the event loop uses for small bodies.
 import { parentPort } from 'node:worker_threads';
-import { checkJsonBody } from './field-validation.ts';
 import { decodeYamlText, type YamlAnswer, type YamlJob } from './yaml-decode.ts';
 
 const port = parentPort!;
-port.on('message', ({ id, text, depthLimit, json }: YamlJob) => {
+port.on('message', ({ id, text, depthLimit }: YamlJob) => {
   let answer: YamlAnswer;
   try {
-    answer = json ? { id, checked: checkJsonBody(text, depthLimit) } : { id, result: decodeYamlText(text, depthLimit) };
+    answer = { id, result: decodeYamlText(text, depthLimit) };
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
     answer = { id, thrown: { name: e.name, message: e.message } };

@@ -20,7 +20,6 @@ import type { Worker } from 'node:worker_threads';
 import { FAILSAFE_SCHEMA, load, Type, YAMLException, type LoadOptions, type State } from 'js-yaml';
 import { internalError, tooManyRequests } from '../common/api-errors.ts';
 import { newModuleWorker } from '../common/module-worker.ts';
-import type { JsonBodyChecked } from './field-validation.ts';
 
 /**
  * The deepest nesting of collections (maps and sequences, flow or block) a YAML body may have; deeper is a 400
@@ -570,44 +569,25 @@ export const YAML_WORKER_STACK_MB = (984 + 192) / 1024;
 /** The worker ends after this long without work (it is started again for the next large body). */
 const IDLE_MS = 30_000;
 
-/** A job as posted to the worker: a YAML body to decode, or (`json`) a JSON body's text to check. */
+/** A job as posted to the worker. */
 export interface YamlJob {
   id: number;
   text: string;
   depthLimit: number;
-  json?: boolean;
 }
 
-/**
- * The worker's answer: the decode result, the JSON check (field-validation's checkJsonBody), or `thrown`, an
- * exception either let through.
- */
+/** The worker's answer: the decode result, or `thrown`, an exception decodeYamlText let through. */
 export interface YamlAnswer {
   id: number;
   result?: YamlDecoded;
-  checked?: JsonBodyChecked;
   thrown?: { name: string; message: string };
 }
 
-const counts = { inThread: 0, offThread: 0, jsonOffThread: 0 };
+const counts = { inThread: 0, offThread: 0 };
 
-/**
- * How many YAML bodies were decoded on the event loop and in the worker thread, and how many JSON bodies' texts
- * were checked in the worker (tests and benchmarks read it).
- */
-export function yamlDecodeCounts(): { inThread: number; offThread: number; jsonOffThread: number } {
+/** How many YAML bodies were decoded on the event loop and in the worker thread (tests and benchmarks read it). */
+export function yamlDecodeCounts(): { inThread: number; offThread: number } {
   return { ...counts };
-}
-
-/**
- * field-validation's checkJsonBody in the worker thread, for a large JSON body the event loop parses meanwhile;
- * undefined when the worker has work already (a YAML body can take it for a second: the loop then checks the text
- * itself, as it does for small bodies).
- */
-export function checkJsonOffThread(text: string, depthLimit: number): Promise<JsonBodyChecked> | undefined {
-  if (pool.busy()) return undefined;
-  counts.jsonOffThread++;
-  return pool.post<JsonBodyChecked>({ text, depthLimit, json: true });
 }
 
 /**
@@ -632,7 +612,7 @@ export function decodeYamlOffThread(text: string, depthLimit: number): Promise<Y
 }
 
 interface Pending {
-  resolve: (r: YamlDecoded | JsonBodyChecked) => void;
+  resolve: (r: YamlDecoded) => void;
   reject: (err: unknown) => void;
 }
 
@@ -646,22 +626,13 @@ class YamlWorkerPool {
   decode(text: string, depthLimit: number): Promise<YamlDecoded> {
     if (this.pending.size >= YAML_WORKER_MAX_QUEUED) return Promise.reject(tooManyRequests(1));
     counts.offThread++;
-    return this.post<YamlDecoded>({ text, depthLimit });
-  }
-
-  /** Whether a job is waiting for (or in) the worker. */
-  busy(): boolean {
-    return this.pending.size > 0;
-  }
-
-  post<T extends YamlDecoded | JsonBodyChecked>(job: Omit<YamlJob, 'id'>): Promise<T> {
     clearTimeout(this.idleTimer);
     const worker = (this.worker ??= this.start());
     worker.ref(); // a body being decoded holds the process, as a pending read would
     const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as Pending['resolve'], reject });
-      worker.postMessage({ id, ...job } satisfies YamlJob);
+    return new Promise<YamlDecoded>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({ id, text, depthLimit } satisfies YamlJob);
     });
   }
 
@@ -701,7 +672,7 @@ class YamlWorkerPool {
       p.reject(err);
       return;
     }
-    p.resolve(answer.checked ?? answer.result!);
+    p.resolve(answer.result!);
   }
 }
 
