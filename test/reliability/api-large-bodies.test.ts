@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
 import { abandonedLargeBodies, LARGE_BODY_BYTES, loopTurnsForLargeBodies } from '../../src/cluster/http/http-io.ts';
+import { jsonCheckWork } from '../../src/cluster/common/json-safety.ts';
 import {
   isConfigMapKey,
   isQualifiedName,
@@ -116,6 +117,31 @@ describe('large bodies give the event loop turns between the phases of their req
     assert.equal(r.status, 201, r.text.slice(0, 300));
     assert.equal(loopTurnsForLargeBodies() - turns, 4);
     assert.match(String(r.headers?.warning), /duplicate field \\"data\.k0\\"/);
+  });
+});
+
+describe('a JSON body under fieldValidation=Ignore is not searched for repeated keys', () => {
+  it('no count of its keys (a pass over a large body), no extra turn; under Warn the repeated key is named', async () => {
+    const body = (name: string) =>
+      configMapBody(name, 8 * LARGE_BODY_BYTES).replace('"data":{', '"data":{"k0":"first",');
+    let before = jsonCheckWork();
+    let turns = loopTurnsForLargeBodies();
+    const ignored = await call(e, 'POST', `${CMS}?fieldValidation=Ignore`, { body: body('ignored') });
+    assert.equal(ignored.status, 201, ignored.text.slice(0, 300));
+    assert.equal(ignored.headers?.warning, undefined);
+    assert.equal(jsonCheckWork().keysCounted - before.keysCounted, 0, 'keys counted');
+    assert.equal(loopTurnsForLargeBodies() - turns, 3, 'turns');
+    before = jsonCheckWork();
+    turns = loopTurnsForLargeBodies();
+    const warned = await call(e, 'POST', `${CMS}?fieldValidation=Warn`, { body: body('warned') });
+    assert.equal(warned.status, 201, warned.text.slice(0, 300));
+    assert.match(String(warned.headers?.warning), /duplicate field \\"data\.k0\\"/);
+    const keys = Object.keys((JSON.parse(body('x')) as KubeObject).data as object).length;
+    assert.ok(jsonCheckWork().keysCounted - before.keysCounted >= keys, 'keys counted under Warn');
+    assert.equal(loopTurnsForLargeBodies() - turns, 4, 'turns under Warn');
+    // The object stored is the same either way: the last value of the repeated key.
+    const got = JSON.parse((await call(e, 'GET', `${CMS}/ignored`)).text) as KubeObject;
+    assert.equal((got.data as Record<string, string>).k0, 'v');
   });
 });
 

@@ -265,7 +265,9 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     const decoded = decodeJsonBody(raw, s.limits.maxJsonDepth);
     body = decoded.body;
     if (isLargeBody(bytes)) await largeBodyTurn(s);
-    if (repeatsKeys(decoded)) {
+    // Repeated keys only make messages, which Ignore drops: the count of the value's keys (a pass over a large
+    // body as long as parsing it) is not made for them, as patchFieldValidation does not make it for a patch.
+    if (fieldValidationOf(s.query) !== 'Ignore' && repeatsKeys(decoded)) {
       if (isLargeBody(bytes)) await largeBodyTurn(s);
       duplicates = duplicateFields(decoded.text);
     }
