@@ -120,6 +120,20 @@ describe('large bodies give the event loop turns between the phases of their req
   });
 });
 
+describe('a large YAML body: its value arrives from the worker thread in one turn, its checks in another', () => {
+  it('a large YAML create takes a turn after its value arrives, after its checks and before its commit', async () => {
+    const data = Array.from({ length: 12_000 }, (_, i) => `  k${i}: v\n`).join('');
+    const body = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-turns\ndata:\n${data}`;
+    assert.ok(Buffer.byteLength(body) >= LARGE_BODY_BYTES);
+    const turns = loopTurnsForLargeBodies();
+    const r = await call(e, 'POST', CMS, { body, contentType: 'application/yaml' });
+    assert.equal(r.status, 201, r.text.slice(0, 300));
+    assert.equal(loopTurnsForLargeBodies() - turns, 3);
+    const got = JSON.parse((await call(e, 'GET', `${CMS}/yaml-turns`)).text) as KubeObject;
+    assert.equal(Object.keys(got.data as object).length, 12_000);
+  });
+});
+
 describe('a JSON body under fieldValidation=Ignore is not searched for repeated keys', () => {
   it('no count of its keys (a pass over a large body), no extra turn; under Warn the repeated key is named', async () => {
     const body = (name: string) =>

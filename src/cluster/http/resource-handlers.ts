@@ -278,6 +278,9 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     const decoded = await decodeRequestBody(raw, type, s.limits.maxJsonDepth);
     body = decoded.value;
     yamlError = decoded.yamlDuplicateError;
+    // The value was rebuilt on the loop from the worker's answer (a pass as long as parsing it): a turn before
+    // the checks.
+    if (isLargeBody(bytes)) await largeBodyTurn(s);
   } else {
     s.req.resume();
     throw statusError(
