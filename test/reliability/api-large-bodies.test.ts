@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
 import { abandonedLargeBodies, LARGE_BODY_BYTES, loopTurnsForLargeBodies } from '../../src/cluster/http/http-io.ts';
 import { jsonCheckWork } from '../../src/cluster/common/json-safety.ts';
+import { yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
 import {
   isConfigMapKey,
   isQualifiedName,
@@ -131,6 +132,31 @@ describe('a large YAML body: its value arrives from the worker thread in one tur
     assert.equal(loopTurnsForLargeBodies() - turns, 3);
     const got = JSON.parse((await call(e, 'GET', `${CMS}/yaml-turns`)).text) as KubeObject;
     assert.equal(Object.keys(got.data as object).length, 12_000);
+  });
+});
+
+describe('a YAML body under fieldValidation=Ignore is not searched for repeated keys', () => {
+  it('small (on the loop) and large (in the worker): no key kept in a Set, the answers as before', async () => {
+    for (const [name, count] of [
+      ['yaml-ignore-small', 10],
+      ['yaml-ignore-large', 12_000],
+    ] as const) {
+      const data = Array.from({ length: count }, (_, i) => `  k${i}: v\n`).join('');
+      const body = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  k0: first\n${data}`;
+      const before = yamlKeysRemembered();
+      const ignored = await call(e, 'POST', `${CMS}?fieldValidation=Ignore`, { body, contentType: 'application/yaml' });
+      assert.equal(ignored.status, 201, ignored.text.slice(0, 300));
+      assert.equal(ignored.headers?.warning, undefined);
+      // The loop's count: the small body is decoded here (the worker's own count is yaml-decode.test.ts's).
+      if (count === 10) assert.equal(yamlKeysRemembered() - before, 0, `${name}: keys kept on the loop`);
+      const got = JSON.parse((await call(e, 'GET', `${CMS}/${name}`)).text) as KubeObject;
+      assert.equal((got.data as Record<string, string>).k0, 'v', 'the last value');
+      const warned = await call(e, 'POST', `${CMS}?fieldValidation=Warn&dryRun=All`, {
+        body,
+        contentType: 'application/yaml',
+      });
+      assert.match(String(warned.headers?.warning), /key \\"k0\\" already set in map/, name);
+    }
   });
 });
 

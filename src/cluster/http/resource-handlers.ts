@@ -275,7 +275,9 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     const raw = await readBody(s.req);
     bytes = raw.length;
     // One YAML parse gives the value and Go's strict error for repeated keys; a large body is parsed off the loop.
-    const decoded = await decodeRequestBody(raw, type, s.limits.maxJsonDepth);
+    // Repeated keys are looked for only when field validation reports them (each key kept in a Set).
+    const repeats = fieldValidationOf(s.query) !== 'Ignore';
+    const decoded = await decodeRequestBody(raw, type, s.limits.maxJsonDepth, repeats);
     body = decoded.value;
     yamlError = decoded.yamlDuplicateError;
     // The value was rebuilt on the loop from the worker's answer (a pass as long as parsing it): a turn before

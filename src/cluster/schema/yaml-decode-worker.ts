@@ -4,10 +4,10 @@ import { parentPort } from 'node:worker_threads';
 import { decodeYamlForTransfer, type YamlAnswer, type YamlJob } from './yaml-decode.ts';
 
 const port = parentPort!;
-port.on('message', ({ id, text, depthLimit }: YamlJob) => {
+port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
   let answer: YamlAnswer;
   try {
-    const { decoded, jsonExact } = decodeYamlForTransfer(text, depthLimit);
+    const { decoded, jsonExact } = decodeYamlForTransfer(text, depthLimit, repeats);
     // A value JSON carries exactly goes as its text: the loop parses it faster than it rebuilds a structured clone.
     const json = decoded.ok && jsonExact ? jsonText(decoded.value) : undefined;
     answer =

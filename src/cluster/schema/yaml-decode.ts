@@ -175,7 +175,7 @@ const HASH = 0x23;
 const COLON = 0x3a;
 const QUESTION = 0x3f;
 
-const work = { steps: 0 };
+const work = { steps: 0, keysRemembered: 0 };
 
 /**
  * What the listener has done since the process started: one step per node event and per character its own
@@ -183,6 +183,11 @@ const work = { steps: 0 };
  */
 export function yamlDecodeSteps(): number {
   return work.steps;
+}
+
+/** How many map keys this thread's listeners have kept in a Set to find repeated ones (tests read it). */
+export function yamlKeysRemembered(): number {
+  return work.keysRemembered;
 }
 
 /**
@@ -222,6 +227,8 @@ class YamlBodyWatcher {
   constructor(
     private readonly limit: number,
     private readonly valueLimit: number,
+    /** Whether repeated keys are looked for (each key kept in its map's Set); field validation Ignore does not. */
+    private readonly repeats = true,
   ) {
     // js-yaml's maxDepth (see parseYamlBody) bounds the depth of its events.
     const n = limit + 16;
@@ -340,7 +347,7 @@ class YamlBodyWatcher {
     } else return;
     if (!isKey) return;
     if (result !== null && typeof result === 'object') this.complexKey(e, input, state);
-    if (style === Style.FlowSeq) return;
+    if (style === Style.FlowSeq || !this.repeats) return;
     const name = String(result);
     const seen = (this.keys[j] ??= new Set());
     if (seen.has(name)) {
@@ -352,7 +359,10 @@ class YamlBodyWatcher {
         this.lastRepeatedText = ` key ${JSON.stringify(name)} already set in map`;
       }
       this.duplicates.push(`line ${line}:${this.lastRepeatedText}`);
-    } else seen.add(name);
+    } else {
+      seen.add(name);
+      work.keysRemembered++;
+    }
   }
 
   /** An alias node closes: its expansion counted (go-yaml's rule), a cycle refused. Returns its anchor. */
@@ -532,8 +542,9 @@ function parseYamlWatched(
   text: string,
   depthLimit: number,
   valueDepthLimit: number,
+  repeats: boolean,
 ): { parsed: YamlParsed; jsonExact: boolean } {
-  const watcher = new YamlBodyWatcher(depthLimit, valueDepthLimit);
+  const watcher = new YamlBodyWatcher(depthLimit, valueDepthLimit, repeats);
   nonJsonNumber = false;
   const parsed = parseWith(watcher, text, depthLimit);
   return { parsed, jsonExact: !nonJsonNumber && !watcher.usedAliases() };
@@ -580,8 +591,8 @@ export type YamlDecoded =
  * for a parse error, a refusal of the listener, or nesting over MAX_YAML_DEPTH or `depthLimit` in the text, or over
  * `depthLimit` in the value (aliases can make it deeper than the text). Runs on either thread.
  */
-export function decodeYamlText(text: string, depthLimit: number): YamlDecoded {
-  return decodeYamlForTransfer(text, depthLimit).decoded;
+export function decodeYamlText(text: string, depthLimit: number, repeats = true): YamlDecoded {
+  return decodeYamlForTransfer(text, depthLimit, repeats).decoded;
 }
 
 /**
@@ -589,9 +600,13 @@ export function decodeYamlText(text: string, depthLimit: number): YamlDecoded {
  * the event loop parses in about two thirds of the time the structured clone of the same value takes to rebuild
  * (a map of 300,000 keys), the longest piece of a large YAML body's work on the loop.
  */
-export function decodeYamlForTransfer(text: string, depthLimit: number): { decoded: YamlDecoded; jsonExact: boolean } {
+export function decodeYamlForTransfer(
+  text: string,
+  depthLimit: number,
+  repeats = true,
+): { decoded: YamlDecoded; jsonExact: boolean } {
   // The value's depth (aliases included) was measured while parsing, so the value is not walked again.
-  const { parsed, jsonExact } = parseYamlWatched(text, Math.min(depthLimit, MAX_YAML_DEPTH), depthLimit);
+  const { parsed, jsonExact } = parseYamlWatched(text, Math.min(depthLimit, MAX_YAML_DEPTH), depthLimit, repeats);
   if ('error' in parsed) {
     const message = `couldn't get version/kind; yaml parse error: ${parsed.error.split('\n')[0]}`;
     return { decoded: { ok: false, message }, jsonExact: false };
@@ -621,6 +636,8 @@ export interface YamlJob {
   id: number;
   text: string;
   depthLimit: number;
+  /** Look for repeated keys (decodeYamlText's `repeats`). */
+  repeats: boolean;
 }
 
 /**
@@ -650,20 +667,20 @@ export function yamlDecodeCounts(): { inThread: number; offThread: number; asJso
  * first large body, shared by every cluster of the process, never keeping the process alive).
  * @throws ClusterApiError 429 when YAML_WORKER_MAX_QUEUED bodies are already waiting; 500 when the worker dies
  */
-export async function decodeYaml(text: string, depthLimit: number): Promise<YamlDecoded> {
+export async function decodeYaml(text: string, depthLimit: number, repeats = true): Promise<YamlDecoded> {
   if (Buffer.byteLength(text) < YAML_WORKER_MIN_BYTES) {
     counts.inThread++;
-    return decodeYamlText(text, depthLimit);
+    return decodeYamlText(text, depthLimit, repeats);
   }
-  return decodeYamlOffThread(text, depthLimit);
+  return decodeYamlOffThread(text, depthLimit, repeats);
 }
 
 /**
  * decodeYamlText in the worker thread, whatever the body's size.
  * @internal exported for the tests that compare both paths
  */
-export function decodeYamlOffThread(text: string, depthLimit: number): Promise<YamlDecoded> {
-  return pool.decode(text, depthLimit);
+export function decodeYamlOffThread(text: string, depthLimit: number, repeats = true): Promise<YamlDecoded> {
+  return pool.decode(text, depthLimit, repeats);
 }
 
 interface Pending {
@@ -678,7 +695,7 @@ class YamlWorkerPool {
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
 
-  decode(text: string, depthLimit: number): Promise<YamlDecoded> {
+  decode(text: string, depthLimit: number, repeats: boolean): Promise<YamlDecoded> {
     if (this.pending.size >= YAML_WORKER_MAX_QUEUED) return Promise.reject(tooManyRequests(1));
     counts.offThread++;
     clearTimeout(this.idleTimer);
@@ -687,7 +704,7 @@ class YamlWorkerPool {
     const id = this.nextId++;
     return new Promise<YamlDecoded>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, text, depthLimit } satisfies YamlJob);
+      worker.postMessage({ id, text, depthLimit, repeats } satisfies YamlJob);
     });
   }
 
