@@ -1,5 +1,5 @@
 // YAML request bodies decoded in the worker thread answer exactly as on the event loop: the same value (prototypes,
-// -0, NaN, aliases shared by reference included, whether it comes back as JSON text or as a structured clone), the same 400 text with its line and column, the same
+// -0, NaN, aliases shared by reference included), the same 400 text with its line and column, the same
 // strict-decoding error for repeated keys. Also: the size that picks the path, the bounded queue (429), and a
 // process whose only large YAML body is done exits without waiting for the worker.
 import assert from 'node:assert/strict';
@@ -71,16 +71,6 @@ describe('YAML bodies decoded in the worker thread', () => {
     assert.ok(!bad.ok && /at line \d+, column \d+/.test(bad.message), !bad.ok ? bad.message : '');
     const dup = decodeYamlText(BODIES['repeated keys, nested and in lists'], 10_000);
     assert.ok(dup.ok && dup.duplicateError?.includes('line 7: key "a" already set in map'), JSON.stringify(dup));
-    // A value JSON carries exactly comes back as JSON text; one with -0, NaN, Infinity or an alias as a clone.
-    const asText = async (what: string) => {
-      const before = yamlDecodeCounts().asJsonText;
-      await decodeYamlOffThread(BODIES[what], 10_000);
-      return yamlDecodeCounts().asJsonText - before;
-    };
-    const forms: number[] = [];
-    for (const what of ['plain', '__proto__ as a key', 'scalars of the core schema', 'anchors, aliases and <<'])
-      forms.push(await asText(what));
-    assert.deepEqual(forms, [1, 1, 0, 0]);
     const proto = await decodeYamlOffThread(BODIES['__proto__ as a key'], 10_000);
     assert.ok(proto.ok && Object.hasOwn(proto.value as object, '__proto__'), 'an own __proto__ key');
     assert.equal(({} as { polluted?: boolean }).polluted, undefined);

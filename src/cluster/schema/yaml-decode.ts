@@ -44,32 +44,19 @@ interface CoreScalar {
   resolve: (text: string) => unknown;
 }
 
-/** A number JSON text cannot carry (NaN, ±Infinity, -0) was decoded since the flag was last cleared. */
-let nonJsonNumber = false;
-
-/** `n`, noting whether JSON text can carry it exactly (see jsonExact in decodeYamlForTransfer). */
-function num(n: number): number {
-  if (!Number.isFinite(n) || Object.is(n, -0)) nonJsonNumber = true;
-  return n;
-}
-
 const CORE_SCALARS: CoreScalar[] = [
   { tag: 'null', test: /^(?:~|[Nn]ull|NULL)?$/, resolve: () => null },
   { tag: 'bool', test: /^(?:[Tt]rue|TRUE|[Ff]alse|FALSE)$/, resolve: (s) => s[0] === 't' || s[0] === 'T' },
-  { tag: 'int', test: /^0o[0-7]+$/, resolve: (s) => num(parseInt(s.substring(2), 8)) },
-  { tag: 'int', test: /^[-+]?[0-9]+$/, resolve: (s) => num(parseInt(s, 10)) },
-  { tag: 'int', test: /^0x[0-9a-fA-F]+$/, resolve: (s) => num(parseInt(s.substring(2), 16)) },
+  { tag: 'int', test: /^0o[0-7]+$/, resolve: (s) => parseInt(s.substring(2), 8) },
+  { tag: 'int', test: /^[-+]?[0-9]+$/, resolve: (s) => parseInt(s, 10) },
+  { tag: 'int', test: /^0x[0-9a-fA-F]+$/, resolve: (s) => parseInt(s.substring(2), 16) },
   {
     tag: 'float',
     test: /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
-    resolve: (s) => num(s.slice(-3).toLowerCase() === 'nan' ? NaN : s[0] === '-' ? -Infinity : Infinity),
+    resolve: (s) => (s.slice(-3).toLowerCase() === 'nan' ? NaN : s[0] === '-' ? -Infinity : Infinity),
   },
-  {
-    tag: 'float',
-    test: /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/,
-    resolve: (s) => num(parseFloat(s)),
-  },
-  { tag: 'float', test: /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/, resolve: (s) => num(parseFloat(s)) },
+  { tag: 'float', test: /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/, resolve: (s) => parseFloat(s) },
+  { tag: 'float', test: /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/, resolve: (s) => parseFloat(s) },
 ];
 
 /**
@@ -241,11 +228,6 @@ class YamlBodyWatcher {
     this.expectValue = new Uint8Array(n);
     this.nodes = new Float64Array(n);
     this.height = new Float64Array(n);
-  }
-
-  /** Whether the body used an alias. */
-  usedAliases(): boolean {
-    return this.aliased > 0;
   }
 
   readonly listener = (event: 'open' | 'close', state: State): void => {
@@ -529,28 +511,13 @@ export type YamlParsed = { value: unknown; duplicateError: string | undefined } 
  * every line of the text.) Nesting past `depthLimit` is refused before anything deeper is read (see
  * MAX_YAML_DEPTH), and a value nested deeper than `valueDepthLimit` through aliases is refused too.
  */
-export function parseYamlBody(text: string, depthLimit = MAX_YAML_DEPTH, valueDepthLimit = depthLimit): YamlParsed {
-  return parseWith(new YamlBodyWatcher(depthLimit, valueDepthLimit), text, depthLimit);
-}
-
-/**
- * parseYamlBody, and whether JSON text carries its value exactly: no number JSON cannot write (NaN, ±Infinity,
- * -0), and no alias (JSON text would repeat what an alias shares, and a few aliases can stand for far more text
- * than the body).
- */
-function parseYamlWatched(
+export function parseYamlBody(
   text: string,
-  depthLimit: number,
-  valueDepthLimit: number,
-  repeats: boolean,
-): { parsed: YamlParsed; jsonExact: boolean } {
+  depthLimit = MAX_YAML_DEPTH,
+  valueDepthLimit = depthLimit,
+  repeats = true,
+): YamlParsed {
   const watcher = new YamlBodyWatcher(depthLimit, valueDepthLimit, repeats);
-  nonJsonNumber = false;
-  const parsed = parseWith(watcher, text, depthLimit);
-  return { parsed, jsonExact: !nonJsonNumber && !watcher.usedAliases() };
-}
-
-function parseWith(watcher: YamlBodyWatcher, text: string, depthLimit: number): YamlParsed {
   let value: unknown;
   try {
     value = load(text, {
@@ -592,26 +559,12 @@ export type YamlDecoded =
  * `depthLimit` in the value (aliases can make it deeper than the text). Runs on either thread.
  */
 export function decodeYamlText(text: string, depthLimit: number, repeats = true): YamlDecoded {
-  return decodeYamlForTransfer(text, depthLimit, repeats).decoded;
-}
-
-/**
- * decodeYamlText, and whether JSON text carries the value exactly: the worker then sends it as JSON text, which
- * the event loop parses in about two thirds of the time the structured clone of the same value takes to rebuild
- * (a map of 300,000 keys), the longest piece of a large YAML body's work on the loop.
- */
-export function decodeYamlForTransfer(
-  text: string,
-  depthLimit: number,
-  repeats = true,
-): { decoded: YamlDecoded; jsonExact: boolean } {
   // The value's depth (aliases included) was measured while parsing, so the value is not walked again.
-  const { parsed, jsonExact } = parseYamlWatched(text, Math.min(depthLimit, MAX_YAML_DEPTH), depthLimit, repeats);
+  const parsed = parseYamlBody(text, Math.min(depthLimit, MAX_YAML_DEPTH), depthLimit, repeats);
   if ('error' in parsed) {
-    const message = `couldn't get version/kind; yaml parse error: ${parsed.error.split('\n')[0]}`;
-    return { decoded: { ok: false, message }, jsonExact: false };
+    return { ok: false, message: `couldn't get version/kind; yaml parse error: ${parsed.error.split('\n')[0]}` };
   }
-  return { decoded: { ok: true, value: parsed.value, duplicateError: parsed.duplicateError }, jsonExact };
+  return { ok: true, value: parsed.value, duplicateError: parsed.duplicateError };
 }
 
 /** YAML bodies of at least this many bytes are decoded in the worker thread; smaller ones on the event loop. */
@@ -640,25 +593,17 @@ export interface YamlJob {
   repeats: boolean;
 }
 
-/**
- * The worker's answer: the decode result, or for a value JSON text carries exactly (decodeYamlForTransfer) that
- * text and the repeated-key error, or `thrown`, an exception decodeYamlText let through.
- */
+/** The worker's answer: the decode result, or `thrown`, an exception decodeYamlText let through. */
 export interface YamlAnswer {
   id: number;
   result?: YamlDecoded;
-  json?: string;
-  duplicateError?: string;
   thrown?: { name: string; message: string };
 }
 
-const counts = { inThread: 0, offThread: 0, asJsonText: 0 };
+const counts = { inThread: 0, offThread: 0 };
 
-/**
- * How many YAML bodies were decoded on the event loop and in the worker thread, and how many of the worker's
- * values came back as JSON text (tests and benchmarks read it).
- */
-export function yamlDecodeCounts(): { inThread: number; offThread: number; asJsonText: number } {
+/** How many YAML bodies were decoded on the event loop and in the worker thread (tests and benchmarks read it). */
+export function yamlDecodeCounts(): { inThread: number; offThread: number } {
   return { ...counts };
 }
 
@@ -742,11 +687,6 @@ class YamlWorkerPool {
       const err = new Error(answer.thrown.message);
       err.name = answer.thrown.name;
       p.reject(err);
-      return;
-    }
-    if (answer.json !== undefined) {
-      counts.asJsonText++;
-      p.resolve({ ok: true, value: JSON.parse(answer.json) as unknown, duplicateError: answer.duplicateError });
       return;
     }
     p.resolve(answer.result!);
