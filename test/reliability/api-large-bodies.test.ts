@@ -5,7 +5,8 @@
 // small bodies never pay for one, and that a large patch stays correct when another write lands during its turn
 // (it is applied again to the latest version, as kube-apiserver's GuaranteedUpdate retries).
 // The per-key passes themselves were made cheaper; the boolean fast paths they use must agree exactly with the
-// validators that build the messages.
+// validators that build the messages. Under fieldValidation=Ignore no pass looks for repeated keys (the keys the
+// loop counts, and those the YAML listener keeps, are counted), and the answers stay the same.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';

@@ -36,7 +36,7 @@ const passes = { textScanned: 0, keysCounted: 0 };
 
 /**
  * The work this thread's checks of JSON bodies have done since the process started: characters scanned by
- * checkJsonTextDepth, keys counted by countObjectKeys (tests read it to see which thread checked a large body).
+ * checkJsonTextDepth, keys counted by countObjectKeys (tests read it: whether a request made these passes).
  */
 export function jsonCheckWork(): { textScanned: number; keysCounted: number } {
   return { ...passes };
