@@ -11,6 +11,10 @@
 //   npm run bench:bodies -- --only flow
 //   npm run bench:bodies -- --baseline DIR   (also DIR's code, side by side in this run: "before / after";
 //                                             DIR is a checkout of main with node_modules, see docs/benchmarks.md)
+//   npm run bench:bodies -- --cpu       (instead: each request sent alone, and the CPU time it cost the event
+//                                        loop's thread and the other threads (the YAML worker, GC helpers), read
+//                                        from /proc: CPU time holds still on a loaded machine, wall time does not)
+import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -25,6 +29,7 @@ import { yamlDecodeCounts } from '../src/cluster/schema/yaml-decode.ts';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
+const cpuOnly = args.includes('--cpu');
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
 const LIMIT = (quick ? 1024 * 1024 : MAX_BODY_BYTES) - 1024;
 // A full collection before each measurement, so that one build's garbage is not collected in the other's time.
@@ -119,6 +124,23 @@ function request(method: string, path: string, body?: string, contentType?: stri
   });
 }
 
+/** CPU ms this thread (the event loop's: its task id is the process id) and the whole process have used. */
+function threadCpuMs(): { loop: number; all: number } {
+  const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const u = process.cpuUsage();
+  // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command; clock ticks of 10 ms.
+  return { loop: (Number(fields[11]) + Number(fields[12])) * 10, all: (u.user + u.system) / 1000 };
+}
+
+/** The request alone: its status, and the CPU it cost the event loop's thread and the other threads. */
+async function measureCpu(method: string, path: string, body: string, contentType: string) {
+  const before = threadCpuMs();
+  const status = await request(method, path, body, contentType);
+  const after = threadCpuMs();
+  const loop = after.loop - before.loop;
+  return { status, loop, others: Math.max(0, after.all - before.all - loop) };
+}
+
 /** The request with GETs one after another meanwhile: its status and time, the slowest GET, the loop's delay. */
 async function measure(method: string, path: string, body: string, contentType: string) {
   const loop = monitorEventLoopDelay({ resolution: 10 });
@@ -150,10 +172,15 @@ console.log(
     .map((l) => l.toFixed(1))
     .join(' ')}${baselineDir ? `; each cell "before / after", before = ${baselineDir}` : ''}`,
 );
-console.log(
-  '| Body | Size | On the loop (direct decode) | Request | Status | GETs meanwhile | GET max | Loop max delay |',
-);
-console.log('|---|---|---|---|---|---|---|---|');
+if (cpuOnly) {
+  console.log('| Body | Size | Status | Loop thread CPU | Other threads CPU |');
+  console.log('|---|---|---|---|---|');
+} else {
+  console.log(
+    '| Body | Size | On the loop (direct decode) | Request | Status | GETs meanwhile | GET max | Loop max delay |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|');
+}
 const row = (cells: string[]) => console.log(`| ${cells.join(' | ')} |`);
 /** One cell per build, "before / after" with a baseline. */
 const cell = (values: string[]) => values.join(' / ');
@@ -176,6 +203,11 @@ for (const [what, body] of Object.entries(BODIES)) {
     size = raw.length;
     let direct = 'n/a';
     gc();
+    if (cpuOnly) {
+      const m = await measureCpu(body.method, `${CMS}?fieldValidation=Ignore`, text, body.contentType);
+      [String(m.status), `${m.loop} ms`, `${m.others.toFixed(0)} ms`].forEach((v, i) => cells[i].push(v));
+      continue;
+    }
     if (body.contentType === 'application/yaml') {
       const t = performance.now();
       try {
@@ -199,7 +231,7 @@ for (const [what, body] of Object.entries(BODIES)) {
     ];
     values.forEach((v, i) => cells[i].push(v));
   }
-  row([what, `${(size / 1024).toFixed(0)} KiB`, ...cells.slice(0, 6).map(cell)]);
+  row([what, `${(size / 1024).toFixed(0)} KiB`, ...cells.slice(0, cpuOnly ? 3 : 6).map(cell)]);
 }
 
 const SMP_ROW = 'JSON: $setElementOrder patch, 90,000 finalizers';
@@ -213,6 +245,11 @@ if (!only || SMP_ROW.toLowerCase().includes(only.toLowerCase())) {
     const name = `smp-${seq++}`;
     await request('POST', CMS, JSON.stringify({ metadata: { name } }), 'application/json');
     gc();
+    if (cpuOnly) {
+      const m = await measureCpu('PATCH', `${CMS}/${name}`, patch, 'application/strategic-merge-patch+json');
+      [String(m.status), `${m.loop} ms`, `${m.others.toFixed(0)} ms`].forEach((v, i) => cells[i].push(v));
+      continue;
+    }
     const m = await measure('PATCH', `${CMS}/${name}`, patch, 'application/strategic-merge-patch+json');
     const values = [
       `${m.ms.toFixed(0)} ms`,
@@ -223,7 +260,8 @@ if (!only || SMP_ROW.toLowerCase().includes(only.toLowerCase())) {
     ];
     values.forEach((v, i) => cells[i].push(v));
   }
-  row([SMP_ROW, `${(Buffer.byteLength(patch) / 1024).toFixed(0)} KiB`, 'n/a', ...cells.map(cell)]);
+  const size = `${(Buffer.byteLength(patch) / 1024).toFixed(0)} KiB`;
+  row([SMP_ROW, size, ...(cpuOnly ? cells.slice(0, 3).map(cell) : ['n/a', ...cells.map(cell)])]);
 }
 console.log(
   `CPU ${(cpuSeconds() - cpuStart).toFixed(1)} s (both threads); load average now ${loadavg()

@@ -13,6 +13,7 @@ import {
   decodeYamlOffThread,
   decodeYamlText,
   yamlDecodeCounts,
+  yamlKeysRemembered,
   YAML_WORKER_MAX_QUEUED,
   YAML_WORKER_MIN_BYTES,
   type YamlDecoded,
@@ -146,3 +147,17 @@ function failure(err: unknown): Settled {
   if (err instanceof ClusterApiError) return { status: err.status, message: err.message };
   throw err;
 }
+
+describe('repeated YAML keys are looked for only when field validation reports them', () => {
+  it('decodeYamlText without the search keeps no key and gives no repeated-key error; the value is the same', () => {
+    const text = `${head}data:\n${Array.from({ length: 1_000 }, (_, i) => `  k${i % 500}: v${i}\n`).join('')}`;
+    let before = yamlKeysRemembered();
+    const searched = decodeYamlText(text, 10_000);
+    assert.ok(yamlKeysRemembered() - before >= 500, 'keys kept with the search');
+    assert.ok(searched.ok && searched.duplicateError?.includes('line 506: key "k0" already set in map'));
+    before = yamlKeysRemembered();
+    const plain = decodeYamlText(text, 10_000, false);
+    assert.equal(yamlKeysRemembered() - before, 0, 'keys kept without the search');
+    assert.deepStrictEqual(plain, { ...searched, duplicateError: undefined });
+  });
+});

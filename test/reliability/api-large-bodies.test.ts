@@ -5,11 +5,14 @@
 // small bodies never pay for one, and that a large patch stays correct when another write lands during its turn
 // (it is applied again to the latest version, as kube-apiserver's GuaranteedUpdate retries).
 // The per-key passes themselves were made cheaper; the boolean fast paths they use must agree exactly with the
-// validators that build the messages.
+// validators that build the messages. Under fieldValidation=Ignore no pass looks for repeated keys (the keys the
+// loop counts, and those the YAML listener keeps, are counted), and the answers stay the same.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
 import { abandonedLargeBodies, LARGE_BODY_BYTES, loopTurnsForLargeBodies } from '../../src/cluster/http/http-io.ts';
+import { jsonCheckWork } from '../../src/cluster/common/json-safety.ts';
+import { yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
 import {
   isConfigMapKey,
   isQualifiedName,
@@ -116,6 +119,70 @@ describe('large bodies give the event loop turns between the phases of their req
     assert.equal(r.status, 201, r.text.slice(0, 300));
     assert.equal(loopTurnsForLargeBodies() - turns, 4);
     assert.match(String(r.headers?.warning), /duplicate field \\"data\.k0\\"/);
+  });
+});
+
+describe('a large YAML body: its value arrives from the worker thread in one turn, its checks in another', () => {
+  it('a large YAML create takes a turn after its value arrives, after its checks and before its commit', async () => {
+    const data = Array.from({ length: 12_000 }, (_, i) => `  k${i}: v\n`).join('');
+    const body = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-turns\ndata:\n${data}`;
+    assert.ok(Buffer.byteLength(body) >= LARGE_BODY_BYTES);
+    const turns = loopTurnsForLargeBodies();
+    const r = await call(e, 'POST', CMS, { body, contentType: 'application/yaml' });
+    assert.equal(r.status, 201, r.text.slice(0, 300));
+    assert.equal(loopTurnsForLargeBodies() - turns, 3);
+    const got = JSON.parse((await call(e, 'GET', `${CMS}/yaml-turns`)).text) as KubeObject;
+    assert.equal(Object.keys(got.data as object).length, 12_000);
+  });
+});
+
+describe('a YAML body under fieldValidation=Ignore is not searched for repeated keys', () => {
+  it('small (on the loop) and large (in the worker): no key kept in a Set, the answers as before', async () => {
+    for (const [name, count] of [
+      ['yaml-ignore-small', 10],
+      ['yaml-ignore-large', 12_000],
+    ] as const) {
+      const data = Array.from({ length: count }, (_, i) => `  k${i}: v\n`).join('');
+      const body = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  k0: first\n${data}`;
+      const before = yamlKeysRemembered();
+      const ignored = await call(e, 'POST', `${CMS}?fieldValidation=Ignore`, { body, contentType: 'application/yaml' });
+      assert.equal(ignored.status, 201, ignored.text.slice(0, 300));
+      assert.equal(ignored.headers?.warning, undefined);
+      // The loop's count: the small body is decoded here (the worker's own count is yaml-decode.test.ts's).
+      if (count === 10) assert.equal(yamlKeysRemembered() - before, 0, `${name}: keys kept on the loop`);
+      const got = JSON.parse((await call(e, 'GET', `${CMS}/${name}`)).text) as KubeObject;
+      assert.equal((got.data as Record<string, string>).k0, 'v', 'the last value');
+      const warned = await call(e, 'POST', `${CMS}?fieldValidation=Warn&dryRun=All`, {
+        body,
+        contentType: 'application/yaml',
+      });
+      assert.match(String(warned.headers?.warning), /key \\"k0\\" already set in map/, name);
+    }
+  });
+});
+
+describe('a JSON body under fieldValidation=Ignore is not searched for repeated keys', () => {
+  it('no count of its keys (a pass over a large body), no extra turn; under Warn the repeated key is named', async () => {
+    const body = (name: string) =>
+      configMapBody(name, 8 * LARGE_BODY_BYTES).replace('"data":{', '"data":{"k0":"first",');
+    let before = jsonCheckWork();
+    let turns = loopTurnsForLargeBodies();
+    const ignored = await call(e, 'POST', `${CMS}?fieldValidation=Ignore`, { body: body('ignored') });
+    assert.equal(ignored.status, 201, ignored.text.slice(0, 300));
+    assert.equal(ignored.headers?.warning, undefined);
+    assert.equal(jsonCheckWork().keysCounted - before.keysCounted, 0, 'keys counted');
+    assert.equal(loopTurnsForLargeBodies() - turns, 3, 'turns');
+    before = jsonCheckWork();
+    turns = loopTurnsForLargeBodies();
+    const warned = await call(e, 'POST', `${CMS}?fieldValidation=Warn`, { body: body('warned') });
+    assert.equal(warned.status, 201, warned.text.slice(0, 300));
+    assert.match(String(warned.headers?.warning), /duplicate field \\"data\.k0\\"/);
+    const keys = Object.keys((JSON.parse(body('x')) as KubeObject).data as object).length;
+    assert.ok(jsonCheckWork().keysCounted - before.keysCounted >= keys, 'keys counted under Warn');
+    assert.equal(loopTurnsForLargeBodies() - turns, 4, 'turns under Warn');
+    // The object stored is the same either way: the last value of the repeated key.
+    const got = JSON.parse((await call(e, 'GET', `${CMS}/ignored`)).text) as KubeObject;
+    assert.equal((got.data as Record<string, string>).k0, 'v');
   });
 });
 

@@ -32,6 +32,16 @@ export class JsonTooLargeError extends Error {
   }
 }
 
+const passes = { textScanned: 0, keysCounted: 0 };
+
+/**
+ * The work this thread's checks of JSON bodies have done since the process started: characters scanned by
+ * checkJsonTextDepth, keys counted by countObjectKeys (tests read it: whether a request made these passes).
+ */
+export function jsonCheckWork(): { textScanned: number; keysCounted: number } {
+  return { ...passes };
+}
+
 /**
  * Scans JSON text for its nesting depth without parsing it, and counts the object keys written in it (a key
  * repeated in one object counts twice, where the parsed value keeps it once: see countObjectKeys).
@@ -41,6 +51,7 @@ export function checkJsonTextDepth(text: string, limit = MAX_JSON_DEPTH): number
   let depth = 0;
   let keys = 0;
   const n = text.length;
+  passes.textScanned += n;
   for (let i = 0; i < n; i++) {
     const ch = text.charCodeAt(i);
     if (ch === 0x22) {
@@ -82,6 +93,7 @@ export function countObjectKeys(value: unknown): number {
       if (item !== null && typeof item === 'object') stack.push(item);
     }
   }
+  passes.keysCounted += keys;
   return keys;
 }
 

@@ -133,16 +133,18 @@ export function decodeObjectBody(body: Buffer, contentType: string, depthLimit =
 
 /**
  * decodeObjectBody for a request handler: a YAML body of YAML_WORKER_MIN_BYTES or more is decoded in a worker (the `yaml`
- * library takes about a second per MiB), so other requests go on meanwhile; the answer is the same.
+ * library takes about a second per MiB), so other requests go on meanwhile; the answer is the same. Without
+ * `repeats` a YAML body's repeated keys are not looked for (no yamlDuplicateError): fieldValidation=Ignore.
  * @throws ClusterApiError 400; 429 when the worker already has its full queue of bodies
  */
 export async function decodeRequestBody(
   body: Buffer,
   contentType: string,
   depthLimit = MAX_JSON_DEPTH,
+  repeats = true,
 ): Promise<DecodedBody> {
   if (!isYaml(contentType)) return decodeObjectBody(body, contentType, depthLimit);
-  return yamlBody(await decodeYaml(body.toString('utf8'), depthLimit));
+  return yamlBody(await decodeYaml(body.toString('utf8'), depthLimit, repeats));
 }
 
 function isYaml(contentType: string): boolean {

@@ -265,7 +265,9 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     const decoded = decodeJsonBody(raw, s.limits.maxJsonDepth);
     body = decoded.body;
     if (isLargeBody(bytes)) await largeBodyTurn(s);
-    if (repeatsKeys(decoded)) {
+    // Repeated keys only make messages, which Ignore drops: the count of the value's keys (a pass over a large
+    // body as long as parsing it) is not made for them, as patchFieldValidation does not make it for a patch.
+    if (fieldValidationOf(s.query) !== 'Ignore' && repeatsKeys(decoded)) {
       if (isLargeBody(bytes)) await largeBodyTurn(s);
       duplicates = duplicateFields(decoded.text);
     }
@@ -273,9 +275,14 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     const raw = await readBody(s.req);
     bytes = raw.length;
     // One YAML parse gives the value and Go's strict error for repeated keys; a large body is parsed off the loop.
-    const decoded = await decodeRequestBody(raw, type, s.limits.maxJsonDepth);
+    // Repeated keys are looked for only when field validation reports them (each key kept in a Set).
+    const repeats = fieldValidationOf(s.query) !== 'Ignore';
+    const decoded = await decodeRequestBody(raw, type, s.limits.maxJsonDepth, repeats);
     body = decoded.value;
     yamlError = decoded.yamlDuplicateError;
+    // The value was rebuilt on the loop from the worker's answer (a pass as long as parsing it): a turn before
+    // the checks.
+    if (isLargeBody(bytes)) await largeBodyTurn(s);
   } else {
     s.req.resume();
     throw statusError(

@@ -4,10 +4,10 @@ import { parentPort } from 'node:worker_threads';
 import { decodeYamlText, type YamlAnswer, type YamlJob } from './yaml-decode.ts';
 
 const port = parentPort!;
-port.on('message', ({ id, text, depthLimit }: YamlJob) => {
+port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
   let answer: YamlAnswer;
   try {
-    answer = { id, result: decodeYamlText(text, depthLimit) };
+    answer = { id, result: decodeYamlText(text, depthLimit, repeats) };
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
     answer = { id, thrown: { name: e.name, message: e.message } };

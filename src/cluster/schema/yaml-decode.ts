@@ -162,7 +162,7 @@ const HASH = 0x23;
 const COLON = 0x3a;
 const QUESTION = 0x3f;
 
-const work = { steps: 0 };
+const work = { steps: 0, keysRemembered: 0 };
 
 /**
  * What the listener has done since the process started: one step per node event and per character its own
@@ -170,6 +170,11 @@ const work = { steps: 0 };
  */
 export function yamlDecodeSteps(): number {
   return work.steps;
+}
+
+/** How many map keys this thread's listeners have kept in a Set to find repeated ones (tests read it). */
+export function yamlKeysRemembered(): number {
+  return work.keysRemembered;
 }
 
 /**
@@ -209,6 +214,8 @@ class YamlBodyWatcher {
   constructor(
     private readonly limit: number,
     private readonly valueLimit: number,
+    /** Whether repeated keys are looked for (each key kept in its map's Set); field validation Ignore does not. */
+    private readonly repeats = true,
   ) {
     // js-yaml's maxDepth (see parseYamlBody) bounds the depth of its events.
     const n = limit + 16;
@@ -322,7 +329,7 @@ class YamlBodyWatcher {
     } else return;
     if (!isKey) return;
     if (result !== null && typeof result === 'object') this.complexKey(e, input, state);
-    if (style === Style.FlowSeq) return;
+    if (style === Style.FlowSeq || !this.repeats) return;
     const name = String(result);
     const seen = (this.keys[j] ??= new Set());
     if (seen.has(name)) {
@@ -334,7 +341,10 @@ class YamlBodyWatcher {
         this.lastRepeatedText = ` key ${JSON.stringify(name)} already set in map`;
       }
       this.duplicates.push(`line ${line}:${this.lastRepeatedText}`);
-    } else seen.add(name);
+    } else {
+      seen.add(name);
+      work.keysRemembered++;
+    }
   }
 
   /** An alias node closes: its expansion counted (go-yaml's rule), a cycle refused. Returns its anchor. */
@@ -501,8 +511,13 @@ export type YamlParsed = { value: unknown; duplicateError: string | undefined } 
  * every line of the text.) Nesting past `depthLimit` is refused before anything deeper is read (see
  * MAX_YAML_DEPTH), and a value nested deeper than `valueDepthLimit` through aliases is refused too.
  */
-export function parseYamlBody(text: string, depthLimit = MAX_YAML_DEPTH, valueDepthLimit = depthLimit): YamlParsed {
-  const watcher = new YamlBodyWatcher(depthLimit, valueDepthLimit);
+export function parseYamlBody(
+  text: string,
+  depthLimit = MAX_YAML_DEPTH,
+  valueDepthLimit = depthLimit,
+  repeats = true,
+): YamlParsed {
+  const watcher = new YamlBodyWatcher(depthLimit, valueDepthLimit, repeats);
   let value: unknown;
   try {
     value = load(text, {
@@ -543,9 +558,9 @@ export type YamlDecoded =
  * for a parse error, a refusal of the listener, or nesting over MAX_YAML_DEPTH or `depthLimit` in the text, or over
  * `depthLimit` in the value (aliases can make it deeper than the text). Runs on either thread.
  */
-export function decodeYamlText(text: string, depthLimit: number): YamlDecoded {
+export function decodeYamlText(text: string, depthLimit: number, repeats = true): YamlDecoded {
   // The value's depth (aliases included) was measured while parsing, so the value is not walked again.
-  const parsed = parseYamlBody(text, Math.min(depthLimit, MAX_YAML_DEPTH), depthLimit);
+  const parsed = parseYamlBody(text, Math.min(depthLimit, MAX_YAML_DEPTH), depthLimit, repeats);
   if ('error' in parsed) {
     return { ok: false, message: `couldn't get version/kind; yaml parse error: ${parsed.error.split('\n')[0]}` };
   }
@@ -574,6 +589,8 @@ export interface YamlJob {
   id: number;
   text: string;
   depthLimit: number;
+  /** Look for repeated keys (decodeYamlText's `repeats`). */
+  repeats: boolean;
 }
 
 /** The worker's answer: the decode result, or `thrown`, an exception decodeYamlText let through. */
@@ -595,20 +612,20 @@ export function yamlDecodeCounts(): { inThread: number; offThread: number } {
  * first large body, shared by every cluster of the process, never keeping the process alive).
  * @throws ClusterApiError 429 when YAML_WORKER_MAX_QUEUED bodies are already waiting; 500 when the worker dies
  */
-export async function decodeYaml(text: string, depthLimit: number): Promise<YamlDecoded> {
+export async function decodeYaml(text: string, depthLimit: number, repeats = true): Promise<YamlDecoded> {
   if (Buffer.byteLength(text) < YAML_WORKER_MIN_BYTES) {
     counts.inThread++;
-    return decodeYamlText(text, depthLimit);
+    return decodeYamlText(text, depthLimit, repeats);
   }
-  return decodeYamlOffThread(text, depthLimit);
+  return decodeYamlOffThread(text, depthLimit, repeats);
 }
 
 /**
  * decodeYamlText in the worker thread, whatever the body's size.
  * @internal exported for the tests that compare both paths
  */
-export function decodeYamlOffThread(text: string, depthLimit: number): Promise<YamlDecoded> {
-  return pool.decode(text, depthLimit);
+export function decodeYamlOffThread(text: string, depthLimit: number, repeats = true): Promise<YamlDecoded> {
+  return pool.decode(text, depthLimit, repeats);
 }
 
 interface Pending {
@@ -623,7 +640,7 @@ class YamlWorkerPool {
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
 
-  decode(text: string, depthLimit: number): Promise<YamlDecoded> {
+  decode(text: string, depthLimit: number, repeats: boolean): Promise<YamlDecoded> {
     if (this.pending.size >= YAML_WORKER_MAX_QUEUED) return Promise.reject(tooManyRequests(1));
     counts.offThread++;
     clearTimeout(this.idleTimer);
@@ -632,7 +649,7 @@ class YamlWorkerPool {
     const id = this.nextId++;
     return new Promise<YamlDecoded>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, text, depthLimit } satisfies YamlJob);
+      worker.postMessage({ id, text, depthLimit, repeats } satisfies YamlJob);
     });
   }
 
