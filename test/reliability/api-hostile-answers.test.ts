@@ -15,8 +15,10 @@ import { DataDirLockPathError, LOCK_FILE, lockDataDir } from '../../src/cli/data
 import { call, type Endpoint } from './raw-http.ts';
 
 /** A continue token as kube-apiserver encodes it: base64url JSON {"v","rv","start"}. */
-const continueToken = (rv: number, start: string) =>
-  Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start })).toString('base64url');
+const continueToken = (rv: number, start: string) => rawContinueToken(String(rv), start);
+/** The same with the rv written as given: digits JavaScript numbers cannot hold exactly. */
+const rawContinueToken = (rvLiteral: string, start: string) =>
+  Buffer.from(`{"v":"meta.k8s.io/v1","rv":${rvLiteral},"start":${JSON.stringify(start)}}`).toString('base64url');
 
 // A minimal protobuf encoder: varint keys, length-delimited messages and strings.
 const varint = (n: number): Buffer => {
@@ -83,6 +85,33 @@ describe('answers kube-apiserver gives to hostile API requests', () => {
     // The token of the current list still pages on.
     const token = first.json<{ metadata: { continue: string } }>().metadata.continue;
     assert.equal((await call(e, 'GET', `/api/v1/namespaces/default/configmaps?limit=1&continue=${token}`)).status, 200);
+  });
+
+  it('a continue token with an rv at or past int64: 504 too large up to int64 (its exact digits), 400 past it, as Go decodes rv', async () => {
+    const CMS = '/api/v1/namespaces/default/configmaps?limit=1&continue=';
+    for (const rv of ['9223372036854775807', '9007199254740993']) {
+      const r = await call(e, 'GET', CMS + rawContinueToken(rv, '/default/a'));
+      assert.equal(r.status, 504, `${rv}: ${r.text}`);
+      const status = r.json<{ message: string; details: { causes: Array<{ reason: string }> } }>();
+      // The digits as sent, not a double's rounding (9223372036854775808).
+      assert.match(status.message, new RegExp(`^Timeout: Too large resource version: ${rv}, current: \\d+$`));
+      assert.deepEqual(
+        status.details.causes.map((c) => c.reason),
+        ['ResourceVersionTooLarge'],
+      );
+    }
+    // Past int64, encoding/json refuses the number for the int64 field: DecodeContinue's error, a 400.
+    for (const rv of ['9223372036854775808', '123456789012345678901234567890', '-9223372036854775809']) {
+      const r = await call(e, 'GET', CMS + rawContinueToken(rv, '/default/a'));
+      assert.equal(r.status, 400, `${rv}: ${r.text}`);
+      assert.equal(
+        r.json<{ message: string }>().message,
+        `invalid continue token: continue key is not valid: json: cannot unmarshal number ${rv} into Go struct field continueToken.rv of type int64`,
+      );
+    }
+    // A negative int64 other than -1 is "the latest", as etcd3 GetList reads any rv < 0.
+    const latest = await call(e, 'GET', CMS + rawContinueToken('-9223372036854775808', '/default/a'));
+    assert.equal(latest.status, 200, latest.text);
   });
 
   it('a protobuf map key __proto__ is a plain key, as JSON keeps it: an invalid label as in JSON, a data key kept', async () => {

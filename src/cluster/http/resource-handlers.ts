@@ -174,14 +174,15 @@ export async function handleList(s: RequestScope): Promise<void> {
   if (lq.continueToken) {
     const token = decodeContinue(lq.continueToken);
     if (rvParam && rvParam !== '0') throw badRequest('specifying resource version is not allowed when using continue');
-    // rv -1 is the token of an expired continuation: the rest of the list at the latest resourceVersion.
-    if (token.rv > 0) listRv = token.rv;
-    // A token from the future: etcd3 store GetList turns etcd's ErrFutureRev into this (retry 0, no retryAfterSeconds).
-    if (listRv > current) {
-      throw serverTimeout(`Timeout: Too large resource version: ${listRv}, current: ${current}`, {
+    // A token from the future (up to int64's largest, in its exact digits): etcd3 store GetList turns etcd's
+    // ErrFutureRev into this (retry 0, no retryAfterSeconds).
+    if (token.rv > BigInt(current)) {
+      throw serverTimeout(`Timeout: Too large resource version: ${token.rv}, current: ${current}`, {
         causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
       });
     }
+    // Below 0 (-1: the token of an expired continuation): the rest of the list at the latest resourceVersion.
+    if (token.rv > 0n) listRv = Number(token.rv);
     startAfterKey = token.startAfterKey;
     paging = true;
   } else if (
