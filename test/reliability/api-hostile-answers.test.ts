@@ -1,6 +1,9 @@
 // Hostile inputs that must get kube-apiserver's answers (issue 20, defect 10):
 // - a list continue token whose resourceVersion is ahead of the server's: 504 "Too large resource version", as
-//   etcd3 store GetList answers etcd's ErrFutureRev (it was served as the latest state, with 200);
+//   etcd3 store GetList answers etcd's ErrFutureRev (it was served as the latest state, with 200), up to int64's
+//   largest rv in its exact digits (it was a 400), and Go's int64 decoding error past it;
+// - a get of one object at a future resourceVersion: the watch cache's 504 "Too large resource version" (it was
+//   answered with the latest object, 200);
 // - a protobuf body with a map key `__proto__`: a plain key, as JSON keeps it (it set the object's prototype, so
 //   the label vanished and an invalid label was accepted with 201; JSON answers 422);
 // - the data directory's lock path as a dangling symlink or a directory: start-up stops with a message naming the
@@ -112,6 +115,46 @@ describe('answers kube-apiserver gives to hostile API requests', () => {
     // A negative int64 other than -1 is "the latest", as etcd3 GetList reads any rv < 0.
     const latest = await call(e, 'GET', CMS + rawContinueToken('-9223372036854775808', '/default/a'));
     assert.equal(latest.status, 200, latest.text);
+  });
+
+  it('a get of one object at a resourceVersion ahead of the server: 504 too large, as the watch cache answers', async () => {
+    const created = await call(e, 'POST', '/api/v1/namespaces/default/configmaps', {
+      body: JSON.stringify({ metadata: { name: 'future-get' } }),
+    });
+    assert.equal(created.status, 201, created.text);
+    const rv = Number(created.json<{ metadata: { resourceVersion: string } }>().metadata.resourceVersion);
+    const at = (v: string, name = 'future-get') =>
+      call(e, 'GET', `/api/v1/namespaces/default/configmaps/${name}?resourceVersion=${v}`);
+    // At or below the current resourceVersion (and 0, "any"): the object.
+    for (const v of ['0', String(rv)]) assert.equal((await at(v)).status, 200, v);
+    for (const [v, name] of [
+      [String(rv + 1_000_000), 'future-get'],
+      ['9223372036854775807', 'future-get'],
+      // The wait for the cache comes before the lookup: an absent object is a 504 too, not a 404.
+      [String(rv + 1_000_000), 'absent'],
+    ] as const) {
+      const r = await at(v, name);
+      assert.equal(r.status, 504, `${v} ${name}: ${r.text}`);
+      const status = r.json<{
+        reason: string;
+        message: string;
+        details: { causes: Array<{ reason: string; message: string }>; retryAfterSeconds?: number };
+      }>();
+      assert.equal(status.reason, 'Timeout');
+      assert.match(status.message, new RegExp(`^Timeout: Too large resource version: ${v}, current: \\d+$`));
+      assert.deepEqual(status.details.causes, [
+        { reason: 'ResourceVersionTooLarge', message: 'Too large resource version' },
+      ]);
+      // The watch cache's resourceVersionTooHighRetrySeconds.
+      assert.equal(status.details.retryAfterSeconds, 1);
+    }
+    // Past uint64 the versioner's ParseUint fails: the storage InvalidError, a plain 500, as for garbage.
+    const outOfRange = await at('18446744073709551616');
+    assert.equal(outOfRange.status, 500, outOfRange.text);
+    assert.equal(
+      outOfRange.json<{ message: string }>().message,
+      'resourceVersion: Invalid value: "18446744073709551616": strconv.ParseUint: parsing "18446744073709551616": value out of range',
+    );
   });
 
   it('a protobuf map key __proto__ is a plain key, as JSON keeps it: an invalid label as in JSON, a data key kept', async () => {
