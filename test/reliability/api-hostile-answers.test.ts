@@ -4,6 +4,8 @@
 //   largest rv in its exact digits (it was a 400), and Go's int64 decoding error past it;
 // - a get of one object at a future resourceVersion: the watch cache's 504 "Too large resource version" (it was
 //   answered with the latest object, 200);
+// - a Secret stringData key `__proto__`: merged into data as any other key (it set the prototype of the merged
+//   map, so the key vanished);
 // - a protobuf body with a map key `__proto__`: a plain key, as JSON keeps it (it set the object's prototype, so
 //   the label vanished and an invalid label was accepted with 201; JSON answers 422);
 // - the data directory's lock path as a dangling symlink or a directory: start-up stops with a message naming the
@@ -155,6 +157,36 @@ describe('answers kube-apiserver gives to hostile API requests', () => {
       outOfRange.json<{ message: string }>().message,
       'resourceVersion: Invalid value: "18446744073709551616": strconv.ParseUint: parsing "18446744073709551616": value out of range',
     );
+  });
+
+  it('a Secret stringData key __proto__ becomes data.__proto__, through JSON and protobuf, on create and update', async () => {
+    const SECRETS = '/api/v1/namespaces/default/secrets';
+    const b64 = (v: string) => Buffer.from(v).toString('base64');
+    const created = await call(e, 'POST', SECRETS, {
+      body:
+        '{"metadata":{"name":"proto-string-data"},"data":{"k":"' +
+        b64('old') +
+        '"},"stringData":{"__proto__":"x","k":"v"}}',
+    });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(JSON.parse(created.text).data, { k: b64('v'), ['__proto__']: b64('x') });
+    assert.ok(created.text.includes(`"__proto__":"${b64('x')}"`), created.text);
+    // stringData overwrites a data key __proto__ as it overwrites any other.
+    const updated = await call(e, 'PUT', `${SECRETS}/proto-string-data`, {
+      body: `{"metadata":{"name":"proto-string-data"},"data":{"__proto__":"${b64('old')}"},"stringData":{"__proto__":"new"}}`,
+    });
+    assert.equal(updated.status, 200, updated.text);
+    assert.ok(updated.text.includes(`"data":{"__proto__":"${b64('new')}"}`), updated.text);
+    const viaPb = await call(e, 'POST', SECRETS, {
+      body: envelope(
+        'v1',
+        'Secret',
+        Buffer.concat([msg(1, str(1, 'pb-proto-string-data')), msg(4, str(1, '__proto__'), str(2, 'x'))]),
+      ),
+      contentType: PB,
+    });
+    assert.equal(viaPb.status, 201, viaPb.text);
+    assert.ok(viaPb.text.includes(`"data":{"__proto__":"${b64('x')}"}`), viaPb.text);
   });
 
   it('a protobuf map key __proto__ is a plain key, as JSON keeps it: an invalid label as in JSON, a data key kept', async () => {
