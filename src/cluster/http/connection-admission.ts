@@ -1,7 +1,9 @@
 // Admission of connections to the API server, before any request on them is authenticated. Two defences against
 // a local process that opens connections without a token and never finishes them:
 // - ConnectionGuard keeps unauthenticated connections under their cap by closing the *oldest*, so the newest
-//   (the legitimate client, which authenticates within a few round trips) is never the one refused;
+//   (the legitimate client, which authenticates within a few round trips) is never the one refused; the cap is
+//   large (request-limits.ts), since an attacker re-opens what is closed and its churn, not what it holds, is
+//   what delays legitimate clients;
 // - admitConnections hands a TLS connection to the TLS layer only once its first record (the ClientHello) is
 //   complete, so a connection that never speaks costs a socket and a timer, not a TLS session, and the attacker's
 //   churn (each closed connection is re-opened at once) stays cheap enough not to starve the legitimate clients.
