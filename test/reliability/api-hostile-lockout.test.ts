@@ -65,7 +65,10 @@ async function freshRequests(e: Endpoint): Promise<Measured> {
 
 const overOneSecond = (m: Measured) => m.latencies.filter((ms) => ms > 1000).length;
 
-/** A cluster, the same requests measured before the attack (unless told not to), and the attacker process with its reported counts. */
+/**
+ * A cluster, the same requests measured before the attack (unless told not to), and the attacker process with its
+ * reported counts.
+ */
 function underAttack(limits: Partial<ServerLimits>, kinds: string, opts: { baseline: boolean } = { baseline: true }) {
   const state = {
     c: undefined as unknown as EmbeddedCluster,
