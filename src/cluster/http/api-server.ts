@@ -48,6 +48,8 @@ export interface ApiServerStats {
   unauthenticatedConnections: number;
   /** Unauthenticated connections closed (oldest first) to stay under `maxUnauthenticatedConnections`. */
   evictedConnections: number;
+  /** TLS connections handed to the TLS layer (their ClientHello complete): each costs a key exchange. */
+  tlsHandshakes: number;
   /** Unsent watch bytes buffered in the server. */
   watchBufferedBytes: number;
 }
@@ -169,6 +171,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       connections: guard.open,
       unauthenticatedConnections: guard.unauthenticated,
       evictedConnections: guard.evicted,
+      tlsHandshakes: guard.handshakes,
       watchBufferedBytes: watches.bufferedBytes,
     }),
     close() {

@@ -126,21 +126,38 @@ function sendObject(s: RequestScope, code: number, e: StoredEntry): void {
 }
 
 /**
- * The resourceVersion of a get/list. kube-apiserver hands the storage layer's InvalidError back unconverted
- * (storeerr.InterpretGetError/InterpretListError do not map it), so a garbage value is a plain 500.
+ * The resourceVersion of a get/list, as the versioner reads it (strconv.ParseUint, 64 bits: exact digits, hence a
+ * bigint). kube-apiserver hands the storage layer's InvalidError back unconverted (storeerr.InterpretGetError/
+ * InterpretListError do not map it), so a garbage value is a plain 500.
  */
-function readResourceVersion(rv: string | undefined): number {
-  if (rv === undefined || rv === '') return 0;
-  if (!/^\d+$/.test(rv))
+function readResourceVersion(rv: string | undefined): bigint {
+  if (rv === undefined || rv === '') return 0n;
+  const parseError = !/^\d+$/.test(rv) ? 'invalid syntax' : BigInt(rv) >= 2n ** 64n ? 'value out of range' : '';
+  if (parseError)
     throw plainServerError(
-      `resourceVersion: Invalid value: "${rv}": strconv.ParseUint: parsing "${rv}": invalid syntax`,
+      `resourceVersion: Invalid value: "${rv}": strconv.ParseUint: parsing "${rv}": ${parseError}`,
     );
-  return Number(rv);
+  return BigInt(rv);
 }
 
+/**
+ * A get or list at a resourceVersion the store has not reached: the watch cache waits up to 3 s for it
+ * (waitUntilFreshAndBlock), then answers this. Nothing here can bring a newer version in by waiting (every write
+ * goes through this store), so the answer comes at once.
+ */
+function checkNotAhead(requestedRv: bigint, current: number): void {
+  if (requestedRv > BigInt(current)) {
+    throw serverTimeout(`Timeout: Too large resource version: ${requestedRv}, current: ${current}`, {
+      retryAfterSeconds: 1,
+      causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+    });
+  }
+}
+
+/** Get of one object; a resourceVersion is "not older than", answered from the latest state once reached. */
 export async function handleGet(s: RequestScope): Promise<void> {
   const { rt, namespace, name } = s.request;
-  readResourceVersion(s.query.get('resourceVersion') ?? undefined);
+  checkNotAhead(readResourceVersion(s.query.get('resourceVersion') ?? undefined), s.store.resourceVersion);
   const e = s.store.getEntry(storageResource(rt), namespace, name!);
   if (!e) throw notFound(rt, name!);
   sendObject(s, 200, e);
@@ -160,12 +177,7 @@ export async function handleList(s: RequestScope): Promise<void> {
     fieldSelector: lq.fieldSelector,
   });
   const current = s.store.resourceVersion;
-  if (requestedRv > current) {
-    throw serverTimeout(`Timeout: Too large resource version: ${requestedRv}, current: ${current}`, {
-      retryAfterSeconds: 1,
-      causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
-    });
-  }
+  checkNotAhead(requestedRv, current);
   // resourceVersion=0 means "any": served from cache, and the limit is ignored like kube-apiserver does.
   const limit = rvParam === '0' || lq.limit < 0 ? 0 : lq.limit;
   let listRv = current;
@@ -174,21 +186,22 @@ export async function handleList(s: RequestScope): Promise<void> {
   if (lq.continueToken) {
     const token = decodeContinue(lq.continueToken);
     if (rvParam && rvParam !== '0') throw badRequest('specifying resource version is not allowed when using continue');
-    // rv -1 is the token of an expired continuation: the rest of the list at the latest resourceVersion.
-    if (token.rv > 0) listRv = token.rv;
-    // A token from the future: etcd3 store GetList turns etcd's ErrFutureRev into this (retry 0, no retryAfterSeconds).
-    if (listRv > current) {
-      throw serverTimeout(`Timeout: Too large resource version: ${listRv}, current: ${current}`, {
+    // A token from the future (up to int64's largest, in its exact digits): etcd3 store GetList turns etcd's
+    // ErrFutureRev into this (retry 0, no retryAfterSeconds).
+    if (token.rv > BigInt(current)) {
+      throw serverTimeout(`Timeout: Too large resource version: ${token.rv}, current: ${current}`, {
         causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
       });
     }
+    // Below 0 (-1: the token of an expired continuation): the rest of the list at the latest resourceVersion.
+    if (token.rv > 0n) listRv = Number(token.rv);
     startAfterKey = token.startAfterKey;
     paging = true;
   } else if (
     rvMatch === 'Exact' ||
     (rvParam !== undefined && rvParam !== '0' && rvParam !== '' && limit > 0 && !rvMatch)
   ) {
-    listRv = requestedRv;
+    listRv = Number(requestedRv);
   }
   let page: { entries: StoredEntry[]; nextKey: string | undefined; remaining: number };
   if (listRv === current) {

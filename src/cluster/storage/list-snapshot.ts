@@ -8,10 +8,21 @@ import type { ResourceTable } from './store.ts';
 import type { CompiledFilter } from './store-filter.ts';
 import type { StoredEntry } from './stored-entry.ts';
 
-/** A decoded continue token: the list's resourceVersion (-1: continue at the latest) and the key to start after. */
+/**
+ * A decoded continue token: the list's resourceVersion (an int64, as Go decodes it; below 0: continue at the
+ * latest) and the key to start after.
+ */
 export interface ContinueToken {
-  rv: number;
+  rv: bigint;
   startAfterKey: string;
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/** JSON text with every number outside strings turned into a string of its digits, as written. */
+function numbersAsText(text: string): string {
+  return text.replace(/("(?:[^"\\]|\\.)*")|(-?\d[\d.eE+-]*)/g, (m, quoted?: string) => quoted ?? `"${m}"`);
 }
 
 /** EncodeContinue: base64url (unpadded) JSON with the key just after the last returned one. */
@@ -34,9 +45,10 @@ export function decodeContinue(token: string): ContinueToken {
       `continue key is not valid: illegal base64 data at input byte ${at < 0 ? token.length - 1 : at}`,
     );
   }
+  const text = Buffer.from(token, 'base64url').toString('utf8');
   let parsed: unknown;
   try {
-    parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+    parsed = JSON.parse(text);
   } catch (err) {
     throw invalidToken(`continue key is not valid: ${(err as Error).message}`);
   }
@@ -48,18 +60,33 @@ export function decodeContinue(token: string): ContinueToken {
       `continue key is not valid: server does not recognize this encoded version ${typeof v === 'string' ? v : ''}`,
     );
   }
-  if (rv !== undefined && (typeof rv !== 'number' || !Number.isSafeInteger(rv)))
-    throw invalidToken('continue key is not valid: rv is not an integer');
+  // encoding/json into an int64 field: the number's digits as written (a double cannot hold them all), refused
+  // when they are not an integer (1.0, 1e3) or lie outside int64.
+  let rvValue = 0n;
+  if (rv !== undefined && rv !== null) {
+    if (typeof rv !== 'number') {
+      const type = Array.isArray(rv) ? 'array' : typeof rv === 'boolean' ? 'bool' : typeof rv;
+      throw invalidToken(
+        `continue key is not valid: json: cannot unmarshal ${type} into Go struct field continueToken.rv of type int64`,
+      );
+    }
+    const digits = (JSON.parse(numbersAsText(text)) as { rv: string }).rv;
+    if (!/^-?\d+$/.test(digits) || BigInt(digits) < INT64_MIN || BigInt(digits) > INT64_MAX)
+      throw invalidToken(
+        `continue key is not valid: json: cannot unmarshal number ${digits} into Go struct field continueToken.rv of type int64`,
+      );
+    rvValue = BigInt(digits);
+  }
   if (start !== undefined && typeof start !== 'string')
     throw invalidToken('continue key is not valid: start is not a string');
-  if (!rv)
+  if (rvValue === 0n)
     throw invalidToken('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
   if (!start) throw invalidToken('continue key is not valid: encoded start key empty (version meta.k8s.io/v1)');
   // Path traversal defence as in DecodeContinue: the key must already be clean.
   const key = start.startsWith('/') ? start : `/${start}`;
   const cleaned = posix.normalize(key).replace(/(.)\/$/, '$1');
   if (cleaned !== key) throw invalidToken(`continue key is not valid: ${start}`);
-  return { rv, startAfterKey: start.endsWith('\u0000') ? start.slice(0, -1) : start };
+  return { rv: rvValue, startAfterKey: start.endsWith('\u0000') ? start.slice(0, -1) : start };
 }
 
 /**

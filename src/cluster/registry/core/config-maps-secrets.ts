@@ -16,6 +16,7 @@ import {
 } from '../../common/field-errors.ts';
 import { base64DecodeError } from '../../common/go-base64.ts';
 import { isConfigMapKey, isValidConfigMapKey } from '../../common/identifier-validation.ts';
+import { setOwn } from '../../common/json-safety.ts';
 import { ALL_VERBS, path, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
 import { ageColumn, column, countKeys, nameColumn, str as cellText, type TableColumn } from '../table-columns.ts';
@@ -130,7 +131,9 @@ export function convertSecret(obj: KubeObject): string | undefined {
   delete obj.stringData;
   if (stringData && Object.keys(stringData).length > 0) {
     const data = { ...(record(obj.data) ?? {}) };
-    for (const [k, v] of Object.entries(stringData)) data[k] = Buffer.from(v as string, 'utf8').toString('base64');
+    // Own-property writes: a key `__proto__` is a key like any other, not the merged map's prototype.
+    for (const [k, v] of Object.entries(stringData))
+      setOwn(data, k, Buffer.from(v as string, 'utf8').toString('base64'));
     obj.data = data;
   }
   return undefined;
