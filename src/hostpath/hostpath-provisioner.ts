@@ -480,6 +480,14 @@ export class HostPathProvisioner implements Provisioner {
     this.live.replaceAll(volumes);
   }
 
+  /**
+   * Resolves when the identity reads scheduled so far by PV events (a new volume's directory, read once) are done:
+   * what a test waits for to count an operation's filesystem calls whole.
+   */
+  settled(): Promise<void> {
+    return this.live.settled();
+  }
+
   /** Allocated bytes and capacity per base path (for metrics). */
   allocations(): BasePathStatus[] {
     const config = this.config();
