@@ -340,7 +340,7 @@ export class HostPathProvisioner implements Provisioner {
         throw new Error(
           `the directory ${placement.path} is the directory of volume ${held.pvName} (its claim is on disk); retrying later`,
         );
-      const other = placement.isNew ? await this.records.conflict(base, relativePath, pvName) : undefined;
+      const other = placement.isNew ? await this.records.conflict(base, relativePath, pvName, true) : undefined;
       if (other) {
         throw new Error(
           `the directory ${placement.path} overlaps the directory ${base}/${other.relativePath} of volume ${other.pvName} (its claim is on disk); retrying later`,

@@ -42,7 +42,7 @@ const PROVISION_BUDGET: Record<string, number> = {
   mkdir: 1,
   open: 7,
   opendir: 1,
-  readFile: 2,
+  readFile: 1,
   realpath: 1,
   rename: 1,
   stat: 2,

@@ -134,9 +134,9 @@ export class VolumeRecordStore {
     return readPathClaim(base, rel, this.o.fs);
   }
 
-  /** Another volume's claim at, above or below `rel`, read now. */
-  conflict(base: string, rel: string, pvName: string): Promise<PathClaim | undefined> {
-    return findConflictingClaim(base, rel, pvName, this.o.fs);
+  /** Another volume's claim at, above or below `rel`, read now (at `rel` only unless `claimed`: claim() returned undefined). */
+  conflict(base: string, rel: string, pvName: string, claimed = false): Promise<PathClaim | undefined> {
+    return findConflictingClaim(base, rel, pvName, this.o.fs, claimed);
   }
 
   /** Removes the record of a volume and releases its directory's claim (when it holds it). */
