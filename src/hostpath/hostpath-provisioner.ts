@@ -156,6 +156,7 @@ export class HostPathProvisioner implements Provisioner {
     this.placer = new VolumePlacer({
       ledger: this.ledger,
       freeSpace: opts.freeSpace,
+      now: () => this.clock.now(),
       reachableIndexes: (scope) => this.reachableIndexes(scope),
     });
     this.identities = new DirectoryIdentities(hostFsOf(opts.fs));
@@ -254,7 +255,7 @@ export class HostPathProvisioner implements Provisioner {
           value: await nodeAffinityValue(o, params.nodeAffinityKey, node!, this.opts.getNode, signal),
         });
     await this.sources.ensure(signal);
-    const freeCapacity = await this.placer.freeCapacities(config, className, scope);
+    const freeCapacity = await this.placer.freeCapacities(config, className, scope, bytes);
 
     // From here to reserve(): no await, so concurrent provisions cannot both take the last free bytes.
     const placement = this.placer.place(o, plan, config, freeCapacity);
