@@ -125,6 +125,17 @@ export async function createVolumeDir(
   segments: string[],
   opts: CreateVolumeDirOptions = {},
 ): Promise<{ created: boolean }> {
+  const { dir, created } = await createAndOpen(basePath, segments, opts);
+  await dir.handle.close().catch(() => {});
+  return { created };
+}
+
+// createVolumeDir, leaving the last directory open for the caller (who closes it).
+async function createAndOpen(
+  basePath: string,
+  segments: string[],
+  opts: CreateVolumeDirOptions,
+): Promise<{ dir: Dir; created: boolean }> {
   if (segments.length === 0) throw new UnsafePathError('is-base-path', basePath, 'a volume cannot be the base path');
   const created: Array<{ parent: Dir; name: string }> = [];
   const open: Dir[] = [];
@@ -157,13 +168,62 @@ export async function createVolumeDir(
         : handle.chown(opts.uid ?? -1, opts.gid ?? -1));
     }
     await dir.handle.chmod(opts.mode ?? 0o777);
-    return { created: created.length > 0 };
+    open.pop();
+    return { dir, created: created.length > 0 };
   } catch (e) {
     // Undo in reverse; rmdir only removes empty directories, so nothing that gained content is lost.
     for (const c of created.reverse()) await c.parent.fs.rmdir(entry(c.parent, c.name)).catch(() => {});
     throw e;
   } finally {
     for (const d of open) await d.handle.close().catch(() => {});
+  }
+}
+
+/** What withDir remembers per directory path: the device and inode the no-follow walk last reached there. */
+export type KnownDirs = Map<string, string>;
+
+/**
+ * Runs `fn` with `<basePath>/<segments...>` open (created as createVolumeDir creates it), `at(name)` naming an
+ * entry through the open directory (/proc/self/fd on Linux: a component swapped for a symlink afterwards changes
+ * nothing). With `known`, the walk is made once: while the whole path still leads to the directory it reached (one
+ * open, never following a symlink as its last component, and one fstat: the same device and inode), that
+ * directory is used; a path leading elsewhere (a component swapped for a symlink, a remount) or nowhere is walked
+ * again, which refuses what is unsafe and re-applies the mode. Without `known`, it walks every time.
+ */
+export async function withDir<T>(
+  basePath: string,
+  segments: string[],
+  opts: CreateVolumeDirOptions & { known?: KnownDirs },
+  fn: (at: (name: string) => string) => Promise<T>,
+): Promise<T> {
+  const fs = hostFsOf(opts);
+  const full = `${basePath}/${segments.join('/')}`;
+  const key = opts.known?.get(full);
+  let dir: Dir | undefined;
+  if (key !== undefined) {
+    const handle = await fs.open(full, DIR_FLAGS).catch(() => undefined);
+    const st = await handle?.stat().catch(() => undefined);
+    if (handle && st && `${st.dev}:${st.ino}` === key) dir = { handle, path: full, procFd: useProcFd(opts), fs };
+    else {
+      await handle?.close().catch(() => {});
+      opts.known?.delete(full);
+    }
+  }
+  if (!dir) {
+    dir = (await createAndOpen(basePath, segments, opts)).dir;
+    if (opts.known) {
+      const st = await dir.handle.stat().catch(async (e: unknown) => {
+        await dir?.handle.close().catch(() => {});
+        throw e;
+      });
+      opts.known.set(full, `${st.dev}:${st.ino}`);
+    }
+  }
+  const open = dir;
+  try {
+    return await fn((name) => entry(open, name));
+  } finally {
+    await open.handle.close().catch(() => {});
   }
 }
 
