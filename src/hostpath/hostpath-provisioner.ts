@@ -347,11 +347,12 @@ export class HostPathProvisioner implements Provisioner {
           `the directory ${placement.path} overlaps the directory ${base}/${other.relativePath} of volume ${other.pvName} (its claim is on disk); retrying later`,
         );
       }
-      const { created } = await createVolumeDir(base, placement.segments, {
+      const { created, identity } = await createVolumeDir(base, placement.segments, {
         ...this.opts.fs,
         mode: params.mode,
         uid: params.uid,
         gid: params.gid,
+        identity: placement.isNew,
       });
       if (config.scripts.setup !== undefined) {
         await this.runScript('setup', config, placement.path, bytes, signal).catch(async (e: unknown) => {
@@ -361,6 +362,8 @@ export class HostPathProvisioner implements Provisioner {
           throw e;
         });
       }
+      // What the disk says the directory is, from the walk that made it: its PV's event need not read it again.
+      if (identity) this.ledger.identify(pvName, placement.path, { chain: identity });
       return created;
     } catch (e) {
       if (placement.isNew) {

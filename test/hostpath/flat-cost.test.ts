@@ -40,15 +40,13 @@ const NAMESPACES = 7;
 const PROVISION_BUDGET: Record<string, number> = {
   'handle.chmod': 1,
   'handle.close': 4,
-  'handle.stat': 1,
+  'handle.stat': 3,
   lstat: 2,
   mkdir: 1,
   open: 5,
   opendir: 1,
   readFile: 1,
-  realpath: 1,
   rename: 1,
-  stat: 2,
   writeFile: 3,
 };
 

@@ -113,6 +113,17 @@ export interface CreateVolumeDirOptions extends FsOpsOptions {
   gid?: number;
   /** Mode of intermediate directories the walk creates. Default 0o755. */
   parentMode?: number;
+  /**
+   * Also return the directory's identity: the device and inode of it and of each level between the base and it
+   * (nearest first), read from the directories the walk holds open (one fstat each).
+   */
+  identity?: boolean;
+}
+
+/** A directory's device and inode and those of its levels below the base (nearest first), as `dev:ino` keys. */
+export interface DirIdentity {
+  self: string;
+  ancestors: string[];
 }
 
 /**
@@ -124,10 +135,10 @@ export async function createVolumeDir(
   basePath: string,
   segments: string[],
   opts: CreateVolumeDirOptions = {},
-): Promise<{ created: boolean }> {
-  const { dir, created } = await createAndOpen(basePath, segments, opts);
+): Promise<{ created: boolean; identity?: DirIdentity }> {
+  const { dir, created, identity } = await createAndOpen(basePath, segments, opts);
   await dir.handle.close().catch(() => {});
-  return { created };
+  return identity ? { created, identity } : { created };
 }
 
 // createVolumeDir, leaving the last directory open for the caller (who closes it).
@@ -135,7 +146,7 @@ async function createAndOpen(
   basePath: string,
   segments: string[],
   opts: CreateVolumeDirOptions,
-): Promise<{ dir: Dir; created: boolean }> {
+): Promise<{ dir: Dir; created: boolean; identity?: DirIdentity }> {
   if (segments.length === 0) throw new UnsafePathError('is-base-path', basePath, 'a volume cannot be the base path');
   const created: Array<{ parent: Dir; name: string }> = [];
   const open: Dir[] = [];
@@ -168,8 +179,9 @@ async function createAndOpen(
         : handle.chown(opts.uid ?? -1, opts.gid ?? -1));
     }
     await dir.handle.chmod(opts.mode ?? 0o777);
+    const identity = opts.identity ? await identityOf(open.slice(1)) : undefined;
     open.pop();
-    return { dir, created: created.length > 0 };
+    return { dir, created: created.length > 0, identity };
   } catch (e) {
     // Undo in reverse; rmdir only removes empty directories, so nothing that gained content is lost.
     for (const c of created.reverse()) await c.parent.fs.rmdir(entry(c.parent, c.name)).catch(() => {});
@@ -177,6 +189,16 @@ async function createAndOpen(
   } finally {
     for (const d of open) await d.handle.close().catch(() => {});
   }
+}
+
+// The identity of the last of `levels` (the walk's open directories below the base, in walk order).
+async function identityOf(levels: Dir[]): Promise<DirIdentity> {
+  const keys: string[] = [];
+  for (const d of levels) {
+    const st = await d.handle.stat();
+    keys.push(`${st.dev}:${st.ino}`);
+  }
+  return { self: keys.pop()!, ancestors: keys.reverse() };
 }
 
 /** What withDir remembers per directory path: the device and inode the no-follow walk last reached there. */
