@@ -43,7 +43,7 @@ const PROVISION_BUDGET: Record<string, number> = {
   'handle.stat': 3,
   lstat: 2,
   mkdir: 1,
-  open: 5,
+  open: 4,
   opendir: 1,
   readFile: 1,
   rename: 1,

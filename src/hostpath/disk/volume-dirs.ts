@@ -155,7 +155,9 @@ async function createAndOpen(
   try {
     for (let i = 0; i < segments.length; i++) {
       const last = i === segments.length - 1;
-      let child = await openChild(dir, segments[i]);
+      // The volume directory itself is nearly always new: made first (mkdir never follows a symlink; EEXIST for
+      // anything there), then opened, so a new one costs no failed open. Parents nearly always exist: opened first.
+      let child = last ? undefined : await openChild(dir, segments[i]);
       if (!child) {
         try {
           // The volume starts private; owner and mode are set on the open handle before it is usable.
