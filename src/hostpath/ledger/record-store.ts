@@ -136,7 +136,7 @@ export class VolumeRecordStore {
     return readPathClaim(base, rel, this.o.fs);
   }
 
-  /** Another volume's claim at, above or below `rel`, read now (at `rel` only unless `claimed`: claim() returned undefined). */
+  /** Another volume's claim at, above or below `rel`, read now; `claimed`: claim() just took `rel`, not read again. */
   conflict(base: string, rel: string, pvName: string, claimed = false): Promise<PathClaim | undefined> {
     return findConflictingClaim(base, rel, pvName, this.o.fs, claimed);
   }
