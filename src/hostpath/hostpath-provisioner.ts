@@ -156,6 +156,7 @@ export class HostPathProvisioner implements Provisioner {
     this.placer = new VolumePlacer({
       ledger: this.ledger,
       freeSpace: opts.freeSpace,
+      now: () => this.clock.now(),
       reachableIndexes: (scope) => this.reachableIndexes(scope),
     });
     this.identities = new DirectoryIdentities(hostFsOf(opts.fs));
@@ -254,7 +255,7 @@ export class HostPathProvisioner implements Provisioner {
           value: await nodeAffinityValue(o, params.nodeAffinityKey, node!, this.opts.getNode, signal),
         });
     await this.sources.ensure(signal);
-    const freeCapacity = await this.placer.freeCapacities(config, className, scope);
+    const freeCapacity = await this.placer.freeCapacities(config, className, scope, bytes);
 
     // From here to reserve(): no await, so concurrent provisions cannot both take the last free bytes.
     const placement = this.placer.place(o, plan, config, freeCapacity);
@@ -340,17 +341,18 @@ export class HostPathProvisioner implements Provisioner {
         throw new Error(
           `the directory ${placement.path} is the directory of volume ${held.pvName} (its claim is on disk); retrying later`,
         );
-      const other = placement.isNew ? await this.records.conflict(base, relativePath, pvName) : undefined;
+      const other = placement.isNew ? await this.records.conflict(base, relativePath, pvName, true) : undefined;
       if (other) {
         throw new Error(
           `the directory ${placement.path} overlaps the directory ${base}/${other.relativePath} of volume ${other.pvName} (its claim is on disk); retrying later`,
         );
       }
-      const { created } = await createVolumeDir(base, placement.segments, {
+      const { created, identity } = await createVolumeDir(base, placement.segments, {
         ...this.opts.fs,
         mode: params.mode,
         uid: params.uid,
         gid: params.gid,
+        identity: placement.isNew,
       });
       if (config.scripts.setup !== undefined) {
         await this.runScript('setup', config, placement.path, bytes, signal).catch(async (e: unknown) => {
@@ -360,6 +362,8 @@ export class HostPathProvisioner implements Provisioner {
           throw e;
         });
       }
+      // What the disk says the directory is, from the walk that made it: its PV's event need not read it again.
+      if (identity) this.ledger.identify(pvName, placement.path, { chain: identity });
       return created;
     } catch (e) {
       if (placement.isNew) {
@@ -478,6 +482,14 @@ export class HostPathProvisioner implements Provisioner {
    */
   rebuildFromVolumes(volumes: Iterable<PersistentVolume>): void {
     this.live.replaceAll(volumes);
+  }
+
+  /**
+   * Resolves when the identity reads scheduled so far by PV events (a new volume's directory, read once) are done:
+   * what a test waits for to count an operation's filesystem calls whole.
+   */
+  settled(): Promise<void> {
+    return this.live.settled();
   }
 
   /** Allocated bytes and capacity per base path (for metrics). */

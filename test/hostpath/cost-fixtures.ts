@@ -8,10 +8,12 @@ import type { PersistentVolume } from '../../src/types/k8s.ts';
 /** A HostFs over the real filesystem that counts calls by name (`handle.<method>` for FileHandle calls). */
 export class CountingFs {
   readonly counts = new Map<string, number>();
+  /** Every call in order, as `name path` (handle calls without a path): what a cost test prints to explain itself. */
+  readonly trace: string[] = [];
   readonly fs: HostFs;
 
   constructor(inner: HostFs = nodeHostFs) {
-    const count = (name: string) => this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
+    const count = (name: string, where?: unknown) => this.count(name, where);
     const wrapHandle = (h: FileHandle): FileHandle =>
       new Proxy(h, {
         get(target, prop, receiver) {
@@ -26,12 +28,18 @@ export class CountingFs {
     const fs = {} as Record<string, unknown>;
     for (const [name, fn] of Object.entries(inner) as Array<[string, (...a: unknown[]) => Promise<unknown>]>) {
       fs[name] = async (...args: unknown[]) => {
-        count(name);
+        count(name, args[0]);
         const r = await fn(...args);
         return name === 'open' ? wrapHandle(r as FileHandle) : r;
       };
     }
     this.fs = fs as unknown as HostFs;
+  }
+
+  /** Counts one call (what the facade does for each of its own; a test adds calls made outside it, e.g. statfs). */
+  count(name: string, where?: unknown): void {
+    this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
+    this.trace.push(typeof where === 'string' ? `${name} ${where}` : name);
   }
 
   /** Counts so far, as a sorted plain object. */

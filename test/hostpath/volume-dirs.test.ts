@@ -12,6 +12,8 @@ import {
   BasePathError,
 } from '../../src/hostpath/disk/volume-dirs.ts';
 import { directoryUsage } from '../../src/hostpath/usage/directory-usage.ts';
+import { DirectoryIdentities } from '../../src/hostpath/ledger/directory-identity.ts';
+import { nodeHostFs } from '../../src/hostpath/disk/host-fs.ts';
 import { UnsafePathError } from '../../src/hostpath/paths/path-safety.ts';
 
 let tmp: string;
@@ -266,4 +268,14 @@ test('usage sums allocated and apparent bytes without following symlinks, bounde
   const bounded = await directoryUsage(vol, { maxEntries: 2 });
   assert.equal(bounded.complete, false);
   assert.equal(bounded.entries, 2);
+});
+
+test("createVolumeDir's identity is what the disk says the directory is, as a live PV's would be read", async () => {
+  const base = await fsp.realpath(root);
+  const { identity } = await createVolumeDir(base, ['ids', 'team', 'vol'], { identity: true });
+  const read = await new DirectoryIdentities(nodeHostFs).ofVolume(path.join(base, 'ids/team/vol'), [base]);
+  assert.ok(identity && read);
+  assert.equal(read.alias, undefined);
+  assert.deepEqual(identity, read.chain, 'the same device and inode, nearest ancestor first');
+  assert.deepEqual((await createVolumeDir(base, ['ids', 'plain'])).identity, undefined, 'only when asked');
 });

@@ -113,6 +113,17 @@ export interface CreateVolumeDirOptions extends FsOpsOptions {
   gid?: number;
   /** Mode of intermediate directories the walk creates. Default 0o755. */
   parentMode?: number;
+  /**
+   * Also return the directory's identity: the device and inode of it and of each level between the base and it
+   * (nearest first), read from the directories the walk holds open (one fstat each).
+   */
+  identity?: boolean;
+}
+
+/** A directory's device and inode and those of its levels below the base (nearest first), as `dev:ino` keys. */
+export interface DirIdentity {
+  self: string;
+  ancestors: string[];
 }
 
 /**
@@ -124,7 +135,18 @@ export async function createVolumeDir(
   basePath: string,
   segments: string[],
   opts: CreateVolumeDirOptions = {},
-): Promise<{ created: boolean }> {
+): Promise<{ created: boolean; identity?: DirIdentity }> {
+  const { dir, created, identity } = await createAndOpen(basePath, segments, opts);
+  await dir.handle.close().catch(() => {});
+  return identity ? { created, identity } : { created };
+}
+
+// createVolumeDir, leaving the last directory open for the caller (who closes it).
+async function createAndOpen(
+  basePath: string,
+  segments: string[],
+  opts: CreateVolumeDirOptions,
+): Promise<{ dir: Dir; created: boolean; identity?: DirIdentity }> {
   if (segments.length === 0) throw new UnsafePathError('is-base-path', basePath, 'a volume cannot be the base path');
   const created: Array<{ parent: Dir; name: string }> = [];
   const open: Dir[] = [];
@@ -133,7 +155,9 @@ export async function createVolumeDir(
   try {
     for (let i = 0; i < segments.length; i++) {
       const last = i === segments.length - 1;
-      let child = await openChild(dir, segments[i]);
+      // The volume directory itself is nearly always new: made first (mkdir never follows a symlink; EEXIST for
+      // anything there), then opened, so a new one costs no failed open. Parents nearly always exist: opened first.
+      let child = last ? undefined : await openChild(dir, segments[i]);
       if (!child) {
         try {
           // The volume starts private; owner and mode are set on the open handle before it is usable.
@@ -157,13 +181,73 @@ export async function createVolumeDir(
         : handle.chown(opts.uid ?? -1, opts.gid ?? -1));
     }
     await dir.handle.chmod(opts.mode ?? 0o777);
-    return { created: created.length > 0 };
+    const identity = opts.identity ? await identityOf(open.slice(1)) : undefined;
+    open.pop();
+    return { dir, created: created.length > 0, identity };
   } catch (e) {
     // Undo in reverse; rmdir only removes empty directories, so nothing that gained content is lost.
     for (const c of created.reverse()) await c.parent.fs.rmdir(entry(c.parent, c.name)).catch(() => {});
     throw e;
   } finally {
     for (const d of open) await d.handle.close().catch(() => {});
+  }
+}
+
+// The identity of the last of `levels` (the walk's open directories below the base, in walk order).
+async function identityOf(levels: Dir[]): Promise<DirIdentity> {
+  const keys: string[] = [];
+  for (const d of levels) {
+    const st = await d.handle.stat();
+    keys.push(`${st.dev}:${st.ino}`);
+  }
+  return { self: keys.pop()!, ancestors: keys.reverse() };
+}
+
+/** What withDir remembers per directory path: the device and inode the no-follow walk last reached there. */
+export type KnownDirs = Map<string, string>;
+
+/**
+ * Runs `fn` with `<basePath>/<segments...>` open (created as createVolumeDir creates it), `at(name)` naming an
+ * entry through the open directory (/proc/self/fd on Linux: a component swapped for a symlink afterwards changes
+ * nothing). With `known`, the walk is made once: while the whole path still leads to the directory it reached (one
+ * open, never following a symlink as its last component, and one fstat: the same device and inode), that
+ * directory is used; a path leading elsewhere (a component swapped for a symlink, a remount) or nowhere is walked
+ * again, which refuses what is unsafe and re-applies the mode. Without `known`, it walks every time.
+ */
+export async function withDir<T>(
+  basePath: string,
+  segments: string[],
+  opts: CreateVolumeDirOptions & { known?: KnownDirs },
+  fn: (at: (name: string) => string) => Promise<T>,
+): Promise<T> {
+  const fs = hostFsOf(opts);
+  const full = `${basePath}/${segments.join('/')}`;
+  const key = opts.known?.get(full);
+  let dir: Dir | undefined;
+  if (key !== undefined) {
+    const handle = await fs.open(full, DIR_FLAGS).catch(() => undefined);
+    const st = await handle?.stat().catch(() => undefined);
+    if (handle && st && `${st.dev}:${st.ino}` === key) dir = { handle, path: full, procFd: useProcFd(opts), fs };
+    else {
+      await handle?.close().catch(() => {});
+      opts.known?.delete(full);
+    }
+  }
+  if (!dir) {
+    dir = (await createAndOpen(basePath, segments, opts)).dir;
+    if (opts.known) {
+      const st = await dir.handle.stat().catch(async (e: unknown) => {
+        await dir?.handle.close().catch(() => {});
+        throw e;
+      });
+      opts.known.set(full, `${st.dev}:${st.ino}`);
+    }
+  }
+  const open = dir;
+  try {
+    return await fn((name) => entry(open, name));
+  } finally {
+    await open.handle.close().catch(() => {});
   }
 }
 

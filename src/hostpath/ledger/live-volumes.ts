@@ -3,7 +3,8 @@
 // canonical form (volume-source.ts); a directory strictly under a configured root is an allocation there; a source
 // that cannot be mapped to exactly one directory blocks the roots it could reach; and, once per path, the disk is
 // asked where the path really leads and which device and inode it is (directory-identity.ts), so a symlinked or
-// bind-mounted spelling blocks the same directory. Where freshness matters (the leaf proof of a delete), one GET of
+// bind-mounted spelling blocks the same directory (for a volume this process created, the walk that created it
+// has already told the index: no read). Where freshness matters (the leaf proof of a delete), one GET of
 // the volume gives a resourceVersion the index waits to have seen: every PV that changed before the volume's last
 // change is then in the index (docs/architecture.md, "Live volumes").
 import type { PersistentVolume } from '../../types/k8s.ts';
@@ -248,6 +249,9 @@ export class LiveVolumes {
     }
     this.tracked.set(name, t);
     if (!this.ctx.reachable(t.scope)) return;
+    // A volume this process has just created: its identity came from the walk that created it (no symlink below
+    // the root, the directories it held open), and stays in the index until the volume is released.
+    if (!old && !t.outside && this.ctx.ledger.paths(t.scope).hasInodes(name, t.path)) return;
     let done!: () => void;
     const finished = new Promise<void>((resolve) => (done = resolve));
     this.pending.add(finished);

@@ -6,7 +6,7 @@
 // claims of this one path, its ancestors and what is below it. The memory index (name -> base path, creation time,
 // a few dozen bytes) serves the leak inventory and name-only deletes; this process keeps it current on every write.
 import type { Logger } from '../../types/logger.ts';
-import type { FsOpsOptions } from '../disk/volume-dirs.ts';
+import type { FsOpsOptions, KnownDirs } from '../disk/volume-dirs.ts';
 import { hostFsOf } from '../disk/host-fs.ts';
 import type { VolumeLedger } from './volume-ledger.ts';
 import { checkRelativeVolumePath } from '../paths/path-safety.ts';
@@ -41,6 +41,8 @@ interface Known {
 export class VolumeRecordStore {
   private readonly loads = new Map<string, Promise<void>>();
   private readonly known = new Map<string, Known>();
+  /** The records directories reached so far (device and inode): a record write opens one, not walks to it. */
+  private readonly dirs: KnownDirs = new Map();
 
   constructor(private readonly o: { ledger: VolumeLedger; logger: Logger; fs?: FsOpsOptions }) {}
 
@@ -120,7 +122,7 @@ export class VolumeRecordStore {
 
   /** Writes the record of a volume (a new one, or a changed size: callers keep every other field). */
   async write(base: string, r: VolumeRecord): Promise<void> {
-    await writeVolumeRecord(base, r, this.o.fs);
+    await writeVolumeRecord(base, r, this.o.fs, this.dirs);
     this.remember(base, r);
   }
 
@@ -134,9 +136,9 @@ export class VolumeRecordStore {
     return readPathClaim(base, rel, this.o.fs);
   }
 
-  /** Another volume's claim at, above or below `rel`, read now. */
-  conflict(base: string, rel: string, pvName: string): Promise<PathClaim | undefined> {
-    return findConflictingClaim(base, rel, pvName, this.o.fs);
+  /** Another volume's claim at, above or below `rel`, read now; `claimed`: claim() just took `rel`, not read again. */
+  conflict(base: string, rel: string, pvName: string, claimed = false): Promise<PathClaim | undefined> {
+    return findConflictingClaim(base, rel, pvName, this.o.fs, claimed);
   }
 
   /** Removes the record of a volume and releases its directory's claim (when it holds it). */

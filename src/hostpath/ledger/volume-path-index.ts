@@ -179,6 +179,11 @@ export class VolumePathIndex {
     return out;
   }
 
+  /** Whether the inode chain of a volume's directory is known, read from `source`. */
+  hasInodes(pvName: string, source: string): boolean {
+    return this.inodesOf.get(pvName)?.source === source;
+  }
+
   /** Forgets what the disk said about a volume's directory (it was read again and is not what it was). */
   clearInodes(pvName: string): void {
     const chain = this.inodesOf.get(pvName);

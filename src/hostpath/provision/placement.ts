@@ -15,7 +15,7 @@ import {
 import { checkExistingVolumePath, resolveVolumePath, UnsafePathError } from '../paths/path-safety.ts';
 import type { VolumePathIndex } from '../ledger/volume-path-index.ts';
 import { SHARED_SCOPE, type VolumeLedger } from '../ledger/volume-ledger.ts';
-import { freeSpaceCapacities, withCapacity } from './free-space.ts';
+import { FreeSpaceReadings, withCapacity } from './free-space.ts';
 import { formatBytes } from '../../types/quantity.ts';
 import { StorageClassParameterError } from '../config/class-parameters.ts';
 import { PathTemplateError } from '../paths/path-template.ts';
@@ -51,6 +51,8 @@ export interface PlacementContext {
   ledger: VolumeLedger;
   /** A path's filesystem free space (the freeSpace option); undefined: paths without capacity are unlimited. */
   freeSpace?: (basePath: string) => Promise<bigint>;
+  /** Now, in ms (how old a free-space reading is). */
+  now(): number;
   /** Every live-volume index a directory in `scope` can collide with. */
   reachableIndexes(scope: string): VolumePathIndex[];
 }
@@ -61,21 +63,29 @@ const MAX_REMEMBERED_REFUSALS = 10_000;
 export class VolumePlacer {
   /** Volume name -> nodes that refused it for lack of space. */
   private readonly capacityRefusals = new Map<string, Set<string>>();
+  private readonly readings?: FreeSpaceReadings;
 
-  constructor(private readonly ctx: PlacementContext) {}
+  constructor(private readonly ctx: PlacementContext) {
+    if (ctx.freeSpace) this.readings = new FreeSpaceReadings(ctx.freeSpace, () => ctx.now());
+  }
 
   /** After a configuration reload: nodes that refused a claim for space may have paths or room now. */
   forgetRefusals(): void {
     this.capacityRefusals.clear();
+    this.readings?.forget();
   }
 
-  /** With the freeSpace option: the capacity of each path of the class that configures none. */
-  async freeCapacities(config: HostPathConfig, className: string, scope: string): Promise<Map<string, bigint>> {
+  /** With the freeSpace option: the capacity of each path of the class that configures none, for a claim of `bytes`. */
+  async freeCapacities(
+    config: HostPathConfig,
+    className: string,
+    scope: string,
+    bytes: bigint,
+  ): Promise<Map<string, bigint>> {
     const set = pathSetForClass(config, className);
-    const free = this.ctx.freeSpace;
-    if (!free || !set) return new Map();
+    if (!this.readings || !set) return new Map();
     const paths = set.sharedFileSystemPath ? [set.sharedFileSystemPath] : set.nodePathMap.flatMap((n) => n.paths);
-    return freeSpaceCapacities(paths, (p) => this.ctx.ledger.allocated(scope, p), free);
+    return this.readings.capacities(scope, paths, (p) => this.ctx.ledger.allocated(scope, p), bytes);
   }
 
   /** Picks the base path and directory (no await: the caller reserves right after). */

@@ -102,14 +102,17 @@ async function writeMarker(fs: HostFs, base: string, ancestor: string, claim: Pa
 /**
  * Another volume's claim at `rel`, on one of its ancestors, or below it (read now: another instance may have just
  * written it), or undefined. Bounded: one read per ancestor, one directory open, and the first live marker below.
+ * `claimed`: the caller holds the claim of `rel` (claimPath just returned undefined), which is then not read again:
+ * a claim is removed only by its holder, or by a claimant finding it unreadable, so it is still the caller's.
  */
 export async function findConflictingClaim(
   base: string,
   rel: string,
   pvName: string,
   fsOpts?: FsOpsOptions,
+  claimed = false,
 ): Promise<PathClaim | undefined> {
-  const own = await readPathClaim(base, rel, fsOpts);
+  const own = claimed ? undefined : await readPathClaim(base, rel, fsOpts);
   if (own && own.pvName !== pvName) return own;
   for (const a of relativeAncestorsOf(rel)) {
     const c = await readPathClaim(base, a, fsOpts);

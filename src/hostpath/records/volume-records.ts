@@ -9,7 +9,7 @@
 // name, so a real PV named `<hex>` gets a `<hex>.json` of its own without clobbering the long-named PV's record.
 // `.kube-provisioner` is a reserved name no pattern can produce. Path-keyed claims beside them are path-claims.ts's.
 import { createHash, randomBytes } from 'node:crypto';
-import { createVolumeDir, type FsOpsOptions } from '../disk/volume-dirs.ts';
+import { withDir, type FsOpsOptions, type KnownDirs } from '../disk/volume-dirs.ts';
 import { errnoCode, hostFsOf } from '../disk/host-fs.ts';
 
 /** Where under a base path the provisioner keeps its per-volume records. */
@@ -47,24 +47,33 @@ export function recordFileName(pvName: string): string {
 // What older versions named a long PV's record: the bare hash, which a PV named like that hash shared.
 const legacyFileName = (pvName: string) => (pvName.length <= MAX_PLAIN_NAME ? undefined : `${sha256(pvName)}.json`);
 
-/** Writes (atomically: a temporary file renamed over the record) the record of a volume. */
-export async function writeVolumeRecord(basePath: string, record: VolumeRecord, fsOpts?: FsOpsOptions): Promise<void> {
+/**
+ * Writes (atomically: a temporary file renamed over the record) the record of a volume, through the records
+ * directory held open. `known`: where the records directories reached before are remembered (withDir).
+ */
+export async function writeVolumeRecord(
+  basePath: string,
+  record: VolumeRecord,
+  fsOpts?: FsOpsOptions,
+  known?: KnownDirs,
+): Promise<void> {
   const fs = hostFsOf(fsOpts);
-  const dir = recordsDir(basePath);
-  const target = `${dir}/${recordFileName(record.pvName)}`;
-  const tmp = `${dir}/.tmp-${randomBytes(6).toString('hex')}`;
-  // Every time, not only for the first record: the walk refuses a base path that is missing, a file or a symlink
-  // (BasePathError, a clear message) and a records directory swapped for a symlink, before anything is written.
-  await createVolumeDir(basePath, RECORDS_SEGMENTS, { ...fsOpts, mode: 0o700, parentMode: 0o700 });
-  const hex = hashOfLegacyName(record.pvName);
-  if (hex !== undefined) await moveLegacyRecord(basePath, hex, fsOpts);
-  await fs.writeFile(tmp, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
-  try {
-    await fs.rename(tmp, target);
-  } catch (e) {
-    await fs.rm(tmp, { force: true });
-    throw e;
-  }
+  const tmp = `.tmp-${randomBytes(6).toString('hex')}`;
+  // The walk refuses a base path that is missing, a file or a symlink (BasePathError, a clear message) and a records
+  // directory swapped for a symlink, before anything is written; after it, while the path still leads to the
+  // directory it reached (same device and inode), one open and one fstat stand for it (withDir).
+  const opts = { ...fsOpts, mode: 0o700, parentMode: 0o700, known };
+  await withDir(basePath, RECORDS_SEGMENTS, opts, async (at) => {
+    const hex = hashOfLegacyName(record.pvName);
+    if (hex !== undefined) await moveLegacyRecord(basePath, hex, fsOpts);
+    await fs.writeFile(at(tmp), JSON.stringify(record), { mode: 0o600, flag: 'wx' });
+    try {
+      await fs.rename(at(tmp), at(recordFileName(record.pvName)));
+    } catch (e) {
+      await fs.rm(at(tmp), { force: true });
+      throw e;
+    }
+  });
 }
 
 // The `<hex>.json` a write may meet: its own older file (a long name) or the older file of the long name whose
