@@ -1,7 +1,9 @@
 // SQLite persistence for the cluster store (better-sqlite3 or node:sqlite, see sqlite.ts): one row per live object plus the last
 // resourceVersion handed out, so a restarted cluster has every object and its resourceVersions keep growing.
-// WAL + synchronous=NORMAL: each write is one small transaction (one statement for creates and updates) that
-// survives a process crash. The database holds every Secret: its files are 0600 (tightened at every start,
+// WAL + synchronous=NORMAL: the writes of one event loop turn are one transaction (group commit, see store.ts:
+// a commit costs more than the statements it holds, about 150 us against 30 us per put), committed at the end of
+// the turn and before any of them is answered; it survives a process crash. KUBE_PROVISIONER_GROUP_COMMIT=0 makes
+// each write its own transaction again (for side-by-side measurements). The database holds every Secret: its files are 0600 (tightened at every start,
 // also on files an older version created), and a row that cannot be read stops the start with an error that
 // says which file, which object and what to do.
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
@@ -96,7 +98,13 @@ export function openSqliteBackend(file: string): SqliteBackend {
   const all = db.prepare('SELECT resource, key, rv, json FROM objects');
   // The last resourceVersion is max(meta value, newest object rv): writes of live objects need one statement,
   // only deletions (which leave no row behind) record their revision in `meta`.
+  let inTransaction = false;
   const del = (resource: string, key: string, rv: number) => {
+    if (inTransaction) {
+      remove.run(resource, key);
+      setRv.run(String(rv));
+      return;
+    }
     db.exec('BEGIN');
     try {
       remove.run(resource, key);
@@ -128,6 +136,26 @@ export function openSqliteBackend(file: string): SqliteBackend {
     remove(resource, key, rv) {
       del(resource, key, rv);
     },
+    ...(process.env.KUBE_PROVISIONER_GROUP_COMMIT === '0'
+      ? {}
+      : {
+          begin() {
+            db.exec('BEGIN');
+            inTransaction = true;
+          },
+          commit() {
+            db.exec('COMMIT');
+            inTransaction = false;
+          },
+          rollback() {
+            inTransaction = false;
+            try {
+              db.exec('ROLLBACK');
+            } catch {
+              // no transaction left: SQLite rolled it back itself (a full disk, an I/O error)
+            }
+          },
+        }),
     close() {
       if (closed) return;
       closed = true;
