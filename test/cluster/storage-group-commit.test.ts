@@ -135,6 +135,26 @@ describe('group commit', () => {
     assert.deepEqual(rowsOnDisk(dir), ['c0', 'c2', 'c3', 'c4']);
   });
 
+  it('gives a watch resumed while writes are pending every event after its resourceVersion, once', async () => {
+    const { backend, store } = await sqliteStore();
+    try {
+      store.createEntry('configmaps', cm('before'));
+      await new Promise((r) => setImmediate(r));
+      const from = String(store.resourceVersion);
+      const commits = backend.transactions;
+      store.createEntry('configmaps', cm('pending'));
+      const seen: string[] = [];
+      const stop = store.watch('configmaps', { resourceVersion: from }, (ev) => seen.push(ev.object.metadata.name!));
+      store.createEntry('configmaps', cm('later'));
+      await new Promise((r) => setImmediate(r));
+      assert.equal(backend.transactions - commits, 1, 'one transaction');
+      assert.deepEqual(seen, ['pending', 'later'], 'the pending write is neither lost nor delivered twice');
+      stop();
+    } finally {
+      store.close();
+    }
+  });
+
   describe('over HTTPS', () => {
     let server: ApiServer | undefined;
     let store: ClusterStore;

@@ -415,11 +415,10 @@ export class Storage<K extends StoredKind = StoredKind> {
     );
   }
 
-  /** A committed group: its events go to the watch history and the watchers, in commit order; then its answers. */
+  /** A committed group: its events go to the watchers, in commit order; then its answers. */
   private publishGroup(g: CommitGroup<K>): void {
     if (this.group === g) this.group = undefined;
     for (const w of g.writes) {
-      w.table.ring.push(w.ev);
       this.dispatch(w.table, w.ev);
       w.prev?.release();
       w.ev.entry.release();
@@ -428,15 +427,17 @@ export class Storage<K extends StoredKind = StoredKind> {
   }
 
   /**
-   * A group whose transaction failed: rolled back, and its writes undone in the tables, newest first, so the store
-   * holds what the database holds. Nobody was told of them: no watcher got their events, no client an answer.
-   * The resourceVersions they took stay used (a gap, as etcd leaves one): a watch started meanwhile skips them.
+   * A group whose transaction failed: rolled back, and its writes undone in the tables and the watch history,
+   * newest first, so the store holds what the database holds. No client got an answer, no watcher their events
+   * (except a read in the same turn: a list or a watch resumed then saw them). The resourceVersions they took stay
+   * used (a gap, as etcd leaves one): a watch started meanwhile would skip them.
    */
   private failGroup(g: CommitGroup<K>, err: unknown): void {
     if (this.group === g) this.group = undefined;
     this.backend!.rollback!();
     for (let i = g.writes.length - 1; i >= 0; i--) {
       const { table, ev, prev } = g.writes[i];
+      table.ring.dropNewest(ev);
       table.sortedKeys = undefined;
       if (prev) {
         table.items.set(ev.key, prev);
@@ -503,14 +504,15 @@ export class Storage<K extends StoredKind = StoredKind> {
     }
     // DELETED keeps the state before deletion too: list snapshots rebuild older states from it.
     const ev = new StoreEvent(type, key, obj.metadata.namespace, entry, type === 'ADDED' ? undefined : prev);
+    // In the watch history at once, like the table: list snapshots and watch resumes are rebuilt from both.
+    table.ring.push(ev);
     if (group) {
-      // Published when the transaction commits; the tables already hold it, so later writes build on it.
+      // Told to watchers when the transaction commits; the table already holds it, so later writes build on it.
       group.writes.push({ table, ev, prev });
       if (group.writes.length >= MAX_GROUP_COMMIT_WRITES) this.commitGroup();
       if (group.failed) throw group.failed;
       return entry;
     }
-    table.ring.push(ev);
     this.dispatch(table, ev);
     // Every version keeps only its JSON once delivered, current or not (parsed again when asked for). The caller's
     // answer is the entry's JSON; the object passed in stays the caller's.
