@@ -3,7 +3,7 @@
 // WAL + synchronous=NORMAL: the writes of one event loop turn are one transaction (group commit, see store.ts:
 // a commit costs more than the statements it holds, about 150 us against 30 us per put), committed at the end of
 // the turn and before any of them is answered; it survives a process crash. KUBE_PROVISIONER_GROUP_COMMIT=0 makes
-// each write its own transaction again (for side-by-side measurements). The database holds every Secret: its files are 0600 (tightened at every start,
+// each write its own transaction again, =N keeps a transaction open for N loop turns (side-by-side measurements). The database holds every Secret: its files are 0600 (tightened at every start,
 // also on files an older version created), and a row that cannot be read stops the start with an error that
 // says which file, which object and what to do.
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
@@ -99,6 +99,8 @@ export function openSqliteBackend(file: string): SqliteBackend {
   // The last resourceVersion is max(meta value, newest object rv): writes of live objects need one statement,
   // only deletions (which leave no row behind) record their revision in `meta`.
   let inTransaction = false;
+  const turnsSetting = Number(process.env.KUBE_PROVISIONER_GROUP_COMMIT ?? 1);
+  const groupTurns = Number.isInteger(turnsSetting) && turnsSetting >= 0 ? turnsSetting : 1;
   const del = (resource: string, key: string, rv: number) => {
     if (inTransaction) {
       remove.run(resource, key);
@@ -136,9 +138,10 @@ export function openSqliteBackend(file: string): SqliteBackend {
     remove(resource, key, rv) {
       del(resource, key, rv);
     },
-    ...(process.env.KUBE_PROVISIONER_GROUP_COMMIT === '0'
+    ...(groupTurns === 0
       ? {}
       : {
+          groupTurns,
           begin() {
             db.exec('BEGIN');
             inTransaction = true;

@@ -33,6 +33,8 @@ export interface StoreBackend {
   commit?(): void | Promise<void>;
   /** Abandons the open transaction (never throws: also called when the database already rolled it back). */
   rollback?(): void;
+  /** Event loop turns a transaction stays open for more writes to join it (default 1: the turn it was opened in). */
+  readonly groupTurns?: number;
   close(): void;
 }
 
@@ -44,6 +46,8 @@ interface CommitGroup<K extends StoredKind> {
   readonly writes: Array<{ table: ResourceTable<K>; ev: StoreEvent; prev: StoredEntry | undefined }>;
   /** Set while an asynchronous commit runs. */
   committing: boolean;
+  /** Loop turns the transaction has been open (see StoreBackend.groupTurns). */
+  turns: number;
   /** Why the transaction failed, once it has. */
   failed: ClusterApiError | undefined;
   /** Created when someone waits for the commit (durable()). */
@@ -156,8 +160,13 @@ export class Storage<K extends StoredKind = StoredKind> {
   private readonly deliverAll = (): void => this.deliverPending();
   /** The open transaction of a grouping backend (see StoreBackend), until it commits. */
   private group: CommitGroup<K> | undefined;
-  /** commitGroup bound once. */
-  private readonly commitOpenGroup = (): void => this.commitGroup();
+  /** At the end of a loop turn: commits the open transaction once it has been open for groupTurns turns. */
+  private readonly commitOpenGroup = (): void => {
+    const g = this.group;
+    if (!g) return;
+    if (++g.turns < (this.backend?.groupTurns ?? 1)) setImmediate(this.commitOpenGroup);
+    else this.commitGroup();
+  };
   /** Resources whose objects expire (trackExpiry): when each version was last seen. */
   private readonly expiries = new Map<string, { lastSeen: (obj: KubeObject) => number; queue: ExpiryQueue }>();
 
@@ -391,7 +400,7 @@ export class Storage<K extends StoredKind = StoredKind> {
   private openGroup(backend: StoreBackend): CommitGroup<K> {
     if (this.group) return this.group;
     backend.begin!();
-    this.group = { writes: [], committing: false, failed: undefined, done: undefined };
+    this.group = { writes: [], committing: false, turns: 0, failed: undefined, done: undefined };
     setImmediate(this.commitOpenGroup);
     return this.group;
   }
