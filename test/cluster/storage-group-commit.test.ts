@@ -31,6 +31,16 @@ class WrappedBackend implements StoreBackend {
   commitAsked: PromiseWithResolversLike = resolvers();
   failNext = false;
   constructor(private readonly real: StoreBackend) {}
+  /** Holds the next commits until the returned function is called. */
+  holdCommits(): () => void {
+    const gate = resolvers();
+    this.hold = gate.promise;
+    this.commitAsked = resolvers();
+    return () => {
+      this.hold = undefined;
+      gate.resolve();
+    };
+  }
   load() {
     return this.real.load();
   }
@@ -180,9 +190,7 @@ describe('group commit', () => {
     it('answers a write only after the transaction holding it has committed', async () => {
       await start();
       try {
-        const gate = resolvers();
-        backend.hold = gate.promise;
-        backend.commitAsked = resolvers();
+        const release = backend.holdCommits();
         let answered = false;
         const created = create('held').then((r) => ((answered = true), r));
         await Promise.race([backend.commitAsked.promise, created]);
@@ -190,8 +198,7 @@ describe('group commit', () => {
         // here by now.
         for (let i = 0; i < 3; i++) assert.equal((await raw(client, 'GET', '/api/v1/namespaces/default')).status, 200);
         assert.equal(answered, false, 'the create is not answered while its commit is held');
-        backend.hold = undefined;
-        gate.resolve();
+        release();
         const r = await created;
         assert.equal(r.status, 201, r.text);
         assert.deepEqual(rowsOnDisk(dir), ['held']);
@@ -203,9 +210,8 @@ describe('group commit', () => {
     it('answers 500 to every write of a failed commit and keeps none of them', async () => {
       await start();
       try {
-        const gate = resolvers();
-        backend.hold = gate.promise;
-        backend.commitAsked = resolvers();
+        const from = String(store.resourceVersion);
+        const release = backend.holdCommits();
         const first = create('lost-1');
         await Promise.race([backend.commitAsked.promise, first]);
         // While the commit is held, a second create joins its transaction: both fail with it.
@@ -214,8 +220,7 @@ describe('group commit', () => {
           await raw(client, 'GET', '/api/v1/namespaces/default');
         assert.ok(store.getEntry('configmaps', 'default', 'lost-2'), 'the second create joined the open transaction');
         backend.failNext = true;
-        backend.hold = undefined;
-        gate.resolve();
+        release();
         for (const r of [await first, await second]) {
           assert.equal(r.status, 500, r.text);
           assert.match(r.json<{ message: string }>().message, /storage: disk I\/O error \(injected\)/);
@@ -228,6 +233,9 @@ describe('group commit', () => {
         // The next write commits normally.
         assert.equal((await create('after')).status, 201);
         assert.deepEqual(rowsOnDisk(dir), ['after'], 'the database holds neither failed write');
+        const replayed: string[] = [];
+        store.watch('configmaps', { resourceVersion: from }, (ev) => replayed.push(ev.object.metadata.name!))();
+        assert.deepEqual(replayed, ['after'], 'nor does the watch history');
       } finally {
         await stop();
       }
