@@ -22,7 +22,10 @@ after(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-/** The real SQLite backend, counting transactions; a commit can be held (`hold`) or made to fail (`failNext`). */
+/**
+ * The real SQLite backend, counting transactions; a commit can be held (`hold`) or made to fail (`failNext`). It
+ * has no groupTurns: a transaction stays open for one loop turn.
+ */
 class WrappedBackend implements StoreBackend {
   transactions = 0;
   private open = false;
