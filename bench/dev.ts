@@ -4,10 +4,13 @@
 // claims are Bound. Prints per batch claims/s and the ratio to the first batch, dev's CPU use (cores: CPU seconds
 // of the process, every thread, over wall seconds), its RSS (peak and at the end, all threads: one process), and
 // how long SIGINT takes to stop it. With `--cluster-thread worker,main` both process shapes run one after the
-// other in the same invocation, so their figures can be compared as ratios; `--baseline DIR` runs DIR's build
-// (DIR/bin/kube-provisioner.js, e.g. a copy of an older checkout's bin/ and dist/) before this one's, in each shape.
+// other in the same invocation, so their figures can be compared as ratios; `--baseline DIR[,DIR...]` runs each
+// DIR's build (DIR/bin/kube-provisioner.js, e.g. a `git worktree` of an older commit, built) before this one's, in
+// each shape, and `--variant-env NAME=VALUE` (repeatable) runs this checkout's build once more per flag with that
+// variable set. Each run prints CPU ms per claim (dev's CPU seconds, every thread, over the claims Bound).
 // Run: node --import tsx bench/dev.ts [--batches 1000,8000,1000] [--concurrency 64]
-//        [--cluster-thread worker,main] [--baseline DIR] [--cpu-prof DIR] [--heap-snapshot DIR] [--json FILE]
+//        [--cluster-thread worker,main] [--baseline DIR[,DIR]] [--variant-env NAME=VALUE]
+//        [--cpu-prof DIR] [--heap-snapshot DIR] [--json FILE]
 // --cpu-prof writes one .cpuprofile per thread of dev (main and cluster worker); --heap-snapshot writes one per
 // thread of dev (main, and the cluster worker's) when the last batch is Bound. At the end of each run a node
 // diagnostic report gives each thread's V8 heap, committed and used: what dev's RSS holds beyond live objects. Its
@@ -36,11 +39,24 @@ const shapes = (get('--cluster-thread') ?? 'worker').split(',') as ClusterThread
 const cpuProf = get('--cpu-prof');
 const heapSnapshot = get('--heap-snapshot');
 const jsonOut = get('--json');
-const baseline = get('--baseline');
-/** The builds to run: the baseline's (if any), then this checkout's. */
-const builds: Array<{ label: string; bin: string }> = [
-  ...(baseline ? [{ label: 'baseline', bin: join(resolve(baseline), 'bin', 'kube-provisioner.js') }] : []),
-  { label: baseline ? 'this checkout' : '', bin: join(ROOT, 'bin', 'kube-provisioner.js') },
+const baselines = (get('--baseline') ?? '').split(',').filter((d) => d !== '');
+const variantEnvs = argv.flatMap((a, i) => (a === '--variant-env' && argv[i + 1] ? [argv[i + 1]] : []));
+/** The builds to run: each baseline's, then this checkout's, then this checkout's again per --variant-env. */
+const builds: Array<{ label: string; bin: string; env?: Record<string, string> }> = [
+  ...baselines.map((dir) => ({ label: `baseline ${dir}`, bin: join(resolve(dir), 'bin', 'kube-provisioner.js') })),
+  {
+    label: baselines.length > 0 || variantEnvs.length > 0 ? 'this checkout' : '',
+    bin: join(ROOT, 'bin', 'kube-provisioner.js'),
+  },
+  ...variantEnvs.map((nv) => {
+    const eq = nv.indexOf('=');
+    if (eq <= 0) throw new Error(`--variant-env ${nv}: expected NAME=VALUE`);
+    return {
+      label: `this checkout ${nv}`,
+      bin: join(ROOT, 'bin', 'kube-provisioner.js'),
+      env: { [nv.slice(0, eq)]: nv.slice(eq + 1) },
+    };
+  }),
 ];
 
 /** CPU seconds (user + system, every thread) and RSS of one process, from /proc. */
@@ -61,6 +77,8 @@ interface BatchResult {
   p99Ms: number;
   /** dev's CPU seconds over wall seconds during the batch. */
   cores: number;
+  /** dev's CPU milliseconds (every thread) per claim Bound in the batch. */
+  cpuMsPerClaim: number;
 }
 
 interface ShapeResult {
@@ -98,7 +116,7 @@ function heapsOfReport(file: string): string {
   ].join('; ');
 }
 
-async function runShape(where: ClusterThread, build: { label: string; bin: string }): Promise<ShapeResult> {
+async function runShape(where: ClusterThread, build: (typeof builds)[number]): Promise<ShapeResult> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kp-bench-dev-'));
   const nodeArgs: string[] = [];
   if (cpuProf) nodeArgs.push('--cpu-prof', '--cpu-prof-dir', resolve(cpuProf, where));
@@ -115,7 +133,11 @@ async function runShape(where: ClusterThread, build: { label: string; bin: strin
     [...nodeArgs, build.bin, 'dev', '--port', '0', '--data-dir', dataDir, '--cluster-thread', where],
     {
       cwd: heapSnapshot ? resolve(heapSnapshot) : dataDir,
-      env: { ...process.env, NODE_OPTIONS: [process.env.NODE_OPTIONS ?? '', ...reportOptions].join(' ').trim() },
+      env: {
+        ...process.env,
+        ...build.env,
+        NODE_OPTIONS: [process.env.NODE_OPTIONS ?? '', ...reportOptions].join(' ').trim(),
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
@@ -160,11 +182,12 @@ async function runShape(where: ClusterThread, build: { label: string; bin: strin
         p50Ms: r.p50Ms,
         p99Ms: r.p99Ms,
         cores: (after.cpuS - before.cpuS) / wallS,
+        cpuMsPerClaim: ((after.cpuS - before.cpuS) * 1000) / Math.max(1, r.bound),
       };
       results.push(b);
       console.error(
         `[${where}${build.label ? ` ${build.label}` : ''}] batch ${results.length}: ${b.bound}/${count} Bound in ${b.seconds.toFixed(1)} s, ${b.claimsPerSecond.toFixed(0)} claims/s, ` +
-          `p50 ${Math.round(b.p50Ms)} ms, p99 ${Math.round(b.p99Ms)} ms, dev ${b.cores.toFixed(2)} cores, RSS ${after.rssMb.toFixed(0)} MB, loadavg ${loadavg()[0].toFixed(1)}`,
+          `p50 ${Math.round(b.p50Ms)} ms, p99 ${Math.round(b.p99Ms)} ms, dev ${b.cores.toFixed(2)} cores, ${b.cpuMsPerClaim.toFixed(1)} CPU ms/claim, RSS ${after.rssMb.toFixed(0)} MB, loadavg ${loadavg()[0].toFixed(1)}`,
       );
     }
   } finally {
@@ -229,27 +252,28 @@ async function runShape(where: ClusterThread, build: { label: string; bin: strin
 
 function table(rs: ShapeResult[]): string {
   const rows = [
-    '| dev cluster thread | batch | claims | Bound | s | claims/s | ratio to batch 1 | p50 ms | p99 ms | dev cores |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| dev cluster thread | batch | claims | Bound | s | claims/s | ratio to batch 1 | p50 ms | p99 ms | dev cores | CPU ms/claim |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rs) {
     r.batches.forEach((b, i) => {
       rows.push(
         `| ${r.clusterThread}${r.build ? ` (${r.build})` : ''} | ${i + 1} | ${b.claims} | ${b.bound} | ${b.seconds.toFixed(1)} | ${b.claimsPerSecond.toFixed(0)} | ${(b.claimsPerSecond / r.batches[0].claimsPerSecond).toFixed(2)} | ` +
-          `${Math.round(b.p50Ms)} | ${Math.round(b.p99Ms)} | ${b.cores.toFixed(2)} |`,
+          `${Math.round(b.p50Ms)} | ${Math.round(b.p99Ms)} | ${b.cores.toFixed(2)} | ${b.cpuMsPerClaim.toFixed(1)} |`,
       );
     });
   }
   rows.push(
     '',
-    '| dev cluster thread | claims/s overall | RSS MB idle / peak / end | ready ms | SIGINT to exit ms (code) |',
-    '|---|---:|---:|---:|---:|',
+    '| dev cluster thread | claims/s overall | CPU ms/claim overall | RSS MB idle / peak / end | ready ms | SIGINT to exit ms (code) |',
+    '|---|---:|---:|---:|---:|---:|',
   );
   for (const r of rs) {
     const claims = r.batches.reduce((s, b) => s + b.bound, 0);
     const seconds = r.batches.reduce((s, b) => s + b.seconds, 0);
+    const cpuMs = r.batches.reduce((s, b) => s + b.cpuMsPerClaim * b.bound, 0);
     rows.push(
-      `| ${r.clusterThread}${r.build ? ` (${r.build})` : ''} | ${(claims / seconds).toFixed(0)} | ${r.idleRssMb.toFixed(0)} / ${r.peakRssMb.toFixed(0)} / ${r.endRssMb.toFixed(0)} | ${Math.round(r.startupMs)} | ${Math.round(r.sigintExitMs)} (${r.exitCode}) |`,
+      `| ${r.clusterThread}${r.build ? ` (${r.build})` : ''} | ${(claims / seconds).toFixed(0)} | ${(cpuMs / Math.max(1, claims)).toFixed(1)} | ${r.idleRssMb.toFixed(0)} / ${r.peakRssMb.toFixed(0)} / ${r.endRssMb.toFixed(0)} | ${Math.round(r.startupMs)} | ${Math.round(r.sigintExitMs)} (${r.exitCode}) |`,
     );
   }
   rows.push('', 'V8 heaps at the end (node diagnostic report), MB:');

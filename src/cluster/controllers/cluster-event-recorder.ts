@@ -77,7 +77,8 @@ export class ClusterEventRecorder {
     if (known && previous) {
       try {
         previous.count++;
-        this.store.patch('events', previous.namespace, previous.name, 'merge', {
+        // The *Entry writes: no copy of the Event in or out (the public ones clone the input and parse the answer).
+        this.store.patchEntry('events', previous.namespace, previous.name, 'merge', {
           count: previous.count,
           lastTimestamp: now,
         });
@@ -113,7 +114,7 @@ export class ClusterEventRecorder {
       reportingInstance: '',
     };
     try {
-      this.store.create('events', event);
+      this.store.createEntry('events', event); // the Event is built here: the store may own it
       const list = known ?? [];
       list.push({ detail, namespace, name, count: 1 });
       this.touch(key, list);

@@ -391,6 +391,8 @@ export async function handleCreate(s: RequestScope): Promise<void> {
   const entry = large
     ? await s.store.createEntryAfterTurn(storageResource(rt), obj, opts, () => largeBodyTurn(s))
     : s.store.createEntry(storageResource(rt), obj, opts);
+  // Answered only once the transaction holding the write has committed (store.ts durable()).
+  await s.store.durable();
   sendObject(s, 201, entry);
 }
 
@@ -408,6 +410,7 @@ export async function handleUpdate(s: RequestScope): Promise<void> {
     user: s.client,
     dryRun,
   });
+  await s.store.durable();
   sendObject(s, created ? 201 : 200, entry);
 }
 
@@ -459,6 +462,7 @@ export async function handlePatch(s: RequestScope): Promise<void> {
   const entry = large
     ? await s.store.patchEntryAfterTurn(resource, namespace, name!, type, patch, opts, () => largeBodyTurn(s))
     : s.store.patchEntry(resource, namespace, name!, type, patch, opts);
+  await s.store.durable();
   sendObject(s, 200, entry);
 }
 
@@ -535,6 +539,7 @@ export async function handleDelete(s: RequestScope): Promise<void> {
     user: s.client,
     dryRun,
   });
+  await s.store.durable();
   if (deleted && !rt.returnDeletedObject) {
     const details: Record<string, string> = { name: name! };
     if (rt.group) details.group = rt.group;
@@ -579,5 +584,6 @@ export async function handleDeleteCollection(s: RequestScope): Promise<void> {
       if (!(err instanceof ClusterApiError && err.code === 404)) throw err;
     }
   }
+  await s.store.durable();
   sendBytes(s.res, 200, listBody(rt, `"resourceVersion":"${s.store.resourceVersion}"`, items));
 }

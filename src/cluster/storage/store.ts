@@ -14,13 +14,57 @@ import { StoredEntry } from './stored-entry.ts';
 import { EventRing, filterEvent, StoreEvent, type FilteredEvent } from './watch-cache.ts';
 import { DEFAULT_OBJECT_LIMITS, serializeForCommit, type ObjectLimits } from './write-limits.ts';
 
-/** Where a persistent store keeps its objects (see persistence.ts); every call is synchronous. */
+/**
+ * Where a persistent store keeps its objects (see persistence.ts); every call but `commit` is synchronous. A
+ * backend with begin/commit/rollback groups writes: the store opens a transaction at the first write of an event
+ * loop turn, and commits it at the end of the turn (group commit). Without them each put/remove is its own commit.
+ */
 export interface StoreBackend {
   /** Everything persisted: the last resourceVersion handed out and every live object. */
   load(): { resourceVersion: number; objects: Array<{ resource: string; rv: number; json: string; obj?: unknown }> };
   put(resource: string, key: string, rv: number, json: string): void;
   remove(resource: string, key: string, rv: number): void;
+  /** Opens a transaction the following puts and removes join. */
+  begin?(): void;
+  /**
+   * Commits the open transaction. A promise (a backend whose commit is asynchronous, or a test holding it) makes
+   * the store wait: writes made meanwhile join the same transaction.
+   */
+  commit?(): void | Promise<void>;
+  /** Abandons the open transaction (never throws: also called when the database already rolled it back). */
+  rollback?(): void;
+  /** Event loop turns a transaction stays open for more writes to join it (default 1: the turn it was opened in). */
+  readonly groupTurns?: number;
   close(): void;
+}
+
+/** Writes one transaction holds at most: the next write commits it at once (a bound on memory and answer delay). */
+export const MAX_GROUP_COMMIT_WRITES = 512;
+
+/** The writes of one open transaction: answered, published and kept only once it commits. */
+interface CommitGroup<K extends StoredKind> {
+  readonly writes: Array<{ table: ResourceTable<K>; ev: StoreEvent; prev: StoredEntry | undefined }>;
+  /** Set while an asynchronous commit runs. */
+  committing: boolean;
+  /** Loop turns the transaction has been open (see StoreBackend.groupTurns). */
+  turns: number;
+  /** Why the transaction failed, once it has. */
+  failed: ClusterApiError | undefined;
+  /** Created when someone waits for the commit (durable()). */
+  done: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void } | undefined;
+}
+
+function storageError(err: unknown): ClusterApiError {
+  if (err instanceof ClusterApiError) return err;
+  return new ClusterApiError({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message: `Internal error occurred: storage: ${(err as Error).message}`,
+    reason: 'InternalError',
+    code: 500,
+  });
 }
 
 /** What storage needs to know of a kind: its plural, scope and field selectors (a registry entry has them). */
@@ -114,6 +158,15 @@ export class Storage<K extends StoredKind = StoredKind> {
   private readonly pending: Array<{ table: ResourceTable<K>; ev: StoreEvent }> = [];
   /** deliverPending bound once, not a closure per commit. */
   private readonly deliverAll = (): void => this.deliverPending();
+  /** The open transaction of a grouping backend (see StoreBackend), until it commits. */
+  private group: CommitGroup<K> | undefined;
+  /** At the end of a loop turn: commits the open transaction once it has been open for groupTurns turns. */
+  private readonly commitOpenGroup = (): void => {
+    const g = this.group;
+    if (!g) return;
+    if (++g.turns < (this.backend?.groupTurns ?? 1)) setImmediate(this.commitOpenGroup);
+    else this.commitGroup();
+  };
   /** Resources whose objects expire (trackExpiry): when each version was last seen. */
   private readonly expiries = new Map<string, { lastSeen: (obj: KubeObject) => number; queue: ExpiryQueue }>();
 
@@ -320,16 +373,99 @@ export class Storage<K extends StoredKind = StoredKind> {
     for (const t of this.byResource.values()) t.ring.compact(this.rv);
   }
 
-  /** Closes the persistence backend; the store must not be written afterwards. */
+  /** Commits what is pending, then closes the persistence backend; the store must not be written afterwards. */
   close(): void {
+    if (this.group && !this.group.committing) this.commitGroup();
     this.backend?.close();
+  }
+
+  /**
+   * Resolves when every write made so far is committed to the backend, rejects (500) when the transaction holding
+   * them failed (they are then gone from the store too). Undefined when nothing is pending: a write's answer waits
+   * on this, so no client hears of a write before it is durable.
+   */
+  durable(): Promise<void> | undefined {
+    const g = this.group;
+    if (!g) return undefined;
+    if (!g.done) {
+      let resolve!: () => void;
+      let reject!: (err: unknown) => void;
+      const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+      g.done = { promise, resolve, reject };
+    }
+    return g.done.promise;
+  }
+
+  /** The open transaction, opened (and its commit scheduled for the end of this turn) if there is none. */
+  private openGroup(backend: StoreBackend): CommitGroup<K> {
+    if (this.group) return this.group;
+    backend.begin!();
+    this.group = { writes: [], committing: false, turns: 0, failed: undefined, done: undefined };
+    setImmediate(this.commitOpenGroup);
+    return this.group;
+  }
+
+  /** Commits the open transaction, then publishes its writes; a failed commit fails them all. */
+  private commitGroup(): void {
+    const g = this.group;
+    if (!g || g.committing) return;
+    let result: void | Promise<void>;
+    try {
+      result = this.backend!.commit!();
+    } catch (err) {
+      this.failGroup(g, err);
+      return;
+    }
+    if (!result) return this.publishGroup(g);
+    g.committing = true;
+    result.then(
+      () => this.publishGroup(g),
+      (err: unknown) => this.failGroup(g, err),
+    );
+  }
+
+  /** A committed group: its events go to the watchers, in commit order; then its answers. */
+  private publishGroup(g: CommitGroup<K>): void {
+    if (this.group === g) this.group = undefined;
+    for (const w of g.writes) {
+      this.dispatch(w.table, w.ev);
+      w.prev?.release();
+      w.ev.entry.release();
+    }
+    g.done?.resolve();
+  }
+
+  /**
+   * A group whose transaction failed: rolled back, and its writes undone in the tables and the watch history,
+   * newest first, so the store holds what the database holds. No client got an answer, no watcher their events
+   * (except a read in the same turn: a list or a watch resumed then saw them). The resourceVersions they took stay
+   * used (a gap, as etcd leaves one): a watch started meanwhile would skip them.
+   */
+  private failGroup(g: CommitGroup<K>, err: unknown): void {
+    if (this.group === g) this.group = undefined;
+    this.backend!.rollback!();
+    for (let i = g.writes.length - 1; i >= 0; i--) {
+      const { table, ev, prev } = g.writes[i];
+      table.ring.dropNewest(ev);
+      table.sortedKeys = undefined;
+      if (prev) {
+        table.items.set(ev.key, prev);
+        const expiry = this.expiries.get(table.rt.resource);
+        expiry?.queue.add(expiry.lastSeen(prev.obj), ev.key, prev.rv);
+      } else table.items.delete(ev.key);
+      prev?.release();
+      ev.entry.release();
+    }
+    g.failed = storageError(err);
+    g.done?.reject(g.failed);
   }
 
   // ---- commit ----
 
   /**
    * Stores one write: allocates the next resourceVersion, persists, updates the table and publishes the event.
-   * With `dryRun` nothing is stored and no resourceVersion is allocated.
+   * With a grouping backend the write joins the turn's transaction and its event is published when that commits
+   * (the caller answers after durable()). With `dryRun` nothing is stored and no resourceVersion is allocated.
    */
   commit(
     table: ResourceTable<K>,
@@ -352,20 +488,17 @@ export class Storage<K extends StoredKind = StoredKind> {
     // A deletion stores nothing new, so an object stored under older (larger) limits can always be deleted.
     const json = type === 'DELETED' ? JSON.stringify(obj) : serializeForCommit(obj, this.limits);
     const entry = new StoredEntry(obj, rv, json);
-    if (this.backend) {
+    const backend = this.backend;
+    const group = backend?.begin ? this.openGroup(backend) : undefined;
+    if (backend) {
       try {
-        if (type === 'DELETED') this.backend.remove(table.rt.resource, key, rv);
-        else this.backend.put(table.rt.resource, key, rv, json);
+        if (type === 'DELETED') backend.remove(table.rt.resource, key, rv);
+        else backend.put(table.rt.resource, key, rv, json);
       } catch (err) {
-        throw new ClusterApiError({
-          kind: 'Status',
-          apiVersion: 'v1',
-          metadata: {},
-          status: 'Failure',
-          message: `Internal error occurred: storage: ${(err as Error).message}`,
-          reason: 'InternalError',
-          code: 500,
-        });
+        // In a transaction, the database may have rolled all of it back (SQLite does on a full disk or an I/O
+        // error): the whole group fails, this write with it.
+        if (group) this.failGroup(group, err);
+        throw storageError(err);
       }
     }
     this.rv = rv;
@@ -380,7 +513,15 @@ export class Storage<K extends StoredKind = StoredKind> {
     }
     // DELETED keeps the state before deletion too: list snapshots rebuild older states from it.
     const ev = new StoreEvent(type, key, obj.metadata.namespace, entry, type === 'ADDED' ? undefined : prev);
+    // In the watch history at once, like the table: list snapshots and watch resumes are rebuilt from both.
     table.ring.push(ev);
+    if (group) {
+      // Told to watchers when the transaction commits; the table already holds it, so later writes build on it.
+      group.writes.push({ table, ev, prev });
+      if (group.writes.length >= MAX_GROUP_COMMIT_WRITES) this.commitGroup();
+      if (group.failed) throw group.failed;
+      return entry;
+    }
     this.dispatch(table, ev);
     // Every version keeps only its JSON once delivered, current or not (parsed again when asked for). The caller's
     // answer is the entry's JSON; the object passed in stays the caller's.

@@ -134,6 +134,17 @@ export class EventRing {
     while (this.bytes > this.maxBytes && this.size > 1) this.dropOldest();
   }
 
+  /** Takes back the newest event if it is `ev` (a write whose transaction failed); false when it is not there. */
+  dropNewest(ev: StoreEvent): boolean {
+    if (this.size === 0) return false;
+    const at = (this.start + this.size - 1) % this.buf.length;
+    if (this.buf[at] !== ev) return false;
+    this.buf[at] = undefined;
+    this.size--;
+    this.bytes -= historyWeight(ev);
+    return true;
+  }
+
   private dropOldest(): void {
     const ev = this.buf[this.start]!;
     this.compacted = ev.rv;
