@@ -32,13 +32,37 @@ export class JsonTooLargeError extends Error {
   }
 }
 
-const passes = { textScanned: 0, keysCounted: 0 };
+const passes = { textScanned: 0, keysCounted: 0, largeMapEnumerations: 0, keySlices: 0, largestKeySlice: 0 };
+
+/**
+ * Objects with at least this many own keys are large maps (a ConfigMap's data of a large body). V8 keeps such an
+ * object as a hash table, and every enumeration of it (Object.keys, for-in, JSON.stringify) collects and sorts all
+ * its keys: each costs about as much as parsing it.
+ */
+export const LARGE_MAP_KEYS = 4096;
+
+/** A request's pass over a large map handles at most this many keys between two turns of the event loop. */
+export const KEY_SLICE = 8192;
+
+/** Counts a run of keys handled without a turn of the event loop between them (jsonCheckWork). */
+function keySlice(keys: number): void {
+  passes.keySlices++;
+  if (keys > passes.largestKeySlice) passes.largestKeySlice = keys;
+}
+
+/** Object.keys, with the enumerations of large maps counted (jsonCheckWork: tests count them per request). */
+export function ownKeys(obj: object): string[] {
+  const keys = Object.keys(obj);
+  if (keys.length >= LARGE_MAP_KEYS) passes.largeMapEnumerations++;
+  return keys;
+}
 
 /**
  * The work this thread's checks of JSON bodies have done since the process started: characters scanned by
- * checkJsonTextDepth, keys counted by countObjectKeys (tests read it: whether a request made these passes).
+ * checkJsonTextDepth, keys counted by countObjectKeys, enumerations of large maps by ownKeys, the runs of keys
+ * counted without a turn between them and the longest (tests read it: whether a request made these passes).
  */
-export function jsonCheckWork(): { textScanned: number; keysCounted: number } {
+export function jsonCheckWork(): typeof passes {
   return { ...passes };
 }
 
@@ -86,7 +110,7 @@ export function countObjectKeys(value: unknown): number {
       for (const item of v) if (item !== null && typeof item === 'object') stack.push(item);
       continue;
     }
-    const names = Object.keys(v); // own keys, as JSON.parse makes them (for-in also walks the prototype chain)
+    const names = ownKeys(v); // own keys, as JSON.parse makes them (for-in also walks the prototype chain)
     keys += names.length;
     for (const k of names) {
       const item = (v as Record<string, unknown>)[k];
@@ -95,6 +119,58 @@ export function countObjectKeys(value: unknown): number {
   }
   passes.keysCounted += keys;
   return keys;
+}
+
+/** The key lists of large maps, made by countObjectKeysInSlices, each kept for the next enumeration (sharedKeys). */
+const rememberedKeys = new WeakMap<object, string[]>();
+
+/**
+ * countObjectKeys for a large body's value, in slices: at most KEY_SLICE keys and items between two calls of
+ * `turn` (a turn of the event loop), so no other request waits for the whole pass. The key list of each large map
+ * (LARGE_MAP_KEYS) is kept for the next enumeration of the same object, the data-key validation's (sharedKeys): one
+ * enumeration of a 300,000-key map costs about as much as parsing it, and the count and the validation share it.
+ * The request's value is its own, and between the count and the validation nothing adds or removes a key of a
+ * map of scalars (pruning walks only models' fields), so the list is still the map's.
+ */
+export async function countObjectKeysInSlices(value: unknown, turn: () => Promise<void>): Promise<number> {
+  let keys = 0;
+  let run = 0;
+  const stack: unknown[] = [value];
+  const step = async (): Promise<void> => {
+    keySlice(run);
+    run = 0;
+    await turn();
+  };
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      for (const item of v) {
+        if (item !== null && typeof item === 'object') stack.push(item);
+        if (++run >= KEY_SLICE) await step();
+      }
+      continue;
+    }
+    const names = ownKeys(v);
+    if (names.length >= LARGE_MAP_KEYS) rememberedKeys.set(v, names);
+    keys += names.length;
+    for (const k of names) {
+      const item = (v as Record<string, unknown>)[k];
+      if (item !== null && typeof item === 'object') stack.push(item);
+      if (++run >= KEY_SLICE) await step();
+    }
+  }
+  keySlice(run);
+  passes.keysCounted += keys;
+  return keys;
+}
+
+/** The own keys of `obj`: the list countObjectKeysInSlices kept for it (once), else ownKeys. */
+export function sharedKeys(obj: object): string[] {
+  const kept = rememberedKeys.get(obj);
+  if (kept === undefined) return ownKeys(obj);
+  rememberedKeys.delete(obj);
+  return kept;
 }
 
 /** Parses JSON text after checking its depth. @throws JsonTooDeepError, SyntaxError */

@@ -15,6 +15,7 @@ import {
   typeCheck,
 } from '../../common/field-errors.ts';
 import { base64DecodeError } from '../../common/go-base64.ts';
+import { sharedKeys } from '../../common/json-safety.ts';
 import { isConfigMapKey, isValidConfigMapKey } from '../../common/identifier-validation.ts';
 import { ALL_VERBS, path, setDefault } from '../registry-fields.ts';
 import type { ResourceType } from '../resource-type.ts';
@@ -37,7 +38,7 @@ function validateDataKeys(map: unknown, p: FieldPath, base64: boolean): { causes
   if (!data) return { causes, size };
   // One pass over the keys, and a path only for a key with something to say: a body may carry 300,000 keys.
   let chars = 0;
-  for (const k of Object.keys(data)) {
+  for (const k of sharedKeys(data)) {
     if (!isValidConfigMapKey(k)) {
       const errors = isConfigMapKey(k);
       if (errors.length > 0) causes.push(...invalidEach(p.key(k), k, errors));
