@@ -3,6 +3,7 @@
 // and serialized size (nothing here recurses, so no input can exhaust the stack), serialization that turns a
 // too-deep or too-large value into a typed error, and own-property access so that `__proto__`, `constructor`
 // and `prototype` stay plain keys and no prototype is ever read or replaced.
+import { isValidConfigMapKey } from './identifier-validation.ts';
 
 /** kube-apiserver's request body limit (3 MiB); also bounds what one JSON patch may copy. */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -45,7 +46,7 @@ export const LARGE_MAP_KEYS = 4096;
 export const KEY_SLICE = 8192;
 
 /** Counts a run of keys handled without a turn of the event loop between them (jsonCheckWork). */
-function keySlice(keys: number): void {
+export function keySlice(keys: number): void {
   passes.keySlices++;
   if (keys > passes.largestKeySlice) passes.largestKeySlice = keys;
 }
@@ -121,14 +122,25 @@ export function countObjectKeys(value: unknown): number {
   return keys;
 }
 
-/** The key lists of large maps, made by countObjectKeysInSlices, each kept for the next enumeration (sharedKeys). */
-const rememberedKeys = new WeakMap<object, string[]>();
+/** What countObjectKeysInSlices learnt of a large map, in the same slices as its count. */
+export interface LargeMap {
+  keys: string[];
+  /** Whether every value is a string, and the UTF-16 units of those that are. */
+  stringValues: boolean;
+  stringChars: number;
+  /** Whether every key is a valid ConfigMap/Secret data key (isValidConfigMapKey). */
+  configMapKeys: boolean;
+}
+
+/** The large maps counted by countObjectKeysInSlices, each kept for the next enumeration (largeMapOnce). */
+const largeMaps = new WeakMap<object, LargeMap>();
 
 /**
  * countObjectKeys for a large body's value, in slices: at most KEY_SLICE keys and items between two calls of
  * `turn` (a turn of the event loop), so no other request waits for the whole pass. The key list of each large map
- * (LARGE_MAP_KEYS) is kept for the next enumeration of the same object, the data-key validation's (sharedKeys): one
- * enumeration of a 300,000-key map costs about as much as parsing it, and the count and the validation share it.
+ * (LARGE_MAP_KEYS) is kept for the next enumeration of the same object, the data-key validation's (largeMapOnce),
+ * with what that validation asks of each key and value, found in the same slices: one enumeration of a
+ * 300,000-key map costs about as much as parsing it, and the count and the validation share it.
  * The request's value is its own, and between the count and the validation nothing adds or removes a key of a
  * map of scalars (pruning walks only models' fields), so the list is still the map's.
  */
@@ -152,8 +164,22 @@ export async function countObjectKeysInSlices(value: unknown, turn: () => Promis
       continue;
     }
     const names = ownKeys(v);
-    if (names.length >= LARGE_MAP_KEYS) rememberedKeys.set(v, names);
     keys += names.length;
+    if (names.length >= LARGE_MAP_KEYS) {
+      const map: LargeMap = { keys: names, stringValues: true, stringChars: 0, configMapKeys: true };
+      for (const k of names) {
+        const item = (v as Record<string, unknown>)[k];
+        if (typeof item === 'string') map.stringChars += item.length;
+        else {
+          map.stringValues = false;
+          if (item !== null && typeof item === 'object') stack.push(item);
+        }
+        if (map.configMapKeys && !isValidConfigMapKey(k)) map.configMapKeys = false;
+        if (++run >= KEY_SLICE) await step();
+      }
+      largeMaps.set(v, map);
+      continue;
+    }
     for (const k of names) {
       const item = (v as Record<string, unknown>)[k];
       if (item !== null && typeof item === 'object') stack.push(item);
@@ -165,12 +191,18 @@ export async function countObjectKeysInSlices(value: unknown, turn: () => Promis
   return keys;
 }
 
-/** The own keys of `obj`: the list countObjectKeysInSlices kept for it (once), else ownKeys. */
-export function sharedKeys(obj: object): string[] {
-  const kept = rememberedKeys.get(obj);
-  if (kept === undefined) return ownKeys(obj);
-  rememberedKeys.delete(obj);
-  return kept;
+/** What countObjectKeysInSlices learnt of `obj` if it was a large map, given once (the next enumeration's). */
+export function largeMapOnce(obj: object): LargeMap | undefined {
+  const map = largeMaps.get(obj);
+  if (map !== undefined) largeMaps.delete(obj);
+  return map;
+}
+
+/** The longest run of keys handled without a turn since the last call (tests read it per request). */
+export function largestKeySliceSince(): number {
+  const largest = passes.largestKeySlice;
+  passes.largestKeySlice = 0;
+  return largest;
 }
 
 /** Parses JSON text after checking its depth. @throws JsonTooDeepError, SyntaxError */
