@@ -146,49 +146,93 @@ const largeMaps = new WeakMap<object, LargeMap>();
  */
 export async function countObjectKeysInSlices(value: unknown, turn: () => Promise<void>): Promise<number> {
   let keys = 0;
-  let run = 0;
+  const slices = new KeySlices(turn);
   const stack: unknown[] = [value];
-  const step = async (): Promise<void> => {
-    keySlice(run);
-    run = 0;
-    await turn();
-  };
   while (stack.length > 0) {
     const v = stack.pop();
     if (v === null || typeof v !== 'object') continue;
     if (Array.isArray(v)) {
       for (const item of v) {
         if (item !== null && typeof item === 'object') stack.push(item);
-        if (++run >= KEY_SLICE) await step();
+        if (slices.full()) await slices.turn();
       }
       continue;
     }
     const names = ownKeys(v);
     keys += names.length;
     if (names.length >= LARGE_MAP_KEYS) {
-      const map: LargeMap = { keys: names, stringValues: true, stringChars: 0, configMapKeys: true };
-      for (const k of names) {
-        const item = (v as Record<string, unknown>)[k];
-        if (typeof item === 'string') map.stringChars += item.length;
-        else {
-          map.stringValues = false;
-          if (item !== null && typeof item === 'object') stack.push(item);
-        }
-        if (map.configMapKeys && !isValidConfigMapKey(k)) map.configMapKeys = false;
-        if (++run >= KEY_SLICE) await step();
-      }
-      largeMaps.set(v, map);
+      await keepLargeMap(v as Record<string, unknown>, names, slices, stack);
       continue;
     }
     for (const k of names) {
       const item = (v as Record<string, unknown>)[k];
       if (item !== null && typeof item === 'object') stack.push(item);
-      if (++run >= KEY_SLICE) await step();
+      if (slices.full()) await slices.turn();
     }
   }
-  keySlice(run);
+  slices.end();
   passes.keysCounted += keys;
   return keys;
+}
+
+/**
+ * For a large body whose keys are not counted (fieldValidation=Ignore, YAML, protobuf): the large maps directly
+ * under the top level (a ConfigMap's data) are enumerated here instead of by validation, and their keys and
+ * values looked at in slices as countObjectKeysInSlices does. No other object is walked: it would be a pass as
+ * long as the parse for a body of many small objects.
+ */
+export async function keepLargeMapsInSlices(value: unknown, turn: () => Promise<void>): Promise<void> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return;
+  const slices = new KeySlices(turn);
+  for (const field of Object.keys(value)) {
+    const v = (value as Record<string, unknown>)[field];
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) continue;
+    const names = ownKeys(v);
+    if (names.length >= LARGE_MAP_KEYS) await keepLargeMap(v as Record<string, unknown>, names, slices);
+  }
+  slices.end();
+}
+
+/** Runs of at most KEY_SLICE keys or items, with a turn of the event loop after each. */
+class KeySlices {
+  private run = 0;
+  constructor(private readonly loopTurn: () => Promise<void>) {}
+
+  /** Counts one key or item; true when the run is full and a turn is due. */
+  full(): boolean {
+    return ++this.run >= KEY_SLICE;
+  }
+
+  async turn(): Promise<void> {
+    this.end();
+    await this.loopTurn();
+  }
+
+  end(): void {
+    keySlice(this.run);
+    this.run = 0;
+  }
+}
+
+/** Looks at every key and value of a large map in slices and keeps what it found (largeMapOnce). */
+async function keepLargeMap(
+  v: Record<string, unknown>,
+  names: string[],
+  slices: KeySlices,
+  stack?: unknown[],
+): Promise<void> {
+  const map: LargeMap = { keys: names, stringValues: true, stringChars: 0, configMapKeys: true };
+  for (const k of names) {
+    const item = v[k];
+    if (typeof item === 'string') map.stringChars += item.length;
+    else {
+      map.stringValues = false;
+      if (stack && item !== null && typeof item === 'object') stack.push(item);
+    }
+    if (map.configMapKeys && !isValidConfigMapKey(k)) map.configMapKeys = false;
+    if (slices.full()) await slices.turn();
+  }
+  largeMaps.set(v, map);
 }
 
 /** What countObjectKeysInSlices learnt of `obj` if it was a large map, given once (the next enumeration's). */
