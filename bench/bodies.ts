@@ -11,6 +11,8 @@
 //   npm run bench:bodies -- --only flow
 //   npm run bench:bodies -- --baseline DIR   (also DIR's code, side by side in this run: "before / after";
 //                                             DIR is a checkout of main with node_modules, see docs/benchmarks.md)
+//   npm run bench:bodies -- --field-validation Warn   (the directive sent; Ignore unless given: Warn, the
+//                                        default, also counts a JSON body's keys for repeated ones)
 //   npm run bench:bodies -- --cpu       (instead: each request sent alone, and the CPU time it cost the event
 //                                        loop's thread and the other threads (the YAML worker, GC helpers), read
 //                                        from /proc: CPU time holds still on a loaded machine, wall time does not)
@@ -31,6 +33,7 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const cpuOnly = args.includes('--cpu');
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
+const fieldValidation = args.includes('--field-validation') ? args[args.indexOf('--field-validation') + 1] : 'Ignore';
 const LIMIT = (quick ? 1024 * 1024 : MAX_BODY_BYTES) - 1024;
 // A full collection before each measurement, so that one build's garbage is not collected in the other's time.
 setFlagsFromString('--expose-gc');
@@ -168,7 +171,7 @@ const cpuSeconds = () => {
 };
 
 console.log(
-  `bench:bodies ${quick ? '(quick) ' : ''}bodies up to ${(LIMIT / 1024).toFixed(0)} KiB, load average ${loadavg()
+  `bench:bodies ${quick ? '(quick) ' : ''}fieldValidation=${fieldValidation}, bodies up to ${(LIMIT / 1024).toFixed(0)} KiB, load average ${loadavg()
     .map((l) => l.toFixed(1))
     .join(' ')}${baselineDir ? `; each cell "before / after", before = ${baselineDir}` : ''}`,
 );
@@ -204,7 +207,7 @@ for (const [what, body] of Object.entries(BODIES)) {
     let direct = 'n/a';
     gc();
     if (cpuOnly) {
-      const m = await measureCpu(body.method, `${CMS}?fieldValidation=Ignore`, text, body.contentType);
+      const m = await measureCpu(body.method, `${CMS}?fieldValidation=${fieldValidation}`, text, body.contentType);
       [String(m.status), `${m.loop} ms`, `${m.others.toFixed(0)} ms`].forEach((v, i) => cells[i].push(v));
       continue;
     }
@@ -219,7 +222,7 @@ for (const [what, body] of Object.entries(BODIES)) {
     }
     const off = build.counts().offThread;
     gc();
-    const m = await measure(body.method, `${CMS}?fieldValidation=Ignore`, text, body.contentType);
+    const m = await measure(body.method, `${CMS}?fieldValidation=${fieldValidation}`, text, body.contentType);
     const where = body.contentType === 'application/yaml' && build.counts().offThread > off ? ' (worker)' : '';
     const values = [
       direct,

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
 import { abandonedLargeBodies, LARGE_BODY_BYTES, loopTurnsForLargeBodies } from '../../src/cluster/http/http-io.ts';
-import { jsonCheckWork } from '../../src/cluster/common/json-safety.ts';
+import { jsonCheckWork, KEY_SLICE, largestKeySliceSince } from '../../src/cluster/common/json-safety.ts';
 import { yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
 import {
   isConfigMapKey,
@@ -130,7 +130,8 @@ describe('a large YAML body: its value arrives from the worker thread in one tur
     const turns = loopTurnsForLargeBodies();
     const r = await call(e, 'POST', CMS, { body, contentType: 'application/yaml' });
     assert.equal(r.status, 201, r.text.slice(0, 300));
-    assert.equal(loopTurnsForLargeBodies() - turns, 3);
+    // And one after each KEY_SLICE keys of its data map looked at (12,000 keys: one).
+    assert.equal(loopTurnsForLargeBodies() - turns, 3 + Math.floor(12_000 / KEY_SLICE));
     const got = JSON.parse((await call(e, 'GET', `${CMS}/yaml-turns`)).text) as KubeObject;
     assert.equal(Object.keys(got.data as object).length, 12_000);
   });
@@ -171,7 +172,9 @@ describe('a JSON body under fieldValidation=Ignore is not searched for repeated 
     assert.equal(ignored.status, 201, ignored.text.slice(0, 300));
     assert.equal(ignored.headers?.warning, undefined);
     assert.equal(jsonCheckWork().keysCounted - before.keysCounted, 0, 'keys counted');
-    assert.equal(loopTurnsForLargeBodies() - turns, 3, 'turns');
+    // 3 turns, and one after each KEY_SLICE keys of the data map looked at (not counted).
+    const dataKeys = Object.keys((JSON.parse(body('x')) as KubeObject).data as object).length;
+    assert.equal(loopTurnsForLargeBodies() - turns, 3 + Math.floor(dataKeys / KEY_SLICE), 'turns');
     before = jsonCheckWork();
     turns = loopTurnsForLargeBodies();
     const warned = await call(e, 'POST', `${CMS}?fieldValidation=Warn`, { body: body('warned') });
@@ -179,10 +182,85 @@ describe('a JSON body under fieldValidation=Ignore is not searched for repeated 
     assert.match(String(warned.headers?.warning), /duplicate field \\"data\.k0\\"/);
     const keys = Object.keys((JSON.parse(body('x')) as KubeObject).data as object).length;
     assert.ok(jsonCheckWork().keysCounted - before.keysCounted >= keys, 'keys counted under Warn');
-    assert.equal(loopTurnsForLargeBodies() - turns, 4, 'turns under Warn');
+    // 4 turns, and one after each KEY_SLICE keys counted.
+    const turned = loopTurnsForLargeBodies() - turns;
+    assert.ok(
+      turned >= 4 + Math.floor(keys / KEY_SLICE) && turned <= 4 + Math.ceil(keys / KEY_SLICE),
+      `${turned} turns under Warn`,
+    );
     // The object stored is the same either way: the last value of the repeated key.
     const got = JSON.parse((await call(e, 'GET', `${CMS}/ignored`)).text) as KubeObject;
     assert.equal((got.data as Record<string, string>).k0, 'v');
+  });
+});
+
+describe('a large JSON map: its keys enumerated once per request, and handled in slices with turns between', () => {
+  it('a create and an update under Warn enumerate the data map once; no slice holds more than KEY_SLICE keys', async () => {
+    const body = configMapBody('one-pass', 8 * LARGE_BODY_BYTES);
+    const keys = Object.keys((JSON.parse(body) as KubeObject).data as object).length;
+    assert.ok(keys > 4 * KEY_SLICE, `${keys} keys`);
+    for (const [method, path, status] of [
+      ['POST', CMS, 201],
+      ['PUT', `${CMS}/one-pass`, 200],
+    ] as const) {
+      const before = jsonCheckWork();
+      const turns = loopTurnsForLargeBodies();
+      largestKeySliceSince();
+      const res = await call(e, method, path, { body });
+      const largest = largestKeySliceSince();
+      assert.equal(res.status, status, res.text.slice(0, 300));
+      assert.equal(res.headers?.warning, undefined);
+      const work = jsonCheckWork();
+      // The count for repeated keys (Warn) and the data-key validation share one enumeration of the map.
+      assert.equal(work.largeMapEnumerations - before.largeMapEnumerations, 1, `${method}: enumerations of the map`);
+      assert.ok(work.keysCounted - before.keysCounted >= keys, `${method}: keys counted`);
+      // Counted and its keys checked in slices, a turn of the event loop after each one; none left for validation.
+      assert.ok(largest <= KEY_SLICE, `${method}: largest slice ${largest}`);
+      assert.ok(work.keySlices - before.keySlices >= Math.ceil(keys / KEY_SLICE), `${method}: slices`);
+      const turned = loopTurnsForLargeBodies() - turns;
+      assert.ok(turned >= Math.floor(keys / KEY_SLICE), `${method}: ${turned} turns for ${keys} keys`);
+    }
+    const got = JSON.parse((await call(e, 'GET', `${CMS}/one-pass`)).text) as KubeObject;
+    assert.equal(Object.keys(got.data as object).length, keys);
+  });
+
+  it('under Ignore (no count) and from YAML the data map is still enumerated once, its keys checked in slices', async () => {
+    const json = configMapBody('ignored-pass', 8 * LARGE_BODY_BYTES);
+    const data = (JSON.parse(json) as KubeObject).data as Record<string, string>;
+    const keys = Object.keys(data).length;
+    const yaml = `metadata:\n  name: yaml-pass\ndata:\n${Object.keys(data)
+      .map((k) => `  ${k}: v\n`)
+      .join('')}`;
+    for (const [what, body, type] of [
+      ['JSON under Ignore', json, 'application/json'],
+      ['YAML', yaml, 'application/yaml'],
+    ] as const) {
+      const before = jsonCheckWork();
+      largestKeySliceSince();
+      const res = await call(e, 'POST', `${CMS}?fieldValidation=Ignore`, {
+        body,
+        contentType: type,
+      });
+      const largest = largestKeySliceSince();
+      assert.equal(res.status, 201, res.text.slice(0, 300));
+      const work = jsonCheckWork();
+      assert.equal(work.keysCounted - before.keysCounted, 0, `${what}: keys counted`);
+      assert.equal(work.largeMapEnumerations - before.largeMapEnumerations, 1, `${what}: enumerations of the map`);
+      assert.ok(largest <= KEY_SLICE, `${what}: largest slice ${largest}`);
+      assert.ok(work.keySlices - before.keySlices >= Math.ceil(keys / KEY_SLICE), `${what}: slices`);
+    }
+  });
+
+  it('an invalid key among many is named as before, with the same message', async () => {
+    const body = configMapBody('bad-key', 8 * LARGE_BODY_BYTES).replace('"k7":"v"', '"k 7":"v"');
+    const res = await call(e, 'POST', CMS, { body });
+    assert.equal(res.status, 422, res.text.slice(0, 300));
+    const status = JSON.parse(res.text) as { details: { causes: Array<{ field: string; message: string }> } };
+    assert.deepEqual(
+      status.details.causes.map((c) => c.field),
+      ['data[k 7]'],
+    );
+    assert.match(status.details.causes[0].message, /a valid config key must consist of alphanumeric characters/);
   });
 });
 

@@ -3,6 +3,7 @@
 // and serialized size (nothing here recurses, so no input can exhaust the stack), serialization that turns a
 // too-deep or too-large value into a typed error, and own-property access so that `__proto__`, `constructor`
 // and `prototype` stay plain keys and no prototype is ever read or replaced.
+import { isValidConfigMapKey } from './identifier-validation.ts';
 
 /** kube-apiserver's request body limit (3 MiB); also bounds what one JSON patch may copy. */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -32,13 +33,37 @@ export class JsonTooLargeError extends Error {
   }
 }
 
-const passes = { textScanned: 0, keysCounted: 0 };
+const passes = { textScanned: 0, keysCounted: 0, largeMapEnumerations: 0, keySlices: 0, largestKeySlice: 0 };
+
+/**
+ * Objects with at least this many own keys are large maps (a ConfigMap's data of a large body). V8 keeps such an
+ * object as a hash table, and every enumeration of it (Object.keys, for-in, JSON.stringify) collects and sorts all
+ * its keys: each costs about as much as parsing it.
+ */
+export const LARGE_MAP_KEYS = 4096;
+
+/** A request's pass over a large map handles at most this many keys between two turns of the event loop. */
+export const KEY_SLICE = 8192;
+
+/** Counts a run of keys handled without a turn of the event loop between them (jsonCheckWork). */
+export function keySlice(keys: number): void {
+  passes.keySlices++;
+  if (keys > passes.largestKeySlice) passes.largestKeySlice = keys;
+}
+
+/** Object.keys, with the enumerations of large maps counted (jsonCheckWork: tests count them per request). */
+export function ownKeys(obj: object): string[] {
+  const keys = Object.keys(obj);
+  if (keys.length >= LARGE_MAP_KEYS) passes.largeMapEnumerations++;
+  return keys;
+}
 
 /**
  * The work this thread's checks of JSON bodies have done since the process started: characters scanned by
- * checkJsonTextDepth, keys counted by countObjectKeys (tests read it: whether a request made these passes).
+ * checkJsonTextDepth, keys counted by countObjectKeys, enumerations of large maps by ownKeys, the runs of keys
+ * counted without a turn between them and the longest (tests read it: whether a request made these passes).
  */
-export function jsonCheckWork(): { textScanned: number; keysCounted: number } {
+export function jsonCheckWork(): typeof passes {
   return { ...passes };
 }
 
@@ -86,7 +111,7 @@ export function countObjectKeys(value: unknown): number {
       for (const item of v) if (item !== null && typeof item === 'object') stack.push(item);
       continue;
     }
-    const names = Object.keys(v); // own keys, as JSON.parse makes them (for-in also walks the prototype chain)
+    const names = ownKeys(v); // own keys, as JSON.parse makes them (for-in also walks the prototype chain)
     keys += names.length;
     for (const k of names) {
       const item = (v as Record<string, unknown>)[k];
@@ -95,6 +120,133 @@ export function countObjectKeys(value: unknown): number {
   }
   passes.keysCounted += keys;
   return keys;
+}
+
+/** What countObjectKeysInSlices learnt of a large map, in the same slices as its count. */
+export interface LargeMap {
+  keys: string[];
+  /** Whether every value is a string, and the UTF-16 units of those that are. */
+  stringValues: boolean;
+  stringChars: number;
+  /** Whether every key is a valid ConfigMap/Secret data key (isValidConfigMapKey). */
+  configMapKeys: boolean;
+}
+
+/** The large maps counted by countObjectKeysInSlices, each kept for the next enumeration (largeMapOnce). */
+const largeMaps = new WeakMap<object, LargeMap>();
+
+/**
+ * countObjectKeys for a large body's value, in slices: at most KEY_SLICE keys and items between two calls of
+ * `turn` (a turn of the event loop), so no other request waits for the whole pass. The key list of each large map
+ * (LARGE_MAP_KEYS) is kept for the next enumeration of the same object, the data-key validation's (largeMapOnce),
+ * with what that validation asks of each key and value, found in the same slices: one enumeration of a
+ * 300,000-key map costs about as much as parsing it, and the count and the validation share it.
+ * The request's value is its own, and between the count and the validation nothing adds or removes a key of a
+ * map of scalars (pruning walks only models' fields), so the list is still the map's.
+ */
+export async function countObjectKeysInSlices(value: unknown, turn: () => Promise<void>): Promise<number> {
+  let keys = 0;
+  const slices = new KeySlices(turn);
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      for (const item of v) {
+        if (item !== null && typeof item === 'object') stack.push(item);
+        if (slices.full()) await slices.turn();
+      }
+      continue;
+    }
+    const names = ownKeys(v);
+    keys += names.length;
+    if (names.length >= LARGE_MAP_KEYS) {
+      await keepLargeMap(v as Record<string, unknown>, names, slices, stack);
+      continue;
+    }
+    for (const k of names) {
+      const item = (v as Record<string, unknown>)[k];
+      if (item !== null && typeof item === 'object') stack.push(item);
+      if (slices.full()) await slices.turn();
+    }
+  }
+  slices.end();
+  passes.keysCounted += keys;
+  return keys;
+}
+
+/**
+ * For a large body whose keys are not counted (fieldValidation=Ignore, YAML, protobuf): the large maps directly
+ * under the top level (a ConfigMap's data) are enumerated here instead of by validation, and their keys and
+ * values looked at in slices as countObjectKeysInSlices does. No other object is walked: it would be a pass as
+ * long as the parse for a body of many small objects.
+ */
+export async function keepLargeMapsInSlices(value: unknown, turn: () => Promise<void>): Promise<void> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return;
+  const slices = new KeySlices(turn);
+  for (const field of Object.keys(value)) {
+    const v = (value as Record<string, unknown>)[field];
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) continue;
+    const names = ownKeys(v);
+    if (names.length >= LARGE_MAP_KEYS) await keepLargeMap(v as Record<string, unknown>, names, slices);
+  }
+  slices.end();
+}
+
+/** Runs of at most KEY_SLICE keys or items, with a turn of the event loop after each. */
+class KeySlices {
+  private run = 0;
+  constructor(private readonly loopTurn: () => Promise<void>) {}
+
+  /** Counts one key or item; true when the run is full and a turn is due. */
+  full(): boolean {
+    return ++this.run >= KEY_SLICE;
+  }
+
+  async turn(): Promise<void> {
+    this.end();
+    await this.loopTurn();
+  }
+
+  end(): void {
+    keySlice(this.run);
+    this.run = 0;
+  }
+}
+
+/** Looks at every key and value of a large map in slices and keeps what it found (largeMapOnce). */
+async function keepLargeMap(
+  v: Record<string, unknown>,
+  names: string[],
+  slices: KeySlices,
+  stack?: unknown[],
+): Promise<void> {
+  const map: LargeMap = { keys: names, stringValues: true, stringChars: 0, configMapKeys: true };
+  for (const k of names) {
+    const item = v[k];
+    if (typeof item === 'string') map.stringChars += item.length;
+    else {
+      map.stringValues = false;
+      if (stack && item !== null && typeof item === 'object') stack.push(item);
+    }
+    if (map.configMapKeys && !isValidConfigMapKey(k)) map.configMapKeys = false;
+    if (slices.full()) await slices.turn();
+  }
+  largeMaps.set(v, map);
+}
+
+/** What countObjectKeysInSlices learnt of `obj` if it was a large map, given once (the next enumeration's). */
+export function largeMapOnce(obj: object): LargeMap | undefined {
+  const map = largeMaps.get(obj);
+  if (map !== undefined) largeMaps.delete(obj);
+  return map;
+}
+
+/** The longest run of keys handled without a turn since the last call (tests read it per request). */
+export function largestKeySliceSince(): number {
+  const largest = passes.largestKeySlice;
+  passes.largestKeySlice = 0;
+  return largest;
 }
 
 /** Parses JSON text after checking its depth. @throws JsonTooDeepError, SyntaxError */

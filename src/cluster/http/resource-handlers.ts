@@ -41,6 +41,7 @@ import {
 } from '../schema/field-validation.ts';
 import type { Faults } from './faults.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
+import { countObjectKeysInSlices, keepLargeMapsInSlices } from '../common/json-safety.ts';
 import { rootModel } from '../schema/schema.ts';
 import { normalizeTimes } from '../schema/time-encoding.ts';
 import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
@@ -257,6 +258,19 @@ async function largeBodyTurn(s: RequestScope): Promise<void> {
 }
 
 /**
+ * Whether a decoded JSON body repeats a key in some object. A large body's value is counted in slices with a turn
+ * between them, and the key lists of its large maps are kept for validation (countObjectKeysInSlices).
+ */
+async function repeatsKeysOf(
+  s: RequestScope,
+  decoded: { body: unknown; keysInText: number },
+  bytes: number,
+): Promise<boolean> {
+  if (!isLargeBody(bytes)) return repeatsKeys(decoded);
+  return decoded.keysInText !== (await countObjectKeysInSlices(decoded.body, () => largeBodyTurn(s)));
+}
+
+/**
  * Reads and decodes a JSON/YAML object body for create/update, checking kind and apiVersion against the URL.
  * A large body gives the event loop a turn after each pass over it, and before the store's write (see
  * LARGE_BODY_BYTES).
@@ -268,6 +282,7 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
   let bytes = 0;
   let duplicates: string[] = [];
   let yamlError: string | undefined;
+  let counted = false;
   if (type === PROTOBUF_MEDIA_TYPE) {
     const raw = await readBody(s.req);
     bytes = raw.length;
@@ -280,7 +295,8 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     if (isLargeBody(bytes)) await largeBodyTurn(s);
     // Repeated keys only make messages, which Ignore drops: the count of the value's keys (a pass over a large
     // body as long as parsing it) is not made for them, as patchFieldValidation does not make it for a patch.
-    if (fieldValidationOf(s.query) !== 'Ignore' && repeatsKeys(decoded)) {
+    counted = fieldValidationOf(s.query) !== 'Ignore';
+    if (counted && (await repeatsKeysOf(s, decoded, bytes))) {
       if (isLargeBody(bytes)) await largeBodyTurn(s);
       duplicates = duplicateFields(decoded.text);
     }
@@ -310,6 +326,8 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     );
   }
   const obj = body as KubeObject;
+  // A large map not met by the count (Ignore, YAML, protobuf) is enumerated here, in slices, not by validation.
+  if (isLargeBody(bytes) && !counted) await keepLargeMapsInSlices(obj, () => largeBodyTurn(s));
   const expected = apiVersionOf(rt);
   if (obj.apiVersion !== undefined && obj.apiVersion !== expected) {
     throw badRequest(
