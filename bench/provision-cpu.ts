@@ -1,10 +1,10 @@
-// A benchmark, not a test (npm test runs *.test.ts only): CPU per hostpath provision, this tree against a baseline
+// CPU per hostpath provision, this tree against a baseline
 // checkout, side by side in one process. Each round provisions `--claims` claims (16 in flight, pattern
 // `${.PVC.namespace}/${.PVC.name}`, 8 namespaces, `dev`'s statfs free space) into a fresh base path through one
 // tree's HostPathProvisioner, and delivers each new PV through a feed as an informer would (its identity read
 // included); rounds alternate the trees (A B, B A, ...) so the machine's drift hits both. CPU is the process's
 // (every thread: the libuv pool's filesystem calls too) per provision; the median of the rounds is printed.
-// Run: node --conditions=kube-provisioner:source --import tsx test/hostpath/provision-cpu.ts --baseline DIR
+// Run: npm run bench:provision -- --baseline DIR
 //        [--claims 500] [--rounds 10]
 import fsp from 'node:fs/promises';
 import os from 'node:os';
@@ -17,7 +17,7 @@ const baseline = get('--baseline');
 if (!baseline) throw new Error('--baseline DIR: a checkout of the tree to compare with (node_modules linked)');
 const CLAIMS = Number(get('--claims') ?? 500);
 const ROUNDS = Number(get('--rounds') ?? 10);
-const trees = { baseline: path.resolve(baseline), 'this tree': fileURLToPath(new URL('../../', import.meta.url)) };
+const trees = { baseline: path.resolve(baseline), 'this tree': fileURLToPath(new URL('../', import.meta.url)) };
 type Tree = keyof typeof trees;
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- each tree's modules are loaded by path */
