@@ -124,7 +124,6 @@ async function notALockFile(path: string): Promise<DataDirLockPathError | undefi
     throw err;
   }
   if (st.isFile()) return undefined;
-  const otherwise = OTHERWISE;
   if (st.isSymbolicLink()) {
     const target = await readlink(path).catch(() => '?');
     const dangling = await stat(path).then(
@@ -134,20 +133,20 @@ async function notALockFile(path: string): Promise<DataDirLockPathError | undefi
     return new DataDirLockPathError(
       path,
       `is a ${dangling ? 'dangling ' : ''}symbolic link to ${target}, ${NOT_OURS}`,
-      `if no kube-provisioner is running on this directory, remove it (rm ${path}) and start again, ${otherwise}`,
+      `if no kube-provisioner is running on this directory, remove it (rm ${path}) and start again, ${OTHERWISE}`,
     );
   }
   if (st.isDirectory()) {
     return new DataDirLockPathError(
       path,
       `is a directory, ${NOT_OURS}`,
-      `if nothing in it is needed, remove it (rm -r ${path}) and start again, ${otherwise}`,
+      `if nothing in it is needed, remove it (rm -r ${path}) and start again, ${OTHERWISE}`,
     );
   }
   return new DataDirLockPathError(
     path,
     `is a special file, ${NOT_OURS}`,
-    `if no kube-provisioner is running on this directory, remove it (rm ${path}) and start again, ${otherwise}`,
+    `if no kube-provisioner is running on this directory, remove it (rm ${path}) and start again, ${OTHERWISE}`,
   );
 }
 
