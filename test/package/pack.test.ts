@@ -253,258 +253,275 @@ async function installInto(app: string, type: 'module' | 'commonjs'): Promise<vo
   }
 }
 
-describe('the packed package, installed as a dependency', () => {
-  before(async () => {
-    await installInto(join(dir, 'app'), 'module');
-    if (!skipReason) await installInto(join(dir, 'cjs'), 'commonjs');
-  });
-
-  it('ships dist (JS, declarations, maps), the examples the docs link to, and none of the build-time packages', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const pkg = join(dir, 'app', 'node_modules', 'kube-provisioner');
-    for (const f of [
-      'dist/index.js',
-      'dist/index.d.ts',
-      'dist/index.js.map',
-      'dist/runtime/index.js',
-      'dist/hostpath/index.js',
-      'dist/csi/index.js',
-      'dist/testing/index.js',
-      'bin/kube-provisioner.js',
-      'examples/pvc.yaml',
-      'examples/directory-provisioner/provisioner.ts',
-    ]) {
-      assert.ok(existsSync(join(pkg, f)), `${f} is in the package`);
-    }
-    // Nothing of ours runs at install time (npm 11 warns about a dependency's install scripts, `prepare` included).
-    const manifest = JSON.parse(await readFile(join(pkg, 'package.json'), 'utf8')) as {
-      scripts?: Record<string, string>;
-    };
-    const atInstall = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare'].filter(
-      (k) => manifest.scripts?.[k] !== undefined,
-    );
-    assert.deepEqual(atInstall, [], 'the published package.json has no install-time script');
-    assert.ok(!existsSync(join(pkg, 'binding.gyp')), 'no binding.gyp (npm would run node-gyp for it)');
-    const installed = await readdir(join(dir, 'app', 'node_modules'));
-    for (const absent of ['tsx', 'better-sqlite3', 'typescript', '@kubernetes'])
-      assert.ok(!installed.includes(absent), `${absent} is not installed`);
-  });
-
-  it('runs a plain .mjs consumer, the test kit included, and the command, without tsx', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const app = join(dir, 'app');
-    await writeFile(join(app, 'consumer.mjs'), MJS_CONSUMER);
-    const r = await run(process.execPath, ['consumer.mjs'], app);
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /consumer ok/);
-    const version = await run(
-      process.execPath,
-      [join(app, 'node_modules', '.bin', 'kube-provisioner'), '--version'],
-      app,
-    );
-    assert.equal(version.stdout.trim(), '0.1.0', version.stderr);
-  });
-
-  it('require()s it from a CommonJS project, as `npm init -y` makes one', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const app = join(dir, 'cjs');
-    await writeFile(join(app, 'consumer.js'), CJS_CONSUMER);
-    const r = await run(process.execPath, ['consumer.js'], app);
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /cjs consumer ok/);
-  });
-
-  it('type-checks a TypeScript consumer of every entry point, kube-provisioner/testing included, with skipLibCheck false', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const app = join(dir, 'app');
-    await writeFile(join(app, 'consumer.ts'), TS_CONSUMER);
-    await writeFile(
-      join(app, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          target: 'ES2022',
-          module: 'NodeNext',
-          moduleResolution: 'NodeNext',
-          strict: true,
-          noEmit: true,
-          // @types/node is the only types package: borrowed from this repository, as any Node project has its own.
-          types: ['node'],
-          typeRoots: [join(ROOT, 'node_modules', '@types')],
-          skipLibCheck: false,
-        },
-        files: ['consumer.ts'],
-      }),
-    );
-    const r = await run(
-      process.execPath,
-      [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '-p', '.'],
-      app,
-    );
-    assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
-  });
-});
-
-describe('the packed package, installed globally', () => {
-  let prefix = '';
-  let bin = '';
-  before(async () => {
-    if (skipReason) return;
-    prefix = join(dir, 'global');
-    // --ignore-scripts: better-sqlite3 lands unbuilt, as where its install script is blocked or its build failed.
-    const install = await run(
-      'npm',
-      ['install', '-g', '--prefix', prefix, '--prefer-offline', '--ignore-scripts', tarball],
-      dir,
-    );
-    if (install.code !== 0 && UNREACHABLE.test(install.stderr))
-      skipReason = `the npm registry is unreachable: ${install.stderr.split('\n')[0]}`;
-    else assert.equal(install.code, 0, `npm install -g failed: ${install.stderr}`);
-    bin = join(prefix, 'bin', 'kube-provisioner');
-  });
-
-  it('`kube-provisioner dev` serves a claim without a SQLite driver, in memory, and says so', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const cwd = join(dir, 'no-sqlite');
-    await mkdir(cwd);
-    await withDev([bin], cwd, async (client, stdout) => {
-      assert.match(
-        stdout,
-        /^notice: the cluster keeps its objects in memory only.*better-sqlite3 is installed but its native addon cannot be loaded/m,
-      );
-      await client.create(persistentVolumeClaims, {
-        apiVersion: 'v1',
-        kind: 'PersistentVolumeClaim',
-        metadata: { name: 'data', namespace: 'default' },
-        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } } },
-      });
-      await waitFor(
-        'Bound',
-        async () =>
-          (await client.get(persistentVolumeClaims, 'data', { namespace: 'default' })).status?.phase === 'Bound',
-        30_000,
-      );
+// The three installs and what runs on them are independent (each its own directory, port 0, the npm cache is safe to
+// share): they run side by side, each describe's steps in order. One after the other they were the suite's longest
+// file by far (about 3 minutes of a 10-minute CI run, most of it waiting on npm and tsc).
+describe('the packed package', { concurrency: true }, () => {
+  describe('the packed package, installed as a dependency', { concurrency: false }, () => {
+    before(async () => {
+      await installInto(join(dir, 'app'), 'module');
+      if (!skipReason) await installInto(join(dir, 'cjs'), 'commonjs');
     });
-  });
 
-  it('`kube-provisioner cluster` serves too, in memory with the notice', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const cwd = join(dir, 'cluster');
-    await mkdir(cwd);
-    const cluster = startCommand([bin, 'cluster', '--port', '0'], cwd, NPM_ENV);
-    try {
-      await waitFor(
-        'cluster ready',
-        () => /ready at https:/.test(cluster.stdout()) || cluster.child.exitCode !== null,
-        60_000,
-      );
-      assert.match(
-        cluster.stdout(),
-        /^kube-provisioner cluster ready at https:\/\/127\.0\.0\.1:\d+ /m,
-        cluster.stderr(),
-      );
-      assert.match(cluster.stderr(), /^notice: the cluster keeps its objects in memory only/m);
-      const client = new KubeClient({
-        kubeConfig: loadKubeConfig({ path: join(cwd, '.kube-provisioner', 'cluster', 'kubeconfig') }).kubeConfig,
-        qps: 0,
-      });
-      try {
-        assert.ok((await client.list(namespaces)).items.some((n) => n.metadata.name === 'default'));
-      } finally {
-        client.close();
+    it('ships dist (JS, declarations, maps), the examples the docs link to, and none of the build-time packages', async (t) => {
+      if (skipReason) return t.skip(skipReason);
+      const pkg = join(dir, 'app', 'node_modules', 'kube-provisioner');
+      for (const f of [
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/index.js.map',
+        'dist/runtime/index.js',
+        'dist/hostpath/index.js',
+        'dist/csi/index.js',
+        'dist/testing/index.js',
+        'bin/kube-provisioner.js',
+        'examples/pvc.yaml',
+        'examples/directory-provisioner/provisioner.ts',
+      ]) {
+        assert.ok(existsSync(join(pkg, f)), `${f} is in the package`);
       }
-    } finally {
-      cluster.signalGroup('SIGINT');
-      try {
-        await waitFor('cluster stopped after SIGINT', () => cluster.status() !== undefined, 30_000);
-      } finally {
-        cluster.signalGroup('SIGKILL');
-      }
-    }
-    assert.equal(cluster.status(), 0, cluster.stderr());
-  });
-
-  it('keeps the objects across a restart once better-sqlite3 loads', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const installed = join(prefix, 'lib', 'node_modules', 'kube-provisioner', 'node_modules', 'better-sqlite3');
-    await rm(installed, { recursive: true, force: true });
-    await symlink(join(ROOT, 'node_modules', 'better-sqlite3'), installed, 'dir');
-    const cwd = join(dir, 'sqlite');
-    await mkdir(cwd);
-    await withDev([bin], cwd, async (client, stdout) => {
-      assert.doesNotMatch(stdout, /notice:/);
-      await client.create(configMaps, {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: { name: 'kept', namespace: 'default' },
-        data: { a: '1' },
-      });
+      // Nothing of ours runs at install time (npm 11 warns about a dependency's install scripts, `prepare` included).
+      const manifest = JSON.parse(await readFile(join(pkg, 'package.json'), 'utf8')) as {
+        scripts?: Record<string, string>;
+      };
+      const atInstall = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare'].filter(
+        (k) => manifest.scripts?.[k] !== undefined,
+      );
+      assert.deepEqual(atInstall, [], 'the published package.json has no install-time script');
+      assert.ok(!existsSync(join(pkg, 'binding.gyp')), 'no binding.gyp (npm would run node-gyp for it)');
+      const installed = await readdir(join(dir, 'app', 'node_modules'));
+      for (const absent of ['tsx', 'better-sqlite3', 'typescript', '@kubernetes'])
+        assert.ok(!installed.includes(absent), `${absent} is not installed`);
     });
-    await withDev([bin], cwd, async (client) => {
-      assert.deepEqual((await client.get(configMaps, 'kept', { namespace: 'default' })).data, { a: '1' });
-    });
-  });
 
-  it('`npx kube-provisioner dev` from the tarball serves', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    // Its own npm cache, so npx leaves nothing behind; packages come from the registry.
-    const env = {
-      ...NPM_ENV,
-      npm_config_cache: join(dir, 'npx-cache'),
-      npm_config_ignore_scripts: 'true',
-      npm_config_yes: 'true',
-    };
-    const version = await run('npx', ['--package', tarball, '--', 'kube-provisioner', '--version'], dir, env);
-    if (version.code !== 0 && UNREACHABLE.test(version.stderr))
-      return t.skip(`the npm registry is unreachable: ${version.stderr.split('\n')[0]}`);
-    assert.equal(version.stdout.trim(), '0.1.0', version.stderr);
-    const cwd = join(dir, 'npx');
-    await mkdir(cwd);
-    await withDev(
-      ['npx', '--package', tarball, '--', 'kube-provisioner'],
-      cwd,
-      async (client) => {
-        assert.ok((await client.list(configMaps, { namespace: 'default' })).items !== undefined);
-      },
-      env,
-    );
-  });
-});
-
-describe("the guide's project, from `npm init -y`, against the packed package", () => {
-  let project = '';
-  let files: string[] = [];
-  before(async () => {
-    if (skipReason) return;
-    project = join(dir, 'my-provisioner');
-    await mkdir(project);
-    for (const args of [
-      ['init', '-y'],
-      ['pkg', 'set', 'type=module'],
-    ]) {
-      const r = await run('npm', args, project);
+    it('runs a plain .mjs consumer, the test kit included, and the command, without tsx', async (t) => {
+      if (skipReason) return t.skip(skipReason);
+      const app = join(dir, 'app');
+      await writeFile(join(app, 'consumer.mjs'), MJS_CONSUMER);
+      const r = await run(process.execPath, ['consumer.mjs'], app);
       assert.equal(r.code, 0, r.stderr);
-    }
-    const install = await run('npm', ['install', '--prefer-offline', '--omit=optional', tarball], project);
-    assert.equal(install.code, 0, install.stderr);
-    assert.deepEqual(npmWarnings(install.stderr), []);
-    // typescript, tsx and @types/node come from this checkout (the guide installs them from the registry).
-    files = await writeDocProject(project, { typeRoots: [join(ROOT, 'node_modules', '@types')], skipLibCheck: false });
+      assert.match(r.stdout, /consumer ok/);
+      const version = await run(
+        process.execPath,
+        [join(app, 'node_modules', '.bin', 'kube-provisioner'), '--version'],
+        app,
+      );
+      assert.equal(version.stdout.trim(), '0.1.0', version.stderr);
+    });
+
+    it('require()s it from a CommonJS project, as `npm init -y` makes one', async (t) => {
+      if (skipReason) return t.skip(skipReason);
+      const app = join(dir, 'cjs');
+      await writeFile(join(app, 'consumer.js'), CJS_CONSUMER);
+      const r = await run(process.execPath, ['consumer.js'], app);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /cjs consumer ok/);
+    });
+
+    it('type-checks a TypeScript consumer of every entry point, kube-provisioner/testing included, with skipLibCheck false', async (t) => {
+      if (skipReason) return t.skip(skipReason);
+      const app = join(dir, 'app');
+      await writeFile(join(app, 'consumer.ts'), TS_CONSUMER);
+      await writeFile(
+        join(app, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            strict: true,
+            noEmit: true,
+            // @types/node is the only types package: borrowed from this repository, as any Node project has its own.
+            types: ['node'],
+            typeRoots: [join(ROOT, 'node_modules', '@types')],
+            skipLibCheck: false,
+          },
+          files: ['consumer.ts'],
+        }),
+      );
+      const r = await run(
+        process.execPath,
+        [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '-p', '.'],
+        app,
+      );
+      assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+    });
   });
 
-  it("type-checks every block of the guide and README under the guide's strict tsconfig (skipLibCheck false)", async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const r = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], project);
-    assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+  describe('the packed package, installed globally', { concurrency: false }, () => {
+    let prefix = '';
+    let bin = '';
+    before(async () => {
+      if (skipReason) return;
+      prefix = join(dir, 'global');
+      // --ignore-scripts: better-sqlite3 lands unbuilt, as where its install script is blocked or its build failed.
+      const install = await run(
+        'npm',
+        ['install', '-g', '--prefix', prefix, '--prefer-offline', '--ignore-scripts', tarball],
+        dir,
+      );
+      if (install.code !== 0 && UNREACHABLE.test(install.stderr))
+        skipReason = `the npm registry is unreachable: ${install.stderr.split('\n')[0]}`;
+      else assert.equal(install.code, 0, `npm install -g failed: ${install.stderr}`);
+      bin = join(prefix, 'bin', 'kube-provisioner');
+    });
+
+    it('`kube-provisioner dev` serves a claim without a SQLite driver, in memory, and says so', async (t) => {
+      if (skipReason) return t.skip(skipReason);
+      const cwd = join(dir, 'no-sqlite');
+      await mkdir(cwd);
+      await withDev([bin], cwd, async (client, stdout) => {
+        assert.match(
+          stdout,
+          /^notice: the cluster keeps its objects in memory only.*better-sqlite3 is installed but its native addon cannot be loaded/m,
+        );
+        await client.create(persistentVolumeClaims, {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name: 'data', namespace: 'default' },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Mi' } } },
+        });
+        await waitFor(
+          'Bound',
+          async () =>
+            (await client.get(persistentVolumeClaims, 'data', { namespace: 'default' })).status?.phase === 'Bound',
+          30_000,
+        );
+      });
+    });
+
+    it('`kube-provisioner cluster` serves too, in memory with the notice', async (t) => {
+      if (skipReason) return t.skip(skipReason);
+      const cwd = join(dir, 'cluster');
+      await mkdir(cwd);
+      const cluster = startCommand([bin, 'cluster', '--port', '0'], cwd, NPM_ENV);
+      try {
+        await waitFor(
+          'cluster ready',
+          () => /ready at https:/.test(cluster.stdout()) || cluster.child.exitCode !== null,
+          60_000,
+        );
+        assert.match(
+          cluster.stdout(),
+          /^kube-provisioner cluster ready at https:\/\/127\.0\.0\.1:\d+ /m,
+          cluster.stderr(),
+        );
+        assert.match(cluster.stderr(), /^notice: the cluster keeps its objects in memory only/m);
+        const client = new KubeClient({
+          kubeConfig: loadKubeConfig({ path: join(cwd, '.kube-provisioner', 'cluster', 'kubeconfig') }).kubeConfig,
+          qps: 0,
+        });
+        try {
+          assert.ok((await client.list(namespaces)).items.some((n) => n.metadata.name === 'default'));
+        } finally {
+          client.close();
+        }
+      } finally {
+        cluster.signalGroup('SIGINT');
+        try {
+          await waitFor('cluster stopped after SIGINT', () => cluster.status() !== undefined, 30_000);
+        } finally {
+          cluster.signalGroup('SIGKILL');
+        }
+      }
+      assert.equal(cluster.status(), 0, cluster.stderr());
+    });
+
+    it('keeps the objects across a restart once better-sqlite3 loads', async (t) => {
+      if (skipReason) return t.skip(skipReason);
+      const installed = join(prefix, 'lib', 'node_modules', 'kube-provisioner', 'node_modules', 'better-sqlite3');
+      await rm(installed, { recursive: true, force: true });
+      await symlink(join(ROOT, 'node_modules', 'better-sqlite3'), installed, 'dir');
+      const cwd = join(dir, 'sqlite');
+      await mkdir(cwd);
+      await withDev([bin], cwd, async (client, stdout) => {
+        assert.doesNotMatch(stdout, /notice:/);
+        await client.create(configMaps, {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'kept', namespace: 'default' },
+          data: { a: '1' },
+        });
+      });
+      await withDev([bin], cwd, async (client) => {
+        assert.deepEqual((await client.get(configMaps, 'kept', { namespace: 'default' })).data, { a: '1' });
+      });
+    });
+
+    it('`npx kube-provisioner dev` from the tarball serves', async (t) => {
+      if (skipReason) return t.skip(skipReason);
+      // Its own npm cache, so npx leaves nothing behind; packages come from the registry.
+      const env = {
+        ...NPM_ENV,
+        npm_config_cache: join(dir, 'npx-cache'),
+        npm_config_ignore_scripts: 'true',
+        npm_config_yes: 'true',
+      };
+      const version = await run('npx', ['--package', tarball, '--', 'kube-provisioner', '--version'], dir, env);
+      if (version.code !== 0 && UNREACHABLE.test(version.stderr))
+        return t.skip(`the npm registry is unreachable: ${version.stderr.split('\n')[0]}`);
+      assert.equal(version.stdout.trim(), '0.1.0', version.stderr);
+      const cwd = join(dir, 'npx');
+      await mkdir(cwd);
+      await withDev(
+        ['npx', '--package', tarball, '--', 'kube-provisioner'],
+        cwd,
+        async (client) => {
+          assert.ok((await client.list(configMaps, { namespace: 'default' })).items !== undefined);
+        },
+        env,
+      );
+    });
   });
 
-  it("runs the guide's tests, and they pass, the conformance suite included", async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const tests = files.filter((f) => f.startsWith('test/'));
-    // Not as a subtest of this run: the child is a test run of its own.
-    const { NODE_TEST_CONTEXT: _nested, ...env } = process.env;
-    const r = await run(process.execPath, ['--import', import.meta.resolve('tsx'), '--test', ...tests], project, env);
-    assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
-    assert.match(r.stdout, /^# fail 0$/m);
-    assert.match(r.stdout, /^ok \d+ - my provisioner$/m, 'the conformance suite ran');
+  describe("the guide's project, from `npm init -y`, against the packed package", { concurrency: false }, () => {
+    let project = '';
+    let files: string[] = [];
+    before(async () => {
+      if (skipReason) return;
+      project = join(dir, 'my-provisioner');
+      await mkdir(project);
+      for (const args of [
+        ['init', '-y'],
+        ['pkg', 'set', 'type=module'],
+      ]) {
+        const r = await run('npm', args, project);
+        assert.equal(r.code, 0, r.stderr);
+      }
+      const install = await run('npm', ['install', '--prefer-offline', '--omit=optional', tarball], project);
+      // Side by side with the other installs: this one may be the first to find the registry unreachable.
+      if (install.code !== 0 && UNREACHABLE.test(install.stderr)) {
+        skipReason = `the npm registry is unreachable: ${install.stderr.split('\n')[0]}`;
+        return;
+      }
+      assert.equal(install.code, 0, install.stderr);
+      assert.deepEqual(npmWarnings(install.stderr), []);
+      // typescript, tsx and @types/node come from this checkout (the guide installs them from the registry).
+      files = await writeDocProject(project, {
+        typeRoots: [join(ROOT, 'node_modules', '@types')],
+        skipLibCheck: false,
+      });
+    });
+
+    it("type-checks every block of the guide and README under the guide's strict tsconfig (skipLibCheck false)", async (t) => {
+      if (skipReason) return t.skip(skipReason);
+      const r = await run(
+        process.execPath,
+        [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'],
+        project,
+      );
+      assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+    });
+
+    it("runs the guide's tests, and they pass, the conformance suite included", async (t) => {
+      if (skipReason) return t.skip(skipReason);
+      const tests = files.filter((f) => f.startsWith('test/'));
+      // Not as a subtest of this run: the child is a test run of its own.
+      const { NODE_TEST_CONTEXT: _nested, ...env } = process.env;
+      const r = await run(process.execPath, ['--import', import.meta.resolve('tsx'), '--test', ...tests], project, env);
+      assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+      assert.match(r.stdout, /^# fail 0$/m);
+      assert.match(r.stdout, /^ok \d+ - my provisioner$/m, 'the conformance suite ran');
+    });
   });
 });
