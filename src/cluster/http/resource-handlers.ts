@@ -17,6 +17,7 @@ import {
 } from '../common/api-errors.ts';
 import {
   decodeJsonBody,
+  decodeLargeJsonBody,
   decodeRequestBody,
   decodePatchBody,
   mediaType,
@@ -290,7 +291,10 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
   } else if (!type || type === 'application/json' || type === '*/*') {
     const raw = await readBody(s.req);
     bytes = raw.length;
-    const decoded = decodeJsonBody(raw, s.limits.maxJsonDepth);
+    // A large body's large maps are parsed in slices, a turn between each (no JSON.parse of a whole map).
+    const decoded = isLargeBody(bytes)
+      ? await decodeLargeJsonBody(raw, () => largeBodyTurn(s), s.limits.maxJsonDepth)
+      : decodeJsonBody(raw, s.limits.maxJsonDepth);
     body = decoded.body;
     if (isLargeBody(bytes)) await largeBodyTurn(s);
     // Repeated keys only make messages, which Ignore drops: the count of the value's keys (a pass over a large

@@ -7,6 +7,7 @@ import {
   JsonTooDeepError,
   JsonTooLargeError,
   MAX_JSON_DEPTH,
+  serializedBytesOf,
   serializeJson,
 } from '../common/json-safety.ts';
 
@@ -32,6 +33,11 @@ function limitError(err: unknown, limits: ObjectLimits): unknown {
 
 /** The JSON of an object about to be committed. @throws ClusterApiError 413 over the size limit, 400 too deep. */
 export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
+  // A ConfigMap or Secret whose data map was parsed in slices: its size is known without serializing the map
+  // (one pass as long as parsing it), so a body over the limit is refused without that pass.
+  const known = knownSize(obj);
+  if (known !== undefined && known > limits.maxObjectBytes)
+    throw requestEntityTooLarge(`the object is ${known} bytes, the limit is ${limits.maxObjectBytes}`);
   let json: string;
   try {
     json = serializeJson(obj, limits.maxJsonDepth);
@@ -48,6 +54,16 @@ export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
     );
   }
   return json;
+}
+
+/** serializedBytesOf, or undefined when the rest of the object cannot be serialized (serializeJson says why). */
+function knownSize(obj: unknown): number | undefined {
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return undefined;
+  try {
+    return serializedBytesOf(obj as Record<string, unknown>);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Checks a patch result before it is serialized. @throws ClusterApiError 413 / 400 */
