@@ -597,6 +597,22 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
     assert.equal(sized, 3, 'bodies whose size was added up (seeds 3, 9, 21)');
   });
 
+  it('a compact map of strings (raw unicode, some whitespace, a key repeated in a slice): its size as JSON.stringify writes it', async () => {
+    const raw = ['v', 'é', '日本', '😀', 'a b'];
+    const members = Array.from({ length: 30_000 }, (_, i) => `"k${i}${raw[i % 5]}":"${raw[(i * 3) % 5]}"`);
+    members[20_001] = '"k20000":"again"'; // repeated in its slice: the slice's text is longer than its JSON
+    members[25_000] = ` ${members[25_000]} `;
+    for (const map of [members.slice(0, 20_000), members]) {
+      const text = `{"kind":"ConfigMap","metadata":{"name":"c"},"data":{${map.join(',')}}}`;
+      largestParseSince();
+      const { value } = await parseLargeJsonText(text, turn);
+      assert.ok(largestParseSince() < text.length / 2, 'parsed in slices');
+      assert.deepStrictEqual(value, JSON.parse(text));
+      const size = serializedBytesOf(value as Record<string, unknown>);
+      assert.equal(size, Buffer.byteLength(JSON.stringify(value)));
+    }
+  });
+
   it('a body JSON.parse refuses gets JSON.parse error', async () => {
     const r = random(99);
     const good = map(r, 15_000, {});
