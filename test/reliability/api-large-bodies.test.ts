@@ -20,7 +20,7 @@ import {
   largestKeySliceSince,
   largestParseSince,
   parseLargeJsonText,
-  serializedBytesOf,
+  serializedJsonOf,
   SLICE_MEMBERS,
 } from '../../src/cluster/common/json-safety.ts';
 import { yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
@@ -466,6 +466,23 @@ describe('a large JSON map is parsed in slices, with turns between, and its size
     }
   });
 
+  it('a 1 MiB ConfigMap created and replaced: its JSON written for the store without a JSON.stringify of its data map', async () => {
+    const body = configMapBody('written', 1024 * 1024);
+    for (const [method, path, status] of [
+      ['POST', CMS, 201],
+      ['PUT', `${CMS}/written`, 200],
+    ] as const) {
+      const { result: r, stringify } = await watchJson(() => call(e, method, path, { body }));
+      assert.equal(r.status, status, r.text.slice(0, 300));
+      assert.ok(stringify <= SLICE_BOUND, `${method}: a JSON.stringify of ${stringify} characters`);
+      // What is stored and served is the object's compact JSON, as JSON.stringify writes it.
+      const got = (await call(e, 'GET', `${CMS}/written`)).text;
+      assert.equal(got, `${JSON.stringify(JSON.parse(got))}\n`);
+      assert.equal(r.text, got, `${method}: the answer`);
+      assert.deepEqual((JSON.parse(got) as KubeObject).data, (JSON.parse(body) as KubeObject).data);
+    }
+  });
+
   it('a ConfigMap over the store limit: 413 with the same size, and no JSON.stringify of its data map', async () => {
     const body = configMapBody('too-large', 1.6 * 1024 * 1024);
     for (const fieldValidation of ['Warn', 'Ignore']) {
@@ -567,7 +584,7 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
     for (let seed = 1; seed <= 24; seed++) {
       const r = random(seed);
       const strings = seed % 3 === 0;
-      // A map of strings without a repeated key has its size added up as it is parsed (serializedBytesOf).
+      // A map of strings without a repeated key has its JSON kept as it is parsed (serializedJsonOf).
       const unique = strings && seed % 2 === 1;
       const big = () => map(r, 12_000 + Math.floor(r() * 8_000), { strings, unique, indexKey: seed % 8 === 7 });
       const labels = seed % 4 === 1 ? big() : '{"app":"x"}';
@@ -588,10 +605,11 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
         const v = value as Record<string, unknown>;
         assert.equal(countObjectKeys(v), countObjectKeys(expected), `seed ${seed}: keys in the value`);
         assert.equal(await countObjectKeysInSlices(v, turn), countObjectKeys(expected), `seed ${seed}: sliced count`);
-        const size = serializedBytesOf(v);
-        const known = unique ? Buffer.byteLength(JSON.stringify(expected)) : undefined;
-        assert.equal(size, known, `seed ${seed}: size ${JSON.stringify(known)}`);
-        if (size !== undefined) sized++;
+        const json = serializedJsonOf(v);
+        const known = unique ? JSON.stringify(expected) : undefined;
+        assert.equal(json?.json(), known, `seed ${seed}: JSON`);
+        assert.equal(json?.bytes, known && Buffer.byteLength(known), `seed ${seed}: size`);
+        if (json !== undefined) sized++;
       }
     }
     assert.equal(sized, 3, 'bodies whose size was added up (seeds 3, 9, 21)');
@@ -608,8 +626,9 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
       const { value } = await parseLargeJsonText(text, turn);
       assert.ok(largestParseSince() < text.length / 2, 'parsed in slices');
       assert.deepStrictEqual(value, JSON.parse(text));
-      const size = serializedBytesOf(value as Record<string, unknown>);
-      assert.equal(size, Buffer.byteLength(JSON.stringify(value)));
+      const json = serializedJsonOf(value as Record<string, unknown>);
+      assert.equal(json?.json(), JSON.stringify(value));
+      assert.equal(json?.bytes, Buffer.byteLength(JSON.stringify(value)));
     }
   });
 

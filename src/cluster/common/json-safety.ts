@@ -3,6 +3,7 @@
 // and serialized size (nothing here recurses, so no input can exhaust the stack), serialization that turns a
 // too-deep or too-large value into a typed error, and own-property access so that `__proto__`, `constructor`
 // and `prototype` stay plain keys and no prototype is ever read or replaced.
+import { randomUUID } from 'node:crypto';
 import { isValidConfigMapKey } from './identifier-validation.ts';
 
 /** kube-apiserver's request body limit (3 MiB); also bounds what one JSON patch may copy. */
@@ -371,8 +372,14 @@ function scanJsonTextForMaps(text: string, limit: number, spans: MapSpan[]): num
   return keys;
 }
 
-/** The compact JSON size of a map parsed in slices, its values all strings (serializedBytesOf). */
-const sizedMaps = new WeakMap<object, { chars: number; bytes: number }>();
+/** The compact JSON of each map of strings parsed in slices (serializedJsonOf). */
+const sizedMaps = new WeakMap<object, SizedMap>();
+
+/** A map of strings parsed in slices: its compact JSON, slice by slice without the braces, and its UTF-8 bytes. */
+interface SizedMap {
+  parts: string[];
+  bytes: number;
+}
 
 /** Notes the characters one JSON.parse of a large body's text was given (jsonCheckWork: largestParse). */
 function parsed(chars: number): void {
@@ -402,9 +409,10 @@ function isArrayIndex(k: string): boolean {
  * slice's keys are added to the map in the order of the text, a key already there keeping its place and taking
  * the later value: the value is the one JSON.parse gives. What the slices show of each map (its key list, its
  * key count, whether its keys are data keys and its values strings) is kept for the count and the validation,
- * as countObjectKeysInSlices keeps it, and for a map of strings its compact JSON size, for the store's size
- * check (serializedBytesOf). Anything unusual (a syntax error, an array-index key, the map's key repeated in its
- * parent) is left to one JSON.parse of the whole text, which gives the value or the error.
+ * as countObjectKeysInSlices keeps it, and for a map of strings its compact JSON, slice by slice, for the
+ * store's size check and stored text (serializedJsonOf). Anything unusual (a syntax error, an array-index key,
+ * the map's key repeated in its parent) is left to one JSON.parse of the whole text, which gives the value or
+ * the error.
  * @throws JsonTooDeepError, SyntaxError
  */
 export async function parseLargeJsonText(
@@ -469,8 +477,8 @@ async function parseMapInSlices(
   const map: Record<string, unknown> = {};
   const seen: LargeMap = { keys: [], stringValues: true, stringChars: 0, configMapKeys: true };
   let count = 0;
-  let chars = bounds.length; // the braces, and a comma between two slices
-  let bytes = chars;
+  const parts: string[] = [];
+  let bytes = bounds.length; // the braces, and a comma between two slices
   let repeated = false;
   for (let j = 0; j + 1 < bounds.length; j++) {
     if (j > 0) await turn();
@@ -513,19 +521,17 @@ async function parseMapInSlices(
     if (seen.stringValues && !repeated) {
       // Keys and values all strings, no whitespace, no key repeated in it, no escape, no lone surrogate: the
       // slice's text is what JSON.stringify would write (a third of the cost of writing it).
-      if (compact[j] === names.length && !members.includes('\\') && isWellFormed(members)) {
-        chars += members.length;
-        bytes += Buffer.byteLength(members);
-      } else {
-        const json = JSON.stringify(slice);
-        chars += json.length - 2;
-        bytes += Buffer.byteLength(json) - 2;
-      }
+      const json =
+        compact[j] === names.length && !members.includes('\\') && isWellFormed(members)
+          ? members
+          : JSON.stringify(slice).slice(1, -1);
+      parts.push(json);
+      bytes += Buffer.byteLength(json);
     }
   }
   seen.count = count;
   largeMaps.set(map, seen);
-  if (seen.stringValues && !repeated) sizedMaps.set(map, { chars, bytes });
+  if (seen.stringValues && !repeated) sizedMaps.set(map, { parts, bytes });
   return map;
 }
 
@@ -546,28 +552,41 @@ function keysIn(value: object): number {
 const SIZED_FIELDS = ['data', 'binaryData'] as const;
 
 /**
- * The UTF-8 bytes of the compact JSON of a ConfigMap or Secret about to be committed whose data map was parsed
- * in slices (parseLargeJsonText), without serializing that map: its size was added up slice by slice. Undefined
- * when no such map is in it. Each map's size is given once.
+ * The compact JSON of a ConfigMap or Secret about to be committed whose data map was parsed in slices
+ * (parseLargeJsonText), and its UTF-8 bytes, without a JSON.stringify of that map (one pass as long as parsing
+ * it): the map's JSON was kept slice by slice, and the rest of the object is serialized with a mark in its place.
+ * Undefined when no such map is in it. Each map is given once: the request's value is its own, and nothing
+ * between its decoding and its commit changes a ConfigMap's or a Secret's data map in place (a Secret's
+ * stringData makes a new one).
  */
-export function serializedBytesOf(obj: Record<string, unknown>): number | undefined {
+export function serializedJsonOf(obj: Record<string, unknown>): { bytes: number; json(): string } | undefined {
   if (obj.kind !== 'ConfigMap' && obj.kind !== 'Secret') return undefined;
-  let sized = 0;
-  const fields: string[] = [];
+  const maps: Array<{ field: string; mark: string; map: SizedMap }> = [];
   for (const field of SIZED_FIELDS) {
     const v = getOwn(obj, field);
-    const size = v !== null && typeof v === 'object' ? sizedMaps.get(v) : undefined;
-    if (size === undefined) continue;
+    const map = v !== null && typeof v === 'object' ? sizedMaps.get(v) : undefined;
+    if (map === undefined) continue;
     sizedMaps.delete(v as object);
-    sized += size.bytes;
-    fields.push(field);
+    maps.push({ field, mark: `\u0000${field}-${randomUUID()}`, map });
   }
-  if (fields.length === 0) return undefined;
-  // The rest of the object serialized with a 0 in each map's place: one character for each map's bytes.
+  if (maps.length === 0) return undefined;
   const rest: Record<string, unknown> = { ...obj };
-  for (const field of fields) rest[field] = 0;
-  const maps = fields.length;
-  return Buffer.byteLength(JSON.stringify(rest)) - maps + sized;
+  for (const { field, mark } of maps) rest[field] = mark;
+  const restJson = JSON.stringify(rest);
+  let bytes = Buffer.byteLength(restJson);
+  for (const { mark, map } of maps) bytes += map.bytes - Buffer.byteLength(JSON.stringify(mark));
+  return {
+    bytes,
+    json(): string {
+      let json = restJson;
+      for (const { mark, map } of maps) {
+        const quoted = JSON.stringify(mark);
+        const at = json.indexOf(quoted);
+        json = `${json.slice(0, at)}{${map.parts.join(',')}}${json.slice(at + quoted.length)}`;
+      }
+      return json;
+    },
+  };
 }
 
 /** Parses JSON text after checking its depth. @throws JsonTooDeepError, SyntaxError */

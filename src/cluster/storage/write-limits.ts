@@ -7,7 +7,7 @@ import {
   JsonTooDeepError,
   JsonTooLargeError,
   MAX_JSON_DEPTH,
-  serializedBytesOf,
+  serializedJsonOf,
   serializeJson,
 } from '../common/json-safety.ts';
 
@@ -33,11 +33,14 @@ function limitError(err: unknown, limits: ObjectLimits): unknown {
 
 /** The JSON of an object about to be committed. @throws ClusterApiError 413 over the size limit, 400 too deep. */
 export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
-  // A ConfigMap or Secret whose data map was parsed in slices: its size is known without serializing the map
-  // (one pass as long as parsing it), so a body over the limit is refused without that pass.
-  const known = knownSize(obj);
-  if (known !== undefined && known > limits.maxObjectBytes)
-    throw requestEntityTooLarge(`the object is ${known} bytes, the limit is ${limits.maxObjectBytes}`);
+  // A ConfigMap or Secret whose data map was parsed in slices: its JSON is known without serializing the map
+  // (one pass as long as parsing it), so it is refused, or written, without that pass.
+  const known = knownJson(obj);
+  if (known !== undefined) {
+    if (known.bytes > limits.maxObjectBytes)
+      throw requestEntityTooLarge(`the object is ${known.bytes} bytes, the limit is ${limits.maxObjectBytes}`);
+    return known.json();
+  }
   let json: string;
   try {
     json = serializeJson(obj, limits.maxJsonDepth);
@@ -56,11 +59,11 @@ export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
   return json;
 }
 
-/** serializedBytesOf, or undefined when the rest of the object cannot be serialized (serializeJson says why). */
-function knownSize(obj: unknown): number | undefined {
+/** serializedJsonOf, or undefined when the rest of the object cannot be serialized (serializeJson says why). */
+function knownJson(obj: unknown): ReturnType<typeof serializedJsonOf> {
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return undefined;
   try {
-    return serializedBytesOf(obj as Record<string, unknown>);
+    return serializedJsonOf(obj as Record<string, unknown>);
   } catch {
     return undefined;
   }
