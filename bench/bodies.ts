@@ -42,12 +42,12 @@ const baselineDir = args.includes('--baseline') ? resolve(args[args.indexOf('--b
 
 const head = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
 /** `prefix`, then `unit(i)` for i = 0, 1, ... while the body stays under the limit, then `suffix`. */
-function fill(prefix: string, unit: (i: number) => string, suffix = ''): string {
+function fill(prefix: string, unit: (i: number) => string, suffix = '', limit = LIMIT): string {
   const parts = [prefix];
   let size = prefix.length + suffix.length;
   for (let i = 0; ; i++) {
     const u = unit(i);
-    if (size + u.length > LIMIT) break;
+    if (size + u.length > limit) break;
     parts.push(u);
     size += u.length;
   }
@@ -80,6 +80,13 @@ const BODIES: Record<string, Body> = {
     method: 'POST',
     contentType: 'application/json',
     text: (n) => fill(`{"metadata":{"name":"${n}"},"data":{`, (i) => `"k${i}":"v",`, '"z":"v"}}'),
+  },
+  // The largest such ConfigMap the store accepts (its limit is 1.5 MiB of JSON): a 201, its JSON stored.
+  'JSON: a flat map the store accepts': {
+    method: 'POST',
+    contentType: 'application/json',
+    text: (n) =>
+      fill(`{"metadata":{"name":"${n}"},"data":{`, (i) => `"k${i}":"v",`, '"z":"v"}}', Math.min(LIMIT, 1_500_000)),
   },
 };
 
