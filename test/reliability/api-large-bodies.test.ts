@@ -23,7 +23,7 @@ import {
   serializedJsonOf,
   SLICE_MEMBERS,
 } from '../../src/cluster/common/json-safety.ts';
-import { yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
+import { isJsonExact, yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
 import {
   isConfigMapKey,
   isQualifiedName,
@@ -141,8 +141,8 @@ describe('a large YAML body: its value arrives from the worker thread in one tur
     const turns = loopTurnsForLargeBodies();
     const r = await call(e, 'POST', CMS, { body, contentType: 'application/yaml' });
     assert.equal(r.status, 201, r.text.slice(0, 300));
-    // And one after each KEY_SLICE keys of its data map looked at (12,000 keys: one).
-    assert.equal(loopTurnsForLargeBodies() - turns, 3 + Math.floor(12_000 / KEY_SLICE));
+    // And one before each slice of SLICE_MEMBERS members of its data map, parsed from the worker's JSON text.
+    assert.equal(loopTurnsForLargeBodies() - turns, 3 + Math.ceil(12_000 / SLICE_MEMBERS));
     const got = JSON.parse((await call(e, 'GET', `${CMS}/yaml-turns`)).text) as KubeObject;
     assert.equal(Object.keys(got.data as object).length, 12_000);
   });
@@ -234,7 +234,7 @@ describe('a large JSON map: its keys enumerated once per request, and handled in
     assert.equal(Object.keys(got.data as object).length, keys);
   });
 
-  it('under Ignore (no count) the JSON data map is parsed in slices, from YAML enumerated once, its keys checked in slices', async () => {
+  it('under Ignore (no count) the data map of JSON and of YAML (the worker sends JSON text) is parsed in slices, its keys checked in slices', async () => {
     const json = configMapBody('ignored-pass', 8 * LARGE_BODY_BYTES);
     const data = (JSON.parse(json) as KubeObject).data as Record<string, string>;
     const keys = Object.keys(data).length;
@@ -243,7 +243,7 @@ describe('a large JSON map: its keys enumerated once per request, and handled in
       .join('')}`;
     for (const [what, body, type, enumerations] of [
       ['JSON under Ignore', json, 'application/json', 0],
-      ['YAML', yaml, 'application/yaml', 1],
+      ['YAML', yaml, 'application/yaml', 0],
     ] as const) {
       const before = jsonCheckWork();
       largestKeySliceSince();
@@ -483,6 +483,31 @@ describe('a large JSON map is parsed in slices, with turns between, and its size
     }
   });
 
+  it('a 1 MiB YAML ConfigMap: its value comes from the worker as JSON text, parsed in slices and stored without a JSON.stringify of its data map', async () => {
+    const data = (JSON.parse(configMapBody('x', 1024 * 1024)) as KubeObject).data as Record<string, string>;
+    const keys = Object.keys(data);
+    const body = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-sliced\ndata:\n${keys.map((k) => `  ${k}: v\n`).join('')}`;
+    // A create's 3 turns and an update's 2 (see above), and one before each slice of the data map.
+    for (const [method, path, status, phases] of [
+      ['POST', CMS, 201, 3],
+      ['PUT', `${CMS}/yaml-sliced`, 200, 2],
+    ] as const) {
+      const before = jsonCheckWork();
+      const turns = loopTurnsForLargeBodies();
+      const { result: r, stringify } = await watchJson(() =>
+        call(e, method, `${path}?fieldValidation=Ignore`, { body, contentType: 'application/yaml' }),
+      );
+      assert.equal(r.status, status, r.text.slice(0, 300));
+      const work = jsonCheckWork();
+      assert.equal(work.largeMapEnumerations - before.largeMapEnumerations, 0, `${method}: enumerations`);
+      assert.ok(stringify <= SLICE_BOUND, `${method}: a JSON.stringify of ${stringify} characters`);
+      const turned = loopTurnsForLargeBodies() - turns;
+      assert.equal(turned, phases + Math.ceil(keys.length / SLICE_MEMBERS), `${method}: turns`);
+    }
+    const got = JSON.parse((await call(e, 'GET', `${CMS}/yaml-sliced`)).text) as KubeObject;
+    assert.deepEqual(got.data, data);
+  });
+
   it('a ConfigMap over the store limit: 413 with the same size, and no JSON.stringify of its data map', async () => {
     const body = configMapBody('too-large', 1.6 * 1024 * 1024);
     for (const fieldValidation of ['Warn', 'Ignore']) {
@@ -656,5 +681,16 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
         (err: Error) => err instanceof SyntaxError && err.message === expected,
       );
     }
+  });
+});
+
+describe('a YAML value goes back from the worker as JSON text only when JSON gives it back exactly', () => {
+  it('isJsonExact: plain objects, arrays, strings, booleans, null and finite numbers; not -0, NaN, a Buffer, a hole', () => {
+    const holey = [1, 2];
+    delete holey[0]; // a hole
+    const proto = JSON.parse('{"__proto__":{"a":[1,"x",null,true,{"b":-1.5}]}}') as unknown;
+    assert.equal(isJsonExact(proto), true);
+    for (const v of [-0, NaN, Infinity, Buffer.from('x'), new Date(0), holey, { a: undefined }, Object.create(null)])
+      assert.equal(isJsonExact({ k: [v] }), false, Object.prototype.toString.call(v));
   });
 });

@@ -11,7 +11,7 @@ import {
   parseJsonText,
   parseLargeJsonText,
 } from '../common/json-safety.ts';
-import { decodeYaml, decodeYamlText, type YamlDecoded } from '../schema/yaml-decode.ts';
+import { decodeYamlText, decodeYamlWire, type YamlDecoded } from '../schema/yaml-decode.ts';
 
 /** Thrown when a body exceeds the limit; the connection is closed after the 413 answer. */
 export class BodyTooLargeError extends Error {}
@@ -144,9 +144,14 @@ export async function decodeRequestBody(
   contentType: string,
   depthLimit = MAX_JSON_DEPTH,
   repeats = true,
+  turn?: () => Promise<void>,
 ): Promise<DecodedBody> {
   if (!isYaml(contentType)) return decodeObjectBody(body, contentType, depthLimit);
-  return yamlBody(await decodeYaml(body.toString('utf8'), depthLimit, repeats));
+  const wire = await decodeYamlWire(body.toString('utf8'), depthLimit, repeats);
+  if (!('json' in wire)) return yamlBody(wire);
+  // The worker's value as JSON text: with `turn` (a large body's request) its large maps are parsed in slices.
+  const value = turn ? (await parseLargeJsonText(wire.json, turn)).value : (JSON.parse(wire.json) as unknown);
+  return { value, yamlDuplicateError: wire.duplicateError };
 }
 
 function isYaml(contentType: string): boolean {

@@ -310,11 +310,12 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     // One YAML parse gives the value and Go's strict error for repeated keys; a large body is parsed off the loop.
     // Repeated keys are looked for only when field validation reports them (each key kept in a Set).
     const repeats = fieldValidationOf(s.query) !== 'Ignore';
-    const decoded = await decodeRequestBody(raw, type, s.limits.maxJsonDepth, repeats);
+    // The worker's value comes back as JSON text, whose large maps are parsed here in slices with turns between.
+    const turn = isLargeBody(bytes) ? () => largeBodyTurn(s) : undefined;
+    const decoded = await decodeRequestBody(raw, type, s.limits.maxJsonDepth, repeats, turn);
     body = decoded.value;
     yamlError = decoded.yamlDuplicateError;
-    // The value was rebuilt on the loop from the worker's answer (a pass as long as parsing it): a turn before
-    // the checks.
+    // A turn before the checks.
     if (isLargeBody(bytes)) await largeBodyTurn(s);
   } else {
     s.req.resume();

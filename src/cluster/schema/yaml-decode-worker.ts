@@ -1,13 +1,13 @@
 // The worker thread of yaml-decode.ts: decodes the YAML bodies posted to it, one at a time, with the same
 // decodeYamlText the event loop uses for small bodies.
 import { parentPort } from 'node:worker_threads';
-import { decodeYamlText, type YamlAnswer, type YamlJob } from './yaml-decode.ts';
+import { decodeYamlText, isJsonExact, type YamlAnswer, type YamlJob, type YamlWire } from './yaml-decode.ts';
 
 const port = parentPort!;
 port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
   let answer: YamlAnswer;
   try {
-    answer = { id, result: decodeYamlText(text, depthLimit, repeats) };
+    answer = { id, result: wire(decodeYamlText(text, depthLimit, repeats)) };
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
     answer = { id, thrown: { name: e.name, message: e.message } };
@@ -20,3 +20,13 @@ port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
     port.postMessage({ id, thrown: { name: e.name, message: e.message } } satisfies YamlAnswer);
   }
 });
+
+/**
+ * A value JSON gives back exactly is sent as its JSON text: the event loop parses a large one in slices
+ * (http-io's decodeRequestBody), where a structured clone is rebuilt there in one step. Others (a YAML 1.1
+ * binary's Buffer, NaN) go as the value.
+ */
+function wire(result: ReturnType<typeof decodeYamlText>): YamlWire {
+  if (!result.ok || !isJsonExact(result.value)) return result;
+  return { ok: true, json: JSON.stringify(result.value), duplicateError: result.duplicateError };
+}
