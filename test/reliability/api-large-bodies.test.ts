@@ -23,7 +23,7 @@ import {
   serializedJsonOf,
   SLICE_MEMBERS,
 } from '../../src/cluster/common/json-safety.ts';
-import { isJsonExact, yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
+import { decodeYamlOffThread, isJsonExact, yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
 import {
   isConfigMapKey,
   isQualifiedName,
@@ -685,6 +685,16 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
 });
 
 describe('a YAML value goes back from the worker as JSON text only when JSON gives it back exactly', () => {
+  it('as JSON an alias is a copy (as Go decodes it); a value whose aliases make its JSON 4 times its text comes as a value, shared', async () => {
+    const small = (await decodeYamlOffThread('a: &a {x: [1, 2]}\nb: *a\n', 100)) as { value: { a: object; b: object } };
+    assert.deepEqual(small.value.b, small.value.a);
+    assert.notEqual(small.value.b, small.value.a, 'a copy: it came as JSON');
+    const list = Array.from({ length: 1000 }, (_, i) => i).join(', ');
+    const text = `a: &a {x: [${list}]}\nb: [${Array(8).fill('*a').join(', ')}]\n`;
+    const large = (await decodeYamlOffThread(text, 100)) as { value: { a: object; b: object[] } };
+    assert.equal(large.value.b[7], large.value.a, 'shared: it came as a value');
+  });
+
   it('isJsonExact: plain objects, arrays, strings, booleans, null and finite numbers; not -0, NaN, a Buffer, a hole', () => {
     const holey = [1, 2];
     delete holey[0]; // a hole
