@@ -685,14 +685,19 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
 });
 
 describe('a YAML value goes back from the worker as JSON text only when JSON gives it back exactly', () => {
-  it('as JSON an alias is a copy (as Go decodes it); a value whose aliases make its JSON 4 times its text comes as a value, shared', async () => {
-    const small = (await decodeYamlOffThread('a: &a {x: [1, 2]}\nb: *a\n', 100)) as { value: { a: object; b: object } };
-    assert.deepEqual(small.value.b, small.value.a);
-    assert.notEqual(small.value.b, small.value.a, 'a copy: it came as JSON');
+  it('a value with a large map comes as JSON (an alias a copy, as Go decodes it); without one, or amplified 4 times by aliases, as a shared value', async () => {
+    const data = `data:\n${Array.from({ length: 5000 }, (_, i) => `  k${i}: v\n`).join('')}`;
+    const alias = 'a: &a {x: [1, 2]}\nb: *a\n';
+    type Aliased = { value: { a: object; b: object | object[] } };
+    const json = (await decodeYamlOffThread(alias + data, 100)) as Aliased;
+    assert.deepEqual(json.value.b, json.value.a);
+    assert.notEqual(json.value.b, json.value.a, 'a copy: it came as JSON');
+    const small = (await decodeYamlOffThread(alias, 100)) as Aliased;
+    assert.equal(small.value.b, small.value.a, 'no large map: it came as a value');
     const list = Array.from({ length: 1000 }, (_, i) => i).join(', ');
-    const text = `a: &a {x: [${list}]}\nb: [${Array(8).fill('*a').join(', ')}]\n`;
-    const large = (await decodeYamlOffThread(text, 100)) as { value: { a: object; b: object[] } };
-    assert.equal(large.value.b[7], large.value.a, 'shared: it came as a value');
+    const amplified = `a: &a {x: [${list}]}\nb: [${Array(80).fill('*a').join(', ')}]\n${data}`;
+    const large = (await decodeYamlOffThread(amplified, 100)) as Aliased;
+    assert.equal((large.value.b as object[])[79], large.value.a, 'amplified: it came as a value');
   });
 
   it('isJsonExact: plain objects, arrays, strings, booleans, null and finite numbers; not -0, NaN, a Buffer, a hole', () => {

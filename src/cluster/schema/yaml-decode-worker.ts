@@ -1,7 +1,14 @@
 // The worker thread of yaml-decode.ts: decodes the YAML bodies posted to it, one at a time, with the same
 // decodeYamlText the event loop uses for small bodies.
 import { parentPort } from 'node:worker_threads';
-import { decodeYamlText, isJsonExact, type YamlAnswer, type YamlJob, type YamlWire } from './yaml-decode.ts';
+import {
+  decodeYamlText,
+  hasLargeMapNearTop,
+  isJsonExact,
+  type YamlAnswer,
+  type YamlJob,
+  type YamlWire,
+} from './yaml-decode.ts';
 
 /** Without aliases a YAML text's JSON is at most about 3 times as long (`a:` is `"a":null,`). */
 const JSON_EXPANSION = 4;
@@ -25,13 +32,13 @@ port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
 });
 
 /**
- * A value JSON gives back exactly is sent as its JSON text: the event loop parses a large one in slices
- * (http-io's decodeRequestBody), where a structured clone is rebuilt there in one step. Others (a YAML 1.1
- * binary's Buffer, NaN) go as the value, and so does a value whose JSON is more than JSON_EXPANSION times its
+ * A value with a large map that JSON gives back exactly is sent as its JSON text: the event loop parses it in
+ * slices (http-io's decodeRequestBody), where a structured clone is rebuilt there in one step. Others (no large
+ * map, a YAML 1.1 binary's Buffer, NaN) go as the value, and so does a value whose JSON is more than JSON_EXPANSION times its
  * YAML: aliases to collections (bounded as go-yaml bounds them) make copies in JSON, which the clone shares.
  */
 function wire(result: ReturnType<typeof decodeYamlText>, textLength: number): YamlWire {
-  if (!result.ok || !isJsonExact(result.value)) return result;
+  if (!result.ok || !hasLargeMapNearTop(result.value) || !isJsonExact(result.value)) return result;
   const json = JSON.stringify(result.value);
   if (json.length > JSON_EXPANSION * textLength + 1024) return result;
   return { ok: true, json, duplicateError: result.duplicateError };
