@@ -709,3 +709,35 @@ describe('a YAML value goes back from the worker as JSON text only when JSON giv
       assert.equal(isJsonExact({ k: [v] }), false, Object.prototype.toString.call(v));
   });
 });
+
+describe("a ConfigMap's data value that is not a string fails decoding, as Go's map[string]string does", () => {
+  it('400 naming the first such value, before validation builds a cause per key (a 1 MiB body of small maps)', async () => {
+    const data: Record<string, unknown> = {};
+    for (let i = 0; i < 60_000; i++) data[`k${i}`] = { a: 1, b: [1, 2] };
+    const body = JSON.stringify({ metadata: { name: 'flow-maps' }, data });
+    assert.ok(body.length > 1_000_000);
+    const r = await call(e, 'POST', CMS, { body });
+    assert.equal(r.status, 400, r.text.slice(0, 300));
+    assert.ok(r.text.length < 1024, `an answer of ${r.text.length} characters`);
+    const prefix = 'ConfigMap in version \\"v1\\" cannot be handled as a ConfigMap: json: cannot unmarshal';
+    assert.match(
+      r.text,
+      new RegExp(`${prefix.replace(/[\\"]/g, '.')} object into Go struct field ConfigMap.data of type string`),
+    );
+    for (const [value, type] of [
+      ['1', 'number'],
+      ['[1]', 'array'],
+      ['true', 'bool'],
+    ] as const) {
+      const small = await call(e, 'POST', CMS, { body: `{"metadata":{"name":"t"},"data":{"a":"x","b":${value}}}` });
+      assert.equal(small.status, 400, small.text);
+      assert.match(
+        small.text,
+        new RegExp(`cannot unmarshal ${type} into Go struct field ConfigMap.data of type string`),
+      );
+    }
+    // null is Go's zero value for the string, not a decoding error: validation answers it as before.
+    const nul = await call(e, 'POST', CMS, { body: '{"metadata":{"name":"t"},"data":{"a":null}}' });
+    assert.equal(nul.status, 422, nul.text);
+  });
+});

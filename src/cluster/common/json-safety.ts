@@ -251,6 +251,11 @@ async function keepLargeMap(
   largeMaps.set(v, map);
 }
 
+/** What the count or the sliced parse learnt of `obj` if it is a large map, leaving it for largeMapOnce. */
+export function largeMapSeen(obj: object): LargeMap | undefined {
+  return largeMaps.get(obj);
+}
+
 /** What countObjectKeysInSlices learnt of `obj` if it was a large map, given once (the next enumeration's). */
 export function largeMapOnce(obj: object): LargeMap | undefined {
   const map = largeMaps.get(obj);
