@@ -508,6 +508,20 @@ describe('a large JSON map is parsed in slices, with turns between, and its size
     assert.deepEqual(got.data, data);
   });
 
+  it('a large body JSON.parse refuses: 400 with JSON.parse message', async () => {
+    const body = configMapBody('bad-json', 1024 * 1024).replace('"k9":"v",', '"k9":"v",,');
+    let expected = '';
+    try {
+      JSON.parse(body);
+    } catch (err) {
+      expected = (err as Error).message;
+    }
+    const r = await call(e, 'POST', CMS, { body });
+    assert.equal(r.status, 400, r.text.slice(0, 300));
+    const status = JSON.parse(r.text) as { message: string };
+    assert.equal(status.message, `couldn't get version/kind; json parse error: ${expected}`);
+  });
+
   it('a ConfigMap over the store limit: 413 with the same size, and no JSON.stringify of its data map', async () => {
     const body = configMapBody('too-large', 1.6 * 1024 * 1024);
     for (const fieldValidation of ['Warn', 'Ignore']) {

@@ -5,7 +5,6 @@ import { ClusterApiError, badRequest, notAcceptable, requestEntityTooLarge } fro
 import {
   checkJsonTextDepth,
   countObjectKeys,
-  JsonTooDeepError,
   MAX_BODY_BYTES,
   MAX_JSON_DEPTH,
   parseJsonText,
@@ -200,8 +199,9 @@ export async function decodeLargeJsonBody(
   try {
     decoded = await parseLargeJsonText(text, turn, depthLimit);
   } catch (err) {
-    if (!(err instanceof SyntaxError) && !(err instanceof JsonTooDeepError)) throw err;
-    throw badRequest(`couldn't get version/kind; json parse error: ${err.message}`);
+    // The client went away during a turn: nothing to answer. Anything else is the body's, as decodeJsonBody says.
+    if (err instanceof ClientAbortedError) throw err;
+    throw badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message}`);
   }
   return { body: decoded.value, text, keysInText: decoded.keysInText };
 }
