@@ -508,6 +508,23 @@ describe('a large JSON map is parsed in slices, with turns between, and its size
     assert.deepEqual(got.data, data);
   });
 
+  it('a key repeated slices apart: Warn names it and keeps the last value in the first place, Strict refuses it', async () => {
+    const body = configMapBody('far-repeat', 1024 * 1024).replace('"data":{', '"data":{"k80000":"first",');
+    assert.ok(body.includes('"k80000":"v"'));
+    const warned = await call(e, 'POST', `${CMS}?fieldValidation=Warn`, { body });
+    assert.equal(warned.status, 201, warned.text.slice(0, 300));
+    assert.match(String(warned.headers?.warning), /duplicate field \\"data\.k80000\\"/);
+    const data = (JSON.parse(warned.text) as KubeObject).data as Record<string, string>;
+    assert.equal(data.k80000, 'v');
+    assert.equal(Object.keys(data)[0], 'k80000');
+    assert.deepEqual(data, (JSON.parse(body) as KubeObject).data);
+    const strict = await call(e, 'POST', `${CMS}?fieldValidation=Strict`, {
+      body: body.replace('"far-repeat"', '"far-repeat-strict"'),
+    });
+    assert.equal(strict.status, 400, strict.text.slice(0, 300));
+    assert.match(strict.text, /strict decoding error: duplicate field \\"data\.k80000\\"/);
+  });
+
   it('a large body JSON.parse refuses: 400 with JSON.parse message', async () => {
     const body = configMapBody('bad-json', 1024 * 1024).replace('"k9":"v",', '"k9":"v",,');
     let expected = '';
