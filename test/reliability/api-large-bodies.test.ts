@@ -646,6 +646,10 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
       const labels = seed % 4 === 1 ? big() : '{"app":"x"}';
       let text = `{"metadata":{"name":"m${seed}","labels":${labels}},"kind":"ConfigMap","data":${big()}`;
       if (seed % 5 === 0) text += `,"spec":{"small":1,"inner":${big()}}`;
+      // Large lists: under the top level, and in an object under it.
+      const list = () => `[${ws(r)}${Array.from({ length: 15_000 }, () => scalar(r)).join(`,${ws(r)}`)}${ws(r)}]`;
+      if (seed % 7 === 3) text += `,"list":${list()}`;
+      if (seed % 7 === 4) text += `,"nest":{"a":1,"items":${list()},"b":2}`;
       if (seed % 6 === 0) text += ',"data":{"replaced":"yes"}'; // the large map's key repeated in its parent
       text += '}';
       largestParseSince();
@@ -688,11 +692,23 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
     }
   });
 
+  it('a large list under the top level is parsed in slices too', async () => {
+    const items = Array.from({ length: 30_000 }, (_, i) => (i % 3 ? `"f${i}"` : `{"n":${i},"k":["é\\n"]}`));
+    const text = `{"metadata":{"name":"l"},"list":[${items.join(',')}],"z":1}`;
+    largestParseSince();
+    const { value } = await parseLargeJsonText(text, turn);
+    assert.ok(largestParseSince() < text.length / 4, 'parsed in slices');
+    assert.deepStrictEqual(value, JSON.parse(text));
+  });
+
   it('a body JSON.parse refuses gets JSON.parse error', async () => {
     const r = random(99);
     const good = map(r, 15_000, {});
     const cut = good.lastIndexOf(',', good.length / 2);
+    const list = `[${Array.from({ length: 20_000 }, (_, i) => `"i${i}"`).join(',')}]`;
     for (const bad of [
+      `{"a":1,"list":${list.slice(0, -1)},]}`, // a trailing comma in a large list
+      `{"a":1,"list":${list.replace('"i9000",', '"i9000",,')}}`, // two commas in a large list
       `${good.slice(0, -1)},}`, // a trailing comma
       `${good.slice(0, cut)},,${good.slice(cut + 1)}`, // two commas
       `${good.slice(0, cut)}${good.slice(cut + 1)}`, // none

@@ -291,6 +291,8 @@ interface MapSpan {
    * be as JSON.stringify writes it: the size of the map is added up without serializing it), else -1.
    */
   compact: number[];
+  /** A list rather than a map: its slices are runs of items. */
+  list: boolean;
 }
 
 /** A map being scanned: its span, the members since its last cut, whether a large map was found inside it. */
@@ -343,20 +345,22 @@ function scanJsonTextForMaps(text: string, limit: number, spans: MapSpan[]): num
       if (++depth > limit) throw new JsonTooDeepError(limit);
       if (depth <= 3) {
         isObject[depth] = ch === 0x7b;
-        // A member's value of the top-level object, or of an object that is one.
-        if (ch === 0x7b && depth >= 2 && isObject[1] && (depth === 2 || (isObject[2] && open[2] !== undefined))) {
+        // A member's value (a map or a list) of the top-level object, or of an object that is one.
+        if (depth >= 2 && isObject[1] && (depth === 2 || (isObject[2] && open[2] !== undefined))) {
           const path = depth === 2 ? [key[1]] : [key[1], key[2]];
-          open[depth] = { span: { path, bounds: [i], compact: [] }, members: 0, inner: false, spaced: false };
+          const span = { path, bounds: [i], compact: [], list: ch === 0x5b };
+          open[depth] = { span, members: 0, inner: false, spaced: false };
         } else open[depth] = undefined;
       }
     } else if (ch === 0x7d || ch === 0x5d) {
       if (depth <= 3 && depth >= 2) {
         const map = open[depth];
-        if (map !== undefined && ch === 0x7d && i - map.span.bounds[0] >= LARGE_SPAN_CHARS && !map.inner) {
+        const closes = map !== undefined && (ch === 0x5d) === map.span.list;
+        if (closes && i - map.span.bounds[0] >= LARGE_SPAN_CHARS && !map.inner) {
           map.span.bounds.push(i);
           map.span.compact.push(map.spaced ? -1 : map.members + 1);
           spans.push(map.span);
-          if (depth === 3) open[2]!.inner = true;
+          if (depth === 3 && open[2] !== undefined) open[2].inner = true;
         }
         open[depth] = undefined;
       }
@@ -466,11 +470,38 @@ async function parseInSlices(text: string, spans: MapSpan[], turn: () => Promise
     if (parent === null || typeof parent !== 'object' || Array.isArray(parent)) return undefined;
     // The key named again later in its object takes the later value: this map is not in the value.
     if (getOwn(parent as Record<string, unknown>, name) !== token + i) return undefined;
-    const map = await parseMapInSlices(text, span, turn);
-    if (map === undefined) return undefined;
-    setOwn(parent as Record<string, unknown>, name, map);
+    const parsedValue = span.list
+      ? await parseListInSlices(text, span, turn)
+      : await parseMapInSlices(text, span, turn);
+    if (parsedValue === undefined) return undefined;
+    setOwn(parent as Record<string, unknown>, name, parsedValue);
   }
   return value;
+}
+
+/** One large list of the text, parsed slice by slice with a turn between (parseLargeJsonText). */
+async function parseListInSlices(
+  text: string,
+  { bounds }: MapSpan,
+  turn: () => Promise<void>,
+): Promise<unknown[] | undefined> {
+  const list: unknown[] = [];
+  for (let j = 0; j + 1 < bounds.length; j++) {
+    if (j > 0) await turn();
+    const part = `[${text.slice(bounds[j] + 1, bounds[j + 1])}]`;
+    parsed(part.length);
+    let slice: unknown[];
+    try {
+      slice = JSON.parse(part) as unknown[];
+    } catch {
+      return undefined;
+    }
+    // `[1,]`: a slice without an item is a comma JSON.parse of the whole text refuses.
+    if (slice.length === 0) return undefined;
+    keySlice(slice.length);
+    for (const item of slice) list.push(item);
+  }
+  return list;
 }
 
 /** One large map of the text, parsed slice by slice with a turn between (parseLargeJsonText). */
