@@ -4,7 +4,9 @@
 //   the worker thread (and still is for bodies under YAML_WORKER_MIN_BYTES);
 // - "request": the POST to the embedded cluster, its body decoded in the worker;
 // - "GET max": the slowest of the GETs sent one after another while that POST was worked on (each a new TLS
-//   connection), and "loop max": the event loop's longest delay meanwhile (perf_hooks.monitorEventLoopDelay).
+//   connection), and "loop max": the event loop's longest delay meanwhile (perf_hooks.monitorEventLoopDelay);
+//   "loop CPU, longest hold": the most CPU the loop's thread used between two turns of a 10 ms timer (/proc,
+//   10 ms ticks), the longest piece of work done in one go, which load does not lengthen as it does the delay.
 // The 90k-entry $setElementOrder patch and a JSON body are measured the same way for comparison.
 //   npm run bench:bodies                (every body at about 3 MiB)
 //   npm run bench:bodies -- --quick     (about 1 MiB)
@@ -42,12 +44,12 @@ const baselineDir = args.includes('--baseline') ? resolve(args[args.indexOf('--b
 
 const head = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
 /** `prefix`, then `unit(i)` for i = 0, 1, ... while the body stays under the limit, then `suffix`. */
-function fill(prefix: string, unit: (i: number) => string, suffix = ''): string {
+function fill(prefix: string, unit: (i: number) => string, suffix = '', limit = LIMIT): string {
   const parts = [prefix];
   let size = prefix.length + suffix.length;
   for (let i = 0; ; i++) {
     const u = unit(i);
-    if (size + u.length > LIMIT) break;
+    if (size + u.length > limit) break;
     parts.push(u);
     size += u.length;
   }
@@ -80,6 +82,13 @@ const BODIES: Record<string, Body> = {
     method: 'POST',
     contentType: 'application/json',
     text: (n) => fill(`{"metadata":{"name":"${n}"},"data":{`, (i) => `"k${i}":"v",`, '"z":"v"}}'),
+  },
+  // The largest such ConfigMap the store accepts (its limit is 1.5 MiB of JSON): a 201, its JSON stored.
+  'JSON: a flat map the store accepts': {
+    method: 'POST',
+    contentType: 'application/json',
+    text: (n) =>
+      fill(`{"metadata":{"name":"${n}"},"data":{`, (i) => `"k${i}":"v",`, '"z":"v"}}', Math.min(LIMIT, 1_500_000)),
   },
 };
 
@@ -144,10 +153,21 @@ async function measureCpu(method: string, path: string, body: string, contentTyp
   return { status, loop, others: Math.max(0, after.all - before.all - loop) };
 }
 
-/** The request with GETs one after another meanwhile: its status and time, the slowest GET, the loop's delay. */
+/**
+ * The request with GETs one after another meanwhile: its status and time, the slowest GET, the loop's delay, and
+ * the most CPU the event loop's thread used between two turns of a 10 ms timer: the longest piece of work done
+ * without a turn, which (unlike the delay) a loaded machine does not lengthen by keeping the thread off a core.
+ */
 async function measure(method: string, path: string, body: string, contentType: string) {
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
+  let holdCpu = 0;
+  let lastCpu = threadCpuMs().loop;
+  const holds = setInterval(() => {
+    const cpu = threadCpuMs().loop;
+    holdCpu = Math.max(holdCpu, cpu - lastCpu);
+    lastCpu = cpu;
+  }, 10);
   let done = false;
   const gets: number[] = [];
   const started = performance.now();
@@ -162,7 +182,8 @@ async function measure(method: string, path: string, body: string, contentType: 
   }
   const r = await main;
   loop.disable();
-  return { ...r, getMax: Math.max(0, ...gets), gets: gets.length, loopMax: loop.max / 1e6 };
+  clearInterval(holds);
+  return { ...r, getMax: Math.max(0, ...gets), gets: gets.length, loopMax: loop.max / 1e6, holdCpu };
 }
 
 const cpuSeconds = () => {
@@ -180,9 +201,9 @@ if (cpuOnly) {
   console.log('|---|---|---|---|---|');
 } else {
   console.log(
-    '| Body | Size | On the loop (direct decode) | Request | Status | GETs meanwhile | GET max | Loop max delay |',
+    '| Body | Size | On the loop (direct decode) | Request | Status | GETs meanwhile | GET max | Loop max delay | Loop CPU, longest hold |',
   );
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|');
 }
 const row = (cells: string[]) => console.log(`| ${cells.join(' | ')} |`);
 /** One cell per build, "before / after" with a baseline. */
@@ -231,10 +252,11 @@ for (const [what, body] of Object.entries(BODIES)) {
       String(m.gets),
       `${m.getMax.toFixed(0)} ms`,
       `${m.loopMax.toFixed(0)} ms`,
+      `${m.holdCpu} ms`,
     ];
     values.forEach((v, i) => cells[i].push(v));
   }
-  row([what, `${(size / 1024).toFixed(0)} KiB`, ...cells.slice(0, cpuOnly ? 3 : 6).map(cell)]);
+  row([what, `${(size / 1024).toFixed(0)} KiB`, ...cells.slice(0, cpuOnly ? 3 : 7).map(cell)]);
 }
 
 const SMP_ROW = 'JSON: $setElementOrder patch, 90,000 finalizers';
@@ -242,7 +264,7 @@ if (!only || SMP_ROW.toLowerCase().includes(only.toLowerCase())) {
   // issue 20's strategic merge patch: 90,000 finalizers with $setElementOrder (1.7 MiB)
   const order = Array.from({ length: 90_000 }, (_, i) => `e.io/f${i}`);
   const patch = JSON.stringify({ metadata: { '$setElementOrder/finalizers': order, finalizers: order } });
-  const cells: string[][] = [[], [], [], [], []];
+  const cells: string[][] = [[], [], [], [], [], []];
   for (const build of builds) {
     c = build.cluster;
     const name = `smp-${seq++}`;
@@ -260,6 +282,7 @@ if (!only || SMP_ROW.toLowerCase().includes(only.toLowerCase())) {
       String(m.gets),
       `${m.getMax.toFixed(0)} ms`,
       `${m.loopMax.toFixed(0)} ms`,
+      `${m.holdCpu} ms`,
     ];
     values.forEach((v, i) => cells[i].push(v));
   }

@@ -11,8 +11,19 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
 import { abandonedLargeBodies, LARGE_BODY_BYTES, loopTurnsForLargeBodies } from '../../src/cluster/http/http-io.ts';
-import { jsonCheckWork, KEY_SLICE, largestKeySliceSince } from '../../src/cluster/common/json-safety.ts';
-import { yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
+import {
+  checkJsonTextDepth,
+  countObjectKeys,
+  countObjectKeysInSlices,
+  jsonCheckWork,
+  KEY_SLICE,
+  largestKeySliceSince,
+  largestParseSince,
+  parseLargeJsonText,
+  serializedJsonOf,
+  SLICE_MEMBERS,
+} from '../../src/cluster/common/json-safety.ts';
+import { decodeYamlOffThread, isJsonExact, yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
 import {
   isConfigMapKey,
   isQualifiedName,
@@ -130,8 +141,8 @@ describe('a large YAML body: its value arrives from the worker thread in one tur
     const turns = loopTurnsForLargeBodies();
     const r = await call(e, 'POST', CMS, { body, contentType: 'application/yaml' });
     assert.equal(r.status, 201, r.text.slice(0, 300));
-    // And one after each KEY_SLICE keys of its data map looked at (12,000 keys: one).
-    assert.equal(loopTurnsForLargeBodies() - turns, 3 + Math.floor(12_000 / KEY_SLICE));
+    // And one before each slice of SLICE_MEMBERS members of its data map, parsed from the worker's JSON text.
+    assert.equal(loopTurnsForLargeBodies() - turns, 3 + Math.ceil(12_000 / SLICE_MEMBERS));
     const got = JSON.parse((await call(e, 'GET', `${CMS}/yaml-turns`)).text) as KubeObject;
     assert.equal(Object.keys(got.data as object).length, 12_000);
   });
@@ -172,9 +183,11 @@ describe('a JSON body under fieldValidation=Ignore is not searched for repeated 
     assert.equal(ignored.status, 201, ignored.text.slice(0, 300));
     assert.equal(ignored.headers?.warning, undefined);
     assert.equal(jsonCheckWork().keysCounted - before.keysCounted, 0, 'keys counted');
-    // 3 turns, and one after each KEY_SLICE keys of the data map looked at (not counted).
+    // 3 turns, and one before each slice of SLICE_MEMBERS members of the data map parsed (its keys looked at
+    // there, not counted). The text's members: the keys and the repeated one.
     const dataKeys = Object.keys((JSON.parse(body('x')) as KubeObject).data as object).length;
-    assert.equal(loopTurnsForLargeBodies() - turns, 3 + Math.floor(dataKeys / KEY_SLICE), 'turns');
+    const slices = Math.ceil((dataKeys + 1) / SLICE_MEMBERS);
+    assert.equal(loopTurnsForLargeBodies() - turns, 3 + slices, 'turns');
     before = jsonCheckWork();
     turns = loopTurnsForLargeBodies();
     const warned = await call(e, 'POST', `${CMS}?fieldValidation=Warn`, { body: body('warned') });
@@ -182,12 +195,8 @@ describe('a JSON body under fieldValidation=Ignore is not searched for repeated 
     assert.match(String(warned.headers?.warning), /duplicate field \\"data\.k0\\"/);
     const keys = Object.keys((JSON.parse(body('x')) as KubeObject).data as object).length;
     assert.ok(jsonCheckWork().keysCounted - before.keysCounted >= keys, 'keys counted under Warn');
-    // 4 turns, and one after each KEY_SLICE keys counted.
-    const turned = loopTurnsForLargeBodies() - turns;
-    assert.ok(
-      turned >= 4 + Math.floor(keys / KEY_SLICE) && turned <= 4 + Math.ceil(keys / KEY_SLICE),
-      `${turned} turns under Warn`,
-    );
+    // 4 turns, and the slices': the map's keys were counted as it was parsed.
+    assert.equal(loopTurnsForLargeBodies() - turns, 4 + slices, 'turns under Warn');
     // The object stored is the same either way: the last value of the repeated key.
     const got = JSON.parse((await call(e, 'GET', `${CMS}/ignored`)).text) as KubeObject;
     assert.equal((got.data as Record<string, string>).k0, 'v');
@@ -195,7 +204,7 @@ describe('a JSON body under fieldValidation=Ignore is not searched for repeated 
 });
 
 describe('a large JSON map: its keys enumerated once per request, and handled in slices with turns between', () => {
-  it('a create and an update under Warn enumerate the data map once; no slice holds more than KEY_SLICE keys', async () => {
+  it('a create and an update under Warn never enumerate the data map whole; no slice holds more than KEY_SLICE keys', async () => {
     const body = configMapBody('one-pass', 8 * LARGE_BODY_BYTES);
     const keys = Object.keys((JSON.parse(body) as KubeObject).data as object).length;
     assert.ok(keys > 4 * KEY_SLICE, `${keys} keys`);
@@ -211,8 +220,9 @@ describe('a large JSON map: its keys enumerated once per request, and handled in
       assert.equal(res.status, status, res.text.slice(0, 300));
       assert.equal(res.headers?.warning, undefined);
       const work = jsonCheckWork();
-      // The count for repeated keys (Warn) and the data-key validation share one enumeration of the map.
-      assert.equal(work.largeMapEnumerations - before.largeMapEnumerations, 1, `${method}: enumerations of the map`);
+      // The map is parsed in slices (parseLargeJsonText): the count for repeated keys (Warn) and the data-key
+      // validation take the keys each slice gave, so no pass enumerates the whole map.
+      assert.equal(work.largeMapEnumerations - before.largeMapEnumerations, 0, `${method}: enumerations of the map`);
       assert.ok(work.keysCounted - before.keysCounted >= keys, `${method}: keys counted`);
       // Counted and its keys checked in slices, a turn of the event loop after each one; none left for validation.
       assert.ok(largest <= KEY_SLICE, `${method}: largest slice ${largest}`);
@@ -224,16 +234,16 @@ describe('a large JSON map: its keys enumerated once per request, and handled in
     assert.equal(Object.keys(got.data as object).length, keys);
   });
 
-  it('under Ignore (no count) and from YAML the data map is still enumerated once, its keys checked in slices', async () => {
+  it('under Ignore (no count) the data map of JSON and of YAML (the worker sends JSON text) is parsed in slices, its keys checked in slices', async () => {
     const json = configMapBody('ignored-pass', 8 * LARGE_BODY_BYTES);
     const data = (JSON.parse(json) as KubeObject).data as Record<string, string>;
     const keys = Object.keys(data).length;
     const yaml = `metadata:\n  name: yaml-pass\ndata:\n${Object.keys(data)
       .map((k) => `  ${k}: v\n`)
       .join('')}`;
-    for (const [what, body, type] of [
-      ['JSON under Ignore', json, 'application/json'],
-      ['YAML', yaml, 'application/yaml'],
+    for (const [what, body, type, enumerations] of [
+      ['JSON under Ignore', json, 'application/json', 0],
+      ['YAML', yaml, 'application/yaml', 0],
     ] as const) {
       const before = jsonCheckWork();
       largestKeySliceSince();
@@ -245,7 +255,11 @@ describe('a large JSON map: its keys enumerated once per request, and handled in
       assert.equal(res.status, 201, res.text.slice(0, 300));
       const work = jsonCheckWork();
       assert.equal(work.keysCounted - before.keysCounted, 0, `${what}: keys counted`);
-      assert.equal(work.largeMapEnumerations - before.largeMapEnumerations, 1, `${what}: enumerations of the map`);
+      assert.equal(
+        work.largeMapEnumerations - before.largeMapEnumerations,
+        enumerations,
+        `${what}: enumerations of the map`,
+      );
       assert.ok(largest <= KEY_SLICE, `${what}: largest slice ${largest}`);
       assert.ok(work.keySlices - before.keySlices >= Math.ceil(keys / KEY_SLICE), `${what}: slices`);
     }
@@ -400,5 +414,377 @@ describe('the validators fast paths agree with the ones that build messages', ()
   it('isValidConfigMapKey is isConfigMapKey(...) = []', () => {
     const keys = [...qualified, '.', '..', '...', '..a', 'a..', '.a', 'a.', 'a-b_c.d', long(253), long(254), 'a/b'];
     for (const v of keys) assert.equal(isValidConfigMapKey(v), isConfigMapKey(v).length === 0, JSON.stringify(v));
+  });
+});
+
+/** Runs `f` with JSON.parse and JSON.stringify watched: the longest text either was given or gave. */
+async function watchJson<T>(f: () => Promise<T>): Promise<{ result: T; parse: number; stringify: number }> {
+  const { parse, stringify } = JSON;
+  let longestParse = 0;
+  let longestStringify = 0;
+  JSON.parse = (text: string, reviver?: Parameters<typeof parse>[1]) => {
+    longestParse = Math.max(longestParse, String(text).length);
+    return parse(text, reviver) as unknown;
+  };
+  JSON.stringify = ((value: unknown, replacer?: never, space?: never) => {
+    const json = stringify(value, replacer, space);
+    if (typeof json === 'string') longestStringify = Math.max(longestStringify, json.length);
+    return json;
+  }) as typeof stringify;
+  try {
+    return { result: await f(), parse: longestParse, stringify: longestStringify };
+  } finally {
+    JSON.parse = parse;
+    JSON.stringify = stringify;
+  }
+}
+
+describe('a large JSON map is parsed in slices, with turns between, and its size known without serializing it', () => {
+  // The bound of one JSON.parse or JSON.stringify of a large body's text: a slice, with its braces.
+  const SLICE_BOUND = 80 * 1024;
+
+  it('a 1 MiB ConfigMap: no JSON.parse of more than a slice, and the data map is never enumerated whole', async () => {
+    const body = configMapBody('sliced', 1024 * 1024);
+    const keys = Object.keys((JSON.parse(body) as KubeObject).data as object).length;
+    for (const fieldValidation of ['Warn', 'Ignore']) {
+      const name = `sliced-${fieldValidation.toLowerCase()}`;
+      const text = body.replace('"name":"sliced"', `"name":"${name}"`);
+      const before = jsonCheckWork();
+      const turns = loopTurnsForLargeBodies();
+      const { result: r, parse } = await watchJson(() =>
+        call(e, 'POST', `${CMS}?fieldValidation=${fieldValidation}`, { body: text }),
+      );
+      assert.equal(r.status, 201, r.text.slice(0, 300));
+      assert.ok(parse <= SLICE_BOUND, `${fieldValidation}: a JSON.parse of ${parse} characters`);
+      const work = jsonCheckWork();
+      assert.equal(work.largeMapEnumerations - before.largeMapEnumerations, 0, `${fieldValidation}: enumerations`);
+      const turned = loopTurnsForLargeBodies() - turns;
+      assert.ok(turned >= Math.ceil(text.length / SLICE_BOUND), `${fieldValidation}: ${turned} turns`);
+      const got = JSON.parse((await call(e, 'GET', `${CMS}/${name}`)).text) as KubeObject;
+      assert.equal(Object.keys(got.data as object).length, keys);
+      assert.deepEqual(got.data, (JSON.parse(body) as KubeObject).data);
+    }
+  });
+
+  it('a 1 MiB ConfigMap created and replaced: its JSON written for the store without a JSON.stringify of its data map', async () => {
+    const body = configMapBody('written', 1024 * 1024);
+    for (const [method, path, status] of [
+      ['POST', CMS, 201],
+      ['PUT', `${CMS}/written`, 200],
+    ] as const) {
+      const { result: r, stringify } = await watchJson(() => call(e, method, path, { body }));
+      assert.equal(r.status, status, r.text.slice(0, 300));
+      assert.ok(stringify <= SLICE_BOUND, `${method}: a JSON.stringify of ${stringify} characters`);
+      // What is stored and served is the object's compact JSON, as JSON.stringify writes it.
+      const got = (await call(e, 'GET', `${CMS}/written`)).text;
+      assert.equal(got, `${JSON.stringify(JSON.parse(got))}\n`);
+      assert.equal(r.text, got, `${method}: the answer`);
+      assert.deepEqual((JSON.parse(got) as KubeObject).data, (JSON.parse(body) as KubeObject).data);
+    }
+  });
+
+  it('a 1 MiB YAML ConfigMap: its value comes from the worker as JSON text, parsed in slices and stored without a JSON.stringify of its data map', async () => {
+    const data = (JSON.parse(configMapBody('x', 1024 * 1024)) as KubeObject).data as Record<string, string>;
+    const keys = Object.keys(data);
+    const body = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-sliced\ndata:\n${keys.map((k) => `  ${k}: v\n`).join('')}`;
+    // A create's 3 turns and an update's 2 (see above), and one before each slice of the data map.
+    for (const [method, path, status, phases] of [
+      ['POST', CMS, 201, 3],
+      ['PUT', `${CMS}/yaml-sliced`, 200, 2],
+    ] as const) {
+      const before = jsonCheckWork();
+      const turns = loopTurnsForLargeBodies();
+      const { result: r, stringify } = await watchJson(() =>
+        call(e, method, `${path}?fieldValidation=Ignore`, { body, contentType: 'application/yaml' }),
+      );
+      assert.equal(r.status, status, r.text.slice(0, 300));
+      const work = jsonCheckWork();
+      assert.equal(work.largeMapEnumerations - before.largeMapEnumerations, 0, `${method}: enumerations`);
+      assert.ok(stringify <= SLICE_BOUND, `${method}: a JSON.stringify of ${stringify} characters`);
+      const turned = loopTurnsForLargeBodies() - turns;
+      assert.equal(turned, phases + Math.ceil(keys.length / SLICE_MEMBERS), `${method}: turns`);
+    }
+    const got = JSON.parse((await call(e, 'GET', `${CMS}/yaml-sliced`)).text) as KubeObject;
+    assert.deepEqual(got.data, data);
+  });
+
+  it('a key repeated slices apart: Warn names it and keeps the last value in the first place, Strict refuses it', async () => {
+    const body = configMapBody('far-repeat', 1024 * 1024).replace('"data":{', '"data":{"k80000":"first",');
+    assert.ok(body.includes('"k80000":"v"'));
+    const warned = await call(e, 'POST', `${CMS}?fieldValidation=Warn`, { body });
+    assert.equal(warned.status, 201, warned.text.slice(0, 300));
+    assert.match(String(warned.headers?.warning), /duplicate field \\"data\.k80000\\"/);
+    const data = (JSON.parse(warned.text) as KubeObject).data as Record<string, string>;
+    assert.equal(data.k80000, 'v');
+    assert.equal(Object.keys(data)[0], 'k80000');
+    assert.deepEqual(data, (JSON.parse(body) as KubeObject).data);
+    const strict = await call(e, 'POST', `${CMS}?fieldValidation=Strict`, {
+      body: body.replace('"far-repeat"', '"far-repeat-strict"'),
+    });
+    assert.equal(strict.status, 400, strict.text.slice(0, 300));
+    assert.match(strict.text, /strict decoding error: duplicate field \\"data\.k80000\\"/);
+  });
+
+  it('a large body JSON.parse refuses: 400 with JSON.parse message', async () => {
+    const body = configMapBody('bad-json', 1024 * 1024).replace('"k9":"v",', '"k9":"v",,');
+    let expected = '';
+    try {
+      JSON.parse(body);
+    } catch (err) {
+      expected = (err as Error).message;
+    }
+    const r = await call(e, 'POST', CMS, { body });
+    assert.equal(r.status, 400, r.text.slice(0, 300));
+    const status = JSON.parse(r.text) as { message: string };
+    assert.equal(status.message, `couldn't get version/kind; json parse error: ${expected}`);
+  });
+
+  it('a ConfigMap over the store limit: 413 with the same size, and no JSON.stringify of its data map', async () => {
+    const body = configMapBody('too-large', 1.6 * 1024 * 1024);
+    for (const fieldValidation of ['Warn', 'Ignore']) {
+      const {
+        result: r,
+        parse,
+        stringify,
+      } = await watchJson(() => call(e, 'POST', `${CMS}?fieldValidation=${fieldValidation}`, { body }));
+      assert.equal(r.status, 413, r.text.slice(0, 300));
+      // The object's size: the body's compact JSON and what the store adds (kind, apiVersion, metadata).
+      const size = Number(/the object is (\d+) bytes/.exec(r.text)?.[1]);
+      const added = '"kind":"ConfigMap","apiVersion":"v1",'.length + ',"namespace":"default"'.length;
+      const stamps =
+        ',"uid":"00000000-0000-0000-0000-000000000000","resourceVersion":"1","creationTimestamp":"2026-01-01T00:00:00Z"';
+      assert.ok(
+        size >= body.length + added + stamps.length - 1 && size <= body.length + added + stamps.length + 20,
+        `${size}`,
+      );
+      assert.ok(parse <= SLICE_BOUND, `${fieldValidation}: a JSON.parse of ${parse} characters`);
+      assert.ok(stringify <= SLICE_BOUND, `${fieldValidation}: a JSON.stringify of ${stringify} characters`);
+    }
+  });
+});
+
+describe('parseLargeJsonText gives what JSON.parse gives', () => {
+  /** A deterministic pseudo-random generator (mulberry32), so a failure can be replayed. */
+  function random(seed: number): () => number {
+    return () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  const PIECES = [
+    'a',
+    'Z',
+    '0',
+    '.',
+    '-',
+    '_',
+    '\\"',
+    '\\\\',
+    '\\/',
+    '\\n',
+    '\\u00e9',
+    'é',
+    '日',
+    '😀',
+    '\\ud83d\\ude00',
+    '\\ud800',
+    ' ',
+    '\\t',
+  ];
+  const ws = (r: () => number) => [' ', '', '', '\n  ', '\t'][Math.floor(r() * 5)];
+
+  /** JSON text of a string of random pieces (escapes, unicode, surrogates), without the quotes. */
+  function str(r: () => number, max = 6): string {
+    let s = '';
+    for (let i = Math.floor(r() * max); i >= 0; i--) s += PIECES[Math.floor(r() * PIECES.length)];
+    return s;
+  }
+  function scalar(r: () => number): string {
+    const x = r();
+    if (x < 0.6) return `"${str(r)}"`;
+    if (x < 0.7) return String(Math.floor(r() * 1e6) - 5e5);
+    if (x < 0.75) return '1.5e3';
+    if (x < 0.8) return ['true', 'false', 'null'][Math.floor(r() * 3)];
+    if (x < 0.9) return `{"${str(r)}":${ws(r)}"${str(r)}", "n":[1,{"x":"y"}]}`;
+    return `[${ws(r)}"${str(r)}",${ws(r)}2]`;
+  }
+  /** A large map's text: `keys` members, some keys repeated (nearby or far), `__proto__` among them. */
+  function map(
+    r: () => number,
+    keys: number,
+    opts: { strings?: boolean; indexKey?: boolean; unique?: boolean },
+  ): string {
+    const members: string[] = [];
+    // Key i: k, i, a bar, and two pieces (escapes and unicode): the bar keeps two numbers' keys apart.
+    const keyOf = (i: number) => `k${i}|${PIECES[i % PIECES.length]}${PIECES[(i * 7) % PIECES.length]}`;
+    for (let i = 0; i < keys; i++) {
+      const x = r();
+      let key = keyOf(i);
+      if (opts.unique) key = i === 100 ? '__proto__' : key;
+      else if (x < 0.01)
+        key = keyOf(Math.floor(r() * i)); // a repeat, most often in an earlier slice
+      else if (x < 0.012) key = '__proto__';
+      else if (x < 0.014) key = 'constructor';
+      else if (x < 0.02) key = keyOf(Math.max(0, i - 1 - Math.floor(r() * 10))); // a repeat in the same slice
+      members.push(`"${key}"${ws(r)}:${ws(r)}${opts.strings ? `"${str(r)}"` : scalar(r)}`);
+    }
+    if (opts.indexKey) members.splice(Math.floor(members.length / 2), 0, '"42":"v"');
+    return `{${ws(r)}${members.join(`,${ws(r)}`)}${ws(r)}}`;
+  }
+  const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+  it('the same value, key order, prototype, key count and size, on random bodies', async () => {
+    let sized = 0;
+    for (let seed = 1; seed <= 24; seed++) {
+      const r = random(seed);
+      const strings = seed % 3 === 0;
+      // A map of strings without a repeated key has its JSON kept as it is parsed (serializedJsonOf).
+      const unique = strings && seed % 2 === 1;
+      const big = () => map(r, 12_000 + Math.floor(r() * 8_000), { strings, unique, indexKey: seed % 8 === 7 });
+      const labels = seed % 4 === 1 ? big() : '{"app":"x"}';
+      let text = `{"metadata":{"name":"m${seed}","labels":${labels}},"kind":"ConfigMap","data":${big()}`;
+      if (seed % 5 === 0) text += `,"spec":{"small":1,"inner":${big()}}`;
+      // Large lists: under the top level, and in an object under it.
+      const list = () => `[${ws(r)}${Array.from({ length: 15_000 }, () => scalar(r)).join(`,${ws(r)}`)}${ws(r)}]`;
+      if (seed % 7 === 3) text += `,"list":${list()}`;
+      if (seed % 7 === 4) text += `,"nest":{"a":1,"items":${list()},"b":2}`;
+      if (seed % 6 === 0) text += ',"data":{"replaced":"yes"}'; // the large map's key repeated in its parent
+      text += '}';
+      largestParseSince();
+      const { value, keysInText } = await parseLargeJsonText(text, turn);
+      const sliced = largestParseSince() < text.length;
+      const expected = JSON.parse(text) as Record<string, unknown>;
+      assert.deepStrictEqual(value, expected, `seed ${seed}`);
+      assert.equal(JSON.stringify(value), JSON.stringify(expected), `seed ${seed}: key order`);
+      assert.equal(keysInText, checkJsonTextDepth(text), `seed ${seed}: keys in the text`);
+      // Only the unusual bodies are left to one JSON.parse of the whole text.
+      assert.equal(sliced, seed % 8 !== 7 && seed % 6 !== 0, `seed ${seed}: parsed in slices`);
+      if (sliced) {
+        const v = value as Record<string, unknown>;
+        assert.equal(countObjectKeys(v), countObjectKeys(expected), `seed ${seed}: keys in the value`);
+        assert.equal(await countObjectKeysInSlices(v, turn), countObjectKeys(expected), `seed ${seed}: sliced count`);
+        const json = serializedJsonOf(v);
+        const known = unique ? JSON.stringify(expected) : undefined;
+        assert.equal(json?.json(), known, `seed ${seed}: JSON`);
+        assert.equal(json?.bytes, known && Buffer.byteLength(known), `seed ${seed}: size`);
+        if (json !== undefined) sized++;
+      }
+    }
+    assert.equal(sized, 3, 'bodies whose size was added up (seeds 3, 9, 21)');
+  });
+
+  it('a compact map of strings (raw unicode, some whitespace, a key repeated in a slice): its size as JSON.stringify writes it', async () => {
+    const raw = ['v', 'é', '日本', '😀', 'a b'];
+    const members = Array.from({ length: 30_000 }, (_, i) => `"k${i}${raw[i % 5]}":"${raw[(i * 3) % 5]}"`);
+    members[20_001] = '"k20000":"again"'; // repeated in its slice: the slice's text is longer than its JSON
+    members[25_000] = ` ${members[25_000]} `;
+    for (const map of [members.slice(0, 20_000), members]) {
+      const text = `{"kind":"ConfigMap","metadata":{"name":"c"},"data":{${map.join(',')}}}`;
+      largestParseSince();
+      const { value } = await parseLargeJsonText(text, turn);
+      assert.ok(largestParseSince() < text.length / 2, 'parsed in slices');
+      assert.deepStrictEqual(value, JSON.parse(text));
+      const json = serializedJsonOf(value as Record<string, unknown>);
+      assert.equal(json?.json(), JSON.stringify(value));
+      assert.equal(json?.bytes, Buffer.byteLength(JSON.stringify(value)));
+    }
+  });
+
+  it('a large list under the top level is parsed in slices too', async () => {
+    const items = Array.from({ length: 30_000 }, (_, i) => (i % 3 ? `"f${i}"` : `{"n":${i},"k":["é\\n"]}`));
+    const text = `{"metadata":{"name":"l"},"list":[${items.join(',')}],"z":1}`;
+    largestParseSince();
+    const { value } = await parseLargeJsonText(text, turn);
+    assert.ok(largestParseSince() < text.length / 4, 'parsed in slices');
+    assert.deepStrictEqual(value, JSON.parse(text));
+  });
+
+  it('a body JSON.parse refuses gets JSON.parse error', async () => {
+    const r = random(99);
+    const good = map(r, 15_000, {});
+    const cut = good.lastIndexOf(',', good.length / 2);
+    const list = `[${Array.from({ length: 20_000 }, (_, i) => `"i${i}"`).join(',')}]`;
+    for (const bad of [
+      `{"a":1,"list":${list.slice(0, -1)},]}`, // a trailing comma in a large list
+      `{"a":1,"list":${list.replace('"i9000",', '"i9000",,')}}`, // two commas in a large list
+      `${good.slice(0, -1)},}`, // a trailing comma
+      `${good.slice(0, cut)},,${good.slice(cut + 1)}`, // two commas
+      `${good.slice(0, cut)}${good.slice(cut + 1)}`, // none
+      `${good.slice(0, cut)},"k":}${good.slice(cut + 1)}`, // a value missing
+      `{,${good.slice(1)}`, // a comma first
+    ]) {
+      const text = `{"metadata":{"name":"bad"},"data":${bad}}`;
+      let expected = '';
+      try {
+        JSON.parse(text);
+      } catch (err) {
+        expected = (err as Error).message;
+      }
+      assert.notEqual(expected, '');
+      await assert.rejects(
+        parseLargeJsonText(text, turn),
+        (err: Error) => err instanceof SyntaxError && err.message === expected,
+      );
+    }
+  });
+});
+
+describe('a YAML value goes back from the worker as JSON text only when JSON gives it back exactly', () => {
+  it('a value with a large map comes as JSON (an alias a copy, as Go decodes it); without one, or amplified 4 times by aliases, as a shared value', async () => {
+    const data = `data:\n${Array.from({ length: 5000 }, (_, i) => `  k${i}: v\n`).join('')}`;
+    const alias = 'a: &a {x: [1, 2]}\nb: *a\n';
+    type Aliased = { value: { a: object; b: object | object[] } };
+    const json = (await decodeYamlOffThread(alias + data, 100)) as Aliased;
+    assert.deepEqual(json.value.b, json.value.a);
+    assert.notEqual(json.value.b, json.value.a, 'a copy: it came as JSON');
+    const small = (await decodeYamlOffThread(alias, 100)) as Aliased;
+    assert.equal(small.value.b, small.value.a, 'no large map: it came as a value');
+    const list = Array.from({ length: 1000 }, (_, i) => i).join(', ');
+    const amplified = `a: &a {x: [${list}]}\nb: [${Array(80).fill('*a').join(', ')}]\n${data}`;
+    const large = (await decodeYamlOffThread(amplified, 100)) as Aliased;
+    assert.equal((large.value.b as object[])[79], large.value.a, 'amplified: it came as a value');
+  });
+
+  it('isJsonExact: plain objects, arrays, strings, booleans, null and finite numbers; not -0, NaN, a Buffer, a hole', () => {
+    const holey = [1, 2];
+    delete holey[0]; // a hole
+    const proto = JSON.parse('{"__proto__":{"a":[1,"x",null,true,{"b":-1.5}]}}') as unknown;
+    assert.equal(isJsonExact(proto), true);
+    for (const v of [-0, NaN, Infinity, Buffer.from('x'), new Date(0), holey, { a: undefined }, Object.create(null)])
+      assert.equal(isJsonExact({ k: [v] }), false, Object.prototype.toString.call(v));
+  });
+});
+
+describe("a ConfigMap's data value that is not a string fails decoding, as Go's map[string]string does", () => {
+  it('400 naming the first such value, before validation builds a cause per key (a 1 MiB body of small maps)', async () => {
+    const data: Record<string, unknown> = {};
+    for (let i = 0; i < 60_000; i++) data[`k${i}`] = { a: 1, b: [1, 2] };
+    const body = JSON.stringify({ metadata: { name: 'flow-maps' }, data });
+    assert.ok(body.length > 1_000_000);
+    const r = await call(e, 'POST', CMS, { body });
+    assert.equal(r.status, 400, r.text.slice(0, 300));
+    assert.ok(r.text.length < 1024, `an answer of ${r.text.length} characters`);
+    const prefix = 'ConfigMap in version \\"v1\\" cannot be handled as a ConfigMap: json: cannot unmarshal';
+    assert.match(
+      r.text,
+      new RegExp(`${prefix.replace(/[\\"]/g, '.')} object into Go struct field ConfigMap.data of type string`),
+    );
+    for (const [value, type] of [
+      ['1', 'number'],
+      ['[1]', 'array'],
+      ['true', 'bool'],
+    ] as const) {
+      const small = await call(e, 'POST', CMS, { body: `{"metadata":{"name":"t"},"data":{"a":"x","b":${value}}}` });
+      assert.equal(small.status, 400, small.text);
+      assert.match(
+        small.text,
+        new RegExp(`cannot unmarshal ${type} into Go struct field ConfigMap.data of type string`),
+      );
+    }
+    // null is Go's zero value for the string, not a decoding error: validation answers it as before.
+    const nul = await call(e, 'POST', CMS, { body: '{"metadata":{"name":"t"},"data":{"a":null}}' });
+    assert.equal(nul.status, 422, nul.text);
   });
 });

@@ -3,6 +3,7 @@
 // and serialized size (nothing here recurses, so no input can exhaust the stack), serialization that turns a
 // too-deep or too-large value into a typed error, and own-property access so that `__proto__`, `constructor`
 // and `prototype` stay plain keys and no prototype is ever read or replaced.
+import { randomUUID } from 'node:crypto';
 import { isValidConfigMapKey } from './identifier-validation.ts';
 
 /** kube-apiserver's request body limit (3 MiB); also bounds what one JSON patch may copy. */
@@ -33,7 +34,14 @@ export class JsonTooLargeError extends Error {
   }
 }
 
-const passes = { textScanned: 0, keysCounted: 0, largeMapEnumerations: 0, keySlices: 0, largestKeySlice: 0 };
+const passes = {
+  textScanned: 0,
+  keysCounted: 0,
+  largeMapEnumerations: 0,
+  keySlices: 0,
+  largestKeySlice: 0,
+  largestParse: 0,
+};
 
 /**
  * Objects with at least this many own keys are large maps (a ConfigMap's data of a large body). V8 keeps such an
@@ -130,6 +138,8 @@ export interface LargeMap {
   stringChars: number;
   /** Whether every key is a valid ConfigMap/Secret data key (isValidConfigMapKey). */
   configMapKeys: boolean;
+  /** Its keys and those of the objects in it (countObjectKeys), when it was parsed in slices. */
+  count?: number;
 }
 
 /** The large maps counted by countObjectKeysInSlices, each kept for the next enumeration (largeMapOnce). */
@@ -156,6 +166,12 @@ export async function countObjectKeysInSlices(value: unknown, turn: () => Promis
         if (item !== null && typeof item === 'object') stack.push(item);
         if (slices.full()) await slices.turn();
       }
+      continue;
+    }
+    // A map parsed in slices was counted then (parseLargeJsonText).
+    const known = largeMaps.get(v)?.count;
+    if (known !== undefined) {
+      keys += known;
       continue;
     }
     const names = ownKeys(v);
@@ -186,7 +202,7 @@ export async function keepLargeMapsInSlices(value: unknown, turn: () => Promise<
   const slices = new KeySlices(turn);
   for (const field of Object.keys(value)) {
     const v = (value as Record<string, unknown>)[field];
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) continue;
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || largeMaps.has(v)) continue;
     const names = ownKeys(v);
     if (names.length >= LARGE_MAP_KEYS) await keepLargeMap(v as Record<string, unknown>, names, slices);
   }
@@ -235,6 +251,11 @@ async function keepLargeMap(
   largeMaps.set(v, map);
 }
 
+/** What the count or the sliced parse learnt of `obj` if it is a large map, leaving it for largeMapOnce. */
+export function largeMapSeen(obj: object): LargeMap | undefined {
+  return largeMaps.get(obj);
+}
+
 /** What countObjectKeysInSlices learnt of `obj` if it was a large map, given once (the next enumeration's). */
 export function largeMapOnce(obj: object): LargeMap | undefined {
   const map = largeMaps.get(obj);
@@ -247,6 +268,361 @@ export function largestKeySliceSince(): number {
   const largest = passes.largestKeySlice;
   passes.largestKeySlice = 0;
   return largest;
+}
+
+/** An object value of at least this many characters of text (one under the top level, or one under such an
+ * object: a ConfigMap's data, metadata.annotations) is parsed in slices by parseLargeJsonText. */
+export const LARGE_SPAN_CHARS = 128 * 1024;
+
+/** A slice of such a map ends at the first member after this many characters of its text... */
+export const SLICE_CHARS = 64 * 1024;
+
+/** ...or after this many members (fewer than LARGE_MAP_KEYS: no slice is itself a large map). */
+export const SLICE_MEMBERS = LARGE_MAP_KEYS - 96;
+
+/** A large object value found by the text scan: where its key is, and where its slices start and end. */
+interface MapSpan {
+  /** The text of each key (quotes included, as [start, end)) from the top level down: one or two keys. */
+  path: Array<[number, number]>;
+  /** The position of its `{`, of each comma where a slice ends, and of its `}`. */
+  bounds: number[];
+  /**
+   * For each slice, its members in the text when no whitespace is written between its tokens (its text may then
+   * be as JSON.stringify writes it: the size of the map is added up without serializing it), else -1.
+   */
+  compact: number[];
+  /** A list rather than a map: its slices are runs of items. */
+  list: boolean;
+}
+
+/** A map being scanned: its span, the members since its last cut, whether a large map was found inside it. */
+interface OpenMap {
+  span: MapSpan;
+  members: number;
+  inner: boolean;
+  /** Whitespace between tokens since the last cut. */
+  spaced: boolean;
+}
+
+/**
+ * checkJsonTextDepth, also finding the large object values (LARGE_SPAN_CHARS) under the top-level object or
+ * under one of its objects, each with its slice boundaries: commas between its members, one after each
+ * SLICE_CHARS characters or SLICE_MEMBERS members. A large map inside a large object is the one kept.
+ */
+function scanJsonTextForMaps(text: string, limit: number, spans: MapSpan[]): number {
+  let depth = 0;
+  let keys = 0;
+  const n = text.length;
+  passes.textScanned += n;
+  // For depths 1 to 3: whether the container is an object, and the last key read in it.
+  const isObject = [false, false, false, false];
+  const key: Array<[number, number]> = [
+    [0, 0],
+    [0, 0],
+    [0, 0],
+  ];
+  const open: Array<OpenMap | undefined> = [undefined, undefined, undefined, undefined];
+  for (let i = 0; i < n; i++) {
+    const ch = text.charCodeAt(i);
+    if (ch === 0x22) {
+      let end = text.indexOf('"', i + 1);
+      for (;;) {
+        if (end < 0) return keys; // unterminated: JSON.parse reports it
+        let slashes = 0;
+        while (text.charCodeAt(end - 1 - slashes) === 0x5c) slashes++;
+        if (slashes % 2 === 0) break;
+        end = text.indexOf('"', end + 1);
+      }
+      const start = i;
+      i = end;
+      let k = end + 1;
+      for (let c = text.charCodeAt(k); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = text.charCodeAt(++k));
+      if (text.charCodeAt(k) === 0x3a) {
+        keys++;
+        if (depth <= 2) key[depth] = [start, end + 1];
+      }
+    } else if (ch === 0x7b || ch === 0x5b) {
+      if (++depth > limit) throw new JsonTooDeepError(limit);
+      if (depth <= 3) {
+        isObject[depth] = ch === 0x7b;
+        // A member's value (a map or a list) of the top-level object, or of an object that is one.
+        if (depth >= 2 && isObject[1] && (depth === 2 || (isObject[2] && open[2] !== undefined))) {
+          const path = depth === 2 ? [key[1]] : [key[1], key[2]];
+          const span = { path, bounds: [i], compact: [], list: ch === 0x5b };
+          open[depth] = { span, members: 0, inner: false, spaced: false };
+        } else open[depth] = undefined;
+      }
+    } else if (ch === 0x7d || ch === 0x5d) {
+      if (depth <= 3 && depth >= 2) {
+        const map = open[depth];
+        const closes = map !== undefined && (ch === 0x5d) === map.span.list;
+        if (closes && i - map.span.bounds[0] >= LARGE_SPAN_CHARS && !map.inner) {
+          map.span.bounds.push(i);
+          map.span.compact.push(map.spaced ? -1 : map.members + 1);
+          spans.push(map.span);
+          if (depth === 3 && open[2] !== undefined) open[2].inner = true;
+        }
+        open[depth] = undefined;
+      }
+      depth--;
+    } else if (ch === 0x2c && (depth === 2 || depth === 3)) {
+      const map = open[depth];
+      if (map !== undefined && (++map.members >= SLICE_MEMBERS || i - map.span.bounds.at(-1)! >= SLICE_CHARS)) {
+        map.span.bounds.push(i);
+        map.span.compact.push(map.spaced ? -1 : map.members);
+        map.members = 0;
+        map.spaced = false;
+      }
+    } else if ((ch === 0x20 || ch === 0x0a || ch === 0x0d || ch === 0x09) && depth >= 2) {
+      if (open[2] !== undefined) open[2].spaced = true;
+      if (open[3] !== undefined) open[3].spaced = true;
+    }
+  }
+  return keys;
+}
+
+/** The compact JSON of each map of strings parsed in slices (serializedJsonOf). */
+const sizedMaps = new WeakMap<object, SizedMap>();
+
+/** A map of strings parsed in slices: its compact JSON, slice by slice without the braces, and its UTF-8 bytes. */
+interface SizedMap {
+  parts: string[];
+  bytes: number;
+}
+
+/** Notes the characters one JSON.parse of a large body's text was given (jsonCheckWork: largestParse). */
+function parsed(chars: number): void {
+  if (chars > passes.largestParse) passes.largestParse = chars;
+}
+
+/** The longest text given to one JSON.parse of a large body since the last call (tests read it per request). */
+export function largestParseSince(): number {
+  const largest = passes.largestParse;
+  passes.largestParse = 0;
+  return largest;
+}
+
+/** Whether `k` is an array index, a key V8 orders before every other key of an object. */
+function isArrayIndex(k: string): boolean {
+  const c = k.charCodeAt(0);
+  if (c < 0x30 || c > 0x39) return false;
+  if (!/^(?:0|[1-9]\d{0,9})$/.test(k)) return false;
+  return Number(k) < 2 ** 32 - 1;
+}
+
+/**
+ * Parses a large body's JSON text (checked as checkJsonTextDepth checks it, with its keys counted) so that no
+ * single pass holds the event loop for a whole large map: the large object values under the top level (a
+ * ConfigMap's data of 300,000 keys) are cut out of the text, the rest parsed in one JSON.parse, and each of them
+ * parsed in slices of at most SLICE_CHARS characters or SLICE_MEMBERS members with a turn between slices. Each
+ * slice's keys are added to the map in the order of the text, a key already there keeping its place and taking
+ * the later value: the value is the one JSON.parse gives. What the slices show of each map (its key list, its
+ * key count, whether its keys are data keys and its values strings) is kept for the count and the validation,
+ * as countObjectKeysInSlices keeps it, and for a map of strings its compact JSON, slice by slice, for the
+ * store's size check and stored text (serializedJsonOf). Anything unusual (a syntax error, an array-index key,
+ * the map's key repeated in its parent) is left to one JSON.parse of the whole text, which gives the value or
+ * the error.
+ * @throws JsonTooDeepError, SyntaxError
+ */
+export async function parseLargeJsonText(
+  text: string,
+  turn: () => Promise<void>,
+  depthLimit = MAX_JSON_DEPTH,
+): Promise<{ value: unknown; keysInText: number }> {
+  const spans: MapSpan[] = [];
+  const keysInText = scanJsonTextForMaps(text, depthLimit, spans);
+  if (spans.length > 0) {
+    const value = await parseInSlices(text, spans, turn);
+    if (value !== undefined) return { value, keysInText };
+  }
+  parsed(text.length);
+  return { value: JSON.parse(text) as unknown, keysInText };
+}
+
+/** The value of `text` with its large maps parsed in slices, or undefined when the text is left to JSON.parse. */
+async function parseInSlices(text: string, spans: MapSpan[], turn: () => Promise<void>): Promise<unknown> {
+  const token = `\u0000map-parsed-in-slices-${Math.random()}-`;
+  const parts: string[] = [];
+  let from = 0;
+  spans.forEach((span, i) => {
+    parts.push(text.slice(from, span.bounds[0]), JSON.stringify(token + i));
+    from = span.bounds.at(-1)! + 1;
+  });
+  parts.push(text.slice(from));
+  const rest = parts.join('');
+  let value: unknown;
+  try {
+    parsed(rest.length);
+    value = JSON.parse(rest);
+  } catch {
+    return undefined;
+  }
+  for (let i = 0; i < spans.length; i++) {
+    await turn();
+    const span = spans[i];
+    let parent: unknown = value;
+    let name = '';
+    for (let p = 0; p < span.path.length; p++) {
+      if (parent === null || typeof parent !== 'object' || Array.isArray(parent)) return undefined;
+      if (p > 0) parent = getOwn(parent as Record<string, unknown>, name);
+      name = JSON.parse(text.slice(span.path[p][0], span.path[p][1])) as string;
+    }
+    if (parent === null || typeof parent !== 'object' || Array.isArray(parent)) return undefined;
+    // The key named again later in its object takes the later value: this map is not in the value.
+    if (getOwn(parent as Record<string, unknown>, name) !== token + i) return undefined;
+    const parsedValue = span.list
+      ? await parseListInSlices(text, span, turn)
+      : await parseMapInSlices(text, span, turn);
+    if (parsedValue === undefined) return undefined;
+    setOwn(parent as Record<string, unknown>, name, parsedValue);
+  }
+  return value;
+}
+
+/** One large list of the text, parsed slice by slice with a turn between (parseLargeJsonText). */
+async function parseListInSlices(
+  text: string,
+  { bounds }: MapSpan,
+  turn: () => Promise<void>,
+): Promise<unknown[] | undefined> {
+  const list: unknown[] = [];
+  for (let j = 0; j + 1 < bounds.length; j++) {
+    if (j > 0) await turn();
+    const part = `[${text.slice(bounds[j] + 1, bounds[j + 1])}]`;
+    parsed(part.length);
+    let slice: unknown[];
+    try {
+      slice = JSON.parse(part) as unknown[];
+    } catch {
+      return undefined;
+    }
+    // `[1,]`: a slice without an item is a comma JSON.parse of the whole text refuses.
+    if (slice.length === 0) return undefined;
+    keySlice(slice.length);
+    for (const item of slice) list.push(item);
+  }
+  return list;
+}
+
+/** One large map of the text, parsed slice by slice with a turn between (parseLargeJsonText). */
+async function parseMapInSlices(
+  text: string,
+  { bounds, compact }: MapSpan,
+  turn: () => Promise<void>,
+): Promise<Record<string, unknown> | undefined> {
+  const map: Record<string, unknown> = {};
+  const seen: LargeMap = { keys: [], stringValues: true, stringChars: 0, configMapKeys: true };
+  let count = 0;
+  const parts: string[] = [];
+  let bytes = bounds.length; // the braces, and a comma between two slices
+  let repeated = false;
+  for (let j = 0; j + 1 < bounds.length; j++) {
+    if (j > 0) await turn();
+    const members = text.slice(bounds[j] + 1, bounds[j + 1]);
+    const part = `{${members}}`;
+    parsed(part.length);
+    let slice: Record<string, unknown>;
+    try {
+      slice = JSON.parse(part) as Record<string, unknown>;
+    } catch {
+      return undefined;
+    }
+    const names = Object.keys(slice);
+    // `{"a": 1,}`: a slice without a member is a comma JSON.parse of the whole text refuses.
+    if (names.length === 0) return undefined;
+    keySlice(names.length);
+    for (const k of names) {
+      if (isArrayIndex(k)) return undefined;
+      const v = slice[k];
+      // The map's own value, if an earlier slice gave the key: a JSON value is never undefined nor a function,
+      // what a key the map lacks reads (from Object.prototype), but for `__proto__`.
+      const old = k === '__proto__' ? getOwn(map, k) : map[k];
+      if (old !== undefined && typeof old !== 'function') {
+        // Repeated in an earlier slice: the key keeps its place, the later value wins (JSON.parse's answer).
+        repeated = true;
+        if (typeof old === 'string') seen.stringChars -= old.length;
+        else if (old !== null && typeof old === 'object') count -= keysIn(old);
+        count--;
+      } else seen.keys.push(k);
+      if (k === '__proto__') setOwn(map, k, v);
+      else map[k] = v;
+      count++;
+      if (typeof v === 'string') seen.stringChars += v.length;
+      else {
+        seen.stringValues = false;
+        if (v !== null && typeof v === 'object') count += keysIn(v);
+      }
+      if (seen.configMapKeys && !isValidConfigMapKey(k)) seen.configMapKeys = false;
+    }
+    if (seen.stringValues && !repeated) {
+      // Keys and values all strings, no whitespace, no key repeated in it, no escape, no lone surrogate: the
+      // slice's text is what JSON.stringify would write (a third of the cost of writing it).
+      const json =
+        compact[j] === names.length && !members.includes('\\') && isWellFormed(members)
+          ? members
+          : JSON.stringify(slice).slice(1, -1);
+      parts.push(json);
+      bytes += Buffer.byteLength(json);
+    }
+  }
+  seen.count = count;
+  largeMaps.set(map, seen);
+  if (seen.stringValues && !repeated) sizedMaps.set(map, { parts, bytes });
+  return map;
+}
+
+/** String.prototype.isWellFormed (Node 20; not in this TypeScript lib): no lone surrogate. */
+function isWellFormed(s: string): boolean {
+  return (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+}
+
+/** countObjectKeys without counting the work (a slice's values, counted by the caller as part of its map). */
+function keysIn(value: object): number {
+  const before = passes.keysCounted;
+  const keys = countObjectKeys(value);
+  passes.keysCounted = before;
+  return keys;
+}
+
+/** The fields whose maps are sized: a ConfigMap's and a Secret's data, maps of strings nothing prunes. */
+const SIZED_FIELDS = ['data', 'binaryData'] as const;
+
+/**
+ * The compact JSON of a ConfigMap or Secret about to be committed whose data map was parsed in slices
+ * (parseLargeJsonText), and its UTF-8 bytes, without a JSON.stringify of that map (one pass as long as parsing
+ * it): the map's JSON was kept slice by slice, and the rest of the object is serialized with a mark in its place.
+ * Undefined when no such map is in it. Each map is given once: the request's value is its own, and nothing
+ * between its decoding and its commit changes a ConfigMap's or a Secret's data map in place (a Secret's
+ * stringData makes a new one).
+ */
+export function serializedJsonOf(obj: Record<string, unknown>): { bytes: number; json(): string } | undefined {
+  if (obj.kind !== 'ConfigMap' && obj.kind !== 'Secret') return undefined;
+  const maps: Array<{ field: string; mark: string; map: SizedMap }> = [];
+  for (const field of SIZED_FIELDS) {
+    const v = getOwn(obj, field);
+    const map = v !== null && typeof v === 'object' ? sizedMaps.get(v) : undefined;
+    if (map === undefined) continue;
+    sizedMaps.delete(v as object);
+    maps.push({ field, mark: `\u0000${field}-${randomUUID()}`, map });
+  }
+  if (maps.length === 0) return undefined;
+  const rest: Record<string, unknown> = { ...obj };
+  for (const { field, mark } of maps) rest[field] = mark;
+  const restJson = JSON.stringify(rest);
+  let bytes = Buffer.byteLength(restJson);
+  for (const { mark, map } of maps) bytes += map.bytes - Buffer.byteLength(JSON.stringify(mark));
+  return {
+    bytes,
+    json(): string {
+      let json = restJson;
+      for (const { mark, map } of maps) {
+        const quoted = JSON.stringify(mark);
+        const at = json.indexOf(quoted);
+        json = `${json.slice(0, at)}{${map.parts.join(',')}}${json.slice(at + quoted.length)}`;
+      }
+      return json;
+    },
+  };
 }
 
 /** Parses JSON text after checking its depth. @throws JsonTooDeepError, SyntaxError */

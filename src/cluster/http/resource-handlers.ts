@@ -17,6 +17,7 @@ import {
 } from '../common/api-errors.ts';
 import {
   decodeJsonBody,
+  decodeLargeJsonBody,
   decodeRequestBody,
   decodePatchBody,
   mediaType,
@@ -290,7 +291,10 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
   } else if (!type || type === 'application/json' || type === '*/*') {
     const raw = await readBody(s.req);
     bytes = raw.length;
-    const decoded = decodeJsonBody(raw, s.limits.maxJsonDepth);
+    // A large body's large maps are parsed in slices, a turn between each (no JSON.parse of a whole map).
+    const decoded = isLargeBody(bytes)
+      ? await decodeLargeJsonBody(raw, () => largeBodyTurn(s), s.limits.maxJsonDepth)
+      : decodeJsonBody(raw, s.limits.maxJsonDepth);
     body = decoded.body;
     if (isLargeBody(bytes)) await largeBodyTurn(s);
     // Repeated keys only make messages, which Ignore drops: the count of the value's keys (a pass over a large
@@ -306,11 +310,12 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     // One YAML parse gives the value and Go's strict error for repeated keys; a large body is parsed off the loop.
     // Repeated keys are looked for only when field validation reports them (each key kept in a Set).
     const repeats = fieldValidationOf(s.query) !== 'Ignore';
-    const decoded = await decodeRequestBody(raw, type, s.limits.maxJsonDepth, repeats);
+    // The worker's value comes back as JSON text, whose large maps are parsed here in slices with turns between.
+    const turn = isLargeBody(bytes) ? () => largeBodyTurn(s) : undefined;
+    const decoded = await decodeRequestBody(raw, type, s.limits.maxJsonDepth, repeats, turn);
     body = decoded.value;
     yamlError = decoded.yamlDuplicateError;
-    // The value was rebuilt on the loop from the worker's answer (a pass as long as parsing it): a turn before
-    // the checks.
+    // A turn before the checks.
     if (isLargeBody(bytes)) await largeBodyTurn(s);
   } else {
     s.req.resume();

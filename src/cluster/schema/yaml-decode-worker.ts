@@ -1,13 +1,23 @@
 // The worker thread of yaml-decode.ts: decodes the YAML bodies posted to it, one at a time, with the same
 // decodeYamlText the event loop uses for small bodies.
 import { parentPort } from 'node:worker_threads';
-import { decodeYamlText, type YamlAnswer, type YamlJob } from './yaml-decode.ts';
+import {
+  decodeYamlText,
+  hasLargeMapNearTop,
+  isJsonExact,
+  type YamlAnswer,
+  type YamlJob,
+  type YamlWire,
+} from './yaml-decode.ts';
+
+/** Without aliases a YAML text's JSON is at most about 3 times as long (`a:` is `"a":null,`). */
+const JSON_EXPANSION = 4;
 
 const port = parentPort!;
 port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
   let answer: YamlAnswer;
   try {
-    answer = { id, result: decodeYamlText(text, depthLimit, repeats) };
+    answer = { id, result: wire(decodeYamlText(text, depthLimit, repeats), text.length) };
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
     answer = { id, thrown: { name: e.name, message: e.message } };
@@ -20,3 +30,16 @@ port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
     port.postMessage({ id, thrown: { name: e.name, message: e.message } } satisfies YamlAnswer);
   }
 });
+
+/**
+ * A value with a large map that JSON gives back exactly is sent as its JSON text: the event loop parses it in
+ * slices (http-io's decodeRequestBody), where a structured clone is rebuilt there in one step. Others (no large
+ * map, a YAML 1.1 binary's Buffer, NaN) go as the value, and so does a value whose JSON is more than JSON_EXPANSION times its
+ * YAML: aliases to collections (bounded as go-yaml bounds them) make copies in JSON, which the clone shares.
+ */
+function wire(result: ReturnType<typeof decodeYamlText>, textLength: number): YamlWire {
+  if (!result.ok || !hasLargeMapNearTop(result.value) || !isJsonExact(result.value)) return result;
+  const json = JSON.stringify(result.value);
+  if (json.length > JSON_EXPANSION * textLength + 1024) return result;
+  return { ok: true, json, duplicateError: result.duplicateError };
+}

@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { FAILSAFE_SCHEMA, load, Type, YAMLException, type LoadOptions, type State } from 'js-yaml';
 import { internalError, tooManyRequests } from '../common/api-errors.ts';
+import { LARGE_MAP_KEYS } from '../common/json-safety.ts';
 import { newModuleWorker } from '../common/module-worker.ts';
 
 /**
@@ -567,6 +568,68 @@ export function decodeYamlText(text: string, depthLimit: number, repeats = true)
   return { ok: true, value: parsed.value, duplicateError: parsed.duplicateError };
 }
 
+/**
+ * A decoded YAML body as the worker sends it back: a value with a large map that JSON gives back exactly
+ * (hasLargeMapNearTop, isJsonExact) comes as its JSON text, so the event loop can parse it in slices with turns
+ * between (parseLargeJsonText) where the structured clone of a 300,000-key map is rebuilt in one native step.
+ */
+export type YamlWire = YamlDecoded | { ok: true; json: string; duplicateError: string | undefined };
+
+/**
+ * Whether JSON.parse(JSON.stringify(value)) is `value` again, exactly: plain objects and arrays, strings,
+ * booleans, null and finite numbers other than -0 (not a Buffer of a YAML 1.1 binary, NaN, Infinity).
+ */
+export function isJsonExact(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v) || Object.is(v, -0)) return false;
+      continue;
+    }
+    if (typeof v !== 'object') return false;
+    const proto = Object.getPrototypeOf(v) as unknown;
+    if (Array.isArray(v)) {
+      if (proto !== Array.prototype) return false;
+      // A hole reads as undefined, which JSON writes as null.
+      for (let i = 0; i < v.length; i++) stack.push(v[i]);
+      continue;
+    }
+    if (proto !== Object.prototype) return false;
+    // Own keys (`__proto__` included); a key's own value shadows what the prototype has.
+    for (const k of Object.keys(v)) stack.push((v as Record<string, unknown>)[k]);
+  }
+  return true;
+}
+
+/**
+ * Whether a value has a large map (LARGE_MAP_KEYS keys) under its top level or one level below, as
+ * parseLargeJsonText slices them: only then is its JSON text worth more to the loop than a structured clone (a
+ * list of 300,000 strings is cloned in a third of the time JSON.parse takes).
+ */
+export function hasLargeMapNearTop(value: unknown): boolean {
+  const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (!isMap(value)) return false;
+  for (const k of Object.keys(value)) {
+    const child = value[k];
+    if (!isMap(child)) continue;
+    const keys = Object.keys(child);
+    if (keys.length >= LARGE_MAP_KEYS) return true;
+    for (const g of keys) {
+      const grandchild = child[g];
+      if (isMap(grandchild) && Object.keys(grandchild).length >= LARGE_MAP_KEYS) return true;
+    }
+  }
+  return false;
+}
+
+/** A YAML body decoded in the worker, as it came back: its JSON text is parsed here in one piece. */
+function fromWire(wire: YamlWire): YamlDecoded {
+  if (!('json' in wire)) return wire;
+  return { ok: true, value: JSON.parse(wire.json) as unknown, duplicateError: wire.duplicateError };
+}
+
 /** YAML bodies of at least this many bytes are decoded in the worker thread; smaller ones on the event loop. */
 export const YAML_WORKER_MIN_BYTES = 16 * 1024;
 
@@ -596,7 +659,7 @@ export interface YamlJob {
 /** The worker's answer: the decode result, or `thrown`, an exception decodeYamlText let through. */
 export interface YamlAnswer {
   id: number;
-  result?: YamlDecoded;
+  result?: YamlWire;
   thrown?: { name: string; message: string };
 }
 
@@ -613,23 +676,32 @@ export function yamlDecodeCounts(): { inThread: number; offThread: number } {
  * @throws ClusterApiError 429 when YAML_WORKER_MAX_QUEUED bodies are already waiting; 500 when the worker dies
  */
 export async function decodeYaml(text: string, depthLimit: number, repeats = true): Promise<YamlDecoded> {
+  return fromWire(await decodeYamlWire(text, depthLimit, repeats));
+}
+
+/**
+ * decodeYaml, with a value from the worker left as the JSON text it came as (YamlWire): a request handler parses
+ * a large one in slices.
+ * @throws ClusterApiError as decodeYaml
+ */
+export async function decodeYamlWire(text: string, depthLimit: number, repeats = true): Promise<YamlWire> {
   if (Buffer.byteLength(text) < YAML_WORKER_MIN_BYTES) {
     counts.inThread++;
     return decodeYamlText(text, depthLimit, repeats);
   }
-  return decodeYamlOffThread(text, depthLimit, repeats);
+  return pool.decode(text, depthLimit, repeats);
 }
 
 /**
  * decodeYamlText in the worker thread, whatever the body's size.
  * @internal exported for the tests that compare both paths
  */
-export function decodeYamlOffThread(text: string, depthLimit: number, repeats = true): Promise<YamlDecoded> {
-  return pool.decode(text, depthLimit, repeats);
+export async function decodeYamlOffThread(text: string, depthLimit: number, repeats = true): Promise<YamlDecoded> {
+  return fromWire(await pool.decode(text, depthLimit, repeats));
 }
 
 interface Pending {
-  resolve: (r: YamlDecoded) => void;
+  resolve: (r: YamlWire) => void;
   reject: (err: unknown) => void;
 }
 
@@ -640,14 +712,14 @@ class YamlWorkerPool {
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
 
-  decode(text: string, depthLimit: number, repeats: boolean): Promise<YamlDecoded> {
+  decode(text: string, depthLimit: number, repeats: boolean): Promise<YamlWire> {
     if (this.pending.size >= YAML_WORKER_MAX_QUEUED) return Promise.reject(tooManyRequests(1));
     counts.offThread++;
     clearTimeout(this.idleTimer);
     const worker = (this.worker ??= this.start());
     worker.ref(); // a body being decoded holds the process, as a pending read would
     const id = this.nextId++;
-    return new Promise<YamlDecoded>((resolve, reject) => {
+    return new Promise<YamlWire>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       worker.postMessage({ id, text, depthLimit, repeats } satisfies YamlJob);
     });

@@ -7,6 +7,7 @@ import {
   JsonTooDeepError,
   JsonTooLargeError,
   MAX_JSON_DEPTH,
+  serializedJsonOf,
   serializeJson,
 } from '../common/json-safety.ts';
 
@@ -32,6 +33,14 @@ function limitError(err: unknown, limits: ObjectLimits): unknown {
 
 /** The JSON of an object about to be committed. @throws ClusterApiError 413 over the size limit, 400 too deep. */
 export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
+  // A ConfigMap or Secret whose data map was parsed in slices: its JSON is known without serializing the map
+  // (one pass as long as parsing it), so it is refused, or written, without that pass.
+  const known = knownJson(obj);
+  if (known !== undefined) {
+    if (known.bytes > limits.maxObjectBytes)
+      throw requestEntityTooLarge(`the object is ${known.bytes} bytes, the limit is ${limits.maxObjectBytes}`);
+    return known.json();
+  }
   let json: string;
   try {
     json = serializeJson(obj, limits.maxJsonDepth);
@@ -48,6 +57,16 @@ export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
     );
   }
   return json;
+}
+
+/** serializedJsonOf, or undefined when the rest of the object cannot be serialized (serializeJson says why). */
+function knownJson(obj: unknown): ReturnType<typeof serializedJsonOf> {
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return undefined;
+  try {
+    return serializedJsonOf(obj as Record<string, unknown>);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Checks a patch result before it is serialized. @throws ClusterApiError 413 / 400 */

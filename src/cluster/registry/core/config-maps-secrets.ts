@@ -15,7 +15,7 @@ import {
   typeCheck,
 } from '../../common/field-errors.ts';
 import { base64DecodeError } from '../../common/go-base64.ts';
-import { keySlice, largeMapOnce, ownKeys } from '../../common/json-safety.ts';
+import { keySlice, largeMapOnce, largeMapSeen, ownKeys } from '../../common/json-safety.ts';
 import { isConfigMapKey, isValidConfigMapKey } from '../../common/identifier-validation.ts';
 import { setOwn } from '../../common/json-safety.ts';
 import { ALL_VERBS, path, setDefault } from '../registry-fields.ts';
@@ -129,6 +129,29 @@ function decodeBase64Maps(obj: KubeObject, kind: string, fields: readonly string
   return undefined;
 }
 
+/** The JSON type of a value as Go's decoder names it in an UnmarshalTypeError. */
+function goJsonType(v: unknown): string {
+  if (Array.isArray(v)) return 'array';
+  return typeof v === 'boolean' ? 'bool' : typeof v;
+}
+
+/**
+ * Decodes a ConfigMap's `data` (map[string]string) as Go does: the first value that is not a string fails
+ * decoding, a 400 (`json: cannot unmarshal object into Go struct field ConfigMap.data of type string`), before
+ * any validation; null is the string's zero value and left to validation. A large map's slices already said
+ * whether every value is a string (largeMapSeen): then nothing is walked.
+ */
+function decodeStringMap(obj: KubeObject, kind: string, field: string): string | undefined {
+  const map = record(obj[field]);
+  if (!map || largeMapSeen(map)?.stringValues) return undefined;
+  for (const k of largeMapSeen(map)?.keys ?? Object.keys(map)) {
+    const v = map[k];
+    if (v !== null && typeof v !== 'string')
+      return `json: cannot unmarshal ${goJsonType(v)} into Go struct field ${kind}.${field} of type string`;
+  }
+  return undefined;
+}
+
 /** Convert_v1_Secret_To_core_Secret: `data` decoded, then every `stringData` entry overwrites its `data` key. */
 export function convertSecret(obj: KubeObject): string | undefined {
   const err = decodeBase64Maps(obj, 'Secret', ['data']);
@@ -189,7 +212,8 @@ export const CONFIG_MAPS: ResourceType = {
   verbs: ALL_VERBS,
   hasStatus: false,
   validate: (o, old) => validateConfigMap(o, old),
-  convertFromRequest: (o) => decodeBase64Maps(o, 'ConfigMap', ['binaryData']),
+  convertFromRequest: (o) =>
+    decodeStringMap(o, 'ConfigMap', 'data') ?? decodeBase64Maps(o, 'ConfigMap', ['binaryData']),
   fieldSelectors: {},
   columns: configMapColumns,
 };
