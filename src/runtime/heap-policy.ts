@@ -69,7 +69,7 @@ export function appliedHeapGrowth(): number {
 
 /**
  * The `resourceLimits` a worker thread should start with under the policy in force (undefined when none is): its
- * young generation held at 2 x 4 MB by V8 itself. Call it right before constructing the worker: it also makes the
+ * young generation held at 2 x 4 MB ({@link WORKER_YOUNG_GENERATION_ENV}) by V8 itself. Call it right before constructing the worker: it also makes the
  * next heap V8 configures start its young generation at that size (`--min-semi-space-size`, reset once the worker
  * is online). Without that the worker never reached it: its young generation starts at V8's 2 x 1 MB and grows
  * only while `--semi-space-growth-factor` allows, a process-wide flag the main thread's hold keeps at 1 once its
@@ -135,7 +135,12 @@ export function holdYoungGeneration(): void {
   v8.setFlagsFromString(grow ? '--semi-space-growth-factor=2' : '--semi-space-growth-factor=1');
 }
 
-/** {@link setHeapGrowth} with the percent from the environment: what the `run` commands call at start. */
+/**
+ * {@link setHeapGrowth} with the percent from the environment: what the `run` commands and `dev` call at start. The
+ * young generations held, the main thread's ({@link YOUNG_GENERATION_ENV}) and a worker's
+ * ({@link WORKER_YOUNG_GENERATION_ENV}), default to 2 x 4 MB; other sizes are for measuring (bench:dev
+ * --variant-env). Throws on a bad value.
+ */
 export function applyHeapPolicy(env: NodeJS.ProcessEnv = process.env): number {
   const percent = heapGrowthPercentFrom(env);
   const mainMb = youngMbFrom(env, YOUNG_GENERATION_ENV, YOUNG_GENERATION_TARGET_BYTES / 1048576);
