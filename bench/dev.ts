@@ -7,10 +7,10 @@
 // other in the same invocation, so their figures can be compared as ratios; `--baseline DIR[,DIR...]` runs each
 // DIR's build (DIR/bin/kube-provisioner.js, e.g. a `git worktree` of an older commit, built) before this one's, in
 // each shape, and `--variant-env NAME=VALUE` (repeatable) runs this checkout's build once more per flag with that
-// variable set. Each run prints CPU ms per claim (dev's CPU seconds, every thread, over the claims Bound).
+// variable set (several at once: NAME=VALUE,NAME2=VALUE2). Each run prints CPU ms per claim (dev's CPU seconds, every thread, over the claims Bound).
 // Run: node --import tsx bench/dev.ts [--batches 1000,8000,1000] [--concurrency 64]
 //        [--cluster-thread worker,main] [--baseline DIR[,DIR]] [--variant-env NAME=VALUE]
-//        [--cpu-prof DIR] [--heap-snapshot DIR] [--json FILE]
+//        [--cpu-prof DIR] [--heap-snapshot DIR] [--json FILE] [--rounds N]
 // --cpu-prof writes one .cpuprofile per thread of dev (main and cluster worker); --heap-snapshot writes one per
 // thread of dev (main, and the cluster worker's) when the last batch is Bound. At the end of each run a node
 // diagnostic report gives each thread's V8 heap, committed and used: what dev's RSS holds beyond live objects. Its
@@ -39,6 +39,7 @@ const shapes = (get('--cluster-thread') ?? 'worker').split(',') as ClusterThread
 const cpuProf = get('--cpu-prof');
 const heapSnapshot = get('--heap-snapshot');
 const jsonOut = get('--json');
+const rounds = Number(get('--rounds') ?? 1);
 const baselines = (get('--baseline') ?? '').split(',').filter((d) => d !== '');
 const variantEnvs = argv.flatMap((a, i) => (a === '--variant-env' && argv[i + 1] ? [argv[i + 1]] : []));
 /** The builds to run: each baseline's, then this checkout's, then this checkout's again per --variant-env. */
@@ -48,14 +49,15 @@ const builds: Array<{ label: string; bin: string; env?: Record<string, string> }
     label: baselines.length > 0 || variantEnvs.length > 0 ? 'this checkout' : '',
     bin: join(ROOT, 'bin', 'kube-provisioner.js'),
   },
-  ...variantEnvs.map((nv) => {
-    const eq = nv.indexOf('=');
-    if (eq <= 0) throw new Error(`--variant-env ${nv}: expected NAME=VALUE`);
-    return {
-      label: `this checkout ${nv}`,
-      bin: join(ROOT, 'bin', 'kube-provisioner.js'),
-      env: { [nv.slice(0, eq)]: nv.slice(eq + 1) },
-    };
+  // One variant per flag; a flag may set several variables at once: NAME=VALUE,NAME2=VALUE2.
+  ...variantEnvs.map((nvs) => {
+    const env: Record<string, string> = {};
+    for (const nv of nvs.split(',')) {
+      const eq = nv.indexOf('=');
+      if (eq <= 0) throw new Error(`--variant-env ${nvs}: expected NAME=VALUE[,NAME=VALUE]`);
+      env[nv.slice(0, eq)] = nv.slice(eq + 1);
+    }
+    return { label: `this checkout ${nvs}`, bin: join(ROOT, 'bin', 'kube-provisioner.js'), env };
   }),
 ];
 
@@ -289,7 +291,9 @@ async function main(): Promise<void> {
   );
   if (build.status !== 0) throw new Error('npm run build failed');
   const results: ShapeResult[] = [];
-  for (const where of shapes) for (const build of builds) results.push(await runShape(where, build));
+  // --rounds N: every shape and build again, interleaved (A B C A B C), so a machine whose load drifts moves each alike.
+  for (let round = 0; round < rounds; round++)
+    for (const where of shapes) for (const build of builds) results.push(await runShape(where, build));
   console.log(
     `\n## dev benchmark (${new Date().toISOString()}, node ${process.version}, loadavg ${loadavg()
       .map((l) => l.toFixed(1))

@@ -57,6 +57,7 @@ export interface DevOptions {
 }
 
 export interface DevIo {
+  /** One line, or several joined by newlines (the outcome printer hands over one turn's lines at once). */
   out(line: string): void;
   /** The progress bar's stream. */
   progress: { write(text: string): void; isTTY?: boolean; columns?: number };

@@ -29,6 +29,23 @@ export function heapGrowthPercentFrom(env: NodeJS.ProcessEnv): number {
 /** The young generation the policy keeps (both semi-spaces): V8's size once a `run` command has loaded (2 x 4 MB). */
 export const YOUNG_GENERATION_TARGET_BYTES = 8 * 1024 * 1024;
 
+/** Environment variable: the main thread's young generation under the policy, both semi-spaces, in MB (default 8). */
+export const YOUNG_GENERATION_ENV = 'KUBE_PROVISIONER_YOUNG_GENERATION_MB';
+
+/** Environment variable: a worker thread's young generation under the policy, both semi-spaces, in MB (default 8). */
+export const WORKER_YOUNG_GENERATION_ENV = 'KUBE_PROVISIONER_WORKER_YOUNG_GENERATION_MB';
+
+/** A young generation size in MB from the environment: a power of two from 2 to 64 (V8 sizes semi-spaces so). */
+function youngMbFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 2 || n > 64 || (n & (n - 1)) !== 0) {
+    throw new Error(`${name}: expected a power of two from 2 to 64 (MB, both semi-spaces), got "${raw}"`);
+  }
+  return n;
+}
+
 /**
  * `resourceLimits.maxYoungGenerationSizeMb` for a worker thread under the policy: V8 sizes a young generation as
  * three semi-spaces (two, plus the new large-object space), so 12 MB holds the worker's at 2 x 4 MB, the same
@@ -36,6 +53,10 @@ export const YOUNG_GENERATION_TARGET_BYTES = 8 * 1024 * 1024;
  * (a limit set when the thread starts), where the main thread needs the check below.
  */
 export const WORKER_YOUNG_GENERATION_MB = 12;
+
+/** The young generation held in force: the main thread's (bytes) and a worker's limit (MB, three semi-spaces). */
+let youngTargetBytes = YOUNG_GENERATION_TARGET_BYTES;
+let workerYoungMb = WORKER_YOUNG_GENERATION_MB;
 
 let youngTimer: NodeJS.Timeout | undefined;
 let youngObserver: PerformanceObserver | undefined;
@@ -48,11 +69,25 @@ export function appliedHeapGrowth(): number {
 
 /**
  * The `resourceLimits` a worker thread should start with under the policy in force (undefined when none is): its
- * young generation held at 2 x 4 MB by V8 itself. The growth percent needs nothing per thread: V8's flags are
- * process-wide, so a worker's full collections follow it as the main thread's do.
+ * young generation held at 2 x 4 MB ({@link WORKER_YOUNG_GENERATION_ENV}) by V8 itself. Call it right before constructing the worker: it also makes the
+ * next heap V8 configures start its young generation at that size (`--min-semi-space-size`, reset once the worker
+ * is online). Without that the worker never reached it: its young generation starts at V8's 2 x 1 MB and grows
+ * only while `--semi-space-growth-factor` allows, a process-wide flag the main thread's hold keeps at 1 once its
+ * own young generation is at the target ({@link holdYoungGeneration}); dev's cluster thread ran 10,000 claims with
+ * 2 x 1 MB, and collections were 15% of its busy time (docs/benchmarks.md, "`dev` CPU per claim (session 32, H2)").
+ * The growth percent needs nothing per thread: V8's flags are process-wide, so a worker's full collections follow
+ * it as the main thread's do.
  */
 export function workerResourceLimits(): { maxYoungGenerationSizeMb: number } | undefined {
-  return applied > 0 ? { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } : undefined;
+  if (applied === 0) return undefined;
+  v8.setFlagsFromString(`--min-semi-space-size=${workerYoungMb / 3}`);
+  return { maxYoungGenerationSizeMb: workerYoungMb };
+}
+
+/** After a worker's heap was configured: later heaps start at V8's own size again. */
+function workerOnline(): void {
+  v8.setFlagsFromString('--min-semi-space-size=0');
+  holdYoungGeneration();
 }
 
 /**
@@ -78,7 +113,7 @@ export function setHeapGrowth(percent: number): number {
     youngObserver = new PerformanceObserver(holdYoungGeneration);
     youngObserver.observe({ entryTypes: ['gc'] });
     // Every worker thread of the process (the package's or a user's): configuring its heap resets the flag.
-    process.on('worker', (worker) => worker.once('online', holdYoungGeneration));
+    process.on('worker', (worker) => worker.once('online', workerOnline));
   }
   return percent;
 }
@@ -96,11 +131,21 @@ export function setHeapGrowth(percent: number): number {
 export function holdYoungGeneration(): void {
   if (applied === 0) return;
   const young = v8.getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
-  const grow = (young?.space_size ?? 0) < YOUNG_GENERATION_TARGET_BYTES;
+  const grow = (young?.space_size ?? 0) < youngTargetBytes;
   v8.setFlagsFromString(grow ? '--semi-space-growth-factor=2' : '--semi-space-growth-factor=1');
 }
 
-/** {@link setHeapGrowth} with the percent from the environment: what the `run` commands call at start. */
+/**
+ * {@link setHeapGrowth} with the percent from the environment: what the `run` commands and `dev` call at start. The
+ * young generations held, the main thread's ({@link YOUNG_GENERATION_ENV}) and a worker's
+ * ({@link WORKER_YOUNG_GENERATION_ENV}), default to 2 x 4 MB; other sizes are for measuring (bench:dev
+ * --variant-env). Throws on a bad value.
+ */
 export function applyHeapPolicy(env: NodeJS.ProcessEnv = process.env): number {
-  return setHeapGrowth(heapGrowthPercentFrom(env));
+  const percent = heapGrowthPercentFrom(env);
+  const mainMb = youngMbFrom(env, YOUNG_GENERATION_ENV, YOUNG_GENERATION_TARGET_BYTES / 1048576);
+  const workerMb = youngMbFrom(env, WORKER_YOUNG_GENERATION_ENV, (WORKER_YOUNG_GENERATION_MB / 3) * 2);
+  youngTargetBytes = mainMb * 1048576;
+  workerYoungMb = (workerMb / 2) * 3;
+  return setHeapGrowth(percent);
 }

@@ -2,8 +2,15 @@
 // its line, every other event only its identity. Whole events were 113 MB of dev's heap after 10,000 claims.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { OUTCOME_FIELD_SELECTOR, outcomeEventTransform, outcomeLine } from '../../src/cli/dev-outcomes.ts';
+import {
+  OUTCOME_FIELD_SELECTOR,
+  outcomeEventTransform,
+  outcomeLine,
+  printProvisioningOutcomes,
+} from '../../src/cli/dev-outcomes.ts';
 import { ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
+import { coreEvents } from '../../src/runtime/resources.ts';
+import { startCluster } from '../../src/testing/index.ts';
 import type { CoreEvent } from '../../src/types/k8s.ts';
 
 const START = Date.parse('2026-12-01T10:00:00Z');
@@ -91,5 +98,50 @@ describe('OUTCOME_FIELD_SELECTOR', () => {
       (e) => e.reason,
     );
     assert.deepEqual(listed.sort(), ['ProvisioningFailed', 'ProvisioningSucceeded']);
+  });
+});
+
+describe('printProvisioningOutcomes', () => {
+  it('writes the lines of one turn in one call (a synchronous stdout write per line was 2.7% of the thread)', async () => {
+    const cluster = await startCluster();
+    const stop = new AbortController();
+    try {
+      // 40 outcomes recorded before the printer starts: its first list delivers them all in one turn.
+      const at = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+      for (let i = 0; i < 40; i++) {
+        const e = event('ProvisioningSucceeded', at, `provisioned volume pvc-${i}`);
+        e.metadata = { name: `claim-${i}.outcome`, namespace: 'default' };
+        e.involvedObject = { ...e.involvedObject, name: `claim-${i}`, uid: `c-uid-${i}` };
+        await cluster.client.create(coreEvents, e);
+      }
+      const writes: string[] = [];
+      let lines = 0;
+      let allPrinted: () => void = () => {};
+      const printedAll = new Promise<void>((resolve) => (allPrinted = resolve));
+      const printing = printProvisioningOutcomes(
+        cluster.client,
+        Date.parse(at),
+        (text) => {
+          writes.push(text);
+          lines += text.split('\n').length;
+          if (lines >= 40) allPrinted();
+        },
+        stop.signal,
+      );
+      await printedAll;
+      stop.abort();
+      await printing;
+      const all = writes.join('\n').split('\n');
+      assert.equal(all.length, 40, 'each outcome once');
+      assert.equal(new Set(all).size, 40);
+      assert.ok(
+        all.every((l) => /^claim default\/claim-\d+: provisioned volume pvc-\d+$/.test(l)),
+        all[0],
+      );
+      assert.equal(writes.length, 1, `40 lines of one turn took ${writes.length} writes`);
+    } finally {
+      stop.abort();
+      await cluster.stop();
+    }
   });
 });

@@ -138,6 +138,61 @@ describe('heap policy', () => {
     }
   });
 
+  it("starts a worker thread's young generation at 2 x 4 MB: the main thread's hold must not keep it at V8's 2 x 1 MB", async () => {
+    // The main thread's hold writes --semi-space-growth-factor=1 once its own young generation is at the target, and
+    // V8's flags are process-wide: a worker started then never grew past its initial 2 x 1 MB, whatever its
+    // resourceLimits allowed (dev's cluster thread at 10,000 claims: new space 2 MB, GC 15% of its busy time).
+    // Sizes of V8's spaces, not timings.
+    const policy = new URL('../../src/runtime/heap-policy.ts', import.meta.url).href;
+    const script = `
+      import v8 from 'node:v8';
+      import { Worker } from 'node:worker_threads';
+      const p = await import(${JSON.stringify(policy)});
+      p.setHeapGrowth(30);
+      const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+      let keep = [];
+      for (let r = 0; r < 300 && young() < p.YOUNG_GENERATION_TARGET_BYTES; r++) {
+        for (let i = 0; i < 2000; i++) {
+          keep.push({ a: i, b: 'x' + i });
+          if (keep.length > 400000) keep = [];
+        }
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const main = young();
+      const code = \`
+        const v8 = require('node:v8');
+        const { parentPort } = require('node:worker_threads');
+        parentPort.once('message', () => {
+          let keep = [];
+          for (let i = 0; i < 3e6; i++) { keep.push({ a: i, b: 'x' + i }); if (keep.length > 1000) keep = []; }
+          parentPort.postMessage(v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size);
+        });\`;
+      const worker = new Worker(code, { eval: true, execArgv: [], resourceLimits: p.workerResourceLimits() });
+      await new Promise((resolve) => worker.once('online', resolve));
+      worker.postMessage('go');
+      const inWorker = await new Promise((resolve) => worker.once('message', resolve));
+      await worker.terminate();
+      console.log(JSON.stringify({ main, inWorker }));`;
+    const { stdout } = await runModuleScript(script);
+    const { main, inWorker } = JSON.parse(stdout) as { main: number; inWorker: number };
+    assert.equal(main, YOUNG_GENERATION_TARGET_BYTES, "the main thread's hold is in force");
+    assert.equal(inWorker, YOUNG_GENERATION_TARGET_BYTES, `the worker's young generation is ${inWorker / 1048576} MB`);
+  });
+
+  it('takes the young generations from the environment, powers of two from 2 to 64 MB', async () => {
+    const policy = new URL('../../src/runtime/heap-policy.ts', import.meta.url).href;
+    const script = `
+      const p = await import(${JSON.stringify(policy)});
+      const bad = [];
+      for (const v of ['3', '128', 'big', '1']) {
+        try { p.applyHeapPolicy({ [p.WORKER_YOUNG_GENERATION_ENV]: v }); } catch (err) { bad.push(v); }
+      }
+      p.applyHeapPolicy({ [p.WORKER_YOUNG_GENERATION_ENV]: '16', [p.YOUNG_GENERATION_ENV]: '16' });
+      console.log(JSON.stringify({ bad, limits: p.workerResourceLimits() }));`;
+    const { stdout } = await runModuleScript(script);
+    assert.deepEqual(JSON.parse(stdout), { bad: ['3', '128', 'big', '1'], limits: { maxYoungGenerationSizeMb: 24 } });
+  });
+
   it('gives a worker thread a young generation of 2 x 4 MB once a policy is in force, nothing without one', async () => {
     const policy = new URL('../../src/runtime/heap-policy.ts', import.meta.url).href;
     const script = `
