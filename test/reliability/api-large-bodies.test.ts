@@ -755,6 +755,19 @@ describe('a YAML value goes back from the worker as JSON text only when JSON giv
     for (const v of [-0, NaN, Infinity, Buffer.from('x'), new Date(0), holey, { a: undefined }, Object.create(null)])
       assert.equal(isJsonExact({ k: [v] }), false, Object.prototype.toString.call(v));
   });
+
+  it('a value whose strings, aliased, outgrow the JSON bound is not written as JSON (review of H1: a 500 "Invalid string length")', () => {
+    // A 1 MiB scalar under an anchor and 600 aliases to it: go-yaml's alias ratio counts each alias as one node,
+    // whatever its length, so the value is legal; its JSON would be 600 MiB, past V8's longest string. The worker
+    // asks isJsonExact with the bound before it writes any JSON (watched to fail: the bound was not looked at).
+    const long = 'x'.repeat(1 << 20);
+    const data: Record<string, string> = {};
+    for (let i = 0; i < 600; i++) data[`x${i}`] = long;
+    const bound = 4 * 1_100_000 + 1024;
+    assert.equal(isJsonExact({ metadata: { annotations: { a: long } }, data }, bound), false);
+    assert.equal(isJsonExact({ data: { a: long } }, bound), true, 'under the bound');
+    assert.equal(isJsonExact({ data: { [long]: 'v' } }, 1000), false, 'keys count too');
+  });
 });
 
 describe("a ConfigMap's data value that is not a string fails decoding, as Go's map[string]string does", () => {

@@ -38,8 +38,11 @@ port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
  * YAML: aliases to collections (bounded as go-yaml bounds them) make copies in JSON, which the clone shares.
  */
 function wire(result: ReturnType<typeof decodeYamlText>, textLength: number): YamlWire {
-  if (!result.ok || !hasLargeMapNearTop(result.value) || !isJsonExact(result.value)) return result;
+  const bound = JSON_EXPANSION * textLength + 1024;
+  // The bound is checked on the value before any JSON is written: aliases to a long scalar would make a string
+  // past V8's limit (a 500) or hundreds of megabytes thrown away.
+  if (!result.ok || !hasLargeMapNearTop(result.value) || !isJsonExact(result.value, bound)) return result;
   const json = JSON.stringify(result.value);
-  if (json.length > JSON_EXPANSION * textLength + 1024) return result;
+  if (json.length > bound) return result;
   return { ok: true, json, duplicateError: result.duplicateError };
 }

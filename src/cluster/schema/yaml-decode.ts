@@ -577,13 +577,22 @@ export type YamlWire = YamlDecoded | { ok: true; json: string; duplicateError: s
 
 /**
  * Whether JSON.parse(JSON.stringify(value)) is `value` again, exactly: plain objects and arrays, strings,
- * booleans, null and finite numbers other than -0 (not a Buffer of a YAML 1.1 binary, NaN, Infinity).
+ * booleans, null and finite numbers other than -0 (not a Buffer of a YAML 1.1 binary, NaN, Infinity); and, when
+ * `maxChars` is given, whether its strings and keys hold at most that many characters, a lower bound of its
+ * JSON's length. The walk stops there: aliases to one long scalar are legal YAML (go-yaml's alias ratio counts
+ * an alias as one node, whatever it names), and their JSON could be longer than V8's longest string.
  */
-export function isJsonExact(value: unknown): boolean {
+export function isJsonExact(value: unknown, maxChars = Infinity): boolean {
   const stack: unknown[] = [value];
+  let chars = 0;
   while (stack.length > 0) {
     const v = stack.pop();
-    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue;
+    if (typeof v === 'string') {
+      chars += v.length;
+      if (chars > maxChars) return false;
+      continue;
+    }
+    if (v === null || typeof v === 'boolean') continue;
     if (typeof v === 'number') {
       if (!Number.isFinite(v) || Object.is(v, -0)) return false;
       continue;
@@ -598,7 +607,11 @@ export function isJsonExact(value: unknown): boolean {
     }
     if (proto !== Object.prototype) return false;
     // Own keys (`__proto__` included); a key's own value shadows what the prototype has.
-    for (const k of Object.keys(v)) stack.push((v as Record<string, unknown>)[k]);
+    for (const k of Object.keys(v)) {
+      chars += k.length;
+      stack.push((v as Record<string, unknown>)[k]);
+    }
+    if (chars > maxChars) return false;
   }
   return true;
 }
