@@ -17,6 +17,7 @@ import {
   countObjectKeysInSlices,
   jsonCheckWork,
   KEY_SLICE,
+  largeMapSeen,
   largestKeySliceSince,
   largestParseSince,
   parseLargeJsonText,
@@ -659,14 +660,19 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
       assert.deepStrictEqual(value, expected, `seed ${seed}`);
       assert.equal(JSON.stringify(value), JSON.stringify(expected), `seed ${seed}: key order`);
       assert.equal(keysInText, checkJsonTextDepth(text), `seed ${seed}: keys in the text`);
-      // Only the unusual bodies are left to one JSON.parse of the whole text.
-      assert.equal(sliced, seed % 8 !== 7 && seed % 6 !== 0, `seed ${seed}: parsed in slices`);
+      // Only the unusual bodies are left to one JSON.parse of the whole text: a key of the large map repeated in
+      // its parent (known from the skeleton, before any slice is parsed). A map with an array-index key (V8 puts
+      // those first, as JSON.parse does) is sliced too: review of H1, one key "0" gave the loop one whole parse.
+      assert.equal(sliced, seed % 6 !== 0, `seed ${seed}: parsed in slices`);
       if (sliced) {
         const v = value as Record<string, unknown>;
         assert.equal(countObjectKeys(v), countObjectKeys(expected), `seed ${seed}: keys in the value`);
         assert.equal(await countObjectKeysInSlices(v, turn), countObjectKeys(expected), `seed ${seed}: sliced count`);
+        // The keys kept for validation are the map's own, in its order (index keys first).
+        assert.deepEqual(largeMapSeen(v.data as object)?.keys, Object.keys(v.data as object), `seed ${seed}: keys`);
         const json = serializedJsonOf(v);
-        const known = unique ? JSON.stringify(expected) : undefined;
+        // With an index key the slices' texts are not in JSON.stringify's order: the store serializes the map.
+        const known = unique && seed % 8 !== 7 ? JSON.stringify(expected) : undefined;
         assert.equal(json?.json(), known, `seed ${seed}: JSON`);
         assert.equal(json?.bytes, known && Buffer.byteLength(known), `seed ${seed}: size`);
         if (json !== undefined) sized++;

@@ -457,8 +457,10 @@ async function parseInSlices(text: string, spans: MapSpan[], turn: () => Promise
   } catch {
     return undefined;
   }
+  // Where each span's value goes, found in the skeleton before any slice is parsed: a body left to JSON.parse
+  // (a span's key named again later in its object) costs no slice first.
+  const places: Array<{ parent: Record<string, unknown>; name: string }> = [];
   for (let i = 0; i < spans.length; i++) {
-    await turn();
     const span = spans[i];
     let parent: unknown = value;
     let name = '';
@@ -470,11 +472,16 @@ async function parseInSlices(text: string, spans: MapSpan[], turn: () => Promise
     if (parent === null || typeof parent !== 'object' || Array.isArray(parent)) return undefined;
     // The key named again later in its object takes the later value: this map is not in the value.
     if (getOwn(parent as Record<string, unknown>, name) !== token + i) return undefined;
+    places.push({ parent: parent as Record<string, unknown>, name });
+  }
+  for (let i = 0; i < spans.length; i++) {
+    await turn();
+    const span = spans[i];
     const parsedValue = span.list
       ? await parseListInSlices(text, span, turn)
       : await parseMapInSlices(text, span, turn);
     if (parsedValue === undefined) return undefined;
-    setOwn(parent as Record<string, unknown>, name, parsedValue);
+    setOwn(places[i].parent, places[i].name, parsedValue);
   }
   return value;
 }
@@ -516,6 +523,8 @@ async function parseMapInSlices(
   const parts: string[] = [];
   let bytes = bounds.length; // the braces, and a comma between two slices
   let repeated = false;
+  // Array-index keys ("0", "42"): V8 keeps them first, in numeric order, in the map as in JSON.parse's value.
+  const indexKeys: string[] = [];
   for (let j = 0; j + 1 < bounds.length; j++) {
     if (j > 0) await turn();
     const members = text.slice(bounds[j] + 1, bounds[j + 1]);
@@ -532,7 +541,6 @@ async function parseMapInSlices(
     if (names.length === 0) return undefined;
     keySlice(names.length);
     for (const k of names) {
-      if (isArrayIndex(k)) return undefined;
       const v = slice[k];
       // The map's own value, if an earlier slice gave the key: a JSON value is never undefined nor a function,
       // what a key the map lacks reads (from Object.prototype), but for `__proto__`.
@@ -543,7 +551,8 @@ async function parseMapInSlices(
         if (typeof old === 'string') seen.stringChars -= old.length;
         else if (old !== null && typeof old === 'object') count -= keysIn(old);
         count--;
-      } else seen.keys.push(k);
+      } else if (isArrayIndex(k)) indexKeys.push(k);
+      else seen.keys.push(k);
       if (k === '__proto__') setOwn(map, k, v);
       else map[k] = v;
       count++;
@@ -566,8 +575,15 @@ async function parseMapInSlices(
     }
   }
   seen.count = count;
+  if (indexKeys.length > 0) {
+    // A typed array's native numeric sort (no comparator call per pair); index keys are canonical, below 2^32 - 1.
+    const sorted = Uint32Array.from(indexKeys, Number).sort();
+    const first = Array.from(sorted, String);
+    seen.keys = first.concat(seen.keys);
+  }
   largeMaps.set(map, seen);
-  if (seen.stringValues && !repeated) sizedMaps.set(map, { parts, bytes });
+  // With an index key the slices' texts are not in JSON.stringify's order (index keys first): the store writes it.
+  if (seen.stringValues && !repeated && indexKeys.length === 0) sizedMaps.set(map, { parts, bytes });
   return map;
 }
 
