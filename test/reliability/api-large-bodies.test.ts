@@ -17,6 +17,7 @@ import {
   countObjectKeysInSlices,
   jsonCheckWork,
   KEY_SLICE,
+  LARGE_MAP_KEYS,
   largeMapSeen,
   largestKeySliceSince,
   largestParseSince,
@@ -24,7 +25,12 @@ import {
   serializedJsonOf,
   SLICE_MEMBERS,
 } from '../../src/cluster/common/json-safety.ts';
-import { decodeYamlOffThread, isJsonExact, yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
+import {
+  decodeYamlOffThread,
+  isJsonExact,
+  sendsAsJson,
+  yamlKeysRemembered,
+} from '../../src/cluster/schema/yaml-decode.ts';
 import {
   isConfigMapKey,
   isQualifiedName,
@@ -760,6 +766,19 @@ describe('a YAML value goes back from the worker as JSON text only when JSON giv
     assert.equal(isJsonExact(proto), true);
     for (const v of [-0, NaN, Infinity, Buffer.from('x'), new Date(0), holey, { a: undefined }, Object.create(null)])
       assert.equal(isJsonExact({ k: [v] }), false, Object.prototype.toString.call(v));
+  });
+
+  it('sendsAsJson: a large map under the top level or one level below, in maps only, and exact JSON', () => {
+    const big = () => Object.fromEntries(Array.from({ length: LARGE_MAP_KEYS }, (_, i) => [`k${i}`, 'v']));
+    const small = { a: 'b' };
+    assert.equal(sendsAsJson({ data: big() }, Infinity), true, 'a child');
+    assert.equal(sendsAsJson({ spec: { data: big() } }, Infinity), true, 'a grandchild');
+    assert.equal(sendsAsJson({ spec: { inner: { data: big() } } }, Infinity), false, 'three levels down');
+    assert.equal(sendsAsJson({ items: [big()] }, Infinity), false, 'under a list');
+    assert.equal(sendsAsJson(big(), Infinity), false, 'the top level itself');
+    assert.equal(sendsAsJson({ data: small }, Infinity), false, 'no large map');
+    assert.equal(sendsAsJson({ data: big(), x: NaN }, Infinity), false, 'not exact');
+    assert.equal(sendsAsJson({ data: big() }, 1000), false, 'past the bound');
   });
 
   it('a value whose strings, aliased, outgrow the JSON bound is not written as JSON (review of H1: a 500 "Invalid string length")', () => {

@@ -1,14 +1,7 @@
 // The worker thread of yaml-decode.ts: decodes the YAML bodies posted to it, one at a time, with the same
 // decodeYamlText the event loop uses for small bodies.
 import { parentPort } from 'node:worker_threads';
-import {
-  decodeYamlText,
-  hasLargeMapNearTop,
-  isJsonExact,
-  type YamlAnswer,
-  type YamlJob,
-  type YamlWire,
-} from './yaml-decode.ts';
+import { decodeYamlText, sendsAsJson, type YamlAnswer, type YamlJob, type YamlWire } from './yaml-decode.ts';
 
 /** Without aliases a YAML text's JSON is at most about 3 times as long (`a:` is `"a":null,`). */
 const JSON_EXPANSION = 4;
@@ -41,7 +34,7 @@ function wire(result: ReturnType<typeof decodeYamlText>, textLength: number): Ya
   const bound = JSON_EXPANSION * textLength + 1024;
   // The bound is checked on the value before any JSON is written: aliases to a long scalar would make a string
   // past V8's limit (a 500) or hundreds of megabytes thrown away.
-  if (!result.ok || !hasLargeMapNearTop(result.value) || !isJsonExact(result.value, bound)) return result;
+  if (!result.ok || !sendsAsJson(result.value, bound)) return result;
   const json = JSON.stringify(result.value);
   if (json.length > bound) return result;
   return { ok: true, json, duplicateError: result.duplicateError };

@@ -570,7 +570,7 @@ export function decodeYamlText(text: string, depthLimit: number, repeats = true)
 
 /**
  * A decoded YAML body as the worker sends it back: a value with a large map that JSON gives back exactly
- * (hasLargeMapNearTop, isJsonExact) comes as its JSON text, so the event loop can parse it in slices with turns
+ * (sendsAsJson) comes as its JSON text, so the event loop can parse it in slices with turns
  * between (parseLargeJsonText) where the structured clone of a 300,000-key map is rebuilt in one native step.
  */
 export type YamlWire = YamlDecoded | { ok: true; json: string; duplicateError: string | undefined };
@@ -583,58 +583,63 @@ export type YamlWire = YamlDecoded | { ok: true; json: string; duplicateError: s
  * an alias as one node, whatever it names), and their JSON could be longer than V8's longest string.
  */
 export function isJsonExact(value: unknown, maxChars = Infinity): boolean {
+  return walkForWire(value, maxChars) !== 'no';
+}
+
+/**
+ * Whether the worker sends a value as JSON text: it has a large map (LARGE_MAP_KEYS keys) under its top level or
+ * one level below, as parseLargeJsonText slices them (only then is its JSON worth more to the loop than a
+ * structured clone: a list of 300,000 strings is cloned in a third of the time JSON.parse takes), and it is
+ * isJsonExact within `maxChars`. One walk for both: each was a pass over the 300,000 keys of the largest body.
+ */
+export function sendsAsJson(value: unknown, maxChars: number): boolean {
+  return walkForWire(value, maxChars) === 'large';
+}
+
+/** isJsonExact's walk: 'no' if not exact (or past maxChars), else whether a large map is near the top. */
+function walkForWire(value: unknown, maxChars: number): 'no' | 'exact' | 'large' {
   const stack: unknown[] = [value];
+  // A value's depth among maps only (the top is 0; under a list, or deeper than 2, is past NEAR_TOP).
+  const depths: number[] = [0];
+  const NEAR_TOP = 2;
   let chars = 0;
+  let large = false;
   while (stack.length > 0) {
     const v = stack.pop();
+    const depth = depths.pop()!;
     if (typeof v === 'string') {
       chars += v.length;
-      if (chars > maxChars) return false;
+      if (chars > maxChars) return 'no';
       continue;
     }
     if (v === null || typeof v === 'boolean') continue;
     if (typeof v === 'number') {
-      if (!Number.isFinite(v) || Object.is(v, -0)) return false;
+      if (!Number.isFinite(v) || Object.is(v, -0)) return 'no';
       continue;
     }
-    if (typeof v !== 'object') return false;
+    if (typeof v !== 'object') return 'no';
     const proto = Object.getPrototypeOf(v) as unknown;
     if (Array.isArray(v)) {
-      if (proto !== Array.prototype) return false;
+      if (proto !== Array.prototype) return 'no';
       // A hole reads as undefined, which JSON writes as null.
-      for (let i = 0; i < v.length; i++) stack.push(v[i]);
+      for (let i = 0; i < v.length; i++) {
+        stack.push(v[i]);
+        depths.push(Infinity);
+      }
       continue;
     }
-    if (proto !== Object.prototype) return false;
+    if (proto !== Object.prototype) return 'no';
     // Own keys (`__proto__` included); a key's own value shadows what the prototype has.
-    for (const k of Object.keys(v)) {
+    const keys = Object.keys(v);
+    if (depth >= 1 && depth <= NEAR_TOP && keys.length >= LARGE_MAP_KEYS) large = true;
+    for (const k of keys) {
       chars += k.length;
       stack.push((v as Record<string, unknown>)[k]);
+      depths.push(depth + 1);
     }
-    if (chars > maxChars) return false;
+    if (chars > maxChars) return 'no';
   }
-  return true;
-}
-
-/**
- * Whether a value has a large map (LARGE_MAP_KEYS keys) under its top level or one level below, as
- * parseLargeJsonText slices them: only then is its JSON text worth more to the loop than a structured clone (a
- * list of 300,000 strings is cloned in a third of the time JSON.parse takes).
- */
-export function hasLargeMapNearTop(value: unknown): boolean {
-  const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
-  if (!isMap(value)) return false;
-  for (const k of Object.keys(value)) {
-    const child = value[k];
-    if (!isMap(child)) continue;
-    const keys = Object.keys(child);
-    if (keys.length >= LARGE_MAP_KEYS) return true;
-    for (const g of keys) {
-      const grandchild = child[g];
-      if (isMap(grandchild) && Object.keys(grandchild).length >= LARGE_MAP_KEYS) return true;
-    }
-  }
-  return false;
+  return large ? 'large' : 'exact';
 }
 
 /** A YAML body decoded in the worker, as it came back: its JSON text is parsed here in one piece. */
