@@ -75,6 +75,18 @@ export function jsonCheckWork(): typeof passes {
   return { ...passes };
 }
 
+/** The closing quote of the JSON string opening at `i` (one preceded by an even number of backslashes), or -1. */
+function closingQuote(text: string, i: number): number {
+  let end = text.indexOf('"', i + 1);
+  while (end >= 0) {
+    let slashes = 0;
+    while (text.charCodeAt(end - 1 - slashes) === 0x5c) slashes++;
+    if (slashes % 2 === 0) return end;
+    end = text.indexOf('"', end + 1);
+  }
+  return -1;
+}
+
 /**
  * Scans JSON text for its nesting depth without parsing it, and counts the object keys written in it (a key
  * repeated in one object counts twice, where the parsed value keeps it once: see countObjectKeys).
@@ -88,15 +100,9 @@ export function checkJsonTextDepth(text: string, limit = MAX_JSON_DEPTH): number
   for (let i = 0; i < n; i++) {
     const ch = text.charCodeAt(i);
     if (ch === 0x22) {
-      // A string: jump to its closing quote (one preceded by an even number of backslashes).
-      let end = text.indexOf('"', i + 1);
-      for (;;) {
-        if (end < 0) return keys; // unterminated: JSON.parse reports it
-        let slashes = 0;
-        while (text.charCodeAt(end - 1 - slashes) === 0x5c) slashes++;
-        if (slashes % 2 === 0) break;
-        end = text.indexOf('"', end + 1);
-      }
+      // A string: jump to its closing quote.
+      const end = closingQuote(text, i);
+      if (end < 0) return keys; // unterminated: JSON.parse reports it
       i = end;
       let k = end + 1;
       for (let c = text.charCodeAt(k); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = text.charCodeAt(++k));
@@ -325,14 +331,8 @@ function scanJsonTextForMaps(text: string, limit: number, spans: MapSpan[]): num
   for (let i = 0; i < n; i++) {
     const ch = text.charCodeAt(i);
     if (ch === 0x22) {
-      let end = text.indexOf('"', i + 1);
-      for (;;) {
-        if (end < 0) return keys; // unterminated: JSON.parse reports it
-        let slashes = 0;
-        while (text.charCodeAt(end - 1 - slashes) === 0x5c) slashes++;
-        if (slashes % 2 === 0) break;
-        end = text.indexOf('"', end + 1);
-      }
+      const end = closingQuote(text, i);
+      if (end < 0) return keys; // unterminated: JSON.parse reports it
       const start = i;
       i = end;
       let k = end + 1;
