@@ -253,32 +253,41 @@ function normalizeOrder(
     if (!at) positions.set(list, (at = firstPositions(list, mergeKey)));
     return at.get(keyOf(item, mergeKey)) ?? -1;
   };
+  // Each item's position in a list is looked up once: the partition's lookup is the sort's, and the merge below
+  // reads positions kept by the sorts (it looked two up per step).
   const patchItems: unknown[] = [];
+  const patchPos: number[] = [];
   const serverOnly: unknown[] = [];
-  for (const m of merged) (idx(patchOrder, m) >= 0 ? patchItems : serverOnly).push(m);
+  for (const m of merged) {
+    const p = idx(patchOrder, m);
+    if (p >= 0) {
+      patchItems.push(m);
+      patchPos.push(p);
+    } else serverOnly.push(m);
+  }
   // Items found in `order` by their position there, then the others in their own order: a stable counting sort
   // (positions are list indices), linear where a comparison sort of 90,000 finalizers was not.
-  const sortBy = (items: unknown[], order: unknown[]) => {
-    const pos = new Int32Array(items.length);
-    const starts = new Int32Array(order.length + 2); // starts[p + 1]: items at position p - 1 (p = -1: not found)
-    for (let i = 0; i < items.length; i++) {
-      pos[i] = idx(order, items[i]);
-      starts[pos[i] + 2]++;
-    }
+  const sortBy = (items: unknown[], pos: ArrayLike<number>, orderLength: number) => {
+    const starts = new Int32Array(orderLength + 2); // starts[p + 1]: items at position p - 1 (p = -1: not found)
+    for (let i = 0; i < items.length; i++) starts[pos[i] + 2]++;
     // Not found (-1) sorts last: count it after every position.
     const missing = starts[1];
     starts[1] = 0;
     for (let p = 2; p < starts.length; p++) starts[p] += starts[p - 1];
     const sorted = new Array<unknown>(items.length);
+    const sortedPos = new Int32Array(items.length);
     let last = items.length - missing;
     for (let i = 0; i < items.length; i++) {
-      if (pos[i] < 0) sorted[last++] = items[i];
-      else sorted[starts[pos[i] + 1]++] = items[i];
+      const at = pos[i] < 0 ? last++ : starts[pos[i] + 1]++;
+      sorted[at] = items[i];
+      sortedPos[at] = pos[i];
     }
-    return sorted;
+    return { sorted, sortedPos };
   };
-  const left = sortBy(serverOnly, serverOrder);
-  const right = sortBy(patchItems, patchOrder);
+  const serverPos = Int32Array.from(serverOnly, (m) => idx(serverOrder, m));
+  const { sorted: left, sortedPos: leftPos } = sortBy(serverOnly, serverPos, serverOrder.length);
+  const right = sortBy(patchItems, patchPos, patchOrder.length).sorted;
+  const rightPos = serverOrder.length === 0 ? undefined : Int32Array.from(right, (m) => idx(serverOrder, m));
   const out: unknown[] = [];
   let i = 0;
   let j = 0;
@@ -286,8 +295,8 @@ function normalizeOrder(
     if (i >= left.length) out.push(right[j++]);
     else if (j >= right.length) out.push(left[i++]);
     else {
-      const li = idx(serverOrder, left[i]);
-      const ri = idx(serverOrder, right[j]);
+      const li = leftPos[i];
+      const ri = rightPos === undefined ? -1 : rightPos[j];
       if (li >= 0 && ri >= 0 && li < ri) out.push(left[i++]);
       else out.push(right[j++]);
     }
