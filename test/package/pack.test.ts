@@ -396,9 +396,13 @@ describe('the packed package', { concurrency: true }, () => {
       await mkdir(cwd);
       const cluster = startCommand([bin, 'cluster', '--port', '0'], cwd, NPM_ENV);
       try {
+        // The notice is on stderr, the ready line on stdout: two pipes, read in no set order, so both are waited for
+        // (a fresh clone's CI under load read stderr empty right after the ready line).
         await waitFor(
-          'cluster ready',
-          () => /ready at https:/.test(cluster.stdout()) || cluster.child.exitCode !== null,
+          'cluster ready, and its notice',
+          () =>
+            (/ready at https:/.test(cluster.stdout()) && /^notice: /m.test(cluster.stderr())) ||
+            cluster.child.exitCode !== null,
           60_000,
         );
         assert.match(
