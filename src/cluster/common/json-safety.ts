@@ -419,9 +419,8 @@ function isArrayIndex(k: string): boolean {
  * the later value: the value is the one JSON.parse gives. What the slices show of each map (its key list, its
  * key count, whether its keys are data keys and its values strings) is kept for the count and the validation,
  * as countObjectKeysInSlices keeps it, and for a map of strings its compact JSON, slice by slice, for the
- * store's size check and stored text (serializedJsonOf). Anything unusual (a syntax error, an array-index key,
- * the map's key repeated in its parent) is left to one JSON.parse of the whole text, which gives the value or
- * the error.
+ * store's size check and stored text (serializedJsonOf). Anything unusual (a syntax error, the map's key
+ * repeated in its parent) is left to one JSON.parse of the whole text, which gives the value or the error.
  * @throws JsonTooDeepError, SyntaxError
  */
 export async function parseLargeJsonText(

@@ -37,8 +37,7 @@ export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
   // (one pass as long as parsing it), so it is refused, or written, without that pass.
   const known = knownJson(obj);
   if (known !== undefined) {
-    if (known.bytes > limits.maxObjectBytes)
-      throw requestEntityTooLarge(`the object is ${known.bytes} bytes, the limit is ${limits.maxObjectBytes}`);
+    if (known.bytes > limits.maxObjectBytes) throw tooLarge(known.bytes, limits);
     return known.json();
   }
   let json: string;
@@ -52,11 +51,14 @@ export function serializeForCommit(obj: unknown, limits: ObjectLimits): string {
     json.length > limits.maxObjectBytes ||
     (json.length * 3 > limits.maxObjectBytes && Buffer.byteLength(json) > limits.maxObjectBytes)
   ) {
-    throw requestEntityTooLarge(
-      `the object is ${Buffer.byteLength(json)} bytes, the limit is ${limits.maxObjectBytes}`,
-    );
+    throw tooLarge(Buffer.byteLength(json), limits);
   }
   return json;
+}
+
+/** The 413 for an object of `bytes` serialized bytes over the limit. */
+function tooLarge(bytes: number, limits: ObjectLimits): Error {
+  return requestEntityTooLarge(`the object is ${bytes} bytes, the limit is ${limits.maxObjectBytes}`);
 }
 
 /** serializedJsonOf, or undefined when the rest of the object cannot be serialized (serializeJson says why). */

@@ -143,8 +143,10 @@ function goJsonType(v: unknown): string {
  */
 function decodeStringMap(obj: KubeObject, kind: string, field: string): string | undefined {
   const map = record(obj[field]);
-  if (!map || largeMapSeen(map)?.stringValues) return undefined;
-  for (const k of largeMapSeen(map)?.keys ?? Object.keys(map)) {
+  if (!map) return undefined;
+  const seen = largeMapSeen(map);
+  if (seen?.stringValues) return undefined;
+  for (const k of seen?.keys ?? Object.keys(map)) {
     const v = map[k];
     if (v !== null && typeof v !== 'string')
       return `json: cannot unmarshal ${goJsonType(v)} into Go struct field ${kind}.${field} of type string`;
