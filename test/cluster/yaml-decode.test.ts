@@ -9,9 +9,12 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ClusterApiError } from '../../src/cluster/common/api-errors.ts';
 import { decodeObjectBody, decodeRequestBody } from '../../src/cluster/http/http-io.ts';
+import { LARGE_MAP_KEYS } from '../../src/cluster/common/json-safety.ts';
 import {
   decodeYamlOffThread,
   decodeYamlText,
+  decodeYamlWire,
+  sendsAsJson,
   yamlDecodeCounts,
   yamlKeysRemembered,
   YAML_WORKER_MAX_QUEUED,
@@ -74,6 +77,55 @@ describe('YAML bodies decoded in the worker thread', () => {
     const proto = await decodeYamlOffThread(BODIES['__proto__ as a key'], 10_000);
     assert.ok(proto.ok && Object.hasOwn(proto.value as object, '__proto__'), 'an own __proto__ key');
     assert.equal(({} as { polluted?: boolean }).polluted, undefined);
+  });
+
+  it('a value with a large map (sent as JSON text) is the same when JSON could not write it exactly', async () => {
+    // The worker sends a value with a large map as JSON without walking it when the decode saw no alias and no
+    // number JSON cannot write: each of these must still come back as the loop decodes it.
+    const large = Array.from({ length: 5_000 }, (_, i) => `  k${i}: v\n`).join('');
+    const tails: Record<string, string> = {
+      '-0': 'z: -0\n',
+      '-0.0 in a list': 'z: [1, -0.0]\n',
+      '.inf': 'z: .inf\n',
+      '-.inf': 'z: -.inf\n',
+      '.nan': 'z: .nan\n',
+      '1e400': 'z: 1e400\n',
+      'an alias to a scalar': 'a: &s text\nz: *s\n',
+      'an alias to a map': 'a: &m {x: 1}\nz: *m\n',
+      'nothing inexact': 'z: [1, 2.5, true, null, "s"]\n',
+    };
+    for (const [what, tail] of Object.entries(tails)) {
+      const text = `${head}data:\n${large}${tail}`;
+      const inThread = decodeYamlText(text, 10_000);
+      const offThread = await settleAsync(() => decodeRequestBody(Buffer.from(text), 'application/yaml'));
+      assert.ok(inThread.ok, what);
+      assert.deepStrictEqual(offThread, { value: { value: inThread.value, yamlDuplicateError: undefined } }, what);
+    }
+  });
+
+  it('a value is sent as JSON text exactly where sendsAsJson would send it, known from the parse alone', async () => {
+    // The parse counts each map's keys and how deep among maps it stands, in place of a walk of the value.
+    const block = (indent: string) => Array.from({ length: LARGE_MAP_KEYS }, (_, i) => `${indent}k${i}: v\n`).join('');
+    const flow = `{${Array.from({ length: LARGE_MAP_KEYS }, (_, i) => `k${i}: v`).join(', ')}}`;
+    const shapes: Record<string, string> = {
+      'a child': `${head}data:\n${block('  ')}`,
+      'a child, one key short': `${head}data:\n${block('  ').replace('  k0: v\n', '')}x: ${'y'.repeat(40_000)}\n`,
+      'a child in flow style': `${head}data: ${flow}\n`,
+      'a child with an anchor and a tag': `${head}data: &d !!map\n${block('  ')}`,
+      'a grandchild': `${head}spec:\n  data:\n${block('    ')}`,
+      'a grandchild in flow style': `${head}spec: {data: ${flow}}\n`,
+      'three levels down': `${head}spec:\n  inner:\n    data:\n${block('      ')}`,
+      'under a list': `${head}items:\n- ${block('  ').slice(2)}`,
+      'under a list in flow style': `${head}items: [${flow}]\n`,
+      'the top level itself': `${block('')}`,
+      'not exact (NaN)': `${head}x: .nan\ndata:\n${block('  ')}`,
+    };
+    for (const [what, text] of Object.entries(shapes)) {
+      const decoded = decodeYamlText(text, 10_000);
+      assert.ok(decoded.ok, `${what}: ${JSON.stringify(decoded).slice(0, 200)}`);
+      const wire = await decodeYamlWire(text, 10_000);
+      assert.equal('json' in wire, sendsAsJson(decoded.value, Infinity), what);
+    }
   });
 
   it('a request body takes the worker from YAML_WORKER_MIN_BYTES on, and the answer or the 400 is the same', async () => {
@@ -147,6 +199,39 @@ function failure(err: unknown): Settled {
   if (err instanceof ClusterApiError) return { status: err.status, message: err.message };
   throw err;
 }
+
+describe("repeated YAML keys: Go's strict error", () => {
+  it('names every repeated key in the order of the text, whichever map closes first', () => {
+    const text = [
+      'a:', //                  line 1
+      '  x: 1',
+      '  x: 2', //              line 3: repeated in a, before a's inner map
+      '  b:',
+      '    y: 1',
+      '    y: 2', //            line 6: repeated in b, which closes before a
+      '  x: 3', //              line 7
+      'c: {1: a, "1": b}', //   line 8: 1 and "1" are one key
+      'd: [{q: 1, q: 2}]', //   line 9
+      'a: again', //            line 10: repeated at the top, which closes last
+      '',
+    ].join('\n');
+    const decoded = decodeYamlText(text, 10_000);
+    assert.ok(decoded.ok);
+    assert.equal(
+      decoded.duplicateError,
+      [
+        'yaml: unmarshal errors:',
+        'line 3: key "x" already set in map',
+        'line 6: key "y" already set in map',
+        'line 7: key "x" already set in map',
+        'line 8: key "1" already set in map',
+        'line 9: key "q" already set in map',
+        'line 10: key "a" already set in map',
+      ].join('\n  '),
+    );
+    assert.deepStrictEqual(decoded.value, { a: 'again', c: { 1: 'b' }, d: [{ q: 2 }] });
+  });
+});
 
 describe('repeated YAML keys are looked for only when field validation reports them', () => {
   it('decodeYamlText without the search keeps no key and gives no repeated-key error; the value is the same', () => {

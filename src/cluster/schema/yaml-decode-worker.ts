@@ -1,7 +1,14 @@
 // The worker thread of yaml-decode.ts: decodes the YAML bodies posted to it, one at a time, with the same
 // decodeYamlText the event loop uses for small bodies.
 import { parentPort } from 'node:worker_threads';
-import { decodeYamlText, sendsAsJson, type YamlAnswer, type YamlJob, type YamlWire } from './yaml-decode.ts';
+import {
+  decodeYamlTextForWire,
+  sendsAsJson,
+  type YamlAnswer,
+  type YamlDecoded,
+  type YamlJob,
+  type YamlWire,
+} from './yaml-decode.ts';
 
 /** Without aliases a YAML text's JSON is at most about 3 times as long (`a:` is `"a":null,`). */
 const JSON_EXPANSION = 4;
@@ -10,7 +17,8 @@ const port = parentPort!;
 port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
   let answer: YamlAnswer;
   try {
-    answer = { id, result: wire(decodeYamlText(text, depthLimit, repeats), text.length) };
+    const { decoded, ...seen } = decodeYamlTextForWire(text, depthLimit, repeats);
+    answer = { id, result: wire(decoded, seen, text.length) };
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
     answer = { id, thrown: { name: e.name, message: e.message } };
@@ -27,14 +35,25 @@ port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
 /**
  * A value with a large map that JSON gives back exactly is sent as its JSON text: the event loop parses it in
  * slices (http-io's decodeRequestBody), where a structured clone is rebuilt there in one step. Others (no large
- * map, a YAML 1.1 binary's Buffer, NaN) go as the value, and so does a value whose JSON is more than JSON_EXPANSION times its
+ * map, NaN, -0) go as the value, and so does a value whose JSON is more than JSON_EXPANSION times its
  * YAML: aliases to collections (bounded as go-yaml bounds them) make copies in JSON, which the clone shares.
  */
-function wire(result: ReturnType<typeof decodeYamlText>, textLength: number): YamlWire {
+function wire(
+  result: YamlDecoded,
+  seen: { jsonPlain: boolean; largeMapNearTop: boolean },
+  textLength: number,
+): YamlWire {
   const bound = JSON_EXPANSION * textLength + 1024;
-  // The bound is checked on the value before any JSON is written: aliases to a long scalar would make a string
-  // past V8's limit (a 500) or hundreds of megabytes thrown away.
-  if (!result.ok || !sendsAsJson(result.value, bound)) return result;
+  if (!result.ok) return result;
+  if (seen.jsonPlain) {
+    // What the parse saw answers both questions without a walk of the value (a pass over every key): it is
+    // exact, and with no alias its JSON is a few times the text at most.
+    if (!seen.largeMapNearTop) return result;
+  } else if (!sendsAsJson(result.value, bound)) {
+    // The bound is checked on the value before any JSON is written: aliases to a long scalar would make a string
+    // past V8's limit (a 500) or hundreds of megabytes thrown away.
+    return result;
+  }
   const json = JSON.stringify(result.value);
   if (json.length > bound) return result;
   return { ok: true, json, duplicateError: result.duplicateError };

@@ -199,12 +199,26 @@ class YamlBodyWatcher {
   private readonly nodes: Float64Array;
   /** The deepest nesting of collections among the children closed so far, aliases expanded (the value's). */
   private readonly height: Float64Array;
-  private readonly keys: Array<Set<string> | undefined> = [];
+  /** Where each open node's own keys start in keyNames (the keys of its children's maps are gone by its close). */
+  private readonly keyStart: Int32Array;
+  /** The keys of the open maps, in the text's order: a stack, each map's own cut off when it closes. */
+  private readonly keyNames: string[] = [];
+  /** For each key in keyNames: where it opened (position, line, line start), to name its line if repeated. */
+  private readonly keyPlaces: number[] = [];
+  /** Each repeated key's line of Go's error, with where its node opened (maps report as they close). */
+  private readonly repeated: Array<{ pos: number; line: string }> = [];
+  /** A value JSON gives back exactly with no alias (no NaN, no infinity, no -0, no object from a tag). */
+  private inexact = false;
+  /** Keys met so far in each open map (repeated ones included). */
+  private readonly keyCount: Int32Array;
+  /** Maps among each open node and its ancestors in the value (as sendsAsJson counts them); 255 under a list. */
+  private readonly mapDepth: Uint8Array;
+  /** A map of LARGE_MAP_KEYS keys or more closed under the top level or one level below, in maps only. */
+  private largeNearTop = false;
   private anchors = new Map<string, { value: unknown; nodes: number; height: number }>();
   private documents = 0;
   private decoded = 0;
   private aliased = 0;
-  readonly duplicates: string[] = [];
   private lastRepeated: string | undefined;
   private lastRepeatedText = '';
 
@@ -229,6 +243,29 @@ class YamlBodyWatcher {
     this.expectValue = new Uint8Array(n);
     this.nodes = new Float64Array(n);
     this.height = new Float64Array(n);
+    this.keyStart = new Int32Array(n);
+    this.keyCount = new Int32Array(n);
+    this.mapDepth = new Uint8Array(n);
+  }
+
+  /** Whether the value has a large map where sendsAsJson looks for one: known from the parse, no walk of it. */
+  largeMapNearTop(): boolean {
+    return this.largeNearTop;
+  }
+
+  /** The lines of Go's strict error for the repeated keys, in the text's order. */
+  duplicates(): string[] {
+    // A map reports its repeated keys as it closes, after those of the maps inside it.
+    return this.repeated.sort((a, b) => a.pos - b.pos).map((r) => r.line);
+  }
+
+  /**
+   * Whether JSON.parse(JSON.stringify(value)) is the value, exactly, as the text decodes without an alias: no
+   * number JSON cannot write (NaN, an infinity, -0) and no object a tag made. An alias (which may repeat a long
+   * scalar past any bound of the text) leaves the answer to isJsonExact's walk.
+   */
+  jsonPlain(): boolean {
+    return this.aliased === 0 && !this.inexact;
   }
 
   readonly listener = (event: 'open' | 'close', state: State): void => {
@@ -251,13 +288,26 @@ class YamlBodyWatcher {
     this.knownKey[e] = 0;
     this.nodes[e] = 0;
     this.height[e] = 0;
-    this.keys[e] = undefined;
-    if (e === 1) return;
+    this.keyStart[e] = this.keyNames.length;
+    this.keyCount[e] = 0;
+    if (e === 1) {
+      this.mapDepth[e] = 0;
+      return;
+    }
     const j = e - 1;
     const input = state.input;
     if (this.style[j] === Style.None) this.classify(j, state.position, input);
     if (this.levels[j] > this.limit) this.tooDeep(j, input);
     const style = this.style[j];
+    // A child of a map is one map deeper; a node that may be its parent's only content (Uncertain, Kept) stands
+    // where its parent does; anything under a sequence is out of reach (255).
+    const parentDepth = this.mapDepth[j];
+    this.mapDepth[e] =
+      style === Style.BlockMap || style === Style.FlowMap
+        ? Math.min(parentDepth + 1, 255)
+        : style === Style.Uncertain || style === Style.Kept
+          ? parentDepth
+          : 255;
     if (style === Style.FlowMap) this.knownKey[e] = this.expectValue[j] ^ 1;
     else if (style === Style.BlockMap && input.charCodeAt(state.position - 1) === QUESTION) this.knownKey[e] = 1;
   }
@@ -281,6 +331,14 @@ class YamlBodyWatcher {
     const kind = state.kind as string | null;
     const result: unknown = state.result;
     const own = this.style[e];
+    if (this.keyNames.length > this.keyStart[e]) this.closeKeys(e, kind, result, input);
+    if (kind === 'mapping' && this.keyCount[e] >= LARGE_MAP_KEYS && this.mapDepth[e] >= 1 && this.mapDepth[e] <= 2)
+      this.largeNearTop = true;
+    if (typeof result === 'number') {
+      if (!Number.isFinite(result) || Object.is(result, -0)) this.inexact = true;
+    } else if (typeof result === 'object' && result !== null && kind !== 'mapping' && kind !== 'sequence') {
+      this.inexact = true;
+    }
     let nodes = 1 + this.nodes[e];
     let height = this.height[e];
     if (kind === 'mapping' || kind === 'sequence') {
@@ -330,22 +388,51 @@ class YamlBodyWatcher {
     } else return;
     if (!isKey) return;
     if (result !== null && typeof result === 'object') this.complexKey(e, input, state);
-    if (style === Style.FlowSeq || !this.repeats) return;
-    const name = String(result);
-    const seen = (this.keys[j] ??= new Set());
-    if (seen.has(name)) {
-      const start = this.contentStart(this.openPos[e], input);
-      const line = start === this.openPos[e] ? this.openLine[e] + 1 : this.locate(e, start, input).line;
-      // One key repeated throughout a body is the common case: its quoted form is made once.
-      if (name !== this.lastRepeated) {
-        this.lastRepeated = name;
-        this.lastRepeatedText = ` key ${JSON.stringify(name)} already set in map`;
+    if (style === Style.FlowSeq) return;
+    this.keyCount[j]++;
+    if (!this.repeats) return;
+    // Kept in the map's list, looked at when the map closes (closeKeys).
+    this.keyNames.push(String(result));
+    this.keyPlaces.push(this.openPos[e], this.openLine[e], this.openLineStart[e]);
+    work.keysRemembered++;
+  }
+
+  /**
+   * Node e closes with keys of its own (it is a map): a map with as many own properties as keys repeats none
+   * (js-yaml stores each key under String(key) in it, the name kept here), so a Set is built only for a map
+   * that does repeat one, where each key met again gives a line of Go's error. A Set per map, filled as keys
+   * came, cost as much again as js-yaml's own storing of them. Either way the map's keys are then dropped.
+   */
+  private closeKeys(e: number, kind: string | null, result: unknown, input: string): void {
+    const names = this.keyNames;
+    const from = this.keyStart[e];
+    const count = names.length - from;
+    const distinct = kind === 'mapping' && result !== null && typeof result === 'object' && !Array.isArray(result);
+    if (!distinct || Object.keys(result).length !== count) {
+      const seen = new Set<string>();
+      const places = this.keyPlaces;
+      for (let i = from; i < names.length; i++) {
+        const name = names[i];
+        if (!seen.has(name)) {
+          seen.add(name);
+          continue;
+        }
+        const pos = places[3 * i];
+        const start = this.contentStart(pos, input);
+        const line =
+          start === pos
+            ? places[3 * i + 1] + 1
+            : this.locateFrom(pos, places[3 * i + 1], places[3 * i + 2], start, input).line;
+        // One key repeated throughout a body is the common case: its quoted form is made once.
+        if (name !== this.lastRepeated) {
+          this.lastRepeated = name;
+          this.lastRepeatedText = ` key ${JSON.stringify(name)} already set in map`;
+        }
+        this.repeated.push({ pos, line: `line ${line}:${this.lastRepeatedText}` });
       }
-      this.duplicates.push(`line ${line}:${this.lastRepeatedText}`);
-    } else {
-      seen.add(name);
-      work.keysRemembered++;
     }
+    names.length = from;
+    this.keyPlaces.length = 3 * from;
   }
 
   /** An alias node closes: its expansion counted (go-yaml's rule), a cycle refused. Returns its anchor. */
@@ -478,16 +565,25 @@ class YamlBodyWatcher {
 
   /** Line and column (1-based) of position p, counted from where node e opened (p is at or past it). */
   private locate(e: number, p: number, input: string): { line: number; col: number } {
-    let line = this.openLine[e];
-    let lineStart = this.openLineStart[e];
-    for (let i = this.openPos[e]; i < p; i++) {
+    return this.locateFrom(this.openPos[e], this.openLine[e], this.openLineStart[e], p, input);
+  }
+
+  /** Line and column (1-based) of position p, counted from `from`, on (0-based) `line` starting at `lineStart`. */
+  private locateFrom(
+    from: number,
+    line: number,
+    lineStart: number,
+    p: number,
+    input: string,
+  ): { line: number; col: number } {
+    for (let i = from; i < p; i++) {
       const c = input.charCodeAt(i);
       if (c === LF || (c === CR && input.charCodeAt(i + 1) !== LF)) {
         line++;
         lineStart = i + 1;
       }
     }
-    work.steps += p - this.openPos[e];
+    work.steps += p - from;
     return { line: line + 1, col: p - lineStart + 1 };
   }
 }
@@ -501,7 +597,16 @@ function isFlowIndicator(c: number): boolean {
 }
 
 /** A YAML body parsed: its value and Go's strict error for its repeated keys, or the first error as one line. */
-export type YamlParsed = { value: unknown; duplicateError: string | undefined } | { error: string };
+export type YamlParsed =
+  | {
+      value: unknown;
+      duplicateError: string | undefined;
+      /** JSON gives the value back exactly and no alias made it longer than the text allows (jsonPlain). */
+      jsonPlain: boolean;
+      /** It has a large map where sendsAsJson looks for one. */
+      largeMapNearTop: boolean;
+    }
+  | { error: string };
 
 /**
  * Parses a YAML body (one document, YAML_CORE_SCHEMA) and finds its repeated keys in the text of Go's strict YAML
@@ -536,11 +641,15 @@ export function parseYamlBody(
     }
     throw err;
   }
-  const duplicateError = watcher.duplicates.length
-    ? `yaml: unmarshal errors:\n  ${watcher.duplicates.join('\n  ')}`
-    : undefined;
+  const duplicates = watcher.duplicates();
+  const duplicateError = duplicates.length ? `yaml: unmarshal errors:\n  ${duplicates.join('\n  ')}` : undefined;
   // An empty body (no document) is null, as an empty document is.
-  return { value: value === undefined ? null : value, duplicateError };
+  return {
+    value: value === undefined ? null : value,
+    duplicateError,
+    jsonPlain: watcher.jsonPlain(),
+    largeMapNearTop: watcher.largeMapNearTop(),
+  };
 }
 
 /** Go's strict YAML error for the repeated keys of a YAML text; undefined when there are none. */
@@ -560,12 +669,30 @@ export type YamlDecoded =
  * `depthLimit` in the value (aliases can make it deeper than the text). Runs on either thread.
  */
 export function decodeYamlText(text: string, depthLimit: number, repeats = true): YamlDecoded {
+  return decodeYamlTextForWire(text, depthLimit, repeats).decoded;
+}
+
+/**
+ * decodeYamlText, with whether the value is jsonPlain and has a large map near the top (then the worker sends it
+ * as JSON without walking it).
+ * @internal for the worker
+ */
+export function decodeYamlTextForWire(
+  text: string,
+  depthLimit: number,
+  repeats = true,
+): { decoded: YamlDecoded; jsonPlain: boolean; largeMapNearTop: boolean } {
   // The value's depth (aliases included) was measured while parsing, so the value is not walked again.
   const parsed = parseYamlBody(text, Math.min(depthLimit, MAX_YAML_DEPTH), depthLimit, repeats);
   if ('error' in parsed) {
-    return { ok: false, message: `couldn't get version/kind; yaml parse error: ${parsed.error.split('\n')[0]}` };
+    const message = `couldn't get version/kind; yaml parse error: ${parsed.error.split('\n')[0]}`;
+    return { decoded: { ok: false, message }, jsonPlain: false, largeMapNearTop: false };
   }
-  return { ok: true, value: parsed.value, duplicateError: parsed.duplicateError };
+  return {
+    decoded: { ok: true, value: parsed.value, duplicateError: parsed.duplicateError },
+    jsonPlain: parsed.jsonPlain,
+    largeMapNearTop: parsed.largeMapNearTop,
+  };
 }
 
 /**
