@@ -218,6 +218,15 @@ describe('YAML aliases: shared, bounded as go-yaml bounds them', () => {
     assert.equal(v.c[1], v.a);
   });
 
+  it('a name anchored again names the later node, a scalar or a collection', () => {
+    // Anchors of scalars are not kept by the decoder; a scalar anchored under a collection's name must replace it.
+    assert.deepStrictEqual(value('a: &x [1]\nb: &x s\nc: *x\n'), { a: [1], b: 's', c: 's' });
+    assert.deepStrictEqual(value('a: &x s\nb: &x [1]\nc: *x\n'), { a: 's', b: [1], c: [1] });
+    assert.deepStrictEqual(value('a: &x [1]\nb: &x\nc: *x\n'), { a: [1], b: null, c: null });
+    // The name is the collection's from its start (as in go-yaml): an alias inside it is a cycle, whatever came before.
+    assert.equal(refusal('a: &x s\nb: &x [*x]\n'), 'anchor "x" value contains itself at line 2, column 8');
+  });
+
   it('a value nested deeper than the limit through aliases is refused, though its text is not', () => {
     const text = 'a: &a [[[[1]]]]\nb: [[[[*a]]]]\n';
     assert.ok(decodeYamlText(text, 9).ok, 'the value nests 9 collections');

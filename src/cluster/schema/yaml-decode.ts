@@ -148,6 +148,9 @@ const enum Style {
   Kept,
 }
 
+/** What an alias of a scalar (or of an empty node) counts: one node, no height. */
+const SCALAR_ANCHOR = { nodes: 1, height: 0 } as const;
+
 /** go-yaml's limit on aliases (yaml.v2 decode.go, allowedAliasRatio): the share of decoded nodes from aliases. */
 function allowedAliasRatio(decoded: number): number {
   if (decoded <= 400_000) return 0.99;
@@ -215,6 +218,11 @@ class YamlBodyWatcher {
   private readonly mapDepth: Uint8Array;
   /** A map of LARGE_MAP_KEYS keys or more closed under the top level or one level below, in maps only. */
   private largeNearTop = false;
+  /**
+   * The anchors of collections: their value (to tell a closed one from one still open) and its size. An anchor of
+   * a scalar or an empty node is not kept (it counts 1 node of height 0): a body of 190,000 scalar anchors spent
+   * a tenth of its decode keeping them.
+   */
   private anchors = new Map<string, { value: unknown; nodes: number; height: number }>();
   private documents = 0;
   private decoded = 0;
@@ -361,7 +369,9 @@ class YamlBodyWatcher {
     }
     if (height > this.valueLimit) throw new YamlRefusal(`exceeded max depth of ${this.valueLimit}`);
     this.decoded += nodes - this.nodes[e];
-    if (state.anchor !== null) this.anchors.set(state.anchor, { value: result, nodes, height });
+    // An alias that js-yaml resolves to a scalar is counted without a look here (see alias).
+    if (state.anchor !== null && result !== null && typeof result === 'object')
+      this.anchors.set(state.anchor, { value: result, nodes, height });
     if (e === 1) return;
     const j = e - 1;
     this.nodes[j] += nodes;
@@ -445,19 +455,29 @@ class YamlBodyWatcher {
     );
     work.steps += end - start;
     const name = input.slice(start + 1, end);
+    // js-yaml resolved the alias (it refuses an unknown name): a scalar's anchor, or a collection's.
+    if (result === null || typeof result !== 'object') {
+      this.countAlias(e, start, input, SCALAR_ANCHOR.nodes);
+      return SCALAR_ANCHOR;
+    }
     const anchor = this.anchors.get(name);
     if (!anchor || !Object.is(anchor.value, result)) {
       // js-yaml resolved it to a collection that has not closed yet: the value would contain itself.
       const { line, col } = this.locate(e, start, input);
       throw new YamlRefusal(`anchor "${name}" value contains itself at line ${line}, column ${col}`);
     }
-    this.aliased += anchor.nodes;
-    const decoded = this.decoded + 1 + anchor.nodes;
+    this.countAlias(e, start, input, anchor.nodes);
+    return anchor;
+  }
+
+  /** Counts an alias's expansion against go-yaml's ratio. */
+  private countAlias(e: number, start: number, input: string, nodes: number): void {
+    this.aliased += nodes;
+    const decoded = this.decoded + 1 + nodes;
     if (this.aliased > 100 && decoded > 1000 && this.aliased / decoded > allowedAliasRatio(decoded)) {
       const { line, col } = this.locate(e, start, input);
       throw new YamlRefusal(`document contains excessive aliasing at line ${line}, column ${col}`);
     }
-    return anchor;
   }
 
   /**
