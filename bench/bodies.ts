@@ -83,6 +83,37 @@ const BODIES: Record<string, Body> = {
     contentType: 'application/json',
     text: (n) => fill(`{"metadata":{"name":"${n}"},"data":{`, (i) => `"k${i}":"v",`, '"z":"v"}}'),
   },
+  // Where the slicing of large maps stops: a map three levels down, and maps inside a list.
+  'JSON: a large map three levels down': {
+    method: 'POST',
+    contentType: 'application/json',
+    text: (n) => fill(`{"metadata":{"name":"${n}"},"x":{"y":{"z":{`, (i) => `"k${i}":"v",`, '"z":"v"}}}}'),
+  },
+  'JSON: large maps in a list': {
+    method: 'POST',
+    contentType: 'application/json',
+    text: (n) =>
+      fill(
+        `{"metadata":{"name":"${n}"},"x":[{`,
+        (i) => `"k${i}":"v",${i % 10_000 === 9_999 ? '"z":"v"},{' : ''}`,
+        '"z":"v"}]}',
+      ),
+  },
+  'JSON: many top-level fields': {
+    method: 'POST',
+    contentType: 'application/json',
+    text: (n) => fill(`{"metadata":{"name":"${n}"},`, (i) => `"k${i}":"v",`, '"z":"v"}'),
+  },
+  'JSON: a large map beside a large map inside it': {
+    method: 'POST',
+    contentType: 'application/json',
+    text: (n) =>
+      fill(
+        `{"metadata":{"name":"${n}"},"x":{"inner":{${'"a":"v",'.repeat(20_000)}"b":"v"},`,
+        (i) => `"k${i}":"v",`,
+        '"z":"v"}}',
+      ),
+  },
   // The largest such ConfigMap the store accepts (its limit is 1.5 MiB of JSON): a 201, its JSON stored.
   'JSON: a flat map the store accepts': {
     method: 'POST',

@@ -18,6 +18,7 @@ import {
   jsonCheckWork,
   KEY_SLICE,
   LARGE_MAP_KEYS,
+  LARGE_SPAN_CHARS,
   largeMapSeen,
   largestKeySliceSince,
   largestParseSince,
@@ -666,11 +667,11 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
       assert.deepStrictEqual(value, expected, `seed ${seed}`);
       assert.equal(JSON.stringify(value), JSON.stringify(expected), `seed ${seed}: key order`);
       assert.equal(keysInText, checkJsonTextDepth(text), `seed ${seed}: keys in the text`);
-      // Only the unusual bodies are left to one JSON.parse of the whole text: a key of the large map repeated in
-      // its parent (known from the skeleton, before any slice is parsed). A map with an array-index key (V8 puts
-      // those first, as JSON.parse does) is sliced too: review of H1, one key "0" gave the loop one whole parse.
-      assert.equal(sliced, seed % 6 !== 0, `seed ${seed}: parsed in slices`);
-      if (sliced) {
+      // Every body is sliced: a large map whose key is repeated in its parent too (parsed, then left out, as
+      // JSON.parse leaves it), and a map with an array-index key (V8 puts those first, as JSON.parse does): review
+      // of H1, one key "0" gave the loop one whole parse.
+      assert.equal(sliced, true, `seed ${seed}: parsed in slices`);
+      if (seed % 6 !== 0) {
         const v = value as Record<string, unknown>;
         assert.equal(countObjectKeys(v), countObjectKeys(expected), `seed ${seed}: keys in the value`);
         assert.equal(await countObjectKeysInSlices(v, turn), countObjectKeys(expected), `seed ${seed}: sliced count`);
@@ -685,6 +686,75 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
       }
     }
     assert.equal(sized, 3, 'bodies whose size was added up (seeds 3, 9, 21)');
+  });
+
+  it('large maps and lists at any depth, the top level, inside lists, beside each other: what JSON.parse gives, in slices', async () => {
+    for (let seed = 101; seed <= 116; seed++) {
+      const r = random(seed);
+      const big = () => map(r, 9_000 + Math.floor(r() * 6_000), { strings: seed % 2 === 0 });
+      const list = () => `[${Array.from({ length: 12_000 }, () => scalar(r)).join(`,${ws(r)}`)}]`;
+      const small = () => scalar(r);
+      // Wraps a value in 1 to 4 levels of maps and lists, with small members around it.
+      const deep = (v: string): string => {
+        let out = v;
+        for (let d = Math.floor(r() * 4); d >= 0; d--) {
+          out =
+            r() < 0.5
+              ? `{"a":${small()},${ws(r)}"w${d}":${out},"b":${small()}}`
+              : `[${small()},${ws(r)}${out},${ws(r)}${small()}]`;
+        }
+        return out;
+      };
+      const shapes = [
+        // a large map three to six levels down, through maps and lists
+        () => `{"metadata":{"name":"d"},"x":${deep(big())}}`,
+        // many top-level members: the top level is the large map
+        () => `{"metadata":{"name":"t"},${big().slice(1)}`,
+        // a large map holding a large map among many small members, and a large list among them
+        () => `{"metadata":{"name":"b"},"x":${big().slice(0, -1)},"inner":${big()},"l":${list()},"z":1}}`,
+        // a top-level list of large maps and lists
+        () => `[${deep(big())},${list()},${small()}]`,
+        // a deep large map whose key is named again later in its map (same slice, and far), so JSON.parse drops it
+        () => `{"x":{"y":${big()},"y":1},"p":{"q":${big()},${big().slice(1, -1)},"q":2}}`,
+        // a large map repeated in a large list, and a key repeated across the slices of the top level
+        () => `{"l":[${big()},${big()}],${big().slice(1, -1)},"l":[${list()}]}`,
+      ];
+      const text = shapes[seed % shapes.length]();
+      largestParseSince();
+      const { value, keysInText } = await parseLargeJsonText(text, turn);
+      const expected = JSON.parse(text) as unknown;
+      assert.ok(largestParseSince() < LARGE_SPAN_CHARS, `seed ${seed}: no JSON.parse of a large container whole`);
+      assert.deepStrictEqual(value, expected, `seed ${seed}`);
+      assert.equal(JSON.stringify(value), JSON.stringify(expected), `seed ${seed}: key order`);
+      assert.equal(keysInText, checkJsonTextDepth(text), `seed ${seed}: keys in the text`);
+      assert.equal(await countObjectKeysInSlices(value, turn), countObjectKeys(expected), `seed ${seed}: sliced count`);
+    }
+  });
+
+  it('a syntax error inside a deep large container, or one JSON.parse drops, is JSON.parse error', async () => {
+    const r = random(7);
+    const good = map(r, 12_000, {});
+    const cut = good.lastIndexOf(',', good.length / 2);
+    const broken = `${good.slice(0, cut)},,${good.slice(cut + 1)}`;
+    for (const text of [
+      `{"a":[1,{"b":{"c":${broken}}}]}`,
+      `{"a":{"b":${broken},"b":1}}`, // left out of the value, but still not JSON
+      `{"a":{"b":${good}}} x`, // text after the top level
+      `{"a":{"b":${good}}}}`,
+      `[${good},${good}`, // never closed
+    ]) {
+      let expected = '';
+      try {
+        JSON.parse(text);
+      } catch (err) {
+        expected = (err as Error).message;
+      }
+      assert.notEqual(expected, '');
+      await assert.rejects(
+        parseLargeJsonText(text, turn),
+        (err: Error) => err instanceof SyntaxError && err.message === expected,
+      );
+    }
   });
 
   it('a compact map of strings (raw unicode, some whitespace, a key repeated in a slice): its size as JSON.stringify writes it', async () => {

@@ -167,17 +167,17 @@ export async function countObjectKeysInSlices(value: unknown, turn: () => Promis
   while (stack.length > 0) {
     const v = stack.pop();
     if (v === null || typeof v !== 'object') continue;
+    // A map or a list parsed in slices was counted then (parseLargeJsonText).
+    const known = sliceCounts.get(v);
+    if (known !== undefined) {
+      keys += known;
+      continue;
+    }
     if (Array.isArray(v)) {
       for (const item of v) {
         if (item !== null && typeof item === 'object') stack.push(item);
         if (slices.full()) await slices.turn();
       }
-      continue;
-    }
-    // A map parsed in slices was counted then (parseLargeJsonText).
-    const known = largeMaps.get(v)?.count;
-    if (known !== undefined) {
-      keys += known;
       continue;
     }
     const names = ownKeys(v);
@@ -276,8 +276,8 @@ export function largestKeySliceSince(): number {
   return largest;
 }
 
-/** An object value of at least this many characters of text (one under the top level, or one under such an
- * object: a ConfigMap's data, metadata.annotations) is parsed in slices by parseLargeJsonText. */
+/** A map or a list of at least this many characters of text, at any depth (the top level included), is parsed in
+ * slices by parseLargeJsonText. */
 export const LARGE_SPAN_CHARS = 128 * 1024;
 
 /** A slice of such a map ends at the first member after this many characters of its text... */
@@ -286,11 +286,13 @@ export const SLICE_CHARS = 64 * 1024;
 /** ...or after this many members (fewer than LARGE_MAP_KEYS: no slice is itself a large map). */
 export const SLICE_MEMBERS = LARGE_MAP_KEYS - 96;
 
-/** A large object value found by the text scan: where its key is, and where its slices start and end. */
-interface MapSpan {
-  /** The text of each key (quotes included, as [start, end)) from the top level down: one or two keys. */
-  path: Array<[number, number]>;
-  /** The position of its `{`, of each comma where a slice ends, and of its `}`. */
+/**
+ * A large map or list found by the text scan: where its slices start and end, and the large maps and lists
+ * inside it, each parsed in its own slices and put in its place (a tree: a large container holds every large
+ * one inside it).
+ */
+interface Span {
+  /** The position of its `{` or `[`, of each comma where a slice ends, and of its `}` or `]`. */
   bounds: number[];
   /**
    * For each slice, its members in the text when no whitespace is written between its tokens (its text may then
@@ -299,86 +301,81 @@ interface MapSpan {
   compact: number[];
   /** A list rather than a map: its slices are runs of items. */
   list: boolean;
-}
-
-/** A map being scanned: its span, the members since its last cut, whether a large map was found inside it. */
-interface OpenMap {
-  span: MapSpan;
-  members: number;
-  inner: boolean;
-  /** Whitespace between tokens since the last cut. */
-  spaced: boolean;
+  /** The large containers directly inside it, in the order of the text. */
+  children: Span[];
 }
 
 /**
- * checkJsonTextDepth, also finding the large object values (LARGE_SPAN_CHARS) under the top-level object or
- * under one of its objects, each with its slice boundaries: commas between its members, one after each
- * SLICE_CHARS characters or SLICE_MEMBERS members. A large map inside a large object is the one kept.
+ * checkJsonTextDepth, also finding the large maps and lists (LARGE_SPAN_CHARS), at any depth, each with its slice
+ * boundaries: commas between its members, one after each SLICE_CHARS characters or SLICE_MEMBERS members.
+ * Returns the keys written in the text and the outermost large container, if any (the top level when it is
+ * large). The state of each open container is kept by depth, and the cuts of all open ones on one stack that
+ * each container cuts back to when it closes, so the scan does constant work per character.
  */
-function scanJsonTextForMaps(text: string, limit: number, spans: MapSpan[]): number {
+function scanJsonTextForSpans(text: string, limit: number): { keys: number; root: Span | undefined } {
   let depth = 0;
   let keys = 0;
   const n = text.length;
   passes.textScanned += n;
-  // For depths 1 to 3: whether the container is an object, and the last key read in it.
-  const isObject = [false, false, false, false];
-  const key: Array<[number, number]> = [
-    [0, 0],
-    [0, 0],
-    [0, 0],
-  ];
-  const open: Array<OpenMap | undefined> = [undefined, undefined, undefined, undefined];
+  // Whitespace outside strings seen so far: a slice is compact when none was seen since its start.
+  let ws = 0;
+  const start: number[] = [];
+  const isList: boolean[] = [];
+  const members: number[] = [];
+  const lastCut: number[] = [];
+  const wsAtCut: number[] = [];
+  const cutsFrom: number[] = [];
+  const childrenFrom: number[] = [];
+  const cuts: number[] = [];
+  const compacts: number[] = [];
+  // The large containers closed whose parent is still open, in the order of the text.
+  const closed: Span[] = [];
   for (let i = 0; i < n; i++) {
     const ch = text.charCodeAt(i);
     if (ch === 0x22) {
       const end = closingQuote(text, i);
-      if (end < 0) return keys; // unterminated: JSON.parse reports it
-      const start = i;
+      if (end < 0) break; // unterminated: JSON.parse reports it
       i = end;
       let k = end + 1;
       for (let c = text.charCodeAt(k); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = text.charCodeAt(++k));
-      if (text.charCodeAt(k) === 0x3a) {
-        keys++;
-        if (depth <= 2) key[depth] = [start, end + 1];
-      }
+      if (text.charCodeAt(k) === 0x3a) keys++;
     } else if (ch === 0x7b || ch === 0x5b) {
       if (++depth > limit) throw new JsonTooDeepError(limit);
-      if (depth <= 3) {
-        isObject[depth] = ch === 0x7b;
-        // A member's value (a map or a list) of the top-level object, or of an object that is one.
-        if (depth >= 2 && isObject[1] && (depth === 2 || (isObject[2] && open[2] !== undefined))) {
-          const path = depth === 2 ? [key[1]] : [key[1], key[2]];
-          const span = { path, bounds: [i], compact: [], list: ch === 0x5b };
-          open[depth] = { span, members: 0, inner: false, spaced: false };
-        } else open[depth] = undefined;
-      }
+      start[depth] = i;
+      isList[depth] = ch === 0x5b;
+      members[depth] = 0;
+      lastCut[depth] = i;
+      wsAtCut[depth] = ws;
+      cutsFrom[depth] = cuts.length;
+      childrenFrom[depth] = closed.length;
     } else if (ch === 0x7d || ch === 0x5d) {
-      if (depth <= 3 && depth >= 2) {
-        const map = open[depth];
-        const closes = map !== undefined && (ch === 0x5d) === map.span.list;
-        if (closes && i - map.span.bounds[0] >= LARGE_SPAN_CHARS && !map.inner) {
-          map.span.bounds.push(i);
-          map.span.compact.push(map.spaced ? -1 : map.members + 1);
-          spans.push(map.span);
-          if (depth === 3 && open[2] !== undefined) open[2].inner = true;
-        }
-        open[depth] = undefined;
-      }
+      if (depth === 0) break; // JSON.parse reports it
+      const from = cutsFrom[depth];
+      const children = childrenFrom[depth];
+      if (i - start[depth] >= LARGE_SPAN_CHARS) {
+        const span: Span = {
+          bounds: [start[depth], ...cuts.slice(from), i],
+          compact: [...compacts.slice(from), ws > wsAtCut[depth] ? -1 : members[depth] + 1],
+          list: isList[depth],
+          children: closed.splice(children),
+        };
+        closed.push(span);
+      } else closed.length = children;
+      cuts.length = from;
+      compacts.length = from;
       depth--;
-    } else if (ch === 0x2c && (depth === 2 || depth === 3)) {
-      const map = open[depth];
-      if (map !== undefined && (++map.members >= SLICE_MEMBERS || i - map.span.bounds.at(-1)! >= SLICE_CHARS)) {
-        map.span.bounds.push(i);
-        map.span.compact.push(map.spaced ? -1 : map.members);
-        map.members = 0;
-        map.spaced = false;
+    } else if (ch === 0x2c) {
+      if (depth > 0 && (++members[depth] >= SLICE_MEMBERS || i - lastCut[depth] >= SLICE_CHARS)) {
+        cuts.push(i);
+        compacts.push(ws > wsAtCut[depth] ? -1 : members[depth]);
+        members[depth] = 0;
+        lastCut[depth] = i;
+        wsAtCut[depth] = ws;
       }
-    } else if ((ch === 0x20 || ch === 0x0a || ch === 0x0d || ch === 0x09) && depth >= 2) {
-      if (open[2] !== undefined) open[2].spaced = true;
-      if (open[3] !== undefined) open[3].spaced = true;
-    }
+    } else if (ch === 0x20 || ch === 0x0a || ch === 0x0d || ch === 0x09) ws++;
   }
-  return keys;
+  // The top level, when it is a large container that closed (anything else is JSON.parse's to judge).
+  return { keys, root: depth === 0 && closed.length === 1 ? closed[0] : undefined };
 }
 
 /** The compact JSON of each map of strings parsed in slices (serializedJsonOf). */
@@ -412,15 +409,17 @@ function isArrayIndex(k: string): boolean {
 
 /**
  * Parses a large body's JSON text (checked as checkJsonTextDepth checks it, with its keys counted) so that no
- * single pass holds the event loop for a whole large map: the large object values under the top level (a
- * ConfigMap's data of 300,000 keys) are cut out of the text, the rest parsed in one JSON.parse, and each of them
- * parsed in slices of at most SLICE_CHARS characters or SLICE_MEMBERS members with a turn between slices. Each
- * slice's keys are added to the map in the order of the text, a key already there keeping its place and taking
- * the later value: the value is the one JSON.parse gives. What the slices show of each map (its key list, its
- * key count, whether its keys are data keys and its values strings) is kept for the count and the validation,
- * as countObjectKeysInSlices keeps it, and for a map of strings its compact JSON, slice by slice, for the
- * store's size check and stored text (serializedJsonOf). Anything unusual (a syntax error, the map's key
- * repeated in its parent) is left to one JSON.parse of the whole text, which gives the value or the error.
+ * single pass holds the event loop for a whole large map or list, wherever it is: each large container (the top
+ * level included) is parsed in slices of at most SLICE_CHARS characters or SLICE_MEMBERS members with a turn
+ * before each, every large container inside a slice standing in its text as a placeholder string until it is
+ * parsed (the same way, recursively) and put in its place. Each slice's keys are added to the map in the order
+ * of the text, a key already there keeping its place and taking the later value: the value is the one JSON.parse
+ * gives. What the slices show of each map (its key list, its key count, whether its keys are data keys and its
+ * values strings) is kept for the count and the validation, as countObjectKeysInSlices keeps it, and for a map
+ * of strings its compact JSON, slice by slice, for the store's size check and stored text (serializedJsonOf). A
+ * large container whose key is named again later in its map is parsed all the same (for its errors) and left
+ * out, as JSON.parse leaves it. A text a slice cannot be parsed from (a syntax error) is left to one JSON.parse
+ * of the whole text, which gives the error.
  * @throws JsonTooDeepError, SyntaxError
  */
 export async function parseLargeJsonText(
@@ -428,73 +427,134 @@ export async function parseLargeJsonText(
   turn: () => Promise<void>,
   depthLimit = MAX_JSON_DEPTH,
 ): Promise<{ value: unknown; keysInText: number }> {
-  const spans: MapSpan[] = [];
-  const keysInText = scanJsonTextForMaps(text, depthLimit, spans);
-  if (spans.length > 0) {
-    const value = await parseInSlices(text, spans, turn);
+  const { keys: keysInText, root } = scanJsonTextForSpans(text, depthLimit);
+  if (root !== undefined && onlySpaceAround(text, root)) {
+    const token = `\u0000parsed-in-slices-${Math.random()}-`;
+    const value = await parseSpan(text, root, token, turn);
     if (value !== undefined) return { value, keysInText };
   }
   parsed(text.length);
   return { value: JSON.parse(text) as unknown, keysInText };
 }
 
-/** The value of `text` with its large maps parsed in slices, or undefined when the text is left to JSON.parse. */
-async function parseInSlices(text: string, spans: MapSpan[], turn: () => Promise<void>): Promise<unknown> {
-  const token = `\u0000map-parsed-in-slices-${Math.random()}-`;
-  const parts: string[] = [];
-  let from = 0;
-  spans.forEach((span, i) => {
-    parts.push(text.slice(from, span.bounds[0]), JSON.stringify(token + i));
-    from = span.bounds.at(-1)! + 1;
-  });
-  parts.push(text.slice(from));
-  const rest = parts.join('');
-  let value: unknown;
-  try {
-    parsed(rest.length);
-    value = JSON.parse(rest);
-  } catch {
-    return undefined;
-  }
-  // Where each span's value goes, found in the skeleton before any slice is parsed: a body left to JSON.parse
-  // (a span's key named again later in its object) costs no slice first.
-  const places: Array<{ parent: Record<string, unknown>; name: string }> = [];
-  for (let i = 0; i < spans.length; i++) {
-    const span = spans[i];
-    let parent: unknown = value;
-    let name = '';
-    for (let p = 0; p < span.path.length; p++) {
-      if (parent === null || typeof parent !== 'object' || Array.isArray(parent)) return undefined;
-      if (p > 0) parent = getOwn(parent as Record<string, unknown>, name);
-      name = JSON.parse(text.slice(span.path[p][0], span.path[p][1])) as string;
-    }
-    if (parent === null || typeof parent !== 'object' || Array.isArray(parent)) return undefined;
-    // The key named again later in its object takes the later value: this map is not in the value.
-    if (getOwn(parent as Record<string, unknown>, name) !== token + i) return undefined;
-    places.push({ parent: parent as Record<string, unknown>, name });
-  }
-  for (let i = 0; i < spans.length; i++) {
-    await turn();
-    const span = spans[i];
-    const parsedValue = span.list
-      ? await parseListInSlices(text, span, turn)
-      : await parseMapInSlices(text, span, turn);
-    if (parsedValue === undefined) return undefined;
-    setOwn(places[i].parent, places[i].name, parsedValue);
-  }
-  return value;
+/** Whether nothing but JSON's whitespace stands before and after the top-level container. */
+function onlySpaceAround(text: string, root: Span): boolean {
+  return /^[ \t\n\r]*$/.test(text.slice(0, root.bounds[0])) && /^[ \t\n\r]*$/.test(text.slice(root.bounds.at(-1)! + 1));
 }
 
+/** One large container of the text parsed in slices with a turn before each; undefined if a slice is not JSON. */
+function parseSpan(text: string, span: Span, token: string, turn: () => Promise<void>): Promise<unknown> {
+  const slices = new SpanSlices(text, span, token, turn);
+  return span.list ? parseListInSlices(slices) : parseMapInSlices(slices, span);
+}
+
+/** The slices of a large container: their texts (each large container inside one as a placeholder) and values. */
+class SpanSlices {
+  /** The index in span.children of the next child not yet in a slice. */
+  private next = 0;
+  /** The children of the slice parsed last that its value holds: each index given once. */
+  private pending = new Set<number>();
+
+  constructor(
+    private readonly text: string,
+    private readonly span: Span,
+    private readonly token: string,
+    private readonly turn: () => Promise<void>,
+  ) {}
+
+  get count(): number {
+    return this.span.bounds.length - 1;
+  }
+
+  /** Slice j's members as text, each large child as its placeholder (a JSON string). */
+  members(j: number): { members: string; children: boolean } {
+    const { bounds, children } = this.span;
+    const end = bounds[j + 1];
+    let from = bounds[j] + 1;
+    if (this.next >= children.length || children[this.next].bounds[0] >= end) {
+      return { members: this.text.slice(from, end), children: false };
+    }
+    const parts: string[] = [];
+    while (this.next < children.length && children[this.next].bounds[0] < end) {
+      const child = children[this.next];
+      parts.push(this.text.slice(from, child.bounds[0]), JSON.stringify(this.token + this.next));
+      this.pending.add(this.next);
+      from = child.bounds.at(-1)! + 1;
+      this.next++;
+    }
+    parts.push(this.text.slice(from, end));
+    return { members: parts.join(''), children: true };
+  }
+
+  /** A turn, before every slice but the first. */
+  async before(j: number): Promise<void> {
+    if (j > 0) await this.turn();
+  }
+
+  /**
+   * The value a slice's member has: a placeholder is replaced by its child, parsed in its own slices (after a
+   * turn); undefined if that child is not JSON.
+   */
+  async resolve(v: unknown): Promise<{ value: unknown } | undefined> {
+    if (typeof v !== 'string' || !v.startsWith(this.token)) return { value: v };
+    const index = Number(v.slice(this.token.length));
+    this.pending.delete(index);
+    await this.turn();
+    const value = await parseSpan(this.text, this.span.children[index], this.token, this.turn);
+    return value === undefined ? undefined : { value };
+  }
+
+  /**
+   * The children of the slice just merged that its value did not hold (a key named again later in the same
+   * slice): parsed all the same, for their errors, and left out. False if one is not JSON.
+   */
+  async unheld(): Promise<boolean> {
+    for (const index of this.pending) {
+      await this.turn();
+      if ((await parseSpan(this.text, this.span.children[index], this.token, this.turn)) === undefined) return false;
+    }
+    this.pending.clear();
+    return true;
+  }
+}
+
+/** The keys in the objects of a slice's value, with what is known of each large container in it. */
+function keysIn(value: unknown): number {
+  let keys = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    const known = sliceCounts.get(v);
+    if (known !== undefined) {
+      keys += known;
+      continue;
+    }
+    if (Array.isArray(v)) {
+      for (const item of v) if (item !== null && typeof item === 'object') stack.push(item);
+      continue;
+    }
+    const names = Object.keys(v);
+    keys += names.length;
+    for (const k of names) {
+      const item = (v as Record<string, unknown>)[k];
+      if (item !== null && typeof item === 'object') stack.push(item);
+    }
+  }
+  return keys;
+}
+
+/** The keys in every object of each container parsed in slices, itself included (countObjectKeysInSlices). */
+const sliceCounts = new WeakMap<object, number>();
+
 /** One large list of the text, parsed slice by slice with a turn between (parseLargeJsonText). */
-async function parseListInSlices(
-  text: string,
-  { bounds }: MapSpan,
-  turn: () => Promise<void>,
-): Promise<unknown[] | undefined> {
+async function parseListInSlices(slices: SpanSlices): Promise<unknown[] | undefined> {
   const list: unknown[] = [];
-  for (let j = 0; j + 1 < bounds.length; j++) {
-    if (j > 0) await turn();
-    const part = `[${text.slice(bounds[j] + 1, bounds[j + 1])}]`;
+  let count = 0;
+  for (let j = 0; j < slices.count; j++) {
+    await slices.before(j);
+    const { members } = slices.members(j);
+    const part = `[${members}]`;
     parsed(part.length);
     let slice: unknown[];
     try {
@@ -505,28 +565,30 @@ async function parseListInSlices(
     // `[1,]`: a slice without an item is a comma JSON.parse of the whole text refuses.
     if (slice.length === 0) return undefined;
     keySlice(slice.length);
-    for (const item of slice) list.push(item);
+    for (const item of slice) {
+      const resolved = await slices.resolve(item);
+      if (resolved === undefined) return undefined;
+      list.push(resolved.value);
+      if (resolved.value !== null && typeof resolved.value === 'object') count += keysIn(resolved.value);
+    }
   }
+  sliceCounts.set(list, count);
   return list;
 }
 
 /** One large map of the text, parsed slice by slice with a turn between (parseLargeJsonText). */
-async function parseMapInSlices(
-  text: string,
-  { bounds, compact }: MapSpan,
-  turn: () => Promise<void>,
-): Promise<Record<string, unknown> | undefined> {
+async function parseMapInSlices(slices: SpanSlices, { compact }: Span): Promise<Record<string, unknown> | undefined> {
   const map: Record<string, unknown> = {};
   const seen: LargeMap = { keys: [], stringValues: true, stringChars: 0, configMapKeys: true };
   let count = 0;
   const parts: string[] = [];
-  let bytes = bounds.length; // the braces, and a comma between two slices
+  let bytes = 2; // the braces; a comma between two slices is added with the second
   let repeated = false;
   // Array-index keys ("0", "42"): V8 keeps them first, in numeric order, in the map as in JSON.parse's value.
   const indexKeys: string[] = [];
-  for (let j = 0; j + 1 < bounds.length; j++) {
-    if (j > 0) await turn();
-    const members = text.slice(bounds[j] + 1, bounds[j + 1]);
+  for (let j = 0; j < slices.count; j++) {
+    await slices.before(j);
+    const { members, children } = slices.members(j);
     const part = `{${members}}`;
     parsed(part.length);
     let slice: Record<string, unknown>;
@@ -540,7 +602,12 @@ async function parseMapInSlices(
     if (names.length === 0) return undefined;
     keySlice(names.length);
     for (const k of names) {
-      const v = slice[k];
+      let v = slice[k];
+      if (children) {
+        const resolved = await slices.resolve(v);
+        if (resolved === undefined) return undefined;
+        v = resolved.value;
+      }
       // The map's own value, if an earlier slice gave the key: a JSON value is never undefined nor a function,
       // what a key the map lacks reads (from Object.prototype), but for `__proto__`.
       const old = k === '__proto__' ? getOwn(map, k) : map[k];
@@ -562,6 +629,7 @@ async function parseMapInSlices(
       }
       if (seen.configMapKeys && !isValidConfigMapKey(k)) seen.configMapKeys = false;
     }
+    if (children && !(await slices.unheld())) return undefined;
     if (seen.stringValues && !repeated) {
       // Keys and values all strings, no whitespace, no key repeated in it, no escape, no lone surrogate: the
       // slice's text is what JSON.stringify would write (a third of the cost of writing it).
@@ -570,10 +638,11 @@ async function parseMapInSlices(
           ? members
           : JSON.stringify(slice).slice(1, -1);
       parts.push(json);
-      bytes += Buffer.byteLength(json);
+      bytes += Buffer.byteLength(json) + (j > 0 ? 1 : 0);
     }
   }
   seen.count = count;
+  sliceCounts.set(map, count);
   if (indexKeys.length > 0) {
     // A typed array's native numeric sort (no comparator call per pair); index keys are canonical, below 2^32 - 1.
     const sorted = Uint32Array.from(indexKeys, Number).sort();
@@ -589,14 +658,6 @@ async function parseMapInSlices(
 /** String.prototype.isWellFormed (Node 20; not in this TypeScript lib): no lone surrogate. */
 function isWellFormed(s: string): boolean {
   return (s as unknown as { isWellFormed(): boolean }).isWellFormed();
-}
-
-/** countObjectKeys without counting the work (a slice's values, counted by the caller as part of its map). */
-function keysIn(value: object): number {
-  const before = passes.keysCounted;
-  const keys = countObjectKeys(value);
-  passes.keysCounted = before;
-  return keys;
 }
 
 /** The fields whose maps are sized: a ConfigMap's and a Secret's data, maps of strings nothing prunes. */
