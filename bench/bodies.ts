@@ -73,6 +73,9 @@ const BODIES: Record<string, Body> = {
   'YAML: small flow maps': yaml((n) => fill(`${head(n)}data:\n`, (i) => `  k${i}: {a: 1, b: [1, 2]}\n`)),
   'YAML: a flow (JSON) map': yaml((n) => fill(`${head(n)}data: {`, (i) => `"k${i}": "v",`, '"z": "v"}\n')),
   'YAML: a list': yaml((n) => fill(`${head(n)}list:\n`, (i) => `- f${i}\n`)),
+  'YAML: a list of small maps': yaml((n) => fill(`${head(n)}list:\n`, (i) => `- {a: ${i}, b: [1, 2]}\n`)),
+  'YAML: many top-level fields': yaml((n) => fill(head(n), (i) => `k${i}: v\n`)),
+  'YAML: a map three levels down': yaml((n) => fill(`${head(n)}x:\n  y:\n    z:\n`, (i) => `      k${i}: v\n`)),
   'YAML: anchors': yaml((n) => fill(`${head(n)}data:\n`, (i) => `  k${i}: &a${i} v\n`)),
   'YAML: anchors and aliases': yaml((n) =>
     fill(`${head(n)}data:\n`, (i) => (i % 2 ? `  k${i}: *a${i - 1}\n` : `  k${i}: &a${i} v\n`)),

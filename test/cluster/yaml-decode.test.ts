@@ -104,7 +104,7 @@ describe('YAML bodies decoded in the worker thread', () => {
   });
 
   it('a value is sent as JSON text exactly where sendsAsJson would send it, known from the parse alone', async () => {
-    // The parse counts each map's keys and how deep among maps it stands, in place of a walk of the value.
+    // The parse counts each map's keys, in place of a walk of the value.
     const block = (indent: string) => Array.from({ length: LARGE_MAP_KEYS }, (_, i) => `${indent}k${i}: v\n`).join('');
     const flow = `{${Array.from({ length: LARGE_MAP_KEYS }, (_, i) => `k${i}: v`).join(', ')}}`;
     const shapes: Record<string, string> = {

@@ -474,6 +474,42 @@ describe('a large JSON map is parsed in slices, with turns between, and its size
     }
   });
 
+  it('20,000 unknown top-level fields: parsed and pruned in slices, never enumerated whole, and dropped', async () => {
+    const count = 20_000;
+    const unknown = Array.from({ length: count }, (_, i) => `"u${i}":"v"`).join(',');
+    for (const fieldValidation of ['Ignore', 'Warn']) {
+      const name = `top-${fieldValidation.toLowerCase()}`;
+      const text = `{"metadata":{"name":"${name}"},${unknown},"data":{"k":"v"}}`;
+      let longestKeys = 0;
+      const keys = Object.keys;
+      Object.keys = ((o: object) => {
+        const k = keys(o);
+        if (k.length > longestKeys) longestKeys = k.length;
+        return k;
+      }) as typeof Object.keys;
+      const turns = loopTurnsForLargeBodies();
+      let r: Awaited<ReturnType<typeof call>>;
+      let parse: number;
+      try {
+        ({ result: r, parse } = await watchJson(() =>
+          call(e, 'POST', `${CMS}?fieldValidation=${fieldValidation}`, { body: text }),
+        ));
+      } finally {
+        Object.keys = keys;
+      }
+      assert.equal(r.status, 201, r.text.slice(0, 300));
+      assert.ok(parse <= SLICE_BOUND, `${fieldValidation}: a JSON.parse of ${parse} characters`);
+      // Before: the top level was parsed whole and pruned in one pass over its keys (Object.keys of 20,003).
+      assert.ok(longestKeys < KEY_SLICE, `${fieldValidation}: Object.keys of ${longestKeys} keys`);
+      const turned = loopTurnsForLargeBodies() - turns;
+      const least = Math.ceil(count / SLICE_MEMBERS) + Math.floor(count / KEY_SLICE);
+      assert.ok(turned >= least, `${fieldValidation}: ${turned} turns, at least ${least}`);
+      if (fieldValidation === 'Warn') assert.match(String(r.headers?.warning), /unknown field \\"u0\\"/);
+      const got = JSON.parse((await call(e, 'GET', `${CMS}/${name}`)).text) as KubeObject;
+      assert.deepEqual(Object.keys(got).sort(), ['apiVersion', 'data', 'kind', 'metadata']);
+    }
+  });
+
   it('a 1 MiB ConfigMap created and replaced: its JSON written for the store without a JSON.stringify of its data map', async () => {
     const body = configMapBody('written', 1024 * 1024);
     for (const [method, path, status] of [
@@ -838,14 +874,14 @@ describe('a YAML value goes back from the worker as JSON text only when JSON giv
       assert.equal(isJsonExact({ k: [v] }), false, Object.prototype.toString.call(v));
   });
 
-  it('sendsAsJson: a large map under the top level or one level below, in maps only, and exact JSON', () => {
+  it('sendsAsJson: a large map anywhere (the top level, under lists), and exact JSON', () => {
     const big = () => Object.fromEntries(Array.from({ length: LARGE_MAP_KEYS }, (_, i) => [`k${i}`, 'v']));
     const small = { a: 'b' };
     assert.equal(sendsAsJson({ data: big() }, Infinity), true, 'a child');
     assert.equal(sendsAsJson({ spec: { data: big() } }, Infinity), true, 'a grandchild');
-    assert.equal(sendsAsJson({ spec: { inner: { data: big() } } }, Infinity), false, 'three levels down');
-    assert.equal(sendsAsJson({ items: [big()] }, Infinity), false, 'under a list');
-    assert.equal(sendsAsJson(big(), Infinity), false, 'the top level itself');
+    assert.equal(sendsAsJson({ spec: { inner: { data: big() } } }, Infinity), true, 'three levels down');
+    assert.equal(sendsAsJson({ items: [big()] }, Infinity), true, 'under a list');
+    assert.equal(sendsAsJson(big(), Infinity), true, 'the top level itself');
     assert.equal(sendsAsJson({ data: small }, Infinity), false, 'no large map');
     assert.equal(sendsAsJson({ data: big(), x: NaN }, Infinity), false, 'not exact');
     assert.equal(sendsAsJson({ data: big() }, 1000), false, 'past the bound');

@@ -206,7 +206,9 @@ export async function countObjectKeysInSlices(value: unknown, turn: () => Promis
 export async function keepLargeMapsInSlices(value: unknown, turn: () => Promise<void>): Promise<void> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return;
   const slices = new KeySlices(turn);
-  for (const field of Object.keys(value)) {
+  // The top level parsed in slices (300,000 members): its keys as the parse saw them, looked at in slices.
+  for (const field of largeMaps.get(value)?.keys ?? Object.keys(value)) {
+    if (slices.full()) await slices.turn();
     const v = (value as Record<string, unknown>)[field];
     if (v === null || typeof v !== 'object' || Array.isArray(v) || largeMaps.has(v)) continue;
     const names = ownKeys(v);

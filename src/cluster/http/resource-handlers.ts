@@ -39,11 +39,12 @@ import {
   fieldValidationOf,
   patchFieldValidation,
   strictErrors,
+  strictErrorsOf,
 } from '../schema/field-validation.ts';
 import type { Faults } from './faults.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { countObjectKeysInSlices, keepLargeMapsInSlices } from '../common/json-safety.ts';
-import { rootModel } from '../schema/schema.ts';
+import { pruneUnknownInSlices, rootModel } from '../schema/schema.ts';
 import { normalizeTimes } from '../schema/time-encoding.ts';
 import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
 import type { ServerLimits } from './request-limits.ts';
@@ -353,7 +354,11 @@ async function readObject(s: RequestScope): Promise<{ obj: KubeObject; large: bo
     );
   }
   const model = rootModel(rt.group, rt.version, rt.kind);
-  const strict = strictErrors(obj, model, duplicates);
+  // A large body's unknown fields (300,000 of them at its top level) are pruned in slices with turns between.
+  const strict =
+    model && isLargeBody(bytes)
+      ? strictErrorsOf(await pruneUnknownInSlices(obj, model, () => largeBodyTurn(s)), duplicates)
+      : strictErrors(obj, model, duplicates);
   const errors = yamlError ? [yamlError, ...strict] : strict;
   if (errors.length > 0) enforceOnBody(fieldValidationOf(s.query), errors, rt.kind, rt.version, s.res);
   if (model) normalizeTimes(obj, model);

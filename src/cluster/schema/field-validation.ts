@@ -81,7 +81,11 @@ export function strictErrors(
   model: string | undefined,
   duplicates: readonly string[],
 ): readonly string[] {
-  const unknown = model ? pruneUnknown(obj, model) : [];
+  return strictErrorsOf(model ? pruneUnknown(obj, model) : [], duplicates);
+}
+
+/** The strict decoding errors of a body whose unknown fields were pruned (pruneUnknown's paths) and repeated ones found. */
+export function strictErrorsOf(unknown: readonly string[], duplicates: readonly string[]): readonly string[] {
   // A body without unknown or repeated fields (nearly every one) allocates no message array.
   if (unknown.length === 0 && duplicates.length === 0) return NO_ERRORS;
   return [...unknown.map((p) => `unknown field "${p}"`), ...duplicates.map((p) => `duplicate field "${p}"`)];

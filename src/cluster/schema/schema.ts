@@ -1,6 +1,7 @@
 // Runtime access to the generated schemas (schemas.generated.ts from client-node's models, go-tags.generated.ts
 // from k8s.io/api struct tags): the model of each served kind, field types, and pruning of unknown fields with
 // the paths kube-apiserver's strict decoder reports (`spec.storageClasName`, `spec.containers[0].foo`).
+import { KEY_SLICE, largeMapOnce } from '../common/json-safety.ts';
 import { GO_TAGS, type GoFieldTags } from './go-tags.generated.ts';
 import type { GeneratedModel } from './schema-model.ts';
 import { MODELS, ROOT_MODELS } from './schemas.generated.ts';
@@ -57,7 +58,24 @@ const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof
  */
 export function pruneUnknown(value: Record<string, unknown>, modelName: string, path = ''): string[] {
   const unknown: string[] = [];
-  pruneModel(value, modelName, path ? [path] : [], unknown);
+  const walk = pruneModel(value, modelName, path ? [path] : [], unknown, { keys: 0 });
+  while (!walk.next().done);
+  return unknown;
+}
+
+/**
+ * pruneUnknown for a large body's value: `turn` (a turn of the event loop) after each KEY_SLICE keys looked at,
+ * and the key list of a map parsed in slices taken from that parse (one enumeration of a 300,000-key object is
+ * about as long as parsing it).
+ */
+export async function pruneUnknownInSlices(
+  value: Record<string, unknown>,
+  modelName: string,
+  turn: () => Promise<void>,
+): Promise<string[]> {
+  const unknown: string[] = [];
+  const walk = pruneModel(value, modelName, [], unknown, { keys: 0 });
+  while (!walk.next().done) await turn();
   return unknown;
 }
 
@@ -71,15 +89,30 @@ function pathText(segments: ReadonlyArray<string | number>, key: string): string
   return out ? `${out}.${key}` : key;
 }
 
-function pruneModel(
+/** The keys a prune walk has looked at since its last pause. */
+interface PruneWork {
+  keys: number;
+}
+
+/**
+ * The prune walk of one model's object: a generator that pauses (yields) after each KEY_SLICE keys looked at,
+ * run to its end at once by pruneUnknown and with turns between by pruneUnknownInSlices.
+ */
+function* pruneModel(
   obj: Record<string, unknown>,
   modelName: string,
   path: Array<string | number>,
   out: string[],
-): void {
+  work: PruneWork,
+): Generator<void, void, void> {
   const m = model(modelName);
   if (!m) return;
-  for (const key of Object.keys(obj)) {
+  // A map parsed in slices: its keys as the parse saw them (it is changed here, so they are taken, not kept).
+  for (const key of largeMapOnce(obj)?.keys ?? Object.keys(obj)) {
+    if (++work.keys >= KEY_SLICE) {
+      work.keys = 0;
+      yield;
+    }
     const f = fieldOf(m, key);
     if (!f) {
       out.push(pathText(path, key));
@@ -90,13 +123,19 @@ function pruneModel(
     const v = obj[key];
     if (v !== null && typeof v === 'object') {
       path.push(key);
-      pruneValue(v, f[0], path, out);
+      yield* pruneValue(v, f[0], path, out, work);
       path.pop();
     }
   }
 }
 
-function pruneValue(v: unknown, type: string, path: Array<string | number>, out: string[]): void {
+function* pruneValue(
+  v: unknown,
+  type: string,
+  path: Array<string | number>,
+  out: string[],
+  work: PruneWork,
+): Generator<void, void, void> {
   // Only a model has fields to prune: a list or map of scalars (a ConfigMap's data) is not walked at all.
   if (modelRef(type) === undefined) return;
   if (type.startsWith('[]')) {
@@ -104,7 +143,7 @@ function pruneValue(v: unknown, type: string, path: Array<string | number>, out:
       const itemType = type.slice(2);
       for (let i = 0; i < v.length; i++) {
         path.push(i);
-        pruneValue(v[i], itemType, path, out);
+        yield* pruneValue(v[i], itemType, path, out, work);
         path.pop();
       }
     }
@@ -115,14 +154,14 @@ function pruneValue(v: unknown, type: string, path: Array<string | number>, out:
       const itemType = type.slice(5);
       for (const k of Object.keys(v)) {
         path.push(k);
-        pruneValue(v[k], itemType, path, out);
+        yield* pruneValue(v[k], itemType, path, out, work);
         path.pop();
       }
     }
     return;
   }
   const ref = modelRef(type);
-  if (ref && isMap(v)) pruneModel(v, ref, path, out);
+  if (ref && isMap(v)) yield* pruneModel(v, ref, path, out, work);
 }
 
 /** The type of the field at a dotted path below a model (list indices omitted), or undefined. */

@@ -40,7 +40,7 @@ port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
  */
 function wire(
   result: YamlDecoded,
-  seen: { jsonPlain: boolean; largeMapNearTop: boolean },
+  seen: { jsonPlain: boolean; largeMap: boolean },
   textLength: number,
 ): YamlWire {
   const bound = JSON_EXPANSION * textLength + 1024;
@@ -48,7 +48,7 @@ function wire(
   if (seen.jsonPlain) {
     // What the parse saw answers both questions without a walk of the value (a pass over every key): it is
     // exact, and with no alias its JSON is a few times the text at most.
-    if (!seen.largeMapNearTop) return result;
+    if (!seen.largeMap) return result;
   } else if (!sendsAsJson(result.value, bound)) {
     // The bound is checked on the value before any JSON is written: aliases to a long scalar would make a string
     // past V8's limit (a 500) or hundreds of megabytes thrown away.

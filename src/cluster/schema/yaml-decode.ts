@@ -214,10 +214,8 @@ class YamlBodyWatcher {
   private inexact = false;
   /** Keys met so far in each open map (repeated ones included). */
   private readonly keyCount: Int32Array;
-  /** Maps among each open node and its ancestors in the value (as sendsAsJson counts them); 255 under a list. */
-  private readonly mapDepth: Uint8Array;
-  /** A map of LARGE_MAP_KEYS keys or more closed under the top level or one level below, in maps only. */
-  private largeNearTop = false;
+  /** A map of LARGE_MAP_KEYS keys or more closed, anywhere in the value. */
+  private largeMapSeen = false;
   /**
    * The anchors of collections: their value (to tell a closed one from one still open) and its size. An anchor of
    * a scalar or an empty node is not kept (it counts 1 node of height 0): a body of 190,000 scalar anchors spent
@@ -253,12 +251,11 @@ class YamlBodyWatcher {
     this.height = new Float64Array(n);
     this.keyStart = new Int32Array(n);
     this.keyCount = new Int32Array(n);
-    this.mapDepth = new Uint8Array(n);
   }
 
-  /** Whether the value has a large map where sendsAsJson looks for one: known from the parse, no walk of it. */
-  largeMapNearTop(): boolean {
-    return this.largeNearTop;
+  /** Whether the value has a large map (as sendsAsJson looks for one): known from the parse, no walk of it. */
+  largeMap(): boolean {
+    return this.largeMapSeen;
   }
 
   /** The lines of Go's strict error for the repeated keys, in the text's order. */
@@ -298,24 +295,12 @@ class YamlBodyWatcher {
     this.height[e] = 0;
     this.keyStart[e] = this.keyNames.length;
     this.keyCount[e] = 0;
-    if (e === 1) {
-      this.mapDepth[e] = 0;
-      return;
-    }
+    if (e === 1) return;
     const j = e - 1;
     const input = state.input;
     if (this.style[j] === Style.None) this.classify(j, state.position, input);
     if (this.levels[j] > this.limit) this.tooDeep(j, input);
     const style = this.style[j];
-    // A child of a map is one map deeper; a node that may be its parent's only content (Uncertain, Kept) stands
-    // where its parent does; anything under a sequence is out of reach (255).
-    const parentDepth = this.mapDepth[j];
-    this.mapDepth[e] =
-      style === Style.BlockMap || style === Style.FlowMap
-        ? Math.min(parentDepth + 1, 255)
-        : style === Style.Uncertain || style === Style.Kept
-          ? parentDepth
-          : 255;
     if (style === Style.FlowMap) this.knownKey[e] = this.expectValue[j] ^ 1;
     else if (style === Style.BlockMap && input.charCodeAt(state.position - 1) === QUESTION) this.knownKey[e] = 1;
   }
@@ -340,8 +325,7 @@ class YamlBodyWatcher {
     const result: unknown = state.result;
     const own = this.style[e];
     if (this.keyNames.length > this.keyStart[e]) this.closeKeys(e, kind, result, input);
-    if (kind === 'mapping' && this.keyCount[e] >= LARGE_MAP_KEYS && this.mapDepth[e] >= 1 && this.mapDepth[e] <= 2)
-      this.largeNearTop = true;
+    if (kind === 'mapping' && this.keyCount[e] >= LARGE_MAP_KEYS) this.largeMapSeen = true;
     if (typeof result === 'number') {
       if (!Number.isFinite(result) || Object.is(result, -0)) this.inexact = true;
     } else if (typeof result === 'object' && result !== null && kind !== 'mapping' && kind !== 'sequence') {
@@ -623,8 +607,8 @@ export type YamlParsed =
       duplicateError: string | undefined;
       /** JSON gives the value back exactly and no alias made it longer than the text allows (jsonPlain). */
       jsonPlain: boolean;
-      /** It has a large map where sendsAsJson looks for one. */
-      largeMapNearTop: boolean;
+      /** It has a large map, as sendsAsJson looks for one. */
+      largeMap: boolean;
     }
   | { error: string };
 
@@ -668,7 +652,7 @@ export function parseYamlBody(
     value: value === undefined ? null : value,
     duplicateError,
     jsonPlain: watcher.jsonPlain(),
-    largeMapNearTop: watcher.largeMapNearTop(),
+    largeMap: watcher.largeMap(),
   };
 }
 
@@ -693,7 +677,7 @@ export function decodeYamlText(text: string, depthLimit: number, repeats = true)
 }
 
 /**
- * decodeYamlText, with whether the value is jsonPlain and has a large map near the top (then the worker sends it
+ * decodeYamlText, with whether the value is jsonPlain and has a large map (then the worker sends it
  * as JSON without walking it).
  * @internal for the worker
  */
@@ -701,17 +685,17 @@ export function decodeYamlTextForWire(
   text: string,
   depthLimit: number,
   repeats = true,
-): { decoded: YamlDecoded; jsonPlain: boolean; largeMapNearTop: boolean } {
+): { decoded: YamlDecoded; jsonPlain: boolean; largeMap: boolean } {
   // The value's depth (aliases included) was measured while parsing, so the value is not walked again.
   const parsed = parseYamlBody(text, Math.min(depthLimit, MAX_YAML_DEPTH), depthLimit, repeats);
   if ('error' in parsed) {
     const message = `couldn't get version/kind; yaml parse error: ${parsed.error.split('\n')[0]}`;
-    return { decoded: { ok: false, message }, jsonPlain: false, largeMapNearTop: false };
+    return { decoded: { ok: false, message }, jsonPlain: false, largeMap: false };
   }
   return {
     decoded: { ok: true, value: parsed.value, duplicateError: parsed.duplicateError },
     jsonPlain: parsed.jsonPlain,
-    largeMapNearTop: parsed.largeMapNearTop,
+    largeMap: parsed.largeMap,
   };
 }
 
@@ -734,26 +718,23 @@ export function isJsonExact(value: unknown, maxChars = Infinity): boolean {
 }
 
 /**
- * Whether the worker sends a value as JSON text: it has a large map (LARGE_MAP_KEYS keys) under its top level or
- * one level below, as parseLargeJsonText slices them (only then is its JSON worth more to the loop than a
- * structured clone: a list of 300,000 strings is cloned in a third of the time JSON.parse takes), and it is
+ * Whether the worker sends a value as JSON text: it has a large map (LARGE_MAP_KEYS keys) anywhere, which
+ * parseLargeJsonText parses in slices where a structured clone rebuilds it in one step (only then is its JSON
+ * worth more to the loop than a clone: a list of 300,000 strings is cloned in a third of the time JSON.parse
+ * takes), and it is
  * isJsonExact within `maxChars`. One walk for both: each was a pass over the 300,000 keys of the largest body.
  */
 export function sendsAsJson(value: unknown, maxChars: number): boolean {
   return walkForWire(value, maxChars) === 'large';
 }
 
-/** isJsonExact's walk: 'no' if not exact (or past maxChars), else whether a large map is near the top. */
+/** isJsonExact's walk: 'no' if not exact (or past maxChars), else whether it has a large map. */
 function walkForWire(value: unknown, maxChars: number): 'no' | 'exact' | 'large' {
   const stack: unknown[] = [value];
-  // A value's depth among maps only (the top is 0; under a list, or deeper than 2, is past NEAR_TOP).
-  const depths: number[] = [0];
-  const NEAR_TOP = 2;
   let chars = 0;
   let large = false;
   while (stack.length > 0) {
     const v = stack.pop();
-    const depth = depths.pop()!;
     if (typeof v === 'string') {
       chars += v.length;
       if (chars > maxChars) return 'no';
@@ -769,20 +750,16 @@ function walkForWire(value: unknown, maxChars: number): 'no' | 'exact' | 'large'
     if (Array.isArray(v)) {
       if (proto !== Array.prototype) return 'no';
       // A hole reads as undefined, which JSON writes as null.
-      for (let i = 0; i < v.length; i++) {
-        stack.push(v[i]);
-        depths.push(Infinity);
-      }
+      for (let i = 0; i < v.length; i++) stack.push(v[i]);
       continue;
     }
     if (proto !== Object.prototype) return 'no';
     // Own keys (`__proto__` included); a key's own value shadows what the prototype has.
     const keys = Object.keys(v);
-    if (depth >= 1 && depth <= NEAR_TOP && keys.length >= LARGE_MAP_KEYS) large = true;
+    if (keys.length >= LARGE_MAP_KEYS) large = true;
     for (const k of keys) {
       chars += k.length;
       stack.push((v as Record<string, unknown>)[k]);
-      depths.push(depth + 1);
     }
     if (chars > maxChars) return 'no';
   }
