@@ -1,9 +1,13 @@
 // The worker thread of yaml-decode.ts: decodes the YAML bodies posted to it, one at a time, with the same
-// decodeYamlText the event loop uses for small bodies.
+// decodeYamlText the event loop uses for small bodies; and large protobuf bodies, with the same
+// decodeProtobufObject.
 import { parentPort } from 'node:worker_threads';
+import { ClusterApiError } from '../common/api-errors.ts';
+import { decodeProtobufObject } from '../http/protobuf.ts';
 import {
   decodeYamlTextForWire,
   sendsAsJson,
+  type ProtobufJob,
   type YamlAnswer,
   type YamlDecoded,
   type YamlJob,
@@ -14,14 +18,25 @@ import {
 const JSON_EXPANSION = 4;
 
 const port = parentPort!;
-port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
+port.on('message', (job: YamlJob | ProtobufJob) => {
+  const { id } = job;
   let answer: YamlAnswer;
   try {
-    const { decoded, ...seen } = decodeYamlTextForWire(text, depthLimit, repeats);
-    answer = { id, result: wire(decoded, seen, text.length) };
+    if ('protobuf' in job) {
+      const body = Buffer.from(job.protobuf.buffer, job.protobuf.byteOffset, job.protobuf.byteLength);
+      const decoded: YamlDecoded = { ok: true, value: decodeProtobufObject(body), duplicateError: undefined };
+      // No alias in protobuf, but nothing known of the value either: the walk decides.
+      answer = { id, result: wire(decoded, { jsonPlain: false, largeMap: false }, body.length) };
+    } else {
+      const { decoded, ...seen } = decodeYamlTextForWire(job.text, job.depthLimit, job.repeats);
+      answer = { id, result: wire(decoded, seen, job.text.length) };
+    }
   } catch (err) {
-    const e = err instanceof Error ? err : new Error(String(err));
-    answer = { id, thrown: { name: e.name, message: e.message } };
+    if (err instanceof ClusterApiError) answer = { id, apiError: err.status };
+    else {
+      const e = err instanceof Error ? err : new Error(String(err));
+      answer = { id, thrown: { name: e.name, message: e.message } };
+    }
   }
   try {
     port.postMessage(answer);
@@ -38,11 +53,7 @@ port.on('message', ({ id, text, depthLimit, repeats }: YamlJob) => {
  * map, NaN, -0) go as the value, and so does a value whose JSON is more than JSON_EXPANSION times its
  * YAML: aliases to collections (bounded as go-yaml bounds them) make copies in JSON, which the clone shares.
  */
-function wire(
-  result: YamlDecoded,
-  seen: { jsonPlain: boolean; largeMap: boolean },
-  textLength: number,
-): YamlWire {
+function wire(result: YamlDecoded, seen: { jsonPlain: boolean; largeMap: boolean }, textLength: number): YamlWire {
   const bound = JSON_EXPANSION * textLength + 1024;
   if (!result.ok) return result;
   if (seen.jsonPlain) {
