@@ -14,7 +14,13 @@ import assert from 'node:assert/strict';
 import https from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
-import { applyStrategicMergePatch } from '../../src/cluster/patch/strategic-merge-patch.ts';
+import {
+  applyStrategicMergePatch,
+  applyStrategicMergePatchWithTurns,
+  longestMergeRunSince,
+  MERGE_SLICE,
+  strategicMergeWork,
+} from '../../src/cluster/patch/strategic-merge-patch.ts';
 import { decodeBody } from '../../src/cluster/http/http-io.ts';
 import { yamlDecodeCounts, yamlDecodeSteps, yamlDuplicateError } from '../../src/cluster/schema/yaml-decode.ts';
 import { call, type Answer, type Endpoint } from './raw-http.ts';
@@ -181,6 +187,49 @@ describe('strategic merge patch list work is linear (operation counts)', () => {
       {
         metadata: { labels: { l0: 'w', l2: 'v', l4: 'v' } },
       },
+    );
+  });
+});
+
+describe('strategic merge patch with turns (a large patch request): the same result, no long run', () => {
+  for (const [what, build] of Object.entries(SMP_CASES)) {
+    it(`${what}: at 3 x MERGE_SLICE entries, the result of the merge without turns, a turn every MERGE_SLICE steps`, async () => {
+      const n = 3 * MERGE_SLICE;
+      const { doc, patch, model } = build(n, new ReadCounter());
+      const inputs = JSON.stringify({ doc, patch });
+      const through = applyStrategicMergePatch(doc, patch, model);
+      const before = strategicMergeWork();
+      longestMergeRunSince();
+      let turns = 0;
+      const turned = await applyStrategicMergePatchWithTurns(doc, patch, model, async () => {
+        turns++;
+      });
+      const work = strategicMergeWork();
+      assert.deepEqual(turned, through);
+      assert.equal(JSON.stringify({ doc, patch }), inputs, 'the inputs are not changed');
+      const steps = work.steps - before.steps;
+      assert.ok(steps >= n, `${steps} steps`);
+      assert.ok(longestMergeRunSince() <= MERGE_SLICE);
+      assert.equal(turns, work.turns - before.turns);
+      assert.ok(turns >= Math.floor(steps / MERGE_SLICE), `${turns} turns for ${steps} steps`);
+    });
+  }
+
+  it('a patch error is the same error with turns', async () => {
+    const patch = { metadata: { finalizers: [...names(2 * MERGE_SLICE, 'e.io/f'), { a: 1 }] } };
+    const doc = { metadata: { finalizers: ['e.io/x'] } };
+    const err = (() => {
+      try {
+        applyStrategicMergePatch(doc, patch, 'V1ConfigMap');
+      } catch (e) {
+        return e as Error;
+      }
+      return undefined;
+    })();
+    assert.ok(err, 'the patch is refused');
+    await assert.rejects(
+      applyStrategicMergePatchWithTurns(doc, patch, 'V1ConfigMap', async () => {}),
+      (e: Error) => e.message === err.message && e.constructor === err.constructor,
     );
   });
 });

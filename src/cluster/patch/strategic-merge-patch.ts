@@ -1,6 +1,11 @@
 // Kubernetes strategic merge patch (k8s.io/apimachinery/pkg/util/strategicpatch, as the API server applies it:
 // MergeParallelList + IgnoreUnmatchedNulls). Merge lists and their keys come from the schema tables generated
 // from k8s.io/api's struct tags (schema.ts); every other list is replaced and every map merged.
+//
+// The merge is written as generators that pause after every MERGE_SLICE list items or map keys they step over
+// (`yield`): applyStrategicMergePatch runs them through, applyStrategicMergePatchWithTurns gives the event loop a
+// turn at each pause, so a large patch (90,000 finalizers) is not one synchronous piece of work. The two give the
+// same result: the pauses change when the work is done, not what it does.
 
 import { getOwn, setOwn } from '../common/json-safety.ts';
 import { isJsonObject } from '../../types/json.ts';
@@ -13,6 +18,68 @@ const DIRECTIVE = '$patch';
 const RETAIN_KEYS = '$retainKeys';
 const DELETE_FROM_PRIMITIVE_LIST = '$deleteFromPrimitiveList/';
 const SET_ELEMENT_ORDER = '$setElementOrder/';
+
+/** List items and map keys stepped over between two pauses of the merge (a turn of the loop, for a large patch). */
+export const MERGE_SLICE = 8_192;
+
+/** The steps of one application since its last pause; a generator yields when they reach MERGE_SLICE. */
+interface Work {
+  steps: number;
+}
+
+/** A merge step that may pause (yield) and returns T. */
+type Merge<T> = Generator<void, T, void>;
+
+const work = { steps: 0, pauses: 0, turns: 0, longestRun: 0 };
+
+/**
+ * Counts of the merges so far (tests read them): `steps` list items and map keys stepped over, `pauses` of the
+ * generators, `turns` given to the event loop at those pauses, `longestRun` the most steps made without a turn
+ * (reset by longestMergeRunSince).
+ */
+export function strategicMergeWork(): typeof work {
+  return { ...work };
+}
+
+/** The most list items and map keys one merge stepped over without a turn of the loop since the last call. */
+export function longestMergeRunSince(): number {
+  const longest = work.longestRun;
+  work.longestRun = 0;
+  return longest;
+}
+
+function endRun(steps: number): void {
+  work.steps += steps;
+  if (steps > work.longestRun) work.longestRun = steps;
+}
+
+/** Runs a merge through without a turn: its pauses only count. */
+function runThrough<T>(merge: Merge<T>, w: Work): T {
+  let run = 0;
+  for (;;) {
+    const r = merge.next();
+    run += w.steps;
+    w.steps = 0;
+    if (r.done) {
+      endRun(run);
+      return r.value;
+    }
+    work.pauses++;
+  }
+}
+
+/** Runs a merge with `turn` (a turn of the event loop) at each of its pauses. */
+async function runWithTurns<T>(merge: Merge<T>, w: Work, turn: () => Promise<void>): Promise<T> {
+  for (;;) {
+    const r = merge.next();
+    endRun(w.steps);
+    w.steps = 0;
+    if (r.done) return r.value;
+    work.pauses++;
+    work.turns++;
+    await turn();
+  }
+}
 
 /** How a list field merges: `mergeKey` for lists of maps, none for a set of scalars. */
 interface ListStrategy {
@@ -31,11 +98,22 @@ export function listStrategyAt(path: readonly string[]): ListStrategy | undefine
 const bad = (msg: string) => new PatchError(msg, 400);
 
 /** Removes null values from maps nested in a value that has no counterpart in the original (IgnoreUnmatchedNulls). */
-function discardNulls(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(discardNulls);
-  if (!isJsonObject(v)) return v;
+function* discardNulls(v: unknown, w: Work): Merge<unknown> {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) {
+    const out: unknown[] = [];
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      out.push(x === null || typeof x !== 'object' ? x : yield* discardNulls(x, w));
+      if (++w.steps >= MERGE_SLICE) yield;
+    }
+    return out;
+  }
   const out: JsonMap = {};
-  for (const [k, x] of Object.entries(v)) if (x !== null) setOwn(out, k, discardNulls(x));
+  for (const [k, x] of Object.entries(v as JsonMap)) {
+    if (x !== null) setOwn(out, k, typeof x !== 'object' ? x : yield* discardNulls(x, w));
+    if (++w.steps >= MERGE_SLICE) yield;
+  }
   return out;
 }
 
@@ -43,13 +121,13 @@ function kindOf(v: unknown): 'map' | 'list' | 'scalar' {
   return Array.isArray(v) ? 'list' : isJsonObject(v) ? 'map' : 'scalar';
 }
 
-function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
+function* mergeMap(original: JsonMap, patch: JsonMap, path: string[], w: Work): Merge<JsonMap> {
   if (DIRECTIVE in patch) {
     const d = patch[DIRECTIVE];
     if (d === 'replace') {
       const rest = { ...patch };
       delete rest[DIRECTIVE];
-      return mergeMap({}, rest, path);
+      return yield* mergeMap({}, rest, path, w);
     }
     if (d === 'delete') return {};
     throw bad(`Unexpected patch type: ${JSON.stringify(d)}`);
@@ -61,19 +139,28 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
     const retain = todo[RETAIN_KEYS];
     delete todo[RETAIN_KEYS];
     if (!Array.isArray(retain)) throw bad('invalid patch: the value of $retainKeys must be a list');
-    const keep = new Set(retain);
+    const keep = new Set<unknown>();
+    for (let i = 0; i < retain.length; i++) {
+      keep.add(retain[i]);
+      if (++w.steps >= MERGE_SLICE) yield;
+    }
     for (const [k, v] of Object.entries(todo)) {
+      if (++w.steps >= MERGE_SLICE) yield;
       if (v === null || k.startsWith(DELETE_FROM_PRIMITIVE_LIST) || k.startsWith(SET_ELEMENT_ORDER)) continue;
       if (!keep.has(k)) throw bad("doesn't match $retainKeys list: the patch has keys that are not in $retainKeys");
     }
     // Rebuilt rather than deleted from: deleting most keys of a large object one by one is not linear in V8.
     const retained: JsonMap = {};
-    for (const k of Object.keys(out)) if (keep.has(k)) setOwn(retained, k, out[k]);
+    for (const k of Object.keys(out)) {
+      if (keep.has(k)) setOwn(retained, k, out[k]);
+      if (++w.steps >= MERGE_SLICE) yield;
+    }
     out = retained;
   }
 
   // $setElementOrder first: it consumes its list from the patch.
   for (const key of Object.keys(todo)) {
+    if (++w.steps >= MERGE_SLICE) yield;
     if (!key.startsWith(SET_ELEMENT_ORDER)) continue;
     const order = todo[key];
     delete todo[key];
@@ -88,13 +175,15 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
     if (patchList !== undefined && !Array.isArray(patchList)) throw bad(`invalid patch: ${field} is not a list`);
     if (origList === undefined && patchList === undefined) continue;
     let merged: unknown[];
-    if (origList !== undefined && patchList !== undefined) merged = mergeList(origList, patchList, childPath, false);
-    else merged = origList ?? stripListDirectives(patchList as unknown[], strategy);
-    setOwn(out, field, normalizeOrder(merged, order, origList ?? [], strategy?.mergeKey));
+    if (origList !== undefined && patchList !== undefined)
+      merged = yield* mergeList(origList, patchList, childPath, false, w);
+    else merged = origList ?? (yield* stripListDirectives(patchList as unknown[], strategy, w));
+    setOwn(out, field, yield* normalizeOrder(merged, order, origList ?? [], strategy?.mergeKey, w));
     delete todo[field];
   }
 
   for (const [rawKey, patchV] of Object.entries(todo)) {
+    if (++w.steps >= MERGE_SLICE) yield;
     let key = rawKey;
     let isDeleteList = false;
     if (rawKey.startsWith(DELETE_FROM_PRIMITIVE_LIST)) {
@@ -108,47 +197,60 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string[]): JsonMap {
       if (!isDeleteList) delete out[key];
       continue;
     }
-    const childPath = [...path, key];
     // Own properties only: `__proto__`, `constructor` and `prototype` are plain keys here.
     const origV = getOwn(out, key);
+    if (typeof patchV !== 'object' && (origV === undefined || typeof origV !== 'object' || origV === null)) {
+      // A scalar over nothing or over a scalar (most keys of a large map): set as it is.
+      if (!isDeleteList) setOwn(out, key, patchV);
+      continue;
+    }
+    const childPath = [...path, key];
     if (origV === undefined) {
       if (isDeleteList) continue;
-      setOwn(out, key, fresh(patchV, childPath));
+      setOwn(out, key, yield* fresh(patchV, childPath, w));
       continue;
     }
     const kind = kindOf(origV);
     if (kind !== kindOf(patchV)) {
-      if (!isDeleteList) setOwn(out, key, fresh(patchV, childPath));
+      if (!isDeleteList) setOwn(out, key, yield* fresh(patchV, childPath, w));
       continue;
     }
-    if (kind === 'map') setOwn(out, key, mergeMap(origV as JsonMap, patchV as JsonMap, childPath));
+    if (kind === 'map') setOwn(out, key, yield* mergeMap(origV as JsonMap, patchV as JsonMap, childPath, w));
     else if (kind === 'list')
-      setOwn(out, key, mergeList(origV as unknown[], patchV as unknown[], childPath, isDeleteList));
+      setOwn(out, key, yield* mergeList(origV as unknown[], patchV as unknown[], childPath, isDeleteList, w));
     else setOwn(out, key, patchV);
   }
   return out;
 }
 
 /** A patch value with no counterpart in the original: directives are applied against nothing, nulls dropped. */
-function fresh(v: unknown, path: string[]): unknown {
-  if (isJsonObject(v)) return mergeMap({}, v, path);
-  if (Array.isArray(v)) return mergeList([], v, path, false);
+function* fresh(v: unknown, path: string[], w: Work): Merge<unknown> {
+  if (isJsonObject(v)) return yield* mergeMap({}, v, path, w);
+  if (Array.isArray(v)) return yield* mergeList([], v, path, false, w);
   return v;
 }
 
-function stripListDirectives(list: unknown[], strategy: ListStrategy | undefined): unknown[] {
-  if (strategy?.mergeKey === undefined) return list.map(discardNulls);
-  return list.filter((e) => !(isJsonObject(e) && DIRECTIVE in e)).map(discardNulls);
+function* stripListDirectives(list: unknown[], strategy: ListStrategy | undefined, w: Work): Merge<unknown[]> {
+  const out: unknown[] = [];
+  const dropDirectives = strategy?.mergeKey !== undefined;
+  for (let i = 0; i < list.length; i++) {
+    const e: unknown = list[i];
+    if (++w.steps >= MERGE_SLICE) yield;
+    if (e === null || typeof e !== 'object') out.push(e);
+    else if (!(dropDirectives && isJsonObject(e) && DIRECTIVE in e)) out.push(yield* discardNulls(e, w));
+  }
+  return out;
 }
 
-function elementKind(...lists: unknown[][]): 'map' | 'scalar' | undefined {
+function* elementKind(lists: unknown[][], w: Work): Merge<'map' | 'scalar' | undefined> {
   let kind: 'map' | 'scalar' | undefined;
   for (const list of lists) {
-    for (const e of list) {
-      const k = kindOf(e);
+    for (let i = 0; i < list.length; i++) {
+      const k = kindOf(list[i]);
       if (k === 'list') throw new PatchError('lists of lists are not supported', 422);
       if (kind !== undefined && kind !== k) throw bad('list element types are not identical');
       kind = k;
+      if (++w.steps >= MERGE_SLICE) yield;
     }
   }
   return kind;
@@ -158,12 +260,14 @@ const keyOf = (e: unknown, mergeKey: string | undefined): unknown =>
   mergeKey === undefined ? e : (e as JsonMap)[mergeKey];
 
 /** Key (the element itself for scalars, its merge key's value for maps) to its first position in `list`. */
-function firstPositions(list: readonly unknown[], mergeKey: string | undefined): Map<unknown, number> {
+function* firstPositions(list: readonly unknown[], mergeKey: string | undefined, w: Work): Merge<Map<unknown, number>> {
   const at = new Map<unknown, number>();
-  list.forEach((x, i) => {
+  for (let i = 0; i < list.length; i++) {
+    const x = list[i];
     const k = mergeKey === undefined ? x : isJsonObject(x) ? x[mergeKey] : undefined;
     if (!at.has(k)) at.set(k, i);
-  });
+    if (++w.steps >= MERGE_SLICE) yield;
+  }
   return at;
 }
 
@@ -173,18 +277,46 @@ function requireMergeKey(e: unknown, mergeKey: string): JsonMap {
   return e;
 }
 
-function mergeList(original: unknown[], patch: unknown[], path: string[], isDeleteList: boolean): unknown[] {
+function* mergeList(
+  original: unknown[],
+  patch: unknown[],
+  path: string[],
+  isDeleteList: boolean,
+  w: Work,
+): Merge<unknown[]> {
   const strategy = listStrategyAt(path);
-  if (strategy === undefined && !isDeleteList) return stripListDirectives(patch, undefined);
+  if (strategy === undefined && !isDeleteList) return yield* stripListDirectives(patch, undefined, w);
   if (original.length === 0 && patch.length === 0) return [];
-  const kind = elementKind(original, patch);
+  const kind = yield* elementKind([original, patch], w);
   if (kind !== 'map') {
     if (isDeleteList) {
-      const removed = new Set(patch);
-      return original.filter((e) => !removed.has(e));
+      const removed = new Set<unknown>();
+      for (let i = 0; i < patch.length; i++) {
+        removed.add(patch[i]);
+        if (++w.steps >= MERGE_SLICE) yield;
+      }
+      const kept: unknown[] = [];
+      for (let i = 0; i < original.length; i++) {
+        const e = original[i];
+        if (!removed.has(e)) kept.push(e);
+        if (++w.steps >= MERGE_SLICE) yield;
+      }
+      return kept;
     }
-    const merged = [...new Set([...original, ...patch])];
-    return normalizeOrder(merged, patch, original, undefined);
+    // The union, each item once, in the order first seen: the original's, then the patch's.
+    const seen = new Set<unknown>();
+    const merged: unknown[] = [];
+    for (const list of [original, patch]) {
+      for (let i = 0; i < list.length; i++) {
+        const e = list[i];
+        if (!seen.has(e)) {
+          seen.add(e);
+          merged.push(e);
+        }
+        if (++w.steps >= MERGE_SLICE) yield;
+      }
+    }
+    return yield* normalizeOrder(merged, patch, original, undefined, w);
   }
   const mergeKey = strategy?.mergeKey;
   if (mergeKey === undefined) throw bad(`cannot merge lists without merge key for ${path.slice(1).join('.')}`);
@@ -193,8 +325,9 @@ function mergeList(original: unknown[], patch: unknown[], path: string[], isDele
   const deleted = new Set<unknown>();
   const plain: JsonMap[] = [];
   let replace = false;
-  for (const e of patch) {
-    const m = requireMapElement(e);
+  for (let i = 0; i < patch.length; i++) {
+    if (++w.steps >= MERGE_SLICE) yield;
+    const m = requireMapElement(patch[i]);
     if (!(DIRECTIVE in m)) {
       plain.push(m);
       continue;
@@ -211,23 +344,35 @@ function mergeList(original: unknown[], patch: unknown[], path: string[], isDele
       throw bad(`Unexpected patch type: ${JSON.stringify(d)}`);
     }
   }
-  if (replace) return plain.map((e) => mergeMap({}, e, path));
+  if (replace) {
+    const out: JsonMap[] = [];
+    for (const e of plain) {
+      out.push(yield* mergeMap({}, e, path, w));
+      if (++w.steps >= MERGE_SLICE) yield;
+    }
+    return out;
+  }
 
   // One pass each, through maps from merge key to position: linear in the lists, not in their product.
-  const orig =
-    deleted.size === 0 ? [...original] : original.filter((o) => !(isJsonObject(o) && deleted.has(o[mergeKey])));
+  const orig: unknown[] = [];
+  for (let i = 0; i < original.length; i++) {
+    const o = original[i];
+    if (deleted.size === 0 || !(isJsonObject(o) && deleted.has(o[mergeKey]))) orig.push(o);
+    if (++w.steps >= MERGE_SLICE) yield;
+  }
   const merged = [...orig];
-  const at = firstPositions(merged, mergeKey);
+  const at = yield* firstPositions(merged, mergeKey, w);
   for (const p of plain) {
+    if (++w.steps >= MERGE_SLICE) yield;
     requireMergeKey(p, mergeKey);
     const i = at.get(p[mergeKey]);
-    if (i !== undefined) merged[i] = mergeMap(requireMergeKey(merged[i], mergeKey), p, path);
+    if (i !== undefined) merged[i] = yield* mergeMap(requireMergeKey(merged[i], mergeKey), p, path, w);
     else {
       at.set(p[mergeKey], merged.length);
-      merged.push(mergeMap({}, p, path));
+      merged.push(yield* mergeMap({}, p, path, w));
     }
   }
-  return normalizeOrder(merged, plain, orig, mergeKey);
+  return yield* normalizeOrder(merged, plain, orig, mergeKey, w);
 }
 
 function requireMapElement(e: unknown): JsonMap {
@@ -240,40 +385,46 @@ function requireMapElement(e: unknown): JsonMap {
  * their order, and the two are interleaved by their positions in `serverOrder` (a new item goes before the
  * server-only items that follow it, e.g. server [a,b] + patch [c] gives [c,a,b]).
  */
-function normalizeOrder(
+function* normalizeOrder(
   merged: unknown[],
   patchOrder: unknown[],
   serverOrder: unknown[],
   mergeKey: string | undefined,
-): unknown[] {
+  w: Work,
+): Merge<unknown[]> {
   // Position of an item in a list by its key (the first one, as findIndex would): one map per list.
-  const positions = new Map<unknown[], Map<unknown, number>>();
-  const idx = (list: unknown[], item: unknown) => {
-    let at = positions.get(list);
-    if (!at) positions.set(list, (at = firstPositions(list, mergeKey)));
-    return at.get(keyOf(item, mergeKey)) ?? -1;
-  };
+  const inPatch = yield* firstPositions(patchOrder, mergeKey, w);
+  const inServer = serverOrder.length === 0 ? undefined : yield* firstPositions(serverOrder, mergeKey, w);
+  const serverIdx = (item: unknown) => (inServer === undefined ? -1 : (inServer.get(keyOf(item, mergeKey)) ?? -1));
   // Each item's position in a list is looked up once: the partition's lookup is the sort's, and the merge below
   // reads positions kept by the sorts (it looked two up per step).
   const patchItems: unknown[] = [];
   const patchPos: number[] = [];
   const serverOnly: unknown[] = [];
-  for (const m of merged) {
-    const p = idx(patchOrder, m);
+  for (let i = 0; i < merged.length; i++) {
+    const m = merged[i];
+    const p = inPatch.get(keyOf(m, mergeKey)) ?? -1;
     if (p >= 0) {
       patchItems.push(m);
       patchPos.push(p);
     } else serverOnly.push(m);
+    if (++w.steps >= MERGE_SLICE) yield;
   }
   // Items found in `order` by their position there, then the others in their own order: a stable counting sort
   // (positions are list indices), linear where a comparison sort of 90,000 finalizers was not.
-  const sortBy = (items: unknown[], pos: ArrayLike<number>, orderLength: number) => {
+  function* sortBy(items: unknown[], pos: ArrayLike<number>, orderLength: number) {
     const starts = new Int32Array(orderLength + 2); // starts[p + 1]: items at position p - 1 (p = -1: not found)
-    for (let i = 0; i < items.length; i++) starts[pos[i] + 2]++;
+    for (let i = 0; i < items.length; i++) {
+      starts[pos[i] + 2]++;
+      if (++w.steps >= MERGE_SLICE) yield;
+    }
     // Not found (-1) sorts last: count it after every position.
     const missing = starts[1];
     starts[1] = 0;
-    for (let p = 2; p < starts.length; p++) starts[p] += starts[p - 1];
+    for (let p = 2; p < starts.length; p++) {
+      starts[p] += starts[p - 1];
+      if (++w.steps >= MERGE_SLICE) yield;
+    }
     const sorted = new Array<unknown>(items.length);
     const sortedPos = new Int32Array(items.length);
     let last = items.length - missing;
@@ -281,13 +432,25 @@ function normalizeOrder(
       const at = pos[i] < 0 ? last++ : starts[pos[i] + 1]++;
       sorted[at] = items[i];
       sortedPos[at] = pos[i];
+      if (++w.steps >= MERGE_SLICE) yield;
     }
     return { sorted, sortedPos };
-  };
-  const serverPos = Int32Array.from(serverOnly, (m) => idx(serverOrder, m));
-  const { sorted: left, sortedPos: leftPos } = sortBy(serverOnly, serverPos, serverOrder.length);
-  const right = sortBy(patchItems, patchPos, patchOrder.length).sorted;
-  const rightPos = serverOrder.length === 0 ? undefined : Int32Array.from(right, (m) => idx(serverOrder, m));
+  }
+  const serverPos = new Int32Array(serverOnly.length);
+  for (let i = 0; i < serverOnly.length; i++) {
+    serverPos[i] = serverIdx(serverOnly[i]);
+    if (++w.steps >= MERGE_SLICE) yield;
+  }
+  const { sorted: left, sortedPos: leftPos } = yield* sortBy(serverOnly, serverPos, serverOrder.length);
+  const right = (yield* sortBy(patchItems, patchPos, patchOrder.length)).sorted;
+  let rightPos: Int32Array | undefined;
+  if (inServer !== undefined) {
+    rightPos = new Int32Array(right.length);
+    for (let i = 0; i < right.length; i++) {
+      rightPos[i] = serverIdx(right[i]);
+      if (++w.steps >= MERGE_SLICE) yield;
+    }
+  }
   const out: unknown[] = [];
   let i = 0;
   let j = 0;
@@ -300,8 +463,14 @@ function normalizeOrder(
       if (li >= 0 && ri >= 0 && li < ri) out.push(left[i++]);
       else out.push(right[j++]);
     }
+    if (++w.steps >= MERGE_SLICE) yield;
   }
   return out;
+}
+
+function* strategicMerge(doc: unknown, patch: unknown, model: string, w: Work): Merge<JsonMap> {
+  if (!isJsonObject(patch)) throw bad('invalid JSON document');
+  return yield* mergeMap(isJsonObject(doc) ? doc : {}, patch, [model], w);
 }
 
 /**
@@ -312,7 +481,24 @@ function normalizeOrder(
  * @throws PatchError 400 for a malformed patch or directive, 422 for a list of lists.
  */
 export function applyStrategicMergePatch<T>(doc: T, patch: unknown, model: string): T {
-  if (!isJsonObject(patch)) throw bad('invalid JSON document');
+  const w: Work = { steps: 0 };
   // mergeMap never mutates its inputs but shares untouched subtrees with them; the clone makes the result private.
-  return structuredClone(mergeMap(isJsonObject(doc) ? doc : {}, patch, [model])) as T;
+  return structuredClone(runThrough(strategicMerge(doc, patch, model, w), w)) as T;
+}
+
+/**
+ * applyStrategicMergePatch with `turn` (a turn of the event loop, for a large patch's request) after every
+ * MERGE_SLICE list items or map keys of the merge. Neither input may change meanwhile: the caller passes a private
+ * copy of the document, and the patch is the request's.
+ * @throws PatchError as applyStrategicMergePatch
+ */
+export async function applyStrategicMergePatchWithTurns<T>(
+  doc: T,
+  patch: unknown,
+  model: string,
+  turn: () => Promise<void>,
+): Promise<T> {
+  const w: Work = { steps: 0 };
+  const merged = await runWithTurns(strategicMerge(doc, patch, model, w), w, turn);
+  return structuredClone(merged) as T;
 }
