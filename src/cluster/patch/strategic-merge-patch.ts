@@ -81,6 +81,67 @@ async function runWithTurns<T>(merge: Merge<T>, w: Work, turn: () => Promise<voi
   }
 }
 
+/** inSlices of a range that fits in the current slice: already run, nothing to pause for. */
+const NO_PAUSE: readonly void[] = [];
+
+/**
+ * Runs `range(from, to)` over [0, length) in pieces that fill the current slice, pausing when it is full. The
+ * per-item loops live in `range`, an ordinary function (the engine optimises its loop as any other). A range
+ * that fits in the slice (every list of a small patch) is run at once, with no generator.
+ */
+function inSlices(length: number, w: Work, range: (from: number, to: number) => void): Iterable<void> {
+  if (length < MERGE_SLICE - w.steps) {
+    range(0, length);
+    w.steps += length;
+    return NO_PAUSE;
+  }
+  return slices(length, w, range);
+}
+
+function* slices(length: number, w: Work, range: (from: number, to: number) => void): Merge<void> {
+  let from = 0;
+  while (from < length) {
+    const to = Math.min(length, from + MERGE_SLICE - w.steps);
+    range(from, to);
+    w.steps += to - from;
+    from = to;
+    if (w.steps >= MERGE_SLICE) yield;
+  }
+}
+
+/** Copies the scalars of list[from, to) to `out` up to the first map or list; returns its index (or `to`). */
+function copyScalars(list: readonly unknown[], out: unknown[], from: number, to: number): number {
+  for (let i = from; i < to; i++) {
+    const e: unknown = list[i];
+    if (e !== null && typeof e === 'object') return i;
+    out.push(e);
+  }
+  return to;
+}
+
+/**
+ * A copy of `list`: scalars as they are, maps and lists through `each` (which may drop them: undefined), pausing
+ * every MERGE_SLICE items.
+ */
+function* copyList(list: readonly unknown[], w: Work, each: (e: object) => Merge<unknown>): Merge<unknown[]> {
+  const out: unknown[] = [];
+  let i = 0;
+  while (i < list.length) {
+    const to = Math.min(list.length, i + MERGE_SLICE - w.steps);
+    const at = copyScalars(list, out, i, to);
+    w.steps += at - i;
+    i = at;
+    if (i < to) {
+      const copied = yield* each(list[i] as object);
+      if (copied !== undefined) out.push(copied);
+      w.steps++;
+      i++;
+    }
+    if (w.steps >= MERGE_SLICE) yield;
+  }
+  return out;
+}
+
 /** How a list field merges: `mergeKey` for lists of maps, none for a set of scalars. */
 interface ListStrategy {
   mergeKey?: string;
@@ -100,15 +161,7 @@ const bad = (msg: string) => new PatchError(msg, 400);
 /** Removes null values from maps nested in a value that has no counterpart in the original (IgnoreUnmatchedNulls). */
 function* discardNulls(v: unknown, w: Work): Merge<unknown> {
   if (v === null || typeof v !== 'object') return v;
-  if (Array.isArray(v)) {
-    const out: unknown[] = [];
-    for (let i = 0; i < v.length; i++) {
-      const x: unknown = v[i];
-      out.push(x === null || typeof x !== 'object' ? x : yield* discardNulls(x, w));
-      if (++w.steps >= MERGE_SLICE) yield;
-    }
-    return out;
-  }
+  if (Array.isArray(v)) return yield* copyList(v, w, (x) => discardNulls(x, w));
   const out: JsonMap = {};
   for (const [k, x] of Object.entries(v as JsonMap)) {
     if (x !== null) setOwn(out, k, typeof x !== 'object' ? x : yield* discardNulls(x, w));
@@ -231,27 +284,25 @@ function* fresh(v: unknown, path: string[], w: Work): Merge<unknown> {
 }
 
 function* stripListDirectives(list: unknown[], strategy: ListStrategy | undefined, w: Work): Merge<unknown[]> {
-  const out: unknown[] = [];
   const dropDirectives = strategy?.mergeKey !== undefined;
-  for (let i = 0; i < list.length; i++) {
-    const e: unknown = list[i];
-    if (++w.steps >= MERGE_SLICE) yield;
-    if (e === null || typeof e !== 'object') out.push(e);
-    else if (!(dropDirectives && isJsonObject(e) && DIRECTIVE in e)) out.push(yield* discardNulls(e, w));
-  }
-  return out;
+  // A directive element ({$patch: ...}) of a merge-key list is dropped: undefined.
+  return yield* copyList(list, w, function* (e) {
+    if (dropDirectives && isJsonObject(e) && DIRECTIVE in e) return undefined;
+    return yield* discardNulls(e, w);
+  });
 }
 
 function* elementKind(lists: unknown[][], w: Work): Merge<'map' | 'scalar' | undefined> {
   let kind: 'map' | 'scalar' | undefined;
   for (const list of lists) {
-    for (let i = 0; i < list.length; i++) {
-      const k = kindOf(list[i]);
-      if (k === 'list') throw new PatchError('lists of lists are not supported', 422);
-      if (kind !== undefined && kind !== k) throw bad('list element types are not identical');
-      kind = k;
-      if (++w.steps >= MERGE_SLICE) yield;
-    }
+    yield* inSlices(list.length, w, (from, to) => {
+      for (let i = from; i < to; i++) {
+        const k = kindOf(list[i]);
+        if (k === 'list') throw new PatchError('lists of lists are not supported', 422);
+        if (kind !== undefined && kind !== k) throw bad('list element types are not identical');
+        kind = k;
+      }
+    });
   }
   return kind;
 }
@@ -262,12 +313,13 @@ const keyOf = (e: unknown, mergeKey: string | undefined): unknown =>
 /** Key (the element itself for scalars, its merge key's value for maps) to its first position in `list`. */
 function* firstPositions(list: readonly unknown[], mergeKey: string | undefined, w: Work): Merge<Map<unknown, number>> {
   const at = new Map<unknown, number>();
-  for (let i = 0; i < list.length; i++) {
-    const x = list[i];
-    const k = mergeKey === undefined ? x : isJsonObject(x) ? x[mergeKey] : undefined;
-    if (!at.has(k)) at.set(k, i);
-    if (++w.steps >= MERGE_SLICE) yield;
-  }
+  yield* inSlices(list.length, w, (from, to) => {
+    for (let i = from; i < to; i++) {
+      const x = list[i];
+      const k = mergeKey === undefined ? x : isJsonObject(x) ? x[mergeKey] : undefined;
+      if (!at.has(k)) at.set(k, i);
+    }
+  });
   return at;
 }
 
@@ -291,30 +343,31 @@ function* mergeList(
   if (kind !== 'map') {
     if (isDeleteList) {
       const removed = new Set<unknown>();
-      for (let i = 0; i < patch.length; i++) {
-        removed.add(patch[i]);
-        if (++w.steps >= MERGE_SLICE) yield;
-      }
+      yield* inSlices(patch.length, w, (from, to) => {
+        for (let i = from; i < to; i++) removed.add(patch[i]);
+      });
       const kept: unknown[] = [];
-      for (let i = 0; i < original.length; i++) {
-        const e = original[i];
-        if (!removed.has(e)) kept.push(e);
-        if (++w.steps >= MERGE_SLICE) yield;
-      }
+      yield* inSlices(original.length, w, (from, to) => {
+        for (let i = from; i < to; i++) {
+          const e = original[i];
+          if (!removed.has(e)) kept.push(e);
+        }
+      });
       return kept;
     }
     // The union, each item once, in the order first seen: the original's, then the patch's.
     const seen = new Set<unknown>();
     const merged: unknown[] = [];
     for (const list of [original, patch]) {
-      for (let i = 0; i < list.length; i++) {
-        const e = list[i];
-        if (!seen.has(e)) {
-          seen.add(e);
-          merged.push(e);
+      yield* inSlices(list.length, w, (from, to) => {
+        for (let i = from; i < to; i++) {
+          const e = list[i];
+          if (!seen.has(e)) {
+            seen.add(e);
+            merged.push(e);
+          }
         }
-        if (++w.steps >= MERGE_SLICE) yield;
-      }
+      });
     }
     return yield* normalizeOrder(merged, patch, original, undefined, w);
   }
@@ -355,11 +408,12 @@ function* mergeList(
 
   // One pass each, through maps from merge key to position: linear in the lists, not in their product.
   const orig: unknown[] = [];
-  for (let i = 0; i < original.length; i++) {
-    const o = original[i];
-    if (deleted.size === 0 || !(isJsonObject(o) && deleted.has(o[mergeKey]))) orig.push(o);
-    if (++w.steps >= MERGE_SLICE) yield;
-  }
+  yield* inSlices(original.length, w, (from, to) => {
+    for (let i = from; i < to; i++) {
+      const o = original[i];
+      if (deleted.size === 0 || !(isJsonObject(o) && deleted.has(o[mergeKey]))) orig.push(o);
+    }
+  });
   const merged = [...orig];
   const at = yield* firstPositions(merged, mergeKey, w);
   for (const p of plain) {
@@ -381,6 +435,54 @@ function requireMapElement(e: unknown): JsonMap {
 }
 
 /**
+ * `items` in the order of their positions `pos` in a list of `orderLength` (-1: not in it, last, in their own
+ * order), with those positions: a stable counting sort (positions are list indices), linear where a comparison
+ * sort of 90,000 finalizers was not.
+ */
+function* sortBy(
+  items: unknown[],
+  pos: ArrayLike<number>,
+  orderLength: number,
+  w: Work,
+): Merge<{ sorted: unknown[]; sortedPos: Int32Array }> {
+  const starts = new Int32Array(orderLength + 2); // starts[p + 1]: items at position p - 1 (p = -1: not found)
+  yield* inSlices(items.length, w, (from, to) => {
+    for (let i = from; i < to; i++) starts[pos[i] + 2]++;
+  });
+  // Not found (-1) sorts last: count it after every position.
+  const missing = starts[1];
+  starts[1] = 0;
+  yield* inSlices(starts.length - 2, w, (from, to) => {
+    for (let p = from + 2; p < to + 2; p++) starts[p] += starts[p - 1];
+  });
+  const sorted = new Array<unknown>(items.length);
+  const sortedPos = new Int32Array(items.length);
+  let last = items.length - missing;
+  yield* inSlices(items.length, w, (from, to) => {
+    for (let i = from; i < to; i++) {
+      const at = pos[i] < 0 ? last++ : starts[pos[i] + 1]++;
+      sorted[at] = items[i];
+      sortedPos[at] = pos[i];
+    }
+  });
+  return { sorted, sortedPos };
+}
+
+/** The positions of `items` (by key) in the list `at` maps (-1: not in it). */
+function* positionsIn(
+  at: Map<unknown, number> | undefined,
+  items: unknown[],
+  mergeKey: string | undefined,
+  w: Work,
+): Merge<Int32Array> {
+  const pos = new Int32Array(items.length);
+  yield* inSlices(items.length, w, (from, to) => {
+    for (let i = from; i < to; i++) pos[i] = at === undefined ? -1 : (at.get(keyOf(items[i], mergeKey)) ?? -1);
+  });
+  return pos;
+}
+
+/**
  * strategicpatch.normalizeElementOrder: items named by `patchOrder` come in that order, server-only items keep
  * their order, and the two are interleaved by their positions in `serverOrder` (a new item goes before the
  * server-only items that follow it, e.g. server [a,b] + patch [c] gives [c,a,b]).
@@ -395,76 +497,40 @@ function* normalizeOrder(
   // Position of an item in a list by its key (the first one, as findIndex would): one map per list.
   const inPatch = yield* firstPositions(patchOrder, mergeKey, w);
   const inServer = serverOrder.length === 0 ? undefined : yield* firstPositions(serverOrder, mergeKey, w);
-  const serverIdx = (item: unknown) => (inServer === undefined ? -1 : (inServer.get(keyOf(item, mergeKey)) ?? -1));
   // Each item's position in a list is looked up once: the partition's lookup is the sort's, and the merge below
   // reads positions kept by the sorts (it looked two up per step).
   const patchItems: unknown[] = [];
   const patchPos: number[] = [];
   const serverOnly: unknown[] = [];
-  for (let i = 0; i < merged.length; i++) {
-    const m = merged[i];
-    const p = inPatch.get(keyOf(m, mergeKey)) ?? -1;
-    if (p >= 0) {
-      patchItems.push(m);
-      patchPos.push(p);
-    } else serverOnly.push(m);
-    if (++w.steps >= MERGE_SLICE) yield;
-  }
-  // Items found in `order` by their position there, then the others in their own order: a stable counting sort
-  // (positions are list indices), linear where a comparison sort of 90,000 finalizers was not.
-  function* sortBy(items: unknown[], pos: ArrayLike<number>, orderLength: number) {
-    const starts = new Int32Array(orderLength + 2); // starts[p + 1]: items at position p - 1 (p = -1: not found)
-    for (let i = 0; i < items.length; i++) {
-      starts[pos[i] + 2]++;
-      if (++w.steps >= MERGE_SLICE) yield;
+  yield* inSlices(merged.length, w, (from, to) => {
+    for (let i = from; i < to; i++) {
+      const m = merged[i];
+      const p = inPatch.get(keyOf(m, mergeKey)) ?? -1;
+      if (p >= 0) {
+        patchItems.push(m);
+        patchPos.push(p);
+      } else serverOnly.push(m);
     }
-    // Not found (-1) sorts last: count it after every position.
-    const missing = starts[1];
-    starts[1] = 0;
-    for (let p = 2; p < starts.length; p++) {
-      starts[p] += starts[p - 1];
-      if (++w.steps >= MERGE_SLICE) yield;
-    }
-    const sorted = new Array<unknown>(items.length);
-    const sortedPos = new Int32Array(items.length);
-    let last = items.length - missing;
-    for (let i = 0; i < items.length; i++) {
-      const at = pos[i] < 0 ? last++ : starts[pos[i] + 1]++;
-      sorted[at] = items[i];
-      sortedPos[at] = pos[i];
-      if (++w.steps >= MERGE_SLICE) yield;
-    }
-    return { sorted, sortedPos };
-  }
-  const serverPos = new Int32Array(serverOnly.length);
-  for (let i = 0; i < serverOnly.length; i++) {
-    serverPos[i] = serverIdx(serverOnly[i]);
-    if (++w.steps >= MERGE_SLICE) yield;
-  }
-  const { sorted: left, sortedPos: leftPos } = yield* sortBy(serverOnly, serverPos, serverOrder.length);
-  const right = (yield* sortBy(patchItems, patchPos, patchOrder.length)).sorted;
-  let rightPos: Int32Array | undefined;
-  if (inServer !== undefined) {
-    rightPos = new Int32Array(right.length);
-    for (let i = 0; i < right.length; i++) {
-      rightPos[i] = serverIdx(right[i]);
-      if (++w.steps >= MERGE_SLICE) yield;
-    }
-  }
+  });
+  const serverPos = yield* positionsIn(inServer, serverOnly, mergeKey, w);
+  const { sorted: left, sortedPos: leftPos } = yield* sortBy(serverOnly, serverPos, serverOrder.length, w);
+  const right = (yield* sortBy(patchItems, patchPos, patchOrder.length, w)).sorted;
+  const rightPos = inServer === undefined ? undefined : yield* positionsIn(inServer, right, mergeKey, w);
   const out: unknown[] = [];
   let i = 0;
   let j = 0;
-  while (i < left.length || j < right.length) {
-    if (i >= left.length) out.push(right[j++]);
-    else if (j >= right.length) out.push(left[i++]);
-    else {
-      const li = leftPos[i];
-      const ri = rightPos === undefined ? -1 : rightPos[j];
-      if (li >= 0 && ri >= 0 && li < ri) out.push(left[i++]);
-      else out.push(right[j++]);
+  yield* inSlices(left.length + right.length, w, (from, to) => {
+    for (let n = from; n < to; n++) {
+      if (i >= left.length) out.push(right[j++]);
+      else if (j >= right.length) out.push(left[i++]);
+      else {
+        const li = leftPos[i];
+        const ri = rightPos === undefined ? -1 : rightPos[j];
+        if (li >= 0 && ri >= 0 && li < ri) out.push(left[i++]);
+        else out.push(right[j++]);
+      }
     }
-    if (++w.steps >= MERGE_SLICE) yield;
-  }
+  });
   return out;
 }
 
