@@ -414,6 +414,24 @@ describe('a large strategic merge patch gives the loop turns inside the merge (i
     });
   }
 
+  it('a large patch that fails gets the answer a small one gets (400 for a bad list, 404 for no object)', async () => {
+    const name = `smp-turns-${seq++}`;
+    assert.equal((await call(e, 'POST', CMS, { body: JSON.stringify({ metadata: { name } }) })).status, 201);
+    const answer = async (path: string, n: number) => {
+      const body = JSON.stringify({ metadata: { finalizers: [...names(n, fin), { not: 'a name' }] } });
+      const r = await call(e, 'PATCH', path, { body, contentType: 'application/strategic-merge-patch+json' });
+      return { status: r.status, message: (JSON.parse(r.text) as { message: string }).message };
+    };
+    const before = strategicMergeWork();
+    const small = await answer(`${CMS}/${name}`, 10);
+    const large = await answer(`${CMS}/${name}`, 3 * MERGE_SLICE);
+    assert.ok(strategicMergeWork().turns - before.turns >= 2, 'the large one failed after turns inside the merge');
+    assert.deepEqual(large, small);
+    assert.equal(small.status, 400);
+    assert.deepEqual(await answer(`${CMS}/missing`, 3 * MERGE_SLICE), await answer(`${CMS}/missing`, 10));
+    assert.equal((await answer(`${CMS}/missing`, 10)).status, 404);
+  });
+
   it('a small strategic merge patch takes no turn', async () => {
     const name = `smp-turns-${seq++}`;
     assert.equal((await call(e, 'POST', CMS, { body: JSON.stringify({ metadata: { name } }) })).status, 201);
