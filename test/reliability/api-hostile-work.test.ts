@@ -215,6 +215,52 @@ describe('strategic merge patch with turns (a large patch request): the same res
     });
   }
 
+  it('the result holds no map or list of the patch (the merge with turns does not clone its result)', async () => {
+    /** Every map and list reachable from `v`. */
+    const containers = (v: unknown, into = new Set<object>()): Set<object> => {
+      if (v !== null && typeof v === 'object') {
+        into.add(v);
+        for (const x of Object.values(v)) containers(x, into);
+      }
+      return into;
+    };
+    const shapes: Array<{ doc: object; patch: object; model: string }> = Object.values(SMP_CASES).map((build) =>
+      build(50, new ReadCounter()),
+    );
+    shapes.push(
+      {
+        doc: { metadata: { name: 'x', labels: { a: 'b' } }, spec: { x: 1, y: { z: [1] } } },
+        patch: {
+          metadata: { labels: { $patch: 'replace', c: 'd' }, annotations: { n: null, m: 'v' } },
+          spec: { x: [{ a: 1, b: null, c: [{ d: null }] }], y: { z: [[2], { e: 3 }] }, fresh: { f: [{ g: 1 }] } },
+          data: { k: 'v' },
+        },
+        model: 'V1ConfigMap',
+      },
+      {
+        doc: { spec: { containers: [{ name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] }] } },
+        patch: {
+          spec: {
+            containers: [
+              { name: 'a', env: [{ name: 'F', value: '2' }], ports: [{ containerPort: 80 }] },
+              { name: 'b', image: 'y', env: [{ name: 'G', value: '3' }] },
+            ],
+            volumes: [{ $patch: 'replace' }, { name: 'v', emptyDir: {} }],
+          },
+        },
+        model: 'V1Pod',
+      },
+    );
+    for (const { doc, patch, model } of shapes) {
+      const fromPatch = containers(patch);
+      const copy = JSON.parse(JSON.stringify(doc)) as object;
+      const result = await applyStrategicMergePatchWithTurns(copy, patch, model, async () => {});
+      for (const c of containers(result))
+        assert.ok(!fromPatch.has(c), `a container of the patch: ${JSON.stringify(c)}`);
+      assert.deepEqual(result, applyStrategicMergePatch(doc, patch, model));
+    }
+  });
+
   it('a patch error is the same error with turns', async () => {
     const patch = { metadata: { finalizers: [...names(2 * MERGE_SLICE, 'e.io/f'), { a: 1 }] } };
     const doc = { metadata: { finalizers: ['e.io/x'] } };

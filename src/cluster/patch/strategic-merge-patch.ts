@@ -186,19 +186,24 @@ function* mergeMap(original: JsonMap, patch: JsonMap, path: string[], w: Work): 
     throw bad(`Unexpected patch type: ${JSON.stringify(d)}`);
   }
   let out: JsonMap = { ...original };
-  const todo: JsonMap = { ...patch };
+  // The patch's keys, read once (a copy of a map of 100,000 keys and its entries cost about 100 ms); `done` holds
+  // the keys the directives below consume, which the last loop skips.
+  const keys = Object.keys(patch);
+  const done = new Set<string>();
 
-  if (RETAIN_KEYS in todo) {
-    const retain = todo[RETAIN_KEYS];
-    delete todo[RETAIN_KEYS];
+  if (RETAIN_KEYS in patch) {
+    const retain = patch[RETAIN_KEYS];
+    done.add(RETAIN_KEYS);
     if (!Array.isArray(retain)) throw bad('invalid patch: the value of $retainKeys must be a list');
     const keep = new Set<unknown>();
     for (let i = 0; i < retain.length; i++) {
       keep.add(retain[i]);
       if (++w.steps >= MERGE_SLICE) yield;
     }
-    for (const [k, v] of Object.entries(todo)) {
+    for (const k of keys) {
       if (++w.steps >= MERGE_SLICE) yield;
+      if (done.has(k)) continue;
+      const v = patch[k];
       if (v === null || k.startsWith(DELETE_FROM_PRIMITIVE_LIST) || k.startsWith(SET_ELEMENT_ORDER)) continue;
       if (!keep.has(k)) throw bad("doesn't match $retainKeys list: the patch has keys that are not in $retainKeys");
     }
@@ -212,18 +217,19 @@ function* mergeMap(original: JsonMap, patch: JsonMap, path: string[], w: Work): 
   }
 
   // $setElementOrder first: it consumes its list from the patch.
-  for (const key of Object.keys(todo)) {
+  for (const key of keys) {
     if (++w.steps >= MERGE_SLICE) yield;
     if (!key.startsWith(SET_ELEMENT_ORDER)) continue;
-    const order = todo[key];
-    delete todo[key];
+    // A list consumed as an earlier directive's field is gone, as the directive's own key would be.
+    const order = done.has(key) ? undefined : patch[key];
+    done.add(key);
     const field = key.slice(SET_ELEMENT_ORDER.length);
     if (!Array.isArray(order) || field === '')
       throw bad('invalid patch: $setElementOrder must be followed by a field name and carry a list');
     const childPath = [...path, field];
     const strategy = listStrategyAt(childPath);
     const origList = getOwn(out, field);
-    const patchList = getOwn(todo, field);
+    const patchList = done.has(field) ? undefined : getOwn(patch, field);
     if (origList !== undefined && !Array.isArray(origList)) throw bad(`invalid patch: ${field} is not a list`);
     if (patchList !== undefined && !Array.isArray(patchList)) throw bad(`invalid patch: ${field} is not a list`);
     if (origList === undefined && patchList === undefined) continue;
@@ -232,11 +238,13 @@ function* mergeMap(original: JsonMap, patch: JsonMap, path: string[], w: Work): 
       merged = yield* mergeList(origList, patchList, childPath, false, w);
     else merged = origList ?? (yield* stripListDirectives(patchList as unknown[], strategy, w));
     setOwn(out, field, yield* normalizeOrder(merged, order, origList ?? [], strategy?.mergeKey, w));
-    delete todo[field];
+    done.add(field);
   }
 
-  for (const [rawKey, patchV] of Object.entries(todo)) {
+  for (const rawKey of keys) {
     if (++w.steps >= MERGE_SLICE) yield;
+    if (done.size > 0 && done.has(rawKey)) continue;
+    const patchV = patch[rawKey];
     let key = rawKey;
     let isDeleteList = false;
     if (rawKey.startsWith(DELETE_FROM_PRIMITIVE_LIST)) {
@@ -555,7 +563,10 @@ export function applyStrategicMergePatch<T>(doc: T, patch: unknown, model: strin
 /**
  * applyStrategicMergePatch with `turn` (a turn of the event loop, for a large patch's request) after every
  * MERGE_SLICE list items or map keys of the merge. Neither input may change meanwhile: the caller passes a private
- * copy of the document, and the patch is the request's.
+ * copy of the document, and the patch is the request's. The result is not cloned (for a map of 100,000 keys, a
+ * clone of about 100 ms in one piece): it shares untouched parts with `doc`, which the caller gives up, and no map
+ * or list with the patch (the merge builds every container it takes from the patch anew: discardNulls, mergeMap
+ * over {}, the lists' copies), so a patch applied again after a conflict is the one the client sent.
  * @throws PatchError as applyStrategicMergePatch
  */
 export async function applyStrategicMergePatchWithTurns<T>(
@@ -565,6 +576,5 @@ export async function applyStrategicMergePatchWithTurns<T>(
   turn: () => Promise<void>,
 ): Promise<T> {
   const w: Work = { steps: 0 };
-  const merged = await runWithTurns(strategicMerge(doc, patch, model, w), w, turn);
-  return structuredClone(merged) as T;
+  return (await runWithTurns(strategicMerge(doc, patch, model, w), w, turn)) as T;
 }
