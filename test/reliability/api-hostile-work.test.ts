@@ -14,7 +14,13 @@ import assert from 'node:assert/strict';
 import https from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/embedded-cluster.ts';
-import { applyStrategicMergePatch } from '../../src/cluster/patch/strategic-merge-patch.ts';
+import {
+  applyStrategicMergePatch,
+  applyStrategicMergePatchWithTurns,
+  longestMergeRunSince,
+  MERGE_SLICE,
+  strategicMergeWork,
+} from '../../src/cluster/patch/strategic-merge-patch.ts';
 import { decodeBody } from '../../src/cluster/http/http-io.ts';
 import { yamlDecodeCounts, yamlDecodeSteps, yamlDuplicateError } from '../../src/cluster/schema/yaml-decode.ts';
 import { call, type Answer, type Endpoint } from './raw-http.ts';
@@ -181,6 +187,95 @@ describe('strategic merge patch list work is linear (operation counts)', () => {
       {
         metadata: { labels: { l0: 'w', l2: 'v', l4: 'v' } },
       },
+    );
+  });
+});
+
+describe('strategic merge patch with turns (a large patch request): the same result, no long run', () => {
+  for (const [what, build] of Object.entries(SMP_CASES)) {
+    it(`${what}: at 3 x MERGE_SLICE entries, the result of the merge without turns, a turn every MERGE_SLICE steps`, async () => {
+      const n = 3 * MERGE_SLICE;
+      const { doc, patch, model } = build(n, new ReadCounter());
+      const inputs = JSON.stringify({ doc, patch });
+      const through = applyStrategicMergePatch(doc, patch, model);
+      const before = strategicMergeWork();
+      longestMergeRunSince();
+      let turns = 0;
+      const turned = await applyStrategicMergePatchWithTurns(doc, patch, model, async () => {
+        turns++;
+      });
+      const work = strategicMergeWork();
+      assert.deepEqual(turned, through);
+      assert.equal(JSON.stringify({ doc, patch }), inputs, 'the inputs are not changed');
+      const steps = work.steps - before.steps;
+      assert.ok(steps >= n, `${steps} steps`);
+      assert.ok(longestMergeRunSince() <= MERGE_SLICE);
+      assert.equal(turns, work.turns - before.turns);
+      assert.ok(turns >= Math.floor(steps / MERGE_SLICE), `${turns} turns for ${steps} steps`);
+    });
+  }
+
+  it('the result holds no map or list of the patch (the merge with turns does not clone its result)', async () => {
+    /** Every map and list reachable from `v`. */
+    const containers = (v: unknown, into = new Set<object>()): Set<object> => {
+      if (v !== null && typeof v === 'object') {
+        into.add(v);
+        for (const x of Object.values(v)) containers(x, into);
+      }
+      return into;
+    };
+    const shapes: Array<{ doc: object; patch: object; model: string }> = Object.values(SMP_CASES).map((build) =>
+      build(50, new ReadCounter()),
+    );
+    shapes.push(
+      {
+        doc: { metadata: { name: 'x', labels: { a: 'b' } }, spec: { x: 1, y: { z: [1] } } },
+        patch: {
+          metadata: { labels: { $patch: 'replace', c: 'd' }, annotations: { n: null, m: 'v' } },
+          spec: { x: [{ a: 1, b: null, c: [{ d: null }] }], y: { z: [[2], { e: 3 }] }, fresh: { f: [{ g: 1 }] } },
+          data: { k: 'v' },
+        },
+        model: 'V1ConfigMap',
+      },
+      {
+        doc: { spec: { containers: [{ name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] }] } },
+        patch: {
+          spec: {
+            containers: [
+              { name: 'a', env: [{ name: 'F', value: '2' }], ports: [{ containerPort: 80 }] },
+              { name: 'b', image: 'y', env: [{ name: 'G', value: '3' }] },
+            ],
+            volumes: [{ $patch: 'replace' }, { name: 'v', emptyDir: {} }],
+          },
+        },
+        model: 'V1Pod',
+      },
+    );
+    for (const { doc, patch, model } of shapes) {
+      const fromPatch = containers(patch);
+      const copy = JSON.parse(JSON.stringify(doc)) as object;
+      const result = await applyStrategicMergePatchWithTurns(copy, patch, model, async () => {});
+      for (const c of containers(result))
+        assert.ok(!fromPatch.has(c), `a container of the patch: ${JSON.stringify(c)}`);
+      assert.deepEqual(result, applyStrategicMergePatch(doc, patch, model));
+    }
+  });
+
+  it('a patch error is the same error with turns', async () => {
+    const patch = { metadata: { finalizers: [...names(2 * MERGE_SLICE, 'e.io/f'), { a: 1 }] } };
+    const doc = { metadata: { finalizers: ['e.io/x'] } };
+    const err = (() => {
+      try {
+        applyStrategicMergePatch(doc, patch, 'V1ConfigMap');
+      } catch (e) {
+        return e as Error;
+      }
+      return undefined;
+    })();
+    assert.ok(err, 'the patch is refused');
+    await assert.rejects(
+      applyStrategicMergePatchWithTurns(doc, patch, 'V1ConfigMap', async () => {}),
+      (e: Error) => e.message === err.message && e.constructor === err.constructor,
     );
   });
 });

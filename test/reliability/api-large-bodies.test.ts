@@ -39,6 +39,11 @@ import {
   isValidQualifiedName,
 } from '../../src/cluster/common/identifier-validation.ts';
 import { ClusterStore } from '../../src/cluster/writes/cluster-store.ts';
+import {
+  longestMergeRunSince,
+  MERGE_SLICE,
+  strategicMergeWork,
+} from '../../src/cluster/patch/strategic-merge-patch.ts';
 import type { KubeObject } from '../../src/types/k8s.ts';
 import { call, connectTls, type Endpoint } from './raw-http.ts';
 
@@ -79,7 +84,7 @@ describe('large bodies give the event loop turns between the phases of their req
     assert.equal(loopTurnsForLargeBodies() - turns, 0);
   });
 
-  it('a large create takes turns after decoding, after checking and between validating and writing; an update the first two; a patch after decoding and between applying and writing', async () => {
+  it('a large create takes turns after decoding, after checking and between validating and writing; an update the first two; a patch after decoding, inside a strategic merge, between applying and checking, and before writing', async () => {
     const body = configMapBody('large', LARGE_BODY_BYTES + 1024);
     let turns = loopTurnsForLargeBodies();
     assert.equal((await call(e, 'POST', CMS, { body })).status, 201);
@@ -91,12 +96,15 @@ describe('large bodies give the event loop turns between the phases of their req
     const patch = JSON.stringify({ metadata: { '$setElementOrder/finalizers': order, finalizers: order } });
     assert.ok(Buffer.byteLength(patch) >= LARGE_BODY_BYTES);
     turns = loopTurnsForLargeBodies();
+    const merge = strategicMergeWork();
     const r = await call(e, 'PATCH', `${CMS}/large`, {
       body: patch,
       contentType: 'application/strategic-merge-patch+json',
     });
     assert.equal(r.status, 200, r.text.slice(0, 300));
-    assert.equal(loopTurnsForLargeBodies() - turns, 2, 'patch');
+    const mergeTurns = strategicMergeWork().turns - merge.turns;
+    assert.ok(mergeTurns >= 1, 'turns inside the merge');
+    assert.equal(loopTurnsForLargeBodies() - turns, 3 + mergeTurns, 'patch');
     const got = JSON.parse((await call(e, 'GET', `${CMS}/large`)).text) as KubeObject;
     assert.deepEqual(got.metadata.finalizers, order);
     assert.equal(Object.keys(got.data as object).length, Object.keys(JSON.parse(body).data).length);
@@ -324,6 +332,120 @@ describe('merge patches of many keys: values shared, not cloned, with the same a
   });
 });
 
+/** A strategic merge patch request on the ConfigMap `name`; its answer and the merge's counts meanwhile. */
+async function strategicPatch(name: string, patch: object) {
+  const body = JSON.stringify(patch);
+  assert.ok(Buffer.byteLength(body) >= LARGE_BODY_BYTES);
+  const before = strategicMergeWork();
+  const turns = loopTurnsForLargeBodies();
+  longestMergeRunSince();
+  const r = await call(e, 'PATCH', `${CMS}/${name}`, { body, contentType: 'application/strategic-merge-patch+json' });
+  const longest = longestMergeRunSince();
+  const work = strategicMergeWork();
+  return {
+    r,
+    longest,
+    steps: work.steps - before.steps,
+    mergeTurns: work.turns - before.turns,
+    turns: loopTurnsForLargeBodies() - turns,
+  };
+}
+
+describe('a large strategic merge patch gives the loop turns inside the merge (issue 20 #8)', () => {
+  const N = 30_000;
+  const R = 10_000;
+  const fin = (i: number) => `e.io/f${i}`;
+  const names = <T>(n: number, f: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => f(i));
+  const ownerRef = (i: number) => ({ apiVersion: 'v1', kind: 'ConfigMap', name: `o${i}`, uid: `u-${i}` });
+  const cases: Record<string, { server: object; patch: object; expect: (got: KubeObject) => void }> = {
+    '$setElementOrder on finalizers (the reported body)': {
+      server: {},
+      patch: { metadata: { '$setElementOrder/finalizers': names(N, fin), finalizers: names(N, fin) } },
+      expect: (got) => assert.deepEqual(got.metadata.finalizers, names(N, fin)),
+    },
+    '$setElementOrder reversed, half of it on the server': {
+      server: { finalizers: names(N, fin).filter((_, i) => i % 2 === 0) },
+      patch: {
+        metadata: {
+          '$setElementOrder/finalizers': names(N, fin).reverse(),
+          finalizers: names(N, fin).filter((_, i) => i % 2 === 1),
+        },
+      },
+      expect: (got) => assert.deepEqual(got.metadata.finalizers, names(N, fin).reverse()),
+    },
+    $deleteFromPrimitiveList: {
+      server: { finalizers: names(N, fin) },
+      patch: { metadata: { '$deleteFromPrimitiveList/finalizers': names(N, fin).filter((_, i) => i % 3 !== 0) } },
+      expect: (got) =>
+        assert.deepEqual(
+          got.metadata.finalizers,
+          names(N, fin).filter((_, i) => i % 3 === 0),
+        ),
+    },
+    // Fewer: an owner reference is about 80 bytes of the object's 1.5 MiB.
+    'a merge-key list (ownerReferences by uid) with $setElementOrder': {
+      server: { ownerReferences: names(R / 2, ownerRef) },
+      patch: {
+        metadata: {
+          '$setElementOrder/ownerReferences': names(R, (i) => ({ uid: `u-${R - 1 - i}` })),
+          ownerReferences: names(R, ownerRef).filter((_, i) => i >= R / 2),
+        },
+      },
+      expect: (got) =>
+        assert.deepEqual(
+          got.metadata.ownerReferences,
+          names(R, (i) => ownerRef(R - 1 - i)),
+        ),
+    },
+  };
+  let seq = 0;
+  for (const [what, { server, patch, expect }] of Object.entries(cases)) {
+    it(`${what}: no run of more than MERGE_SLICE items without a turn, the same result`, async (t) => {
+      const name = `smp-turns-${seq++}`;
+      const created = await call(e, 'POST', CMS, { body: JSON.stringify({ metadata: { name, ...server } }) });
+      assert.equal(created.status, 201, created.text.slice(0, 300));
+      const m = await strategicPatch(name, patch);
+      t.diagnostic(`${m.steps} steps, longest run ${m.longest}, ${m.mergeTurns} turns in the merge, ${m.turns} in all`);
+      assert.equal(m.r.status, 200, m.r.text.slice(0, 300));
+      assert.ok(m.steps >= N, `${m.steps} steps`);
+      assert.ok(m.longest <= MERGE_SLICE, `a run of ${m.longest} items without a turn`);
+      assert.ok(m.mergeTurns >= Math.floor(m.steps / MERGE_SLICE), `${m.mergeTurns} turns for ${m.steps} steps`);
+      assert.equal(m.turns, 3 + m.mergeTurns);
+      expect(JSON.parse((await call(e, 'GET', `${CMS}/${name}`)).text) as KubeObject);
+    });
+  }
+
+  it('a large patch that fails gets the answer a small one gets (400 for a bad list, 404 for no object)', async () => {
+    const name = `smp-turns-${seq++}`;
+    assert.equal((await call(e, 'POST', CMS, { body: JSON.stringify({ metadata: { name } }) })).status, 201);
+    const answer = async (path: string, n: number) => {
+      const body = JSON.stringify({ metadata: { finalizers: [...names(n, fin), { not: 'a name' }] } });
+      const r = await call(e, 'PATCH', path, { body, contentType: 'application/strategic-merge-patch+json' });
+      return { status: r.status, message: (JSON.parse(r.text) as { message: string }).message };
+    };
+    const before = strategicMergeWork();
+    const small = await answer(`${CMS}/${name}`, 10);
+    const large = await answer(`${CMS}/${name}`, 3 * MERGE_SLICE);
+    assert.ok(strategicMergeWork().turns - before.turns >= 2, 'the large one failed after turns inside the merge');
+    assert.deepEqual(large, small);
+    assert.equal(small.status, 400);
+    assert.deepEqual(await answer(`${CMS}/missing`, 3 * MERGE_SLICE), await answer(`${CMS}/missing`, 10));
+    assert.equal((await answer(`${CMS}/missing`, 10)).status, 404);
+  });
+
+  it('a small strategic merge patch takes no turn', async () => {
+    const name = `smp-turns-${seq++}`;
+    assert.equal((await call(e, 'POST', CMS, { body: JSON.stringify({ metadata: { name } }) })).status, 201);
+    const before = strategicMergeWork();
+    const turns = loopTurnsForLargeBodies();
+    const body = JSON.stringify({ metadata: { finalizers: names(100, fin) } });
+    const r = await call(e, 'PATCH', `${CMS}/${name}`, { body, contentType: 'application/strategic-merge-patch+json' });
+    assert.equal(r.status, 200, r.text.slice(0, 300));
+    assert.equal(strategicMergeWork().turns - before.turns, 0);
+    assert.equal(loopTurnsForLargeBodies() - turns, 0);
+  });
+});
+
 describe('a patch applied before a turn is applied again when another write lands during the turn', () => {
   it('no lost update: the other write and the patch are both in the result', async () => {
     const store = withDefaultNamespace(new ClusterStore());
@@ -349,6 +471,34 @@ describe('a patch applied before a turn is applied again when another write land
     assert.deepEqual(entry.obj.data, { a: '1', b: '2', c: '3' });
     assert.equal(entry.obj.unknownField, undefined, 'the re-applied patch was pruned');
     assert.equal(applied, 2, 'field validation saw the first and the re-applied result');
+  });
+
+  it('a strategic merge patch: a write that lands during a turn inside the merge is kept, the patch applied again', async () => {
+    const store = withDefaultNamespace(new ClusterStore());
+    store.create('configmaps', { metadata: { name: 'cm', namespace: 'default' }, data: { a: '1' } } as KubeObject);
+    const order = Array.from({ length: 3 * MERGE_SLICE }, (_, i) => `e.io/f${i}`);
+    const before = strategicMergeWork();
+    let turns = 0;
+    const entry = await store.patchEntryAfterTurn(
+      'configmaps',
+      'default',
+      'cm',
+      'strategic',
+      { metadata: { '$setElementOrder/finalizers': order, finalizers: order }, data: { b: '2' } },
+      {},
+      async () => {
+        // The first turn is inside the merge: another client's write lands there.
+        if (turns++ === 0) store.patch('configmaps', 'default', 'cm', 'merge', { data: { c: '3' } });
+      },
+    );
+    assert.ok(strategicMergeWork().turns - before.turns >= 2, 'turns inside the merge');
+    assert.equal(
+      turns,
+      strategicMergeWork().turns - before.turns + 2,
+      'then one before the checks, one before the write',
+    );
+    assert.deepEqual(entry.obj.data, { a: '1', b: '2', c: '3' });
+    assert.deepEqual(entry.obj.metadata.finalizers, order);
   });
 
   it('a patch that names a resourceVersion conflicts when another write lands during the turn', async () => {

@@ -76,8 +76,9 @@ export class ClusterStore extends Storage<ResourceType> {
   }
 
   /**
-   * patchEntry with a turn of the event loop between applying the patch and writing its result (`turn`: a large
-   * patch's request, see http-io's loopTurn). The result is written only if the object is still the version the
+   * patchEntry with turns of the event loop (`turn`: a large patch's request, see http-io's loopTurn): inside a
+   * strategic merge (every MERGE_SLICE list items or map keys), between applying the patch and checking its result,
+   * and between those checks and the write. The result is written only if the object is still the version the
    * patch was applied to; otherwise the patch is applied again to the latest version and written at once. That is
    * kube-apiserver's GuaranteedUpdate: a patch is applied to what was read and retried on a conflict.
    * @throws ClusterApiError
@@ -91,7 +92,9 @@ export class ClusterStore extends Storage<ResourceType> {
     opts: PatchOptions,
     turn: () => Promise<void>,
   ): Promise<StoredEntry> {
-    const applied = guardWrite(() => this.writes.applyPatch(resource, namespace, name, type, patch, opts));
+    const applied = await guardWriteAsync(() =>
+      this.writes.applyPatchWithTurns(resource, namespace, name, type, patch, opts, turn),
+    );
     await turn();
     // Applied again, the result is inspected again too: field validation prunes the object that is written.
     if (!this.writes.isLatest(resource, applied)) return this.patchEntry(resource, namespace, name, type, patch, opts);
@@ -126,6 +129,18 @@ export class ClusterStore extends Storage<ResourceType> {
   /** Registers an admission plugin run on create/update of `resource`, before validation. */
   addAdmission(resource: string, plugin: AdmissionPlugin): void {
     this.writes.addAdmission(resource, plugin);
+  }
+}
+
+/** guardWrite for a write that takes turns of the event loop. */
+async function guardWriteAsync<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    // The same answer as guardWrite gives (a RangeError is a 400).
+    return guardWrite(() => {
+      throw err;
+    });
   }
 }
 

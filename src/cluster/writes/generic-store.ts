@@ -18,7 +18,7 @@ import {
 } from '../common/api-errors.ts';
 import { formatTime, generateName, isMicroTime, jsonEqual, objectKey, readPath } from '../common/meta.ts';
 import { applyJsonPatch, applyMergePatch } from '../patch/patch.ts';
-import { applyStrategicMergePatch } from '../patch/strategic-merge-patch.ts';
+import { applyStrategicMergePatch, applyStrategicMergePatchWithTurns } from '../patch/strategic-merge-patch.ts';
 import { PatchError } from '../patch/patch-error.ts';
 import { rootModel } from '../schema/schema.ts';
 import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';
@@ -76,6 +76,18 @@ export interface AppliedPatch {
   key: string;
   /** The version the patch was applied to. */
   appliedTo: number;
+}
+
+/** What a patch is applied to (WriteRules.patchSource). */
+interface PatchSource {
+  rt: ResourceType;
+  key: string;
+  /** The stored version read. */
+  rv: number;
+  /** A private copy for a strategic merge patch, the committed object for the others. */
+  base: KubeObject;
+  /** The schema model of a strategic merge patch. */
+  model: string;
 }
 
 /** DeleteOptions: preconditions, and what happens to dependents (the garbage collector's finalizers). */
@@ -273,6 +285,52 @@ export class WriteRules {
     patch: unknown,
     opts: PatchOptions,
   ): AppliedPatch {
+    const source = this.patchSource(resource, namespace, name, type, opts);
+    let patched: unknown;
+    try {
+      patched = applyPatchOfType(type, source, patch, opts);
+    } catch (err) {
+      throw err instanceof PatchError ? patchFailure(err, source.rt, name) : err;
+    }
+    return this.checkPatched(source, patched, name, namespace, opts);
+  }
+
+  /**
+   * applyPatch for a large patch's request: a strategic merge patch gives the loop a turn (`turn`) after every
+   * MERGE_SLICE list items or map keys it steps over, and every patch one more between being applied and its
+   * checks. The version it was applied to is the one read before the first turn: see isLatest.
+   */
+  async applyPatchWithTurns(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    opts: PatchOptions,
+    turn: () => Promise<void>,
+  ): Promise<AppliedPatch> {
+    const source = this.patchSource(resource, namespace, name, type, opts);
+    let patched: unknown;
+    try {
+      patched =
+        type === 'strategic'
+          ? await applyStrategicMergePatchWithTurns(source.base, patch, source.model, turn)
+          : applyPatchOfType(type, source, patch, opts);
+    } catch (err) {
+      throw err instanceof PatchError ? patchFailure(err, source.rt, name) : err;
+    }
+    await turn();
+    return this.checkPatched(source, patched, name, namespace, opts);
+  }
+
+  /** The stored object a patch applies to, in the request's representation. @throws ClusterApiError 404 */
+  private patchSource(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    opts: PatchOptions,
+  ): PatchSource {
     const table = this.d.table(resource);
     const rt = table.rt;
     const key = objectKey(rt.namespaced ? namespace : undefined, name);
@@ -282,16 +340,19 @@ export class WriteRules {
     // strategic merge patch shares parts of its input with its result, so it gets a copy of its own.
     const stored = type === 'strategic' ? (JSON.parse(existing.json) as KubeObject) : existing.obj;
     const base = opts.view ? opts.view.fromStorage(stored) : stored;
-    let patched: unknown;
-    try {
-      if (type === 'json') patched = applyJsonPatch(base, patch, opts.maxCopyBytes);
-      else if (type === 'merge') patched = applyMergePatch(base, patch);
-      else
-        patched = applyStrategicMergePatch(base, patch, opts.model ?? rootModel(rt.group, rt.version, rt.kind) ?? '');
-    } catch (err) {
-      if (err instanceof PatchError) throw patchFailure(err, rt, name);
-      throw err;
-    }
+    const model = opts.model ?? rootModel(rt.group, rt.version, rt.kind) ?? '';
+    return { rt, key, rv: existing.rv, base, model };
+  }
+
+  /** The checks of a patch's result, and the AppliedPatch to commit. @throws ClusterApiError */
+  private checkPatched(
+    source: PatchSource,
+    patched: unknown,
+    name: string,
+    namespace: string | undefined,
+    opts: PatchOptions,
+  ): AppliedPatch {
+    const { rt } = source;
     if (patched === null || typeof patched !== 'object' || Array.isArray(patched))
       throw badRequest('the patch must produce a JSON object');
     checkPatchResult(patched, this.d.limits);
@@ -314,8 +375,8 @@ export class WriteRules {
     if (rt.namespaced && obj.metadata.namespace !== namespace)
       causes.push(immutable('metadata.namespace', obj.metadata.namespace));
     if (causes.length) throw invalid(rt, name, causes);
-    if (!obj.metadata.resourceVersion) obj.metadata.resourceVersion = String(existing.rv);
-    return { obj, key, appliedTo: existing.rv };
+    if (!obj.metadata.resourceVersion) obj.metadata.resourceVersion = String(source.rv);
+    return { obj, key: source.key, appliedTo: source.rv };
   }
 
   /** The second half of a patch: the update rules and the commit of what applyPatch gave. */
@@ -485,6 +546,13 @@ function checkMicroTimes(rt: ResourceType, obj: KubeObject): void {
         `"2006-01-02T15:04:05.000000Z07:00": cannot parse ${JSON.stringify(frac)} as ".000000"`,
     );
   }
+}
+
+/** A patch applied to what patchSource read, with no turn. @throws PatchError */
+function applyPatchOfType(type: PatchType, source: PatchSource, patch: unknown, opts: PatchOptions): unknown {
+  if (type === 'json') return applyJsonPatch(source.base, patch, opts.maxCopyBytes);
+  if (type === 'merge') return applyMergePatch(source.base, patch);
+  return applyStrategicMergePatch(source.base, patch, source.model);
 }
 
 function patchFailure(err: PatchError, rt: ResourceType, name: string): ClusterApiError {
