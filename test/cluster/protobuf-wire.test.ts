@@ -1,0 +1,95 @@
+// The wire reader's fast path for short varints (field keys and lengths as numbers) reads what the BigInt reader
+// reads, and fails where it fails, with the same error: compared on random and edge-case messages.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DecodeError, fields, readVarint, type Field } from '../../src/cluster/http/protobuf-wire.ts';
+
+/** The reader as it was before the fast path: every key and length through readVarint (BigInt). */
+function reference(buf: Buffer): Field[] {
+  const out: Field[] = [];
+  let pos = 0;
+  while (pos < buf.length) {
+    const [key, p1] = readVarint(buf, pos);
+    pos = p1;
+    const no = Number(key >> 3n);
+    const wire = Number(key & 7n);
+    if (wire === 0) {
+      const [v, p2] = readVarint(buf, pos);
+      pos = p2;
+      out.push({ no, wire, num: v });
+    } else if (wire === 2) {
+      const [len, p2] = readVarint(buf, pos);
+      const end = p2 + Number(len);
+      if (end > buf.length) throw new DecodeError('truncated field');
+      out.push({ no, wire, bytes: buf.subarray(p2, end) });
+      pos = end;
+    } else if (wire === 1) pos += 8;
+    else if (wire === 5) pos += 4;
+    else throw new DecodeError(`unsupported wire type ${wire}`);
+  }
+  if (pos !== buf.length) throw new DecodeError('truncated message');
+  return out;
+}
+
+function outcome(read: (b: Buffer) => Field[], buf: Buffer): unknown {
+  try {
+    return read(buf).map((f) => ({ ...f, bytes: f.bytes && [...f.bytes] }));
+  } catch (err) {
+    assert.ok(err instanceof DecodeError, String(err));
+    return `DecodeError: ${err.message}`;
+  }
+}
+
+const varint = (v: bigint): number[] => {
+  const out: number[] = [];
+  do {
+    let b = Number(v & 0x7fn);
+    v >>= 7n;
+    if (v) b |= 0x80;
+    out.push(b);
+  } while (v);
+  return out;
+};
+
+describe('protobuf wire fields', () => {
+  it('short and long varints, truncations and every wire type read as the BigInt reader reads them', () => {
+    let seed = 12345;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const cases: number[][] = [
+      [],
+      [0x0a, 0x00],
+      [0x0a, 0x80, 0x80, 0x80, 0x80, 0x01], // a 5-byte length: the BigInt path
+      [0x8a, 0x80, 0x80, 0x80, 0x00, 0x00], // a 5-byte key
+      [0x0a, 0xff, 0xff, 0xff], // a length truncated after 3 bytes
+      [0x0a, 0xff, 0xff, 0xff, 0xff], // after 4
+      [0x08, ...Array(10).fill(0xff), 0x01], // a varint too long
+      [0x0a, ...varint(2n ** 28n - 1n)], // the longest 4-byte length, past the end
+      [0x0a, ...varint(2n ** 60n)], // a length past 2^53
+      [...varint((2n ** 29n - 1n) << 3n), 0x00], // the largest field number, wire 0
+      [...varint(2n ** 32n + 2n), 0x00], // a 5-byte key past 32 bits (wire 2, an empty field)
+      [0x0a, ...varint(2n ** 32n), 0x00], // a 5-byte length past 32 bits
+      [0x0b], // wire 3
+      [0x09, 1, 2, 3, 4, 5, 6, 7, 8], // wire 1
+      [0x0d, 1, 2, 3], // wire 5, truncated
+    ];
+    for (let i = 0; i < 3000; i++) {
+      const parts: number[] = [];
+      for (let f = Math.floor(rand() * 4); f >= 0; f--) {
+        const key = BigInt(Math.floor(rand() * 2 ** (rand() < 0.9 ? 8 : 40))) * 8n + BigInt(Math.floor(rand() * 8));
+        parts.push(...varint(key));
+        const len = Math.floor(rand() * 20);
+        if (rand() < 0.8) parts.push(...varint(BigInt(len)), ...Array.from({ length: len }, () => (rand() * 256) | 0));
+        else parts.push(...Array.from({ length: len }, () => (rand() * 256) | 0));
+      }
+      cases.push(parts);
+    }
+    let failures = 0;
+    for (const bytes of cases) {
+      const buf = Buffer.from(bytes);
+      const expected = outcome(reference, buf);
+      if (typeof expected === 'string') failures++;
+      assert.deepStrictEqual(outcome(fields, buf), expected, JSON.stringify(bytes));
+    }
+    assert.ok(failures > 100 && failures < cases.length - 100, `${failures} of ${cases.length} fail: both kinds met`);
+  });
+});
