@@ -829,6 +829,21 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
   }
   const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+  /** parseLargeJsonText refuses `text` with the SyntaxError JSON.parse gives. */
+  async function assertJsonParseError(text: string): Promise<void> {
+    let expected = '';
+    try {
+      JSON.parse(text);
+    } catch (err) {
+      expected = (err as Error).message;
+    }
+    assert.notEqual(expected, '');
+    await assert.rejects(
+      parseLargeJsonText(text, turn),
+      (err: Error) => err instanceof SyntaxError && err.message === expected,
+    );
+  }
+
   it('the same value, key order, prototype, key count and size, on random bodies', async () => {
     let sized = 0;
     for (let seed = 1; seed <= 24; seed++) {
@@ -929,17 +944,7 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
       `{"a":{"b":${good}}}}`,
       `[${good},${good}`, // never closed
     ]) {
-      let expected = '';
-      try {
-        JSON.parse(text);
-      } catch (err) {
-        expected = (err as Error).message;
-      }
-      assert.notEqual(expected, '');
-      await assert.rejects(
-        parseLargeJsonText(text, turn),
-        (err: Error) => err instanceof SyntaxError && err.message === expected,
-      );
+      await assertJsonParseError(text);
     }
   });
 
@@ -984,17 +989,7 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
       `{,${good.slice(1)}`, // a comma first
     ]) {
       const text = `{"metadata":{"name":"bad"},"data":${bad}}`;
-      let expected = '';
-      try {
-        JSON.parse(text);
-      } catch (err) {
-        expected = (err as Error).message;
-      }
-      assert.notEqual(expected, '');
-      await assert.rejects(
-        parseLargeJsonText(text, turn),
-        (err: Error) => err instanceof SyntaxError && err.message === expected,
-      );
+      await assertJsonParseError(text);
     }
   });
 });

@@ -114,13 +114,21 @@ export function checkJsonTextDepth(text: string, limit = MAX_JSON_DEPTH): number
   return keys;
 }
 
-/** The number of own keys over every object in a parsed JSON value (iterative: no input can exhaust the stack). */
+/**
+ * The number of own keys over every object in a parsed JSON value (iterative: no input can exhaust the stack); a
+ * map or list parsed in slices counts what its parse counted.
+ */
 export function countObjectKeys(value: unknown): number {
   let keys = 0;
   const stack: unknown[] = [value];
   while (stack.length > 0) {
     const v = stack.pop();
     if (v === null || typeof v !== 'object') continue;
+    const known = sliceCounts.get(v);
+    if (known !== undefined) {
+      keys += known;
+      continue;
+    }
     if (Array.isArray(v)) {
       for (const item of v) if (item !== null && typeof item === 'object') stack.push(item);
       continue;
@@ -520,29 +528,11 @@ class SpanSlices {
   }
 }
 
-/** The keys in the objects of a slice's value, with what is known of each large container in it. */
+/** countObjectKeys without counting the work (a slice's values, counted by the caller as part of its map). */
 function keysIn(value: unknown): number {
-  let keys = 0;
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (v === null || typeof v !== 'object') continue;
-    const known = sliceCounts.get(v);
-    if (known !== undefined) {
-      keys += known;
-      continue;
-    }
-    if (Array.isArray(v)) {
-      for (const item of v) if (item !== null && typeof item === 'object') stack.push(item);
-      continue;
-    }
-    const names = Object.keys(v);
-    keys += names.length;
-    for (const k of names) {
-      const item = (v as Record<string, unknown>)[k];
-      if (item !== null && typeof item === 'object') stack.push(item);
-    }
-  }
+  const before = passes.keysCounted;
+  const keys = countObjectKeys(value);
+  passes.keysCounted = before;
   return keys;
 }
 
