@@ -439,7 +439,9 @@ export async function parseLargeJsonText(
 ): Promise<{ value: unknown; keysInText: number }> {
   const { keys: keysInText, root } = scanJsonTextForSpans(text, depthLimit);
   if (root !== undefined && onlySpaceAround(text, root)) {
-    const token = `\u0000parsed-in-slices-${Math.random()}-`;
+    // Unguessable (not Math.random, whose outputs can be predicted): a string of the body equal to it would be
+    // taken for a placeholder.
+    const token = `\u0000parsed-in-slices-${randomUUID()}-`;
     const value = await parseSpan(text, root, token, turn);
     if (value !== undefined) return { value, keysInText };
   }
