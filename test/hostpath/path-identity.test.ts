@@ -202,3 +202,28 @@ test('local-path\'s custom-path-pattern class ("{{ .PVC.Namespace }}/{{ .PVC.Nam
     /empty segment/,
   );
 });
+
+test('a live PV spelled through a symlink whose directory does not exist yet (DirectoryOrCreate) blocks where it will be created', async () => {
+  const root = path.join(tmp, 'not-yet');
+  await fsp.mkdir(path.join(root, 'victim'), { recursive: true });
+  // Outside the root, a symlink to it; inside the root, a symlink to another directory. Neither PV's directory
+  // exists: kubelet creates it (through the symlink) when the owner's pod starts.
+  const out = path.join(tmp, 'not-yet-out');
+  await fsp.symlink(root, out);
+  await fsp.symlink(path.join(root, 'victim'), path.join(root, 'link'));
+  const live = [
+    livePv('via-outside-link', { hostPath: { path: `${out}/newdir`, type: 'DirectoryOrCreate' } }),
+    livePv('via-inside-link', { hostPath: { path: `${root}/link/x`, type: 'DirectoryOrCreate' } }),
+    livePv('missing-then-up', { hostPath: { path: `${out}/gone/../later`, type: 'DirectoryOrCreate' } }),
+  ];
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root }),
+    knownVolumes: () => live,
+  });
+  await p.settled();
+  const before = await snapshot(root);
+  await assert.rejects(p.provision(tenantClaim('steal-out', 'newdir'), signal()), refusedNaming('via-outside-link'));
+  await assert.rejects(p.provision(tenantClaim('above-in', 'victim/x'), signal()), refusedNaming('via-inside-link'));
+  await assert.rejects(p.provision(tenantClaim('later', 'later'), signal()), refusedNaming('missing-then-up'));
+  assert.deepEqual(await snapshot(root), before, 'nothing created');
+});

@@ -5,6 +5,7 @@
 // parent of one, is refused at delete but does not stop placement, as before); each root's real path is read once
 // and kept, so a volume under a root costs a realpath and one stat per level below the root.
 import type { Stats } from 'node:fs';
+import path from 'node:path';
 import { ancestorsOf } from '../paths/canonical-path.ts';
 import { errnoCode, type HostFs } from '../disk/host-fs.ts';
 import { isStrictlyUnder } from '../paths/path-safety.ts';
@@ -31,10 +32,13 @@ export class DirectoryIdentities {
    * undefined when nothing is there.
    */
   async ofVolume(p: string, roots: readonly string[]): Promise<DiskIdentity | undefined> {
-    const real = await this.fs.realpath(p).catch(() => undefined);
+    const found = await this.fs.realpath(p).catch(() => undefined);
+    // Not there yet (a hostPath of type DirectoryOrCreate is made by kubelet when the pod starts, through whatever
+    // symlink its spelling holds): where it will be made, so that place is blocked before anyone else takes it.
+    const real = found ?? (await this.wouldBe(p));
     if (real === undefined) return undefined;
-    const self = await this.fs.stat(real).catch(() => undefined);
-    if (!self) return undefined;
+    const self = found === undefined ? undefined : await this.fs.stat(real).catch(() => undefined);
+    if (found !== undefined && !self) return undefined;
     for (const root of roots) {
       const rootReal = await this.realRoot(root);
       if (rootReal === undefined || !isStrictlyUnder(rootReal, real)) continue;
@@ -46,7 +50,10 @@ export class DirectoryIdentities {
         if (st) ancestors.push(inodeKey(st));
       }
       const inRootSpelling = `${root}${real.slice(rootReal.length)}`;
-      return { alias: inRootSpelling === p ? undefined : inRootSpelling, chain: { self: inodeKey(self), ancestors } };
+      return {
+        alias: inRootSpelling === p ? undefined : inRootSpelling,
+        chain: { self: self && inodeKey(self), ancestors },
+      };
     }
     // Outside every root (a bind mount of one, say): the whole chain, so a candidate can meet it by inode.
     const ancestors: string[] = [];
@@ -55,7 +62,25 @@ export class DirectoryIdentities {
       const st = await this.fs.stat(a).catch(() => undefined);
       if (st) ancestors.push(inodeKey(st));
     }
-    return { chain: { self: inodeKey(self), ancestors } };
+    return { chain: { self: self && inodeKey(self), ancestors } };
+  }
+
+  /**
+   * Where a missing directory `p` would be made: the real path of its nearest existing ancestor, with the missing
+   * part below it resolved lexically (kubelet's MkdirAll makes each missing level a plain directory, so `..` there
+   * means its parent). Undefined when no ancestor is a directory that can be reached (ENOTDIR, ELOOP, EACCES).
+   */
+  private async wouldBe(p: string): Promise<string | undefined> {
+    const segments = p.split('/').filter((s) => s !== '');
+    for (let i = segments.length - 1; i >= 0; i--) {
+      const real = await this.fs.realpath(`/${segments.slice(0, i).join('/')}`).then(
+        (r) => r,
+        (e: unknown) => (errnoCode(e) === 'ENOENT' ? undefined : null),
+      );
+      if (real === null) return undefined;
+      if (real !== undefined) return path.posix.resolve(real, ...segments.slice(i));
+    }
+    return undefined;
   }
 
   /** The chain of a candidate directory `<root>/<segments>` below its root (lstat: never a symlink), as far as it exists. */
