@@ -227,3 +227,22 @@ test('a live PV spelled through a symlink whose directory does not exist yet (Di
   await assert.rejects(p.provision(tenantClaim('later', 'later'), signal()), refusedNaming('missing-then-up'));
   assert.deepEqual(await snapshot(root), before, 'nothing created');
 });
+
+test('adopted nfs PVs naming the export server by another form of its address (10.0.0.05, 0x0a000005, 10.5, ::ffff:10.0.0.5) block their directory', async () => {
+  const root = path.join(tmp, 'nfs-address');
+  const servers = ['10.0.0.05', '0x0a000005', '10.5', '::ffff:10.0.0.5'];
+  for (const [i] of servers.entries()) await ownerData(root, `a${i}`);
+  const live = servers.map((server, i) => livePv(`addr${i}`, { nfs: { server, path: `/export/a${i}` } }));
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root, nfs: { server: '10.0.0.5', path: '/export' } }),
+    knownVolumes: () => live,
+  });
+  const before = await snapshot(root);
+  for (const [i] of servers.entries())
+    await assert.rejects(p.provision(tenantClaim(`steal-addr${i}`, `a${i}`), signal()), refusedNaming(`addr${i}`));
+  await assert.rejects(
+    p.delete(releasedPv('tenant-addr', { nfs: { server: '10.0.0.5', path: '/export/a0' } }), signal()),
+    identityRefused,
+  );
+  assert.deepEqual(await snapshot(root), before);
+});
