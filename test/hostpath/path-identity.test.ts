@@ -246,3 +246,28 @@ test('adopted nfs PVs naming the export server by another form of its address (1
   );
   assert.deepEqual(await snapshot(root), before);
 });
+
+test('an adopted nfs PV naming the export server by another name (an address for its DNS name) blocks the directory its path maps to', async () => {
+  const root = path.join(tmp, 'nfs-other-name');
+  await ownerData(root, 'by-address/data');
+  await fsp.mkdir(path.join(root, 'free'));
+  const live = [
+    livePv('by-address', { nfs: { server: '10.0.0.5', path: '/export/by-address' } }),
+    livePv('elsewhere', { nfs: { server: '10.0.0.9', path: '/srv/by-address' } }),
+  ];
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root, nfs: { server: 'nfs.example', path: '/export' } }),
+    knownVolumes: () => live,
+  });
+  const before = await snapshot(root);
+  await assert.rejects(p.provision(tenantClaim('steal-name', 'by-address'), signal()), refusedNaming('by-address'));
+  await assert.rejects(p.provision(tenantClaim('in-name', 'by-address/data'), signal()), refusedNaming('by-address'));
+  await assert.rejects(
+    p.delete(releasedPv('tenant-name', { nfs: { server: 'nfs.example', path: '/export/by-address' } }), signal()),
+    identityRefused,
+  );
+  assert.deepEqual(await snapshot(root), before);
+  // A path below no export path blocks nothing.
+  const { volume } = await p.provision(tenantClaim('free-name', 'free'), signal());
+  assert.equal(volume.spec.nfs?.path, '/export/free');
+});

@@ -18,6 +18,7 @@ import { isStrictlyUnder } from '../paths/path-safety.ts';
 import {
   localDirectoryOf,
   longestRootOf,
+  possibleNfsDirectories,
   readVolumeDirectory,
   sharedBasePaths,
   type MountedExport,
@@ -70,6 +71,11 @@ interface Tracked {
   path: string;
   /** Not under any root: indexed only through what the disk says (alias, inodes). */
   outside: boolean;
+  /**
+   * An nfs source of another server name whose path maps below an export: the directories it would be if that
+   * name were the export server's (possibleNfsDirectories), indexed as its paths, no disk read.
+   */
+  possible?: string[];
 }
 
 /** Live PVs fed to the ledger's 'api' source, one event at a time. */
@@ -208,7 +214,14 @@ export class LiveVolumes {
       if (kind === 'shared' || (kind === undefined && base !== undefined && shared.has(base))) return SHARED_SCOPE;
       return loc.node ?? SHARED_SCOPE;
     };
-    if (reading.kind === 'none') return {};
+    if (reading.kind === 'none') {
+      // Another server's name for an export's directory, maybe: blocked by its paths (not counted as allocated).
+      const possible = possibleNfsDirectories(pv, this.ctx.exports());
+      if (possible.length === 0) return {};
+      return {
+        tracked: { scope: scopeFor(longestRootOf(possible[0], roots)), path: possible[0], outside: true, possible },
+      };
+    }
     if (reading.kind === 'ambiguous') {
       const hit = roots.filter((r) =>
         reading.candidates.some((c) => c === r || isStrictlyUnder(r, c) || isStrictlyUnder(c, r)),
@@ -241,13 +254,26 @@ export class LiveVolumes {
   // Reads the identity of a PV's directory once per (scope, path); forgets what an outside PV indexed.
   private track(name: string, t: Tracked | undefined): void {
     const old = this.tracked.get(name);
-    if (old && t && old.scope === t.scope && old.path === t.path && old.outside === t.outside) return;
+    if (
+      old &&
+      t &&
+      old.scope === t.scope &&
+      old.path === t.path &&
+      old.outside === t.outside &&
+      String(old.possible) === String(t.possible)
+    )
+      return;
     if (old?.outside) this.ctx.ledger.paths(old.scope).remove(name);
     if (!t) {
       this.tracked.delete(name);
       return;
     }
     this.tracked.set(name, t);
+    if (t.possible) {
+      const index = this.ctx.ledger.paths(t.scope);
+      for (const p of t.possible) index.addAlias(name, p);
+      return;
+    }
     if (!this.ctx.reachable(t.scope)) return;
     // A volume this process has just created: its identity came from the walk that created it (no symlink below
     // the root, the directories it held open), and stays in the index until the volume is released.
