@@ -12,6 +12,7 @@ import { validateHostPathConfig } from '../../src/hostpath/config/hostpath-confi
 import { InfeasibleError } from '../../src/controller/provisioner.ts';
 import { VolumeIdentityError } from '../../src/hostpath/delete/delete-identity.ts';
 import type { PersistentVolume } from '../../src/types/k8s.ts';
+import { nodeHostFs, type HostFs } from '../../src/hostpath/disk/host-fs.ts';
 import { claim, storageClass, provisionOptions, tempTree, snapshot, signal } from './provisioner-helpers.ts';
 
 let tmp: string;
@@ -270,4 +271,56 @@ test('an adopted nfs PV naming the export server by another name (an address for
   // A path below no export path blocks nothing.
   const { volume } = await p.provision(tenantClaim('free-name', 'free'), signal());
   assert.equal(volume.spec.nfs?.path, '/export/free');
+});
+
+/**
+ * The filesystem as a bind mount of `target` at `bind` shows it (without the privilege to mount one): the same
+ * device and inode under both spellings, and realpath keeps the bind's spelling.
+ */
+function bindMountFs(bind: string, target: string): HostFs {
+  const under = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
+  const map = (p: string) => (under(p, bind) ? target + p.slice(bind.length) : p);
+  return {
+    ...nodeHostFs,
+    stat: (p) => nodeHostFs.stat(map(p)),
+    lstat: (p) => nodeHostFs.lstat(map(p)),
+    realpath: async (p) => {
+      const r = await nodeHostFs.realpath(map(p));
+      return under(p, bind) && under(r, target) ? bind + r.slice(target.length) : r;
+    },
+  };
+}
+
+test('a live PV spelled through a bind mount whose directory does not exist yet blocks it, and still once kubelet made it', async () => {
+  const root = path.join(tmp, 'bind-not-yet');
+  await fsp.mkdir(path.join(root, 'victim'), { recursive: true });
+  const bind = path.join(tmp, 'bind-not-yet-view');
+  await fsp.mkdir(bind);
+  const live = [
+    livePv('bind-new', { hostPath: { path: `${bind}/newdir`, type: 'DirectoryOrCreate' } }),
+    livePv('bind-deep', { hostPath: { path: `${bind}/victim/new/deeper`, type: 'DirectoryOrCreate' } }),
+  ];
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root }),
+    knownVolumes: () => live,
+    fs: { fs: bindMountFs(bind, root) },
+  });
+  await p.settled();
+  const before = await snapshot(root);
+  await assert.rejects(p.provision(tenantClaim('bind-same', 'newdir'), signal()), refusedNaming('bind-new'));
+  await assert.rejects(p.provision(tenantClaim('bind-in', 'newdir/sub'), signal()), refusedNaming('bind-new'));
+  await assert.rejects(p.provision(tenantClaim('bind-above', 'victim/new'), signal()), refusedNaming('bind-deep'));
+  await assert.rejects(
+    p.provision(tenantClaim('bind-deep', 'victim/new/deeper'), signal()),
+    refusedNaming('bind-deep'),
+  );
+  assert.deepEqual(await snapshot(root), before, 'nothing created');
+  // The owner's pod starts: kubelet makes the directory (through the bind). A stable name must not reuse it.
+  await ownerData(root, 'newdir');
+  await assert.rejects(p.provision(tenantClaim('bind-reuse', 'newdir'), signal()), refusedNaming('bind-new'));
+  await assert.rejects(
+    p.delete(releasedPv('bind-leaf', { hostPath: { path: `${root}/newdir` } }), signal()),
+    identityRefused,
+  );
+  assert.ok((await fsp.readdir(path.join(root, 'newdir'))).includes('owner-data'));
 });
