@@ -71,11 +71,14 @@ const identityRefused = (e: unknown) => e instanceof VolumeIdentityError;
 
 test('static hostPath PVs spelled BASE//victim, BASE/./victim2, BASE/victim3/ block their directory, its inside and the leaf proof', async () => {
   const root = path.join(tmp, 'static');
-  for (const d of ['victim', 'victim2', 'victim3']) await ownerData(root, d);
+  for (const d of ['victim', 'victim2', 'victim3', 'victim4', 'victim5']) await ownerData(root, d);
   const live = [
     livePv('owner1', { hostPath: { path: `${root}//victim` } }),
     livePv('owner2', { hostPath: { path: `${root}/./victim2` } }),
     livePv('owner3', { local: { path: `${root}/victim3/` } }),
+    // Red team variants: "/." at the end, several slashes on both sides.
+    livePv('owner4', { hostPath: { path: `${root}/victim4/.` } }),
+    livePv('owner5', { local: { path: `${root}///victim5///` } }),
   ];
   const p = new HostPathProvisioner({
     config: validateHostPathConfig({ sharedFileSystemPath: root }),
@@ -85,6 +88,8 @@ test('static hostPath PVs spelled BASE//victim, BASE/./victim2, BASE/victim3/ bl
   await assert.rejects(p.provision(tenantClaim('steal1', 'victim'), signal()), refusedNaming('owner1'));
   await assert.rejects(p.provision(tenantClaim('steal2', 'victim2'), signal()), refusedNaming('owner2'));
   await assert.rejects(p.provision(tenantClaim('inside3', 'victim3/sub'), signal()), refusedNaming('owner3'));
+  await assert.rejects(p.provision(tenantClaim('steal4', 'victim4'), signal()), refusedNaming('owner4'));
+  await assert.rejects(p.provision(tenantClaim('inside5', 'victim5/sub'), signal()), refusedNaming('owner5'));
   // A tenant's released PV (no record) naming the same directory: the leaf proof sees the live owner.
   await assert.rejects(
     p.delete(releasedPv('tenant1', { hostPath: { path: `${root}/victim` } }), signal()),
@@ -96,13 +101,16 @@ test('static hostPath PVs spelled BASE//victim, BASE/./victim2, BASE/victim3/ bl
 
 test('adopted nfs PVs spelled /export/a1/, /export//a2, server nfs.example. or NFS.Example block their directory', async () => {
   const root = path.join(tmp, 'nfs');
-  for (const d of ['a1', 'a2', 'a3', 'a4']) await ownerData(root, d);
+  for (const d of ['a1', 'a2', 'a3', 'a4', 'a5', 'a6']) await ownerData(root, d);
   const nfs = (p: string, server = 'nfs.example') => ({ nfs: { server, path: p } });
   const live = [
     livePv('nfs1', nfs('/export/a1/')),
     livePv('nfs2', nfs('/export//a2')),
     livePv('nfs3', nfs('/export/a3', 'nfs.example.')),
     livePv('nfs4', nfs('/export/./a4', 'NFS.Example')),
+    // Red team variants: a doubled leading slash, several trailing ones, "/." at the end.
+    livePv('nfs5', nfs('//export//a5//')),
+    livePv('nfs6', nfs('/export/./a6/.', 'NFS.EXAMPLE.')),
   ];
   const p = new HostPathProvisioner({
     config: validateHostPathConfig({ sharedFileSystemPath: root, nfs: { server: 'nfs.example', path: '/export' } }),
