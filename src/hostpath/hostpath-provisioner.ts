@@ -228,10 +228,15 @@ export class HostPathProvisioner implements Provisioner {
     };
   }
 
-  /** Called after a configuration reload: nodes that refused a claim for space may have paths or room now. */
+  /**
+   * Called after a configuration reload: nodes that refused a claim for space may have paths or room now, and the
+   * live PVs are read again against the new roots and exports.
+   */
   configurationChanged(): void {
     this.placer.forgetRefusals();
     this.identities.forgetRoots();
+    // What a live PV occupies depends on the roots and exports: one under a new root or export is blocked at once.
+    this.sources.configurationChanged();
   }
 
   private async provisionLocked(o: ProvisionOptions, signal: AbortSignal): Promise<ProvisionResult> {

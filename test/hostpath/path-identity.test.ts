@@ -332,3 +332,57 @@ test('a live PV spelled through a bind mount whose directory does not exist yet 
   );
   assert.ok((await fsp.readdir(path.join(root, 'newdir'))).includes('owner-data'));
 });
+
+test('a configuration reload that adds an export or a root re-reads the live PVs: one under it is blocked at once', async () => {
+  for (const mode of ['list', 'feed'] as const) {
+    const root = path.join(tmp, `reload-${mode}`);
+    await ownerData(root, 'victim');
+    const other = path.join(tmp, `reload-other-${mode}`);
+    await ownerData(other, 'victim2');
+    const live = [
+      {
+        ...livePv('nfs-owner', { nfs: { server: 'nfs.example', path: '/export/victim' } }),
+        metadata: { name: 'nfs-owner', resourceVersion: '1' },
+      },
+      livePv('later-root-owner', { hostPath: { path: `${other}//victim2` } }),
+    ];
+    // An informer's view: handlers registered after the list get every PV it holds as an add.
+    const feed = {
+      synced: Promise.resolve(),
+      lastSyncResourceVersion: '1',
+      addEventHandler: (h: { onAdd?(pv: PersistentVolume): void }) => {
+        for (const pv of live) h.onAdd?.(pv);
+        return () => {};
+      },
+    };
+    let config = validateHostPathConfig({ sharedFileSystemPath: root });
+    const p = new HostPathProvisioner({
+      config: { current: () => config },
+      ...(mode === 'list'
+        ? { knownVolumes: () => live }
+        : { volumeFeed: feed, getVolume: async (name: string) => live.find((v) => v.metadata.name === name) }),
+    });
+    // The ledger has read the PVs under the first configuration.
+    await p.provision(tenantClaim(`first-${mode}`, 'first'), signal());
+    config = validateHostPathConfig({
+      sharedFileSystemPath: root,
+      nfs: { server: 'nfs.example', path: '/export' },
+      storageClassConfigs: { other: { sharedFileSystemPath: other } },
+    });
+    p.configurationChanged();
+    const before = await snapshot(root);
+    await assert.rejects(p.provision(tenantClaim(`steal-nfs-${mode}`, 'victim'), signal()), refusedNaming('nfs-owner'));
+    const otherClass = storageClass('other', { pathPattern: '${.PVC.annotations.nfs.io/storage-path}' });
+    const o = provisionOptions(
+      claim({
+        name: `steal2-${mode}`,
+        namespace: 'tenant',
+        modes: ['ReadWriteMany'],
+        annotations: { 'nfs.io/storage-path': 'victim2/in' },
+      }),
+      otherClass,
+    );
+    await assert.rejects(p.provision(o, signal()), refusedNaming('later-root-owner'));
+    assert.deepEqual(await snapshot(root), before, mode);
+  }
+});

@@ -88,13 +88,15 @@ export class LiveVolumes {
   private seenRv = 0n;
   private rvWaiters: Array<() => void> = [];
   private feed: VolumeFeed | undefined;
+  private unfollow: (() => void) | undefined;
 
   constructor(private readonly ctx: LiveVolumesContext) {}
 
   /** Follows a feed from now on. */
   follow(feed: VolumeFeed): void {
+    this.unfollow?.();
     this.feed = feed;
-    feed.addEventHandler({
+    this.unfollow = feed.addEventHandler({
       onAdd: (pv) => this.observe(pv),
       onUpdate: (_old, pv) => this.observe(pv),
       onDelete: (pv) => {
@@ -102,6 +104,16 @@ export class LiveVolumes {
         this.noteResourceVersion(pv);
       },
     });
+  }
+
+  /**
+   * The configuration changed (roots, exports): what each PV occupies is read again. A feed delivers every PV it
+   * holds to handlers registered again; returns false without a feed (the caller lists the PVs again).
+   */
+  reread(): boolean {
+    if (!this.feed) return false;
+    this.follow(this.feed);
+    return true;
   }
 
   /** Resolves once the feed has listed every PV (immediately without a feed). */
