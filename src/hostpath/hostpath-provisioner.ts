@@ -390,13 +390,18 @@ export class HostPathProvisioner implements Provisioner {
     pvName: string,
     scope: string | undefined,
   ): Promise<void> {
-    const chain = await this.identities.ofCandidate(base, segments);
+    const indexes = this.reachableIndexes(scope);
+    const chain = await this.identities.ofCandidate(
+      base,
+      segments,
+      indexes.some((i) => i.hasPending()),
+    );
     const path = `${base}/${segments.join('/')}`;
     await checkInodes({
       path,
       chain,
       pvName,
-      indexes: this.reachableIndexes(scope),
+      indexes,
       identities: this.identities,
       roots: allBasePaths(this.config()),
     });

@@ -98,11 +98,12 @@ export class DirectoryIdentities {
   }
 
   /** The chain of a candidate directory `<root>/<segments>` below its root (lstat: never a symlink), as far as it exists. */
-  async ofCandidate(root: string, segments: readonly string[]): Promise<InodeChain> {
+  async ofCandidate(root: string, segments: readonly string[], withRoutes = true): Promise<InodeChain> {
     const ancestors: string[] = [];
     // `dev:ino/rest` through the root and each existing proper ancestor: where a volume whose directory does not
-    // exist yet will be made (its `pending` place) is met whatever spelling it was read through.
-    const rootSt = await this.fs.lstat(root).catch(() => undefined);
+    // exist yet will be made (its `pending` place) is met whatever spelling it was read through. Only asked for
+    // (one more lstat, of the root) while some live volume has such a place.
+    const rootSt = withRoutes ? await this.fs.lstat(root).catch(() => undefined) : undefined;
     const routes = rootSt ? [`${inodeKey(rootSt)}/${segments.join('/')}`] : [];
     let p = root;
     for (let i = 0; i < segments.length; i++) {
@@ -114,7 +115,7 @@ export class DirectoryIdentities {
       if (!st) return { ancestors, routes };
       if (i === segments.length - 1) return { self: inodeKey(st), ancestors, routes };
       ancestors.push(inodeKey(st));
-      routes.push(`${inodeKey(st)}/${segments.slice(i + 1).join('/')}`);
+      if (withRoutes) routes.push(`${inodeKey(st)}/${segments.slice(i + 1).join('/')}`);
     }
     return { ancestors, routes };
   }

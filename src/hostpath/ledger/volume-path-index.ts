@@ -208,6 +208,11 @@ export class VolumePathIndex {
     return out;
   }
 
+  /** Whether some volume's directory did not exist when read (a candidate then needs its routes). */
+  hasPending(): boolean {
+    return this.pendingOwners.size > 0;
+  }
+
   /** Whether the inode chain of a volume's directory is known, read from `source`. */
   hasInodes(pvName: string, source: string): boolean {
     return this.inodesOf.get(pvName)?.source === source;
