@@ -263,6 +263,9 @@ test('an adopted nfs PV naming the export server by another name (an address for
   const live = [
     livePv('by-address', { nfs: { server: '10.0.0.5', path: '/export/by-address' } }),
     livePv('elsewhere', { nfs: { server: '10.0.0.9', path: '/srv/by-address' } }),
+    // Another server's whole export (or this one's, by another name): like a PV of the base path itself, it does not
+    // stop placement below it.
+    livePv('whole-export', { nfs: { server: '10.0.0.9', path: '/export/' } }),
   ];
   const p = new HostPathProvisioner({
     config: validateHostPathConfig({ sharedFileSystemPath: root, nfs: { server: 'nfs.example', path: '/export' } }),
@@ -276,7 +279,7 @@ test('an adopted nfs PV naming the export server by another name (an address for
     identityRefused,
   );
   assert.deepEqual(await snapshot(root), before);
-  // A path below no export path blocks nothing.
+  // A path below no export path, or the export's root, blocks nothing.
   const { volume } = await p.provision(tenantClaim('free-name', 'free'), signal());
   assert.equal(volume.spec.nfs?.path, '/export/free');
 });

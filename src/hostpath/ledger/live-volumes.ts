@@ -228,7 +228,11 @@ export class LiveVolumes {
     };
     if (reading.kind === 'none') {
       // Another server's name for an export's directory, maybe: blocked by its paths (not counted as allocated).
-      const possible = possibleNfsDirectories(pv, this.ctx.exports());
+      // Only below a root: a PV of a base path itself (another server's whole export, say) does not stop placement,
+      // as for a PV of this export's root.
+      const possible = possibleNfsDirectories(pv, this.ctx.exports()).filter((p) =>
+        roots.some((r) => isStrictlyUnder(r, p)),
+      );
       if (possible.length === 0) return {};
       return {
         tracked: { scope: scopeFor(longestRootOf(possible[0], roots)), path: possible[0], outside: true, possible },
