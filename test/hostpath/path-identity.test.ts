@@ -389,3 +389,40 @@ test('a configuration reload that adds an export or a root re-reads the live PVs
     assert.deepEqual(await snapshot(root), before, mode);
   }
 });
+
+test("daemonset mode: a static local PV whose hostname affinity is the node's hostname label (not its name) blocks its directory", async () => {
+  for (const how of ['selectedNode', 'getNode'] as const) {
+    const root = path.join(tmp, `ds-hostname-${how}`);
+    await ownerData(root, 'victim');
+    const owner = livePv('static-local', { local: { path: `${root}/victim` } });
+    owner.spec.nodeAffinity = {
+      required: {
+        nodeSelectorTerms: [
+          { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['host-n1'] }] },
+        ],
+      },
+    };
+    const p = new HostPathProvisioner({
+      mode: 'daemonset',
+      nodeName: 'n1',
+      config: validateHostPathConfig({ nodePathMap: [{ node: 'n1', paths: [root] }] }),
+      knownVolumes: () => [owner],
+      ...(how === 'getNode'
+        ? {
+            getNode: async (name: string) =>
+              name === 'n1' ? { metadata: { name, labels: { 'kubernetes.io/hostname': 'host-n1' } } } : undefined,
+          }
+        : {}),
+    });
+    const stableNode = storageClass('stable-node', { pathPattern: '${.PVC.annotations.nfs.io/storage-path}' });
+    const o = provisionOptions(
+      claim({ name: `ds-${how}`, namespace: 'tenant', node: 'n1', annotations: { 'nfs.io/storage-path': 'victim' } }),
+      stableNode,
+    );
+    // Through getNode: the controller hands over no node object (no --node-cache).
+    if (how === 'getNode') delete o.selectedNode;
+    const before = await snapshot(root);
+    await assert.rejects(p.provision(o, signal()), refusedNaming('static-local'), how);
+    assert.deepEqual(await snapshot(root), before, how);
+  }
+});

@@ -51,6 +51,11 @@ export interface LiveVolumesContext {
   config(): HostPathConfig;
   exports(): MountedExport[];
   identities: DirectoryIdentities;
+  /**
+   * The node scope of a node named by a PV's hostname affinity alone (a static PV: the node's hostname label, which
+   * need not be its name). Default: the value itself.
+   */
+  nodeScope?(hostname: string): string;
   /** Whether a volume of this scope has its directory on this machine (its identity can be read here). */
   reachable(scope: Scope): boolean;
   clock: Clock;
@@ -224,7 +229,10 @@ export class LiveVolumes {
     const scopeFor = (base: string | undefined): Scope => {
       const kind = pv.metadata.annotations?.[ANN_HOSTPATH_KIND];
       if (kind === 'shared' || (kind === undefined && base !== undefined && shared.has(base))) return SHARED_SCOPE;
-      return loc.node ?? SHARED_SCOPE;
+      if (loc.node === undefined) return SHARED_SCOPE;
+      return pv.metadata.annotations?.[ANN_HOSTPATH_NODE] === undefined
+        ? (this.ctx.nodeScope?.(loc.node) ?? loc.node)
+        : loc.node;
     };
     if (reading.kind === 'none') {
       // Another server's name for an export's directory, maybe: blocked by its paths (not counted as allocated).
