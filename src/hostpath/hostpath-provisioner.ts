@@ -457,7 +457,11 @@ export class HostPathProvisioner implements Provisioner {
       goneNodes: this.goneNodes,
       config: () => this.config(),
       configuredRoots: () => this.configuredRoots(),
-      ensureLedger: (signal, fresh) => this.sources.ensure(signal, fresh),
+      ensureLedger: async (signal, fresh) => {
+        // A delete may come first after a start: this node's hostname label, for static PVs pinned by it.
+        if (this.mode === 'daemonset') await this.learnHostname(this.nodeName, undefined, signal);
+        return this.sources.ensure(signal, fresh);
+      },
       reachableIndexes: () => this.reachableIndexes(undefined),
       checkDiskIdentity: (base, segments, pvName) => this.checkDiskIdentity(base, segments, pvName, undefined),
       release: (pvName) => this.ledger.release(pvName),

@@ -425,4 +425,32 @@ test("daemonset mode: a static local PV whose hostname affinity is the node's ho
     await assert.rejects(p.provision(o, signal()), refusedNaming('static-local'), how);
     assert.deepEqual(await snapshot(root), before, how);
   }
+  // A delete first after a start (no claim has told the instance anything): the leaf proof still sees the owner.
+  const root = path.join(tmp, 'ds-hostname-delete');
+  await ownerData(root, 'victim');
+  const pinned = (pv: PersistentVolume, host: string): PersistentVolume => ({
+    ...pv,
+    spec: {
+      ...pv.spec,
+      nodeAffinity: {
+        required: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [host] }] },
+          ],
+        },
+      },
+    },
+  });
+  const owner = pinned(livePv('static-local', { local: { path: `${root}/victim` } }), 'host-n1');
+  const p = new HostPathProvisioner({
+    mode: 'daemonset',
+    nodeName: 'n1',
+    config: validateHostPathConfig({ nodePathMap: [{ node: 'n1', paths: [root] }] }),
+    knownVolumes: () => [owner],
+    getNode: async (name: string) =>
+      name === 'n1' ? { metadata: { name, labels: { 'kubernetes.io/hostname': 'host-n1' } } } : undefined,
+  });
+  const tenant = pinned(releasedPv('tenant-local', { hostPath: { path: `${root}/victim` } }), 'n1');
+  await assert.rejects(p.delete(tenant, signal()), identityRefused);
+  assert.ok((await fsp.readdir(path.join(root, 'victim'))).includes('owner-data'));
 });
