@@ -454,3 +454,38 @@ test("daemonset mode: a static local PV whose hostname affinity is the node's ho
   await assert.rejects(p.delete(tenant, signal()), identityRefused);
   assert.ok((await fsp.readdir(path.join(root, 'victim'))).includes('owner-data'));
 });
+
+test('a live PV outside every root that a reload puts under one keeps its path in the index (no disk read needed)', async () => {
+  const root = path.join(tmp, 'reload-lexical');
+  const later = path.join(tmp, 'reload-lexical-later');
+  await fsp.mkdir(root);
+  await ownerData(later, 'victim');
+  // Nothing under that root can be read by this process (realpath, stat): only the owner's path protects it.
+  const unreadable = (p: string) => p === later || p.startsWith(`${later}/`);
+  const eacces = (p: string) => Object.assign(new Error(`EACCES: ${p}`), { code: 'EACCES' });
+  const fs: HostFs = {
+    ...nodeHostFs,
+    realpath: (p) => (unreadable(p) ? Promise.reject(eacces(p)) : nodeHostFs.realpath(p)),
+    stat: (p) => (unreadable(p) ? Promise.reject(eacces(p)) : nodeHostFs.stat(p)),
+  };
+  const live = [livePv('later-owner', { hostPath: { path: `${later}/victim` } })];
+  let config = validateHostPathConfig({ sharedFileSystemPath: root });
+  const p = new HostPathProvisioner({ config: { current: () => config }, knownVolumes: () => live, fs: { fs } });
+  await p.provision(tenantClaim('lexical-first', 'first'), signal());
+  config = validateHostPathConfig({
+    sharedFileSystemPath: root,
+    storageClassConfigs: { later: { sharedFileSystemPath: later } },
+  });
+  p.configurationChanged();
+  const laterClass = storageClass('later', { pathPattern: '${.PVC.annotations.nfs.io/storage-path}' });
+  const o = provisionOptions(
+    claim({
+      name: 'lexical',
+      namespace: 'tenant',
+      modes: ['ReadWriteMany'],
+      annotations: { 'nfs.io/storage-path': 'victim' },
+    }),
+    laterClass,
+  );
+  await assert.rejects(p.provision(o, signal()), refusedNaming('later-owner'));
+});

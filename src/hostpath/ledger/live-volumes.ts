@@ -149,6 +149,7 @@ export class LiveVolumes {
       if (o.allocation) allocations.push(o.allocation);
       if (o.blocker) blockers.push(o.blocker);
     }
+    for (const name of this.tracked.keys()) this.dropOutside(name, next.get(name)?.tracked);
     this.ctx.ledger.rebuild('api', allocations, blockers);
     for (const name of [...this.tracked.keys()]) if (!next.has(name)) this.track(name, undefined);
     for (const [name, o] of next) this.track(name, o.tracked);
@@ -210,6 +211,7 @@ export class LiveVolumes {
   }
 
   private apply(name: string, o: Occupancy | undefined): void {
+    this.dropOutside(name, o?.tracked);
     const ledger = this.ctx.ledger;
     if (o?.allocation) ledger.observe('api', o.allocation);
     else ledger.forget('api', name);
@@ -275,19 +277,17 @@ export class LiveVolumes {
     return { allocation: { pvName: name, scope, basePath: base, path, bytes }, tracked };
   }
 
-  // Reads the identity of a PV's directory once per (scope, path); forgets what an outside PV indexed.
+  // What an outside PV indexed (aliases, inodes, possible paths) is forgotten when it changes, before the ledger
+  // indexes its new allocation: afterwards it would take that allocation's path out of the index with it.
+  private dropOutside(name: string, t: Tracked | undefined): void {
+    const old = this.tracked.get(name);
+    if (old?.outside && !sameTracked(old, t)) this.ctx.ledger.paths(old.scope).remove(name);
+  }
+
+  // Reads the identity of a PV's directory once per (scope, path) (dropOutside has forgotten what it replaces).
   private track(name: string, t: Tracked | undefined): void {
     const old = this.tracked.get(name);
-    if (
-      old &&
-      t &&
-      old.scope === t.scope &&
-      old.path === t.path &&
-      old.outside === t.outside &&
-      String(old.possible) === String(t.possible)
-    )
-      return;
-    if (old?.outside) this.ctx.ledger.paths(old.scope).remove(name);
+    if (old && sameTracked(old, t)) return;
     if (!t) {
       this.tracked.delete(name);
       return;
@@ -340,6 +340,16 @@ export class LiveVolumes {
       );
     }
   }
+}
+
+function sameTracked(a: Tracked, b: Tracked | undefined): boolean {
+  return (
+    b !== undefined &&
+    a.scope === b.scope &&
+    a.path === b.path &&
+    a.outside === b.outside &&
+    String(a.possible) === String(b.possible)
+  );
 }
 
 interface Occupancy {
