@@ -273,6 +273,15 @@ test('an adopted nfs PV naming the export server by another name (an address for
   });
   const before = await snapshot(root);
   await assert.rejects(p.provision(tenantClaim('steal-name', 'by-address'), signal()), refusedNaming('by-address'));
+  // Other spellings of a server name getaddrinfo may or may not take for it: a port, a doubled trailing dot.
+  for (const [i, server] of ['nfs.example:2049', 'nfs.example..', 'nfs.exampIe'].entries()) {
+    live.push(livePv(`other-name${i}`, { nfs: { server, path: `/export/other${i}` } }));
+    p.rebuildFromVolumes(live);
+    await assert.rejects(
+      p.provision(tenantClaim(`steal-other${i}`, `other${i}`), signal()),
+      refusedNaming(`other-name${i}`),
+    );
+  }
   await assert.rejects(p.provision(tenantClaim('in-name', 'by-address/data'), signal()), refusedNaming('by-address'));
   await assert.rejects(
     p.delete(releasedPv('tenant-name', { nfs: { server: 'nfs.example', path: '/export/by-address' } }), signal()),
