@@ -144,6 +144,12 @@ test('a live PV whose source cannot be mapped to exactly one directory blocks pl
   await assert.rejects(p.provision(tenantClaim('under-b', 'b'), signal()), refusedNaming('dotdot'));
   await assert.rejects(p.provision(tenantClaim('reuse-free', 'free'), signal()), refusedNaming('dotdot'));
   await assert.rejects(p.delete(releasedPv('leaf', { hostPath: { path: `${root}/free` } }), signal()), identityRefused);
+  // A Released PV whose own source holds ".." is never mapped to a directory to delete.
+  for (const [i, dotted] of ['/export/./b/..', '/export/free/../b', '/export/..'].entries())
+    await assert.rejects(
+      p.delete(releasedPv(`dotted${i}`, { nfs: { server: 'nfs.example', path: dotted } }), signal()),
+      /cannot be mapped to exactly one directory/,
+    );
   assert.deepEqual(await snapshot(root), before);
   // Once that PV is gone, the same claims go through.
   live.length = 0;
