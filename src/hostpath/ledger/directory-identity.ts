@@ -13,6 +13,8 @@ import { UnsafePathError } from '../paths/path-safety.ts';
 import type { InodeChain, InodeMatch, VolumePathIndex } from './volume-path-index.ts';
 
 const inodeKey = (st: Stats) => `${st.dev}:${st.ino}`;
+/** The most missing levels a not-yet-existing volume directory is indexed with (twice a rendered path's MAX_DEPTH). */
+const MAX_PENDING_DEPTH = 64;
 
 /** What the disk says a PV's directory is. */
 export interface DiskIdentity {
@@ -91,6 +93,9 @@ export class DirectoryIdentities {
         // Nothing missing after all (the `..` climbed out of the missing part): the place is the directory itself.
         if (st) return { path: would, pending: rest.length === 0 ? undefined : `${inodeKey(st)}/${rest.join('/')}` };
         rest.unshift(path.posix.basename(at));
+        // A place far below anything that exists is no place a claim can render (MAX_DEPTH below its root): not
+        // indexed, at the cost of a stat and a key prefix per level.
+        if (rest.length > MAX_PENDING_DEPTH) return undefined;
       }
       return undefined;
     }
