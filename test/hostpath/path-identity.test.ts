@@ -504,3 +504,20 @@ test('a live PV outside every root that a reload puts under one keeps its path i
   );
   await assert.rejects(p.provision(o, signal()), refusedNaming('later-owner'));
 });
+
+test("an archive never takes the name of a live PV's directory that does not exist yet", async () => {
+  const root = path.join(tmp, 'archive-name');
+  await ownerData(root, 'data');
+  const live = [livePv('static-archived', { hostPath: { path: `${root}/archived-data`, type: 'DirectoryOrCreate' } })];
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root }),
+    knownVolumes: () => live,
+  });
+  const released = releasedPv('tenant-archive', { hostPath: { path: `${root}/data` } });
+  released.metadata.annotations = { 'hostpath.kube-provisioner.io/on-delete': 'archive' };
+  await p.delete(released, signal());
+  const names = (await fsp.readdir(root)).filter((n) => n.startsWith('archived-'));
+  assert.equal(names.length, 1);
+  assert.notEqual(names[0], 'archived-data', "the static PV's place stays free");
+  assert.ok((await fsp.readdir(path.join(root, names[0]))).includes('owner-data'));
+});
