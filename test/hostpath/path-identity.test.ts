@@ -521,3 +521,24 @@ test("an archive never takes the name of a live PV's directory that does not exi
   assert.notEqual(names[0], 'archived-data', "the static PV's place stays free");
   assert.ok((await fsp.readdir(path.join(root, names[0]))).includes('owner-data'));
 });
+
+test('a live PV spelled through /proc/<pid>/root (the host root, to kubelet) blocks the directory below it, readable here or not', async () => {
+  const root = path.join(tmp, 'proc-root');
+  await ownerData(root, 'v1');
+  await ownerData(root, 'v2');
+  const live = [
+    livePv('proc-self', { hostPath: { path: `/proc/self/root${root}/v1` } }),
+    // PID 1's root may not be readable by this process (a sandbox, another user): only its spelling tells.
+    livePv('proc-one', { hostPath: { path: `/proc/1/root/${root}//v2` } }),
+    livePv('proc-missing', { hostPath: { path: `/proc/4194304/root${root}/v3`, type: 'DirectoryOrCreate' } }),
+  ];
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root }),
+    knownVolumes: () => live,
+  });
+  const before = await snapshot(root);
+  await assert.rejects(p.provision(tenantClaim('proc-v1', 'v1'), signal()), refusedNaming('proc-self'));
+  await assert.rejects(p.provision(tenantClaim('proc-v2', 'v2'), signal()), refusedNaming('proc-one'));
+  await assert.rejects(p.provision(tenantClaim('proc-v3', 'v3/sub'), signal()), refusedNaming('proc-missing'));
+  assert.deepEqual(await snapshot(root), before);
+});

@@ -270,11 +270,25 @@ export class LiveVolumes {
         : longestRootOf(path, roots);
     const scope = scopeFor(base);
     const tracked: Tracked = { scope, path, outside: base === undefined };
-    if (base === undefined) return { tracked };
+    if (base === undefined) {
+      // `/proc/<pid>/root/…` is the host's root to kubelet, whatever this process may read there (not its own, in
+      // a sandbox): the PV occupies what is below it, as if spelled so (for delete, it still maps to nothing).
+      const host = belowProcRoot(path);
+      const hostBase = host === undefined ? undefined : longestRootOf(host, roots);
+      if (host === undefined || hostBase === undefined) return { tracked };
+      return this.allocationAt(pv, name, hostBase, host, scopeFor(hostBase));
+    }
+    return this.allocationAt(pv, name, base, path, scope);
+  }
+
+  private allocationAt(pv: PersistentVolume, name: string, base: string, path: string, scope: Scope): Occupancy {
     const storage = pv.spec.capacity?.storage;
     // A PV without a valid capacity still occupies its directory.
     const bytes = isQuantity(storage) ? parseQuantity(storage) : 0n;
-    return { allocation: { pvName: name, scope, basePath: base, path, bytes }, tracked };
+    return {
+      allocation: { pvName: name, scope, basePath: base, path, bytes },
+      tracked: { scope, path, outside: false },
+    };
   }
 
   // What an outside PV indexed (aliases, inodes, possible paths) is forgotten when it changes, before the ledger
@@ -341,6 +355,14 @@ export class LiveVolumes {
     }
   }
 }
+
+/** `/proc/<pid>/root/rest` (canonical) -> `/rest`, repeatedly; undefined when `p` is not spelled through one. */
+function belowProcRoot(p: string): string | undefined {
+  let out: string | undefined;
+  for (let m = PROC_ROOT_RE.exec(p); m; m = PROC_ROOT_RE.exec(out)) out = m[1] ?? '/';
+  return out;
+}
+const PROC_ROOT_RE = /^\/proc\/[^/]+\/root(\/.*)?$/;
 
 function sameTracked(a: Tracked, b: Tracked | undefined): boolean {
   return (
