@@ -11,7 +11,7 @@
 // (docs/architecture.md): config, paths, disk, records, volume, ledger, provision, delete, expand, usage.
 import type { EventSink } from '../types/events.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass, Node } from '../types/k8s.ts';
-import { ANN_SELECTED_NODE } from '../types/annotations.ts';
+import { ANN_SELECTED_NODE, LABEL_HOSTNAME } from '../types/annotations.ts';
 import {
   IgnoredError,
   InfeasibleError,
@@ -139,6 +139,9 @@ export class HostPathProvisioner implements Provisioner {
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly records: VolumeRecordStore;
   private readonly live: LiveVolumes;
+  /** Hostname label -> node name, where they differ (learnHostname). */
+  private readonly hostnameScopes = new Map<string, string>();
+  private ownNodeRead: Promise<Node | undefined> | undefined;
   private readonly sources: LedgerSources;
   private readonly identities: DirectoryIdentities;
   private readonly goneNodes?: GoneNodePolicy;
@@ -167,6 +170,7 @@ export class HostPathProvisioner implements Provisioner {
       exports: () => this.exports(),
       identities: this.identities,
       reachable: (scope) => this.mode === 'deployment' || scope === SHARED_SCOPE || scope === this.nodeName,
+      nodeScope: (hostname) => this.hostnameScopes.get(hostname) ?? hostname,
       clock: this.clock,
       logger: this.logger,
     });
@@ -228,10 +232,42 @@ export class HostPathProvisioner implements Provisioner {
     };
   }
 
-  /** Called after a configuration reload: nodes that refused a claim for space may have paths or room now. */
+  /**
+   * Called after a configuration reload: nodes that refused a claim for space may have paths or room now, and the
+   * live PVs are read again against the new roots and exports.
+   */
   configurationChanged(): void {
     this.placer.forgetRefusals();
     this.identities.forgetRoots();
+    // What a live PV occupies depends on the roots and exports: one under a new root or export is blocked at once.
+    this.sources.configurationChanged();
+  }
+
+  /**
+   * Learns the hostname label of a node (from the node object at hand, else, for this daemonset instance's own node,
+   * one GET, kept): a static PV pinned by it (`kubernetes.io/hostname In [<label>]`, no annotation of ours) is then
+   * indexed in that node's scope, not in a scope of the label's value that no placement on the node looks at. A new
+   * one re-reads the live PVs.
+   */
+  private async learnHostname(node: string | undefined, given: Node | undefined, signal: AbortSignal): Promise<void> {
+    if (node === undefined) return;
+    let nodeObject = given?.metadata.name === node ? given : undefined;
+    if (!nodeObject && this.mode === 'daemonset' && node === this.nodeName && this.opts.getNode) {
+      if (this.ownNodeRead === undefined)
+        this.ownNodeRead = this.opts.getNode(node, signal).catch((e: unknown) => {
+          this.logger.debug({ node, err: (e as Error).message }, 'could not read this node for its hostname label');
+          return undefined;
+        });
+      nodeObject = await this.ownNodeRead;
+      // Not found or failed: asked again next time.
+      if (!nodeObject) this.ownNodeRead = undefined;
+    }
+    const labels = nodeObject?.metadata.labels;
+    const label =
+      labels && Object.prototype.hasOwnProperty.call(labels, LABEL_HOSTNAME) ? labels[LABEL_HOSTNAME] : undefined;
+    if (!label || label === node || this.hostnameScopes.get(label) === node) return;
+    this.hostnameScopes.set(label, node);
+    this.sources.configurationChanged();
   }
 
   private async provisionLocked(o: ProvisionOptions, signal: AbortSignal): Promise<ProvisionResult> {
@@ -254,6 +290,8 @@ export class HostPathProvisioner implements Provisioner {
           key: params.nodeAffinityKey,
           value: await nodeAffinityValue(o, params.nodeAffinityKey, node!, this.opts.getNode, signal),
         });
+    // A static PV pins its node by the hostname label, which need not be the node's name: know this node's.
+    await this.learnHostname(node, o.selectedNode, signal);
     await this.sources.ensure(signal);
     const freeCapacity = await this.placer.freeCapacities(config, className, scope, bytes);
 
@@ -385,13 +423,18 @@ export class HostPathProvisioner implements Provisioner {
     pvName: string,
     scope: string | undefined,
   ): Promise<void> {
-    const chain = await this.identities.ofCandidate(base, segments);
+    const indexes = this.reachableIndexes(scope);
+    const chain = await this.identities.ofCandidate(
+      base,
+      segments,
+      indexes.some((i) => i.hasPending()),
+    );
     const path = `${base}/${segments.join('/')}`;
     await checkInodes({
       path,
       chain,
       pvName,
-      indexes: this.reachableIndexes(scope),
+      indexes,
       identities: this.identities,
       roots: allBasePaths(this.config()),
     });
@@ -414,7 +457,11 @@ export class HostPathProvisioner implements Provisioner {
       goneNodes: this.goneNodes,
       config: () => this.config(),
       configuredRoots: () => this.configuredRoots(),
-      ensureLedger: (signal, fresh) => this.sources.ensure(signal, fresh),
+      ensureLedger: async (signal, fresh) => {
+        // A delete may come first after a start: this node's hostname label, for static PVs pinned by it.
+        if (this.mode === 'daemonset') await this.learnHostname(this.nodeName, undefined, signal);
+        return this.sources.ensure(signal, fresh);
+      },
       reachableIndexes: () => this.reachableIndexes(undefined),
       checkDiskIdentity: (base, segments, pvName) => this.checkDiskIdentity(base, segments, pvName, undefined),
       release: (pvName) => this.ledger.release(pvName),

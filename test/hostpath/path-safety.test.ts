@@ -36,6 +36,11 @@ test('each lexical rule rejects its case', () => {
     [`${'a/'.repeat(40)}pvc-42`, 'too-deep'],
     ['.kube-provisioner/pvc-42', 'reserved-name'],
     ['ns/archived-pvc-1-x/pvc-42', 'reserved-name'],
+    // The same names on a case-insensitive filesystem (ext4 casefold, CIFS, vfat) or after Unicode case folding.
+    ['.KUBE-PROVISIONER/volumes', 'reserved-name'],
+    ['.Kube-Provisioner', 'reserved-name'],
+    ['.\u212Aube-provisioner', 'reserved-name'],
+    ['ns/ARCHIVED-pvc-1-x', 'reserved-name'],
   ];
   for (const [rel, r] of cases) assert.throws(() => checkRelativeVolumePath(rel), rule(r), JSON.stringify(rel));
 });

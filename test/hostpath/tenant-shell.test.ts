@@ -52,6 +52,18 @@ test('annotation values with glob or shell metacharacters, whitespace or control
     ['a"b', /"\\""/],
     ['a b', /whitespace/],
     ['a\tb', /whitespace|control/],
+    // Red team variants: the other metacharacters, a newline or NUL, Unicode whitespace and a bidi override.
+    ['#x', /"#"/],
+    ['!x', /"!"/],
+    ['a^b', /"\^"/],
+    ['a<b', /"<"/],
+    ['a(b', /"\("/],
+    ['a\nb', /U\+000A/],
+    ['a\u0000b', /U\+0000/],
+    ['a\u00a0b', /U\+00A0/],
+    ['a\u2028b', /U\+2028/],
+    ['a\ufeffb', /U\+FEFF/],
+    ['\u202ex', /U\+202E/],
   ];
   for (const [i, [value, char]] of cases.entries()) {
     const o = provisionOptions(
@@ -131,4 +143,32 @@ test('a class whose own pattern puts whitespace in the path never hands it to a 
     (e: unknown) => e instanceof InfeasibleError && /whitespace/.test(e.message) && /setup/.test(e.message),
   );
   assert.deepEqual(await snapshot(root), [], 'nothing created');
+});
+
+test('a value with a leading "-" reaches a script only inside an absolute path (never as an option)', async () => {
+  const root = path.join(tmp, 'dash');
+  await fsp.mkdir(root);
+  const out = path.join(tmp, 'dash-args');
+  const p = new HostPathProvisioner({
+    config: validateHostPathConfig({ sharedFileSystemPath: root }, 'config', {
+      setup: `printf '%s\\n' "$@" "$VOL_DIR" > ${out}`,
+    }),
+  });
+  const o = provisionOptions(
+    claim({
+      name: 'dash',
+      namespace: 'tenant',
+      modes: ['ReadWriteMany'],
+      annotations: { 'nfs.io/storage-path': '-rf' },
+    }),
+    STABLE,
+  );
+  const { volume } = await p.provision(o, signal());
+  assert.equal(volume.spec.hostPath?.path, `${root}/-rf`);
+  const args = (await fsp.readFile(out, 'utf8')).trimEnd().split('\n');
+  assert.deepEqual(
+    args.filter((a) => a.includes('-rf')),
+    [`${root}/-rf`, `${root}/-rf`],
+    'as -p and VOL_DIR only',
+  );
 });

@@ -149,3 +149,36 @@ test(
     }
   },
 );
+
+test(
+  'a child that left the process group and dropped the run marker from its environment (unset, env -i) is still killed (Linux)',
+  {
+    skip: process.platform !== 'linux' && 'the /proc sweep is Linux only; elsewhere the group kill only',
+  },
+  async () => {
+    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'kp-scripts-'));
+    const started: number[] = [];
+    try {
+      const pidFile = path.join(tmp, 'pid');
+      const untilWritten = `while [ ! -s ${pidFile} ]; do sleep 0.05; done; exit 0`;
+      const child = `setsid sh -c 'echo $$ > ${pidFile}; exec sleep 300' >/dev/null 2>&1 </dev/null &`;
+      for (const [what, script] of [
+        ['unset', `unset KUBE_PROVISIONER_SCRIPT_RUN; ${child} ${untilWritten}`],
+        ['overwritten', `export KUBE_PROVISIONER_SCRIPT_RUN=x; ${child} ${untilWritten}`],
+        [
+          'env -i',
+          `setsid env -i sh -c 'echo $$ > ${pidFile}; exec sleep 300' >/dev/null 2>&1 </dev/null & ${untilWritten}`,
+        ],
+      ]) {
+        await fsp.rm(pidFile, { force: true });
+        await run(script);
+        const leaver = Number(await fsp.readFile(pidFile, 'utf8'));
+        started.push(leaver);
+        await waitFor(`a child in its own session without the marker (${what}) killed`, () => !alive(leaver), 5_000);
+      }
+    } finally {
+      for (const pid of started) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      await fsp.rm(tmp, { recursive: true, force: true });
+    }
+  },
+);

@@ -124,3 +124,28 @@ test('volume type: claim annotation, class parameter, class annotation, then the
   assert.throws(() => volumeSourceSpec('nfs', '/elsewhere/c', mount));
   assert.throws(() => volumeSourceSpec('nfs', '/persistentvolumes', mount));
 });
+
+test("an nfs server written as another form of the export server's address maps to the export (as getaddrinfo reads it)", () => {
+  const v4 = { server: '10.0.0.5', path: '/e', mountPath: '/mnt' };
+  for (const server of [
+    '10.0.0.05',
+    '012.0.0.5',
+    '0x0a000005',
+    '0x0a.0.0.5',
+    '10.5',
+    '10.0.5',
+    '167772165',
+    '::ffff:10.0.0.5',
+    '[::ffff:a00:5]',
+  ])
+    assert.equal(localPathOfNfsSource({ server, path: '/e/x' }, v4), '/mnt/x', server);
+  for (const server of ['10.0.0.6', '010.0.0.5', '10.0.0.50', '0x0a000006', '10.0.0.5.1', '::ffff:10.0.0.6'])
+    assert.equal(localPathOfNfsSource({ server, path: '/e/x' }, v4), undefined, server);
+  const v6 = { server: 'fd00::5', path: '/e', mountPath: '/mnt' };
+  for (const server of ['FD00::5', 'fd00:0:0:0:0:0:0:5', '[fd00::5]', 'fd00::0005', 'fd00:0000::5'])
+    assert.equal(localPathOfNfsSource({ server, path: '/e/x' }, v6), '/mnt/x', server);
+  for (const server of ['fd00::6', 'fd00::5:0', 'fd00::5%eth0'])
+    assert.equal(localPathOfNfsSource({ server, path: '/e/x' }, v6), undefined, server);
+  // The export written in another form: the same.
+  assert.equal(localPathOfNfsSource({ server: '10.0.0.5', path: '/e/x' }, { ...v4, server: '10.5' }), '/mnt/x');
+});

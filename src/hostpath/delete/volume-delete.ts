@@ -100,7 +100,23 @@ export async function deleteVolumeDirectory(
   if (onDelete === 'retain') {
     log.info({}, 'onDelete retain: keeping the directory');
   } else if (onDelete === 'archive') {
-    const r = await archiveVolumeDir(base, segments, { ...ctx.fs, pvName, now: new Date(ctx.clock.now()) });
+    const r = await archiveVolumeDir(base, segments, {
+      ...ctx.fs,
+      pvName,
+      now: new Date(ctx.clock.now()),
+      // Not the place of a live volume (one whose directory does not exist yet would mount the archive).
+      isFree: async (archived) => {
+        try {
+          for (const index of ctx.reachableIndexes())
+            index.checkFree(`${base}/${archived.join('/')}`, pvName, allBasePaths(ctx.config()));
+          await ctx.checkDiskIdentity(base, archived, pvName);
+          return true;
+        } catch (e) {
+          if (e instanceof UnsafePathError) return false;
+          throw e;
+        }
+      },
+    });
     if (r.archivedPath) log.info({ archivedPath: r.archivedPath }, 'volume directory archived');
     else log.warn({}, 'volume directory was already gone; nothing to archive');
   } else {

@@ -355,12 +355,18 @@ export interface ArchiveOptions extends FsOpsOptions {
   pvName: string;
   /** Time used in the collision suffix (default now). */
   now?: Date;
+  /**
+   * Whether an archive name is free of live volumes (a live PV whose directory does not exist yet may be spelled
+   * there: its pod would mount the archive). A name it refuses is treated as taken.
+   */
+  isFree?: (segments: string[]) => Promise<boolean>;
 }
 
 /**
  * Renames the volume directory to `archived-<directory name>` in the same parent, as nfs-subdir names its
  * archives (kept in the parent so a nested layout such as `<namespace>/<claim>` keeps its namespace). Only
- * when that name is taken does a suffix `-<UTC timestamp>[-<random>]` make it unique. Returns the new path,
+ * when that name is taken (on disk, or by a live volume: `isFree`) does a suffix `-<UTC timestamp>[-<random>]`
+ * make it unique. Returns the new path,
  * or undefined when the volume does not exist.
  */
 export async function archiveVolumeDir(
@@ -388,7 +394,7 @@ export async function archiveVolumeDir(
         () => true,
         () => false,
       );
-      if (taken) continue;
+      if (taken || (opts.isFree && !(await opts.isFree([...segments.slice(0, -1), target])))) continue;
       await parent.fs.rename(entry(parent, name), entry(parent, target));
       return { archivedPath: `${parent.path}/${target}` };
     }

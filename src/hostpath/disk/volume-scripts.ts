@@ -4,15 +4,21 @@
 // command string. The script runs in its own process group, and that group is killed when the script exits (as a
 // helper pod's containers end with it), times out or is aborted: nothing it started in the background outlives it.
 // A child that left the group (setsid, a double fork into a new session) is found by the run's environment marker
-// (KUBE_PROVISIONER_SCRIPT_RUN, unique per run, inherited by everything the script starts): on Linux every process
-// whose /proc/<pid>/environ carries it is killed after the group, until none is left. Elsewhere only the group
-// is killed. A process that replaces its environment (exec env -i) escapes the sweep, as it would escape a pod
-// only by leaving its cgroup: the sweep ends what a script leaves behind by accident, not a hostile script.
+// (KUBE_PROVISIONER_SCRIPT_RUN, unique per run, inherited by everything the script starts) and by the run's marker
+// file, an unlinked file handed to the script as fd 3 (inherited too, and kept by `unset`, `env -i` or sudo, which
+// drop the environment): on Linux every process whose /proc/<pid>/environ carries the marker or whose fd 3 is that
+// file is killed after the group, until none is left. Elsewhere only the group is killed. A process that both
+// replaces its environment and closes fd 3 (a daemon closing every descriptor) escapes the sweep, as it would
+// escape a pod only by leaving its cgroup: the sweep ends what a script leaves behind, it does not contain a
+// hostile script.
 // Output is captured, bounded, for the event and the log of a failure. runLoggedScript runs the configured one of
 // a volume (none configured: nothing), and isRealDirectory is the check a directory passes before a script gets it.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { closeSync, fstatSync, openSync, unlinkSync } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { Clock } from '../../runtime/clock.ts';
 import { realClock } from '../../runtime/clock.ts';
 import type { Logger } from '../../types/logger.ts';
@@ -69,7 +75,8 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
   const action = r.name === 'setup' ? 'create' : 'delete';
   const size = r.sizeBytes.toString();
   const runId = randomBytes(12).toString('hex');
-  return new Promise((resolve, reject) => {
+  const fdMarker = openFdMarker(runId);
+  return new Promise<{ output: string }>((resolve, reject) => {
     const child = spawn(
       'sh',
       ['-c', r.script, r.name, '-p', r.volumeDir, '-s', size, '-m', 'Filesystem', '-a', action],
@@ -85,10 +92,14 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
           VOL_PERM: r.perm ?? '',
           [RUN_MARKER]: runId,
         },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        // fd 3: the run's marker file, inherited by everything the script starts unless it closes it.
+        stdio: ['ignore', 'pipe', 'pipe', ...(fdMarker ? [fdMarker.fd] : [])],
         detached: true,
       },
     );
+    // Piped above (stdout and stderr), whatever the type of the stdio list with the marker's fd says.
+    const stdout = child.stdout!;
+    const stderr = child.stderr!;
     const chunks: Buffer[] = [];
     let kept = 0;
     let truncated = false;
@@ -102,8 +113,8 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
       kept += part.length;
       if (part.length < b.length) truncated = true;
     };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
+    stdout.on('data', keep);
+    stderr.on('data', keep);
     let timedOut = false;
     let aborted = false;
     let exited = false;
@@ -114,7 +125,7 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
       } catch {
         // Already gone.
       }
-      swept = swept.then(() => killMarked(runId));
+      swept = swept.then(() => killMarked(runId, fdMarker?.key));
     };
     // The script is done: what it left running goes with it. (Its output pipes close once the group is gone.)
     child.on('exit', () => {
@@ -124,8 +135,8 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
     const timer = clock.setTimeout(() => {
       // A process that left the group (setsid) and still holds the output open: stop waiting for it.
       if (exited) {
-        child.stdout.destroy();
-        child.stderr.destroy();
+        stdout.destroy();
+        stderr.destroy();
         return;
       }
       timedOut = true;
@@ -161,7 +172,29 @@ export function runVolumeScript(r: VolumeScriptRun): Promise<{ output: string }>
           ),
         );
     };
+  }).finally(() => {
+    if (fdMarker) closeSync(fdMarker.fd);
   });
+}
+
+// An unlinked file of this run, held open and handed to the script as fd 3: a process that dropped the environment
+// marker (unset, `env -i`, sudo) still holds it. Undefined (environment marker only) where the file cannot be made.
+function openFdMarker(runId: string): { fd: number; key: string } | undefined {
+  const file = path.join(os.tmpdir(), `.kube-provisioner-script-run-${runId}`);
+  let fd: number;
+  try {
+    fd = openSync(file, 'wx', 0o600);
+  } catch {
+    return undefined;
+  }
+  try {
+    unlinkSync(file);
+    const st = fstatSync(fd);
+    return { fd, key: `${st.dev}:${st.ino}` };
+  } catch {
+    closeSync(fd);
+    return undefined;
+  }
 }
 
 /** The environment variable that marks every process of one script run (its value is unique per run). */
@@ -174,17 +207,24 @@ const NUL = Buffer.from([0]);
  * nothing), again until a pass finds none: a process may fork between the read and the kill. Processes of other
  * users are unreadable and skipped (they could not be killed either).
  */
-async function killMarked(runId: string): Promise<void> {
+async function killMarked(runId: string, fdKey?: string): Promise<void> {
   if (process.platform !== 'linux') return;
+  const holdsMarkerFd = async (pid: string) => {
+    if (fdKey === undefined) return false;
+    const st = await stat(`/proc/${pid}/fd/3`).catch(() => undefined);
+    return st !== undefined && `${st.dev}:${st.ino}` === fdKey;
+  };
   // NUL-separated NAME=value entries: the marker is an entry of its own, the first or after a NUL.
   const marker = Buffer.from(`\0${RUN_MARKER}=${runId}\0`);
   for (let pass = 0; pass < MAX_SWEEPS; pass++) {
-    const pids = (await readdir('/proc').catch(() => [] as string[])).filter((n) => /^\d+$/.test(n));
+    // Never this process (it holds the marker file too, maybe as its own fd 3).
+    const self = String(process.pid);
+    const pids = (await readdir('/proc').catch(() => [] as string[])).filter((n) => /^\d+$/.test(n) && n !== self);
     let found = 0;
     await Promise.all(
       pids.map(async (pid) => {
         const env = await readFile(`/proc/${pid}/environ`).catch(() => undefined);
-        if (!env || !Buffer.concat([NUL, env]).includes(marker)) return;
+        if (!(env && Buffer.concat([NUL, env]).includes(marker)) && !(await holdsMarkerFd(pid))) return;
         found++;
         try {
           process.kill(Number(pid), 'SIGKILL');

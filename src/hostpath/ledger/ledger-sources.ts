@@ -45,6 +45,11 @@ export class LedgerSources {
     }
   }
 
+  /** The configuration changed: the live volumes are read again (the next ensure lists them, without a feed). */
+  configurationChanged(): void {
+    if (!this.o.live.reread()) this.lastListAt = -Infinity;
+  }
+
   /**
    * Brings the ledger up to date. `fresh`: the live volumes must include every PV that existed when the volume
    * `fresh.pvName` was last changed (a delete's leaf proof).

@@ -18,6 +18,7 @@ import { isStrictlyUnder } from '../paths/path-safety.ts';
 import {
   localDirectoryOf,
   longestRootOf,
+  possibleNfsDirectories,
   readVolumeDirectory,
   sharedBasePaths,
   type MountedExport,
@@ -50,6 +51,11 @@ export interface LiveVolumesContext {
   config(): HostPathConfig;
   exports(): MountedExport[];
   identities: DirectoryIdentities;
+  /**
+   * The node scope of a node named by a PV's hostname affinity alone (a static PV: the node's hostname label, which
+   * need not be its name). Default: the value itself.
+   */
+  nodeScope?(hostname: string): string;
   /** Whether a volume of this scope has its directory on this machine (its identity can be read here). */
   reachable(scope: Scope): boolean;
   clock: Clock;
@@ -70,6 +76,11 @@ interface Tracked {
   path: string;
   /** Not under any root: indexed only through what the disk says (alias, inodes). */
   outside: boolean;
+  /**
+   * An nfs source of another server name whose path maps below an export: the directories it would be if that
+   * name were the export server's (possibleNfsDirectories), indexed as its paths, no disk read.
+   */
+  possible?: string[];
 }
 
 /** Live PVs fed to the ledger's 'api' source, one event at a time. */
@@ -82,13 +93,15 @@ export class LiveVolumes {
   private seenRv = 0n;
   private rvWaiters: Array<() => void> = [];
   private feed: VolumeFeed | undefined;
+  private unfollow: (() => void) | undefined;
 
   constructor(private readonly ctx: LiveVolumesContext) {}
 
   /** Follows a feed from now on. */
   follow(feed: VolumeFeed): void {
+    this.unfollow?.();
     this.feed = feed;
-    feed.addEventHandler({
+    this.unfollow = feed.addEventHandler({
       onAdd: (pv) => this.observe(pv),
       onUpdate: (_old, pv) => this.observe(pv),
       onDelete: (pv) => {
@@ -96,6 +109,16 @@ export class LiveVolumes {
         this.noteResourceVersion(pv);
       },
     });
+  }
+
+  /**
+   * The configuration changed (roots, exports): what each PV occupies is read again. A feed delivers every PV it
+   * holds to handlers registered again; returns false without a feed (the caller lists the PVs again).
+   */
+  reread(): boolean {
+    if (!this.feed) return false;
+    this.follow(this.feed);
+    return true;
   }
 
   /** Resolves once the feed has listed every PV (immediately without a feed). */
@@ -126,6 +149,7 @@ export class LiveVolumes {
       if (o.allocation) allocations.push(o.allocation);
       if (o.blocker) blockers.push(o.blocker);
     }
+    for (const name of this.tracked.keys()) this.dropOutside(name, next.get(name)?.tracked);
     this.ctx.ledger.rebuild('api', allocations, blockers);
     for (const name of [...this.tracked.keys()]) if (!next.has(name)) this.track(name, undefined);
     for (const [name, o] of next) this.track(name, o.tracked);
@@ -187,6 +211,7 @@ export class LiveVolumes {
   }
 
   private apply(name: string, o: Occupancy | undefined): void {
+    this.dropOutside(name, o?.tracked);
     const ledger = this.ctx.ledger;
     if (o?.allocation) ledger.observe('api', o.allocation);
     else ledger.forget('api', name);
@@ -206,9 +231,23 @@ export class LiveVolumes {
     const scopeFor = (base: string | undefined): Scope => {
       const kind = pv.metadata.annotations?.[ANN_HOSTPATH_KIND];
       if (kind === 'shared' || (kind === undefined && base !== undefined && shared.has(base))) return SHARED_SCOPE;
-      return loc.node ?? SHARED_SCOPE;
+      if (loc.node === undefined) return SHARED_SCOPE;
+      return pv.metadata.annotations?.[ANN_HOSTPATH_NODE] === undefined
+        ? (this.ctx.nodeScope?.(loc.node) ?? loc.node)
+        : loc.node;
     };
-    if (reading.kind === 'none') return {};
+    if (reading.kind === 'none') {
+      // Another server's name for an export's directory, maybe: blocked by its paths (not counted as allocated).
+      // Only below a root: a PV of a base path itself (another server's whole export, say) does not stop placement,
+      // as for a PV of this export's root.
+      const possible = possibleNfsDirectories(pv, this.ctx.exports()).filter((p) =>
+        roots.some((r) => isStrictlyUnder(r, p)),
+      );
+      if (possible.length === 0) return {};
+      return {
+        tracked: { scope: scopeFor(longestRootOf(possible[0], roots)), path: possible[0], outside: true, possible },
+      };
+    }
     if (reading.kind === 'ambiguous') {
       const hit = roots.filter((r) =>
         reading.candidates.some((c) => c === r || isStrictlyUnder(r, c) || isStrictlyUnder(c, r)),
@@ -231,23 +270,48 @@ export class LiveVolumes {
         : longestRootOf(path, roots);
     const scope = scopeFor(base);
     const tracked: Tracked = { scope, path, outside: base === undefined };
-    if (base === undefined) return { tracked };
+    if (base === undefined) {
+      // `/proc/<pid>/root/…` is the host's root to kubelet, whatever this process may read there (not its own, in
+      // a sandbox): the PV occupies what is below it, as if spelled so (for delete, it still maps to nothing).
+      const host = belowProcRoot(path);
+      const hostBase = host === undefined ? undefined : longestRootOf(host, roots);
+      if (host === undefined || hostBase === undefined) return { tracked };
+      return this.allocationAt(pv, name, hostBase, host, scopeFor(hostBase));
+    }
+    return this.allocationAt(pv, name, base, path, scope);
+  }
+
+  private allocationAt(pv: PersistentVolume, name: string, base: string, path: string, scope: Scope): Occupancy {
     const storage = pv.spec.capacity?.storage;
     // A PV without a valid capacity still occupies its directory.
     const bytes = isQuantity(storage) ? parseQuantity(storage) : 0n;
-    return { allocation: { pvName: name, scope, basePath: base, path, bytes }, tracked };
+    return {
+      allocation: { pvName: name, scope, basePath: base, path, bytes },
+      tracked: { scope, path, outside: false },
+    };
   }
 
-  // Reads the identity of a PV's directory once per (scope, path); forgets what an outside PV indexed.
+  // What an outside PV indexed (aliases, inodes, possible paths) is forgotten when it changes, before the ledger
+  // indexes its new allocation: afterwards it would take that allocation's path out of the index with it.
+  private dropOutside(name: string, t: Tracked | undefined): void {
+    const old = this.tracked.get(name);
+    if (old?.outside && !sameTracked(old, t)) this.ctx.ledger.paths(old.scope).remove(name);
+  }
+
+  // Reads the identity of a PV's directory once per (scope, path) (dropOutside has forgotten what it replaces).
   private track(name: string, t: Tracked | undefined): void {
     const old = this.tracked.get(name);
-    if (old && t && old.scope === t.scope && old.path === t.path && old.outside === t.outside) return;
-    if (old?.outside) this.ctx.ledger.paths(old.scope).remove(name);
+    if (old && sameTracked(old, t)) return;
     if (!t) {
       this.tracked.delete(name);
       return;
     }
     this.tracked.set(name, t);
+    if (t.possible) {
+      const index = this.ctx.ledger.paths(t.scope);
+      for (const p of t.possible) index.addAlias(name, p);
+      return;
+    }
     if (!this.ctx.reachable(t.scope)) return;
     // A volume this process has just created: its identity came from the walk that created it (no symlink below
     // the root, the directories it held open), and stays in the index until the volume is released.
@@ -290,6 +354,24 @@ export class LiveVolumes {
       );
     }
   }
+}
+
+/** `/proc/<pid>/root/rest` (canonical) -> `/rest`, repeatedly; undefined when `p` is not spelled through one. */
+function belowProcRoot(p: string): string | undefined {
+  let out: string | undefined;
+  for (let m = PROC_ROOT_RE.exec(p); m; m = PROC_ROOT_RE.exec(out)) out = m[1] ?? '/';
+  return out;
+}
+const PROC_ROOT_RE = /^\/proc\/[^/]+\/root(\/.*)?$/;
+
+function sameTracked(a: Tracked, b: Tracked | undefined): boolean {
+  return (
+    b !== undefined &&
+    a.scope === b.scope &&
+    a.path === b.path &&
+    a.outside === b.outside &&
+    String(a.possible) === String(b.possible)
+  );
 }
 
 interface Occupancy {

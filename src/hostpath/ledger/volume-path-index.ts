@@ -13,6 +13,13 @@ export interface InodeChain {
   self?: string;
   /** Its ancestors' keys, in any order. */
   ancestors: string[];
+  /**
+   * A volume's directory that does not exist yet: `dev:ino/rest`, its nearest existing ancestor and the path below
+   * it (where kubelet will make it, however that ancestor is spelled: a bind mount).
+   */
+  pending?: string;
+  /** A candidate's `dev:ino/rest` through each of its existing proper ancestors (its root included). */
+  routes?: string[];
 }
 
 /**
@@ -26,6 +33,8 @@ export interface InodeMatch {
   key: string;
   /** The path the volume's chain was read from. */
   source: string;
+  /** Matched through the volume's `pending` place (its directory did not exist when read). */
+  pending?: boolean;
 }
 
 // Owners of a key: one name (the usual case, a few bytes) or a set of them (a forged or stale PV sharing it).
@@ -58,6 +67,9 @@ export class VolumePathIndex {
   private readonly inodeOwners = new Map<string, Owners>();
   private readonly ancestorInodeOwners = new Map<string, Owners>();
   private readonly inodesOf = new Map<string, InodeChain & { source: string }>();
+  /** Volumes whose directory did not exist when read: their `pending` place, and its proper prefixes. */
+  private readonly pendingOwners = new Map<string, Owners>();
+  private readonly pendingAncestorOwners = new Map<string, Owners>();
   /**
    * Ancestor chains, shared: every volume under one directory has the same ancestors, and each read gave each
    * volume its own array of the same `dev:ino` strings (2.2 MB of 10,000 volumes). Bounded: cleared when full
@@ -95,8 +107,17 @@ export class VolumePathIndex {
     }
     // The source is nearly always the volume's own indexed path: keep that string, not a second copy of it.
     const path = this.byVolume.get(pvName)?.find((p) => p === source) ?? source;
-    this.inodesOf.set(pvName, { self: chain.self, ancestors, source: path });
+    this.inodesOf.set(pvName, {
+      self: chain.self,
+      ancestors,
+      ...(chain.pending ? { pending: chain.pending } : {}),
+      source: path,
+    });
     if (chain.self) add(this.inodeOwners, chain.self, pvName);
+    if (chain.pending) {
+      add(this.pendingOwners, chain.pending, pvName);
+      for (const q of pendingPrefixes(chain.pending)) add(this.pendingAncestorOwners, q, pvName);
+    }
     for (const a of chain.ancestors) add(this.ancestorInodeOwners, a, pvName);
   }
 
@@ -165,18 +186,31 @@ export class VolumePathIndex {
   /** The live volumes (other than `pvName`) whose directory is, contains or is inside the one of `chain`, by inode. */
   inodeMatches(chain: InodeChain, pvName: string): InodeMatch[] {
     const out: InodeMatch[] = [];
-    const push = (owners: Owners | undefined, relation: InodeMatch['relation'], key: string) => {
+    const push = (owners: Owners | undefined, relation: InodeMatch['relation'], key: string, pending?: boolean) => {
       for (const o of typeof owners === 'string' ? [owners] : (owners ?? [])) {
         const source = this.inodesOf.get(o)?.source;
-        if (o !== pvName && source !== undefined) out.push({ pvName: o, relation, key, source });
+        if (o !== pvName && source !== undefined)
+          out.push({ pvName: o, relation, key, source, ...(pending ? { pending } : {}) });
       }
     };
+    if (this.pendingOwners.size > 0) {
+      for (const r of chain.routes ?? []) {
+        push(this.pendingOwners.get(r), 'same', r, true);
+        push(this.pendingAncestorOwners.get(r), 'contains', r, true);
+        for (const q of pendingPrefixes(r)) push(this.pendingOwners.get(q), 'inside', q, true);
+      }
+    }
     if (chain.self) {
       push(this.inodeOwners.get(chain.self), 'same', chain.self);
       push(this.ancestorInodeOwners.get(chain.self), 'contains', chain.self);
     }
     for (const a of chain.ancestors) push(this.inodeOwners.get(a), 'inside', a);
     return out;
+  }
+
+  /** Whether some volume's directory did not exist when read (a candidate then needs its routes). */
+  hasPending(): boolean {
+    return this.pendingOwners.size > 0;
   }
 
   /** Whether the inode chain of a volume's directory is known, read from `source`. */
@@ -191,6 +225,10 @@ export class VolumePathIndex {
     this.inodesOf.delete(pvName);
     if (chain.self) del(this.inodeOwners, chain.self, pvName);
     for (const a of chain.ancestors) del(this.ancestorInodeOwners, a, pvName);
+    if (chain.pending) {
+      del(this.pendingOwners, chain.pending, pvName);
+      for (const q of pendingPrefixes(chain.pending)) del(this.pendingAncestorOwners, q, pvName);
+    }
   }
 
   private addPath(pvName: string, p: string): void {
@@ -227,4 +265,10 @@ function otherOwner(owners: Owners | undefined, pvName: string): string | undefi
   if (typeof owners === 'string') return owners === pvName ? undefined : owners;
   for (const o of owners ?? []) if (o !== pvName) return o;
   return undefined;
+}
+
+// The proper prefixes of a `dev:ino/a/b/c` place that still name a path below the inode: `dev:ino/a/b`, `dev:ino/a`.
+function* pendingPrefixes(key: string): Generator<string> {
+  const first = key.indexOf('/');
+  for (let i = key.lastIndexOf('/'); i > first; i = key.lastIndexOf('/', i - 1)) yield key.slice(0, i);
 }

@@ -3,6 +3,7 @@
 // `..` cannot be resolved without the disk (a symlink above it changes its meaning), so a path holding one is
 // not mapped to a directory: callers treat it as meaning anything below what it could reach (fail closed). NFS
 // server names compare without case and without a trailing dot, as DNS names do.
+import net from 'node:net';
 import path from 'node:path';
 
 /** How a path taken from a PV reads: exactly one canonical path, or paths it could mean. */
@@ -53,10 +54,37 @@ export function canonicalRenderedPath(rel: string): string {
   return rel.length > 1 && rel.endsWith('/') ? rel.slice(0, -1) : rel;
 }
 
-/** An NFS server name as compared: lower case, without the root's trailing dot (`NFS.Example.` is `nfs.example`). */
+/**
+ * An NFS server name as compared: lower case, without the root's trailing dot (`NFS.Example.` is `nfs.example`).
+ * An address is compared as the address it is, as getaddrinfo (mount.nfs) reads it: IPv4 in any of inet_aton's
+ * forms (`10.0.0.05`, `0x0a000005`, `10.5`), IPv6 in any spelling, bracketed or not, an IPv4-mapped IPv6 address as
+ * its IPv4 address. A name and an address of the same server still differ (that needs DNS).
+ */
 export function canonicalNfsServer(server: string): string {
-  const lower = server.toLowerCase();
+  let lower = server.toLowerCase();
+  if (lower.startsWith('[') && lower.endsWith(']')) lower = lower.slice(1, -1);
+  const address = canonicalAddress(lower);
+  if (address !== undefined) return address;
   return lower.length > 1 && lower.endsWith('.') ? lower.slice(0, -1) : lower;
+}
+
+// The WHATWG URL host parser reads IPv4 numbers as inet_aton does (octal, hex, fewer than four parts) and writes
+// IPv6 in its one canonical (RFC 5952) form. A zone (`fe80::1%eth0`) is not parsed: compared as written.
+function canonicalAddress(s: string): string | undefined {
+  try {
+    if (net.isIPv6(s)) {
+      const v6 = new URL(`http://[${s}]/`).hostname.slice(1, -1);
+      const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(v6);
+      if (!mapped) return v6;
+      const [hi, lo] = [parseInt(mapped[1], 16), parseInt(mapped[2], 16)];
+      return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+    }
+    if (!/^[0-9][0-9a-fx.]*$/.test(s)) return undefined;
+    const v4 = new URL(`http://${s}/`).hostname;
+    return net.isIPv4(v4) ? v4 : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function stripTrailingSlash(p: string): string {

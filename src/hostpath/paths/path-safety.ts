@@ -130,7 +130,10 @@ export function checkRelativeVolumePath(rel: string, rules: RelativePathRules = 
     if (Buffer.byteLength(seg, 'utf8') > maxBytes) {
       throw new UnsafePathError('segment-too-long', rel, `a segment is longer than ${maxBytes} bytes`);
     }
-    if (RESERVED_PREFIXES.some((p) => seg.startsWith(p))) {
+    // Case-insensitively (and after Unicode compatibility folding, K -> k): on a case-insensitive filesystem
+    // (ext4 casefold, CIFS, vfat) `.KUBE-PROVISIONER` is the records directory.
+    const folded = seg.normalize('NFKC').toLowerCase();
+    if (RESERVED_PREFIXES.some((p) => folded.startsWith(p))) {
       throw new UnsafePathError(
         'reserved-name',
         rel,

@@ -191,6 +191,29 @@ export function readVolumeDirectory(pv: PersistentVolume, exports: readonly Moun
   return { kind: 'ambiguous', candidates: paths, why: 'more than one configured export maps it' };
 }
 
+/**
+ * The directories an nfs source that no configured export maps (another server name) would name if its server were
+ * an export's server under another name: a DNS name and an address, a CNAME, a second address of a multi-homed
+ * server. Which of these is true needs the network (and even DNS cannot tell two addresses of one server apart),
+ * so live volumes block them (fail closed). Empty when the source's path is below no export path.
+ */
+export function possibleNfsDirectories(pv: PersistentVolume, exports: readonly MountedExport[]): string[] {
+  const nfs = pv.spec.nfs;
+  if (!nfs || typeof nfs.server !== 'string') return [];
+  const out = new Set<string>();
+  for (const m of exports) {
+    const r = nfsReading({ ...nfs, server: m.server }, m);
+    if (r?.kind === 'canonical') out.add(r.path);
+    // A `..` one: only what it could mean below the export (not the export root by default, as for its own server).
+    else if (r?.kind === 'ambiguous') {
+      const reading = readAbsolutePath(nfs.path);
+      if (reading?.kind === 'ambiguous' && reading.candidates.some((c) => nfsReading({ server: m.server, path: c }, m)))
+        for (const c of r.candidates) out.add(c);
+    }
+  }
+  return [...out];
+}
+
 /** The one local directory of a PV (canonical), or undefined (none, or not exactly one: see readVolumeDirectory). */
 export function localDirectoryOf(pv: PersistentVolume, exports: readonly MountedExport[] = []): string | undefined {
   const r = readVolumeDirectory(pv, exports);
