@@ -13,6 +13,7 @@ import { startEmbeddedCluster, type EmbeddedCluster } from '../../src/cluster/em
 import { abandonedLargeBodies, LARGE_BODY_BYTES, loopTurnsForLargeBodies } from '../../src/cluster/http/http-io.ts';
 import {
   checkJsonTextDepth,
+  checkJsonValue,
   countObjectKeys,
   countObjectKeysInSlices,
   jsonCheckWork,
@@ -930,6 +931,16 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
       assert.equal(keysInText, checkJsonTextDepth(text), `seed ${seed}: keys in the text`);
       assert.equal(await countObjectKeysInSlices(value, turn), countObjectKeys(expected), `seed ${seed}: sliced count`);
     }
+  });
+
+  it('checkJsonValue: the size JSON.stringify writes, for keys and strings with escapes, unicode and surrogates', () => {
+    const r = random(31);
+    for (let i = 0; i < 200; i++) {
+      const value = JSON.parse(map(r, 50, {})) as unknown;
+      assert.equal(checkJsonValue(value, {}), JSON.stringify(value).length, `value ${i}`);
+    }
+    const odd = { '\u0000': ['\ud800', '\udc00x', '😀', '"\\', '\u001f', 'é'], 'a"b': { '\ud83d\ude00': null } };
+    assert.equal(checkJsonValue(odd, {}), JSON.stringify(odd).length);
   });
 
   it('a syntax error inside a deep large container, or one JSON.parse drops, is JSON.parse error', async () => {

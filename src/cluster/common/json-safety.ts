@@ -702,11 +702,19 @@ export function parseJsonText(text: string, depthLimit = MAX_JSON_DEPTH): unknow
 }
 
 /** Serialized length (UTF-16 units of compact JSON) of a scalar, or undefined for values JSON omits. */
+/** Characters a string has in JSON, quotes included: JSON.stringify's only for a string it escapes something in. */
+function jsonStringLength(s: string): number {
+  // A control character, a quote, a backslash or a surrogate (a lone one is escaped): JSON.stringify decides.
+  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s).length : s.length + 2;
+}
+// eslint-disable-next-line no-control-regex -- control characters are what JSON escapes
+const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/;
+
 function scalarLength(v: unknown): number | undefined {
   if (v === null) return 4;
   switch (typeof v) {
     case 'string':
-      return JSON.stringify(v).length;
+      return jsonStringLength(v);
     case 'number':
       return Number.isFinite(v) ? String(v).length : 4;
     case 'boolean':
@@ -725,22 +733,29 @@ export function checkJsonValue(value: unknown, limits: { maxDepth?: number; maxB
   const maxDepth = limits.maxDepth ?? MAX_JSON_DEPTH;
   const maxBytes = limits.maxBytes ?? Infinity;
   let size = 0;
-  const stack: Array<{ v: unknown; depth: number }> = [{ v: value, depth: 0 }];
+  // Two stacks, not an object per value: the walk of a 100,000-key map allocated one per key.
+  const stack: unknown[] = [value];
+  const depths: number[] = [0];
   while (stack.length > 0) {
-    const { v, depth } = stack.pop()!;
+    const v = stack.pop();
+    const depth = depths.pop()!;
     if (v !== null && typeof v === 'object') {
       if (depth + 1 > maxDepth) throw new JsonTooDeepError(maxDepth);
       if (Array.isArray(v)) {
         size += 2 + Math.max(0, v.length - 1);
-        for (const item of v) stack.push({ v: item === undefined ? null : item, depth: depth + 1 });
+        for (const item of v) {
+          stack.push(item === undefined ? null : item);
+          depths.push(depth + 1);
+        }
       } else {
         const keys = Object.keys(v);
         size += 2 + Math.max(0, keys.length - 1);
         for (const k of keys) {
           const item = (v as Record<string, unknown>)[k];
           if (item === undefined || typeof item === 'function') continue;
-          size += JSON.stringify(k).length + 1;
-          stack.push({ v: item, depth: depth + 1 });
+          size += jsonStringLength(k) + 1;
+          stack.push(item);
+          depths.push(depth + 1);
         }
       }
     } else {
