@@ -11,16 +11,18 @@ import { ClusterApiError } from '../../src/cluster/common/api-errors.ts';
 import { decodeObjectBody, decodeRequestBody } from '../../src/cluster/http/http-io.ts';
 import { LARGE_MAP_KEYS } from '../../src/cluster/common/json-safety.ts';
 import {
-  decodeYamlOffThread,
   decodeYamlText,
-  decodeYamlWire,
   sendsAsJson,
   yamlDecodeCounts,
   yamlKeysRemembered,
-  YAML_WORKER_MAX_QUEUED,
-  YAML_WORKER_MIN_BYTES,
   type YamlDecoded,
 } from '../../src/cluster/schema/yaml-decode.ts';
+import {
+  decodeYamlOffThread,
+  decodeYamlWire,
+  YAML_WORKER_MAX_QUEUED,
+  YAML_WORKER_MIN_BYTES,
+} from '../../src/cluster/http/decode-worker-pool.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const head = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n';
@@ -159,7 +161,7 @@ describe('YAML bodies decoded in the worker thread', () => {
 
   it('holds the process only while a body is decoded: a script that decoded a large body exits by itself', () => {
     const script = `
-      import { decodeYamlOffThread } from './src/cluster/schema/yaml-decode.ts';
+      import { decodeYamlOffThread } from './src/cluster/http/decode-worker-pool.ts';
       const held = () => JSON.stringify(process.getActiveResourcesInfo().filter((r) => r !== 'PipeWrap'));
       const pending = decodeYamlOffThread('a: b\\n'.repeat(5000), 100);
       const during = held();

@@ -15,19 +15,16 @@ import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import {
-  decodeYamlOffThread,
-  decodeYamlText,
-  MAX_YAML_DEPTH,
-  yamlDecodeSteps,
-} from '../../src/cluster/schema/yaml-decode.ts';
+import { decodeYamlText, MAX_YAML_DEPTH, yamlDecodeSteps } from '../../src/cluster/schema/yaml-decode.ts';
+import { decodeYamlOffThread } from '../../src/cluster/http/decode-worker-pool.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** The child: POSTs every shape at every depth, and decodes each on both paths; prints one JSON line of answers. */
 const CHILD = `
 import { startEmbeddedCluster } from './src/cluster/embedded-cluster.ts';
-import { decodeYamlOffThread, decodeYamlText, YAML_WORKER_MIN_BYTES } from './src/cluster/schema/yaml-decode.ts';
+import { decodeYamlText } from './src/cluster/schema/yaml-decode.ts';
+import { decodeYamlOffThread, YAML_WORKER_MIN_BYTES } from './src/cluster/http/decode-worker-pool.ts';
 import { call } from './test/reliability/raw-http.ts';
 
 const head = 'apiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: deep\\n';

@@ -27,12 +27,8 @@ import {
   serializedJsonOf,
   SLICE_MEMBERS,
 } from '../../src/cluster/common/json-safety.ts';
-import {
-  decodeYamlOffThread,
-  isJsonExact,
-  sendsAsJson,
-  yamlKeysRemembered,
-} from '../../src/cluster/schema/yaml-decode.ts';
+import { isJsonExact, sendsAsJson, yamlKeysRemembered } from '../../src/cluster/schema/yaml-decode.ts';
+import { decodeYamlOffThread } from '../../src/cluster/http/decode-worker-pool.ts';
 import {
   isConfigMapKey,
   isQualifiedName,

@@ -10,7 +10,8 @@ import {
   parseJsonText,
   parseLargeJsonText,
 } from '../common/json-safety.ts';
-import { decodeYamlText, decodeYamlWire, type YamlDecoded } from '../schema/yaml-decode.ts';
+import { decodeYamlText, type YamlDecoded } from '../schema/yaml-decode.ts';
+import { decodeYamlWire } from './decode-worker-pool.ts';
 
 /** Thrown when a body exceeds the limit; the connection is closed after the 413 answer. */
 export class BodyTooLargeError extends Error {}

@@ -44,7 +44,7 @@ import {
 import type { Faults } from './faults.ts';
 import { decodeProtobufObject, PROTOBUF_MEDIA_TYPE } from './protobuf.ts';
 import { countObjectKeysInSlices, keepLargeMapsInSlices, parseLargeJsonText } from '../common/json-safety.ts';
-import { decodeProtobufOffThread } from '../schema/yaml-decode.ts';
+import { decodeProtobufOffThread } from './decode-worker-pool.ts';
 import { pruneUnknownInSlices, rootModel } from '../schema/schema.ts';
 import { normalizeTimes } from '../schema/time-encoding.ts';
 import { apiVersionOf, type ResourceType } from '../registry/resource-type.ts';

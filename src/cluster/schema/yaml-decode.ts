@@ -14,20 +14,14 @@
 // - aliases: their expanded size is counted and bounded as go-yaml bounds it ("excessive aliasing"), and an
 //   alias to a collection that is still open (a cycle) is refused.
 // The scalars are resolved by YAML_CORE_SCHEMA, the YAML 1.2 core schema as the `yaml` library resolved it.
-import { extname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { Worker } from 'node:worker_threads';
 import { FAILSAFE_SCHEMA, load, Type, YAMLException, type LoadOptions, type State } from 'js-yaml';
-import { ClusterApiError, internalError, tooManyRequests } from '../common/api-errors.ts';
-import type { Status } from '../../types/k8s.ts';
 import { LARGE_MAP_KEYS } from '../common/json-safety.ts';
-import { newModuleWorker } from '../common/module-worker.ts';
 
 /**
  * The deepest nesting of collections (maps and sequences, flow or block) a YAML body may have; deeper is a 400
  * before anything deeper is parsed. kube-apiserver's YAML path (go-yaml under sigs.k8s.io/yaml) stops at 10,000
  * flow or indent levels, but js-yaml recurses about three frames per level on a 984 KB stack (the event loop's,
- * and the worker's, see YAML_WORKER_STACK_MB). 200 is far above what manifests use (a CRD's openAPIV3Schema
+ * and the worker's, see YAML_WORKER_STACK_MB in http/decode-worker-pool.ts). 200 is far above what manifests use (a CRD's openAPIV3Schema
  * nests about 2 levels per schema level) and was the limit with the `yaml` library before, so no body changed
  * from accepted to refused.
  */
@@ -767,181 +761,17 @@ function walkForWire(value: unknown, maxChars: number): 'no' | 'exact' | 'large'
   return large ? 'large' : 'exact';
 }
 
-/** A YAML body decoded in the worker, as it came back: its JSON text is parsed here in one piece. */
-function fromWire(wire: YamlWire): YamlDecoded {
-  if (!('json' in wire)) return wire;
-  return { ok: true, value: JSON.parse(wire.json) as unknown, duplicateError: wire.duplicateError };
-}
-
-/** YAML bodies of at least this many bytes are decoded in the worker thread; smaller ones on the event loop. */
-export const YAML_WORKER_MIN_BYTES = 16 * 1024;
-
-/** Bodies waiting for (or in) the worker at most; one more is answered 429 rather than queued. */
-export const YAML_WORKER_MAX_QUEUED = 16;
-
-/**
- * The worker's stack: the main thread's 984 KB for V8 plus the 192 KB Node keeps back from a worker's stack
- * (measured: 13,665 frames of a trivial recursion here, 13,684 on the main thread; Node's default of 4 MB gave
- * 55,194). Both paths then have the same room below MAX_YAML_DEPTH, so a body cannot pass in one and fail in
- * the other, and the tests that run bodies through the worker prove the loop's margin too.
- */
-export const YAML_WORKER_STACK_MB = (984 + 192) / 1024;
-
-/** The worker ends after this long without work (it is started again for the next large body). */
-const IDLE_MS = 30_000;
-
-/** A job as posted to the worker. */
-export interface YamlJob {
-  id: number;
-  text: string;
-  depthLimit: number;
-  /** Look for repeated keys (decodeYamlText's `repeats`). */
-  repeats: boolean;
-}
-
-/** A protobuf body posted to the same worker (decodeProtobufOffThread). */
-export interface ProtobufJob {
-  id: number;
-  protobuf: Uint8Array;
-}
-
-/** The worker's answer: the decode result, or `thrown`, an exception decodeYamlText let through. */
-export interface YamlAnswer {
-  id: number;
-  result?: YamlWire;
-  /** The Status of the API error the decoder threw (a protobuf body's 400 or 415). */
-  apiError?: Status;
-  thrown?: { name: string; message: string };
-}
-
 const counts = { inThread: 0, offThread: 0, protobufOffThread: 0 };
 
 /**
  * How many YAML bodies were decoded on the event loop and in the worker thread, and protobuf bodies in the worker
- * thread (tests and benchmarks read it).
+ * thread (tests and benchmarks read it; the worker pool, http/decode-worker-pool.ts, counts its own).
  */
 export function yamlDecodeCounts(): { inThread: number; offThread: number; protobufOffThread: number } {
   return { ...counts };
 }
 
-/**
- * Decodes a YAML body: on the event loop under YAML_WORKER_MIN_BYTES, else in the worker thread (started on the
- * first large body, shared by every cluster of the process, never keeping the process alive).
- * @throws ClusterApiError 429 when YAML_WORKER_MAX_QUEUED bodies are already waiting; 500 when the worker dies
- */
-export async function decodeYaml(text: string, depthLimit: number, repeats = true): Promise<YamlDecoded> {
-  return fromWire(await decodeYamlWire(text, depthLimit, repeats));
+/** Counts one body decoded where `where` says (yamlDecodeCounts). */
+export function countDecoded(where: keyof typeof counts): void {
+  counts[where]++;
 }
-
-/**
- * decodeYaml, with a value from the worker left as the JSON text it came as (YamlWire): a request handler parses
- * a large one in slices.
- * @throws ClusterApiError as decodeYaml
- */
-export async function decodeYamlWire(text: string, depthLimit: number, repeats = true): Promise<YamlWire> {
-  if (Buffer.byteLength(text) < YAML_WORKER_MIN_BYTES) {
-    counts.inThread++;
-    return decodeYamlText(text, depthLimit, repeats);
-  }
-  return pool.decode(text, depthLimit, repeats);
-}
-
-/**
- * decodeYamlText in the worker thread, whatever the body's size.
- * @internal exported for the tests that compare both paths
- */
-export async function decodeYamlOffThread(text: string, depthLimit: number, repeats = true): Promise<YamlDecoded> {
-  return fromWire(await pool.decode(text, depthLimit, repeats));
-}
-
-/**
- * A protobuf body decoded in the worker thread (decodeProtobufObject there): a value with a large map comes back
- * as JSON text (sendsAsJson), for the loop to parse in slices. A 3 MiB ConfigMap took 0.6-1.9 s to decode in one
- * step on the loop.
- * @throws ClusterApiError the decoder's 400 or 415, 429 as decodeYaml, 500 when the worker dies
- */
-export function decodeProtobufOffThread(body: Buffer): Promise<YamlWire> {
-  return pool.decodeProtobuf(body);
-}
-
-interface Pending {
-  resolve: (r: YamlWire) => void;
-  reject: (err: unknown) => void;
-}
-
-/** A pool of one worker thread: started lazily, holding the process only while it has work, ended when idle. */
-class YamlWorkerPool {
-  private worker: Worker | undefined;
-  private readonly pending = new Map<number, Pending>();
-  private nextId = 1;
-  private idleTimer: NodeJS.Timeout | undefined;
-
-  decode(text: string, depthLimit: number, repeats: boolean): Promise<YamlWire> {
-    return this.post('offThread', (id) => ({ id, text, depthLimit, repeats }) satisfies YamlJob);
-  }
-
-  decodeProtobuf(protobuf: Uint8Array): Promise<YamlWire> {
-    return this.post('protobufOffThread', (id) => ({ id, protobuf }) satisfies ProtobufJob);
-  }
-
-  private post(
-    counted: 'offThread' | 'protobufOffThread',
-    job: (id: number) => YamlJob | ProtobufJob,
-  ): Promise<YamlWire> {
-    if (this.pending.size >= YAML_WORKER_MAX_QUEUED) return Promise.reject(tooManyRequests(1));
-    counts[counted]++;
-    clearTimeout(this.idleTimer);
-    const worker = (this.worker ??= this.start());
-    worker.ref(); // a body being decoded holds the process, as a pending read would
-    const id = this.nextId++;
-    return new Promise<YamlWire>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      worker.postMessage(job(id));
-    });
-  }
-
-  private start(): Worker {
-    const ext = extname(fileURLToPath(import.meta.url));
-    const worker = newModuleWorker(new URL(`./yaml-decode-worker${ext}`, import.meta.url), {
-      resourceLimits: { stackSizeMb: YAML_WORKER_STACK_MB },
-    });
-    worker.on('message', (answer: YamlAnswer) => this.answered(answer));
-    let failure: unknown;
-    worker.on('error', (err) => (failure = err));
-    worker.on('exit', (code) => {
-      if (this.worker === worker) this.worker = undefined;
-      const why = failure instanceof Error ? failure.message : `exit code ${code}`;
-      for (const p of this.pending.values()) p.reject(internalError(`the YAML decoder thread ended: ${why}`));
-      this.pending.clear();
-    });
-    return worker;
-  }
-
-  private answered(answer: YamlAnswer): void {
-    const p = this.pending.get(answer.id);
-    if (!p) return;
-    this.pending.delete(answer.id);
-    if (this.pending.size === 0) {
-      this.worker?.unref();
-      this.idleTimer = setTimeout(() => {
-        const idle = this.worker;
-        this.worker = undefined; // the next body starts a new one rather than posting to this one as it ends
-        void idle?.terminate();
-      }, IDLE_MS);
-      this.idleTimer.unref();
-    }
-    if (answer.apiError) {
-      p.reject(new ClusterApiError(answer.apiError));
-      return;
-    }
-    if (answer.thrown) {
-      const err = new Error(answer.thrown.message);
-      err.name = answer.thrown.name;
-      p.reject(err);
-      return;
-    }
-    p.resolve(answer.result!);
-  }
-}
-
-const pool = new YamlWorkerPool();

@@ -1,18 +1,11 @@
-// The worker thread of yaml-decode.ts: decodes the YAML bodies posted to it, one at a time, with the same
+// The worker thread of decode-worker-pool.ts: decodes the YAML bodies posted to it, one at a time, with the same
 // decodeYamlText the event loop uses for small bodies; and large protobuf bodies, with the same
 // decodeProtobufObject.
 import { parentPort } from 'node:worker_threads';
 import { ClusterApiError } from '../common/api-errors.ts';
-import { decodeProtobufObject } from '../http/protobuf.ts';
-import {
-  decodeYamlTextForWire,
-  sendsAsJson,
-  type ProtobufJob,
-  type YamlAnswer,
-  type YamlDecoded,
-  type YamlJob,
-  type YamlWire,
-} from './yaml-decode.ts';
+import { decodeProtobufObject } from './protobuf.ts';
+import { decodeYamlTextForWire, sendsAsJson, type YamlDecoded, type YamlWire } from '../schema/yaml-decode.ts';
+import type { ProtobufJob, YamlAnswer, YamlJob } from './decode-worker-pool.ts';
 
 /** Without aliases a YAML text's JSON is at most about 3 times as long (`a:` is `"a":null,`). */
 const JSON_EXPANSION = 4;
