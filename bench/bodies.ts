@@ -86,6 +86,11 @@ const BODIES: Record<string, Body> = {
     contentType: 'application/json',
     text: (n) => fill(`{"metadata":{"name":"${n}"},"data":{`, (i) => `"k${i}":"v",`, '"z":"v"}}'),
   },
+  'JSON: a flat map, its first key repeated at the end': {
+    method: 'POST',
+    contentType: 'application/json',
+    text: (n) => fill(`{"metadata":{"name":"${n}"},"data":{`, (i) => `"k${i}":"v",`, '"k0":"v"}}'),
+  },
   // Where the slicing of large maps stops: a map three levels down, and maps inside a list.
   'JSON: a large map three levels down': {
     method: 'POST',

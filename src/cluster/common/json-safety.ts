@@ -391,9 +391,12 @@ function scanJsonTextForSpans(text: string, limit: number): { keys: number; root
 /** The compact JSON of each map of strings parsed in slices (serializedJsonOf). */
 const sizedMaps = new WeakMap<object, SizedMap>();
 
-/** A map of strings parsed in slices: its compact JSON, slice by slice without the braces, and its UTF-8 bytes. */
+/**
+ * A map of strings parsed in slices: its compact JSON, slice by slice without the braces, and its UTF-8 bytes; or
+ * its bytes only, when the slices' texts are not its JSON (a key repeated, index keys put first).
+ */
 interface SizedMap {
-  parts: string[];
+  parts?: string[];
   bytes: number;
 }
 
@@ -501,6 +504,11 @@ class SpanSlices {
   /** A turn, before every slice but the first. */
   async before(j: number): Promise<void> {
     if (j > 0) await this.turn();
+  }
+
+  /** A turn. */
+  pause(): Promise<void> {
+    return this.turn();
   }
 
   /**
@@ -644,9 +652,35 @@ async function parseMapInSlices(slices: SpanSlices, { compact }: Span): Promise<
     seen.keys = first.concat(seen.keys);
   }
   largeMaps.set(map, seen);
-  // With an index key the slices' texts are not in JSON.stringify's order (index keys first): the store writes it.
-  if (seen.stringValues && !repeated && indexKeys.length === 0) sizedMaps.set(map, { parts, bytes });
+  if (seen.stringValues) {
+    // With a key repeated (its later value) or an index key (put first) the slices' texts are not the map's JSON:
+    // its size is added up from the map in slices, and the store writes its JSON only if it is not too large.
+    const sized =
+      repeated || indexKeys.length > 0 ? { bytes: await jsonBytesOfStrings(map, seen.keys, slices) } : { parts, bytes };
+    sizedMaps.set(map, sized);
+  }
   return map;
+}
+
+/** The UTF-8 bytes of the compact JSON of a map of strings, its keys given, with a turn after each KEY_SLICE. */
+async function jsonBytesOfStrings(map: Record<string, unknown>, keys: string[], slices: SpanSlices): Promise<number> {
+  let bytes = 2 + Math.max(0, keys.length - 1);
+  let run = 0;
+  for (const k of keys) {
+    bytes += jsonStringBytes(k) + 1 + jsonStringBytes(getOwn(map, k) as string);
+    if (++run >= KEY_SLICE) {
+      keySlice(run);
+      run = 0;
+      await slices.pause();
+    }
+  }
+  keySlice(run);
+  return bytes;
+}
+
+/** The UTF-8 bytes of a string's JSON, quotes included. */
+function jsonStringBytes(s: string): number {
+  return NEEDS_ESCAPE.test(s) ? Buffer.byteLength(JSON.stringify(s)) : Buffer.byteLength(s) + 2;
 }
 
 /** String.prototype.isWellFormed (Node 20; not in this TypeScript lib): no lone surrogate. */
@@ -667,13 +701,13 @@ const SIZED_FIELDS = ['data', 'binaryData'] as const;
  */
 export function serializedJsonOf(obj: Record<string, unknown>): { bytes: number; json(): string } | undefined {
   if (obj.kind !== 'ConfigMap' && obj.kind !== 'Secret') return undefined;
-  const maps: Array<{ field: string; mark: string; map: SizedMap }> = [];
+  const maps: Array<{ field: string; mark: string; map: SizedMap; value: object }> = [];
   for (const field of SIZED_FIELDS) {
     const v = getOwn(obj, field);
     const map = v !== null && typeof v === 'object' ? sizedMaps.get(v) : undefined;
     if (map === undefined) continue;
     sizedMaps.delete(v as object);
-    maps.push({ field, mark: `\u0000${field}-${randomUUID()}`, map });
+    maps.push({ field, mark: `\u0000${field}-${randomUUID()}`, map, value: v as object });
   }
   if (maps.length === 0) return undefined;
   const rest: Record<string, unknown> = { ...obj };
@@ -685,10 +719,11 @@ export function serializedJsonOf(obj: Record<string, unknown>): { bytes: number;
     bytes,
     json(): string {
       let json = restJson;
-      for (const { mark, map } of maps) {
+      for (const { mark, map, value } of maps) {
         const quoted = JSON.stringify(mark);
         const at = json.indexOf(quoted);
-        json = `${json.slice(0, at)}{${map.parts.join(',')}}${json.slice(at + quoted.length)}`;
+        const mapJson = map.parts ? `{${map.parts.join(',')}}` : JSON.stringify(value);
+        json = `${json.slice(0, at)}${mapJson}${json.slice(at + quoted.length)}`;
       }
       return json;
     },
@@ -701,7 +736,6 @@ export function parseJsonText(text: string, depthLimit = MAX_JSON_DEPTH): unknow
   return JSON.parse(text) as unknown;
 }
 
-/** Serialized length (UTF-16 units of compact JSON) of a scalar, or undefined for values JSON omits. */
 /** Characters a string has in JSON, quotes included: JSON.stringify's only for a string it escapes something in. */
 function jsonStringLength(s: string): number {
   // A control character, a quote, a backslash or a surrogate (a lone one is escaped): JSON.stringify decides.
@@ -710,6 +744,7 @@ function jsonStringLength(s: string): number {
 // eslint-disable-next-line no-control-regex -- control characters are what JSON escapes
 const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/;
 
+/** Serialized length (UTF-16 units of compact JSON) of a scalar, or undefined for values JSON omits. */
 function scalarLength(v: unknown): number | undefined {
   if (v === null) return 4;
   switch (typeof v) {
