@@ -974,6 +974,22 @@ describe('parseLargeJsonText gives what JSON.parse gives', () => {
     assert.deepStrictEqual(value, JSON.parse(text));
   });
 
+  it('a large container closed by the other bracket, or written where a key goes, is JSON.parse error (review of H5)', async () => {
+    const r = random(5);
+    const good = map(r, 12_000, {});
+    const list = `[${Array.from({ length: 30_000 }, (_, i) => i).join(',')}]`;
+    for (const text of [
+      `${list.slice(0, -1)}}`, // the top-level list closed by a brace
+      `${good.slice(0, -1)}]`, // the top-level map closed by a bracket
+      `{"a":${list.slice(0, -1)}},"b":2}`, // a large list inside a map closed by a brace
+      `[1,${good.slice(0, -1)}]]`, // a large map inside a list closed by a bracket
+      `{${good}:1,"b":2}`, // a large map where a key goes
+      `{"a":1,${list}:2}`, // a large list where a key goes
+    ]) {
+      await assertJsonParseError(text);
+    }
+  });
+
   it('a body JSON.parse refuses gets JSON.parse error', async () => {
     const r = random(99);
     const good = map(r, 15_000, {});

@@ -340,6 +340,8 @@ function scanJsonTextForSpans(text: string, limit: number): { keys: number; root
   const compacts: number[] = [];
   // The large containers closed whose parent is still open, in the order of the text.
   const closed: Span[] = [];
+  // A `[` closed by `}` or a `{` by `]`: each slice of such a container can be JSON when the text is not.
+  let mismatched = false;
   for (let i = 0; i < n; i++) {
     const ch = text.charCodeAt(i);
     if (ch === 0x22) {
@@ -360,6 +362,7 @@ function scanJsonTextForSpans(text: string, limit: number): { keys: number; root
       childrenFrom[depth] = closed.length;
     } else if (ch === 0x7d || ch === 0x5d) {
       if (depth === 0) break; // JSON.parse reports it
+      if ((ch === 0x5d) !== isList[depth]) mismatched = true;
       const from = cutsFrom[depth];
       const children = childrenFrom[depth];
       if (i - start[depth] >= LARGE_SPAN_CHARS) {
@@ -385,7 +388,7 @@ function scanJsonTextForSpans(text: string, limit: number): { keys: number; root
     } else if (ch === 0x20 || ch === 0x0a || ch === 0x0d || ch === 0x09) ws++;
   }
   // The top level, when it is a large container that closed (anything else is JSON.parse's to judge).
-  return { keys, root: depth === 0 && closed.length === 1 ? closed[0] : undefined };
+  return { keys, root: depth === 0 && closed.length === 1 && !mismatched ? closed[0] : undefined };
 }
 
 /** The compact JSON of each map of strings parsed in slices (serializedJsonOf). */
@@ -496,6 +499,11 @@ class SpanSlices {
     return { members: parts.join(''), children: true };
   }
 
+  /** Whether a slice's key is a placeholder: a large container written where a key goes, not JSON. */
+  isPlaceholder(k: string): boolean {
+    return k.startsWith(this.token);
+  }
+
   /** A turn, before every slice but the first. */
   async before(j: number): Promise<void> {
     if (j > 0) await this.turn();
@@ -596,6 +604,7 @@ async function parseMapInSlices(slices: SpanSlices, { compact }: Span): Promise<
     for (const k of names) {
       let v = slice[k];
       if (children) {
+        if (slices.isPlaceholder(k)) return undefined;
         const resolved = await slices.resolve(v);
         if (resolved === undefined) return undefined;
         v = resolved.value;
