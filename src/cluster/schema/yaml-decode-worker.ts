@@ -65,7 +65,16 @@ function wire(result: YamlDecoded, seen: { jsonPlain: boolean; largeMap: boolean
     // past V8's limit (a 500) or hundreds of megabytes thrown away.
     return result;
   }
-  const json = JSON.stringify(result.value);
+  let json: string;
+  try {
+    json = JSON.stringify(result.value);
+  } catch (err) {
+    // Nested deeper than JSON.stringify's recursion reaches here (a few thousand levels, through aliases or a
+    // protobuf RawExtension's JSON), which the structured clone still copies: the value goes as it is, and the
+    // loop answers what it answers a small body (review of H5: a 500 'Maximum call stack size exceeded').
+    if (err instanceof RangeError) return result;
+    throw err;
+  }
   if (json.length > bound) return result;
   return { ok: true, json, duplicateError: result.duplicateError };
 }
