@@ -30,6 +30,7 @@ import {
   decodeYamlOffThread,
   isJsonExact,
   sendsAsJson,
+  yamlDecodeCounts,
   yamlKeysRemembered,
 } from '../../src/cluster/schema/yaml-decode.ts';
 import {
@@ -793,6 +794,47 @@ describe('a large JSON map is parsed in slices, with turns between, and its size
       assert.ok(parse <= SLICE_BOUND, `${fieldValidation}: a JSON.parse of ${parse} characters`);
       assert.ok(stringify <= SLICE_BOUND, `${fieldValidation}: a JSON.stringify of ${stringify} characters`);
     }
+  });
+});
+
+describe('a large protobuf body is answered as a small one (review of H5)', () => {
+  const varint = (v: number) => {
+    const out: number[] = [];
+    for (; v > 0x7f; v = Math.floor(v / 128)) out.push((v & 0x7f) | 0x80);
+    out.push(v);
+    return Buffer.from(out);
+  };
+  const msg = (no: number, ...parts: Buffer[]) => {
+    const payload = Buffer.concat(parts);
+    return Buffer.concat([varint((no << 3) | 2), varint(payload.length), payload]);
+  };
+  const str = (no: number, v: string) => msg(no, Buffer.from(v));
+  /** A Pod: `labels` labels, and a managedFields entry whose fieldsV1 (raw JSON) is `fieldsV1`. */
+  function pod(name: string, labels: number, fieldsV1: string): Buffer {
+    const meta = [str(1, name)];
+    for (let i = 0; i < labels; i++) meta.push(msg(11, str(1, `k${i}`), str(2, 'v')));
+    meta.push(msg(17, str(1, 'm'), str(2, 'Update'), str(3, 'v1'), str(6, 'FieldsV1'), msg(7, str(1, fieldsV1))));
+    const spec = msg(2, msg(2, str(1, 'c'), str(2, 'img')));
+    const raw = Buffer.concat([msg(1, ...meta), spec]);
+    return Buffer.concat([Buffer.from([0x6b, 0x38, 0x73, 0x00]), msg(1, str(1, 'v1'), str(2, 'Pod')), msg(2, raw)]);
+  }
+
+  it('a managedFields entry nested 9,999 deep: the worker cannot hand it over, the loop decodes it (not a 500)', async () => {
+    const deep = `${'['.repeat(9_999)}${']'.repeat(9_999)}`;
+    const statuses: number[] = [];
+    for (const labels of [10, 6_000]) {
+      const body = pod(`deep-${labels}`, labels, deep);
+      assert.equal(body.length >= LARGE_BODY_BYTES, labels > 10);
+      const before = yamlDecodeCounts().protobufOffThread;
+      const r = await call(e, 'POST', '/api/v1/namespaces/default/pods?dryRun=All', {
+        body,
+        contentType: 'application/vnd.kubernetes.protobuf',
+      });
+      assert.equal(yamlDecodeCounts().protobufOffThread - before, labels > 10 ? 1 : 0, 'sent to the worker');
+      statuses.push(r.status);
+      assert.notEqual(r.status, 500, r.text.slice(0, 300));
+    }
+    assert.deepEqual(statuses, [201, 201]);
   });
 });
 

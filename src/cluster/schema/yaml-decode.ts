@@ -22,6 +22,7 @@ import { ClusterApiError, internalError, tooManyRequests } from '../common/api-e
 import type { Status } from '../../types/k8s.ts';
 import { LARGE_MAP_KEYS } from '../common/json-safety.ts';
 import { newModuleWorker } from '../common/module-worker.ts';
+import { decodeProtobufObject } from '../http/protobuf.ts';
 
 /**
  * The deepest nesting of collections (maps and sequences, flow or block) a YAML body may have; deeper is a 400
@@ -860,8 +861,17 @@ export async function decodeYamlOffThread(text: string, depthLimit: number, repe
  * step on the loop.
  * @throws ClusterApiError the decoder's 400 or 415, 429 as decodeYaml, 500 when the worker dies
  */
-export function decodeProtobufOffThread(body: Buffer): Promise<YamlWire> {
-  return pool.decodeProtobuf(body);
+export async function decodeProtobufOffThread(body: Buffer): Promise<YamlWire> {
+  try {
+    return await pool.decodeProtobuf(body);
+  } catch (err) {
+    // A value nested too deep for either way across threads (JSON.stringify and the structured clone recurse: a
+    // RawExtension's JSON thousands of levels deep) is decoded here, as a small body is: the same answer, not a
+    // 500 (review of H5). Only such a body holds the loop for its decode.
+    if (err instanceof Error && err.name === 'RangeError')
+      return { ok: true, value: decodeProtobufObject(body), duplicateError: undefined };
+    throw err;
+  }
 }
 
 interface Pending {
