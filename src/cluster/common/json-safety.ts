@@ -662,8 +662,24 @@ async function parseMapInSlices(slices: SpanSlices, { compact }: Span): Promise<
   sliceCounts.set(map, count);
   if (indexKeys.length > 0) {
     // A typed array's native numeric sort (no comparator call per pair); index keys are canonical, below 2^32 - 1.
-    const sorted = Uint32Array.from(indexKeys, Number).sort();
-    const first = Array.from(sorted, String);
+    // Their conversions to numbers and back are done KEY_SLICE at a time with a turn between (one run of each
+    // took 60-100 ms for 270,000 keys; review of H5).
+    const n = indexKeys.length;
+    const sorted = new Uint32Array(n);
+    for (let from = 0; from < n; from += KEY_SLICE) {
+      if (from > 0) await slices.pause();
+      const to = Math.min(from + KEY_SLICE, n);
+      for (let i = from; i < to; i++) sorted[i] = Number(indexKeys[i]);
+      keySlice(to - from);
+    }
+    sorted.sort();
+    const first = new Array<string>(n);
+    for (let from = 0; from < n; from += KEY_SLICE) {
+      await slices.pause();
+      const to = Math.min(from + KEY_SLICE, n);
+      for (let i = from; i < to; i++) first[i] = String(sorted[i]);
+      keySlice(to - from);
+    }
     seen.keys = first.concat(seen.keys);
   }
   largeMaps.set(map, seen);
