@@ -7,6 +7,7 @@ import { decodeProtobufObject } from '../http/protobuf.ts';
 import {
   decodeYamlTextForWire,
   sendsAsJson,
+  type JsonCheckJob,
   type ProtobufJob,
   type YamlAnswer,
   type YamlDecoded,
@@ -18,11 +19,15 @@ import {
 const JSON_EXPANSION = 4;
 
 const port = parentPort!;
-port.on('message', (job: YamlJob | ProtobufJob) => {
+port.on('message', (job: YamlJob | ProtobufJob | JsonCheckJob) => {
   const { id } = job;
   let answer: YamlAnswer;
   try {
-    if ('protobuf' in job) {
+    if ('jsonText' in job) {
+      // Only its SyntaxError is wanted (thrown below); a text that is JSON after all is parsed by the loop.
+      JSON.parse(job.jsonText);
+      answer = { id, result: { ok: true, value: null, duplicateError: undefined } };
+    } else if ('protobuf' in job) {
       const body = Buffer.from(job.protobuf.buffer, job.protobuf.byteOffset, job.protobuf.byteLength);
       const decoded: YamlDecoded = { ok: true, value: decodeProtobufObject(body), duplicateError: undefined };
       // No alias in protobuf, but nothing known of the value either: the walk decides.

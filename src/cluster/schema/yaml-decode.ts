@@ -20,7 +20,7 @@ import type { Worker } from 'node:worker_threads';
 import { FAILSAFE_SCHEMA, load, Type, YAMLException, type LoadOptions, type State } from 'js-yaml';
 import { ClusterApiError, internalError, tooManyRequests } from '../common/api-errors.ts';
 import type { Status } from '../../types/k8s.ts';
-import { LARGE_MAP_KEYS } from '../common/json-safety.ts';
+import { findSyntaxErrorsWith, LARGE_MAP_KEYS } from '../common/json-safety.ts';
 import { newModuleWorker } from '../common/module-worker.ts';
 import { decodeProtobufObject } from '../http/protobuf.ts';
 
@@ -806,6 +806,12 @@ export interface ProtobufJob {
   protobuf: Uint8Array;
 }
 
+/** A large JSON text that could not be parsed in slices, posted to the same worker for JSON.parse's error. */
+export interface JsonCheckJob {
+  id: number;
+  jsonText: string;
+}
+
 /** The worker's answer: the decode result, or `thrown`, an exception decodeYamlText let through. */
 export interface YamlAnswer {
   id: number;
@@ -815,13 +821,18 @@ export interface YamlAnswer {
   thrown?: { name: string; message: string };
 }
 
-const counts = { inThread: 0, offThread: 0, protobufOffThread: 0 };
+const counts = { inThread: 0, offThread: 0, protobufOffThread: 0, jsonOffThread: 0 };
 
 /**
  * How many YAML bodies were decoded on the event loop and in the worker thread, and protobuf bodies in the worker
  * thread (tests and benchmarks read it).
  */
-export function yamlDecodeCounts(): { inThread: number; offThread: number; protobufOffThread: number } {
+export function yamlDecodeCounts(): {
+  inThread: number;
+  offThread: number;
+  protobufOffThread: number;
+  jsonOffThread: number;
+} {
   return { ...counts };
 }
 
@@ -874,6 +885,21 @@ export async function decodeProtobufOffThread(body: Buffer): Promise<YamlWire> {
   }
 }
 
+/**
+ * JSON.parse's SyntaxError message for a large text, found in the worker thread (parseLargeJsonText's fallback:
+ * one JSON.parse of a 3 MiB text builds every map that closes before the error, 150-170 ms on the loop); undefined
+ * when the text is JSON, or when the worker cannot say (its queue full, the thread gone): the loop parses it then.
+ */
+export async function jsonSyntaxErrorOffThread(text: string): Promise<string | undefined> {
+  try {
+    await pool.checkJson(text);
+    return undefined;
+  } catch (err) {
+    return err instanceof Error && err.name === 'SyntaxError' ? err.message : undefined;
+  }
+}
+findSyntaxErrorsWith(jsonSyntaxErrorOffThread);
+
 interface Pending {
   resolve: (r: YamlWire) => void;
   reject: (err: unknown) => void;
@@ -894,9 +920,13 @@ class YamlWorkerPool {
     return this.post('protobufOffThread', (id) => ({ id, protobuf }) satisfies ProtobufJob);
   }
 
+  checkJson(jsonText: string): Promise<YamlWire> {
+    return this.post('jsonOffThread', (id) => ({ id, jsonText }) satisfies JsonCheckJob);
+  }
+
   private post(
-    counted: 'offThread' | 'protobufOffThread',
-    job: (id: number) => YamlJob | ProtobufJob,
+    counted: 'offThread' | 'protobufOffThread' | 'jsonOffThread',
+    job: (id: number) => YamlJob | ProtobufJob | JsonCheckJob,
   ): Promise<YamlWire> {
     if (this.pending.size >= YAML_WORKER_MAX_QUEUED) return Promise.reject(tooManyRequests(1));
     counts[counted]++;
