@@ -130,6 +130,25 @@ describe('YAML bodies decoded in the worker thread', () => {
     }
   });
 
+  it('a value nested 6,000 deep through aliases beside a large map: the worker answers as the loop does (review of H5)', async () => {
+    // Each anchor wraps the one before in 100 lists: 60 of them nest the value 6,000 deep from a shallow text.
+    const lines = [`a0: &a0 ${'['.repeat(100)}x${']'.repeat(100)}`];
+    for (let i = 1; i < 60; i++) lines.push(`a${i}: &a${i} ${'['.repeat(100)}*a${i - 1}${']'.repeat(100)}`);
+    const text = `${head}${lines.join('\n')}\ndata:\n${Array.from({ length: LARGE_MAP_KEYS }, (_, i) => `  k${i}: v\n`).join('')}`;
+    const inThread = decodeObjectBody(Buffer.from(text), 'application/yaml');
+    // JSON.stringify of the value overflowed the worker's stack (a 500); the structured clone copies it.
+    const offThread = await decodeRequestBody(Buffer.from(text), 'application/yaml');
+    const depth = (v: unknown, key: string) => {
+      let d = 0;
+      let a = (v as Record<string, unknown>)[key];
+      for (; Array.isArray(a); a = a[0] as unknown) d++;
+      return `${d} ${String(a)}`;
+    };
+    for (let i = 0; i < 60; i++) assert.equal(depth(offThread.value, `a${i}`), `${100 * (i + 1)} x`);
+    assert.equal(depth(inThread.value, 'a59'), '6000 x');
+    assert.deepStrictEqual((offThread.value as { data: unknown }).data, (inThread.value as { data: unknown }).data);
+  });
+
   it('a request body takes the worker from YAML_WORKER_MIN_BYTES on, and the answer or the 400 is the same', async () => {
     const padding = (n: number) => `# ${'p'.repeat(n)}\n`;
     for (const [what, text] of Object.entries(BODIES)) {

@@ -41,6 +41,8 @@ const passes = {
   keySlices: 0,
   largestKeySlice: 0,
   largestParse: 0,
+  /** Times the span scan cut its stacks back as a container closed (scanJsonTextForSpans). */
+  scanCutBacks: 0,
 };
 
 /**
@@ -340,6 +342,8 @@ function scanJsonTextForSpans(text: string, limit: number): { keys: number; root
   const compacts: number[] = [];
   // The large containers closed whose parent is still open, in the order of the text.
   const closed: Span[] = [];
+  // A `[` closed by `}` or a `{` by `]`: each slice of such a container can be JSON when the text is not.
+  let mismatched = false;
   for (let i = 0; i < n; i++) {
     const ch = text.charCodeAt(i);
     if (ch === 0x22) {
@@ -360,6 +364,7 @@ function scanJsonTextForSpans(text: string, limit: number): { keys: number; root
       childrenFrom[depth] = closed.length;
     } else if (ch === 0x7d || ch === 0x5d) {
       if (depth === 0) break; // JSON.parse reports it
+      if ((ch === 0x5d) !== isList[depth]) mismatched = true;
       const from = cutsFrom[depth];
       const children = childrenFrom[depth];
       if (i - start[depth] >= LARGE_SPAN_CHARS) {
@@ -370,9 +375,18 @@ function scanJsonTextForSpans(text: string, limit: number): { keys: number; root
           children: closed.splice(children),
         };
         closed.push(span);
-      } else closed.length = children;
-      cuts.length = from;
-      compacts.length = from;
+      } else if (closed.length !== children) {
+        // Never for well-formed text (a container holding a large one is large itself): the guard keeps the tree.
+        passes.scanCutBacks++;
+        closed.length = children;
+      }
+      // Only when it holds cuts: setting an array's length on every close cost more than the rest of the scan
+      // (250,000 tiny containers made it as long as one JSON.parse of the text; review of H5).
+      if (cuts.length !== from) {
+        passes.scanCutBacks++;
+        cuts.length = from;
+        compacts.length = from;
+      }
       depth--;
     } else if (ch === 0x2c) {
       if (depth > 0 && (++members[depth] >= SLICE_MEMBERS || i - lastCut[depth] >= SLICE_CHARS)) {
@@ -385,18 +399,15 @@ function scanJsonTextForSpans(text: string, limit: number): { keys: number; root
     } else if (ch === 0x20 || ch === 0x0a || ch === 0x0d || ch === 0x09) ws++;
   }
   // The top level, when it is a large container that closed (anything else is JSON.parse's to judge).
-  return { keys, root: depth === 0 && closed.length === 1 ? closed[0] : undefined };
+  return { keys, root: depth === 0 && closed.length === 1 && !mismatched ? closed[0] : undefined };
 }
 
 /** The compact JSON of each map of strings parsed in slices (serializedJsonOf). */
 const sizedMaps = new WeakMap<object, SizedMap>();
 
-/**
- * A map of strings parsed in slices: its compact JSON, slice by slice without the braces, and its UTF-8 bytes; or
- * its bytes only, when the slices' texts are not its JSON (a key repeated, index keys put first).
- */
+/** A map of strings parsed in slices: its compact JSON, slice by slice without the braces, and its UTF-8 bytes. */
 interface SizedMap {
-  parts?: string[];
+  parts: string[];
   bytes: number;
 }
 
@@ -448,8 +459,25 @@ export async function parseLargeJsonText(
     const value = await parseSpan(text, root, token, turn);
     if (value !== undefined) return { value, keysInText };
   }
+  if (syntaxErrorOf !== undefined && text.length >= LARGE_SPAN_CHARS) {
+    // One JSON.parse of the whole text builds every map that closes before the error: 150-170 ms for a 3 MiB
+    // map followed by a stray token (review of H5). It runs off the loop; the message is the same V8's.
+    const message = await syntaxErrorOf(text);
+    if (message !== undefined) throw new SyntaxError(message);
+  }
   parsed(text.length);
   return { value: JSON.parse(text) as unknown, keysInText };
+}
+
+/** Where a large text's SyntaxError is found off the loop (findSyntaxErrorsWith). */
+let syntaxErrorOf: ((text: string) => Promise<string | undefined>) | undefined;
+
+/**
+ * Lets parseLargeJsonText find the SyntaxError of a large text it cannot parse in slices with `find` (yaml-decode.ts
+ * gives its worker thread's JSON.parse): the message, or undefined when the text is JSON or `find` cannot say.
+ */
+export function findSyntaxErrorsWith(find: (text: string) => Promise<string | undefined>): void {
+  syntaxErrorOf = find;
 }
 
 /** Whether nothing but JSON's whitespace stands before and after the top-level container. */
@@ -501,14 +529,19 @@ class SpanSlices {
     return { members: parts.join(''), children: true };
   }
 
+  /** Whether a slice's key is a placeholder: a large container written where a key goes, not JSON. */
+  isPlaceholder(k: string): boolean {
+    return k.startsWith(this.token);
+  }
+
+  /** A turn of the event loop. */
+  pause(): Promise<void> {
+    return this.turn();
+  }
+
   /** A turn, before every slice but the first. */
   async before(j: number): Promise<void> {
     if (j > 0) await this.turn();
-  }
-
-  /** A turn. */
-  pause(): Promise<void> {
-    return this.turn();
   }
 
   /**
@@ -606,6 +639,7 @@ async function parseMapInSlices(slices: SpanSlices, { compact }: Span): Promise<
     for (const k of names) {
       let v = slice[k];
       if (children) {
+        if (slices.isPlaceholder(k)) return undefined;
         const resolved = await slices.resolve(v);
         if (resolved === undefined) return undefined;
         v = resolved.value;
@@ -632,7 +666,7 @@ async function parseMapInSlices(slices: SpanSlices, { compact }: Span): Promise<
       if (seen.configMapKeys && !isValidConfigMapKey(k)) seen.configMapKeys = false;
     }
     if (children && !(await slices.unheld())) return undefined;
-    if (seen.stringValues && !repeated) {
+    if (seen.stringValues && !repeated && indexKeys.length === 0) {
       // Keys and values all strings, no whitespace, no key repeated in it, no escape, no lone surrogate: the
       // slice's text is what JSON.stringify would write (a third of the cost of writing it).
       const json =
@@ -647,40 +681,53 @@ async function parseMapInSlices(slices: SpanSlices, { compact }: Span): Promise<
   sliceCounts.set(map, count);
   if (indexKeys.length > 0) {
     // A typed array's native numeric sort (no comparator call per pair); index keys are canonical, below 2^32 - 1.
-    const sorted = Uint32Array.from(indexKeys, Number).sort();
-    const first = Array.from(sorted, String);
+    // Their conversions to numbers and back are done KEY_SLICE at a time with a turn between (one run of each
+    // took 60-100 ms for 270,000 keys; review of H5).
+    const n = indexKeys.length;
+    const sorted = new Uint32Array(n);
+    for (let from = 0; from < n; from += KEY_SLICE) {
+      if (from > 0) await slices.pause();
+      const to = Math.min(from + KEY_SLICE, n);
+      for (let i = from; i < to; i++) sorted[i] = Number(indexKeys[i]);
+      keySlice(to - from);
+    }
+    sorted.sort();
+    const first = new Array<string>(n);
+    for (let from = 0; from < n; from += KEY_SLICE) {
+      await slices.pause();
+      const to = Math.min(from + KEY_SLICE, n);
+      for (let i = from; i < to; i++) first[i] = String(sorted[i]);
+      keySlice(to - from);
+    }
     seen.keys = first.concat(seen.keys);
   }
   largeMaps.set(map, seen);
   if (seen.stringValues) {
-    // With a key repeated (its later value) or an index key (put first) the slices' texts are not the map's JSON:
-    // its size is added up from the map in slices, and the store writes its JSON only if it is not too large.
-    const sized =
-      repeated || indexKeys.length > 0 ? { bytes: await jsonBytesOfStrings(map, seen.keys, slices) } : { parts, bytes };
-    sizedMaps.set(map, sized);
+    // With an index key (V8 puts those first) or a key repeated slices apart (its later value in its first place)
+    // the slices' texts are not the map's JSON: it is written again from the map, in slices with a turn before
+    // each. Left to the store, one JSON.stringify of a 3 MiB map held the loop about 100 ms (review of H5).
+    sizedMaps.set(
+      map,
+      repeated || indexKeys.length > 0 ? await jsonInSlices(map, seen.keys, slices) : { parts, bytes },
+    );
   }
   return map;
 }
 
-/** The UTF-8 bytes of the compact JSON of a map of strings, its keys given, with a turn after each KEY_SLICE. */
-async function jsonBytesOfStrings(map: Record<string, unknown>, keys: string[], slices: SpanSlices): Promise<number> {
-  let bytes = 2 + Math.max(0, keys.length - 1);
-  let run = 0;
-  for (const k of keys) {
-    bytes += jsonStringBytes(k) + 1 + jsonStringBytes(getOwn(map, k) as string);
-    if (++run >= KEY_SLICE) {
-      keySlice(run);
-      run = 0;
-      await slices.pause();
-    }
+/** The compact JSON of a map of strings, SLICE_MEMBERS keys at a time in the order of `keys`, a turn before each. */
+async function jsonInSlices(map: Record<string, unknown>, keys: string[], slices: SpanSlices): Promise<SizedMap> {
+  const parts: string[] = [];
+  let bytes = 2;
+  for (let from = 0; from < keys.length; from += SLICE_MEMBERS) {
+    await slices.pause();
+    // A run of the map's keys in its order (index keys, which come first, in theirs): JSON.stringify writes it so.
+    const run: Record<string, unknown> = {};
+    for (let i = from; i < Math.min(from + SLICE_MEMBERS, keys.length); i++) setOwn(run, keys[i], getOwn(map, keys[i]));
+    const json = JSON.stringify(run).slice(1, -1);
+    parts.push(json);
+    bytes += Buffer.byteLength(json) + (from > 0 ? 1 : 0);
   }
-  keySlice(run);
-  return bytes;
-}
-
-/** The UTF-8 bytes of a string's JSON, quotes included. */
-function jsonStringBytes(s: string): number {
-  return NEEDS_ESCAPE.test(s) ? Buffer.byteLength(JSON.stringify(s)) : Buffer.byteLength(s) + 2;
+  return { parts, bytes };
 }
 
 /** String.prototype.isWellFormed (Node 20; not in this TypeScript lib): no lone surrogate. */
@@ -701,13 +748,13 @@ const SIZED_FIELDS = ['data', 'binaryData'] as const;
  */
 export function serializedJsonOf(obj: Record<string, unknown>): { bytes: number; json(): string } | undefined {
   if (obj.kind !== 'ConfigMap' && obj.kind !== 'Secret') return undefined;
-  const maps: Array<{ field: string; mark: string; map: SizedMap; value: object }> = [];
+  const maps: Array<{ field: string; mark: string; map: SizedMap }> = [];
   for (const field of SIZED_FIELDS) {
     const v = getOwn(obj, field);
     const map = v !== null && typeof v === 'object' ? sizedMaps.get(v) : undefined;
     if (map === undefined) continue;
     sizedMaps.delete(v as object);
-    maps.push({ field, mark: `\u0000${field}-${randomUUID()}`, map, value: v as object });
+    maps.push({ field, mark: `\u0000${field}-${randomUUID()}`, map });
   }
   if (maps.length === 0) return undefined;
   const rest: Record<string, unknown> = { ...obj };
@@ -719,11 +766,10 @@ export function serializedJsonOf(obj: Record<string, unknown>): { bytes: number;
     bytes,
     json(): string {
       let json = restJson;
-      for (const { mark, map, value } of maps) {
+      for (const { mark, map } of maps) {
         const quoted = JSON.stringify(mark);
         const at = json.indexOf(quoted);
-        const mapJson = map.parts ? `{${map.parts.join(',')}}` : JSON.stringify(value);
-        json = `${json.slice(0, at)}${mapJson}${json.slice(at + quoted.length)}`;
+        json = `${json.slice(0, at)}{${map.parts.join(',')}}${json.slice(at + quoted.length)}`;
       }
       return json;
     },

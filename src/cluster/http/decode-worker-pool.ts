@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import type { Status } from '../../types/k8s.ts';
 import { ClusterApiError, internalError, tooManyRequests } from '../common/api-errors.ts';
+import { findSyntaxErrorsWith } from '../common/json-safety.ts';
 import { newModuleWorker } from '../common/module-worker.ts';
+import { decodeProtobufObject } from './protobuf.ts';
 import { countDecoded, decodeYamlText, type YamlDecoded, type YamlWire } from '../schema/yaml-decode.ts';
 
 /** A YAML body decoded in the worker, as it came back: its JSON text is parsed here in one piece. */
@@ -47,6 +49,12 @@ export interface YamlJob {
 export interface ProtobufJob {
   id: number;
   protobuf: Uint8Array;
+}
+
+/** A large JSON text that could not be parsed in slices, posted to the same worker for JSON.parse's error. */
+export interface JsonCheckJob {
+  id: number;
+  jsonText: string;
 }
 
 /** The worker's answer: the decode result, or `thrown`, an exception decodeYamlText let through. */
@@ -94,9 +102,33 @@ export async function decodeYamlOffThread(text: string, depthLimit: number, repe
  * step on the loop.
  * @throws ClusterApiError the decoder's 400 or 415, 429 as decodeYaml, 500 when the worker dies
  */
-export function decodeProtobufOffThread(body: Buffer): Promise<YamlWire> {
-  return pool.decodeProtobuf(body);
+export async function decodeProtobufOffThread(body: Buffer): Promise<YamlWire> {
+  try {
+    return await pool.decodeProtobuf(body);
+  } catch (err) {
+    // A value nested too deep for either way across threads (JSON.stringify and the structured clone recurse: a
+    // RawExtension's JSON thousands of levels deep) is decoded here, as a small body is: the same answer, not a
+    // 500 (review of H5). Only such a body holds the loop for its decode.
+    if (err instanceof Error && err.name === 'RangeError')
+      return { ok: true, value: decodeProtobufObject(body), duplicateError: undefined };
+    throw err;
+  }
 }
+
+/**
+ * JSON.parse's SyntaxError message for a large text, found in the worker thread (parseLargeJsonText's fallback:
+ * one JSON.parse of a 3 MiB text builds every map that closes before the error, 150-170 ms on the loop); undefined
+ * when the text is JSON, or when the worker cannot say (its queue full, the thread gone): the loop parses it then.
+ */
+export async function jsonSyntaxErrorOffThread(text: string): Promise<string | undefined> {
+  try {
+    await pool.checkJson(text);
+    return undefined;
+  } catch (err) {
+    return err instanceof Error && err.name === 'SyntaxError' ? err.message : undefined;
+  }
+}
+findSyntaxErrorsWith(jsonSyntaxErrorOffThread);
 
 interface Pending {
   resolve: (r: YamlWire) => void;
@@ -118,9 +150,13 @@ class YamlWorkerPool {
     return this.post('protobufOffThread', (id) => ({ id, protobuf }) satisfies ProtobufJob);
   }
 
+  checkJson(jsonText: string): Promise<YamlWire> {
+    return this.post('jsonOffThread', (id) => ({ id, jsonText }) satisfies JsonCheckJob);
+  }
+
   private post(
-    counted: 'offThread' | 'protobufOffThread',
-    job: (id: number) => YamlJob | ProtobufJob,
+    counted: 'offThread' | 'protobufOffThread' | 'jsonOffThread',
+    job: (id: number) => YamlJob | ProtobufJob | JsonCheckJob,
   ): Promise<YamlWire> {
     if (this.pending.size >= YAML_WORKER_MAX_QUEUED) return Promise.reject(tooManyRequests(1));
     countDecoded(counted);

@@ -5,17 +5,21 @@ import { parentPort } from 'node:worker_threads';
 import { ClusterApiError } from '../common/api-errors.ts';
 import { decodeProtobufObject } from './protobuf.ts';
 import { decodeYamlTextForWire, sendsAsJson, type YamlDecoded, type YamlWire } from '../schema/yaml-decode.ts';
-import type { ProtobufJob, YamlAnswer, YamlJob } from './decode-worker-pool.ts';
+import type { JsonCheckJob, ProtobufJob, YamlAnswer, YamlJob } from './decode-worker-pool.ts';
 
 /** Without aliases a YAML text's JSON is at most about 3 times as long (`a:` is `"a":null,`). */
 const JSON_EXPANSION = 4;
 
 const port = parentPort!;
-port.on('message', (job: YamlJob | ProtobufJob) => {
+port.on('message', (job: YamlJob | ProtobufJob | JsonCheckJob) => {
   const { id } = job;
   let answer: YamlAnswer;
   try {
-    if ('protobuf' in job) {
+    if ('jsonText' in job) {
+      // Only its SyntaxError is wanted (thrown below); a text that is JSON after all is parsed by the loop.
+      JSON.parse(job.jsonText);
+      answer = { id, result: { ok: true, value: null, duplicateError: undefined } };
+    } else if ('protobuf' in job) {
       const body = Buffer.from(job.protobuf.buffer, job.protobuf.byteOffset, job.protobuf.byteLength);
       const decoded: YamlDecoded = { ok: true, value: decodeProtobufObject(body), duplicateError: undefined };
       // No alias in protobuf, but nothing known of the value either: the walk decides.
@@ -58,7 +62,16 @@ function wire(result: YamlDecoded, seen: { jsonPlain: boolean; largeMap: boolean
     // past V8's limit (a 500) or hundreds of megabytes thrown away.
     return result;
   }
-  const json = JSON.stringify(result.value);
+  let json: string;
+  try {
+    json = JSON.stringify(result.value);
+  } catch (err) {
+    // Nested deeper than JSON.stringify's recursion reaches here (a few thousand levels, through aliases or a
+    // protobuf RawExtension's JSON), which the structured clone still copies: the value goes as it is, and the
+    // loop answers what it answers a small body (review of H5: a 500 'Maximum call stack size exceeded').
+    if (err instanceof RangeError) return result;
+    throw err;
+  }
   if (json.length > bound) return result;
   return { ok: true, json, duplicateError: result.duplicateError };
 }

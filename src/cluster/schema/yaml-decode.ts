@@ -761,13 +761,18 @@ function walkForWire(value: unknown, maxChars: number): 'no' | 'exact' | 'large'
   return large ? 'large' : 'exact';
 }
 
-const counts = { inThread: 0, offThread: 0, protobufOffThread: 0 };
+const counts = { inThread: 0, offThread: 0, protobufOffThread: 0, jsonOffThread: 0 };
 
 /**
  * How many YAML bodies were decoded on the event loop and in the worker thread, and protobuf bodies in the worker
  * thread (tests and benchmarks read it; the worker pool, http/decode-worker-pool.ts, counts its own).
  */
-export function yamlDecodeCounts(): { inThread: number; offThread: number; protobufOffThread: number } {
+export function yamlDecodeCounts(): {
+  inThread: number;
+  offThread: number;
+  protobufOffThread: number;
+  jsonOffThread: number;
+} {
   return { ...counts };
 }
 
