@@ -2,6 +2,7 @@
 // reads, and fails where it fails, with the same error: compared on random and edge-case messages.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { decodeProtobufObject } from '../../src/cluster/http/protobuf.ts';
 import { DecodeError, fields, readVarint, type Field } from '../../src/cluster/http/protobuf-wire.ts';
 
 /** The reader as it was before the fast path: every key and length through readVarint (BigInt). */
@@ -91,5 +92,62 @@ describe('protobuf wire fields', () => {
       assert.deepStrictEqual(outcome(fields, buf), expected, JSON.stringify(bytes));
     }
     assert.ok(failures > 100 && failures < cases.length - 100, `${failures} of ${cases.length} fail: both kinds met`);
+  });
+});
+
+describe('protobuf map entries', () => {
+  it('ConfigMap data and binaryData entries decode as a reading of every field gives them, odd ones included', () => {
+    let seed = 777;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    // Any bytes: a key's bytes may look like a field header, and invalid UTF-8 decodes alike either way.
+    const bytesOf = (n: number) => Buffer.from(Array.from({ length: n }, () => (rand() * 256) | 0));
+    const field = (no: number, payload: Buffer) =>
+      Buffer.from([...varint(BigInt((no << 3) | 2)), ...varint(BigInt(payload.length)), ...payload]);
+    const lengths = [0, 1, 126, 127, 128, 200];
+    for (let round = 0; round < 200; round++) {
+      const entries: Buffer[] = [];
+      for (let i = 0; i < 20; i++) {
+        const key = bytesOf(lengths[(rand() * lengths.length) | 0]);
+        const value = bytesOf(lengths[(rand() * lengths.length) | 0]);
+        // The usual entry; value first; a key only; an extra unknown field; a varint field; a key or a value
+        // given twice; a length of 128 whose second byte reads as the value's header.
+        const odd: Buffer[][] = [
+          [field(2, value), field(1, key)],
+          [field(1, key)],
+          [field(1, key), field(2, value), field(3, bytesOf(2))],
+          [field(1, key), Buffer.from([0x18, 0x05]), field(2, value)],
+          [field(1, bytesOf(3)), field(1, key), field(2, value)],
+          [field(1, key), field(2, value), field(2, bytesOf(3))],
+          // A 128-byte key (a 2-byte length) ending in 0x12, then a 17-byte value: read with a 1-byte length, the
+          // key's last byte and the value's header would look like a whole entry.
+          [field(1, Buffer.concat([bytesOf(127), Buffer.from([0x12])])), field(2, bytesOf(17))],
+        ];
+        const parts = rand() < 0.5 ? [field(1, key), field(2, value)] : odd[(rand() * odd.length) | 0];
+        entries.push(field(rand() < 0.8 ? 2 : 3, Buffer.concat(parts)));
+      }
+      const body = Buffer.concat([
+        Buffer.from([0x6b, 0x38, 0x73, 0x00]),
+        field(1, Buffer.concat([field(1, Buffer.from('v1')), field(2, Buffer.from('ConfigMap'))])),
+        field(2, Buffer.concat([field(1, field(1, Buffer.from('cm'))), ...entries])),
+      ]);
+      // The reference: every field of each entry read, the last key and value kept.
+      const expected: Record<string, Record<string, string>> = {};
+      for (const e of entries) {
+        const outer = fields(e)[0];
+        let k = '';
+        let v = '';
+        for (const f of fields(outer.bytes!)) {
+          if (f.no === 1) k = f.bytes!.toString('utf8');
+          else if (f.no === 2) v = f.bytes!.toString(outer.no === 3 ? 'base64' : 'utf8');
+        }
+        (expected[outer.no === 2 ? 'data' : 'binaryData'] ??= {})[k] = v;
+      }
+      const got = decodeProtobufObject(body) as unknown as Record<string, unknown>;
+      assert.deepStrictEqual(
+        { data: got.data, binaryData: got.binaryData },
+        { data: expected.data, binaryData: expected.binaryData },
+        `round ${round}`,
+      );
+    }
   });
 });

@@ -14,6 +14,21 @@ const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 const str = (f: Field): string => (f.bytes ?? Buffer.alloc(0)).toString('utf8');
 
 function mapEntry(f: Field, valueAsBase64: boolean): [string, string] {
+  const b = f.bytes;
+  // The entry as every encoder writes it: the key (field 1) and the value (field 2), each under 128 bytes, read
+  // where they lie. Any other entry goes through fields(), whose answer for this one is the same.
+  if (b !== undefined && b.length >= 4 && b[0] === 0x0a && b[1] < 0x80) {
+    const keyEnd = 2 + b[1];
+    if (
+      keyEnd + 2 <= b.length &&
+      b[keyEnd] === 0x12 &&
+      b[keyEnd + 1] < 0x80 &&
+      keyEnd + 2 + b[keyEnd + 1] === b.length
+    ) {
+      const value = valueAsBase64 ? b.toString('base64', keyEnd + 2) : b.toString('utf8', keyEnd + 2);
+      return [b.toString('utf8', 2, keyEnd), value];
+    }
+  }
   let k = '';
   let v = '';
   for (const e of fields(f.bytes ?? Buffer.alloc(0))) {
