@@ -30,6 +30,7 @@ import { startEmbeddedCluster } from '../src/cluster/embedded-cluster.ts';
 import { MAX_BODY_BYTES } from '../src/cluster/common/json-safety.ts';
 import { decodeObjectBody } from '../src/cluster/http/http-io.ts';
 import { yamlDecodeCounts } from '../src/cluster/schema/yaml-decode.ts';
+import { envelope, msg, str } from '../test/support/protobuf-encoding.ts';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -127,25 +128,13 @@ const BODIES: Record<string, Body> = {
     method: 'POST',
     contentType: 'application/vnd.kubernetes.protobuf',
     text: (n) => {
-      const varint = (v: number) => {
-        const out: number[] = [];
-        for (; v > 0x7f; v = Math.floor(v / 128)) out.push((v & 0x7f) | 0x80);
-        out.push(v);
-        return Buffer.from(out);
-      };
-      const msg = (no: number, ...parts: Buffer[]) => {
-        const payload = Buffer.concat(parts);
-        return Buffer.concat([varint((no << 3) | 2), varint(payload.length), payload]);
-      };
-      const str = (no: number, v: string) => msg(no, Buffer.from(v));
       const parts = [msg(1, str(1, n))];
       for (let i = 0, size = 0; size < LIMIT - 64; i++) {
         const entry = msg(2, str(1, `k${i}`), str(2, 'v'));
         parts.push(entry);
         size += entry.length;
       }
-      const type = msg(1, str(1, 'v1'), str(2, 'ConfigMap'));
-      return Buffer.concat([Buffer.from([0x6b, 0x38, 0x73, 0x00]), type, msg(2, Buffer.concat(parts))]);
+      return envelope('v1', 'ConfigMap', Buffer.concat(parts));
     },
   },
   // The largest such ConfigMap the store accepts (its limit is 1.5 MiB of JSON): a 201, its JSON stored.

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { startCluster, type TestCluster } from '../../src/testing/index.ts';
 import { raw } from './api-harness.ts';
+import { envelope, msg, num, str } from '../support/protobuf-encoding.ts';
 import { yamlDecodeCounts } from '../../src/cluster/schema/yaml-decode.ts';
 
 const run = promisify(execFile);
@@ -18,27 +19,6 @@ before(async () => {
   c = await startCluster({ controllers: false });
 });
 after(() => c.stop());
-
-// A minimal protobuf encoder: varint keys, length-delimited messages and strings.
-const varint = (n: number): Buffer => {
-  const out: number[] = [];
-  let v = BigInt.asUintN(64, BigInt(n));
-  do {
-    let b = Number(v & 0x7fn);
-    v >>= 7n;
-    if (v) b |= 0x80;
-    out.push(b);
-  } while (v);
-  return Buffer.from(out);
-};
-const msg = (no: number, ...parts: Buffer[]): Buffer => {
-  const payload = Buffer.concat(parts);
-  return Buffer.concat([varint((no << 3) | 2), varint(payload.length), payload]);
-};
-const str = (no: number, s: string): Buffer => msg(no, Buffer.from(s));
-const num = (no: number, n: number): Buffer => Buffer.concat([varint(no << 3), varint(n)]);
-const envelope = (apiVersion: string, kind: string, body: Buffer): Buffer =>
-  Buffer.concat([Buffer.from([0x6b, 0x38, 0x73, 0x00]), msg(1, str(1, apiVersion), str(2, kind)), msg(2, body)]);
 
 describe('large protobuf bodies are decoded in the worker thread', () => {
   it('a 600 KiB ConfigMap: decoded off the loop, its data whole; a bad one gets the 400 the loop gives', async () => {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodeProtobufObject } from '../../src/cluster/http/protobuf.ts';
 import { DecodeError, fields, readVarint, type Field } from '../../src/cluster/http/protobuf-wire.ts';
+import { msg, varint } from '../support/protobuf-encoding.ts';
 
 /** The reader as it was before the fast path: every key and length through readVarint (BigInt). */
 function reference(buf: Buffer): Field[] {
@@ -40,17 +41,6 @@ function outcome(read: (b: Buffer) => Field[], buf: Buffer): unknown {
     return `DecodeError: ${err.message}`;
   }
 }
-
-const varint = (v: bigint): number[] => {
-  const out: number[] = [];
-  do {
-    let b = Number(v & 0x7fn);
-    v >>= 7n;
-    if (v) b |= 0x80;
-    out.push(b);
-  } while (v);
-  return out;
-};
 
 describe('protobuf wire fields', () => {
   it('short and long varints, truncations and every wire type read as the BigInt reader reads them', () => {
@@ -101,8 +91,6 @@ describe('protobuf map entries', () => {
     const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     // Any bytes: a key's bytes may look like a field header, and invalid UTF-8 decodes alike either way.
     const bytesOf = (n: number) => Buffer.from(Array.from({ length: n }, () => (rand() * 256) | 0));
-    const field = (no: number, payload: Buffer) =>
-      Buffer.from([...varint(BigInt((no << 3) | 2)), ...varint(BigInt(payload.length)), ...payload]);
     const lengths = [0, 1, 126, 127, 128, 200];
     for (let round = 0; round < 200; round++) {
       const entries: Buffer[] = [];
@@ -112,23 +100,23 @@ describe('protobuf map entries', () => {
         // The usual entry; value first; a key only; an extra unknown field; a varint field; a key or a value
         // given twice; a length of 128 whose second byte reads as the value's header.
         const odd: Buffer[][] = [
-          [field(2, value), field(1, key)],
-          [field(1, key)],
-          [field(1, key), field(2, value), field(3, bytesOf(2))],
-          [field(1, key), Buffer.from([0x18, 0x05]), field(2, value)],
-          [field(1, bytesOf(3)), field(1, key), field(2, value)],
-          [field(1, key), field(2, value), field(2, bytesOf(3))],
+          [msg(2, value), msg(1, key)],
+          [msg(1, key)],
+          [msg(1, key), msg(2, value), msg(3, bytesOf(2))],
+          [msg(1, key), Buffer.from([0x18, 0x05]), msg(2, value)],
+          [msg(1, bytesOf(3)), msg(1, key), msg(2, value)],
+          [msg(1, key), msg(2, value), msg(2, bytesOf(3))],
           // A 128-byte key (a 2-byte length) ending in 0x12, then a 17-byte value: read with a 1-byte length, the
           // key's last byte and the value's header would look like a whole entry.
-          [field(1, Buffer.concat([bytesOf(127), Buffer.from([0x12])])), field(2, bytesOf(17))],
+          [msg(1, Buffer.concat([bytesOf(127), Buffer.from([0x12])])), msg(2, bytesOf(17))],
         ];
-        const parts = rand() < 0.5 ? [field(1, key), field(2, value)] : odd[(rand() * odd.length) | 0];
-        entries.push(field(rand() < 0.8 ? 2 : 3, Buffer.concat(parts)));
+        const parts = rand() < 0.5 ? [msg(1, key), msg(2, value)] : odd[(rand() * odd.length) | 0];
+        entries.push(msg(rand() < 0.8 ? 2 : 3, Buffer.concat(parts)));
       }
       const body = Buffer.concat([
         Buffer.from([0x6b, 0x38, 0x73, 0x00]),
-        field(1, Buffer.concat([field(1, Buffer.from('v1')), field(2, Buffer.from('ConfigMap'))])),
-        field(2, Buffer.concat([field(1, field(1, Buffer.from('cm'))), ...entries])),
+        msg(1, Buffer.concat([msg(1, Buffer.from('v1')), msg(2, Buffer.from('ConfigMap'))])),
+        msg(2, Buffer.concat([msg(1, msg(1, Buffer.from('cm'))), ...entries])),
       ]);
       // The reference: every field of each entry read, the last key and value kept.
       const expected: Record<string, Record<string, string>> = {};

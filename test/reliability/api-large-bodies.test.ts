@@ -34,6 +34,7 @@ import {
   yamlKeysRemembered,
 } from '../../src/cluster/schema/yaml-decode.ts';
 import { decodeYamlOffThread } from '../../src/cluster/http/decode-worker-pool.ts';
+import { msg, str } from '../support/protobuf-encoding.ts';
 import {
   isConfigMapKey,
   isQualifiedName,
@@ -834,17 +835,6 @@ describe('a large map with a key repeated, or an index key: its size known witho
 });
 
 describe('a large protobuf body is answered as a small one (review of H5)', () => {
-  const varint = (v: number) => {
-    const out: number[] = [];
-    for (; v > 0x7f; v = Math.floor(v / 128)) out.push((v & 0x7f) | 0x80);
-    out.push(v);
-    return Buffer.from(out);
-  };
-  const msg = (no: number, ...parts: Buffer[]) => {
-    const payload = Buffer.concat(parts);
-    return Buffer.concat([varint((no << 3) | 2), varint(payload.length), payload]);
-  };
-  const str = (no: number, v: string) => msg(no, Buffer.from(v));
   /** A Pod: `labels` labels, and a managedFields entry whose fieldsV1 (raw JSON) is `fieldsV1`. */
   function pod(name: string, labels: number, fieldsV1: string): Buffer {
     const meta = [str(1, name)];
