@@ -4,7 +4,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodeProtobufObject } from '../../src/cluster/http/protobuf.ts';
 import { DecodeError, fields, readVarint, type Field } from '../../src/cluster/http/protobuf-wire.ts';
-import { msg, varint } from '../support/protobuf-encoding.ts';
+import { envelope, msg, str, varint } from '../support/protobuf-encoding.ts';
+import { decodeProtobufOffThread } from '../../src/cluster/http/decode-worker-pool.ts';
+import { parseLargeJsonText } from '../../src/cluster/common/json-safety.ts';
 
 /** The reader as it was before the fast path: every key and length through readVarint (BigInt). */
 function reference(buf: Buffer): Field[] {
@@ -136,6 +138,41 @@ describe('protobuf map entries', () => {
         { data: expected.data, binaryData: expected.binaryData },
         `round ${round}`,
       );
+    }
+  });
+});
+
+describe('protobuf ConfigMaps and Secrets decoded in the worker', () => {
+  it('give, once their JSON is parsed, what the loop decodes: order, repeated keys, __proto__, index keys, bytes', async () => {
+    let seed = 4242;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const KEYS = ['a', 'b', '__proto__', 'constructor', '0', '42', '4294967295', 'é', '日本', 'x"y', 'tab\t', ''];
+    const pick = () => (rand() < 0.5 ? KEYS[(rand() * KEYS.length) | 0] : `k${(rand() * 50) | 0}`);
+    const bytes = (n: number) => Buffer.from(Array.from({ length: n }, () => (rand() * 256) | 0));
+    const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    for (let round = 0; round < 60; round++) {
+      const kind = round % 2 ? 'Secret' : 'ConfigMap';
+      const entries: Buffer[] = [];
+      // Enough entries now and then for the JSON to be parsed in slices.
+      const count = round % 10 === 9 ? 12_000 : 40;
+      for (let i = 0; i < count; i++) {
+        const value = rand() < 0.3 ? bytes((rand() * 8) | 0) : Buffer.from(`v${i}é`);
+        // ConfigMap: data (2) or binaryData (3); Secret: data (2) or stringData (4).
+        const no = rand() < 0.7 ? 2 : kind === 'ConfigMap' ? 3 : 4;
+        entries.push(msg(no, str(1, pick()), msg(2, value)));
+      }
+      if (kind === 'Secret') entries.push(str(3, 'Opaque'));
+      const body = envelope(
+        'v1',
+        kind,
+        Buffer.concat([msg(1, str(1, `r${round}`), msg(11, str(1, 'app'), str(2, 'x'))), ...entries]),
+      );
+      const onLoop = decodeProtobufObject(body);
+      const wire = await decodeProtobufOffThread(body);
+      assert.ok(wire.ok && 'json' in wire, `round ${round}: sent as JSON`);
+      const { value } = await parseLargeJsonText(wire.json, turn);
+      assert.deepStrictEqual(value, onLoop, `round ${round}`);
+      assert.equal(JSON.stringify(value), JSON.stringify(onLoop), `round ${round}: key order`);
     }
   });
 });

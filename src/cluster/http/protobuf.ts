@@ -81,28 +81,38 @@ function objectMeta(buf: Buffer): KubeObject['metadata'] {
   return m;
 }
 
-type BodyDecoder = (fs: Field[], obj: KubeObject) => void;
+/**
+ * A ConfigMap's or a Secret's map as its entries in the order of the body, repeated keys included
+ * (decodeProtobufObject with `mapEntries`): the worker thread writes their JSON without building the map, and the
+ * loop's JSON.parse (in slices) makes of it what setOwn one entry after another makes (a repeated key keeps its
+ * first place and takes its last value).
+ */
+export class MapEntries {
+  readonly entries: Array<[string, string]> = [];
+}
+
+/** Where a decoded map entry goes: into the map (setOwn), or onto its MapEntries. */
+function putEntry(obj: KubeObject, field: string, [k, v]: [string, string], asEntries: boolean): void {
+  if (asEntries) ((obj[field] ??= new MapEntries()) as MapEntries).entries.push([k, v]);
+  else setOwn((obj[field] ??= {}) as Record<string, string>, k, v);
+}
+
+type BodyDecoder = (fs: Field[], obj: KubeObject, asEntries: boolean) => void;
 
 /** Field numbers from k8s.io/api/core/v1/generated.proto. */
 const DECODERS: Record<string, BodyDecoder> = {
-  ConfigMap(fs, obj) {
+  ConfigMap(fs, obj, asEntries) {
     for (const f of fs) {
-      if (f.no === 2 || f.no === 3) {
-        const key = f.no === 2 ? 'data' : 'binaryData';
-        const target = (obj[key] ??= {}) as Record<string, string>;
-        const [k, v] = mapEntry(f, f.no === 3);
-        setOwn(target, k, v);
-      } else if (f.no === 4) obj.immutable = f.num === 1n;
+      if (f.no === 2 || f.no === 3)
+        putEntry(obj, f.no === 2 ? 'data' : 'binaryData', mapEntry(f, f.no === 3), asEntries);
+      else if (f.no === 4) obj.immutable = f.num === 1n;
     }
   },
-  Secret(fs, obj) {
+  Secret(fs, obj, asEntries) {
     for (const f of fs) {
-      if (f.no === 2 || f.no === 4) {
-        const key = f.no === 2 ? 'data' : 'stringData';
-        const target = (obj[key] ??= {}) as Record<string, string>;
-        const [k, v] = mapEntry(f, f.no === 2);
-        setOwn(target, k, v);
-      } else if (f.no === 3) {
+      if (f.no === 2 || f.no === 4)
+        putEntry(obj, f.no === 2 ? 'data' : 'stringData', mapEntry(f, f.no === 2), asEntries);
+      else if (f.no === 3) {
         if (str(f)) obj.type = str(f);
       } else if (f.no === 5) obj.immutable = f.num === 1n;
     }
@@ -119,10 +129,11 @@ const DECODERS: Record<string, BodyDecoder> = {
 };
 
 /**
- * Decodes a protobuf request body into a plain object.
+ * Decodes a protobuf request body into a plain object; with `mapEntries`, a ConfigMap's or a Secret's maps are left
+ * as their MapEntries (for the worker thread to write as JSON).
  * @throws ClusterApiError 415 for kinds without a decoder here, 400 for a malformed body.
  */
-export function decodeProtobufObject(body: Buffer): KubeObject {
+export function decodeProtobufObject(body: Buffer, { mapEntries = false } = {}): KubeObject {
   try {
     if (body.length < 4 || !body.subarray(0, 4).equals(MAGIC))
       throw new DecodeError('missing the k8s protobuf envelope');
@@ -151,7 +162,7 @@ export function decodeProtobufObject(body: Buffer): KubeObject {
     const fs = fields(raw);
     const obj: KubeObject = { apiVersion, kind, metadata: {} };
     for (const f of fs) if (f.no === 1) obj.metadata = objectMeta(f.bytes ?? Buffer.alloc(0));
-    decode(fs, obj);
+    decode(fs, obj, mapEntries);
     return obj;
   } catch (err) {
     if (err instanceof DecodeError || err instanceof ProtobufTimeRangeError)
