@@ -68,17 +68,9 @@ export interface YamlAnswer {
 
 /**
  * Decodes a YAML body: on the event loop under YAML_WORKER_MIN_BYTES, else in the worker thread (started on the
- * first large body, shared by every cluster of the process, never keeping the process alive).
+ * first large body, shared by every cluster of the process, never keeping the process alive). A value from the
+ * worker may come as its JSON text (YamlWire): a request handler parses a large one in slices.
  * @throws ClusterApiError 429 when YAML_WORKER_MAX_QUEUED bodies are already waiting; 500 when the worker dies
- */
-export async function decodeYaml(text: string, depthLimit: number, repeats = true): Promise<YamlDecoded> {
-  return fromWire(await decodeYamlWire(text, depthLimit, repeats));
-}
-
-/**
- * decodeYaml, with a value from the worker left as the JSON text it came as (YamlWire): a request handler parses
- * a large one in slices.
- * @throws ClusterApiError as decodeYaml
  */
 export async function decodeYamlWire(text: string, depthLimit: number, repeats = true): Promise<YamlWire> {
   if (Buffer.byteLength(text) < YAML_WORKER_MIN_BYTES) {
@@ -100,7 +92,7 @@ export async function decodeYamlOffThread(text: string, depthLimit: number, repe
  * A protobuf body decoded in the worker thread (decodeProtobufObject there): a value with a large map comes back
  * as JSON text (sendsAsJson), for the loop to parse in slices. A 3 MiB ConfigMap took 0.6-1.9 s to decode in one
  * step on the loop.
- * @throws ClusterApiError the decoder's 400 or 415, 429 as decodeYaml, 500 when the worker dies
+ * @throws ClusterApiError the decoder's 400 or 415, 429 as decodeYamlWire, 500 when the worker dies
  */
 export async function decodeProtobufOffThread(body: Buffer): Promise<YamlWire> {
   try {
