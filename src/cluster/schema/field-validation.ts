@@ -118,21 +118,31 @@ interface WarningRecorder {
 
 const recorders = new WeakMap<ServerResponse, WarningRecorder>();
 
-/** Adds one `Warning: 299 - "..."` response header per message, bounded and deduplicated as kube-apiserver does. */
-export function addWarnings(res: ServerResponse, messages: readonly string[]): void {
-  if (messages.length === 0) return;
+/**
+ * Adds one `Warning: 299 - "..."` response header per message, bounded and deduplicated as kube-apiserver does.
+ * The messages are taken one by one only until the bound: 300,000 unknown fields cost no pass over them all here.
+ */
+export function addWarnings(res: ServerResponse, messages: Iterable<string>): void {
   let r = recorders.get(res);
-  if (!r)
-    recorders.set(
-      res,
-      (r = { recorded: new Set(), ordered: [], written: 0, truncating: false, headers: [], headerBytes: 0 }),
-    );
   for (const text of messages) {
+    if (!r)
+      recorders.set(
+        res,
+        (r = { recorded: new Set(), ordered: [], written: 0, truncating: false, headers: [], headerBytes: 0 }),
+      );
     // Past the limit while truncating, every further warning is dropped.
     if (r.written >= WARNING_TOTAL_RUNES && r.truncating) break;
     recordWarning(r, text);
   }
-  if (r.headers.length > 0) res.setHeader('Warning', r.headers);
+  if (r && r.headers.length > 0) res.setHeader('Warning', r.headers);
+}
+
+/** The warnings of strict errors: a YAML error's lines each, every other error as it is; made as they are taken. */
+function* warningsOf(errors: readonly string[]): Generator<string> {
+  for (const e of errors) {
+    if (e.startsWith('yaml: ')) yield* yamlWarnings(e);
+    else yield e;
+  }
 }
 
 function recordWarning(r: WarningRecorder, text: string): void {
@@ -206,11 +216,7 @@ export function enforceOnBody(
   res: ServerResponse,
 ): void {
   if (errors.length === 0 || directive === 'Ignore') return;
-  if (directive === 'Warn')
-    return addWarnings(
-      res,
-      errors.flatMap((e) => (e.startsWith('yaml: ') ? yamlWarnings(e) : [e])),
-    );
+  if (directive === 'Warn') return addWarnings(res, warningsOf(errors));
   throw badRequest(
     `${kind} in version "${version}" cannot be handled as a ${kind}: strict decoding error: ${errors.join(', ')}`,
   );
