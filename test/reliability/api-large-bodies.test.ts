@@ -167,6 +167,84 @@ describe('a large YAML body: its value arrives from the worker thread in one tur
   });
 });
 
+describe("a large YAML body's unknown fields are pruned in the worker thread, in document order", () => {
+  it("the loop gets only the known fields (no slice of 12,000 unknown ones to parse or prune); the answers are the JSON body's", async () => {
+    // 12,000 unknown top-level fields, an unknown field in metadata among them, and a known map after them: the
+    // strict decoder reports them in document order. Pruned on the loop, the fields came back as JSON text to
+    // parse in slices and were pruned in slices there, a turn per slice (watched to fail: 3 + 9 turns).
+    const unknown = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `u${from + i}`);
+    const fields = (names: string[]) => names.map((n) => `${n}: v\n`).join('');
+    const yaml = (name: string) =>
+      `apiVersion: v1\nkind: ConfigMap\n${fields(unknown(0, 100))}metadata:\n  name: ${name}\n  bogus: 1\n` +
+      `${fields(unknown(100, 12_000))}data:\n  a: b\n`;
+    const json = (name: string) =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        ...Object.fromEntries(unknown(0, 100).map((n) => [n, 'v'])),
+        metadata: { name, bogus: 1 },
+        ...Object.fromEntries(unknown(100, 12_000).map((n) => [n, 'v'])),
+        data: { a: 'b' },
+      });
+    assert.ok(Buffer.byteLength(yaml('x')) >= LARGE_BODY_BYTES);
+    const turns = loopTurnsForLargeBodies();
+    const created = await call(e, 'POST', `${CMS}?fieldValidation=Ignore`, {
+      body: yaml('yaml-unknown'),
+      contentType: 'application/yaml',
+    });
+    assert.equal(created.status, 201, created.text.slice(0, 300));
+    assert.equal(loopTurnsForLargeBodies() - turns, 3, 'turns');
+    const got = JSON.parse(created.text) as KubeObject;
+    assert.deepEqual(Object.keys(got).sort(), ['apiVersion', 'data', 'kind', 'metadata']);
+    assert.deepEqual(got.data, { a: 'b' });
+    assert.equal((got.metadata as Record<string, unknown>).bogus, undefined);
+    // The same message as the JSON body's, an index key at the top level first (as Object.keys orders it).
+    const strict = await Promise.all(
+      [
+        [yaml('strict').replace('kind: ConfigMap\n', 'kind: ConfigMap\n7: v\n'), 'application/yaml'],
+        [json('strict').replace('{', '{"7":"v",'), 'application/json'],
+      ].map(([body, contentType]) => call(e, 'POST', `${CMS}?fieldValidation=Strict`, { body, contentType })),
+    );
+    assert.deepEqual(
+      strict.map((r) => r.status),
+      [400, 400],
+    );
+    const [fromYaml, fromJson] = strict.map((r) => r.json<{ message: string }>().message);
+    assert.equal(fromYaml, fromJson);
+    assert.match(fromYaml, /strict decoding error: unknown field "7", unknown field "u0", /);
+    assert.match(fromYaml, /unknown field "u99", unknown field "metadata.bogus", unknown field "u100", /);
+    assert.equal(fromYaml.split('unknown field').length - 1, 12_002);
+    const warned = await Promise.all(
+      [
+        [yaml('warned'), 'application/yaml'],
+        [json('warned'), 'application/json'],
+      ].map(([body, contentType]) => call(e, 'POST', `${CMS}?fieldValidation=Warn&dryRun=All`, { body, contentType })),
+    );
+    assert.equal(warned[0].status, 201);
+    assert.equal(warned[0].headers?.warning, warned[1].headers?.warning, 'the same warnings as JSON');
+  });
+
+  it('under Ignore (keys as the text gives them, repeated ones again): the same object as pruned on the loop', async () => {
+    // The top-level keys come from the parse in the text's order, `data` and an unknown field repeated, an index key
+    // among them: the last value of each field is kept, the unknown ones dropped.
+    const fields = Array.from({ length: 12_000 }, (_, i) => `u${i}: v\n`).join('');
+    const body = (name: string) =>
+      `apiVersion: v1\nkind: ConfigMap\ndata:\n  a: first\nu0: v\n9: v\nmetadata:\n  name: ${name}\n  x: 1\n` +
+      `${fields}data:\n  a: last\nu0: again\nimmutable: true\n`;
+    assert.ok(Buffer.byteLength(body('x')) >= LARGE_BODY_BYTES);
+    const r = await call(e, 'POST', `${CMS}?fieldValidation=Ignore`, {
+      body: body('yaml-ignore-copy'),
+      contentType: 'application/yaml',
+    });
+    assert.equal(r.status, 201, r.text.slice(0, 300));
+    const got = JSON.parse(r.text) as KubeObject;
+    assert.deepEqual(Object.keys(got).sort(), ['apiVersion', 'data', 'immutable', 'kind', 'metadata']);
+    assert.deepEqual(got.data, { a: 'last' });
+    assert.equal(got.immutable, true);
+    assert.equal((got.metadata as Record<string, unknown>).x, undefined);
+  });
+});
+
 describe('a YAML body under fieldValidation=Ignore is not searched for repeated keys', () => {
   it('small (on the loop) and large (in the worker): no key kept in a Set, the answers as before', async () => {
     for (const [name, count] of [

@@ -43,7 +43,17 @@ export interface YamlJob {
   depthLimit: number;
   /** Look for repeated keys (decodeYamlText's `repeats`). */
   repeats: boolean;
+  /** The model of the kind the body is for: its unknown fields are pruned in the worker (DecodedWire's `pruned`). */
+  model?: string;
 }
+
+/**
+ * A body decoded by decodeYamlWire: with `pruned` when its unknown fields (of the `model` it was given) were
+ * removed in the worker thread, their paths in document order, as pruneUnknown returns them. 300,000 unknown
+ * top-level fields were otherwise sent to the loop as JSON, to be parsed and then pruned there in slices (half a
+ * second of the loop's CPU, after the worker's).
+ */
+export type DecodedWire = YamlWire & { pruned?: string[] };
 
 /** A protobuf body posted to the same worker (decodeProtobufOffThread). */
 export interface ProtobufJob {
@@ -60,7 +70,7 @@ export interface JsonCheckJob {
 /** The worker's answer: the decode result, or `thrown`, an exception decodeYamlText let through. */
 export interface YamlAnswer {
   id: number;
-  result?: YamlWire;
+  result?: DecodedWire;
   /** The Status of the API error the decoder threw (a protobuf body's 400 or 415). */
   apiError?: Status;
   thrown?: { name: string; message: string };
@@ -72,12 +82,17 @@ export interface YamlAnswer {
  * worker may come as its JSON text (YamlWire): a request handler parses a large one in slices.
  * @throws ClusterApiError 429 when YAML_WORKER_MAX_QUEUED bodies are already waiting; 500 when the worker dies
  */
-export async function decodeYamlWire(text: string, depthLimit: number, repeats = true): Promise<YamlWire> {
+export async function decodeYamlWire(
+  text: string,
+  depthLimit: number,
+  repeats = true,
+  model?: string,
+): Promise<DecodedWire> {
   if (Buffer.byteLength(text) < YAML_WORKER_MIN_BYTES) {
     countDecoded('inThread');
     return decodeYamlText(text, depthLimit, repeats);
   }
-  return pool.decode(text, depthLimit, repeats);
+  return pool.decode(text, depthLimit, repeats, model);
 }
 
 /**
@@ -123,7 +138,7 @@ export async function jsonSyntaxErrorOffThread(text: string): Promise<string | u
 findSyntaxErrorsWith(jsonSyntaxErrorOffThread);
 
 interface Pending {
-  resolve: (r: YamlWire) => void;
+  resolve: (r: DecodedWire) => void;
   reject: (err: unknown) => void;
 }
 
@@ -134,8 +149,8 @@ class YamlWorkerPool {
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
 
-  decode(text: string, depthLimit: number, repeats: boolean): Promise<YamlWire> {
-    return this.post('offThread', (id) => ({ id, text, depthLimit, repeats }) satisfies YamlJob);
+  decode(text: string, depthLimit: number, repeats: boolean, model?: string): Promise<DecodedWire> {
+    return this.post('offThread', (id) => ({ id, text, depthLimit, repeats, model }) satisfies YamlJob);
   }
 
   decodeProtobuf(protobuf: Uint8Array): Promise<YamlWire> {
@@ -149,14 +164,14 @@ class YamlWorkerPool {
   private post(
     counted: 'offThread' | 'protobufOffThread' | 'jsonOffThread',
     job: (id: number) => YamlJob | ProtobufJob | JsonCheckJob,
-  ): Promise<YamlWire> {
+  ): Promise<DecodedWire> {
     if (this.pending.size >= YAML_WORKER_MAX_QUEUED) return Promise.reject(tooManyRequests(1));
     countDecoded(counted);
     clearTimeout(this.idleTimer);
     const worker = (this.worker ??= this.start());
     worker.ref(); // a body being decoded holds the process, as a pending read would
     const id = this.nextId++;
-    return new Promise<YamlWire>((resolve, reject) => {
+    return new Promise<DecodedWire>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       worker.postMessage(job(id));
     });

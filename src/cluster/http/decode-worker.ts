@@ -6,6 +6,7 @@ import { parentPort } from 'node:worker_threads';
 import type { KubeObject } from '../../types/k8s.ts';
 import { ClusterApiError } from '../common/api-errors.ts';
 import { decodeProtobufObject, MapEntries } from './protobuf.ts';
+import { pruneUnknownCopy } from '../schema/schema.ts';
 import { decodeYamlTextForWire, sendsAsJson, type YamlDecoded, type YamlWire } from '../schema/yaml-decode.ts';
 import type { JsonCheckJob, ProtobufJob, YamlAnswer, YamlJob } from './decode-worker-pool.ts';
 
@@ -29,8 +30,18 @@ port.on('message', (job: YamlJob | ProtobufJob | JsonCheckJob) => {
       // protobuf, but nothing known of the value either) goes as the walk decides.
       answer = { id, result: entriesJson(value) ?? wire(decoded, { jsonPlain: false, largeMap: false }, body.length) };
     } else {
-      const { decoded, ...seen } = decodeYamlTextForWire(job.text, job.depthLimit, job.repeats);
-      answer = { id, result: wire(decoded, seen, job.text.length) };
+      const { decoded, rootKeys, ...seen } = decodeYamlTextForWire(job.text, job.depthLimit, job.repeats);
+      // The same prune the loop would do next (before any other check looks at the value), done here: the loop
+      // then gets only the known fields, and the unknown ones' paths (none asked for without `repeats`: Ignore).
+      let pruned: string[] | undefined;
+      if (job.model && decoded.ok && isMap(decoded.value)) {
+        const keys = rootKeys ?? { keys: Object.keys(decoded.value), exact: true };
+        const copy = pruneUnknownCopy(decoded.value, job.model, keys);
+        decoded.value = copy.value;
+        pruned = copy.unknown;
+      }
+      const result = wire(decoded, seen, job.text.length);
+      answer = { id, result: pruned ? { ...result, pruned } : result };
     }
   } catch (err) {
     if (err instanceof ClusterApiError) answer = { id, apiError: err.status };
@@ -47,6 +58,8 @@ port.on('message', (job: YamlJob | ProtobufJob | JsonCheckJob) => {
     port.postMessage({ id, thrown: { name: e.name, message: e.message } } satisfies YamlAnswer);
   }
 });
+
+const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
  * The JSON text of a decoded ConfigMap or Secret whose maps were left as their MapEntries, written without building

@@ -120,6 +120,8 @@ export function decodeBody(body: Buffer, contentType: string, depthLimit = MAX_J
 export interface DecodedBody {
   value: unknown;
   yamlDuplicateError?: string;
+  /** The unknown fields of the model given to decodeRequestBody, already removed in the worker: their paths. */
+  pruned?: readonly string[];
 }
 
 /** decodeBody, keeping what the one YAML parse found about repeated keys (field validation reports them). */
@@ -136,7 +138,8 @@ export function decodeObjectBody(body: Buffer, contentType: string, depthLimit =
 /**
  * decodeObjectBody for a request handler: a YAML body of YAML_WORKER_MIN_BYTES or more is decoded in a worker (the `yaml`
  * library takes about a second per MiB), so other requests go on meanwhile; the answer is the same. Without
- * `repeats` a YAML body's repeated keys are not looked for (no yamlDuplicateError): fieldValidation=Ignore.
+ * `repeats` a YAML body's repeated keys are not looked for (no yamlDuplicateError): fieldValidation=Ignore. With
+ * `model`, a body decoded in the worker comes back with the model's unknown fields pruned there (`pruned`).
  * @throws ClusterApiError 400; 429 when the worker already has its full queue of bodies
  */
 export async function decodeRequestBody(
@@ -145,13 +148,15 @@ export async function decodeRequestBody(
   depthLimit = MAX_JSON_DEPTH,
   repeats = true,
   turn?: () => Promise<void>,
+  model?: string,
 ): Promise<DecodedBody> {
   if (!isYaml(contentType)) return decodeObjectBody(body, contentType, depthLimit);
-  const wire = await decodeYamlWire(body.toString('utf8'), depthLimit, repeats);
-  if (!('json' in wire)) return yamlBody(wire);
+  const wire = await decodeYamlWire(body.toString('utf8'), depthLimit, repeats, model);
+  const pruned = wire.pruned ? { pruned: wire.pruned } : {};
+  if (!('json' in wire)) return { ...yamlBody(wire), ...pruned };
   // The worker's value as JSON text: with `turn` (a large body's request) its large maps are parsed in slices.
   const value = turn ? (await parseLargeJsonText(wire.json, turn)).value : (JSON.parse(wire.json) as unknown);
-  return { value, yamlDuplicateError: wire.duplicateError };
+  return { value, yamlDuplicateError: wire.duplicateError, ...pruned };
 }
 
 function isYaml(contentType: string): boolean {
