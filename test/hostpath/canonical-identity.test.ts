@@ -38,15 +38,17 @@ test('PV paths: one canonical form for every spelling; ".." and NUL are ambiguou
   assert.equal(canonicalAbsolutePath('/base/../etc'), undefined);
 });
 
-test('NFS servers compare without case and without the trailing dot; rendered paths lose one trailing slash', () => {
+test('NFS servers compare without case and without the trailing dot; rendered paths lose their trailing slashes', () => {
   assert.equal(canonicalNfsServer('NFS.Example.'), 'nfs.example');
   assert.equal(canonicalNfsServer('10.0.0.5'), '10.0.0.5');
   assert.equal(canonicalRenderedPath('default/claim/'), 'default/claim');
+  assert.equal(canonicalRenderedPath('default/claim//'), 'default/claim', 'every trailing one, as filepath.Join');
   assert.equal(
-    canonicalRenderedPath('default/claim//'),
-    'default/claim/',
-    'a second one stays, for the empty-segment rule',
+    canonicalRenderedPath('default//claim'),
+    'default//claim',
+    'one inside stays, for the empty-segment rule',
   );
+  assert.equal(canonicalRenderedPath('//'), '/', 'nothing but slashes stays refusable');
   assert.equal(canonicalRenderedPath('x'), 'x');
 });
 

@@ -47,11 +47,14 @@ export function canonicalAbsolutePath(p: unknown): string | undefined {
 
 /**
  * A rendered relative path in canonical form: local-path cleans a pattern such as `{{ .PVC.Namespace }}/{{ .PVC.Name }}/`
- * with filepath.Join, so one trailing `/` is dropped. Anything else (an empty segment, `.`, `..`) is left for the
- * path rules to refuse: in a rendered path it means a missing value or an attempt to climb.
+ * with filepath.Join, so the trailing `/`s are dropped (the renderer refuses a missing or empty value, so they
+ * cannot stand for one). Anything else (an empty segment inside, `.`, `..`) is left for the path rules to refuse:
+ * in a rendered path it means an attempt to climb or to name the same directory two ways.
  */
 export function canonicalRenderedPath(rel: string): string {
-  return rel.length > 1 && rel.endsWith('/') ? rel.slice(0, -1) : rel;
+  let end = rel.length;
+  while (end > 1 && rel.charCodeAt(end - 1) === 0x2f) end--;
+  return end === rel.length ? rel : rel.slice(0, end);
 }
 
 /**
